@@ -1,0 +1,165 @@
+// Package executors runs untrusted, model-written code and reports what
+// happened. It holds the portable types and a small driver contract; drivers
+// (executors/bwrap, executors/docker) register a URL scheme in init and are
+// opened with Open("bwrap://?memory=512MiB") or Open("docker://python:3.12-slim?pool=4").
+//
+// A failing program is data, not an error: exit status, timeout and OOM are
+// fields of Result. A non-nil error means the sandbox itself failed or the
+// request was invalid.
+package executors
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Language is a runner inside the sandbox, not a driver.
+type Language string
+
+const (
+	Python Language = "python"
+	Bash   Language = "bash"
+	SQL    Language = "sql" // SQLite; rows printed as a table
+)
+
+// Limits bound one run. Zero fields take the driver's defaults.
+type Limits struct {
+	Timeout     time.Duration `json:"timeout"`      // wall clock
+	MemoryBytes int64         `json:"memory_bytes"` // address space / cgroup memory
+	CPUTime     time.Duration `json:"cpu_time"`
+	Processes   int           `json:"processes"`
+	FileBytes   int64         `json:"file_bytes"`   // largest file a run may write
+	OpenFiles   int           `json:"open_files"`   //
+	OutputBytes int           `json:"output_bytes"` // per stream; beyond it output is cut with a marker
+}
+
+// DefaultLimits are used where a request leaves a limit at zero.
+var DefaultLimits = Limits{
+	Timeout:     10 * time.Second,
+	MemoryBytes: 512 << 20,
+	CPUTime:     10 * time.Second,
+	Processes:   64,
+	FileBytes:   64 << 20,
+	OpenFiles:   256,
+	OutputBytes: 64 << 10,
+}
+
+// Request is one program to run.
+type Request struct {
+	Language Language
+	Code     string
+	Stdin    string
+	// Files are written into the run's private scratch directory before the
+	// run (e.g. a SQLite database for SQL).
+	Files  map[string][]byte
+	Limits Limits
+}
+
+// Result is what happened. Python runs also get the exception type and the
+// traceback's last line, parsed from stderr.
+type Result struct {
+	Stdout          string        `json:"stdout"`
+	Stderr          string        `json:"stderr"`
+	ExitCode        int           `json:"exit_code"`
+	Signal          string        `json:"signal,omitempty"`
+	TimedOut        bool          `json:"timed_out"`
+	OOM             bool          `json:"oom"`
+	Killed          bool          `json:"killed"`
+	StdoutTruncated bool          `json:"stdout_truncated"`
+	StderrTruncated bool          `json:"stderr_truncated"`
+	Exception       string        `json:"exception,omitempty"`
+	ErrorLine       string        `json:"error_line,omitempty"`
+	Duration        time.Duration `json:"duration"`
+	Driver          string        `json:"driver"`
+	Image           string        `json:"image,omitempty"`
+}
+
+// OK reports whether the program ran to a zero exit within its limits.
+func (r Result) OK() bool { return r.ExitCode == 0 && !r.TimedOut && !r.OOM && !r.Killed }
+
+// Info describes an opened executor, for execution records and cache keys.
+type Info struct {
+	Driver string `json:"driver"`
+	Image  string `json:"image,omitempty"` // image name and digest, or "host" for bwrap
+	Limits Limits `json:"limits"`
+}
+
+// Executor runs programs. Implementations are safe for concurrent use.
+type Executor interface {
+	// Run executes one program in a fresh, isolated scratch space.
+	Run(ctx context.Context, req Request) (Result, error)
+	// Open starts a stateful session (like a notebook kernel): state and
+	// files persist between cells until Reset or Close.
+	Open(ctx context.Context, lang Language, opts SessionOptions) (Session, error)
+	Info() Info
+	Close() error
+}
+
+// SessionOptions configure a session.
+type SessionOptions struct {
+	Files  map[string][]byte // placed in the session's scratch at open and at Reset
+	Limits Limits            // per cell
+}
+
+// Session is a stateful interpreter. Not safe for concurrent use.
+type Session interface {
+	// Exec runs one cell. A cell that times out ends the session's state:
+	// the result says TimedOut and the session restarts empty.
+	Exec(ctx context.Context, code string) (Result, error)
+	Reset(ctx context.Context) error
+	Close() error
+}
+
+// Opener opens an executor from a URL such as bwrap://?memory=512MiB.
+type Opener func(ctx context.Context, u *url.URL) (Executor, error)
+
+var (
+	mu      sync.Mutex
+	drivers = map[string]Opener{}
+)
+
+// Register makes a driver available by URL scheme. Duplicate schemes panic:
+// two drivers claiming one scheme is a programming error.
+func Register(scheme string, o Opener) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := drivers[scheme]; dup {
+		panic("executors: driver registered twice: " + scheme)
+	}
+	drivers[scheme] = o
+}
+
+// Drivers lists registered schemes.
+func Drivers() []string {
+	mu.Lock()
+	defer mu.Unlock()
+	var s []string
+	for k := range drivers {
+		s = append(s, k)
+	}
+	sort.Strings(s)
+	return s
+}
+
+// Open opens an executor by URL. A bare driver name ("bwrap") is accepted.
+func Open(ctx context.Context, rawURL string) (Executor, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("executors: bad URL %q: %w", rawURL, err)
+	}
+	scheme := u.Scheme
+	if scheme == "" && u.Opaque == "" {
+		scheme, u = u.Path, &url.URL{Scheme: u.Path, RawQuery: u.RawQuery}
+	}
+	mu.Lock()
+	o, ok := drivers[scheme]
+	mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("executors: unknown driver %q (registered: %v)", scheme, Drivers())
+	}
+	return o(ctx, u)
+}

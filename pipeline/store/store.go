@@ -1,0 +1,32 @@
+// Package store defines the content-addressed key/value store the engine keeps
+// in a run directory. Stage results, model requests and sandbox executions are
+// all cached through it, keyed by a hash of everything that determines them.
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
+
+// Cache is the small interface services (model client, executor cache) need.
+// Implementations are safe for concurrent use.
+type Cache interface {
+	// Get returns the value for key; ok is false when absent.
+	Get(ctx context.Context, bucket, key string) (val []byte, ok bool, err error)
+	// Put stores val under key durably enough that a crash after Put returns
+	// does not lose it.
+	Put(ctx context.Context, bucket, key string, val []byte) error
+}
+
+// Key hashes any JSON-encodable parts into a hex key. Map keys are sorted by
+// encoding/json, so equal content gives equal keys.
+func Key(parts ...any) string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	for _, p := range parts {
+		_ = enc.Encode(p) // values are plain data; an encode error would mean a programming bug
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
