@@ -1,0 +1,361 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/codefeedback/codefeedback/executors"
+)
+
+// Labels put on every sandbox container, so containers left behind by a
+// crashed process can be found (RemoveLeftovers) and tests can prove none leak.
+const (
+	LabelSandbox = "codefeedback.sandbox" // always "1"
+	LabelOwner   = "codefeedback.owner"   // host/pid/start-time of the process that created it
+	LabelSlot    = "codefeedback.slot"
+)
+
+// removeTimeout bounds the removal of a container on Close; removal runs on a
+// context detached from the caller's so cancellation never leaks a container.
+const removeTimeout = 30 * time.Second
+
+// stderrCap bounds the runner's stderr kept for diagnostics. The runner
+// reports programs' output over the protocol; its own stderr is only for
+// crashes, so a small buffer is enough.
+const stderrCap = 16 << 10
+
+// Config is the container-level isolation of one sandbox instance. Per-run
+// limits (timeout, CPU time, address space, output caps) are enforced by the
+// in-sandbox runner; these bound the whole instance, runner included.
+type Config struct {
+	Image     string // image reference as the user wrote it
+	Memory    int64  // cgroup memory limit in bytes; swap is disabled (MemorySwap = Memory)
+	NanoCPUs  int64  // CPU quota in 1e-9 CPUs
+	Pids      int64  // cgroup pids limit
+	TmpBytes  int64  // size of the /tmp tmpfs (the runner's scratch root)
+	ShmBytes  int64  // size of the /dev/shm tmpfs
+	FileBytes int64  // RLIMIT_FSIZE for every process in the container
+	OpenFiles int64  // RLIMIT_NOFILE for every process in the container
+	Init      bool   // run docker-init as PID 1 (otherwise the runner is PID 1)
+}
+
+// DefaultConfig leaves room above executors.DefaultLimits for the runner
+// itself: a run's own limits are rlimits set by the runner, the container's
+// are a backstop for everything in the instance together.
+var DefaultConfig = Config{
+	Image:     "codefeedback-sandbox:bookworm",
+	Memory:    executors.DefaultLimits.MemoryBytes + 256<<20,
+	NanoCPUs:  1e9,
+	Pids:      int64(executors.DefaultLimits.Processes) + 64,
+	TmpBytes:  128 << 20,
+	ShmBytes:  16 << 20,
+	FileBytes: executors.DefaultLimits.FileBytes,
+	OpenFiles: 1024,
+}
+
+// Launcher starts runner processes in fresh containers. It implements
+// executors.Launcher and is safe for concurrent use.
+type Launcher struct {
+	cli     *client.Client
+	cfg     Config
+	imageID string // sha256:..., containers are created from the ID so a re-tag cannot change them
+	owner   string
+
+	mu     sync.Mutex
+	interp string // "" until a launch of python3 fails over to python
+}
+
+// NewLauncher checks that the image is present (pulling it only if pull is
+// set) and returns a launcher. It takes ownership of cli: Close closes it.
+func NewLauncher(ctx context.Context, cli *client.Client, cfg Config, pull bool) (*Launcher, error) {
+	if cfg.Image == "" {
+		return nil, errors.New("docker: no image given")
+	}
+	id, err := resolveImage(ctx, cli, cfg.Image, pull)
+	if err != nil {
+		return nil, err
+	}
+	return &Launcher{cli: cli, cfg: cfg, imageID: id, owner: ownerID()}, nil
+}
+
+// resolveImage returns the image's ID, pulling it first when pull is set and
+// it is missing.
+func resolveImage(ctx context.Context, cli *client.Client, ref string, pull bool) (string, error) {
+	ins, err := cli.ImageInspect(ctx, ref)
+	if err == nil {
+		return ins.ID, nil
+	}
+	if !client.IsErrNotFound(err) {
+		return "", fmt.Errorf("docker: inspect image %s: %w", ref, err)
+	}
+	if !pull {
+		return "", fmt.Errorf("docker: image %s not present; run `make sandbox-image` or `docker pull %s` (or open with ?pull=1)", ref, ref)
+	}
+	if err := pullImage(ctx, cli, ref); err != nil {
+		return "", err
+	}
+	ins, err = cli.ImageInspect(ctx, ref)
+	if err != nil {
+		return "", fmt.Errorf("docker: inspect image %s after pull: %w", ref, err)
+	}
+	return ins.ID, nil
+}
+
+// Info names the driver and the exact image (reference and ID), so execution
+// records and cache keys change when the image does.
+func (l *Launcher) Info() executors.Info {
+	return executors.Info{Driver: "docker", Image: l.cfg.Image + "@" + l.imageID}
+}
+
+// Config returns the container settings the launcher uses.
+func (l *Launcher) Config() Config { return l.cfg }
+
+// ImageID is the ID (sha256:...) of the image containers are created from.
+func (l *Launcher) ImageID() string { return l.imageID }
+
+// Client is the engine client, for callers that inspect containers (tests).
+func (l *Launcher) Client() *client.Client { return l.cli }
+
+// Close releases the engine client. Conns already launched stay valid until
+// their own Close... which needs the client, so close the launcher last.
+func (l *Launcher) Close() error { return l.cli.Close() }
+
+// Launch creates and starts a container running argv as a non-root user with
+// no network, attached to its stdin and stdout. If argv[0] is "python3" and
+// the image has none, it retries with "python" (and remembers that).
+func (l *Launcher) Launch(ctx context.Context, slot int, argv []string) (executors.Conn, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("docker: launch: empty argv")
+	}
+	argv = append([]string(nil), argv...)
+	l.mu.Lock()
+	interp := l.interp
+	l.mu.Unlock()
+	if argv[0] == "python3" && interp != "" {
+		argv[0] = interp
+	}
+	c, err := l.launch(ctx, slot, argv)
+	if err != nil && argv[0] == "python3" && isNotFound(err) {
+		argv[0] = "python"
+		if c, err = l.launch(ctx, slot, argv); err == nil {
+			l.mu.Lock()
+			l.interp = "python"
+			l.mu.Unlock()
+		}
+	}
+	return c, err
+}
+
+// isNotFound reports whether a start failed because argv[0] is not on PATH.
+func isNotFound(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "executable file not found") || strings.Contains(s, "no such file or directory")
+}
+
+func (l *Launcher) launch(ctx context.Context, slot int, argv []string) (executors.Conn, error) {
+	cfg, hc := l.containerConfig(slot, argv)
+	created, err := l.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
+	if err != nil {
+		return nil, fmt.Errorf("docker: create container from %s: %w", l.cfg.Image, err)
+	}
+	c := &conn{cli: l.cli, id: created.ID, done: make(chan struct{})}
+	// Attach before start so no early output is lost.
+	hj, err := l.cli.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		c.remove()
+		return nil, fmt.Errorf("docker: attach container %.12s: %w", created.ID, err)
+	}
+	c.hj = hj
+	pr, pw := io.Pipe()
+	c.stdout = pr
+	go func() {
+		defer close(c.done)
+		_, err := stdcopy.StdCopy(pw, &c.stderr, hj.Reader)
+		pw.CloseWithError(err) // nil error: reader gets io.EOF
+	}()
+	if err := l.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("docker: start container %.12s (%s): %w", created.ID, argv[0], err)
+	}
+	return c, nil
+}
+
+// containerConfig builds the container's isolation: no network, read-only
+// root, tmpfs scratch, non-root user, no capabilities, cgroup limits, and an
+// environment that contains nothing from the host.
+func (l *Launcher) containerConfig(slot int, argv []string) (*container.Config, *container.HostConfig) {
+	cfg := &container.Config{
+		Image:      l.imageID,
+		Cmd:        argv,
+		Entrypoint: []string{}, // the image's entrypoint must not wrap the runner
+		User:       "65534:65534",
+		WorkingDir: "/tmp",
+		Env: []string{
+			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			"HOME=/tmp",
+			"LANG=C.UTF-8",
+		},
+		OpenStdin:       true,
+		AttachStdin:     true,
+		AttachStdout:    true,
+		AttachStderr:    true,
+		StdinOnce:       false,
+		Tty:             false,
+		NetworkDisabled: true,
+		Labels: map[string]string{
+			LabelSandbox: "1",
+			LabelOwner:   l.owner,
+			LabelSlot:    strconv.Itoa(slot),
+		},
+	}
+	pids := l.cfg.Pids
+	hc := &container.HostConfig{
+		NetworkMode:    "none",
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		AutoRemove:     false,
+		// The runner's output travels over the attach stream; a log driver
+		// would copy every byte to disk for nothing.
+		LogConfig: container.LogConfig{Type: "none"},
+		Tmpfs: map[string]string{
+			"/tmp":     fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", l.cfg.TmpBytes),
+			"/dev/shm": fmt.Sprintf("rw,nosuid,nodev,noexec,size=%d,mode=1777", l.cfg.ShmBytes),
+		},
+		Resources: container.Resources{
+			Memory:     l.cfg.Memory,
+			MemorySwap: l.cfg.Memory,
+			NanoCPUs:   l.cfg.NanoCPUs,
+			PidsLimit:  &pids,
+			Ulimits: []*container.Ulimit{
+				{Name: "nofile", Soft: l.cfg.OpenFiles, Hard: l.cfg.OpenFiles},
+				{Name: "fsize", Soft: l.cfg.FileBytes, Hard: l.cfg.FileBytes},
+				{Name: "core", Soft: 0, Hard: 0},
+			},
+		},
+	}
+	if l.cfg.Init {
+		t := true
+		hc.Init = &t
+	}
+	return cfg, hc
+}
+
+// conn is one running container: reads come from the runner's stdout, writes
+// go to its stdin, and Close force-removes the container.
+type conn struct {
+	cli    *client.Client
+	id     string
+	hj     types.HijackedResponse
+	stdout *io.PipeReader
+	stderr capped
+	done   chan struct{} // closed when the demultiplexer stops
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func (c *conn) Read(p []byte) (int, error) { return c.stdout.Read(p) }
+
+func (c *conn) Write(p []byte) (int, error) {
+	n, err := c.hj.Conn.Write(p)
+	if err != nil {
+		return n, fmt.Errorf("docker: write to container %.12s: %w", c.id, err)
+	}
+	return n, nil
+}
+
+// ID is the container's ID.
+func (c *conn) ID() string { return c.id }
+
+// Stderr returns the start of the runner's own stderr (not a program's), for
+// diagnosing a runner that died.
+func (c *conn) Stderr() string { return c.stderr.String() }
+
+// Close removes the container (killing everything in it and discarding its
+// tmpfs) on a context that survives the caller's cancellation. It is
+// idempotent and waits for the output goroutine to end.
+func (c *conn) Close() error {
+	c.closeOnce.Do(func() {
+		if c.hj.Conn != nil {
+			c.hj.Close()
+		}
+		c.closeErr = c.remove()
+		if c.stdout != nil {
+			c.stdout.Close()
+			<-c.done
+		}
+	})
+	return c.closeErr
+}
+
+func (c *conn) remove() error {
+	ctx, cancel := context.WithTimeout(context.Background(), removeTimeout)
+	defer cancel()
+	err := c.cli.ContainerRemove(ctx, c.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !client.IsErrNotFound(err) {
+		return fmt.Errorf("docker: remove container %.12s: %w", c.id, err)
+	}
+	return nil
+}
+
+// capped keeps the first stderrCap bytes written to it and drops the rest,
+// so a runner that floods stderr cannot grow memory. Safe for concurrent use.
+type capped struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *capped) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := stderrCap - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (b *capped) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// ownerID names this process uniquely across PID reuse: host, pid and the
+// process start time (clock ticks since boot, from /proc/self/stat).
+func ownerID() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), procStart(os.Getpid()))
+}
+
+// procStart returns field 22 of /proc/PID/stat (start time), or "" if the
+// process does not exist.
+func procStart(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// The command name (field 2) may contain spaces; fields resume after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}

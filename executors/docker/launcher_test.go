@@ -1,0 +1,208 @@
+package docker
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+)
+
+// echoLoop is a minimal runner: it answers each stdin line with a line of
+// output computed by exec-ing it in Python, so tests can probe the container
+// from inside without the shared runner.
+const echoLoop = `
+import sys
+for line in sys.stdin:
+    try:
+        out = repr(eval(line))
+    except BaseException as e:
+        out = "ERR " + type(e).__name__ + ": " + str(e)
+    sys.stdout.write(out.replace("\n", "\\n") + "\n")
+    sys.stdout.flush()
+`
+
+// testImage is the image tests use: CODEFEEDBACK_SANDBOX_IMAGE or the default.
+func testImage() string {
+	if s := os.Getenv("CODEFEEDBACK_SANDBOX_IMAGE"); s != "" {
+		return s
+	}
+	return DefaultConfig.Image
+}
+
+// newTestLauncher connects to the engine or skips the test when none answers.
+// It registers a cleanup that fails the test if any container of this
+// process is left over.
+func newTestLauncher(t testing.TB) *Launcher {
+	t.Helper()
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Skipf("no Docker engine: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(ctx); err != nil {
+		cli.Close()
+		t.Skipf("no Docker engine answers (start dockerd to run the docker driver tests): %v", err)
+	}
+	cfg := DefaultConfig
+	cfg.Image = testImage()
+	l, err := NewLauncher(ctx, cli, cfg, false)
+	if err != nil {
+		cli.Close()
+		t.Fatalf("NewLauncher: %v", err)
+	}
+	t.Cleanup(func() {
+		assertNoContainers(t, l)
+		l.Close()
+	})
+	return l
+}
+
+// assertNoContainers fails the test if this process still owns a container.
+func assertNoContainers(t testing.TB, l *Launcher) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := Containers(ctx, l.cli, l.owner)
+	if err != nil {
+		t.Errorf("list containers: %v", err)
+		return
+	}
+	for _, c := range cs {
+		t.Errorf("container %.12s (%s) left after Close", c.ID, c.State)
+	}
+}
+
+// probe is an echo-loop container; ask evaluates a Python expression in it.
+type probe struct {
+	t   *testing.T
+	c   *conn
+	out *bufio.Reader
+}
+
+func startProbe(t *testing.T, l *Launcher) *probe {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := l.Launch(ctx, 0, []string{"python3", "-u", "-c", echoLoop})
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return &probe{t: t, c: c.(*conn), out: bufio.NewReader(c)}
+}
+
+func (p *probe) ask(expr string) string {
+	p.t.Helper()
+	if _, err := fmt.Fprintln(p.c, expr); err != nil {
+		p.t.Fatalf("write %q: %v", expr, err)
+	}
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		p.t.Fatalf("read answer to %q: %v (runner stderr: %s)", expr, err, p.c.Stderr())
+	}
+	return strings.TrimSuffix(line, "\n")
+}
+
+func TestLaunchIsolation(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-host-secret-must-not-leak")
+	l := newTestLauncher(t)
+	p := startProbe(t, l)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ins, err := l.cli.ContainerInspect(ctx, p.c.ID())
+	if err != nil {
+		t.Fatalf("inspect: %v", err)
+	}
+	for _, e := range ins.Config.Env {
+		if strings.Contains(e, "OPENAI_API_KEY") || strings.Contains(e, "sk-host-secret") {
+			t.Errorf("container Config.Env has host secret: %q", e)
+		}
+	}
+	if got, want := string(ins.HostConfig.NetworkMode), "none"; got != want {
+		t.Errorf("NetworkMode: got %q want %q", got, want)
+	}
+	if !ins.HostConfig.ReadonlyRootfs {
+		t.Errorf("ReadonlyRootfs: got false want true")
+	}
+
+	cases := []struct {
+		name, expr, want string
+	}{
+		{"uid", "__import__('os').getuid()", "65534"},
+		{"gid", "__import__('os').getgid()", "65534"},
+		{"interfaces", "sorted(n for _, n in __import__('socket').if_nameindex())", "['lo']"},
+		{"environ has no host secret", "b'sk-host-secret' in open('/proc/self/environ','rb').read() or b'OPENAI' in open('/proc/self/environ','rb').read()", "False"},
+		{"home", "__import__('os').environ['HOME']", "'/tmp'"},
+		{"root read-only", "open('/etc/x','w')", "ERR OSError: [Errno 30] Read-only file system: '/etc/x'"},
+		{"usr read-only", "open('/usr/x','w')", "ERR OSError: [Errno 30] Read-only file system: '/usr/x'"},
+		{"tmp writable", "open('/tmp/x','w').write('hi')", "2"},
+		{"no capabilities", "[l for l in open('/proc/self/status') if l.startswith('CapEff')][0].split()[1]", "'0000000000000000'"},
+		{"no new privileges", "[l for l in open('/proc/self/status') if l.startswith('NoNewPrivs')][0].split()[1]", "'1'"},
+		{"core dumps off", "__import__('resource').getrlimit(__import__('resource').RLIMIT_CORE)", "(0, 0)"},
+		{"shadow unreadable", "open('/etc/shadow').read()", "ERR PermissionError: [Errno 13] Permission denied: '/etc/shadow'"},
+		{"loopback connect refused", "__import__('socket').create_connection(('127.0.0.1', 9), 1)", "ERR ConnectionRefusedError: [Errno 111] Connection refused"},
+	}
+	for _, tc := range cases {
+		if got := p.ask(tc.expr); got != tc.want {
+			t.Errorf("%s: %s: got %s want %s", tc.name, tc.expr, got, tc.want)
+		}
+	}
+}
+
+func TestImageMissing(t *testing.T) {
+	l := newTestLauncher(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	const ref = "codefeedback-no-such-image:never"
+	_, err := resolveImage(ctx, l.cli, ref, false)
+	if err == nil || !strings.Contains(err.Error(), "not present") || !strings.Contains(err.Error(), "make sandbox-image") {
+		t.Fatalf("resolveImage(%s): got %v want an error naming the image and `make sandbox-image`", ref, err)
+	}
+}
+
+func TestCloseRemovesContainerAfterCancel(t *testing.T) {
+	l := newTestLauncher(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := l.Launch(ctx, 3, []string{"python3", "-u", "-c", echoLoop})
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	cancel() // The conn outlives the launch context, and Close still removes the container.
+	if _, err := fmt.Fprintln(c, "6*7"); err != nil {
+		t.Fatalf("write after cancel: %v", err)
+	}
+	if got, err := bufio.NewReader(c).ReadString('\n'); got != "42\n" || err != nil {
+		t.Fatalf("answer after cancel: got %q, %v want \"42\\n\"", got, err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: got %v want nil", err)
+	}
+	// The cleanup registered by newTestLauncher checks nothing is left.
+}
+
+func TestLaunchFallsBackToPython(t *testing.T) {
+	// argv[0] "python3" that does not exist is simulated with a name that
+	// fails the same way; the fallback only triggers for python3, so check
+	// that a missing interpreter gives a clear error and leaves nothing.
+	l := newTestLauncher(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := l.Launch(ctx, 0, []string{"no-such-interpreter", "-c", "pass"})
+	if err == nil || !isNotFound(err) {
+		t.Fatalf("Launch(no-such-interpreter): got %v want an executable-not-found error", err)
+	}
+}
