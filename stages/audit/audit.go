@@ -1,0 +1,553 @@
+// Package audit measures how much of a dialogue corpus leaks benchmark
+// problems (HumanEval, MBPP, their EvalPlus versions, or any problem file)
+// and finds the dialogues to remove.
+//
+// Two measures run on every dialogue:
+//
+//   - Lines (the OpenCodeInterpreter paper's method). The code of a dialogue
+//     (fenced blocks of user and assistant turns) and of each benchmark task
+//     (solution and tests) is split into lines, whitespace-normalised
+//     (NormalizeLine) and filtered (LineOptions.Keep drops blank, trivial,
+//     punctuation-only, comment, import and short lines). A dialogue code line
+//     is shared with a benchmark when it lies in a window of Window
+//     consecutive dialogue code lines (default 2, inside one code block)
+//     that also occurs as consecutive code lines of one task of that
+//     benchmark. The corpus ratio is shared lines / code lines, per
+//     benchmark and over all benchmarks. Against one task, a dialogue's line
+//     score is the fraction of the task's code lines covered by matched
+//     windows.
+//   - N-grams. Every message's text is split into lowercased word tokens
+//     (runs of letters, digits and '_'; punctuation separates and is
+//     dropped) and every N-token window (default 13) is hashed; a dialogue
+//     and a task match when they share a hash. The task's text is its
+//     statement, prompt, solution, tests and setup.
+//
+// A dialogue is flagged when it shares at least MinNGrams n-grams with one
+// task, or its line score against one task reaches LineThreshold.
+package audit
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"math/bits"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// Finding methods.
+const (
+	MethodLines     = "lines"
+	MethodNGram     = "ngram"
+	MethodEmbedding = "embedding"
+)
+
+// Options are the measures' settings. Zero fields take the defaults of
+// DefaultOptions.
+type Options struct {
+	Lines         LineOptions `json:"lines"`
+	Window        int         `json:"window"`         // consecutive code lines that must match (default 2)
+	N             int         `json:"ngram"`          // n-gram length in word tokens (default 13)
+	LineThreshold float64     `json:"line_threshold"` // flag when a task's covered-line fraction reaches this (default 0.5)
+	MinNGrams     int         `json:"min_ngrams"`     // flag when a dialogue shares this many distinct n-grams with a task (default 1)
+	Workers       int         `json:"-"`              // parallel dialogue workers (default GOMAXPROCS)
+	TopLines      int         `json:"-"`              // shared lines listed per benchmark (default 20)
+}
+
+// DefaultOptions are the documented defaults.
+var DefaultOptions = Options{
+	Lines:         DefaultLineOptions,
+	Window:        2,
+	N:             DefaultN,
+	LineThreshold: 0.5,
+	MinNGrams:     1,
+	TopLines:      20,
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions
+	if o.Lines.MinChars == 0 {
+		o.Lines.MinChars = d.Lines.MinChars
+	}
+	if o.Window == 0 {
+		o.Window = d.Window
+	}
+	if o.N == 0 {
+		o.N = d.N
+	}
+	if o.LineThreshold == 0 {
+		o.LineThreshold = d.LineThreshold
+	}
+	if o.MinNGrams == 0 {
+		o.MinNGrams = d.MinNGrams
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.TopLines == 0 {
+		o.TopLines = d.TopLines
+	}
+	return o
+}
+
+// Auditor checks dialogues against a fixed set of benchmark indexes. It is
+// safe for concurrent use.
+type Auditor struct {
+	opts    Options
+	indexes []*Index
+}
+
+// New indexes the benchmarks. It fails on a benchmark without problems and
+// on duplicate benchmark names.
+func New(benchmarks []Benchmark, opts Options) (*Auditor, error) {
+	opts = opts.withDefaults()
+	if len(benchmarks) == 0 {
+		return nil, fmt.Errorf("audit: no benchmarks given")
+	}
+	a := &Auditor{opts: opts}
+	seen := map[string]bool{}
+	for _, b := range benchmarks {
+		if seen[b.Name] {
+			return nil, fmt.Errorf("audit: benchmark %q given twice", b.Name)
+		}
+		seen[b.Name] = true
+		x, err := NewIndex(b, opts.Lines, opts.Window, opts.N)
+		if err != nil {
+			return nil, err
+		}
+		a.indexes = append(a.indexes, x)
+	}
+	return a, nil
+}
+
+// Options returns the effective settings.
+func (a *Auditor) Options() Options { return a.opts }
+
+// Result is the audit of one dialogue.
+type Result struct {
+	Seq        int    // position in the input, from 0
+	DialogueID string // the dialogue's id, or "#Seq" when it has none
+	CodeLines  int    // code lines after normalisation and filtering
+	// Shared[i] counts code lines shared with benchmark i (in New's order);
+	// SharedAny counts lines shared with any benchmark.
+	Shared    []int
+	SharedAny int
+	Findings  []schema.Finding // task matches; a Finding is a flag reason
+	// sharedLines[i] are the distinct shared line hashes per benchmark.
+	sharedLines [][]uint64
+}
+
+// Flagged reports whether the dialogue must be removed.
+func (r *Result) Flagged() bool { return len(r.Findings) > 0 }
+
+// scratch holds one worker's reusable buffers.
+type scratch struct {
+	toks       []span
+	th, gh     []uint64
+	lines      []string
+	lh, wh     []uint64
+	blockStart []int // per window: index of its first line in lh
+	sharedAny  []bool
+	shared     []bool
+	cover      map[int32][]uint64 // task -> covered task-line bitset
+	gramHits   map[int32]*gramHit
+}
+
+type gramHit struct {
+	count int
+	first string
+	seen  map[uint64]bool
+}
+
+func newScratch() *scratch {
+	return &scratch{cover: map[int32][]uint64{}, gramHits: map[int32]*gramHit{}}
+}
+
+// Check audits one dialogue. seq is its position in the input.
+func (a *Auditor) Check(d *schema.Dialogue, seq int) Result {
+	return a.check(d, seq, newScratch())
+}
+
+func (a *Auditor) check(d *schema.Dialogue, seq int, s *scratch) Result {
+	id := d.ID
+	if id == "" {
+		id = fmt.Sprintf("#%d", seq)
+	}
+	r := Result{Seq: seq, DialogueID: id, Shared: make([]int, len(a.indexes)), sharedLines: make([][]uint64, len(a.indexes))}
+
+	// Code lines and their windows, computed once for all benchmarks.
+	s.lines, s.lh, s.wh, s.blockStart = s.lines[:0], s.lh[:0], s.wh[:0], s.blockStart[:0]
+	w := a.opts.Window
+	for _, block := range DialogueCode(d) {
+		first := len(s.lh)
+		for _, l := range a.opts.Lines.CodeLines(block) {
+			s.lines = append(s.lines, l)
+			s.lh = append(s.lh, hashString(l))
+		}
+		before := len(s.wh)
+		s.wh = rollingHashes(s.lh[first:], w, s.wh)
+		for i := before; i < len(s.wh); i++ {
+			s.blockStart = append(s.blockStart, first+i-before)
+		}
+	}
+	r.CodeLines = len(s.lh)
+	s.sharedAny = resetBools(s.sharedAny, len(s.lh))
+
+	// Token hashes of all messages, also computed once.
+	type msgGrams struct {
+		text string
+		toks []span
+		gh   []uint64
+	}
+	var msgs []msgGrams
+	s.gh = s.gh[:0]
+	for i := range d.Messages {
+		m := &d.Messages[i]
+		toks := tokenize(m.Content, nil)
+		s.th = tokenHashes(toks, s.th[:0])
+		start := len(s.gh)
+		s.gh = rollingHashes(s.th, a.opts.N, s.gh)
+		msgs = append(msgs, msgGrams{text: m.Content, toks: toks, gh: s.gh[start:len(s.gh):len(s.gh)]})
+	}
+
+	for bi, x := range a.indexes {
+		// Lines.
+		s.shared = resetBools(s.shared, len(s.lh))
+		clear(s.cover)
+		for wi, h := range s.wh {
+			refs := x.windows[h]
+			if len(refs) == 0 {
+				continue
+			}
+			start := s.blockStart[wi]
+			for k := start; k < start+w; k++ {
+				s.shared[k] = true
+			}
+			for _, ref := range refs {
+				bs := s.cover[ref.task]
+				if bs == nil {
+					bs = make([]uint64, (x.tasks[ref.task].lines+63)/64)
+					s.cover[ref.task] = bs
+				}
+				for k := int(ref.pos); k < int(ref.pos)+w; k++ {
+					bs[k/64] |= 1 << (k % 64)
+				}
+			}
+		}
+		seen := map[uint64]bool{}
+		for k, sh := range s.shared {
+			if !sh {
+				continue
+			}
+			r.Shared[bi]++
+			s.sharedAny[k] = true
+			if !seen[s.lh[k]] {
+				seen[s.lh[k]] = true
+				r.sharedLines[bi] = append(r.sharedLines[bi], s.lh[k])
+			}
+		}
+		tasks := make([]int32, 0, len(s.cover))
+		for t := range s.cover {
+			tasks = append(tasks, t)
+		}
+		sort.Slice(tasks, func(i, j int) bool { return tasks[i] < tasks[j] })
+		for _, t := range tasks {
+			n := 0
+			for _, word := range s.cover[t] {
+				n += bits.OnesCount64(word)
+			}
+			score := float64(n) / float64(x.tasks[t].lines)
+			if score >= a.opts.LineThreshold {
+				r.Findings = append(r.Findings, schema.Finding{
+					DialogueID: id, Benchmark: x.name, TaskID: x.tasks[t].id, Method: MethodLines,
+					Score:    score,
+					Evidence: fmt.Sprintf("%d of %d task code lines in shared %d-line windows", n, x.tasks[t].lines, w),
+				})
+			}
+		}
+
+		// N-grams.
+		clear(s.gramHits)
+		for _, m := range msgs {
+			for gi, h := range m.gh {
+				ts := x.grams[h]
+				for _, t := range ts {
+					g := s.gramHits[t]
+					if g == nil {
+						g = &gramHit{first: ngramText(m.text, m.toks, gi, a.opts.N), seen: map[uint64]bool{}}
+						s.gramHits[t] = g
+					}
+					if !g.seen[h] {
+						g.seen[h] = true
+						g.count++
+					}
+				}
+			}
+		}
+		tasks = tasks[:0]
+		for t, g := range s.gramHits {
+			if g.count >= a.opts.MinNGrams {
+				tasks = append(tasks, t)
+			}
+		}
+		sort.Slice(tasks, func(i, j int) bool { return tasks[i] < tasks[j] })
+		for _, t := range tasks {
+			g := s.gramHits[t]
+			r.Findings = append(r.Findings, schema.Finding{
+				DialogueID: id, Benchmark: x.name, TaskID: x.tasks[t].id, Method: MethodNGram,
+				Score:    float64(g.count),
+				Evidence: fmt.Sprintf("%d shared %d-grams, first: %q", g.count, a.opts.N, g.first),
+			})
+		}
+	}
+	for _, sh := range s.sharedAny {
+		if sh {
+			r.SharedAny++
+		}
+	}
+	return r
+}
+
+func resetBools(b []bool, n int) []bool {
+	if cap(b) < n {
+		return make([]bool, n)
+	}
+	b = b[:n]
+	clear(b)
+	return b
+}
+
+// LineCount is one frequently shared code line.
+type LineCount struct {
+	Line      string `json:"line"`
+	Dialogues int    `json:"dialogues"` // dialogues in which the line is shared
+}
+
+// BenchReport is the corpus-level result for one benchmark.
+type BenchReport struct {
+	Name        string  `json:"name"`
+	Tasks       int     `json:"tasks"`
+	SharedLines int     `json:"shared_lines"`
+	LineRatio   float64 `json:"line_ratio"` // shared lines / all code lines of the corpus
+	// Dialogues flagged by each method against this benchmark, and by either.
+	LineFlagged  int `json:"line_flagged"`
+	NGramFlagged int `json:"ngram_flagged"`
+	Flagged      int `json:"flagged"`
+	// Tasks matched by at least one flagged dialogue.
+	TasksHit int         `json:"tasks_hit"`
+	TopLines []LineCount `json:"top_shared_lines"`
+}
+
+// Report is the corpus-level result.
+type Report struct {
+	Options     Options          `json:"settings"`
+	Dialogues   int              `json:"dialogues"`
+	CodeLines   int              `json:"code_lines"`
+	SharedLines int              `json:"shared_lines"` // shared with any benchmark
+	LineRatio   float64          `json:"line_ratio"`
+	Flagged     int              `json:"flagged"`
+	Benchmarks  []BenchReport    `json:"benchmarks"`
+	Findings    []schema.Finding `json:"findings"` // in input order, then benchmark, method, task
+	// FlaggedIDs are the flagged dialogues' ids in input order.
+	FlaggedIDs []string `json:"flagged_ids"`
+}
+
+// Run audits a stream of dialogues with Options.Workers goroutines and
+// returns the corpus report. each, when not nil, sees every Result in input
+// order, from the calling goroutine. Run stops at the first error of the
+// stream, of each, or of ctx.
+func (a *Auditor) Run(ctx context.Context, dialogues iter.Seq2[*schema.Dialogue, error], each func(*Result) error) (*Report, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type job struct {
+		seq int
+		d   *schema.Dialogue
+	}
+	jobs := make(chan job, a.opts.Workers*4)
+	results := make(chan Result, a.opts.Workers*4)
+	var wg sync.WaitGroup
+	for range a.opts.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := newScratch()
+			for j := range jobs {
+				r := a.check(j.d, j.seq, s)
+				select {
+				case results <- r:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	var readErr error
+	go func() {
+		defer close(jobs)
+		seq := 0
+		for d, err := range dialogues {
+			if err != nil {
+				readErr = fmt.Errorf("audit: read dialogue %d: %w", seq, err)
+				cancel()
+				return
+			}
+			select {
+			case jobs <- job{seq: seq, d: d}:
+			case <-ctx.Done():
+				return
+			}
+			seq++
+		}
+	}()
+	go func() { wg.Wait(); close(results) }()
+
+	agg := newAggregate(a)
+	// Results arrive out of order; pending holds them until their turn so
+	// each and the report see input order.
+	pending := map[int]Result{}
+	next := 0
+	var eachErr error
+	for r := range results {
+		pending[r.Seq] = r
+		for {
+			p, ok := pending[next]
+			if !ok {
+				break
+			}
+			delete(pending, next)
+			next++
+			agg.add(&p)
+			if each != nil && eachErr == nil {
+				if err := each(&p); err != nil {
+					eachErr = err
+					cancel()
+				}
+			}
+		}
+	}
+	// The reader goroutine has finished: results closes only after jobs is
+	// closed and drained, and jobs closes when the reader returns.
+	if readErr != nil {
+		return nil, readErr
+	}
+	if eachErr != nil {
+		return nil, eachErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	return agg.report(), nil
+}
+
+// aggregate folds Results into a Report.
+type aggregate struct {
+	a        *Auditor
+	rep      Report
+	lineHits []map[uint64]int
+	tasksHit []map[string]bool
+}
+
+func newAggregate(a *Auditor) *aggregate {
+	g := &aggregate{a: a}
+	g.rep.Options = a.opts
+	for _, x := range a.indexes {
+		g.rep.Benchmarks = append(g.rep.Benchmarks, BenchReport{Name: x.name, Tasks: x.Tasks()})
+		g.lineHits = append(g.lineHits, map[uint64]int{})
+		g.tasksHit = append(g.tasksHit, map[string]bool{})
+	}
+	return g
+}
+
+func (g *aggregate) add(r *Result) {
+	g.rep.Dialogues++
+	g.rep.CodeLines += r.CodeLines
+	g.rep.SharedLines += r.SharedAny
+	for i := range g.rep.Benchmarks {
+		b := &g.rep.Benchmarks[i]
+		b.SharedLines += r.Shared[i]
+		for _, h := range r.sharedLines[i] {
+			g.lineHits[i][h]++
+		}
+		var byLines, byGram bool
+		for _, f := range r.Findings {
+			if f.Benchmark != b.Name {
+				continue
+			}
+			g.tasksHit[i][f.TaskID] = true
+			byLines = byLines || f.Method == MethodLines
+			byGram = byGram || f.Method == MethodNGram
+		}
+		if byLines {
+			b.LineFlagged++
+		}
+		if byGram {
+			b.NGramFlagged++
+		}
+		if byLines || byGram {
+			b.Flagged++
+		}
+	}
+	if r.Flagged() {
+		g.rep.Flagged++
+		g.rep.FlaggedIDs = append(g.rep.FlaggedIDs, r.DialogueID)
+		g.rep.Findings = append(g.rep.Findings, r.Findings...)
+	}
+}
+
+func (g *aggregate) report() *Report {
+	rep := g.rep
+	rep.LineRatio = ratio(rep.SharedLines, rep.CodeLines)
+	for i := range rep.Benchmarks {
+		b := &rep.Benchmarks[i]
+		x := g.a.indexes[i]
+		b.LineRatio = ratio(b.SharedLines, rep.CodeLines)
+		b.TasksHit = len(g.tasksHit[i])
+		for h, n := range g.lineHits[i] {
+			b.TopLines = append(b.TopLines, LineCount{Line: x.lineText[h], Dialogues: n})
+		}
+		sort.Slice(b.TopLines, func(p, q int) bool {
+			if b.TopLines[p].Dialogues != b.TopLines[q].Dialogues {
+				return b.TopLines[p].Dialogues > b.TopLines[q].Dialogues
+			}
+			return b.TopLines[p].Line < b.TopLines[q].Line
+		})
+		if len(b.TopLines) > g.a.opts.TopLines {
+			b.TopLines = b.TopLines[:g.a.opts.TopLines]
+		}
+	}
+	if rep.Findings == nil {
+		rep.Findings = []schema.Finding{}
+	}
+	return &rep
+}
+
+func ratio(n, d int) float64 {
+	if d == 0 {
+		return 0
+	}
+	return float64(n) / float64(d)
+}
+
+// Slice adapts a slice of dialogues to the stream Run reads.
+func Slice(ds []schema.Dialogue) iter.Seq2[*schema.Dialogue, error] {
+	return func(yield func(*schema.Dialogue, error) bool) {
+		for i := range ds {
+			if !yield(&ds[i], nil) {
+				return
+			}
+		}
+	}
+}
+
+// String renders a finding's reason for the removed-dialogues file.
+func reason(fs []schema.Finding) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = fmt.Sprintf("%s %s %s (%.3g)", f.Method, f.Benchmark, f.TaskID, f.Score)
+	}
+	return strings.Join(parts, "; ")
+}

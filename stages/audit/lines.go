@@ -1,0 +1,185 @@
+package audit
+
+import (
+	"strings"
+	"unicode"
+
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// LineOptions decide which code lines count for the line-overlap measure.
+type LineOptions struct {
+	// MinChars drops normalised lines shorter than this many bytes
+	// ("i+=1", "x=0"): such lines occur everywhere and prove nothing.
+	MinChars int `json:"min_chars"`
+	// KeepImports keeps import lines; by default "import x" and
+	// "from x import y" are dropped because they are shared by unrelated code.
+	KeepImports bool `json:"keep_imports"`
+}
+
+// DefaultLineOptions are the documented defaults: lines of at least 6 bytes
+// after normalisation, imports dropped.
+var DefaultLineOptions = LineOptions{MinChars: 6}
+
+// trivialLines are normalised lines that carry no evidence of copying.
+// Lines made only of punctuation (lone brackets, "});") and comment-only
+// lines are dropped by rule in Keep, not listed here.
+var trivialLines = map[string]bool{
+	"return": true, "else:": true, "pass": true, "try:": true, "finally:": true,
+	"except:": true, "break": true, "continue": true, "else": true, "end": true,
+	"return True": true, "return False": true, "return None": true,
+	"return 0": true, "return 1": true, "return -1": true, "return result": true,
+	"return res": true, "return ans": true, "return count": true,
+	"except Exception as e:": true, "if __name__==\"__main__\":": true,
+	"if __name__=='__main__':": true, "main()": true, "else{": true, "}else{": true,
+	"do{": true, "default:": true, "break;": true, "continue;": true, "return;": true,
+	"return 0;": true, "@staticmethod": true, "@classmethod": true, "@property": true,
+}
+
+// NormalizeLine canonicalises the whitespace of one code line: leading and
+// trailing space is removed, and inner runs of space are removed entirely
+// except between two word characters (letters, digits, '_'), where they become
+// one space. So "x = a+b" and "x=a + b" both give "x=a+b", while
+// "return x" stays "return x".
+func NormalizeLine(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	var prev rune // last rune written
+	pendingSpace := false
+	for _, r := range s {
+		if unicode.IsSpace(r) {
+			pendingSpace = true
+			continue
+		}
+		if pendingSpace && isWord(prev) && isWord(r) {
+			b.WriteByte(' ')
+		}
+		pendingSpace = false
+		b.WriteRune(r)
+		prev = r
+	}
+	return b.String()
+}
+
+func isWord(r rune) bool {
+	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// Keep reports whether a normalised line counts as a code line: it is not
+// blank, not trivial, not punctuation only, not a comment, long enough, and
+// not an import unless imports are kept.
+func (o LineOptions) Keep(n string) bool {
+	if len(n) < o.MinChars || n == "" {
+		return false
+	}
+	if trivialLines[n] {
+		return false
+	}
+	if strings.HasPrefix(n, "#") || strings.HasPrefix(n, "//") || strings.HasPrefix(n, "/*") ||
+		strings.HasPrefix(n, "*") || strings.HasPrefix(n, "--") {
+		return false
+	}
+	if !o.KeepImports && (strings.HasPrefix(n, "import ") || strings.HasPrefix(n, "from ") && strings.Contains(n, " import ") ||
+		strings.HasPrefix(n, "#include") || strings.HasPrefix(n, "using ")) {
+		return false
+	}
+	hasWord := false
+	for _, r := range n {
+		if isWord(r) {
+			hasWord = true
+			break
+		}
+	}
+	return hasWord
+}
+
+// CodeLines normalises every line of a code block and returns the ones Keep
+// accepts, in order.
+func (o LineOptions) CodeLines(code string) []string {
+	var out []string
+	for _, l := range strings.Split(code, "\n") {
+		if n := NormalizeLine(l); o.Keep(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// FencedBlocks returns the bodies of the Markdown fenced code blocks (``` or
+// ~~~, three or more, optionally followed by a language tag) in text, in
+// order. An unclosed fence runs to the end of the text, as Markdown renders it.
+func FencedBlocks(text string) []string {
+	var blocks []string
+	lines := strings.Split(text, "\n")
+	in := false
+	var fence string
+	var cur []string
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		if !in {
+			if f := fenceOf(t); f != "" {
+				in, fence, cur = true, f, cur[:0]
+			}
+			continue
+		}
+		if strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "" {
+			blocks = append(blocks, strings.Join(cur, "\n"))
+			in = false
+			continue
+		}
+		cur = append(cur, l)
+	}
+	if in && len(cur) > 0 {
+		blocks = append(blocks, strings.Join(cur, "\n"))
+	}
+	return blocks
+}
+
+// fenceOf returns the fence run ("```", "~~~~") that opens a code block on
+// trimmed line t, or "".
+func fenceOf(t string) string {
+	if len(t) < 3 {
+		return ""
+	}
+	c := t[0]
+	if c != '`' && c != '~' {
+		return ""
+	}
+	n := 0
+	for n < len(t) && t[n] == c {
+		n++
+	}
+	if n < 3 {
+		return ""
+	}
+	// A backtick fence's info string may not contain backticks (CommonMark).
+	if c == '`' && strings.ContainsRune(t[n:], '`') {
+		return ""
+	}
+	return t[:n]
+}
+
+// DialogueCode returns the code blocks of a dialogue: the fenced blocks of
+// user and assistant turns; for a user or assistant turn without fences, the
+// code of its execution record if it has one (so the same code is not counted
+// twice). Execution turns hold program output, not code, and are skipped.
+// Prose outside fences is never read as code; the n-gram measure covers it.
+func DialogueCode(d *schema.Dialogue) []string {
+	var blocks []string
+	for i := range d.Messages {
+		m := &d.Messages[i]
+		if m.Role != schema.RoleUser && m.Role != schema.RoleAssistant {
+			continue
+		}
+		fb := FencedBlocks(m.Content)
+		if len(fb) == 0 && m.Exec != nil && m.Exec.Code != "" {
+			fb = append(fb, m.Exec.Code)
+		}
+		blocks = append(blocks, fb...)
+	}
+	return blocks
+}

@@ -1,0 +1,152 @@
+package audit
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+func TestNormalizeLine(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"", ""},
+		{"   \t  ", ""},
+		{"    x = a+b", "x=a+b"},
+		{"x=a + b\r", "x=a+b"},
+		{"\treturn   x", "return x"},
+		{"for i in range( 1, n ) :", "for i in range(1,n):"},
+		{"def f(a,  b):", "def f(a,b):"},
+		{"def   f (a, b) :", "def f(a,b):"},
+		{"print ( 'a  b' )", "print('a b')"}, // whitespace inside strings is folded too
+		{"x  =  λ  y", "x=λ y"},
+		{"if a and not b:", "if a and not b:"},
+	}
+	for _, c := range cases {
+		if got := NormalizeLine(c.in); got != c.want {
+			t.Errorf("NormalizeLine(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestKeep(t *testing.T) {
+	cases := []struct {
+		line string
+		opts LineOptions
+		want bool
+	}{
+		{"", DefaultLineOptions, false},
+		{"return", DefaultLineOptions, false},
+		{"else:", DefaultLineOptions, false},
+		{"pass", DefaultLineOptions, false},
+		{"try:", DefaultLineOptions, false},
+		{"finally:", DefaultLineOptions, false},
+		{"return True", DefaultLineOptions, false},
+		{"}", DefaultLineOptions, false},
+		{"});", DefaultLineOptions, false},
+		{"]]", DefaultLineOptions, false},
+		{"\"\"\"", DefaultLineOptions, false},
+		{"i+=1", DefaultLineOptions, false},                  // shorter than 6
+		{"x=0", LineOptions{MinChars: 1}, true},              // short lines kept when asked
+		{"# compute the sum", DefaultLineOptions, false},     // comment
+		{"// loop over items", DefaultLineOptions, false},    // comment
+		{"import math", DefaultLineOptions, false},           // import dropped by default
+		{"import math", LineOptions{MinChars: 6, KeepImports: true}, true},
+		{"from typing import List", DefaultLineOptions, false},
+		{"from_x=1+2", DefaultLineOptions, true}, // not an import
+		{"return a+b", DefaultLineOptions, true},
+		{"def add(a,b):", DefaultLineOptions, true},
+		{"for i in range(n):", DefaultLineOptions, true},
+		{"if __name__==\"__main__\":", DefaultLineOptions, false},
+	}
+	for _, c := range cases {
+		if got := c.opts.Keep(c.line); got != c.want {
+			t.Errorf("%+v.Keep(%q) = %v, want %v", c.opts, c.line, got, c.want)
+		}
+	}
+}
+
+func TestCodeLines(t *testing.T) {
+	code := "import os\n\ndef add(a, b):\n    # sum\n    return a + b\n\nelse:\n}\n"
+	got := DefaultLineOptions.CodeLines(code)
+	want := []string{"def add(a,b):", "return a+b"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("CodeLines = %q, want %q", got, want)
+	}
+}
+
+func TestFencedBlocks(t *testing.T) {
+	cases := []struct {
+		name, in string
+		want     []string
+	}{
+		{"none", "just prose\nno code", nil},
+		{"one with tag", "Here:\n```python\nx = 1\ny = 2\n```\nDone.", []string{"x = 1\ny = 2"}},
+		{"two", "```\na\n```\ntext\n~~~js\nb\n~~~", []string{"a", "b"}},
+		{"longer closing fence", "````\na\n```\nb\n````", []string{"a\n```\nb"}},
+		{"unclosed runs to end", "```py\nx = 1\n", []string{"x = 1\n"}},
+		{"inline backticks are not a fence", "use ```x``` here\n", nil},
+		{"indented fence", "  ```\n  code\n  ```", []string{"  code"}},
+	}
+	for _, c := range cases {
+		got := FencedBlocks(c.in)
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: FencedBlocks = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDialogueCode(t *testing.T) {
+	d := schema.Dialogue{Messages: []schema.Message{
+		{Role: schema.RoleUser, Content: "Fix:\n```\nuser_code()\n```"},
+		{Role: schema.RoleAssistant, Content: "Sure\n```python\nfixed()\n```", Exec: &schema.Execution{Code: "fixed()"}},
+		{Role: schema.RoleExecution, Content: "```\noutput\n```", Exec: &schema.Execution{Code: "fixed()"}},
+		{Role: schema.RoleAssistant, Content: "no fences here", Exec: &schema.Execution{Code: "ran()"}},
+		{Role: schema.RoleSystem, Content: "```\nsystem_code()\n```"},
+	}}
+	got := DialogueCode(&d)
+	want := []string{"user_code()", "fixed()", "ran()"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("DialogueCode = %q, want %q", got, want)
+	}
+}
+
+func TestTokens(t *testing.T) {
+	cases := []struct {
+		in   string
+		want []string
+	}{
+		{"sum(a,b)", []string{"sum", "a", "b"}},
+		{"Sum (A, B) == 3.5", []string{"sum", "a", "b", "3", "5"}},
+		{"snake_case_name", []string{"snake_case_name"}},
+		{"Ünïcode Wörd!", []string{"ünïcode", "wörd"}},
+		{"   ", []string{}},
+	}
+	for _, c := range cases {
+		if got := Tokens(c.in); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Tokens(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestRollingHashesMatchDirect(t *testing.T) {
+	hs := []uint64{11, 22, 33, 44, 55, 66}
+	got := rollingHashes(hs, 3, nil)
+	if len(got) != 4 {
+		t.Fatalf("got %d windows, want 4", len(got))
+	}
+	for i := range got {
+		direct := rollingHashes(hs[i:i+3], 3, nil)[0]
+		if got[i] != direct {
+			t.Errorf("window %d: rolling %x, direct %x", i, got[i], direct)
+		}
+	}
+	if rollingHashes(hs[:2], 3, nil) != nil {
+		t.Errorf("short input gave windows, want none")
+	}
+	// Case and punctuation do not change an n-gram's hash.
+	a := rollingHashes(tokenHashes(tokenize("Write a Function, to ADD", nil), nil), 3, nil)
+	b := rollingHashes(tokenHashes(tokenize("write a function to add", nil), nil), 3, nil)
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("hashes differ by case/punctuation: %x vs %x", a, b)
+	}
+}
