@@ -49,7 +49,11 @@ type Config struct {
 	ShmBytes  int64  // size of the /dev/shm tmpfs
 	FileBytes int64  // RLIMIT_FSIZE for every process in the container
 	OpenFiles int64  // RLIMIT_NOFILE for every process in the container
-	Init      bool   // run docker-init as PID 1 (otherwise the runner is PID 1)
+	// Init runs docker-init as PID 1 to reap orphans: a run's grandchildren
+	// killed after the run are re-parented to PID 1, and a runner that is
+	// PID 1 only waits for its own children, so zombies would pile up
+	// against the pids limit.
+	Init bool
 }
 
 // DefaultConfig leaves room above executors.DefaultLimits for the runner
@@ -64,6 +68,7 @@ var DefaultConfig = Config{
 	ShmBytes:  16 << 20,
 	FileBytes: executors.DefaultLimits.FileBytes,
 	OpenFiles: 1024,
+	Init:      true,
 }
 
 // Launcher starts runner processes in fresh containers. It implements
@@ -73,9 +78,7 @@ type Launcher struct {
 	cfg     Config
 	imageID string // sha256:..., containers are created from the ID so a re-tag cannot change them
 	owner   string
-
-	mu     sync.Mutex
-	interp string // "" until a launch of python3 fails over to python
+	python  string // the interpreter name that replaces argv[0] "python3"
 }
 
 // NewLauncher checks that the image is present (pulling it only if pull is
@@ -88,7 +91,11 @@ func NewLauncher(ctx context.Context, cli *client.Client, cfg Config, pull bool)
 	if err != nil {
 		return nil, err
 	}
-	return &Launcher{cli: cli, cfg: cfg, imageID: id, owner: ownerID()}, nil
+	l := &Launcher{cli: cli, cfg: cfg, imageID: id, owner: ownerID()}
+	if l.python, err = l.findPython(ctx, "python3", "python"); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // resolveImage returns the image's ID, pulling it first when pull is set and
@@ -129,34 +136,42 @@ func (l *Launcher) ImageID() string { return l.imageID }
 // Client is the engine client, for callers that inspect containers (tests).
 func (l *Launcher) Client() *client.Client { return l.cli }
 
-// Close releases the engine client. Conns already launched stay valid until
-// their own Close... which needs the client, so close the launcher last.
+// Close releases the engine client. Close every Conn first: removing a
+// container needs the client.
 func (l *Launcher) Close() error { return l.cli.Close() }
 
 // Launch creates and starts a container running argv as a non-root user with
-// no network, attached to its stdin and stdout. If argv[0] is "python3" and
-// the image has none, it retries with "python" (and remembers that).
+// no network, attached to its stdin and stdout. An argv[0] of "python3" is
+// replaced by the interpreter NewLauncher found in the image (python3, else
+// python), so stock images without a python3 name work too.
 func (l *Launcher) Launch(ctx context.Context, slot int, argv []string) (executors.Conn, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("docker: launch: empty argv")
 	}
 	argv = append([]string(nil), argv...)
-	l.mu.Lock()
-	interp := l.interp
-	l.mu.Unlock()
-	if argv[0] == "python3" && interp != "" {
-		argv[0] = interp
+	if argv[0] == "python3" {
+		argv[0] = l.python
 	}
-	c, err := l.launch(ctx, slot, argv)
-	if err != nil && argv[0] == "python3" && isNotFound(err) {
-		argv[0] = "python"
-		if c, err = l.launch(ctx, slot, argv); err == nil {
-			l.mu.Lock()
-			l.interp = "python"
-			l.mu.Unlock()
+	return l.launch(ctx, slot, argv, l.cfg.Init)
+}
+
+// findPython returns the first of names that the image can execute from
+// PATH. It starts a container without an init process, so a missing
+// executable fails ContainerStart itself instead of a later exit.
+func (l *Launcher) findPython(ctx context.Context, names ...string) (string, error) {
+	for _, name := range names {
+		c, err := l.launch(ctx, 0, []string{name, "-c", ""}, false)
+		if err == nil {
+			if err := c.Close(); err != nil {
+				return "", err
+			}
+			return name, nil
+		}
+		if !isNotFound(err) {
+			return "", err
 		}
 	}
-	return c, err
+	return "", fmt.Errorf("docker: image %s has none of %v on PATH; the runner needs Python 3", l.cfg.Image, names)
 }
 
 // isNotFound reports whether a start failed because argv[0] is not on PATH.
@@ -165,8 +180,8 @@ func isNotFound(err error) bool {
 	return strings.Contains(s, "executable file not found") || strings.Contains(s, "no such file or directory")
 }
 
-func (l *Launcher) launch(ctx context.Context, slot int, argv []string) (executors.Conn, error) {
-	cfg, hc := l.containerConfig(slot, argv)
+func (l *Launcher) launch(ctx context.Context, slot int, argv []string, init bool) (executors.Conn, error) {
+	cfg, hc := l.containerConfig(slot, argv, init)
 	created, err := l.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
 	if err != nil {
 		return nil, fmt.Errorf("docker: create container from %s: %w", l.cfg.Image, err)
@@ -196,7 +211,7 @@ func (l *Launcher) launch(ctx context.Context, slot int, argv []string) (executo
 // containerConfig builds the container's isolation: no network, read-only
 // root, tmpfs scratch, non-root user, no capabilities, cgroup limits, and an
 // environment that contains nothing from the host.
-func (l *Launcher) containerConfig(slot int, argv []string) (*container.Config, *container.HostConfig) {
+func (l *Launcher) containerConfig(slot int, argv []string, init bool) (*container.Config, *container.HostConfig) {
 	cfg := &container.Config{
 		Image:      l.imageID,
 		Cmd:        argv,
@@ -247,10 +262,7 @@ func (l *Launcher) containerConfig(slot int, argv []string) (*container.Config, 
 			},
 		},
 	}
-	if l.cfg.Init {
-		t := true
-		hc.Init = &t
-	}
+	hc.Init = &init // explicit: an engine default of init=true must not apply to probes
 	return cfg, hc
 }
 

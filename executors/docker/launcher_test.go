@@ -194,15 +194,46 @@ func TestCloseRemovesContainerAfterCancel(t *testing.T) {
 	// The cleanup registered by newTestLauncher checks nothing is left.
 }
 
-func TestLaunchFallsBackToPython(t *testing.T) {
-	// argv[0] "python3" that does not exist is simulated with a name that
-	// fails the same way; the fallback only triggers for python3, so check
-	// that a missing interpreter gives a clear error and leaves nothing.
+func TestFindPython(t *testing.T) {
 	l := newTestLauncher(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	_, err := l.Launch(ctx, 0, []string{"no-such-interpreter", "-c", "pass"})
-	if err == nil || !isNotFound(err) {
-		t.Fatalf("Launch(no-such-interpreter): got %v want an executable-not-found error", err)
+	got, err := l.findPython(ctx, "no-such-python", "python3")
+	if err != nil || got != "python3" {
+		t.Errorf("findPython(no-such-python, python3): got %q, %v want python3", got, err)
+	}
+	_, err = l.findPython(ctx, "no-such-python")
+	if err == nil || !strings.Contains(err.Error(), "none of [no-such-python] on PATH") {
+		t.Errorf("findPython(no-such-python): got %v want an error naming the missing interpreter", err)
+	}
+}
+
+func TestRemoveLeftovers(t *testing.T) {
+	l := newTestLauncher(t)
+	live := startProbe(t, l)
+
+	// A container whose owner process has exited, as after a crash.
+	host := strings.SplitN(l.owner, "/", 2)[0]
+	dead := &Launcher{cli: l.cli, cfg: l.cfg, imageID: l.imageID, owner: host + "/2147483646/1", python: l.python}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := dead.Launch(ctx, 0, []string{"python3", "-u", "-c", echoLoop})
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	defer c.Close() // already removed below; Close tolerates that
+	n, err := RemoveLeftovers(ctx, l.cli)
+	if err != nil {
+		t.Fatalf("RemoveLeftovers: %v", err)
+	}
+	if n < 1 {
+		t.Errorf("RemoveLeftovers: got %d removed want >= 1", n)
+	}
+	if left, _ := Containers(ctx, l.cli, dead.owner); len(left) != 0 {
+		t.Errorf("dead owner's containers after RemoveLeftovers: got %d want 0", len(left))
+	}
+	// The live process's container is untouched and still answers.
+	if got := live.ask("1+1"); got != "2" {
+		t.Errorf("live container after RemoveLeftovers: got %q want 2", got)
 	}
 }
