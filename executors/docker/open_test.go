@@ -4,25 +4,28 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/codefeedback/codefeedback/executors"
 )
 
 func TestParseURL(t *testing.T) {
 	t.Setenv(ImageEnv, "")
+	defMem := executors.DefaultLimits.MemoryBytes + containerHeadroom
 	cases := []struct {
-		url     string
-		image   string
-		pool    int
-		memory  int64
-		nano    int64
-		pull    bool
-		timeout time.Duration
+		url    string
+		image  string
+		pool   int
+		memory int64 // container cgroup memory
+		pids   int64
+		nano   int64
+		pull   bool
+		init   bool
 	}{
-		{"docker://?pool=3", DefaultConfig.Image, 3, DefaultConfig.Memory, DefaultConfig.NanoCPUs, false, 0},
-		{"docker:python:3.12-slim?pool=4&memory=1GiB", "python:3.12-slim", 4, 1 << 30, DefaultConfig.NanoCPUs, false, 0},
-		{"docker://python?cpus=0.5&pull=1", "python", 2, DefaultConfig.Memory, 5e8, true, 0},
-		{"docker://localhost:5000/team/img:tag?memory=512m", "localhost:5000/team/img:tag", 2, 512 << 20, DefaultConfig.NanoCPUs, false, 0},
-		{"docker://?image=python:3.12-slim&timeout=3s", "python:3.12-slim", 2, DefaultConfig.Memory, DefaultConfig.NanoCPUs, false, 3 * time.Second},
+		{"docker://?pool=3", DefaultConfig.Image, 3, defMem, 128, 1e9, false, true},
+		{"docker:python:3.12-slim?pool=4&memory=1GiB", "python:3.12-slim", 4, 1<<30 + containerHeadroom, 128, 1e9, false, true},
+		{"docker://python?cpus=0.5&pull=1&pids=10", "python", 0, defMem, 74, 5e8, true, true},
+		{"docker://localhost:5000/team/img:tag?container_memory=2g&init=0", "localhost:5000/team/img:tag", 0, 2 << 30, 128, 1e9, false, false},
+		{"docker://?image=python:3.12-slim&timeout=3s", "python:3.12-slim", 0, defMem, 128, 1e9, false, true},
 	}
 	for _, tc := range cases {
 		u, err := url.Parse(tc.url)
@@ -34,9 +37,10 @@ func TestParseURL(t *testing.T) {
 			t.Errorf("parseURL(%q): %v", tc.url, err)
 			continue
 		}
-		if o.cfg.Image != tc.image || o.pool != tc.pool || o.cfg.Memory != tc.memory || o.cfg.NanoCPUs != tc.nano || o.pull != tc.pull || o.timeout != tc.timeout {
-			t.Errorf("parseURL(%q): got image=%q pool=%d memory=%d nano=%d pull=%v timeout=%v want image=%q pool=%d memory=%d nano=%d pull=%v timeout=%v",
-				tc.url, o.cfg.Image, o.pool, o.cfg.Memory, o.cfg.NanoCPUs, o.pull, o.timeout, tc.image, tc.pool, tc.memory, tc.nano, tc.pull, tc.timeout)
+		if o.cfg.Image != tc.image || o.exec.Pool != tc.pool || o.cfg.Memory != tc.memory || o.cfg.Pids != tc.pids || o.cfg.NanoCPUs != tc.nano || o.pull != tc.pull || o.cfg.Init != tc.init {
+			t.Errorf("parseURL(%q): got image=%q pool=%d memory=%d pids=%d nano=%d pull=%v init=%v want image=%q pool=%d memory=%d pids=%d nano=%d pull=%v init=%v",
+				tc.url, o.cfg.Image, o.exec.Pool, o.cfg.Memory, o.cfg.Pids, o.cfg.NanoCPUs, o.pull, o.cfg.Init,
+				tc.image, tc.pool, tc.memory, tc.pids, tc.nano, tc.pull, tc.init)
 		}
 	}
 }
@@ -57,11 +61,12 @@ func TestParseURLErrors(t *testing.T) {
 		{"docker://?pool=0", "pool"},
 		{"docker://?pool=x", "pool"},
 		{"docker://?memory=-5", "memory"},
-		{"docker://?memory=1k", "at least 32MiB"},
+		{"docker://?container_memory=1k", "at least 32MiB"},
 		{"docker://?cpus=0", "cpus"},
-		{"docker://?pids=2", "pids"},
+		{"docker://?tmp=5", "tmp"},
+		{"docker://?pull=maybe", "pull"},
 		{"docker://?timeout=-1s", "timeout"},
-		{"docker://?pool=2&memroy=1g", `unknown URL parameter "memroy"`},
+		{"docker://?pool=2&memroy=1g", `unknown option "memroy"`},
 	}
 	for _, tc := range cases {
 		u, err := url.Parse(tc.url)
@@ -71,24 +76,6 @@ func TestParseURLErrors(t *testing.T) {
 		_, err = parseURL(u)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parseURL(%q): got %v want an error mentioning %q", tc.url, err, tc.want)
-		}
-	}
-}
-
-func TestParseBytes(t *testing.T) {
-	cases := []struct {
-		in   string
-		want int64
-	}{{"512MiB", 512 << 20}, {"512m", 512 << 20}, {"1G", 1 << 30}, {"1gb", 1 << 30}, {"64k", 64 << 10}, {"100", 100}, {"7b", 7}}
-	for _, tc := range cases {
-		got, err := parseBytes(tc.in)
-		if err != nil || got != tc.want {
-			t.Errorf("parseBytes(%q): got %d, %v want %d", tc.in, got, err, tc.want)
-		}
-	}
-	for _, bad := range []string{"", "MiB", "-1m", "1.5g", "12xb"} {
-		if got, err := parseBytes(bad); err == nil {
-			t.Errorf("parseBytes(%q): got %d want an error", bad, got)
 		}
 	}
 }
