@@ -14,23 +14,24 @@
 //     that also occurs as consecutive code lines of one task of that
 //     benchmark. The corpus ratio is shared lines / code lines, per
 //     benchmark and over all benchmarks. Against one task, a dialogue's line
-//     score is the fraction of the task's code lines covered by matched
-//     windows.
+//     score is the larger of two fractions: of the task's solution code
+//     lines, and of its test code lines, that lie in matched windows.
 //   - N-grams. Every message's text is split into lowercased word tokens
 //     (runs of letters, digits and '_'; punctuation separates and is
 //     dropped) and every N-token window (default 13) is hashed; a dialogue
 //     and a task match when they share a hash. The task's text is its
-//     statement, prompt, solution, tests and setup.
+//     statement, prompt, solution, tests and setup. Only informative n-grams
+//     are indexed: at least 3 distinct tokens of 2+ characters with a letter
+//     that are not common keywords (see minInformative).
 //
 // A dialogue is flagged when it shares at least MinNGrams n-grams with one
-// task, or its line score against one task reaches LineThreshold.
+// task, or its line score against one task exceeds LineThreshold.
 package audit
 
 import (
 	"context"
 	"fmt"
 	"iter"
-	"math/bits"
 	"runtime"
 	"sort"
 	"strings"
@@ -52,7 +53,7 @@ type Options struct {
 	Lines         LineOptions `json:"lines"`
 	Window        int         `json:"window"`         // consecutive code lines that must match (default 2)
 	N             int         `json:"ngram"`          // n-gram length in word tokens (default 13)
-	LineThreshold float64     `json:"line_threshold"` // flag when a task's covered-line fraction reaches this (default 0.5)
+	LineThreshold float64     `json:"line_threshold"` // flag when a task's covered-line fraction exceeds this (default 0.5)
 	MinNGrams     int         `json:"min_ngrams"`     // flag when a dialogue shares this many distinct n-grams with a task (default 1)
 	Workers       int         `json:"-"`              // parallel dialogue workers (default GOMAXPROCS)
 	TopLines      int         `json:"-"`              // shared lines listed per benchmark (default 20)
@@ -256,16 +257,16 @@ func (a *Auditor) check(d *schema.Dialogue, seq int, s *scratch) Result {
 		}
 		sort.Slice(tasks, func(i, j int) bool { return tasks[i] < tasks[j] })
 		for _, t := range tasks {
-			n := 0
-			for _, word := range s.cover[t] {
-				n += bits.OnesCount64(word)
-			}
-			score := float64(n) / float64(x.tasks[t].lines)
-			if score >= a.opts.LineThreshold {
+			ti := x.tasks[t]
+			solN := countBits(s.cover[t], 0, ti.solLines)
+			testN := countBits(s.cover[t], ti.solLines, ti.lines)
+			score := max(ratio(solN, ti.solLines), ratio(testN, ti.lines-ti.solLines))
+			if score > a.opts.LineThreshold {
 				r.Findings = append(r.Findings, schema.Finding{
-					DialogueID: id, Benchmark: x.name, TaskID: x.tasks[t].id, Method: MethodLines,
-					Score:    score,
-					Evidence: fmt.Sprintf("%d of %d task code lines in shared %d-line windows", n, x.tasks[t].lines, w),
+					DialogueID: id, Benchmark: x.name, TaskID: ti.id, Method: MethodLines,
+					Score: score,
+					Evidence: fmt.Sprintf("%d of %d solution and %d of %d test code lines in shared %d-line windows",
+						solN, ti.solLines, testN, ti.lines-ti.solLines, w),
 				})
 			}
 		}
@@ -310,6 +311,17 @@ func (a *Auditor) check(d *schema.Dialogue, seq int, s *scratch) Result {
 		}
 	}
 	return r
+}
+
+// countBits counts the set bits of bs in [from, to).
+func countBits(bs []uint64, from, to int) int {
+	n := 0
+	for k := from; k < to; k++ {
+		if bs[k/64]&(1<<(k%64)) != 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func resetBools(b []bool, n int) []bool {

@@ -3,6 +3,7 @@ package audit
 import (
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/codefeedback/codefeedback/schema"
 )
@@ -21,8 +22,10 @@ type winRef struct {
 
 // taskInfo is what the index keeps of one problem.
 type taskInfo struct {
-	id    string
-	lines int // code lines after normalisation and filtering
+	id string
+	// Code lines after normalisation and filtering: the solution's occupy
+	// positions [0, solLines), the tests' and setup's [solLines, lines).
+	solLines, lines int
 }
 
 // Index is the lookup structure of one benchmark, built once and read by
@@ -46,17 +49,21 @@ func (x *Index) Name() string { return x.name }
 // Tasks returns the number of problems indexed.
 func (x *Index) Tasks() int { return len(x.tasks) }
 
-// taskCode returns a problem's code blocks: the solution (with the prompt in
-// front when the prompt is a HumanEval-style signature of the entry point,
-// since the canonical solution is only the body), the tests as one block so
-// consecutive asserts form windows, and any setup code.
-func taskCode(p *schema.Problem) []string {
-	sol := p.Solution
+// taskSolution returns a problem's solution code, with the prompt in front
+// when the prompt is a HumanEval-style signature of the entry point (the
+// canonical solution is then only the body).
+func taskSolution(p *schema.Problem) string {
 	if p.Prompt != "" && p.EntryPoint != "" && strings.Contains(p.Prompt, "def "+p.EntryPoint) &&
 		!strings.Contains(p.Solution, "def "+p.EntryPoint) {
-		sol = p.Prompt + sol
+		return p.Prompt + p.Solution
 	}
-	blocks := []string{sol, strings.Join(p.Tests, "\n")}
+	return p.Solution
+}
+
+// taskTests returns a problem's test code as one block, so consecutive
+// asserts form windows, followed by any setup code as a second block.
+func taskTests(p *schema.Problem) []string {
+	blocks := []string{strings.Join(p.Tests, "\n")}
 	if p.Setup != "" {
 		blocks = append(blocks, p.Setup)
 	}
@@ -70,8 +77,7 @@ func taskText(p *schema.Problem) []string {
 	if p.Prompt != "" && p.Prompt != p.Text {
 		out = append(out, p.Prompt)
 	}
-	out = append(out, p.Solution)
-	out = append(out, p.Tests...)
+	out = append(out, p.Solution, strings.Join(p.Tests, "\n"))
 	if p.Setup != "" {
 		out = append(out, p.Setup)
 	}
@@ -99,8 +105,11 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int) (*Index, error) {
 	var toks []span
 	for ti := range b.Problems {
 		p := &b.Problems[ti]
-		pos := 0
-		for _, block := range taskCode(p) {
+		pos, solLines := 0, 0
+		for bi, block := range append([]string{taskSolution(p)}, taskTests(p)...) {
+			if bi == 1 {
+				solLines = pos
+			}
 			lh = lh[:0]
 			for _, l := range lo.CodeLines(block) {
 				h := hashString(l)
@@ -117,12 +126,15 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int) (*Index, error) {
 			}
 			pos += len(lh)
 		}
-		x.tasks[ti] = taskInfo{id: p.ID, lines: pos}
+		x.tasks[ti] = taskInfo{id: p.ID, solLines: solLines, lines: pos}
 		for _, t := range taskText(p) {
 			toks = tokenize(t, toks)
 			th = tokenHashes(toks, th[:0])
 			gh = rollingHashes(th, n, gh[:0])
-			for _, h := range gh {
+			for gi, h := range gh {
+				if !informative(t, toks[gi:gi+n], minInformative) {
+					continue
+				}
 				ts := x.grams[h]
 				if k := len(ts); k > 0 && ts[k-1] == int32(ti) {
 					continue
@@ -140,4 +152,66 @@ func tokenHashes(toks []span, out []uint64) []uint64 {
 		out = append(out, t.hash)
 	}
 	return out
+}
+
+// minInformative is the number of distinct informative tokens an n-gram
+// needs to be indexed. Runs of numbers ("1 2 3 ... 13", "0 0 0 ..."), of
+// letters ("a b c ...") and of loop boilerplate ("for i in range 1 n 1 for j
+// in range ...") occur in unrelated code everywhere; with 13 tokens and this
+// rule, the n-grams left are specific text (a docstring sentence, a test call
+// with its arguments).
+const minInformative = 3
+
+// commonTokens are programming keywords and builtins that do not make an
+// n-gram specific.
+var commonTokens = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`for in range if else elif return def while and or not is true false
+		none null self this int len print assert class __init__ import from as with try except
+		new var let const function public static void string str list dict float bool char double
+		long auto std cout cin endl include using namespace main args the to of`) {
+		commonTokens[w] = true
+	}
+}
+
+// informative reports whether the tokens of an n-gram hold at least min
+// distinct tokens of two or more characters, with a letter, that are not
+// common programming words.
+func informative(text string, toks []span, min int) bool {
+	var seen [16]uint64
+	n := 0
+	for _, t := range toks {
+		w := text[t.start:t.end]
+		if len(w) < 2 || !hasLetter(w) || commonTokens[strings.ToLower(w)] {
+			continue
+		}
+		dup := false
+		for _, h := range seen[:n] {
+			if h == t.hash {
+				dup = true
+				break
+			}
+		}
+		if dup {
+			continue
+		}
+		if n < len(seen) {
+			seen[n] = t.hash
+		}
+		n++
+		if n >= min {
+			return true
+		}
+	}
+	return false
+}
+
+func hasLetter(w string) bool {
+	for _, r := range w {
+		if unicode.IsLetter(r) {
+			return true
+		}
+	}
+	return false
 }

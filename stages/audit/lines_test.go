@@ -45,11 +45,11 @@ func TestKeep(t *testing.T) {
 		{"});", DefaultLineOptions, false},
 		{"]]", DefaultLineOptions, false},
 		{"\"\"\"", DefaultLineOptions, false},
-		{"i+=1", DefaultLineOptions, false},                  // shorter than 6
-		{"x=0", LineOptions{MinChars: 1}, true},              // short lines kept when asked
-		{"# compute the sum", DefaultLineOptions, false},     // comment
-		{"// loop over items", DefaultLineOptions, false},    // comment
-		{"import math", DefaultLineOptions, false},           // import dropped by default
+		{"i+=1", DefaultLineOptions, false},               // shorter than 6
+		{"x=0", LineOptions{MinChars: 1}, true},           // short lines kept when asked
+		{"# compute the sum", DefaultLineOptions, false},  // comment
+		{"// loop over items", DefaultLineOptions, false}, // comment
+		{"import math", DefaultLineOptions, false},        // import dropped by default
 		{"import math", LineOptions{MinChars: 6, KeepImports: true}, true},
 		{"from typing import List", DefaultLineOptions, false},
 		{"from_x=1+2", DefaultLineOptions, true}, // not an import
