@@ -7,6 +7,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -28,6 +30,11 @@ type Query struct {
 	Language string            `json:"language,omitempty"`
 	Source   string            `json:"source,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// Extra holds source fields no schema field took, verbatim, so an import
+	// loses nothing (EvalPlus base_input/plus_input/atol, LeetCode meta, ...).
+	// A source field whose mapped value would not reproduce the original JSON
+	// (an integer task_id, a test string held in Tests) is kept here as well.
+	Extra map[string]json.RawMessage `json:"extra,omitempty"`
 }
 
 // Problem is a query with something that can judge an answer: a reference
@@ -61,6 +68,13 @@ type Dialogue struct {
 	Prompt   string            `json:"prompt_version,omitempty"`
 	Sources  []string          `json:"sources,omitempty"` // ids of the queries/problems it was built from
 	Labels   map[string]string `json:"labels,omitempty"`  // e.g. "final_status": "pass", "mutation_op": "swap_compare"
+	// SourceID is the id exactly as the imported file spelled it when that was
+	// not a JSON string (Code-Feedback uses integers); the Code-Feedback export
+	// writes it back so a round trip keeps the original representation.
+	SourceID json.RawMessage `json:"source_id,omitempty"`
+	// Extra holds top-level fields of an imported dialogue that no schema
+	// field took, verbatim.
+	Extra map[string]json.RawMessage `json:"extra,omitempty"`
 }
 
 // Execution is the record of one sandbox run, enough to re-run and audit it.
@@ -129,4 +143,74 @@ func StableID(prefix string, parts ...string) string {
 // NormalizeText folds whitespace and case, for exact-duplicate detection.
 func NormalizeText(s string) string {
 	return strings.ToLower(strings.Join(strings.Fields(s), " "))
+}
+
+// Validate reports the first missing required field of a query: id and text.
+func (q *Query) Validate() error {
+	switch {
+	case q.ID == "":
+		return errors.New("missing required field id")
+	case strings.TrimSpace(q.Text) == "":
+		return errors.New("missing required field text")
+	}
+	return nil
+}
+
+// Validate reports the first missing required field of a problem: id, text,
+// and at least one of solution or tests (a problem must be judgeable).
+func (p *Problem) Validate() error {
+	if err := p.Query.Validate(); err != nil {
+		return err
+	}
+	if p.Solution == "" && len(p.Tests) == 0 {
+		return errors.New("missing required field: solution or tests")
+	}
+	return nil
+}
+
+// Validate reports the first structural problem of a dialogue: an empty id,
+// no messages, or a message with an unknown role.
+func (d *Dialogue) Validate() error {
+	if d.ID == "" {
+		return errors.New("missing required field id")
+	}
+	if len(d.Messages) == 0 {
+		return errors.New("missing required field messages")
+	}
+	for i, m := range d.Messages {
+		switch m.Role {
+		case RoleSystem, RoleUser, RoleAssistant, RoleExecution:
+		case "":
+			return fmt.Errorf("message %d: missing required field role", i)
+		default:
+			return fmt.Errorf("message %d: unknown role %q", i, m.Role)
+		}
+	}
+	return nil
+}
+
+// DialogueID is the stable id of a dialogue: a hash of its roles and
+// contents, so re-running a stage on the same conversation gives the same id.
+func DialogueID(msgs []Message) string {
+	parts := make([]string, 0, 2*len(msgs))
+	for _, m := range msgs {
+		parts = append(parts, m.Role, m.Content)
+	}
+	return StableID("dlg", parts...)
+}
+
+// QueryID is the stable id of a query made from text alone (sources with no
+// id of their own, such as Code Alpaca): the normalized text decides it.
+func QueryID(source, text string) string {
+	return StableID(source, NormalizeText(text))
+}
+
+// Program is the runnable reference program of a problem: Prompt + Solution
+// for HumanEval-style problems whose solution is only a function body
+// (HumanEval, EvalPlus, LeetCodeDataset), else Solution itself (MBPP).
+func (p *Problem) Program() string {
+	if p.Prompt != "" && !strings.HasPrefix(p.Solution, p.Prompt) {
+		return p.Prompt + p.Solution
+	}
+	return p.Solution
 }

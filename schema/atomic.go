@@ -1,0 +1,81 @@
+package schema
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// atomicFile is a file written under a temporary name in the destination's
+// directory and renamed into place only by Commit, so a crash or an Abort
+// never leaves a partial file under the final name.
+type atomicFile struct {
+	*os.File
+	final string
+	done  bool
+}
+
+func createAtomic(path string) (*atomicFile, error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	return &atomicFile{File: f, final: path}, nil
+}
+
+// Commit fsyncs the data, renames the temporary file to the final name and
+// fsyncs the directory so the rename itself is durable.
+func (a *atomicFile) Commit() error {
+	if a.done {
+		return errors.New("atomic file already closed")
+	}
+	a.done = true
+	tmp := a.File.Name()
+	if err := a.File.Sync(); err != nil {
+		a.File.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("sync %s: %w", a.final, err)
+	}
+	if err := a.File.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("close %s: %w", a.final, err)
+	}
+	// CreateTemp makes 0600 files; outputs are ordinary data files.
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("chmod %s: %w", a.final, err)
+	}
+	if err := os.Rename(tmp, a.final); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("rename into %s: %w", a.final, err)
+	}
+	return syncDir(filepath.Dir(a.final))
+}
+
+// Abort closes and removes the temporary file; the final name is untouched.
+// It is a no-op after Commit.
+func (a *atomicFile) Abort() {
+	if a.done {
+		return
+	}
+	a.done = true
+	a.File.Close()
+	os.Remove(a.File.Name())
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open dir %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}

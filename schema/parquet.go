@@ -1,0 +1,322 @@
+package schema
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+)
+
+// ParquetDialogue is the Parquet row of a Dialogue. messages is a
+// LIST<STRUCT<role: STRING, content: STRING>>, the logical type Hugging Face
+// datasets, pyarrow, pandas and DuckDB read as a list of {role, content}
+// dicts, so a file loads directly as a chat dataset. The flat optional
+// columns carry provenance; the nested, rarely-queried parts (labels,
+// sources, per-message execution records and feedback, source id, extra
+// fields) are JSON text columns so their shape can evolve without a schema
+// migration and every reader sees plain strings.
+type ParquetDialogue struct {
+	ID            string           `parquet:"id"`
+	Messages      []ParquetMessage `parquet:"messages,list"`
+	Stage         string           `parquet:"stage,optional"`
+	Method        string           `parquet:"method,optional"`
+	Model         string           `parquet:"model,optional"`
+	PromptVersion string           `parquet:"prompt_version,optional"`
+	Sources       string           `parquet:"sources,optional"`      // JSON array of ids
+	Labels        string           `parquet:"labels,optional"`       // JSON object of strings
+	MessageMeta   string           `parquet:"message_meta,optional"` // JSON array aligned with messages: null or {"exec":..., "feedback":...}
+	SourceID      string           `parquet:"source_id,optional"`    // the original id's JSON when not a string
+	Extra         string           `parquet:"extra,optional"`        // JSON object of unmapped fields
+}
+
+// ParquetMessage is one element of the messages list.
+type ParquetMessage struct {
+	Role    string `parquet:"role"`
+	Content string `parquet:"content"`
+}
+
+type messageMeta struct {
+	Exec     *Execution `json:"exec,omitempty"`
+	Feedback *Feedback  `json:"feedback,omitempty"`
+}
+
+// ToParquet converts a dialogue to its Parquet row.
+func ToParquet(d *Dialogue) (ParquetDialogue, error) {
+	row := ParquetDialogue{ID: d.ID, Stage: d.Stage, Method: d.Method, Model: d.Model, PromptVersion: d.Prompt, SourceID: string(d.SourceID)}
+	row.Messages = make([]ParquetMessage, len(d.Messages))
+	var metas []*messageMeta
+	for i, m := range d.Messages {
+		row.Messages[i] = ParquetMessage{Role: m.Role, Content: m.Content}
+		if m.Exec != nil || m.Feedback != nil {
+			if metas == nil {
+				metas = make([]*messageMeta, len(d.Messages))
+			}
+			metas[i] = &messageMeta{Exec: m.Exec, Feedback: m.Feedback}
+		}
+	}
+	enc := func(v any, dst *string) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("dialogue %s: %w", d.ID, err)
+		}
+		*dst = string(b)
+		return nil
+	}
+	if metas != nil {
+		if err := enc(metas, &row.MessageMeta); err != nil {
+			return row, err
+		}
+	}
+	if len(d.Sources) > 0 {
+		if err := enc(d.Sources, &row.Sources); err != nil {
+			return row, err
+		}
+	}
+	if len(d.Labels) > 0 {
+		if err := enc(d.Labels, &row.Labels); err != nil {
+			return row, err
+		}
+	}
+	if len(d.Extra) > 0 {
+		if err := enc(d.Extra, &row.Extra); err != nil {
+			return row, err
+		}
+	}
+	return row, nil
+}
+
+// FromParquet converts a Parquet row back to a dialogue.
+func FromParquet(row *ParquetDialogue) (Dialogue, error) {
+	d := Dialogue{ID: row.ID, Stage: row.Stage, Method: row.Method, Model: row.Model, Prompt: row.PromptVersion}
+	if row.SourceID != "" {
+		d.SourceID = json.RawMessage(row.SourceID)
+	}
+	d.Messages = make([]Message, len(row.Messages))
+	for i, m := range row.Messages {
+		d.Messages[i] = Message{Role: m.Role, Content: m.Content}
+	}
+	dec := func(col, s string, v any) error {
+		if s == "" {
+			return nil
+		}
+		if err := json.Unmarshal([]byte(s), v); err != nil {
+			return fmt.Errorf("column %s: %w", col, err)
+		}
+		return nil
+	}
+	var metas []*messageMeta
+	if err := dec("message_meta", row.MessageMeta, &metas); err != nil {
+		return d, err
+	}
+	if metas != nil && len(metas) != len(d.Messages) {
+		return d, fmt.Errorf("column message_meta: %d entries for %d messages", len(metas), len(d.Messages))
+	}
+	for i, mm := range metas {
+		if mm != nil {
+			d.Messages[i].Exec, d.Messages[i].Feedback = mm.Exec, mm.Feedback
+		}
+	}
+	if err := dec("sources", row.Sources, &d.Sources); err != nil {
+		return d, err
+	}
+	if err := dec("labels", row.Labels, &d.Labels); err != nil {
+		return d, err
+	}
+	if err := dec("extra", row.Extra, &d.Extra); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+// parquetWriter buffers rows and flushes a row group whenever the buffered
+// content passes the row-group byte budget, so memory stays flat however
+// many rows the file gets.
+type parquetWriter struct {
+	af       *atomicFile
+	pw       *parquet.GenericWriter[ParquetDialogue]
+	buf      []ParquetDialogue
+	pending  int64
+	rgBudget int64
+}
+
+func createParquetDialogues(path string, opts ...Option) (*parquetWriter, error) {
+	o := buildOptions(opts)
+	var codec parquet.WriterOption
+	switch o.parquetCodec {
+	case "", "snappy":
+		codec = parquet.Compression(&parquet.Snappy)
+	case "zstd":
+		codec = parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault})
+	default:
+		return nil, fmt.Errorf("unknown Parquet compression %q (want snappy or zstd)", o.parquetCodec)
+	}
+	af, err := createAtomic(path)
+	if err != nil {
+		return nil, err
+	}
+	pw := parquet.NewGenericWriter[ParquetDialogue](af, codec, parquet.CreatedBy("codefeedback", "1", ""))
+	return &parquetWriter{af: af, pw: pw, rgBudget: o.rowGroupBytes}, nil
+}
+
+func (w *parquetWriter) Write(d Dialogue) error {
+	row, err := ToParquet(&d)
+	if err != nil {
+		return err
+	}
+	w.buf = append(w.buf, row)
+	w.pending += rowBytes(&row)
+	if len(w.buf) >= 1024 {
+		if err := w.drain(); err != nil {
+			return err
+		}
+	}
+	if w.pending >= w.rgBudget {
+		if err := w.drain(); err != nil {
+			return err
+		}
+		if err := w.pw.Flush(); err != nil {
+			return fmt.Errorf("%s: flush row group: %w", w.af.final, err)
+		}
+		w.pending = 0
+	}
+	return nil
+}
+
+func rowBytes(r *ParquetDialogue) int64 {
+	n := len(r.ID) + len(r.Stage) + len(r.Method) + len(r.Model) + len(r.PromptVersion) + len(r.Sources) + len(r.Labels) + len(r.MessageMeta) + len(r.SourceID) + len(r.Extra)
+	for _, m := range r.Messages {
+		n += len(m.Role) + len(m.Content) + 8
+	}
+	return int64(n)
+}
+
+func (w *parquetWriter) drain() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	if _, err := w.pw.Write(w.buf); err != nil {
+		return fmt.Errorf("%s: write rows: %w", w.af.final, err)
+	}
+	clear(w.buf)
+	w.buf = w.buf[:0]
+	return nil
+}
+
+func (w *parquetWriter) Close() error {
+	if err := w.drain(); err != nil {
+		w.af.Abort()
+		return err
+	}
+	if err := w.pw.Close(); err != nil {
+		w.af.Abort()
+		return fmt.Errorf("%s: close parquet: %w", w.af.final, err)
+	}
+	return w.af.Commit()
+}
+
+func (w *parquetWriter) Abort() { w.af.Abort() }
+
+// parquetReader streams dialogues from a Parquet file a batch at a time.
+type parquetReader struct {
+	path string
+	f    *os.File
+	pr   *parquet.GenericReader[ParquetDialogue]
+	buf  []ParquetDialogue
+	i, n int
+	row  int
+	eof  bool
+}
+
+func openParquetDialogues(path string, opts ...Option) (*parquetReader, error) {
+	o := buildOptions(opts)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open input: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a readable Parquet file (truncated or corrupt?): %w", path, err)
+	}
+	if err := checkDialogueSchema(pf.Schema()); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if pf.NumRows() == 0 && !o.allowEmpty {
+		f.Close()
+		return nil, fmt.Errorf("%s: empty file (no records)", path)
+	}
+	return &parquetReader{path: path, f: f, pr: parquet.NewGenericReader[ParquetDialogue](pf), buf: make([]ParquetDialogue, 64)}, nil
+}
+
+// checkDialogueSchema rejects Parquet files that lack the dialogue columns,
+// instead of silently reading empty rows.
+func checkDialogueSchema(s *parquet.Schema) error {
+	for _, col := range []string{"id", "messages"} {
+		if _, ok := s.Lookup(col); !ok {
+			if _, ok := lookupPrefix(s, col); !ok {
+				return fmt.Errorf("not a dialogue Parquet file: no %q column", col)
+			}
+		}
+	}
+	return nil
+}
+
+func lookupPrefix(s *parquet.Schema, col string) ([]string, bool) {
+	for _, p := range s.Columns() {
+		if len(p) > 0 && p[0] == col {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+func (r *parquetReader) Read() (Dialogue, error) {
+	if r.i == r.n {
+		if r.eof {
+			return Dialogue{}, io.EOF
+		}
+		clear(r.buf)
+		n, err := r.pr.Read(r.buf)
+		r.i, r.n = 0, n
+		if err == io.EOF {
+			r.eof = true
+		} else if err != nil {
+			r.eof = true
+			return Dialogue{}, fmt.Errorf("%s: row %d: %w", r.path, r.row+1, err)
+		}
+		if n == 0 {
+			if r.eof {
+				return Dialogue{}, io.EOF
+			}
+			return Dialogue{}, fmt.Errorf("%s: row %d: reader made no progress", r.path, r.row+1)
+		}
+	}
+	row := &r.buf[r.i]
+	r.i++
+	r.row++
+	d, err := FromParquet(row)
+	if err != nil {
+		raw, _ := json.Marshal(row)
+		return d, &RecordError{File: r.path, Unit: "row", Line: r.row, Reason: err.Error(), Raw: raw}
+	}
+	if err := d.Validate(); err != nil {
+		raw, _ := json.Marshal(row)
+		return d, &RecordError{File: r.path, Unit: "row", Line: r.row, Reason: err.Error(), Raw: raw}
+	}
+	return d, nil
+}
+
+func (r *parquetReader) Close() error {
+	err := r.pr.Close()
+	return errors.Join(err, r.f.Close())
+}
