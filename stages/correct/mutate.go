@@ -1,0 +1,171 @@
+// Package correct builds "learning from deliberate mistakes" dialogues: code
+// with a planted bug, the real error it raises in the sandbox, a brief
+// analysis, and the fixed code with its passing run.
+//
+// Two paths make the buggy code. The mutation path (no model) plants bugs into
+// known-good solutions with a small Python script run inside the sandbox
+// (mutate.py, on Python's own syntax tree); the model path asks a model for
+// code that hides an error of a chosen kind. On both, a planted bug is kept
+// only when its real failure in the sandbox matches the intended kind.
+package correct
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/codefeedback/codefeedback/executors"
+)
+
+// Kind is the class of a planted bug, named by how it must fail.
+type Kind string
+
+// The five bug kinds.
+const (
+	Syntax  Kind = "syntax"  // SyntaxError or IndentationError (TabError) at compile time
+	Name    Kind = "name"    // NameError
+	Type    Kind = "type"    // TypeError
+	Logic   Kind = "logic"   // a test fails with a wrong answer, no exception
+	Timeout Kind = "timeout" // the run hits its time limit
+)
+
+// Kinds lists the bug kinds in a fixed order.
+func Kinds() []Kind { return []Kind{Syntax, Name, Type, Logic, Timeout} }
+
+// ParseKind checks a kind name.
+func ParseKind(s string) (Kind, error) {
+	for _, k := range Kinds() {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	return "", fmt.Errorf("correct: unknown bug kind %q (want one of %v)", s, Kinds())
+}
+
+// operators maps each operator of mutate.py to its kind. It must list the
+// same operators as the script's OPERATORS table (a test checks this).
+var operators = map[string]Kind{
+	"syntax_drop_colon":      Syntax,
+	"syntax_drop_bracket":    Syntax,
+	"syntax_bad_indent":      Syntax,
+	"name_misspell":          Name,
+	"name_rename_param":      Name,
+	"type_str_wrap":          Type,
+	"type_num_to_str":        Type,
+	"type_drop_conversion":   Type,
+	"logic_compare_swap":     Logic,
+	"logic_arith_swap":       Logic,
+	"logic_off_by_one_range": Logic,
+	"logic_off_by_one_index": Logic,
+	"logic_drop_return":      Logic,
+	"logic_bool_flip":        Logic,
+	"timeout_drop_increment": Timeout,
+	"timeout_reverse_step":   Timeout,
+	"timeout_while_true":     Timeout,
+}
+
+// Operators returns the mutation operators of the given kinds (all kinds
+// when none are given), sorted by name.
+func Operators(kinds ...Kind) []string {
+	want := map[Kind]bool{}
+	for _, k := range kinds {
+		want[k] = true
+	}
+	var ops []string
+	for op, k := range operators {
+		if len(kinds) == 0 || want[k] {
+			ops = append(ops, op)
+		}
+	}
+	sort.Strings(ops)
+	return ops
+}
+
+// OperatorKind returns the kind an operator plants, or "" when unknown.
+func OperatorKind(op string) Kind { return operators[op] }
+
+//go:embed mutate.py
+var mutateScript string
+
+// MutateScript returns the source of the in-sandbox mutation script; it is
+// part of the stage's cache version.
+func MutateScript() string { return mutateScript }
+
+// Mutant is one planted bug: the whole mutated source and where and how it
+// differs from the original.
+type Mutant struct {
+	Operator    string `json:"operator"`
+	Kind        Kind   `json:"kind"`
+	Code        string `json:"code"`
+	Description string `json:"description"`
+	Line        int    `json:"line"` // 1-based line of the change in Code
+}
+
+// Mutator plants bugs by running mutate.py in the sandbox. Safe for
+// concurrent use when its Executor is.
+type Mutator struct {
+	Exec executors.Executor
+	// PerOperator caps the mutants per operator (default 2); sites are
+	// chosen by the seed.
+	PerOperator int
+}
+
+// Mutate returns mutants of source for the given operators (all when ops is
+// empty), in operator order. The same source, seed and operators give the
+// same mutants. Syntax mutants are guaranteed not to compile and all others
+// to compile; whether they fail the tests as intended is checked later. An
+// error means the sandbox failed, the script failed, or source does not
+// parse.
+func (m *Mutator) Mutate(ctx context.Context, source string, seed int64, ops []string) ([]Mutant, error) {
+	for _, op := range ops {
+		if _, ok := operators[op]; !ok {
+			return nil, fmt.Errorf("correct: unknown mutation operator %q", op)
+		}
+	}
+	per := m.PerOperator
+	if per <= 0 {
+		per = 2
+	}
+	in, err := json.Marshal(map[string]any{"source": source, "seed": seed, "operators": ops, "per_operator": per})
+	if err != nil {
+		return nil, fmt.Errorf("correct: encode mutation request: %w", err)
+	}
+	res, err := m.Exec.Run(ctx, executors.Request{
+		Language: executors.Python,
+		Code:     mutateScript,
+		Stdin:    string(in),
+		Limits:   executors.Limits{Timeout: 30 * time.Second},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("correct: run mutation script: %w", err)
+	}
+	if !res.OK() {
+		return nil, fmt.Errorf("correct: mutation script failed (exit %d, timed out %v): %s", res.ExitCode, res.TimedOut, tail(res.Stderr, 600))
+	}
+	var out struct {
+		Mutants []Mutant `json:"mutants"`
+		Error   string   `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &out); err != nil {
+		return nil, fmt.Errorf("correct: decode mutation output: %w (stdout %q)", err, tail(res.Stdout, 200))
+	}
+	if out.Error != "" {
+		return nil, fmt.Errorf("correct: mutation: %s", out.Error)
+	}
+	for i, mu := range out.Mutants {
+		if operators[mu.Operator] != mu.Kind {
+			return nil, fmt.Errorf("correct: mutant %d: operator %q has kind %q, want %q", i, mu.Operator, mu.Kind, operators[mu.Operator])
+		}
+	}
+	return out.Mutants, nil
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
