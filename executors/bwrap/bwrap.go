@@ -1,0 +1,278 @@
+// Package bwrap is the bubblewrap driver: each sandbox instance is a bwrap
+// process with every namespace unshared (no network but a downed loopback),
+// a read-only /usr, a private size-limited tmpfs /tmp, a fresh /proc and
+// /dev, no host environment and no capabilities. The shared runner and pool
+// in package executors do the rest.
+//
+// When the host process is root, bwrap is started as an unprivileged uid per
+// pool slot (FirstUID+slot), so a run cannot read root-owned host files, the
+// process limit is per slot, and slots cannot signal or ptrace each other.
+// Otherwise bwrap runs as the calling user in a user namespace.
+//
+// URL: bwrap://?memory=512MiB&timeout=5s&pool=4&disk=256MiB (see
+// executors.ParseOptions; disk= sizes the /tmp tmpfs).
+package bwrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/codefeedback/codefeedback/executors"
+)
+
+// FirstUID is the host uid of slot 0 when the host process is root.
+const FirstUID = 60000
+
+// DefaultDisk is the size of an instance's /tmp.
+const DefaultDisk = 256 << 20
+
+func init() {
+	executors.Register("bwrap", func(ctx context.Context, u *url.URL) (executors.Executor, error) {
+		o, err := executors.ParseOptions(u, "disk")
+		if err != nil {
+			return nil, err
+		}
+		if o.Image != "" {
+			return nil, fmt.Errorf("bwrap: runs on the host system, not an image (got %q)", o.Image)
+		}
+		cfg := Config{}
+		if d := o.Extra.Get("disk"); d != "" {
+			if cfg.DiskBytes, err = executors.ParseBytes(d); err != nil {
+				return nil, fmt.Errorf("bwrap: option disk=%q: %w", d, err)
+			}
+		}
+		l, err := NewLauncher(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return executors.NewPool(l, executors.PoolOptions{Size: o.Pool, Limits: o.Limits}), nil
+	})
+}
+
+// Config configures a Launcher.
+type Config struct {
+	// Bwrap is the bwrap binary; empty means "bwrap" on PATH.
+	Bwrap string
+	// DiskBytes sizes each instance's /tmp tmpfs; zero means DefaultDisk.
+	DiskBytes int64
+}
+
+// Launcher starts runner processes in bubblewrap sandboxes.
+type Launcher struct {
+	bwrap string
+	disk  int64
+	etc   string // host dir with the sandbox's passwd, group, hosts, nsswitch.conf
+	root  bool
+}
+
+// NewLauncher checks that bwrap exists and prepares the sandbox's /etc files.
+func NewLauncher(cfg Config) (*Launcher, error) {
+	bin := cfg.Bwrap
+	if bin == "" {
+		bin = "bwrap"
+	}
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return nil, fmt.Errorf("bwrap: bubblewrap not found (install the bubblewrap package): %w", err)
+	}
+	if cfg.DiskBytes == 0 {
+		cfg.DiskBytes = DefaultDisk
+	}
+	etc, err := etcDir()
+	if err != nil {
+		return nil, err
+	}
+	return &Launcher{bwrap: path, disk: cfg.DiskBytes, etc: etc, root: os.Geteuid() == 0}, nil
+}
+
+var (
+	etcOnce sync.Once
+	etcPath string
+	etcErr  error
+)
+
+// etcDir writes, once per process, the few /etc files the sandbox sees
+// instead of the host's: a passwd naming only the sandbox user, and name
+// resolution from a hosts file only, so resolving a name sends nothing.
+func etcDir() (string, error) {
+	etcOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "codefeedback-bwrap-etc-")
+		if err != nil {
+			etcErr = fmt.Errorf("bwrap: %w", err)
+			return
+		}
+		files := map[string]string{
+			"passwd":        "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:1000:1000:sandbox:/tmp:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+			"group":         "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n",
+			"hosts":         "127.0.0.1 localhost\n::1 localhost\n",
+			"nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
+		}
+		for name, text := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+				etcErr = fmt.Errorf("bwrap: %w", err)
+				return
+			}
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			etcErr = fmt.Errorf("bwrap: %w", err)
+			return
+		}
+		etcPath = dir
+	})
+	return etcPath, etcErr
+}
+
+// Info implements executors.Launcher.
+func (l *Launcher) Info() executors.Info { return executors.Info{Driver: "bwrap", Image: "host"} }
+
+// Args is the bwrap command line for argv (exported for tests and docs).
+func (l *Launcher) Args(argv []string) []string {
+	a := []string{
+		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+		"--cap-drop", "ALL", "--clearenv",
+		"--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
+		"--setenv", "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8",
+		"--uid", "1000", "--gid", "1000", "--hostname", "sandbox",
+		"--ro-bind", "/usr", "/usr",
+		"--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
+		"--symlink", "usr/lib", "/lib",
+	}
+	if _, err := os.Stat("/usr/lib64"); err == nil {
+		a = append(a, "--symlink", "usr/lib64", "/lib64")
+	}
+	for _, f := range []string{"/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl/openssl.cnf"} {
+		a = append(a, "--ro-bind-try", f, f)
+	}
+	for _, f := range []string{"passwd", "group", "hosts", "nsswitch.conf"} {
+		a = append(a, "--ro-bind", filepath.Join(l.etc, f), "/etc/"+f)
+	}
+	a = append(a,
+		"--proc", "/proc", "--dev", "/dev",
+		"--size", fmt.Sprint(l.disk), "--tmpfs", "/tmp",
+		"--remount-ro", "/",
+		"--chdir", "/tmp", "--")
+	return append(a, argv...)
+}
+
+// Launch implements executors.Launcher. ctx bounds only the start; the
+// instance lives until the returned Conn is closed.
+func (l *Launcher) Launch(ctx context.Context, slot int, argv []string) (executors.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(l.bwrap, l.Args(argv)...)
+	cmd.Env = []string{}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if l.root {
+		id := uint32(FirstUID + slot)
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: id, Gid: id, Groups: []uint32{}}
+	}
+	// Plain pipes rather than StdinPipe/StdoutPipe: Wait must not close our
+	// read end while the pool still reads the runner's last line.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("bwrap: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("bwrap: %w", err)
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	cmd.Stderr = &limitedBuffer{max: 4096}
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, fmt.Errorf("bwrap: starting sandbox: %w", err)
+	}
+	c := &conn{cmd: cmd, stdin: inW, stdout: outR, done: make(chan struct{})}
+	go func() {
+		c.waitErr = cmd.Wait()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+type conn struct {
+	cmd     *exec.Cmd
+	stdin   *os.File
+	stdout  *os.File
+	done    chan struct{}
+	waitErr error
+	once    sync.Once
+}
+
+func (c *conn) Read(p []byte) (int, error) {
+	n, err := c.stdout.Read(p)
+	if err != nil && n == 0 {
+		// Say why the sandbox ended, from bwrap's own stderr.
+		select {
+		case <-c.done:
+		case <-time.After(time.Second):
+		}
+		if msg := c.cmd.Stderr.(*limitedBuffer).String(); msg != "" {
+			return 0, fmt.Errorf("%w (bwrap: %s)", err, msg)
+		}
+	}
+	return n, err
+}
+
+func (c *conn) Write(p []byte) (int, error) { return c.stdin.Write(p) }
+
+// Close kills the sandbox: bwrap's process group, then bwrap's pid 1 takes
+// every process in the instance's PID namespace down with it.
+func (c *conn) Close() error {
+	c.once.Do(func() {
+		c.stdin.Close()
+		c.stdout.Close()
+		if c.cmd.Process != nil {
+			_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		}
+		select {
+		case <-c.done:
+		case <-time.After(5 * time.Second):
+		}
+	})
+	var ee *exec.ExitError
+	if c.waitErr != nil && !errors.As(c.waitErr, &ee) {
+		return c.waitErr
+	}
+	return nil
+}
+
+type limitedBuffer struct {
+	mu  sync.Mutex
+	b   []byte
+	max int
+}
+
+func (w *limitedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if room := w.max - len(w.b); room > 0 {
+		if len(p) < room {
+			room = len(p)
+		}
+		w.b = append(w.b, p[:room]...)
+	}
+	return len(p), nil
+}
+
+func (w *limitedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.b)
+}

@@ -1,0 +1,383 @@
+package executors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// PoolOptions configure NewPool.
+type PoolOptions struct {
+	// Size is the number of warm sandbox instances for one-shot runs, and so
+	// the number of runs in flight. Zero means DefaultPoolSize().
+	Size int
+	// Limits are the defaults for requests that leave a limit at zero; their
+	// own zero fields take DefaultLimits.
+	Limits Limits
+	// MaxRuns recycles an instance after this many runs. Zero means 1000.
+	MaxRuns int
+	// StartTimeout bounds starting one instance. Zero means 30s.
+	StartTimeout time.Duration
+}
+
+// grace is how long past a run's timeout the pool waits for the runner,
+// which enforces the deadline itself, before it kills the instance.
+const grace = 3 * time.Second
+
+var errClosed = errors.New("executors: executor is closed")
+
+// NewPool returns an Executor over a Launcher: it keeps opts.Size runner
+// instances warm (starting them in the background now), gives each run to an
+// idle instance, and replaces an instance when the runner reports tampering,
+// dies, misses its deadline or has served MaxRuns runs. Each session gets a
+// dedicated instance on its own slot (numbered from Size upwards). Launch is
+// called with RunnerArgv().
+func NewPool(l Launcher, opts PoolOptions) Executor {
+	if opts.Size <= 0 {
+		opts.Size = DefaultPoolSize()
+	}
+	if opts.MaxRuns <= 0 {
+		opts.MaxRuns = 1000
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 30 * time.Second
+	}
+	defaults := opts.Limits.WithDefaults(DefaultLimits)
+	info := l.Info()
+	info.Limits = defaults
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &pool{
+		l: l, opts: opts, defaults: defaults, info: info, ctx: ctx, cancel: cancel,
+		free:     make(chan int, opts.Size),
+		insts:    make([]*instance, opts.Size),
+		sessSlot: map[int]bool{},
+		sessions: map[*session]bool{},
+	}
+	for slot := 0; slot < opts.Size; slot++ {
+		p.warm(slot)
+	}
+	return p
+}
+
+type pool struct {
+	l        Launcher
+	opts     PoolOptions
+	defaults Limits
+	info     Info
+	ctx      context.Context // ends at Close
+	cancel   context.CancelFunc
+	free     chan int // idle slots
+
+	mu       sync.Mutex
+	insts    []*instance // by slot; nil when not started
+	sessSlot map[int]bool
+	sessions map[*session]bool
+	closed   bool
+}
+
+func (p *pool) Info() Info { return p.info }
+
+// warm starts slot's instance in the background, then makes the slot idle.
+// A failed start leaves the slot empty: the next run retries and reports it.
+func (p *pool) warm(slot int) {
+	go func() {
+		inst, err := startInstance(p.ctx, p.l, slot, p.opts.StartTimeout)
+		if err != nil {
+			inst = nil
+		}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			if inst != nil {
+				inst.close()
+			}
+			return
+		}
+		p.insts[slot] = inst
+		p.mu.Unlock()
+		p.free <- slot
+	}()
+}
+
+func (p *pool) acquire(ctx context.Context) (int, error) {
+	select {
+	case slot := <-p.free:
+		return slot, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-p.ctx.Done():
+		return 0, errClosed
+	}
+}
+
+// release returns slot; recycle replaces its instance first.
+func (p *pool) release(slot int, inst *instance, recycle bool) {
+	if recycle && inst != nil {
+		inst.close()
+		inst = nil
+	}
+	p.mu.Lock()
+	closed := p.closed
+	p.insts[slot] = inst
+	p.mu.Unlock()
+	switch {
+	case closed:
+		if inst != nil {
+			inst.close()
+		}
+	case inst == nil && recycle:
+		p.warm(slot)
+	default:
+		p.free <- slot
+	}
+}
+
+// Run implements Executor.
+func (p *pool) Run(ctx context.Context, req Request) (Result, error) {
+	if err := req.Validate(); err != nil {
+		return Result{}, err
+	}
+	lim := req.Limits.WithDefaults(p.defaults)
+	slot, err := p.acquire(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	p.mu.Lock()
+	inst := p.insts[slot]
+	p.mu.Unlock()
+	if inst != nil && inst.dead() {
+		inst.close()
+		inst = nil
+	}
+	if inst == nil {
+		inst, err = startInstance(ctx, p.l, slot, p.opts.StartTimeout)
+		if err != nil {
+			p.release(slot, nil, false)
+			return Result{}, fmt.Errorf("executors: %s: %w", p.info.Driver, err)
+		}
+	}
+	start := time.Now()
+	inst.runs++
+	resp, err := inst.call(ctx, wireRequest{
+		Op: "run", Lang: req.Language, Code: req.Code, Stdin: req.Stdin, Files: req.Files, Limits: toWire(lim),
+	}, lim.Timeout+grace)
+	var res Result
+	switch {
+	case err == nil && resp.Error != "":
+		p.release(slot, inst, false)
+		return Result{}, fmt.Errorf("executors: %s runner: %s", p.info.Driver, resp.Error)
+	case err == nil:
+		res = resp.result()
+		p.release(slot, inst, resp.Tainted || inst.runs >= p.opts.MaxRuns)
+	case errors.Is(err, errDeadline):
+		p.release(slot, inst, true)
+		res = Result{ExitCode: -1, TimedOut: true, Killed: true, Duration: time.Since(start),
+			Stderr: "[sandbox: the runner missed the deadline; the sandbox instance was killed]\n"}
+	case errors.Is(err, errDied):
+		// The program killed its own runner (kill -9 of its parent, kill -1):
+		// a result about the program, not a sandbox failure.
+		p.release(slot, inst, true)
+		res = Result{ExitCode: 137, Signal: "SIGKILL", Killed: true, Duration: time.Since(start),
+			Stderr: "[sandbox: the run ended its sandbox instance]\n"}
+	default:
+		p.release(slot, inst, true)
+		return Result{}, fmt.Errorf("executors: %s: %w", p.info.Driver, err)
+	}
+	p.finish(&res, req.Language)
+	return res, nil
+}
+
+func (p *pool) finish(res *Result, lang Language) {
+	res.Driver, res.Image = p.info.Driver, p.info.Image
+	if lang == Python && res.ExitCode != 0 && !res.TimedOut {
+		res.Exception, res.ErrorLine = ParseTraceback(res.Stderr)
+		if res.Exception == "MemoryError" {
+			res.OOM = true
+		}
+	}
+}
+
+// Open implements Executor: the session runs on a dedicated instance.
+func (p *pool) Open(ctx context.Context, lang Language, opts SessionOptions) (Session, error) {
+	if !lang.Valid() {
+		return nil, fmt.Errorf("executors: unknown language %q (want python, bash or sql)", lang)
+	}
+	if err := opts.Limits.Validate(); err != nil {
+		return nil, err
+	}
+	if err := validateFiles(opts.Files); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errClosed
+	}
+	slot := p.opts.Size
+	for p.sessSlot[slot] {
+		slot++
+	}
+	p.sessSlot[slot] = true
+	s := &session{p: p, lang: lang, files: opts.Files, lim: opts.Limits.WithDefaults(p.defaults), slot: slot}
+	p.sessions[s] = true
+	p.mu.Unlock()
+	if err := s.start(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close implements Executor: it ends every instance and session. Runs in
+// flight finish with an error or a killed result.
+func (p *pool) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.cancel()
+	var sessions []*session
+	for s := range p.sessions {
+		sessions = append(sessions, s)
+	}
+	p.mu.Unlock()
+	for _, s := range sessions {
+		s.Close()
+	}
+	for {
+		select {
+		case slot := <-p.free:
+			p.mu.Lock()
+			inst := p.insts[slot]
+			p.insts[slot] = nil
+			p.mu.Unlock()
+			if inst != nil {
+				inst.close()
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+// session is a stateful interpreter on a dedicated instance. After a cell
+// misses its deadline or kills its runner, the instance is replaced and the
+// session starts again empty (with its files).
+type session struct {
+	p     *pool
+	lang  Language
+	files map[string][]byte
+	lim   Limits
+	slot  int
+
+	mu     sync.Mutex
+	inst   *instance
+	closed bool
+}
+
+func (s *session) start(ctx context.Context) error {
+	inst, err := startInstance(ctx, s.p.l, s.slot, s.p.opts.StartTimeout)
+	if err != nil {
+		return fmt.Errorf("executors: %s session: %w", s.p.info.Driver, err)
+	}
+	resp, err := inst.call(ctx, wireRequest{Op: "session", Lang: s.lang, Files: s.files, Limits: toWire(s.lim)}, s.p.opts.StartTimeout)
+	if err == nil && resp.Error != "" {
+		err = errors.New(resp.Error)
+	}
+	if err != nil {
+		inst.close()
+		return fmt.Errorf("executors: %s: opening %s session: %w", s.p.info.Driver, s.lang, err)
+	}
+	s.inst = inst
+	return nil
+}
+
+func (s *session) kill() {
+	if s.inst != nil {
+		s.inst.close()
+		s.inst = nil
+	}
+}
+
+// Exec implements Session.
+func (s *session) Exec(ctx context.Context, code string) (Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return Result{}, errors.New("executors: session is closed")
+	}
+	if strings.TrimSpace(code) == "" {
+		return Result{}, errors.New("executors: empty code")
+	}
+	if s.inst == nil || s.inst.dead() {
+		s.kill()
+		if err := s.start(ctx); err != nil {
+			return Result{}, err
+		}
+	}
+	start := time.Now()
+	resp, err := s.inst.call(ctx, wireRequest{Op: "cell", Code: code}, s.lim.Timeout)
+	var res Result
+	switch {
+	case err == nil && resp.Error != "":
+		return Result{}, fmt.Errorf("executors: %s runner: %s", s.p.info.Driver, resp.Error)
+	case err == nil:
+		res = resp.result()
+	case errors.Is(err, errDeadline):
+		s.kill()
+		res = Result{ExitCode: -1, TimedOut: true, Killed: true, Duration: time.Since(start),
+			Stderr: fmt.Sprintf("[sandbox: the cell ran past %v; the session was restarted and its state is lost]\n", s.lim.Timeout)}
+	case errors.Is(err, errDied):
+		s.kill()
+		res = Result{ExitCode: 137, Signal: "SIGKILL", Killed: true, Duration: time.Since(start),
+			Stderr: "[sandbox: the cell ended its sandbox instance; the session was restarted and its state is lost]\n"}
+	default:
+		s.kill()
+		return Result{}, fmt.Errorf("executors: %s session: %w", s.p.info.Driver, err)
+	}
+	if s.inst == nil {
+		// Restart now so the next cell finds a ready session; a failure here
+		// is retried by the next Exec.
+		_ = s.start(ctx)
+	}
+	s.p.finish(&res, s.lang)
+	return res, nil
+}
+
+// Reset implements Session: state and files go back to how Open left them.
+func (s *session) Reset(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("executors: session is closed")
+	}
+	if s.inst != nil && !s.inst.dead() {
+		resp, err := s.inst.call(ctx, wireRequest{Op: "reset"}, s.p.opts.StartTimeout)
+		if err == nil && resp.Error == "" {
+			return nil
+		}
+	}
+	s.kill()
+	return s.start(ctx)
+}
+
+// Close implements Session.
+func (s *session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.kill()
+	s.p.mu.Lock()
+	delete(s.p.sessSlot, s.slot)
+	delete(s.p.sessions, s)
+	s.p.mu.Unlock()
+	return nil
+}

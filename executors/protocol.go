@@ -1,0 +1,247 @@
+package executors
+
+import (
+	"bufio"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// RunnerSource is the in-sandbox runner (runner.py): a long-lived python3
+// process that speaks line-delimited JSON on stdin/stdout.
+//
+//go:embed runner.py
+var RunnerSource string
+
+// RunnerArgv is the argv the pool passes to Launcher.Launch:
+//
+//	python3 -u -I -c <RunnerSource>
+//
+// It needs only python3 on PATH inside the sandbox and nothing written into
+// the image. The runner keeps its scratch under /tmp/cf, so /tmp must be a
+// private writable tmpfs; it treats pid 1 and its own ancestors as the
+// sandbox and SIGKILLs every other process after each run.
+func RunnerArgv() []string {
+	return []string{"python3", "-u", "-I", "-c", RunnerSource}
+}
+
+// maxLine bounds one protocol line from the runner (results carry at most
+// two capped streams, JSON-escaped).
+const maxLine = 64 << 20
+
+type wireLimits struct {
+	TimeoutSeconds float64 `json:"timeout_seconds"`
+	MemoryBytes    int64   `json:"memory_bytes"`
+	CPUSeconds     int64   `json:"cpu_seconds"`
+	Processes      int     `json:"processes"`
+	FileBytes      int64   `json:"file_bytes"`
+	OpenFiles      int     `json:"open_files"`
+	OutputBytes    int     `json:"output_bytes"`
+}
+
+func toWire(l Limits) *wireLimits {
+	cpu := int64((l.CPUTime + time.Second - 1) / time.Second)
+	return &wireLimits{
+		TimeoutSeconds: l.Timeout.Seconds(), MemoryBytes: l.MemoryBytes, CPUSeconds: cpu,
+		Processes: l.Processes, FileBytes: l.FileBytes, OpenFiles: l.OpenFiles, OutputBytes: l.OutputBytes,
+	}
+}
+
+type wireRequest struct {
+	Op     string            `json:"op"`
+	ID     uint64            `json:"id"`
+	Lang   Language          `json:"lang,omitempty"`
+	Code   string            `json:"code,omitempty"`
+	Stdin  string            `json:"stdin,omitempty"`
+	Files  map[string][]byte `json:"files,omitempty"`
+	Limits *wireLimits       `json:"limits,omitempty"`
+}
+
+type wireResponse struct {
+	Ready  bool   `json:"ready"`
+	PID    int    `json:"pid"`
+	Python string `json:"python"`
+
+	ID    uint64 `json:"id"`
+	OK    bool   `json:"ok"`
+	Error string `json:"error"`
+
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	ExitCode        int    `json:"exit_code"`
+	Signal          string `json:"signal"`
+	TimedOut        bool   `json:"timed_out"`
+	OOM             bool   `json:"oom"`
+	Killed          bool   `json:"killed"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+	DurationNS      int64  `json:"duration_ns"`
+	Tainted         bool   `json:"tainted"`
+	Taint           string `json:"taint"`
+}
+
+func (w wireResponse) result() Result {
+	return Result{
+		Stdout: strings.ToValidUTF8(w.Stdout, "\uFFFD"), Stderr: strings.ToValidUTF8(w.Stderr, "\uFFFD"),
+		ExitCode: w.ExitCode, Signal: w.Signal, TimedOut: w.TimedOut, OOM: w.OOM, Killed: w.Killed,
+		StdoutTruncated: w.StdoutTruncated, StderrTruncated: w.StderrTruncated,
+		Duration: time.Duration(w.DurationNS),
+	}
+}
+
+// Errors from instance.call.
+var (
+	errDeadline = errors.New("runner did not answer before the deadline")
+	errDied     = errors.New("sandbox instance ended")
+)
+
+// instance is one runner process in one sandbox instance. It serves one
+// request at a time; the pool guarantees that.
+type instance struct {
+	conn   Conn
+	slot   int
+	lines  chan []byte
+	readEr error // set before lines is closed
+	nextID uint64
+	runs   int
+	done   chan struct{}
+	once   sync.Once
+}
+
+// startInstance launches a runner and waits for its ready line.
+func startInstance(ctx context.Context, l Launcher, slot int, wait time.Duration) (*instance, error) {
+	conn, err := l.Launch(ctx, slot, RunnerArgv())
+	if err != nil {
+		return nil, fmt.Errorf("launching sandbox instance %d: %w", slot, err)
+	}
+	in := &instance{conn: conn, slot: slot, lines: make(chan []byte, 1), done: make(chan struct{})}
+	go in.readLoop()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case line, ok := <-in.lines:
+		var w wireResponse
+		if !ok {
+			in.close()
+			return nil, fmt.Errorf("sandbox instance %d: runner exited before it was ready: %w", slot, in.readEr)
+		}
+		if err := json.Unmarshal(line, &w); err != nil || !w.Ready {
+			in.close()
+			return nil, fmt.Errorf("sandbox instance %d: runner sent %q instead of its ready line", slot, truncate(line, 200))
+		}
+		return in, nil
+	case <-ctx.Done():
+		in.close()
+		return nil, fmt.Errorf("sandbox instance %d: waiting for runner: %w", slot, ctx.Err())
+	case <-t.C:
+		in.close()
+		return nil, fmt.Errorf("sandbox instance %d: runner not ready after %v", slot, wait)
+	}
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		b = b[:n]
+	}
+	return string(b)
+}
+
+func (in *instance) readLoop() {
+	r := bufio.NewReaderSize(in.conn, 1<<16)
+	defer close(in.lines)
+	for {
+		var line []byte
+		for {
+			frag, err := r.ReadSlice('\n')
+			line = append(line, frag...)
+			if err == nil {
+				break
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				if len(line) > maxLine {
+					in.readEr = fmt.Errorf("runner line longer than %d bytes", maxLine)
+					return
+				}
+				continue
+			}
+			in.readEr = err
+			return
+		}
+		select {
+		case in.lines <- line:
+		case <-in.done:
+			return
+		}
+	}
+}
+
+// call sends one request and waits up to wait for its answer. On any error
+// the instance is unusable and the caller must close it.
+func (in *instance) call(ctx context.Context, req wireRequest, wait time.Duration) (wireResponse, error) {
+	in.nextID++
+	req.ID = in.nextID
+	data, err := json.Marshal(req)
+	if err != nil {
+		return wireResponse{}, fmt.Errorf("encoding request: %w", err)
+	}
+	data = append(data, '\n')
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := in.conn.Write(data)
+		wrote <- err
+	}()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-wrote:
+			if err != nil {
+				return wireResponse{}, fmt.Errorf("%w: writing request: %v", errDied, err)
+			}
+			wrote = nil
+		case line, ok := <-in.lines:
+			if !ok {
+				return wireResponse{}, fmt.Errorf("%w: %v", errDied, in.readEr)
+			}
+			var w wireResponse
+			if err := json.Unmarshal(line, &w); err != nil {
+				return wireResponse{}, fmt.Errorf("%w: runner sent a bad line %q", errDied, truncate(line, 200))
+			}
+			if w.ID != req.ID {
+				return wireResponse{}, fmt.Errorf("%w: runner answered request %d, want %d", errDied, w.ID, req.ID)
+			}
+			return w, nil
+		case <-ctx.Done():
+			return wireResponse{}, ctx.Err()
+		case <-t.C:
+			return wireResponse{}, errDeadline
+		}
+	}
+}
+
+// dead reports whether the runner's output has ended.
+func (in *instance) dead() bool {
+	select {
+	case line, ok := <-in.lines:
+		if ok {
+			// An unsolicited line: the protocol is out of step.
+			_ = line
+			return true
+		}
+		return true
+	default:
+		return false
+	}
+}
+
+func (in *instance) close() {
+	in.once.Do(func() {
+		close(in.done)
+		in.conn.Close()
+	})
+}

@@ -1,0 +1,723 @@
+# codefeedback in-sandbox runner.
+#
+# Started by a driver's Launcher as `python3 -u -I -c <this source>` inside a
+# fresh sandbox instance. It speaks line-delimited JSON on stdin/stdout with
+# the Go side (executors/protocol.go is the other half):
+#
+#   <- {"ready": true, "pid": N, "python": "3.11.7"}             once, at start
+#   -> {"op": "run", "id": 1, "lang": "python", "code": "...", "stdin": "...",
+#       "files": {"name": "<base64>"}, "limits": {...}}
+#   <- {"id": 1, "stdout": "...", "exit_code": 0, ..., "tainted": false}
+#   -> {"op": "session", "id": 2, "lang": "python", "files": {...}, "limits": {...}}
+#   -> {"op": "cell", "id": 3, "code": "..."}   -> {"op": "reset", "id": 4}
+#
+# One-shot runs fork a fresh child per run (forking this warm interpreter is
+# much cheaper than starting python). The child gets a new session, a private
+# scratch directory, rlimits and pipes; the parent enforces the deadline,
+# kills the process group and every other stray process in the sandbox, and
+# reports tampering as "tainted" so the pool recycles the instance.
+#
+# Session mode turns this process into a kernel: python cells run in one
+# globals dict in-process (fd 1/2 redirected to files per cell), bash cells in
+# a fresh bash that sources a state snapshot, sql cells on one database file.
+
+import base64
+import io
+import json
+import os
+import resource
+import selectors
+import shutil
+import signal
+import sqlite3
+import sys
+import tempfile
+import time
+import traceback
+
+ROOT = "/tmp/cf"  # runs' scratch directories live below it
+PATH = "/usr/local/bin:/usr/bin:/bin"
+MARKER = "\n[... output truncated at %d bytes ...]\n"
+OOM_HINTS = (b"MemoryError", b"Cannot allocate memory", b"cannot allocate memory",
+             b"std::bad_alloc", b"out of memory")
+
+# Protocol pipes move to high, close-on-exec descriptors; 0 and 1 become
+# /dev/null so stray writes by session code cannot corrupt the protocol.
+P_IN = os.fdopen(os.dup(0), "rb", buffering=1 << 16)
+P_OUT_FD = os.dup(1)
+for _fd in (P_IN.fileno(), P_OUT_FD):
+    os.set_inheritable(_fd, False)
+_null = os.open("/dev/null", os.O_RDWR)
+os.dup2(_null, 0)
+os.dup2(_null, 1)
+os.close(_null)
+
+
+def send(obj):
+    data = (json.dumps(obj) + "\n").encode()
+    while data:
+        n = os.write(P_OUT_FD, data)
+        data = data[n:]
+
+
+def ancestors():
+    """pid 1, this process and its ancestors: never killed by the sweep."""
+    keep = {1, os.getpid()}
+    pid = os.getppid()
+    while pid > 1 and pid not in keep:
+        keep.add(pid)
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return keep
+
+
+KEEP = ancestors()
+
+
+def proc_stat(pid):
+    """(state, pgrp) of pid, or None when gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[2])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def sweep(pgid):
+    """SIGKILL every process but the runner and its ancestors. Returns the
+    number of live processes found outside the run's own process group (such
+    as daemons that called setsid): they mean the run tampered."""
+    strays = 0
+    for _ in range(50):
+        found = 0
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            pid = int(name)
+            if pid in KEEP:
+                continue
+            st = proc_stat(pid)
+            if st is None or st[0] in ("Z", "X"):
+                continue
+            found += 1
+            if st[1] != pgid:
+                strays += 1
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if not found:
+            break
+        time.sleep(0.002)
+    return strays
+
+
+def safe_name(name):
+    parts = name.split("/")
+    if not name or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise ValueError("bad file name %r" % name)
+    return name
+
+
+def write_files(scratch, files):
+    for name, b64 in (files or {}).items():
+        path = os.path.join(scratch, safe_name(name))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(b64))
+
+
+def set_limits(lim, cpu=True):
+    def lim1(res, v):
+        if v and v > 0:
+            try:
+                resource.setrlimit(res, (v, v))
+            except (ValueError, OSError):
+                pass
+    lim1(resource.RLIMIT_AS, lim.get("memory_bytes"))
+    if cpu and lim.get("cpu_seconds"):
+        c = int(lim["cpu_seconds"])
+        try:
+            resource.setrlimit(resource.RLIMIT_CPU, (c, c + 1))
+        except (ValueError, OSError):
+            pass
+    lim1(resource.RLIMIT_NPROC, lim.get("processes"))
+    lim1(resource.RLIMIT_FSIZE, lim.get("file_bytes"))
+    lim1(resource.RLIMIT_NOFILE, lim.get("open_files"))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def child_env(scratch):
+    return {"PATH": PATH, "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PWD": scratch}
+
+
+def decode(data, cap, truncated):
+    s = data.decode("utf-8", "replace")
+    if truncated:
+        s += MARKER % cap
+    return s
+
+
+# ---------------------------------------------------------------- languages
+
+def sql_statements(code):
+    buf = ""
+    for ch in code:
+        buf += ch
+        if ch == ";" and sqlite3.complete_statement(buf):
+            if buf.strip(" \t\r\n;"):
+                yield buf.strip()
+            buf = ""
+    if buf.strip():
+        yield buf.strip()
+
+
+def cell_text(v):
+    if v is None:
+        return "NULL"
+    if isinstance(v, bytes):
+        return "x'" + v.hex() + "'"
+    return str(v)
+
+
+def print_table(cur, out):
+    cols = [d[0] for d in cur.description]
+    rows = [[cell_text(v) for v in r] for r in cur.fetchall()]
+    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
+    out.write(" | ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip() + "\n")
+    out.write("-+-".join("-" * w for w in widths) + "\n")
+    for r in rows:
+        out.write(" | ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() + "\n")
+    out.write("(%d row%s)\n" % (len(rows), "" if len(rows) == 1 else "s"))
+
+
+def run_sql(conn, code, out, err):
+    """Runs statements in order, printing each result set as a table. Stops
+    at the first error, printed as 'Error: ...'. Returns the exit code."""
+    try:
+        for stmt in sql_statements(code):
+            cur = conn.execute(stmt)
+            if cur.description is not None:
+                print_table(cur, out)
+    except sqlite3.Error as e:
+        out.flush()
+        err.write("Error: %s\n" % e)
+        return 1
+    return 0
+
+
+def open_db(scratch):
+    path = os.path.join(scratch, "db.sqlite")
+    conn = sqlite3.connect(path, isolation_level=None)
+    return conn
+
+
+def print_exception(e, skip):
+    tb = e.__traceback__
+    for _ in range(skip):
+        if tb is not None:
+            tb = tb.tb_next
+    traceback.print_exception(type(e), e, tb)
+
+
+def exit_status(e):
+    """The exit code Python gives a SystemExit, printing its message if any."""
+    code = e.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        sys.stderr.write(str(code) + "\n")
+    except Exception:
+        pass
+    return 1
+
+
+def child_python(code):
+    import atexit
+    import threading
+    import types
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8", errors="surrogateescape")
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                  errors="backslashreplace", line_buffering=True)
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+    mod = types.ModuleType("__main__")
+    mod.__file__ = "main.py"
+    mod.__builtins__ = __builtins__
+    sys.modules["__main__"] = mod
+    sys.argv = ["main.py"]
+    sys.path.insert(0, os.getcwd())
+    rc = 0
+    try:
+        try:
+            obj = compile(code, "main.py", "exec")
+        except (SyntaxError, ValueError) as e:
+            print_exception(e, 99)
+            rc = 1
+        else:
+            exec(obj, mod.__dict__)
+            threading._shutdown()
+    except SystemExit as e:
+        rc = exit_status(e)
+    except BaseException as e:
+        print_exception(e, 1)
+        rc = 1
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:
+        pass
+    for s in (sys.stdout, sys.stderr):
+        try:
+            s.flush()
+        except BaseException:
+            pass
+    os._exit(rc)
+
+
+def child(req, scratch, stdin_path, out_w, err_w):
+    """Runs in the forked child; never returns."""
+    try:
+        os.setsid()
+        fd = os.open(stdin_path, os.O_RDONLY)
+        os.dup2(fd, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        os.closerange(3, 1 << 16)
+        os.chdir(scratch)
+        env = child_env(scratch)
+        os.environ.clear()
+        os.environ.update(env)
+        os.umask(0o077)
+        set_limits(req.get("limits") or {})
+        lang = req.get("lang")
+        code = req.get("code", "")
+        if lang == "python":
+            child_python(code)
+        elif lang == "bash":
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.execve("/bin/bash", ["bash", "main.sh"], env)
+        elif lang == "sql":
+            conn = open_db(scratch)
+            out = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="replace")
+            err = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="replace")
+            rc = run_sql(conn, code, out, err)
+            out.flush()
+            err.flush()
+            os._exit(rc)
+        else:
+            os.write(2, b"unknown language\n")
+            os._exit(2)
+    except BaseException as e:
+        try:
+            os.write(2, ("runner: %s: %s\n" % (type(e).__name__, e)).encode())
+        except BaseException:
+            pass
+    os._exit(127)
+
+
+def collect(fds, cap, deadline, pidfd):
+    """Reads the child's pipes (capped) until the child exits or the deadline
+    passes. Returns (bufs, truncated, exited)."""
+    sel = selectors.DefaultSelector()
+    bufs = {fd: bytearray() for fd in fds}
+    trunc = {fd: False for fd in fds}
+    for fd in fds:
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_READ)
+    sel.register(pidfd, selectors.EVENT_READ)
+    exited = False
+    open_fds = set(fds)
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            for key, _ in sel.select(left):
+                fd = key.fd
+                if fd == pidfd:
+                    exited = True
+                    sel.unregister(pidfd)
+                    continue
+                read_into(fd, bufs, trunc, cap, sel, open_fds)
+            if exited:
+                break
+    finally:
+        sel.close()
+    return bufs, trunc, exited, open_fds
+
+
+def read_into(fd, bufs, trunc, cap, sel, open_fds):
+    try:
+        data = os.read(fd, 1 << 16)
+    except BlockingIOError:
+        return
+    except OSError:
+        data = b""
+    if not data:
+        if sel is not None:
+            sel.unregister(fd)
+        open_fds.discard(fd)
+        return
+    b = bufs[fd]
+    room = cap - len(b)
+    if room > 0:
+        b += data[:room]
+    if len(data) > room:
+        trunc[fd] = True
+
+
+def drain(fds, bufs, trunc, cap, until):
+    """After every writer is dead: read what is left, up to a short bound."""
+    sel = selectors.DefaultSelector()
+    for fd in fds:
+        sel.register(fd, selectors.EVENT_READ)
+    open_fds = set(fds)
+    try:
+        while open_fds and time.monotonic() < until:
+            for key, _ in sel.select(max(0.0, until - time.monotonic())):
+                read_into(key.fd, bufs, trunc, cap, sel, open_fds)
+    finally:
+        sel.close()
+
+
+def signame(sig):
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return "SIG%d" % sig
+
+
+def check_taint():
+    """Files outside the scratch root or left in it mean a run tampered."""
+    problems = []
+    try:
+        extra = sorted(set(os.listdir("/tmp")) - {"cf"})
+        if extra:
+            problems.append("files in /tmp: %s" % extra[:5])
+        left = os.listdir(ROOT)
+        if left:
+            problems.append("files left in scratch root: %s" % left[:5])
+    except OSError as e:
+        problems.append("scratch root: %s" % e)
+    for d in ("/dev/shm", "/var/tmp", "/run/lock"):
+        try:
+            if os.listdir(d):
+                problems.append("files in %s" % d)
+        except OSError:
+            pass
+    return problems
+
+
+def remove_tree(path):
+    def fix(func, p, exc):
+        try:
+            os.chmod(os.path.dirname(p), 0o700)
+            os.chmod(p, 0o700)
+        except OSError:
+            pass
+        func(p)
+    try:
+        shutil.rmtree(path, onerror=fix)
+    except OSError:
+        pass
+
+
+def do_run(req):
+    lim = req.get("limits") or {}
+    cap = int(lim.get("output_bytes") or 65536)
+    timeout = float(lim.get("timeout_seconds") or 10)
+    scratch = tempfile.mkdtemp(prefix="run-", dir=ROOT)
+    stdin_path = scratch + ".stdin"
+    try:
+        write_files(scratch, req.get("files"))
+        lang = req.get("lang")
+        code = req.get("code", "")
+        if lang == "python":
+            with open(os.path.join(scratch, "main.py"), "w", encoding="utf-8", errors="surrogatepass") as f:
+                f.write(code)
+        elif lang == "bash":
+            with open(os.path.join(scratch, "main.sh"), "w", encoding="utf-8", errors="surrogatepass") as f:
+                f.write(code)
+        with open(stdin_path, "w", encoding="utf-8", errors="surrogatepass") as f:
+            f.write(req.get("stdin") or "")
+    except (OSError, ValueError) as e:
+        remove_tree(scratch)
+        try:
+            os.unlink(stdin_path)
+        except OSError:
+            pass
+        return {"id": req.get("id"), "error": "preparing run: %s" % e}
+
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        child(req, scratch, stdin_path, out_w, err_w)
+    os.close(out_w)
+    os.close(err_w)
+    pidfd = os.pidfd_open(pid)
+    deadline = start + timeout
+    bufs, trunc, exited, open_fds = collect([out_r, err_r], cap, deadline, pidfd)
+    timed_out = not exited
+    if timed_out:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    _, status = os.waitpid(pid, 0)
+    duration = time.monotonic() - start
+    os.close(pidfd)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    strays = sweep(pid)
+    drain(list(open_fds), bufs, trunc, cap, time.monotonic() + 0.5)
+    os.close(out_r)
+    os.close(err_r)
+    remove_tree(scratch)
+    try:
+        os.unlink(stdin_path)
+    except OSError:
+        pass
+
+    res = {"id": req.get("id"), "exit_code": 0, "signal": "", "timed_out": timed_out,
+           "oom": False, "killed": False, "duration_ns": int(duration * 1e9)}
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        res["signal"] = signame(sig)
+        res["exit_code"] = 128 + sig
+        res["killed"] = True
+    else:
+        res["exit_code"] = os.WEXITSTATUS(status)
+    if timed_out:
+        res["killed"] = True
+    out, err = bytes(bufs[out_r]), bytes(bufs[err_r])
+    if not timed_out and res["exit_code"] != 0 and any(h in err[-4096:] for h in OOM_HINTS):
+        res["oom"] = True
+    res["stdout"] = decode(out, cap, trunc[out_r])
+    res["stderr"] = decode(err, cap, trunc[err_r])
+    res["stdout_truncated"] = trunc[out_r]
+    res["stderr_truncated"] = trunc[err_r]
+    problems = check_taint()
+    if strays:
+        problems.insert(0, "%d stray process(es) outlived the run" % strays)
+    if problems:
+        res["tainted"] = True
+        res["taint"] = "; ".join(problems)
+    return res
+
+
+# ------------------------------------------------------------------ sessions
+
+BASH_SAVE = r'''
+__cf_save() {
+  local __cf_n
+  for __cf_n in $(compgen -v); do
+    case $__cf_n in
+      BASH*|EUID|PPID|UID|SHELLOPTS|FUNCNAME|GROUPS|RANDOM|SRANDOM|SECONDS|LINENO|HISTCMD|EPOCH*|DIRSTACK|PIPESTATUS|_|__cf_*|COMP*|OPT*|PWD|OLDPWD|SHLVL|HOSTNAME|HOSTTYPE|MACHTYPE|OSTYPE|IFS|PS4|PS1|PS2) ;;
+      *) declare -p "$__cf_n" 2>/dev/null ;;
+    esac
+  done | sed -e 's/^declare -\([a-zA-Z]*\)/declare -g\1/' -e 's/^declare -g-/declare -g/'
+  declare -f
+  alias -p
+  printf 'cd -- %q\n' "$PWD"
+}
+'''
+
+
+class Session:
+    def __init__(self, req):
+        self.lang = req.get("lang")
+        self.files = req.get("files") or {}
+        self.limits = req.get("limits") or {}
+        self.cap = int(self.limits.get("output_bytes") or 65536)
+        self.n = 0
+        self.private = tempfile.mkdtemp(prefix="session-", dir=ROOT)
+        os.chmod(self.private, 0o700)
+        self.out_path = os.path.join(self.private, "out")
+        self.err_path = os.path.join(self.private, "err")
+        set_limits(self.limits, cpu=False)
+        self.start()
+
+    def start(self):
+        self.scratch = tempfile.mkdtemp(prefix="scratch-", dir=ROOT)
+        write_files(self.scratch, self.files)
+        os.chdir(self.scratch)
+        os.environ.clear()
+        os.environ.update(child_env(self.scratch))
+        self.state = os.path.join(self.private, "state.sh")
+        if os.path.exists(self.state):
+            os.unlink(self.state)
+        import types
+        mod = types.ModuleType("__main__")
+        mod.__builtins__ = __builtins__
+        sys.modules["__main__"] = mod
+        self.globals = mod.__dict__
+        self.db = open_db(self.scratch) if self.lang == "sql" else None
+        if self.lang == "python":
+            sys.path.insert(0, self.scratch)
+
+    def reset(self):
+        if self.db is not None:
+            self.db.close()
+        if self.lang == "python" and self.scratch in sys.path:
+            sys.path.remove(self.scratch)
+        os.chdir("/")
+        sweep(-1)
+        remove_tree(self.scratch)
+        self.start()
+
+    def cell(self, req):
+        self.n += 1
+        code = req.get("code", "")
+        out = os.open(self.out_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        err = os.open(self.err_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        saved = os.dup(1), os.dup(2)
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+        start = time.monotonic()
+        rc, sig = 0, ""
+        try:
+            if self.lang == "python":
+                rc = self.python_cell(code)
+            elif self.lang == "bash":
+                rc, sig = self.bash_cell(code)
+            elif self.lang == "sql":
+                o = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="replace")
+                e = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="replace")
+                rc = run_sql(self.db, code, o, e)
+                o.flush()
+                e.flush()
+        finally:
+            duration = time.monotonic() - start
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+        res = {"id": req.get("id"), "exit_code": rc, "signal": sig, "timed_out": False,
+               "oom": False, "killed": bool(sig), "duration_ns": int(duration * 1e9)}
+        for key, fd in (("stdout", out), ("stderr", err)):
+            size = os.fstat(fd).st_size
+            data = os.pread(fd, self.cap, 0)
+            os.close(fd)
+            res[key] = decode(data, self.cap, size > self.cap)
+            res[key + "_truncated"] = size > self.cap
+        if rc != 0 and "MemoryError" in res["stderr"][-4096:]:
+            res["oom"] = True
+        return res
+
+    def python_cell(self, code):
+        import ast
+        import linecache
+        name = "<cell-%d>" % self.n
+        linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+        so = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
+        se = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
+                              line_buffering=True)
+        sys.stdout, sys.stderr = so, se
+        rc = 0
+        try:
+            try:
+                tree = ast.parse(code, name, "exec")
+            except (SyntaxError, ValueError) as e:
+                print_exception(e, 99)
+                return 1
+            last = None
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                last = ast.Expression(tree.body.pop().value)
+            exec(compile(tree, name, "exec"), self.globals)
+            if last is not None:
+                v = eval(compile(last, name, "eval"), self.globals)
+                if v is not None:
+                    self.globals["_"] = v
+                    print(repr(v))
+        except SystemExit as e:
+            rc = exit_status(e)
+        except BaseException as e:
+            print_exception(e, 1)
+            rc = 1
+        finally:
+            for s in (so, se):
+                try:
+                    s.flush()
+                except BaseException:
+                    pass
+            sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
+        return rc
+
+    def bash_cell(self, code):
+        cell = os.path.join(self.private, "cell.sh")
+        with open(cell, "w", encoding="utf-8", errors="surrogatepass") as f:
+            f.write(code)
+        script = BASH_SAVE + (
+            '[ -f "$1" ] && . "$1" >/dev/null 2>&1\n'
+            "trap '__cf_rc=$?; __cf_save >\"$1.new\" 2>/dev/null; mv -f \"$1.new\" \"$1\"; exit $__cf_rc' EXIT\n"
+            '. "$2"\n')
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setsid()
+                null = os.open("/dev/null", os.O_RDONLY)
+                os.dup2(null, 0)
+                signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+                os.execve("/bin/bash", ["bash", "-c", script, "cell", self.state, cell], dict(os.environ))
+            finally:
+                os._exit(127)
+        _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status):
+            return 128 + os.WTERMSIG(status), signame(os.WTERMSIG(status))
+        return os.WEXITSTATUS(status), ""
+
+
+def main():
+    os.makedirs(ROOT, mode=0o700, exist_ok=True)
+    os.chdir(ROOT)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(s, signal.SIG_IGN)
+    send({"ready": True, "pid": os.getpid(), "python": sys.version.split()[0]})
+    session = None
+    while True:
+        line = P_IN.readline()
+        if not line:
+            return
+        try:
+            req = json.loads(line)
+        except ValueError as e:
+            send({"error": "bad request: %s" % e})
+            continue
+        op = req.get("op")
+        try:
+            if op == "run":
+                send(do_run(req))
+            elif op == "session":
+                session = Session(req)
+                send({"id": req.get("id"), "ok": True})
+            elif op == "cell" and session is not None:
+                send(session.cell(req))
+            elif op == "reset" and session is not None:
+                session.reset()
+                send({"id": req.get("id"), "ok": True})
+            elif op == "ping":
+                send({"id": req.get("id"), "ok": True})
+            else:
+                send({"id": req.get("id"), "error": "unknown op %r" % op})
+        except Exception as e:
+            send({"id": req.get("id"), "error": "%s: %s" % (type(e).__name__, e)})
+
+
+main()
