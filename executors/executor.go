@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -149,7 +150,18 @@ func Drivers() []string {
 func Open(ctx context.Context, rawURL string) (Executor, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("executors: bad URL %q: %w", rawURL, err)
+		// url.Parse rejects an image tag where it expects a port
+		// (docker://python:3.12-slim); split such URLs by hand.
+		scheme, rest, ok := strings.Cut(rawURL, "://")
+		if !ok {
+			return nil, fmt.Errorf("executors: bad URL %q: %w", rawURL, err)
+		}
+		hostPath, query, _ := strings.Cut(rest, "?")
+		host, path, _ := strings.Cut(hostPath, "/")
+		if path != "" {
+			path = "/" + path
+		}
+		u = &url.URL{Scheme: scheme, Host: host, Path: path, RawQuery: query}
 	}
 	scheme := u.Scheme
 	if scheme == "" && u.Opaque == "" {
