@@ -261,3 +261,12 @@ func (r Run) Execution(info executors.Info) *schema.Execution {
 func normalizeNewlines(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
 }
+
+// executionResult turns a recorded execution back into the result fields
+// observe reads.
+func executionResult(e *schema.Execution) executors.Result {
+	return executors.Result{
+		Stdout: e.Stdout, Stderr: e.Stderr, ExitCode: e.ExitCode, TimedOut: e.TimedOut, OOM: e.OOM,
+		Exception: e.Exception, ErrorLine: e.ErrorLine, Duration: e.Duration, Driver: e.Driver, Image: e.Image,
+	}
+}

@@ -1,0 +1,63 @@
+package correct
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+func TestCheckerObserves(t *testing.T) {
+	ex := sandbox(t)
+	c := &Checker{Exec: ex, LoopTimeout: 1500e6}
+	p := &schema.Problem{Query: schema.Query{ID: "t/add"}, Tests: []string{"assert add(1, 2) == 3", "assert add(2, 2) == 4"}}
+	cases := []struct {
+		name, code string
+		loop       bool
+		want       string
+		line       int
+	}{
+		{"pass", "def add(a, b):\n    return a + b\n", false, ObservedPass, 0},
+		{"wrong", "def add(a, b):\n    return a - b\n", false, ObservedWrongAnswer, 0},
+		{"name", "def add(a, b):\n    return a + c\n", false, "NameError", 2},
+		{"type", "def add(a, b):\n    return str(a) + b\n", false, "TypeError", 2},
+		{"syntax", "def add(a, b)\n    return a + b\n", false, "SyntaxError", 1},
+		{"indent", "def add(a, b):\n    s = a\n      return s + b\n", false, "IndentationError", 3},
+		{"timeout", "def add(a, b):\n    while True:\n        pass\n", true, ObservedTimeout, 0},
+		{"other", "def add(a, b):\n    return [a][b]\n", false, "IndexError", 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := c.Check(context.Background(), p, tc.code, tc.loop)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Observed != tc.want {
+				t.Fatalf("observed %q, want %q; output:\n%s", r.Observed, tc.want, r.Output())
+			}
+			if r.Line != tc.line {
+				t.Errorf("line %d, want %d; output:\n%s", r.Line, tc.line, r.Output())
+			}
+			out := r.Output()
+			switch tc.want {
+			case ObservedPass:
+				if !strings.Contains(out, "All 2 tests passed.") {
+					t.Errorf("pass output %q lacks the pass line", out)
+				}
+			case ObservedWrongAnswer:
+				if !strings.Contains(out, "got:  -1") || r.FailedTest != "assert add(1, 2) == 3" {
+					t.Errorf("wrong-answer output %q / failed test %q, want got -1 for the first test", out, r.FailedTest)
+				}
+			case ObservedTimeout:
+				if !strings.Contains(out, "time limit") {
+					t.Errorf("timeout output %q does not mention the time limit", out)
+				}
+			default:
+				if !strings.Contains(out, tc.want) || !strings.Contains(out, `File "solution.py"`) {
+					t.Errorf("output %q lacks %s or the solution frame", out, tc.want)
+				}
+			}
+		})
+	}
+}
