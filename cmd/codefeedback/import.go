@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/codefeedback/codefeedback/schema"
+	"github.com/urfave/cli/v2"
+)
+
+type importOptions struct {
+	in, out string
+	format  string
+	maps    []string
+	onError string
+	stderr  io.Writer
+}
+
+func init() {
+	register(&cli.Command{
+		Name:      "import",
+		Usage:     "read a benchmark, query pool or Code-Feedback file into codefeedback records",
+		ArgsUsage: "IN OUT",
+		Description: "IN may be JSONL, a JSON array (.json), CSV, plain or .gz/.zst. OUT is JSONL (.jsonl, .gz, .zst);\n" +
+			"dialogue inputs may also be written as .parquet. Problems keep every source field (unmapped ones in \"extra\").",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "format", Value: "auto", Usage: "input format: " + formatNames()},
+			&cli.StringSliceFlag{Name: "map", Usage: "field mapping target=source[,target=source] (targets: id, text, solution, tests, test_import, setup, entry_point, prompt, language)"},
+			&cli.StringFlag{Name: "on-error", Value: "fail", Usage: "fail: stop at the first bad record; skip: write bad records to OUT.rejects.jsonl and go on"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 2 {
+				return withCode(2, errors.New("import: want IN OUT"))
+			}
+			return runImport(c.Context, importOptions{in: c.Args().Get(0), out: c.Args().Get(1), format: c.String("format"),
+				maps: c.StringSlice("map"), onError: c.String("on-error"), stderr: errWriter(c.App.ErrWriter)})
+		},
+	})
+}
+
+func formatNames() string {
+	var s []string
+	for _, f := range schema.Formats {
+		s = append(s, string(f))
+	}
+	return strings.Join(s, "|")
+}
+
+// rejectsFile collects bad records for --on-error skip; it is created on the
+// first reject only.
+type rejectsFile struct {
+	path string
+	w    schema.Writer[rejectRecord]
+	n    int
+}
+
+type rejectRecord struct {
+	File   string `json:"file"`
+	Unit   string `json:"unit"`
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
+	Record string `json:"record,omitempty"`
+}
+
+func (r *rejectsFile) add(e *schema.RecordError) error {
+	if r.w == nil {
+		w, err := schema.CreateWriter[rejectRecord](r.path)
+		if err != nil {
+			return err
+		}
+		r.w = w
+	}
+	r.n++
+	return r.w.Write(rejectRecord{File: e.File, Unit: e.Unit, Line: e.Line, Reason: e.Reason, Record: string(e.Raw)})
+}
+
+func (r *rejectsFile) close() error {
+	if r.w == nil {
+		return nil
+	}
+	return r.w.Close()
+}
+
+func (r *rejectsFile) abort() {
+	if r.w != nil {
+		r.w.Abort()
+	}
+}
+
+func newRejects(onError, out string) (*rejectsFile, error) {
+	switch onError {
+	case "fail", "":
+		return nil, nil
+	case "skip":
+		return &rejectsFile{path: out + ".rejects.jsonl"}, nil
+	}
+	return nil, withCode(2, fmt.Errorf("--on-error %q: want fail or skip", onError))
+}
+
+func runImport(ctx context.Context, o importOptions) error {
+	mapping, err := schema.ParseMapping(o.maps)
+	if err != nil {
+		return withCode(2, err)
+	}
+	rej, err := newRejects(o.onError, o.out)
+	if err != nil {
+		return err
+	}
+	src, err := schema.OpenSource(o.in, schema.ImportOptions{Format: schema.Format(o.format), Mapping: mapping})
+	if err != nil {
+		return withCode(3, fmt.Errorf("import: %w", err))
+	}
+	defer src.Close()
+	var write func(schema.Record) error
+	var commit func() error
+	var abort func()
+	if src.Dialogues() {
+		w, err := schema.CreateWriter[schema.Dialogue](o.out)
+		if err != nil {
+			return err
+		}
+		write, commit, abort = func(r schema.Record) error { return w.Write(*r.Dialogue) }, w.Close, w.Abort
+	} else {
+		if schema.IsParquet(o.out) {
+			return withCode(2, fmt.Errorf("import: %s: Parquet output holds dialogues; write problems as .jsonl", o.out))
+		}
+		w, err := schema.CreateWriter[schema.Problem](o.out)
+		if err != nil {
+			return err
+		}
+		write, commit, abort = func(r schema.Record) error { return w.Write(*r.Problem) }, w.Close, w.Abort
+	}
+	n := 0
+	fail := func(err error, code int) error {
+		abort()
+		if rej != nil {
+			rej.abort()
+		}
+		return withCode(code, fmt.Errorf("import: %w", err))
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return fail(err, 1)
+		}
+		r, err := src.Next()
+		if err == io.EOF {
+			break
+		}
+		var re *schema.RecordError
+		if errors.As(err, &re) && rej != nil {
+			if err := rej.add(re); err != nil {
+				return fail(err, 1)
+			}
+			continue
+		}
+		if err != nil {
+			return fail(err, 3)
+		}
+		if err := write(r); err != nil {
+			return fail(err, 1)
+		}
+		n++
+	}
+	if err := commit(); err != nil {
+		return fail(err, 1)
+	}
+	if rej != nil {
+		if err := rej.close(); err != nil {
+			return withCode(1, fmt.Errorf("import: %w", err))
+		}
+	}
+	fmt.Fprintf(o.stderr, "imported %d records (format %s) into %s\n", n, src.Format(), o.out)
+	if rej != nil && rej.n > 0 {
+		fmt.Fprintf(o.stderr, "rejected %d records, see %s\n", rej.n, rej.path)
+	}
+	return nil
+}
+
+// errWriter falls back to stderr when the app has none.
+func errWriter(w io.Writer) io.Writer {
+	if w == nil {
+		return os.Stderr
+	}
+	return w
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/codefeedback/codefeedback/schema"
+	"github.com/urfave/cli/v2"
+)
+
+type inspectOptions struct {
+	file   string
+	sample int
+	out    io.Writer
+}
+
+func init() {
+	register(&cli.Command{
+		Name:      "inspect",
+		Usage:     "summarise a records file: count, schema, turn and length distributions, roles, languages, ratings, samples",
+		ArgsUsage: "FILE",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "sample", Value: 2, Usage: "records to render as a sample"},
+		},
+		Action: func(c *cli.Context) error {
+			// urfave/cli v2 stops parsing flags at the first argument; accept
+			// the documented `inspect FILE --sample N` order too.
+			args, sample := c.Args().Slice(), c.Int("sample")
+			if len(args) == 3 && args[1] == "--sample" {
+				n, err := strconv.Atoi(args[2])
+				if err != nil {
+					return withCode(2, fmt.Errorf("inspect: --sample %q: %w", args[2], err))
+				}
+				args, sample = args[:1], n
+			}
+			if len(args) != 1 {
+				return withCode(2, errors.New("inspect: want FILE [--sample N]"))
+			}
+			return runInspect(c.Context, inspectOptions{file: args[0], sample: sample, out: c.App.Writer})
+		},
+	})
+}
+
+func runInspect(_ context.Context, o inspectOptions) error {
+	rep, err := schema.Inspect(o.file, o.sample)
+	if err != nil {
+		return withCode(3, fmt.Errorf("inspect: %w", err))
+	}
+	rep.Render(o.out)
+	return nil
+}

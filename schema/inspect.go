@@ -1,0 +1,354 @@
+package schema
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// Report summarises a records file for `codefeedback inspect`.
+type Report struct {
+	File     string
+	Kind     string // "dialogues", "problems", "ratings", "sharegpt"
+	Format   string
+	Records  int
+	Bad      []string // first bad-record messages (RecordErrors)
+	BadCount int
+	Schema   string                    // Parquet schema, or JSON fields with types and presence
+	fields   map[string]map[string]int // field -> JSON type -> count
+	Turns    []int                     // per dialogue
+	MsgLen   []int                     // per message, characters
+	TextLen  []int                     // per dialogue total, or per problem text
+	Roles    map[string]int
+	Langs    map[string]int
+	Scores   map[int]int // rating score histogram
+	Samples  []string    // rendered samples
+}
+
+var fenceRE = regexp.MustCompile("(?m)^```([A-Za-z0-9_+#-]+)")
+
+// Inspect reads path as a stream and summarises it; sample records are
+// rendered for reading in a terminal. Per-record sizes are kept to compute
+// percentiles (8 bytes per value), the records themselves are not.
+func Inspect(path string, sample int) (*Report, error) {
+	rep := &Report{File: path, Roles: map[string]int{}, Langs: map[string]int{}, Scores: map[int]int{}, fields: map[string]map[string]int{}}
+	bad := func(err error) error {
+		var re *RecordError
+		if errors.As(err, &re) {
+			rep.BadCount++
+			if len(rep.Bad) < 5 {
+				rep.Bad = append(rep.Bad, re.Error())
+			}
+			return nil
+		}
+		return err
+	}
+	if IsParquet(path) {
+		rep.Kind, rep.Format = "dialogues", "parquet"
+		if s, err := parquetSchema(path); err == nil {
+			rep.Schema = s
+		}
+		r, err := openParquetDialogues(path, AllowEmpty())
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		for {
+			d, err := r.Read()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				if err := bad(err); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			rep.addDialogue(&d, sample)
+		}
+		return rep, nil
+	}
+	raw, err := OpenRaw(path)
+	if err != nil {
+		return nil, err
+	}
+	defer raw.Close()
+	rep.Format = "jsonl"
+	if raw.array {
+		rep.Format = "json array"
+	}
+	for {
+		rec, err := raw.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if err := bad(err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(rec, &m); err != nil {
+			if fixed, ok := fixPythonNonFinite(rec); !ok || json.Unmarshal(fixed, &m) != nil {
+				bad(raw.Errorf("malformed JSON: %v", err))
+				continue
+			}
+		}
+		rep.addFields(m)
+		if rep.Kind == "" {
+			rep.Kind = kindOf(m)
+		}
+		switch rep.Kind {
+		case "dialogues":
+			d, err := decodeDialogue(rec)
+			if err != nil {
+				bad(raw.Errorf("%v", err))
+				continue
+			}
+			rep.addDialogue(&d, sample)
+		case "sharegpt":
+			var s ShareGPTRecord
+			if err := json.Unmarshal(rec, &s); err != nil {
+				bad(raw.Errorf("%v", err))
+				continue
+			}
+			d := Dialogue{ID: s.ID}
+			for _, t := range s.Conversations {
+				d.Messages = append(d.Messages, Message{Role: t.From, Content: t.Value})
+			}
+			rep.addDialogue(&d, sample)
+		case "ratings":
+			var rt Rating
+			if err := json.Unmarshal(rec, &rt); err != nil {
+				bad(raw.Errorf("%v", err))
+				continue
+			}
+			rep.Records++
+			rep.Scores[rt.Score]++
+			if len(rep.Samples) < sample {
+				rep.Samples = append(rep.Samples, fmt.Sprintf("%s  rubric=%s score=%d  %s", rt.QueryID, rt.Rubric, rt.Score, oneLine(rt.Reason, 100)))
+			}
+		default:
+			rep.addProblem(m, sample)
+		}
+	}
+	rep.Schema = rep.fieldSchema()
+	return rep, nil
+}
+
+func kindOf(m map[string]json.RawMessage) string {
+	switch {
+	case m["messages"] != nil:
+		return "dialogues"
+	case m["conversations"] != nil:
+		return "sharegpt"
+	case m["rubric"] != nil && m["score"] != nil:
+		return "ratings"
+	}
+	return "problems"
+}
+
+func (rep *Report) addFields(m map[string]json.RawMessage) {
+	for k, v := range m {
+		t := "null"
+		if len(v) > 0 {
+			switch v[0] {
+			case '"':
+				t = "string"
+			case '{':
+				t = "object"
+			case '[':
+				t = "array"
+			case 't', 'f':
+				t = "bool"
+			case 'n':
+				t = "null"
+			default:
+				t = "number"
+			}
+		}
+		if rep.fields[k] == nil {
+			rep.fields[k] = map[string]int{}
+		}
+		rep.fields[k][t]++
+	}
+}
+
+func (rep *Report) fieldSchema() string {
+	keys := make([]string, 0, len(rep.fields))
+	for k := range rep.fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		var ts []string
+		for t, n := range rep.fields[k] {
+			ts = append(ts, fmt.Sprintf("%s×%d", t, n))
+		}
+		sort.Strings(ts)
+		fmt.Fprintf(&b, "  %-22s %s\n", k, strings.Join(ts, " "))
+	}
+	return b.String()
+}
+
+func (rep *Report) addDialogue(d *Dialogue, sample int) {
+	rep.Records++
+	rep.Turns = append(rep.Turns, len(d.Messages))
+	total := 0
+	for _, m := range d.Messages {
+		rep.Roles[m.Role]++
+		rep.MsgLen = append(rep.MsgLen, len(m.Content))
+		total += len(m.Content)
+		for _, g := range fenceRE.FindAllStringSubmatch(m.Content, -1) {
+			rep.Langs[strings.ToLower(g[1])]++
+		}
+	}
+	rep.TextLen = append(rep.TextLen, total)
+	if len(rep.Samples) < sample {
+		var b strings.Builder
+		fmt.Fprintf(&b, "── %s (%d turns)\n", d.ID, len(d.Messages))
+		for _, m := range d.Messages {
+			fmt.Fprintf(&b, "  [%s] %s\n", m.Role, oneLine(m.Content, 160))
+		}
+		rep.Samples = append(rep.Samples, b.String())
+	}
+}
+
+func (rep *Report) addProblem(m map[string]json.RawMessage, sample int) {
+	rep.Records++
+	text := ""
+	for _, k := range []string{"text", "prompt", "instruction", "query", "question"} {
+		if json.Unmarshal(m[k], &text) == nil && text != "" {
+			break
+		}
+	}
+	rep.TextLen = append(rep.TextLen, len(text))
+	var lang string
+	if json.Unmarshal(m["language"], &lang) == nil && lang != "" {
+		rep.Langs[lang]++
+	}
+	if len(rep.Samples) < sample {
+		var id string
+		for _, k := range []string{"id", "task_id"} {
+			if s, err := scalarString(m[k]); err == nil && s != "" {
+				id = s
+				break
+			}
+		}
+		rep.Samples = append(rep.Samples, fmt.Sprintf("── %s\n  %s\n", id, oneLine(text, 300)))
+	}
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+func parquetSchema(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		return "", err
+	}
+	return pf.Schema().String(), nil
+}
+
+// dist summarises values as min / p50 / p90 / p99 / max / mean.
+func dist(v []int) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	s := append([]int(nil), v...)
+	sort.Ints(s)
+	sum := 0
+	for _, x := range s {
+		sum += x
+	}
+	p := func(q float64) int { return s[int(q*float64(len(s)-1))] }
+	return fmt.Sprintf("min %d  p50 %d  p90 %d  p99 %d  max %d  mean %.1f", s[0], p(0.5), p(0.9), p(0.99), s[len(s)-1], float64(sum)/float64(len(s)))
+}
+
+func counts(m map[string]int) string {
+	type kv struct {
+		k string
+		n int
+	}
+	var xs []kv
+	for k, n := range m {
+		xs = append(xs, kv{k, n})
+	}
+	sort.Slice(xs, func(i, j int) bool { return xs[i].n > xs[j].n || xs[i].n == xs[j].n && xs[i].k < xs[j].k })
+	var parts []string
+	for _, x := range xs {
+		parts = append(parts, fmt.Sprintf("%s %d", x.k, x.n))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Render writes the report for a terminal.
+func (rep *Report) Render(w io.Writer) {
+	fmt.Fprintf(w, "file:     %s\nformat:   %s\nkind:     %s\nrecords:  %d\n", rep.File, rep.Format, rep.Kind, rep.Records)
+	if rep.BadCount > 0 {
+		fmt.Fprintf(w, "bad records: %d\n", rep.BadCount)
+		for _, b := range rep.Bad {
+			fmt.Fprintf(w, "  %s\n", b)
+		}
+	}
+	fmt.Fprintf(w, "schema:\n%s", rep.Schema)
+	if !strings.HasSuffix(rep.Schema, "\n") {
+		fmt.Fprintln(w)
+	}
+	if len(rep.Turns) > 0 {
+		fmt.Fprintf(w, "turns per dialogue:   %s\n", dist(rep.Turns))
+		fmt.Fprintf(w, "chars per message:    %s\n", dist(rep.MsgLen))
+		fmt.Fprintf(w, "chars per dialogue:   %s\n", dist(rep.TextLen))
+		fmt.Fprintf(w, "roles:                %s\n", counts(rep.Roles))
+	} else if len(rep.TextLen) > 0 {
+		fmt.Fprintf(w, "chars per text:       %s\n", dist(rep.TextLen))
+	}
+	fmt.Fprintf(w, "languages:            %s\n", counts(rep.Langs))
+	if len(rep.Scores) > 0 {
+		fmt.Fprintln(w, "rating scores:")
+		keys := make([]int, 0, len(rep.Scores))
+		for k := range rep.Scores {
+			keys = append(keys, k)
+		}
+		sort.Ints(keys)
+		for _, k := range keys {
+			bar := strings.Repeat("█", min(60, rep.Scores[k]*60/max(1, rep.Records)))
+			fmt.Fprintf(w, "  %d %6d %s\n", k, rep.Scores[k], bar)
+		}
+	}
+	if len(rep.Samples) > 0 {
+		fmt.Fprintln(w, "sample:")
+		for _, s := range rep.Samples {
+			fmt.Fprint(w, s)
+			if !strings.HasSuffix(s, "\n") {
+				fmt.Fprintln(w)
+			}
+		}
+	}
+}
