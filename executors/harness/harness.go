@@ -1,0 +1,410 @@
+// Package harness judges a candidate solution against a problem's tests in a
+// sandbox and says what happened, phrased as execution feedback (the way
+// OpenCodeInterpreter's evaluation does: the exception and its traceback, the
+// expected versus actual value with the test input, or a timeout).
+//
+// One verdict costs one sandbox run: Build generates a single Python program
+// (judge.py plus the problem and candidate as literals) that loads the
+// candidate, runs every test case under its own guard and timer, and prints
+// one marker line per event on the original stdout. The candidate's stdout is
+// diverted to a private file inside the sandbox and comes back inside the
+// final record, so nothing the candidate prints can forge a result, and a
+// candidate that exits early leaves the summary incomplete, which never
+// counts as a pass.
+//
+// Test styles, all given as schema.Problem.Tests entries:
+//   - MBPP: one assert statement per entry (Setup = test_setup_code,
+//     TestImport = the imports the tests need).
+//   - HumanEval and LeetCodeDataset: one entry defining check(candidate);
+//     EntryPoint names the function ("has_close_elements") or an expression
+//     ("Solution().twoSum"). The check body is split into one case per
+//     top-level assert (statements before an assert belong to its case; a
+//     loop holding asserts is one case); a body that cannot run statement by
+//     statement (return, global, ...) is one case calling check.
+//
+// Setup runs before the candidate, or after it when it uses names that only
+// the candidate defines (MBPP builds trees from the solution's Node class).
+// A Prompt that defines no function or class (LeetCodeDataset's import
+// preamble) runs before the candidate too; a HumanEval prompt is part of the
+// candidate's code instead (see Reference).
+// The in-process judge withstands accidental and naive tampering (printed
+// fake markers, exit, os._exit, patched builtins, disabled asserts); it is
+// not a proof against code written to introspect the judge itself, which
+// shares its interpreter. The sandbox around it is what keeps the host safe.
+package harness
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/schema"
+	"golang.org/x/sync/errgroup"
+)
+
+//go:embed judge.py
+var judgeSource string
+
+// Kind classifies one test case's outcome.
+type Kind string
+
+const (
+	KindPass        Kind = "pass"
+	KindException   Kind = "exception"    // the code raised (or exited, or crashed)
+	KindWrongAnswer Kind = "wrong_answer" // an assert failed
+	KindTimeout     Kind = "timeout"      // the case or the whole run ran out of time
+	KindSyntax      Kind = "syntax"       // the candidate does not compile
+)
+
+// CaseResult is one test case's outcome. Values (Input, Expected, Actual)
+// are Python source text and repr()s, cut at Options.ValueChars.
+type CaseResult struct {
+	Test      string `json:"test"` // the case's source, e.g. "assert f(3, 4) == 7"
+	Passed    bool   `json:"passed"`
+	Kind      Kind   `json:"kind"`
+	Exception string `json:"exception,omitempty"` // e.g. "ZeroDivisionError"
+	Message   string `json:"message,omitempty"`
+	Traceback string `json:"traceback,omitempty"` // trimmed to the candidate's and the test's frames
+	Input     string `json:"input,omitempty"`     // the call under test, e.g. "f(3, 4)"
+	Expected  string `json:"expected,omitempty"`
+	Actual    string `json:"actual,omitempty"`
+	Op        string `json:"op,omitempty"` // the comparison, "==" unless the test used another
+}
+
+// LoadFailure says why no test ran: the candidate (or the problem's set-up)
+// failed to compile or to run at top level, or the entry point is missing.
+type LoadFailure struct {
+	Stage     string `json:"stage"` // solution, setup, test_import, tests, entry_point
+	Kind      Kind   `json:"kind"`  // syntax, exception or timeout
+	Exception string `json:"exception,omitempty"`
+	Message   string `json:"message,omitempty"`
+	Traceback string `json:"traceback,omitempty"`
+	Line      int    `json:"line,omitempty"` // for syntax errors: the line in the candidate
+}
+
+// Verdict is the judgement of one candidate.
+type Verdict struct {
+	// Passed is true only when the judge ran to its end and every case passed.
+	Passed      bool         `json:"passed"`
+	Total       int          `json:"total"`
+	PassedCount int          `json:"passed_count"`
+	Cases       []CaseResult `json:"cases"`
+	Load        *LoadFailure `json:"load,omitempty"` // nil when the code loaded
+	// Complete is true when the judge reported its end; false means the run
+	// was cut short (timeout, crash, exit) and unreported cases were failed.
+	Complete bool `json:"complete"`
+	// Stdout is what the candidate printed, cut at Options.StdoutBytes;
+	// StdoutBytes is the full size.
+	Stdout      string           `json:"stdout,omitempty"`
+	StdoutBytes int64            `json:"stdout_bytes,omitempty"`
+	Result      executors.Result `json:"result"`
+	Program     string           `json:"-"` // the program that ran, for execution records
+	Limits      executors.Limits `json:"limits"`
+	Feedback    string           `json:"feedback"` // ready to paste as the next turn
+}
+
+// Options tune a judgement. Zero fields take the defaults.
+type Options struct {
+	// Timeout bounds the whole run (default 10s); CaseTimeout bounds each
+	// case and the candidate's loading (default 5s, at most Timeout).
+	Timeout     time.Duration
+	CaseTimeout time.Duration
+	// Limits are the sandbox limits; their Timeout is replaced by Timeout.
+	Limits executors.Limits
+	// ValueChars caps each reported value (default 300); StdoutBytes the
+	// candidate's stdout kept (default 4096).
+	ValueChars  int
+	StdoutBytes int
+	// FeedbackFailures is how many failing cases the feedback shows in
+	// full (default 3).
+	FeedbackFailures int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.CaseTimeout <= 0 {
+		o.CaseTimeout = 5 * time.Second
+	}
+	if o.CaseTimeout > o.Timeout {
+		o.CaseTimeout = o.Timeout
+	}
+	if o.ValueChars <= 0 {
+		o.ValueChars = 300
+	}
+	if o.StdoutBytes <= 0 {
+		o.StdoutBytes = 4096
+	}
+	if o.FeedbackFailures <= 0 {
+		o.FeedbackFailures = 3
+	}
+	o.Limits.Timeout = o.Timeout
+	if o.Limits.CPUTime == 0 || o.Limits.CPUTime < o.Timeout {
+		o.Limits.CPUTime = o.Timeout
+	}
+	// The summary needs room beside the candidate's stdout copy; the judge
+	// keeps its own output under outputBudget.
+	if o.Limits.OutputBytes == 0 || o.Limits.OutputBytes < minOutputBytes {
+		o.Limits.OutputBytes = minOutputBytes
+	}
+	return o
+}
+
+const (
+	minOutputBytes = 128 << 10
+	outputBudget   = 64 << 10 // detail budget for case records; past it they shrink
+)
+
+// ErrNoTests means the problem has nothing to judge with.
+var ErrNoTests = errors.New("harness: problem has no tests")
+
+// Program is a generated judge program for one candidate.
+type Program struct {
+	Source string
+	marker string
+	opts   Options
+}
+
+// Build generates the judge program for a candidate. code is the complete
+// candidate source (for HumanEval: prompt plus completion). It fails only
+// for a problem that cannot be judged.
+func Build(p schema.Problem, code string, opts Options) (Program, error) {
+	opts = opts.withDefaults()
+	if len(p.Tests) == 0 {
+		return Program{}, fmt.Errorf("%w (problem %q)", ErrNoTests, p.ID)
+	}
+	for _, t := range p.Tests {
+		if strings.Contains(t, "def check(") && strings.TrimSpace(p.EntryPoint) == "" {
+			return Program{}, fmt.Errorf("harness: problem %q has a check() test but no entry point", p.ID)
+		}
+	}
+	var nonce [12]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return Program{}, fmt.Errorf("harness: marker nonce: %w", err)
+	}
+	marker := "@@cfjudge:" + hex.EncodeToString(nonce[:])
+	payload := map[string]any{
+		"marker":        marker,
+		"value_cap":     opts.ValueChars,
+		"case_timeout":  opts.CaseTimeout.Seconds(),
+		"output_budget": outputBudget,
+		"stdout_cap":    opts.StdoutBytes,
+		"entry_point":   strings.TrimSpace(p.EntryPoint),
+		"tests":         p.Tests,
+		"setup":         p.Setup,
+		"test_import":   p.TestImport,
+		"prompt":        p.Prompt,
+		"code":          code,
+	}
+	// A JSON object of strings, numbers and lists is also a Python literal.
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(payload); err != nil {
+		return Program{}, fmt.Errorf("harness: encode payload: %w", err)
+	}
+	src := judgeSource + "\n_cf_judge(" + strings.TrimSpace(b.String()) + ")\n"
+	return Program{Source: src, marker: marker, opts: opts}, nil
+}
+
+// Request is the sandbox request that runs the program.
+func (pr Program) Request() executors.Request {
+	return executors.Request{Language: executors.Python, Code: pr.Source, Limits: pr.opts.Limits}
+}
+
+// Judge runs code against p's tests in ex and returns the verdict. A failing
+// candidate is a verdict, not an error; an error means the problem cannot be
+// judged or the sandbox itself failed. Safe for concurrent use if ex is.
+func Judge(ctx context.Context, ex executors.Executor, p schema.Problem, code string, opts Options) (Verdict, error) {
+	pr, err := Build(p, code, opts)
+	if err != nil {
+		return Verdict{}, err
+	}
+	res, err := ex.Run(ctx, pr.Request())
+	if err != nil {
+		return Verdict{}, fmt.Errorf("harness: run problem %q: %w", p.ID, err)
+	}
+	return pr.Decode(res), nil
+}
+
+type planRec struct {
+	Cases []string `json:"cases"`
+}
+
+type loadRec struct {
+	OK        int    `json:"ok"`
+	Kind      Kind   `json:"kind"`
+	Stage     string `json:"stage"`
+	Exception string `json:"exception"`
+	Message   string `json:"message"`
+	Traceback string `json:"traceback"`
+	Line      int    `json:"line"`
+}
+
+type caseRec struct {
+	I         int    `json:"i"`
+	Kind      Kind   `json:"kind"`
+	Exception string `json:"exception"`
+	Message   string `json:"message"`
+	Traceback string `json:"traceback"`
+	Input     string `json:"input"`
+	Expected  string `json:"expected"`
+	Actual    string `json:"actual"`
+	Op        string `json:"op"`
+	Src       string `json:"src"`
+}
+
+type doneRec struct {
+	Stdout      string `json:"stdout"`
+	StdoutBytes int64  `json:"stdout_bytes"`
+}
+
+// Decode turns the run's result into a verdict. Only lines carrying this
+// program's marker count; cases the judge never reported fail, as timeouts
+// when the run timed out and as exceptions otherwise.
+func (pr Program) Decode(res executors.Result) Verdict {
+	v := Verdict{Result: res, Program: pr.Source, Limits: pr.opts.Limits}
+	var plan *planRec
+	var load *loadRec
+	reported := map[int]caseRec{}
+	sc := bufio.NewScanner(strings.NewReader(res.Stdout))
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	prefix := pr.marker + " "
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), prefix)
+		if !ok {
+			continue
+		}
+		kind, body, _ := strings.Cut(line, " ")
+		switch kind {
+		case "plan":
+			var r planRec
+			if json.Unmarshal([]byte(body), &r) == nil && plan == nil {
+				plan = &r
+			}
+		case "load":
+			var r loadRec
+			if json.Unmarshal([]byte(body), &r) == nil && load == nil {
+				load = &r
+			}
+		case "case":
+			var r caseRec
+			if json.Unmarshal([]byte(body), &r) == nil {
+				if _, dup := reported[r.I]; !dup {
+					reported[r.I] = r
+				}
+			}
+		case "done":
+			var r doneRec
+			if json.Unmarshal([]byte(body), &r) == nil && plan != nil && load != nil {
+				v.Complete = true
+				v.Stdout, v.StdoutBytes = r.Stdout, r.StdoutBytes
+			}
+		}
+	}
+	if plan == nil {
+		// The judge never got going: the run died at start (or its output
+		// was lost). One failed case stands for the whole run.
+		plan = &planRec{Cases: []string{"(all tests)"}}
+	}
+	v.Total = len(plan.Cases)
+	if load != nil && load.OK == 0 {
+		v.Load = &LoadFailure{Stage: load.Stage, Kind: load.Kind, Exception: load.Exception,
+			Message: load.Message, Traceback: load.Traceback, Line: load.Line}
+	}
+	missing := pr.missingCase(res)
+	for i, src := range plan.Cases {
+		c := CaseResult{Test: src}
+		switch r, ok := reported[i]; {
+		case v.Load != nil:
+			c.Kind, c.Exception, c.Message = v.Load.Kind, v.Load.Exception, "not run: the code failed to load"
+		case ok:
+			c.Kind, c.Exception, c.Message, c.Traceback = r.Kind, r.Exception, r.Message, r.Traceback
+			c.Input, c.Expected, c.Actual, c.Op = r.Input, r.Expected, r.Actual, r.Op
+			if r.Src != "" {
+				c.Test = r.Src
+			}
+		default:
+			c.Kind, c.Exception, c.Message = missing.Kind, missing.Exception, missing.Message
+		}
+		c.Passed = c.Kind == KindPass
+		if c.Passed {
+			v.PassedCount++
+		}
+		v.Cases = append(v.Cases, c)
+	}
+	v.Passed = v.Complete && v.Load == nil && v.Total > 0 && v.PassedCount == v.Total
+	v.Feedback = Feedback(v, pr.opts)
+	return v
+}
+
+// missingCase describes a case the judge never reported, from how the run ended.
+func (pr Program) missingCase(res executors.Result) CaseResult {
+	switch {
+	case res.TimedOut:
+		return CaseResult{Kind: KindTimeout, Message: fmt.Sprintf("execution timed out after %s", fmtDur(pr.opts.Timeout))}
+	case res.OOM:
+		return CaseResult{Kind: KindException, Exception: "MemoryError", Message: "the run was killed: out of memory"}
+	case res.Signal != "":
+		return CaseResult{Kind: KindException, Message: fmt.Sprintf("the program was killed by %s before this test finished", res.Signal)}
+	default:
+		return CaseResult{Kind: KindException, Exception: res.Exception,
+			Message: fmt.Sprintf("the program ended (exit status %d) before this test reported a result", res.ExitCode)}
+	}
+}
+
+func fmtDur(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	}
+	return d.String()
+}
+
+// Reference is the problem's reference program: Prompt followed by
+// Solution (HumanEval's prompt holds the signature the canonical body
+// continues; LeetCodeDataset's holds the imports; MBPP has none).
+func Reference(p schema.Problem) string { return p.Prompt + p.Solution }
+
+// Job is one candidate to judge.
+type Job struct {
+	Problem schema.Problem
+	Code    string
+}
+
+// JudgeMany judges jobs with at most parallel runs in flight (match the
+// executor's pool size; <= 0 means 4) and returns verdicts in job order. It
+// stops at the first error (a sandbox failure or an unjudgeable problem).
+func JudgeMany(ctx context.Context, ex executors.Executor, jobs []Job, opts Options, parallel int) ([]Verdict, error) {
+	if parallel <= 0 {
+		parallel = 4
+	}
+	out := make([]Verdict, len(jobs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallel)
+	for i, j := range jobs {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			v, err := Judge(gctx, ex, j.Problem, j.Code, opts)
+			if err != nil {
+				return fmt.Errorf("job %d: %w", i, err)
+			}
+			out[i] = v
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, ctx.Err()
+}
