@@ -1,0 +1,326 @@
+package pipeline
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// InputFormat reads one input file as items, streaming. Errors carry the file
+// and line.
+type InputFormat func(ctx context.Context, path string) iter.Seq2[Item, error]
+
+// ItemWriter writes one published output file. Close publishes it atomically
+// (nothing appears under the final name before Close succeeds); Abort drops it.
+type ItemWriter interface {
+	Write(Item) error
+	Close() error
+	Abort()
+}
+
+// OutputFormat creates an ItemWriter for path.
+type OutputFormat func(path string) (ItemWriter, error)
+
+var (
+	fmtMu   sync.Mutex
+	inputs  = map[string]InputFormat{}
+	outputs = map[string]OutputFormat{}
+)
+
+// RegisterInput adds an input format (adapter) for pipeline files' `inputs:`.
+// The schema package's adapters are registered under their names by the
+// command wiring; the built-ins read JSONL.
+func RegisterInput(name string, f InputFormat) {
+	fmtMu.Lock()
+	defer fmtMu.Unlock()
+	if _, dup := inputs[name]; dup {
+		panic("pipeline: input format registered twice: " + name)
+	}
+	inputs[name] = f
+}
+
+// RegisterOutput adds an output format for pipeline files' `outputs:`.
+func RegisterOutput(name string, f OutputFormat) {
+	fmtMu.Lock()
+	defer fmtMu.Unlock()
+	if _, dup := outputs[name]; dup {
+		panic("pipeline: output format registered twice: " + name)
+	}
+	outputs[name] = f
+}
+
+func lookupFormat(name string) (InputFormat, bool) {
+	fmtMu.Lock()
+	defer fmtMu.Unlock()
+	f, ok := inputs[name]
+	return f, ok
+}
+
+func lookupOutput(name string) (OutputFormat, bool) {
+	fmtMu.Lock()
+	defer fmtMu.Unlock()
+	f, ok := outputs[name]
+	return f, ok
+}
+
+// InputFormats lists registered input formats.
+func InputFormats() []string { return sortedKeys(inputs) }
+
+// OutputFormats lists registered output formats.
+func OutputFormats() []string { return sortedKeys(outputs) }
+
+func sortedKeys[V any](m map[string]V) []string {
+	fmtMu.Lock()
+	defer fmtMu.Unlock()
+	s := make([]string, 0, len(m))
+	for k := range m {
+		s = append(s, k)
+	}
+	sort.Strings(s)
+	return s
+}
+
+// guessFormat names the built-in format for an item file; other files need
+// an explicit format.
+func guessFormat(path string) string {
+	if strings.HasSuffix(path, ".items.jsonl") {
+		return "items"
+	}
+	return ""
+}
+
+func init() {
+	RegisterInput("items", readItems)
+	RegisterInput("queries", recordInput(KindQuery, func(q schema.Query) string { return q.ID }))
+	RegisterInput("problems", recordInput(KindProblem, func(p schema.Problem) string { return p.ID }))
+	RegisterInput("dialogues", recordInput(KindDialogue, func(d schema.Dialogue) string { return d.ID }))
+	RegisterOutput("items", func(path string) (ItemWriter, error) { return newJSONLOut(path, true) })
+	RegisterOutput("jsonl", func(path string) (ItemWriter, error) { return newJSONLOut(path, false) })
+}
+
+// readItems reads a JSONL file of Item envelopes.
+func readItems(ctx context.Context, path string) iter.Seq2[Item, error] {
+	return func(yield func(Item, error) bool) {
+		for line, err := range readLines(path) {
+			if err != nil {
+				yield(Item{}, err)
+				return
+			}
+			var it Item
+			if err := json.Unmarshal(line.data, &it); err != nil {
+				yield(Item{}, fmt.Errorf("%s:%d: %w", path, line.no, err))
+				return
+			}
+			if it.ID == "" || it.Kind == "" {
+				yield(Item{}, fmt.Errorf("%s:%d: item without id or kind", path, line.no))
+				return
+			}
+			if !yield(it, nil) {
+				return
+			}
+		}
+	}
+}
+
+// recordInput reads a JSONL file of one schema record type. A record without
+// an id gets a stable id derived from its content.
+func recordInput[T any](kind string, id func(T) string) InputFormat {
+	return func(ctx context.Context, path string) iter.Seq2[Item, error] {
+		return func(yield func(Item, error) bool) {
+			for line, err := range readLines(path) {
+				if err != nil {
+					yield(Item{}, err)
+					return
+				}
+				var rec T
+				if err := json.Unmarshal(line.data, &rec); err != nil {
+					yield(Item{}, fmt.Errorf("%s:%d: %w", path, line.no, err))
+					return
+				}
+				rid := id(rec)
+				if rid == "" {
+					rid = schema.StableID(kind[:1], string(line.data))
+				}
+				data := json.RawMessage(append([]byte{}, line.data...))
+				if !yield(Item{ID: rid, Kind: kind, Data: data}, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+type line struct {
+	no   int
+	data []byte // valid until the next iteration
+}
+
+// readLines yields the non-blank lines of a file. Lines may be of any length.
+func readLines(path string) iter.Seq2[line, error] {
+	return func(yield func(line, error) bool) {
+		f, err := os.Open(path)
+		if err != nil {
+			yield(line{}, fmt.Errorf("pipeline: %w", err))
+			return
+		}
+		defer f.Close()
+		r := bufio.NewReaderSize(f, 1<<20)
+		var buf []byte
+		for no := 1; ; no++ {
+			b, err := r.ReadSlice('\n')
+			if err == bufio.ErrBufferFull {
+				buf = append(buf[:0], b...)
+				for err == bufio.ErrBufferFull {
+					b, err = r.ReadSlice('\n')
+					buf = append(buf, b...)
+				}
+				b = buf
+			}
+			if err != nil && err != io.EOF {
+				yield(line{}, fmt.Errorf("%s:%d: %w", path, no, err))
+				return
+			}
+			t := trimSpace(b)
+			if len(t) > 0 && !yield(line{no, t}, nil) {
+				return
+			}
+			if err == io.EOF {
+				return
+			}
+		}
+	}
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	return b
+}
+
+// atomicFile is written to a temporary name and renamed over path on Commit
+// after an fsync, so a reader or a crash never sees a partial file.
+type atomicFile struct {
+	f    *os.File
+	w    *bufio.Writer
+	path string
+}
+
+func createAtomic(path string) (*atomicFile, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	return &atomicFile{f: f, w: bufio.NewWriterSize(f, 1<<20), path: path}, nil
+}
+
+func (a *atomicFile) Write(p []byte) (int, error) { return a.w.Write(p) }
+
+func (a *atomicFile) Commit() error {
+	if err := a.w.Flush(); err != nil {
+		a.Abort()
+		return fmt.Errorf("pipeline: write %s: %w", a.path, err)
+	}
+	if err := a.f.Sync(); err != nil {
+		a.Abort()
+		return fmt.Errorf("pipeline: sync %s: %w", a.path, err)
+	}
+	if err := a.f.Close(); err != nil {
+		os.Remove(a.f.Name())
+		return fmt.Errorf("pipeline: close %s: %w", a.path, err)
+	}
+	if err := os.Rename(a.f.Name(), a.path); err != nil {
+		os.Remove(a.f.Name())
+		return fmt.Errorf("pipeline: publish %s: %w", a.path, err)
+	}
+	return syncDir(filepath.Dir(a.path))
+}
+
+func (a *atomicFile) Abort() {
+	a.f.Close()
+	os.Remove(a.f.Name())
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("pipeline: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("pipeline: sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// writeFileAtomic writes b to path atomically.
+func writeFileAtomic(path string, b []byte) error {
+	a, err := createAtomic(path)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Write(b); err != nil {
+		a.Abort()
+		return err
+	}
+	return a.Commit()
+}
+
+// jsonlOut writes items (envelopes) or their bare records as JSONL.
+type jsonlOut struct {
+	a        *atomicFile
+	envelope bool
+}
+
+func newJSONLOut(path string, envelope bool) (*jsonlOut, error) {
+	a, err := createAtomic(path)
+	if err != nil {
+		return nil, err
+	}
+	return &jsonlOut{a: a, envelope: envelope}, nil
+}
+
+func (j *jsonlOut) Write(it Item) error {
+	var b []byte
+	var err error
+	if j.envelope {
+		b, err = json.Marshal(it)
+	} else {
+		b, err = compactJSON(it.Data)
+	}
+	if err != nil {
+		return fmt.Errorf("pipeline: encode item %s: %w", it.ID, err)
+	}
+	b = append(b, '\n')
+	_, err = j.a.Write(b)
+	return err
+}
+
+func (j *jsonlOut) Close() error { return j.a.Commit() }
+func (j *jsonlOut) Abort()       { j.a.Abort() }
+
+func compactJSON(b []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(len(b))
+	if err := json.Compact(&buf, b); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

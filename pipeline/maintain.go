@@ -1,0 +1,157 @@
+package pipeline
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/codefeedback/codefeedback/pipeline/store"
+)
+
+// MergeReport says what Merge copied.
+type MergeReport struct {
+	Entries int `json:"entries"`
+	Sets    int `json:"sets"`
+}
+
+// Merge combines the stores of finished shard run directories into dst. A
+// following `run` on dst (without --shard) then finds every per-item result
+// of every shard in the store, computes nothing again, and runs the
+// whole-set stages on all items. Shard directories are opened read-only.
+func Merge(ctx context.Context, dst string, shards []string) (MergeReport, error) {
+	var rep MergeReport
+	lk, err := lockRunDir(dst)
+	if err != nil {
+		return rep, err
+	}
+	defer lk.unlock()
+	db, err := store.OpenBolt(filepath.Join(dst, "store.db"), false)
+	if err != nil {
+		return rep, err
+	}
+	defer db.Close()
+	for _, sd := range shards {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		src, err := store.OpenBolt(filepath.Join(sd, "store.db"), true)
+		if err != nil {
+			return rep, fmt.Errorf("merge %s: %w", sd, err)
+		}
+		n, err := db.CopyFrom(src)
+		src.Close()
+		if err != nil {
+			return rep, err
+		}
+		rep.Entries += n
+		sets, _ := filepath.Glob(filepath.Join(sd, "sets", "*.jsonl"))
+		for _, s := range sets {
+			b, err := os.ReadFile(s)
+			if err != nil {
+				return rep, fmt.Errorf("merge: %w", err)
+			}
+			if err := writeFileAtomic(filepath.Join(dst, "sets", filepath.Base(s)), b); err != nil {
+				return rep, err
+			}
+			rep.Sets++
+		}
+	}
+	return rep, nil
+}
+
+// CacheStats describes a run directory's store.
+type CacheStats struct {
+	FileBytes int64               `json:"file_bytes"`
+	Buckets   []store.BucketStats `json:"buckets"`
+	Sets      int                 `json:"sets"`
+	SetBytes  int64               `json:"set_bytes"`
+}
+
+// StoreStats reports the size of a run directory's store.
+func StoreStats(runDir string) (CacheStats, error) {
+	var cs CacheStats
+	lk, err := lockRunDir(runDir)
+	if err != nil {
+		return cs, err
+	}
+	defer lk.unlock()
+	db, err := store.OpenBolt(filepath.Join(runDir, "store.db"), true)
+	if err != nil {
+		return cs, err
+	}
+	defer db.Close()
+	if cs.Buckets, err = db.Stats(); err != nil {
+		return cs, err
+	}
+	cs.FileBytes, _ = db.FileSize()
+	sets, _ := filepath.Glob(filepath.Join(runDir, "sets", "*.jsonl"))
+	for _, s := range sets {
+		if st, err := os.Stat(s); err == nil {
+			cs.Sets++
+			cs.SetBytes += st.Size()
+		}
+	}
+	return cs, nil
+}
+
+// GCReport says what GC removed.
+type GCReport struct {
+	Deleted     int `json:"deleted"`
+	SetsRemoved int `json:"sets_removed"`
+}
+
+// GC removes stage results (bucket "items" and whole-set outputs) that the
+// latest run of each stage did not reference. Other buckets (model requests,
+// executions) are kept: they are cheap to keep and costly to redo. Run it
+// after a complete run; a stage that was stopped early keeps only what its
+// last completed run used, plus what the stopped run had reached.
+func GC(runDir string) (GCReport, error) {
+	var rep GCReport
+	lk, err := lockRunDir(runDir)
+	if err != nil {
+		return rep, err
+	}
+	defer lk.unlock()
+	keep := map[string]bool{}
+	refFiles, _ := filepath.Glob(filepath.Join(runDir, "stages", "*", "refs"))
+	if len(refFiles) == 0 {
+		return rep, fmt.Errorf("gc: %s has no completed stage; run the pipeline first", runDir)
+	}
+	for _, rf := range refFiles {
+		f, err := os.Open(rf)
+		if err != nil {
+			return rep, fmt.Errorf("gc: %w", err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			keep[sc.Text()] = true
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			return rep, fmt.Errorf("gc: read %s: %w", rf, err)
+		}
+	}
+	db, err := store.OpenBolt(filepath.Join(runDir, "store.db"), false)
+	if err != nil {
+		return rep, err
+	}
+	defer db.Close()
+	rep.Deleted, err = db.Retain(func(bucket, key string) bool {
+		return bucket != ItemsBucket || keep[bucket+"\t"+key]
+	})
+	if err != nil {
+		return rep, err
+	}
+	sets, _ := filepath.Glob(filepath.Join(runDir, "sets", "*.jsonl"))
+	for _, s := range sets {
+		if !keep["set\t"+strings.TrimSuffix(filepath.Base(s), ".jsonl")] {
+			if os.Remove(s) == nil {
+				rep.SetsRemoved++
+			}
+		}
+	}
+	return rep, nil
+}

@@ -1,0 +1,112 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Manifest is the run's record, RUN/manifest.json, rewritten atomically after
+// every stage. The report reads it.
+type Manifest struct {
+	Program   string          `json:"program"`
+	Version   string          `json:"version"`
+	Pipeline  string          `json:"pipeline"`
+	RunDir    string          `json:"run_dir"`
+	Status    string          `json:"status"` // running, complete, partial, stopped, failed, dry-run
+	Message   string          `json:"message,omitempty"`
+	Started   time.Time       `json:"started"`
+	Finished  time.Time       `json:"finished,omitzero"`
+	Options   RunFlags        `json:"options"`
+	Executor  string          `json:"executor,omitempty"`
+	Inputs    []InputRecord   `json:"inputs"`
+	Stages    []StageRecord   `json:"stages"`
+	Outputs   []OutputRecord  `json:"outputs,omitempty"`
+	Usage     Usage           `json:"usage"`
+	DeadCount int64           `json:"dead_lettered"`
+	DeadFile  string          `json:"dead_letters,omitempty"`
+	Extra     json.RawMessage `json:"extra,omitempty"`
+}
+
+// RunFlags are the command-line choices that shaped the run.
+type RunFlags struct {
+	Only    []string `json:"only,omitempty"`
+	From    string   `json:"from,omitempty"`
+	Limit   int      `json:"limit,omitempty"`
+	Force   []string `json:"force,omitempty"`
+	Shard   string   `json:"shard,omitempty"`
+	MaxCost float64  `json:"max_cost,omitempty"`
+	DryRun  bool     `json:"dry_run,omitempty"`
+}
+
+// InputRecord identifies one input file by content.
+type InputRecord struct {
+	Path   string `json:"path"`
+	Format string `json:"format"`
+	SHA256 string `json:"sha256"`
+	Bytes  int64  `json:"bytes"`
+	Items  int64  `json:"items"` // items read (before shard and limit)
+}
+
+// StageRecord is one stage's outcome in this run.
+type StageRecord struct {
+	Name     string             `json:"name"`
+	Type     string             `json:"type"`
+	Kind     string             `json:"kind"` // "each" or "all"
+	Input    []string           `json:"input"`
+	Settings json.RawMessage    `json:"settings"`
+	Key      string             `json:"key"`    // hash of type, settings, version
+	Status   string             `json:"status"` // ran, unchanged, not-selected, waiting-for-merge, stopped, failed, dry-run
+	Counts   Counts             `json:"counts"`
+	Seconds  float64            `json:"seconds"`
+	Usage    Usage              `json:"usage"`
+	Stats    map[string]float64 `json:"stats,omitempty"`
+	Output   string             `json:"output,omitempty"`
+	Error    string             `json:"error,omitempty"`
+	Estimate *Usage             `json:"estimate,omitempty"` // dry-run: predicted usage of uncached items
+}
+
+// Counts are a stage's item counts. In = Cached + Fresh + Failed (+ items
+// not reached when stopped); DeadLettered = Failed.
+type Counts struct {
+	In           int64 `json:"in"`
+	Out          int64 `json:"out"`
+	Cached       int64 `json:"cached"`
+	Fresh        int64 `json:"fresh"`
+	Failed       int64 `json:"failed"`
+	DeadLettered int64 `json:"dead_lettered"`
+	Retries      int64 `json:"retries"`
+	WouldRun     int64 `json:"would_run,omitempty"` // dry-run: uncached items
+}
+
+// OutputRecord is one published output.
+type OutputRecord struct {
+	Path   string `json:"path"`
+	Format string `json:"format"`
+	From   string `json:"from"`
+	Kind   string `json:"kind,omitempty"`
+	Items  int64  `json:"items"`
+}
+
+// ReadManifest reads RUN/manifest.json.
+func ReadManifest(runDir string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(runDir, "manifest.json"))
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("pipeline: manifest: %w", err)
+	}
+	return &m, nil
+}
+
+func (m *Manifest) write(path string) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("pipeline: manifest: %w", err)
+	}
+	return writeFileAtomic(path, append(b, '\n'))
+}
