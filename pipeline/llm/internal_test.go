@@ -1,0 +1,163 @@
+package llm
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"3", 3 * time.Second, true},
+		{" 0 ", 0, true},
+		{"1.5", 1500 * time.Millisecond, true},
+		{"Wed, 01 May 2024 12:00:07 GMT", 7 * time.Second, true},
+		{"Wed, 01 May 2024 11:59:00 GMT", 0, true}, // in the past: retry now
+		{"-1", 0, false},
+		{"soon", 0, false},
+		{"", 0, false},
+	}
+	for _, c := range cases {
+		got, ok := parseRetryAfter(c.in, now)
+		if got != c.want || ok != c.ok {
+			t.Errorf("parseRetryAfter(%q): got %v,%v want %v,%v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestBackoffFullJitter(t *testing.T) {
+	base, maxWait := 100*time.Millisecond, time.Second
+	for n, ceil := range []time.Duration{100, 200, 400, 800, 1000, 1000} {
+		ceil *= time.Millisecond
+		var hi time.Duration
+		for i := 0; i < 2000; i++ {
+			d := backoff(n, base, maxWait)
+			if d < 0 || d >= ceil {
+				t.Fatalf("backoff(%d): got %v, want in [0, %v)", n, d, ceil)
+			}
+			hi = max(hi, d)
+		}
+		if hi < ceil*8/10 {
+			t.Errorf("backoff(%d): max of 2000 draws %v, want close to %v (full jitter)", n, hi, ceil)
+		}
+	}
+	if d := backoff(200, base, maxWait); d >= maxWait {
+		t.Errorf("backoff(200): got %v, want < %v (no overflow)", d, maxWait)
+	}
+}
+
+func TestBucket(t *testing.T) {
+	now := time.Unix(0, 0)
+	b := newBucket(60) // 1 per second, burst 10
+	b.now = func() time.Time { return now }
+	b.last = now
+	for i := 0; i < 10; i++ {
+		if d := b.take(1); d != 0 {
+			t.Fatalf("take %d within burst: got wait %v", i, d)
+		}
+	}
+	if d := b.take(1); d != time.Second {
+		t.Errorf("take beyond burst: got %v want 1s", d)
+	}
+	if d := b.take(1); d != 2*time.Second {
+		t.Errorf("second take beyond burst: got %v want 2s", d)
+	}
+	now = now.Add(3 * time.Second)
+	if d := b.take(1); d != 0 {
+		t.Errorf("after refill: got %v want 0", d)
+	}
+	// A request larger than the burst is admitted after its share of time.
+	if d := b.take(20); d != 20*time.Second {
+		t.Errorf("oversized take: got %v want 20s", d)
+	}
+	b.adjust(20) // refund
+	if d := b.take(0); d != 0 {
+		t.Errorf("after refund: got %v want 0", d)
+	}
+	if newBucket(0) != nil {
+		t.Error("newBucket(0): want nil (no limit)")
+	}
+	var nb *bucket
+	if err := nb.wait(context.Background(), 1e9); err != nil {
+		t.Errorf("nil bucket wait: %v", err)
+	}
+}
+
+func TestBucketWaitCancelRefunds(t *testing.T) {
+	b := newBucket(6) // 0.1/s, burst 1
+	if err := b.wait(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := b.wait(ctx, 1); err == nil {
+		t.Fatal("got nil, want context error while waiting 10s")
+	}
+	// The cancelled reservation was refunded: the next wait is ~10 s, not ~20 s.
+	if d := b.take(1); d > 11*time.Second {
+		t.Errorf("after cancelled wait: got %v, want <= 10s", d)
+	}
+}
+
+func TestBreakerStates(t *testing.T) {
+	const cool = 30 * time.Millisecond
+	b := newBreaker(2, cool)
+	ctx := context.Background()
+	b.release(false, endpointDown)
+	b.release(false, endpointUp) // success resets the count
+	b.release(false, endpointDown)
+	if b.state != closed {
+		t.Fatalf("after non-consecutive failures: got state %v want closed", b.state)
+	}
+	b.release(false, endpointDown)
+	if b.state != open {
+		t.Fatalf("after 2 consecutive failures: got state %v want open", b.state)
+	}
+	short, cancel := context.WithTimeout(ctx, time.Millisecond)
+	defer cancel()
+	if _, err := b.acquire(short); err == nil {
+		t.Fatal("acquire while open: got nil, want to wait until ctx ends")
+	}
+	start := time.Now()
+	probe, err := b.acquire(ctx)
+	if err != nil || !probe || time.Since(start) < cool/2 {
+		t.Fatalf("after cool-down: got probe=%v err=%v after %v, want the probe after ~%v", probe, err, time.Since(start), cool)
+	}
+	// Others wait while the probe is out; a failed probe reopens, and a
+	// waiter becomes the next probe after another cool-down.
+	waiting := make(chan bool, 1)
+	go func() {
+		p, _ := b.acquire(ctx)
+		waiting <- p
+	}()
+	select {
+	case <-waiting:
+		t.Fatal("a second worker got through while the probe was out")
+	case <-time.After(10 * time.Millisecond):
+	}
+	b.release(true, endpointDown)
+	if b.timesOpened() != 2 {
+		t.Fatalf("failed probe: opened %d times, want 2", b.timesOpened())
+	}
+	if p := <-waiting; !p {
+		t.Fatal("waiter after the cool-down: want it to be the probe")
+	}
+	b.release(true, endpointUp)
+	if b.state != closed {
+		t.Errorf("successful probe: got state %v want closed", b.state)
+	}
+	// A cancelled probe hands the probe to someone else at once.
+	b.release(false, endpointDown)
+	b.release(false, endpointDown)
+	probe, _ = b.acquire(ctx)
+	b.release(probe, unknown)
+	start = time.Now()
+	if probe2, err := b.acquire(ctx); err != nil || !probe2 || time.Since(start) > cool/2 {
+		t.Errorf("after cancelled probe: got probe=%v err=%v after %v, want a new probe at once", probe2, err, time.Since(start))
+	}
+}
