@@ -285,7 +285,12 @@ func Load(path, runDir string) (*Config, error) {
 		c.Outputs = append(c.Outputs, o)
 	}
 	if len(l.errs) > 0 {
-		slices.SortStableFunc(l.errs, func(a, b ConfigError) int { return a.Line - b.Line })
+		slices.SortStableFunc(l.errs, func(a, b ConfigError) int {
+			if a.Line != b.Line {
+				return a.Line - b.Line
+			}
+			return a.Col - b.Col
+		})
 		return nil, l.errs
 	}
 	return c, nil

@@ -13,7 +13,7 @@ const threeStages = `
 run_dir: $DIR/run
 inputs:
   - path: q.jsonl
-    format: queries
+    format: native
 stages:
   - stage: t-suffix
     name: a
@@ -142,7 +142,7 @@ func TestDeadLettersAndRetryNextRun(t *testing.T) {
 	failures.Clear()
 	y := `
 run_dir: $DIR/run
-inputs: [{path: q.jsonl, format: queries}]
+inputs: [{path: q.jsonl, format: native}]
 stages:
   - stage: t-suffix
     name: flaky
@@ -191,7 +191,7 @@ func TestWholeSetStageAndSharding(t *testing.T) {
 	resetCalls()
 	y := `
 run_dir: $DIR/run
-inputs: [{path: q.jsonl, format: queries}]
+inputs: [{path: q.jsonl, format: native}]
 stages:
   - {stage: t-suffix, name: a}
   - {stage: t-count, name: count}

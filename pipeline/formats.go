@@ -91,20 +91,22 @@ func sortedKeys[V any](m map[string]V) []string {
 	return s
 }
 
-// guessFormat names the built-in format for an item file; other files need
-// an explicit format.
+// guessFormat: every input file is read through the schema package's
+// adapters, which detect the format from the first record ("auto").
 func guessFormat(path string) string {
 	if strings.HasSuffix(path, ".items.jsonl") {
 		return "items"
 	}
-	return ""
+	return string(schema.FormatAuto)
 }
 
 func init() {
+	// "items" is the engine's own envelope format (stage outputs); every
+	// other input format is a schema adapter.
 	RegisterInput("items", readItems)
-	RegisterInput("queries", recordInput(KindQuery, func(q schema.Query) string { return q.ID }))
-	RegisterInput("problems", recordInput(KindProblem, func(p schema.Problem) string { return p.ID }))
-	RegisterInput("dialogues", recordInput(KindDialogue, func(d schema.Dialogue) string { return d.ID }))
+	for _, f := range schema.Formats {
+		RegisterInput(string(f), schemaInput(f))
+	}
 	RegisterOutput("items", func(path string) (ItemWriter, error) { return newJSONLOut(path, true) })
 	RegisterOutput("jsonl", func(path string) (ItemWriter, error) { return newJSONLOut(path, false) })
 }
@@ -133,27 +135,41 @@ func readItems(ctx context.Context, path string) iter.Seq2[Item, error] {
 	}
 }
 
-// recordInput reads a JSONL file of one schema record type. A record without
-// an id gets a stable id derived from its content.
-func recordInput[T any](kind string, id func(T) string) InputFormat {
+// schemaInput reads a file through a schema adapter. A problem with neither a
+// solution nor tests is a plain query (Code Alpaca style) and becomes a query
+// item; dialogues (Code-Feedback files) become dialogue items.
+func schemaInput(f schema.Format) InputFormat {
 	return func(ctx context.Context, path string) iter.Seq2[Item, error] {
 		return func(yield func(Item, error) bool) {
-			for line, err := range readLines(path) {
+			src, err := schema.OpenSource(path, schema.ImportOptions{Format: f})
+			if err != nil {
+				yield(Item{}, err)
+				return
+			}
+			defer src.Close()
+			for {
+				if err := ctx.Err(); err != nil {
+					yield(Item{}, err)
+					return
+				}
+				rec, err := src.Next()
+				if err == io.EOF {
+					return
+				}
 				if err != nil {
 					yield(Item{}, err)
 					return
 				}
-				var rec T
-				if err := json.Unmarshal(line.data, &rec); err != nil {
-					yield(Item{}, fmt.Errorf("%s:%d: %w", path, line.no, err))
-					return
+				var it Item
+				switch {
+				case rec.Dialogue != nil:
+					it, err = DialogueItem(*rec.Dialogue)
+				case rec.Problem.Solution == "" && len(rec.Problem.Tests) == 0:
+					it, err = QueryItem(rec.Problem.Query)
+				default:
+					it, err = ProblemItem(*rec.Problem)
 				}
-				rid := id(rec)
-				if rid == "" {
-					rid = schema.StableID(kind[:1], string(line.data))
-				}
-				data := json.RawMessage(append([]byte{}, line.data...))
-				if !yield(Item{ID: rid, Kind: kind, Data: data}, nil) {
+				if !yield(it, err) || err != nil {
 					return
 				}
 			}
