@@ -200,11 +200,11 @@ func (r *RawReader) nextElement() ([]byte, error) {
 		}
 		return nil, io.EOF
 	}
-	r.line++
 	var raw json.RawMessage
 	if err := r.dec.Decode(&raw); err != nil {
 		return nil, fmt.Errorf("malformed JSON array element: %w", err)
 	}
+	r.line++
 	if len(raw) > r.maxRecord {
 		r.lastRaw = nil
 		return nil, r.Errorf("record larger than the %d-byte limit", r.maxRecord)

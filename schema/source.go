@@ -202,6 +202,9 @@ func (s *Source) Next() (Record, error) {
 			return Record{}, errf("%v", err)
 		}
 		if nonFinite {
+			if p.Metadata == nil {
+				p.Metadata = map[string]string{}
+			}
 			p.Metadata[MetaPythonNonFinite] = "true"
 		}
 		if err := p.Query.Validate(); err != nil {
