@@ -113,7 +113,7 @@ func TestJudge(t *testing.T) {
 		},
 		{
 			name: "loop that blocks the timer hits the run timeout", problem: mbpp("assert f(1, 1) == 2", "assert f(0, 0) == 0", "assert f(2, 2) == 4"),
-			code: "import signal\ndef f(a, b):\n    signal.signal(signal.SIGALRM, signal.SIG_IGN)\n    while a == 0:\n        pass\n    return a + b\n",
+			code:       "import signal\ndef f(a, b):\n    signal.signal(signal.SIGALRM, signal.SIG_IGN)\n    while a == 0:\n        pass\n    return a + b\n",
 			opts:       harness.Options{Timeout: 2 * time.Second, CaseTimeout: time.Second},
 			wantPassed: 1, wantKinds: []harness.Kind{"pass", "timeout", "timeout"},
 			feedback: []string{"Execution timed out after 2s.", "2 of 3 tests failed."},
@@ -165,8 +165,8 @@ func TestJudge(t *testing.T) {
 		},
 		{
 			name: "huge output", problem: mbpp(addTests...),
-			code:       "def f(a, b):\n    for _ in range(20000):\n        print('x' * 100)\n    return a + b\n",
-			wantPass:   true, wantPassed: 3, wantKinds: []harness.Kind{"pass", "pass", "pass"},
+			code:     "def f(a, b):\n    for _ in range(20000):\n        print('x' * 100)\n    return a + b\n",
+			wantPass: true, wantPassed: 3, wantKinds: []harness.Kind{"pass", "pass", "pass"},
 			feedback: []string{"All 3 tests passed.", "[... output truncated: 4096 of 6060000 bytes shown ...]"},
 		},
 		{
