@@ -36,7 +36,7 @@ stages:
   - stage: t-suffix
     concurrency: many
     settings: {sleep: forever}
-`, []string{`p.yaml:5:18: cannot unmarshal !!str ` + "`many`", `p.yaml:6:23: cannot unmarshal !!str `+"`forever`"}},
+`, []string{`p.yaml:5:18: cannot unmarshal !!str ` + "`many`", `p.yaml:6:23: cannot unmarshal !!str ` + "`forever`"}},
 		{"missing input and unknown format", `
 inputs:
   - path: nope.jsonl

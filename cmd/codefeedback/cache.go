@@ -1,0 +1,60 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/urfave/cli/v2"
+)
+
+func init() {
+	runDir := &cli.StringFlag{Name: "run-dir", Required: true, Usage: "run directory"}
+	register(&cli.Command{
+		Name:  "cache",
+		Usage: "inspect or clean a run directory's content-addressed store",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "stats",
+				Usage: "entries and bytes per bucket (items: stage results; llm, exec: model requests and executions)",
+				Flags: []cli.Flag{runDir},
+				Action: func(c *cli.Context) error {
+					s, err := pipeline.StoreStats(c.String("run-dir"))
+					if err != nil {
+						return lockedCode(err)
+					}
+					tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', tabwriter.AlignRight)
+					fmt.Fprintln(tw, "bucket\tentries\tbytes\t")
+					for _, b := range s.Buckets {
+						fmt.Fprintf(tw, "%s\t%d\t%d\t\n", b.Name, b.Entries, b.Bytes)
+					}
+					fmt.Fprintf(tw, "whole-set outputs\t%d\t%d\t\n", s.Sets, s.SetBytes)
+					tw.Flush()
+					fmt.Fprintf(c.App.Writer, "store file: %d bytes\n", s.FileBytes)
+					return nil
+				},
+			},
+			{
+				Name:  "gc",
+				Usage: "remove stage results that the latest run of each stage did not use",
+				Flags: []cli.Flag{runDir},
+				Action: func(c *cli.Context) error {
+					r, err := pipeline.GC(c.String("run-dir"))
+					if err != nil {
+						return lockedCode(err)
+					}
+					fmt.Fprintf(c.App.Writer, "removed %d stage results and %d whole-set outputs\n", r.Deleted, r.SetsRemoved)
+					return nil
+				},
+			},
+		},
+	})
+}
+
+func lockedCode(err error) error {
+	if errors.Is(err, pipeline.ErrLocked) {
+		return withCode(exitLocked, err)
+	}
+	return err
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/urfave/cli/v2"
+)
+
+// Exit codes of run and validate.
+const (
+	exitConfig  = 2 // the pipeline file or flags are wrong
+	exitLocked  = 3 // another run holds the run directory
+	exitStopped = 4 // stopped early on purpose (--max-cost); the next run resumes
+)
+
+type runOptions struct {
+	file    string
+	runDir  string
+	shard   string
+	shards  int
+	verbose bool
+	opts    pipeline.RunOptions
+	stdout  io.Writer
+	stderr  *os.File
+}
+
+func init() {
+	register(&cli.Command{
+		Name:      "run",
+		Usage:     "run a pipeline file; re-runs compute only what changed",
+		ArgsUsage: "PIPELINE.yaml",
+		Description: "Stages run in order; each item's result is stored in the run directory under a hash of the stage,\n" +
+			"its settings, its prompts and the item, so a re-run after a change, a crash or new inputs computes only\n" +
+			"what is missing. Exit codes: 1 failure, 2 bad pipeline file or flags, 3 run directory in use,\n" +
+			"4 stopped at --max-cost.",
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "only", Usage: "run only these stages (comma-separated); their inputs must exist"},
+			&cli.StringFlag{Name: "from", Usage: "run this stage and every stage after it"},
+			&cli.IntFlag{Name: "limit", Usage: "use only the first N input items"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "show what would run, what is cached, and the estimated model usage; change nothing"},
+			&cli.StringSliceFlag{Name: "force", Usage: "recompute these stages, ignoring their cached results"},
+			&cli.StringFlag{Name: "shard", Usage: "process a stable 1/N of the items: i/N (default from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID)"},
+			&cli.IntFlag{Name: "shards", Usage: "total shards N when the index comes from the environment (or CODEFEEDBACK_SHARDS)"},
+			&cli.StringFlag{Name: "run-dir", Usage: "run directory (store, stage outputs, manifest); overrides run_dir in the file"},
+			&cli.Float64Flag{Name: "max-cost", Usage: "stop cleanly once model cost reaches this many USD"},
+			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "debug logging"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return withCode(exitConfig, errors.New("run: want one pipeline file"))
+			}
+			o := runOptions{file: c.Args().First(), runDir: c.String("run-dir"), shard: c.String("shard"),
+				shards: c.Int("shards"), verbose: c.Bool("verbose"), stdout: c.App.Writer, stderr: os.Stderr,
+				opts: pipeline.RunOptions{Only: splitList(c.StringSlice("only")), From: c.String("from"), Limit: c.Int("limit"),
+					DryRun: c.Bool("dry-run"), Force: splitList(c.StringSlice("force")), MaxCost: c.Float64("max-cost"), Version: version}}
+			return runPipeline(c.Context, o)
+		},
+	})
+}
+
+// splitList accepts both --only a,b and --only a --only b.
+func splitList(in []string) []string {
+	var out []string
+	for _, s := range in {
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func runPipeline(ctx context.Context, o runOptions) error {
+	if o.stdout == nil {
+		o.stdout = os.Stdout
+	}
+	level := slog.LevelInfo
+	if o.verbose {
+		level = slog.LevelDebug
+	}
+	o.opts.Logger = slog.New(slog.NewTextHandler(o.stderr, &slog.HandlerOptions{Level: level}))
+	o.opts.Progress = o.stderr
+	var err error
+	if o.shard != "" {
+		o.opts.Shard, err = pipeline.ParseShard(o.shard)
+	} else {
+		o.opts.Shard, err = pipeline.ShardFromEnv(os.Getenv, o.shards)
+	}
+	if err != nil {
+		return withCode(exitConfig, fmt.Errorf("run: %w", err))
+	}
+	cfg, err := pipeline.Load(o.file, o.runDir)
+	if err != nil {
+		return withCode(exitConfig, err)
+	}
+	m, err := pipeline.Run(ctx, cfg, o.opts)
+	if m != nil {
+		printSummary(o.stdout, m)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, pipeline.ErrLocked):
+		return withCode(exitLocked, err)
+	case errors.Is(err, pipeline.ErrStopped):
+		return withCode(exitStopped, err)
+	}
+	return err
+}
+
+func printSummary(w io.Writer, m *pipeline.Manifest) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "stage\tstatus\tin\tout\tcached\tfresh\tfailed\tseconds\tcost USD\t")
+	for _, s := range m.Stages {
+		c := s.Counts
+		fresh := fmt.Sprint(c.Fresh)
+		cost := fmt.Sprintf("%.4f", s.Usage.CostUSD)
+		if m.Options.DryRun {
+			fresh = fmt.Sprintf("%d to run", c.WouldRun)
+			if s.Estimate != nil {
+				cost = fmt.Sprintf("~%.4f (%d calls, %d tokens)", s.Estimate.CostUSD, s.Estimate.Requests, s.Estimate.PromptTokens+s.Estimate.CompletionTokens)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%d\t%.1f\t%s\t\n", s.Name, s.Status, c.In, c.Out, c.Cached, fresh, c.Failed, s.Seconds, cost)
+	}
+	tw.Flush()
+	if m.Options.DryRun {
+		fmt.Fprintln(w, "dry run: counts after an uncached stage cover only items whose inputs are already cached")
+	}
+	if m.DeadCount > 0 {
+		fmt.Fprintf(w, "%d items failed; see %s (the next run retries them)\n", m.DeadCount, m.DeadFile)
+	}
+	for _, o := range m.Outputs {
+		fmt.Fprintf(w, "wrote %s (%d items)\n", o.Path, o.Items)
+	}
+	if m.Status != "complete" && m.Status != "dry-run" {
+		fmt.Fprintf(w, "status: %s\n", m.Status)
+	}
+}
