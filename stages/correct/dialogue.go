@@ -160,7 +160,7 @@ func BuildDialogue(p *schema.Problem, solution string, m Mutant, bug, fix Run, i
 		{Role: schema.RoleUser, Content: UserPrompt(p)},
 		{Role: schema.RoleAssistant, Content: intro + "\n\n" + codeBlock(m.Code)},
 		{Role: schema.RoleExecution, Content: bug.Output(), Exec: bug.Execution(info)},
-		{Role: schema.RoleAssistant, Content: Analysis(bug, m.Code, solution) + "\n\n" + codeBlock(solution)},
+		{Role: schema.RoleAssistant, Content: Analysis(bug, m.Code) + " " + fixHint(m.Code, solution) + "Here is the corrected code:\n\n" + codeBlock(solution)},
 		{Role: schema.RoleExecution, Content: fix.Output(), Exec: fix.Execution(info)},
 		{Role: schema.RoleAssistant, Content: fmt.Sprintf("The corrected code now passes all %d tests.", len(p.Tests))},
 	}
@@ -198,9 +198,9 @@ func errorMessage(r Run) string {
 }
 
 // Analysis is the assistant's reading of a failing run: it names the error
-// and the line the traceback points at, states only what the output shows,
-// and points at the line the fix changes (known from the diff).
-func Analysis(bug Run, buggy, fixed string) string {
+// and the line the traceback points at, and states only what the output
+// shows.
+func Analysis(bug Run, buggy string) string {
 	var b strings.Builder
 	lines := strings.Split(buggy, "\n")
 	at := func(n int) string {
@@ -241,11 +241,21 @@ func Analysis(bug Run, buggy, fixed string) string {
 	default:
 		fmt.Fprintf(&b, "The run failed (%s).", bug.Observed)
 	}
-	if n, want := firstDiff(buggy, fixed); n > 0 {
-		fmt.Fprintf(&b, " The mistake is on line %d, which should read `%s`.", n, strings.TrimSpace(want))
-	}
-	b.WriteString(" Here is the corrected code:")
 	return b.String()
+}
+
+// fixHint points at the first line the fix changes, known from the diff of
+// a mutant against its original; "" when the texts are equal.
+func fixHint(buggy, fixed string) string {
+	n, want := firstDiff(buggy, fixed)
+	if n == 0 {
+		return ""
+	}
+	lines := strings.Split(buggy, "\n")
+	if n <= len(lines) && strings.TrimSpace(lines[n-1]) == strings.TrimSpace(want) {
+		return fmt.Sprintf("The mistake is the indentation of line %d. ", n)
+	}
+	return fmt.Sprintf("The mistake is on line %d, which should read `%s`. ", n, strings.TrimSpace(want))
 }
 
 // firstDiff returns the first line number where a and b differ and b's text

@@ -1,0 +1,183 @@
+package correct
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
+	"github.com/codefeedback/codefeedback/prompts"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// kindHints tell the model what an error of each kind looks like.
+var kindHints = map[Kind]string{
+	Syntax:  "a syntax error, such as a missing colon, an unclosed bracket or a wrong indentation, so that the code does not compile.",
+	Name:    "a name error: a variable or function that is misspelled or never defined where it is used.",
+	Type:    "a type error: an operation applied to a value of the wrong type, such as adding a string to a number.",
+	Logic:   "a logic error: the code runs without any exception but returns a wrong result for at least one test (an off-by-one, a wrong comparison or operator).",
+	Timeout: "a loop that never ends for at least one of the test inputs.",
+}
+
+// ModelGenerator runs the model path. Safe for concurrent use when its
+// Chatter and Executor are.
+type ModelGenerator struct {
+	Chat    llm.Chatter
+	Exec    executors.Executor
+	Checker *Checker
+	// Model names the model in the dialogue record (the endpoint's answer
+	// takes precedence when it reports one).
+	Model string
+}
+
+// Discarded explains why the model path produced no dialogue for a problem:
+// the injected bug did not bite, bit as the wrong kind, or the fix failed.
+type Discarded struct {
+	Kind     Kind
+	Observed string
+	Reason   string
+}
+
+func (d *Discarded) Error() string {
+	return fmt.Sprintf("correct: %s injection discarded: %s (observed %s)", d.Kind, d.Reason, d.Observed)
+}
+
+// PromptVersion is the combined version of the model path's prompts.
+func PromptVersion() (string, error) {
+	var vs []string
+	for _, n := range []string{"correct_inject", "correct_fix", "correct_request"} {
+		t, err := prompts.Get(n)
+		if err != nil {
+			return "", err
+		}
+		vs = append(vs, n+"@"+t.Version)
+	}
+	return strings.Join(vs, ","), nil
+}
+
+func render(name string, data any) (string, error) {
+	t, err := prompts.Get(name)
+	if err != nil {
+		return "", err
+	}
+	return t.Render(data)
+}
+
+// Generate asks the model for code with a hidden error of kind, runs it
+// against p's tests, and when it fails as that kind builds a dialogue: a
+// plain request for correct code, the buggy answer, its real error output,
+// the fix (p's reference solution when it has one, else the model's) and the
+// fix's passing run. A bug that does not bite, bites as another kind, or a
+// fix that fails gives a *Discarded error; other errors come from the model
+// client or the sandbox.
+func (g *ModelGenerator) Generate(ctx context.Context, p *schema.Problem, kind Kind) (schema.Dialogue, error) {
+	hint, ok := kindHints[kind]
+	if !ok {
+		return schema.Dialogue{}, fmt.Errorf("correct: unknown bug kind %q", kind)
+	}
+	if len(p.Tests) == 0 {
+		return schema.Dialogue{}, &Discarded{Kind: kind, Reason: "problem has no tests to run"}
+	}
+	task := UserPrompt(p)
+	inject, err := render("correct_inject", map[string]any{"Kind": string(kind), "KindHint": hint, "Task": task})
+	if err != nil {
+		return schema.Dialogue{}, err
+	}
+	msgs := []llm.Message{llm.User(inject)}
+	resp, err := g.Chat.Chat(ctx, llm.Request{Messages: msgs})
+	if err != nil {
+		return schema.Dialogue{}, fmt.Errorf("correct: ask for %s injection: %w", kind, err)
+	}
+	model := g.Model
+	if resp.Model != "" {
+		model = resp.Model
+	}
+	buggy, err := parse.Code(resp.Text, "python")
+	if err != nil {
+		return schema.Dialogue{}, &Discarded{Kind: kind, Reason: "the answer holds no python code: " + err.Error()}
+	}
+	bug, err := g.Checker.Check(ctx, p, buggy, kind == Timeout)
+	if err != nil {
+		return schema.Dialogue{}, err
+	}
+	if KindOf(bug.Observed) != kind {
+		reason := "the code did not fail"
+		if !bug.Passed() {
+			reason = "the code failed as another kind"
+		}
+		return schema.Dialogue{}, &Discarded{Kind: kind, Observed: bug.Observed, Reason: reason}
+	}
+
+	var fixText, fixCode, fixBy string
+	if sol := normalizeNewlines(p.Solution); strings.TrimSpace(sol) != "" {
+		fixCode, fixBy = sol, "reference"
+		fixText = Analysis(bug, buggy) + " Here is the corrected code:\n\n" + codeBlock(sol)
+	} else {
+		ask, err := render("correct_fix", map[string]any{"Output": bug.Output()})
+		if err != nil {
+			return schema.Dialogue{}, err
+		}
+		msgs = append(msgs, llm.Assistant(resp.Text), llm.User(ask))
+		fr, err := g.Chat.Chat(ctx, llm.Request{Messages: msgs})
+		if err != nil {
+			return schema.Dialogue{}, fmt.Errorf("correct: ask for the fix: %w", err)
+		}
+		if fixCode, err = parse.Code(fr.Text, "python"); err != nil {
+			return schema.Dialogue{}, &Discarded{Kind: kind, Observed: bug.Observed, Reason: "the fix holds no python code: " + err.Error()}
+		}
+		fixText, fixBy = strings.TrimSpace(fr.Text), "model"
+	}
+	fix, err := g.Checker.Check(ctx, p, fixCode, false)
+	if err != nil {
+		return schema.Dialogue{}, err
+	}
+	if !fix.Passed() {
+		return schema.Dialogue{}, &Discarded{Kind: kind, Observed: fix.Observed, Reason: "the " + fixBy + " fix does not pass"}
+	}
+
+	request, err := render("correct_request", map[string]any{"Task": task})
+	if err != nil {
+		return schema.Dialogue{}, err
+	}
+	version, err := PromptVersion()
+	if err != nil {
+		return schema.Dialogue{}, err
+	}
+	info := g.Exec.Info()
+	id := schema.StableID("dlg-correct", "model", p.ID, string(kind), buggy)
+	intro := "Here is my solution:"
+	if fn := funcName(p, buggy); fn != "" {
+		intro = fmt.Sprintf("Here is a function `%s` that solves the task:", fn)
+	}
+	return schema.Dialogue{
+		ID: id,
+		Messages: []schema.Message{
+			{Role: schema.RoleUser, Content: strings.TrimSpace(request)},
+			{Role: schema.RoleAssistant, Content: intro + "\n\n" + codeBlock(buggy)},
+			{Role: schema.RoleExecution, Content: bug.Output(), Exec: bug.Execution(info)},
+			{Role: schema.RoleAssistant, Content: fixText},
+			{Role: schema.RoleExecution, Content: fix.Output(), Exec: fix.Execution(info)},
+			{Role: schema.RoleAssistant, Content: fmt.Sprintf("The corrected code now passes all %d tests.", len(p.Tests))},
+		},
+		Stage:   "correct",
+		Method:  "model-injection",
+		Model:   model,
+		Prompt:  version,
+		Sources: []string{p.ID},
+		Labels: map[string]string{
+			"bug_kind":     string(kind),
+			"observed":     bug.Observed,
+			"fix_by":       fixBy,
+			"final_status": ObservedPass,
+		},
+	}, nil
+}
+
+// IsDiscarded reports whether err is a discarded injection (not a failure).
+func IsDiscarded(err error) bool {
+	var d *Discarded
+	return errors.As(err, &d)
+}

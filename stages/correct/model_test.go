@@ -1,0 +1,98 @@
+package correct
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+func modelGenerator(t *testing.T, srv *llmtest.Server) *ModelGenerator {
+	t.Helper()
+	c, err := llm.New(llm.Config{Stage: "correct", BaseURL: srv.URL, APIKeyEnv: "CODEFEEDBACK_TEST_NO_KEY",
+		Params: llm.Params{Model: "fake-chat"}, MaxAttempts: 1}, llm.Options{HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := sandbox(t)
+	return &ModelGenerator{Chat: c, Exec: ex, Checker: &Checker{Exec: ex, LoopTimeout: 1500e6}}
+}
+
+func answer(code string) string {
+	return "Here is the function.\n\n```python\n" + code + "```\n"
+}
+
+// TestModelInjection drives the model path with a scripted fake model: an
+// answer whose bug does not bite is discarded, one that bites as another
+// kind is discarded, and one that fails as asked yields a dialogue with the
+// real error, fixed by the reference solution or by the model.
+func TestModelInjection(t *testing.T) {
+	withRef := &schema.Problem{Query: schema.Query{ID: "t/add", Text: "Write a function add(a, b) that returns the sum."},
+		Solution: "def add(a, b):\n    return a + b\n", Tests: []string{"assert add(1, 2) == 3", "assert add(2, 5) == 7"}}
+	noRef := &schema.Problem{Query: withRef.Query, Tests: withRef.Tests}
+	ok := "def add(a, b):\n    return a + b\n"
+	nameBug := "def add(a, b):\n    total = a + b\n    return totl\n"
+	cases := []struct {
+		name      string
+		p         *schema.Problem
+		kind      Kind
+		replies   []string
+		discarded string // reason substring, "" = dialogue wanted
+		observed  string
+		fixBy     string
+	}{
+		{"no bite", withRef, Name, []string{answer(ok)}, "did not fail", ObservedPass, ""},
+		{"wrong kind", withRef, Type, []string{answer(nameBug)}, "another kind", "NameError", ""},
+		{"name with reference", withRef, Name, []string{answer(nameBug)}, "", "NameError", "reference"},
+		{"logic fixed by model", noRef, Logic, []string{answer("def add(a, b):\n    return a - b\n"),
+			"The subtraction should be an addition.\n\n```python\n" + ok + "```"}, "", ObservedWrongAnswer, "model"},
+		{"bad model fix", noRef, Logic, []string{answer("def add(a, b):\n    return a - b\n"),
+			"Fixed.\n\n```python\ndef add(a, b):\n    return a * b\n```"}, "fix does not pass", ObservedWrongAnswer, ""},
+		{"timeout", withRef, Timeout, []string{answer("def add(a, b):\n    while a != b:\n        a += 0\n    return a + b\n")}, "", ObservedTimeout, "reference"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.New(t)
+			srv.Script(func(c llmtest.Call) llmtest.Reply {
+				if c.N > len(tc.replies) {
+					t.Errorf("unexpected model call %d", c.N)
+					return llmtest.Reply{Text: "no more answers"}
+				}
+				return llmtest.Reply{Text: tc.replies[c.N-1]}
+			})
+			g := modelGenerator(t, srv)
+			d, err := g.Generate(context.Background(), tc.p, tc.kind)
+			if tc.discarded != "" {
+				if !IsDiscarded(err) || !strings.Contains(err.Error(), tc.discarded) {
+					t.Fatalf("got err %v, want a discard for %q", err, tc.discarded)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := srv.Requests()[0].Chat.Messages[0].Content
+			if !strings.Contains(first, string(tc.kind)+" error") && !strings.Contains(first, "never ends") {
+				t.Errorf("injection prompt does not ask for a %s error:\n%s", tc.kind, first)
+			}
+			if d.Messages[0].Content != strings.TrimSpace(UserPrompt(tc.p)) {
+				t.Errorf("first user turn %q, want the plain request %q", d.Messages[0].Content, UserPrompt(tc.p))
+			}
+			if d.Labels["observed"] != tc.observed || d.Labels["fix_by"] != tc.fixBy || d.Labels["bug_kind"] != string(tc.kind) {
+				t.Errorf("labels %v, want observed %s fix_by %s", d.Labels, tc.observed, tc.fixBy)
+			}
+			if d.Method != "model-injection" || d.Model != "fake-chat" || d.Prompt == "" {
+				t.Errorf("method/model/prompt %q/%q/%q", d.Method, d.Model, d.Prompt)
+			}
+			if tc.observed == "NameError" && !strings.Contains(d.Messages[2].Content, "NameError: name 'totl' is not defined") {
+				t.Errorf("feedback turn lacks the real error:\n%s", d.Messages[2].Content)
+			}
+			if err := Verify(context.Background(), g.Checker, &d); err != nil {
+				t.Errorf("verify: %v", err)
+			}
+		})
+	}
+}
