@@ -137,6 +137,9 @@ func (l *Launcher) Info() executors.Info { return executors.Info{Driver: "bwrap"
 func (l *Launcher) Args(argv []string) []string {
 	a := []string{
 		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+		// The runner is pid 1: the kernel drops signals its children send
+		// it, and no same-uid init is left for them to ptrace.
+		"--as-pid-1",
 		"--cap-drop", "ALL", "--clearenv",
 		"--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
 		"--setenv", "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8",

@@ -1,0 +1,288 @@
+package drivertest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codefeedback/codefeedback/executors"
+)
+
+// An attack is a hostile program. Its code prints LEAK when it gets what it
+// wants; the suite also checks the host and that the next run works.
+type attack struct {
+	name  string
+	lang  executors.Language
+	code  string
+	lim   executors.Limits
+	check func(t *testing.T, r executors.Result) // extra checks; may be nil
+	// daemon: the code leaves a process whose argv holds the marker.
+	daemon bool
+}
+
+var short = executors.Limits{Timeout: 3 * time.Second, MemoryBytes: 256 << 20, Processes: 48, FileBytes: 16 << 20}
+
+func wantTimedOut(t *testing.T, r executors.Result) {
+	if !r.TimedOut {
+		t.Errorf("got timed out %v (exit %d), want a timeout", r.TimedOut, r.ExitCode)
+	}
+}
+
+func wantFailed(t *testing.T, r executors.Result) {
+	if r.OK() {
+		t.Errorf("got a successful run (stdout %q), want it to fail", clip(r.Stdout))
+	}
+}
+
+func wantPrinted(s string) func(t *testing.T, r executors.Result) {
+	return func(t *testing.T, r executors.Result) {
+		if !strings.Contains(r.Stdout, s) {
+			t.Errorf("got stdout %q stderr %q, want it to contain %q", clip(r.Stdout), clip(r.Stderr), s)
+		}
+	}
+}
+
+func attacks() []attack {
+	return []attack{
+		{name: "tcp to host loopback", lang: executors.Python, code: `
+import socket
+s = socket.socket()
+s.settimeout(1)
+try:
+    s.connect(("127.0.0.1", {{PORT}}))
+    print("LEAK connected")
+except OSError as e:
+    print("blocked", e)
+`, check: wantPrinted("blocked")},
+		{name: "udp to host loopback", lang: executors.Python, code: `
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(5):
+    try:
+        s.sendto(b"x", ("127.0.0.1", {{UDP}}))
+    except OSError as e:
+        print("blocked", e)
+        break
+`},
+		{name: "bash tcp to host loopback", lang: executors.Bash, code: `exec 3<>/dev/tcp/127.0.0.1/{{PORT}} && echo LEAK connected || echo blocked`, check: wantPrinted("blocked")},
+		{name: "interfaces and name resolution", lang: executors.Python, code: `
+import socket
+names = [l.split(":")[0].strip() for l in open("/proc/net/dev").read().splitlines()[2:]]
+if names != ["lo"]:
+    print("LEAK interfaces", names)
+else:
+    # Only with no way out: resolving must fail without a resolver.
+    try:
+        print("LEAK resolved", socket.getaddrinfo("codefeedback-egress-check.invalid", 80))
+    except OSError as e:
+        print("no resolution", e)
+`, check: wantPrinted("no resolution")},
+		{name: "read root and shadow", lang: executors.Bash, code: `
+for f in /etc/shadow /etc/gshadow /root/.bashrc /root/.ssh/id_rsa; do
+  if [ -r "$f" ] && head -c 100 "$f" >/dev/null 2>&1; then echo "LEAK read $f"; fi
+done
+ls /root 2>/dev/null | sed 's/^/LEAK root has /'
+echo done`, check: wantPrinted("done")},
+		{name: "environment secret", lang: executors.Python, code: `
+import os, glob
+print("env", sorted(os.environ))
+for p in glob.glob("/proc/*/environ"):
+    try:
+        if b"sk-test-secret" in open(p, "rb").read():
+            print("LEAK", p)
+    except OSError:
+        pass
+if "OPENAI_API_KEY" in os.environ:
+    print("LEAK key in environ")
+`},
+		{name: "host file and repo", lang: executors.Bash, code: `
+cat {{SECRETFILE}} 2>/dev/null && echo LEAK read host file
+ls {{REPO}} 2>/dev/null | head -3 | sed 's/^/LEAK repo /'
+echo done`, check: wantPrinted("done")},
+		{name: "write outside scratch", lang: executors.Bash, code: `
+for d in /usr /etc /home /root /bin {{REPO}} {{HOSTDIR}}; do
+  if echo x > "$d/pwned.txt" 2>/dev/null; then echo "LEAK wrote $d"; fi
+done
+echo x > /tmp/pwned.txt 2>/dev/null
+echo done`, check: wantPrinted("done")},
+		{name: "fork bomb python", lang: executors.Python, code: `
+import os
+while True:
+    try:
+        os.fork()
+    except OSError:
+        pass
+`, lim: executors.Limits{Timeout: 2 * time.Second}, check: wantFailed},
+		{name: "fork bomb bash", lang: executors.Bash, code: `b() { b | b & }; b`, lim: executors.Limits{Timeout: 2 * time.Second}},
+		{name: "memory bomb", lang: executors.Python, code: `
+a = []
+while True:
+    a.append(bytearray(16 << 20))
+`, check: func(t *testing.T, r executors.Result) {
+			if !r.OOM {
+				t.Errorf("got oom %v exit %d stderr %q, want OOM", r.OOM, r.ExitCode, clip(r.Stderr))
+			}
+		}},
+		{name: "disk fill", lang: executors.Python, code: `
+i = 0
+try:
+    while True:
+        with open("fill%d" % i, "wb") as f:
+            for _ in range(64):
+                f.write(b"x" * (1 << 20))
+        i += 1
+except OSError as e:
+    print("stopped", i, type(e).__name__)
+`, check: wantPrinted("stopped")},
+		{name: "endless output", lang: executors.Python, code: "while True:\n    print('y' * 1000)", lim: executors.Limits{Timeout: 2 * time.Second},
+			check: func(t *testing.T, r executors.Result) {
+				if !r.StdoutTruncated || !r.TimedOut || len(r.Stdout) > 2*executors.DefaultLimits.OutputBytes {
+					t.Errorf("got truncated %v timed out %v %d bytes, want capped output and a timeout", r.StdoutTruncated, r.TimedOut, len(r.Stdout))
+				}
+			}},
+		{name: "sleep past deadline", lang: executors.Bash, code: "sleep 60", lim: executors.Limits{Timeout: time.Second}, check: wantTimedOut},
+		{name: "daemon outlives run", lang: executors.Python, daemon: true, code: `
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp("sleep", ["sleep", "{{MARKER}}"])
+    os._exit(0)
+time.sleep(0.3)
+print("spawned")
+`, check: wantPrinted("spawned")},
+		{name: "bash nohup daemon", lang: executors.Bash, daemon: true, code: `setsid nohup sleep {{MARKER}} >/dev/null 2>&1 & disown; echo spawned`, check: wantPrinted("spawned")},
+		{name: "kill parent", lang: executors.Python, code: "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint('after')"},
+		{name: "kill pid 1", lang: executors.Python, code: "import os, signal\nos.kill(1, signal.SIGKILL)\nprint('after')"},
+		{name: "kill everything", lang: executors.Bash, code: "kill -9 -1; echo after"},
+		{name: "ptrace parent", lang: executors.Python, code: `
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+for pid in (os.getppid(), 1):
+    if libc.ptrace(16, pid, 0, 0) == 0:  # PTRACE_ATTACH
+        print("LEAK attached", pid)
+print("done")
+`, check: wantPrinted("done")},
+		{name: "mount and unshare", lang: executors.Bash, code: `
+mkdir -p m
+mount -t tmpfs none m 2>/dev/null && echo LEAK mounted
+unshare -r true 2>/dev/null && echo LEAK unshared userns
+unshare -m true 2>/dev/null && echo LEAK unshared mountns
+echo done`, check: wantPrinted("done")},
+		{name: "proc sys and sysrq", lang: executors.Bash, code: `
+echo 1 > /proc/sys/kernel/sysrq 2>/dev/null && echo LEAK sysctl
+echo b > /proc/sysrq-trigger 2>/dev/null && echo LEAK sysrq
+echo done`, check: wantPrinted("done")},
+		{name: "setuid and chown", lang: executors.Python, code: `
+import os, subprocess
+for f in (lambda: os.setuid(0), lambda: os.chown(".", 0, 0), lambda: os.setgid(0)):
+    try:
+        f()
+        print("LEAK privilege")
+    except OSError:
+        pass
+out = subprocess.run(["su", "-c", "id -u", "root"], stdin=subprocess.DEVNULL, capture_output=True, text=True)
+if out.stdout.strip() == "0":
+    print("LEAK su")
+print("done")
+`, check: wantPrinted("done")},
+		{name: "chmod scratch root", lang: executors.Bash, code: `chmod 000 .. /tmp 2>/dev/null; chmod 000 . ; echo done`, check: wantPrinted("done")},
+		{name: "symlink out of scratch", lang: executors.Bash, code: `
+ln -s {{SECRETFILE}} s1; ln -s /etc/shadow s2; ln -s / s3
+cat s1 s2 2>/dev/null && echo LEAK via symlink
+echo done`, check: wantPrinted("done")},
+		{name: "keyring", lang: executors.Python, code: `
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+# add_key("user", "cf", "secret", 6, KEY_SPEC_USER_KEYRING=-4); success is
+# harmless only if the runner then recycles the instance.
+print("add_key", libc.syscall(248, b"user", b"cf", b"secret", 6, -4))
+`},
+		{name: "huge argv", lang: executors.Bash, code: `/bin/true $(head -c 3000000 /dev/zero | tr '\0' a) 2>/dev/null; echo "rc=$?"`, check: wantPrinted("rc=")},
+		{name: "huge code", lang: executors.Python, code: "# " + strings.Repeat("x", 2<<20) + "\nprint('big ok')", check: wantPrinted("big ok")},
+		{name: "binary garbage", lang: executors.Python, code: "import os, sys\nsys.stdout.buffer.write(os.urandom(20000))\nsys.stderr.buffer.write(bytes(range(256)))"},
+		{name: "invalid utf8", lang: executors.Python, code: `import sys
+sys.stdout.buffer.write(b"ok \xff\xfe \xc3 end\n")`, check: wantPrinted("ok")},
+		{name: "dev shm and tmp leftovers", lang: executors.Bash, code: `echo x > /dev/shm/left 2>/dev/null; echo x > /tmp/left; mkdir -p /tmp/cf/evil; echo done`, check: wantPrinted("done")},
+		{name: "signal storm to group", lang: executors.Bash, code: `trap '' TERM HUP INT; kill -STOP $PPID 2>/dev/null; kill -TERM 0; echo done`},
+	}
+}
+
+func testAttacks(t *testing.T, ex executors.Executor, h *host) {
+	for i, a := range attacks() {
+		t.Run(a.name, func(t *testing.T) {
+			// A sleep length no other process on the host uses.
+			marker := fmt.Sprintf("%d.%09d", 900+i, time.Now().UnixNano()%1e9)
+			code := strings.NewReplacer(
+				"{{PORT}}", fmt.Sprint(h.tcpPort), "{{UDP}}", fmt.Sprint(h.udpPort),
+				"{{SECRETFILE}}", h.secretFile, "{{HOSTDIR}}", h.dir, "{{REPO}}", h.repo, "{{MARKER}}", marker,
+			).Replace(a.code)
+			lim := a.lim
+			if lim == (executors.Limits{}) {
+				lim = short
+			}
+			r := run(t, ex, executors.Request{Language: a.lang, Code: code, Limits: lim})
+			for _, s := range []string{r.Stdout, r.Stderr} {
+				if i := strings.Index(s, "LEAK"); i >= 0 {
+					t.Errorf("attack succeeded: %q", clip(s[i:]))
+				}
+				if strings.Contains(s, h.secret) || strings.Contains(s, h.fileToken) {
+					t.Errorf("a host secret appeared in the output")
+				}
+			}
+			if a.check != nil {
+				a.check(t, r)
+			}
+			if a.daemon {
+				m := marker
+				// A python probe: its own command line does not hold the marker.
+				probe := run(t, ex, py("import glob\nn = 0\nfor p in glob.glob('/proc/[0-9]*/cmdline'):\n    try:\n        n += b'"+m+"' in open(p, 'rb').read()\n    except OSError:\n        pass\nprint(n)"))
+				if strings.TrimSpace(probe.Stdout) != "0" {
+					t.Errorf("the next run sees %s daemon processes, want 0", strings.TrimSpace(probe.Stdout))
+				}
+				h.checkUntouched(t, marker)
+			} else {
+				h.checkUntouched(t, "")
+			}
+			if r := run(t, ex, py("print(6 * 7)")); r.Stdout != "42\n" || r.ExitCode != 0 {
+				t.Errorf("the next run after the attack: got %q exit %d stderr %q, want 42", r.Stdout, r.ExitCode, clip(r.Stderr))
+			}
+		})
+	}
+}
+
+// testConcurrentScratch runs a writer and a reader at once: the reader must
+// not find the writer's file anywhere it can see, nor afterwards.
+func testConcurrentScratch(t *testing.T, ex executors.Executor) {
+	tok := "scratch-" + token(t)
+	var wg sync.WaitGroup
+	var writer executors.Result
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var err error
+		writer, err = ex.Run(ctx, executors.Request{Language: executors.Bash,
+			Code: "echo " + tok + " > mine.txt; cp mine.txt /tmp/; pwd; sleep 1.5"})
+		if err != nil {
+			t.Errorf("writer: %v", err)
+		}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	// The token is split so the reader's own script does not contain it.
+	search := "a=" + tok[:8] + "; b=" + tok[8:] + "; grep -rl --exclude-dir=proc --exclude-dir=sys --exclude-dir=usr \"$a$b\" / 2>/dev/null | grep -v '^/proc' | head; " +
+		"for d in /proc/[0-9]*/cwd; do ls $d/mine.txt 2>/dev/null; done; echo searched"
+	reader := run(t, ex, executors.Request{Language: executors.Bash, Code: search, Limits: executors.Limits{Timeout: 10 * time.Second}})
+	wg.Wait()
+	if strings.TrimSpace(reader.Stdout) != "searched" {
+		t.Errorf("concurrent run found the other run's files: %q", reader.Stdout)
+	}
+	after := run(t, ex, executors.Request{Language: executors.Bash, Code: search + "; ls " + strings.TrimSpace(writer.Stdout) + " 2>/dev/null"})
+	if strings.TrimSpace(after.Stdout) != "searched" {
+		t.Errorf("a later run found the earlier run's files: %q", after.Stdout)
+	}
+}
