@@ -1,0 +1,165 @@
+package correct
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// StageOptions are the pipeline-file settings of the "correct" stage.
+type StageOptions struct {
+	// Method is "mutation" (no model; plants bugs into reference solutions)
+	// or "model" (asks the pipeline's model for code with a hidden error).
+	Method string `yaml:"method" json:"method"`
+	// Kinds of bugs to plant (default all five).
+	Kinds []string `yaml:"kinds" json:"kinds"`
+	// Seed picks mutation sites.
+	Seed int64 `yaml:"seed" json:"seed"`
+	// PerOperator caps the mutants tried per operator and problem.
+	PerOperator int `yaml:"per_operator" json:"per_operator"`
+	// PerKind is the number of dialogues kept per kind and problem (mutation).
+	PerKind int `yaml:"per_kind" json:"per_kind"`
+	// Timeout bounds an ordinary test run, LoopTimeout a run expected to hang.
+	Timeout     time.Duration `yaml:"timeout" json:"timeout"`
+	LoopTimeout time.Duration `yaml:"loop_timeout" json:"loop_timeout"`
+	// KeepProblems also passes problem items on (they are consumed
+	// otherwise); items of other kinds always pass through unchanged.
+	KeepProblems bool `yaml:"keep_problems" json:"keep_problems"`
+}
+
+// DefaultStageOptions are the stage's defaults.
+var DefaultStageOptions = StageOptions{Method: "mutation", Seed: 1, PerOperator: 2, PerKind: 1,
+	Timeout: 10 * time.Second, LoopTimeout: 2 * time.Second}
+
+// Validate checks the settings.
+func (o StageOptions) Validate() error {
+	if o.Method != "mutation" && o.Method != "model" {
+		return fmt.Errorf("correct: method %q: want mutation or model", o.Method)
+	}
+	if _, err := o.kinds(); err != nil {
+		return err
+	}
+	if o.PerOperator < 0 || o.PerKind < 0 || o.Timeout < 0 || o.LoopTimeout < 0 {
+		return errors.New("correct: per_operator, per_kind and timeouts must not be negative")
+	}
+	return nil
+}
+
+func (o StageOptions) kinds() ([]Kind, error) {
+	if len(o.Kinds) == 0 {
+		return Kinds(), nil
+	}
+	var ks []Kind
+	for _, s := range o.Kinds {
+		k, err := ParseKind(s)
+		if err != nil {
+			return nil, err
+		}
+		ks = append(ks, k)
+	}
+	return ks, nil
+}
+
+func shortHash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])[:12]
+}
+
+func init() {
+	pipeline.Register("correct", DefaultStageOptions, newStage)
+}
+
+func newStage(o StageOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	kinds, _ := o.kinds()
+	version := map[string]string{"mutate": shortHash(mutateScript), "check": shortHash(checkScript), "dialogue": "v1"}
+	if o.Method == "model" {
+		pv, err := PromptVersion()
+		if err != nil {
+			return nil, err
+		}
+		version["prompts"] = pv
+	}
+	st := &pipeline.Stage{Version: version}
+	st.Observe = func(out pipeline.Item) {
+		if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
+			return
+		}
+		d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
+		if err != nil || d.Stage != "correct" {
+			return
+		}
+		svc.Stats.Add("dialogues", 1)
+		svc.Stats.Add("dialogues."+d.Labels["bug_kind"], 1)
+	}
+	st.Each = func(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
+		if in.Kind != pipeline.KindProblem {
+			return []pipeline.Item{in}, nil
+		}
+		p, err := pipeline.As[schema.Problem](in, pipeline.KindProblem)
+		if err != nil {
+			return nil, pipeline.Permanent(err)
+		}
+		if svc.Executor == nil {
+			return nil, pipeline.Permanent(errors.New("correct: needs a sandbox; add a top-level `executor:` (e.g. bwrap://) to the pipeline file"))
+		}
+		ex, err := svc.Executor(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("correct: open sandbox: %w", err)
+		}
+		checker := &Checker{Exec: ex, Timeout: o.Timeout, LoopTimeout: o.LoopTimeout}
+		var dialogues []schema.Dialogue
+		if o.Method == "mutation" {
+			g := &Generator{Exec: ex, Checker: checker, Opts: Options{Seed: o.Seed, Kinds: kinds, PerOperator: o.PerOperator, PerKind: o.PerKind}}
+			out, err := g.Generate(ctx, &p)
+			if err != nil {
+				return nil, err
+			}
+			dialogues = out.Dialogues
+			if out.Skipped != "" && svc.Logger != nil {
+				svc.Logger.Info("correct: problem skipped", "problem", p.ID, "reason", out.Skipped)
+			}
+		} else {
+			chat, err := pipeline.ServiceAs[llm.Chatter](svc.Model, "model")
+			if err != nil {
+				return nil, pipeline.Permanent(err)
+			}
+			g := &ModelGenerator{Chat: chat, Exec: ex, Checker: checker}
+			for _, k := range kinds {
+				d, err := g.Generate(ctx, &p, k)
+				if IsDiscarded(err) {
+					if svc.Stats != nil {
+						svc.Stats.Add("discarded."+string(k), 1)
+					}
+					continue
+				}
+				if err != nil {
+					return nil, err
+				}
+				dialogues = append(dialogues, d)
+			}
+		}
+		var items []pipeline.Item
+		if o.KeepProblems {
+			items = append(items, in)
+		}
+		for _, d := range dialogues {
+			it, err := pipeline.DialogueItem(d)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, it)
+		}
+		return items, nil
+	}
+	return st, nil
+}

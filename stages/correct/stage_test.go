@@ -1,0 +1,93 @@
+package correct
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// TestStageInPipeline runs the registered "correct" stage through the real
+// engine on three sample problems with bwrap and checks its JSONL output.
+func TestStageInPipeline(t *testing.T) {
+	src, err := os.ReadFile(repoFile(t, "data/problems.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	lines := strings.SplitN(string(src), "\n", 4)[:3]
+	if err := os.WriteFile(filepath.Join(dir, "p.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.jsonl")
+	y := `run_dir: ` + filepath.Join(dir, "run") + `
+executor: bwrap://
+inputs: [{path: p.jsonl, format: mbpp}]
+stages:
+  - {stage: correct, concurrency: 2, settings: {kinds: [syntax, name, logic], seed: 3}}
+outputs: [{path: ` + out + `, kind: dialogue}]
+`
+	file := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pipeline.Load(file, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	kinds := map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var d schema.Dialogue
+		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+			t.Fatalf("output line is not a dialogue: %v", err)
+		}
+		if d.Stage != "correct" || d.Method != "mutation" {
+			t.Errorf("dialogue %s: stage/method %s/%s", d.ID, d.Stage, d.Method)
+		}
+		kinds[d.Labels["bug_kind"]]++
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if kinds["syntax"] != 3 || kinds["name"] != 3 || kinds["logic"] != 3 || len(kinds) != 3 {
+		t.Errorf("dialogues per kind %v, want 3 each of syntax, name, logic", kinds)
+	}
+	if got := man.Stages[0].Stats["dialogues"]; got != 9 {
+		t.Errorf("manifest dialogues stat %v, want 9 (stats %v)", got, man.Stages[0].Stats)
+	}
+}
+
+func TestStageOptionsValidate(t *testing.T) {
+	cases := []struct {
+		o    StageOptions
+		fail bool
+	}{
+		{DefaultStageOptions, false},
+		{StageOptions{Method: "model", Kinds: []string{"timeout"}}, false},
+		{StageOptions{Method: "guess"}, true},
+		{StageOptions{Method: "mutation", Kinds: []string{"memory"}}, true},
+		{StageOptions{Method: "mutation", PerKind: -1}, true},
+	}
+	for _, tc := range cases {
+		if err := tc.o.Validate(); (err != nil) != tc.fail {
+			t.Errorf("Validate(%+v) = %v, want failure %v", tc.o, err, tc.fail)
+		}
+	}
+}
