@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/codefeedback/codefeedback/executors"
+	_ "github.com/codefeedback/codefeedback/executors/bwrap"
+)
+
+type execOptions struct {
+	Lang    string
+	Driver  string // driver name or URL
+	Timeout time.Duration
+	Memory  string
+	JSON    bool
+	Stdin   string // file whose content is the program's stdin
+	File    string // program file, "-" for stdin
+}
+
+func init() {
+	var o execOptions
+	register(&cli.Command{
+		Name:      "exec",
+		Usage:     "run a Python, Bash or SQL snippet in a sandbox and report what happened",
+		ArgsUsage: "FILE|-",
+		Description: "Prints the program's stdout and stderr, then a status line (exit code, signal, timeout, " +
+			"OOM, wall time) on stderr; --json prints the result record instead. Exits with the program's exit " +
+			"code (124 on timeout).",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "lang", Usage: "python, bash or sql", Value: "python", Destination: &o.Lang},
+			&cli.StringFlag{Name: "driver", Usage: "bwrap, docker, or a driver URL such as docker://python:3.12-slim?pids=32", Value: "bwrap", Destination: &o.Driver},
+			&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit", Value: 5 * time.Second, Destination: &o.Timeout},
+			&cli.StringFlag{Name: "memory", Usage: "memory limit, e.g. 512MiB", Value: "512MiB", Destination: &o.Memory},
+			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON", Destination: &o.JSON},
+			&cli.StringFlag{Name: "stdin", Usage: "file to feed the program on stdin", Destination: &o.Stdin},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return withCode(2, fmt.Errorf("exec: want one FILE (or - for stdin), got %d arguments", c.NArg()))
+			}
+			o.File = c.Args().First()
+			return runExec(c.Context, o, os.Stdin, os.Stdout, os.Stderr)
+		},
+	})
+}
+
+// driverURL turns --driver into a URL; a bare name gets pool=1, since exec
+// runs one program.
+func driverURL(driver string) string {
+	if !strings.Contains(driver, "://") {
+		return driver + "://?pool=1"
+	}
+	if !strings.Contains(driver, "pool=") {
+		sep := "?"
+		if strings.Contains(driver, "?") {
+			sep = "&"
+		}
+		return driver + sep + "pool=1"
+	}
+	return driver
+}
+
+func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io.Writer) error {
+	var code []byte
+	var err error
+	if o.File == "-" {
+		code, err = io.ReadAll(in)
+	} else {
+		code, err = os.ReadFile(o.File)
+	}
+	if err != nil {
+		return withCode(2, fmt.Errorf("exec: reading program: %w", err))
+	}
+	mem, err := executors.ParseBytes(o.Memory)
+	if err != nil {
+		return withCode(2, fmt.Errorf("exec: --memory: %w", err))
+	}
+	req := executors.Request{Language: executors.Language(o.Lang), Code: string(code),
+		Limits: executors.Limits{Timeout: o.Timeout, MemoryBytes: mem}}
+	if o.Stdin != "" {
+		b, err := os.ReadFile(o.Stdin)
+		if err != nil {
+			return withCode(2, fmt.Errorf("exec: --stdin: %w", err))
+		}
+		req.Stdin = string(b)
+	}
+	if err := req.Validate(); err != nil {
+		return withCode(2, err)
+	}
+	ex, err := executors.Open(ctx, driverURL(o.Driver))
+	if err != nil {
+		return withCode(2, err)
+	}
+	defer ex.Close()
+	res, err := ex.Run(ctx, req)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	} else {
+		io.WriteString(stdout, res.Stdout)
+		io.WriteString(stderr, res.Stderr)
+		fmt.Fprintln(stderr, statusLine(res))
+	}
+	switch {
+	case res.TimedOut:
+		return withCode(124, fmt.Errorf("exec: timed out after %v", o.Timeout))
+	case res.ExitCode != 0:
+		return withCode(res.ExitCode&0xFF, fmt.Errorf("exec: program exited with status %d", res.ExitCode))
+	}
+	return nil
+}
+
+func statusLine(r executors.Result) string {
+	parts := []string{fmt.Sprintf("exit %d", r.ExitCode)}
+	if r.Signal != "" {
+		parts = append(parts, "signal "+r.Signal)
+	}
+	if r.TimedOut {
+		parts = append(parts, "timed out")
+	}
+	if r.OOM {
+		parts = append(parts, "out of memory")
+	}
+	if r.Killed && !r.TimedOut {
+		parts = append(parts, "killed")
+	}
+	if r.StdoutTruncated || r.StderrTruncated {
+		parts = append(parts, "output truncated")
+	}
+	if r.Exception != "" {
+		parts = append(parts, r.ErrorLine)
+	}
+	parts = append(parts, r.Duration.Round(time.Millisecond/10).String(), r.Driver)
+	return "[" + strings.Join(parts, " · ") + "]"
+}
