@@ -38,11 +38,13 @@ import (
 	"context"
 	"crypto/rand"
 	_ "embed"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
@@ -206,19 +208,99 @@ func Build(p schema.Problem, code string, opts Options) (Program, error) {
 		"code":          code,
 	}
 	// A JSON object of strings, numbers and lists is also a Python literal.
+	lit, err := pyLiteral(payload)
+	if err != nil {
+		return Program{}, fmt.Errorf("harness: encode payload: %w", err)
+	}
+	return Program{Source: bootSource + "_cf_boot()(" + lit + ")\n", marker: marker, opts: opts}, nil
+}
+
+// pyLiteral writes v as JSON, which for strings, numbers, lists and objects
+// is also a valid Python literal.
+func pyLiteral(v any) (string, error) {
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(payload); err != nil {
-		return Program{}, fmt.Errorf("harness: encode payload: %w", err)
+	if err := enc.Encode(v); err != nil {
+		return "", err
 	}
-	src := judgeSource + "\n_cf_judge(" + strings.TrimSpace(b.String()) + ")\n"
-	return Program{Source: src, marker: marker, opts: opts}, nil
+	return strings.TrimSpace(b.String()), nil
 }
 
-// Request is the sandbox request that runs the program.
+// bytecodeFile is the scratch file holding the judge precompiled by the
+// sandbox's own Python (see Judge); the program falls back to compiling the
+// embedded source when it is absent or unreadable.
+const bytecodeFile = "cfjudge.bin"
+
+// bootSource starts every program: the judge's source as one string literal
+// (cheap to parse) that is compiled only when no precompiled judge is in the
+// scratch directory. Compiling the judge costs more than running most tests.
+var bootSource = func() string {
+	lit, err := pyLiteral(judgeSource)
+	if err != nil {
+		panic(err)
+	}
+	return "# codefeedback test judge: see the judge source in _CF_SRC.\n" +
+		"_CF_SRC = " + lit + "\n\n" +
+		"def _cf_boot():\n" +
+		"    try:\n" +
+		"        import marshal\n" +
+		"        with open(" + fmt.Sprintf("%q", bytecodeFile) + ", 'rb') as f:\n" +
+		"            code = marshal.loads(f.read())\n" +
+		"    except Exception:\n" +
+		"        code = compile(_CF_SRC, 'cfjudge.py', 'exec')\n" +
+		"    g = {'__name__': 'cfjudge', '__builtins__': __builtins__}\n" +
+		"    exec(code, g)\n" +
+		"    return g['_cf_judge']\n\n"
+}()
+
+// Request is the sandbox request that runs the program: self-contained, so
+// an execution record holding Source re-runs anywhere.
 func (pr Program) Request() executors.Request {
 	return executors.Request{Language: executors.Python, Code: pr.Source, Limits: pr.opts.Limits}
+}
+
+// compiled caches, per executor, the judge compiled by that executor's
+// Python (marshal format is specific to the Python version). nil bytes mean
+// the executor could not produce it and programs compile the source.
+var compiled sync.Map // executors.Executor -> *compiledJudge
+
+type compiledJudge struct {
+	once sync.Once
+	code []byte
+}
+
+const compileProgram = `import base64, marshal, sys
+sys.stdout.write("CFJUDGE-BYTECODE " + base64.b64encode(marshal.dumps(compile(_CF_SRC, "cfjudge.py", "exec"))).decode() + "\n")
+`
+
+func judgeBytecode(ctx context.Context, ex executors.Executor) []byte {
+	v, _ := compiled.LoadOrStore(ex, &compiledJudge{})
+	cj := v.(*compiledJudge)
+	cj.once.Do(func() {
+		res, err := ex.Run(ctx, executors.Request{Language: executors.Python,
+			Code:   "_CF_SRC = " + must(pyLiteral(judgeSource)) + "\n" + compileProgram,
+			Limits: executors.Limits{Timeout: 20 * time.Second, OutputBytes: 1 << 20}})
+		if err != nil || !res.OK() {
+			return
+		}
+		_, b64, ok := strings.Cut(res.Stdout, "CFJUDGE-BYTECODE ")
+		if !ok {
+			return
+		}
+		code, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64))
+		if err == nil {
+			cj.code = code
+		}
+	})
+	return cj.code
+}
+
+func must(s string, err error) string {
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
 
 // Judge runs code against p's tests in ex and returns the verdict. A failing
@@ -229,7 +311,11 @@ func Judge(ctx context.Context, ex executors.Executor, p schema.Problem, code st
 	if err != nil {
 		return Verdict{}, err
 	}
-	res, err := ex.Run(ctx, pr.Request())
+	req := pr.Request()
+	if code := judgeBytecode(ctx, ex); code != nil {
+		req.Files = map[string][]byte{bytecodeFile: code}
+	}
+	res, err := ex.Run(ctx, req)
 	if err != nil {
 		return Verdict{}, fmt.Errorf("harness: run problem %q: %w", p.ID, err)
 	}
