@@ -145,11 +145,19 @@ type Result struct {
 // Flagged reports whether the dialogue must be removed.
 func (r *Result) Flagged() bool { return len(r.Findings) > 0 }
 
+// msgRange locates one message's tokens and n-grams in the scratch buffers.
+type msgRange struct {
+	text   string
+	tok0   int // first token in scratch.toks
+	g0, g1 int // n-gram range in scratch.gh
+}
+
 // scratch holds one worker's reusable buffers.
 type scratch struct {
 	toks       []span
 	th, gh     []uint64
-	lines      []string
+	msgs       []msgRange
+	nbuf       []byte
 	lh, wh     []uint64
 	blockStart []int // per window: index of its first line in lh
 	sharedAny  []bool
@@ -181,14 +189,11 @@ func (a *Auditor) check(d *schema.Dialogue, seq int, s *scratch) Result {
 	r := Result{Seq: seq, DialogueID: id, Shared: make([]int, len(a.indexes)), sharedLines: make([][]uint64, len(a.indexes))}
 
 	// Code lines and their windows, computed once for all benchmarks.
-	s.lines, s.lh, s.wh, s.blockStart = s.lines[:0], s.lh[:0], s.wh[:0], s.blockStart[:0]
+	s.lh, s.wh, s.blockStart = s.lh[:0], s.wh[:0], s.blockStart[:0]
 	w := a.opts.Window
 	for _, block := range DialogueCode(d) {
 		first := len(s.lh)
-		for _, l := range a.opts.Lines.CodeLines(block) {
-			s.lines = append(s.lines, l)
-			s.lh = append(s.lh, hashString(l))
-		}
+		s.lh, s.nbuf = a.opts.Lines.codeLineHashes(block, s.nbuf, s.lh)
 		before := len(s.wh)
 		s.wh = rollingHashes(s.lh[first:], w, s.wh)
 		for i := before; i < len(s.wh); i++ {
@@ -198,21 +203,16 @@ func (a *Auditor) check(d *schema.Dialogue, seq int, s *scratch) Result {
 	r.CodeLines = len(s.lh)
 	s.sharedAny = resetBools(s.sharedAny, len(s.lh))
 
-	// Token hashes of all messages, also computed once.
-	type msgGrams struct {
-		text string
-		toks []span
-		gh   []uint64
-	}
-	var msgs []msgGrams
-	s.gh = s.gh[:0]
+	// Token n-grams of every message (never across messages), also computed
+	// once; msgs[i] holds message i's range in s.toks and s.gh.
+	s.toks, s.gh, s.msgs = s.toks[:0], s.gh[:0], s.msgs[:0]
 	for i := range d.Messages {
-		m := &d.Messages[i]
-		toks := tokenize(m.Content, nil)
-		s.th = tokenHashes(toks, s.th[:0])
-		start := len(s.gh)
+		text := d.Messages[i].Content
+		t0, g0 := len(s.toks), len(s.gh)
+		s.toks = appendTokens(s.toks, text)
+		s.th = tokenHashes(s.toks[t0:], s.th[:0])
 		s.gh = rollingHashes(s.th, a.opts.N, s.gh)
-		msgs = append(msgs, msgGrams{text: m.Content, toks: toks, gh: s.gh[start:len(s.gh):len(s.gh)]})
+		s.msgs = append(s.msgs, msgRange{text: text, tok0: t0, g0: g0, g1: len(s.gh)})
 	}
 
 	for bi, x := range a.indexes {
@@ -220,6 +220,9 @@ func (a *Auditor) check(d *schema.Dialogue, seq int, s *scratch) Result {
 		s.shared = resetBools(s.shared, len(s.lh))
 		clear(s.cover)
 		for wi, h := range s.wh {
+			if !x.mayHold(h) {
+				continue
+			}
 			refs := x.windows[h]
 			if len(refs) == 0 {
 				continue
@@ -273,13 +276,16 @@ func (a *Auditor) check(d *schema.Dialogue, seq int, s *scratch) Result {
 
 		// N-grams.
 		clear(s.gramHits)
-		for _, m := range msgs {
-			for gi, h := range m.gh {
+		for _, m := range s.msgs {
+			for gi, h := range s.gh[m.g0:m.g1] {
+				if !x.mayHold(h) {
+					continue
+				}
 				ts := x.grams[h]
 				for _, t := range ts {
 					g := s.gramHits[t]
 					if g == nil {
-						g = &gramHit{first: ngramText(m.text, m.toks, gi, a.opts.N), seen: map[uint64]bool{}}
+						g = &gramHit{first: ngramText(m.text, s.toks[m.tok0:], gi, a.opts.N), seen: map[uint64]bool{}}
 						s.gramHits[t] = g
 					}
 					if !g.seen[h] {

@@ -41,6 +41,41 @@ type Index struct {
 	lineText map[uint64]string
 	// grams maps a token n-gram hash to the tasks holding it (each task once).
 	grams map[uint64][]int32
+	// filter is a one-hash Bloom filter over the keys of windows and grams,
+	// indexed by a hash's top bits: nearly every dialogue window and n-gram
+	// is absent from the benchmark, and one bit test is much cheaper than a
+	// map probe.
+	filter []uint64
+	shift  uint
+}
+
+// mayHold reports whether h may be a key of windows or grams (false means
+// certainly not).
+func (x *Index) mayHold(h uint64) bool {
+	i := h >> x.shift
+	return x.filter[i/64]&(1<<(i%64)) != 0
+}
+
+// buildFilter sizes the filter at 16+ bits per key (about 6% false
+// positives at most) and sets the keys' bits.
+func (x *Index) buildFilter() {
+	keys := len(x.windows) + len(x.grams)
+	bits := uint(16)
+	for 1<<bits < 16*keys && bits < 30 {
+		bits++
+	}
+	x.shift = 64 - bits
+	x.filter = make([]uint64, (1<<bits)/64)
+	set := func(h uint64) {
+		i := h >> x.shift
+		x.filter[i/64] |= 1 << (i % 64)
+	}
+	for h := range x.windows {
+		set(h)
+	}
+	for h := range x.grams {
+		set(h)
+	}
 }
 
 // Name returns the benchmark name.
@@ -143,6 +178,7 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int) (*Index, error) {
 			}
 		}
 	}
+	x.buildFilter()
 	return x, nil
 }
 

@@ -3,6 +3,8 @@ package audit
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/codefeedback/codefeedback/schema"
 )
@@ -42,27 +44,42 @@ var trivialLines = map[string]bool{
 // one space. So "x = a+b" and "x=a + b" both give "x=a+b", while
 // "return x" stays "return x".
 func NormalizeLine(s string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return ""
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	var prev rune // last rune written
-	pendingSpace := false
-	for _, r := range s {
-		if unicode.IsSpace(r) {
-			pendingSpace = true
-			continue
+	return string(normalizeAppend(nil, s))
+}
+
+// normalizeAppend appends NormalizeLine(s) to dst without allocating when
+// dst has room.
+func normalizeAppend(dst []byte, s string) []byte {
+	var prevWord, pendingSpace, started bool
+	for i := 0; i < len(s); {
+		c := s[i]
+		var word bool
+		sz := 1
+		if c < utf8.RuneSelf {
+			if c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f' {
+				pendingSpace = started
+				i++
+				continue
+			}
+			word = asciiWord[c]
+		} else {
+			var r rune
+			r, sz = utf8.DecodeRuneInString(s[i:])
+			if unicode.IsSpace(r) {
+				pendingSpace = started
+				i += sz
+				continue
+			}
+			word = isWord(r)
 		}
-		if pendingSpace && isWord(prev) && isWord(r) {
-			b.WriteByte(' ')
+		if pendingSpace && prevWord && word {
+			dst = append(dst, ' ')
 		}
-		pendingSpace = false
-		b.WriteRune(r)
-		prev = r
+		dst = append(dst, s[i:i+sz]...)
+		pendingSpace, prevWord, started = false, word, true
+		i += sz
 	}
-	return b.String()
+	return dst
 }
 
 func isWord(r rune) bool {
@@ -101,12 +118,31 @@ func (o LineOptions) Keep(n string) bool {
 // accepts, in order.
 func (o LineOptions) CodeLines(code string) []string {
 	var out []string
-	for _, l := range strings.Split(code, "\n") {
-		if n := NormalizeLine(l); o.Keep(n) {
-			out = append(out, n)
+	var buf []byte
+	for rest := code; rest != ""; {
+		var l string
+		l, rest, _ = strings.Cut(rest, "\n")
+		buf = normalizeAppend(buf[:0], l)
+		if n := unsafe.String(unsafe.SliceData(buf), len(buf)); o.Keep(n) {
+			out = append(out, string(buf))
 		}
 	}
 	return out
+}
+
+// codeLineHashes appends the hashes of a block's kept code lines to out,
+// reusing buf; the allocation-free twin of CodeLines for the hot path.
+func (o LineOptions) codeLineHashes(code string, buf []byte, out []uint64) ([]uint64, []byte) {
+	for rest := code; rest != ""; {
+		var l string
+		l, rest, _ = strings.Cut(rest, "\n")
+		buf = normalizeAppend(buf[:0], l)
+		// The view is only read before buf is next written.
+		if n := unsafe.String(unsafe.SliceData(buf), len(buf)); o.Keep(n) {
+			out = append(out, hashString(n))
+		}
+	}
+	return out, buf
 }
 
 // FencedBlocks returns the bodies of the Markdown fenced code blocks (``` or
@@ -114,27 +150,31 @@ func (o LineOptions) CodeLines(code string) []string {
 // order. An unclosed fence runs to the end of the text, as Markdown renders it.
 func FencedBlocks(text string) []string {
 	var blocks []string
-	lines := strings.Split(text, "\n")
 	in := false
 	var fence string
-	var cur []string
-	for _, l := range lines {
-		t := strings.TrimSpace(l)
+	bodyStart := 0
+	for pos := 0; pos < len(text); {
+		end := strings.IndexByte(text[pos:], '\n')
+		next := len(text)
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += pos
+			next = end + 1
+		}
+		t := strings.TrimSpace(text[pos:end])
 		if !in {
 			if f := fenceOf(t); f != "" {
-				in, fence, cur = true, f, cur[:0]
+				in, fence, bodyStart = true, f, next
 			}
-			continue
-		}
-		if strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "" {
-			blocks = append(blocks, strings.Join(cur, "\n"))
+		} else if strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "" {
+			blocks = append(blocks, strings.TrimSuffix(text[bodyStart:min(pos, len(text))], "\n"))
 			in = false
-			continue
 		}
-		cur = append(cur, l)
+		pos = next
 	}
-	if in && len(cur) > 0 {
-		blocks = append(blocks, strings.Join(cur, "\n"))
+	if in && bodyStart < len(text) {
+		blocks = append(blocks, text[bodyStart:])
 	}
 	return blocks
 }

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"hash/maphash"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -19,9 +20,12 @@ type span struct {
 // tokenize splits text into word tokens: maximal runs of letters, digits and
 // '_', lowercased. Everything else (space, punctuation, operators) separates
 // tokens and is dropped, so "sum(a,b)" and "sum (a, b)" give the same tokens.
-// It appends to buf and returns it, so a caller can reuse the buffer.
-func tokenize(text string, buf []span) []span {
-	buf = buf[:0]
+// It reuses buf's storage.
+func tokenize(text string, buf []span) []span { return appendTokens(buf[:0], text) }
+
+// appendTokens appends the tokens of text (offsets relative to text) to buf.
+func appendTokens(buf []span, text string) []span {
+	var low []byte
 	i := 0
 	for i < len(text) {
 		c := text[i]
@@ -30,13 +34,12 @@ func tokenize(text string, buf []span) []span {
 				i++
 				continue
 			}
-		} else if r, _ := utf8.DecodeRuneInString(text[i:]); !isWord(r) {
-			_, sz := utf8.DecodeRuneInString(text[i:])
+		} else if r, sz := utf8.DecodeRuneInString(text[i:]); !isWord(r) {
 			i += sz
 			continue
 		}
 		start := i
-		h := uint64(fnvOffset)
+		plain := true // ASCII without upper case: hash the text as is
 		for i < len(text) {
 			c := text[i]
 			if c < utf8.RuneSelf {
@@ -44,9 +47,8 @@ func tokenize(text string, buf []span) []span {
 					break
 				}
 				if 'A' <= c && c <= 'Z' {
-					c += 'a' - 'A'
+					plain = false
 				}
-				h = (h ^ uint64(c)) * fnvPrime
 				i++
 				continue
 			}
@@ -54,17 +56,35 @@ func tokenize(text string, buf []span) []span {
 			if !isWord(r) {
 				break
 			}
-			r = unicode.ToLower(r)
-			var enc [4]byte
-			n := utf8.EncodeRune(enc[:], r)
-			for _, b := range enc[:n] {
-				h = (h ^ uint64(b)) * fnvPrime
-			}
+			plain = false
 			i += sz
 		}
-		buf = append(buf, span{start: int32(start), end: int32(i), hash: mix(h)})
+		var h uint64
+		if plain {
+			h = hashString(text[start:i])
+		} else {
+			low = appendLower(low[:0], text[start:i])
+			h = hashBytes(low)
+		}
+		buf = append(buf, span{start: int32(start), end: int32(i), hash: h})
 	}
 	return buf
+}
+
+// appendLower appends the lowercase form of a word token to b.
+func appendLower(b []byte, w string) []byte {
+	for _, r := range w {
+		if r < utf8.RuneSelf {
+			c := byte(r)
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b = append(b, c)
+			continue
+		}
+		b = utf8.AppendRune(b, unicode.ToLower(r))
+	}
+	return b
 }
 
 var asciiWord = func() (t [utf8.RuneSelf]bool) {
@@ -74,23 +94,8 @@ var asciiWord = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
-const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
-	// rollBase is the odd multiplier of the polynomial n-gram hash.
-	rollBase = 0x9E3779B97F4A7C15
-)
-
-// mix is the splitmix64 finaliser: it spreads FNV's low-entropy bits so the
-// polynomial combination of token hashes behaves like a random hash.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
+// rollBase is the odd multiplier of the polynomial n-gram hash.
+const rollBase = 0x9E3779B97F4A7C15
 
 // rollingHashes appends the hash of every n-long window of hs to out (none
 // when hs is shorter than n) with a rolling polynomial hash mod 2^64:
@@ -115,14 +120,16 @@ func rollingHashes(hs []uint64, n int, out []uint64) []uint64 {
 	return out
 }
 
-// hashString is FNV-1a 64 with the splitmix finaliser.
-func hashString(s string) uint64 {
-	h := uint64(fnvOffset)
-	for i := 0; i < len(s); i++ {
-		h = (h ^ uint64(s[i])) * fnvPrime
-	}
-	return mix(h)
-}
+// seed keys the hashes of one process. Indexes and dialogues are hashed in
+// the same process, so a random seed is enough and defeats crafted
+// collisions.
+var seed = maphash.MakeSeed()
+
+// hashString hashes a token or a normalised line.
+func hashString(s string) uint64 { return maphash.String(seed, s) }
+
+// hashBytes is hashString for a byte slice.
+func hashBytes(b []byte) uint64 { return maphash.Bytes(seed, b) }
 
 // ngramText renders the n tokens starting at toks[i] as lowercased words
 // separated by one space, for evidence.

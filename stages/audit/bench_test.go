@@ -1,0 +1,138 @@
+package audit
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// syntheticCorpus streams n dialogues of realistic length built from the 10
+// Code-Feedback sample dialogues (about 6.6 KB and 7 turns each) with a Code
+// Alpaca exchange in front, perturbed per dialogue (renamed identifiers, a
+// numbered request) so no two dialogues are identical. Dialogues are built
+// on demand, as a reader would stream them, so memory stays that of the
+// audit.
+func syntheticCorpus(tb testing.TB, n int) (iter.Seq2[*schema.Dialogue, error], int64) {
+	f, err := os.Open(shared.Path(tb, "codefeedback-sample/code_feedback_sample.jsonl"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	var cf [][]schema.Message
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var r struct {
+			Messages []schema.Message `json:"messages"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			tb.Fatal(err)
+		}
+		cf = append(cf, r.Messages)
+	}
+	alpaca := testAlpacaDialogues(tb)
+	renames := []string{"result", "data", "value", "count", "index", "items", "total", "number"}
+	build := func(k int) *schema.Dialogue {
+		a := alpaca[k%len(alpaca)].Messages
+		base := cf[k%len(cf)]
+		suffix := "_" + strconv.Itoa(k%997)
+		r := strings.NewReplacer(renames[k%len(renames)], renames[k%len(renames)]+suffix)
+		msgs := make([]schema.Message, 0, len(base)+2)
+		msgs = append(msgs, schema.Message{Role: schema.RoleUser, Content: fmt.Sprintf("Request %d: %s", k, a[0].Content)},
+			schema.Message{Role: schema.RoleAssistant, Content: r.Replace(a[1].Content)})
+		for _, m := range base {
+			msgs = append(msgs, schema.Message{Role: m.Role, Content: r.Replace(m.Content)})
+		}
+		return &schema.Dialogue{ID: "syn-" + strconv.Itoa(k), Messages: msgs}
+	}
+	var bytes int64
+	for k := 0; k < 100; k++ {
+		for _, m := range build(k).Messages {
+			bytes += int64(len(m.Content))
+		}
+	}
+	return func(yield func(*schema.Dialogue, error) bool) {
+		for k := 0; k < n; k++ {
+			if !yield(build(k), nil) {
+				return
+			}
+		}
+	}, bytes / 100
+}
+
+// vmHWM returns the process's peak resident set size in bytes (Linux).
+func vmHWM(tb testing.TB) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		tb.Skipf("no /proc/self/status: %v", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	tb.Skip("no VmHWM in /proc/self/status")
+	return 0
+}
+
+// cpuSeconds is the process's user+system CPU time: on a shared machine
+// wall time depends on the other load, CPU time much less.
+func cpuSeconds(tb testing.TB) float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// BenchmarkAudit68k audits 17,000, 34,000 and 68,000 synthetic dialogues
+// against HumanEval and MBPP, and reports for each size the seconds,
+// dialogues/s and the peak RSS so far, plus the linearity ratios
+// (time per dialogue at 34k and 68k over that at 17k, baseline 17k = 1).
+// Run: go test -run '^$' -bench Audit68k -benchtime 1x ./stages/audit/
+func BenchmarkAudit68k(b *testing.B) {
+	a := testAuditor(b, Options{})
+	for range b.N {
+		var base float64
+		for _, n := range []int{17000, 34000, 68000} {
+			corpus, avg := syntheticCorpus(b, n)
+			cpu0 := cpuSeconds(b)
+			start := time.Now()
+			rep, err := a.Run(context.Background(), corpus, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			el := time.Since(start).Seconds()
+			cpu := cpuSeconds(b) - cpu0
+			if rep.Dialogues != n {
+				b.Fatalf("audited %d dialogues, want %d", rep.Dialogues, n)
+			}
+			k := strconv.Itoa(n/1000) + "k"
+			b.ReportMetric(el, "s_"+k)
+			b.ReportMetric(cpu, "cpu_s_"+k)
+			b.ReportMetric(float64(n)/el, "dlg/s_"+k)
+			b.ReportMetric(float64(vmHWM(b))/(1<<20), "VmHWM_MiB_after_"+k)
+			if base == 0 {
+				base = el / float64(n)
+				b.Logf("avg dialogue %d bytes; flagged at 17k: %d", avg, rep.Flagged)
+			} else {
+				b.ReportMetric(el/float64(n)/base, "per-dlg_time_"+k+"/17k")
+			}
+		}
+	}
+}
