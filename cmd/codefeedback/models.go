@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
+)
+
+// exitModelUnreachable: `models check` could not reach or use the endpoint.
+const exitModelUnreachable = 5
+
+type modelsCheckOptions struct {
+	baseURL   string
+	model     string
+	apiKeyEnv string
+	timeout   time.Duration
+	out       io.Writer
+}
+
+func init() {
+	register(&cli.Command{
+		Name:  "models",
+		Usage: "check model endpoints",
+		Subcommands: []*cli.Command{{
+			Name:  "check",
+			Usage: "ping an OpenAI-compatible endpoint: list models, time a tiny chat call, test JSON mode",
+			Description: "Exits 0 when the endpoint answers a chat call, 5 when it is unreachable, " +
+				"refuses the key or cannot answer. The API key is read from the variable --api-key-env names.",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "base-url", Usage: "API base URL including /v1", EnvVars: []string{"OPENAI_BASE_URL"},
+					Value: "https://api.openai.com/v1"},
+				&cli.StringFlag{Name: "model", Usage: "model for the test calls (default: the first one listed)"},
+				&cli.StringFlag{Name: "api-key-env", Usage: "environment variable holding the API key", Value: llm.DefaultAPIKeyEnv},
+				&cli.DurationFlag{Name: "timeout", Usage: "timeout of each call", Value: 30 * time.Second},
+			},
+			Action: func(c *cli.Context) error {
+				return runModelsCheck(c.Context, modelsCheckOptions{
+					baseURL: c.String("base-url"), model: c.String("model"), apiKeyEnv: c.String("api-key-env"),
+					timeout: c.Duration("timeout"), out: c.App.Writer,
+				})
+			},
+		}},
+	})
+}
+
+// runModelsCheck reports on one endpoint. It fails (exit 5) when the
+// endpoint cannot be listed or cannot answer a chat call; a missing JSON
+// mode is reported, not fatal.
+func runModelsCheck(ctx context.Context, o modelsCheckOptions) error {
+	if o.apiKeyEnv == "" {
+		o.apiKeyEnv = llm.DefaultAPIKeyEnv
+	}
+	client, err := llm.New(llm.Config{
+		Stage: "models-check", BaseURL: o.baseURL, APIKeyEnv: o.apiKeyEnv, Params: llm.Params{Model: o.model},
+		Timeout: o.timeout, MaxAttempts: 1, Concurrency: 1,
+	}, llm.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return withCode(exitConfig, err)
+	}
+	keyState := "not set (no Authorization header)"
+	if os.Getenv(o.apiKeyEnv) != "" {
+		keyState = "set"
+	}
+	fmt.Fprintf(o.out, "endpoint:  %s\napi key:   $%s %s\n", o.baseURL, o.apiKeyEnv, keyState)
+
+	start := time.Now()
+	names, err := client.Models(ctx)
+	if err != nil {
+		return withCode(exitModelUnreachable, fmt.Errorf("endpoint %s unreachable: %w", o.baseURL, err))
+	}
+	fmt.Fprintf(o.out, "models:    %d listed in %s: %s\n", len(names), since(start), strings.Join(names, ", "))
+	model := o.model
+	if model == "" {
+		if len(names) == 0 {
+			return withCode(exitModelUnreachable, fmt.Errorf("endpoint %s lists no models; pass --model", o.baseURL))
+		}
+		model = names[0]
+	}
+
+	zero := 0.0
+	start = time.Now()
+	resp, err := client.Chat(ctx, llm.Request{
+		Messages: []llm.Message{llm.User("Reply with the single word: pong")},
+		Params:   llm.Params{Model: model, MaxTokens: 16, Temperature: &zero},
+	})
+	if err != nil {
+		return withCode(exitModelUnreachable, fmt.Errorf("chat with %s failed: %w", model, err))
+	}
+	fmt.Fprintf(o.out, "chat:      %s answered %q in %s (%d+%d tokens)\n", model, oneLine(resp.Text, 60),
+		since(start), resp.PromptTokens, resp.CompletionTokens)
+
+	start = time.Now()
+	resp, err = client.Chat(ctx, llm.Request{
+		Messages: []llm.Message{llm.User(`Reply with the JSON object {"ok": true} and nothing else.`)},
+		Params:   llm.Params{Model: model, MaxTokens: 32, Temperature: &zero, JSONMode: true},
+	})
+	var obj map[string]any
+	switch {
+	case err != nil:
+		fmt.Fprintf(o.out, "json mode: not supported (%v)\n", err)
+	case parse.JSON(resp.Text, &obj) != nil:
+		fmt.Fprintf(o.out, "json mode: accepted, but the answer is not JSON: %q\n", oneLine(resp.Text, 60))
+	default:
+		fmt.Fprintf(o.out, "json mode: works (%s)\n", since(start))
+	}
+	return nil
+}
+
+func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n] + "..."
+	}
+	return s
+}
