@@ -1,9 +1,7 @@
 package audit
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"iter"
 	"os"
@@ -24,22 +22,9 @@ import (
 // on demand, as a reader would stream them, so memory stays that of the
 // audit.
 func syntheticCorpus(tb testing.TB, n int) (iter.Seq2[*schema.Dialogue, error], int64) {
-	f, err := os.Open(shared.Path(tb, "codefeedback-sample/code_feedback_sample.jsonl"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
 	var cf [][]schema.Message
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var r struct {
-			Messages []schema.Message `json:"messages"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			tb.Fatal(err)
-		}
-		cf = append(cf, r.Messages)
+	for _, d := range testDialogues(tb, shared.Path(tb, "codefeedback-sample/code_feedback_sample.jsonl")) {
+		cf = append(cf, d.Messages)
 	}
 	alpaca := testAlpacaDialogues(tb)
 	renames := []string{"result", "data", "value", "count", "index", "items", "total", "number"}

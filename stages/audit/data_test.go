@@ -1,12 +1,8 @@
 package audit
 
 import (
-	"bufio"
-	"compress/gzip"
-	"encoding/json"
-	"fmt"
+	"errors"
 	"io"
-	"os"
 	"strings"
 	"testing"
 
@@ -14,101 +10,56 @@ import (
 	"github.com/codefeedback/codefeedback/schema"
 )
 
-// The loaders below decode the shared data for the tests only.
-
-func readJSONL(t testing.TB, path string, each func(line []byte)) {
+// testBench loads a known benchmark from the shared data, checksum verified.
+func testBench(t testing.TB, name string) []schema.Problem {
 	t.Helper()
-	f, err := os.Open(path)
+	s, _ := Lookup(name)
+	shared.Path(t, s.File) // skips when the shared data is absent
+	bs, err := Load([]string{name}, LoadOptions{Dir: shared.DataDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = zr
-	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		if len(strings.TrimSpace(sc.Text())) > 0 {
-			each(sc.Bytes())
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	return bs[0].Problems
 }
 
-func testHumanEval(t testing.TB) []schema.Problem {
-	var out []schema.Problem
-	readJSONL(t, shared.Path(t, "humaneval/HumanEval.jsonl.gz"), func(b []byte) {
-		var r struct {
-			TaskID            string `json:"task_id"`
-			Prompt            string `json:"prompt"`
-			EntryPoint        string `json:"entry_point"`
-			CanonicalSolution string `json:"canonical_solution"`
-			Test              string `json:"test"`
-		}
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, schema.Problem{
-			Query:    schema.Query{ID: r.TaskID, Text: r.Prompt, Source: "humaneval"},
-			Prompt:   r.Prompt,
-			Solution: r.CanonicalSolution, Tests: []string{r.Test}, EntryPoint: r.EntryPoint,
-		})
-	})
-	return out
-}
-
-func testMBPP(t testing.TB) []schema.Problem {
-	var out []schema.Problem
-	readJSONL(t, shared.Path(t, "mbpp/mbpp.jsonl"), func(b []byte) {
-		var r struct {
-			Text     string   `json:"text"`
-			Code     string   `json:"code"`
-			TaskID   int      `json:"task_id"`
-			Setup    string   `json:"test_setup_code"`
-			TestList []string `json:"test_list"`
-		}
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, schema.Problem{
-			Query:    schema.Query{ID: fmt.Sprintf("MBPP/%d", r.TaskID), Text: r.Text, Source: "mbpp"},
-			Solution: r.Code, Tests: r.TestList, Setup: r.Setup,
-		})
-	})
-	return out
-}
+func testHumanEval(t testing.TB) []schema.Problem { return testBench(t, "humaneval") }
+func testMBPP(t testing.TB) []schema.Problem      { return testBench(t, "mbpp") }
 
 // testAlpacaDialogues turns Code Alpaca records into two-turn dialogues:
 // user = instruction + input, assistant = output in a code fence.
 func testAlpacaDialogues(t testing.TB) []schema.Dialogue {
-	b, err := os.ReadFile(shared.Path(t, "queries/code_alpaca_2k.json"))
+	ps, err := schema.LoadProblems(shared.Path(t, "queries/code_alpaca_2k.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []struct{ Instruction, Input, Output string }
-	if err := json.Unmarshal(b, &recs); err != nil {
-		t.Fatal(err)
-	}
-	out := make([]schema.Dialogue, len(recs))
-	for i, r := range recs {
-		user := r.Instruction
-		if r.Input != "" {
-			user += "\n" + r.Input
-		}
-		out[i] = schema.Dialogue{ID: fmt.Sprintf("alpaca-%d", i), Messages: []schema.Message{
-			{Role: schema.RoleUser, Content: user},
-			{Role: schema.RoleAssistant, Content: "```\n" + r.Output + "\n```"},
+	out := make([]schema.Dialogue, len(ps))
+	for i, p := range ps {
+		out[i] = schema.Dialogue{ID: "alpaca-" + p.ID, Messages: []schema.Message{
+			{Role: schema.RoleUser, Content: p.Text},
+			{Role: schema.RoleAssistant, Content: "```\n" + p.Solution + "\n```"},
 		}}
 	}
 	return out
+}
+
+// testDialogues reads a dialogue file (Code-Feedback format) with schema.
+func testDialogues(t testing.TB, path string) []schema.Dialogue {
+	src, err := schema.OpenSource(path, schema.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var out []schema.Dialogue
+	for {
+		r, err := src.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, *r.Dialogue)
+	}
 }
 
 // plantHumanEval renders a HumanEval task as a realistic dialogue: the user
