@@ -503,3 +503,24 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestRequestsPerMinuteLimit(t *testing.T) {
+	srv := llmtest.New(t)
+	// 120/min = 2/s with a burst of 10 s worth (20): 22 calls need ~1 s.
+	c := newClient(t, srv, llm.Options{}, func(c *llm.Config) { c.RequestsPerMinute = 120; c.Concurrency = 8 })
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < 22; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.Chat(context.Background(), ask(fmt.Sprint(i))); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if el := time.Since(start); el < 900*time.Millisecond {
+		t.Errorf("22 calls at 2/s after a burst of 20 took %v, want >= ~1s", el)
+	}
+}

@@ -303,7 +303,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if !s.wait(r, d) {
 			return
 		}
-		fault.Kind = NoFault
+		fault = Fault{}
+		if queued && chat != nil { // a queued stall delays the normal answer
+			reply = s.reply(Call{N: n, Request: *chat})
+			fault = reply.Fault
+		}
 	}
 
 	switch fault.Kind {
