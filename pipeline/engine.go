@@ -564,7 +564,9 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *Stage, key strin
 	conc := s.Concurrency
 	g, gctx := errgroup.WithContext(sctx)
 	g.SetLimit(conc)
-	slots := make(chan *slot, 2*conc+256)
+	// A deep window lets many results await one group commit (fsync)
+	// without stalling workers; its memory is bounded, not per-run.
+	slots := make(chan *slot, 4096+2*conc)
 	var c Counts
 	var werr error // fatal: store or file failure
 	writerDone := make(chan struct{})

@@ -40,7 +40,7 @@ var ErrClosed = errors.New("store: closed")
 // shared, for merging from another run directory. It fails after timeout if
 // another process holds the file.
 func OpenBolt(path string, readOnly bool) (*Bolt, error) {
-	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 2 * time.Second, ReadOnly: readOnly, FreelistType: bolt.FreelistMapType})
+	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 2 * time.Second, ReadOnly: readOnly, FreelistType: bolt.FreelistMapType, NoFreelistSync: true})
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}

@@ -1,0 +1,218 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// benchItems reads a size from the environment so `make bench` stays modest
+// while the figures in the notes can be reproduced at full scale.
+func benchItems(env string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(env)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+const instantPipeline = `
+run_dir: $DIR/run
+inputs: [{path: q.jsonl, format: native}]
+defaults: {concurrency: 8}
+stages:
+  - {stage: t-suffix, name: a, settings: {prompt: "-a"}}
+  - {stage: t-suffix, name: b, settings: {prompt: "-b"}}
+  - {stage: t-suffix, name: c, settings: {prompt: "-c"}}
+`
+
+// BenchmarkThreeStagesInstant: items/s through three instant stages,
+// including the store writes (target >= 5,000/s). The baseline in the same
+// benchmark streams the same items through the same three stage functions
+// with plain file I/O and no engine (no store, no concurrency), so the ratio
+// shows the engine's cost on a machine whose speed varies.
+func BenchmarkThreeStagesInstant(b *testing.B) {
+	n := benchItems("CODEFEEDBACK_BENCH_ITEMS", 20000)
+	var total, base time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		dir, file := setup(b, n, instantPipeline)
+		cfg, err := Load(file, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		src := filepath.Join(dir, "q.jsonl")
+		for j, st := range cfg.Stages {
+			stage, err := st.reg.build(st.opts.Interface(), &Services{Name: "baseline", Stats: NewStats()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			format := "native"
+			if j > 0 {
+				format = "items"
+			}
+			f, _ := lookupFormat(format)
+			dst := filepath.Join(dir, fmt.Sprintf("base-%d.jsonl", j))
+			w, err := newJSONLOut(dst, true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for it, err := range f(context.Background(), src) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				outs, err := stage.Each(context.Background(), it)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, o := range outs {
+					if err := w.Write(o); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			if err := w.Close(); err != nil {
+				b.Fatal(err)
+			}
+			src = dst
+		}
+		base += time.Since(start)
+		b.StartTimer()
+		start = time.Now()
+		if _, err := Run(context.Background(), cfg, RunOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+	}
+	b.ReportMetric(float64(n*b.N)/total.Seconds(), "items/s")
+	b.ReportMetric(float64(n*b.N)/base.Seconds(), "baseline-items/s")
+	b.ReportMetric(total.Seconds()/base.Seconds(), "x-baseline-time")
+}
+
+// BenchmarkRerunUnchanged: a re-run with nothing changed (target < 10 s for
+// 100,000 items, zero stage calls), both through the completion markers and
+// through the per-item store lookups (markers removed).
+func BenchmarkRerunUnchanged(b *testing.B) {
+	n := benchItems("CODEFEEDBACK_BENCH_RERUN_ITEMS", 100000)
+	dir, file := setup(b, n, instantPipeline)
+	cfg, err := Load(file, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := Run(context.Background(), cfg, RunOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	resetCalls()
+	b.ResetTimer()
+	var unchanged, lookups time.Duration
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if _, err := Run(context.Background(), cfg, RunOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		unchanged += time.Since(start)
+		b.StopTimer()
+		for _, s := range []string{"a", "b", "c"} {
+			os.Remove(filepath.Join(dir, "run", "stages", s, "done.json"))
+		}
+		b.StartTimer()
+		start = time.Now()
+		if _, err := Run(context.Background(), cfg, RunOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		lookups += time.Since(start)
+	}
+	calls := callCount("a") + callCount("b") + callCount("c")
+	if calls != 0 {
+		b.Fatalf("re-run made %d stage calls, want 0", calls)
+	}
+	b.ReportMetric(unchanged.Seconds()/float64(b.N), "s/rerun-markers")
+	b.ReportMetric(lookups.Seconds()/float64(b.N), "s/rerun-lookups")
+	b.ReportMetric(float64(calls), "stage-calls")
+}
+
+// BenchmarkSlowStage: a 200 ms stage at concurrency 32 against the ideal
+// 160 items/s.
+func BenchmarkSlowStage(b *testing.B) {
+	n := benchItems("CODEFEEDBACK_BENCH_SLOW_ITEMS", 640)
+	y := `
+run_dir: $DIR/run
+inputs: [{path: q.jsonl, format: native}]
+stages:
+  - {stage: t-suffix, name: slow, concurrency: 32, settings: {sleep: 200ms}}
+`
+	var total time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		_, file := setup(b, n, y)
+		cfg, err := Load(file, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		if _, err := Run(context.Background(), cfg, RunOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+	}
+	rate := float64(n*b.N) / total.Seconds()
+	b.ReportMetric(rate, "items/s")
+	b.ReportMetric(rate/160, "ratio-to-ideal")
+}
+
+// BenchmarkPeakMemory: peak Go heap of a per-item stage over n and 10n items;
+// a streaming engine keeps the ratio near 1.
+func BenchmarkPeakMemory(b *testing.B) {
+	small := benchItems("CODEFEEDBACK_BENCH_MEM_ITEMS", 20000)
+	peak := func(n int) uint64 {
+		_, file := setup(b, n, `
+run_dir: $DIR/run
+inputs: [{path: q.jsonl, format: native}]
+stages:
+  - {stage: t-suffix, name: a, concurrency: 8}
+`)
+		cfg, err := Load(file, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		var max atomic.Uint64
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			var ms runtime.MemStats
+			for {
+				runtime.ReadMemStats(&ms)
+				if ms.HeapInuse > max.Load() {
+					max.Store(ms.HeapInuse)
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+		}()
+		if _, err := Run(context.Background(), cfg, RunOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		close(stop)
+		<-done
+		return max.Load()
+	}
+	for i := 0; i < b.N; i++ {
+		p1 := peak(small)
+		p10 := peak(10 * small)
+		b.ReportMetric(float64(p1)/(1<<20), fmt.Sprintf("MiB-heap-%d", small))
+		b.ReportMetric(float64(p10)/(1<<20), fmt.Sprintf("MiB-heap-%d", 10*small))
+		b.ReportMetric(float64(p10)/float64(p1), "ratio")
+	}
+}
