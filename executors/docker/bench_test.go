@@ -130,7 +130,7 @@ func naiveRun(ctx context.Context, l *Launcher, code, want string) error {
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
-	defer (&conn{cli: l.cli, id: created.ID}).remove()
+	defer (&conn{l: l, id: created.ID}).remove()
 	waitC, errC := l.cli.ContainerWait(ctx, created.ID, container.WaitConditionNextExit)
 	if err := l.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return fmt.Errorf("start: %w", err)

@@ -49,10 +49,9 @@ type Config struct {
 	ShmBytes  int64  // size of the /dev/shm tmpfs
 	FileBytes int64  // RLIMIT_FSIZE for every process in the container
 	OpenFiles int64  // RLIMIT_NOFILE for every process in the container
-	// Init runs docker-init as PID 1 to reap orphans: a run's grandchildren
-	// killed after the run are re-parented to PID 1, and a runner that is
-	// PID 1 only waits for its own children, so zombies would pile up
-	// against the pids limit.
+	// Init runs docker-init as PID 1. Off by default: the runner is meant
+	// to be PID 1 (it reaps orphans; the kernel drops signals its children
+	// send it; no same-uid init is left for a run to ptrace or kill).
 	Init bool
 }
 
@@ -68,7 +67,6 @@ var DefaultConfig = Config{
 	ShmBytes:  16 << 20,
 	FileBytes: executors.DefaultLimits.FileBytes,
 	OpenFiles: 1024,
-	Init:      true,
 }
 
 // Launcher starts runner processes in fresh containers. It implements
@@ -79,6 +77,11 @@ type Launcher struct {
 	imageID string // sha256:..., containers are created from the ID so a re-tag cannot change them
 	owner   string
 	python  string // the interpreter name that replaces argv[0] "python3"
+
+	mu        sync.Mutex
+	closed    bool
+	live      map[*conn]bool // containers created and not yet removed
+	launching sync.WaitGroup // launches in progress
 }
 
 // NewLauncher checks that the image is present (pulling it only if pull is
@@ -91,7 +94,7 @@ func NewLauncher(ctx context.Context, cli *client.Client, cfg Config, pull bool)
 	if err != nil {
 		return nil, err
 	}
-	l := &Launcher{cli: cli, cfg: cfg, imageID: id, owner: ownerID()}
+	l := &Launcher{cli: cli, cfg: cfg, imageID: id, owner: ownerID(), live: map[*conn]bool{}}
 	if l.python, err = l.findPython(ctx, "python3", "python"); err != nil {
 		return nil, err
 	}
@@ -136,9 +139,37 @@ func (l *Launcher) ImageID() string { return l.imageID }
 // Client is the engine client, for callers that inspect containers (tests).
 func (l *Launcher) Client() *client.Client { return l.cli }
 
-// Close releases the engine client. Close every Conn first: removing a
-// container needs the client.
-func (l *Launcher) Close() error { return l.cli.Close() }
+// Close makes further launches fail, waits for launches in progress, removes
+// every container this launcher created that is still there (their Conns'
+// Close then returns nil), and releases the engine client. After it returns
+// no container of this launcher exists.
+func (l *Launcher) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.launching.Wait()
+	l.mu.Lock()
+	var cs []*conn
+	for c := range l.live {
+		cs = append(cs, c)
+	}
+	l.mu.Unlock()
+	var errs []error
+	for _, c := range cs {
+		err := c.Close()
+		l.mu.Lock()
+		retry := l.live[c]
+		l.mu.Unlock()
+		if retry { // Close already failed once, for an earlier caller
+			err = c.remove()
+		}
+		errs = append(errs, err)
+	}
+	errs = append(errs, l.cli.Close())
+	return errors.Join(errs...)
+}
+
+var errLauncherClosed = errors.New("docker: launcher is closed")
 
 // Launch creates and starts a container running argv as a non-root user with
 // no network, attached to its stdin and stdout. An argv[0] of "python3" is
@@ -181,12 +212,24 @@ func isNotFound(err error) bool {
 }
 
 func (l *Launcher) launch(ctx context.Context, slot int, argv []string, init bool) (executors.Conn, error) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, errLauncherClosed
+	}
+	l.launching.Add(1)
+	l.mu.Unlock()
+	defer l.launching.Done()
+
 	cfg, hc := l.containerConfig(slot, argv, init)
 	created, err := l.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
 	if err != nil {
 		return nil, fmt.Errorf("docker: create container from %s: %w", l.cfg.Image, err)
 	}
-	c := &conn{cli: l.cli, id: created.ID, done: make(chan struct{})}
+	c := &conn{l: l, id: created.ID, done: make(chan struct{})}
+	l.mu.Lock()
+	l.live[c] = true
+	l.mu.Unlock()
 	// Attach before start so no early output is lost.
 	hj, err := l.cli.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
@@ -269,7 +312,7 @@ func (l *Launcher) containerConfig(slot int, argv []string, init bool) (*contain
 // conn is one running container: reads come from the runner's stdout, writes
 // go to its stdin, and Close force-removes the container.
 type conn struct {
-	cli    *client.Client
+	l      *Launcher
 	id     string
 	hj     types.HijackedResponse
 	stdout *io.PipeReader
@@ -317,10 +360,14 @@ func (c *conn) Close() error {
 func (c *conn) remove() error {
 	ctx, cancel := context.WithTimeout(context.Background(), removeTimeout)
 	defer cancel()
-	err := c.cli.ContainerRemove(ctx, c.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	err := c.l.cli.ContainerRemove(ctx, c.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !client.IsErrNotFound(err) {
+		// Left in live, so Launcher.Close tries again.
 		return fmt.Errorf("docker: remove container %.12s: %w", c.id, err)
 	}
+	c.l.mu.Lock()
+	delete(c.l.live, c)
+	c.l.mu.Unlock()
 	return nil
 }
 

@@ -1,0 +1,288 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/executors/drivertest"
+)
+
+// newTestExecutor opens a pool of size 2 over a test launcher (skipping when
+// no engine answers). The launcher's cleanup fails the test if a container
+// of this process remains after the executor is closed.
+func newTestExecutor(t testing.TB, opts executors.PoolOptions) (executors.Executor, *Launcher) {
+	t.Helper()
+	l := newTestLauncher(t)
+	if opts.Size == 0 {
+		opts.Size = 2
+	}
+	ex := NewExecutor(l, opts)
+	t.Cleanup(func() {
+		if err := ex.Close(); err != nil {
+			t.Errorf("executor Close: %v", err)
+		}
+	})
+	return ex, l
+}
+
+func TestConformance(t *testing.T) {
+	drivertest.Run(t, func(t *testing.T) executors.Executor {
+		ex, _ := newTestExecutor(t, executors.PoolOptions{})
+		return ex
+	})
+}
+
+func TestOpenByURL(t *testing.T) {
+	newTestLauncher(t) // skips without an engine; checks for leftovers at the end
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ex, err := executors.Open(ctx, "docker://?image="+url.QueryEscape(testImage())+"&pool=1&timeout=4s")
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer ex.Close()
+	info := ex.Info()
+	if info.Driver != "docker" || !strings.HasPrefix(info.Image, testImage()+"@sha256:") || info.Limits.Timeout != 4*time.Second {
+		t.Errorf("Info: got %+v want driver docker, image %s@sha256:..., timeout 4s", info, testImage())
+	}
+	r, err := ex.Run(ctx, executors.Request{Language: executors.Python, Code: "print(sum(range(10)))"})
+	if err != nil || r.Stdout != "45\n" || r.Driver != "docker" || r.Image != info.Image {
+		t.Errorf("Run: got %+v, %v want stdout 45 from driver docker image %s", r, err, info.Image)
+	}
+	if err := ex.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+
+	_, err = executors.Open(ctx, "docker://?image=codefeedback-no-such-image:never")
+	if err == nil || !strings.Contains(err.Error(), "not present") {
+		t.Errorf("Open with a missing image: got %v want a `not present` error", err)
+	}
+}
+
+// containerID asks a run which container it is in (its hostname is the
+// container's short ID).
+func containerID(t *testing.T, ex executors.Executor) string {
+	t.Helper()
+	r := runOK(t, ex, executors.Request{Language: executors.Python, Code: "import socket; print(socket.gethostname())"})
+	return strings.TrimSpace(r.Stdout)
+}
+
+func runOK(t *testing.T, ex executors.Executor, req executors.Request) executors.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := ex.Run(ctx, req)
+	if err != nil {
+		t.Fatalf("Run(%.60q): %v", req.Code, err)
+	}
+	return r
+}
+
+func TestTamperedContainerIsRecycled(t *testing.T) {
+	ex, l := newTestExecutor(t, executors.PoolOptions{Size: 1})
+	before := containerID(t, ex)
+	if again := containerID(t, ex); again != before {
+		t.Fatalf("an untampered run changed container: got %s want %s (warm reuse)", again, before)
+	}
+	// Leave a file outside the run's scratch: the runner reports the
+	// instance tainted and the pool must replace the container.
+	r := runOK(t, ex, executors.Request{Language: executors.Bash, Code: "echo x > /tmp/left-behind; echo done"})
+	if r.Stdout != "done\n" {
+		t.Fatalf("tampering run: got %q want done", r.Stdout)
+	}
+	after := containerID(t, ex)
+	if after == before {
+		t.Errorf("container after tampering: got the same %s want a new one", after)
+	}
+	r = runOK(t, ex, executors.Request{Language: executors.Bash, Code: "ls /tmp"})
+	if got := strings.Fields(r.Stdout); len(got) != 1 || got[0] != "cf" {
+		t.Errorf("/tmp in the new container: got %q want only the runner's cf", r.Stdout)
+	}
+	// The tampered container itself is gone, not just abandoned.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := Containers(ctx, l.cli, l.owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if strings.HasPrefix(c.ID, before) {
+			t.Errorf("tampered container %s still exists (%s)", before, c.State)
+		}
+	}
+}
+
+func TestDeadContainerIsReplaced(t *testing.T) {
+	ex, l := newTestExecutor(t, executors.PoolOptions{Size: 1})
+	before := containerID(t, ex)
+	// A run cannot end its runner (PID 1 ignores its children's signals),
+	// so end the container from outside, as an engine restart or the
+	// kernel's OOM killer would.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := Containers(ctx, l.cli, l.owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := 0
+	for _, c := range cs {
+		if strings.HasPrefix(c.ID, before) {
+			if err := l.cli.ContainerKill(ctx, c.ID, "KILL"); err != nil {
+				t.Fatalf("kill %s: %v", before, err)
+			}
+			killed++
+		}
+	}
+	if killed != 1 {
+		t.Fatalf("found %d containers with id %s, want 1", killed, before)
+	}
+	// The pool learns of the death when the attach stream ends; a run that
+	// races it gets a killed result (the documented errDied path), and the
+	// next one must land in a fresh container.
+	after := ""
+	for range 2 {
+		r := runOK(t, ex, executors.Request{Language: executors.Python, Code: "import socket; print(socket.gethostname())"})
+		if r.OK() {
+			after = strings.TrimSpace(r.Stdout)
+			break
+		}
+		if !r.Killed {
+			t.Fatalf("run after the container died: got exit %d stderr %q, want a fresh container or a killed result", r.ExitCode, r.Stderr)
+		}
+	}
+	if after == "" || after == before {
+		t.Errorf("container after the old one died: got %q want a new one (not %s)", after, before)
+	}
+}
+
+func TestContainerLimits(t *testing.T) {
+	ex, l := newTestExecutor(t, executors.PoolOptions{Size: 1})
+	short := executors.Limits{Timeout: 10 * time.Second}
+	pids, tmp := l.cfg.Pids, l.cfg.TmpBytes
+	cases := []struct {
+		name  string
+		req   executors.Request
+		check func(t *testing.T, r executors.Result)
+	}{
+		{"memory bomb under the per-run limit is reported as OOM", executors.Request{Language: executors.Python,
+			Code:   "chunks = []\nwhile True:\n    chunks.append(bytearray(16 << 20))",
+			Limits: executors.Limits{MemoryBytes: 256 << 20, Timeout: 10 * time.Second}},
+			func(t *testing.T, r executors.Result) {
+				if !r.OOM || r.OK() {
+					t.Errorf("got oom %v exit %d stderr %q, want OOM", r.OOM, r.ExitCode, clip(r.Stderr))
+				}
+			}},
+		{"processes counted by the cgroup", executors.Request{Language: executors.Python,
+			Code: "import os\nn = 0\ntry:\n    while n < 2000:\n        if os.fork() == 0:\n            import time; time.sleep(30)\n        n += 1\nexcept OSError as e:\n    print('stopped', n, e.errno)", Limits: executors.Limits{Timeout: 20 * time.Second, Processes: 5000}},
+			func(t *testing.T, r executors.Result) {
+				var n, errno int64
+				if _, err := fmt.Sscanf(r.Stdout, "stopped %d %d", &n, &errno); err != nil || n >= pids || errno != 11 {
+					t.Errorf("got stdout %q stderr %q, want fork to fail with EAGAIN (11) before the pids limit %d", r.Stdout, clip(r.Stderr), pids)
+				}
+			}},
+		{"disk fill stops at the tmpfs size", executors.Request{Language: executors.Python,
+			Code:   "total = 0\ntry:\n    for i in range(1000):\n        with open('f%d' % i, 'wb') as f:\n            for _ in range(16):\n                f.write(bytes(1 << 20))\n                total += 1\nexcept OSError as e:\n    print(total, e.errno)",
+			Limits: executors.Limits{Timeout: 20 * time.Second}},
+			func(t *testing.T, r executors.Result) {
+				var mib, errno int64
+				if _, err := fmt.Sscanf(r.Stdout, "%d %d", &mib, &errno); err != nil || errno != 28 || mib<<20 > tmp {
+					t.Errorf("got stdout %q stderr %q, want ENOSPC (28) after at most %d MiB", r.Stdout, clip(r.Stderr), tmp>>20)
+				}
+			}},
+		{"one file stops at the file-size limit", executors.Request{Language: executors.Python,
+			Code:   "total = 0\ntry:\n    with open('big', 'wb') as f:\n        while True:\n            f.write(bytes(1 << 20))\n            total += 1\nexcept OSError as e:\n    print(total, e.errno)",
+			Limits: executors.Limits{Timeout: 20 * time.Second, FileBytes: 8 << 30}},
+			func(t *testing.T, r executors.Result) {
+				var mib, errno int64
+				if _, err := fmt.Sscanf(r.Stdout, "%d %d", &mib, &errno); err != nil || errno != 27 || mib<<20 > l.cfg.FileBytes {
+					t.Errorf("got stdout %q stderr %q, want EFBIG (27) at the container's fsize ulimit %d MiB even though the run asked for more", r.Stdout, clip(r.Stderr), l.cfg.FileBytes>>20)
+				}
+			}},
+		{"no network interface but lo", executors.Request{Language: executors.Bash, Code: "ls /sys/class/net", Limits: short},
+			func(t *testing.T, r executors.Result) {
+				if r.Stdout != "lo\n" {
+					t.Errorf("got interfaces %q want only lo", r.Stdout)
+				}
+			}},
+		{"uid and gid", executors.Request{Language: executors.Bash, Code: "id -u; id -g", Limits: short},
+			func(t *testing.T, r executors.Result) {
+				if r.Stdout != "65534\n65534\n" {
+					t.Errorf("got %q want 65534 twice", r.Stdout)
+				}
+			}},
+		{"root file system read-only", executors.Request{Language: executors.Bash, Code: "touch /usr/x /etc/x /x 2>&1 | grep -c 'Read-only file system'", Limits: short},
+			func(t *testing.T, r executors.Result) {
+				if r.Stdout != "3\n" {
+					t.Errorf("got %q (stderr %q) want 3 read-only failures", r.Stdout, r.Stderr)
+				}
+			}},
+		{"host secret not in the environment", executors.Request{Language: executors.Python,
+			Code: "import os\nprint(b'OPENAI' in open('/proc/self/environ','rb').read(), b'OPENAI' in open('/proc/1/environ','rb').read() if os.access('/proc/1/environ', os.R_OK) else False, 'OPENAI_API_KEY' in os.environ)", Limits: short},
+			func(t *testing.T, r executors.Result) {
+				if r.Stdout != "False False False\n" {
+					t.Errorf("got %q (stderr %q) want False False False", r.Stdout, clip(r.Stderr))
+				}
+			}},
+	}
+	t.Setenv("OPENAI_API_KEY", "sk-docker-test-secret")
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check(t, runOK(t, ex, tc.req))
+			if r := runOK(t, ex, executors.Request{Language: executors.Python, Code: "print(6 * 7)"}); r.Stdout != "42\n" {
+				t.Errorf("next run: got %q exit %d stderr %q want 42", r.Stdout, r.ExitCode, clip(r.Stderr))
+			}
+		})
+	}
+}
+
+func TestContainerMemoryBackstop(t *testing.T) {
+	// The per-run address-space limit is higher than the container's cgroup:
+	// the cgroup must still stop the bomb, and the pool must keep working.
+	l := newTestLauncher(t)
+	l.cfg.Memory = 96 << 20
+	ex := NewExecutor(l, executors.PoolOptions{Size: 1})
+	defer ex.Close()
+	r := runOK(t, ex, executors.Request{Language: executors.Python, Code: "x = bytearray(400 << 20)\nx[::4096] = b'1' * len(x[::4096])\nprint('allocated')",
+		Limits: executors.Limits{MemoryBytes: 2 << 30, Timeout: 20 * time.Second}})
+	if r.OK() || strings.Contains(r.Stdout, "allocated") {
+		t.Errorf("got ok %v stdout %q, want the bomb killed by the container's memory cgroup", r.OK(), r.Stdout)
+	}
+	if r := runOK(t, ex, executors.Request{Language: executors.Python, Code: "print(6 * 7)"}); r.Stdout != "42\n" {
+		t.Errorf("next run: got %q exit %d stderr %q want 42", r.Stdout, r.ExitCode, clip(r.Stderr))
+	}
+}
+
+func TestSessionsHaveOwnContainers(t *testing.T) {
+	ex, _ := newTestExecutor(t, executors.PoolOptions{Size: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pooled := containerID(t, ex)
+	s, err := ex.Open(ctx, executors.Python, executors.SessionOptions{})
+	if err != nil {
+		t.Fatalf("Open session: %v", err)
+	}
+	defer s.Close()
+	if _, err := s.Exec(ctx, "import socket\nx = 41"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Exec(ctx, "print(x + 1, socket.gethostname())")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(r.Stdout)
+	if len(f) != 2 || f[0] != "42" || f[1] == pooled {
+		t.Errorf("session cell: got %q want 42 and a container other than the pool's %s", r.Stdout, pooled)
+	}
+}
+
+func clip(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
+}
