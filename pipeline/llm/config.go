@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -160,3 +161,29 @@ func (c Config) validate() error {
 
 // apiKey reads the key from the environment.
 func (c Config) apiKey() string { return os.Getenv(c.APIKeyEnv) }
+
+// WithEnv overlays settings from the environment (getenv is os.Getenv in
+// production) onto c, so one pipeline file can be pointed at another
+// endpoint or model without editing it. Precedence, lowest first: c itself,
+// OPENAI_BASE_URL, CODEFEEDBACK_LLM_{BASE_URL,MODEL,API_KEY_ENV}, then the
+// stage's own CODEFEEDBACK_<STAGE>_{BASE_URL,MODEL,API_KEY_ENV} (stage name
+// upper-cased, '-' as '_'). Only variable names are read for the key, never
+// the key itself.
+func (c Config) WithEnv(getenv func(string) string) Config {
+	set := func(dst *string, name string) {
+		if v := getenv(name); v != "" {
+			*dst = v
+		}
+	}
+	set(&c.BaseURL, "OPENAI_BASE_URL")
+	prefixes := []string{"CODEFEEDBACK_LLM_"}
+	if c.Stage != "" {
+		prefixes = append(prefixes, "CODEFEEDBACK_"+strings.ToUpper(strings.ReplaceAll(c.Stage, "-", "_"))+"_")
+	}
+	for _, p := range prefixes {
+		set(&c.BaseURL, p+"BASE_URL")
+		set(&c.Model, p+"MODEL")
+		set(&c.APIKeyEnv, p+"API_KEY_ENV")
+	}
+	return c
+}

@@ -161,3 +161,26 @@ func TestBreakerStates(t *testing.T) {
 		t.Errorf("after cancelled probe: got probe=%v err=%v after %v, want a new probe at once", probe2, err, time.Since(start))
 	}
 }
+
+func TestConfigWithEnv(t *testing.T) {
+	env := map[string]string{
+		"OPENAI_BASE_URL":                 "http://127.0.0.1:1/v1",
+		"CODEFEEDBACK_LLM_MODEL":          "generic-model",
+		"CODEFEEDBACK_LLM_BASE_URL":       "http://127.0.0.1:2/v1",
+		"CODEFEEDBACK_RATE_Q_MODEL":       "rater-model",
+		"CODEFEEDBACK_RATE_Q_API_KEY_ENV": "RATER_KEY",
+	}
+	get := func(k string) string { return env[k] }
+	c := Config{Stage: "rate-q", BaseURL: "http://file/v1", Params: Params{Model: "file-model"}, APIKeyEnv: "FILE_KEY"}.WithEnv(get)
+	if c.BaseURL != "http://127.0.0.1:2/v1" || c.Model != "rater-model" || c.APIKeyEnv != "RATER_KEY" {
+		t.Errorf("stage rate-q: got %q %q %q", c.BaseURL, c.Model, c.APIKeyEnv)
+	}
+	c = Config{Stage: "writer", Params: Params{Model: "file-model"}, APIKeyEnv: "FILE_KEY"}.WithEnv(get)
+	if c.Model != "generic-model" || c.APIKeyEnv != "FILE_KEY" {
+		t.Errorf("stage writer: got %q %q", c.Model, c.APIKeyEnv)
+	}
+	c = Config{Stage: "x", Params: Params{Model: "m"}}.WithEnv(func(string) string { return "" })
+	if c.Model != "m" || c.BaseURL != "" {
+		t.Errorf("empty env: got %+v", c)
+	}
+}

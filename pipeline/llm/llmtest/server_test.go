@@ -58,7 +58,9 @@ func TestWireFormat(t *testing.T) {
 	for _, ev := range events[:len(events)-1] {
 		var chunk struct {
 			Choices []struct{ Delta struct{ Content string } }
-			Usage   *struct{ TotalTokens int `json:"total_tokens"` }
+			Usage   *struct {
+				TotalTokens int `json:"total_tokens"`
+			}
 		}
 		if err := json.Unmarshal([]byte(strings.TrimPrefix(ev, "data: ")), &chunk); err != nil {
 			t.Fatalf("event %q: %v", ev, err)
