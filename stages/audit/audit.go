@@ -524,6 +524,7 @@ func (g *aggregate) report() *Report {
 		x := g.a.indexes[i]
 		b.LineRatio = ratio(b.SharedLines, rep.CodeLines)
 		b.TasksHit = len(g.tasksHit[i])
+		b.TopLines = []LineCount{}
 		for h, n := range g.lineHits[i] {
 			b.TopLines = append(b.TopLines, LineCount{Line: x.lineText[h], Dialogues: n})
 		}
@@ -539,6 +540,9 @@ func (g *aggregate) report() *Report {
 	}
 	if rep.Findings == nil {
 		rep.Findings = []schema.Finding{}
+	}
+	if rep.FlaggedIDs == nil {
+		rep.FlaggedIDs = []string{}
 	}
 	return &rep
 }

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/codefeedback/codefeedback/schema"
+	"github.com/codefeedback/codefeedback/stages/audit"
+	"github.com/urfave/cli/v2"
+)
+
+// exitLeak is the exit code of `audit --fail-on-leak` when a dialogue is flagged.
+const exitLeak = 4
+
+type auditOptions struct {
+	dataset       string
+	against       []string
+	benchDir      string
+	download      bool
+	skipChecksum  bool
+	json          bool
+	decontaminate string
+	removed       string
+	failOnLeak    bool
+	show          int
+	measures      audit.Options
+	stdout        io.Writer
+	stderr        io.Writer
+}
+
+func init() {
+	register(&cli.Command{
+		Name:      "audit",
+		Usage:     "measure benchmark leakage (HumanEval, MBPP, EvalPlus, any problem file) in a dialogue dataset, and remove it",
+		ArgsUsage: "DATASET",
+		Description: "DATASET is Code-Feedback-style JSONL / JSON array (plain, .gz, .zst) or Parquet.\n" +
+			"Measures: the share of code lines in windows of consecutive lines that also occur in a benchmark's\n" +
+			"solutions and tests (per benchmark and overall, with the most shared lines), and 13-gram overlap of the\n" +
+			"dialogue text with each benchmark problem. A dialogue is flagged when it shares an n-gram with a task or\n" +
+			"its line score against one task exceeds --line-threshold. Benchmarks are read from --bench-dir, else\n" +
+			"$" + audit.EnvBenchDir + ", else ../shared/data beside the repository, else the user cache\n" +
+			"(~/.cache/codefeedback/bench, filled by --download); known files are checked against their SHA-256.",
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "against", Value: cli.NewStringSlice("humaneval", "mbpp"), Usage: "benchmarks: humaneval, mbpp, humaneval+, mbpp+, or problem FILE paths (comma-separated or repeated)"},
+			&cli.StringFlag{Name: "bench-dir", Usage: "directory holding the benchmark files (humaneval/HumanEval.jsonl.gz, mbpp/mbpp.jsonl, evalplus/...)"},
+			&cli.BoolFlag{Name: "download", Usage: "fetch missing known benchmarks from their public locations into the bench dir, checking SHA-256"},
+			&cli.BoolFlag{Name: "skip-checksum", Usage: "accept known benchmark files whose SHA-256 differs from the published file"},
+			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON (settings, per-benchmark figures, all findings) instead of a table"},
+			&cli.StringFlag{Name: "decontaminate", Usage: "write the dataset without the flagged dialogues to `OUT` (same record format; .parquet stays Parquet)"},
+			&cli.StringFlag{Name: "removed", Usage: "write what was removed and why to `FILE` (JSONL; default OUT.removed.jsonl)"},
+			&cli.BoolFlag{Name: "fail-on-leak", Usage: fmt.Sprintf("exit with code %d when any dialogue is flagged", exitLeak)},
+			&cli.IntFlag{Name: "window", Value: audit.DefaultOptions.Window, Usage: "consecutive code lines that must match (1 = per line)"},
+			&cli.IntFlag{Name: "ngram", Value: audit.DefaultOptions.N, Usage: "n-gram length in word tokens"},
+			&cli.Float64Flag{Name: "line-threshold", Value: audit.DefaultOptions.LineThreshold, Usage: "flag when the covered share of a task's solution or test lines exceeds this"},
+			&cli.IntFlag{Name: "min-ngrams", Value: audit.DefaultOptions.MinNGrams, Usage: "flag when a dialogue shares at least this many distinct n-grams with one task"},
+			&cli.IntFlag{Name: "min-chars", Value: audit.DefaultLineOptions.MinChars, Usage: "ignore normalised code lines shorter than this"},
+			&cli.BoolFlag{Name: "keep-imports", Usage: "count import lines as code lines"},
+			&cli.IntFlag{Name: "top-lines", Value: audit.DefaultOptions.TopLines, Usage: "shared lines listed per benchmark"},
+			&cli.IntFlag{Name: "show", Value: 50, Usage: "findings listed in the table (-1: all)"},
+			&cli.IntFlag{Name: "workers", Usage: "parallel workers (default: number of CPUs)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 1 {
+				return withCode(2, errors.New("audit: want DATASET"))
+			}
+			// The parser stops at DATASET; flags after it (the documented
+			// "audit DATASET --against ...") are parsed here.
+			f, err := tailFlags(c)
+			if err != nil {
+				return withCode(2, fmt.Errorf("audit: %w", err))
+			}
+			var against []string
+			for _, a := range f.strings("against") {
+				against = append(against, strings.Split(a, ",")...)
+			}
+			return runAudit(c.Context, auditOptions{
+				dataset: c.Args().First(), against: against, benchDir: f.string("bench-dir"),
+				download: f.bool("download"), skipChecksum: f.bool("skip-checksum"), json: f.bool("json"),
+				decontaminate: f.string("decontaminate"), removed: f.string("removed"), failOnLeak: f.bool("fail-on-leak"),
+				show: f.int("show"),
+				measures: audit.Options{
+					Lines:  audit.LineOptions{MinChars: f.int("min-chars"), KeepImports: f.bool("keep-imports")},
+					Window: f.int("window"), N: f.int("ngram"), LineThreshold: f.float("line-threshold"),
+					MinNGrams: f.int("min-ngrams"), Workers: f.int("workers"), TopLines: f.int("top-lines"),
+				},
+				stdout: outWriter(c.App.Writer), stderr: errWriter(c.App.ErrWriter),
+			})
+		},
+	})
+}
+
+// flagValues reads a flag from the arguments after DATASET when given there,
+// else from the parsed command line.
+type flagValues struct {
+	c    *cli.Context
+	tail *flag.FlagSet
+	set  map[string]bool
+}
+
+// tailFlags parses the arguments after the first positional one with the
+// command's own flag definitions.
+func tailFlags(c *cli.Context) (*flagValues, error) {
+	f := &flagValues{c: c, set: map[string]bool{}}
+	if c.NArg() == 1 {
+		return f, nil
+	}
+	f.tail = flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
+	f.tail.SetOutput(io.Discard)
+	for _, fl := range c.Command.Flags {
+		if err := fl.Apply(f.tail); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.tail.Parse(c.Args().Tail()); err != nil {
+		return nil, err
+	}
+	if f.tail.NArg() > 0 {
+		return nil, fmt.Errorf("want one DATASET, got also %q", f.tail.Args())
+	}
+	f.tail.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	return f, nil
+}
+
+func (f *flagValues) string(name string) string {
+	if f.set[name] {
+		return f.tail.Lookup(name).Value.String()
+	}
+	return f.c.String(name)
+}
+
+func (f *flagValues) strings(name string) []string {
+	if f.set[name] {
+		if v, ok := f.tail.Lookup(name).Value.(interface{ Value() []string }); ok {
+			return v.Value()
+		}
+	}
+	return f.c.StringSlice(name)
+}
+
+func (f *flagValues) bool(name string) bool {
+	if f.set[name] {
+		v, _ := strconv.ParseBool(f.tail.Lookup(name).Value.String())
+		return v
+	}
+	return f.c.Bool(name)
+}
+
+func (f *flagValues) int(name string) int {
+	if f.set[name] {
+		v, _ := strconv.Atoi(f.tail.Lookup(name).Value.String())
+		return v
+	}
+	return f.c.Int(name)
+}
+
+func (f *flagValues) float(name string) float64 {
+	if f.set[name] {
+		v, _ := strconv.ParseFloat(f.tail.Lookup(name).Value.String(), 64)
+		return v
+	}
+	return f.c.Float64(name)
+}
+
+func outWriter(w io.Writer) io.Writer {
+	if w == nil {
+		return os.Stdout
+	}
+	return w
+}
+
+// runAudit loads the benchmarks, audits the dataset, prints the report and,
+// with --decontaminate, writes the cleaned dataset and the removed file.
+func runAudit(ctx context.Context, o auditOptions) error {
+	m := o.measures
+	if m.Window < 1 || m.N < 1 || m.MinNGrams < 1 || m.Lines.MinChars < 1 || m.LineThreshold <= 0 || m.LineThreshold > 1 {
+		return withCode(2, errors.New("audit: --window, --ngram, --min-ngrams and --min-chars must be >= 1, --line-threshold in (0, 1]"))
+	}
+	if o.removed != "" && o.decontaminate == "" {
+		return withCode(2, errors.New("audit: --removed needs --decontaminate"))
+	}
+	if o.decontaminate != "" && o.decontaminate == o.dataset {
+		return withCode(2, errors.New("audit: --decontaminate must not overwrite DATASET"))
+	}
+	dir, err := audit.BenchDir(o.benchDir)
+	if err != nil {
+		return err
+	}
+	if o.download {
+		client := &http.Client{Timeout: 5 * time.Minute}
+		for _, a := range o.against {
+			if s, ok := audit.Lookup(strings.TrimSpace(a)); ok {
+				if err := audit.Download(ctx, client, dir, s); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	benches, err := audit.Load(o.against, audit.LoadOptions{Dir: dir, SkipChecksum: o.skipChecksum})
+	if err != nil {
+		return withCode(3, err)
+	}
+	a, err := audit.New(benches, m)
+	if err != nil {
+		return withCode(3, err)
+	}
+	flagged := audit.FlaggedBySeq{}
+	start := time.Now()
+	rep, err := a.Run(ctx, audit.ReadDialogues(ctx, o.dataset), flagged.Add)
+	if err != nil {
+		var re *schema.RecordError
+		if errors.As(err, &re) {
+			return withCode(3, fmt.Errorf("audit: %w", err))
+		}
+		return fmt.Errorf("audit: %w", err)
+	}
+	fmt.Fprintf(o.stderr, "audit: %d dialogues in %.1fs against %s\n", rep.Dialogues, time.Since(start).Seconds(), benchNames(benches))
+	if o.json {
+		enc := json.NewEncoder(o.stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(rep); err != nil {
+			return fmt.Errorf("audit: write report: %w", err)
+		}
+	} else if err := audit.WriteTable(o.stdout, rep, o.show); err != nil {
+		return fmt.Errorf("audit: write report: %w", err)
+	}
+	if o.decontaminate != "" {
+		removed := o.removed
+		if removed == "" {
+			removed = o.decontaminate + ".removed.jsonl"
+		}
+		kept, err := audit.Decontaminate(ctx, o.dataset, o.decontaminate, removed, flagged)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.stderr, "audit: wrote %d dialogues to %s, %d removed (reasons in %s)\n", kept, o.decontaminate, len(flagged), removed)
+	}
+	if o.failOnLeak && rep.Flagged > 0 {
+		return withCode(exitLeak, fmt.Errorf("audit: %d of %d dialogues flagged", rep.Flagged, rep.Dialogues))
+	}
+	return nil
+}
+
+func benchNames(bs []audit.Benchmark) string {
+	n := make([]string, len(bs))
+	for i, b := range bs {
+		n[i] = fmt.Sprintf("%s (%d)", b.Name, len(b.Problems))
+	}
+	return strings.Join(n, ", ")
+}

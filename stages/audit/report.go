@@ -1,0 +1,63 @@
+package audit
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable renders a report for a terminal: settings, one row per
+// benchmark and an overall row, the most frequent shared lines per benchmark
+// (so a reader sees whether they are generic), and up to maxFindings
+// findings (all when maxFindings < 0).
+func WriteTable(w io.Writer, rep *Report, maxFindings int) error {
+	o := rep.Options
+	imports := "dropped"
+	if o.Lines.KeepImports {
+		imports = "kept"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "audit: %d dialogues, %d code lines (windows of %d lines, lines >= %d chars, imports %s; %d-grams; flag: line score > %.2f or >= %d shared n-gram)\n\n",
+		rep.Dialogues, rep.CodeLines, o.Window, o.Lines.MinChars, imports, o.N, o.LineThreshold, o.MinNGrams)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "benchmark\ttasks\tshared lines\tline ratio\tflagged by lines\tflagged by n-gram\tflagged\ttasks hit")
+	for _, br := range rep.Benchmarks {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f%%\t%d\t%d\t%d\t%d\n", br.Name, br.Tasks, br.SharedLines, 100*br.LineRatio,
+			br.LineFlagged, br.NGramFlagged, br.Flagged, br.TasksHit)
+	}
+	fmt.Fprintf(tw, "overall\t\t%d\t%.2f%%\t\t\t%d\t\n", rep.SharedLines, 100*rep.LineRatio, rep.Flagged)
+	tw.Flush()
+	for _, br := range rep.Benchmarks {
+		if len(br.TopLines) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\nmost shared lines with %s (dialogues: line):\n", br.Name)
+		for _, l := range br.TopLines {
+			fmt.Fprintf(&b, "  %6d  %s\n", l.Dialogues, l.Line)
+		}
+	}
+	if len(rep.Findings) > 0 {
+		n := len(rep.Findings)
+		if maxFindings >= 0 && n > maxFindings {
+			n = maxFindings
+		}
+		fmt.Fprintf(&b, "\nfindings (%d of %d; --json lists all):\n", n, len(rep.Findings))
+		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "dialogue\tbenchmark\ttask\tmethod\tscore\tevidence")
+		for _, f := range rep.Findings[:n] {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3g\t%s\n", f.DialogueID, f.Benchmark, f.TaskID, f.Method, f.Score, truncate(f.Evidence, 100))
+		}
+		tw.Flush()
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
