@@ -191,10 +191,16 @@ func (in *instance) call(ctx context.Context, req wireRequest, wait time.Duratio
 	}
 	data = append(data, '\n')
 	wrote := make(chan error, 1)
-	go func() {
+	if len(data) <= 4096 {
+		// Fits the pipe buffer of an idle runner: no goroutine needed.
 		_, err := in.conn.Write(data)
 		wrote <- err
-	}()
+	} else {
+		go func() {
+			_, err := in.conn.Write(data)
+			wrote <- err
+		}()
+	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {

@@ -586,6 +586,7 @@ class Session:
         os.chmod(self.private, 0o700)
         self.out_path = os.path.join(self.private, "out")
         self.err_path = os.path.join(self.private, "err")
+        self.out = self.err = None
         set_limits(self.limits, cpu=False)
         self.start()
 
@@ -622,36 +623,36 @@ class Session:
             reap()
         self.n += 1
         code = req.get("code", "")
-        out = os.open(self.out_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-        err = os.open(self.err_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-        saved = os.dup(1), os.dup(2)
-        os.dup2(out, 1)
-        os.dup2(err, 2)
+        # fd 1 and 2 stay on the capture files for the whole session (the
+        # protocol uses other descriptors); O_APPEND lets a truncate rewind
+        # them for every writer, subprocesses included.
+        if self.out is None:
+            flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+            self.out = os.open(self.out_path, flags, 0o600)
+            self.err = os.open(self.err_path, flags, 0o600)
+            os.dup2(self.out, 1)
+            os.dup2(self.err, 2)
+            self.so = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
+            self.se = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                       errors="backslashreplace", line_buffering=True)
+        os.ftruncate(self.out, 0)
+        os.ftruncate(self.err, 0)
         start = time.monotonic()
         rc, sig = 0, ""
-        try:
-            if self.lang == "python":
-                rc = self.python_cell(code)
-            elif self.lang == "bash":
-                rc, sig = self.bash_cell(code)
-            elif self.lang == "sql":
-                o = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="replace")
-                e = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="replace")
-                rc = run_sql(self.db, code, o, e)
-                o.flush()
-                e.flush()
-        finally:
-            duration = time.monotonic() - start
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
+        if self.lang == "python":
+            rc = self.python_cell(code)
+        elif self.lang == "bash":
+            rc, sig = self.bash_cell(code)
+        elif self.lang == "sql":
+            rc = run_sql(self.db, code, self.so, self.se)
+            self.so.flush()
+            self.se.flush()
+        duration = time.monotonic() - start
         res = {"id": req.get("id"), "exit_code": rc, "signal": sig, "timed_out": False,
                "oom": False, "killed": bool(sig), "duration_ns": int(duration * 1e9)}
-        for key, fd in (("stdout", out), ("stderr", err)):
+        for key, fd in (("stdout", self.out), ("stderr", self.err)):
             size = os.fstat(fd).st_size
             data = os.pread(fd, self.cap, 0)
-            os.close(fd)
             res[key] = decode(data, self.cap, size > self.cap)
             res[key + "_truncated"] = size > self.cap
         if rc != 0 and "MemoryError" in res["stderr"][-4096:]:
@@ -663,9 +664,7 @@ class Session:
         import linecache
         name = "<cell-%d>" % self.n
         linecache.cache[name] = (len(code), None, code.splitlines(True), name)
-        so = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
-        se = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
-                              line_buffering=True)
+        so, se = self.so, self.se
         sys.stdout, sys.stderr = so, se
         rc = 0
         try:
@@ -694,7 +693,6 @@ class Session:
                     s.flush()
                 except BaseException:
                     pass
-            sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
         return rc
 
     def bash_cell(self, code):
