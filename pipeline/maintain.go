@@ -78,7 +78,8 @@ func StoreStats(runDir string) (CacheStats, error) {
 		return cs, err
 	}
 	defer lk.unlock()
-	db, err := store.OpenBolt(filepath.Join(runDir, "store.db"), true)
+	// Read-write, so a log left by a crash is applied and counted.
+	db, err := store.OpenBolt(filepath.Join(runDir, "store.db"), false)
 	if err != nil {
 		return cs, err
 	}

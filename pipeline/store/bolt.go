@@ -2,9 +2,13 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,17 +16,32 @@ import (
 )
 
 // Bolt is the run directory's store: one bbolt file, one bucket per purpose
-// ("items" for stage results, "llm", "exec", ...). Writes go through a group
-// committer: concurrent Puts share one transaction and one fsync, so
-// throughput grows with concurrency while every Put still returns only after
-// its value is on disk. Safe for concurrent use.
+// ("items" for stage results, "llm", "exec", ...).
+//
+// Writes go through a group committer into an append-only write-ahead log
+// beside the bbolt file: concurrent Puts share one append and one fsync, so a
+// Put returns only once its value is on disk, at the cost of a sequential
+// write. The logged entries are applied to bbolt in one sorted transaction
+// when they reach checkpointBytes, at Close, and (after a crash) at the next
+// open. Random content-hash keys make small bbolt transactions rewrite most
+// of the tree each time; batching them this way keeps writes near the data
+// size. Until applied, entries are served from memory (bounded by
+// checkpointBytes). Safe for concurrent use.
 type Bolt struct {
 	db     *bolt.DB
+	wal    *os.File
 	reqs   chan putReq
 	wg     sync.WaitGroup
 	mu     sync.RWMutex // guards closed against Put racing Close
 	closed bool
+
+	pmu          sync.RWMutex
+	pending      map[string][]byte // bucket + "\x00" + key -> value, logged but not yet in bbolt
+	pendingBytes int
 }
+
+// checkpointBytes bounds the logged-but-unapplied data kept in memory.
+const checkpointBytes = 32 << 20
 
 type putReq struct {
 	bucket, key string
@@ -44,7 +63,11 @@ func OpenBolt(path string, readOnly bool) (*Bolt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	b := &Bolt{db: db, reqs: make(chan putReq, maxGroup)}
+	b := &Bolt{db: db, reqs: make(chan putReq, maxGroup), pending: map[string][]byte{}}
+	if err := b.replay(path+".wal", readOnly); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if !readOnly {
 		b.wg.Add(1)
 		go b.commitLoop()
@@ -52,8 +75,138 @@ func OpenBolt(path string, readOnly bool) (*Bolt, error) {
 	return b, nil
 }
 
+// replay loads the log left by a crash. Read-write: applies it to bbolt and
+// keeps the file open for appends. Read-only: serves it from memory.
+func (b *Bolt) replay(walPath string, readOnly bool) error {
+	data, err := os.ReadFile(walPath)
+	if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("store: read log: %w", err)
+	}
+	// A torn last record (crash mid-append) fails its checksum and ends the
+	// replay; its Put never returned, so nothing reported done is lost.
+	for len(data) > 0 {
+		bucket, key, val, rest, ok := decodeRecord(data)
+		if !ok {
+			break
+		}
+		b.pending[bucket+"\x00"+key] = val
+		data = rest
+	}
+	if readOnly {
+		return nil
+	}
+	if err := b.checkpoint(); err != nil {
+		return err
+	}
+	b.wal, err = os.OpenFile(walPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("store: open log: %w", err)
+	}
+	return nil
+}
+
+// A log record: uvarint lengths of bucket, key and value, the three byte
+// strings, then the CRC-32C of everything before it in the record.
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+func appendRecord(buf []byte, bucket, key string, val []byte) []byte {
+	start := len(buf)
+	buf = binary.AppendUvarint(buf, uint64(len(bucket)))
+	buf = binary.AppendUvarint(buf, uint64(len(key)))
+	buf = binary.AppendUvarint(buf, uint64(len(val)))
+	buf = append(buf, bucket...)
+	buf = append(buf, key...)
+	buf = append(buf, val...)
+	return binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf[start:], crcTable))
+}
+
+func decodeRecord(data []byte) (bucket, key string, val, rest []byte, ok bool) {
+	p := data
+	var ls [3]uint64
+	for i := range ls {
+		v, n := binary.Uvarint(p)
+		if n <= 0 {
+			return "", "", nil, nil, false
+		}
+		ls[i], p = v, p[n:]
+	}
+	total := ls[0] + ls[1] + ls[2]
+	if total+4 > uint64(len(p)) {
+		return "", "", nil, nil, false
+	}
+	body := len(data) - len(p) + int(total)
+	if crc32.Checksum(data[:body], crcTable) != binary.LittleEndian.Uint32(data[body:]) {
+		return "", "", nil, nil, false
+	}
+	bucket = string(p[:ls[0]])
+	key = string(p[ls[0] : ls[0]+ls[1]])
+	val = append([]byte{}, p[ls[0]+ls[1]:total]...)
+	return bucket, key, val, data[body+4:], true
+}
+
+// checkpoint applies the pending entries to bbolt in one transaction, in key
+// order, then empties the log.
+func (b *Bolt) checkpoint() error {
+	b.pmu.RLock()
+	n := len(b.pending)
+	b.pmu.RUnlock()
+	if n == 0 {
+		return nil
+	}
+	b.pmu.RLock()
+	keys := make([]string, 0, len(b.pending))
+	for k := range b.pending {
+		keys = append(keys, k)
+	}
+	b.pmu.RUnlock()
+	sort.Strings(keys)
+	err := b.db.Update(func(tx *bolt.Tx) error {
+		var bk *bolt.Bucket
+		cur := ""
+		for _, k := range keys {
+			bucket, key, _ := strings.Cut(k, "\x00")
+			if bk == nil || bucket != cur {
+				var err error
+				if bk, err = tx.CreateBucketIfNotExists([]byte(bucket)); err != nil {
+					return err
+				}
+				cur = bucket
+			}
+			b.pmu.RLock()
+			v := b.pending[k]
+			b.pmu.RUnlock()
+			if err := bk.Put([]byte(key), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: checkpoint %d entries: %w", len(keys), err)
+	}
+	if b.wal != nil {
+		if err := b.wal.Truncate(0); err != nil {
+			return fmt.Errorf("store: truncate log: %w", err)
+		}
+		if _, err := b.wal.Seek(0, 0); err != nil {
+			return fmt.Errorf("store: truncate log: %w", err)
+		}
+	}
+	b.pmu.Lock()
+	b.pending = map[string][]byte{}
+	b.pendingBytes = 0
+	b.pmu.Unlock()
+	return nil
+}
+
 // Get implements Cache.
 func (b *Bolt) Get(ctx context.Context, bucket, key string) ([]byte, bool, error) {
+	b.pmu.RLock()
+	v, ok := b.pending[bucket+"\x00"+key]
+	b.pmu.RUnlock()
+	if ok {
+		return v, true, nil
+	}
 	var out []byte
 	err := b.db.View(func(tx *bolt.Tx) error {
 		bk := tx.Bucket([]byte(bucket))
@@ -95,6 +248,7 @@ func (b *Bolt) PutAsync(bucket, key string, val []byte) (wait func() error) {
 func (b *Bolt) commitLoop() {
 	defer b.wg.Done()
 	batch := make([]putReq, 0, maxGroup)
+	var buf []byte
 	for first := range b.reqs {
 		batch = append(batch[:0], first)
 	drain:
@@ -109,18 +263,26 @@ func (b *Bolt) commitLoop() {
 				break drain
 			}
 		}
-		err := b.db.Update(func(tx *bolt.Tx) error {
+		buf = buf[:0]
+		for _, r := range batch {
+			buf = appendRecord(buf, r.bucket, r.key, r.val)
+		}
+		_, err := b.wal.Write(buf)
+		if err == nil {
+			err = b.wal.Sync()
+		}
+		if err == nil {
+			b.pmu.Lock()
 			for _, r := range batch {
-				bk, err := tx.CreateBucketIfNotExists([]byte(r.bucket))
-				if err != nil {
-					return err
-				}
-				if err := bk.Put([]byte(r.key), r.val); err != nil {
-					return err
-				}
+				b.pending[r.bucket+"\x00"+r.key] = r.val
+				b.pendingBytes += len(r.key) + len(r.val)
 			}
-			return nil
-		})
+			full := b.pendingBytes >= checkpointBytes
+			b.pmu.Unlock()
+			if full {
+				err = b.checkpoint()
+			}
+		}
 		if err != nil {
 			err = fmt.Errorf("store: commit %d writes: %w", len(batch), err)
 		}
@@ -229,6 +391,16 @@ func (b *Bolt) CopyFrom(src *Bolt) (int, error) {
 			})
 		})
 	})
+	if err == nil {
+		src.pmu.RLock()
+		for k, v := range src.pending {
+			bucket, key, _ := strings.Cut(k, "\x00")
+			b.PutAsync(bucket, key, v)
+			n++
+		}
+		src.pmu.RUnlock()
+		err = b.Put(context.Background(), "meta", "merged", []byte(time.Now().UTC().Format(time.RFC3339)))
+	}
 	if err != nil {
 		return 0, fmt.Errorf("store: merge from %s: %w", src.db.Path(), err)
 	}
@@ -248,5 +420,18 @@ func (b *Bolt) Close() error {
 	}
 	b.mu.Unlock()
 	b.wg.Wait()
-	return b.db.Close()
+	var err error
+	if b.wal != nil {
+		err = b.checkpoint()
+		if cerr := b.wal.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			os.Remove(b.wal.Name())
+		}
+	}
+	if cerr := b.db.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
