@@ -494,3 +494,41 @@ func JudgeMany(ctx context.Context, ex executors.Executor, jobs []Job, opts Opti
 	}
 	return out, ctx.Err()
 }
+
+// Execution is the verdict as an execution record for a dialogue turn: the
+// program that ran (self-contained, so it re-runs), where and with which
+// limits, how it ended, the candidate's stdout and the tests' verdict.
+// Exception is the first failing case's (or the load failure's) exception.
+func (v Verdict) Execution() schema.Execution {
+	passed := v.Passed
+	e := schema.Execution{
+		Language:  string(executors.Python),
+		Code:      v.Program,
+		Driver:    v.Result.Driver,
+		Image:     v.Result.Image,
+		TimeoutMS: v.Limits.Timeout.Milliseconds(),
+		MemoryB:   v.Limits.MemoryBytes,
+		ExitCode:  v.Result.ExitCode,
+		TimedOut:  v.Result.TimedOut,
+		OOM:       v.Result.OOM,
+		Stdout:    v.Stdout,
+		Stderr:    v.Result.Stderr,
+		Passed:    &passed,
+		Duration:  v.Result.Duration,
+	}
+	switch {
+	case v.Load != nil:
+		e.Exception, e.ErrorLine = v.Load.Exception, v.Load.Message
+	default:
+		for _, c := range v.Cases {
+			if !c.Passed {
+				e.Exception, e.ErrorLine = c.Exception, c.Message
+				if c.Kind == KindTimeout && e.ErrorLine == "" {
+					e.ErrorLine = "timed out"
+				}
+				break
+			}
+		}
+	}
+	return e
+}

@@ -258,6 +258,10 @@ func TestJudge(t *testing.T) {
 			if tt.check != nil {
 				tt.check(t, v)
 			}
+			rec := v.Execution()
+			if rec.Passed == nil || *rec.Passed != v.Passed || rec.Code == "" || rec.Driver != "bwrap" {
+				t.Errorf("Execution() = passed %v code %d bytes driver %q, want %v, the program, bwrap", rec.Passed, len(rec.Code), rec.Driver, v.Passed)
+			}
 		})
 	}
 }
