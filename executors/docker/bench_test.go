@@ -13,6 +13,8 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/codefeedback/codefeedback/executors"
 )
 
 // benchPrograms are the programs every path runs: a trivial one and one the
@@ -95,8 +97,8 @@ func parallelRuns(b *testing.B, program string, naive bool, fn func(ctx context.
 }
 
 // BenchmarkPaths runs the same programs through naive one-container-per-run,
-// docker exec into a warm container, and (see pooled below) the warm runner
-// pool. Run it as: go test -run '^$' -bench Paths -benchtime 20x ./executors/docker
+// docker exec into a warm container, and the pool of warm runners (this
+// driver's Launcher under executors.NewPool), all at concurrency 2. Run it as: go test -run '^$' -bench Paths -benchtime 20x ./executors/docker
 func BenchmarkPaths(b *testing.B) {
 	l := newTestLauncher(b)
 	for _, p := range benchPrograms {
@@ -116,6 +118,27 @@ func BenchmarkPaths(b *testing.B) {
 			parallelRuns(b, p.name, false, func(ctx context.Context) error {
 				return execRun(ctx, l, id, p.code, p.want)
 			})
+		})
+		b.Run(p.name+"/pooled", func(b *testing.B) {
+			ex := executors.NewPool(l, executors.PoolOptions{Size: benchConcurrency})
+			defer ex.Close()
+			run := func(ctx context.Context) error {
+				r, err := ex.Run(ctx, executors.Request{Language: executors.Python, Code: p.code})
+				if err != nil {
+					return err
+				}
+				if r.Stdout != p.want || !r.OK() {
+					return fmt.Errorf("pooled run: got stdout %q exit %d stderr %q want %q", r.Stdout, r.ExitCode, r.Stderr, p.want)
+				}
+				return nil
+			}
+			// Start-up is paid once per slot, outside the timed loop.
+			for range 2 * benchConcurrency {
+				if err := run(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			parallelRuns(b, p.name, false, run)
 		})
 	}
 }

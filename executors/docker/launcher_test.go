@@ -57,8 +57,10 @@ func newTestLauncher(t testing.TB) *Launcher {
 		t.Fatalf("NewLauncher: %v", err)
 	}
 	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("launcher Close: %v", err)
+		}
 		assertNoContainers(t, l)
-		l.Close()
 	})
 	return l
 }
