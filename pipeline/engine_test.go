@@ -336,3 +336,66 @@ func TestDryRunChangesNothing(t *testing.T) {
 		t.Fatalf("dry-run changed the output: %d lines want 5", n)
 	}
 }
+
+func TestMaxCostStopsAndResumes(t *testing.T) {
+	resetCalls()
+	y := `
+run_dir: $DIR/run
+inputs: [{path: q.jsonl, format: native}]
+stages:
+  - {stage: t-suffix, name: paid, concurrency: 1, settings: {cost: 0.01}}
+outputs: [{path: $DIR/out.jsonl}]
+`
+	dir, file := setup(t, 100, y)
+	cfg, err := Load(file, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Run(context.Background(), cfg, RunOptions{MaxCost: 0.2})
+	if !errors.Is(err, ErrStopped) || m.Status != "stopped" {
+		t.Fatalf("got %v, status %q want ErrStopped", err, m.Status)
+	}
+	first := callCount("paid")
+	if first < 20 || first > 22 {
+		t.Fatalf("stopped after %d calls want about 20", first)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out.jsonl")); err == nil {
+		t.Fatalf("a stopped run published its output")
+	}
+	m = mustRun(t, file, RunOptions{})
+	if got := callCount("paid"); got != 100 {
+		t.Fatalf("after resume: %d calls in total want 100 (nothing paid twice)", got)
+	}
+	if u := stageRec(t, m, "paid").Usage; u.Requests != 100-first {
+		t.Fatalf("resume usage: %d requests want %d", u.Requests, 100-first)
+	}
+}
+
+func TestGCKeepsOnlyLatest(t *testing.T) {
+	resetCalls()
+	dir, file := setup(t, 30, threeStages)
+	mustRun(t, file, RunOptions{})
+	writePipeline(t, file, dir, strings.Replace(threeStages, `"-c"`, `"-C"`, 1))
+	mustRun(t, file, RunOptions{})
+	before, err := StoreStats(filepath.Join(dir, "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Buckets[0].Entries != 120 {
+		t.Fatalf("entries before gc got %d want 120", before.Buckets[0].Entries)
+	}
+	rep, err := GC(filepath.Join(dir, "run"))
+	if err != nil || rep.Deleted != 30 {
+		t.Fatalf("gc deleted %d (%v) want the 30 results of the old prompt", rep.Deleted, err)
+	}
+	resetCalls()
+	mustRun(t, file, RunOptions{Force: nil})
+	if callCount("c") != 0 {
+		t.Fatalf("gc removed results the latest run uses")
+	}
+	writePipeline(t, file, dir, threeStages)
+	mustRun(t, file, RunOptions{})
+	if callCount("c") != 30 {
+		t.Fatalf("old prompt after gc: c calls %d want 30", callCount("c"))
+	}
+}

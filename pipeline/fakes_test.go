@@ -39,6 +39,8 @@ type fakeOptions struct {
 	// each failing id fails (0 = always).
 	Transient bool `yaml:"transient" json:"transient"`
 	FailTimes int  `yaml:"fail_times" json:"fail_times"`
+	// Cost is charged per call as model usage (USD).
+	Cost float64 `yaml:"cost" json:"cost"`
 }
 
 func (o fakeOptions) Validate() error {
@@ -59,6 +61,9 @@ func init() {
 			Version: map[string]string{"prompt": o.Prompt},
 			Each: func(ctx context.Context, in Item) ([]Item, error) {
 				countCall(svc.Name)
+				if o.Cost > 0 {
+					svc.Stats.AddUsage(Usage{Requests: 1, PromptTokens: 10, CostUSD: o.Cost})
+				}
 				if o.Sleep > 0 {
 					select {
 					case <-time.After(o.Sleep):
