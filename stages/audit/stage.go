@@ -1,0 +1,234 @@
+package audit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// StageOptions are the pipeline file settings of the "audit" stage.
+type StageOptions struct {
+	// Against names the benchmarks (humaneval, mbpp, humaneval+, mbpp+) or
+	// problem files to audit against.
+	Against []string `yaml:"against" json:"against"`
+	// Threshold is the line score above which a dialogue is flagged.
+	Threshold float64 `yaml:"threshold" json:"threshold"`
+	// Decontaminate drops flagged dialogues; otherwise they pass with an
+	// "audit" label stating why they were flagged.
+	Decontaminate bool `yaml:"decontaminate" json:"decontaminate"`
+	// NGram and Window are the n-gram length and the line window.
+	NGram  int `yaml:"ngram" json:"ngram"`
+	Window int `yaml:"window" json:"window"`
+	// BenchDir is where the benchmark files are (see BenchDir). It is not
+	// part of the cache key: the files' checksums are.
+	BenchDir string `yaml:"bench_dir" json:"-"`
+}
+
+// DefaultStageOptions audit against HumanEval and MBPP and drop what is
+// flagged.
+var DefaultStageOptions = StageOptions{
+	Against:       []string{"humaneval", "mbpp"},
+	Threshold:     DefaultOptions.LineThreshold,
+	Decontaminate: true,
+	NGram:         DefaultN,
+	Window:        DefaultOptions.Window,
+}
+
+// Validate checks the settings.
+func (o StageOptions) Validate() error {
+	if len(o.Against) == 0 {
+		return errors.New("audit: against: name at least one benchmark (" + knownNames() + ") or problem file")
+	}
+	if o.Threshold <= 0 || o.Threshold > 1 {
+		return fmt.Errorf("audit: threshold %v: want a value in (0, 1]", o.Threshold)
+	}
+	if o.NGram < 1 || o.Window < 1 {
+		return fmt.Errorf("audit: ngram %d and window %d must be >= 1", o.NGram, o.Window)
+	}
+	return nil
+}
+
+// stageVersion is the algorithm's version for the cache key; bump it when
+// a change alters which dialogues are flagged.
+const stageVersion = "audit-v1"
+
+func init() {
+	pipeline.Register("audit", DefaultStageOptions, newStage)
+}
+
+// benchmarkVersions returns each benchmark's content hash: the published
+// checksum of a known benchmark (Load verifies it), the SHA-256 of a file.
+func benchmarkVersions(against []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, a := range against {
+		if s, ok := Lookup(a); ok {
+			out[s.Name] = s.SHA256
+			continue
+		}
+		f, err := os.Open(a)
+		if err != nil {
+			return nil, fmt.Errorf("audit: against: %q is neither a known benchmark (%s) nor a readable file: %w", a, knownNames(), err)
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("audit: against: %w", err)
+		}
+		out[a] = hex.EncodeToString(h.Sum(nil))
+	}
+	return out, nil
+}
+
+// newStage builds the audit stage: an All stage that audits every dialogue
+// item, passes the clean ones on in order, drops (or labels) the flagged
+// ones, and writes the report and the removed list into the run directory.
+func newStage(o StageOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	versions, err := benchmarkVersions(o.Against)
+	if err != nil {
+		return nil, err
+	}
+	st := &pipeline.Stage{Version: map[string]any{"algorithm": stageVersion, "benchmarks": versions}}
+	st.Observe = func(out pipeline.Item) {
+		if svc.Stats != nil && out.Kind == pipeline.KindDialogue {
+			svc.Stats.Add("dialogues_out", 1)
+		}
+	}
+	st.All = func(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
+		return runStage(ctx, o, svc, in, emit)
+	}
+	return st, nil
+}
+
+func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
+	dir, err := BenchDir(o.BenchDir)
+	if err != nil {
+		return err
+	}
+	benches, err := Load(o.Against, LoadOptions{Dir: dir})
+	if err != nil {
+		return err
+	}
+	a, err := New(benches, Options{Window: o.Window, N: o.NGram, LineThreshold: o.Threshold})
+	if err != nil {
+		return err
+	}
+	// pending holds each input item from when the reader hands it to the
+	// auditor until its result comes back in order.
+	type held struct {
+		item pipeline.Item
+		d    *schema.Dialogue
+	}
+	var mu sync.Mutex
+	pending := map[int]held{}
+	dialogues := func(yield func(*schema.Dialogue, error) bool) {
+		seq := 0
+		for it, err := range in {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			d, err := pipeline.As[schema.Dialogue](it, pipeline.KindDialogue)
+			if err != nil {
+				yield(nil, fmt.Errorf("audit: the audit stage reads dialogues: %w", err))
+				return
+			}
+			mu.Lock()
+			pending[seq] = held{item: it, d: &d}
+			mu.Unlock()
+			seq++
+			if !yield(&d, nil) {
+				return
+			}
+		}
+	}
+	var removed []Removed
+	rep, err := a.Run(ctx, dialogues, func(r *Result) error {
+		mu.Lock()
+		h := pending[r.Seq]
+		delete(pending, r.Seq)
+		mu.Unlock()
+		if !r.Flagged() {
+			return emit(h.item)
+		}
+		removed = append(removed, Removed{DialogueID: r.DialogueID, Seq: r.Seq, Reason: reason(r.Findings), Findings: r.Findings})
+		if o.Decontaminate {
+			return nil
+		}
+		d := h.d
+		if d.Labels == nil {
+			d.Labels = map[string]string{}
+		}
+		d.Labels["audit"] = reason(r.Findings)
+		it, err := pipeline.DialogueItem(*d)
+		if err != nil {
+			return err
+		}
+		return emit(it)
+	})
+	if err != nil {
+		return err
+	}
+	if s := svc.Stats; s != nil {
+		s.Set("dialogues", float64(rep.Dialogues))
+		s.Set("flagged", float64(rep.Flagged))
+		s.Set("line_ratio", rep.LineRatio)
+		for _, b := range rep.Benchmarks {
+			s.Set("line_ratio/"+b.Name, b.LineRatio)
+			s.Set("flagged/"+b.Name, float64(b.Flagged))
+		}
+	}
+	if svc.RunDir == "" {
+		return nil
+	}
+	name := svc.Name
+	if name == "" {
+		name = "audit"
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("audit: encode report: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(svc.RunDir, name+".report.json"), b); err != nil {
+		return err
+	}
+	if err := schema.WriteAll(filepath.Join(svc.RunDir, name+".removed.jsonl"), removed); err != nil {
+		return fmt.Errorf("audit: write removed list: %w", err)
+	}
+	return nil
+}
+
+// writeFileAtomic writes b to path through a temporary file and a rename.
+func writeFileAtomic(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+strings.TrimPrefix(filepath.Base(path), ".")+"-*")
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("audit: write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("audit: write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("audit: write %s: %w", path, err)
+	}
+	return nil
+}

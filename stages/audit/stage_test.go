@@ -1,0 +1,118 @@
+package audit
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+func runTestStage(t *testing.T, o StageOptions, ds []schema.Dialogue) ([]pipeline.Item, *pipeline.Services) {
+	t.Helper()
+	svc := &pipeline.Services{Stats: pipeline.NewStats(), RunDir: t.TempDir(), Name: "audit"}
+	st, err := newStage(o, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := func(yield func(pipeline.Item, error) bool) {
+		for _, d := range ds {
+			it, err := pipeline.DialogueItem(d)
+			if !yield(it, err) {
+				return
+			}
+		}
+	}
+	var out []pipeline.Item
+	if err := st.All(context.Background(), in, func(it pipeline.Item) error { out = append(out, it); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out, svc
+}
+
+func TestStage(t *testing.T) {
+	ds, planted := plantedCorpus(t)
+	o := DefaultStageOptions
+	o.BenchDir = shared.DataDir()
+
+	out, svc := runTestStage(t, o, ds)
+	if len(out) != len(ds)-len(planted) {
+		t.Errorf("decontaminate: got %d items, want %d", len(out), len(ds)-len(planted))
+	}
+	// Clean dialogues come out in input order.
+	k := 0
+	for _, d := range ds {
+		if planted[d.ID] {
+			continue
+		}
+		if k < len(out) && out[k].ID != d.ID {
+			t.Errorf("item %d: got %s, want %s", k, out[k].ID, d.ID)
+			break
+		}
+		k++
+	}
+	vals, _ := svc.Stats.Snapshot()
+	if vals["flagged"] != float64(len(planted)) || vals["dialogues"] != float64(len(ds)) {
+		t.Errorf("stats: flagged %v of %v, want %d of %d", vals["flagged"], vals["dialogues"], len(planted), len(ds))
+	}
+	rm, err := schema.ReadAll[Removed](filepath.Join(svc.RunDir, "audit.removed.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rm) != len(planted) {
+		t.Errorf("removed list: got %d, want %d", len(rm), len(planted))
+	}
+	if _, err := os.Stat(filepath.Join(svc.RunDir, "audit.report.json")); err != nil {
+		t.Errorf("report: %v", err)
+	}
+
+	o.Decontaminate = false
+	out, _ = runTestStage(t, o, ds)
+	if len(out) != len(ds) {
+		t.Fatalf("label only: got %d items, want %d", len(out), len(ds))
+	}
+	labelled := 0
+	for _, it := range out {
+		d, err := pipeline.As[schema.Dialogue](it, pipeline.KindDialogue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Labels["audit"] != "" {
+			labelled++
+			if !planted[d.ID] {
+				t.Errorf("%s labelled but not planted", d.ID)
+			}
+		}
+	}
+	if labelled != len(planted) {
+		t.Errorf("labelled %d, want %d", labelled, len(planted))
+	}
+}
+
+func TestStageOptionsValidate(t *testing.T) {
+	cases := []struct {
+		name string
+		mod  func(*StageOptions)
+		ok   bool
+	}{
+		{"defaults", func(*StageOptions) {}, true},
+		{"no benchmarks", func(o *StageOptions) { o.Against = nil }, false},
+		{"threshold 0", func(o *StageOptions) { o.Threshold = 0 }, false},
+		{"threshold above 1", func(o *StageOptions) { o.Threshold = 1.5 }, false},
+		{"ngram 0", func(o *StageOptions) { o.NGram = 0 }, false},
+	}
+	for _, c := range cases {
+		o := DefaultStageOptions
+		o.Against = append([]string(nil), o.Against...)
+		c.mod(&o)
+		if err := o.Validate(); (err == nil) != c.ok {
+			t.Errorf("%s: Validate() = %v, want ok=%v", c.name, err, c.ok)
+		}
+	}
+	if _, err := newStage(StageOptions{Against: []string{"/no/such/file"}, Threshold: 0.5, NGram: 13, Window: 2}, &pipeline.Services{}); err == nil {
+		t.Errorf("unknown benchmark file: newStage gave no error")
+	}
+}
