@@ -237,7 +237,7 @@ func Analysis(bug Run, buggy string) string {
 		}
 		b.WriteString(".")
 	case Timeout:
-		fmt.Fprintf(&b, "The run did not finish within the %s time limit, so the code never reaches its end; a loop in it does not stop.", bug.Limits.Timeout)
+		fmt.Fprintf(&b, "The run did not finish within the %s time limit: on at least one test the code keeps running, most likely in a loop that never reaches its exit condition.", bug.Limits.Timeout)
 	default:
 		fmt.Fprintf(&b, "The run failed (%s).", bug.Observed)
 	}
