@@ -212,3 +212,24 @@ func checkOutput(r io.Reader, want string) error {
 	}
 	return nil
 }
+
+// BenchmarkLaunch is the start-up cost a pool pays once per slot (and per
+// recycled container): create, attach, start, runner ready, remove.
+func BenchmarkLaunch(b *testing.B) {
+	l := newTestLauncher(b)
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		c, err := l.Launch(ctx, 0, executors.RunnerArgv())
+		if err != nil {
+			b.Fatal(err)
+		}
+		line := make([]byte, 1)
+		if _, err := io.ReadFull(c, line); err != nil { // first byte of the ready line
+			b.Fatal(err)
+		}
+		if err := c.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

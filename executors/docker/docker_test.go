@@ -3,7 +3,9 @@ package docker
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +43,7 @@ func TestOpenByURL(t *testing.T) {
 	newTestLauncher(t) // skips without an engine; checks for leftovers at the end
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ex, err := executors.Open(ctx, "docker://?image="+url.QueryEscape(testImage())+"&pool=1&timeout=4s")
+	ex, err := executors.Open(ctx, "docker://"+testImage()+"?pool=1&timeout=4s")
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -58,7 +60,7 @@ func TestOpenByURL(t *testing.T) {
 		t.Errorf("Close: %v", err)
 	}
 
-	_, err = executors.Open(ctx, "docker://?image=codefeedback-no-such-image:never")
+	_, err = executors.Open(ctx, "docker://?image="+url.QueryEscape("codefeedback-no-such-image:never"))
 	if err == nil || !strings.Contains(err.Error(), "not present") {
 		t.Errorf("Open with a missing image: got %v want a `not present` error", err)
 	}
@@ -174,7 +176,7 @@ func TestContainerLimits(t *testing.T) {
 			Limits: executors.Limits{MemoryBytes: 256 << 20, Timeout: 10 * time.Second}},
 			func(t *testing.T, r executors.Result) {
 				if !r.OOM || r.OK() {
-					t.Errorf("got oom %v exit %d stderr %q, want OOM", r.OOM, r.ExitCode, clip(r.Stderr))
+					t.Errorf("got oom %v exit %d stderr %q, want OOM", r.OOM, r.ExitCode, clip(r.Stderr, 300))
 				}
 			}},
 		{"processes counted by the cgroup", executors.Request{Language: executors.Python,
@@ -182,7 +184,7 @@ func TestContainerLimits(t *testing.T) {
 			func(t *testing.T, r executors.Result) {
 				var n, errno int64
 				if _, err := fmt.Sscanf(r.Stdout, "stopped %d %d", &n, &errno); err != nil || n >= pids || errno != 11 {
-					t.Errorf("got stdout %q stderr %q, want fork to fail with EAGAIN (11) before the pids limit %d", r.Stdout, clip(r.Stderr), pids)
+					t.Errorf("got stdout %q stderr %q, want fork to fail with EAGAIN (11) before the pids limit %d", r.Stdout, clip(r.Stderr, 300), pids)
 				}
 			}},
 		{"disk fill stops at the tmpfs size", executors.Request{Language: executors.Python,
@@ -191,7 +193,7 @@ func TestContainerLimits(t *testing.T) {
 			func(t *testing.T, r executors.Result) {
 				var mib, errno int64
 				if _, err := fmt.Sscanf(r.Stdout, "%d %d", &mib, &errno); err != nil || errno != 28 || mib<<20 > tmp {
-					t.Errorf("got stdout %q stderr %q, want ENOSPC (28) after at most %d MiB", r.Stdout, clip(r.Stderr), tmp>>20)
+					t.Errorf("got stdout %q stderr %q, want ENOSPC (28) after at most %d MiB", r.Stdout, clip(r.Stderr, 300), tmp>>20)
 				}
 			}},
 		{"one file stops at the file-size limit", executors.Request{Language: executors.Python,
@@ -200,7 +202,7 @@ func TestContainerLimits(t *testing.T) {
 			func(t *testing.T, r executors.Result) {
 				var mib, errno int64
 				if _, err := fmt.Sscanf(r.Stdout, "%d %d", &mib, &errno); err != nil || errno != 27 || mib<<20 > l.cfg.FileBytes {
-					t.Errorf("got stdout %q stderr %q, want EFBIG (27) at the container's fsize ulimit %d MiB even though the run asked for more", r.Stdout, clip(r.Stderr), l.cfg.FileBytes>>20)
+					t.Errorf("got stdout %q stderr %q, want EFBIG (27) at the container's fsize ulimit %d MiB even though the run asked for more", r.Stdout, clip(r.Stderr, 300), l.cfg.FileBytes>>20)
 				}
 			}},
 		{"no network interface but lo", executors.Request{Language: executors.Bash, Code: "ls /sys/class/net", Limits: short},
@@ -225,7 +227,7 @@ func TestContainerLimits(t *testing.T) {
 			Code: "import os\nprint(b'OPENAI' in open('/proc/self/environ','rb').read(), b'OPENAI' in open('/proc/1/environ','rb').read() if os.access('/proc/1/environ', os.R_OK) else False, 'OPENAI_API_KEY' in os.environ)", Limits: short},
 			func(t *testing.T, r executors.Result) {
 				if r.Stdout != "False False False\n" {
-					t.Errorf("got %q (stderr %q) want False False False", r.Stdout, clip(r.Stderr))
+					t.Errorf("got %q (stderr %q) want False False False", r.Stdout, clip(r.Stderr, 300))
 				}
 			}},
 	}
@@ -234,7 +236,7 @@ func TestContainerLimits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.check(t, runOK(t, ex, tc.req))
 			if r := runOK(t, ex, executors.Request{Language: executors.Python, Code: "print(6 * 7)"}); r.Stdout != "42\n" {
-				t.Errorf("next run: got %q exit %d stderr %q want 42", r.Stdout, r.ExitCode, clip(r.Stderr))
+				t.Errorf("next run: got %q exit %d stderr %q want 42", r.Stdout, r.ExitCode, clip(r.Stderr, 300))
 			}
 		})
 	}
@@ -253,7 +255,7 @@ func TestContainerMemoryBackstop(t *testing.T) {
 		t.Errorf("got ok %v stdout %q, want the bomb killed by the container's memory cgroup", r.OK(), r.Stdout)
 	}
 	if r := runOK(t, ex, executors.Request{Language: executors.Python, Code: "print(6 * 7)"}); r.Stdout != "42\n" {
-		t.Errorf("next run: got %q exit %d stderr %q want 42", r.Stdout, r.ExitCode, clip(r.Stderr))
+		t.Errorf("next run: got %q exit %d stderr %q want 42", r.Stdout, r.ExitCode, clip(r.Stderr, 300))
 	}
 }
 
@@ -280,9 +282,44 @@ func TestSessionsHaveOwnContainers(t *testing.T) {
 	}
 }
 
-func clip(s string) string {
-	if len(s) > 300 {
-		return s[:300] + "..."
+func TestRunnerCrashIsReported(t *testing.T) {
+	l := newTestLauncher(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := l.Launch(ctx, 0, []string{"python3", "-c", "import sys; sys.stderr.write('runner broke here'); sys.exit(3)"})
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
 	}
-	return s
+	defer c.Close()
+	_, err = io.ReadAll(c)
+	if err == nil || !strings.Contains(err.Error(), "runner broke here") {
+		t.Errorf("reading a crashed runner: got %v want an error quoting its stderr", err)
+	}
+}
+
+func TestNoGoroutineLeak(t *testing.T) {
+	before := runtime.NumGoroutine()
+	func() {
+		ex, _ := newTestExecutor(t, executors.PoolOptions{Size: 2})
+		runOK(t, ex, executors.Request{Language: executors.Python, Code: "print(1)"})
+		s, err := ex.Open(context.Background(), executors.Python, executors.SessionOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if _, err := s.Exec(context.Background(), "x = 1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := ex.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Errorf("goroutines after Close: got %d want <= %d\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
 }

@@ -323,7 +323,25 @@ type conn struct {
 	closeErr  error
 }
 
-func (c *conn) Read(p []byte) (int, error) { return c.stdout.Read(p) }
+// Read reads the runner's stdout. When the container ends on its own and the
+// runner wrote to stderr (a crash, a bad interpreter), the end is reported as
+// an error carrying the start of that stderr instead of a bare io.EOF.
+func (c *conn) Read(p []byte) (int, error) {
+	n, err := c.stdout.Read(p)
+	if err == io.EOF {
+		if s := c.stderr.String(); s != "" {
+			err = fmt.Errorf("docker: container %.12s ended; runner stderr: %q", c.id, clip(s, 2000))
+		}
+	}
+	return n, err
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
 
 func (c *conn) Write(p []byte) (int, error) {
 	n, err := c.hj.Conn.Write(p)
