@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codefeedback/codefeedback/pipeline/embed"
 	"github.com/codefeedback/codefeedback/schema"
 	"github.com/codefeedback/codefeedback/stages/audit"
 	"github.com/urfave/cli/v2"
@@ -32,6 +33,8 @@ type auditOptions struct {
 	removed       string
 	failOnLeak    bool
 	show          int
+	embed         bool
+	embThreshold  float64
 	measures      audit.Options
 	stdout        io.Writer
 	stderr        io.Writer
@@ -67,6 +70,8 @@ func init() {
 			&cli.IntFlag{Name: "top-lines", Value: audit.DefaultOptions.TopLines, Usage: "shared lines listed per benchmark"},
 			&cli.IntFlag{Name: "show", Value: 50, Usage: "findings listed in the table (-1: all)"},
 			&cli.IntFlag{Name: "workers", Usage: "parallel workers (default: number of CPUs)"},
+			&cli.BoolFlag{Name: "embed", Usage: "also run the paraphrase check: TF-IDF cosine of each dialogue's first user turn with every task statement"},
+			&cli.Float64Flag{Name: "embed-threshold", Value: audit.DefaultEmbedThreshold, Usage: "flag when the --embed cosine is at least this"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 {
@@ -86,7 +91,7 @@ func init() {
 				dataset: c.Args().First(), against: against, benchDir: f.string("bench-dir"),
 				download: f.bool("download"), skipChecksum: f.bool("skip-checksum"), json: f.bool("json"),
 				decontaminate: f.string("decontaminate"), removed: f.string("removed"), failOnLeak: f.bool("fail-on-leak"),
-				show: f.int("show"),
+				show: f.int("show"), embed: f.bool("embed"), embThreshold: f.float("embed-threshold"),
 				measures: audit.Options{
 					Lines:  audit.LineOptions{MinChars: f.int("min-chars"), KeepImports: f.bool("keep-imports")},
 					Window: f.int("window"), N: f.int("ngram"), LineThreshold: f.float("line-threshold"),
@@ -211,6 +216,11 @@ func runAudit(ctx context.Context, o auditOptions) error {
 	a, err := audit.New(benches, m)
 	if err != nil {
 		return withCode(3, err)
+	}
+	if o.embed {
+		if err := a.EnableEmbedding(ctx, embed.NewTFIDF(0), o.embThreshold); err != nil {
+			return err
+		}
 	}
 	flagged := audit.FlaggedBySeq{}
 	start := time.Now()

@@ -55,8 +55,11 @@ type Options struct {
 	N             int         `json:"ngram"`          // n-gram length in word tokens (default 13)
 	LineThreshold float64     `json:"line_threshold"` // flag when a task's covered-line fraction exceeds this (default 0.5)
 	MinNGrams     int         `json:"min_ngrams"`     // flag when a dialogue shares this many distinct n-grams with a task (default 1)
-	Workers       int         `json:"-"`              // parallel dialogue workers (default GOMAXPROCS)
-	TopLines      int         `json:"-"`              // shared lines listed per benchmark (default 20)
+	// EmbedThreshold is the cosine threshold of the embedding check, set by
+	// EnableEmbedding (0: the check is off).
+	EmbedThreshold float64 `json:"embed_threshold,omitempty"`
+	Workers        int     `json:"-"` // parallel dialogue workers (default GOMAXPROCS)
+	TopLines       int     `json:"-"` // shared lines listed per benchmark (default 20)
 }
 
 // DefaultOptions are the documented defaults.
@@ -100,6 +103,7 @@ func (o Options) withDefaults() Options {
 type Auditor struct {
 	opts    Options
 	indexes []*Index
+	emb     *embedIndex // nil unless EnableEmbedding was called
 }
 
 // New indexes the benchmarks. It fails on a benchmark without problems and
@@ -138,6 +142,8 @@ type Result struct {
 	Shared    []int
 	SharedAny int
 	Findings  []schema.Finding // task matches; a Finding is a flag reason
+	// Err is set when the embedder failed; Run stops with it.
+	Err error
 	// sharedLines[i] are the distinct shared line hashes per benchmark.
 	sharedLines [][]uint64
 }
@@ -176,12 +182,13 @@ func newScratch() *scratch {
 	return &scratch{cover: map[int32][]uint64{}, gramHits: map[int32]*gramHit{}}
 }
 
-// Check audits one dialogue. seq is its position in the input.
-func (a *Auditor) Check(d *schema.Dialogue, seq int) Result {
-	return a.check(d, seq, newScratch())
+// Check audits one dialogue. seq is its position in the input. ctx is only
+// used by the embedding check.
+func (a *Auditor) Check(ctx context.Context, d *schema.Dialogue, seq int) Result {
+	return a.check(ctx, d, seq, newScratch())
 }
 
-func (a *Auditor) check(d *schema.Dialogue, seq int, s *scratch) Result {
+func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scratch) Result {
 	id := d.ID
 	if id == "" {
 		id = fmt.Sprintf("#%d", seq)
@@ -311,6 +318,11 @@ func (a *Auditor) check(d *schema.Dialogue, seq int, s *scratch) Result {
 			})
 		}
 	}
+	if a.emb != nil {
+		if err := a.emb.check(ctx, d, id, &r, a.indexes); err != nil {
+			r.Err = fmt.Errorf("audit: embed dialogue %s: %w", id, err)
+		}
+	}
 	for _, sh := range s.sharedAny {
 		if sh {
 			r.SharedAny++
@@ -354,6 +366,7 @@ type BenchReport struct {
 	// Dialogues flagged by each method against this benchmark, and by either.
 	LineFlagged  int `json:"line_flagged"`
 	NGramFlagged int `json:"ngram_flagged"`
+	EmbedFlagged int `json:"embedding_flagged,omitempty"`
 	Flagged      int `json:"flagged"`
 	// Tasks matched by at least one flagged dialogue.
 	TasksHit int         `json:"tasks_hit"`
@@ -394,7 +407,7 @@ func (a *Auditor) Run(ctx context.Context, dialogues iter.Seq2[*schema.Dialogue,
 			defer wg.Done()
 			s := newScratch()
 			for j := range jobs {
-				r := a.check(j.d, j.seq, s)
+				r := a.check(ctx, j.d, j.seq, s)
 				select {
 				case results <- r:
 				case <-ctx.Done():
@@ -438,6 +451,10 @@ func (a *Auditor) Run(ctx context.Context, dialogues iter.Seq2[*schema.Dialogue,
 			}
 			delete(pending, next)
 			next++
+			if p.Err != nil && eachErr == nil {
+				eachErr = p.Err
+				cancel()
+			}
 			agg.add(&p)
 			if each != nil && eachErr == nil {
 				if err := each(&p); err != nil {
@@ -490,7 +507,7 @@ func (g *aggregate) add(r *Result) {
 		for _, h := range r.sharedLines[i] {
 			g.lineHits[i][h]++
 		}
-		var byLines, byGram bool
+		var byLines, byGram, byEmb bool
 		for _, f := range r.Findings {
 			if f.Benchmark != b.Name {
 				continue
@@ -498,6 +515,10 @@ func (g *aggregate) add(r *Result) {
 			g.tasksHit[i][f.TaskID] = true
 			byLines = byLines || f.Method == MethodLines
 			byGram = byGram || f.Method == MethodNGram
+			byEmb = byEmb || f.Method == MethodEmbedding
+		}
+		if byEmb {
+			b.EmbedFlagged++
 		}
 		if byLines {
 			b.LineFlagged++
@@ -505,7 +526,7 @@ func (g *aggregate) add(r *Result) {
 		if byGram {
 			b.NGramFlagged++
 		}
-		if byLines || byGram {
+		if byLines || byGram || byEmb {
 			b.Flagged++
 		}
 	}

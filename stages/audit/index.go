@@ -34,6 +34,7 @@ type taskInfo struct {
 type Index struct {
 	name  string
 	tasks []taskInfo
+	texts []string // each task's statement, for the embedding check
 	// windows maps the hash of w consecutive code lines of a task block to
 	// every place it occurs.
 	windows map[uint64][]winRef
@@ -162,6 +163,7 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int) (*Index, error) {
 			pos += len(lh)
 		}
 		x.tasks[ti] = taskInfo{id: p.ID, solLines: solLines, lines: pos}
+		x.texts = append(x.texts, p.Text)
 		for _, t := range taskText(p) {
 			toks = tokenize(t, toks)
 			th = tokenHashes(toks, th[:0])

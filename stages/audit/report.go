@@ -18,15 +18,27 @@ func WriteTable(w io.Writer, rep *Report, maxFindings int) error {
 		imports = "kept"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "audit: %d dialogues, %d code lines (windows of %d lines, lines >= %d chars, imports %s; %d-grams; flag: line score > %.2f or >= %d shared n-gram)\n\n",
-		rep.Dialogues, rep.CodeLines, o.Window, o.Lines.MinChars, imports, o.N, o.LineThreshold, o.MinNGrams)
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "benchmark\ttasks\tshared lines\tline ratio\tflagged by lines\tflagged by n-gram\tflagged\ttasks hit")
-	for _, br := range rep.Benchmarks {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f%%\t%d\t%d\t%d\t%d\n", br.Name, br.Tasks, br.SharedLines, 100*br.LineRatio,
-			br.LineFlagged, br.NGramFlagged, br.Flagged, br.TasksHit)
+	emb := ""
+	if o.EmbedThreshold > 0 {
+		emb = fmt.Sprintf(" or embedding cosine >= %.2f", o.EmbedThreshold)
 	}
-	fmt.Fprintf(tw, "overall\t\t%d\t%.2f%%\t\t\t%d\t\n", rep.SharedLines, 100*rep.LineRatio, rep.Flagged)
+	fmt.Fprintf(&b, "audit: %d dialogues, %d code lines (windows of %d lines, lines >= %d chars, imports %s; %d-grams; flag: line score > %.2f or >= %d shared n-gram%s)\n\n",
+		rep.Dialogues, rep.CodeLines, o.Window, o.Lines.MinChars, imports, o.N, o.LineThreshold, o.MinNGrams, emb)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	embHead, embCell := "", func(BenchReport) string { return "" }
+	if o.EmbedThreshold > 0 {
+		embHead, embCell = "\tflagged by embedding", func(br BenchReport) string { return fmt.Sprintf("\t%d", br.EmbedFlagged) }
+	}
+	fmt.Fprintln(tw, "benchmark\ttasks\tshared lines\tline ratio\tflagged by lines\tflagged by n-gram"+embHead+"\tflagged\ttasks hit")
+	for _, br := range rep.Benchmarks {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f%%\t%d\t%d%s\t%d\t%d\n", br.Name, br.Tasks, br.SharedLines, 100*br.LineRatio,
+			br.LineFlagged, br.NGramFlagged, embCell(br), br.Flagged, br.TasksHit)
+	}
+	pad := "\t\t"
+	if o.EmbedThreshold > 0 {
+		pad += "\t"
+	}
+	fmt.Fprintf(tw, "overall\t\t%d\t%.2f%%%s\t%d\t\n", rep.SharedLines, 100*rep.LineRatio, pad, rep.Flagged)
 	tw.Flush()
 	for _, br := range rep.Benchmarks {
 		if len(br.TopLines) == 0 {

@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/pipeline/embed"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -31,6 +32,11 @@ type StageOptions struct {
 	// NGram and Window are the n-gram length and the line window.
 	NGram  int `yaml:"ngram" json:"ngram"`
 	Window int `yaml:"window" json:"window"`
+	// Embedding turns on the paraphrase check with the pipeline's embedder
+	// (the `embedder:` section), or TF-IDF when the file has none, flagging
+	// at cosine >= EmbedThreshold.
+	Embedding      bool    `yaml:"embedding" json:"embedding"`
+	EmbedThreshold float64 `yaml:"embed_threshold" json:"embed_threshold"`
 	// BenchDir is where the benchmark files are (see BenchDir). It is not
 	// part of the cache key: the files' checksums are.
 	BenchDir string `yaml:"bench_dir" json:"-"`
@@ -39,11 +45,12 @@ type StageOptions struct {
 // DefaultStageOptions audit against HumanEval and MBPP and drop what is
 // flagged.
 var DefaultStageOptions = StageOptions{
-	Against:       []string{"humaneval", "mbpp"},
-	Threshold:     DefaultOptions.LineThreshold,
-	Decontaminate: true,
-	NGram:         DefaultN,
-	Window:        DefaultOptions.Window,
+	Against:        []string{"humaneval", "mbpp"},
+	Threshold:      DefaultOptions.LineThreshold,
+	Decontaminate:  true,
+	NGram:          DefaultN,
+	Window:         DefaultOptions.Window,
+	EmbedThreshold: DefaultEmbedThreshold,
 }
 
 // Validate checks the settings.
@@ -53,6 +60,9 @@ func (o StageOptions) Validate() error {
 	}
 	if o.Threshold <= 0 || o.Threshold > 1 {
 		return fmt.Errorf("audit: threshold %v: want a value in (0, 1]", o.Threshold)
+	}
+	if o.Embedding && (o.EmbedThreshold <= 0 || o.EmbedThreshold > 1) {
+		return fmt.Errorf("audit: embed_threshold %v: want a value in (0, 1]", o.EmbedThreshold)
 	}
 	if o.NGram < 1 || o.Window < 1 {
 		return fmt.Errorf("audit: ngram %d and window %d must be >= 1", o.NGram, o.Window)
@@ -127,6 +137,17 @@ func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, in it
 	a, err := New(benches, Options{Window: o.Window, N: o.NGram, LineThreshold: o.Threshold})
 	if err != nil {
 		return err
+	}
+	if o.Embedding {
+		var e embed.Embedder = embed.NewTFIDF(0)
+		if svc.Embedder != nil {
+			if e, err = pipeline.ServiceAs[embed.Embedder](svc.Embedder, "embedder"); err != nil {
+				return err
+			}
+		}
+		if err := a.EnableEmbedding(ctx, e, o.EmbedThreshold); err != nil {
+			return err
+		}
 	}
 	// pending holds each input item from when the reader hands it to the
 	// auditor until its result comes back in order.

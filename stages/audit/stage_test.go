@@ -69,6 +69,16 @@ func TestStage(t *testing.T) {
 		t.Errorf("report: %v", err)
 	}
 
+	// With the paraphrase check (TF-IDF, no embedder service) the planted
+	// dialogues are still removed, plus whatever the check adds.
+	oe := o
+	oe.Embedding = true
+	out, svc = runTestStage(t, oe, ds)
+	vals, _ = svc.Stats.Snapshot()
+	if vals["flagged"] < float64(len(planted)) || len(out) != len(ds)-int(vals["flagged"]) {
+		t.Errorf("embedding: flagged %v, kept %d of %d, want >= %d flagged and the rest kept", vals["flagged"], len(out), len(ds), len(planted))
+	}
+
 	o.Decontaminate = false
 	out, _ = runTestStage(t, o, ds)
 	if len(out) != len(ds) {

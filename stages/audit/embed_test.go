@@ -1,0 +1,78 @@
+package audit
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/pipeline/embed"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// Measured with the default TF-IDF embedder at the default threshold 0.6
+// (deterministic): 34 of the 40 reworded statements are found, 15 of 2,017
+// clean Code Alpaca dialogues are flagged (mostly the same generic task
+// worded alike, e.g. "check whether a number is even"). At 0.5: 40/40 and
+// 61; at 0.7: 26/40 and 3.
+const (
+	minEmbedFound          = 34
+	maxEmbedFalsePositives = 15
+)
+
+// TestEmbeddingParaphrase plants 20 HumanEval and 20 MBPP problem
+// statements, lightly reworded (MBPP's "Write a (python) function to" becomes
+// "I need code that will"; HumanEval's prompt keeps its docstring but the
+// function is renamed), with no solution, and checks the TF-IDF paraphrase
+// check finds them.
+func TestEmbeddingParaphrase(t *testing.T) {
+	a := testAuditor(t, Options{})
+	if err := a.EnableEmbedding(context.Background(), embed.NewTFIDF(0), 0); err != nil {
+		t.Fatal(err)
+	}
+	he, mb := testHumanEval(t), testMBPP(t)
+	var planted []schema.Dialogue
+	for i := 0; i < 20; i++ {
+		h, m := he[i*8], mb[10+i*47]
+		for _, p := range []schema.Problem{h, m} {
+			q := strings.NewReplacer("Write a python function to", "I need code that will", "Write a function to", "I need code that will").Replace(p.Text)
+			if p.EntryPoint != "" {
+				q = strings.ReplaceAll(q, p.EntryPoint, "solve")
+			}
+			planted = append(planted, schema.Dialogue{ID: "planted-" + p.ID, Messages: []schema.Message{
+				{Role: schema.RoleUser, Content: "Please help. " + q},
+				{Role: schema.RoleAssistant, Content: "Here is one way to do it."},
+			}})
+		}
+	}
+	corpus := append(testAlpacaDialogues(t), planted...)
+	rep, err := a.Run(context.Background(), Slice(corpus), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	var fps []string
+	for _, f := range rep.Findings {
+		if f.Method != MethodEmbedding {
+			continue
+		}
+		if f.DialogueID == "planted-"+f.TaskID {
+			found[f.DialogueID] = true
+		}
+		if strings.HasPrefix(f.DialogueID, "alpaca-") {
+			fps = append(fps, f.DialogueID+" "+f.TaskID)
+		}
+	}
+	sort.Strings(fps)
+	fpIDs := map[string]bool{}
+	for _, fp := range fps {
+		fpIDs[strings.Fields(fp)[0]] = true
+	}
+	t.Logf("embedding: %d/40 planted found against their task; clean dialogues flagged: %d %v", len(found), len(fpIDs), fps)
+	if len(found) < minEmbedFound {
+		t.Errorf("embedding found %d of %d planted statements, want >= %d", len(found), len(planted), minEmbedFound)
+	}
+	if len(fpIDs) > maxEmbedFalsePositives {
+		t.Errorf("embedding flagged %d clean dialogues, want <= %d", len(fpIDs), maxEmbedFalsePositives)
+	}
+}
