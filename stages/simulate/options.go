@@ -1,0 +1,159 @@
+package simulate
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// What happens to a dialogue whose final code still fails.
+const (
+	FailedDrop  = "drop"  // not written (counted in the stats)
+	FailedLabel = "label" // written with labels final_status=fail and rejected=<why>
+	FailedKeep  = "keep"  // written like a successful one (final_status=fail)
+)
+
+// Options are the settings of the simulate stage (pipeline file keys in
+// yaml tags). Zero values take the defaults in DefaultOptions.
+type Options struct {
+	// MaxIterations bounds the write-run-fix loop per user turn (and per
+	// feedback round): the loop stops when the judge accepts the code or
+	// after this many runs.
+	MaxIterations int `yaml:"max_iterations" json:"max_iterations"`
+	// FeedbackRounds is the number of simulated human feedback rounds after
+	// the code passes (0 = execution feedback only).
+	FeedbackRounds int `yaml:"feedback_rounds" json:"feedback_rounds"`
+	// Failed is drop, label or keep (see the Failed* constants).
+	Failed string `yaml:"failed" json:"failed"`
+	// Categories weighs the feedback categories (schema.FeedbackCategories);
+	// empty means uniform, a missing category has weight 0.
+	Categories map[string]float64 `yaml:"categories" json:"categories,omitempty"`
+	// Oracle is the share (0..1) of feedback rounds in which the feedback
+	// model sees the canonical solution, for problems that have one.
+	Oracle float64 `yaml:"oracle" json:"oracle"`
+	// Seed drives the category and oracle draws (deterministic per dialogue).
+	Seed int64 `yaml:"seed" json:"seed"`
+	// Timeout bounds one run of the code (a notebook cell or a test run).
+	Timeout time.Duration `yaml:"timeout" json:"timeout"`
+	// Language is the language of queries that do not name one (python,
+	// bash or sql: the sandbox's runners).
+	Language string `yaml:"language" json:"language"`
+	// OutputChars caps each of stdout and stderr shown in an execution turn;
+	// longer output keeps its head and tail with a marker between them.
+	OutputChars int `yaml:"output_chars" json:"output_chars"`
+	// Writer, Judge and Feedback name the model endpoints (from the `model:`
+	// section's endpoints) for the three roles; "" is the stage's default.
+	Writer   string `yaml:"writer" json:"writer,omitempty"`
+	Judge    string `yaml:"judge" json:"judge,omitempty"`
+	Feedback string `yaml:"feedback" json:"feedback,omitempty"`
+	// Prompts overrides prompt templates by name (simulate_writer,
+	// simulate_task, simulate_closing, judge_request, feedback_request) with
+	// template text; the text is part of the cache key.
+	Prompts map[string]string `yaml:"prompts" json:"prompts,omitempty"`
+	// KeepInputs also passes the input items on (they are consumed
+	// otherwise); items of other kinds always pass through.
+	KeepInputs bool `yaml:"keep_inputs" json:"keep_inputs"`
+}
+
+// DefaultOptions are the stage's defaults.
+var DefaultOptions = Options{
+	MaxIterations:  3,
+	FeedbackRounds: 1,
+	Failed:         FailedDrop,
+	Oracle:         0.5,
+	Seed:           1,
+	Timeout:        10 * time.Second,
+	Language:       "python",
+	OutputChars:    2000,
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions
+	if o.MaxIterations <= 0 {
+		o.MaxIterations = d.MaxIterations
+	}
+	if o.Failed == "" {
+		o.Failed = d.Failed
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = d.Timeout
+	}
+	if o.Language == "" {
+		o.Language = d.Language
+	}
+	if o.OutputChars <= 0 {
+		o.OutputChars = d.OutputChars
+	}
+	return o
+}
+
+// Validate checks the settings.
+func (o Options) Validate() error {
+	var errs []error
+	if o.MaxIterations < 0 || o.FeedbackRounds < 0 || o.Timeout < 0 || o.OutputChars < 0 {
+		errs = append(errs, errors.New("simulate: max_iterations, feedback_rounds, timeout and output_chars must not be negative"))
+	}
+	switch o.Failed {
+	case "", FailedDrop, FailedLabel, FailedKeep:
+	default:
+		errs = append(errs, fmt.Errorf("simulate: failed %q: want drop, label or keep", o.Failed))
+	}
+	if o.Oracle < 0 || o.Oracle > 1 {
+		errs = append(errs, fmt.Errorf("simulate: oracle %v: want a share between 0 and 1", o.Oracle))
+	}
+	switch o.Language {
+	case "", "python", "bash", "sql":
+	default:
+		errs = append(errs, fmt.Errorf("simulate: language %q: want python, bash or sql", o.Language))
+	}
+	if _, err := o.categoryWeights(); err != nil {
+		errs = append(errs, err)
+	}
+	for name := range o.Prompts {
+		if !isPromptName(name) {
+			errs = append(errs, fmt.Errorf("simulate: prompts: unknown template %q (known: %s)", name, strings.Join(promptNames, ", ")))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// categoryWeights returns one weight per schema.FeedbackCategories entry.
+func (o Options) categoryWeights() ([]float64, error) {
+	w := make([]float64, len(schema.FeedbackCategories))
+	if len(o.Categories) == 0 {
+		for i := range w {
+			w[i] = 1
+		}
+		return w, nil
+	}
+	idx := map[string]int{}
+	for i, c := range schema.FeedbackCategories {
+		idx[c] = i
+	}
+	var unknown []string
+	total := 0.0
+	for c, v := range o.Categories {
+		i, ok := idx[c]
+		if !ok {
+			unknown = append(unknown, c)
+			continue
+		}
+		if v < 0 {
+			return nil, fmt.Errorf("simulate: categories: %s has a negative weight", c)
+		}
+		w[i] = v
+		total += v
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, fmt.Errorf("simulate: categories: unknown %s (known: %s)", strings.Join(unknown, ", "), strings.Join(schema.FeedbackCategories, ", "))
+	}
+	if total == 0 {
+		return nil, errors.New("simulate: categories: every weight is 0")
+	}
+	return w, nil
+}

@@ -1,0 +1,211 @@
+package simulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+func init() { pipeline.Register("simulate", DefaultOptions, newStage) }
+
+// newStage builds the "simulate" stage: query and problem items become
+// one-turn tasks, dialogue items (packed groups) multi-turn tasks; other
+// kinds pass through.
+func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
+	ps, err := loadPrompts(o.Prompts)
+	if err != nil {
+		return nil, err
+	}
+	version := map[string]any{"prompts": ps.Version(), "loop": "v1"}
+	if m, ok := svc.Model.(*llm.Models); ok {
+		for role, ep := range map[string]string{"writer": o.Writer, "judge": o.Judge, "feedback": o.Feedback} {
+			p, err := m.Params(svc.Name, ep)
+			if err != nil {
+				return nil, fmt.Errorf("simulate: %s endpoint: %w", role, err)
+			}
+			version[role] = p
+		}
+	}
+	st := &pipeline.Stage{Version: version}
+	st.Observe = func(out pipeline.Item) {
+		if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
+			return
+		}
+		d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
+		if err != nil || d.Stage != "simulate" {
+			return
+		}
+		ObserveDialogue(svc.Stats, d)
+	}
+
+	var (
+		mu     sync.Mutex
+		sim    *Simulator
+		simErr error
+	)
+	// Built on first use: the sandbox opens lazily and the models are only
+	// needed once an item arrives. A transient failure (the sandbox did not
+	// start) is retried by the next item; a settings error sticks.
+	simulator := func(ctx context.Context) (*Simulator, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if sim != nil || simErr != nil {
+			return sim, simErr
+		}
+		s, err := buildSimulator(ctx, o, svc)
+		switch {
+		case err == nil:
+			sim = s
+		case pipeline.IsTransient(err):
+			return nil, err
+		default:
+			simErr = pipeline.Permanent(err)
+		}
+		return sim, simErr
+	}
+
+	st.Each = func(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
+		var task Task
+		s, err := simulator(ctx)
+		if err != nil {
+			return nil, err
+		}
+		switch in.Kind {
+		case pipeline.KindQuery:
+			q, err := pipeline.As[schema.Query](in, in.Kind)
+			if err != nil {
+				return nil, pipeline.Permanent(err)
+			}
+			task, err = s.TaskFromProblem(schema.Problem{Query: q})
+			if err != nil {
+				return nil, pipeline.Permanent(err)
+			}
+		case pipeline.KindProblem:
+			p, err := pipeline.As[schema.Problem](in, in.Kind)
+			if err != nil {
+				return nil, pipeline.Permanent(err)
+			}
+			task, err = s.TaskFromProblem(p)
+			if err != nil {
+				return nil, pipeline.Permanent(err)
+			}
+		case pipeline.KindDialogue:
+			d, err := pipeline.As[schema.Dialogue](in, in.Kind)
+			if err != nil {
+				return nil, pipeline.Permanent(err)
+			}
+			if d.Stage == "simulate" { // our own output fed back: nothing to do
+				return []pipeline.Item{in}, nil
+			}
+			if task, err = TaskFromDialogue(d); err != nil {
+				return nil, pipeline.Permanent(err)
+			}
+		default:
+			return []pipeline.Item{in}, nil
+		}
+		res, err := s.Run(ctx, task)
+		if err != nil {
+			return nil, classify(err)
+		}
+		var out []pipeline.Item
+		if o.KeepInputs {
+			out = append(out, in)
+		}
+		if !res.Passed && o.Failed == FailedDrop {
+			if svc.Stats != nil {
+				svc.Stats.Add("dialogues/dropped", 1)
+				observeOutcomes(svc.Stats, res.Dialogue)
+			}
+			if svc.Logger != nil {
+				svc.Logger.Debug("simulate: dialogue dropped", "task", task.ID, "reason", res.Reason)
+			}
+			return out, nil
+		}
+		it, err := pipeline.DialogueItem(res.Dialogue)
+		if err != nil {
+			return nil, err
+		}
+		return append(out, it), nil
+	}
+	return st, nil
+}
+
+// buildSimulator gets the sandbox and the three models from the services.
+func buildSimulator(ctx context.Context, o Options, svc *pipeline.Services) (*Simulator, error) {
+	if svc.Executor == nil {
+		return nil, errors.New("simulate: needs a sandbox; add a top-level `executor:` (e.g. bwrap://) to the pipeline file")
+	}
+	ex, err := svc.Executor(ctx)
+	if err != nil {
+		return nil, pipeline.Transient(fmt.Errorf("simulate: open sandbox: %w", err))
+	}
+	writer, err := llm.ForStage(svc, o.Writer)
+	if err != nil {
+		return nil, fmt.Errorf("simulate: writer model: %w", err)
+	}
+	judge, err := llm.ForStage(svc, o.Judge)
+	if err != nil {
+		return nil, fmt.Errorf("simulate: judge model: %w", err)
+	}
+	var feedback llm.Chatter
+	if o.FeedbackRounds > 0 {
+		if feedback, err = llm.ForStage(svc, o.Feedback); err != nil {
+			return nil, fmt.Errorf("simulate: feedback model: %w", err)
+		}
+	}
+	return New(o, writer, judge, feedback, ex)
+}
+
+// classify marks model failures for the engine: exhausted retries are worth
+// another try later; an unreadable answer is a property of this input.
+func classify(err error) error {
+	var pe *llm.ParseError
+	switch {
+	case errors.Is(err, llm.ErrRetriesExhausted):
+		return pipeline.Transient(err)
+	case errors.As(err, &pe):
+		return pipeline.Permanent(err)
+	}
+	return err
+}
+
+// ObserveDialogue adds a simulate dialogue's statistics to stats: status,
+// turn count, per-iteration outcomes and feedback categories.
+func ObserveDialogue(stats *pipeline.Stats, d schema.Dialogue) {
+	stats.Add("dialogues/"+d.Labels["final_status"], 1)
+	stats.Add(fmt.Sprintf("turns/%d", len(d.Messages)), 1)
+	observeOutcomes(stats, d)
+	for _, m := range d.Messages {
+		if m.Feedback != nil {
+			stats.Add("feedback/category/"+m.Feedback.Category, 1)
+			if m.Feedback.Oracle {
+				stats.Add("feedback/oracle", 1)
+			} else {
+				stats.Add("feedback/non_oracle", 1)
+			}
+		}
+	}
+}
+
+// observeOutcomes counts the "outcomes" label as "outcome/<iteration>/<kind>",
+// where the iteration is "1", "2", ... of the first turn, "t2.1" for the
+// second turn of a packed dialogue, and "fb1.1" for a feedback round.
+func observeOutcomes(stats *pipeline.Stats, d schema.Dialogue) {
+	for _, o := range strings.Fields(d.Labels["outcomes"]) {
+		it, kind, ok := strings.Cut(o, "=")
+		if !ok {
+			continue
+		}
+		stats.Add("outcome/"+it+"/"+kind, 1)
+	}
+}
