@@ -392,7 +392,6 @@ func (c *csvSource) next() (map[string]json.RawMessage, int, error) {
 	}
 	rec, err := c.r.Read()
 	c.row++
-	line, _ := c.r.FieldPos(0)
 	if err == io.EOF {
 		return nil, 0, io.EOF
 	}
@@ -401,8 +400,10 @@ func (c *csvSource) next() (map[string]json.RawMessage, int, error) {
 		return nil, 0, &RecordError{File: c.path, Unit: "line", Line: pe.Line, Reason: pe.Err.Error()}
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s: line %d: %w", c.path, line, err)
+		return nil, 0, fmt.Errorf("%s: data row %d: %w", c.path, c.row, err)
 	}
+	// FieldPos is valid only after a successful Read.
+	line, _ := c.r.FieldPos(0)
 	out := make(map[string]json.RawMessage, len(rec))
 	for i, v := range rec {
 		if !utf8.ValidString(v) {
