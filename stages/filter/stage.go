@@ -1,0 +1,286 @@
+package filter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"strconv"
+	"sync"
+
+	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/prompts"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// DedupOptions are the settings of the dedup stage.
+type DedupOptions struct {
+	// Threshold is the estimated Jaccard similarity of character shingle
+	// sets at or above which a query is a near-duplicate of an earlier one
+	// (0 = exact duplicates only).
+	Threshold float64 `yaml:"threshold" json:"threshold"`
+	// Shingle is the character n-gram length.
+	Shingle int `yaml:"shingle" json:"shingle"`
+}
+
+// Validate implements pipeline.Validator.
+func (o DedupOptions) Validate() error {
+	if o.Threshold < 0 || o.Threshold > 1 {
+		return fmt.Errorf("dedup: threshold %v: want 0..1", o.Threshold)
+	}
+	if o.Shingle < 1 || o.Shingle > 32 {
+		return fmt.Errorf("dedup: shingle %d: want 1..32", o.Shingle)
+	}
+	return nil
+}
+
+// Options are the settings of the filter stage.
+type Options struct {
+	// Rubrics to rate with (default both: skills, effort).
+	Rubrics []string `yaml:"rubrics" json:"rubrics"`
+	// Rule combines the rubric scores: both, either or mean>=T.
+	Rule string `yaml:"rule" json:"rule"`
+	// Keep is the set of scores that count as hard enough (both/either).
+	Keep []int `yaml:"keep" json:"keep"`
+	// Endpoint is the model endpoint name in the `model:` section ("" =
+	// the stage's route or the default).
+	Endpoint string `yaml:"endpoint" json:"endpoint"`
+	// Repairs is how many repair prompts follow an unreadable answer before
+	// the query is recorded as unrated.
+	Repairs int `yaml:"repairs" json:"repairs"`
+	// Unrated says what happens to a query with an unreadable rating: drop
+	// (default) or keep. Either way its rating record (score 0, raw answer)
+	// is emitted and counted.
+	Unrated string `yaml:"unrated" json:"unrated"`
+	// MaxTokens bounds each rating answer.
+	MaxTokens int `yaml:"max_tokens" json:"max_tokens"`
+}
+
+// Validate implements pipeline.Validator.
+func (o Options) Validate() error {
+	if len(o.Rubrics) == 0 {
+		return errors.New("filter: no rubrics")
+	}
+	for _, r := range o.Rubrics {
+		if _, err := prompts.Get("filter_rubric_" + r); err != nil {
+			return fmt.Errorf("filter: unknown rubric %q (known: %v)", r, Rubrics)
+		}
+	}
+	if _, err := ParseRule(o.Rule, o.Keep); err != nil {
+		return err
+	}
+	for _, k := range o.Keep {
+		if k < 1 || k > 5 {
+			return fmt.Errorf("filter: keep %d: scores are 1..5", k)
+		}
+	}
+	if o.Unrated != "drop" && o.Unrated != "keep" {
+		return fmt.Errorf("filter: unrated %q: want drop or keep", o.Unrated)
+	}
+	if o.Repairs < 0 {
+		return errors.New("filter: repairs must be >= 0")
+	}
+	return nil
+}
+
+func init() {
+	pipeline.Register("dedup", DedupOptions{Threshold: 0.8, Shingle: 5}, newDedupStage)
+	pipeline.Register("filter", Options{Rubrics: Rubrics, Rule: "both", Keep: []int{4, 5}, Repairs: 1,
+		Unrated: "drop", MaxTokens: 200}, newFilterStage)
+}
+
+func newDedupStage(o DedupOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
+	return &pipeline.Stage{
+		Version: "dedup-v1",
+		All: func(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
+			d := NewDedup(o.Threshold, o.Shingle)
+			var ids []string // input index -> query id, for the log
+			for it, err := range in {
+				if err != nil {
+					return err
+				}
+				if it.Kind != pipeline.KindQuery {
+					if err := emit(it); err != nil {
+						return err
+					}
+					continue
+				}
+				q, err := pipeline.As[schema.Query](it, pipeline.KindQuery)
+				if err != nil {
+					return err
+				}
+				ids = append(ids, q.ID)
+				v := d.Add(q.Text)
+				svc.Stats.Add("queries", 1)
+				if v.Kind != "" {
+					svc.Stats.Add("dropped/"+v.Kind, 1)
+					if svc.Logger != nil {
+						svc.Logger.Debug("dedup: dropped", "id", q.ID, "kind", v.Kind, "of", ids[v.Of], "jaccard", v.Jaccard)
+					}
+					continue
+				}
+				svc.Stats.Add("kept", 1)
+				if err := emit(it); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}, nil
+}
+
+// Version is what besides the settings determines the filter's outputs.
+type version struct {
+	Prompts map[string]string `json:"prompts"`
+	Model   any               `json:"model"`
+}
+
+func newFilterStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
+	rule, err := ParseRule(o.Rule, o.Keep)
+	if err != nil {
+		return nil, err
+	}
+	ver := version{Prompts: map[string]string{}}
+	for _, r := range o.Rubrics {
+		t, err := prompts.Get("filter_rubric_" + r)
+		if err != nil {
+			return nil, err
+		}
+		ver.Prompts[r] = t.Version
+	}
+	model := ""
+	switch m := svc.Model.(type) {
+	case nil:
+		ver.Model = "none"
+	case *llm.Models:
+		p, err := m.Params(svc.Name, o.Endpoint)
+		if err != nil {
+			return nil, fmt.Errorf("filter: %w", err)
+		}
+		ver.Model, model = p, p.Model
+	default:
+		ver.Model = fmt.Sprintf("%T", m)
+	}
+
+	var (
+		once     sync.Once
+		rater    *Rater
+		raterErr error
+	)
+	getRater := func() (*Rater, error) {
+		once.Do(func() {
+			chat, err := llm.ForStage(svc, o.Endpoint)
+			if err != nil {
+				raterErr = err
+				if errors.Is(err, llm.ErrNoModel) && svc.Logger != nil {
+					svc.Logger.Warn("filter: no model, so queries pass through unrated (nothing is dropped); " +
+						"to rate them " + llm.NoModelHint)
+				}
+				return
+			}
+			rater, raterErr = NewRater(chat, model, o.Rubrics, o.Repairs)
+			if rater != nil {
+				rater.MaxTokens = o.MaxTokens
+			}
+		})
+		return rater, raterErr
+	}
+
+	st := &pipeline.Stage{Version: ver}
+	st.Each = func(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
+		if in.Kind != pipeline.KindQuery {
+			return []pipeline.Item{in}, nil
+		}
+		q, err := pipeline.As[schema.Query](in, pipeline.KindQuery)
+		if err != nil {
+			return nil, pipeline.Permanent(err)
+		}
+		r, err := getRater()
+		if errors.Is(err, llm.ErrNoModel) {
+			svc.Stats.Add("skipped_no_model", 1)
+			return []pipeline.Item{in}, nil
+		}
+		if err != nil {
+			return nil, pipeline.Permanent(err)
+		}
+		ratings, err := r.Rate(ctx, q)
+		switch {
+		case errors.Is(err, llm.ErrRetriesExhausted):
+			return nil, pipeline.Transient(err)
+		case err != nil:
+			return nil, err
+		}
+		out := make([]pipeline.Item, 0, len(ratings)+1)
+		for _, rt := range ratings {
+			it, err := pipeline.RatingItem(rt)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, it)
+		}
+		keep, unrated := rule.Decide(ratings)
+		if unrated && o.Unrated == "keep" {
+			keep = true
+		}
+		if !keep {
+			return out, nil
+		}
+		q.Metadata = maps.Clone(q.Metadata)
+		if q.Metadata == nil {
+			q.Metadata = map[string]string{}
+		}
+		for _, rt := range ratings {
+			v := strconv.Itoa(rt.Score)
+			if rt.Score == 0 {
+				v = "unrated"
+			}
+			q.Metadata["difficulty."+rt.Rubric] = v
+		}
+		qi, err := pipeline.QueryItem(q)
+		if err != nil {
+			return nil, err
+		}
+		return append(out, qi), nil
+	}
+	st.Estimate = func(n int) pipeline.Usage {
+		// Two short prompts per query (~300 tokens in, ~40 out each).
+		calls := int64(n * len(o.Rubrics))
+		return pipeline.Usage{Requests: calls, PromptTokens: 300 * calls, CompletionTokens: 40 * calls}
+	}
+	// Observe fills the manifest's histogram and counts from every output,
+	// cached or fresh. Ratings of one query come before its query item.
+	var pending string // query id whose ratings were seen last
+	var pendingUnrated bool
+	st.Observe = func(out pipeline.Item) {
+		switch out.Kind {
+		case pipeline.KindRating:
+			rt, err := pipeline.As[schema.Rating](out, pipeline.KindRating)
+			if err != nil {
+				return
+			}
+			bucket := strconv.Itoa(rt.Score)
+			if rt.Score == 0 {
+				bucket = "unrated"
+			}
+			svc.Stats.Add("score/"+rt.Rubric+"/"+bucket, 1)
+			if rt.QueryID != pending {
+				pending, pendingUnrated = rt.QueryID, false
+				svc.Stats.Add("rated", 1)
+				svc.Stats.Add("dropped", 1) // undone below if the query follows
+			}
+			if rt.Score == 0 && !pendingUnrated {
+				pendingUnrated = true
+				svc.Stats.Add("unrated", 1)
+			}
+		case pipeline.KindQuery:
+			if out.ID == pending {
+				svc.Stats.Add("dropped", -1)
+				pending = ""
+			}
+			svc.Stats.Add("kept", 1)
+		}
+	}
+	return st, nil
+}
