@@ -141,7 +141,10 @@ func readItems(ctx context.Context, path string) iter.Seq2[Item, error] {
 func schemaInput(f schema.Format) InputFormat {
 	return func(ctx context.Context, path string) iter.Seq2[Item, error] {
 		return func(yield func(Item, error) bool) {
-			src, err := schema.OpenSource(path, schema.ImportOptions{Format: f})
+			src, err := schema.OpenSource(path, schema.ImportOptions{Format: f,
+				// The duplicate-id check keeps a hash per record; the engine
+				// keys results by content, so it streams in constant memory.
+				AllowDuplicates: true})
 			if err != nil {
 				yield(Item{}, err)
 				return

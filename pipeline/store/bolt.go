@@ -40,8 +40,11 @@ type Bolt struct {
 	pendingBytes int
 }
 
-// checkpointBytes bounds the logged-but-unapplied data kept in memory.
-const checkpointBytes = 32 << 20
+// checkpointBytes bounds the logged-but-unapplied data kept in memory. It
+// also bounds a checkpoint's transaction: with random keys a large batch
+// touches (and bbolt holds in memory) nearly every leaf of the tree, so
+// memory would grow with the store instead of with the batch.
+const checkpointBytes = 2 << 20
 
 type putReq struct {
 	bucket, key string
