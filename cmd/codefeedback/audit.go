@@ -224,7 +224,13 @@ func runAudit(ctx context.Context, o auditOptions) error {
 	}
 	flagged := audit.FlaggedBySeq{}
 	start := time.Now()
-	rep, err := a.Run(ctx, audit.ReadDialogues(ctx, o.dataset), flagged.Add)
+	var rep *audit.Report
+	if schema.IsParquet(o.dataset) {
+		rep, err = a.Run(ctx, audit.ReadDialogues(ctx, o.dataset), flagged.Add)
+	} else {
+		// JSONL: the workers decode the records in parallel.
+		rep, err = a.RunRecords(ctx, audit.RawRecords(ctx, o.dataset), flagged.Add)
+	}
 	if err != nil {
 		var re *schema.RecordError
 		if errors.As(err, &re) {

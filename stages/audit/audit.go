@@ -30,6 +30,7 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"iter"
 	"runtime"
@@ -392,12 +393,63 @@ type Report struct {
 // order, from the calling goroutine. Run stops at the first error of the
 // stream, of each, or of ctx.
 func (a *Auditor) Run(ctx context.Context, dialogues iter.Seq2[*schema.Dialogue, error], each func(*Result) error) (*Report, error) {
+	return a.run(ctx, func(yield func(job, error) bool) {
+		for d, err := range dialogues {
+			if !yield(job{d: d}, err) {
+				return
+			}
+		}
+	}, each)
+}
+
+// RunRecords is Run over raw Code-Feedback-style JSON records (such as
+// RawRecords yields): the records are decoded by the workers, in parallel,
+// which for a large JSONL file is most of the work. A record that does not
+// decode to a valid dialogue stops the run with an error naming its
+// position.
+func (a *Auditor) RunRecords(ctx context.Context, recs iter.Seq2[json.RawMessage, error], each func(*Result) error) (*Report, error) {
+	return a.run(ctx, func(yield func(job, error) bool) {
+		for r, err := range recs {
+			if !yield(job{raw: r}, err) {
+				return
+			}
+		}
+	}, each)
+}
+
+// job is one dialogue to audit: decoded, or a raw record to decode.
+type job struct {
+	seq int
+	d   *schema.Dialogue
+	raw json.RawMessage
+}
+
+// decodeRecord decodes a Code-Feedback-style record the way the schema
+// package reads one: a non-string id (Code-Feedback's integers) becomes its
+// JSON text, and the dialogue must pass Validate.
+func decodeRecord(raw json.RawMessage) (*schema.Dialogue, error) {
+	var rec struct {
+		ID json.RawMessage `json:"id"`
+		schema.Dialogue
+	}
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return nil, fmt.Errorf("malformed dialogue: %w", err)
+	}
+	d := rec.Dialogue
+	if len(rec.ID) > 0 && string(rec.ID) != "null" {
+		if err := json.Unmarshal(rec.ID, &d.ID); err != nil {
+			d.ID = string(rec.ID)
+		}
+	}
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+func (a *Auditor) run(ctx context.Context, src iter.Seq2[job, error], each func(*Result) error) (*Report, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type job struct {
-		seq int
-		d   *schema.Dialogue
-	}
 	jobs := make(chan job, a.opts.Workers*4)
 	results := make(chan Result, a.opts.Workers*4)
 	var wg sync.WaitGroup
@@ -407,7 +459,17 @@ func (a *Auditor) Run(ctx context.Context, dialogues iter.Seq2[*schema.Dialogue,
 			defer wg.Done()
 			s := newScratch()
 			for j := range jobs {
-				r := a.check(ctx, j.d, j.seq, s)
+				var r Result
+				if j.d == nil {
+					d, err := decodeRecord(j.raw)
+					if err != nil {
+						r = Result{Seq: j.seq, Err: fmt.Errorf("audit: record %d: %w", j.seq+1, err)}
+					} else {
+						r = a.check(ctx, d, j.seq, s)
+					}
+				} else {
+					r = a.check(ctx, j.d, j.seq, s)
+				}
 				select {
 				case results <- r:
 				case <-ctx.Done():
@@ -420,14 +482,15 @@ func (a *Auditor) Run(ctx context.Context, dialogues iter.Seq2[*schema.Dialogue,
 	go func() {
 		defer close(jobs)
 		seq := 0
-		for d, err := range dialogues {
+		for j, err := range src {
 			if err != nil {
 				readErr = fmt.Errorf("audit: read dialogue %d: %w", seq, err)
 				cancel()
 				return
 			}
+			j.seq = seq
 			select {
-			case jobs <- job{seq: seq, d: d}:
+			case jobs <- j:
 			case <-ctx.Done():
 				return
 			}
@@ -451,9 +514,12 @@ func (a *Auditor) Run(ctx context.Context, dialogues iter.Seq2[*schema.Dialogue,
 			}
 			delete(pending, next)
 			next++
-			if p.Err != nil && eachErr == nil {
-				eachErr = p.Err
-				cancel()
+			if p.Err != nil {
+				if eachErr == nil {
+					eachErr = p.Err
+					cancel()
+				}
+				continue
 			}
 			agg.add(&p)
 			if each != nil && eachErr == nil {

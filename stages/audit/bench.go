@@ -56,8 +56,8 @@ func Lookup(name string) (Spec, bool) {
 const EnvBenchDir = "CODEFEEDBACK_BENCH_DIR"
 
 // BenchDir picks the benchmark directory: flag if set, else
-// $CODEFEEDBACK_BENCH_DIR, else ../shared/data beside the repository when
-// present, else the user cache directory (~/.cache/codefeedback/bench),
+// $CODEFEEDBACK_BENCH_DIR, else ../shared/data beside the repository (or
+// beside the working directory) when present, else the user cache directory (~/.cache/codefeedback/bench),
 // which Download fills.
 func BenchDir(flag string) (string, error) {
 	if flag != "" {
@@ -68,6 +68,9 @@ func BenchDir(flag string) (string, error) {
 	}
 	if d := shared.DataDir(); d != "" {
 		return d, nil
+	}
+	if st, err := os.Stat(filepath.Join("..", "shared", "data")); err == nil && st.IsDir() {
+		return filepath.Join("..", "shared", "data"), nil
 	}
 	return CacheDir()
 }

@@ -93,7 +93,7 @@ func cpuSeconds(tb testing.TB) float64 {
 func BenchmarkAudit68k(b *testing.B) {
 	a := testAuditor(b, Options{})
 	for range b.N {
-		var base float64
+		var base, cpuBase float64
 		for _, n := range []int{17000, 34000, 68000} {
 			corpus, avg := syntheticCorpus(b, n)
 			cpu0 := cpuSeconds(b)
@@ -113,10 +113,11 @@ func BenchmarkAudit68k(b *testing.B) {
 			b.ReportMetric(float64(n)/el, "dlg/s_"+k)
 			b.ReportMetric(float64(vmHWM(b))/(1<<20), "VmHWM_MiB_after_"+k)
 			if base == 0 {
-				base = el / float64(n)
+				base, cpuBase = el/float64(n), cpu/float64(n)
 				b.Logf("avg dialogue %d bytes; flagged at 17k: %d", avg, rep.Flagged)
 			} else {
 				b.ReportMetric(el/float64(n)/base, "per-dlg_time_"+k+"/17k")
+				b.ReportMetric(cpu/float64(n)/cpuBase, "per-dlg_cpu_"+k+"/17k")
 			}
 		}
 	}

@@ -66,6 +66,49 @@ func ReadDialogues(ctx context.Context, path string) iter.Seq2[*schema.Dialogue,
 	}
 }
 
+// RawRecords streams the raw records of a Code-Feedback-style JSONL or JSON
+// array file (plain, .gz, .zst) for RunRecords, after checking with the
+// schema package that the file holds dialogues. Each record is a fresh
+// slice.
+func RawRecords(ctx context.Context, path string) iter.Seq2[json.RawMessage, error] {
+	return func(yield func(json.RawMessage, error) bool) {
+		src, err := schema.OpenSource(path, schema.ImportOptions{AllowDuplicates: true})
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		isDialogues, format := src.Dialogues(), src.Format()
+		src.Close()
+		if !isDialogues {
+			yield(nil, fmt.Errorf("%s: holds %s records, not dialogues", path, format))
+			return
+		}
+		raw, err := schema.OpenRaw(path)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer raw.Close()
+		for {
+			if err := ctx.Err(); err != nil {
+				yield(nil, err)
+				return
+			}
+			rec, err := raw.Next()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(append(json.RawMessage(nil), rec...), nil) {
+				return
+			}
+		}
+	}
+}
+
 // Removed is one line of the removed-dialogues file: which dialogue, its
 // position in the input (from 0), and every reason it was flagged.
 type Removed struct {

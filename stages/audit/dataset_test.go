@@ -55,6 +55,16 @@ func TestDecontaminateJSONL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The parallel raw-record path gives the same report.
+	rep2, err := a.RunRecords(context.Background(), RawRecords(context.Background(), in), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j1, _ := json.Marshal(rep)
+	j2, _ := json.Marshal(rep2)
+	if !bytes.Equal(j1, j2) {
+		t.Errorf("RunRecords report differs from Run's:\n%s\n%s", j2, j1)
+	}
 	ids := append([]string(nil), rep.FlaggedIDs...)
 	sort.Strings(ids)
 	if len(ids) != len(planted) {
@@ -138,5 +148,27 @@ func TestDecontaminateParquet(t *testing.T) {
 		if planted[d.ID] {
 			t.Errorf("planted %s is still in the output", d.ID)
 		}
+	}
+}
+
+func TestRunRecordsBadRecord(t *testing.T) {
+	a, err := New([]Benchmark{{Name: "tiny", Problems: []schema.Problem{{Query: schema.Query{ID: "t1", Text: "x"}, Solution: "def f(a):\n    return a*2\n"}}}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := []string{
+		`{"id": 1, "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}`,
+		`{"id": 2, "messages": "not a list"}`,
+	}
+	stream := func(yield func(json.RawMessage, error) bool) {
+		for _, r := range recs {
+			if !yield(json.RawMessage(r), nil) {
+				return
+			}
+		}
+	}
+	_, err = a.RunRecords(context.Background(), stream, nil)
+	if err == nil || !strings.Contains(err.Error(), "record 2") {
+		t.Errorf("got %v, want an error naming record 2", err)
 	}
 }
