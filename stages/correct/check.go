@@ -84,8 +84,11 @@ type Run struct {
 // Passed reports whether every test passed.
 func (r Run) Passed() bool { return r.Observed == ObservedPass }
 
-// Program builds the test program for code: the problem's setup, the code as
-// solution.py, then its test imports and tests as test.py.
+// Program builds the test program for code: the problem's setup as
+// setup.py, the code as solution.py, then its test imports and tests as
+// test.py. The setup runs first, or right after the solution when it reads
+// names it does not bind (MBPP's setup builds trees from the solution's Node
+// class).
 func Program(p *schema.Problem, code string) (string, error) {
 	files := [][2]string{}
 	if strings.TrimSpace(p.Setup) != "" {

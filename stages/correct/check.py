@@ -9,7 +9,28 @@ import sys as _sys
 import traceback as _traceback
 
 
+def _setup_after(src):
+    """MBPP's test setup builds objects from the solution's classes: a setup
+    that reads names it does not bind itself (and that are not builtins)
+    runs after the solution instead of before it."""
+    try:
+        tree = _ast.parse(src)
+    except SyntaxError:
+        return False
+    bound, read = set(dir(__builtins__) if not isinstance(__builtins__, dict) else __builtins__), set()
+    for n in _ast.walk(tree):
+        if isinstance(n, _ast.Name):
+            (read if isinstance(n.ctx, _ast.Load) else bound).add(n.id)
+        elif isinstance(n, (_ast.FunctionDef, _ast.ClassDef, _ast.AsyncFunctionDef)):
+            bound.add(n.name)
+        elif isinstance(n, _ast.alias):
+            bound.add((n.asname or n.name).split(".")[0])
+    return bool(read - bound)
+
+
 def _run(files):
+    if files and files[0][0] == "setup.py" and len(files) > 1 and _setup_after(files[0][1]):
+        files = [files[1], files[0]] + files[2:]
     g = {"__name__": "__main__", "__builtins__": __builtins__}
     for name, src in files:
         _linecache.cache[name] = (len(src), None, src.splitlines(True), name)

@@ -61,3 +61,19 @@ func TestCheckerObserves(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckerSetupAfterSolution covers MBPP's test setup that uses a class
+// the solution defines.
+func TestCheckerSetupAfterSolution(t *testing.T) {
+	c := &Checker{Exec: sandbox(t)}
+	p := &schema.Problem{Query: schema.Query{ID: "t/tree"}, Setup: "root = Node(1)\r\nroot.left = Node(2)\r\n",
+		Tests: []string{"assert size(root) == 2"}}
+	code := "class Node:\n    def __init__(self, v):\n        self.v, self.left, self.right = v, None, None\n\ndef size(n):\n    return 0 if n is None else 1 + size(n.left) + size(n.right)\n"
+	r, err := c.Check(context.Background(), p, code, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Passed() {
+		t.Fatalf("observed %s, want pass; output:\n%s", r.Observed, r.Output())
+	}
+}
