@@ -1,0 +1,249 @@
+package simulate
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+func readDialogues(t *testing.T, path string) []schema.Dialogue {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []schema.Dialogue
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var d schema.Dialogue
+		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+			t.Fatalf("output line is not a dialogue: %v", err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// TestStageResumesFromCache runs the registered stage through the real
+// engine twice: the first run loses the model after the first answers, the
+// second finishes, replaying the first answers from the run's cache.
+func TestStageResumesFromCache(t *testing.T) {
+	dir := t.TempDir()
+	var lines []string
+	for i, fn := range []string{"add", "plus", "sum2"} {
+		rec := map[string]any{"task_id": i + 1, "text": "Write a function " + fn + " that adds two numbers.",
+			"code": "def " + fn + "(a, b):\n    return a + b\n", "test_setup_code": "", "challenge_test_list": []string{},
+			"test_list": []string{"assert " + fn + "(1, 2) == 3", "assert " + fn + "(2, 2) == 4"}}
+		b, _ := json.Marshal(rec)
+		lines = append(lines, string(b))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "p.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var down atomic.Bool
+	var firstAnswers atomic.Int64
+	srv := llmtest.New(t)
+	srv.Script(func(c llmtest.Call) llmtest.Reply {
+		task := c.Request.Messages[min(1, len(c.Request.Messages)-1)].Content
+		fn := strings.Fields(strings.TrimPrefix(task, "Write a function "))[0]
+		switch role(c) {
+		case "feedback":
+			return llmtest.Reply{Text: `{"met": ["functionality"], "missed": ["clarity"], "feedback": "Add a docstring."}`}
+		case "writer":
+			if writerTurn(c) == 0 {
+				firstAnswers.Add(1)
+				return llmtest.Reply{Text: block("def " + fn + "(a, b):\n    return a + bb")}
+			}
+			if down.Load() {
+				return llmtest.Reply{Fault: llmtest.Fault{Kind: llmtest.Status, Status: 400}}
+			}
+			return llmtest.Reply{Text: block("def " + fn + "(a, b):\n    \"\"\"Add.\"\"\"\n    return a + b")}
+		}
+		return llmtest.Reply{Text: "?"}
+	})
+	out := filepath.Join(dir, "out.jsonl")
+	y := `run_dir: ` + filepath.Join(dir, "run") + `
+executor: bwrap://
+model: {base_url: "` + srv.URL + `", model: fake-chat, max_attempts: 1}
+inputs: [{path: p.jsonl, format: mbpp}]
+stages:
+  - {stage: simulate, concurrency: 3, retries: 0, settings: {feedback_rounds: 1}}
+outputs: [{path: ` + out + `, kind: dialogue}]
+`
+	file := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pipeline.Load(file, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down.Store(true)
+	t0 := time.Now()
+	man, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{})
+	t.Logf("first run %v: %v", time.Since(t0), err)
+	if err == nil && man.Stages[0].Counts.Failed == 0 {
+		t.Fatalf("first run: no failed items with the model down (counts %+v)", man.Stages[0].Counts)
+	}
+	if got := firstAnswers.Load(); got != 3 {
+		t.Fatalf("first run: %d first answers, want 3", got)
+	}
+
+	down.Store(false)
+	cfg, err = pipeline.Load(file, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err = pipeline.Run(context.Background(), cfg, pipeline.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := firstAnswers.Load(); got != 3 {
+		t.Errorf("after the second run: %d first answers asked of the model, want 3 (replayed from the cache)", got)
+	}
+	ds := readDialogues(t, out)
+	if len(ds) != 3 {
+		t.Fatalf("got %d dialogues, want 3", len(ds))
+	}
+	for _, d := range ds {
+		if d.Labels["final_status"] != "pass" || d.Labels["outcomes"] != "1=NameError 2=pass fb1.1=pass" {
+			t.Errorf("dialogue %s labels %v", d.ID, d.Labels)
+		}
+	}
+	st := man.Stages[0].Stats
+	for key, want := range map[string]float64{"dialogues/pass": 3, "outcome/1/NameError": 3, "outcome/2/pass": 3, "outcome/fb1.1/pass": 3} {
+		if st[key] != want {
+			t.Errorf("stat %s = %v, want %v (stats %v)", key, st[key], want, st)
+		}
+	}
+	cats := 0.0
+	for k, v := range st {
+		if strings.HasPrefix(k, "feedback/category/") {
+			cats += v
+		}
+	}
+	if cats != 3 {
+		t.Errorf("feedback categories counted %v, want 3", cats)
+	}
+}
+
+// TestMBPP50 runs 50 MBPP problems with a fake model whose first answer is
+// the reference solution with a planted bug and whose later answers are the
+// reference solution; every dialogue kept must end in code that passes the
+// problem's tests when judged again on its own.
+func TestMBPP50(t *testing.T) {
+	ps, err := schema.LoadProblems(sharedPath(t, "mbpp/mbpp.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps = ps[:50]
+	ex := sandbox(t, "pool=2")
+	byText := map[string]*schema.Problem{}
+	for i := range ps {
+		byText[strings.TrimSpace(ps[i].Text)] = &ps[i]
+	}
+	buggy := plantBugs(t, ex, ps)
+	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+		task := call.Request.Messages[min(1, len(call.Request.Messages)-1)].Content
+		if role(call) == "feedback" {
+			return llmtest.Reply{Text: `{"met": ["functionality"], "missed": ["clarity"], "feedback": "Please explain the approach in a comment."}`}
+		}
+		text, _, _ := strings.Cut(task, "\n\nYour code should pass")
+		p := byText[strings.TrimSpace(text)]
+		if p == nil {
+			t.Errorf("fake model: unknown task %q", task)
+			return llmtest.Reply{Text: "?"}
+		}
+		if writerTurn(call) == 0 {
+			return llmtest.Reply{Text: "Here is my solution.\n\n" + block(buggy[p.ID])}
+		}
+		return llmtest.Reply{Text: "Fixed.\n\n" + block(p.Solution)}
+	}, nil)
+	s, err := New(Options{FeedbackRounds: 1}, c, nil, c, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failedFirst, kept := 0, 0
+	results := make([]Result, len(ps))
+	errs := make(chan error, len(ps))
+	sem := make(chan struct{}, 4)
+	for i := range ps {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			task, err := s.TaskFromProblem(ps[i])
+			if err == nil {
+				results[i], err = s.Run(context.Background(), task)
+			}
+			errs <- err
+		}()
+	}
+	for range ps {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, r := range results {
+		if !r.Passed { // dropped under the default policy
+			t.Logf("%s dropped: %s (%s)", ps[i].ID, r.Reason, r.Dialogue.Labels["outcomes"])
+			continue
+		}
+		kept++
+		if !strings.HasPrefix(r.Dialogue.Labels["outcomes"], "1=pass") {
+			failedFirst++
+		}
+		final := lastCode(r.Dialogue)
+		v, err := harness.Judge(context.Background(), ex, ps[i], final, harness.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !v.Passed {
+			t.Errorf("%s: final code fails on re-run:\n%s", ps[i].ID, v.Feedback)
+		}
+	}
+	t.Logf("MBPP-50: %d dialogues kept, %d of them with a failing first run", kept, failedFirst)
+	if kept < 45 || failedFirst < 40 {
+		t.Errorf("kept %d (want >= 45), failing first runs %d (want >= 40)", kept, failedFirst)
+	}
+}
+
+// lastCode returns the python code of the dialogue's last assistant turn
+// that holds code.
+func lastCode(d schema.Dialogue) string {
+	for i := len(d.Messages) - 1; i >= 0; i-- {
+		m := d.Messages[i]
+		if m.Role == schema.RoleExecution && m.Exec != nil {
+			// the assistant turn before an execution holds the code that ran
+			for j := i - 1; j >= 0; j-- {
+				if d.Messages[j].Role == schema.RoleAssistant {
+					if b := codeOf(d.Messages[j].Content); b != "" {
+						return b
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func codeOf(text string) string {
+	_, rest, ok := strings.Cut(text, "```python\n")
+	if !ok {
+		return ""
+	}
+	code, _, _ := strings.Cut(rest, "\n```")
+	return code
+}
