@@ -1,0 +1,312 @@
+// Package explain adds a natural-language preface to every assistant turn
+// of a dialogue that carries code: what the code does and how, answering the
+// latest user turn, without repeating earlier turns. The model writes only
+// the preface; the stage places it in front of the turn's existing content,
+// so the code is never rewritten. A preface holding a code block is sent
+// back for repair (a bounded number of times), then stripped of its blocks;
+// every explained turn is verified to end with its original content and to
+// hold exactly the original code blocks, byte for byte, and a dialogue that
+// fails the check is an error, never output.
+package explain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
+	"github.com/codefeedback/codefeedback/prompts"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// Label keys the stage sets on an explained dialogue.
+const (
+	LabelExplained = "explained_turns" // number of turns that got a preface
+	LabelStripped  = "explain_stripped" // turns whose preface had code blocks removed
+	LabelModel     = "explain_model"
+)
+
+// ErrCodeChanged means an explained turn's code differs from the original:
+// the dialogue is not output.
+var ErrCodeChanged = errors.New("explain: code changed")
+
+// ErrNoProse means the model's preface held nothing but code, even after
+// repairs.
+var ErrNoProse = errors.New("explain: preface has no prose")
+
+// Explainer writes prefaces with a model. Safe for concurrent use when Chat is.
+type Explainer struct {
+	Chat llm.Chatter
+	// Repairs bounds the repair requests after a preface with a code block.
+	Repairs int
+	// ContextChars caps each earlier turn shown to the model (head and tail kept).
+	ContextChars int
+	// MinChars is the shortest preface accepted after stripping code blocks.
+	MinChars int
+	// Sentences is the preface length asked for, e.g. "two to four".
+	Sentences string
+
+	system, request, repair prompts.Template
+}
+
+// Report says what Explain did to one dialogue.
+type Report struct {
+	Turns    int // assistant turns with code
+	Stripped int // prefaces whose code blocks were removed after the repairs
+	Repairs  int // repair requests sent
+	Model    string
+}
+
+// PromptNames are the templates the stage uses.
+var PromptNames = []string{"explain_system", "explain_request", "explain_repair"}
+
+// New returns an Explainer with defaults for zero settings.
+func New(chat llm.Chatter, repairs int) (*Explainer, error) {
+	e := &Explainer{Chat: chat, Repairs: repairs, ContextChars: 3000, MinChars: 20, Sentences: "two to four"}
+	var err error
+	if e.system, err = prompts.Get("explain_system"); err != nil {
+		return nil, err
+	}
+	if e.request, err = prompts.Get("explain_request"); err != nil {
+		return nil, err
+	}
+	if e.repair, err = prompts.Get("explain_repair"); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// PromptVersion names the templates with their text hashes.
+func PromptVersion() (string, error) {
+	var vs []string
+	for _, n := range PromptNames {
+		t, err := prompts.Get(n)
+		if err != nil {
+			return "", err
+		}
+		vs = append(vs, n+"@"+t.Version)
+	}
+	return strings.Join(vs, ","), nil
+}
+
+// HasCode reports whether content holds a fenced code block with code in it.
+func HasCode(content string) bool {
+	for _, b := range parse.CodeBlocks(content) {
+		if strings.TrimSpace(b.Code) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Explain returns d with a preface in front of every assistant turn that
+// carries code. d is not modified. Errors: model errors (wrapped llm
+// errors), a *llm.ParseError when an answer stayed empty or a refusal,
+// ErrNoProse, and ErrCodeChanged (which should never happen: it guards the
+// contract).
+func (e *Explainer) Explain(ctx context.Context, d schema.Dialogue) (schema.Dialogue, Report, error) {
+	out := d
+	out.Messages = append([]schema.Message(nil), d.Messages...)
+	var rep Report
+	for i, m := range out.Messages {
+		if m.Role != schema.RoleAssistant || !HasCode(m.Content) {
+			continue
+		}
+		pre, r, err := e.preface(ctx, out.Messages[:i], m.Content)
+		if err != nil {
+			return schema.Dialogue{}, rep, fmt.Errorf("explain: turn %d of %s: %w", i, d.ID, err)
+		}
+		rep.Turns++
+		rep.Repairs += r.Repairs
+		rep.Stripped += r.Stripped
+		if r.Model != "" {
+			rep.Model = r.Model
+		}
+		content := pre + "\n\n" + m.Content
+		if err := SameCode(m.Content, content); err != nil {
+			return schema.Dialogue{}, rep, fmt.Errorf("explain: turn %d of %s: %w", i, d.ID, err)
+		}
+		out.Messages[i].Content = content
+	}
+	if rep.Turns > 0 {
+		labels := make(map[string]string, len(d.Labels)+3)
+		for k, v := range d.Labels {
+			labels[k] = v
+		}
+		labels[LabelExplained] = fmt.Sprint(rep.Turns)
+		if rep.Stripped > 0 {
+			labels[LabelStripped] = fmt.Sprint(rep.Stripped)
+		}
+		if rep.Model != "" {
+			labels[LabelModel] = rep.Model
+		}
+		out.Labels = labels
+	}
+	return out, rep, nil
+}
+
+// SameCode checks that explained ends with original byte for byte and holds
+// exactly original's code blocks (language and code), in order.
+func SameCode(original, explained string) error {
+	if !strings.HasSuffix(explained, original) {
+		return fmt.Errorf("%w: the original content is not kept verbatim", ErrCodeChanged)
+	}
+	a, b := parse.CodeBlocks(original), parse.CodeBlocks(explained)
+	if len(a) != len(b) {
+		return fmt.Errorf("%w: %d code blocks before, %d after", ErrCodeChanged, len(a), len(b))
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return fmt.Errorf("%w: code block %d differs", ErrCodeChanged, i+1)
+		}
+	}
+	return nil
+}
+
+// preface asks for the preface of reply given the turns before it.
+func (e *Explainer) preface(ctx context.Context, before []schema.Message, reply string) (string, Report, error) {
+	var rep Report
+	// The model sees every earlier turn (so it does not repeat them and
+	// knows the run results) and, named apart, the request being answered.
+	req, history := "", before
+	for j := len(before) - 1; j >= 0; j-- {
+		if before[j].Role == schema.RoleUser {
+			req = before[j].Content
+			break
+		}
+	}
+	if req == "" {
+		req = "(no request: the conversation opens with this reply)"
+	}
+	prompt, err := e.request.Render(map[string]any{
+		"History": e.renderHistory(history), "Request": strings.TrimSpace(req),
+		"Reply": reply, "Sentences": e.Sentences})
+	if err != nil {
+		return "", rep, err
+	}
+	system, err := e.system.Render(nil)
+	if err != nil {
+		return "", rep, err
+	}
+	var lastRaw string
+	repair := func(perr error) string {
+		rep.Repairs++
+		s, err := e.repair.Render(map[string]any{"Problem": perr.Error()})
+		if err != nil {
+			return perr.Error()
+		}
+		return strings.TrimSpace(s)
+	}
+	text, resp, err := llm.ChatParse(ctx, e.Chat, llm.Request{Messages: []llm.Message{
+		llm.System(strings.TrimSpace(system)), llm.User(strings.TrimSpace(prompt))}},
+		e.Repairs, repair, func(t string) (string, error) {
+			lastRaw = t
+			return checkPreface(t)
+		})
+	rep.Model = resp.Model
+	var pe *llm.ParseError
+	if errors.As(err, &pe) && errors.Is(err, errHasCode) {
+		// Out of repairs: keep the prose, drop the blocks.
+		text = StripCode(lastRaw)
+		if len(text) < e.MinChars {
+			return "", rep, fmt.Errorf("%w after %d repairs", ErrNoProse, e.Repairs)
+		}
+		rep.Stripped = 1
+		return text, rep, nil
+	}
+	if err != nil {
+		return "", rep, err
+	}
+	if len(text) < e.MinChars {
+		return "", rep, fmt.Errorf("%w: %q", ErrNoProse, text)
+	}
+	return text, rep, nil
+}
+
+var errHasCode = errors.New("the preface contains a code block")
+
+// checkPreface accepts prose without fences.
+func checkPreface(t string) (string, error) {
+	if err := parse.Check(t); err != nil {
+		return "", err
+	}
+	t = strings.TrimSpace(t)
+	if hasFence(t) {
+		return "", errHasCode
+	}
+	return t, nil
+}
+
+func hasFence(t string) bool {
+	for _, l := range strings.Split(t, "\n") {
+		l = strings.TrimLeft(l, " \t>")
+		if strings.HasPrefix(l, "```") || strings.HasPrefix(l, "~~~") {
+			return true
+		}
+	}
+	return false
+}
+
+// StripCode removes fenced blocks (fences included) from t and tidies the
+// blank lines left behind.
+func StripCode(t string) string {
+	var keep []string
+	fence := ""
+	for _, l := range strings.Split(strings.ReplaceAll(t, "\r\n", "\n"), "\n") {
+		trim := strings.TrimLeft(l, " \t>")
+		switch {
+		case fence != "":
+			if strings.HasPrefix(trim, fence) && strings.Trim(strings.TrimSpace(trim), fence[:1]) == "" {
+				fence = ""
+			}
+			continue
+		case strings.HasPrefix(trim, "```"):
+			fence = "```"
+			continue
+		case strings.HasPrefix(trim, "~~~"):
+			fence = "~~~"
+			continue
+		}
+		keep = append(keep, l)
+	}
+	s := strings.Join(keep, "\n")
+	for strings.Contains(s, "\n\n\n") {
+		s = strings.ReplaceAll(s, "\n\n\n", "\n\n")
+	}
+	return strings.TrimSpace(s)
+}
+
+// renderHistory shows earlier turns to the model, each cut to ContextChars.
+func (e *Explainer) renderHistory(msgs []schema.Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		who := "User"
+		switch m.Role {
+		case schema.RoleAssistant:
+			who = "Assistant"
+		case schema.RoleExecution:
+			who = "Execution result"
+		case schema.RoleSystem:
+			who = "System"
+		}
+		fmt.Fprintf(&b, "[%s]\n%s\n\n", who, cutMiddle(strings.TrimSpace(m.Content), e.ContextChars))
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func cutMiddle(s string, n int) string {
+	if n <= 0 || len(s) <= n {
+		return s
+	}
+	h, t := n/2, len(s)-n/2
+	for h > 0 && !utf8.RuneStart(s[h]) {
+		h--
+	}
+	for t < len(s) && !utf8.RuneStart(s[t]) {
+		t++
+	}
+	return s[:h] + fmt.Sprintf("\n[... %d bytes not shown ...]\n", t-h) + s[t:]
+}

@@ -1,0 +1,334 @@
+package explain
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
+	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// fake starts a scripted model and returns a client for it.
+func fake(tb testing.TB, script llmtest.Script) (*llmtest.Server, *llm.Client) {
+	tb.Helper()
+	srv := llmtest.New(tb)
+	srv.Script(script)
+	c, err := llm.New(llm.Config{BaseURL: srv.URL, Params: llm.Params{Model: "fake-chat"}, MaxAttempts: 1},
+		llm.Options{HTTPClient: srv.Client()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return srv, c
+}
+
+const (
+	code1 = "def add(a, b):\n    return a - b\n"
+	code2 = "def add(a, b):\n    return a + b\n"
+)
+
+func sample() schema.Dialogue {
+	return schema.Dialogue{ID: "dlg-1", Stage: "correct", Labels: map[string]string{"bug_kind": "logic"}, Messages: []schema.Message{
+		{Role: schema.RoleUser, Content: "Write add(a, b)."},
+		{Role: schema.RoleAssistant, Content: "Here it is:\n\n```python\n" + code1 + "```"},
+		{Role: schema.RoleExecution, Content: "AssertionError: add(1, 2) == 3"},
+		{Role: schema.RoleAssistant, Content: "The sign was wrong. Fixed:\n\n```python\n" + code2 + "```\n\nAnd a check:\n~~~\nprint(add(1, 2))\n~~~"},
+		{Role: schema.RoleExecution, Content: "3"},
+		{Role: schema.RoleAssistant, Content: "All tests pass now."},
+	}}
+}
+
+// checkSameCode fails unless every message of got keeps the code of want
+// byte for byte, and turns without code are unchanged.
+func checkSameCode(t *testing.T, want, got schema.Dialogue) {
+	t.Helper()
+	if len(got.Messages) != len(want.Messages) {
+		t.Fatalf("got %d messages, want %d", len(got.Messages), len(want.Messages))
+	}
+	for i, w := range want.Messages {
+		g := got.Messages[i]
+		if g.Role != w.Role {
+			t.Errorf("message %d: got role %s, want %s", i, g.Role, w.Role)
+		}
+		if w.Role != schema.RoleAssistant || !HasCode(w.Content) {
+			if g.Content != w.Content {
+				t.Errorf("message %d (no code) changed:\ngot  %q\nwant %q", i, g.Content, w.Content)
+			}
+			continue
+		}
+		if !strings.HasSuffix(g.Content, w.Content) || len(g.Content) <= len(w.Content) {
+			t.Errorf("message %d: got %q, want a preface followed by %q", i, g.Content, w.Content)
+		}
+		wb, gb := parse.CodeBlocks(w.Content), parse.CodeBlocks(g.Content)
+		if len(wb) != len(gb) {
+			t.Fatalf("message %d: got %d code blocks, want %d", i, len(gb), len(wb))
+		}
+		for k := range wb {
+			if gb[k].Code != wb[k].Code || gb[k].Lang != wb[k].Lang {
+				t.Errorf("message %d block %d: got %q, want %q", i, k, gb[k].Code, wb[k].Code)
+			}
+		}
+	}
+}
+
+func TestExplainKeepsCodeByteIdentical(t *testing.T) {
+	var turns atomic.Int64
+	srv, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+		n := turns.Add(1)
+		if n == 1 {
+			return llmtest.Reply{Text: "The function `add` subtracts `b` from `a` and returns the difference."}
+		}
+		return llmtest.Reply{Text: "This version adds the two arguments with `+`, which is what the request asked for, and prints one sample call."}
+	})
+	ex, err := New(c, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := sample()
+	got, rep, err := ex.Explain(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSameCode(t, sample(), got)
+	if rep.Turns != 2 || rep.Repairs != 0 || rep.Stripped != 0 {
+		t.Errorf("got report %+v, want 2 turns, no repairs, nothing stripped", rep)
+	}
+	if got.Labels[LabelExplained] != "2" || got.Labels["bug_kind"] != "logic" {
+		t.Errorf("got labels %v, want explained_turns=2 and the input's labels", got.Labels)
+	}
+	if in.Messages[1].Content != sample().Messages[1].Content || in.Labels[LabelExplained] != "" {
+		t.Error("Explain modified its input dialogue")
+	}
+	if !strings.HasPrefix(got.Messages[3].Content, "This version adds") {
+		t.Errorf("turn 3: got %q, want the second preface first", got.Messages[3].Content)
+	}
+	// The second request shows the first turn's preface as history and the
+	// execution result, and names the latest user request.
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("got %d model calls, want 2", len(reqs))
+	}
+	last := reqs[1].Chat.Messages[len(reqs[1].Chat.Messages)-1].Content
+	for _, want := range []string{"subtracts `b` from `a`", "AssertionError: add(1, 2) == 3", "Write add(a, b).", code2} {
+		if !strings.Contains(last, want) {
+			t.Errorf("second request lacks %q:\n%s", want, last)
+		}
+	}
+}
+
+func TestExplainRejectsRewrittenCode(t *testing.T) {
+	rewritten := "The function adds two numbers:\n\n```python\ndef add(x, y):\n    return x + y\n```"
+	tests := []struct {
+		name         string
+		answers      []string // in order; the last repeats
+		wantErr      error
+		wantRepairs  int
+		wantStripped int
+		wantPrefix   string
+	}{
+		{name: "repaired", answers: []string{rewritten, "It returns the sum of the two arguments using the + operator."},
+			wantRepairs: 1, wantPrefix: "It returns the sum"},
+		{name: "stripped after repairs", answers: []string{rewritten},
+			wantRepairs: 2, wantStripped: 1, wantPrefix: "The function adds two numbers:"},
+		{name: "code only", answers: []string{"```python\ndef add(x, y):\n    return x + y\n```"},
+			wantErr: ErrNoProse},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var n atomic.Int64
+			srv, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+				i := int(n.Add(1)) - 1
+				return llmtest.Reply{Text: tc.answers[min(i, len(tc.answers)-1)]}
+			})
+			ex, err := New(c, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := sample()
+			d.Messages = d.Messages[:2]
+			got, rep, err := ex.Explain(context.Background(), d)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("got error %v, want %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSameCode(t, d, got)
+			if rep.Repairs != tc.wantRepairs || rep.Stripped != tc.wantStripped {
+				t.Errorf("got %d repairs and %d stripped, want %d and %d", rep.Repairs, rep.Stripped, tc.wantRepairs, tc.wantStripped)
+			}
+			if srv.Calls("/v1/chat/completions") != 1+tc.wantRepairs {
+				t.Errorf("got %d model calls, want %d", srv.Calls("/v1/chat/completions"), 1+tc.wantRepairs)
+			}
+			if !strings.HasPrefix(got.Messages[1].Content, tc.wantPrefix) {
+				t.Errorf("got %q, want it to start with %q", got.Messages[1].Content, tc.wantPrefix)
+			}
+			if strings.Contains(got.Messages[1].Content, "def add(x, y)") {
+				t.Errorf("the model's rewritten code reached the dialogue: %q", got.Messages[1].Content)
+			}
+			if tc.wantStripped > 0 && got.Labels[LabelStripped] != "1" {
+				t.Errorf("got labels %v, want %s=1", got.Labels, LabelStripped)
+			}
+		})
+	}
+}
+
+func TestSameCode(t *testing.T) {
+	orig := "Fixed:\n```python\nx = 1\n```"
+	tests := []struct {
+		name, explained string
+		ok              bool
+	}{
+		{"preface", "It sets x.\n\n" + orig, true},
+		{"changed code", "It sets x.\n\nFixed:\n```python\nx = 2\n```", false},
+		{"extra block", "It sets x:\n```python\nx = 1\n```\n\n" + orig, false},
+		{"unclosed fence in preface", "It sets x.\n```\n\n" + orig, false},
+	}
+	for _, tc := range tests {
+		err := SameCode(orig, tc.explained)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: got error %v, want ok=%v", tc.name, err, tc.ok)
+		}
+		if err != nil && !errors.Is(err, ErrCodeChanged) {
+			t.Errorf("%s: got %v, want ErrCodeChanged", tc.name, err)
+		}
+	}
+}
+
+func TestStageWithoutModelPassesThrough(t *testing.T) {
+	var logs bytes.Buffer
+	stats := pipeline.NewStats()
+	svc := &pipeline.Services{Name: "explain", Stats: stats, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	st, err := newStage(DefaultOptions, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := pipeline.DialogueItem(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		out, err := st.Each(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != 1 || !bytes.Equal(out[0].Data, in.Data) {
+			t.Fatalf("got %d items (%s), want the input unchanged", len(out), out[0].Data)
+		}
+		st.Observe(out[0])
+	}
+	vals, _ := stats.Snapshot()
+	if vals["skipped/no_model"] != 2 {
+		t.Errorf("got stats %v, want skipped/no_model=2", vals)
+	}
+	if strings.Count(logs.String(), "explain: skipped, no model configured") != 1 {
+		t.Errorf("got log %q, want one line saying the stage was skipped", logs.String())
+	}
+}
+
+func TestStageWithModel(t *testing.T) {
+	_, c := fake(t, func(llmtest.Call) llmtest.Reply {
+		return llmtest.Reply{Text: "The code defines `add`, which combines its two arguments and returns the result."}
+	})
+	stats := pipeline.NewStats()
+	svc := &pipeline.Services{Name: "explain", Stats: stats, Model: llm.Chatter(c), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	st, err := newStage(DefaultOptions, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sample()
+	in, _ := pipeline.DialogueItem(d)
+	q, _ := pipeline.QueryItem(schema.Query{ID: "q1", Text: "x"})
+	for _, it := range []pipeline.Item{in, q} {
+		out, err := st.Each(context.Background(), it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != 1 {
+			t.Fatalf("got %d items, want 1", len(out))
+		}
+		if it.Kind != pipeline.KindDialogue {
+			if !bytes.Equal(out[0].Data, it.Data) {
+				t.Errorf("a %s item changed", it.Kind)
+			}
+			continue
+		}
+		got, err := pipeline.As[schema.Dialogue](out[0], pipeline.KindDialogue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSameCode(t, d, got)
+		st.Observe(out[0])
+		// Fed back in, an explained dialogue is left alone.
+		again, err := st.Each(context.Background(), out[0])
+		if err != nil || !bytes.Equal(again[0].Data, out[0].Data) {
+			t.Errorf("re-explaining changed the dialogue (err %v)", err)
+		}
+	}
+	vals, _ := stats.Snapshot()
+	if vals["dialogues/explained"] != 1 || vals["turns/explained"] != 2 {
+		t.Errorf("got stats %v, want 1 dialogue and 2 turns explained", vals)
+	}
+}
+
+// TestExplainRealCodeFeedback explains every code turn of the real
+// Code-Feedback sample with a model that also tries to slip a code block
+// into some prefaces, and checks all code stays byte-identical.
+func TestExplainRealCodeFeedback(t *testing.T) {
+	path := shared.Path(t, "codefeedback-sample/code_feedback_sample.jsonl")
+	src, err := schema.OpenSource(path, schema.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var n atomic.Int64
+	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+		if n.Add(1)%3 == 0 {
+			return llmtest.Reply{Text: "Here is a cleaner version:\n```python\nprint('rewritten')\n```"}
+		}
+		return llmtest.Reply{Text: "This step runs the code shown below and explains its approach in plain words."}
+	})
+	ex, err := New(c, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialogues, turns := 0, 0
+	for {
+		r, err := src.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := *r.Dialogue
+		got, rep, err := ex.Explain(context.Background(), d)
+		if err != nil {
+			t.Fatalf("%s: %v", d.ID, err)
+		}
+		checkSameCode(t, d, got)
+		for _, m := range got.Messages {
+			if strings.Contains(m.Content, "print('rewritten')") {
+				t.Fatalf("%s: a model-written code block reached the dialogue", d.ID)
+			}
+		}
+		dialogues++
+		turns += rep.Turns
+	}
+	if dialogues != 10 || turns == 0 {
+		t.Fatalf("got %d dialogues and %d code turns, want 10 dialogues with code turns", dialogues, turns)
+	}
+	t.Logf("explained %d code turns in %d real Code-Feedback dialogues", turns, dialogues)
+}

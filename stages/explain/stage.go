@@ -1,0 +1,153 @@
+package explain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// Options are the pipeline-file settings of the "explain" stage.
+type Options struct {
+	// Repairs bounds the repair requests after a preface that holds a code
+	// block; after them the blocks are stripped from the last answer.
+	Repairs int `yaml:"repairs" json:"repairs"`
+	// Endpoint names the model endpoint ("" = the stage's default).
+	Endpoint string `yaml:"endpoint" json:"endpoint,omitempty"`
+	// ContextChars caps each earlier turn shown to the model.
+	ContextChars int `yaml:"context_chars" json:"context_chars"`
+	// Sentences is the preface length asked of the model, in words.
+	Sentences string `yaml:"sentences" json:"sentences"`
+}
+
+// DefaultOptions are the stage's defaults.
+var DefaultOptions = Options{Repairs: 2, ContextChars: 3000, Sentences: "two to four"}
+
+// Validate checks the settings.
+func (o Options) Validate() error {
+	if o.Repairs < 0 || o.ContextChars < 0 {
+		return errors.New("explain: repairs and context_chars must not be negative")
+	}
+	return nil
+}
+
+func init() { pipeline.Register("explain", DefaultOptions, newStage) }
+
+// newStage builds the "explain" stage: dialogue items get prefaces; other
+// kinds pass through. Without a model every item passes through unchanged,
+// the stats say "skipped/no_model" and the log says how to enable it.
+func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	pv, err := PromptVersion()
+	if err != nil {
+		return nil, err
+	}
+	version := map[string]any{"prompts": pv, "explain": "v1"}
+	chat, chatErr := llm.ForStage(svc, o.Endpoint)
+	if chatErr != nil && !errors.Is(chatErr, llm.ErrNoModel) {
+		if svc.Model != nil {
+			return nil, fmt.Errorf("explain: %w", chatErr)
+		}
+	}
+	noModel := chatErr != nil
+	if noModel {
+		version["model"] = "none" // a pass-through must not be served once a model is configured
+	} else if m, ok := svc.Model.(*llm.Models); ok {
+		p, err := m.Params(svc.Name, o.Endpoint)
+		if err != nil {
+			return nil, fmt.Errorf("explain: %w", err)
+		}
+		version["model"] = p
+	}
+	st := &pipeline.Stage{Version: version}
+	st.Observe = func(out pipeline.Item) {
+		if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
+			return
+		}
+		d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
+		if err != nil {
+			return
+		}
+		switch {
+		case d.Labels[LabelExplained] != "":
+			svc.Stats.Add("dialogues/explained", 1)
+			var n int
+			fmt.Sscan(d.Labels[LabelExplained], &n)
+			svc.Stats.Add("turns/explained", float64(n))
+			if d.Labels[LabelStripped] != "" {
+				svc.Stats.Add("dialogues/stripped", 1)
+			}
+		case noModel:
+			svc.Stats.Add("skipped/no_model", 1)
+		default:
+			svc.Stats.Add("dialogues/no_code", 1)
+		}
+	}
+	var once sync.Once
+	var ex *Explainer
+	if !noModel {
+		if ex, err = New(chat, o.Repairs); err != nil {
+			return nil, err
+		}
+		ex.ContextChars = o.ContextChars
+		if o.Sentences != "" {
+			ex.Sentences = o.Sentences
+		}
+	}
+	st.Each = func(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
+		if in.Kind != pipeline.KindDialogue {
+			return []pipeline.Item{in}, nil
+		}
+		if noModel {
+			once.Do(func() {
+				if svc.Logger != nil {
+					svc.Logger.Warn("explain: skipped, no model configured; dialogues pass through unchanged",
+						"enable", llm.NoModelHint)
+				}
+			})
+			return []pipeline.Item{in}, nil
+		}
+		d, err := pipeline.As[schema.Dialogue](in, pipeline.KindDialogue)
+		if err != nil {
+			return nil, pipeline.Permanent(err)
+		}
+		if d.Labels[LabelExplained] != "" { // explained by an earlier run of this stage
+			return []pipeline.Item{in}, nil
+		}
+		out, rep, err := ex.Explain(ctx, d)
+		if err != nil {
+			return nil, classify(err)
+		}
+		if svc.Stats != nil && rep.Repairs > 0 {
+			svc.Stats.Add("repairs", float64(rep.Repairs))
+		}
+		if rep.Turns == 0 {
+			return []pipeline.Item{in}, nil
+		}
+		it, err := pipeline.DialogueItem(out)
+		if err != nil {
+			return nil, err
+		}
+		return []pipeline.Item{it}, nil
+	}
+	return st, nil
+}
+
+// classify marks failures for the engine: exhausted retries are transient;
+// an unusable answer or a changed code block is a property of this input.
+func classify(err error) error {
+	var pe *llm.ParseError
+	switch {
+	case errors.Is(err, llm.ErrRetriesExhausted):
+		return pipeline.Transient(err)
+	case errors.As(err, &pe), errors.Is(err, ErrNoProse), errors.Is(err, ErrCodeChanged):
+		return pipeline.Permanent(err)
+	}
+	return err
+}
