@@ -24,7 +24,7 @@ import (
 
 // Label keys the stage sets on an explained dialogue.
 const (
-	LabelExplained = "explained_turns" // number of turns that got a preface
+	LabelExplained = "explained_turns"  // number of turns that got a preface
 	LabelStripped  = "explain_stripped" // turns whose preface had code blocks removed
 	LabelModel     = "explain_model"
 )
