@@ -122,3 +122,40 @@ func BenchmarkAudit68k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheck audits the synthetic dialogues one at a time on one
+// goroutine (ns/op is per dialogue, MB/s over message text) and reports the
+// ratio to a baseline pass over the same text with strings.Fields, measured
+// in the same run, which is less sensitive to other load on the machine.
+// Run: go test -run '^$' -bench Check -benchtime 5000x ./stages/audit/
+func BenchmarkCheck(b *testing.B) {
+	a := testAuditor(b, Options{})
+	corpus, _ := syntheticCorpus(b, 1000)
+	var ds []*schema.Dialogue
+	var size int64
+	for d := range corpus {
+		ds = append(ds, d)
+		for _, m := range d.Messages {
+			size += int64(len(m.Content))
+		}
+	}
+	b.SetBytes(size / int64(len(ds)))
+	base := time.Now()
+	n := 0
+	for i := range b.N {
+		for _, m := range ds[i%len(ds)].Messages {
+			n += len(strings.Fields(m.Content))
+		}
+	}
+	baseline := time.Since(base)
+	s := newScratch()
+	b.ResetTimer()
+	for i := range b.N {
+		a.check(context.Background(), ds[i%len(ds)], i, s)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed())/float64(baseline), "x_fields_baseline")
+	if n == 0 {
+		b.Fatal("baseline saw no words")
+	}
+}
