@@ -1,0 +1,228 @@
+package pack
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/pipeline/embed"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// loadAlpaca reads the Code Alpaca instructions (both files), skipping the
+// test when the shared data is absent.
+func loadAlpaca(t testing.TB) []schema.Query {
+	t.Helper()
+	var out []schema.Query
+	for _, rel := range []string{"queries/code_alpaca_2k.json", "queries/new_codealpaca.json.gz"} {
+		path := shared.Path(t, rel)
+		for p, err := range schema.ReadProblems(context.Background(), path, schema.ImportOptions{Format: schema.FormatAlpaca, AllowDuplicates: true}) {
+			if err != nil {
+				t.Fatalf("%s: %v", rel, err)
+			}
+			out = append(out, p.Query)
+		}
+	}
+	return out
+}
+
+func tfidf(t testing.TB, texts []string, dim int) [][]float32 {
+	t.Helper()
+	v, err := embed.NewTFIDF(dim).Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// randomUnit returns n random unit vectors of dimension dim in clusters,
+// so neighbours are meaningful.
+func randomUnit(n, dim int, seed uint64) [][]float32 {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	centers := make([][]float32, max(n/20, 1))
+	for i := range centers {
+		centers[i] = make([]float32, dim)
+		for j := range centers[i] {
+			centers[i][j] = float32(rng.NormFloat64())
+		}
+	}
+	out := make([][]float32, n)
+	for i := range out {
+		c := centers[rng.IntN(len(centers))]
+		v := make([]float32, dim)
+		for j := range v {
+			v[j] = c[j] + 0.8*float32(rng.NormFloat64())
+		}
+		embed.Normalize(v)
+		out[i] = v
+	}
+	return out
+}
+
+func TestExactKNN(t *testing.T) {
+	vecs := [][]float32{{1, 0}, {0.8, 0.6}, {0, 1}, {-1, 0}, {0.6, 0.8}}
+	got, err := ExactKNN(context.Background(), vecs, []int{0, 2}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]int32{{1, 4}, {4, 1}}
+	for i := range want {
+		var ids []int32
+		for _, n := range got[i] {
+			ids = append(ids, n.ID)
+		}
+		if !slices.Equal(ids, want[i]) {
+			t.Errorf("query %d: got %v want %v", i, ids, want[i])
+		}
+	}
+}
+
+func TestHNSWRecallSynthetic(t *testing.T) {
+	vecs := randomUnit(2000, 64, 3)
+	h := NewHNSW(16, 100, 96)
+	if err := h.Build(context.Background(), vecs, 1); err != nil {
+		t.Fatal(err)
+	}
+	approx, err := h.KNN(context.Background(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact, err := ExactKNN(context.Background(), vecs, all(len(vecs)), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := Recall(approx, exact); r < 0.95 {
+		t.Errorf("recall@4 = %.4f, want >= 0.95", r)
+	}
+	// The same seed gives the same graph and answers.
+	h2 := NewHNSW(16, 100, 96)
+	h2.Build(context.Background(), vecs, 1)
+	again, _ := h2.KNN(context.Background(), 4)
+	for i := range approx {
+		if !slices.Equal(approx[i], again[i]) {
+			t.Fatalf("node %d: neighbours differ between two builds with one seed", i)
+		}
+	}
+}
+
+func TestRecallCountsTies(t *testing.T) {
+	exact := [][]Neighbor{{{ID: 1, Sim: 1}, {ID: 2, Sim: 0.5}}}
+	tests := []struct {
+		approx []Neighbor
+		want   float64
+	}{
+		{[]Neighbor{{ID: 1, Sim: 1}, {ID: 2, Sim: 0.5}}, 1},
+		{[]Neighbor{{ID: 1, Sim: 1}, {ID: 7, Sim: 0.5}}, 1}, // a tie with the k-th is correct
+		{[]Neighbor{{ID: 1, Sim: 1}, {ID: 7, Sim: 0.4}}, 0.5},
+		{nil, 0},
+	}
+	for _, tt := range tests {
+		if got := Recall([][]Neighbor{tt.approx}, exact); got != tt.want {
+			t.Errorf("Recall(%v) = %v, want %v", tt.approx, got, tt.want)
+		}
+	}
+}
+
+func TestGroupInvariants(t *testing.T) {
+	vecs := randomUnit(600, 32, 5)
+	nbrs, err := ExactKNN(context.Background(), vecs, all(len(vecs)), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := Grouping{Sizes: []int{2, 3}, Floor: 0.3, Seed: 42}
+	groups, left := g.Group(nbrs)
+	seen := map[int]bool{}
+	sizes := map[int]int{}
+	for _, grp := range groups {
+		sizes[len(grp)]++
+		for k, m := range grp {
+			if seen[m] {
+				t.Fatalf("query %d used twice", m)
+			}
+			seen[m] = true
+			if k == 0 {
+				continue
+			}
+			ok := false
+			for _, n := range nbrs[grp[0]] {
+				ok = ok || (int(n.ID) == m && n.Sim >= 0.3)
+			}
+			if !ok {
+				t.Errorf("group %v: %d is not a neighbour of the seed above the floor", grp, m)
+			}
+		}
+	}
+	for _, l := range left {
+		if seen[l] {
+			t.Fatalf("leftover %d is in a group", l)
+		}
+		seen[l] = true
+	}
+	if len(seen) != len(vecs) {
+		t.Errorf("groups and leftovers cover %d of %d queries", len(seen), len(vecs))
+	}
+	if sizes[2] == 0 || sizes[3] == 0 || len(sizes) != 2 {
+		t.Errorf("group sizes %v, want both 2 and 3 only", sizes)
+	}
+	again, _ := g.Group(nbrs)
+	if fmt.Sprint(again) != fmt.Sprint(groups) {
+		t.Error("same seed gave different groups")
+	}
+	g.Seed = 43
+	if other, _ := g.Group(nbrs); fmt.Sprint(other) == fmt.Sprint(groups) {
+		t.Error("another seed gave the same groups")
+	}
+	// A floor above every similarity packs nothing.
+	g.Floor = 1.01
+	if groups, left := g.Group(nbrs); len(groups) != 0 || len(left) != len(vecs) {
+		t.Errorf("floor 1.01: %d groups, %d leftovers", len(groups), len(left))
+	}
+}
+
+// TestCodeAlpacaPacking packs the Code Alpaca instructions with TF-IDF and
+// checks that packed groups are far more similar than random groups. With
+// -v it prints 20 groups.
+func TestCodeAlpacaPacking(t *testing.T) {
+	qs := loadAlpaca(t)
+	texts := make([]string, len(qs))
+	for i, q := range qs {
+		texts[i] = q.Text
+	}
+	vecs := tfidf(t, texts, embed.DefaultDim)
+	cfg := DefaultConfig
+	cfg.RecallSample = 1500 // exact search for these measures the index
+	if len(vecs) <= cfg.ExactMax {
+		t.Fatalf("%d queries: the index path needs more than exact_max %d", len(vecs), cfg.ExactMax)
+	}
+	res, err := Pack(context.Background(), vecs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d queries: %d groups, %d leftovers; mean cosine within groups %.3f vs random groups %.3f; hnsw recall@4 %.4f on %d queries",
+		len(qs), len(res.Groups), len(res.Leftovers), res.CosWithin, res.CosRandom, res.Recall, cfg.RecallSample)
+	if res.Method != "hnsw" || res.Recall < 0.95 {
+		t.Errorf("hnsw recall@4 = %.4f (method %s), want >= 0.95", res.Recall, res.Method)
+	}
+	if res.CosWithin < 0.4 || res.CosWithin < 3*res.CosRandom {
+		t.Errorf("cosine within %.3f vs random %.3f: packed groups are not clearly related", res.CosWithin, res.CosRandom)
+	}
+	for _, g := range res.Groups[:20] {
+		var b strings.Builder
+		for _, i := range g {
+			fmt.Fprintf(&b, "\n    - %s", firstLine(texts[i], 110))
+		}
+		t.Logf("group (cos %.2f):%s", MeanCohesion(vecs, [][]int{g}), b.String())
+	}
+}
+
+func firstLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}

@@ -1,0 +1,338 @@
+package pack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/pipeline/embed"
+	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
+	"github.com/codefeedback/codefeedback/prompts"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// Options are the settings of the pack stage.
+type Options struct {
+	Config `yaml:",inline"`
+	// Answer has the writer model answer each packed dialogue turn by turn,
+	// running each answer's code in the sandbox. Without it (or without a
+	// model) packed dialogues hold only the user turns, ready for simulate.
+	Answer bool `yaml:"answer" json:"answer"`
+	// Endpoint is the writer's endpoint in the `model:` section.
+	Endpoint string `yaml:"endpoint" json:"endpoint"`
+	// Concurrency bounds dialogues answered at once.
+	Concurrency int `yaml:"concurrency" json:"concurrency"`
+	// Language of the answers' code blocks and of the sandbox runner.
+	Language string `yaml:"language" json:"language"`
+	// Timeout bounds each execution (0 = the sandbox default).
+	Timeout time.Duration `yaml:"timeout" json:"timeout"`
+}
+
+// Validate implements pipeline.Validator.
+func (o Options) Validate() error {
+	if err := o.Config.validate(); err != nil {
+		return err
+	}
+	if o.Concurrency < 1 {
+		return errors.New("pack: concurrency must be >= 1")
+	}
+	switch executors.Language(o.Language) {
+	case executors.Python, executors.Bash, executors.SQL:
+	default:
+		return fmt.Errorf("pack: language %q: want python, bash or sql", o.Language)
+	}
+	return nil
+}
+
+func init() {
+	pipeline.Register("pack", Options{Config: DefaultConfig, Concurrency: 8, Language: "python"}, newStage)
+}
+
+type version struct {
+	Embedder string `json:"embedder"`
+	Writer   any    `json:"writer,omitempty"`
+	Prompt   string `json:"prompt,omitempty"`
+}
+
+func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
+	tmpl, err := prompts.Get("pack_writer")
+	if err != nil {
+		return nil, err
+	}
+	ver := version{Embedder: embed.Identity(svc.Embedder)}
+	if o.Answer {
+		ver.Prompt = tmpl.Version
+		switch m := svc.Model.(type) {
+		case nil:
+			ver.Writer = "none"
+		case *llm.Models:
+			if ver.Writer, err = m.Params(svc.Name, o.Endpoint); err != nil {
+				return nil, fmt.Errorf("pack: %w", err)
+			}
+		default:
+			ver.Writer = fmt.Sprintf("%T", m)
+		}
+	}
+	return &pipeline.Stage{
+		Version: ver,
+		All: func(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
+			return run(ctx, o, svc, tmpl, in, emit)
+		},
+	}, nil
+}
+
+func run(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Template,
+	in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
+	var queries []schema.Query
+	var items []pipeline.Item
+	for it, err := range in {
+		if err != nil {
+			return err
+		}
+		if it.Kind != pipeline.KindQuery {
+			if err := emit(it); err != nil { // other records pass through
+				return err
+			}
+			continue
+		}
+		q, err := pipeline.As[schema.Query](it, pipeline.KindQuery)
+		if err != nil {
+			return err
+		}
+		queries, items = append(queries, q), append(items, it)
+	}
+	svc.Stats.Set("queries", float64(len(queries)))
+	if len(queries) == 0 {
+		return nil
+	}
+	emb, err := embed.ForStage(svc)
+	if err != nil {
+		return fmt.Errorf("pack: embedder: %w", err)
+	}
+	texts := make([]string, len(queries))
+	for i, q := range queries {
+		texts[i] = q.Text
+	}
+	start := time.Now()
+	vecs, err := emb.Embed(ctx, texts)
+	if err != nil {
+		return fmt.Errorf("pack: embed: %w", err)
+	}
+	svc.Stats.Set("seconds/embed", time.Since(start).Seconds())
+	res, err := Pack(ctx, vecs, o.Config)
+	if err != nil {
+		return err
+	}
+	svc.Stats.Set("seconds/search", res.SearchSeconds)
+	svc.Stats.Set("index/"+res.Method, 1)
+	if res.Recall >= 0 {
+		svc.Stats.Set(fmt.Sprintf("recall@%d_sample", o.K), res.Recall)
+	}
+	svc.Stats.Set("cos/within", res.CosWithin)
+	svc.Stats.Set("cos/random", res.CosRandom)
+	svc.Stats.Set("leftovers", float64(len(res.Leftovers)))
+	for _, g := range res.Groups {
+		svc.Stats.Add("groups/"+strconv.Itoa(len(g)), 1)
+	}
+
+	dialogues := make([]schema.Dialogue, len(res.Groups))
+	for i, g := range res.Groups {
+		dialogues[i] = packed(queries, vecs, g)
+	}
+	if o.Answer {
+		if err := answerAll(ctx, o, svc, tmpl, dialogues, queries, res.Groups); err != nil {
+			return err
+		}
+	}
+	for _, d := range dialogues {
+		it, err := pipeline.DialogueItem(d)
+		if err != nil {
+			return err
+		}
+		if err := emit(it); err != nil {
+			return err
+		}
+	}
+	for _, i := range res.Leftovers { // single-turn: the query as it came
+		if err := emit(items[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// packed is the unanswered dialogue of a group: its queries as user turns.
+func packed(queries []schema.Query, vecs [][]float32, g []int) schema.Dialogue {
+	d := schema.Dialogue{Stage: "pack", Method: "packed", Labels: map[string]string{"turns": strconv.Itoa(len(g))}}
+	sum := 0.0
+	for k, i := range g {
+		d.Messages = append(d.Messages, schema.Message{Role: schema.RoleUser, Content: queries[i].Text})
+		d.Sources = append(d.Sources, queries[i].ID)
+		if k > 0 {
+			sum += float64(dot(vecs[g[0]], vecs[i]))
+		}
+	}
+	d.Labels["seed_similarity"] = strconv.FormatFloat(sum/float64(len(g)-1), 'f', 3, 64)
+	d.ID = schema.DialogueID(d.Messages)
+	return d
+}
+
+// answerAll answers the dialogues in place, o.Concurrency at a time. A
+// dialogue whose answering fails stays unanswered with the error in its
+// labels; only a spent budget or a cancelled run stops the stage.
+func answerAll(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Template,
+	dialogues []schema.Dialogue, queries []schema.Query, groups [][]int) error {
+	writer, err := llm.ForStage(svc, o.Endpoint)
+	if errors.Is(err, llm.ErrNoModel) {
+		if svc.Logger != nil {
+			svc.Logger.Warn("pack: answer is on but there is no model, so packed dialogues hold only the user turns; to answer them " + llm.NoModelHint)
+		}
+		svc.Stats.Set("answer_skipped_no_model", float64(len(dialogues)))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pack: writer: %w", err)
+	}
+	var ex executors.Executor
+	if svc.Executor != nil {
+		if ex, err = svc.Executor(ctx); err != nil {
+			return fmt.Errorf("pack: open sandbox: %w", err)
+		}
+	} else if svc.Logger != nil {
+		svc.Logger.Warn("pack: no `executor:` in the pipeline file, so answers are not run; add e.g. executor: bwrap://")
+	}
+	system, err := tmpl.Render(map[string]any{"Language": o.Language})
+	if err != nil {
+		return err
+	}
+	w := &Writer{Chat: writer, Exec: ex, System: system, Language: executors.Language(o.Language), Timeout: o.Timeout}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.Concurrency)
+	for i := range dialogues {
+		g.Go(func() error {
+			turns := make([]schema.Query, len(groups[i]))
+			for k, qi := range groups[i] {
+				turns[k] = queries[qi]
+			}
+			d, err := w.Answer(gctx, turns)
+			switch {
+			case errors.Is(err, llm.ErrBudgetExceeded) || gctx.Err() != nil:
+				return err
+			case err != nil:
+				dialogues[i].Labels["answer_error"] = err.Error()
+				svc.Stats.Add("answer_failed", 1)
+				return nil
+			}
+			d.Labels["seed_similarity"] = dialogues[i].Labels["seed_similarity"]
+			dialogues[i] = d
+			svc.Stats.Add("answered", 1)
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// Writer answers a packed dialogue turn by turn. Safe for concurrent use.
+type Writer struct {
+	Chat     llm.Chatter
+	Exec     executors.Executor // nil: answers are not run
+	System   string
+	Language executors.Language
+	Timeout  time.Duration
+}
+
+// maxOutput bounds the execution output shown to the model and kept in the
+// turn's content (the full streams stay in the Execution record).
+const maxOutput = 4000
+
+// Answer asks the writer each query in turn with the previous turns (and
+// execution results) in context. Each answer's first code block in the
+// language is run and its output kept as an execution turn.
+func (w *Writer) Answer(ctx context.Context, turns []schema.Query) (schema.Dialogue, error) {
+	conv := []llm.Message{llm.System(w.System)}
+	d := schema.Dialogue{Stage: "pack", Method: "packed-answered", Labels: map[string]string{"turns": strconv.Itoa(len(turns))}}
+	ran, failed := 0, 0
+	for _, q := range turns {
+		conv = append(conv, llm.User(q.Text))
+		resp, err := w.Chat.Chat(ctx, llm.Request{Messages: conv})
+		if err != nil {
+			return schema.Dialogue{}, err
+		}
+		if d.Model == "" {
+			d.Model = resp.Model
+		}
+		conv = append(conv, llm.Assistant(resp.Text))
+		d.Sources = append(d.Sources, q.ID)
+		d.Messages = append(d.Messages,
+			schema.Message{Role: schema.RoleUser, Content: q.Text},
+			schema.Message{Role: schema.RoleAssistant, Content: resp.Text})
+		code, err := parse.Code(resp.Text, string(w.Language))
+		if err != nil || w.Exec == nil {
+			continue
+		}
+		e, err := w.run(ctx, code)
+		if err != nil {
+			return schema.Dialogue{}, err
+		}
+		ran++
+		if e.ExitCode != 0 || e.TimedOut || e.OOM {
+			failed++
+		}
+		out := render(e)
+		d.Messages = append(d.Messages, schema.Message{Role: schema.RoleExecution, Content: out, Exec: &e})
+		conv = append(conv, llm.User(schema.ExecutionPrefix+out))
+	}
+	d.Labels["executions"] = strconv.Itoa(ran)
+	d.Labels["failed_executions"] = strconv.Itoa(failed)
+	d.ID = schema.DialogueID(d.Messages)
+	return d, nil
+}
+
+func (w *Writer) run(ctx context.Context, code string) (schema.Execution, error) {
+	req := executors.Request{Language: w.Language, Code: code, Limits: executors.Limits{Timeout: w.Timeout}}
+	at := time.Now().UTC()
+	r, err := w.Exec.Run(ctx, req)
+	if err != nil {
+		return schema.Execution{}, fmt.Errorf("pack: sandbox: %w", err)
+	}
+	info := w.Exec.Info()
+	return schema.Execution{Language: string(w.Language), Code: code, Driver: info.Driver, Image: info.Image,
+		TimeoutMS: w.Timeout.Milliseconds(), MemoryB: info.Limits.MemoryBytes, ExitCode: r.ExitCode,
+		TimedOut: r.TimedOut, OOM: r.OOM, Exception: r.Exception, ErrorLine: r.ErrorLine,
+		Stdout: r.Stdout, Stderr: r.Stderr, Duration: r.Duration, ExecutedAt: at}, nil
+}
+
+// render is what the model and the reader see of a run.
+func render(e schema.Execution) string {
+	var b strings.Builder
+	b.WriteString(e.Stdout)
+	if e.Stderr != "" {
+		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.Stderr)
+	}
+	switch {
+	case e.TimedOut:
+		b.WriteString("\n[timed out]")
+	case e.OOM:
+		b.WriteString("\n[out of memory]")
+	}
+	s := b.String()
+	if len(s) > maxOutput {
+		s = s[:maxOutput] + "\n[output truncated]"
+	}
+	if strings.TrimSpace(s) == "" {
+		s = "[no output]"
+	}
+	return s
+}
