@@ -1,0 +1,105 @@
+package evaluate
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// Benchmark names.
+const (
+	HumanEval     = "humaneval"
+	MBPP          = "mbpp"
+	HumanEvalPlus = "humaneval+"
+	MBPPPlus      = "mbpp+"
+)
+
+// Benchmarks lists the benchmarks Load knows, with their file under the
+// data directory (the layout of ../shared/data).
+var Benchmarks = map[string]string{
+	HumanEval:     "humaneval/HumanEval.jsonl.gz",
+	MBPP:          "mbpp/mbpp.jsonl",
+	HumanEvalPlus: "evalplus/HumanEvalPlus.jsonl.gz",
+	MBPPPlus:      "evalplus/MbppPlus.jsonl.gz",
+}
+
+// MBPPTestSplit is the official MBPP test split (task ids 11 to 510) that
+// the mbpp benchmark evaluates.
+var MBPPTestSplit = [2]int{11, 510}
+
+// Task is one problem of a benchmark, ready to evaluate.
+type Task struct {
+	Benchmark string
+	Problem   schema.Problem
+	// EntryPoint is the function under test (for MBPP, found in the tests
+	// and the reference solution).
+	EntryPoint string
+	// Plus holds EvalPlus's extra inputs (plus benchmarks only).
+	Plus *harness.PlusTests
+}
+
+// HumanEvalStyle reports whether answers complete a prompt holding the
+// function's signature (HumanEval, HumanEval+).
+func (t Task) HumanEvalStyle() bool { return t.Problem.Prompt != "" && !strings.HasPrefix(t.Problem.ID, "Mbpp/") }
+
+// Load reads a benchmark's tasks from dataDir. limit > 0 keeps the first
+// limit tasks.
+func Load(dataDir, name string, limit int) ([]Task, error) {
+	rel, ok := Benchmarks[name]
+	if !ok {
+		return nil, fmt.Errorf("evaluate: unknown benchmark %q (want humaneval, mbpp, humaneval+ or mbpp+)", name)
+	}
+	path := filepath.Join(dataDir, rel)
+	ps, err := schema.LoadProblems(path)
+	if err != nil {
+		return nil, fmt.Errorf("evaluate: load %s: %w", name, err)
+	}
+	var out []Task
+	for _, p := range ps {
+		if name == MBPP {
+			n, err := strconv.Atoi(strings.TrimPrefix(p.ID, "Mbpp/"))
+			if err != nil || n < MBPPTestSplit[0] || n > MBPPTestSplit[1] {
+				continue
+			}
+		}
+		t := Task{Benchmark: name, Problem: p, EntryPoint: strings.TrimSpace(p.EntryPoint)}
+		if t.EntryPoint == "" {
+			t.EntryPoint = mbppEntryPoint(p)
+		}
+		if name == HumanEvalPlus || name == MBPPPlus {
+			pt, err := harness.PlusTestsOf(p, false)
+			if err != nil {
+				return nil, fmt.Errorf("evaluate: %s: %w", name, err)
+			}
+			t.Plus = &pt
+		}
+		out = append(out, t)
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("evaluate: %s: no problems in %s", name, path)
+	}
+	return out, nil
+}
+
+var reCall = regexp.MustCompile(`([A-Za-z_]\w*)\s*\(`)
+
+// mbppEntryPoint is the function the tests call that the reference
+// solution defines (MBPP records name none).
+func mbppEntryPoint(p schema.Problem) string {
+	for _, t := range p.Tests {
+		for _, m := range reCall.FindAllStringSubmatch(t, -1) {
+			if defines(p.Solution, m[1]) {
+				return m[1]
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,84 @@
+package evaluate_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/codefeedback/codefeedback/stages/evaluate"
+)
+
+// knownUnsound are canonical solutions that fail their own benchmark's
+// tests here, with the reason found. The canonical check asserts exactly
+// these fail, so a new failure (or a fixed one) shows up.
+var knownUnsound = map[string][]string{
+	// Mbpp/123's reference needs about 14 s for amicable_numbers_sum(9999)
+	// on this machine, over the 5 s per-test limit.
+	evaluate.MBPP: {"Mbpp/123"},
+}
+
+func canonical(t *testing.T, name string, limit int) ([]evaluate.Sample, time.Duration) {
+	t.Helper()
+	tasks := load(t, name, limit)
+	e, err := evaluate.New(evaluate.Options{Model: evaluate.CanonicalModel, Rounds: 0, Concurrency: 2}, nil, nil, sandbox(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ss, err := e.Run(context.Background(), tasks, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ss, time.Since(start)
+}
+
+// TestCanonical: the canonical solutions, given as model answers and taken
+// through extraction, sanitising and the judge, pass every HumanEval problem
+// and every MBPP test-split problem except the known unsound ones.
+func TestCanonical(t *testing.T) {
+	for _, name := range []string{evaluate.HumanEval, evaluate.MBPP} {
+		t.Run(name, func(t *testing.T) {
+			ss, wall := canonical(t, name, 0)
+			var failed []string
+			for _, s := range ss {
+				if !s.Passed {
+					failed = append(failed, s.TaskID)
+					r := s.Rounds[0]
+					t.Logf("%s fails: %s", s.TaskID, r.Base.Feedback)
+				}
+				if got := s.Rounds[0].Extraction; got != evaluate.ExtractCanonical {
+					t.Errorf("%s extraction = %q, want %q", s.TaskID, got, evaluate.ExtractCanonical)
+				}
+			}
+			t.Logf("%s: %d of %d canonical solutions pass in %s", name, len(ss)-len(failed), len(ss), wall.Round(time.Millisecond))
+			if want := knownUnsound[name]; !slices.Equal(failed, want) {
+				t.Errorf("failing canonical solutions = %v, want %v", failed, want)
+			}
+		})
+	}
+}
+
+// TestCanonicalPlus runs a slice of HumanEval+ and MBPP+ canonical
+// solutions through base tests and EvalPlus inputs.
+func TestCanonicalPlus(t *testing.T) {
+	for _, name := range []string{evaluate.HumanEvalPlus, evaluate.MBPPPlus} {
+		t.Run(name, func(t *testing.T) {
+			ss, wall := canonical(t, name, 24)
+			for _, s := range ss {
+				r := s.Rounds[0]
+				if !s.Passed {
+					fb := r.Base.Feedback
+					if r.Plus != nil {
+						fb += "\n" + r.Plus.Failures[0].Message
+					}
+					t.Errorf("%s canonical fails: %s", s.TaskID, fb)
+				}
+				if r.BasePassed && (r.Plus == nil || r.Plus.Total == 0) {
+					t.Errorf("%s: no EvalPlus inputs were tested", s.TaskID)
+				}
+			}
+			t.Logf("%s: %d canonical solutions in %s", name, len(ss), wall.Round(time.Millisecond))
+		})
+	}
+}
