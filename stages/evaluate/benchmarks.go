@@ -45,7 +45,9 @@ type Task struct {
 
 // HumanEvalStyle reports whether answers complete a prompt holding the
 // function's signature (HumanEval, HumanEval+).
-func (t Task) HumanEvalStyle() bool { return t.Problem.Prompt != "" && !strings.HasPrefix(t.Problem.ID, "Mbpp/") }
+func (t Task) HumanEvalStyle() bool {
+	return t.Problem.Prompt != "" && !strings.HasPrefix(t.Problem.ID, "Mbpp/")
+}
 
 // Load reads a benchmark's tasks from dataDir. limit > 0 keeps the first
 // limit tasks.

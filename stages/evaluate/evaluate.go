@@ -428,4 +428,3 @@ func (e *Evaluator) feedbackFor(ctx context.Context, t Task, rd Round) (string, 
 	}
 	return fb, e.opts.Feedback, nil
 }
-

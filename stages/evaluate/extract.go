@@ -9,10 +9,10 @@ import (
 
 // Extraction says how the code was taken from an answer.
 const (
-	ExtractBlock    = "block"     // a closed code block defining the entry point
-	ExtractFirst    = "first"     // no block defines it: the first code block
-	ExtractBody     = "body"      // HumanEval: the answer is the function's body, appended to the prompt
-	ExtractWhole    = "whole"     // no code block: the whole answer
+	ExtractBlock     = "block"     // a closed code block defining the entry point
+	ExtractFirst     = "first"     // no block defines it: the first code block
+	ExtractBody      = "body"      // HumanEval: the answer is the function's body, appended to the prompt
+	ExtractWhole     = "whole"     // no code block: the whole answer
 	ExtractCanonical = "canonical" // the canonical solution (--model canonical)
 )
 
