@@ -1,0 +1,411 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ftype is a column type inferred from JSON records the way a JSON loader
+// (pyarrow, as `datasets` uses it) infers it: objects become structs with
+// the union of their keys, arrays lists of the merged element type.
+type ftype struct {
+	kind   string // string, int64, float64, bool, null, list, struct
+	elem   *ftype
+	fields map[string]*ftype
+	order  []string
+}
+
+func inferValue(v any) *ftype {
+	switch x := v.(type) {
+	case nil:
+		return &ftype{kind: "null"}
+	case bool:
+		return &ftype{kind: "bool"}
+	case string:
+		return &ftype{kind: "string"}
+	case json.Number:
+		if strings.ContainsAny(x.String(), ".eE") {
+			return &ftype{kind: "float64"}
+		}
+		return &ftype{kind: "int64"}
+	case []any:
+		t := &ftype{kind: "list", elem: &ftype{kind: "null"}}
+		for _, e := range x {
+			t.elem = merge(t.elem, inferValue(e))
+		}
+		return t
+	case map[string]any:
+		t := &ftype{kind: "struct", fields: map[string]*ftype{}}
+		for _, k := range sortedKeys(x) {
+			t.fields[k] = inferValue(x[k])
+			t.order = append(t.order, k)
+		}
+		return t
+	}
+	return &ftype{kind: "string"}
+}
+
+// merge combines two inferred types; incompatible scalars widen to string.
+func merge(a, b *ftype) *ftype {
+	switch {
+	case a == nil || a.kind == "null":
+		return b
+	case b == nil || b.kind == "null":
+		return a
+	case a.kind == b.kind:
+		switch a.kind {
+		case "list":
+			return &ftype{kind: "list", elem: merge(a.elem, b.elem)}
+		case "struct":
+			t := &ftype{kind: "struct", fields: map[string]*ftype{}, order: append([]string(nil), a.order...)}
+			for k, v := range a.fields {
+				t.fields[k] = v
+			}
+			for _, k := range b.order {
+				if _, ok := t.fields[k]; !ok {
+					t.order = append(t.order, k)
+				}
+				t.fields[k] = merge(t.fields[k], b.fields[k])
+			}
+			return t
+		}
+		return a
+	case (a.kind == "int64" && b.kind == "float64") || (a.kind == "float64" && b.kind == "int64"):
+		return &ftype{kind: "float64"}
+	}
+	return &ftype{kind: "string"}
+}
+
+// Feature is one entry of a dataset card's dataset_info.features, in the
+// Hugging Face card format: a scalar dtype, a sequence of a type, a list of
+// struct fields, or a struct.
+type Feature struct {
+	Name     string    `yaml:"name" json:"name"`
+	Dtype    string    `yaml:"dtype,omitempty" json:"dtype,omitempty"`
+	Sequence any       `yaml:"sequence,omitempty" json:"sequence,omitempty"`
+	List     []Feature `yaml:"list,omitempty" json:"list,omitempty"`
+	Struct   []Feature `yaml:"struct,omitempty" json:"struct,omitempty"`
+}
+
+// spec is a type in a position that takes a bare type (a sequence's item).
+func (t *ftype) spec() any {
+	switch t.kind {
+	case "list":
+		return map[string]any{"sequence": t.elem.spec()}
+	case "struct":
+		m := map[string]any{}
+		for _, k := range t.order {
+			m[k] = t.fields[k].spec()
+		}
+		return m
+	}
+	return t.kind
+}
+
+func (t *ftype) features() []Feature {
+	var out []Feature
+	for _, k := range t.order {
+		f := t.fields[k]
+		ft := Feature{Name: k}
+		switch f.kind {
+		case "list":
+			if f.elem.kind == "struct" {
+				ft.List = f.elem.features()
+			} else {
+				ft.Sequence = f.elem.spec()
+			}
+		case "struct":
+			ft.Struct = f.features()
+		default:
+			ft.Dtype = f.kind
+		}
+		out = append(out, ft)
+	}
+	return out
+}
+
+// FileInfo is what the card says about one exported data file.
+type FileInfo struct {
+	Path     string    `json:"path"` // as published (relative to the run's working directory or absolute)
+	Name     string    `json:"name"` // file name beside the card
+	From     string    `json:"from"` // stage it came from
+	Examples int64     `json:"num_examples"`
+	Bytes    int64     `json:"num_bytes"`
+	Features []Feature `json:"features"`
+}
+
+// InspectFile counts the records of a JSONL data file and infers its
+// features. It reports ok=false for a file that is not JSONL or whose
+// records have no "messages" field (not a dialogue dataset).
+func InspectFile(path string) (FileInfo, bool, error) {
+	fi := FileInfo{Path: path, Name: filepath.Base(path)}
+	f, err := os.Open(path)
+	if err != nil {
+		return fi, false, fmt.Errorf("report: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fi, false, fmt.Errorf("report: %w", err)
+	}
+	fi.Bytes = st.Size()
+	br := bufio.NewReaderSize(f, 1<<20)
+	var t *ftype
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			dec := json.NewDecoder(bytes.NewReader(line))
+			dec.UseNumber()
+			var v any
+			if dec.Decode(&v) != nil {
+				return fi, false, nil
+			}
+			obj, isObj := v.(map[string]any)
+			if !isObj {
+				return fi, false, nil
+			}
+			if _, ok := obj["messages"]; !ok {
+				return fi, false, nil
+			}
+			fi.Examples++
+			t = merge(t, inferValue(v))
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fi, false, fmt.Errorf("report: read %s: %w", path, err)
+		}
+	}
+	if t == nil {
+		t = &ftype{kind: "struct", fields: map[string]*ftype{"id": {kind: "string"}, "messages": {kind: "list", elem: &ftype{kind: "struct",
+			fields: map[string]*ftype{"role": {kind: "string"}, "content": {kind: "string"}}, order: []string{"role", "content"}}}}, order: []string{"id", "messages"}}
+	}
+	fi.Features = t.features()
+	return fi, true, nil
+}
+
+// sizeCategory is the Hub's size_categories bucket for n examples.
+func sizeCategory(n int64) string {
+	switch {
+	case n < 1000:
+		return "n<1K"
+	case n < 10_000:
+		return "1K<n<10K"
+	case n < 100_000:
+		return "10K<n<100K"
+	case n < 1_000_000:
+		return "100K<n<1M"
+	case n < 10_000_000:
+		return "1M<n<10M"
+	}
+	return "10M<n<100M"
+}
+
+type cardSplit struct {
+	Name     string `yaml:"name"`
+	NumBytes int64  `yaml:"num_bytes"`
+	Examples int64  `yaml:"num_examples"`
+}
+
+type cardInfo struct {
+	ConfigName   string      `yaml:"config_name,omitempty"`
+	Features     []Feature   `yaml:"features"`
+	Splits       []cardSplit `yaml:"splits"`
+	DownloadSize int64       `yaml:"download_size"`
+	DatasetSize  int64       `yaml:"dataset_size"`
+}
+
+type cardDataFile struct {
+	Split string `yaml:"split"`
+	Path  string `yaml:"path"`
+}
+
+type cardConfig struct {
+	Name      string         `yaml:"config_name"`
+	DataFiles []cardDataFile `yaml:"data_files"`
+	Default   bool           `yaml:"default,omitempty"`
+}
+
+type cardHeader struct {
+	License        string       `yaml:"license"`
+	TaskCategories []string     `yaml:"task_categories"`
+	Language       []string     `yaml:"language"`
+	Tags           []string     `yaml:"tags"`
+	Pretty         string       `yaml:"pretty_name"`
+	SizeCategories []string     `yaml:"size_categories"`
+	DatasetInfo    any          `yaml:"dataset_info"`
+	Configs        []cardConfig `yaml:"configs"`
+}
+
+func configName(files []FileInfo, i int) string {
+	if len(files) == 1 {
+		return "default"
+	}
+	n := strings.TrimSuffix(files[i].Name, filepath.Ext(files[i].Name))
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, n)
+}
+
+// WriteCard writes a Hugging Face dataset card (README.md) for the data
+// files, which lie in one directory: a YAML header (license, task
+// categories, language, tags, size category, dataset_info with the
+// features inferred from the files and a "train" split per file, configs
+// with data_files), then how the data was made, from the run's Data.
+// num_bytes is the file size on disk (the Hub recomputes Arrow sizes).
+func WriteCard(w io.Writer, d *Data, files []FileInfo) error {
+	if len(files) == 0 {
+		return fmt.Errorf("report: card: no data files")
+	}
+	license := d.options.License
+	if license == "" {
+		license = "unknown"
+	}
+	var total int64
+	var infos []cardInfo
+	var configs []cardConfig
+	for i, f := range files {
+		total += f.Examples
+		ci := cardInfo{Features: f.Features, Splits: []cardSplit{{Name: "train", NumBytes: f.Bytes, Examples: f.Examples}},
+			DownloadSize: f.Bytes, DatasetSize: f.Bytes}
+		name := configName(files, i)
+		if len(files) > 1 {
+			ci.ConfigName = name
+		}
+		infos = append(infos, ci)
+		configs = append(configs, cardConfig{Name: name, DataFiles: []cardDataFile{{Split: "train", Path: f.Name}}, Default: len(files) > 1 && i == 0})
+	}
+	h := cardHeader{
+		License: license, TaskCategories: []string{"text-generation"}, Language: []string{"en"},
+		Tags:   []string{"code", "synthetic", "multi-turn", "execution-feedback", "codefeedback"},
+		Pretty: "codefeedback dialogues", SizeCategories: []string{sizeCategory(total)}, Configs: configs,
+	}
+	if len(infos) == 1 {
+		h.DatasetInfo = infos[0]
+	} else {
+		h.DatasetInfo = infos
+	}
+	var b bytes.Buffer
+	b.WriteString("---\n")
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(h); err != nil {
+		return fmt.Errorf("report: card header: %w", err)
+	}
+	enc.Close()
+	b.WriteString("---\n\n")
+	writeCardBody(&b, d, files, total)
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+func mdCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+func writeCardBody(b *bytes.Buffer, d *Data, files []FileInfo, total int64) {
+	m := d.Manifest
+	fmt.Fprintf(b, "# codefeedback dialogues\n\n")
+	fmt.Fprintf(b, "%d multi-turn coding dialogues grounded in real code execution, synthesized by %s %s from the pipeline file `%s`", total, m.Program, m.Version, m.Pipeline)
+	if !m.Finished.IsZero() {
+		fmt.Fprintf(b, " (run finished %s, status %s)", m.Finished.Format("2006-01-02 15:04 UTC"), m.Status)
+	}
+	b.WriteString(". Every execution turn holds the output of an actual sandboxed run.\n\n")
+	b.WriteString("## Files\n\n| config | file | from stage | dialogues | bytes |\n|---|---|---|---:|---:|\n")
+	for i, f := range files {
+		fmt.Fprintf(b, "| %s | %s | %s | %d | %d |\n", configName(files, i), mdCell(f.Name), mdCell(f.From), f.Examples, f.Bytes)
+	}
+	b.WriteString("\n```python\nfrom datasets import load_dataset\nds = load_dataset(\"json\", data_files=\"" + files[0].Name + "\", split=\"train\")\n```\n\n")
+	b.WriteString("## How it was made\n\n")
+	if len(m.Inputs) > 0 {
+		b.WriteString("Inputs:\n\n")
+		for _, in := range m.Inputs {
+			fmt.Fprintf(b, "- `%s` (%s, %d items, sha256 %s)\n", filepath.Base(in.Path), in.Format, in.Items, in.SHA256)
+		}
+		b.WriteString("\n")
+	}
+	if m.Executor != "" {
+		fmt.Fprintf(b, "Sandbox: `%s`.\n\n", m.Executor)
+	}
+	b.WriteString("| stage | type | status | in | out | failed | model requests | tokens | cost (USD) |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, s := range m.Stages {
+		fmt.Fprintf(b, "| %s | %s | %s | %d | %d | %d | %d | %d | %.4f |\n", mdCell(s.Name), mdCell(s.Type), s.Status, s.Counts.In, s.Counts.Out,
+			s.Counts.Failed, s.Usage.Requests, s.Usage.PromptTokens+s.Usage.CompletionTokens, s.Usage.CostUSD)
+	}
+	b.WriteString("\nStage settings and versions (the version key hashes the stage's settings, prompt texts and model parameters):\n\n")
+	for _, s := range m.Stages {
+		fmt.Fprintf(b, "- **%s**: `%s` (version key `%s`)\n", s.Name, mdCell(string(s.Settings)), clip(s.Key, 13))
+	}
+	ds := d.Dataset
+	b.WriteString("\nModels: ")
+	if len(ds.Models) == 0 {
+		b.WriteString("none recorded on the dialogues (dialogues from model-free stages, such as mutation-based correction, use none).\n")
+	} else {
+		b.WriteString(countList(ds.Models) + ".\n")
+	}
+	b.WriteString("\nPrompt versions: ")
+	if len(ds.Prompts) == 0 {
+		b.WriteString("none recorded on the dialogues.\n")
+	} else {
+		b.WriteString(countList(ds.Prompts) + ".\n")
+	}
+	fmt.Fprintf(b, "\n## Contents\n\n- dialogues: %d (counted from stage `%s`)\n- execution turns: %d\n", ds.Dialogues, ds.From, ds.Executions)
+	for _, c := range []struct {
+		name string
+		m    map[string]int
+	}{{"methods", ds.Methods}, {"final status", ds.FinalStatus}, {"bug kinds", ds.BugKinds}, {"mutation operators", ds.MutationOps}, {"feedback categories", ds.Feedback}, {"messages per dialogue", ds.Messages}} {
+		if len(c.m) > 0 {
+			fmt.Fprintf(b, "- %s: %s\n", c.name, countList(c.m))
+		}
+	}
+	for _, it := range ds.Outcomes {
+		fmt.Fprintf(b, "- execution %d outcomes: %s\n", it.Iteration, countList(it.Kinds))
+	}
+	b.WriteString("\n## Benchmark leakage\n\n")
+	if len(d.Leakage) == 0 {
+		b.WriteString("No audit stage ran in this pipeline: the data was not checked against benchmarks.\n")
+	} else {
+		b.WriteString("| audit stage | benchmark | dialogues audited | shared code lines | flagged |\n|---|---|---:|---:|---:|\n")
+		for _, l := range d.Leakage {
+			fmt.Fprintf(b, "| %s | %s | %d | %.2f%% | %d |\n", mdCell(l.Stage), mdCell(l.Benchmark), l.Dialogues, 100*l.LineRatio, l.Flagged)
+		}
+		b.WriteString("\nFlagged dialogues are removed when the audit decontaminates (its default), or carry an `audit` label otherwise.\n")
+	}
+	b.WriteString("\n## Limits\n\nThe dialogues are synthetic. Execution outputs are real, but assistant explanations were written by a model or a template and may be wrong where the output does not show it.\n")
+}
+
+// countList renders counts as "a (3), b (1)", largest first.
+func countList(m map[string]int) string {
+	type kv struct {
+		k string
+		v int
+	}
+	var s []kv
+	for k, v := range m {
+		s = append(s, kv{k, v})
+	}
+	sort.Slice(s, func(i, j int) bool {
+		if s[i].v != s[j].v {
+			return s[i].v > s[j].v
+		}
+		return s[i].k < s[j].k
+	})
+	parts := make([]string, len(s))
+	for i, x := range s {
+		parts[i] = fmt.Sprintf("%s (%d)", x.k, x.v)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,448 @@
+package report
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// DefaultSample is the number of dialogues the report shows when
+// Options.Sample is 0.
+const DefaultSample = 200
+
+// maxDeadShown caps the dead letters listed (the count is always complete).
+const maxDeadShown = 50
+
+// Options shape a report and its dataset card.
+type Options struct {
+	// Sample is how many dialogues the report renders (0: DefaultSample,
+	// negative: none). The sample is deterministic: the first dialogue of
+	// every (stage, method, kind) group, then the rest in output order.
+	Sample int
+	// License is the card's license field ("" = "unknown").
+	License string
+	// Now stamps the report; nil means time.Now.
+	Now func() time.Time
+}
+
+// Data is everything the report shows, computed from a run directory. It is
+// embedded in the HTML as JSON (element #report-data) so tests and tools
+// can read the numbers the page displays.
+type Data struct {
+	RunDir    string             `json:"run_dir"`
+	Generated time.Time          `json:"generated"`
+	Manifest  *pipeline.Manifest `json:"manifest"`
+	Seconds   float64            `json:"seconds"`
+	Stages    []StageSummary     `json:"stages"`
+	Sections  []Section          `json:"sections"`
+	Dataset   DatasetStats       `json:"dataset"`
+	Leakage   []Leak             `json:"leakage"`
+	Dead      []DeadLetter       `json:"dead_letters"`
+	DeadTotal int64              `json:"dead_total"`
+	SampleIDs []string           `json:"sample_ids"`
+
+	sample  []schema.Dialogue
+	options Options
+}
+
+// StageSummary is one row of the stage table.
+type StageSummary struct {
+	Name    string          `json:"name"`
+	Type    string          `json:"type"`
+	Status  string          `json:"status"`
+	Counts  pipeline.Counts `json:"counts"`
+	Seconds float64         `json:"seconds"`
+	Usage   pipeline.Usage  `json:"usage"`
+	// CacheHit is cached / in (0 when nothing came in).
+	CacheHit float64 `json:"cache_hit"`
+	Error    string  `json:"error,omitempty"`
+}
+
+// Section is one stage type's part of the report (element id "section-"+Type).
+// NotRun is set when no stage of the type has statistics in this run.
+type Section struct {
+	Type      string     `json:"type"`
+	Title     string     `json:"title"`
+	NotRun    bool       `json:"not_run"`
+	Instances []Instance `json:"instances,omitempty"`
+}
+
+// Instance is one stage instance within a section.
+type Instance struct {
+	Name   string   `json:"name"`
+	Status string   `json:"status"`
+	Charts []Chart  `json:"charts"`
+	Stats  []Bar    `json:"stats"` // every statistic, sorted by key
+	Notes  []string `json:"notes,omitempty"`
+}
+
+// DatasetStats are counted from the dialogues of the run's final output.
+type DatasetStats struct {
+	// From is the stage whose output holds the dataset ("" when none).
+	From      string `json:"from"`
+	Dialogues int    `json:"dialogues"`
+	// Messages counts dialogues by number of messages (turns).
+	Messages   map[string]int `json:"messages"`
+	Executions int            `json:"executions"`
+	// Outcomes are execution outcomes by position of the execution turn
+	// in its dialogue (iteration 1, 2, ...).
+	Outcomes     []IterationOutcomes `json:"outcomes"`
+	Methods      map[string]int      `json:"methods"`
+	Stages       map[string]int      `json:"stages"`
+	FinalStatus  map[string]int      `json:"final_status"`
+	BugKinds     map[string]int      `json:"bug_kinds,omitempty"`
+	MutationOps  map[string]int      `json:"mutation_ops,omitempty"`
+	Feedback     map[string]int      `json:"feedback,omitempty"`
+	Models       map[string]int      `json:"models,omitempty"`
+	Prompts      map[string]int      `json:"prompt_versions,omitempty"`
+	AuditLabeled int                 `json:"audit_labeled"`
+}
+
+// IterationOutcomes are the outcome counts of the n-th execution turns.
+type IterationOutcomes struct {
+	Iteration int            `json:"iteration"`
+	Kinds     map[string]int `json:"kinds"`
+}
+
+// Leak is one benchmark's leakage result from an audit stage.
+type Leak struct {
+	Stage     string  `json:"stage"`
+	Benchmark string  `json:"benchmark"`
+	LineRatio float64 `json:"line_ratio"`
+	Flagged   int     `json:"flagged"`
+	Dialogues int     `json:"dialogues"`
+	TasksHit  int     `json:"tasks_hit,omitempty"`
+}
+
+// DeadLetter is one failed item of the run.
+type DeadLetter struct {
+	Stage     string `json:"stage"`
+	ItemID    string `json:"item_id"`
+	Error     string `json:"error"`
+	Attempts  int    `json:"attempts"`
+	Permanent bool   `json:"permanent,omitempty"`
+}
+
+// Outcome names what one execution record shows: "pass" (tests passed),
+// "timeout", "oom", the exception type, "fail" (tests failed without an
+// exception), "exit-N" (non-zero exit), or "ok" (ran, no tests).
+func Outcome(e *schema.Execution) string {
+	switch {
+	case e.Passed != nil && *e.Passed:
+		return "pass"
+	case e.TimedOut:
+		return "timeout"
+	case e.OOM:
+		return "oom"
+	case e.Exception != "":
+		return e.Exception
+	case e.Passed != nil:
+		return "fail"
+	case e.ExitCode != 0:
+		return "exit-" + strconv.Itoa(e.ExitCode)
+	}
+	return "ok"
+}
+
+// Collect reads a run directory (manifest, stage outputs, dead letters,
+// audit reports) into Data. It fails only when the manifest is missing or
+// unreadable, or a stage output the manifest names cannot be read.
+func Collect(ctx context.Context, runDir string, o Options) (*Data, error) {
+	m, err := pipeline.ReadManifest(runDir)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	d := &Data{RunDir: runDir, Generated: now().UTC(), Manifest: m, options: o}
+	if !m.Finished.IsZero() {
+		d.Seconds = m.Finished.Sub(m.Started).Seconds()
+	}
+	for _, s := range m.Stages {
+		ss := StageSummary{Name: s.Name, Type: s.Type, Status: s.Status, Counts: s.Counts, Seconds: s.Seconds, Usage: s.Usage, Error: s.Error}
+		if s.Counts.In > 0 {
+			ss.CacheHit = float64(s.Counts.Cached) / float64(s.Counts.In)
+		}
+		d.Stages = append(d.Stages, ss)
+	}
+	if err := d.readDead(); err != nil {
+		return nil, err
+	}
+	if err := d.readDataset(ctx); err != nil {
+		return nil, err
+	}
+	if err := d.buildSections(ctx); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Data) readDead() error {
+	d.DeadTotal = d.Manifest.DeadCount
+	p := d.Manifest.DeadFile
+	if p == "" || !fileExists(p) {
+		p = filepath.Join(d.RunDir, "dead-letters.jsonl")
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<26)
+	for sc.Scan() && len(d.Dead) < maxDeadShown {
+		var dl DeadLetter
+		if json.Unmarshal(sc.Bytes(), &dl) == nil {
+			d.Dead = append(d.Dead, dl)
+		}
+	}
+	return sc.Err()
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// datasetStage picks the stage whose output is the dataset: the source of
+// the first published dialogue output, else of the first output, else the
+// last stage that has an output.
+func (d *Data) datasetStage() *pipeline.StageRecord {
+	m := d.Manifest
+	find := func(name string) *pipeline.StageRecord {
+		for i := range m.Stages {
+			if m.Stages[i].Name == name && m.Stages[i].Output != "" {
+				return &m.Stages[i]
+			}
+		}
+		return nil
+	}
+	for _, o := range m.Outputs {
+		if o.Kind == pipeline.KindDialogue {
+			if s := find(o.From); s != nil {
+				return s
+			}
+		}
+	}
+	for _, o := range m.Outputs {
+		if s := find(o.From); s != nil {
+			return s
+		}
+	}
+	for i := len(m.Stages) - 1; i >= 0; i-- {
+		if m.Stages[i].Output != "" {
+			return &m.Stages[i]
+		}
+	}
+	return nil
+}
+
+// dialogues streams the dialogue items of a stage's output in the run dir.
+func (d *Data) dialogues(ctx context.Context, s *pipeline.StageRecord, each func(schema.Dialogue) error) error {
+	p := filepath.Join(d.RunDir, s.Output)
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("report: stage %s output: %w", s.Name, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<28)
+	line := 0
+	for sc.Scan() {
+		line++
+		if line%1024 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var it pipeline.Item
+		if err := json.Unmarshal(sc.Bytes(), &it); err != nil {
+			return fmt.Errorf("report: %s:%d: %w", p, line, err)
+		}
+		if it.Kind != pipeline.KindDialogue {
+			continue
+		}
+		var dl schema.Dialogue
+		if err := it.Decode(&dl); err != nil {
+			return fmt.Errorf("report: %s:%d: %w", p, line, err)
+		}
+		if err := each(dl); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("report: read %s: %w", p, err)
+	}
+	return nil
+}
+
+func inc(m *map[string]int, k string) {
+	if k == "" {
+		return
+	}
+	if *m == nil {
+		*m = map[string]int{}
+	}
+	(*m)[k]++
+}
+
+func (d *Data) readDataset(ctx context.Context) error {
+	s := d.datasetStage()
+	ds := &d.Dataset
+	ds.Messages, ds.Methods, ds.Stages, ds.FinalStatus = map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
+	if s == nil {
+		return nil
+	}
+	ds.From = s.Name
+	want := d.options.Sample
+	if want == 0 {
+		want = DefaultSample
+	}
+	var rest []schema.Dialogue
+	groups := map[string]bool{}
+	err := d.dialogues(ctx, s, func(dl schema.Dialogue) error {
+		ds.Dialogues++
+		ds.Messages[strconv.Itoa(len(dl.Messages))]++
+		inc(&ds.Methods, or(dl.Method, "unknown"))
+		inc(&ds.Stages, or(dl.Stage, "unknown"))
+		inc(&ds.FinalStatus, or(dl.Labels["final_status"], "unlabelled"))
+		inc(&ds.BugKinds, dl.Labels["bug_kind"])
+		inc(&ds.MutationOps, dl.Labels["mutation_op"])
+		inc(&ds.Models, dl.Model)
+		inc(&ds.Prompts, dl.Prompt)
+		if dl.Labels["audit"] != "" {
+			ds.AuditLabeled++
+		}
+		n := 0
+		for _, msg := range dl.Messages {
+			if msg.Feedback != nil {
+				inc(&ds.Feedback, msg.Feedback.Category)
+			}
+			if msg.Role != schema.RoleExecution || msg.Exec == nil {
+				continue
+			}
+			n++
+			ds.Executions++
+			for len(ds.Outcomes) < n {
+				ds.Outcomes = append(ds.Outcomes, IterationOutcomes{Iteration: len(ds.Outcomes) + 1, Kinds: map[string]int{}})
+			}
+			ds.Outcomes[n-1].Kinds[Outcome(msg.Exec)]++
+		}
+		if want < 0 {
+			return nil
+		}
+		g := dl.Stage + "\x00" + dl.Method + "\x00" + dl.Labels["bug_kind"] + "\x00" + dl.Labels["final_status"]
+		if !groups[g] && len(d.sample) < want {
+			groups[g] = true
+			d.sample = append(d.sample, dl)
+		} else if len(rest) < want {
+			rest = append(rest, dl)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, dl := range rest {
+		if len(d.sample) >= want {
+			break
+		}
+		d.sample = append(d.sample, dl)
+	}
+	for _, dl := range d.sample {
+		d.SampleIDs = append(d.SampleIDs, dl.ID)
+	}
+	return nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// sortedBars turns counts into bars: numeric labels in numeric order,
+// others by descending count then label.
+func sortedBars(m map[string]int) []Bar {
+	bars := make([]Bar, 0, len(m))
+	numeric := true
+	for k, v := range m {
+		bars = append(bars, Bar{Label: k, Value: float64(v)})
+		if _, err := strconv.ParseFloat(k, 64); err != nil {
+			numeric = false
+		}
+	}
+	sort.Slice(bars, func(i, j int) bool {
+		if numeric {
+			a, _ := strconv.ParseFloat(bars[i].Label, 64)
+			b, _ := strconv.ParseFloat(bars[j].Label, 64)
+			return a < b
+		}
+		if bars[i].Value != bars[j].Value {
+			return bars[i].Value > bars[j].Value
+		}
+		return bars[i].Label < bars[j].Label
+	})
+	return bars
+}
+
+// statBars turns a float map into bars sorted like sortedBars.
+func statBars(m map[string]float64) []Bar {
+	bars := make([]Bar, 0, len(m))
+	numeric := true
+	for k, v := range m {
+		bars = append(bars, Bar{Label: k, Value: v})
+		if _, err := strconv.ParseFloat(k, 64); err != nil {
+			numeric = false
+		}
+	}
+	sort.Slice(bars, func(i, j int) bool {
+		if numeric {
+			a, _ := strconv.ParseFloat(bars[i].Label, 64)
+			b, _ := strconv.ParseFloat(bars[j].Label, 64)
+			return a < b
+		}
+		if bars[i].Value != bars[j].Value {
+			return bars[i].Value > bars[j].Value
+		}
+		return bars[i].Label < bars[j].Label
+	})
+	return bars
+}
+
+// withPrefix returns the stats under prefix (keys with the prefix removed).
+func withPrefix(stats map[string]float64, prefix string) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range stats {
+		if rest, ok := strings.CutPrefix(k, prefix); ok && rest != "" && !strings.Contains(rest, "/") {
+			out[rest] = v
+		}
+	}
+	return out
+}
+
+func allStats(stats map[string]float64) []Bar {
+	keys := make([]string, 0, len(stats))
+	for k := range stats {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]Bar, len(keys))
+	for i, k := range keys {
+		out[i] = Bar{Label: k, Value: stats[k]}
+	}
+	return out
+}

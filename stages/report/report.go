@@ -1,0 +1,112 @@
+// Package report renders a run directory as a self-contained HTML report
+// (RUN/report.html: overview, per-stage statistics as inline SVG charts, a
+// browsable sample of dialogues with highlighted code and execution records)
+// and writes a Hugging Face dataset card (README.md) beside every published
+// dialogue output. It reads only files: the manifest, the stage outputs, the
+// dead letters and the audit reports, so a report can be rebuilt at any time
+// from a run directory (`codefeedback report RUN_DIR`).
+//
+// Stage sections follow the statistics the stage packages write into the
+// manifest; a section whose stage did not run says so.
+package report
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// ReportFile is the report's name inside the run directory.
+const ReportFile = "report.html"
+
+// CardFile is the dataset card's name beside the exported data.
+const CardFile = "README.md"
+
+// Written lists what Build wrote and what it could not.
+type Written struct {
+	Report  string   // RUN/report.html
+	Cards   []string // README.md files
+	Skipped []string // outputs without a card, with the reason
+	Data    *Data
+}
+
+// Build collects the run directory and writes RUN/report.html and a dataset
+// card beside each published output that holds dialogues (one card per
+// directory, with one config per file). Relative output paths are resolved
+// against the current directory, as the run wrote them; an output that is
+// not there any more is listed in Skipped. Files are replaced atomically.
+func Build(ctx context.Context, runDir string, o Options) (*Written, error) {
+	d, err := Collect(ctx, runDir, o)
+	if err != nil {
+		return nil, err
+	}
+	w := &Written{Data: d, Report: filepath.Join(runDir, ReportFile)}
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, d); err != nil {
+		return nil, err
+	}
+	if err := writeAtomic(w.Report, buf.Bytes()); err != nil {
+		return nil, err
+	}
+	byDir := map[string][]FileInfo{}
+	var dirs []string
+	for _, out := range d.Manifest.Outputs {
+		if out.Format != "" && out.Format != "jsonl" {
+			w.Skipped = append(w.Skipped, fmt.Sprintf("%s: format %s (cards describe JSONL dialogue files)", out.Path, out.Format))
+			continue
+		}
+		fi, ok, err := InspectFile(out.Path)
+		if err != nil {
+			w.Skipped = append(w.Skipped, fmt.Sprintf("%s: %v", out.Path, err))
+			continue
+		}
+		if !ok {
+			w.Skipped = append(w.Skipped, out.Path+": not a dialogue file")
+			continue
+		}
+		fi.From = out.From
+		dir := filepath.Dir(out.Path)
+		if byDir[dir] == nil {
+			dirs = append(dirs, dir)
+		}
+		byDir[dir] = append(byDir[dir], fi)
+	}
+	for _, dir := range dirs {
+		buf.Reset()
+		if err := WriteCard(&buf, d, byDir[dir]); err != nil {
+			return nil, err
+		}
+		p := filepath.Join(dir, CardFile)
+		if err := writeAtomic(p, buf.Bytes()); err != nil {
+			return nil, err
+		}
+		w.Cards = append(w.Cards, p)
+	}
+	return w, nil
+}
+
+// writeAtomic writes b to path through a temporary file and a rename.
+func writeAtomic(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("report: write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("report: write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("report: write %s: %w", path, err)
+	}
+	return nil
+}
