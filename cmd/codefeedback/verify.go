@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/codefeedback/codefeedback/executors"
+	_ "github.com/codefeedback/codefeedback/executors/bwrap"
+	"github.com/codefeedback/codefeedback/stages/audit"
+	"github.com/codefeedback/codefeedback/stages/verify"
+)
+
+type verifyOptions struct {
+	Path     string
+	Executor string
+	Timeout  time.Duration
+	Parallel int
+	NoRerun  bool
+	JSON     bool
+}
+
+func init() {
+	var o verifyOptions
+	register(&cli.Command{
+		Name:      "verify",
+		Usage:     "re-check a dialogue dataset: turn order, code that compiles, executions that re-run the same",
+		ArgsUsage: "DATASET",
+		Description: "Reads this tool's dialogues or any Code-Feedback-style file (JSONL, JSON array, Parquet; " +
+			".gz/.zst). Checks that roles alternate sensibly, that every python code block compiles (in the " +
+			"sandbox), and that every recorded execution re-runs to the same outcome (pass/fail, exception " +
+			"type, timeout). Prints one line per mismatch (dialogue id and turn) and a summary. Exit status 1 " +
+			"when there are mismatches, 2 for usage errors, 3 when the file or the sandbox fails.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "executor", Usage: "sandbox URL, e.g. bwrap:// or docker://codefeedback-sandbox:bookworm", Value: "bwrap://", Destination: &o.Executor},
+			&cli.DurationFlag{Name: "timeout", Usage: "per-cell limit for runs whose record names none", Value: 10 * time.Second, Destination: &o.Timeout},
+			&cli.IntFlag{Name: "parallel", Usage: "dialogues checked at once", Value: 4, Destination: &o.Parallel},
+			&cli.BoolFlag{Name: "no-rerun", Usage: "check roles and parsing only", Destination: &o.NoRerun},
+			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON", Destination: &o.JSON},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return withCode(2, fmt.Errorf("verify: want one DATASET, got %d arguments", c.NArg()))
+			}
+			o.Path = c.Args().First()
+			return runVerify(c.Context, o, os.Stdout)
+		},
+	})
+}
+
+func runVerify(ctx context.Context, o verifyOptions, stdout io.Writer) error {
+	if _, err := os.Stat(o.Path); err != nil {
+		return withCode(2, fmt.Errorf("verify: %w", err))
+	}
+	ex, err := executors.Open(ctx, o.Executor)
+	if err != nil {
+		return withCode(3, fmt.Errorf("verify: open sandbox: %w", err))
+	}
+	defer ex.Close()
+	c := &verify.Checker{Exec: ex, Opts: verify.Options{Timeout: o.Timeout, Parallel: o.Parallel, NoRerun: o.NoRerun}}
+	rep, err := c.Dataset(ctx, audit.ReadDialogues(ctx, o.Path))
+	if err != nil {
+		return withCode(3, fmt.Errorf("verify %s: %w", o.Path, err))
+	}
+	if o.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		for _, m := range rep.Mismatches {
+			fmt.Fprintln(stdout, m)
+		}
+		for _, u := range rep.Unverifiable {
+			fmt.Fprintf(stdout, "dialogue %s turn %d: not re-runnable: %s\n", u.DialogueID, u.Turn, u.Reason)
+		}
+		fmt.Fprintf(stdout, "%d dialogues, %d messages, %d code blocks compiled, %d executions re-run (%d agreed, %d not re-runnable), %d mismatches\n",
+			rep.Dialogues, rep.Messages, rep.Blocks, rep.Executions, rep.Agreed, len(rep.Unverifiable), len(rep.Mismatches))
+	}
+	if len(rep.Mismatches) > 0 {
+		return withCode(1, fmt.Errorf("verify: %d mismatches in %s", len(rep.Mismatches), o.Path))
+	}
+	return nil
+}

@@ -1,0 +1,368 @@
+// Package verify re-checks a finished dataset (this tool's dialogues or any
+// Code-Feedback-style file): roles alternate sensibly, every Python code
+// block compiles (in the sandbox, compile only), and every recorded
+// execution re-runs in the sandbox to the same outcome (same pass/fail, same
+// exception type, same timeout). Each mismatch is reported by dialogue id
+// and turn.
+//
+// Recorded executions are found two ways. A message with a schema.Execution
+// record is re-run from the record: a self-contained program (Passed set:
+// a test run) with a one-shot run, a notebook cell (Passed unset) as the next
+// cell of one session per dialogue, in order. In a plain Code-Feedback file
+// (no records), an assistant turn with a Python block followed by an
+// "Execution result:" turn is re-run as a session cell and compared with the
+// outcome the recorded output shows (a traceback's exception, or success).
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// Checks named in a Mismatch.
+const (
+	CheckRoles = "roles"
+	CheckParse = "parse"
+	CheckRerun = "rerun"
+)
+
+// Options tune a verification. Zero fields take defaults.
+type Options struct {
+	// Timeout bounds a re-run whose record names no limit, and every cell of
+	// a plain Code-Feedback file (default 10s).
+	Timeout time.Duration
+	// Parallel is the number of dialogues checked at once (default 4).
+	Parallel int
+	// NoRerun checks roles and parsing only.
+	NoRerun bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 4
+	}
+	return o
+}
+
+// Mismatch is one problem found. Turn is the 0-based message index.
+type Mismatch struct {
+	DialogueID string `json:"dialogue_id"`
+	Turn       int    `json:"turn"`
+	Check      string `json:"check"`
+	Detail     string `json:"detail"`
+	Recorded   string `json:"recorded,omitempty"` // outcome in the file
+	Rerun      string `json:"rerun,omitempty"`    // outcome of the re-run
+}
+
+func (m Mismatch) String() string {
+	s := fmt.Sprintf("dialogue %s turn %d: %s: %s", m.DialogueID, m.Turn, m.Check, m.Detail)
+	if m.Recorded != "" || m.Rerun != "" {
+		s += fmt.Sprintf(" (recorded %s, re-run %s)", m.Recorded, m.Rerun)
+	}
+	return s
+}
+
+// Unverifiable is a recorded execution that could not be re-run faithfully:
+// its language has no runner, or it needs a module the sandbox lacks.
+type Unverifiable struct {
+	DialogueID string `json:"dialogue_id"`
+	Turn       int    `json:"turn"`
+	Reason     string `json:"reason"`
+}
+
+// Report is the result of checking a dataset.
+type Report struct {
+	Dialogues    int            `json:"dialogues"`
+	Messages     int            `json:"messages"`
+	Blocks       int            `json:"code_blocks"` // python blocks compiled
+	Executions   int            `json:"executions"`  // recorded executions re-run
+	Agreed       int            `json:"agreed"`      // re-runs with the recorded outcome
+	Unverifiable []Unverifiable `json:"unverifiable,omitempty"`
+	Mismatches   []Mismatch     `json:"mismatches,omitempty"`
+}
+
+func (r *Report) add(o *Report) {
+	r.Dialogues += o.Dialogues
+	r.Messages += o.Messages
+	r.Blocks += o.Blocks
+	r.Executions += o.Executions
+	r.Agreed += o.Agreed
+	r.Unverifiable = append(r.Unverifiable, o.Unverifiable...)
+	r.Mismatches = append(r.Mismatches, o.Mismatches...)
+}
+
+// Checker verifies dialogues in a sandbox. Safe for concurrent use when the
+// Executor is.
+type Checker struct {
+	Exec executors.Executor
+	Opts Options
+}
+
+// Dataset checks every dialogue dialogues yields, Parallel at a time, and
+// returns the report with mismatches in dataset order. An error means the
+// file could not be read or the sandbox failed; mismatches are not errors.
+func (c *Checker) Dataset(ctx context.Context, dialogues func(yield func(*schema.Dialogue, error) bool)) (Report, error) {
+	o := c.Opts.withDefaults()
+	var total Report
+	const window = 64
+	batch := make([]*schema.Dialogue, 0, window)
+	flush := func() error {
+		reps := make([]Report, len(batch))
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(o.Parallel)
+		for i, d := range batch {
+			g.Go(func() error {
+				r, err := c.Dialogue(gctx, d)
+				reps[i] = r
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		for i := range reps {
+			total.add(&reps[i])
+		}
+		batch = batch[:0]
+		return nil
+	}
+	for d, err := range dialogues {
+		if err != nil {
+			return total, err
+		}
+		batch = append(batch, d)
+		if len(batch) == window {
+			if err := flush(); err != nil {
+				return total, err
+			}
+		}
+	}
+	return total, flush()
+}
+
+// Dialogue checks one dialogue.
+func (c *Checker) Dialogue(ctx context.Context, d *schema.Dialogue) (Report, error) {
+	o := c.Opts.withDefaults()
+	rep := Report{Dialogues: 1, Messages: len(d.Messages)}
+	rep.Mismatches = append(rep.Mismatches, Roles(d)...)
+
+	recorded := map[int]bool{} // assistant turns whose code ran with a SyntaxError on record
+	hasRecords := false
+	for i, m := range d.Messages {
+		if m.Exec != nil && isExecution(m) {
+			hasRecords = true
+			if isSyntax(m.Exec.Exception) || isSyntax(exceptionIn(m.Exec.Stderr)) || isSyntax(exceptionIn(m.Content)) {
+				if j := prevAssistant(d, i); j >= 0 {
+					recorded[j] = true
+				}
+			}
+		} else if isExecution(m) && isSyntax(exceptionIn(m.Content)) {
+			if j := prevAssistant(d, i); j >= 0 {
+				recorded[j] = true
+			}
+		}
+	}
+	ms, n, err := c.compile(ctx, d, recorded)
+	if err != nil {
+		return rep, err
+	}
+	rep.Blocks += n
+	rep.Mismatches = append(rep.Mismatches, ms...)
+	if o.NoRerun {
+		sort.SliceStable(rep.Mismatches, func(i, j int) bool { return rep.Mismatches[i].Turn < rep.Mismatches[j].Turn })
+		return rep, nil
+	}
+	if hasRecords {
+		err = c.rerunRecords(ctx, d, &rep)
+	} else {
+		err = c.rerunPlain(ctx, d, &rep)
+	}
+	sort.SliceStable(rep.Mismatches, func(i, j int) bool { return rep.Mismatches[i].Turn < rep.Mismatches[j].Turn })
+	return rep, err
+}
+
+// isExecution reports whether m is an execution turn: the execution role,
+// or a user turn in Code-Feedback's "Execution result:" form.
+func isExecution(m schema.Message) bool {
+	if m.Role == schema.RoleExecution {
+		return true
+	}
+	return m.Role == schema.RoleUser && m.Feedback == nil &&
+		strings.HasPrefix(strings.TrimLeft(m.Content, " \n"), strings.TrimSpace(schema.ExecutionPrefix))
+}
+
+func prevAssistant(d *schema.Dialogue, i int) int {
+	for j := i - 1; j >= 0; j-- {
+		switch d.Messages[j].Role {
+		case schema.RoleAssistant:
+			return j
+		case schema.RoleUser:
+			if !isExecution(d.Messages[j]) {
+				return -1
+			}
+		}
+	}
+	return -1
+}
+
+// Roles checks the turn order: an optional system turn first, then a user
+// request; a request or an execution result is answered by the assistant;
+// an execution result follows an assistant turn; the dialogue does not end
+// on an unanswered request.
+func Roles(d *schema.Dialogue) []Mismatch {
+	var out []Mismatch
+	bad := func(i int, f string, a ...any) {
+		out = append(out, Mismatch{DialogueID: d.ID, Turn: i, Check: CheckRoles, Detail: fmt.Sprintf(f, a...)})
+	}
+	kind := func(m schema.Message) string {
+		if isExecution(m) {
+			return "execution"
+		}
+		return m.Role
+	}
+	prev := ""
+	for i, m := range d.Messages {
+		k := kind(m)
+		switch k {
+		case schema.RoleSystem:
+			if i != 0 {
+				bad(i, "system turn after the start")
+			}
+		case schema.RoleUser:
+			switch prev {
+			case "":
+			case schema.RoleSystem, schema.RoleAssistant:
+			case schema.RoleUser:
+				bad(i, "two user requests in a row")
+			case "execution":
+				bad(i, "a user request right after an execution result, which the assistant never answered")
+			}
+		case schema.RoleAssistant:
+			switch prev {
+			case "":
+				bad(i, "the dialogue starts with an assistant turn")
+			case schema.RoleSystem:
+				if i == 1 {
+					bad(i, "the dialogue starts with an assistant turn")
+				}
+			case schema.RoleAssistant:
+				bad(i, "two assistant turns in a row")
+			}
+		case "execution":
+			if prev != schema.RoleAssistant {
+				bad(i, "an execution result that does not follow an assistant turn (after %q)", prev)
+			}
+		default:
+			bad(i, "unknown role %q", m.Role)
+		}
+		prev = k
+	}
+	if prev == schema.RoleUser {
+		bad(len(d.Messages)-1, "the dialogue ends with an unanswered user request")
+	}
+	if len(d.Messages) == 0 {
+		bad(0, "no messages")
+	}
+	return out
+}
+
+// isSyntax reports whether an exception name means the code did not compile.
+func isSyntax(exc string) bool {
+	return exc == "SyntaxError" || exc == "IndentationError" || exc == "TabError"
+}
+
+var (
+	// A traceback's exception line ("NameError: name 'x' is not defined"),
+	// or the header of an IPython traceback ("NameError   Traceback (most recent call last)").
+	excLineRe   = regexp.MustCompile(`(?m)^([A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Exit|Interrupt|Iteration))(?::|\s*$|\s+Traceback)`)
+	ansiRe      = regexp.MustCompile("\x1b\\[[0-9;]*m")
+	markerRe    = regexp.MustCompile(`"marker": ?"(@@cfjudge:[0-9a-f]+)"`)
+	magicLineRe = regexp.MustCompile(`(?m)^[ \t]*[%!].*$`)
+)
+
+// exceptionIn returns the last exception named in text, without a module
+// prefix, or "".
+func exceptionIn(text string) string {
+	ms := excLineRe.FindAllStringSubmatch(ansiRe.ReplaceAllString(text, ""), -1)
+	if len(ms) == 0 {
+		return ""
+	}
+	exc := ms[len(ms)-1][1]
+	if i := strings.LastIndex(exc, "."); i >= 0 {
+		exc = exc[i+1:]
+	}
+	return exc
+}
+
+// compileProgram compiles each block it is given (a JSON list on stdin)
+// and prints one JSON list of [ok, error] pairs.
+const compileProgram = `import json, sys
+out = []
+for src in json.load(sys.stdin):
+    try:
+        compile(src, "<block>", "exec")
+        out.append([True, ""])
+    except (SyntaxError, ValueError) as e:
+        out.append([False, "%s: %s (line %s)" % (type(e).__name__, getattr(e, "msg", str(e)), getattr(e, "lineno", "?"))])
+print(json.dumps(out))
+`
+
+// compile compiles every python block of the assistant turns in one sandbox
+// run. Blocks of turns in skip (their code is on record as not compiling)
+// are not held against the dialogue. IPython magics and shell escapes
+// (lines starting with % or !) are blanked first.
+func (c *Checker) compile(ctx context.Context, d *schema.Dialogue, skip map[int]bool) ([]Mismatch, int, error) {
+	type ref struct{ turn int }
+	var srcs []string
+	var refs []ref
+	for i, m := range d.Messages {
+		if m.Role != schema.RoleAssistant || skip[i] {
+			continue
+		}
+		for _, b := range parse.CodeBlocks(m.Content) {
+			if b.Lang != "python" || b.Unclosed || strings.TrimSpace(b.Code) == "" {
+				continue
+			}
+			srcs = append(srcs, magicLineRe.ReplaceAllString(b.Code, ""))
+			refs = append(refs, ref{i})
+		}
+	}
+	if len(srcs) == 0 {
+		return nil, 0, nil
+	}
+	in, err := json.Marshal(srcs)
+	if err != nil {
+		return nil, 0, fmt.Errorf("verify: encode blocks: %w", err)
+	}
+	res, err := c.Exec.Run(ctx, executors.Request{Language: executors.Python, Code: compileProgram, Stdin: string(in),
+		Limits: executors.Limits{Timeout: 30 * time.Second, OutputBytes: 1 << 20}})
+	if err != nil {
+		return nil, 0, fmt.Errorf("verify: compile blocks of %s: %w", d.ID, err)
+	}
+	var got [][2]any
+	if !res.OK() || json.Unmarshal([]byte(strings.TrimSpace(res.Stdout)), &got) != nil || len(got) != len(srcs) {
+		return nil, 0, fmt.Errorf("verify: compile blocks of %s: the compiler run failed: %s", d.ID, strings.TrimSpace(res.Stderr))
+	}
+	var out []Mismatch
+	for i, g := range got {
+		if ok, _ := g[0].(bool); !ok {
+			msg, _ := g[1].(string)
+			out = append(out, Mismatch{DialogueID: d.ID, Turn: refs[i].turn, Check: CheckParse, Detail: "python block does not compile: " + msg})
+		}
+	}
+	return out, len(srcs), nil
+}

@@ -1,0 +1,237 @@
+package verify
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/executors"
+	_ "github.com/codefeedback/codefeedback/executors/bwrap"
+	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
+	"github.com/codefeedback/codefeedback/schema"
+	"github.com/codefeedback/codefeedback/stages/audit"
+	"github.com/codefeedback/codefeedback/stages/simulate"
+)
+
+func sandbox(t testing.TB) executors.Executor {
+	t.Helper()
+	url := os.Getenv("CODEFEEDBACK_VERIFY_SANDBOX")
+	if url == "" {
+		url = "bwrap://"
+	}
+	ex, err := executors.Open(context.Background(), url)
+	if err != nil {
+		t.Fatalf("open sandbox %s: %v", url, err)
+	}
+	t.Cleanup(func() { ex.Close() })
+	return ex
+}
+
+func msgs(spec ...string) []schema.Message {
+	var out []schema.Message
+	for _, s := range spec {
+		role, content, _ := strings.Cut(s, ":")
+		out = append(out, schema.Message{Role: role, Content: content})
+	}
+	return out
+}
+
+func TestRoles(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		m    []schema.Message
+		want []int // turns with a mismatch
+	}{
+		{"plain", msgs("user:q", "assistant:a"), nil},
+		{"system first", msgs("system:s", "user:q", "assistant:a", "execution:out", "assistant:ok"), nil},
+		{"code-feedback execution as user", msgs("user:q", "assistant:a", "user:Execution result: \n42", "assistant:ok"), nil},
+		{"two users", msgs("user:q", "user:q2", "assistant:a"), []int{1}},
+		{"two assistants", msgs("user:q", "assistant:a", "assistant:b"), []int{2}},
+		{"execution after user", msgs("user:q", "execution:out", "assistant:a"), []int{1}},
+		{"unanswered end", msgs("user:q", "assistant:a", "user:more"), []int{2}},
+		{"starts with assistant", msgs("assistant:a", "user:q", "assistant:b"), []int{0}},
+		{"late system", msgs("user:q", "system:s", "assistant:a"), []int{1}},
+	} {
+		got := Roles(&schema.Dialogue{ID: "d", Messages: tc.m})
+		var turns []int
+		for _, m := range got {
+			turns = append(turns, m.Turn)
+		}
+		if len(turns) != len(tc.want) || (len(turns) > 0 && turns[0] != tc.want[0]) {
+			t.Errorf("%s: mismatches at %v (%v), want at %v", tc.name, turns, got, tc.want)
+		}
+	}
+}
+
+func TestExceptionIn(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"Traceback (most recent call last):\n  File \"x\", line 1\nNameError: name 'x' is not defined", "NameError"},
+		{"\x1b[0;31mZeroDivisionError\x1b[0m                         Traceback (most recent call last)\nCell In[1], line 1\n----> 1 1/0\n", "ZeroDivisionError"},
+		{"  Cell In[2], line 2\n    x = \\\"\\\"\n         ^\nSyntaxError: unexpected character after line continuation character\n", "SyntaxError"},
+		{"array([[0.3], [1.6]])", ""},
+		{"The Error rate is 3", ""},
+	} {
+		if got := exceptionIn(tc.text); got != tc.want {
+			t.Errorf("exceptionIn(%q) = %q, want %q", tc.text, got, tc.want)
+		}
+	}
+}
+
+// simulated builds two real dialogues with the simulate stage's loop: a
+// notebook one (NameError, then a fix that uses the first cell's state) and
+// a tests one (wrong answer, then a pass).
+func simulated(t *testing.T, ex executors.Executor) []schema.Dialogue {
+	srv := llmtest.New(t)
+	srv.Script(func(c llmtest.Call) llmtest.Reply {
+		if strings.Contains(c.LastUser(), "You check whether") {
+			return llmtest.Reply{Text: `{"correct": true, "reason": "ok"}`}
+		}
+		answers := 0
+		for _, m := range c.Request.Messages {
+			if m.Role == "assistant" {
+				answers++
+			}
+		}
+		task := c.Request.Messages[1].Content
+		switch {
+		case strings.Contains(task, "add") && answers == 0:
+			return llmtest.Reply{Text: "```python\ndef add(a, b):\n    return a - b\n```"}
+		case strings.Contains(task, "add"):
+			return llmtest.Reply{Text: "```python\ndef add(a, b):\n    return a + b\n```"}
+		case answers == 0:
+			return llmtest.Reply{Text: "```python\nx = 6 * 7\nprint(y)\n```"}
+		}
+		return llmtest.Reply{Text: "```python\nprint(x)\n```"}
+	})
+	cl, err := llm.New(llm.Config{BaseURL: srv.URL, Params: llm.Params{Model: "fake"}}, llm.Options{HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := simulate.New(simulate.Options{FeedbackRounds: 0}, cl, cl, nil, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []schema.Dialogue
+	p := schema.Problem{Query: schema.Query{ID: "p", Text: "Write add."}, Tests: []string{"assert add(1, 2) == 3"}}
+	for _, task := range []simulate.Task{{ID: "q", Turns: []simulate.Turn{{Text: "Compute 6*7 and print it."}}}} {
+		r, err := s.Run(context.Background(), task)
+		if err != nil || !r.Passed {
+			t.Fatalf("simulate: %v %v", err, r.Reason)
+		}
+		out = append(out, r.Dialogue)
+	}
+	task, _ := s.TaskFromProblem(p)
+	r, err := s.Run(context.Background(), task)
+	if err != nil || !r.Passed {
+		t.Fatalf("simulate: %v %v", err, r.Reason)
+	}
+	return append(out, r.Dialogue)
+}
+
+func TestSimulatedDialoguesVerify(t *testing.T) {
+	ex := sandbox(t)
+	ds := simulated(t, ex)
+	c := &Checker{Exec: ex}
+	for _, d := range ds {
+		rep, err := c.Dialogue(context.Background(), &d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Mismatches) != 0 || rep.Executions != 2 || rep.Agreed != 2 {
+			t.Errorf("%s: report %+v, want 2 agreeing re-runs and no mismatch", d.ID, rep)
+		}
+	}
+
+	// Tampered records must be caught, at the tampered turn.
+	for _, tc := range []struct {
+		name   string
+		d      int
+		tamper func(e *schema.Execution)
+	}{
+		{"cell exception renamed", 0, func(e *schema.Execution) { e.Exception = "TypeError" }},
+		{"tests verdict flipped", 1, func(e *schema.Execution) { v := true; e.Passed = &v }},
+	} {
+		d := ds[tc.d]
+		d.Messages = append([]schema.Message(nil), d.Messages...)
+		first := -1
+		for i := range d.Messages {
+			if d.Messages[i].Exec != nil {
+				e := *d.Messages[i].Exec
+				tc.tamper(&e)
+				d.Messages[i].Exec = &e
+				first = i
+				break
+			}
+		}
+		rep, err := c.Dialogue(context.Background(), &d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Mismatches) != 1 || rep.Mismatches[0].Turn != first || rep.Mismatches[0].Check != CheckRerun {
+			t.Errorf("%s: mismatches %v, want one re-run mismatch at turn %d", tc.name, rep.Mismatches, first)
+		}
+	}
+}
+
+func TestPlainCodeFeedback(t *testing.T) {
+	ex := sandbox(t)
+	honest := schema.Dialogue{ID: "honest", Messages: []schema.Message{
+		{Role: "user", Content: "Divide."},
+		{Role: "assistant", Content: "```python\nx = 10\nprint(x / 0)\n```"},
+		{Role: "user", Content: "Execution result: \n---------------------------------------------------------------------------\nZeroDivisionError                         Traceback (most recent call last)\nCell In[1], line 2\n----> 2 print(x / 0)\n\nZeroDivisionError: division by zero"},
+		{Role: "assistant", Content: "Use a non-zero divisor:\n```python\nprint(x / 2)\n```"},
+		{Role: "user", Content: "Execution result: \n5.0"},
+		{Role: "assistant", Content: "Done."},
+	}}
+	liar := schema.Dialogue{ID: "liar", Messages: []schema.Message{
+		{Role: "user", Content: "Print a value."},
+		{Role: "assistant", Content: "```python\nprint(undefined_value)\n```"},
+		{Role: "user", Content: "Execution result: \n42"},
+		{Role: "assistant", Content: "```python\ndef broken(:\n    pass\n```"},
+	}}
+	c := &Checker{Exec: ex}
+	rep, err := c.Dataset(context.Background(), func(yield func(*schema.Dialogue, error) bool) {
+		if yield(&honest, nil) {
+			yield(&liar, nil)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Executions != 3 || rep.Agreed != 2 {
+		t.Errorf("executions %d agreed %d, want 3 and 2", rep.Executions, rep.Agreed)
+	}
+	want := []string{"liar/2/rerun", "liar/3/parse"}
+	var got []string
+	for _, m := range rep.Mismatches {
+		got = append(got, m.DialogueID+"/"+strconv.Itoa(m.Turn)+"/"+m.Check)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("mismatches %v, want %v", rep.Mismatches, want)
+	}
+}
+
+// TestCodeFeedbackSample verifies the real Code-Feedback records: they must
+// be read and checked without sandbox errors; what they show is logged.
+func TestCodeFeedbackSample(t *testing.T) {
+	path := shared.Path(t, "codefeedback-sample/code_feedback_sample.jsonl")
+	c := &Checker{Exec: sandbox(t)}
+	rep, err := c.Dataset(context.Background(), audit.ReadDialogues(context.Background(), path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Dialogues != 10 || rep.Blocks == 0 {
+		t.Errorf("report %+v, want 10 dialogues with code blocks compiled", rep)
+	}
+	t.Logf("sample: %d dialogues, %d blocks, %d executions re-run, %d agreed, %d unverifiable", rep.Dialogues, rep.Blocks, rep.Executions, rep.Agreed, len(rep.Unverifiable))
+	for _, m := range rep.Mismatches {
+		t.Logf("mismatch: %s", m)
+	}
+	for _, u := range rep.Unverifiable {
+		t.Logf("unverifiable: %s turn %d: %s", u.DialogueID, u.Turn, u.Reason)
+	}
+}
