@@ -40,6 +40,11 @@ type StageOptions struct {
 	// BenchDir is where the benchmark files are (see BenchDir). It is not
 	// part of the cache key: the files' checksums are.
 	BenchDir string `yaml:"bench_dir" json:"-"`
+	// Missing says what to do when a benchmark's file is not found: "fail"
+	// (the default: a leakage audit that silently checks nothing is worse
+	// than none) or "skip", which audits against the benchmarks present,
+	// logs a warning and records benchmarks_missing in the stage's stats.
+	Missing string `yaml:"missing" json:"missing"`
 }
 
 // DefaultStageOptions audit against HumanEval and MBPP and drop what is
@@ -51,6 +56,7 @@ var DefaultStageOptions = StageOptions{
 	NGram:          DefaultN,
 	Window:         DefaultOptions.Window,
 	EmbedThreshold: DefaultEmbedThreshold,
+	Missing:        "fail",
 }
 
 // Validate checks the settings.
@@ -63,6 +69,9 @@ func (o StageOptions) Validate() error {
 	}
 	if o.Embedding && (o.EmbedThreshold <= 0 || o.EmbedThreshold > 1) {
 		return fmt.Errorf("audit: embed_threshold %v: want a value in (0, 1]", o.EmbedThreshold)
+	}
+	if o.Missing != "fail" && o.Missing != "skip" {
+		return fmt.Errorf("audit: missing %q: want fail or skip", o.Missing)
 	}
 	if o.NGram < 1 || o.Window < 1 {
 		return fmt.Errorf("audit: ngram %d and window %d must be >= 1", o.NGram, o.Window)
@@ -102,12 +111,56 @@ func benchmarkVersions(against []string) (map[string]string, error) {
 	return out, nil
 }
 
+// presentBenchmarks splits against into the benchmarks whose files exist and
+// those that do not.
+func presentBenchmarks(benchDir string, against []string) (present, missing []string, err error) {
+	dir, err := BenchDir(benchDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, a := range against {
+		p := a
+		if s, ok := Lookup(a); ok {
+			p = filepath.Join(dir, s.File)
+		}
+		if _, err := os.Stat(p); err != nil {
+			missing = append(missing, a)
+			continue
+		}
+		present = append(present, a)
+	}
+	return present, missing, nil
+}
+
 // newStage builds the audit stage: an All stage that audits every dialogue
 // item, passes the clean ones on in order, drops (or labels) the flagged
 // ones, and writes the report and the removed list into the run directory.
 func newStage(o StageOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
+	}
+	var missing []string
+	if o.Missing == "skip" {
+		var err error
+		if o.Against, missing, err = presentBenchmarks(o.BenchDir, o.Against); err != nil {
+			return nil, err
+		}
+		if len(missing) > 0 && svc.Logger != nil {
+			svc.Logger.Warn("audit: benchmark files not found; leakage is NOT checked against them (set bench_dir or $"+EnvBenchDir+")", "missing", strings.Join(missing, ","))
+		}
+		if svc.Stats != nil {
+			svc.Stats.Set("benchmarks_missing", float64(len(missing)))
+			svc.Stats.Set("benchmarks_checked", float64(len(o.Against)))
+		}
+	}
+	if len(o.Against) == 0 {
+		// Nothing to audit against: pass every item on unchanged.
+		return &pipeline.Stage{
+			Version: map[string]any{"algorithm": stageVersion, "benchmarks": "none", "missing": missing},
+			Each: func(_ context.Context, in pipeline.Item) ([]pipeline.Item, error) {
+				return []pipeline.Item{in}, nil
+			},
+		}, nil
 	}
 	versions, err := benchmarkVersions(o.Against)
 	if err != nil {

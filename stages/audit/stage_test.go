@@ -126,3 +126,40 @@ func TestStageOptionsValidate(t *testing.T) {
 		t.Errorf("unknown benchmark file: newStage gave no error")
 	}
 }
+
+// A benchmark whose file is absent fails the stage by default; with
+// missing: skip the stage passes items on and records what it could not check.
+func TestStageMissingBenchmarks(t *testing.T) {
+	empty := t.TempDir()
+	for _, tc := range []struct {
+		missing string
+		wantErr bool
+	}{{"fail", true}, {"skip", false}} {
+		t.Run(tc.missing, func(t *testing.T) {
+			o := DefaultStageOptions
+			o.BenchDir = empty
+			o.Missing = tc.missing
+			svc := &pipeline.Services{Stats: pipeline.NewStats(), RunDir: t.TempDir(), Name: "audit"}
+			st, err := newStage(o, svc)
+			if err == nil && st.All != nil {
+				err = st.All(context.Background(), func(func(pipeline.Item, error) bool) {}, func(pipeline.Item) error { return nil })
+			}
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("missing=%s: got err %v, want error %v", tc.missing, err, tc.wantErr)
+			}
+			if tc.wantErr {
+				return
+			}
+			d := schema.Dialogue{ID: "d1", Messages: []schema.Message{{Role: "user", Content: "hi"}}}
+			it, _ := pipeline.DialogueItem(d)
+			out, err := st.Each(context.Background(), it)
+			if err != nil || len(out) != 1 || out[0].ID != it.ID {
+				t.Errorf("pass-through: got %v, %v; want the item back", out, err)
+			}
+			vals, _ := svc.Stats.Snapshot()
+			if vals["benchmarks_missing"] != 2 || vals["benchmarks_checked"] != 0 {
+				t.Errorf("stats: got %v, want 2 missing and 0 checked", vals)
+			}
+		})
+	}
+}
