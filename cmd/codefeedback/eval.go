@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/codefeedback/codefeedback/executors"
+	_ "github.com/codefeedback/codefeedback/executors/bwrap"
+	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/pipeline/store"
+	"github.com/codefeedback/codefeedback/stages/evaluate"
+)
+
+type evalOptions struct {
+	Model           string
+	Benchmarks      string
+	Rounds          int
+	Feedback        string
+	FeedbackModel   string
+	OracleCanonical bool
+	BaseURL         string
+	APIKeyEnv       string
+	Concurrency     int
+	Out             string
+	Data            string
+	Driver          string
+	Seed            int
+	MaxTokens       int
+	Limit           int
+	JSON            bool
+}
+
+func init() {
+	var o evalOptions
+	register(&cli.Command{
+		Name:  "eval",
+		Usage: "measure a model's pass@1 on HumanEval and MBPP (+), single-turn and with feedback rounds",
+		Description: "Asks the model each benchmark problem (greedy), judges the extracted code in the sandbox, and " +
+			"sends failing code back with execution feedback (or a feedback model's words) for up to --rounds " +
+			"rounds. Prints pass@1 per benchmark and round; writes OUT/results.json and OUT/samples.jsonl " +
+			"(every conversation, code and execution record). OUT/eval.db caches model answers and finished " +
+			"samples, so a re-run resumes. --model canonical answers with the canonical solutions (no endpoint).",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Usage: "model name, or canonical", Required: true, Destination: &o.Model},
+			&cli.StringFlag{Name: "benchmarks", Usage: "comma-separated: humaneval, mbpp, humaneval+, mbpp+", Value: "humaneval,mbpp", Destination: &o.Benchmarks},
+			&cli.IntFlag{Name: "rounds", Usage: "refinement rounds after the first answer", Value: 2, Destination: &o.Rounds},
+			&cli.StringFlag{Name: "feedback", Usage: "execution, human or oracle", Value: evaluate.FeedbackExecution, Destination: &o.Feedback},
+			&cli.StringFlag{Name: "feedback-model", Usage: "model writing human/oracle feedback (default: --model)", Destination: &o.FeedbackModel},
+			&cli.BoolFlag{Name: "oracle-canonical", Usage: "with --feedback human: show the feedback model the canonical solution (same as --feedback oracle)", Destination: &o.OracleCanonical},
+			&cli.StringFlag{Name: "base-url", Usage: "OpenAI-compatible endpoint including /v1 (default $OPENAI_BASE_URL or OpenAI)", Destination: &o.BaseURL},
+			&cli.StringFlag{Name: "api-key-env", Usage: "environment variable holding the API key", Value: llm.DefaultAPIKeyEnv, Destination: &o.APIKeyEnv},
+			&cli.IntFlag{Name: "concurrency", Usage: "samples in flight (also the sandbox pool size)", Value: 4, Destination: &o.Concurrency},
+			&cli.StringFlag{Name: "out", Usage: "output directory", Value: "eval-out", Destination: &o.Out},
+			&cli.StringFlag{Name: "data", Usage: "benchmark data directory (humaneval/, mbpp/, evalplus/); default ../shared/data or $CODEFEEDBACK_SHARED_DATA", Destination: &o.Data},
+			&cli.StringFlag{Name: "driver", Usage: "sandbox driver name or URL", Value: "bwrap", Destination: &o.Driver},
+			&cli.IntFlag{Name: "seed", Usage: "sampling seed sent to the model", Value: 0, Destination: &o.Seed},
+			&cli.IntFlag{Name: "max-tokens", Usage: "answer length limit (0: the server's default)", Destination: &o.MaxTokens},
+			&cli.IntFlag{Name: "limit", Usage: "evaluate only the first N problems of each benchmark", Destination: &o.Limit},
+			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON instead of a table", Destination: &o.JSON},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return withCode(2, fmt.Errorf("eval: unexpected arguments %v", c.Args().Slice()))
+			}
+			return runEval(c.Context, o, os.Stdout, os.Stderr)
+		},
+	})
+}
+
+// evalDriverURL gives the driver its pool size unless the URL sets one.
+func evalDriverURL(driver string, pool int) string {
+	if !strings.Contains(driver, "://") {
+		driver += "://"
+	}
+	if strings.Contains(driver, "pool=") {
+		return driver
+	}
+	sep := "?"
+	if strings.Contains(driver, "?") {
+		sep = "&"
+	}
+	return fmt.Sprintf("%s%spool=%d", driver, sep, pool)
+}
+
+func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error {
+	if o.OracleCanonical {
+		if o.Feedback != evaluate.FeedbackHuman && o.Feedback != evaluate.FeedbackOracle {
+			return withCode(2, fmt.Errorf("eval: --oracle-canonical goes with --feedback human"))
+		}
+		o.Feedback = evaluate.FeedbackOracle
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 1
+	}
+	var names []string
+	for _, n := range strings.Split(o.Benchmarks, ",") {
+		if n = strings.TrimSpace(strings.ToLower(n)); n != "" {
+			if _, ok := evaluate.Benchmarks[n]; !ok {
+				return withCode(2, fmt.Errorf("eval: unknown benchmark %q (want humaneval, mbpp, humaneval+, mbpp+)", n))
+			}
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return withCode(2, fmt.Errorf("eval: no benchmarks"))
+	}
+	if o.Data == "" {
+		o.Data = shared.DataDir()
+		if o.Data == "" {
+			return withCode(2, fmt.Errorf("eval: no benchmark data: pass --data DIR (holding humaneval/, mbpp/, evalplus/)"))
+		}
+	}
+	var tasks []evaluate.Task
+	for _, n := range names {
+		ts, err := evaluate.Load(o.Data, n, o.Limit)
+		if err != nil {
+			return withCode(2, err)
+		}
+		tasks = append(tasks, ts...)
+	}
+
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	db, err := store.OpenBolt(filepath.Join(o.Out, "eval.db"), false)
+	if err != nil {
+		return fmt.Errorf("eval: open store: %w", err)
+	}
+	defer db.Close()
+
+	var model, feedback llm.Chatter
+	newClient := func(name string) (*llm.Client, error) {
+		cfg := llm.Config{Stage: "eval", BaseURL: o.BaseURL, APIKeyEnv: o.APIKeyEnv,
+			Params: llm.Params{Model: name}, Concurrency: o.Concurrency}
+		if o.BaseURL == "" {
+			cfg = cfg.WithEnv(os.Getenv)
+			cfg.Model = name
+		}
+		return llm.New(cfg, llm.Options{Cache: db})
+	}
+	if o.Model != evaluate.CanonicalModel {
+		c, err := newClient(o.Model)
+		if err != nil {
+			return withCode(2, fmt.Errorf("eval: model client: %w", err))
+		}
+		model = c
+	}
+	if o.Feedback != evaluate.FeedbackExecution && o.Rounds > 0 {
+		fm := o.FeedbackModel
+		if fm == "" {
+			fm = o.Model
+		}
+		if fm == evaluate.CanonicalModel {
+			return withCode(2, fmt.Errorf("eval: %s feedback needs --feedback-model (canonical writes no feedback)", o.Feedback))
+		}
+		c, err := newClient(fm)
+		if err != nil {
+			return withCode(2, fmt.Errorf("eval: feedback client: %w", err))
+		}
+		feedback = c
+	}
+
+	ex, err := executors.Open(ctx, evalDriverURL(o.Driver, o.Concurrency))
+	if err != nil {
+		return fmt.Errorf("eval: sandbox: %w", err)
+	}
+	defer ex.Close()
+
+	e, err := evaluate.New(evaluate.Options{Model: o.Model, Rounds: o.Rounds, Feedback: o.Feedback, Seed: o.Seed,
+		MaxTokens: o.MaxTokens, Concurrency: o.Concurrency}, model, feedback, ex, db)
+	if err != nil {
+		return withCode(2, err)
+	}
+	start := time.Now()
+	last := time.Now()
+	samples, err := e.Run(ctx, tasks, func(done, total int) {
+		if time.Since(last) > 2*time.Second || done == total {
+			last = time.Now()
+			fmt.Fprintf(stderr, "eval: %d/%d samples\n", done, total)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	rep := e.Score(names, samples)
+	rep.Duration = time.Since(start)
+	if err := evaluate.WriteFiles(o.Out, rep, samples); err != nil {
+		return err
+	}
+	if o.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	if err := rep.WriteTable(stdout); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(o.Out, "results.json"), filepath.Join(o.Out, "samples.jsonl"))
+	return err
+}
