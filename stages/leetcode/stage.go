@@ -1,0 +1,347 @@
+package leetcode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"iter"
+	"log/slog"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/pipeline/embed"
+	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+func init() { pipeline.Register("leetcode", DefaultOptions, newStage) }
+
+// newStage builds the "leetcode" stage. It reads the whole input (chains
+// need every problem), passes non-problem items through, and emits the
+// chain dialogues, then the alternatives dialogues, in a deterministic order.
+func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	pv, err := PromptVersion()
+	if err != nil {
+		return nil, err
+	}
+	chat, chatErr := llm.ForStage(svc, o.Endpoint)
+	if chatErr != nil && !errors.Is(chatErr, llm.ErrNoModel) && svc.Model != nil {
+		return nil, fmt.Errorf("leetcode: %w", chatErr)
+	}
+	if chatErr != nil {
+		chat = nil
+	}
+	version := map[string]any{"leetcode": "v1", "prompts": pv, "embedder": embed.Identity(svc.Embedder), "model": "none"}
+	if m, ok := svc.Model.(*llm.Models); ok && chat != nil {
+		p, err := m.Params(svc.Name, o.Endpoint)
+		if err != nil {
+			return nil, fmt.Errorf("leetcode: %w", err)
+		}
+		version["model"] = p
+	} else if chat != nil {
+		version["model"] = fmt.Sprintf("%T", chat)
+	}
+	st := &pipeline.Stage{Version: version}
+	st.Observe = func(out pipeline.Item) {
+		if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
+			return
+		}
+		d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
+		if err != nil || d.Stage != "leetcode" {
+			return
+		}
+		ObserveDialogue(svc.Stats, d)
+	}
+	st.All = func(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
+		return run(ctx, o, svc, chat, in, emit)
+	}
+	return st, nil
+}
+
+// ObserveDialogue adds one output dialogue to the stats: chains by length
+// and method, answers judged and passed.
+func ObserveDialogue(s *pipeline.Stats, d schema.Dialogue) {
+	s.Add("dialogues/"+d.Method, 1)
+	if d.Labels["mode"] == ModeChains {
+		s.Add("chains/length/"+d.Labels["chain_length"], 1)
+	}
+	for _, m := range d.Messages {
+		if m.Role == schema.RoleExecution && m.Exec != nil && m.Exec.Passed != nil {
+			s.Add("runs/judged", 1)
+			if *m.Exec.Passed {
+				s.Add("runs/passed", 1)
+			}
+		}
+	}
+	if u := d.Labels["unchecked_languages"]; u != "" {
+		s.Add("alternatives/unchecked_dialogues", 1)
+	}
+}
+
+// Summary is what one run of the stage did, for logs and tests.
+type Summary struct {
+	Problems, Eligible, ReferenceFailed int
+	Chains, ChainsFailed                int
+	Alternatives, AlternativesFailed    int
+	AlternativesSkipped                 bool
+}
+
+func run(ctx context.Context, o Options, svc *pipeline.Services, chat llm.Chatter,
+	in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
+	log := svc.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var ps []schema.Problem
+	var sum Summary
+	for it, err := range in {
+		if err != nil {
+			return err
+		}
+		if it.Kind != pipeline.KindProblem {
+			if err := emit(it); err != nil {
+				return err
+			}
+			continue
+		}
+		p, err := pipeline.As[schema.Problem](it, pipeline.KindProblem)
+		if err != nil {
+			return fmt.Errorf("leetcode: %w", err)
+		}
+		sum.Problems++
+		if o.KeepProblems {
+			if err := emit(it); err != nil {
+				return err
+			}
+		}
+		if Eligible(p) {
+			ps = append(ps, p)
+		}
+	}
+	sum.Eligible = len(ps)
+	stats := svc.Stats
+	if stats == nil {
+		stats = pipeline.NewStats()
+	}
+	if len(ps) == 0 {
+		log.Info("leetcode: no judgeable problems in the input (need a solution, tests and an entry point)", "problems", sum.Problems)
+		return nil
+	}
+	if svc.Executor == nil {
+		return errors.New("leetcode: needs a sandbox; add a top-level `executor:` (e.g. bwrap://) to the pipeline file")
+	}
+	ex, err := svc.Executor(ctx)
+	if err != nil {
+		return fmt.Errorf("leetcode: open sandbox: %w", err)
+	}
+	g := &Generator{Opts: o, Exec: ex, Embedder: nil, Chat: chat}
+	if g.Embedder, err = embed.ForStage(svc); err != nil {
+		return fmt.Errorf("leetcode: %w", err)
+	}
+	out, err := g.Generate(ctx, ps)
+	if err != nil {
+		return err
+	}
+	sum = out.Summary(sum)
+	stats.Set("problems/input", float64(sum.Problems))
+	stats.Set("problems/eligible", float64(sum.Eligible))
+	stats.Set("problems/reference_failed", float64(sum.ReferenceFailed))
+	stats.Set("chains/failed", float64(sum.ChainsFailed))
+	stats.Set("alternatives/failed", float64(sum.AlternativesFailed))
+	if sum.AlternativesSkipped {
+		stats.Set("alternatives/skipped_no_model", 1)
+		log.Warn("leetcode: alternatives skipped, no model configured; chains use the reference solutions", "enable", llm.NoModelHint)
+	}
+	log.Info("leetcode: done", "problems", sum.Problems, "eligible", sum.Eligible, "reference_failed", sum.ReferenceFailed,
+		"chains", sum.Chains, "chains_failed", sum.ChainsFailed, "alternatives", sum.Alternatives, "alternatives_failed", sum.AlternativesFailed)
+	for _, d := range out.Dialogues {
+		it, err := pipeline.DialogueItem(d)
+		if err != nil {
+			return err
+		}
+		if err := emit(it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Generator builds the stage's dialogues from a set of problems.
+type Generator struct {
+	Opts     Options
+	Exec     executors.Executor
+	Embedder embed.Embedder
+	// Chat is the model, nil for the model-free path.
+	Chat llm.Chatter
+}
+
+// Output is what Generate made.
+type Output struct {
+	Dialogues []schema.Dialogue
+	// Failed reference ids (their solution fails their own tests).
+	ReferenceFailed []string
+	Chains          int
+	ChainsFailed    int // model path: a turn still failed after the loop
+	Alternatives    int
+	AltFailed       int
+	AltSkipped      bool
+	Eligible        int
+}
+
+// Summary folds the output into s.
+func (out Output) Summary(s Summary) Summary {
+	s.ReferenceFailed = len(out.ReferenceFailed)
+	s.Chains, s.ChainsFailed = out.Chains, out.ChainsFailed
+	s.Alternatives, s.AlternativesFailed, s.AlternativesSkipped = out.Alternatives, out.AltFailed, out.AltSkipped
+	return s
+}
+
+// Generate judges every problem's reference solution, groups the passing
+// problems into chains and builds the dialogues: reference chains without a
+// model; with one, model-answered chains and alternatives. ps must be
+// eligible (see Eligible). Errors are sandbox failures, a spent budget or
+// cancellation; a dialogue that fails is counted, not an error.
+func (g *Generator) Generate(ctx context.Context, ps []schema.Problem) (Output, error) {
+	o := g.Opts
+	out := Output{Eligible: len(ps)}
+	jobs := make([]harness.Job, len(ps))
+	for i, p := range ps {
+		jobs[i] = harness.Job{Problem: p, Code: ShownCode(p)}
+	}
+	vs, err := harness.JudgeMany(ctx, g.Exec, jobs, o.hopts(), o.Parallel)
+	if err != nil {
+		return out, fmt.Errorf("leetcode: judge reference solutions: %w", err)
+	}
+	var good []schema.Problem
+	var goodV []harness.Verdict
+	for i, v := range vs {
+		if !v.Passed {
+			out.ReferenceFailed = append(out.ReferenceFailed, ps[i].ID)
+			continue
+		}
+		good = append(good, ps[i])
+		goodV = append(goodV, v)
+	}
+	var groups [][]int
+	if o.has(ModeChains) {
+		if groups, err = Chains(ctx, g.Embedder, good, o); err != nil {
+			return out, err
+		}
+	}
+	if g.Chat == nil {
+		for _, grp := range groups {
+			chain := make([]schema.Problem, len(grp))
+			cv := make([]harness.Verdict, len(grp))
+			for k, x := range grp {
+				chain[k], cv[k] = good[x], goodV[x]
+			}
+			out.Dialogues = append(out.Dialogues, ReferenceChain(chain, cv))
+			out.Chains++
+		}
+		out.AltSkipped = o.has(ModeAlternatives)
+		return out, nil
+	}
+	mg, err := NewModelGen(g.Chat, g.Exec, o)
+	if err != nil {
+		return out, err
+	}
+	var mj []modelJob
+	for _, grp := range groups {
+		mj = append(mj, modelJob{chain: grp})
+	}
+	if o.has(ModeAlternatives) {
+		for i, p := range good {
+			if o.MaxAlternatives > 0 && i >= o.MaxAlternatives {
+				break
+			}
+			mj = append(mj, modelJob{alt: i, kind: drawKind(o.Seed, p.ID, o.Alternatives)})
+		}
+	}
+	return out, g.runModel(ctx, mg, good, mj, &out)
+}
+
+// drawKind picks the alternative kind of a problem by seed.
+func drawKind(seed int64, id string, kinds []string) string {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d\x00%s", seed, id)
+	return kinds[h.Sum64()%uint64(len(kinds))]
+}
+
+// hopts are the harness limits for one judged run.
+func (o Options) hopts() harness.Options {
+	return harness.Options{Timeout: o.Timeout, CaseTimeout: min(5*time.Second, o.Timeout)}
+}
+
+// modelJob is one model-path dialogue to build.
+type modelJob struct {
+	chain []int  // problem indexes of a chain, or
+	alt   int    // the problem of an alternatives dialogue
+	kind  string // alternative kind
+}
+
+// runModel builds the model-path dialogues with at most Parallel in flight,
+// returned in job order; dialogues whose code still fails are left out and
+// counted. It stops on a budget or cancellation error.
+func (g *Generator) runModel(ctx context.Context, mg *ModelGen, ps []schema.Problem, jobs []modelJob, out *Output) error {
+	res := make([]*schema.Dialogue, len(jobs))
+	failed := make([]bool, len(jobs))
+	eg, gctx := errgroup.WithContext(ctx)
+	eg.SetLimit(g.Opts.Parallel)
+	for i, j := range jobs {
+		eg.Go(func() error {
+			var (
+				d      schema.Dialogue
+				passed bool
+				err    error
+			)
+			if j.chain != nil {
+				chain := make([]schema.Problem, len(j.chain))
+				for k, x := range j.chain {
+					chain[k] = ps[x]
+				}
+				d, passed, err = mg.Chain(gctx, chain)
+			} else {
+				d, passed, err = mg.Alternative(gctx, ps[j.alt], j.kind)
+			}
+			if err != nil {
+				if fatal(gctx, err) {
+					return err
+				}
+				failed[i] = true // unreadable answers or a model that kept failing: drop this one
+				return nil
+			}
+			if !passed {
+				failed[i] = true
+				return nil
+			}
+			res[i] = &d
+			return nil
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return err
+	}
+	for i, j := range jobs {
+		switch {
+		case res[i] != nil && j.chain != nil:
+			out.Chains++
+			out.Dialogues = append(out.Dialogues, *res[i])
+		case res[i] != nil:
+			out.Alternatives++
+			out.Dialogues = append(out.Dialogues, *res[i])
+		case failed[i] && j.chain != nil:
+			out.ChainsFailed++
+		case failed[i]:
+			out.AltFailed++
+		}
+	}
+	return nil
+}
