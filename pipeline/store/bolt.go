@@ -22,29 +22,33 @@ import (
 // beside the bbolt file: concurrent Puts share one append and one fsync, so a
 // Put returns only once its value is on disk, at the cost of a sequential
 // write. The logged entries are applied to bbolt in one sorted transaction
-// when they reach checkpointBytes, at Close, and (after a crash) at the next
-// open. Random content-hash keys make small bbolt transactions rewrite most
+// in the background when they reach checkpointBytes (while new writes go to
+// a second log), at Close, and (after a crash) at the next open. Random content-hash keys make small bbolt transactions rewrite most
 // of the tree each time; batching them this way keeps writes near the data
 // size. Until applied, entries are served from memory (bounded by
 // checkpointBytes). Safe for concurrent use.
 type Bolt struct {
 	db     *bolt.DB
-	wal    *os.File
+	wals   [2]*os.File // the active log takes appends; the other is being applied or empty
+	cur    int
 	reqs   chan putReq
 	wg     sync.WaitGroup
 	mu     sync.RWMutex // guards closed against Put racing Close
 	closed bool
 
 	pmu          sync.RWMutex
-	pending      map[string][]byte // bucket + "\x00" + key -> value, logged but not yet in bbolt
+	pending      map[string][]byte // bucket + "\x00" + key -> value, in the active log, not yet in bbolt
 	pendingBytes int
+	applying     map[string][]byte // being applied to bbolt by the background checkpoint
+	applyDone    chan struct{}     // closed when that checkpoint ends; nil when none ran
+	applyErr     error             // sticky: a failed checkpoint fails later writes
 }
 
 // checkpointBytes bounds the logged-but-unapplied data kept in memory. It
 // also bounds a checkpoint's transaction: with random keys a large batch
 // touches (and bbolt holds in memory) nearly every leaf of the tree, so
 // memory would grow with the store instead of with the batch.
-const checkpointBytes = 2 << 20
+const checkpointBytes = 512 << 10
 
 type putReq struct {
 	bucket, key string
@@ -67,7 +71,7 @@ func OpenBolt(path string, readOnly bool) (*Bolt, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	b := &Bolt{db: db, reqs: make(chan putReq, maxGroup), pending: map[string][]byte{}}
-	if err := b.replay(path+".wal", readOnly); err != nil {
+	if err := b.replay([2]string{path + ".wal", path + ".wal.1"}, readOnly); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -78,32 +82,38 @@ func OpenBolt(path string, readOnly bool) (*Bolt, error) {
 	return b, nil
 }
 
-// replay loads the log left by a crash. Read-write: applies it to bbolt and
-// keeps the file open for appends. Read-only: serves it from memory.
-func (b *Bolt) replay(walPath string, readOnly bool) error {
-	data, err := os.ReadFile(walPath)
-	if err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("store: read log: %w", err)
-	}
-	// A torn last record (crash mid-append) fails its checksum and ends the
-	// replay; its Put never returned, so nothing reported done is lost.
-	for len(data) > 0 {
-		bucket, key, val, rest, ok := decodeRecord(data)
-		if !ok {
-			break
+// replay loads the logs left by a crash. Read-write: applies them to bbolt
+// and opens both logs empty. Read-only: serves them from memory.
+func (b *Bolt) replay(paths [2]string, readOnly bool) error {
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("store: read log: %w", err)
 		}
-		b.pending[bucket+"\x00"+key] = val
-		data = rest
+		// A torn last record (crash mid-append) fails its checksum and ends
+		// the replay; its Put never returned, so nothing reported done is lost.
+		for len(data) > 0 {
+			bucket, key, val, rest, ok := decodeRecord(data)
+			if !ok {
+				break
+			}
+			b.pending[bucket+"\x00"+key] = val
+			data = rest
+		}
 	}
 	if readOnly {
 		return nil
 	}
-	if err := b.checkpoint(); err != nil {
+	if err := b.apply(b.pending); err != nil {
 		return err
 	}
-	b.wal, err = os.OpenFile(walPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("store: open log: %w", err)
+	b.pending = map[string][]byte{}
+	for i, p := range paths {
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return fmt.Errorf("store: open log: %w", err)
+		}
+		b.wals[i] = f
 	}
 	return nil
 }
@@ -147,21 +157,16 @@ func decodeRecord(data []byte) (bucket, key string, val, rest []byte, ok bool) {
 	return bucket, key, val, data[body+4:], true
 }
 
-// checkpoint applies the pending entries to bbolt in one transaction, in key
-// order, then empties the log.
-func (b *Bolt) checkpoint() error {
-	b.pmu.RLock()
-	n := len(b.pending)
-	b.pmu.RUnlock()
-	if n == 0 {
+// apply writes entries to bbolt in one transaction, in key order (sorted
+// inserts touch each page once).
+func (b *Bolt) apply(m map[string][]byte) error {
+	if len(m) == 0 {
 		return nil
 	}
-	b.pmu.RLock()
-	keys := make([]string, 0, len(b.pending))
-	for k := range b.pending {
+	keys := make([]string, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
-	b.pmu.RUnlock()
 	sort.Strings(keys)
 	err := b.db.Update(func(tx *bolt.Tx) error {
 		var bk *bolt.Bucket
@@ -175,10 +180,7 @@ func (b *Bolt) checkpoint() error {
 				}
 				cur = bucket
 			}
-			b.pmu.RLock()
-			v := b.pending[k]
-			b.pmu.RUnlock()
-			if err := bk.Put([]byte(key), v); err != nil {
+			if err := bk.Put([]byte(key), m[k]); err != nil {
 				return err
 			}
 		}
@@ -187,25 +189,60 @@ func (b *Bolt) checkpoint() error {
 	if err != nil {
 		return fmt.Errorf("store: checkpoint %d entries: %w", len(keys), err)
 	}
-	if b.wal != nil {
-		if err := b.wal.Truncate(0); err != nil {
-			return fmt.Errorf("store: truncate log: %w", err)
-		}
-		if _, err := b.wal.Seek(0, 0); err != nil {
-			return fmt.Errorf("store: truncate log: %w", err)
-		}
+	return nil
+}
+
+// waitApply waits for the background checkpoint, if any, and returns its
+// error.
+func (b *Bolt) waitApply() error {
+	if b.applyDone != nil {
+		<-b.applyDone
+	}
+	return b.applyErr
+}
+
+// rotate hands the active entries to a background checkpoint and switches
+// appends to the other log, which is empty once its own checkpoint ended.
+// Called from the commit loop only.
+func (b *Bolt) rotate() error {
+	if err := b.waitApply(); err != nil {
+		return err
 	}
 	b.pmu.Lock()
+	m := b.pending
+	b.applying = m
 	b.pending = map[string][]byte{}
 	b.pendingBytes = 0
 	b.pmu.Unlock()
+	old := b.wals[b.cur]
+	b.cur = 1 - b.cur
+	done := make(chan struct{})
+	b.applyDone = done
+	go func() {
+		defer close(done)
+		err := b.apply(m)
+		if err == nil {
+			// Only now, with the entries synced in bbolt, may their log go.
+			if err = old.Truncate(0); err == nil {
+				_, err = old.Seek(0, 0)
+			}
+		}
+		b.pmu.Lock()
+		b.applying = nil
+		b.pmu.Unlock()
+		b.applyErr = err
+	}()
 	return nil
 }
 
 // Get implements Cache.
 func (b *Bolt) Get(ctx context.Context, bucket, key string) ([]byte, bool, error) {
 	b.pmu.RLock()
-	v, ok := b.pending[bucket+"\x00"+key]
+	k := bucket + "\x00" + key
+	v, ok := b.pending[k]
+	if !ok && b.applying != nil {
+		v, ok = b.applying[k]
+	}
 	b.pmu.RUnlock()
 	if ok {
 		return v, true, nil
@@ -270,9 +307,19 @@ func (b *Bolt) commitLoop() {
 		for _, r := range batch {
 			buf = appendRecord(buf, r.bucket, r.key, r.val)
 		}
-		_, err := b.wal.Write(buf)
+		var err error
+		if b.applyDone != nil {
+			select {
+			case <-b.applyDone: // applyErr is set before done closes
+				err = b.applyErr
+			default:
+			}
+		}
 		if err == nil {
-			err = b.wal.Sync()
+			_, err = b.wals[b.cur].Write(buf)
+		}
+		if err == nil {
+			err = b.wals[b.cur].Sync()
 		}
 		if err == nil {
 			b.pmu.Lock()
@@ -283,7 +330,7 @@ func (b *Bolt) commitLoop() {
 			full := b.pendingBytes >= checkpointBytes
 			b.pmu.Unlock()
 			if full {
-				err = b.checkpoint()
+				err = b.rotate()
 			}
 		}
 		if err != nil {
@@ -424,13 +471,20 @@ func (b *Bolt) Close() error {
 	b.mu.Unlock()
 	b.wg.Wait()
 	var err error
-	if b.wal != nil {
-		err = b.checkpoint()
-		if cerr := b.wal.Close(); err == nil {
-			err = cerr
+	if b.wals[0] != nil {
+		err = b.waitApply()
+		if err == nil {
+			err = b.apply(b.pending)
+		}
+		for _, f := range b.wals {
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
 		}
 		if err == nil {
-			os.Remove(b.wal.Name())
+			for _, f := range b.wals {
+				os.Remove(f.Name())
+			}
 		}
 	}
 	if cerr := b.db.Close(); err == nil {
