@@ -1,0 +1,83 @@
+package leetcode
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/schema"
+	_ "github.com/codefeedback/codefeedback/stages/explain"
+)
+
+// TestEngineNoModel runs import -> leetcode -> explain through the real
+// engine with no model: chains from the reference solutions, explain passes
+// them through unchanged and says so in its stats.
+func TestEngineNoModel(t *testing.T) {
+	dir := t.TempDir()
+	var lines []string
+	for _, p := range append(problems(), problem("pow", "**")) {
+		rec := map[string]any{"task_id": strings.TrimPrefix(p.ID, "LeetCode/"), "query": p.Text, "prompt": p.Prompt,
+			"completion": p.Solution, "entry_point": p.EntryPoint, "test": p.Tests[0], "meta": map[string]any{"difficulty": "Easy"}}
+		b, _ := json.Marshal(rec)
+		lines = append(lines, string(b))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "lc.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.jsonl")
+	y := `run_dir: ` + filepath.Join(dir, "run") + `
+executor: bwrap://
+inputs: [{path: lc.jsonl, format: leetcode}]
+stages:
+  - {stage: leetcode, settings: {sizes: [2], floor: 0}}
+  - {stage: explain}
+outputs: [{path: ` + out + `, kind: dialogue}]
+`
+	file := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pipeline.Load(file, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var ds []schema.Dialogue
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var d schema.Dialogue
+		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, d)
+	}
+	if len(ds) != 2 {
+		t.Fatalf("got %d dialogues, want 2 chains of 2", len(ds))
+	}
+	for _, d := range ds {
+		if d.Method != "chain-reference" || d.Labels["final_status"] != "pass" || d.Labels["explained_turns"] != "" {
+			t.Errorf("dialogue %s: method %s labels %v", d.ID, d.Method, d.Labels)
+		}
+	}
+	lc, ex := man.Stages[0].Stats, man.Stages[1].Stats
+	if lc["chains/length/2"] != 2 || lc["runs/passed"] != 4 || lc["alternatives/skipped_no_model"] != 1 {
+		t.Errorf("leetcode stats %v", lc)
+	}
+	if ex["skipped/no_model"] != 2 {
+		t.Errorf("explain stats %v, want skipped/no_model=2", ex)
+	}
+}
