@@ -562,8 +562,29 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *Stage, key strin
 	defer cancel()
 	p := startProgress(s.Name, total, r.o.Progress, r.log, r.o.ProgressInterval)
 	conc := s.Concurrency
+	// conc long-lived workers rather than a goroutine per item: fresh
+	// goroutines regrow their stacks on every item (measurable with instant
+	// stages), and the bound on concurrency is the same.
 	g, gctx := errgroup.WithContext(sctx)
-	g.SetLimit(conc)
+	type job struct {
+		data []byte
+		sl   *slot
+	}
+	jobs := make(chan job, conc)
+	var retries int64
+	var retryMu sync.Mutex
+	for range conc {
+		g.Go(func() error {
+			for j := range jobs {
+				if n := r.process(gctx, s, st, j.data, j.sl); n > 0 {
+					retryMu.Lock()
+					retries += int64(n)
+					retryMu.Unlock()
+				}
+			}
+			return nil
+		})
+	}
 	// A deep window lets many results await one group commit (fsync)
 	// without stalling workers; its memory is bounded, not per-run.
 	slots := make(chan *slot, 4096+2*conc)
@@ -632,8 +653,6 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *Stage, key strin
 	}()
 
 	stopped := false
-	var retries int64
-	var retryMu sync.Mutex
 	var readErr error
 	for _, src := range srcs {
 		for ln, err := range readLines(src) {
@@ -675,22 +694,14 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *Stage, key strin
 				slots <- sl
 				continue
 			}
-			data := bytes.Clone(ln.data)
 			slots <- sl
-			g.Go(func() error {
-				n := r.process(gctx, s, st, data, sl)
-				if n > 0 {
-					retryMu.Lock()
-					retries += int64(n)
-					retryMu.Unlock()
-				}
-				return nil
-			})
+			jobs <- job{bytes.Clone(ln.data), sl}
 		}
 		if readErr != nil || stopped || gctx.Err() != nil {
 			break
 		}
 	}
+	close(jobs)
 	g.Wait()
 	close(slots)
 	<-writerDone
