@@ -158,6 +158,10 @@ func writeAtomic(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("evaluate: create %s: %w", path, err)
 	}
 	defer os.Remove(f.Name()) // no-op after the rename
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return fmt.Errorf("evaluate: chmod %s: %w", path, err)
+	}
 	bw := bufio.NewWriterSize(f, 1<<20)
 	if err := write(bw); err != nil {
 		f.Close()
