@@ -24,8 +24,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/harness"
@@ -113,24 +115,49 @@ func Statement(p schema.Problem) string {
 func Related(vecs [][]float32, tags [][]string, tagWeight float64, k int) [][]pack.Neighbor {
 	n := len(vecs)
 	out := make([][]pack.Neighbor, n)
-	for i := range n {
-		var cand []pack.Neighbor
-		for j := range n {
-			if j == i {
-				continue
+	workers := min(runtime.GOMAXPROCS(0), max(n, 1))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				top := make([]pack.Neighbor, 0, k+1)
+				for j := range n {
+					if j == i {
+						continue
+					}
+					s := float32(float64(embed.Dot(vecs[i], vecs[j])) + tagWeight*jaccard(tags[i], tags[j]))
+					if len(top) == k && !before(s, int32(j), top[k-1]) {
+						continue
+					}
+					// Insert in order; the list is short, so a linear scan wins.
+					at := len(top)
+					for at > 0 && before(s, int32(j), top[at-1]) {
+						at--
+					}
+					top = append(top, pack.Neighbor{})
+					copy(top[at+1:], top[at:])
+					top[at] = pack.Neighbor{ID: int32(j), Sim: s}
+					if len(top) > k {
+						top = top[:k]
+					}
+				}
+				out[i] = top
 			}
-			s := float64(embed.Dot(vecs[i], vecs[j])) + tagWeight*jaccard(tags[i], tags[j])
-			cand = append(cand, pack.Neighbor{ID: int32(j), Sim: float32(s)})
-		}
-		sort.SliceStable(cand, func(a, b int) bool {
-			if cand[a].Sim != cand[b].Sim {
-				return cand[a].Sim > cand[b].Sim
-			}
-			return cand[a].ID < cand[b].ID
-		})
-		out[i] = cand[:min(k, len(cand))]
+		}()
 	}
+	wg.Wait()
 	return out
+}
+
+// before orders neighbours by relatedness, ties by lower index, so the
+// result does not depend on scan order or worker count.
+func before(sim float32, id int32, n pack.Neighbor) bool {
+	if sim != n.Sim {
+		return sim > n.Sim
+	}
+	return id < n.ID
 }
 
 // Chains groups problems into chains of the drawn sizes (pack's grouping:
