@@ -375,6 +375,9 @@ func writeCardBody(b *bytes.Buffer, d *Data, files []FileInfo, total int64) {
 		fmt.Fprintf(b, "- execution %d outcomes: %s\n", it.Iteration, countList(it.Kinds))
 	}
 	b.WriteString("\n## Benchmark leakage\n\n")
+	if d.BenchmarksMissing > 0 {
+		fmt.Fprintf(b, "**%d benchmark(s) named in the audit settings were not found, so the data was not checked against them.**\n\n", d.BenchmarksMissing)
+	}
 	if len(d.Leakage) == 0 {
 		b.WriteString("No audit stage ran in this pipeline: the data was not checked against benchmarks.\n")
 	} else {

@@ -20,7 +20,7 @@ import (
 
 // DefaultSample is the number of dialogues the report shows when
 // Options.Sample is 0.
-const DefaultSample = 200
+const DefaultSample = 100
 
 // maxDeadShown caps the dead letters listed (the count is always complete).
 const maxDeadShown = 50
@@ -49,9 +49,12 @@ type Data struct {
 	Sections  []Section          `json:"sections"`
 	Dataset   DatasetStats       `json:"dataset"`
 	Leakage   []Leak             `json:"leakage"`
-	Dead      []DeadLetter       `json:"dead_letters"`
-	DeadTotal int64              `json:"dead_total"`
-	SampleIDs []string           `json:"sample_ids"`
+	// BenchmarksMissing counts benchmarks an audit was told to check but
+	// could not find (audit setting missing: skip).
+	BenchmarksMissing int          `json:"benchmarks_missing"`
+	Dead              []DeadLetter `json:"dead_letters"`
+	DeadTotal         int64        `json:"dead_total"`
+	SampleIDs         []string     `json:"sample_ids"`
 
 	sample  []schema.Dialogue
 	options Options

@@ -271,6 +271,10 @@ func buildAudit(_ context.Context, d *Data, s *pipeline.StageRecord, in *Instanc
 	case !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("report: %w", err)
 	}
+	if n := st["benchmarks_missing"]; n > 0 {
+		d.BenchmarksMissing += int(n)
+		in.Notes = append(in.Notes, fmt.Sprintf("%d named benchmark(s) were not found: leakage was NOT checked against them", int(n)))
+	}
 	ratios := withPrefix(st, "line_ratio/")
 	flagged := withPrefix(st, "flagged/")
 	dialogues := int(st["dialogues"])

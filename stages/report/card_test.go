@@ -1,0 +1,164 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// cardYAML splits a card into its YAML header, decoded, and its body.
+func cardYAML(t *testing.T, text string) (map[string]any, string) {
+	t.Helper()
+	rest, ok := strings.CutPrefix(text, "---\n")
+	if !ok {
+		t.Fatal("card does not start with a YAML header")
+	}
+	head, body, ok := strings.Cut(rest, "\n---\n")
+	if !ok {
+		t.Fatal("card header is not closed")
+	}
+	var h map[string]any
+	if err := yaml.Unmarshal([]byte(head), &h); err != nil {
+		t.Fatalf("card header: %v", err)
+	}
+	return h, body
+}
+
+// TestSampleRunCard checks the dataset card of the sample run against the
+// exported file: sizes, features, data files, leakage.
+func TestSampleRunCard(t *testing.T) {
+	s := runSample(t)
+	if len(s.written.Cards) != 1 {
+		t.Fatalf("cards written: %v (skipped %v), want one", s.written.Cards, s.written.Skipped)
+	}
+	card := s.written.Cards[0]
+	if filepath.Dir(card) != filepath.Dir(s.output) {
+		t.Errorf("card %s is not beside the dataset %s", card, s.output)
+	}
+	b, err := os.ReadFile(card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, body := cardYAML(t, string(b))
+	want := recountFile(t, s.output)
+	st, err := os.Stat(s.output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h["license"] != "apache-2.0" {
+		t.Errorf("license: got %v, want apache-2.0", h["license"])
+	}
+	for _, key := range []string{"task_categories", "language", "tags", "size_categories", "configs"} {
+		if _, ok := h[key].([]any); !ok {
+			t.Errorf("header %s: got %T, want a list", key, h[key])
+		}
+	}
+	info, _ := h["dataset_info"].(map[string]any)
+	splits, _ := info["splits"].([]any)
+	if len(splits) != 1 {
+		t.Fatalf("splits: got %v, want one", info["splits"])
+	}
+	sp := splits[0].(map[string]any)
+	if sp["name"] != "train" || sp["num_examples"] != want.dialogues || sp["num_bytes"] != int(st.Size()) {
+		t.Errorf("split: got %v, want train with %d examples and %d bytes", sp, want.dialogues, st.Size())
+	}
+	feats := map[string]map[string]any{}
+	for _, f := range info["features"].([]any) {
+		m := f.(map[string]any)
+		feats[m["name"].(string)] = m
+	}
+	if feats["id"]["dtype"] != "string" {
+		t.Errorf("feature id: got %v, want dtype string", feats["id"])
+	}
+	msg := map[string]any{}
+	for _, f := range feats["messages"]["list"].([]any) {
+		m := f.(map[string]any)
+		msg[m["name"].(string)] = m["dtype"]
+	}
+	if msg["role"] != "string" || msg["content"] != "string" {
+		t.Errorf("feature messages: got %v, want list of role/content strings", feats["messages"])
+	}
+	cfg := h["configs"].([]any)[0].(map[string]any)
+	df := cfg["data_files"].([]any)[0].(map[string]any)
+	if cfg["config_name"] != "default" || df["path"] != filepath.Base(s.output) || df["split"] != "train" {
+		t.Errorf("configs: got %v, want default with train = %s", cfg, filepath.Base(s.output))
+	}
+	if !strings.Contains(body, "## How it was made") || !strings.Contains(body, "| correct | correct |") {
+		t.Errorf("card body lacks the stage table:\n%s", body)
+	}
+	if s.audited != !strings.Contains(body, "No audit stage ran") {
+		t.Errorf("card leakage section disagrees with the run (audited %v):\n%s", s.audited, body)
+	}
+}
+
+func TestInferFeatures(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "d.jsonl")
+	lines := `{"id":"a","messages":[{"role":"user","content":"hi"}],"labels":{"x":"1"},"n":1,"sources":["q1"]}
+{"id":"b","messages":[{"role":"assistant","content":"yo","exec":{"exit_code":0,"passed":true}}],"labels":{"y":"2"},"n":2.5,"sources":[],"extra":null}
+`
+	if err := os.WriteFile(p, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, ok, err := InspectFile(p)
+	if err != nil || !ok {
+		t.Fatalf("InspectFile: ok %v err %v", ok, err)
+	}
+	if fi.Examples != 2 || fi.Bytes != int64(len(lines)) {
+		t.Errorf("got %d examples %d bytes, want 2 and %d", fi.Examples, fi.Bytes, len(lines))
+	}
+	out, err := yaml.Marshal(fi.Features)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `- name: id
+  dtype: string
+- name: labels
+  struct:
+    - name: x
+      dtype: string
+    - name: "y"
+      dtype: string
+- name: messages
+  list:
+    - name: content
+      dtype: string
+    - name: role
+      dtype: string
+    - name: exec
+      struct:
+        - name: exit_code
+          dtype: int64
+        - name: passed
+          dtype: bool
+- name: "n"
+  dtype: float64
+- name: sources
+  sequence: string
+- name: extra
+  dtype: "null"
+`
+	if string(out) != want {
+		t.Errorf("features:\n%s\nwant:\n%s", out, want)
+	}
+	// Not a dialogue file: no card.
+	q := filepath.Join(dir, "q.jsonl")
+	os.WriteFile(q, []byte(`{"id":"a","text":"x"}`+"\n"), 0o644)
+	if _, ok, err := InspectFile(q); ok || err != nil {
+		t.Errorf("InspectFile(queries): ok %v err %v, want not ok", ok, err)
+	}
+}
+
+func TestSizeCategory(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{{0, "n<1K"}, {999, "n<1K"}, {1000, "1K<n<10K"}, {68000, "10K<n<100K"}, {150_000, "100K<n<1M"}, {2_000_000, "1M<n<10M"}} {
+		if got := sizeCategory(c.n); got != c.want {
+			t.Errorf("sizeCategory(%d) = %s, want %s", c.n, got, c.want)
+		}
+	}
+}
