@@ -9,7 +9,6 @@ import (
 	"io"
 	"iter"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -109,7 +108,38 @@ func init() {
 	}
 	RegisterOutput("items", func(path string) (ItemWriter, error) { return newJSONLOut(path, true) })
 	RegisterOutput("jsonl", func(path string) (ItemWriter, error) { return newJSONLOut(path, false) })
+	// Trainer-ready dialogue formats, written by the same code as `export`.
+	for name, o := range map[string]schema.ExportOptions{
+		"codefeedback": {To: schema.ExportCodeFeedback},
+		"parquet":      {To: schema.ExportParquet},
+		"sharegpt":     {To: schema.ExportShareGPT},
+		"openai":       {To: schema.ExportOpenAI},
+		"openai-tool":  {To: schema.ExportOpenAI, ExecAs: schema.ExecAsTool},
+	} {
+		RegisterOutput(name, func(path string) (ItemWriter, error) {
+			w, err := schema.NewDialogueWriter(path, o)
+			if err != nil {
+				return nil, err
+			}
+			return dialogueOut{w}, nil
+		})
+	}
 }
+
+// dialogueOut publishes dialogue items in an export format; items of other
+// kinds are an error (name `kind: dialogue` on the output).
+type dialogueOut struct{ w schema.DialogueWriter }
+
+func (d dialogueOut) Write(it Item) error {
+	dl, err := As[schema.Dialogue](it, KindDialogue)
+	if err != nil {
+		return fmt.Errorf("pipeline: output: %w", err)
+	}
+	return d.w.Write(&dl)
+}
+
+func (d dialogueOut) Close() error { return d.w.Close() }
+func (d dialogueOut) Abort()       { d.w.Abort() }
 
 // readItems reads a JSONL file of Item envelopes.
 func readItems(ctx context.Context, path string) iter.Seq2[Item, error] {
@@ -231,63 +261,36 @@ func trimSpace(b []byte) []byte {
 	return b
 }
 
-// atomicFile is written to a temporary name and renamed over path on Commit
-// after an fsync, so a reader or a crash never sees a partial file.
+// atomicFile buffers writes to a schema.AtomicFile: written under a temporary
+// name, fsynced and renamed over path on Commit, so a reader or a crash never
+// sees a partial file.
 type atomicFile struct {
-	f    *os.File
-	w    *bufio.Writer
-	path string
+	af *schema.AtomicFile
+	w  *bufio.Writer
 }
 
 func createAtomic(path string) (*atomicFile, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("pipeline: %w", err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	af, err := schema.CreateAtomic(path)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	return &atomicFile{f: f, w: bufio.NewWriterSize(f, 1<<20), path: path}, nil
+	return &atomicFile{af: af, w: bufio.NewWriterSize(af, 1<<20)}, nil
 }
 
 func (a *atomicFile) Write(p []byte) (int, error) { return a.w.Write(p) }
 
 func (a *atomicFile) Commit() error {
 	if err := a.w.Flush(); err != nil {
-		a.Abort()
-		return fmt.Errorf("pipeline: write %s: %w", a.path, err)
+		a.af.Abort()
+		return fmt.Errorf("pipeline: write %s: %w", a.af.Name(), err)
 	}
-	if err := a.f.Sync(); err != nil {
-		a.Abort()
-		return fmt.Errorf("pipeline: sync %s: %w", a.path, err)
-	}
-	if err := a.f.Close(); err != nil {
-		os.Remove(a.f.Name())
-		return fmt.Errorf("pipeline: close %s: %w", a.path, err)
-	}
-	if err := os.Rename(a.f.Name(), a.path); err != nil {
-		os.Remove(a.f.Name())
-		return fmt.Errorf("pipeline: publish %s: %w", a.path, err)
-	}
-	return syncDir(filepath.Dir(a.path))
-}
-
-func (a *atomicFile) Abort() {
-	a.f.Close()
-	os.Remove(a.f.Name())
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
+	if err := a.af.Commit(); err != nil {
 		return fmt.Errorf("pipeline: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("pipeline: sync dir %s: %w", dir, err)
 	}
 	return nil
 }
+
+func (a *atomicFile) Abort() { a.af.Abort() }
 
 // writeFileAtomic writes b to path atomically.
 func writeFileAtomic(path string, b []byte) error {

@@ -7,30 +7,34 @@ import (
 	"path/filepath"
 )
 
-// atomicFile is a file written under a temporary name in the destination's
+// AtomicFile is a file written under a temporary name in the destination's
 // directory and renamed into place only by Commit, so a crash or an Abort
 // never leaves a partial file under the final name.
-type atomicFile struct {
+type AtomicFile struct {
 	*os.File
 	final string
 	done  bool
 }
 
-func createAtomic(path string) (*atomicFile, error) {
+// CreateAtomic creates path's directory if needed and a temporary file in it.
+func CreateAtomic(path string) (*AtomicFile, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	return &atomicFile{File: f, final: path}, nil
+	return &AtomicFile{File: f, final: path}, nil
 }
 
 // Commit fsyncs the data, renames the temporary file to the final name and
 // fsyncs the directory so the rename itself is durable.
-func (a *atomicFile) Commit() error {
+func (a *AtomicFile) Commit() error {
 	if a.done {
 		return errors.New("atomic file already closed")
 	}
@@ -59,7 +63,7 @@ func (a *atomicFile) Commit() error {
 
 // Abort closes and removes the temporary file; the final name is untouched.
 // It is a no-op after Commit.
-func (a *atomicFile) Abort() {
+func (a *AtomicFile) Abort() {
 	if a.done {
 		return
 	}

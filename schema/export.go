@@ -176,37 +176,11 @@ func Export(ctx context.Context, in, out string, opts ExportOptions) (ExportStat
 		return st, err
 	}
 	defer closeIn()
-	var write func(*Dialogue) error
-	var commit func() error
-	var abort func()
-	switch opts.To {
-	case ExportParquet:
-		w, err := CreateWriter[Dialogue](out, ParquetCompression(opts.Compression))
-		if err != nil {
-			return st, err
-		}
-		write, commit, abort = func(d *Dialogue) error { return w.Write(*d) }, w.Close, w.Abort
-	case ExportCodeFeedback, ExportShareGPT, ExportOpenAI, "":
-		if IsParquet(out) {
-			return st, fmt.Errorf("%s: a .parquet name needs --to parquet", out)
-		}
-		w, err := CreateWriter[any](out)
-		if err != nil {
-			return st, err
-		}
-		commit, abort = w.Close, w.Abort
-		write = func(d *Dialogue) error {
-			switch opts.To {
-			case ExportShareGPT:
-				return w.Write(ToShareGPT(d, opts.ExecAs))
-			case ExportOpenAI:
-				return w.Write(ToOpenAI(d, opts.ExecAs))
-			}
-			return w.Write(ToCodeFeedback(d))
-		}
-	default:
-		return st, fmt.Errorf("unknown export format %q (want codefeedback, parquet, sharegpt or openai)", opts.To)
+	w, err := NewDialogueWriter(out, opts)
+	if err != nil {
+		return st, err
 	}
+	write, commit, abort := w.Write, w.Close, w.Abort
 	for {
 		if err := ctx.Err(); err != nil {
 			abort()
@@ -237,6 +211,46 @@ func Export(ctx context.Context, in, out string, opts ExportOptions) (ExportStat
 		st.Written++
 	}
 	return st, commit()
+}
+
+// DialogueWriter writes dialogues in one export format. Close publishes the
+// file atomically; Abort drops it. Not safe for concurrent use.
+type DialogueWriter struct {
+	Write func(*Dialogue) error
+	Close func() error
+	Abort func()
+}
+
+// NewDialogueWriter creates out for dialogues in opts.To (Code-Feedback JSONL
+// when empty). The export command and the pipeline's published outputs share it.
+func NewDialogueWriter(out string, opts ExportOptions) (DialogueWriter, error) {
+	switch opts.To {
+	case ExportParquet:
+		w, err := CreateWriter[Dialogue](out, ParquetCompression(opts.Compression))
+		if err != nil {
+			return DialogueWriter{}, err
+		}
+		return DialogueWriter{Write: func(d *Dialogue) error { return w.Write(*d) }, Close: w.Close, Abort: w.Abort}, nil
+	case ExportCodeFeedback, ExportShareGPT, ExportOpenAI, "":
+		if IsParquet(out) {
+			return DialogueWriter{}, fmt.Errorf("%s: a .parquet name needs the parquet format", out)
+		}
+		w, err := CreateWriter[any](out)
+		if err != nil {
+			return DialogueWriter{}, err
+		}
+		write := func(d *Dialogue) error {
+			switch opts.To {
+			case ExportShareGPT:
+				return w.Write(ToShareGPT(d, opts.ExecAs))
+			case ExportOpenAI:
+				return w.Write(ToOpenAI(d, opts.ExecAs))
+			}
+			return w.Write(ToCodeFeedback(d))
+		}
+		return DialogueWriter{Write: write, Close: w.Close, Abort: w.Abort}, nil
+	}
+	return DialogueWriter{}, fmt.Errorf("unknown export format %q (want codefeedback, parquet, sharegpt or openai)", opts.To)
 }
 
 // openDialogues opens a dialogue stream from Parquet or JSONL.

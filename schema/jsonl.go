@@ -248,14 +248,14 @@ func (j *jsonlReader[T]) Close() error { return j.raw.Close() }
 // jsonlWriter writes one JSON object per line through optional compression
 // into an atomic file.
 type jsonlWriter[T any] struct {
-	af  *atomicFile
+	af  *AtomicFile
 	zw  io.WriteCloser
 	bw  *bufio.Writer
 	enc *json.Encoder
 }
 
 func newJSONLWriter[T any](path string) (*jsonlWriter[T], error) {
-	af, err := createAtomic(path)
+	af, err := CreateAtomic(path)
 	if err != nil {
 		return nil, err
 	}

@@ -136,7 +136,7 @@ func FromParquet(row *ParquetDialogue) (Dialogue, error) {
 // content passes the row-group byte budget, so memory stays flat however
 // many rows the file gets.
 type parquetWriter struct {
-	af       *atomicFile
+	af       *AtomicFile
 	pw       *parquet.GenericWriter[ParquetDialogue]
 	buf      []ParquetDialogue
 	pending  int64
@@ -154,7 +154,7 @@ func createParquetDialogues(path string, opts ...Option) (*parquetWriter, error)
 	default:
 		return nil, fmt.Errorf("unknown Parquet compression %q (want snappy or zstd)", o.parquetCodec)
 	}
-	af, err := createAtomic(path)
+	af, err := CreateAtomic(path)
 	if err != nil {
 		return nil, err
 	}
