@@ -35,6 +35,7 @@ package harness
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	_ "embed"
@@ -75,10 +76,13 @@ type CaseResult struct {
 	Exception string `json:"exception,omitempty"` // e.g. "ZeroDivisionError"
 	Message   string `json:"message,omitempty"`
 	Traceback string `json:"traceback,omitempty"` // trimmed to the candidate's and the test's frames
-	Input     string `json:"input,omitempty"`     // the call under test, e.g. "f(3, 4)"
-	Expected  string `json:"expected,omitempty"`
-	Actual    string `json:"actual,omitempty"`
-	Op        string `json:"op,omitempty"` // the comparison, "==" unless the test used another
+	// Line is, for an exception, the innermost line of the candidate's code
+	// it passed through (0 when it never did).
+	Line     int    `json:"line,omitempty"`
+	Input    string `json:"input,omitempty"` // the call under test, e.g. "f(3, 4)"
+	Expected string `json:"expected,omitempty"`
+	Actual   string `json:"actual,omitempty"`
+	Op       string `json:"op,omitempty"` // the comparison, "==" unless the test used another
 }
 
 // LoadFailure says why no test ran: the candidate (or the problem's set-up)
@@ -89,7 +93,10 @@ type LoadFailure struct {
 	Exception string `json:"exception,omitempty"`
 	Message   string `json:"message,omitempty"`
 	Traceback string `json:"traceback,omitempty"`
-	Line      int    `json:"line,omitempty"` // for syntax errors: the line in the candidate
+	// Line is the line of the candidate's code at fault: a syntax error's
+	// line, or the innermost candidate line an exception passed through; 0
+	// when there is none (a timeout, or set-up code failing on its own).
+	Line int `json:"line,omitempty"`
 }
 
 // Verdict is the judgement of one candidate.
@@ -311,13 +318,26 @@ func Judge(ctx context.Context, ex executors.Executor, p schema.Problem, code st
 	if err != nil {
 		return Verdict{}, err
 	}
+	v, err := pr.run(ctx, ex, true)
+	if err != nil {
+		return Verdict{}, fmt.Errorf("harness: run problem %q: %w", p.ID, err)
+	}
+	return v, nil
+}
+
+// run runs the program in ex and decodes the result. precompiled hands the
+// program the judge compiled by ex's Python; only a program built around
+// this judge source may take it.
+func (pr Program) run(ctx context.Context, ex executors.Executor, precompiled bool) (Verdict, error) {
 	req := pr.Request()
-	if code := judgeBytecode(ctx, ex); code != nil {
-		req.Files = map[string][]byte{bytecodeFile: code}
+	if precompiled {
+		if code := judgeBytecode(ctx, ex); code != nil {
+			req.Files = map[string][]byte{bytecodeFile: code}
+		}
 	}
 	res, err := ex.Run(ctx, req)
 	if err != nil {
-		return Verdict{}, fmt.Errorf("harness: run problem %q: %w", p.ID, err)
+		return Verdict{}, err
 	}
 	return pr.Decode(res), nil
 }
@@ -342,6 +362,7 @@ type caseRec struct {
 	Exception string `json:"exception"`
 	Message   string `json:"message"`
 	Traceback string `json:"traceback"`
+	Line      int    `json:"line"`
 	Input     string `json:"input"`
 	Expected  string `json:"expected"`
 	Actual    string `json:"actual"`
@@ -414,7 +435,7 @@ func (pr Program) Decode(res executors.Result) Verdict {
 		case v.Load != nil:
 			c.Kind, c.Exception, c.Message = v.Load.Kind, v.Load.Exception, "not run: the code failed to load"
 		case ok:
-			c.Kind, c.Exception, c.Message, c.Traceback = r.Kind, r.Exception, r.Message, r.Traceback
+			c.Kind, c.Exception, c.Message, c.Traceback, c.Line = r.Kind, r.Exception, r.Message, r.Traceback, r.Line
 			c.Input, c.Expected, c.Actual, c.Op = r.Input, r.Expected, r.Actual, r.Op
 			if r.Src != "" {
 				c.Test = r.Src
@@ -495,10 +516,52 @@ func JudgeMany(ctx context.Context, ex executors.Executor, jobs []Job, opts Opti
 	return out, ctx.Err()
 }
 
+// Outcomes of a verdict (see Verdict.Outcome) that are not exception names.
+const (
+	OutcomePass        = "pass"
+	OutcomeWrongAnswer = "wrong_answer" // a test's comparison or assert failed
+	OutcomeTimeout     = "timeout"      // the judge's timer or the run's time limit
+	OutcomeError       = "error"        // failed without an exception to name
+)
+
+// Outcome names how the verdict ended, in one word: OutcomePass, else what
+// the first failure shows (the load failure, or the first failing case in
+// test order): OutcomeTimeout, OutcomeWrongAnswer, the exception's name as
+// the judge reports it ("NameError", "SyntaxError", "numpy.AxisError"), or
+// OutcomeError.
+func (v Verdict) Outcome() string {
+	if v.Passed {
+		return OutcomePass
+	}
+	if l := v.Load; l != nil {
+		if l.Kind == KindTimeout {
+			return OutcomeTimeout
+		}
+		return cmp.Or(l.Exception, OutcomeError)
+	}
+	for _, c := range v.Cases {
+		switch {
+		case c.Passed:
+		case c.Kind == KindTimeout:
+			return OutcomeTimeout
+		case c.Kind == KindWrongAnswer:
+			return OutcomeWrongAnswer
+		default:
+			return cmp.Or(c.Exception, OutcomeError)
+		}
+	}
+	if v.Result.TimedOut {
+		return OutcomeTimeout
+	}
+	return OutcomeError
+}
+
 // Execution is the verdict as an execution record for a dialogue turn: the
-// program that ran (self-contained, so it re-runs), where and with which
-// limits, how it ended, the candidate's stdout and the tests' verdict.
-// Exception is the first failing case's (or the load failure's) exception.
+// program that ran (self-contained, so it re-runs with Rerun), where and
+// with which limits, how it ended, the candidate's stdout and the tests'
+// verdict. Exception is the first failing case's (or the load failure's)
+// exception; TimedOut also holds when that failure is a timeout of the
+// judge's own per-case timer, so the record reads as Outcome does.
 func (v Verdict) Execution() schema.Execution {
 	passed := v.Passed
 	e := schema.Execution{
@@ -509,7 +572,7 @@ func (v Verdict) Execution() schema.Execution {
 		TimeoutMS: v.Limits.Timeout.Milliseconds(),
 		MemoryB:   v.Limits.MemoryBytes,
 		ExitCode:  v.Result.ExitCode,
-		TimedOut:  v.Result.TimedOut,
+		TimedOut:  v.Result.TimedOut || v.Outcome() == OutcomeTimeout,
 		OOM:       v.Result.OOM,
 		Stdout:    v.Stdout,
 		Stderr:    v.Result.Stderr,

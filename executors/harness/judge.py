@@ -131,6 +131,17 @@ def _cf_judge(P):
             tail = exc_name(e) + "\n"
         return trim(head, 3000) + trim(tail, 1000)
 
+    def sol_line(e):
+        """The innermost line of the candidate's code that e passed through, or 0."""
+        line = 0
+        try:
+            for f in _extract_tb(e.__traceback__):
+                if f.filename == SOL:
+                    line = f.lineno
+        except _BaseException:
+            pass
+        return line
+
     # ---- per-case guard: a wall-clock timer raising inside the candidate
     class _CaseTimeout(_BaseException):
         pass
@@ -394,14 +405,16 @@ def _cf_judge(P):
                        for s in tree.body)
 
     def load_failure(kind, e, what):
+        if kind == "timeout":
+            # The judge's own timer is no exception of the code's.
+            return {"ok": 0, "kind": kind, "stage": what,
+                    "message": "timed out after %gs" % case_timeout}
         rec = {"ok": 0, "kind": kind, "stage": what, "exception": exc_name(e),
-               "message": exc_msg(e) if kind != "timeout" else
-               "timed out after %gs" % case_timeout}
-        if kind != "timeout":
-            rec["traceback"] = fmt_tb(e)
+               "message": exc_msg(e), "traceback": fmt_tb(e), "line": sol_line(e)}
         if _isinstance(e, _SyntaxError):
             rec["message"] = trim(_str(e.msg), vcap)
-            rec["line"] = e.lineno or 0
+            if what == "solution":
+                rec["line"] = e.lineno or 0
         return rec
 
     def run_source(src, fname):
@@ -495,7 +508,7 @@ def _cf_judge(P):
                         rec[k] = info[k]
                 rec["src"] = info.get("src", c["src"])
             else:
-                rec.update(kind="exception", exception=exc_name(e), message=exc_msg(e))
+                rec.update(kind="exception", exception=exc_name(e), message=exc_msg(e), line=sol_line(e))
                 if budget[0] > 0:
                     rec["traceback"] = fmt_tb(e)
                 if _isinstance(e, SystemExit):
