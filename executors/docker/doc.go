@@ -2,7 +2,8 @@
 // sandbox instance is one container running the shared in-sandbox runner
 // (executors.RunnerArgv) as PID 1: no network (NetworkMode none, only lo),
 // read-only root file system, a size-limited tmpfs /tmp as scratch and a
-// small /dev/shm, user 65534:65534, every capability dropped,
+// small /dev/shm, a non-root uid and gid of its own per pool slot
+// (FirstUID+slot, so process limits are per slot), every capability dropped,
 // no-new-privileges, cgroup memory (swap off), CPU and pids limits, nofile,
 // fsize and core ulimits, and an environment holding only PATH, HOME and
 // LANG (plus the image's own ENV). executors.NewPool keeps containers warm,

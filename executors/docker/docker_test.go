@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/url"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -211,10 +212,10 @@ func TestContainerLimits(t *testing.T) {
 					t.Errorf("got interfaces %q want only lo", r.Stdout)
 				}
 			}},
-		{"uid and gid", executors.Request{Language: executors.Bash, Code: "id -u; id -g", Limits: short},
+		{"non-root uid and gid of slot 0", executors.Request{Language: executors.Bash, Code: "id -u; id -g", Limits: short},
 			func(t *testing.T, r executors.Result) {
-				if r.Stdout != "65534\n65534\n" {
-					t.Errorf("got %q want 65534 twice", r.Stdout)
+				if want := fmt.Sprintf("%d\n%d\n", FirstUID, FirstUID); r.Stdout != want {
+					t.Errorf("got %q want %q", r.Stdout, want)
 				}
 			}},
 		{"root file system read-only", executors.Request{Language: executors.Bash, Code: "touch /usr/x /etc/x /x 2>&1 | grep -c 'Read-only file system'", Limits: short},
@@ -272,13 +273,14 @@ func TestSessionsHaveOwnContainers(t *testing.T) {
 	if _, err := s.Exec(ctx, "import socket\nx = 41"); err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.Exec(ctx, "print(x + 1, socket.gethostname())")
+	r, err := s.Exec(ctx, "import os\nprint(x + 1, socket.gethostname(), os.getuid())")
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The session's slot comes after the pool's one slot, and so does its uid.
 	f := strings.Fields(r.Stdout)
-	if len(f) != 2 || f[0] != "42" || f[1] == pooled {
-		t.Errorf("session cell: got %q want 42 and a container other than the pool's %s", r.Stdout, pooled)
+	if len(f) != 3 || f[0] != "42" || f[1] == pooled || f[2] != strconv.Itoa(FirstUID+1) {
+		t.Errorf("session cell: got %q want 42, a container other than the pool's %s, and uid %d", r.Stdout, pooled, FirstUID+1)
 	}
 }
 

@@ -28,6 +28,20 @@ const (
 	LabelSlot    = "codefeedback.slot"
 )
 
+// FirstUID is the uid and gid of the container on pool slot 0; slot n runs as
+// FirstUID+n. A uid per slot makes RLIMIT_NPROC count per slot, so a fork bomb
+// in one container cannot use up the process limit of the others (without a
+// user namespace, container uids are host uids and the kernel counts processes
+// per uid across all containers). The range is not bwrap's (60000+slot), so
+// the two drivers on one host do not share process counts either.
+const FirstUID = 61000
+
+// SlotUser is the "uid:gid" a container on slot runs as.
+func SlotUser(slot int) string {
+	id := FirstUID + slot
+	return fmt.Sprintf("%d:%d", id, id)
+}
+
 // removeTimeout bounds the removal of a container on Close; removal runs on a
 // context detached from the caller's so cancellation never leaks a container.
 const removeTimeout = 30 * time.Second
@@ -259,7 +273,7 @@ func (l *Launcher) containerConfig(slot int, argv []string, init bool) (*contain
 		Image:      l.imageID,
 		Cmd:        argv,
 		Entrypoint: []string{}, // the image's entrypoint must not wrap the runner
-		User:       "65534:65534",
+		User:       SlotUser(slot),
 		WorkingDir: "/tmp",
 		Env: []string{
 			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",

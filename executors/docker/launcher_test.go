@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,11 +88,11 @@ type probe struct {
 	out *bufio.Reader
 }
 
-func startProbe(t *testing.T, l *Launcher) *probe {
+func startProbe(t *testing.T, l *Launcher, slot int) *probe {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := l.Launch(ctx, 0, []string{"python3", "-u", "-c", echoLoop})
+	c, err := l.Launch(ctx, slot, []string{"python3", "-u", "-c", echoLoop})
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
@@ -118,7 +119,7 @@ func (p *probe) ask(expr string) string {
 func TestLaunchIsolation(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-host-secret-must-not-leak")
 	l := newTestLauncher(t)
-	p := startProbe(t, l)
+	p := startProbe(t, l, 0)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -141,8 +142,9 @@ func TestLaunchIsolation(t *testing.T) {
 	cases := []struct {
 		name, expr, want string
 	}{
-		{"uid", "__import__('os').getuid()", "65534"},
-		{"gid", "__import__('os').getgid()", "65534"},
+		{"uid", "__import__('os').getuid()", strconv.Itoa(FirstUID)},
+		{"gid", "__import__('os').getgid()", strconv.Itoa(FirstUID)},
+		{"no other groups", "__import__('os').getgroups()", "[" + strconv.Itoa(FirstUID) + "]"},
 		{"interfaces", "sorted(n for _, n in __import__('socket').if_nameindex())", "['lo']"},
 		{"environ has no host secret", "b'sk-host-secret' in open('/proc/self/environ','rb').read() or b'OPENAI' in open('/proc/self/environ','rb').read()", "False"},
 		{"home", "__import__('os').environ['HOME']", "'/tmp'"},
@@ -159,6 +161,36 @@ func TestLaunchIsolation(t *testing.T) {
 		if got := p.ask(tc.expr); got != tc.want {
 			t.Errorf("%s: %s: got %s want %s", tc.name, tc.expr, got, tc.want)
 		}
+	}
+}
+
+// TestSlotsHaveOwnUIDs checks that containers on different slots run as
+// different non-root uids, so that processes held by one slot do not count
+// against another's RLIMIT_NPROC (which the kernel counts per uid across all
+// containers): slot 0 fills its process limit with sleeping children, and
+// slot 1 must still be able to fork under the same limit.
+func TestSlotsHaveOwnUIDs(t *testing.T) {
+	l := newTestLauncher(t)
+	p0, p1 := startProbe(t, l, 0), startProbe(t, l, 1)
+	uid0, uid1 := p0.ask("__import__('os').getuid()"), p1.ask("__import__('os').getuid()")
+	if uid0 == "0" || uid1 == "0" || uid0 == uid1 {
+		t.Fatalf("uids of slots 0 and 1: got %s and %s want two different non-root uids", uid0, uid1)
+	}
+	const nproc = 16
+	setLimit := fmt.Sprintf("__import__('resource').setrlimit(__import__('resource').RLIMIT_NPROC, (%d, %d))", nproc, nproc)
+	for _, p := range []*probe{p0, p1} {
+		if got := p.ask(setLimit); got != "None" {
+			t.Fatalf("setrlimit: got %s", got)
+		}
+	}
+	// Children sleep until the container is removed; the parent counts the
+	// forks that succeeded before EAGAIN.
+	fill := `exec("n = 0\ntry:\n    while n < 1000:\n        if __import__('os').fork() == 0:\n            __import__('time').sleep(600)\n        n += 1\nexcept OSError as e:\n    err = e.errno", g := {}) or (g['n'], g.get('err'))`
+	if got := p0.ask(fill); !strings.HasSuffix(got, ", 11)") {
+		t.Fatalf("fork bomb on slot 0: got %s want (forks, 11) ending in EAGAIN", got)
+	}
+	if got := p1.ask("(lambda pid: pid == 0 and __import__('os')._exit(0) or __import__('os').waitpid(pid, 0)[1])(__import__('os').fork())"); got != "0" {
+		t.Errorf("fork on slot 1 while slot 0 is at its process limit: got %s want 0 (a child that exited cleanly)", got)
 	}
 }
 
@@ -212,7 +244,7 @@ func TestFindPython(t *testing.T) {
 
 func TestRemoveLeftovers(t *testing.T) {
 	l := newTestLauncher(t)
-	live := startProbe(t, l)
+	live := startProbe(t, l, 0)
 
 	// A container whose owner process has exited, as after a crash.
 	host := strings.SplitN(l.owner, "/", 2)[0]
