@@ -21,6 +21,7 @@ type HNSW struct {
 	M, EfConstruction, EfSearch int
 
 	vecs     [][]float32
+	sp       []sparse    // vecs in sparse form when most entries are zero, else nil
 	links    [][][]int32 // node -> layer -> neighbours
 	entry    int32
 	maxLevel int
@@ -66,19 +67,40 @@ func (h *HNSW) getSearcher() *searcher {
 
 // Build inserts vecs (unit length, all one dimension) in order. The index
 // keeps vecs; callers must not modify them afterwards.
+//
+// After the first nodes, nodes are inserted in batches: each node of a
+// batch searches the graph as it was before the batch (in parallel, the
+// costly part), then the batch is linked in one goroutine in node order.
+// The graph is therefore the same for the same vectors and seed on any
+// number of cores; nodes of one batch just do not see each other while
+// searching, which costs no measurable recall at this batch size.
 func (h *HNSW) Build(ctx context.Context, vecs [][]float32, seed uint64) error {
+	const sequential, batch = 2048, 256
 	h.vecs = vecs
+	h.sp = toSparse(vecs)
 	h.links = make([][][]int32, len(vecs))
 	rng := rand.New(rand.NewPCG(seed, 0x6a09e667f3bcc909))
 	mult := 1 / math.Log(float64(h.M))
-	for i := range vecs {
-		if i%1024 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		level := int(-math.Log(1-rng.Float64()) * mult)
-		h.insert(int32(i), level)
+	levels := make([]int, len(vecs))
+	for i := range levels {
+		levels[i] = int(-math.Log(1-rng.Float64()) * mult)
 	}
-	return nil
+	for i := 0; i < min(sequential, len(vecs)); i++ {
+		h.connect(int32(i), levels[i], h.searchInsert(int32(i), levels[i]))
+	}
+	found := make([][][]Neighbor, batch)
+	for lo := sequential; lo < len(vecs); lo += batch {
+		hi := min(lo+batch, len(vecs))
+		if err := parallel(ctx, hi-lo, func(j int) {
+			found[j] = h.searchInsert(int32(lo+j), levels[lo+j])
+		}); err != nil {
+			return err
+		}
+		for j := range hi - lo {
+			h.connect(int32(lo+j), levels[lo+j], found[j])
+		}
+	}
+	return ctx.Err()
 }
 
 func (h *HNSW) maxLinks(layer int) int {
@@ -88,33 +110,48 @@ func (h *HNSW) maxLinks(layer int) int {
 	return h.M
 }
 
-func (h *HNSW) insert(q int32, level int) {
-	h.links[q] = make([][]int32, level+1)
+// searchInsert finds the link candidates of node q on each of its layers
+// present in the graph (index = layer), reading the graph only.
+func (h *HNSW) searchInsert(q int32, level int) [][]Neighbor {
 	if h.entry < 0 {
-		h.entry, h.maxLevel = q, level
-		return
+		return nil
 	}
 	s := h.getSearcher()
 	defer h.pool.Put(s)
 	qv := h.vecs[q]
-	ep := Neighbor{ID: h.entry, Sim: dot(qv, h.vecs[h.entry])}
+	ep := Neighbor{ID: h.entry, Sim: h.sim(qv, h.entry)}
 	for l := h.maxLevel; l > level; l-- {
 		ep = h.greedy(qv, ep, l)
 	}
+	top := min(level, h.maxLevel)
+	out := make([][]Neighbor, top+1)
 	eps := []Neighbor{ep}
-	for l := min(level, h.maxLevel); l >= 0; l-- {
-		found := h.searchLayer(s, qv, eps, h.EfConstruction, l)
+	for l := top; l >= 0; l-- {
+		out[l] = h.searchLayer(s, qv, eps, h.EfConstruction, l)
 		s.gen++ // a fresh visited set for the next layer
 		if s.gen == 0 {
 			clear(s.visited)
 			s.gen = 1
 		}
-		nb := h.selectNeighbors(found, h.M)
+		eps = out[l]
+	}
+	return out
+}
+
+// connect links node q into the graph on every layer up to level, given
+// its candidates per layer.
+func (h *HNSW) connect(q int32, level int, found [][]Neighbor) {
+	h.links[q] = make([][]int32, level+1)
+	if h.entry < 0 {
+		h.entry, h.maxLevel = q, level
+		return
+	}
+	for l, cand := range found {
+		nb := h.selectNeighbors(cand, h.M)
 		h.links[q][l] = ids(nb)
 		for _, n := range nb {
 			h.link(n.ID, q, n.Sim, l)
 		}
-		eps = found
 	}
 	if level > h.maxLevel {
 		h.entry, h.maxLevel = q, level
@@ -135,7 +172,7 @@ func (h *HNSW) link(from, to int32, sim float32, l int) {
 		if id == to {
 			cand[i] = Neighbor{ID: id, Sim: sim}
 		} else {
-			cand[i] = Neighbor{ID: id, Sim: dot(fv, h.vecs[id])}
+			cand[i] = Neighbor{ID: id, Sim: h.sim(fv, id)}
 		}
 	}
 	sort.Slice(cand, func(i, j int) bool { return better(cand[i], cand[j]) })
@@ -160,7 +197,7 @@ func (h *HNSW) selectNeighbors(cand []Neighbor, m int) []Neighbor {
 		ok := true
 		cv := h.vecs[c.ID]
 		for _, r := range out {
-			if dot(cv, h.vecs[r.ID]) > c.Sim {
+			if h.sim(cv, r.ID) > c.Sim {
 				ok = false
 				break
 			}
@@ -193,7 +230,7 @@ func (h *HNSW) greedy(q []float32, ep Neighbor, l int) Neighbor {
 	for changed := true; changed; {
 		changed = false
 		for _, id := range h.links[ep.ID][l] {
-			if s := dot(q, h.vecs[id]); s > ep.Sim || (s == ep.Sim && id < ep.ID) {
+			if s := h.sim(q, id); s > ep.Sim || (s == ep.Sim && id < ep.ID) {
 				ep, changed = Neighbor{ID: id, Sim: s}, true
 			}
 		}
@@ -227,7 +264,7 @@ func (h *HNSW) searchLayer(s *searcher, q []float32, eps []Neighbor, ef, l int) 
 				continue
 			}
 			s.visited[id] = s.gen
-			n := Neighbor{ID: id, Sim: dot(q, h.vecs[id])}
+			n := Neighbor{ID: id, Sim: h.sim(q, id)}
 			if len(s.res) < ef || better(n, s.res[0]) {
 				s.cand = heapPush(s.cand, n, better)
 				s.res = heapPush(s.res, n, worse)
@@ -290,7 +327,7 @@ func (h *HNSW) Search(q []float32, k int, skip int32) []Neighbor {
 	}
 	s := h.getSearcher()
 	defer h.pool.Put(s)
-	ep := Neighbor{ID: h.entry, Sim: dot(q, h.vecs[h.entry])}
+	ep := Neighbor{ID: h.entry, Sim: h.sim(q, h.entry)}
 	for l := h.maxLevel; l > 0; l-- {
 		ep = h.greedy(q, ep, l)
 	}
@@ -311,4 +348,12 @@ func (h *HNSW) KNN(ctx context.Context, k int) ([][]Neighbor, error) {
 		out[i] = h.Search(h.vecs[i], k, int32(i))
 	})
 	return out, err
+}
+
+// sim is the similarity of a dense vector to indexed node id.
+func (h *HNSW) sim(q []float32, id int32) float32 {
+	if h.sp != nil {
+		return h.sp[id].dot(q)
+	}
+	return dot(q, h.vecs[id])
 }
