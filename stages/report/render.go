@@ -44,11 +44,13 @@ func splitFences(s string) []part {
 	for s != "" {
 		i := strings.Index(s, "```")
 		if i < 0 {
-			parts = append(parts, part{Text: s})
+			if t := strings.Trim(s, "\n"); t != "" {
+				parts = append(parts, part{Text: t})
+			}
 			break
 		}
-		if i > 0 {
-			parts = append(parts, part{Text: s[:i]})
+		if t := strings.Trim(s[:i], "\n"); t != "" {
+			parts = append(parts, part{Text: t})
 		}
 		s = s[i+3:]
 		nl := strings.IndexByte(s, '\n')
