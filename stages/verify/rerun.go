@@ -1,14 +1,14 @@
 package verify
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
 	"github.com/codefeedback/codefeedback/schema"
 )
@@ -78,7 +78,7 @@ func recordedOutcome(e *schema.Execution) outcome {
 	switch {
 	case e.Passed != nil && *e.Passed:
 		return "pass"
-	case e.TimedOut:
+	case e.TimedOut, judgeTimer(e):
 		return "timeout"
 	case e.Passed == nil && e.ExitCode == 0 && !e.OOM:
 		return "pass"
@@ -86,6 +86,13 @@ func recordedOutcome(e *schema.Execution) outcome {
 		return outcome(bare(e.Exception))
 	}
 	return "fail"
+}
+
+// judgeTimer reports a test failure recorded by an earlier harness, which
+// wrote timeouts of its per-test timer without TimedOut.
+func judgeTimer(e *schema.Execution) bool {
+	return e.Passed != nil && !*e.Passed && strings.HasPrefix(e.ErrorLine, "timed out after ") &&
+		(e.Exception == "" || strings.HasSuffix(e.Exception, "._CaseTimeout"))
 }
 
 // rerunRecords re-runs every execution record of d in order.
@@ -114,12 +121,9 @@ func (c *Checker) rerunRecords(ctx context.Context, d *schema.Dialogue, rep *Rep
 		var res executors.Result
 		if e.Passed != nil { // a self-contained test program
 			var err error
-			res, err = c.Exec.Run(ctx, executors.Request{Language: lang, Code: e.Code,
-				Limits: executors.Limits{Timeout: timeout, MemoryBytes: e.MemoryB, CPUTime: timeout, OutputBytes: 256 << 10}})
-			if err != nil {
+			if got, res, err = c.rerunProgram(ctx, e, lang, timeout); err != nil {
 				return fmt.Errorf("verify: re-run %s turn %d: %w", d.ID, i, err)
 			}
-			got = programOutcome(e.Code, res)
 		} else {
 			sess, err := ss.get(ctx, lang, timeout)
 			if err != nil {
@@ -152,93 +156,32 @@ func (c *Checker) compare(d *schema.Dialogue, turn int, want, got outcome, res e
 		Detail: "the re-run ended differently", Recorded: string(want), Rerun: string(got)})
 }
 
-// programOutcome classifies a self-contained test program's run: the
-// harness's judge (its marker lines) or a plain program (exit status).
-func programOutcome(code string, res executors.Result) outcome {
-	m := markerRe.FindStringSubmatch(code)
-	if m == nil {
-		if res.TimedOut {
-			return "timeout"
-		}
-		if res.OK() {
-			return "pass"
-		}
-		if res.Exception != "" {
-			return outcome(bare(res.Exception))
-		}
-		return "fail"
+// rerunProgram re-runs a self-contained test program: the harness's judge
+// re-runs it and its fresh record is classified as the recorded one is; any
+// other program is judged by its exit status.
+func (c *Checker) rerunProgram(ctx context.Context, e *schema.Execution, lang executors.Language, timeout time.Duration) (outcome, executors.Result, error) {
+	v, err := harness.Rerun(ctx, c.Exec, *e)
+	if err == nil {
+		fresh := v.Execution()
+		return recordedOutcome(&fresh), v.Result, nil
 	}
-	return judgeOutcome(m[1], res)
-}
-
-// judgeOutcome reads the harness judge's marker lines ("<marker> plan|load|
-// case|done <json>"): pass when the judge finished, the code loaded and
-// every planned case passed; else the first failure's exception, "timeout",
-// or "fail".
-func judgeOutcome(marker string, res executors.Result) outcome {
-	var plan struct {
-		Cases []string `json:"cases"`
+	if !errors.Is(err, harness.ErrNotJudgeProgram) {
+		return "", executors.Result{}, err
 	}
-	var load struct {
-		OK        int    `json:"ok"`
-		Kind      string `json:"kind"`
-		Exception string `json:"exception"`
+	res, err := c.Exec.Run(ctx, executors.Request{Language: lang, Code: e.Code,
+		Limits: executors.Limits{Timeout: timeout, MemoryBytes: e.MemoryB, CPUTime: timeout, OutputBytes: 256 << 10}})
+	if err != nil {
+		return "", executors.Result{}, err
 	}
-	type cas struct {
-		Kind      string `json:"kind"`
-		Exception string `json:"exception"`
+	switch {
+	case res.TimedOut:
+		return "timeout", res, nil
+	case res.OK():
+		return "pass", res, nil
+	case res.Exception != "":
+		return outcome(bare(res.Exception)), res, nil
 	}
-	var cases []cas
-	sawPlan, sawLoad, done := false, false, false
-	sc := bufio.NewScanner(strings.NewReader(res.Stdout))
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), marker+" ")
-		if !ok {
-			continue
-		}
-		kind, body, _ := strings.Cut(line, " ")
-		switch kind {
-		case "plan":
-			sawPlan = json.Unmarshal([]byte(body), &plan) == nil
-		case "load":
-			sawLoad = json.Unmarshal([]byte(body), &load) == nil
-		case "case":
-			var c cas
-			if json.Unmarshal([]byte(body), &c) == nil {
-				cases = append(cases, c)
-			}
-		case "done":
-			done = true
-		}
-	}
-	if sawLoad && load.OK == 0 {
-		if load.Kind == "timeout" {
-			return "timeout"
-		}
-		if load.Exception != "" {
-			return outcome(load.Exception)
-		}
-		return "fail"
-	}
-	for _, c := range cases {
-		switch {
-		case c.Kind == "pass":
-		case c.Kind == "timeout":
-			return "timeout"
-		case c.Exception != "":
-			return outcome(c.Exception)
-		default:
-			return "fail"
-		}
-	}
-	if res.TimedOut {
-		return "timeout"
-	}
-	if done && sawPlan && sawLoad && len(cases) == len(plan.Cases) && len(cases) > 0 {
-		return "pass"
-	}
-	return "fail"
+	return "fail", res, nil
 }
 
 // rerunPlain re-runs a plain Code-Feedback dialogue: each assistant turn

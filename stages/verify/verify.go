@@ -290,7 +290,6 @@ var (
 	// or the header of an IPython traceback ("NameError   Traceback (most recent call last)").
 	excLineRe   = regexp.MustCompile(`(?m)^([A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Exit|Interrupt|Iteration))(?::|\s*$|\s+Traceback)`)
 	ansiRe      = regexp.MustCompile("\x1b\\[[0-9;]*m")
-	markerRe    = regexp.MustCompile(`"marker": ?"(@@cfjudge:[0-9a-f]+)"`)
 	magicLineRe = regexp.MustCompile(`(?m)^[ \t]*[%!].*$`)
 )
 

@@ -6,9 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
+	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/internal/shared"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
@@ -233,5 +235,57 @@ func TestCodeFeedbackSample(t *testing.T) {
 	}
 	for _, u := range rep.Unverifiable {
 		t.Logf("unverifiable: %s turn %d: %s", u.DialogueID, u.Turn, u.Reason)
+	}
+}
+
+// TestJudgeRecords re-runs test-program records: the harness's judge
+// programs (including a timeout of its per-test timer, and one recorded by
+// an earlier harness that wrote such timeouts without TimedOut) and a plain
+// test script; a record whose exception was changed is caught.
+func TestJudgeRecords(t *testing.T) {
+	ex := sandbox(t)
+	ctx := context.Background()
+	p := schema.Problem{Query: schema.Query{ID: "p"}, Tests: []string{"assert f(1, 2) == 3"}}
+	opts := harness.Options{Timeout: 3 * time.Second, CaseTimeout: time.Second}
+	judged := func(code string) *schema.Execution {
+		v, err := harness.Judge(ctx, ex, p, code, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := v.Execution()
+		return &e
+	}
+	failed := false
+	loop := judged("def f(a, b):\n    while True:\n        pass\n")
+	earlier := *loop
+	earlier.TimedOut = false // as an earlier harness recorded it
+	name := judged("def f(a, b):\n    return a + c\n")
+	renamed := *name
+	renamed.Exception = "TypeError"
+	for _, tc := range []struct {
+		name     string
+		e        *schema.Execution
+		mismatch bool
+	}{
+		{"pass", judged("def f(a, b):\n    return a + b\n"), false},
+		{"per-test timeout", loop, false},
+		{"per-test timeout, earlier record", &earlier, false},
+		{"name error", name, false},
+		{"exception renamed", &renamed, true},
+		{"plain test script", &schema.Execution{Language: "python", Code: "import sys\nsys.exit(1)\n", Passed: &failed, ExitCode: 1, TimeoutMS: 2000}, false},
+	} {
+		d := schema.Dialogue{ID: tc.name, Messages: []schema.Message{
+			{Role: "user", Content: "Write f."},
+			{Role: "assistant", Content: "```python\ndef f(a, b):\n    return a + b\n```"},
+			{Role: "execution", Content: "output", Exec: tc.e},
+			{Role: "assistant", Content: "Done."},
+		}}
+		rep, err := (&Checker{Exec: ex}).Dialogue(ctx, &d)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if rep.Executions != 1 || (len(rep.Mismatches) == 1) != tc.mismatch || len(rep.Mismatches) > 1 {
+			t.Errorf("%s: executions %d, mismatches %v, want 1 execution and mismatch %v", tc.name, rep.Executions, rep.Mismatches, tc.mismatch)
+		}
 	}
 }
