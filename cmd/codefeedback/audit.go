@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -77,102 +75,27 @@ func init() {
 			if c.NArg() < 1 {
 				return withCode(2, errors.New("audit: want DATASET"))
 			}
-			// The parser stops at DATASET; flags after it (the documented
-			// "audit DATASET --against ...") are parsed here.
-			f, err := tailFlags(c)
-			if err != nil {
-				return withCode(2, fmt.Errorf("audit: %w", err))
+			if c.NArg() > 1 {
+				return withCode(2, fmt.Errorf("audit: want one DATASET, got also %q", c.Args().Tail()))
 			}
 			var against []string
-			for _, a := range f.strings("against") {
+			for _, a := range c.StringSlice("against") {
 				against = append(against, strings.Split(a, ",")...)
 			}
 			return runAudit(c.Context, auditOptions{
-				dataset: c.Args().First(), against: against, benchDir: f.string("bench-dir"),
-				download: f.bool("download"), skipChecksum: f.bool("skip-checksum"), json: f.bool("json"),
-				decontaminate: f.string("decontaminate"), removed: f.string("removed"), failOnLeak: f.bool("fail-on-leak"),
-				show: f.int("show"), embed: f.bool("embed"), embThreshold: f.float("embed-threshold"),
+				dataset: c.Args().First(), against: against, benchDir: c.String("bench-dir"),
+				download: c.Bool("download"), skipChecksum: c.Bool("skip-checksum"), json: c.Bool("json"),
+				decontaminate: c.String("decontaminate"), removed: c.String("removed"), failOnLeak: c.Bool("fail-on-leak"),
+				show: c.Int("show"), embed: c.Bool("embed"), embThreshold: c.Float64("embed-threshold"),
 				measures: audit.Options{
-					Lines:  audit.LineOptions{MinChars: f.int("min-chars"), KeepImports: f.bool("keep-imports")},
-					Window: f.int("window"), N: f.int("ngram"), LineThreshold: f.float("line-threshold"),
-					MinNGrams: f.int("min-ngrams"), Workers: f.int("workers"), TopLines: f.int("top-lines"),
+					Lines:  audit.LineOptions{MinChars: c.Int("min-chars"), KeepImports: c.Bool("keep-imports")},
+					Window: c.Int("window"), N: c.Int("ngram"), LineThreshold: c.Float64("line-threshold"),
+					MinNGrams: c.Int("min-ngrams"), Workers: c.Int("workers"), TopLines: c.Int("top-lines"),
 				},
 				stdout: outWriter(c.App.Writer), stderr: errWriter(c.App.ErrWriter),
 			})
 		},
 	})
-}
-
-// flagValues reads a flag from the arguments after DATASET when given there,
-// else from the parsed command line.
-type flagValues struct {
-	c    *cli.Context
-	tail *flag.FlagSet
-	set  map[string]bool
-}
-
-// tailFlags parses the arguments after the first positional one with the
-// command's own flag definitions.
-func tailFlags(c *cli.Context) (*flagValues, error) {
-	f := &flagValues{c: c, set: map[string]bool{}}
-	if c.NArg() == 1 {
-		return f, nil
-	}
-	f.tail = flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
-	f.tail.SetOutput(io.Discard)
-	for _, fl := range c.Command.Flags {
-		if err := fl.Apply(f.tail); err != nil {
-			return nil, err
-		}
-	}
-	if err := f.tail.Parse(c.Args().Tail()); err != nil {
-		return nil, err
-	}
-	if f.tail.NArg() > 0 {
-		return nil, fmt.Errorf("want one DATASET, got also %q", f.tail.Args())
-	}
-	f.tail.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
-	return f, nil
-}
-
-func (f *flagValues) string(name string) string {
-	if f.set[name] {
-		return f.tail.Lookup(name).Value.String()
-	}
-	return f.c.String(name)
-}
-
-func (f *flagValues) strings(name string) []string {
-	if f.set[name] {
-		if v, ok := f.tail.Lookup(name).Value.(interface{ Value() []string }); ok {
-			return v.Value()
-		}
-	}
-	return f.c.StringSlice(name)
-}
-
-func (f *flagValues) bool(name string) bool {
-	if f.set[name] {
-		v, _ := strconv.ParseBool(f.tail.Lookup(name).Value.String())
-		return v
-	}
-	return f.c.Bool(name)
-}
-
-func (f *flagValues) int(name string) int {
-	if f.set[name] {
-		v, _ := strconv.Atoi(f.tail.Lookup(name).Value.String())
-		return v
-	}
-	return f.c.Int(name)
-}
-
-func (f *flagValues) float(name string) float64 {
-	if f.set[name] {
-		v, _ := strconv.ParseFloat(f.tail.Lookup(name).Value.String(), 64)
-		return v
-	}
-	return f.c.Float64(name)
 }
 
 func outWriter(w io.Writer) io.Writer {

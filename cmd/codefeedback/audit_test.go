@@ -41,7 +41,7 @@ func TestAuditCommand(t *testing.T) {
 		app := newApp()
 		var stdout, stderr bytes.Buffer
 		app.Writer, app.ErrWriter = &stdout, &stderr
-		err := app.RunContext(context.Background(), append([]string{"codefeedback", "audit"}, args...))
+		err := runApp(context.Background(), app, append([]string{"codefeedback", "audit"}, args...))
 		return stdout.String(), err
 	}
 

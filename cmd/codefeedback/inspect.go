@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 
 	"github.com/codefeedback/codefeedback/schema"
 	"github.com/urfave/cli/v2"
@@ -26,16 +25,7 @@ func init() {
 			&cli.IntFlag{Name: "sample", Value: 2, Usage: "records to render as a sample"},
 		},
 		Action: func(c *cli.Context) error {
-			// urfave/cli v2 stops parsing flags at the first argument; accept
-			// the documented `inspect FILE --sample N` order too.
 			args, sample := c.Args().Slice(), c.Int("sample")
-			if len(args) == 3 && args[1] == "--sample" {
-				n, err := strconv.Atoi(args[2])
-				if err != nil {
-					return withCode(2, fmt.Errorf("inspect: --sample %q: %w", args[2], err))
-				}
-				args, sample = args[:1], n
-			}
 			if len(args) != 1 {
 				return withCode(2, errors.New("inspect: want FILE [--sample N]"))
 			}

@@ -52,10 +52,15 @@ func newApp() *cli.App {
 	}
 }
 
+// runApp runs the CLI with flags accepted after positional arguments too.
+func runApp(ctx context.Context, app *cli.App, args []string) error {
+	return app.RunContext(ctx, permuteArgs(app.Commands, args))
+}
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := newApp().RunContext(ctx, os.Args)
+	err := runApp(ctx, newApp(), os.Args)
 	if err == nil {
 		return
 	}
