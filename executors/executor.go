@@ -63,11 +63,14 @@ type Request struct {
 // Result is what happened. Python runs also get the exception type and the
 // traceback's last line, parsed from stderr.
 type Result struct {
-	Stdout          string        `json:"stdout"`
-	Stderr          string        `json:"stderr"`
-	ExitCode        int           `json:"exit_code"`
-	Signal          string        `json:"signal,omitempty"`
-	TimedOut        bool          `json:"timed_out"`
+	Stdout   string `json:"stdout"`
+	Stderr   string `json:"stderr"`
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	TimedOut bool   `json:"timed_out"`
+	// OOM: the run died for memory, by its address-space rlimit (MemoryError
+	// and the like on stderr) or by the sandbox's cgroup memory limit (its
+	// oom_kill counter moved during the run: Docker; bwrap has no cgroup).
 	OOM             bool          `json:"oom"`
 	Killed          bool          `json:"killed"`
 	StdoutTruncated bool          `json:"stdout_truncated"`

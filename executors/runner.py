@@ -40,6 +40,10 @@ PATH = "/usr/local/bin:/usr/bin:/bin"
 MARKER = "\n[... output truncated at %d bytes ...]\n"
 OOM_HINTS = (b"MemoryError", b"Cannot allocate memory", b"cannot allocate memory",
              b"std::bad_alloc", b"out of memory")
+# The sandbox's own cgroup OOM-kill counter (cgroup v2, then v1). Docker mounts
+# the container's cgroup at /sys/fs/cgroup; bwrap mounts no /sys, so there a
+# run's OOM is only seen through its rlimit (OOM_HINTS).
+OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
 
 # Protocol pipes move to high, close-on-exec descriptors; 0 and 1 become
 # /dev/null so stray writes by session code cannot corrupt the protocol.
@@ -75,6 +79,58 @@ def ancestors():
 
 
 KEEP = ancestors()
+
+
+def read_oom_kills(path):
+    """The oom_kill count in a memory.events or memory.oom_control file."""
+    try:
+        with open(path, "rb") as f:
+            for line in f:
+                key, _, value = line.partition(b" ")
+                if key == b"oom_kill":
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def find_oom_counter():
+    for path in OOM_COUNTERS:
+        if read_oom_kills(path) is not None:
+            return path
+    return None
+
+
+OOM_FILE = find_oom_counter()
+
+
+def oom_kills():
+    """How many processes the sandbox's cgroup has OOM-killed so far (None
+    without a cgroup counter)."""
+    return read_oom_kills(OOM_FILE) if OOM_FILE else None
+
+
+def oom_killed_since(before, signaled):
+    """Whether the cgroup OOM-killed something since before was read. The
+    kernel counts a kill just after sending SIGKILL, so when a process died
+    of SIGKILL and the count has not moved yet, look once more."""
+    if before is None:
+        return False
+    after = oom_kills()
+    if after is not None and after == before and signaled:
+        time.sleep(0.005)
+        after = oom_kills()
+    return after is not None and after > before
+
+
+def prefer_oom_kill():
+    """Makes this process (and what it forks) the OOM killer's first choice,
+    ahead of the runner; raising one's own score needs no privilege."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
 
 
 def set_dumpable(flag):
@@ -319,6 +375,7 @@ def child(req, scratch, stdin_path, out_w, err_w):
     try:
         os.setsid()
         set_dumpable(1)
+        prefer_oom_kill()
         fd = os.open(stdin_path, os.O_RDONLY)
         os.dup2(fd, 0)
         os.dup2(out_w, 1)
@@ -494,6 +551,7 @@ def do_run(req):
 
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    ooms = oom_kills()
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
@@ -543,6 +601,10 @@ def do_run(req):
         res["killed"] = True
     out, err = bytes(bufs[out_r]), bytes(bufs[err_r])
     if not timed_out and res["exit_code"] != 0 and any(h in err[-4096:] for h in OOM_HINTS):
+        res["oom"] = True
+    # The cgroup's memory limit kills with SIGKILL and leaves no message; its
+    # counter tells (any process of the run: the sweep has ended them all).
+    if oom_killed_since(ooms, res["signal"] == "SIGKILL" or res["exit_code"] == 137):
         res["oom"] = True
     res["stdout"] = decode(out, cap, trunc[out_r])
     res["stderr"] = decode(err, cap, trunc[err_r])
@@ -637,6 +699,7 @@ class Session:
                                        errors="backslashreplace", line_buffering=True)
         os.ftruncate(self.out, 0)
         os.ftruncate(self.err, 0)
+        ooms = oom_kills()
         start = time.monotonic()
         rc, sig = 0, ""
         if self.lang == "python":
@@ -656,6 +719,8 @@ class Session:
             res[key] = decode(data, self.cap, size > self.cap)
             res[key + "_truncated"] = size > self.cap
         if rc != 0 and "MemoryError" in res["stderr"][-4096:]:
+            res["oom"] = True
+        if oom_killed_since(ooms, sig == "SIGKILL" or rc == 137):
             res["oom"] = True
         return res
 
@@ -707,6 +772,7 @@ class Session:
         if pid == 0:
             try:
                 os.setsid()
+                prefer_oom_kill()
                 null = os.open("/dev/null", os.O_RDONLY)
                 os.dup2(null, 0)
                 signal.signal(signal.SIGPIPE, signal.SIG_DFL)

@@ -8,7 +8,9 @@
 // fsize and core ulimits, and an environment holding only PATH, HOME and
 // LANG (plus the image's own ENV). executors.NewPool keeps containers warm,
 // forks one child per run inside them, and replaces a container that a run
-// tampered with or that died.
+// tampered with or that died. A run killed by the container's memory cgroup
+// is reported as OOM: the runner compares the cgroup's oom_kill counter
+// (memory.events on cgroup v2, memory.oom_control on v1) before and after.
 //
 // URL (executors.ParseOptions plus driver keys):
 //

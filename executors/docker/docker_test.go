@@ -243,21 +243,60 @@ func TestContainerLimits(t *testing.T) {
 	}
 }
 
+// TestContainerMemoryBackstop runs memory bombs whose per-run address-space
+// limit is far above the container's cgroup memory: the cgroup must stop
+// them, the result must say OOM (the kernel's SIGKILL leaves no MemoryError,
+// so the runner reads the cgroup's oom_kill counter), and the pool must keep
+// working. The bash case kills a grandchild, whose death bash reports as 137.
 func TestContainerMemoryBackstop(t *testing.T) {
-	// The per-run address-space limit is higher than the container's cgroup:
-	// the cgroup must still stop the bomb, and the pool must keep working.
 	l := newTestLauncher(t)
 	l.cfg.Memory = 96 << 20
 	ex := NewExecutor(l, executors.PoolOptions{Size: 1})
 	defer ex.Close()
-	r := runOK(t, ex, executors.Request{Language: executors.Python, Code: "x = bytearray(400 << 20)\nx[::4096] = b'1' * len(x[::4096])\nprint('allocated')",
-		Limits: executors.Limits{MemoryBytes: 2 << 30, Timeout: 20 * time.Second}})
-	if r.OK() || strings.Contains(r.Stdout, "allocated") {
-		t.Errorf("got ok %v stdout %q, want the bomb killed by the container's memory cgroup", r.OK(), r.Stdout)
+	const bomb = "x = bytearray(400 << 20)\nx[::4096] = b'1' * len(x[::4096])\nprint('allocated')"
+	high := executors.Limits{MemoryBytes: 2 << 30, Timeout: 20 * time.Second}
+	cases := []struct {
+		name     string
+		req      executors.Request
+		wantExit int
+	}{
+		{"python", executors.Request{Language: executors.Python, Code: bomb, Limits: high}, 137},
+		{"bash running python", executors.Request{Language: executors.Bash, Code: "python3 -c \"" + bomb + "\"\necho exit $?", Limits: high}, 0},
 	}
-	if r := runOK(t, ex, executors.Request{Language: executors.Python, Code: "print(6 * 7)"}); r.Stdout != "42\n" {
-		t.Errorf("next run: got %q exit %d stderr %q want 42", r.Stdout, r.ExitCode, clip(r.Stderr, 300))
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runOK(t, ex, tc.req)
+			if strings.Contains(r.Stdout, "allocated") || !r.OOM || r.OK() && tc.wantExit != 0 {
+				t.Errorf("got oom %v ok %v exit %d stdout %q stderr %q, want the bomb killed by the container's memory cgroup and OOM reported",
+					r.OOM, r.OK(), r.ExitCode, r.Stdout, clip(r.Stderr, 300))
+			}
+			if tc.wantExit == 0 && r.Stdout != "exit 137\n" {
+				t.Errorf("bash after its child was OOM-killed: got stdout %q want exit 137", r.Stdout)
+			}
+			if strings.Contains(r.Stderr, "MemoryError") {
+				t.Errorf("stderr %q: want the cgroup's kill, not the rlimit's MemoryError", clip(r.Stderr, 300))
+			}
+			if r := runOK(t, ex, executors.Request{Language: executors.Python, Code: "print(6 * 7)"}); r.Stdout != "42\n" || r.OOM {
+				t.Errorf("next run: got %q exit %d oom %v stderr %q want 42 and no OOM", r.Stdout, r.ExitCode, r.OOM, clip(r.Stderr, 300))
+			}
+		})
 	}
+	t.Run("bash session cell", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		s, err := ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: high})
+		if err != nil {
+			t.Fatalf("Open session: %v", err)
+		}
+		defer s.Close()
+		r, err := s.Exec(ctx, "x=1; python3 -c \""+bomb+"\"")
+		if err != nil || !r.OOM || r.ExitCode != 137 {
+			t.Fatalf("bomb cell: got %+v, %v want exit 137 and OOM", r, err)
+		}
+		if r, err := s.Exec(ctx, "echo $((x + 41))"); err != nil || r.Stdout != "42\n" || r.OOM {
+			t.Errorf("next cell: got %+v, %v want 42 and no OOM (state kept)", r, err)
+		}
+	})
 }
 
 func TestSessionsHaveOwnContainers(t *testing.T) {
