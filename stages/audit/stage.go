@@ -208,8 +208,15 @@ func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, in it
 		item pipeline.Item
 		d    *schema.Dialogue
 	}
-	var mu sync.Mutex
+	var mu, emitMu sync.Mutex
 	pending := map[int]held{}
+	// Results arrive on the auditor's goroutine while the reader passes
+	// non-dialogue items on from another, so emits are serialised.
+	emitOne := func(it pipeline.Item) error {
+		emitMu.Lock()
+		defer emitMu.Unlock()
+		return emit(it)
+	}
 	dialogues := func(yield func(*schema.Dialogue, error) bool) {
 		seq := 0
 		for it, err := range in {
@@ -217,9 +224,17 @@ func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, in it
 				yield(nil, err)
 				return
 			}
+			if it.Kind != pipeline.KindDialogue {
+				// Queries, problems and ratings are not training text: on unchanged.
+				if err := emitOne(it); err != nil {
+					yield(nil, err)
+					return
+				}
+				continue
+			}
 			d, err := pipeline.As[schema.Dialogue](it, pipeline.KindDialogue)
 			if err != nil {
-				yield(nil, fmt.Errorf("audit: the audit stage reads dialogues: %w", err))
+				yield(nil, fmt.Errorf("audit: %w", err))
 				return
 			}
 			mu.Lock()
@@ -238,7 +253,7 @@ func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, in it
 		delete(pending, r.Seq)
 		mu.Unlock()
 		if !r.Flagged() {
-			return emit(h.item)
+			return emitOne(h.item)
 		}
 		removed = append(removed, Removed{DialogueID: r.DialogueID, Seq: r.Seq, Reason: reason(r.Findings), Findings: r.Findings})
 		if o.Decontaminate {
@@ -253,7 +268,7 @@ func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, in it
 		if err != nil {
 			return err
 		}
-		return emit(it)
+		return emitOne(it)
 	})
 	if err != nil {
 		return err

@@ -163,3 +163,36 @@ func TestStageMissingBenchmarks(t *testing.T) {
 		})
 	}
 }
+
+// Items that are not dialogues (queries, problems) pass through the audit
+// unchanged, alongside the clean dialogues.
+func TestStagePassesOtherKinds(t *testing.T) {
+	bench := filepath.Join(t.TempDir(), "bench.jsonl")
+	if err := os.WriteFile(bench, []byte(`{"task_id": 1, "text": "Write a function to add two numbers.", "code": "def add_two_numbers(a, b):\n    total_sum = a + b\n    return total_sum", "test_list": ["assert add_two_numbers(1, 2) == 3"]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultStageOptions
+	o.Against = []string{bench}
+	svc := &pipeline.Services{Stats: pipeline.NewStats(), RunDir: t.TempDir(), Name: "audit"}
+	st, err := newStage(o, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := pipeline.QueryItem(schema.Query{ID: "q1", Text: "sort a list"})
+	clean, _ := pipeline.DialogueItem(schema.Dialogue{ID: "d1", Messages: []schema.Message{{Role: "user", Content: "print hello"}, {Role: "assistant", Content: "```python\nprint('hello world')\n```"}}})
+	leak, _ := pipeline.DialogueItem(schema.Dialogue{ID: "d2", Messages: []schema.Message{{Role: "user", Content: "add"}, {Role: "assistant", Content: "```python\ndef add_two_numbers(a, b):\n    total_sum = a + b\n    return total_sum\n```"}}})
+	in := func(yield func(pipeline.Item, error) bool) {
+		for _, it := range []pipeline.Item{q, clean, leak} {
+			if !yield(it, nil) {
+				return
+			}
+		}
+	}
+	got := map[string]bool{}
+	if err := st.All(context.Background(), in, func(it pipeline.Item) error { got[it.ID] = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !got[q.ID] || !got[clean.ID] || got[leak.ID] || len(got) != 2 {
+		t.Errorf("got items %v, want the query and the clean dialogue, not the leaked one", got)
+	}
+}
