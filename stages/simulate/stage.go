@@ -52,6 +52,7 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 		mu     sync.Mutex
 		sim    *Simulator
 		simErr error
+		warned sync.Once
 	)
 	// Built on first use: the sandbox opens lazily and the models are only
 	// needed once an item arrives. A transient failure (the sandbox did not
@@ -77,6 +78,20 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 	st.Each = func(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
 		var task Task
 		s, err := simulator(ctx)
+		if errors.Is(err, llm.ErrNoModel) {
+			// Without a model there is nothing to simulate: the item is
+			// dropped (a question with no answer is not training data), and
+			// the run says so once instead of failing every item.
+			warned.Do(func() {
+				if svc.Logger != nil {
+					svc.Logger.Warn("simulate: skipped, no model configured; to run it " + llm.NoModelHint)
+				}
+			})
+			if svc.Stats != nil {
+				svc.Stats.Add("skipped/no_model", 1)
+			}
+			return nil, nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -142,13 +157,6 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 
 // buildSimulator gets the sandbox and the three models from the services.
 func buildSimulator(ctx context.Context, o Options, svc *pipeline.Services) (*Simulator, error) {
-	if svc.Executor == nil {
-		return nil, errors.New("simulate: needs a sandbox; add a top-level `executor:` (e.g. bwrap://) to the pipeline file")
-	}
-	ex, err := svc.Executor(ctx)
-	if err != nil {
-		return nil, pipeline.Transient(fmt.Errorf("simulate: open sandbox: %w", err))
-	}
 	writer, err := llm.ForStage(svc, o.Writer)
 	if err != nil {
 		return nil, fmt.Errorf("simulate: writer model: %w", err)
@@ -162,6 +170,13 @@ func buildSimulator(ctx context.Context, o Options, svc *pipeline.Services) (*Si
 		if feedback, err = llm.ForStage(svc, o.Feedback); err != nil {
 			return nil, fmt.Errorf("simulate: feedback model: %w", err)
 		}
+	}
+	if svc.Executor == nil {
+		return nil, errors.New("simulate: needs a sandbox; add a top-level `executor:` (e.g. bwrap://) to the pipeline file")
+	}
+	ex, err := svc.Executor(ctx)
+	if err != nil {
+		return nil, pipeline.Transient(fmt.Errorf("simulate: open sandbox: %w", err))
 	}
 	return New(o, writer, judge, feedback, ex)
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
@@ -246,4 +249,28 @@ func codeOf(text string) string {
 	}
 	code, _, _ := strings.Cut(rest, "\n```")
 	return code
+}
+
+// Without a model the stage skips: items are dropped with a count, not
+// failed one by one, and the sandbox is never opened.
+func TestStageNoModelSkips(t *testing.T) {
+	svc := &pipeline.Services{Stats: pipeline.NewStats(), Name: "simulate",
+		Executor: func(context.Context) (executors.Executor, error) {
+			t.Error("sandbox opened without a model")
+			return nil, errors.New("no sandbox")
+		}}
+	st, err := newStage(DefaultOptions, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		it, _ := pipeline.QueryItem(schema.Query{ID: fmt.Sprintf("q%d", i), Text: "write fizzbuzz"})
+		out, err := st.Each(context.Background(), it)
+		if err != nil || len(out) != 0 {
+			t.Fatalf("item %d: got %v, %v; want no items and no error", i, out, err)
+		}
+	}
+	if vals, _ := svc.Stats.Snapshot(); vals["skipped/no_model"] != 3 {
+		t.Errorf("stats: got %v, want skipped/no_model 3", vals)
+	}
 }
