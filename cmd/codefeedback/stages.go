@@ -7,4 +7,9 @@ import (
 	_ "github.com/codefeedback/codefeedback/pipeline/llm"
 	_ "github.com/codefeedback/codefeedback/stages/audit"
 	_ "github.com/codefeedback/codefeedback/stages/correct"
+	_ "github.com/codefeedback/codefeedback/stages/explain"
+	_ "github.com/codefeedback/codefeedback/stages/filter"
+	_ "github.com/codefeedback/codefeedback/stages/leetcode"
+	_ "github.com/codefeedback/codefeedback/stages/pack"
+	_ "github.com/codefeedback/codefeedback/stages/simulate"
 )
