@@ -141,6 +141,7 @@ type FileInfo struct {
 	Examples int64     `json:"num_examples"`
 	Bytes    int64     `json:"num_bytes"`
 	Features []Feature `json:"features"`
+	Parquet  bool      `json:"parquet,omitempty"` // features not declared: the file has its own schema
 }
 
 // InspectFile counts the records of a JSONL data file and infers its
@@ -243,15 +244,44 @@ type cardHeader struct {
 	Tags           []string     `yaml:"tags"`
 	Pretty         string       `yaml:"pretty_name"`
 	SizeCategories []string     `yaml:"size_categories"`
-	DatasetInfo    any          `yaml:"dataset_info"`
+	DatasetInfo    any          `yaml:"dataset_info,omitempty"`
 	Configs        []cardConfig `yaml:"configs"`
 }
 
+// defaultFile picks the default config: the first file in the trainer
+// layout (id and messages of role and content only), else the first file.
+func defaultFile(files []FileInfo) int {
+	for i, f := range files {
+		if isTrainerLayout(f.Features) {
+			return i
+		}
+	}
+	return 0
+}
+
+func isTrainerLayout(fs []Feature) bool {
+	if len(fs) != 2 || fs[0].Name != "id" || fs[1].Name != "messages" || len(fs[1].List) != 2 {
+		return false
+	}
+	names := fs[1].List[0].Name + "," + fs[1].List[1].Name
+	return names == "role,content" || names == "content,role"
+}
+
+// configName names file i's config: "default" for a lone file, else the
+// file's stem, with its extension added where two files share a stem
+// (dialogues.jsonl and dialogues.parquet).
 func configName(files []FileInfo, i int) string {
 	if len(files) == 1 {
 		return "default"
 	}
-	n := strings.TrimSuffix(files[i].Name, filepath.Ext(files[i].Name))
+	stem := func(f FileInfo) string { return strings.TrimSuffix(f.Name, filepath.Ext(f.Name)) }
+	n := stem(files[i])
+	for j, f := range files {
+		if j != i && stem(f) == n {
+			n = files[i].Name
+			break
+		}
+	}
 	return strings.Map(func(r rune) rune {
 		if r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
 			return r
@@ -277,25 +307,32 @@ func WriteCard(w io.Writer, d *Data, files []FileInfo) error {
 	var total int64
 	var infos []cardInfo
 	var configs []cardConfig
+	def := defaultFile(files)
 	for i, f := range files {
-		total += f.Examples
+		if i == def {
+			total = f.Examples
+		}
+		name := configName(files, i)
+		configs = append(configs, cardConfig{Name: name, DataFiles: []cardDataFile{{Split: "train", Path: f.Name}}, Default: len(files) > 1 && i == def})
+		if f.Parquet {
+			continue
+		}
 		ci := cardInfo{Features: f.Features, Splits: []cardSplit{{Name: "train", NumBytes: f.Bytes, Examples: f.Examples}},
 			DownloadSize: f.Bytes, DatasetSize: f.Bytes}
-		name := configName(files, i)
 		if len(files) > 1 {
 			ci.ConfigName = name
 		}
 		infos = append(infos, ci)
-		configs = append(configs, cardConfig{Name: name, DataFiles: []cardDataFile{{Split: "train", Path: f.Name}}, Default: len(files) > 1 && i == 0})
 	}
 	h := cardHeader{
 		License: license, TaskCategories: []string{"text-generation"}, Language: []string{"en"},
 		Tags:   []string{"code", "synthetic", "multi-turn", "execution-feedback", "codefeedback"},
 		Pretty: "codefeedback dialogues", SizeCategories: []string{sizeCategory(total)}, Configs: configs,
 	}
-	if len(infos) == 1 {
+	switch {
+	case len(files) == 1 && len(infos) == 1:
 		h.DatasetInfo = infos[0]
-	} else {
+	case len(infos) > 0:
 		h.DatasetInfo = infos
 	}
 	var b bytes.Buffer
@@ -328,7 +365,11 @@ func writeCardBody(b *bytes.Buffer, d *Data, files []FileInfo, total int64) {
 	for i, f := range files {
 		fmt.Fprintf(b, "| %s | %s | %s | %d | %d |\n", configName(files, i), mdCell(f.Name), mdCell(f.From), f.Examples, f.Bytes)
 	}
-	b.WriteString("\n```python\nfrom datasets import load_dataset\nds = load_dataset(\"json\", data_files=\"" + files[0].Name + "\", split=\"train\")\n```\n\n")
+	loader := "json"
+	if files[defaultFile(files)].Parquet {
+		loader = "parquet"
+	}
+	b.WriteString("\n```python\nfrom datasets import load_dataset\nds = load_dataset(\"" + loader + "\", data_files=\"" + files[defaultFile(files)].Name + "\", split=\"train\")\n```\n\n")
 	b.WriteString("## How it was made\n\n")
 	if len(m.Inputs) > 0 {
 		b.WriteString("Inputs:\n\n")

@@ -56,7 +56,32 @@ func TestSampleRunCard(t *testing.T) {
 			t.Errorf("header %s: got %T, want a list", key, h[key])
 		}
 	}
-	info, _ := h["dataset_info"].(map[string]any)
+	// One config per published file in the directory; dataset_info is a
+	// map for one file, a list (by config_name) for several.
+	configs := map[string]map[string]any{} // file name -> config
+	for _, c := range h["configs"].([]any) {
+		cfg := c.(map[string]any)
+		df := cfg["data_files"].([]any)[0].(map[string]any)
+		if df["split"] != "train" {
+			t.Errorf("config %v: split %v, want train", cfg["config_name"], df["split"])
+		}
+		configs[df["path"].(string)] = cfg
+	}
+	infos := map[string]map[string]any{} // config name -> dataset_info entry
+	switch v := h["dataset_info"].(type) {
+	case map[string]any:
+		infos["default"] = v
+	case []any:
+		for _, e := range v {
+			m := e.(map[string]any)
+			infos[m["config_name"].(string)] = m
+		}
+	}
+	cfg := configs[filepath.Base(s.output)]
+	if cfg == nil {
+		t.Fatalf("no config for %s in %v", filepath.Base(s.output), h["configs"])
+	}
+	info := infos[cfg["config_name"].(string)]
 	splits, _ := info["splits"].([]any)
 	if len(splits) != 1 {
 		t.Fatalf("splits: got %v, want one", info["splits"])
@@ -65,26 +90,37 @@ func TestSampleRunCard(t *testing.T) {
 	if sp["name"] != "train" || sp["num_examples"] != want.dialogues || sp["num_bytes"] != int(st.Size()) {
 		t.Errorf("split: got %v, want train with %d examples and %d bytes", sp, want.dialogues, st.Size())
 	}
-	feats := map[string]map[string]any{}
-	for _, f := range info["features"].([]any) {
-		m := f.(map[string]any)
-		feats[m["name"].(string)] = m
-	}
-	if feats["id"]["dtype"] != "string" {
-		t.Errorf("feature id: got %v, want dtype string", feats["id"])
-	}
-	msg := map[string]any{}
-	for _, f := range feats["messages"]["list"].([]any) {
-		m := f.(map[string]any)
-		msg[m["name"].(string)] = m["dtype"]
-	}
-	if msg["role"] != "string" || msg["content"] != "string" {
-		t.Errorf("feature messages: got %v, want list of role/content strings", feats["messages"])
-	}
-	cfg := h["configs"].([]any)[0].(map[string]any)
-	df := cfg["data_files"].([]any)[0].(map[string]any)
-	if cfg["config_name"] != "default" || df["path"] != filepath.Base(s.output) || df["split"] != "train" {
-		t.Errorf("configs: got %v, want default with train = %s", cfg, filepath.Base(s.output))
+	// Every JSONL config declares id and messages of role and content; the
+	// trainer layout (codefeedback export) declares nothing else and is the
+	// default config.
+	for name, info := range infos {
+		feats := map[string]map[string]any{}
+		for _, f := range info["features"].([]any) {
+			m := f.(map[string]any)
+			feats[m["name"].(string)] = m
+		}
+		if feats["id"]["dtype"] != "string" {
+			t.Errorf("config %s: feature id: got %v, want dtype string", name, feats["id"])
+		}
+		msg := map[string]any{}
+		for _, f := range feats["messages"]["list"].([]any) {
+			m := f.(map[string]any)
+			msg[m["name"].(string)] = m["dtype"]
+		}
+		if msg["role"] != "string" || msg["content"] != "string" {
+			t.Errorf("config %s: feature messages: got %v, want list of role/content strings", name, feats["messages"])
+		}
+		if len(feats) == 2 && len(msg) == 2 && len(infos) > 1 {
+			for _, c := range configs {
+				if c["config_name"] == name && c["default"] != true {
+					t.Errorf("trainer-layout config %s is not the default", name)
+				}
+			}
+		}
+		sp := info["splits"].([]any)[0].(map[string]any)
+		if sp["num_examples"] != want.dialogues {
+			t.Errorf("config %s: %v examples, want %d", name, sp["num_examples"], want.dialogues)
+		}
 	}
 	if !strings.Contains(body, "## How it was made") || !strings.Contains(body, "| correct | correct |") {
 		t.Errorf("card body lacks the stage table:\n%s", body)

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // ReportFile is the report's name inside the run directory.
@@ -33,8 +34,9 @@ type Written struct {
 }
 
 // Build collects the run directory and writes RUN/report.html and a dataset
-// card beside each published output that holds dialogues (one card per
-// directory, with one config per file). Relative output paths are resolved
+// card beside the published outputs of the dataset's stage (the source of
+// the first dialogue output) that hold dialogues: one card per directory,
+// one config per file (the trainer layout, id + messages, is the default). Relative output paths are resolved
 // against the current directory, as the run wrote them; an output that is
 // not there any more is listed in Skipped. Files are replaced atomically.
 func Build(ctx context.Context, runDir string, o Options) (*Written, error) {
@@ -53,18 +55,32 @@ func Build(ctx context.Context, runDir string, o Options) (*Written, error) {
 	byDir := map[string][]FileInfo{}
 	var dirs []string
 	for _, out := range d.Manifest.Outputs {
-		if out.Format != "" && out.Format != "jsonl" {
-			w.Skipped = append(w.Skipped, fmt.Sprintf("%s: format %s (cards describe JSONL dialogue files)", out.Path, out.Format))
+		if out.From != d.Dataset.From {
+			w.Skipped = append(w.Skipped, fmt.Sprintf("%s: output of stage %s, not of the dataset's stage %s", out.Path, out.From, d.Dataset.From))
 			continue
 		}
-		fi, ok, err := InspectFile(out.Path)
-		if err != nil {
-			w.Skipped = append(w.Skipped, fmt.Sprintf("%s: %v", out.Path, err))
-			continue
-		}
-		if !ok {
-			w.Skipped = append(w.Skipped, out.Path+": not a dialogue file")
-			continue
+		var fi FileInfo
+		if strings.HasSuffix(out.Path, ".parquet") {
+			st, err := os.Stat(out.Path)
+			if err != nil {
+				w.Skipped = append(w.Skipped, fmt.Sprintf("%s: %v", out.Path, err))
+				continue
+			}
+			// Parquet carries its own schema; the card lists the file as a
+			// config without declaring features.
+			fi = FileInfo{Path: out.Path, Name: filepath.Base(out.Path), Examples: out.Items, Bytes: st.Size(), Parquet: true}
+		} else {
+			var ok bool
+			var err error
+			fi, ok, err = InspectFile(out.Path)
+			if err != nil {
+				w.Skipped = append(w.Skipped, fmt.Sprintf("%s: %v", out.Path, err))
+				continue
+			}
+			if !ok {
+				w.Skipped = append(w.Skipped, out.Path+": not a JSONL file of dialogues with messages")
+				continue
+			}
 		}
 		fi.From = out.From
 		dir := filepath.Dir(out.Path)

@@ -14,8 +14,17 @@ import (
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/internal/shared"
 	"github.com/codefeedback/codefeedback/pipeline"
+	// The stages and services data/pipeline.yaml may name, as the CLI
+	// registers them (cmd/codefeedback/stages.go).
+	_ "github.com/codefeedback/codefeedback/pipeline/embed"
+	_ "github.com/codefeedback/codefeedback/pipeline/llm"
 	_ "github.com/codefeedback/codefeedback/stages/audit"
 	_ "github.com/codefeedback/codefeedback/stages/correct"
+	_ "github.com/codefeedback/codefeedback/stages/explain"
+	_ "github.com/codefeedback/codefeedback/stages/filter"
+	_ "github.com/codefeedback/codefeedback/stages/leetcode"
+	_ "github.com/codefeedback/codefeedback/stages/pack"
+	_ "github.com/codefeedback/codefeedback/stages/simulate"
 )
 
 // sampleRun is one run of the sample pipeline, shared by the tests of this
@@ -353,11 +362,34 @@ func TestSampleRunNumbers(t *testing.T) {
 // removed list and the audited total from the correct stage's output.
 func checkLeakage(t *testing.T, s *sampleRun, got Data) {
 	t.Helper()
+	// The audit reads its input stages' outputs; the dialogues among those
+	// items are what it audits.
 	var auditName string
 	var auditIn int64
+	outputs := map[string]string{}
 	for _, rec := range s.manifest.Stages {
-		if rec.Type == "audit" {
-			auditName, auditIn = rec.Name, rec.Counts.In
+		outputs[rec.Name] = rec.Output
+	}
+	for _, rec := range s.manifest.Stages {
+		if rec.Type != "audit" {
+			continue
+		}
+		auditName = rec.Name
+		for _, src := range rec.Input {
+			p := filepath.Join(s.runDir, outputs[src])
+			if src == pipeline.InputsName {
+				p = filepath.Join(s.runDir, "stages", src, "out.jsonl")
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range strings.Split(string(b), "\n") {
+				var it pipeline.Item
+				if l != "" && json.Unmarshal([]byte(l), &it) == nil && it.Kind == pipeline.KindDialogue {
+					auditIn++
+				}
+			}
 		}
 	}
 	f, err := os.Open(filepath.Join(s.runDir, auditName+".removed.jsonl"))
