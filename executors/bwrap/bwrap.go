@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -226,7 +227,7 @@ func (c *conn) Read(p []byte) (int, error) {
 		case <-c.done:
 		case <-time.After(time.Second):
 		}
-		if msg := c.cmd.Stderr.(*limitedBuffer).String(); msg != "" {
+		if msg := strings.TrimSpace(c.cmd.Stderr.(*limitedBuffer).String()); msg != "" {
 			return 0, fmt.Errorf("%w (bwrap: %s)", err, msg)
 		}
 	}

@@ -126,7 +126,11 @@ func resolveImage(ctx context.Context, cli *client.Client, ref string, pull bool
 		return "", fmt.Errorf("docker: inspect image %s: %w", ref, err)
 	}
 	if !pull {
-		return "", fmt.Errorf("docker: image %s not present; run `make sandbox-image` or `docker pull %s` (or open with ?pull=1)", ref, ref)
+		if ref == DefaultConfig.Image {
+			return "", fmt.Errorf("docker: image %s not present; build it offline with `make sandbox-image`", ref)
+		}
+		return "", fmt.Errorf("docker: image %s not present; `docker pull %s` (or add pull=1 to the driver URL), "+
+			"or use the offline image %s that `make sandbox-image` builds", ref, ref, DefaultConfig.Image)
 	}
 	if err := pullImage(ctx, cli, ref); err != nil {
 		return "", err
