@@ -21,8 +21,10 @@ type execOptions struct {
 	Timeout time.Duration
 	Memory  string
 	JSON    bool
-	Stdin   string // file whose content is the program's stdin
-	File    string // program file, "-" for stdin
+	Stdin   string   // file whose content is the program's stdin
+	DB      string   // SQLite database file, placed in scratch as db.sqlite
+	Files   []string // NAME=PATH: host file PATH placed in scratch as NAME
+	File    string   // program file, "-" for stdin
 }
 
 func init() {
@@ -41,21 +43,25 @@ func init() {
 			&cli.StringFlag{Name: "memory", Usage: "memory limit, e.g. 512MiB", Value: "512MiB", Destination: &o.Memory},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON", Destination: &o.JSON},
 			&cli.StringFlag{Name: "stdin", Usage: "file to feed the program on stdin", Destination: &o.Stdin},
+			&cli.StringFlag{Name: "db", Usage: "SQLite database FILE for --lang sql (a copy; the file itself is not changed)", Destination: &o.DB},
+			&cli.StringSliceFlag{Name: "file", Usage: "NAME=PATH: copy host file PATH into the run's scratch directory as NAME (repeatable)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return withCode(2, fmt.Errorf("exec: want one FILE (or - for stdin), got %d arguments", c.NArg()))
 			}
 			o.File = c.Args().First()
+			o.Files = c.StringSlice("file")
 			return runExec(c.Context, o, os.Stdin, os.Stdout, os.Stderr)
 		},
 	})
 }
 
 // driverURL turns --driver into a URL; a bare name gets pool=1, since exec
-// runs one program.
+// runs one program. A URL without "//" (docker:python:3.12-slim) keeps its
+// opaque image part.
 func driverURL(driver string) string {
-	if !strings.Contains(driver, "://") {
+	if !strings.Contains(driver, ":") {
 		return driver + "://?pool=1"
 	}
 	if !strings.Contains(driver, "pool=") {
@@ -92,6 +98,9 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 		}
 		req.Stdin = string(b)
 	}
+	if req.Files, err = execFiles(o); err != nil {
+		return withCode(2, err)
+	}
 	if err := req.Validate(); err != nil {
 		return withCode(2, err)
 	}
@@ -122,6 +131,40 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 		return withCode(res.ExitCode&0xFF, fmt.Errorf("exec: program exited with status %d", res.ExitCode))
 	}
 	return nil
+}
+
+// execFiles reads --db and --file into a request's Files.
+func execFiles(o execOptions) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	add := func(name, path, flag string) error {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("exec: %s: %w", flag, err)
+		}
+		if _, dup := files[name]; dup {
+			return fmt.Errorf("exec: %s: %s given twice", flag, name)
+		}
+		files[name] = b
+		return nil
+	}
+	if o.DB != "" {
+		if err := add("db.sqlite", o.DB, "--db"); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range o.Files {
+		name, path, ok := strings.Cut(f, "=")
+		if !ok || name == "" || path == "" {
+			return nil, fmt.Errorf("exec: --file %q: want NAME=PATH", f)
+		}
+		if err := add(name, path, "--file"); err != nil {
+			return nil, err
+		}
+	}
+	if len(files) == 0 {
+		return nil, nil
+	}
+	return files, nil
 }
 
 func statusLine(r executors.Result) string {
