@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -57,19 +58,31 @@ func init() {
 	})
 }
 
-// driverURL turns --driver into a URL; a bare name gets pool=1, since exec
-// runs one program. A URL without "//" (docker:python:3.12-slim) keeps its
-// opaque image part.
-func driverURL(driver string) string {
+// driverURL turns --driver into a URL and adds each key=value of defaults
+// whose key the URL does not set: exec passes pool=1 (it runs one program)
+// and memory=--memory (so a container's cgroup is sized for the run). A bare
+// name becomes name://; a URL without "//" (docker:python:3.12-slim) keeps
+// its opaque image part.
+func driverURL(driver string, defaults ...string) string {
 	if !strings.Contains(driver, ":") {
-		return driver + "://?pool=1"
+		driver += "://"
 	}
-	if !strings.Contains(driver, "pool=") {
-		sep := "?"
-		if strings.Contains(driver, "?") {
-			sep = "&"
+	_, query, _ := strings.Cut(driver, "?")
+	have := map[string]bool{}
+	for _, kv := range strings.Split(query, "&") {
+		k, _, _ := strings.Cut(kv, "=")
+		have[k] = true
+	}
+	for _, kv := range defaults {
+		k, _, _ := strings.Cut(kv, "=")
+		if have[k] {
+			continue
 		}
-		return driver + sep + "pool=1"
+		if strings.Contains(driver, "?") {
+			driver += "&" + kv
+		} else {
+			driver += "?" + kv
+		}
 	}
 	return driver
 }
@@ -104,7 +117,7 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 	if err := req.Validate(); err != nil {
 		return withCode(2, err)
 	}
-	ex, err := executors.Open(ctx, driverURL(o.Driver))
+	ex, err := executors.Open(ctx, driverURL(o.Driver, "pool=1", "memory="+url.QueryEscape(o.Memory)))
 	if err != nil {
 		return withCode(2, err)
 	}

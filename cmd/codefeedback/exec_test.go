@@ -17,15 +17,16 @@ import (
 
 func TestDriverURL(t *testing.T) {
 	cases := []struct{ in, want string }{
-		{"bwrap", "bwrap://?pool=1"},
-		{"docker", "docker://?pool=1"},
-		{"docker://python:3.12-slim", "docker://python:3.12-slim?pool=1"},
-		{"docker://python:3.12-slim?pids=32", "docker://python:3.12-slim?pids=32&pool=1"},
-		{"docker://?pool=3", "docker://?pool=3"},
-		{"docker:python:3.12-slim", "docker:python:3.12-slim?pool=1"},
+		{"bwrap", "bwrap://?pool=1&memory=1GiB"},
+		{"docker", "docker://?pool=1&memory=1GiB"},
+		{"docker://python:3.12-slim", "docker://python:3.12-slim?pool=1&memory=1GiB"},
+		{"docker://python:3.12-slim?pids=32", "docker://python:3.12-slim?pids=32&pool=1&memory=1GiB"},
+		{"docker://?pool=3&memory=2GiB", "docker://?pool=3&memory=2GiB"},
+		{"docker://?xpool=3", "docker://?xpool=3&pool=1&memory=1GiB"},
+		{"docker:python:3.12-slim", "docker:python:3.12-slim?pool=1&memory=1GiB"},
 	}
 	for _, tc := range cases {
-		if got := driverURL(tc.in); got != tc.want {
+		if got := driverURL(tc.in, "pool=1", "memory=1GiB"); got != tc.want {
 			t.Errorf("driverURL(%q): got %q want %q", tc.in, got, tc.want)
 		}
 	}
