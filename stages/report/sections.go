@@ -30,7 +30,7 @@ type sectionKind struct {
 // functions); a builder draws only what is present.
 var sectionKinds = []sectionKind{
 	{"filter", "Filter: difficulty and near-duplicates", []string{"filter", "dedup"}, buildFilter},
-	{"pack", "Pack: grouped queries", []string{"pack"}, buildGeneric},
+	{"pack", "Pack: grouped queries", []string{"pack"}, buildPack},
 	{"simulate", "Simulate: execution feedback", []string{"simulate"}, buildSimulate},
 	{"correct", "Correct: planted bugs", []string{"correct"}, buildCorrect},
 	{"audit", "Audit: benchmark leakage", []string{"audit"}, buildAudit},
@@ -49,6 +49,7 @@ func (d *Data) buildSections(ctx context.Context) error {
 				continue
 			}
 			in := Instance{Name: s.Name, Status: s.Status, Stats: allStats(s.Stats)}
+			in.Notes = skippedNotes(s.Stats)
 			if err := k.build(ctx, d, s, &in); err != nil {
 				return err
 			}
@@ -304,6 +305,33 @@ func buildAudit(_ context.Context, d *Data, s *pipeline.StageRecord, in *Instanc
 		in.Charts = append(in.Charts, Chart{ID: chartID(s.Name, "flagged"), Title: "Dialogues flagged per benchmark", Bars: statBars(flagged)})
 	}
 	return nil
+}
+
+// skippedNotes states the items a stage passed over for want of a model
+// ("skipped/no_model" in pack, simulate, explain; "skipped_no_model" in filter).
+func skippedNotes(st map[string]float64) []string {
+	var notes []string
+	for _, k := range []string{"skipped/no_model", "skipped_no_model"} {
+		if n := st[k]; n > 0 {
+			notes = append(notes, fmt.Sprintf("%d items passed through unchanged: no model configured for this stage", int(n)))
+		}
+	}
+	return notes
+}
+
+// buildPack draws pack's similarity check (mean cosine within packed groups
+// against random groups: "cos/within", "cos/random") and its other counters.
+func buildPack(ctx context.Context, d *Data, s *pipeline.StageRecord, in *Instance) error {
+	if b := pick(s.Stats, "cos/within", "cos/random"); len(b) > 0 {
+		in.Charts = append(in.Charts, Chart{ID: chartID(s.Name, "similarity"), Title: "Mean cosine similarity: within packed groups vs random groups", Bars: b})
+	}
+	rest := &pipeline.StageRecord{Name: s.Name, Stats: map[string]float64{}}
+	for k, v := range s.Stats {
+		if !strings.HasPrefix(k, "cos/") && !strings.HasPrefix(k, "seconds/") && !strings.HasPrefix(k, "skipped") {
+			rest.Stats[k] = v
+		}
+	}
+	return buildGeneric(ctx, d, rest, in)
 }
 
 // buildGeneric charts stats of a stage the report has no special view for:
