@@ -38,6 +38,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	_ "embed"
 	"encoding/base64"
 	"encoding/hex"
@@ -55,6 +56,19 @@ import (
 
 //go:embed judge.py
 var judgeSource string
+
+// Version identifies the judge: a short hash of the judge program's source
+// and of feedbackRev. Stages whose output holds verdicts or feedback put it
+// in their cache version.
+func Version() string { return judgeVersion }
+
+// feedbackRev changes whenever Feedback's wording changes.
+const feedbackRev = "feedback-1"
+
+var judgeVersion = func() string {
+	h := sha256.Sum256([]byte(judgeSource + "\x00" + feedbackRev))
+	return hex.EncodeToString(h[:6])
+}()
 
 // Kind classifies one test case's outcome.
 type Kind string

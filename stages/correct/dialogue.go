@@ -1,6 +1,7 @@
 package correct
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"hash/fnv"
@@ -116,6 +117,19 @@ func UserPrompt(p *schema.Problem) string {
 	return b.String()
 }
 
+// TestSource is the problem's tests as shown to the user: the test imports,
+// then one test per line.
+func TestSource(p *schema.Problem) string {
+	var b strings.Builder
+	if s := strings.TrimSpace(p.TestImport); s != "" {
+		b.WriteString(s + "\n")
+	}
+	for _, t := range p.Tests {
+		b.WriteString(strings.TrimRight(normalizeNewlines(t), "\n") + "\n")
+	}
+	return b.String()
+}
+
 var defRe = regexp.MustCompile(`(?m)^def\s+([A-Za-z_]\w*)`)
 
 // funcName is the entry point, or the last top-level def of the code (MBPP
@@ -162,7 +176,7 @@ func BuildDialogue(p *schema.Problem, solution string, m Mutant, bug, fix Run, i
 		{Role: schema.RoleExecution, Content: bug.Output(), Exec: bug.Execution(info)},
 		{Role: schema.RoleAssistant, Content: Analysis(bug, m.Code) + " " + fixHint(m.Code, solution) + "Here is the corrected code:\n\n" + codeBlock(solution)},
 		{Role: schema.RoleExecution, Content: fix.Output(), Exec: fix.Execution(info)},
-		{Role: schema.RoleAssistant, Content: fmt.Sprintf("The corrected code now passes all %d tests.", len(p.Tests))},
+		{Role: schema.RoleAssistant, Content: passesAll(fix)},
 	}
 	return schema.Dialogue{
 		ID:       id,
@@ -181,20 +195,22 @@ func BuildDialogue(p *schema.Problem, solution string, m Mutant, bug, fix Run, i
 	}
 }
 
-// lastLine is the final non-empty line of stderr that names the exception.
+// passesAll is the closing turn after the fix's passing run.
+func passesAll(fix Run) string {
+	return fmt.Sprintf("The corrected code now passes all %d tests.", fix.Verdict.Total)
+}
+
+// errorMessage is the first failure's exception line as Python prints it
+// ("NameError: name 'x' is not defined"), or its message.
 func errorMessage(r Run) string {
-	if r.Result.ErrorLine != "" {
-		return r.Result.ErrorLine
+	f, _ := firstFailure(r.Verdict)
+	switch {
+	case f.Exception != "" && f.Message != "":
+		return f.Exception + ": " + f.Message
+	case f.Exception != "":
+		return f.Exception
 	}
-	lines := strings.Split(strings.TrimRight(r.Result.Stderr, "\n"), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		l := lines[i]
-		if strings.HasPrefix(l, "Test failed:") || strings.HasPrefix(l, "  ") || l == "" {
-			continue
-		}
-		return l
-	}
-	return r.Observed
+	return cmp.Or(f.Message, r.Observed)
 }
 
 // Analysis is the assistant's reading of a failing run: it names the error
@@ -237,7 +253,7 @@ func Analysis(bug Run, buggy string) string {
 		}
 		b.WriteString(".")
 	case Timeout:
-		fmt.Fprintf(&b, "The run did not finish within the %s time limit: on at least one test the code keeps running, most likely in a loop that never reaches its exit condition.", bug.Limits.Timeout)
+		fmt.Fprintf(&b, "The run did not finish in time (%s): on at least one test the code keeps running, most likely in a loop that never reaches its exit condition.", errorMessage(bug))
 	default:
 		fmt.Fprintf(&b, "The run failed (%s).", bug.Observed)
 	}

@@ -129,8 +129,14 @@ func checkDialogue(t *testing.T, d *schema.Dialogue, p *schema.Problem) {
 	if d.Messages[2].Exec == nil || d.Messages[2].Exec.Passed == nil || *d.Messages[2].Exec.Passed {
 		t.Errorf("%s: buggy run record missing or passing", d.ID)
 	}
-	if !strings.HasPrefix(d.Messages[2].Content, "Execution result:\n") {
-		t.Errorf("%s: feedback turn %q lacks the execution header", d.ID, d.Messages[2].Content)
+	// The feedback turn is the harness's report of the real run; exports
+	// add the "Execution result:" header themselves.
+	fb := d.Messages[2].Content
+	if strings.HasPrefix(fb, "Execution result") || strings.TrimSpace(fb) == "" {
+		t.Errorf("%s: feedback turn %q is empty or carries an execution header", d.ID, fb)
+	}
+	if obs := d.Labels["observed"]; KindOf(obs) != Logic && KindOf(obs) != Timeout && !strings.Contains(fb, obs) {
+		t.Errorf("%s: feedback turn lacks the observed %s:\n%s", d.ID, obs, fb)
 	}
 }
 
@@ -234,5 +240,33 @@ func TestMBPPFull(t *testing.T) {
 	t.Log(rep)
 	for _, s := range rep.skipped {
 		t.Logf("skipped %s", s)
+	}
+}
+
+// TestMBPPSetupNeedsSolution covers MBPP problems whose test set-up builds
+// trees from the Node class the solution defines (the set-up must run after
+// the solution): their references pass and their mutants hold up to re-runs.
+func TestMBPPSetupNeedsSolution(t *testing.T) {
+	var ps []schema.Problem
+	for _, p := range loadMBPP(t, 0) {
+		if p.ID == "Mbpp/367" || p.ID == "Mbpp/927" {
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) != 2 {
+		t.Fatalf("found %d of Mbpp/367 and Mbpp/927", len(ps))
+	}
+	for _, p := range ps {
+		if strings.TrimSpace(p.Setup) == "" || !strings.Contains(p.Setup, "Node(") {
+			t.Fatalf("%s: set-up %q does not build Nodes; the test no longer covers the set-up order", p.ID, p.Setup)
+		}
+	}
+	rep := generateSet(t, sandbox(t), ps, 2)
+	t.Log(rep)
+	if len(rep.skipped) > 0 {
+		t.Errorf("skipped: %v", rep.skipped)
+	}
+	if rep.perKind[Syntax] != 2 || rep.perKind[Name] != 2 {
+		t.Errorf("problems with syntax/name mutants %d/%d, want 2/2", rep.perKind[Syntax], rep.perKind[Name])
 	}
 }

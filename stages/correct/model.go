@@ -160,7 +160,7 @@ func (g *ModelGenerator) Generate(ctx context.Context, p *schema.Problem, kind K
 			{Role: schema.RoleExecution, Content: bug.Output(), Exec: bug.Execution(info)},
 			{Role: schema.RoleAssistant, Content: fixText},
 			{Role: schema.RoleExecution, Content: fix.Output(), Exec: fix.Execution(info)},
-			{Role: schema.RoleAssistant, Content: fmt.Sprintf("The corrected code now passes all %d tests.", len(p.Tests))},
+			{Role: schema.RoleAssistant, Content: passesAll(fix)},
 		},
 		Stage:   "correct",
 		Method:  "model-injection",

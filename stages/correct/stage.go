@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/schema"
@@ -81,7 +82,7 @@ func newStage(o StageOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
 		return nil, err
 	}
 	kinds, _ := o.kinds()
-	version := map[string]string{"mutate": shortHash(mutateScript), "check": shortHash(checkScript), "dialogue": "v1"}
+	version := map[string]string{"mutate": shortHash(mutateScript), "judge": harness.Version(), "dialogue": "v2"}
 	if o.Method == "model" {
 		pv, err := PromptVersion()
 		if err != nil {

@@ -8,10 +8,11 @@ import (
 )
 
 // Verify re-runs every execution turn of a correct-stage dialogue and checks
-// that the fresh run shows the same thing: the same outcome (exception type,
-// wrong answer, timeout or pass) as recorded, a bug kind that matches the
-// dialogue's bug_kind label on the first failing run, and a passing last run.
-// It returns nil when all hold; an error names the first mismatch.
+// that the fresh run shows the same thing: the same outcome (pass, timeout
+// or exception type, as the record states it) as recorded; on the first
+// failing run, the dialogue's observed label and a bug kind that matches its
+// bug_kind label; and a passing last run. It returns nil when all hold; an
+// error names the first mismatch.
 func Verify(ctx context.Context, c *Checker, d *schema.Dialogue) error {
 	var execs []*schema.Message
 	for i := range d.Messages {
@@ -28,14 +29,16 @@ func Verify(ctx context.Context, c *Checker, d *schema.Dialogue) error {
 		}
 		run, err := c.Rerun(ctx, m.Exec)
 		if err != nil {
-			return err
+			return fmt.Errorf("dialogue %s: execution turn %d: %w", d.ID, i, err)
 		}
-		recorded := observe(executionResult(m.Exec))
-		if run.Observed != recorded {
-			return fmt.Errorf("dialogue %s: execution turn %d: re-run observed %s, recorded %s", d.ID, i, run.Observed, recorded)
+		fresh := run.Verdict.Execution()
+		if got, want := recordOutcome(&fresh), recordOutcome(m.Exec); got != want {
+			return fmt.Errorf("dialogue %s: execution turn %d: re-run shows %s, recorded %s", d.ID, i, got, want)
 		}
-		if i == 0 && string(KindOf(run.Observed)) != d.Labels["bug_kind"] {
-			return fmt.Errorf("dialogue %s: buggy run observed %s, which is not bug kind %q", d.ID, run.Observed, d.Labels["bug_kind"])
+		if i == 0 {
+			if run.Observed != d.Labels["observed"] || string(KindOf(run.Observed)) != d.Labels["bug_kind"] {
+				return fmt.Errorf("dialogue %s: buggy run observed %s, labelled %s of bug kind %q", d.ID, run.Observed, d.Labels["observed"], d.Labels["bug_kind"])
+			}
 		}
 		if i == len(execs)-1 && !run.Passed() {
 			return fmt.Errorf("dialogue %s: the fix does not pass on re-run: %s", d.ID, run.Observed)

@@ -8,6 +8,9 @@ import (
 	"github.com/codefeedback/codefeedback/schema"
 )
 
+// TestCheckerObserves judges one candidate per outcome and checks what the
+// run reads as: the outcome, the code line at fault, the feedback text, and
+// that the recorded program re-runs to the same outcome.
 func TestCheckerObserves(t *testing.T) {
 	ex := sandbox(t)
 	c := &Checker{Exec: ex, LoopTimeout: 1500e6}
@@ -46,17 +49,24 @@ func TestCheckerObserves(t *testing.T) {
 					t.Errorf("pass output %q lacks the pass line", out)
 				}
 			case ObservedWrongAnswer:
-				if !strings.Contains(out, "got:  -1") || r.FailedTest != "assert add(1, 2) == 3" {
-					t.Errorf("wrong-answer output %q / failed test %q, want got -1 for the first test", out, r.FailedTest)
+				if !strings.Contains(out, "Test failed for input add(1, 2): expected 3, got -1") || r.FailedTest != "assert add(1, 2) == 3" {
+					t.Errorf("wrong-answer output %q / failed test %q, want expected 3, got -1 for the first test", out, r.FailedTest)
 				}
 			case ObservedTimeout:
-				if !strings.Contains(out, "time limit") {
-					t.Errorf("timeout output %q does not mention the time limit", out)
+				if !strings.Contains(out, "timed out after 1.5s") || !r.Execution(c.Exec.Info()).TimedOut {
+					t.Errorf("timeout output %q does not name the time limit, or the record is not timed out", out)
 				}
 			default:
 				if !strings.Contains(out, tc.want) || !strings.Contains(out, `File "solution.py"`) {
 					t.Errorf("output %q lacks %s or the solution frame", out, tc.want)
 				}
+			}
+			again, err := c.Rerun(context.Background(), r.Execution(c.Exec.Info()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again.Observed != r.Observed || again.Line != r.Line || again.FailedTest != r.FailedTest {
+				t.Errorf("re-run observed %q line %d test %q, want %q %d %q", again.Observed, again.Line, again.FailedTest, r.Observed, r.Line, r.FailedTest)
 			}
 		})
 	}

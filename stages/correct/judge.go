@@ -1,0 +1,175 @@
+package correct
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// Observed outcomes of a run that are not exception names: the harness's
+// outcome words.
+const (
+	ObservedPass        = harness.OutcomePass
+	ObservedWrongAnswer = harness.OutcomeWrongAnswer // a test's comparison or assert failed
+	ObservedTimeout     = harness.OutcomeTimeout
+	ObservedOther       = harness.OutcomeError // failed with no exception we could name
+)
+
+// KindOf maps an observed outcome to the bug kind it proves, or "" when it
+// proves none (a pass, or an exception outside the five kinds such as
+// IndexError).
+func KindOf(observed string) Kind {
+	switch observed {
+	case "SyntaxError", "IndentationError", "TabError":
+		return Syntax
+	case "NameError":
+		return Name
+	case "TypeError":
+		return Type
+	case ObservedWrongAnswer:
+		return Logic
+	case ObservedTimeout:
+		return Timeout
+	}
+	return ""
+}
+
+// Checker judges candidate code against a problem's tests with the test
+// harness (executors/harness) in the sandbox. Safe for concurrent use when
+// its Executor is.
+type Checker struct {
+	Exec executors.Executor
+	// Timeout bounds an ordinary run (default 10 s); LoopTimeout bounds runs
+	// of code expected to loop forever (default 2 s).
+	Timeout, LoopTimeout time.Duration
+}
+
+// options are the harness options of a run: the whole run bounded by the
+// time limit, each test by at most 5 s of it.
+func (c *Checker) options(loop bool) harness.Options {
+	t := cmp.Or(c.Timeout, 10*time.Second)
+	if loop {
+		t = cmp.Or(c.LoopTimeout, 2*time.Second)
+	}
+	return harness.Options{Timeout: t, CaseTimeout: min(5*time.Second, t)}
+}
+
+// Run is one judged execution.
+type Run struct {
+	Verdict harness.Verdict
+	// Observed is the verdict's outcome (harness.Verdict.Outcome) with any
+	// module prefix of an exception name dropped: ObservedPass,
+	// ObservedWrongAnswer, ObservedTimeout, an exception name, or
+	// ObservedOther. The first failure decides: the code's failure to load,
+	// else the first failing test in order.
+	Observed string
+	// Line is the line of the code the first failure points at (a syntax
+	// error's line, or the innermost line an exception passed through); 0
+	// when none.
+	Line int
+	// FailedTest is the source of the first failing test; "" when the code
+	// failed before any test ran.
+	FailedTest string
+	At         time.Time
+}
+
+// Passed reports whether every test passed.
+func (r Run) Passed() bool { return r.Verdict.Passed }
+
+// newRun reads a verdict's first failure.
+func newRun(v harness.Verdict, at time.Time) Run {
+	r := Run{Verdict: v, Observed: v.Outcome(), At: at}
+	if i := strings.LastIndex(r.Observed, "."); i >= 0 {
+		r.Observed = r.Observed[i+1:] // json.decoder.JSONDecodeError -> JSONDecodeError
+	}
+	if f, ok := firstFailure(v); ok {
+		r.Line = f.Line
+		if v.Load == nil {
+			r.FailedTest = f.Test
+		}
+	}
+	return r
+}
+
+// firstFailure is the failure that decides a verdict's outcome, as a case:
+// the load failure, or the first failing test.
+func firstFailure(v harness.Verdict) (harness.CaseResult, bool) {
+	if l := v.Load; l != nil {
+		return harness.CaseResult{Kind: l.Kind, Exception: l.Exception, Message: l.Message, Traceback: l.Traceback, Line: l.Line}, true
+	}
+	for _, c := range v.Cases {
+		if !c.Passed {
+			return c, true
+		}
+	}
+	return harness.CaseResult{}, false
+}
+
+// Check judges code against p's tests; loop selects the short time limit
+// for code expected to hang. A failing program is a Run, not an error; an
+// error means the sandbox failed or p cannot be judged.
+func (c *Checker) Check(ctx context.Context, p *schema.Problem, code string, loop bool) (Run, error) {
+	at := time.Now().UTC()
+	v, err := harness.Judge(ctx, c.Exec, *p, code, c.options(loop))
+	if err != nil {
+		return Run{}, fmt.Errorf("correct: run tests: %w", err)
+	}
+	return newRun(v, at), nil
+}
+
+// Rerun runs the judge program recorded in an execution again under the
+// same limits, to confirm what it showed.
+func (c *Checker) Rerun(ctx context.Context, e *schema.Execution) (Run, error) {
+	at := time.Now().UTC()
+	v, err := harness.Rerun(ctx, c.Exec, *e)
+	if err != nil {
+		return Run{}, fmt.Errorf("correct: %w", err)
+	}
+	return newRun(v, at), nil
+}
+
+// Output is the text of an execution turn for r: the harness's feedback
+// (the error with its traceback, expected versus actual with the test, or
+// the timeout), all real output of the run.
+func (r Run) Output() string { return strings.TrimRight(r.Verdict.Feedback, "\n") }
+
+// Execution is the record of r for an execution turn; what the run's result
+// does not name (driver, image, memory limit) comes from info.
+func (r Run) Execution(info executors.Info) *schema.Execution {
+	e := r.Verdict.Execution()
+	e.ExecutedAt = r.At
+	if e.Driver == "" {
+		e.Driver = info.Driver
+	}
+	if e.Image == "" {
+		e.Image = info.Image
+	}
+	if e.MemoryB == 0 {
+		e.MemoryB = info.Limits.MemoryBytes
+	}
+	return &e
+}
+
+// recordOutcome is what an execution record shows: "pass", "timeout", the
+// exception, or "fail".
+func recordOutcome(e *schema.Execution) string {
+	switch {
+	case e.Passed != nil && *e.Passed:
+		return "pass"
+	case e.TimedOut:
+		return "timeout"
+	case e.Exception != "":
+		return e.Exception
+	}
+	return "fail"
+}
+
+func normalizeNewlines(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+}
