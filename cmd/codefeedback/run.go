@@ -105,6 +105,7 @@ func runPipeline(ctx context.Context, o runOptions) error {
 	m, err := pipeline.Run(ctx, cfg, o.opts)
 	if m != nil {
 		printSummary(o.stdout, m)
+		reportAfterRun(ctx, o.stdout, o.stderr, m)
 	}
 	switch {
 	case err == nil:
