@@ -139,9 +139,9 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 	}
 	switch {
 	case res.TimedOut:
-		return withCode(124, fmt.Errorf("exec: timed out after %v", o.Timeout))
+		return quietExit(124) // the status line said it timed out
 	case res.ExitCode != 0:
-		return withCode(res.ExitCode&0xFF, fmt.Errorf("exec: program exited with status %d", res.ExitCode))
+		return quietExit(res.ExitCode & 0xFF)
 	}
 	return nil
 }

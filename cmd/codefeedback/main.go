@@ -25,12 +25,19 @@ func register(c *cli.Command) { commands = append(commands, c) }
 
 // exitError carries a specific exit code from a command.
 type exitError struct {
-	code int
-	err  error
+	code  int
+	quiet bool
+	err   error
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
+
+// quietExit makes main exit with code without printing anything: the
+// command has already said what happened (e.g. exec's status line).
+func quietExit(code int) error {
+	return &exitError{code: code, quiet: true, err: fmt.Errorf("exit status %d", code)}
+}
 
 // withCode wraps err so main exits with code.
 func withCode(code int, err error) error {
@@ -64,10 +71,13 @@ func main() {
 	if err == nil {
 		return
 	}
-	fmt.Fprintln(os.Stderr, "codefeedback:", err)
 	var ee *exitError
 	if errors.As(err, &ee) {
+		if !ee.quiet {
+			fmt.Fprintln(os.Stderr, "codefeedback:", err)
+		}
 		os.Exit(ee.code)
 	}
+	fmt.Fprintln(os.Stderr, "codefeedback:", err)
 	os.Exit(1)
 }
