@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -855,6 +856,15 @@ func (r *runner) runAll(ctx context.Context, s *StageSpec, st *Stage, key string
 		}
 		m := &marker{Key: key, InputHash: inHash, OutHash: outHash, Output: rel, Counts: Counts{In: total, Out: n, Cached: total}}
 		m.Stats, _ = svc.Stats.Snapshot()
+		// What the stage computed over the whole set (similarities, ratios)
+		// is not in its items: take it from when the set was made.
+		if saved, err := readSetStats(path); err == nil {
+			for k, v := range saved {
+				if _, seen := m.Stats[k]; !seen {
+					m.Stats[k] = v
+				}
+			}
+		}
 		rec.Status, rec.Counts, rec.Output = "unchanged", m.Counts, rel
 		r.done[s.Name] = m
 		if r.o.DryRun {
@@ -925,12 +935,38 @@ func (r *runner) runAll(ctx context.Context, s *StageSpec, st *Stage, key string
 	}
 	m := &marker{Key: key, InputHash: inHash, OutHash: w.sum(), Output: rel, Counts: rec.Counts}
 	m.Stats, _ = svc.Stats.Snapshot()
+	if err := writeSetStats(path, m.Stats); err != nil {
+		return err
+	}
 	rec.Status, rec.Output = "ran", rel
 	r.done[s.Name] = m
 	if err := r.writeRefs(s.Name, "set\t"+setKey+"\n"); err != nil {
 		return err
 	}
 	return r.writeMarker(s.Name, m)
+}
+
+// setStatsPath is the sidecar holding the statistics a whole-set stage
+// computed when it made the set at setPath.
+func setStatsPath(setPath string) string {
+	return strings.TrimSuffix(setPath, ".jsonl") + ".stats.json"
+}
+
+func writeSetStats(setPath string, stats map[string]float64) error {
+	b, err := json.Marshal(stats)
+	if err != nil {
+		return fmt.Errorf("encode stats: %w", err)
+	}
+	return writeFileAtomic(setStatsPath(setPath), b)
+}
+
+func readSetStats(setPath string) (map[string]float64, error) {
+	b, err := os.ReadFile(setStatsPath(setPath))
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]float64
+	return m, json.Unmarshal(b, &m)
 }
 
 func (r *runner) writeRefs(name, content string) error {

@@ -234,13 +234,18 @@ stages:
 	if c := stageRec(t, m, "a").Counts; c.Cached != 100 {
 		t.Fatalf("merged run: a cached %d want 100", c.Cached)
 	}
-	// Re-run: the whole-set stage is not called again.
+	// Re-run: the whole-set stage is not called again, and the statistics
+	// it computed over the set come back with its output.
 	resetCalls()
-	if _, err := Run(context.Background(), cfg, RunOptions{}); err != nil {
+	m, err = Run(context.Background(), cfg, RunOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if callCount("count") != 0 {
 		t.Fatalf("unchanged whole-set stage called %d times", callCount("count"))
+	}
+	if s := stageRec(t, m, "count"); s.Status != "unchanged" || s.Stats["counted"] != 100 {
+		t.Fatalf("unchanged whole-set stage: status %q stats %v, want unchanged with counted=100", s.Status, s.Stats)
 	}
 }
 

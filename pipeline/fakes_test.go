@@ -111,6 +111,7 @@ func init() {
 					}
 					n++
 				}
+				svc.Stats.Set("counted", float64(n)) // a whole-set figure no item carries
 				it, err := QueryItem(schema.Query{ID: "count", Text: fmt.Sprint(n)})
 				if err != nil {
 					return err

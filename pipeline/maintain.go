@@ -48,7 +48,8 @@ func Merge(ctx context.Context, dst string, shards []string) (MergeReport, error
 		}
 		rep.Entries += n
 		sets, _ := filepath.Glob(filepath.Join(sd, "sets", "*.jsonl"))
-		for _, s := range sets {
+		sidecars, _ := filepath.Glob(filepath.Join(sd, "sets", "*.stats.json"))
+		for _, s := range append(sets, sidecars...) {
 			b, err := os.ReadFile(s)
 			if err != nil {
 				return rep, fmt.Errorf("merge: %w", err)
@@ -56,7 +57,9 @@ func Merge(ctx context.Context, dst string, shards []string) (MergeReport, error
 			if err := writeFileAtomic(filepath.Join(dst, "sets", filepath.Base(s)), b); err != nil {
 				return rep, err
 			}
-			rep.Sets++
+			if strings.HasSuffix(s, ".jsonl") {
+				rep.Sets++
+			}
 		}
 	}
 	return rep, nil
@@ -152,6 +155,7 @@ func GC(runDir string) (GCReport, error) {
 			if os.Remove(s) == nil {
 				rep.SetsRemoved++
 			}
+			os.Remove(setStatsPath(s)) // absent for sets made before sidecars
 		}
 	}
 	return rep, nil
