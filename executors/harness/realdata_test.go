@@ -26,9 +26,10 @@ type benchmarkSet struct {
 }
 
 var benchmarkSets = []benchmarkSet{
-	// Mbpp/123's reference takes about 14 s for amicable_numbers_sum(9999)
-	// on this machine: over any per-test limit.
-	{name: "mbpp", path: "mbpp/mbpp.jsonl", knownBroken: []string{"Mbpp/123"}, maxFail: 5},
+	// Mbpp/123's reference needs about 5 s for amicable_numbers_sum(9999)
+	// here (14 s under load): right at the per-test limit, so it may pass or
+	// time out and is not listed as broken.
+	{name: "mbpp", path: "mbpp/mbpp.jsonl", maxFail: 5},
 	{name: "humaneval", path: "humaneval/HumanEval.jsonl.gz", maxFail: 0},
 	// LeetCode/minimize-manhattan-distances imports sortedcontainers, which
 	// the sandbox's Python lacks here (Debian: python3-sortedcontainers).
