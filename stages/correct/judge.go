@@ -156,20 +156,6 @@ func (r Run) Execution(info executors.Info) *schema.Execution {
 	return &e
 }
 
-// recordOutcome is what an execution record shows: "pass", "timeout", the
-// exception, or "fail".
-func recordOutcome(e *schema.Execution) string {
-	switch {
-	case e.Passed != nil && *e.Passed:
-		return "pass"
-	case e.TimedOut:
-		return "timeout"
-	case e.Exception != "":
-		return e.Exception
-	}
-	return "fail"
-}
-
 func normalizeNewlines(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
 }

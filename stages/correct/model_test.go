@@ -93,6 +93,20 @@ func TestModelInjection(t *testing.T) {
 			if err := Verify(context.Background(), g.Checker, &d); err != nil {
 				t.Errorf("verify: %v", err)
 			}
+			// A record or label that no longer tells what the run showed is caught.
+			tampered := d
+			tampered.Messages = append([]schema.Message(nil), d.Messages...)
+			rec := *d.Messages[2].Exec
+			rec.Exception = "ValueError"
+			tampered.Messages[2].Exec = &rec
+			if err := Verify(context.Background(), g.Checker, &tampered); err == nil || !strings.Contains(err.Error(), "re-run shows") {
+				t.Errorf("verify of a tampered record: %v, want a re-run mismatch", err)
+			}
+			tampered = d
+			tampered.Labels = map[string]string{"bug_kind": string(tc.kind), "observed": "ValueError"}
+			if err := Verify(context.Background(), g.Checker, &tampered); err == nil || !strings.Contains(err.Error(), "labelled ValueError") {
+				t.Errorf("verify of a tampered label: %v, want a label mismatch", err)
+			}
 		})
 	}
 }

@@ -8,11 +8,11 @@ import (
 )
 
 // Verify re-runs every execution turn of a correct-stage dialogue and checks
-// that the fresh run shows the same thing: the same outcome (pass, timeout
-// or exception type, as the record states it) as recorded; on the first
-// failing run, the dialogue's observed label and a bug kind that matches its
-// bug_kind label; and a passing last run. It returns nil when all hold; an
-// error names the first mismatch.
+// that the fresh run shows the same thing: the same pass/fail, timeout and
+// exception type as recorded; on the first failing run, the dialogue's
+// observed label and a bug kind that matches its bug_kind label; and a
+// passing last run. It returns nil when all hold; an error names the first
+// mismatch.
 func Verify(ctx context.Context, c *Checker, d *schema.Dialogue) error {
 	var execs []*schema.Message
 	for i := range d.Messages {
@@ -32,8 +32,9 @@ func Verify(ctx context.Context, c *Checker, d *schema.Dialogue) error {
 			return fmt.Errorf("dialogue %s: execution turn %d: %w", d.ID, i, err)
 		}
 		fresh := run.Verdict.Execution()
-		if got, want := recordOutcome(&fresh), recordOutcome(m.Exec); got != want {
-			return fmt.Errorf("dialogue %s: execution turn %d: re-run shows %s, recorded %s", d.ID, i, got, want)
+		if rec := m.Exec; rec.Passed == nil || *rec.Passed != *fresh.Passed || rec.TimedOut != fresh.TimedOut || rec.Exception != fresh.Exception {
+			return fmt.Errorf("dialogue %s: execution turn %d: re-run shows passed %v, timed out %v, exception %q; recorded passed %v, timed out %v, exception %q",
+				d.ID, i, *fresh.Passed, fresh.TimedOut, fresh.Exception, rec.Passed != nil && *rec.Passed, rec.TimedOut, rec.Exception)
 		}
 		if i == 0 {
 			if run.Observed != d.Labels["observed"] || string(KindOf(run.Observed)) != d.Labels["bug_kind"] {
