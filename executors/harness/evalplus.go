@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	_ "embed"
@@ -251,31 +250,23 @@ type plusDoneRec struct {
 // with this program's marker count; a run without its final record fails.
 func (pr Program) DecodePlus(res executors.Result) PlusVerdict {
 	v := PlusVerdict{Result: res, Program: pr.Source}
-	sc := bufio.NewScanner(strings.NewReader(res.Stdout))
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	prefix := pr.marker + " "
 	var load *plusLoadRec
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), prefix)
-		if !ok {
-			continue
-		}
-		kind, body, _ := strings.Cut(line, " ")
+	for kind, body := range pr.records(res.Stdout) {
 		switch kind {
 		case "load":
 			var r plusLoadRec
-			if json.Unmarshal([]byte(body), &r) == nil && load == nil {
+			if json.Unmarshal(body, &r) == nil && load == nil {
 				load = &r
 			}
 		case "fail":
 			var r plusFailRec
-			if json.Unmarshal([]byte(body), &r) == nil {
+			if json.Unmarshal(body, &r) == nil {
 				v.Failures = append(v.Failures, PlusFailure{Index: r.I, Set: r.Set, Kind: r.Kind, Input: r.Input,
 					Expected: r.Expected, Actual: r.Actual, Exception: r.Exception, Message: r.Message, Traceback: r.Traceback})
 			}
 		case "done":
 			var r plusDoneRec
-			if json.Unmarshal([]byte(body), &r) == nil && load != nil && load.OK == 1 {
+			if json.Unmarshal(body, &r) == nil && load != nil && load.OK == 1 {
 				v.Complete = true
 				v.Total, v.PassedCount, v.Skipped, v.Inputs, v.Stopped = r.Total, r.Passed, r.Skipped, r.Inputs, r.Stopped
 			}

@@ -45,6 +45,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"sync"
 	"time"
@@ -397,36 +398,28 @@ func (pr Program) Decode(res executors.Result) Verdict {
 	var plan *planRec
 	var load *loadRec
 	reported := map[int]caseRec{}
-	sc := bufio.NewScanner(strings.NewReader(res.Stdout))
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	prefix := pr.marker + " "
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), prefix)
-		if !ok {
-			continue
-		}
-		kind, body, _ := strings.Cut(line, " ")
+	for kind, body := range pr.records(res.Stdout) {
 		switch kind {
 		case "plan":
 			var r planRec
-			if json.Unmarshal([]byte(body), &r) == nil && plan == nil {
+			if json.Unmarshal(body, &r) == nil && plan == nil {
 				plan = &r
 			}
 		case "load":
 			var r loadRec
-			if json.Unmarshal([]byte(body), &r) == nil && load == nil {
+			if json.Unmarshal(body, &r) == nil && load == nil {
 				load = &r
 			}
 		case "case":
 			var r caseRec
-			if json.Unmarshal([]byte(body), &r) == nil {
+			if json.Unmarshal(body, &r) == nil {
 				if _, dup := reported[r.I]; !dup {
 					reported[r.I] = r
 				}
 			}
 		case "done":
 			var r doneRec
-			if json.Unmarshal([]byte(body), &r) == nil && plan != nil && load != nil {
+			if json.Unmarshal(body, &r) == nil && plan != nil && load != nil {
 				v.Complete = true
 				v.Stdout, v.StdoutBytes = r.Stdout, r.StdoutBytes
 			}
@@ -466,6 +459,27 @@ func (pr Program) Decode(res executors.Result) Verdict {
 	v.Passed = v.Complete && v.Load == nil && v.Total > 0 && v.PassedCount == v.Total
 	v.Feedback = Feedback(v, pr.opts)
 	return v
+}
+
+// records yields the kind and JSON body of each line of stdout that
+// carries this program's marker ("<marker> <kind> <json>"); other lines,
+// whatever the candidate printed, are skipped.
+func (pr Program) records(stdout string) iter.Seq2[string, []byte] {
+	return func(yield func(string, []byte) bool) {
+		sc := bufio.NewScanner(strings.NewReader(stdout))
+		sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+		prefix := pr.marker + " "
+		for sc.Scan() {
+			line, ok := strings.CutPrefix(sc.Text(), prefix)
+			if !ok {
+				continue
+			}
+			kind, body, _ := strings.Cut(line, " ")
+			if !yield(kind, []byte(body)) {
+				return
+			}
+		}
+	}
 }
 
 // missingCase describes a case the judge never reported, from how the run ended.
