@@ -29,16 +29,16 @@ type HNSW struct {
 }
 
 // NewHNSW returns an empty index with the given parameters (zero values
-// take 16, 200 and 96).
+// take 12, 64 and 48, the pack stage's defaults).
 func NewHNSW(m, efConstruction, efSearch int) *HNSW {
 	if m <= 0 {
-		m = 16
+		m = 12
 	}
 	if efConstruction <= 0 {
-		efConstruction = 200
+		efConstruction = 64
 	}
 	if efSearch <= 0 {
-		efSearch = 96
+		efSearch = 48
 	}
 	return &HNSW{M: m, EfConstruction: efConstruction, EfSearch: efSearch, entry: -1}
 }

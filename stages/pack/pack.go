@@ -37,7 +37,7 @@ type Config struct {
 
 // DefaultConfig are the defaults of the pack stage.
 var DefaultConfig = Config{K: 4, Sizes: []int{2, 3}, Floor: 0.25, Seed: 1, ExactMax: 5000,
-	M: 16, EfConstruction: 100, EfSearch: 64, RecallSample: 200}
+	M: 12, EfConstruction: 64, EfSearch: 48, RecallSample: 200}
 
 func (c Config) validate() error {
 	if c.K < 1 || c.K > 64 {
