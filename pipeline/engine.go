@@ -435,6 +435,7 @@ func (r *runner) materializeInputs(ctx context.Context) error {
 		return err
 	}
 	var n int64
+	var buf []byte
 	for _, in := range r.cfg.Inputs {
 		rec := InputRecord{Path: in.Path, Format: in.Format}
 		rec.SHA256, rec.Bytes, err = fileSHA256(in.Path)
@@ -452,12 +453,12 @@ func (r *runner) materializeInputs(ctx context.Context) error {
 			if !r.o.Shard.Has(it.ID) || (r.o.Limit > 0 && n >= int64(r.o.Limit)) {
 				continue
 			}
-			b, err := json.Marshal(it)
+			buf, err = appendItem(buf[:0], it)
 			if err != nil {
 				w.a.Abort()
 				return fmt.Errorf("input %s: item %s: %w", in.Path, it.ID, err)
 			}
-			w.Write(append(b, '\n'))
+			w.Write(append(buf, '\n'))
 			n++
 		}
 		r.man.Inputs = append(r.man.Inputs, rec)
@@ -514,12 +515,24 @@ type deadLetter struct {
 	Time      time.Time `json:"time"`
 }
 
-func itemKey(stageKey string, line []byte) string {
-	h := sha256.New()
-	h.Write([]byte(stageKey))
-	h.Write([]byte{0})
-	h.Write(line)
-	return hex.EncodeToString(h.Sum(nil))
+// keyHasher computes an item's store key, the hash of its stage key and
+// its input line, for one stage with one reusable hash state.
+// Not safe for concurrent use.
+type keyHasher struct {
+	stageKey []byte
+	h        hash.Hash
+	sum      [sha256.Size]byte
+}
+
+func newKeyHasher(stageKey string) *keyHasher {
+	return &keyHasher{stageKey: append([]byte(stageKey), 0), h: sha256.New()}
+}
+
+func (k *keyHasher) key(line []byte) string {
+	k.h.Reset()
+	k.h.Write(k.stageKey)
+	k.h.Write(line)
+	return hex.EncodeToString(k.h.Sum(k.sum[:0]))
 }
 
 func (r *runner) isForced(name string) bool { return slices.Contains(r.o.Force, name) }
@@ -592,6 +605,7 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *Stage, key strin
 	var c Counts
 	var werr error // fatal: store or file failure
 	writerDone := make(chan struct{})
+	var refBuf []byte
 	go func() {
 		defer close(writerDone)
 		for sl := range slots {
@@ -625,7 +639,8 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *Stage, key strin
 				p.fresh.Add(1)
 			}
 			if !sl.aborted && (sl.failed == nil || sl.permanent) {
-				refs.Write([]byte(ItemsBucket + "\t" + sl.key + "\n"))
+				refBuf = append(append(append(refBuf[:0], ItemsBucket+"\t"...), sl.key...), '\n')
+				refs.Write(refBuf)
 			}
 			if sl.failed != nil {
 				c.Failed++
@@ -643,9 +658,9 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *Stage, key strin
 				continue
 			}
 			if st.Observe != nil {
+				// sl.val is never modified, so items may alias it.
 				for l := range bytes.Lines(lines) {
-					var it Item
-					if json.Unmarshal(l, &it) == nil {
+					if it, err := parseItem(l[:len(l)-1]); err == nil {
 						st.Observe(it)
 					}
 				}
@@ -655,39 +670,48 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *Stage, key strin
 
 	stopped := false
 	var readErr error
-	for _, src := range srcs {
-		for ln, err := range readLines(src) {
-			if err != nil {
+	// Lines are read in batches: one store transaction looks up a whole
+	// batch, and one buffer holds its lines for the jobs.
+	const batchLines = 256
+	var (
+		arena []byte
+		ends  []int
+		keys  []string
+		kh    = newKeyHasher(key)
+	)
+	flush := func() bool {
+		defer func() { arena, ends, keys = nil, ends[:0], keys[:0] }()
+		var vals [][]byte
+		if !force && len(keys) > 0 {
+			var err error
+			if vals, err = r.db.GetMany(gctx, ItemsBucket, keys); err != nil {
 				readErr = err
-				break
+				return false
 			}
+		}
+		from := 0
+		for i, k := range keys {
+			data := arena[from:ends[i]:ends[i]]
+			from = ends[i]
 			if gctx.Err() != nil {
-				break
+				return false
 			}
 			if r.budget.exceeded() {
 				stopped = true
-				break
+				return false
 			}
-			k := itemKey(key, ln.data)
 			sl := &slot{done: make(chan struct{}), key: k}
-			if !force {
-				v, ok, err := r.db.Get(gctx, ItemsBucket, k)
-				if err != nil {
-					readErr = err
-					break
+			if v := vals; v != nil && len(v[i]) > 0 {
+				sl.cached = true
+				sl.val = v[i]
+				if v[i][0] == valFail {
+					sl.failed = errors.New(string(v[i][1:]))
+					sl.permanent = true
+					sl.id = itemID(data)
 				}
-				if ok && len(v) > 0 {
-					sl.cached = true
-					sl.val = v
-					if v[0] == valFail {
-						sl.failed = errors.New(string(v[1:]))
-						sl.permanent = true
-						sl.id = itemID(ln.data)
-					}
-					close(sl.done)
-					slots <- sl
-					continue
-				}
+				close(sl.done)
+				slots <- sl
+				continue
 			}
 			if r.o.DryRun {
 				sl.missed = true
@@ -696,11 +720,33 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *Stage, key strin
 				continue
 			}
 			slots <- sl
-			jobs <- job{bytes.Clone(ln.data), sl}
+			jobs <- job{data, sl}
 		}
-		if readErr != nil || stopped || gctx.Err() != nil {
-			break
+		return true
+	}
+read:
+	for _, src := range srcs {
+		for ln, err := range readLines(src) {
+			if err != nil {
+				readErr = err
+				break read
+			}
+			if gctx.Err() != nil {
+				break read
+			}
+			if arena == nil {
+				arena = make([]byte, 0, 64<<10)
+			}
+			arena = append(arena, ln.data...)
+			ends = append(ends, len(arena))
+			keys = append(keys, kh.key(ln.data))
+			if len(keys) == batchLines && !flush() {
+				break read
+			}
 		}
+	}
+	if readErr == nil && !stopped && gctx.Err() == nil {
+		flush()
 	}
 	close(jobs)
 	g.Wait()
@@ -762,8 +808,8 @@ func itemID(line []byte) string {
 // number of retries made.
 func (r *runner) process(ctx context.Context, s *StageSpec, st *Stage, line []byte, sl *slot) (retries int) {
 	defer close(sl.done)
-	var in Item
-	if err := json.Unmarshal(line, &in); err != nil {
+	in, err := parseItem(line) // line is ours: in.Data may alias it
+	if err != nil {
 		sl.failed = fmt.Errorf("decode item: %w", err)
 		return 0
 	}
@@ -778,23 +824,26 @@ func (r *runner) process(ctx context.Context, s *StageSpec, st *Stage, line []by
 		outs, err := callEach(actx, st, in)
 		cancel()
 		if err == nil {
-			var buf bytes.Buffer
-			buf.WriteByte(valOK)
+			size := 1
+			for _, o := range outs {
+				size += len(o.ID) + len(o.Kind) + len(o.Data) + len(`{"id":"","kind":"","data":}`) + 1
+			}
+			buf := make([]byte, 1, size)
+			buf[0] = valOK
 			for _, o := range outs {
 				if o.ID == "" || o.Kind == "" {
 					err = fmt.Errorf("stage returned an item without id or kind (input %s)", in.ID)
 					break
 				}
-				b, merr := json.Marshal(o)
-				if merr != nil {
+				var merr error
+				if buf, merr = appendItem(buf, o); merr != nil {
 					err = fmt.Errorf("encode output %s: %w", o.ID, merr)
 					break
 				}
-				buf.Write(b)
-				buf.WriteByte('\n')
+				buf = append(buf, '\n')
 			}
 			if err == nil {
-				sl.val = buf.Bytes()
+				sl.val = buf
 				sl.wait = r.db.PutAsync(ItemsBucket, sl.key, sl.val)
 				return retries
 			}
@@ -911,7 +960,7 @@ func (r *runner) runAll(ctx context.Context, s *StageSpec, st *Stage, key string
 		if it.ID == "" || it.Kind == "" {
 			return fmt.Errorf("stage emitted an item without id or kind")
 		}
-		b, err := json.Marshal(it)
+		b, err := appendItem(nil, it)
 		if err != nil {
 			return fmt.Errorf("encode output %s: %w", it.ID, err)
 		}
@@ -985,8 +1034,7 @@ func observeFile(path string, st *Stage) (int64, string, error) {
 		h.Write([]byte{'\n'})
 		n++
 		if st.Observe != nil {
-			var it Item
-			if json.Unmarshal(ln.data, &it) == nil {
+			if it, err := parseItem(bytes.Clone(ln.data)); err == nil {
 				st.Observe(it)
 			}
 		}

@@ -149,8 +149,8 @@ func readItems(ctx context.Context, path string) iter.Seq2[Item, error] {
 				yield(Item{}, err)
 				return
 			}
-			var it Item
-			if err := json.Unmarshal(line.data, &it); err != nil {
+			it, err := parseItem(bytes.Clone(line.data))
+			if err != nil {
 				yield(Item{}, fmt.Errorf("%s:%d: %w", path, line.no, err))
 				return
 			}
@@ -323,7 +323,7 @@ func (j *jsonlOut) Write(it Item) error {
 	var b []byte
 	var err error
 	if j.envelope {
-		b, err = json.Marshal(it)
+		b, err = appendItem(nil, it)
 	} else {
 		b, err = compactJSON(it.Data)
 	}

@@ -264,6 +264,53 @@ func (b *Bolt) Get(ctx context.Context, bucket, key string) ([]byte, bool, error
 	return out, out != nil, nil
 }
 
+// GetMany looks up keys of one bucket in one read transaction (cheaper than
+// a Get per key) and returns their values, nil where absent.
+func (b *Bolt) GetMany(ctx context.Context, bucket string, keys []string) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	missing := 0
+	b.pmu.RLock()
+	if len(b.pending) > 0 || len(b.applying) > 0 {
+		for i, key := range keys {
+			k := bucket + "\x00" + key
+			v, ok := b.pending[k]
+			if !ok && b.applying != nil {
+				v, ok = b.applying[k]
+			}
+			if ok {
+				out[i] = v
+			} else {
+				missing++
+			}
+		}
+	} else {
+		missing = len(keys)
+	}
+	b.pmu.RUnlock()
+	if missing == 0 {
+		return out, nil
+	}
+	err := b.db.View(func(tx *bolt.Tx) error {
+		bk := tx.Bucket([]byte(bucket))
+		if bk == nil {
+			return nil
+		}
+		for i, key := range keys {
+			if out[i] != nil {
+				continue
+			}
+			if v := bk.Get([]byte(key)); v != nil {
+				out[i] = append([]byte{}, v...) // bbolt memory is valid only inside the transaction
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: get %d keys of %s: %w", len(keys), bucket, err)
+	}
+	return out, nil
+}
+
 // Put implements Cache: it returns once val is committed and synced.
 func (b *Bolt) Put(ctx context.Context, bucket, key string, val []byte) error {
 	wait := b.PutAsync(bucket, key, val)

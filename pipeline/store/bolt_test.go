@@ -149,3 +149,55 @@ func TestBoltBackgroundCheckpoints(t *testing.T) {
 		t.Fatalf("after reopen: %+v want %d entries", st, n)
 	}
 }
+
+// GetMany must see the same values as Get, whether an entry is still in the
+// log (pending), being checkpointed, or in bbolt.
+func TestBoltGetMany(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "store.db")
+	b, err := OpenBolt(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Enough data to force checkpoints, so entries are in all three places.
+	const n = 3000
+	val := func(i int) []byte { return []byte(fmt.Sprintf("v%d-%0400d", i, i)) }
+	for i := range n {
+		if i%2 == 0 {
+			b.PutAsync("items", Key(i), val(i))
+		}
+	}
+	if err := b.Put(ctx, "items", Key(-1), []byte("last")); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		keys := make([]string, n)
+		for i := range n {
+			keys[i] = Key(i)
+		}
+		got, err := b.GetMany(ctx, "items", keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if want := val(i); i%2 == 0 && string(got[i]) != string(want) {
+				t.Fatalf("%s: GetMany key %d = %.20q, want %.20q", when, i, got[i], want)
+			}
+			if i%2 == 1 && got[i] != nil {
+				t.Fatalf("%s: GetMany key %d = %.20q, want absent", when, i, got[i])
+			}
+		}
+		if got, err := b.GetMany(ctx, "absent-bucket", keys[:3]); err != nil || got[0] != nil {
+			t.Fatalf("%s: GetMany of a missing bucket = %q, %v; want nil values", when, got, err)
+		}
+	}
+	check("before close")
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = OpenBolt(path, false); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	check("after reopen")
+}
