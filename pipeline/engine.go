@@ -219,6 +219,7 @@ func (r *runner) run(ctx context.Context) error {
 		}
 		r.man.Stages = append(r.man.Stages, rec)
 		r.man.Usage = r.man.Usage.Add(rec.Usage)
+		r.man.Extra = r.serviceReport()
 		r.man.DeadCount += rec.Counts.DeadLettered
 		if rec.Counts.DeadLettered > 0 {
 			deadFiles = append(deadFiles, filepath.Join(r.outDir, "stages", s.Name, "dead-letters.jsonl"))
@@ -993,6 +994,25 @@ func (r *runner) runAll(ctx context.Context, s *StageSpec, st *Stage, key string
 		return err
 	}
 	return r.writeMarker(s.Name, m)
+}
+
+// serviceReport collects what the shared services report about themselves
+// (the model service's per-stage usage and cost) for the manifest.
+func (r *runner) serviceReport() json.RawMessage {
+	rep := map[string]any{}
+	for name, v := range map[string]any{"model": r.model, "embedder": r.embed} {
+		if s, ok := v.(interface{ ServiceReport() any }); ok {
+			rep[name] = s.ServiceReport()
+		}
+	}
+	if len(rep) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return nil // a report that cannot be encoded is left out, not fatal
+	}
+	return b
 }
 
 // setStatsPath is the sidecar holding the statistics a whole-set stage

@@ -2,6 +2,7 @@ package llm_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -250,6 +251,13 @@ outputs: [{path: $DIR/out.jsonl}]
 	}
 	if rec.Usage.Requests != 5 || rec.Usage.PromptTokens == 0 || rec.Usage.CostUSD <= 0 {
 		t.Errorf("manifest usage = %+v, want 5 paid requests with tokens and cost", rec.Usage)
+	}
+	// The model service's own report (per-stage usage and cost) is in the manifest.
+	var extra struct {
+		Model json.RawMessage `json:"model"`
+	}
+	if err := json.Unmarshal(m.Extra, &extra); err != nil || !strings.Contains(string(extra.Model), `"ask":{"requests":5`) {
+		t.Errorf("manifest extra = %s (%v), want the model service report with 5 requests for stage ask", m.Extra, err)
 	}
 	for _, r := range srv.Requests() {
 		if r.Chat.Model != "cheap-model" {
