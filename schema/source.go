@@ -232,11 +232,12 @@ func (s *Source) Close() error {
 	return s.raw.Close()
 }
 
-// decodeDialogue reads a Code-Feedback record or one of this tool's own
-// dialogues. An id that is not a JSON string (Code-Feedback uses integers)
-// becomes the string ID and is kept verbatim in SourceID; unknown top-level
-// fields go to Extra.
-func decodeDialogue(rec json.RawMessage) (Dialogue, error) {
+// decodeDialogueGeneric is decodeDialogue by way of a field map: decode to
+// a map, re-encode the known fields and decode them again. decodeDialogue
+// uses it only for records its single typed decode cannot take exactly as
+// this does (errors, keys that differ from a field name only in case, keys
+// given twice, escaped keys), so both always agree; the tests hold them to it.
+func decodeDialogueGeneric(rec json.RawMessage) (Dialogue, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(rec, &fields); err != nil {
 		return Dialogue{}, fmt.Errorf("malformed JSON: %v", err)
