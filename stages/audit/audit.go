@@ -403,8 +403,9 @@ func (a *Auditor) Run(ctx context.Context, dialogues iter.Seq2[*schema.Dialogue,
 }
 
 // RunRecords is Run over raw Code-Feedback-style JSON records (such as
-// RawRecords yields): the records are decoded by the workers, in parallel,
-// which for a large JSONL file is most of the work. A record that does not
+// RawRecords yields): the records are decoded by the workers, in parallel
+// (with schema.DecodeDialogue, as the schema package reads them), which for
+// a large JSONL file is most of the work. A record that does not
 // decode to a valid dialogue stops the run with an error naming its
 // position.
 func (a *Auditor) RunRecords(ctx context.Context, recs iter.Seq2[json.RawMessage, error], each func(*Result) error) (*Report, error) {
@@ -424,29 +425,6 @@ type job struct {
 	raw json.RawMessage
 }
 
-// decodeRecord decodes a Code-Feedback-style record the way the schema
-// package reads one: a non-string id (Code-Feedback's integers) becomes its
-// JSON text, and the dialogue must pass Validate.
-func decodeRecord(raw json.RawMessage) (*schema.Dialogue, error) {
-	var rec struct {
-		ID json.RawMessage `json:"id"`
-		schema.Dialogue
-	}
-	if err := json.Unmarshal(raw, &rec); err != nil {
-		return nil, fmt.Errorf("malformed dialogue: %w", err)
-	}
-	d := rec.Dialogue
-	if len(rec.ID) > 0 && string(rec.ID) != "null" {
-		if err := json.Unmarshal(rec.ID, &d.ID); err != nil {
-			d.ID = string(rec.ID)
-		}
-	}
-	if err := d.Validate(); err != nil {
-		return nil, err
-	}
-	return &d, nil
-}
-
 func (a *Auditor) run(ctx context.Context, src iter.Seq2[job, error], each func(*Result) error) (*Report, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -461,11 +439,11 @@ func (a *Auditor) run(ctx context.Context, src iter.Seq2[job, error], each func(
 			for j := range jobs {
 				var r Result
 				if j.d == nil {
-					d, err := decodeRecord(j.raw)
+					d, err := schema.DecodeDialogue(j.raw)
 					if err != nil {
 						r = Result{Seq: j.seq, Err: fmt.Errorf("audit: record %d: %w", j.seq+1, err)}
 					} else {
-						r = a.check(ctx, d, j.seq, s)
+						r = a.check(ctx, &d, j.seq, s)
 					}
 				} else {
 					r = a.check(ctx, j.d, j.seq, s)
