@@ -39,7 +39,7 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 	if chatErr != nil {
 		chat = nil
 	}
-	version := map[string]any{"leetcode": "v1", "prompts": pv, "embedder": embed.Identity(svc.Embedder), "model": "none"}
+	version := map[string]any{"leetcode": "v1", "prompts": pv, "embedder": embed.Identity(svc.Embedder), "model": "none", "judge": harness.Version()}
 	if m, ok := svc.Model.(*llm.Models); ok && chat != nil {
 		p, err := m.Params(svc.Name, o.Endpoint)
 		if err != nil {

@@ -317,7 +317,7 @@ func (r *run) execute(ctx context.Context, turn Turn, code string) (schema.Messa
 		}
 		e := v.Execution()
 		e.ExecutedAt = time.Now().UTC()
-		return schema.Message{Role: schema.RoleExecution, Content: strings.TrimRight(v.Feedback, "\n"), Exec: &e}, verdictOutcome(v), nil
+		return schema.Message{Role: schema.RoleExecution, Content: strings.TrimRight(v.Feedback, "\n"), Exec: &e}, v.Outcome(), nil
 	}
 	if r.judged == "" {
 		r.judged = "model"
@@ -342,35 +342,6 @@ func (r *run) execute(ctx context.Context, turn Turn, code string) (schema.Messa
 		Stdout: res.Stdout, Stderr: res.Stderr, Duration: res.Duration, ExecutedAt: at,
 	}
 	return schema.Message{Role: schema.RoleExecution, Content: RenderResult(res, o.Timeout, o.OutputChars), Exec: &e}, resultOutcome(res), nil
-}
-
-// verdictOutcome names a test verdict's outcome.
-func verdictOutcome(v harness.Verdict) string {
-	if v.Passed {
-		return "pass"
-	}
-	if v.Load != nil {
-		if v.Load.Kind == harness.KindTimeout {
-			return "timeout"
-		}
-		return firstNonEmpty(v.Load.Exception, string(v.Load.Kind))
-	}
-	for _, c := range v.Cases {
-		if c.Passed {
-			continue
-		}
-		switch c.Kind {
-		case harness.KindTimeout:
-			return "timeout"
-		case harness.KindWrongAnswer:
-			return "wrong_answer"
-		}
-		return firstNonEmpty(c.Exception, string(c.Kind))
-	}
-	if v.Result.TimedOut {
-		return "timeout"
-	}
-	return "error"
 }
 
 // resultOutcome names a cell's outcome.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/schema"
@@ -26,7 +27,7 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	version := map[string]any{"prompts": ps.Version(), "loop": "v1"}
+	version := map[string]any{"prompts": ps.Version(), "loop": "v1", "judge": harness.Version()}
 	if m, ok := svc.Model.(*llm.Models); ok {
 		for role, ep := range map[string]string{"writer": o.Writer, "judge": o.Judge, "feedback": o.Feedback} {
 			p, err := m.Params(svc.Name, ep)
