@@ -30,6 +30,9 @@ type StageOptions struct {
 	// Timeout bounds an ordinary test run, LoopTimeout a run expected to hang.
 	Timeout     time.Duration `yaml:"timeout" json:"timeout"`
 	LoopTimeout time.Duration `yaml:"loop_timeout" json:"loop_timeout"`
+	// Endpoint names the model endpoint of the `model:` section (method
+	// model; "" = the default).
+	Endpoint string `yaml:"endpoint" json:"endpoint"`
 	// KeepProblems also passes problem items on (they are consumed
 	// otherwise); items of other kinds always pass through unchanged.
 	KeepProblems bool `yaml:"keep_problems" json:"keep_problems"`
@@ -82,13 +85,21 @@ func newStage(o StageOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
 		return nil, err
 	}
 	kinds, _ := o.kinds()
-	version := map[string]string{"mutate": shortHash(mutateScript), "judge": harness.Version(), "dialogue": "v2"}
+	version := map[string]any{"mutate": shortHash(mutateScript), "judge": harness.Version(), "dialogue": "v2"}
 	if o.Method == "model" {
 		pv, err := PromptVersion()
 		if err != nil {
 			return nil, err
 		}
 		version["prompts"] = pv
+		// The model's settings decide the answers: a new model recomputes.
+		if m, ok := svc.Model.(*llm.Models); ok {
+			p, err := m.Params(svc.Name, o.Endpoint)
+			if err != nil {
+				return nil, fmt.Errorf("correct: %w", err)
+			}
+			version["model"] = p
+		}
 	}
 	st := &pipeline.Stage{Version: version}
 	st.Observe = func(out pipeline.Item) {
@@ -130,7 +141,7 @@ func newStage(o StageOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
 				svc.Logger.Info("correct: problem skipped", "problem", p.ID, "reason", out.Skipped)
 			}
 		} else {
-			chat, err := pipeline.ServiceAs[llm.Chatter](svc.Model, "model")
+			chat, err := llm.ForStage(svc, o.Endpoint)
 			if err != nil {
 				return nil, pipeline.Permanent(err)
 			}
