@@ -10,10 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
@@ -23,10 +25,15 @@ import (
 // Labels put on every sandbox container, so containers left behind by a
 // crashed process can be found (RemoveLeftovers) and tests can prove none leak.
 const (
-	LabelSandbox = "codefeedback.sandbox" // always "1"
-	LabelOwner   = "codefeedback.owner"   // host/pid/start-time of the process that created it
-	LabelSlot    = "codefeedback.slot"
+	LabelSandbox  = "codefeedback.sandbox" // always "1"
+	LabelOwner    = "codefeedback.owner"   // host/pid/start-time of the process that created it
+	LabelSlot     = "codefeedback.slot"
+	LabelLauncher = "codefeedback.launcher" // unique per Launcher in this process
+	LabelLaunch   = "codefeedback.launch"   // unique per launch, to find a container whose create call was cut off
 )
+
+// launcherSeq numbers the Launchers of this process.
+var launcherSeq atomic.Uint64
 
 // FirstUID is the uid and gid of the container on pool slot 0; slot n runs as
 // FirstUID+n. A uid per slot makes RLIMIT_NPROC count per slot, so a fork bomb
@@ -91,6 +98,9 @@ type Launcher struct {
 	imageID string // sha256:..., containers are created from the ID so a re-tag cannot change them
 	owner   string
 	python  string // the interpreter name that replaces argv[0] "python3"
+	id      string // LabelLauncher value
+
+	launches atomic.Uint64 // LabelLaunch values
 
 	mu        sync.Mutex
 	closed    bool
@@ -108,7 +118,8 @@ func NewLauncher(ctx context.Context, cli *client.Client, cfg Config, pull bool)
 	if err != nil {
 		return nil, err
 	}
-	l := &Launcher{cli: cli, cfg: cfg, imageID: id, owner: ownerID(), live: map[*conn]bool{}}
+	owner := ownerID()
+	l := &Launcher{cli: cli, cfg: cfg, imageID: id, owner: owner, id: owner + "/" + strconv.FormatUint(launcherSeq.Add(1), 10), live: map[*conn]bool{}}
 	if l.python, err = l.findPython(ctx, "python3", "python"); err != nil {
 		return nil, err
 	}
@@ -183,6 +194,11 @@ func (l *Launcher) Close() error {
 		}
 		errs = append(errs, err)
 	}
+	// Backstop: anything of this launcher the engine still has (a create
+	// whose reply was lost) goes too.
+	ctx, cancel := context.WithTimeout(context.Background(), removeTimeout)
+	errs = append(errs, l.removeLabelled(ctx))
+	cancel()
 	errs = append(errs, l.cli.Close())
 	return errors.Join(errs...)
 }
@@ -240,8 +256,13 @@ func (l *Launcher) launch(ctx context.Context, slot int, argv []string, init boo
 	defer l.launching.Done()
 
 	cfg, hc := l.containerConfig(slot, argv, init)
+	launchID := strconv.FormatUint(l.launches.Add(1), 10)
+	cfg.Labels[LabelLaunch] = launchID
 	created, err := l.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
 	if err != nil {
+		// A create cut off by ctx may still have made the container on the
+		// engine's side: find it by its launch label and remove it.
+		l.removeLaunch(launchID)
 		return nil, fmt.Errorf("docker: create container from %s: %w", l.cfg.Image, err)
 	}
 	c := &conn{l: l, id: created.ID, done: make(chan struct{})}
@@ -292,9 +313,10 @@ func (l *Launcher) containerConfig(slot int, argv []string, init bool) (*contain
 		Tty:             false,
 		NetworkDisabled: true,
 		Labels: map[string]string{
-			LabelSandbox: "1",
-			LabelOwner:   l.owner,
-			LabelSlot:    strconv.Itoa(slot),
+			LabelSandbox:  "1",
+			LabelOwner:    l.owner,
+			LabelSlot:     strconv.Itoa(slot),
+			LabelLauncher: l.id,
 		},
 	}
 	pids := l.cfg.Pids
@@ -391,6 +413,31 @@ func (c *conn) Close() error {
 		}
 	})
 	return c.closeErr
+}
+
+// removeLaunch force-removes any container of this launcher labelled with
+// launchID, with its own context so the caller's cancellation cannot stop it.
+func (l *Launcher) removeLaunch(launchID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), removeTimeout)
+	defer cancel()
+	_ = l.removeLabelled(ctx, filters.Arg("label", LabelLaunch+"="+launchID))
+}
+
+// removeLabelled force-removes this launcher's containers that also match
+// extra filters.
+func (l *Launcher) removeLabelled(ctx context.Context, extra ...filters.KeyValuePair) error {
+	f := filters.NewArgs(append(extra, filters.Arg("label", LabelLauncher+"="+l.id))...)
+	cs, err := l.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return fmt.Errorf("docker: list containers: %w", err)
+	}
+	var errs []error
+	for _, c := range cs {
+		if err := l.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !client.IsErrNotFound(err) {
+			errs = append(errs, fmt.Errorf("docker: remove container %.12s: %w", c.ID, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (c *conn) remove() error {

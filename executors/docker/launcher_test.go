@@ -228,6 +228,30 @@ func TestCloseRemovesContainerAfterCancel(t *testing.T) {
 	// The cleanup registered by newTestLauncher checks nothing is left.
 }
 
+// A container the engine made although the create call's reply was lost
+// (its context was cancelled mid-call) is not in the launcher's books: Close
+// still removes it by its launcher label, and removeLaunch by its launch label.
+func TestCloseRemovesUntrackedContainers(t *testing.T) {
+	l := newTestLauncher(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	create := func(launchID string) string {
+		cfg, hc := l.containerConfig(5, []string{"python3", "-c", ""}, false)
+		cfg.Labels[LabelLaunch] = launchID
+		c, err := l.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
+		if err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		return c.ID
+	}
+	lost := create("lost-1")
+	l.removeLaunch("lost-1")
+	if _, err := l.cli.ContainerInspect(ctx, lost); !client.IsErrNotFound(err) {
+		t.Errorf("removeLaunch: container %.12s still there (inspect error %v)", lost, err)
+	}
+	create("lost-2") // left for Close; newTestLauncher's cleanup asserts it is gone
+}
+
 func TestFindPython(t *testing.T) {
 	l := newTestLauncher(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
