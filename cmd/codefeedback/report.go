@@ -64,7 +64,7 @@ func runReport(ctx context.Context, o reportOptions) error {
 		fmt.Fprintf(o.stdout, "wrote %s\n", c)
 	}
 	for _, s := range w.Skipped {
-		fmt.Fprintf(o.stdout, "no dataset card for %s\n", s)
+		fmt.Fprintf(o.stdout, "not in the dataset card: %s\n", s)
 	}
 	return nil
 }
