@@ -40,11 +40,11 @@ stages:
   - stage: t-suffix
     name: a
     concurrency: 8
-    settings: {prompt: "-a", sleep: 4ms}
+    settings: {prompt: "-a", sleep: 16ms}
   - stage: t-suffix
     name: b
     concurrency: 4
-    settings: {prompt: "-b", sleep: 2ms}
+    settings: {prompt: "-b", sleep: 8ms}
 outputs:
   - path: $DIR/out.jsonl
 `
@@ -53,6 +53,10 @@ outputs:
 // moments, then lets it finish: the output must equal an uninterrupted run's,
 // with no duplicate and no partial line, and no output file may ever be
 // half-written.
+//
+// The stages sleep so that the whole run (about 4 s of stage time) outlasts
+// the ten kills (30-430 ms each) however fast the engine is: a run that
+// finishes before its kill does not test a crash.
 func TestKill9Resume(t *testing.T) {
 	const n = 1000
 	ref, refFile := setup(t, n, killPipeline)

@@ -181,7 +181,12 @@ func (s *Source) Next() (Record, error) {
 		out.Dialogue = &d
 	} else {
 		nonFinite := false
-		if fields == nil {
+		var p Problem
+		// This tool's own Problem JSON without a mapping decodes as written:
+		// one typed decode, and the field map only when that fails (for the
+		// Python NaN repair and the same error messages).
+		direct := s.format == FormatNative && len(s.ad.fields) == 0 && fields == nil && json.Unmarshal(rec, &p) == nil
+		if !direct && fields == nil {
 			if err := json.Unmarshal(rec, &fields); err != nil {
 				fixed, changed := fixPythonNonFinite(rec)
 				if !changed || json.Unmarshal(fixed, &fields) != nil {
@@ -190,12 +195,14 @@ func (s *Source) Next() (Record, error) {
 				rec, nonFinite = fixed, true
 			}
 		}
-		var p Problem
 		var err error
-		if s.format == FormatNative && len(s.ad.fields) == 0 {
+		switch {
+		case direct:
+		case s.format == FormatNative && len(s.ad.fields) == 0:
 			// This tool's own Problem JSON: decode it as written.
+			p = Problem{}
 			err = json.Unmarshal(rec, &p)
-		} else {
+		default:
 			p, err = s.ad.toProblem(fields)
 		}
 		if err != nil {

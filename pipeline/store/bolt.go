@@ -50,6 +50,16 @@ type Bolt struct {
 // memory would grow with the store instead of with the batch.
 const checkpointBytes = 512 << 10
 
+// applyEntries bounds one bbolt transaction of a checkpoint. Each random
+// key dirties about one 4 KiB leaf page plus branch pages, all held in memory
+// until the commit, so with small values the entry count, not the data size,
+// sets a transaction's memory; and when the store falls behind, the commit
+// loop hands over as many entries as queued up meanwhile. Applying them in
+// sorted chunks keeps each transaction's pages bounded (a chunk covers a
+// narrow key range, so it shares branch pages too) whatever the backlog
+// and the store's size.
+const applyEntries = 1024
+
 type putReq struct {
 	bucket, key string
 	val         []byte
@@ -157,8 +167,10 @@ func decodeRecord(data []byte) (bucket, key string, val, rest []byte, ok bool) {
 	return bucket, key, val, data[body+4:], true
 }
 
-// apply writes entries to bbolt in one transaction, in key order (sorted
-// inserts touch each page once).
+// apply writes entries to bbolt in key order (sorted inserts touch each
+// page once), in transactions of at most applyEntries entries. A crash
+// between them is harmless: the log still holds every entry, and applying
+// one twice writes the same value.
 func (b *Bolt) apply(m map[string][]byte) error {
 	if len(m) == 0 {
 		return nil
@@ -168,26 +180,30 @@ func (b *Bolt) apply(m map[string][]byte) error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	err := b.db.Update(func(tx *bolt.Tx) error {
-		var bk *bolt.Bucket
-		cur := ""
-		for _, k := range keys {
-			bucket, key, _ := strings.Cut(k, "\x00")
-			if bk == nil || bucket != cur {
-				var err error
-				if bk, err = tx.CreateBucketIfNotExists([]byte(bucket)); err != nil {
+	for len(keys) > 0 {
+		chunk := keys[:min(applyEntries, len(keys))]
+		keys = keys[len(chunk):]
+		err := b.db.Update(func(tx *bolt.Tx) error {
+			var bk *bolt.Bucket
+			cur := ""
+			for _, k := range chunk {
+				bucket, key, _ := strings.Cut(k, "\x00")
+				if bk == nil || bucket != cur {
+					var err error
+					if bk, err = tx.CreateBucketIfNotExists([]byte(bucket)); err != nil {
+						return err
+					}
+					cur = bucket
+				}
+				if err := bk.Put([]byte(key), m[k]); err != nil {
 					return err
 				}
-				cur = bucket
 			}
-			if err := bk.Put([]byte(key), m[k]); err != nil {
-				return err
-			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("store: checkpoint %d entries: %w", len(chunk), err)
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("store: checkpoint %d entries: %w", len(keys), err)
 	}
 	return nil
 }
