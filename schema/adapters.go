@@ -319,6 +319,9 @@ func (a *adapter) assign(p *Problem, f fieldMap, raw json.RawMessage) error {
 
 // scalarString reads a JSON string or number as text.
 func scalarString(raw json.RawMessage) (string, error) {
+	if isPlainNumber(raw) {
+		return string(raw), nil // what the json.Number decode below returns
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
 		return s, nil
@@ -330,6 +333,20 @@ func scalarString(raw json.RawMessage) (string, error) {
 		return n.String(), nil
 	}
 	return "", fmt.Errorf("want a string or number, got %s", truncate(string(raw), 40))
+}
+
+// isPlainNumber reports whether raw is exactly one valid JSON number (no
+// surrounding space), the common case of integer ids.
+func isPlainNumber(raw []byte) bool {
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
+		return false
+	}
+	for _, c := range raw {
+		if (c < '0' || c > '9') && c != '-' && c != '+' && c != '.' && c != 'e' && c != 'E' {
+			return false
+		}
+	}
+	return json.Valid(raw)
 }
 
 // render is the inverse of assign for one field.

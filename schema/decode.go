@@ -179,14 +179,25 @@ func skipValue(b []byte, i int) int {
 	for i < len(b) {
 		switch c := b[i]; c {
 		case '"':
-			i++
-			for i < len(b) && b[i] != '"' {
-				if b[i] == '\\' {
-					i++
+			// Jump from quote to quote (vectorised); a quote after an odd
+			// run of backslashes is escaped.
+			j := i + 1
+			for {
+				k := bytes.IndexByte(b[j:], '"')
+				if k < 0 {
+					return len(b)
 				}
-				i++
+				j += k
+				n := 0
+				for p := j - 1; p > i && b[p] == '\\'; p-- {
+					n++
+				}
+				if n%2 == 0 {
+					break
+				}
+				j++
 			}
-			i++
+			i = j + 1
 		case '{', '[':
 			depth++
 			i++
