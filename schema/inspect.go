@@ -28,7 +28,7 @@ type Report struct {
 	TextLen  []int                     // per dialogue total, or per problem text
 	Roles    map[string]int
 	Langs    map[string]int
-	Scores   map[int]int // rating score histogram
+	Scores   map[string]map[int]int // rating score histogram per rubric (0 = unrated)
 	Samples  []string    // rendered samples
 }
 
@@ -38,7 +38,7 @@ var fenceRE = regexp.MustCompile("(?m)^```([A-Za-z0-9_+#-]+)")
 // rendered for reading in a terminal. Per-record sizes are kept to compute
 // percentiles (8 bytes per value), the records themselves are not.
 func Inspect(path string, sample int) (*Report, error) {
-	rep := &Report{File: path, Roles: map[string]int{}, Langs: map[string]int{}, Scores: map[int]int{}, fields: map[string]map[string]int{}}
+	rep := &Report{File: path, Roles: map[string]int{}, Langs: map[string]int{}, Scores: map[string]map[int]int{}, fields: map[string]map[string]int{}}
 	bad := func(err error) error {
 		var re *RecordError
 		if errors.As(err, &re) {
@@ -132,7 +132,10 @@ func Inspect(path string, sample int) (*Report, error) {
 				continue
 			}
 			rep.Records++
-			rep.Scores[rt.Score]++
+			if rep.Scores[rt.Rubric] == nil {
+				rep.Scores[rt.Rubric] = map[int]int{}
+			}
+			rep.Scores[rt.Rubric][rt.Score]++
 			if len(rep.Samples) < sample {
 				rep.Samples = append(rep.Samples, fmt.Sprintf("%s  rubric=%s score=%d  %s", rt.QueryID, rt.Rubric, rt.Score, oneLine(rt.Reason, 100)))
 			}
@@ -330,16 +333,23 @@ func (rep *Report) Render(w io.Writer) {
 		fmt.Fprintf(w, "chars per text:       %s\n", dist(rep.TextLen))
 	}
 	fmt.Fprintf(w, "languages:            %s\n", counts(rep.Langs))
-	if len(rep.Scores) > 0 {
-		fmt.Fprintln(w, "rating scores:")
-		keys := make([]int, 0, len(rep.Scores))
-		for k := range rep.Scores {
-			keys = append(keys, k)
+	rubrics := make([]string, 0, len(rep.Scores))
+	for r := range rep.Scores {
+		rubrics = append(rubrics, r)
+	}
+	sort.Strings(rubrics)
+	for _, r := range rubrics {
+		hist, total := rep.Scores[r], 0
+		for _, n := range hist {
+			total += n
 		}
-		sort.Ints(keys)
-		for _, k := range keys {
-			bar := strings.Repeat("█", min(60, rep.Scores[k]*60/max(1, rep.Records)))
-			fmt.Fprintf(w, "  %d %6d %s\n", k, rep.Scores[k], bar)
+		fmt.Fprintf(w, "rating scores, rubric %s (0 = unrated):\n", r)
+		for k := 0; k <= 5; k++ {
+			if hist[k] == 0 && k == 0 {
+				continue
+			}
+			bar := strings.Repeat("█", min(60, hist[k]*60/max(1, total)))
+			fmt.Fprintf(w, "  %d %6d %s\n", k, hist[k], bar)
 		}
 	}
 	if len(rep.Samples) > 0 {
