@@ -29,7 +29,7 @@ type Report struct {
 	Roles    map[string]int
 	Langs    map[string]int
 	Scores   map[string]map[int]int // rating score histogram per rubric (0 = unrated)
-	Samples  []string    // rendered samples
+	Samples  []string               // rendered samples
 }
 
 var fenceRE = regexp.MustCompile("(?m)^```([A-Za-z0-9_+#-]+)")
