@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"github.com/codefeedback/codefeedback/schema"
+
 	"bytes"
 	"encoding/json"
 	"unicode/utf8"
@@ -48,32 +50,7 @@ func plainString(s string) bool {
 // JSON with nothing for its compaction and HTML escaping to change (no
 // whitespace outside strings, no <, > or &, no U+2028 or U+2029).
 func plainData(raw json.RawMessage) bool {
-	if len(raw) == 0 {
-		return false
-	}
-	inString, escaped := false, false
-	for i, c := range raw {
-		switch {
-		case c == '<' || c == '>' || c == '&':
-			return false
-		case c == 0xE2 && i+2 < len(raw) && raw[i+1] == 0x80 && (raw[i+2] == 0xA8 || raw[i+2] == 0xA9):
-			return false
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			return false
-		}
-	}
-	return json.Valid(raw)
+	return len(raw) > 0 && schema.IsCompactJSON(raw) && json.Valid(raw)
 }
 
 // parseItem decodes one envelope line as json.Unmarshal would. The result's

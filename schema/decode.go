@@ -49,7 +49,7 @@ func decodeDialogue(rec json.RawMessage) (Dialogue, error) {
 	for i := range d.Messages {
 		// The generic path re-encodes every value once (compaction, HTML
 		// escaping); raw bodies keep that form.
-		if f := d.Messages[i].Feedback; f != nil && f.Body != nil && !compactJSON(f.Body) {
+		if f := d.Messages[i].Feedback; f != nil && f.Body != nil && !IsCompactJSON(f.Body) {
 			b, err := json.Marshal(f.Body)
 			if err != nil {
 				return decodeDialogueGeneric(rec)
@@ -123,7 +123,7 @@ func scanDialogueKeys(rec []byte) (unknown [][]byte, ok bool) {
 				return nil, false
 			}
 			seen |= 1 << f
-			if (dialogueFields[f] == "extra" || dialogueFields[f] == "source_id") && !compactJSON(val) {
+			if (dialogueFields[f] == "extra" || dialogueFields[f] == "source_id") && !IsCompactJSON(val) {
 				return nil, false
 			}
 		} else {
@@ -222,9 +222,10 @@ func skipValue(b []byte, i int) int {
 	return i
 }
 
-// compactJSON reports whether re-encoding the valid JSON value b (compaction
-// with HTML escaping, as json.Marshal does) leaves it unchanged.
-func compactJSON(b []byte) bool {
+// IsCompactJSON reports whether re-encoding the valid JSON value b
+// (compaction with HTML escaping, as json.Marshal does) leaves it unchanged:
+// no whitespace outside strings, no <, > or &, no U+2028 or U+2029.
+func IsCompactJSON(b []byte) bool {
 	inString, escaped := false, false
 	for i, c := range b {
 		switch {
