@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -34,19 +33,9 @@ func TestScript(t *testing.T) {
 		RequireExplicitExec: true,
 		UpdateScripts:       os.Getenv("TESTSCRIPT_UPDATE") != "",
 		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exits": cmdExits},
-		// The bwrap driver writes the sandbox's /etc files under $TMPDIR
-		// ($WORK/.tmp here) and bwrap, running as a pool slot's uid, must
-		// reach them; testscript's temporary root is 0700, so let others
-		// traverse it and $WORK. (A TMPDIR inside any private directory fails
-		// the same way: reported to the executors owner.)
-		Setup: func(env *testscript.Env) error {
-			for _, dir := range []string{filepath.Dir(env.WorkDir), env.WorkDir} {
-				if err := os.Chmod(dir, 0o711); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
+		// testscript's work directories are private (0700) and $TMPDIR
+		// points inside them: the sandbox must work regardless (it once
+		// needed a world-traversable $TMPDIR).
 	})
 }
 

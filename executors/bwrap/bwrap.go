@@ -20,7 +20,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -70,7 +70,6 @@ type Config struct {
 type Launcher struct {
 	bwrap string
 	disk  int64
-	etc   string // host dir with the sandbox's passwd, group, hosts, nsswitch.conf
 	root  bool
 }
 
@@ -87,48 +86,51 @@ func NewLauncher(cfg Config) (*Launcher, error) {
 	if cfg.DiskBytes == 0 {
 		cfg.DiskBytes = DefaultDisk
 	}
-	etc, err := etcDir()
-	if err != nil {
-		return nil, err
-	}
-	return &Launcher{bwrap: path, disk: cfg.DiskBytes, etc: etc, root: os.Geteuid() == 0}, nil
+	return &Launcher{bwrap: path, disk: cfg.DiskBytes, root: os.Geteuid() == 0}, nil
 }
 
-var (
-	etcOnce sync.Once
-	etcPath string
-	etcErr  error
-)
+// etcFiles are the few /etc files the sandbox sees instead of the host's: a
+// passwd naming only the sandbox user, and name resolution from a hosts file
+// only, so resolving a name sends nothing. They are handed to bwrap through
+// pipes (--ro-bind-data), so no host directory has to be readable by the
+// slot's uid and nothing is left behind in $TMPDIR.
+var etcFiles = []struct{ name, text string }{
+	{"passwd", "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:1000:1000:sandbox:/tmp:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"},
+	{"group", "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n"},
+	{"hosts", "127.0.0.1 localhost\n::1 localhost\n"},
+	{"nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n"},
+}
 
-// etcDir writes, once per process, the few /etc files the sandbox sees
-// instead of the host's: a passwd naming only the sandbox user, and name
-// resolution from a hosts file only, so resolving a name sends nothing.
-func etcDir() (string, error) {
-	etcOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "codefeedback-bwrap-etc-")
+// etcFD is the descriptor number bwrap reads etcFiles[i] from: the first
+// of exec.Cmd.ExtraFiles is fd 3.
+func etcFD(i int) string { return strconv.Itoa(3 + i) }
+
+// etcPipes returns read ends holding each of etcFiles, in order. The files
+// are tiny, so each fits in its pipe's buffer and the write end is closed at once.
+func etcPipes() ([]*os.File, error) {
+	var rs []*os.File
+	for _, f := range etcFiles {
+		r, w, err := os.Pipe()
 		if err != nil {
-			etcErr = fmt.Errorf("bwrap: %w", err)
-			return
+			closeAll(rs)
+			return nil, fmt.Errorf("bwrap: %w", err)
 		}
-		files := map[string]string{
-			"passwd":        "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:1000:1000:sandbox:/tmp:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-			"group":         "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n",
-			"hosts":         "127.0.0.1 localhost\n::1 localhost\n",
-			"nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
+		_, err = w.WriteString(f.text)
+		w.Close()
+		if err != nil {
+			r.Close()
+			closeAll(rs)
+			return nil, fmt.Errorf("bwrap: writing /etc/%s: %w", f.name, err)
 		}
-		for name, text := range files {
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-				etcErr = fmt.Errorf("bwrap: %w", err)
-				return
-			}
-		}
-		if err := os.Chmod(dir, 0o755); err != nil {
-			etcErr = fmt.Errorf("bwrap: %w", err)
-			return
-		}
-		etcPath = dir
-	})
-	return etcPath, etcErr
+		rs = append(rs, r)
+	}
+	return rs, nil
+}
+
+func closeAll(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
 }
 
 // Info implements executors.Launcher.
@@ -155,8 +157,8 @@ func (l *Launcher) Args(argv []string) []string {
 	for _, f := range []string{"/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl/openssl.cnf"} {
 		a = append(a, "--ro-bind-try", f, f)
 	}
-	for _, f := range []string{"passwd", "group", "hosts", "nsswitch.conf"} {
-		a = append(a, "--ro-bind", filepath.Join(l.etc, f), "/etc/"+f)
+	for i, f := range etcFiles {
+		a = append(a, "--ro-bind-data", etcFD(i), "/etc/"+f.name)
 	}
 	a = append(a,
 		"--proc", "/proc", "--dev", "/dev",
@@ -192,9 +194,19 @@ func (l *Launcher) Launch(ctx context.Context, slot int, argv []string) (executo
 		inW.Close()
 		return nil, fmt.Errorf("bwrap: %w", err)
 	}
+	etc, err := etcPipes()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	cmd.ExtraFiles = etc
 	cmd.Stdin, cmd.Stdout = inR, outW
 	cmd.Stderr = &limitedBuffer{max: 4096}
 	err = cmd.Start()
+	closeAll(etc)
 	inR.Close()
 	outW.Close()
 	if err != nil {
