@@ -27,7 +27,7 @@ func init() {
 		Description: "IN holds dialogues: JSONL (plain/.gz/.zst, Code-Feedback or codefeedback's own) or .parquet.\n" +
 			"OUT is written atomically: it appears only when the export succeeds.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "to", Value: "codefeedback", Usage: "codefeedback|parquet|sharegpt|openai"},
+			&cli.StringFlag{Name: "to", Usage: "codefeedback|parquet|sharegpt|openai (default: parquet for a .parquet OUT, else codefeedback)"},
 			&cli.StringFlag{Name: "compression", Value: "snappy", Usage: "Parquet codec: snappy|zstd"},
 			&cli.StringFlag{Name: "execution-as", Value: "user", Usage: "render execution turns as a user turn with an output block (user) or as a tool/observation turn (tool)"},
 			&cli.StringFlag{Name: "on-error", Value: "fail", Usage: "fail|skip (bad records to OUT.rejects.jsonl)"},
@@ -36,7 +36,14 @@ func init() {
 			if c.NArg() != 2 {
 				return withCode(2, errors.New("export: want IN OUT"))
 			}
-			return runExport(c.Context, exportOptions{in: c.Args().Get(0), out: c.Args().Get(1), to: c.String("to"),
+			to := c.String("to")
+			if to == "" {
+				to = string(schema.ExportCodeFeedback)
+				if schema.IsParquet(c.Args().Get(1)) {
+					to = string(schema.ExportParquet)
+				}
+			}
+			return runExport(c.Context, exportOptions{in: c.Args().Get(0), out: c.Args().Get(1), to: to,
 				compression: c.String("compression"), execAs: c.String("execution-as"), onError: c.String("on-error"), stderr: errWriter(c.App.ErrWriter)})
 		},
 	})
