@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
@@ -24,4 +25,117 @@ func openBwrap(t *testing.T, url string) executors.Executor {
 
 func TestConformance(t *testing.T) {
 	drivertest.Run(t, func(t *testing.T) executors.Executor { return openBwrap(t, "bwrap://?pool=2") })
+}
+
+// seccompProbe calls each system call raw through libc's syscall() and
+// prints "name result errno", one a line.
+const seccompProbe = `
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+buf = ctypes.create_string_buffer(256)
+def call(name, nr, *args):
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) if isinstance(a, int) else a for a in args])
+    print(name, "ok" if r >= 0 else "fail", ctypes.get_errno() if r < 0 else 0)
+call("add_key", 248, b"user", b"cf", b"secret", 6, -4)
+call("keyctl", 250, 0, -4, 0)          # KEYCTL_GET_KEYRING_ID of the user keyring
+call("ptrace_traceme", 101, 0, 0, 0, 0)
+call("perf_event_open", 298, buf, 0, -1, -1, 0)
+call("userfaultfd", 323, 0)
+call("io_uring_setup", 425, 8, buf)
+call("unshare", 272, 0)
+call("x32_getpid", 0x40000000 | 39)
+call("personality_query", 135, 0xffffffff)
+call("personality_no_aslr", 135, 0x0040000)
+call("getpid", 39)
+`
+
+func TestSeccompDenies(t *testing.T) {
+	ex := openBwrap(t, "bwrap://?pool=1")
+	defer ex.Close()
+	r := runOK(t, ex, executors.Request{Language: executors.Python, Code: seccompProbe})
+	want := "add_key fail 1\nkeyctl fail 1\nptrace_traceme fail 1\nperf_event_open fail 1\nuserfaultfd fail 1\n" +
+		"io_uring_setup fail 1\nunshare fail 1\nx32_getpid fail 1\npersonality_query ok 0\npersonality_no_aslr fail 1\ngetpid ok 0\n"
+	if r.Stdout != want {
+		t.Errorf("got\n%s\nwant\n%s(stderr %q)", r.Stdout, want, r.Stderr)
+	}
+}
+
+// TestSeccompKillsForeignArch makes an i386 system call (int 0x80) from
+// 64-bit code: the filter cannot map its number, so the process must die
+// with SIGSYS.
+func TestSeccompKillsForeignArch(t *testing.T) {
+	ex := openBwrap(t, "bwrap://?pool=1")
+	defer ex.Close()
+	code := `
+import subprocess, sys
+child = r'''
+import ctypes, mmap
+m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+m.write(bytes([0xb8, 0x14, 0, 0, 0, 0xcd, 0x80, 0xc3]))  # mov eax, 20 (i386 getpid); int 0x80; ret
+f = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(m)))
+print("survived", f())
+'''
+p = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True)
+print("returncode", p.returncode, p.stdout.strip())
+`
+	r := runOK(t, ex, executors.Request{Language: executors.Python, Code: code})
+	if want := "returncode -31 \n"; r.Stdout != want {
+		t.Errorf("got %q (stderr %q), want %q (killed by SIGSYS)", r.Stdout, r.Stderr, want)
+	}
+}
+
+func TestSeccompAllowsOrdinaryPrograms(t *testing.T) {
+	ex := openBwrap(t, "bwrap://?pool=1")
+	defer ex.Close()
+	cases := []struct {
+		name string
+		req  executors.Request
+		want string
+	}{
+		{"threads", executors.Request{Language: executors.Python, Code: `
+import threading
+out = []
+ts = [threading.Thread(target=out.append, args=(i,)) for i in range(8)]
+for t in ts: t.start()
+for t in ts: t.join()
+print(sorted(out))`}, "[0, 1, 2, 3, 4, 5, 6, 7]\n"},
+		{"subprocess", executors.Request{Language: executors.Python, Code: `
+import subprocess
+print(subprocess.run(["sh", "-c", "echo $((6*7))"], capture_output=True, text=True).stdout.strip())`}, "42\n"},
+		{"multiprocessing", executors.Request{Language: executors.Python, Code: `
+import multiprocessing as mp
+def sq(x): return x * x
+if __name__ == "__main__":
+    with mp.Pool(2) as p:
+        print(p.map(sq, range(5)))
+    q = mp.get_context("spawn").Queue()
+    print(type(q).__name__)`}, "[0, 1, 4, 9, 16]\nQueue\n"},
+		{"sqlite module", executors.Request{Language: executors.Python, Code: `
+import sqlite3
+c = sqlite3.connect("t.db")
+c.execute("create table t(x)"); c.executemany("insert into t values (?)", [(1,), (2,)])
+print(c.execute("select sum(x) from t").fetchone()[0])`}, "3\n"},
+		{"sql language", executors.Request{Language: executors.SQL, Code: "SELECT 6 * 7 AS n;"}, "n\n--\n42\n(1 row)\n"},
+		{"bash pipeline", executors.Request{Language: executors.Bash, Code: "seq 1 100 | sort -n | tail -1 | xargs expr 1 +"}, "101\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if r := runOK(t, ex, c.req); r.Stdout != c.want || r.ExitCode != 0 {
+				t.Errorf("got stdout %q exit %d stderr %q, want %q", r.Stdout, r.ExitCode, r.Stderr, c.want)
+			}
+		})
+	}
+}
+
+func runOK(t *testing.T, ex executors.Executor, req executors.Request) executors.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := ex.Run(ctx, req)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return r
 }
