@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -1015,6 +1016,18 @@ func (r *runner) serviceReport() json.RawMessage {
 	return b
 }
 
+// limitedPath names a --limit run's output: out/d.jsonl.gz -> out/d.limit-N.jsonl.gz.
+func limitedPath(path string, n int) string {
+	dir, base := filepath.Split(path)
+	i := strings.IndexByte(base[min(1, len(base)):], '.')
+	tag := ".limit-" + strconv.Itoa(n)
+	if i < 0 {
+		return dir + base + tag
+	}
+	i += min(1, len(base))
+	return dir + base[:i] + tag + base[i:]
+}
+
 // setStatsPath is the sidecar holding the statistics a whole-set stage
 // computed when it made the set at setPath.
 func setStatsPath(setPath string) string {
@@ -1092,6 +1105,10 @@ func (r *runner) publishOutputs(ctx context.Context) error {
 			continue
 		}
 		f, _ := lookupOutput(o.Format)
+		if r.o.Limit > 0 {
+			// A trial run must not replace the full dataset under its name.
+			o.Path = limitedPath(o.Path, r.o.Limit)
+		}
 		w, err := f(o.Path)
 		if err != nil {
 			return fmt.Errorf("output %s: %w", o.Path, err)

@@ -82,3 +82,20 @@ func TestDialogueOutputFormats(t *testing.T) {
 		t.Error("writing a query item as codefeedback: got nil error, want one")
 	}
 }
+
+func TestLimitedPath(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"out/dialogues.jsonl", 1, "out/dialogues.limit-1.jsonl"},
+		{"out/d.jsonl.gz", 100, "out/d.limit-100.jsonl.gz"},
+		{"data", 5, "data.limit-5"},
+		{".hidden.jsonl", 2, ".hidden.limit-2.jsonl"},
+	} {
+		if got := limitedPath(tc.in, tc.n); got != tc.want {
+			t.Errorf("limitedPath(%q, %d): got %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
