@@ -1,6 +1,7 @@
 package executors
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"runtime"
@@ -138,27 +139,13 @@ func parsePositive(s string) (int, error) {
 
 // WithDefaults fills l's zero fields from d.
 func (l Limits) WithDefaults(d Limits) Limits {
-	if l.Timeout == 0 {
-		l.Timeout = d.Timeout
-	}
-	if l.MemoryBytes == 0 {
-		l.MemoryBytes = d.MemoryBytes
-	}
-	if l.CPUTime == 0 {
-		l.CPUTime = d.CPUTime
-	}
-	if l.Processes == 0 {
-		l.Processes = d.Processes
-	}
-	if l.FileBytes == 0 {
-		l.FileBytes = d.FileBytes
-	}
-	if l.OpenFiles == 0 {
-		l.OpenFiles = d.OpenFiles
-	}
-	if l.OutputBytes == 0 {
-		l.OutputBytes = d.OutputBytes
-	}
+	l.Timeout = cmp.Or(l.Timeout, d.Timeout)
+	l.MemoryBytes = cmp.Or(l.MemoryBytes, d.MemoryBytes)
+	l.CPUTime = cmp.Or(l.CPUTime, d.CPUTime)
+	l.Processes = cmp.Or(l.Processes, d.Processes)
+	l.FileBytes = cmp.Or(l.FileBytes, d.FileBytes)
+	l.OpenFiles = cmp.Or(l.OpenFiles, d.OpenFiles)
+	l.OutputBytes = cmp.Or(l.OutputBytes, d.OutputBytes)
 	return l
 }
 

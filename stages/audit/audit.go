@@ -29,6 +29,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -75,26 +76,14 @@ var DefaultOptions = Options{
 
 func (o Options) withDefaults() Options {
 	d := DefaultOptions
-	if o.Lines.MinChars == 0 {
-		o.Lines.MinChars = d.Lines.MinChars
-	}
-	if o.Window == 0 {
-		o.Window = d.Window
-	}
-	if o.N == 0 {
-		o.N = d.N
-	}
-	if o.LineThreshold == 0 {
-		o.LineThreshold = d.LineThreshold
-	}
-	if o.MinNGrams == 0 {
-		o.MinNGrams = d.MinNGrams
-	}
+	o.Lines.MinChars = cmp.Or(o.Lines.MinChars, d.Lines.MinChars)
+	o.Window = cmp.Or(o.Window, d.Window)
+	o.N = cmp.Or(o.N, d.N)
+	o.LineThreshold = cmp.Or(o.LineThreshold, d.LineThreshold)
+	o.MinNGrams = cmp.Or(o.MinNGrams, d.MinNGrams)
+	o.TopLines = cmp.Or(o.TopLines, d.TopLines)
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
-	}
-	if o.TopLines == 0 {
-		o.TopLines = d.TopLines
 	}
 	return o
 }
