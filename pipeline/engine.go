@@ -486,7 +486,8 @@ func fileSHA256(path string) (string, int64, error) {
 	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
-// Cached per-item values: 'O' + output lines, or 'F' + a permanent error.
+// Cached per-item values: 'O' + output lines (+ an optional last line of
+// item statistics, see statsPrefix), or 'F' + a permanent error.
 const (
 	valOK   = 'O'
 	valFail = 'F'
@@ -505,6 +506,10 @@ type slot struct {
 	aborted   bool // cancelled in flight: neither output nor failure
 	missed    bool // dry-run: not cached
 	wait      func() error
+	// stats records the attempt's item statistics (ItemStats); ictx hands
+	// it to Each. Both live here so a call allocates nothing for them.
+	stats Stats
+	ictx  itemCtx
 }
 
 type deadLetter struct {
@@ -592,7 +597,7 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *Stage, key strin
 	for range conc {
 		g.Go(func() error {
 			for j := range jobs {
-				if n := r.process(gctx, s, st, j.data, j.sl); n > 0 {
+				if n := r.process(gctx, s, st, svc.Stats, j.data, j.sl); n > 0 {
 					retryMu.Lock()
 					retries += int64(n)
 					retryMu.Unlock()
@@ -653,7 +658,14 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *Stage, key strin
 				dead.Write(append(b, '\n'))
 				continue
 			}
-			lines := sl.val[1:]
+			lines, delta := splitDelta(sl.val[1:])
+			if delta != nil {
+				// Fresh and cached items alike, in input order, so both
+				// runs add up the same figures.
+				if err := replayDelta(svc.Stats, delta); err != nil {
+					r.log.Warn("item statistics ignored", "stage", s.Name, "key", sl.key, "err", err)
+				}
+			}
 			if _, err := out.Write(lines); err != nil {
 				werr = err
 				cancel()
@@ -808,7 +820,7 @@ func itemID(line []byte) string {
 
 // process runs one item with retries and stores its result. It returns the
 // number of retries made.
-func (r *runner) process(ctx context.Context, s *StageSpec, st *Stage, line []byte, sl *slot) (retries int) {
+func (r *runner) process(ctx context.Context, s *StageSpec, st *Stage, stats *Stats, line []byte, sl *slot) (retries int) {
 	defer close(sl.done)
 	in, err := parseItem(line) // line is ours: in.Data may alias it
 	if err != nil {
@@ -823,7 +835,9 @@ func (r *runner) process(ctx context.Context, s *StageSpec, st *Stage, line []by
 		if s.Timeout > 0 {
 			actx, cancel = context.WithTimeout(ctx, s.Timeout)
 		}
-		outs, err := callEach(actx, st, in)
+		sl.stats.reset(stats) // a failed attempt's figures are dropped
+		sl.ictx = itemCtx{actx, &sl.stats}
+		outs, err := callEach(&sl.ictx, st, in)
 		cancel()
 		if err == nil {
 			size := 1
@@ -843,6 +857,9 @@ func (r *runner) process(ctx context.Context, s *StageSpec, st *Stage, line []by
 					break
 				}
 				buf = append(buf, '\n')
+			}
+			if err == nil {
+				buf, err = sl.stats.appendDelta(buf)
 			}
 			if err == nil {
 				sl.val = buf

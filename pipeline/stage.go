@@ -308,28 +308,64 @@ type Stats struct {
 	vals   map[string]float64
 	usage  Usage
 	budget *budget
+
+	// An item recorder (see ItemStats) keeps its delta in vals (Add) and
+	// sets (Set) and passes usage on to stage; vals is made on first use.
+	item  bool
+	sets  map[string]float64
+	stage *Stats
 }
 
 // NewStats returns empty stats (the engine makes one per stage).
 func NewStats() *Stats { return &Stats{vals: map[string]float64{}} }
 
-// Add adds d to the counter key.
+// Add adds d to the counter key. Add, Set and AddUsage on a nil *Stats do
+// nothing.
 func (s *Stats) Add(key string, d float64) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
+	if s.vals == nil {
+		s.vals = map[string]float64{}
+	}
 	s.vals[key] += d
 	s.mu.Unlock()
 }
 
-// Set sets key to v.
+// Set sets key to v. In an item recorder, the set is applied to the stage's
+// statistics when the item is done, in input order, so the last item (in
+// input order) that sets a key wins, whether computed or cached.
 func (s *Stats) Set(key string, v float64) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
-	s.vals[key] = v
+	if s.item {
+		if s.sets == nil {
+			s.sets = map[string]float64{}
+		}
+		s.sets[key] = v
+	} else {
+		s.vals[key] = v
+	}
 	s.mu.Unlock()
 }
 
 // AddUsage records model usage (tokens, cost) and charges the run's
 // --max-cost budget; the engine stops dispatching new items once it is spent.
+// An item recorder passes usage straight to the stage's statistics: it is
+// money spent now, by every attempt, and is not replayed for cached items.
 func (s *Stats) AddUsage(u Usage) {
+	if s == nil {
+		return
+	}
+	if s.item {
+		if s.stage != nil {
+			s.stage.AddUsage(u)
+		}
+		return
+	}
 	s.mu.Lock()
 	s.usage = s.usage.Add(u)
 	b := s.budget
