@@ -336,9 +336,13 @@ func TestDryRunChangesNothing(t *testing.T) {
 	if b := stageRec(t, m, "b"); b.Counts.Cached != 5 {
 		t.Fatalf("dry-run b: cached got %d want 5", b.Counts.Cached)
 	}
-	out, _ := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+	// The --limit run published out.limit-5.jsonl; the dry-run publishes nothing.
+	out, _ := os.ReadFile(filepath.Join(dir, "out.limit-5.jsonl"))
 	if n := strings.Count(string(out), "\n"); n != 5 {
 		t.Fatalf("dry-run changed the output: %d lines want 5", n)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out.jsonl")); !os.IsNotExist(err) {
+		t.Fatalf("dry-run wrote the full output: stat err %v, want not exist", err)
 	}
 }
 
