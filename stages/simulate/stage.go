@@ -88,9 +88,7 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 					svc.Logger.Warn("simulate: skipped, no model configured; to run it " + llm.NoModelHint)
 				}
 			})
-			if svc.Stats != nil {
-				svc.Stats.Add("skipped/no_model", 1)
-			}
+			pipeline.ItemStats(ctx, svc.Stats).Add("skipped/no_model", 1)
 			return nil, nil
 		}
 		if err != nil {
@@ -138,10 +136,11 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 			out = append(out, in)
 		}
 		if !res.Passed && o.Failed == FailedDrop {
-			if svc.Stats != nil {
-				svc.Stats.Add("dialogues/dropped", 1)
-				observeOutcomes(svc.Stats, res.Dialogue)
-			}
+			// Recorded with the item so a cached re-run counts them too:
+			// Observe never sees a dropped dialogue.
+			stats := pipeline.ItemStats(ctx, svc.Stats)
+			stats.Add("dialogues/dropped", 1)
+			observeOutcomes(stats, res.Dialogue)
 			if svc.Logger != nil {
 				svc.Logger.Debug("simulate: dialogue dropped", "task", task.ID, "reason", res.Reason)
 			}

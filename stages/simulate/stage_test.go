@@ -274,3 +274,71 @@ func TestStageNoModelSkips(t *testing.T) {
 		t.Errorf("stats: got %v, want skipped/no_model 3", vals)
 	}
 }
+
+// TestStageDroppedStatsSurviveCache: dropped dialogues leave no output, so
+// their counts travel with the cached item; a re-run served from the cache
+// reports the same statistics as the run that computed them.
+func TestStageDroppedStatsSurviveCache(t *testing.T) {
+	dir := t.TempDir()
+	var lines []string
+	for i, fn := range []string{"add", "wrong"} {
+		rec := map[string]any{"task_id": i + 1, "text": "Write a function " + fn + " that adds two numbers.",
+			"code": "def " + fn + "(a, b):\n    return a + b\n", "test_setup_code": "", "challenge_test_list": []string{},
+			"test_list": []string{"assert " + fn + "(1, 2) == 3"}}
+		b, _ := json.Marshal(rec)
+		lines = append(lines, string(b))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "p.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	srv := llmtest.New(t)
+	srv.Script(func(c llmtest.Call) llmtest.Reply {
+		calls.Add(1)
+		task := c.Request.Messages[min(1, len(c.Request.Messages)-1)].Content
+		fn := strings.Fields(strings.TrimPrefix(task, "Write a function "))[0]
+		if role(c) == "writer" && fn == "wrong" { // never passes: dropped
+			return llmtest.Reply{Text: block("def wrong(a, b):\n    return a - b")}
+		}
+		return llmtest.Reply{Text: block("def " + fn + "(a, b):\n    return a + b")}
+	})
+	y := `run_dir: ` + filepath.Join(dir, "run") + `
+executor: bwrap://
+model: {base_url: "` + srv.URL + `", model: fake-chat, max_attempts: 1}
+inputs: [{path: p.jsonl, format: mbpp}]
+stages:
+  - {stage: simulate, retries: 0, settings: {feedback_rounds: 0, max_iterations: 2}}
+`
+	file := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func() pipeline.StageRecord {
+		t.Helper()
+		cfg, err := pipeline.Load(file, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		man, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return man.Stages[0]
+	}
+	first := run()
+	if first.Counts.Out != 1 || first.Stats["dialogues/dropped"] != 1 || first.Stats["outcome/2/wrong_answer"] != 1 {
+		t.Fatalf("first run: counts %+v stats %v; want 1 output, 1 dropped with outcome/2/wrong_answer 1", first.Counts, first.Stats)
+	}
+	// Without the completion marker the stage runs again, from the store.
+	if err := os.Remove(filepath.Join(dir, "run", "stages", "simulate", "done.json")); err != nil {
+		t.Fatal(err)
+	}
+	before := calls.Load()
+	again := run()
+	if calls.Load() != before || again.Counts.Cached != 2 {
+		t.Fatalf("re-run: %d model calls, counts %+v; want none and 2 cached", calls.Load()-before, again.Counts)
+	}
+	if fmt.Sprint(again.Stats) != fmt.Sprint(first.Stats) {
+		t.Errorf("re-run stats %v, want %v as in the first run", again.Stats, first.Stats)
+	}
+}
