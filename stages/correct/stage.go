@@ -137,6 +137,15 @@ func newStage(o StageOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
 				return nil, err
 			}
 			dialogues = out.Dialogues
+			// Per-item stats: the attempts are not in the outputs, and a
+			// cached re-run must report the same yield.
+			stats := pipeline.ItemStats(ctx, svc.Stats)
+			for _, a := range out.Attempts {
+				stats.Add("mutants/tried/"+a.Operator, 1)
+				if a.Kept {
+					stats.Add("mutants/kept/"+a.Operator, 1)
+				}
+			}
 			if out.Skipped != "" && svc.Logger != nil {
 				svc.Logger.Info("correct: problem skipped", "problem", p.ID, "reason", out.Skipped)
 			}
@@ -149,9 +158,7 @@ func newStage(o StageOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
 			for _, k := range kinds {
 				d, err := g.Generate(ctx, &p, k)
 				if IsDiscarded(err) {
-					if svc.Stats != nil {
-						svc.Stats.Add("discarded."+string(k), 1)
-					}
+					pipeline.ItemStats(ctx, svc.Stats).Add("discarded."+string(k), 1)
 					continue
 				}
 				if err != nil {

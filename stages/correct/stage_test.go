@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,8 +70,37 @@ outputs: [{path: ` + out + `, kind: dialogue}]
 	if kinds["syntax"] != 3 || kinds["name"] != 3 || kinds["logic"] != 3 || len(kinds) != 3 {
 		t.Errorf("dialogues per kind %v, want 3 each of syntax, name, logic", kinds)
 	}
-	if got := man.Stages[0].Stats["dialogues"]; got != 9 {
-		t.Errorf("manifest dialogues stat %v, want 9 (stats %v)", got, man.Stages[0].Stats)
+	stats := man.Stages[0].Stats
+	if got := stats["dialogues"]; got != 9 {
+		t.Errorf("manifest dialogues stat %v, want 9 (stats %v)", got, stats)
+	}
+	var tried, kept float64
+	for k, v := range stats {
+		if strings.HasPrefix(k, "mutants/tried/") {
+			tried += v
+		}
+		if op, ok := strings.CutPrefix(k, "mutants/kept/"); ok {
+			kept += v
+			if v > stats["mutants/tried/"+op] {
+				t.Errorf("operator %s: kept %v of %v tried", op, v, stats["mutants/tried/"+op])
+			}
+		}
+	}
+	if kept != 9 || tried < kept {
+		t.Errorf("mutants kept %v tried %v, want 9 kept (one per dialogue) of at least as many tried (stats %v)", kept, tried, stats)
+	}
+
+	// Served from the cache (the completion marker removed), the stage
+	// reports the same statistics without running a mutant.
+	if err := os.Remove(filepath.Join(dir, "run", "stages", "correct", "done.json")); err != nil {
+		t.Fatal(err)
+	}
+	if man, err = pipeline.Run(context.Background(), cfg, pipeline.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	again := man.Stages[0]
+	if again.Counts.Cached != again.Counts.In || !maps.Equal(again.Stats, stats) {
+		t.Errorf("cached re-run: counts %+v stats %v, want all cached and stats %v", again.Counts, again.Stats, stats)
 	}
 }
 
