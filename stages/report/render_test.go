@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -249,5 +250,40 @@ func TestAuditFromReportFile(t *testing.T) {
 func TestCollectNoManifest(t *testing.T) {
 	if _, err := Collect(context.Background(), t.TempDir(), Options{}); err == nil {
 		t.Error("Collect on an empty directory: want an error")
+	}
+}
+
+// TestCorrectOperatorYield: with the correct stage's per-operator counts of
+// mutants tried and kept, the report charts their ratio.
+func TestCorrectOperatorYield(t *testing.T) {
+	m := &pipeline.Manifest{Program: "codefeedback", Version: "t", Pipeline: "p.yaml", Status: "complete",
+		Stages: []pipeline.StageRecord{{Name: "correct", Type: "correct", Status: "ran", Stats: map[string]float64{
+			"dialogues": 3, "dialogues.logic": 3,
+			"mutants/tried/logic_arith_swap": 4, "mutants/kept/logic_arith_swap": 3,
+			"mutants/tried/logic_bool_flip": 2,
+		}}}}
+	d, err := Collect(context.Background(), writeRun(t, m, nil), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]float64
+	for _, s := range d.Sections {
+		for _, in := range s.Instances {
+			for _, c := range in.Charts {
+				if c.ID == chartID("correct", "yield") {
+					if !c.Percent {
+						t.Errorf("yield chart is not in percent")
+					}
+					got = map[string]float64{}
+					for _, b := range c.Bars {
+						got[b.Label] = b.Value
+					}
+				}
+			}
+		}
+	}
+	want := map[string]float64{"logic_arith_swap (3/4)": 0.75, "logic_bool_flip (0/2)": 0}
+	if !maps.Equal(got, want) {
+		t.Errorf("yield chart bars: got %v, want %v", got, want)
 	}
 }

@@ -210,7 +210,14 @@ func buildCorrect(ctx context.Context, d *Data, s *pipeline.StageRecord, in *Ins
 	st := s.Stats
 	kinds := map[string]float64{}
 	discarded := map[string]float64{}
+	tried, kept := map[string]float64{}, map[string]float64{}
 	for k, v := range st {
+		if op, ok := strings.CutPrefix(k, "mutants/tried/"); ok {
+			tried[op] = v
+		}
+		if op, ok := strings.CutPrefix(k, "mutants/kept/"); ok {
+			kept[op] = v
+		}
 		if rest, ok := strings.CutPrefix(k, "dialogues."); ok {
 			kinds[or(rest, "unlabelled")] = v
 		}
@@ -224,8 +231,19 @@ func buildCorrect(ctx context.Context, d *Data, s *pipeline.StageRecord, in *Ins
 	if len(discarded) > 0 {
 		in.Charts = append(in.Charts, Chart{ID: chartID(s.Name, "discarded"), Title: "Model answers discarded per bug kind", Bars: statBars(discarded)})
 	}
-	// Operator yield is not a counter of the stage; its dialogues carry the
-	// operator in a label, so it is counted from the stage's output.
+	// Stages since item statistics count the mutants tried and kept per
+	// operator; the yield is their ratio.
+	if len(tried) > 0 {
+		yield := map[string]float64{}
+		for op, n := range tried {
+			if n > 0 {
+				yield[fmt.Sprintf("%s (%d/%d)", op, int64(kept[op]), int64(n))] = kept[op] / n
+			}
+		}
+		in.Charts = append(in.Charts, Chart{ID: chartID(s.Name, "yield"), Title: "Mutation operator yield (mutants kept / tried per operator)", Bars: statBars(yield), Percent: true})
+	}
+	// Dialogues carry their operator in a label, so the dialogues kept per
+	// operator are counted from the stage's output.
 	if s.Output == "" || !fileExists(filepath.Join(d.RunDir, s.Output)) {
 		return nil
 	}
@@ -240,7 +258,7 @@ func buildCorrect(ctx context.Context, d *Data, s *pipeline.StageRecord, in *Ins
 		return err
 	}
 	if len(ops) > 0 {
-		in.Charts = append(in.Charts, Chart{ID: chartID(s.Name, "operators"), Title: "Mutation operator yield (dialogues kept per operator)", Bars: sortedBars(ops)})
+		in.Charts = append(in.Charts, Chart{ID: chartID(s.Name, "operators"), Title: "Dialogues kept per mutation operator", Bars: sortedBars(ops)})
 	}
 	return nil
 }
