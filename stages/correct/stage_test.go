@@ -1,9 +1,6 @@
 package correct
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
 	"maps"
 	"os"
 	"path/filepath"
@@ -11,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/codefeedback/codefeedback/pipeline"
-	"github.com/codefeedback/codefeedback/schema"
+	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
 )
 
 // TestStageInPipeline runs the registered "correct" stage through the real
@@ -34,38 +31,13 @@ stages:
   - {stage: correct, concurrency: 2, settings: {kinds: [syntax, name, logic], seed: 3}}
 outputs: [{path: ` + out + `, kind: dialogue}]
 `
-	file := filepath.Join(dir, "pipeline.yaml")
-	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pipeline.Load(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	man, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	man := pipelinetest.Run(t, dir, y, pipeline.RunOptions{})
 	kinds := map[string]int{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<24)
-	for sc.Scan() {
-		var d schema.Dialogue
-		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
-			t.Fatalf("output line is not a dialogue: %v", err)
-		}
+	for _, d := range pipelinetest.Dialogues(t, out) {
 		if d.Stage != "correct" || d.Method != "mutation" {
 			t.Errorf("dialogue %s: stage/method %s/%s", d.ID, d.Stage, d.Method)
 		}
 		kinds[d.Labels["bug_kind"]]++
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	if kinds["syntax"] != 3 || kinds["name"] != 3 || kinds["logic"] != 3 || len(kinds) != 3 {
 		t.Errorf("dialogues per kind %v, want 3 each of syntax, name, logic", kinds)
@@ -95,9 +67,7 @@ outputs: [{path: ` + out + `, kind: dialogue}]
 	if err := os.Remove(filepath.Join(dir, "run", "stages", "correct", "done.json")); err != nil {
 		t.Fatal(err)
 	}
-	if man, err = pipeline.Run(context.Background(), cfg, pipeline.RunOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	man = pipelinetest.Run(t, dir, y, pipeline.RunOptions{})
 	again := man.Stages[0]
 	if again.Counts.Cached != again.Counts.In || !maps.Equal(again.Stats, stats) {
 		t.Errorf("cached re-run: counts %+v stats %v, want all cached and stats %v", again.Counts, again.Stats, stats)

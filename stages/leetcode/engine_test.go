@@ -1,8 +1,6 @@
 package leetcode
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/codefeedback/codefeedback/pipeline"
-	"github.com/codefeedback/codefeedback/schema"
+	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
 	_ "github.com/codefeedback/codefeedback/stages/explain"
 )
 
@@ -38,33 +36,8 @@ stages:
   - {stage: explain}
 outputs: [{path: ` + out + `, kind: dialogue}]
 `
-	file := filepath.Join(dir, "pipeline.yaml")
-	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pipeline.Load(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	man, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var ds []schema.Dialogue
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<24)
-	for sc.Scan() {
-		var d schema.Dialogue
-		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
-			t.Fatal(err)
-		}
-		ds = append(ds, d)
-	}
+	man := pipelinetest.Run(t, dir, y, pipeline.RunOptions{})
+	ds := pipelinetest.Dialogues(t, out)
 	if len(ds) != 2 {
 		t.Fatalf("got %d dialogues, want 2 chains of 2", len(ds))
 	}

@@ -1,0 +1,43 @@
+// Package pipelinetest runs pipeline files through the real engine in tests:
+// write the YAML, load it, run it, read what it published. Stage packages use
+// it so their engine tests do not each repeat the same scaffolding.
+package pipelinetest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// Run writes yaml to dir/pipeline.yaml, loads it (failing the test on any
+// mistake) and runs it with o, failing the test if the run fails.
+func Run(tb testing.TB, dir, yaml string, o pipeline.RunOptions) *pipeline.Manifest {
+	tb.Helper()
+	file := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	cfg, err := pipeline.Load(file, "")
+	if err != nil {
+		tb.Fatalf("load %s: %v", file, err)
+	}
+	m, err := pipeline.Run(context.Background(), cfg, o)
+	if err != nil {
+		tb.Fatalf("run %s: %v", file, err)
+	}
+	return m
+}
+
+// Dialogues reads a published dialogue file (JSONL records).
+func Dialogues(tb testing.TB, path string) []schema.Dialogue {
+	tb.Helper()
+	ds, err := schema.ReadAll[schema.Dialogue](path, schema.AllowEmpty())
+	if err != nil {
+		tb.Fatalf("read %s: %v", path, err)
+	}
+	return ds
+}
