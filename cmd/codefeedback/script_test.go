@@ -32,7 +32,14 @@ func TestScript(t *testing.T) {
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		UpdateScripts:       os.Getenv("TESTSCRIPT_UPDATE") != "",
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exits": cmdExits},
+		Setup: func(env *testscript.Env) error {
+			env.Values[fakeKey{}] = &fakeHolder{}
+			return nil
+		},
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){
+			"exits":      cmdExits,
+			"fakeopenai": func(ts *testscript.TestScript, neg bool, args []string) { cmdFakeOpenAI(t, ts, neg, args) },
+		},
 		// testscript's work directories are private (0700) and $TMPDIR
 		// points inside them: the sandbox must work regardless (it once
 		// needed a world-traversable $TMPDIR).

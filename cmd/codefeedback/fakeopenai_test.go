@@ -1,0 +1,171 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
+	"github.com/rogpeppe/go-internal/testscript"
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// fakeKey finds a script's fakeHolder in its testscript values.
+type fakeKey struct{}
+
+// fakeHolder is one script's fake model endpoint and the chat-request count
+// at its last `fakeopenai count`.
+type fakeHolder struct {
+	mu   sync.Mutex
+	srv  *llmtest.Server
+	seen int
+}
+
+const chatPath = "/v1/chat/completions"
+
+// cmdFakeOpenAI is the script command for a scripted OpenAI-compatible
+// endpoint on 127.0.0.1 (pipeline/llm/llmtest, the real wire protocol):
+//
+//	fakeopenai start     starts it for the rest of the script and sets
+//	                     $FAKE_OPENAI_URL (its base URL, ending in /v1);
+//	                     it answers with fakeModelReply
+//	fakeopenai count N   asserts that exactly N chat requests arrived since
+//	                     the previous count (or the start); with `!`, that
+//	                     the number is not N
+//
+// The server requires "Bearer fake-key", so a script must `env FAKE_KEY=fake-key`
+// and name FAKE_KEY as the pipeline's api_key_env.
+func cmdFakeOpenAI(t *testing.T, ts *testscript.TestScript, neg bool, args []string) {
+	h := ts.Value(fakeKey{}).(*fakeHolder)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case len(args) == 1 && args[0] == "start":
+		if neg || h.srv != nil {
+			ts.Fatalf("usage: fakeopenai start (once, without !)")
+		}
+		// llmtest.New registers Close with the outer test; the script's own
+		// Defer closes it as soon as this script ends (Close is idempotent).
+		h.srv = llmtest.New(t, llmtest.WithKey("fake-key"), llmtest.WithModels("fake-coder"))
+		h.srv.Script(fakeModelReply)
+		ts.Defer(h.srv.Close)
+		ts.Setenv("FAKE_OPENAI_URL", h.srv.URL)
+	case len(args) == 2 && args[0] == "count":
+		if h.srv == nil {
+			ts.Fatalf("fakeopenai count: no server; run `fakeopenai start` first")
+		}
+		want, err := strconv.Atoi(args[1])
+		if err != nil {
+			ts.Fatalf("fakeopenai count: bad number %q", args[1])
+		}
+		total := h.srv.Calls(chatPath)
+		got := total - h.seen
+		h.seen = total
+		ts.Logf("fakeopenai: %d chat requests since the last count (%d in all, %d rejected for the key)", got, total, h.srv.AuthFailures())
+		if neg && got == want {
+			ts.Fatalf("fakeopenai count: got %d chat requests, want any other number", got)
+		}
+		if !neg && got != want {
+			ts.Fatalf("fakeopenai count: got %d chat requests, want %d", got, want)
+		}
+	default:
+		ts.Fatalf("usage: fakeopenai start | fakeopenai count N")
+	}
+}
+
+// fakeSolutions holds, per function name of the problems and queries in
+// model_run.txtar, the plan and code the fake writer answers with. Only
+// "running_total" has a first answer with a real bug (an undefined name).
+var fakeSolutions = map[string]struct{ plan, code, buggy string }{
+	"count_vowels": {
+		plan: "I walk over the letters and count those that are vowels.",
+		code: "def count_vowels(word):\n    return sum(1 for letter in word if letter in 'aeiou')\n\nprint(count_vowels('banana'))",
+	},
+	"running_total": {
+		plan:  "I keep a running sum and append it after each number.",
+		code:  "def running_total(numbers):\n    totals = []\n    total = 0\n    for number in numbers:\n        total += number\n        totals.append(total)\n    return totals\n\nprint(running_total([1, 2, 3]))",
+		buggy: "def running_total(numbers):\n    totals = []\n    total = 0\n    for number in numbers:\n        total += number\n        totals.append(totl)\n    return totals\n\nprint(running_total([1, 2, 3]))",
+	},
+	"reverse_words": {
+		plan: "I split the sentence on spaces, reverse the list and join it again.",
+		code: "def reverse_words(sentence):\n    return ' '.join(reversed(sentence.split()))\n\nprint(reverse_words('hello big world'))",
+	},
+	"word_lengths": {
+		plan: "A dictionary comprehension maps each word to its length.",
+		code: "def word_lengths(sentence):\n    return {word: len(word) for word in sentence.split()}\n\nprint(word_lengths('hello big world'))",
+	},
+	"longest_word": {
+		plan: "max with key=len picks the longest word, the first one on ties.",
+		code: "def longest_word(sentence):\n    return max(sentence.split(), key=len)\n\nprint(longest_word('hello big world'))",
+	},
+}
+
+// fakeModelReply answers each kind of request a pipeline stage sends, told
+// apart by the prompt texts in prompts/*.tmpl: the filter's rubric, the
+// simulate judge and user-feedback requests, explain's preface request, and
+// the writer (simulate's notebook writer or pack's answerer).
+func fakeModelReply(c llmtest.Call) llmtest.Reply {
+	msgs := c.Request.Messages
+	system := ""
+	if len(msgs) > 0 && msgs[0].Role == openai.ChatMessageRoleSystem {
+		system = msgs[0].Content
+	}
+	last := c.LastUser()
+	switch {
+	case strings.Contains(system, "You annotate programming conversations"):
+		return llmtest.Reply{Text: "This version defines the requested function with a short, direct approach and prints a small example so the run shows what it returns. It keeps to built-in operations, so it handles the empty case without special code."}
+	case strings.Contains(last, "Score:"):
+		return llmtest.Reply{Text: "Score: 5\nReason: it asks for a complete function with edge cases to handle."}
+	case strings.Contains(last, "Does the code solve the task correctly"):
+		return fakeJSON(map[string]any{"correct": true, "reason": "The code does what the task asks and the printed output confirms it."})
+	case strings.Contains(last, "You play a demanding user"):
+		return fakeJSON(map[string]any{
+			"met":      []string{"correctness"},
+			"missed":   []string{"readability"},
+			"feedback": "Please add a docstring that says what the function returns.",
+		})
+	}
+	name := fakeTask(msgs)
+	sol, ok := fakeSolutions[name]
+	if !ok {
+		return llmtest.Reply{Text: "I cannot tell which task this is."}
+	}
+	sawError := false
+	for _, m := range msgs {
+		sawError = sawError || strings.Contains(m.Content, "NameError")
+	}
+	if sol.buggy != "" && !sawError {
+		return llmtest.Reply{Text: sol.plan + "\n\n```python\n" + sol.buggy + "\n```"}
+	}
+	if sawError && strings.Contains(last, "NameError") {
+		return llmtest.Reply{Text: "The run failed with a NameError because `totl` is a typo for `total`; appending `total` fixes it.\n\n```python\n" + sol.code + "\n```"}
+	}
+	return llmtest.Reply{Text: sol.plan + "\n\n```python\n" + sol.code + "\n```"}
+}
+
+// fakeTask names the task a writer conversation is about: the known
+// function name in the latest user message that mentions one.
+func fakeTask(msgs []openai.ChatCompletionMessage) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != openai.ChatMessageRoleUser {
+			continue
+		}
+		for name := range fakeSolutions {
+			if strings.Contains(msgs[i].Content, name) {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+func fakeJSON(v any) llmtest.Reply {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("fakeJSON: %v", err))
+	}
+	return llmtest.Reply{Text: string(b)}
+}
