@@ -2,7 +2,7 @@ package harness
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
@@ -18,6 +18,13 @@ import (
 
 //go:embed evalplus.py
 var plusSource string
+
+// plusVersion identifies the differential judge's source; it seeds the
+// markers of its programs (see markerFor).
+var plusVersion = func() string {
+	h := sha256.Sum256([]byte(plusSource))
+	return hex.EncodeToString(h[:6])
+}()
 
 // ErrNoPlusInputs means a problem carries no EvalPlus inputs (it was not
 // imported from a HumanEval+ or MBPP+ file).
@@ -167,17 +174,11 @@ func BuildPlus(pt PlusTests, code string, opts PlusOptions) (Program, error) {
 	if len(pt.Inputs) == 0 || pt.EntryPoint == "" || pt.Reference == "" {
 		return Program{}, fmt.Errorf("harness: plus tests for %q need inputs, an entry point and a reference", pt.TaskID)
 	}
-	var nonce [12]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
-		return Program{}, fmt.Errorf("harness: marker nonce: %w", err)
-	}
-	marker := "@@cfplus:" + hex.EncodeToString(nonce[:])
 	taskNum := 0
 	if _, n, ok := strings.Cut(pt.TaskID, "/"); ok {
 		taskNum, _ = strconv.Atoi(n)
 	}
 	payload := map[string]any{
-		"marker":           marker,
 		"value_cap":        opts.ValueChars,
 		"entry_point":      pt.EntryPoint,
 		"dataset":          pt.Dataset,
@@ -194,6 +195,11 @@ func BuildPlus(pt PlusTests, code string, opts PlusOptions) (Program, error) {
 		"reference": pt.Reference,
 		"code":      code,
 	}
+	marker, err := markerFor("@@cfplus:", plusVersion, payload)
+	if err != nil {
+		return Program{}, fmt.Errorf("harness: encode plus payload: %w", err)
+	}
+	payload["marker"] = marker
 	lit, err := pyLiteral(payload)
 	if err != nil {
 		return Program{}, fmt.Errorf("harness: encode plus payload: %w", err)

@@ -37,7 +37,6 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/base64"
@@ -211,13 +210,7 @@ func Build(p schema.Problem, code string, opts Options) (Program, error) {
 			return Program{}, fmt.Errorf("harness: problem %q has a check() test but no entry point", p.ID)
 		}
 	}
-	var nonce [12]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
-		return Program{}, fmt.Errorf("harness: marker nonce: %w", err)
-	}
-	marker := "@@cfjudge:" + hex.EncodeToString(nonce[:])
 	payload := map[string]any{
-		"marker":        marker,
 		"value_cap":     opts.ValueChars,
 		"case_timeout":  opts.CaseTimeout.Seconds(),
 		"output_budget": outputBudget,
@@ -229,12 +222,34 @@ func Build(p schema.Problem, code string, opts Options) (Program, error) {
 		"prompt":        p.Prompt,
 		"code":          code,
 	}
+	marker, err := markerFor("@@cfjudge:", judgeVersion, payload)
+	if err != nil {
+		return Program{}, fmt.Errorf("harness: encode payload: %w", err)
+	}
+	payload["marker"] = marker
 	// A JSON object of strings, numbers and lists is also a Python literal.
 	lit, err := pyLiteral(payload)
 	if err != nil {
 		return Program{}, fmt.Errorf("harness: encode payload: %w", err)
 	}
 	return Program{Source: bootSource + "_cf_boot()(" + lit + ")\n", marker: marker, opts: opts}, nil
+}
+
+// markerFor derives a program's marker from its content: prefix plus the
+// first 12 bytes (24 hex digits) of a SHA-256 over the judge's version and
+// the payload (candidate code, tests, setup, entry point, caps), so the same
+// judgement builds the same program byte for byte and its sandbox run can be
+// cached. A random nonce would buy no security: the candidate shares the
+// judge's interpreter and scratch space and can always read its marker. The
+// marker only keeps accidental or naive output (a printed "@@cfjudge: ..."
+// line, another program's marker) from being taken for the judge's records.
+func markerFor(prefix, version string, payload map[string]any) (string, error) {
+	lit, err := pyLiteral(payload) // encoding/json sorts map keys: stable
+	if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256([]byte(version + "\x00" + lit))
+	return prefix + hex.EncodeToString(h[:12]), nil
 }
 
 // pyLiteral writes v as JSON, which for strings, numbers, lists and objects

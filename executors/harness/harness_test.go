@@ -3,6 +3,7 @@ package harness_test
 import (
 	"context"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -299,5 +300,41 @@ func TestBuildRejectsUnjudgeable(t *testing.T) {
 		if _, err := harness.Build(p, "x = 1", harness.Options{}); err == nil {
 			t.Errorf("Build(%s) = nil error, want an error", p.ID)
 		}
+	}
+}
+
+// Build is a pure function of its inputs, so identical judgements send
+// identical requests (and hit the execution cache); a different candidate
+// gets a different marker, so its records never decode as another's.
+func TestBuildIsDeterministic(t *testing.T) {
+	p := mbpp("assert f() == 1")
+	a, err := harness.Build(p, "def f():\n    return 1\n", harness.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := harness.Build(p, "def f():\n    return 1\n", harness.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Source != b.Source {
+		t.Errorf("two builds of one judgement differ; want identical sources")
+	}
+	c, err := harness.Build(p, "def f():\n    return 2\n", harness.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := regexp.MustCompile(`@@cfjudge:[0-9a-f]{24}`)
+	ma, mc := marker.FindString(a.Source), marker.FindString(c.Source)
+	if ma == "" || ma == mc {
+		t.Errorf("markers %q and %q: want two distinct 24-hex markers", ma, mc)
+	}
+	// c's own records, decoded as a's, are foreign: not a pass.
+	rec := mc + " plan {\"cases\": [\"x\"]}\n" + mc + " load {\"ok\": 1}\n" +
+		mc + " case {\"i\": 0, \"kind\": \"pass\"}\n" + mc + " done {\"stdout\": \"\"}\n"
+	if v := a.Decode(executors.Result{Stdout: rec}); v.Passed || v.Complete {
+		t.Errorf("another candidate's records decoded as passed=%v complete=%v, want false, false", v.Passed, v.Complete)
+	}
+	if v := c.Decode(executors.Result{Stdout: rec}); !v.Passed || !v.Complete {
+		t.Errorf("own records decoded as passed=%v complete=%v, want true, true", v.Passed, v.Complete)
 	}
 }
