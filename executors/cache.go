@@ -1,0 +1,85 @@
+package executors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/codefeedback/codefeedback/pipeline/store"
+)
+
+// ExecBucket is the store bucket of cached one-shot runs.
+const ExecBucket = "exec"
+
+// execKeyVersion changes whenever the key's parts or the stored value's
+// meaning change, so old entries are simply never found again.
+const execKeyVersion = "exec-v1"
+
+// WithCache wraps ex so that an identical one-shot run executes once: Run
+// looks the request up in c (bucket "exec") under a hash of ex.Info()
+// (driver, image with digest, default limits), the language, code, stdin,
+// files and the effective limits, and returns the stored Result on a hit.
+//
+// Only results that do not depend on the machine's load are stored: runs
+// that timed out, ran out of memory or were killed run again next time.
+// A program whose output depends on time, randomness or the network is
+// still served from the cache: callers that must re-run (verification)
+// use the executor unwrapped. Sessions (Open) are stateful and pass
+// through uncached; Info and Close delegate to ex.
+func WithCache(ex Executor, c store.Cache) Executor {
+	return &cachingExecutor{ex: ex, c: c}
+}
+
+type cachingExecutor struct {
+	ex Executor
+	c  store.Cache
+}
+
+// cacheKey hashes everything that determines a run's result.
+func (ce *cachingExecutor) cacheKey(req Request) string {
+	info := ce.ex.Info()
+	return store.Key(execKeyVersion, info, req.Language, req.Code, req.Stdin, req.Files, req.Limits.WithDefaults(info.Limits))
+}
+
+// Run implements Executor.
+func (ce *cachingExecutor) Run(ctx context.Context, req Request) (Result, error) {
+	key := ce.cacheKey(req)
+	b, ok, err := ce.c.Get(ctx, ExecBucket, key)
+	if err != nil {
+		return Result{}, fmt.Errorf("executors: exec cache get: %w", err)
+	}
+	if ok {
+		var res Result
+		if err := json.Unmarshal(b, &res); err == nil {
+			return res, nil
+		}
+		// An undecodable entry (a torn or foreign value) is a miss; the run
+		// below overwrites it.
+	}
+	res, err := ce.ex.Run(ctx, req)
+	if err != nil {
+		return res, err
+	}
+	if res.TimedOut || res.OOM || res.Killed {
+		return res, nil
+	}
+	b, err = json.Marshal(res)
+	if err != nil {
+		return Result{}, fmt.Errorf("executors: exec cache encode: %w", err)
+	}
+	if err := ce.c.Put(ctx, ExecBucket, key, b); err != nil {
+		return Result{}, fmt.Errorf("executors: exec cache put: %w", err)
+	}
+	return res, nil
+}
+
+// Open implements Executor; sessions are not cached.
+func (ce *cachingExecutor) Open(ctx context.Context, lang Language, opts SessionOptions) (Session, error) {
+	return ce.ex.Open(ctx, lang, opts)
+}
+
+// Info implements Executor.
+func (ce *cachingExecutor) Info() Info { return ce.ex.Info() }
+
+// Close implements Executor; it closes ex.
+func (ce *cachingExecutor) Close() error { return ce.ex.Close() }
