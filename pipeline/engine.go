@@ -347,12 +347,19 @@ func (r *runner) services(s *StageSpec) *Services {
 	return svc
 }
 
-// executor opens the pipeline's executor once, on first use.
+// executor opens the pipeline's executor once, on first use. Its one-shot
+// runs are cached in the run's store (bucket "exec", see
+// executors.WithCache), so a forced or resumed stage does not re-run
+// identical programs; sessions are not cached.
 func (r *runner) executor(ctx context.Context) (executors.Executor, error) {
 	r.execMu.Lock()
 	defer r.execMu.Unlock()
 	if r.exec == nil && r.execErr == nil {
-		r.exec, r.execErr = executors.Open(ctx, r.cfg.Executor)
+		var ex executors.Executor
+		ex, r.execErr = executors.Open(ctx, r.cfg.Executor)
+		if r.execErr == nil {
+			r.exec = executors.WithCache(ex, r.db)
+		}
 	}
 	return r.exec, r.execErr
 }
