@@ -88,7 +88,7 @@ func (r Result) OK() bool { return r.ExitCode == 0 && !r.TimedOut && !r.OOM && !
 // Info describes an opened executor, for execution records and cache keys.
 type Info struct {
 	Driver string `json:"driver"`
-	Image  string `json:"image,omitempty"` // image name and digest, or "host" for bwrap
+	Image  string `json:"image,omitempty"` // image name and digest; for bwrap "host:python3.X@size-mtime" of the host interpreter
 	Limits Limits `json:"limits"`
 }
 

@@ -37,6 +37,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -159,7 +160,21 @@ func closeAll(fs []*os.File) {
 }
 
 // Info implements executors.Launcher.
-func (l *Launcher) Info() executors.Info { return executors.Info{Driver: "bwrap", Image: "host"} }
+// The image names the host's Python, since that is what runs: a changed
+// interpreter must not match cached results of the old one.
+func (l *Launcher) Info() executors.Info { return executors.Info{Driver: "bwrap", Image: hostImage()} }
+
+var hostImage = sync.OnceValue(func() string {
+	p, err := filepath.EvalSymlinks("/usr/bin/python3")
+	if err != nil {
+		return "host"
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return "host"
+	}
+	return fmt.Sprintf("host:%s@%d-%d", filepath.Base(p), st.Size(), st.ModTime().Unix())
+})
 
 // Args is the bwrap command line for argv (exported for tests and docs). It
 // reads the /etc files and the seccomp filter from descriptors 3 and up,
