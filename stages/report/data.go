@@ -379,7 +379,7 @@ func or(s, def string) string {
 
 // sortedBars turns counts into bars: numeric labels in numeric order,
 // others by descending count then label.
-func sortedBars(m map[string]int) []Bar {
+func sortedBars[N int | float64](m map[string]N) []Bar {
 	bars := make([]Bar, 0, len(m))
 	numeric := true
 	for k, v := range m {
@@ -402,29 +402,8 @@ func sortedBars(m map[string]int) []Bar {
 	return bars
 }
 
-// statBars turns a float map into bars sorted like sortedBars.
-func statBars(m map[string]float64) []Bar {
-	bars := make([]Bar, 0, len(m))
-	numeric := true
-	for k, v := range m {
-		bars = append(bars, Bar{Label: k, Value: v})
-		if _, err := strconv.ParseFloat(k, 64); err != nil {
-			numeric = false
-		}
-	}
-	sort.Slice(bars, func(i, j int) bool {
-		if numeric {
-			a, _ := strconv.ParseFloat(bars[i].Label, 64)
-			b, _ := strconv.ParseFloat(bars[j].Label, 64)
-			return a < b
-		}
-		if bars[i].Value != bars[j].Value {
-			return bars[i].Value > bars[j].Value
-		}
-		return bars[i].Label < bars[j].Label
-	})
-	return bars
-}
+// statBars turns a stats map into bars sorted like sortedBars.
+func statBars(m map[string]float64) []Bar { return sortedBars(m) }
 
 // withPrefix returns the stats under prefix (keys with the prefix removed).
 func withPrefix(stats map[string]float64, prefix string) map[string]float64 {
