@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/codefeedback/codefeedback/pipeline/store"
+	"github.com/codefeedback/codefeedback/internal/store"
 )
 
 // ExecBucket is the store bucket of cached one-shot runs.

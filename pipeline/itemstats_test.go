@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/codefeedback/codefeedback/pipeline/store"
+	"github.com/codefeedback/codefeedback/internal/store"
 )
 
 // dropFailures counts t-drop's transient failures per id (first attempt

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/codefeedback/codefeedback/pipeline/store"
+	"github.com/codefeedback/codefeedback/internal/store"
 )
 
 // MergeReport says what Merge copied.

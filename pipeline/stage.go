@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"github.com/codefeedback/codefeedback/executors"
-	"github.com/codefeedback/codefeedback/pipeline/store"
+	"github.com/codefeedback/codefeedback/internal/store"
 )
 
 // Stage is what a stage factory returns. Exactly one of Each and All is set.

@@ -16,8 +16,8 @@ import (
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/internal/shared"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
-	"github.com/codefeedback/codefeedback/pipeline/store"
-	"github.com/codefeedback/codefeedback/stages/evaluate"
+	"github.com/codefeedback/codefeedback/internal/store"
+	"github.com/codefeedback/codefeedback/internal/evaluate"
 )
 
 type evalOptions struct {

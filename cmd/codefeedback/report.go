@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/codefeedback/codefeedback/pipeline"
-	"github.com/codefeedback/codefeedback/stages/report"
+	"github.com/codefeedback/codefeedback/internal/report"
 	"github.com/urfave/cli/v2"
 )
 

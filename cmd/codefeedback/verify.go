@@ -13,7 +13,7 @@ import (
 	"github.com/codefeedback/codefeedback/executors"
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/stages/audit"
-	"github.com/codefeedback/codefeedback/stages/verify"
+	"github.com/codefeedback/codefeedback/internal/verify"
 )
 
 type verifyOptions struct {

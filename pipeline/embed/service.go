@@ -11,7 +11,7 @@ import (
 
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
-	"github.com/codefeedback/codefeedback/pipeline/store"
+	"github.com/codefeedback/codefeedback/internal/store"
 )
 
 // Kinds of embedder the `embedder:` section can name.

@@ -12,7 +12,7 @@ import (
 	"sync"
 
 	"github.com/codefeedback/codefeedback/pipeline"
-	"github.com/codefeedback/codefeedback/pipeline/store"
+	"github.com/codefeedback/codefeedback/internal/store"
 )
 
 // DefaultBaseURL is the endpoint used when base_url is not set.

@@ -5,12 +5,12 @@ import (
 	"testing"
 
 	"github.com/codefeedback/codefeedback/pipeline/embed"
-	"github.com/codefeedback/codefeedback/stages/pack"
+	"github.com/codefeedback/codefeedback/internal/neighbors"
 )
 
 // BenchmarkRelated measures the chain neighbour search (text cosine plus
 // tag Jaccard, exhaustive) on the 1890-problem LeetCodeDataset train file,
-// against pack.ExactKNN (text cosine only, parallel) on the same vectors as
+// against neighbors.ExactKNN (text cosine only, parallel) on the same vectors as
 // the baseline. Report the ratio of the two ns/op.
 func BenchmarkRelated(b *testing.B) {
 	ps := loadLeetCode(b, "leetcode/LeetCodeDataset-v0.2.0-train.jsonl.gz")
@@ -29,7 +29,7 @@ func BenchmarkRelated(b *testing.B) {
 	}
 	b.Run("baseline_pack_ExactKNN", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := pack.ExactKNN(context.Background(), vecs, all, DefaultOptions.Neighbors); err != nil {
+			if _, err := neighbors.ExactKNN(context.Background(), vecs, all, DefaultOptions.Neighbors); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -33,7 +33,7 @@ import (
 	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/pipeline/embed"
 	"github.com/codefeedback/codefeedback/schema"
-	"github.com/codefeedback/codefeedback/stages/pack"
+	"github.com/codefeedback/codefeedback/internal/neighbors"
 )
 
 // Eligible reports whether p can be judged by the harness: Python, with a
@@ -112,9 +112,9 @@ func Statement(p schema.Problem) string {
 // best first (ties by lower index): relatedness is the cosine of the
 // problems' statement vectors plus tagWeight times the Jaccard index of
 // their tags. vecs must be unit length.
-func Related(vecs [][]float32, tags [][]string, tagWeight float64, k int) [][]pack.Neighbor {
+func Related(vecs [][]float32, tags [][]string, tagWeight float64, k int) [][]neighbors.Neighbor {
 	n := len(vecs)
-	out := make([][]pack.Neighbor, n)
+	out := make([][]neighbors.Neighbor, n)
 	workers := min(runtime.GOMAXPROCS(0), max(n, 1))
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -122,7 +122,7 @@ func Related(vecs [][]float32, tags [][]string, tagWeight float64, k int) [][]pa
 		go func() {
 			defer wg.Done()
 			for i := w; i < n; i += workers {
-				top := make([]pack.Neighbor, 0, k+1)
+				top := make([]neighbors.Neighbor, 0, k+1)
 				for j := range n {
 					if j == i {
 						continue
@@ -136,9 +136,9 @@ func Related(vecs [][]float32, tags [][]string, tagWeight float64, k int) [][]pa
 					for at > 0 && before(s, int32(j), top[at-1]) {
 						at--
 					}
-					top = append(top, pack.Neighbor{})
+					top = append(top, neighbors.Neighbor{})
 					copy(top[at+1:], top[at:])
-					top[at] = pack.Neighbor{ID: int32(j), Sim: s}
+					top[at] = neighbors.Neighbor{ID: int32(j), Sim: s}
 					if len(top) > k {
 						top = top[:k]
 					}
@@ -153,7 +153,7 @@ func Related(vecs [][]float32, tags [][]string, tagWeight float64, k int) [][]pa
 
 // before orders neighbours by relatedness, ties by lower index, so the
 // result does not depend on scan order or worker count.
-func before(sim float32, id int32, n pack.Neighbor) bool {
+func before(sim float32, id int32, n neighbors.Neighbor) bool {
 	if sim != n.Sim {
 		return sim > n.Sim
 	}
@@ -181,7 +181,7 @@ func Chains(ctx context.Context, e embed.Embedder, ps []schema.Problem, o Option
 		embed.Normalize(v)
 	}
 	nbrs := Related(vecs, tags, o.TagWeight, o.Neighbors)
-	groups, _ := pack.Grouping{Sizes: o.Sizes, Floor: float32(o.Floor), Seed: uint64(o.Seed)}.Group(nbrs)
+	groups, _ := neighbors.Grouping{Sizes: o.Sizes, Floor: float32(o.Floor), Seed: uint64(o.Seed)}.Group(nbrs)
 	return groups, nil
 }
 

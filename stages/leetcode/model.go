@@ -11,7 +11,7 @@ import (
 	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
 	"github.com/codefeedback/codefeedback/prompts"
 	"github.com/codefeedback/codefeedback/schema"
-	"github.com/codefeedback/codefeedback/stages/simulate"
+	"github.com/codefeedback/codefeedback/internal/feedbackloop"
 )
 
 // PromptNames are the templates of the model path.
@@ -35,7 +35,7 @@ func PromptVersion() (string, error) {
 // concurrent use when Chat and Exec are.
 type ModelGen struct {
 	Chat      llm.Chatter
-	Sim       *simulate.Simulator
+	Sim       *feedbackloop.Simulator
 	Languages []string
 	tmpl      map[string]prompts.Template
 }
@@ -43,8 +43,8 @@ type ModelGen struct {
 // NewModelGen returns a generator; o gives the loop's limits and the
 // languages of the "languages" alternative.
 func NewModelGen(chat llm.Chatter, ex executors.Executor, o Options) (*ModelGen, error) {
-	sim, err := simulate.New(simulate.Options{MaxIterations: o.MaxIterations, FeedbackRounds: 0,
-		Failed: simulate.FailedLabel, Seed: o.Seed, Timeout: o.Timeout, Language: "python"}, chat, nil, nil, ex)
+	sim, err := feedbackloop.New(feedbackloop.Options{MaxIterations: o.MaxIterations, FeedbackRounds: 0,
+		Failed: feedbackloop.FailedLabel, Seed: o.Seed, Timeout: o.Timeout, Language: "python"}, chat, nil, nil, ex)
 	if err != nil {
 		return nil, fmt.Errorf("leetcode: %w", err)
 	}
@@ -71,10 +71,10 @@ func (g *ModelGen) Chain(ctx context.Context, ps []schema.Problem) (d schema.Dia
 		ids[i] = p.ID
 	}
 	id := schema.StableID("dlg-leetcode", append([]string{"chain", "model"}, ids...)...)
-	task := simulate.Task{ID: id, Sources: ids, Language: "python"}
+	task := feedbackloop.Task{ID: id, Sources: ids, Language: "python"}
 	for i := range ps {
 		p := ps[i]
-		task.Turns = append(task.Turns, simulate.Turn{Text: UserTurn(p, i, id), Problem: &p})
+		task.Turns = append(task.Turns, feedbackloop.Turn{Text: UserTurn(p, i, id), Problem: &p})
 	}
 	res, err := g.Sim.Run(ctx, task)
 	if err != nil {
@@ -90,7 +90,7 @@ func (g *ModelGen) Chain(ctx context.Context, ps []schema.Problem) (d schema.Dia
 // Alternative writes an alternatives dialogue of the given kind for p.
 func (g *ModelGen) Alternative(ctx context.Context, p schema.Problem, kind string) (schema.Dialogue, bool, error) {
 	id := schema.StableID("dlg-leetcode", "alternatives", kind, p.ID)
-	task := simulate.Task{ID: id, Sources: []string{p.ID}, Language: "python"}
+	task := feedbackloop.Task{ID: id, Sources: []string{p.ID}, Language: "python"}
 	text := UserTurn(p, 0, id)
 	switch kind {
 	case AltComplexity:
@@ -102,13 +102,13 @@ func (g *ModelGen) Alternative(ctx context.Context, p schema.Problem, kind strin
 		if err != nil {
 			return schema.Dialogue{}, false, err
 		}
-		task.Turns = []simulate.Turn{{Text: first, Problem: &p}, {Text: second, Problem: &p}}
+		task.Turns = []feedbackloop.Turn{{Text: first, Problem: &p}, {Text: second, Problem: &p}}
 	case AltLanguages:
 		first, err := g.render("leetcode_alt_python", map[string]any{"Problem": text})
 		if err != nil {
 			return schema.Dialogue{}, false, err
 		}
-		task.Turns = []simulate.Turn{{Text: first, Problem: &p}}
+		task.Turns = []feedbackloop.Turn{{Text: first, Problem: &p}}
 	default:
 		return schema.Dialogue{}, false, fmt.Errorf("leetcode: unknown alternative %q", kind)
 	}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/internal/neighbors"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/embed"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
@@ -22,7 +23,7 @@ import (
 
 // Options are the settings of the pack stage.
 type Options struct {
-	Config `yaml:",inline"`
+	neighbors.Config `yaml:",inline"`
 	// Answer has the writer model answer each packed dialogue turn by turn,
 	// running each answer's code in the sandbox. Without it (or without a
 	// model) packed dialogues hold only the user turns, ready for simulate.
@@ -39,7 +40,7 @@ type Options struct {
 
 // Validate implements pipeline.Validator.
 func (o Options) Validate() error {
-	if err := o.Config.validate(); err != nil {
+	if err := o.Config.Validate(); err != nil {
 		return err
 	}
 	if o.Concurrency < 1 {
@@ -54,7 +55,7 @@ func (o Options) Validate() error {
 }
 
 func init() {
-	pipeline.Register("pack", Options{Config: DefaultConfig, Concurrency: 8, Language: "python"}, newStage)
+	pipeline.Register("pack", Options{Config: neighbors.DefaultConfig, Concurrency: 8, Language: "python"}, newStage)
 }
 
 type version struct {
@@ -128,7 +129,7 @@ func run(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Te
 		return fmt.Errorf("pack: embed: %w", err)
 	}
 	svc.Stats.Set("seconds/embed", time.Since(start).Seconds())
-	res, err := Pack(ctx, vecs, o.Config)
+	res, err := neighbors.Pack(ctx, vecs, o.Config)
 	if err != nil {
 		return err
 	}
@@ -178,7 +179,7 @@ func packed(queries []schema.Query, vecs [][]float32, g []int) schema.Dialogue {
 		d.Messages = append(d.Messages, schema.Message{Role: schema.RoleUser, Content: queries[i].Text})
 		d.Sources = append(d.Sources, queries[i].ID)
 		if k > 0 {
-			sum += float64(dot(vecs[g[0]], vecs[i]))
+			sum += float64(neighbors.Dot(vecs[g[0]], vecs[i]))
 		}
 	}
 	d.Labels["seed_similarity"] = strconv.FormatFloat(sum/float64(len(g)-1), 'f', 3, 64)

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/internal/feedbackloop"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/schema"
@@ -22,12 +23,12 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	o = o.withDefaults()
-	ps, err := loadPrompts(o.Prompts)
+	o = o.WithDefaults()
+	pv, err := feedbackloop.PromptVersion(o.Prompts)
 	if err != nil {
 		return nil, err
 	}
-	version := map[string]any{"prompts": ps.Version(), "loop": "v1", "judge": harness.Version()}
+	version := map[string]any{"prompts": pv, "loop": "v1", "judge": harness.Version()}
 	if m, ok := svc.Model.(*llm.Models); ok {
 		for role, ep := range map[string]string{"writer": o.Writer, "judge": o.Judge, "feedback": o.Feedback} {
 			p, err := m.Params(svc.Name, ep)
@@ -51,14 +52,14 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 
 	var (
 		mu     sync.Mutex
-		sim    *Simulator
+		sim    *feedbackloop.Simulator
 		simErr error
 		warned sync.Once
 	)
 	// Built on first use: the sandbox opens lazily and the models are only
 	// needed once an item arrives. A transient failure (the sandbox did not
 	// start) is retried by the next item; a settings error sticks.
-	simulator := func(ctx context.Context) (*Simulator, error) {
+	simulator := func(ctx context.Context) (*feedbackloop.Simulator, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if sim != nil || simErr != nil {
@@ -77,7 +78,7 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 	}
 
 	st.Each = func(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
-		var task Task
+		var task feedbackloop.Task
 		s, err := simulator(ctx)
 		if errors.Is(err, llm.ErrNoModel) {
 			// Without a model there is nothing to simulate: the item is
@@ -121,7 +122,7 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 			if d.Stage == "simulate" { // our own output fed back: nothing to do
 				return []pipeline.Item{in}, nil
 			}
-			if task, err = TaskFromDialogue(d); err != nil {
+			if task, err = feedbackloop.TaskFromDialogue(d); err != nil {
 				return nil, pipeline.Permanent(err)
 			}
 		default:
@@ -135,7 +136,7 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 		if o.KeepInputs {
 			out = append(out, in)
 		}
-		if !res.Passed && o.Failed == FailedDrop {
+		if !res.Passed && o.Failed == feedbackloop.FailedDrop {
 			// Recorded with the item so a cached re-run counts them too:
 			// Observe never sees a dropped dialogue.
 			stats := pipeline.ItemStats(ctx, svc.Stats)
@@ -156,7 +157,7 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 }
 
 // buildSimulator gets the sandbox and the three models from the services.
-func buildSimulator(ctx context.Context, o Options, svc *pipeline.Services) (*Simulator, error) {
+func buildSimulator(ctx context.Context, o Options, svc *pipeline.Services) (*feedbackloop.Simulator, error) {
 	writer, err := llm.ForStage(svc, o.Writer)
 	if err != nil {
 		return nil, fmt.Errorf("simulate: writer model: %w", err)
@@ -178,7 +179,7 @@ func buildSimulator(ctx context.Context, o Options, svc *pipeline.Services) (*Si
 	if err != nil {
 		return nil, pipeline.Transient(fmt.Errorf("simulate: open sandbox: %w", err))
 	}
-	return New(o, writer, judge, feedback, ex)
+	return feedbackloop.New(o, writer, judge, feedback, ex)
 }
 
 // classify marks model failures for the engine: exhausted retries are worth

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/codefeedback/codefeedback/pipeline/store"
+	"github.com/codefeedback/codefeedback/internal/store"
 )
 
 // MemCache is an in-memory store.Cache for tests. It is safe for concurrent

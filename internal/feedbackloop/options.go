@@ -1,4 +1,4 @@
-package simulate
+package feedbackloop
 
 import (
 	"errors"
@@ -71,7 +71,7 @@ var DefaultOptions = Options{
 	OutputChars:    2000,
 }
 
-func (o Options) withDefaults() Options {
+func (o Options) WithDefaults() Options {
 	d := DefaultOptions
 	if o.MaxIterations <= 0 {
 		o.MaxIterations = d.MaxIterations

@@ -14,6 +14,7 @@ import (
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/internal/shared"
 	"github.com/codefeedback/codefeedback/pipeline"
+
 	// The stages and services data/pipeline.yaml may name, as the CLI
 	// registers them (cmd/codefeedback/stages.go).
 	_ "github.com/codefeedback/codefeedback/pipeline/embed"

@@ -1,4 +1,4 @@
-package simulate
+package feedbackloop
 
 import (
 	"crypto/sha256"
@@ -68,4 +68,14 @@ func (ps promptSet) Version() string {
 		vs = append(vs, n+"@"+ps[n].version)
 	}
 	return strings.Join(vs, ",")
+}
+
+// PromptVersion is the hash of the templates with overrides applied: the part
+// of a stage's cache key that the loop's prompts contribute.
+func PromptVersion(overrides map[string]string) (string, error) {
+	ps, err := loadPrompts(overrides)
+	if err != nil {
+		return "", err
+	}
+	return ps.Version(), nil
 }

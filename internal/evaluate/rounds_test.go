@@ -9,9 +9,9 @@ import (
 
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
-	"github.com/codefeedback/codefeedback/pipeline/store"
+	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/schema"
-	"github.com/codefeedback/codefeedback/stages/evaluate"
+	"github.com/codefeedback/codefeedback/internal/evaluate"
 )
 
 func client(tb testing.TB, srv *llmtest.Server, model string, cache store.Cache) *llm.Client {

@@ -1,4 +1,4 @@
-package pack
+package neighbors
 
 import (
 	"context"
@@ -16,7 +16,7 @@ type Neighbor struct {
 
 // dot is the inner product of two equal-length vectors, unrolled because it
 // is the whole cost of nearest-neighbour search.
-func dot(a, b []float32) float32 {
+func Dot(a, b []float32) float32 {
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
 	n := len(a)
 	b = b[:n]
@@ -117,7 +117,7 @@ func ExactKNN(ctx context.Context, vecs [][]float32, queries []int, k int) ([][]
 			if sp != nil {
 				s = sp[j].dot(vecs[q])
 			} else {
-				s = dot(vecs[q], v)
+				s = Dot(vecs[q], v)
 			}
 			if len(t.hs) < k || s >= t.hs[len(t.hs)-1].Sim {
 				t.push(Neighbor{ID: int32(j), Sim: s})

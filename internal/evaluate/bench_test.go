@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors/harness"
-	"github.com/codefeedback/codefeedback/stages/evaluate"
+	"github.com/codefeedback/codefeedback/internal/evaluate"
 )
 
 // benchCanonical evaluates a benchmark's canonical solutions per iteration

@@ -1,4 +1,4 @@
-package pack
+package neighbors
 
 import (
 	"context"
@@ -355,5 +355,5 @@ func (h *HNSW) sim(q []float32, id int32) float32 {
 	if h.sp != nil {
 		return h.sp[id].dot(q)
 	}
-	return dot(q, h.vecs[id])
+	return Dot(q, h.vecs[id])
 }

@@ -4,7 +4,7 @@
 // large ones), and a seed query is packed with one or two of its unused
 // neighbours. The packed dialogues are optionally answered turn by turn by
 // a writer model with each turn's code run in the sandbox.
-package pack
+package neighbors
 
 import (
 	"context"
@@ -39,7 +39,7 @@ type Config struct {
 var DefaultConfig = Config{K: 4, Sizes: []int{2, 3}, Floor: 0.25, Seed: 1, ExactMax: 5000,
 	M: 12, EfConstruction: 64, EfSearch: 48, RecallSample: 200}
 
-func (c Config) validate() error {
+func (c Config) Validate() error {
 	if c.K < 1 || c.K > 64 {
 		return fmt.Errorf("pack: k %d: want 1..64", c.K)
 	}
@@ -79,7 +79,7 @@ type Result struct {
 
 // Pack finds neighbours of unit vectors vecs and groups them.
 func Pack(ctx context.Context, vecs [][]float32, c Config) (Result, error) {
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		return Result{}, err
 	}
 	res := Result{Recall: -1}

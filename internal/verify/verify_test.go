@@ -16,7 +16,7 @@ import (
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	"github.com/codefeedback/codefeedback/schema"
 	"github.com/codefeedback/codefeedback/stages/audit"
-	"github.com/codefeedback/codefeedback/stages/simulate"
+	"github.com/codefeedback/codefeedback/internal/feedbackloop"
 )
 
 func sandbox(t testing.TB) executors.Executor {
@@ -113,13 +113,13 @@ func simulated(t *testing.T, ex executors.Executor) []schema.Dialogue {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := simulate.New(simulate.Options{FeedbackRounds: 0}, cl, cl, nil, ex)
+	s, err := feedbackloop.New(feedbackloop.Options{FeedbackRounds: 0}, cl, cl, nil, ex)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []schema.Dialogue
 	p := schema.Problem{Query: schema.Query{ID: "p", Text: "Write add."}, Tests: []string{"assert add(1, 2) == 3"}}
-	for _, task := range []simulate.Task{{ID: "q", Turns: []simulate.Turn{{Text: "Compute 6*7 and print it."}}}} {
+	for _, task := range []feedbackloop.Task{{ID: "q", Turns: []feedbackloop.Turn{{Text: "Compute 6*7 and print it."}}}} {
 		r, err := s.Run(context.Background(), task)
 		if err != nil || !r.Passed {
 			t.Fatalf("simulate: %v %v", err, r.Reason)

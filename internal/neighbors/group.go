@@ -1,4 +1,4 @@
-package pack
+package neighbors
 
 import (
 	"math/rand/v2"
@@ -69,7 +69,7 @@ func MeanCohesion(vecs [][]float32, groups [][]int) float64 {
 		sum, pairs := 0.0, 0
 		for i := range g {
 			for j := i + 1; j < len(g); j++ {
-				sum += float64(dot(vecs[g[i]], vecs[g[j]]))
+				sum += float64(Dot(vecs[g[i]], vecs[g[j]]))
 				pairs++
 			}
 		}

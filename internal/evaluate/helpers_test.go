@@ -9,7 +9,7 @@ import (
 	"github.com/codefeedback/codefeedback/executors"
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/internal/shared"
-	"github.com/codefeedback/codefeedback/stages/evaluate"
+	"github.com/codefeedback/codefeedback/internal/evaluate"
 )
 
 var (

@@ -6,15 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codefeedback/codefeedback/stages/evaluate"
+	"github.com/codefeedback/codefeedback/internal/evaluate"
 )
 
-// knownUnsound are canonical solutions that fail their own benchmark's
-// tests here, with the reason found. The canonical check asserts exactly
-// these fail, so a new failure (or a fixed one) shows up.
-var knownUnsound = map[string][]string{
-	// Mbpp/123's reference needs about 14 s for amicable_numbers_sum(9999)
-	// on this machine, over the 5 s per-test limit.
+// knownSlow are canonical solutions whose run time is close to the per-test
+// limit here, so whether they pass depends on the machine's load.
+var knownSlow = map[string][]string{
+	// Mbpp/123's reference needs 3-14 s for amicable_numbers_sum(9999)
+	// depending on load, around the 5 s per-test limit.
 	evaluate.MBPP: {"Mbpp/123"},
 }
 
@@ -52,8 +51,11 @@ func TestCanonical(t *testing.T) {
 				}
 			}
 			t.Logf("%s: %d of %d canonical solutions pass in %s", name, len(ss)-len(failed), len(ss), wall.Round(time.Millisecond))
-			if want := knownUnsound[name]; !slices.Equal(failed, want) {
-				t.Errorf("failing canonical solutions = %v, want %v", failed, want)
+			// A reference near the per-test limit passes on a quiet machine and
+			// fails on a loaded one: it may do either, anything else may not.
+			failed = slices.DeleteFunc(failed, func(id string) bool { return slices.Contains(knownSlow[name], id) })
+			if len(failed) > 0 {
+				t.Errorf("failing canonical solutions = %v, want none beyond the known slow %v", failed, knownSlow[name])
 			}
 		})
 	}

@@ -14,7 +14,7 @@
 // execution turn is invented: it is the run's own stdout, stderr and
 // traceback (cut with visible markers) or the harness's test report, and
 // the turn carries its schema.Execution record.
-package simulate
+package feedbackloop
 
 import (
 	"context"
@@ -80,7 +80,7 @@ func New(opts Options, writer, judge, feedback llm.Chatter, ex executors.Executo
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	opts = opts.withDefaults()
+	opts = opts.WithDefaults()
 	ps, err := loadPrompts(opts.Prompts)
 	if err != nil {
 		return nil, err

@@ -3,7 +3,7 @@ package evaluate_test
 import (
 	"testing"
 
-	"github.com/codefeedback/codefeedback/stages/evaluate"
+	"github.com/codefeedback/codefeedback/internal/evaluate"
 )
 
 func TestExtract(t *testing.T) {
