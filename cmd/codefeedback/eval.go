@@ -14,10 +14,10 @@ import (
 
 	"github.com/codefeedback/codefeedback/executors"
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
-	"github.com/codefeedback/codefeedback/internal/shared"
-	"github.com/codefeedback/codefeedback/pipeline/llm"
-	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/internal/evaluate"
+	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/store"
+	"github.com/codefeedback/codefeedback/pipeline/llm"
 )
 
 type evalOptions struct {

@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/internal/report"
+	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/urfave/cli/v2"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/codefeedback/codefeedback/executors"
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
-	"github.com/codefeedback/codefeedback/stages/audit"
 	"github.com/codefeedback/codefeedback/internal/verify"
+	"github.com/codefeedback/codefeedback/stages/audit"
 )
 
 type verifyOptions struct {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/codefeedback/codefeedback/executors"
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
-	"github.com/codefeedback/codefeedback/internal/shared"
 	"github.com/codefeedback/codefeedback/internal/evaluate"
+	"github.com/codefeedback/codefeedback/internal/shared"
 )
 
 var (

@@ -7,11 +7,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/codefeedback/codefeedback/internal/evaluate"
+	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
-	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/schema"
-	"github.com/codefeedback/codefeedback/internal/evaluate"
 )
 
 func client(tb testing.TB, srv *llmtest.Server, model string, cache store.Cache) *llm.Client {

@@ -11,12 +11,12 @@ import (
 	"github.com/codefeedback/codefeedback/executors"
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/internal/feedbackloop"
 	"github.com/codefeedback/codefeedback/internal/shared"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	"github.com/codefeedback/codefeedback/schema"
 	"github.com/codefeedback/codefeedback/stages/audit"
-	"github.com/codefeedback/codefeedback/internal/feedbackloop"
 )
 
 func sandbox(t testing.TB) executors.Executor {

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
-	"github.com/codefeedback/codefeedback/internal/store"
 )
 
 // Kinds of embedder the `embedder:` section can name.

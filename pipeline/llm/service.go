@@ -11,8 +11,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/internal/store"
+	"github.com/codefeedback/codefeedback/pipeline"
 )
 
 // DefaultBaseURL is the endpoint used when base_url is not set.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/codefeedback/codefeedback/pipeline/embed"
 	"github.com/codefeedback/codefeedback/internal/neighbors"
+	"github.com/codefeedback/codefeedback/pipeline/embed"
 )
 
 // BenchmarkRelated measures the chain neighbour search (text cosine plus

@@ -31,9 +31,9 @@ import (
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/internal/neighbors"
 	"github.com/codefeedback/codefeedback/pipeline/embed"
 	"github.com/codefeedback/codefeedback/schema"
-	"github.com/codefeedback/codefeedback/internal/neighbors"
 )
 
 // Eligible reports whether p can be judged by the harness: Python, with a

@@ -7,11 +7,11 @@ import (
 	"strings"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/internal/feedbackloop"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
 	"github.com/codefeedback/codefeedback/prompts"
 	"github.com/codefeedback/codefeedback/schema"
-	"github.com/codefeedback/codefeedback/internal/feedbackloop"
 )
 
 // PromptNames are the templates of the model path.
