@@ -801,6 +801,13 @@ read:
 	if r.o.DryRun {
 		rec.Status = "dry-run"
 	}
+	if st.Check != nil && !r.o.DryRun {
+		if err := st.Check(); err != nil {
+			abort()
+			rec.Status = "failed"
+			return err
+		}
+	}
 	for _, f := range []*atomicFile{out.a, dead, refs} {
 		if err := f.Commit(); err != nil {
 			abort()
@@ -1001,6 +1008,9 @@ func (r *runner) runAll(ctx context.Context, s *StageSpec, st *Stage, key string
 	err = st.All(ctx, iter.Seq2[Item, error](seq), emit)
 	p.finish()
 	rec.Counts = Counts{In: in, Out: w.lines, Fresh: in}
+	if err == nil && st.Check != nil {
+		err = st.Check()
+	}
 	if err != nil {
 		w.a.Abort()
 		return err

@@ -79,6 +79,13 @@ type Stage struct {
 	// when nothing was recomputed.
 	Observe func(out Item)
 
+	// Check, if set, runs after every output has been observed (cached or
+	// fresh) and before the stage's completion marker is written: a quality
+	// gate over the whole output. An error fails the stage loudly (the run
+	// stops and exits non-zero with it) and no marker is written, so the
+	// next run checks again.
+	Check func() error
+
 	// Close, if set, releases the stage's resources after it has run.
 	Close func() error
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+
+	"github.com/codefeedback/codefeedback/internal/gates"
 
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
@@ -22,15 +25,21 @@ type Options struct {
 	ContextChars int `yaml:"context_chars" json:"context_chars"`
 	// Sentences is the preface length asked of the model, in words.
 	Sentences string `yaml:"sentences" json:"sentences"`
+	// MaxRejected is the share (0..1) of code turns whose prefaces may fail
+	// the gate before the stage fails loudly (1 = never fail).
+	MaxRejected float64 `yaml:"max_rejected" json:"max_rejected"`
 }
 
 // DefaultOptions are the stage's defaults.
-var DefaultOptions = Options{Repairs: 2, ContextChars: 3000, Sentences: "two to four"}
+var DefaultOptions = Options{Repairs: 2, ContextChars: 3000, Sentences: "two to four", MaxRejected: 0.2}
 
 // Validate checks the settings.
 func (o Options) Validate() error {
 	if o.Repairs < 0 || o.ContextChars < 0 {
 		return errors.New("explain: repairs and context_chars must not be negative")
+	}
+	if o.MaxRejected < 0 || o.MaxRejected > 1 {
+		return fmt.Errorf("explain: max_rejected %v: want a share between 0 and 1", o.MaxRejected)
 	}
 	return nil
 }
@@ -48,7 +57,7 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	version := map[string]any{"prompts": pv, "explain": "v1"}
+	version := map[string]any{"prompts": pv, "explain": "v2-gated"}
 	chat, chatErr := llm.ForStage(svc, o.Endpoint)
 	if chatErr != nil && !errors.Is(chatErr, llm.ErrNoModel) {
 		if svc.Model != nil {
@@ -66,6 +75,7 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 		version["model"] = p
 	}
 	st := &pipeline.Stage{Version: version}
+	samples := &gates.Samples{}
 	st.Observe = func(out pipeline.Item) {
 		if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
 			return
@@ -74,20 +84,38 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 		if err != nil {
 			return
 		}
+		var explained, rejected int
+		fmt.Sscan(d.Labels[LabelExplained], &explained)
+		fmt.Sscan(d.Labels[LabelRejected], &rejected)
 		switch {
 		case d.Labels[LabelExplained] != "":
-			svc.Stats.Add("dialogues/explained", 1)
-			var n int
-			fmt.Sscan(d.Labels[LabelExplained], &n)
-			svc.Stats.Add("turns/explained", float64(n))
-			if d.Labels[LabelStripped] != "" {
-				svc.Stats.Add("dialogues/stripped", 1)
+			if explained > 0 {
+				svc.Stats.Add("dialogues/explained", 1)
+			}
+			svc.Stats.Add("turns/explained", float64(explained))
+			// The gate's figures come from the labels, so a cached re-run
+			// counts the same.
+			svc.Stats.Add(gates.CheckedKey(Gate), float64(explained+rejected))
+			if rejected > 0 {
+				svc.Stats.Add("dialogues/with_unexplained_turns", 1)
+				svc.Stats.Add(gates.RejectedKey(Gate), float64(rejected))
+				for _, r := range strings.Split(d.Labels[LabelReasons], ",") {
+					svc.Stats.Add(gates.ReasonKey(Gate, r), 1)
+				}
+				samples.Add(Gate, d.ID+": "+d.Labels[LabelSample])
 			}
 		case noModel:
 			svc.Stats.Add("skipped/no_model", 1)
 		default:
 			svc.Stats.Add("dialogues/no_code", 1)
 		}
+	}
+	st.Check = func() error {
+		if svc.Stats == nil {
+			return nil
+		}
+		vals, _ := svc.Stats.Snapshot()
+		return gates.Fail("explain", vals, o.MaxRejected, samples)
 	}
 	var once sync.Once
 	var ex *Explainer
@@ -127,7 +155,7 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 		if svc.Stats != nil && rep.Repairs > 0 {
 			svc.Stats.Add("repairs", float64(rep.Repairs))
 		}
-		if rep.Turns == 0 {
+		if rep.Turns == 0 && len(rep.Rejected) == 0 {
 			return []pipeline.Item{in}, nil
 		}
 		it, err := pipeline.DialogueItem(out)
@@ -146,7 +174,7 @@ func classify(err error) error {
 	switch {
 	case errors.Is(err, llm.ErrRetriesExhausted):
 		return pipeline.Transient(err)
-	case errors.As(err, &pe), errors.Is(err, ErrNoProse), errors.Is(err, ErrCodeChanged):
+	case errors.As(err, &pe), errors.Is(err, ErrCodeChanged):
 		return pipeline.Permanent(err)
 	}
 	return err
