@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/codefeedback/codefeedback/internal/gates"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/prompts"
@@ -56,6 +57,9 @@ type Options struct {
 	Unrated string `yaml:"unrated" json:"unrated"`
 	// MaxTokens bounds each rating answer.
 	MaxTokens int `yaml:"max_tokens" json:"max_tokens"`
+	// MaxUnrated is the share (0..1) of queries a rubric may leave unrated
+	// (unreadable answers) before the stage fails loudly; 1 never fails.
+	MaxUnrated float64 `yaml:"max_unrated" json:"max_unrated"`
 }
 
 // Validate implements pipeline.Validator.
@@ -82,13 +86,16 @@ func (o Options) Validate() error {
 	if o.Repairs < 0 {
 		return errors.New("filter: repairs must be >= 0")
 	}
+	if o.MaxUnrated < 0 || o.MaxUnrated > 1 {
+		return fmt.Errorf("filter: max_unrated %v: want a share between 0 and 1", o.MaxUnrated)
+	}
 	return nil
 }
 
 func init() {
 	pipeline.Register("dedup", DedupOptions{Threshold: 0.8, Shingle: 5}, newDedupStage)
 	pipeline.Register("filter", Options{Rubrics: Rubrics, Rule: "both", Keep: []int{4, 5}, Repairs: 1,
-		Unrated: "drop", MaxTokens: 200}, newFilterStage)
+		Unrated: "drop", MaxTokens: 200, MaxUnrated: 0.2}, newFilterStage)
 }
 
 func newDedupStage(o DedupOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
@@ -251,8 +258,12 @@ func newFilterStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) 
 	}
 	// Observe fills the manifest's histogram and counts from every output,
 	// cached or fresh. Ratings of one query come before its query item.
+	// Each rubric is a gate ("rubric_<name>"): an unreadable answer is a
+	// rejection, and a rubric unreadable for more than max_unrated of the
+	// queries fails the stage instead of dropping them all quietly.
 	var pending string // query id whose ratings were seen last
 	var pendingUnrated bool
+	samples := &gates.Samples{}
 	st.Observe = func(out pipeline.Item) {
 		switch out.Kind {
 		case pipeline.KindRating:
@@ -261,18 +272,24 @@ func newFilterStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) 
 				return
 			}
 			bucket := strconv.Itoa(rt.Score)
+			v := gates.Verdict{}
 			if rt.Score == 0 {
 				bucket = "unrated"
+				v = gates.Verdict{Reason: "unreadable"}
+				samples.Add("rubric_"+rt.Rubric, rt.QueryID+": "+rt.Raw)
 			}
+			gates.Record(svc.Stats, "rubric_"+rt.Rubric, v)
 			svc.Stats.Add("score/"+rt.Rubric+"/"+bucket, 1)
 			if rt.QueryID != pending {
 				pending, pendingUnrated = rt.QueryID, false
-				svc.Stats.Add("rated", 1)
+				svc.Stats.Add("queries", 1)
+				svc.Stats.Add("rated", 1)   // undone below if a rubric is unreadable
 				svc.Stats.Add("dropped", 1) // undone below if the query follows
 			}
 			if rt.Score == 0 && !pendingUnrated {
 				pendingUnrated = true
 				svc.Stats.Add("unrated", 1)
+				svc.Stats.Add("rated", -1)
 			}
 		case pipeline.KindQuery:
 			if out.ID == pending {
@@ -281,6 +298,10 @@ func newFilterStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) 
 			}
 			svc.Stats.Add("kept", 1)
 		}
+	}
+	st.Check = func() error {
+		vals, _ := svc.Stats.Snapshot()
+		return gates.Fail("filter", vals, o.MaxUnrated, samples)
 	}
 	return st, nil
 }
