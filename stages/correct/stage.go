@@ -85,7 +85,7 @@ func newStage(o StageOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
 		return nil, err
 	}
 	kinds, _ := o.kinds()
-	version := map[string]any{"mutate": shortHash(mutateScript), "judge": harness.Version(), "dialogue": "v2"}
+	version := map[string]any{"mutate": shortHash(mutateScript), "judge": harness.Version(), "dialogue": "v3"}
 	if o.Method == "model" {
 		pv, err := PromptVersion()
 		if err != nil {
@@ -133,6 +133,9 @@ func newStage(o StageOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
 		if o.Method == "mutation" {
 			g := &Generator{Exec: ex, Checker: checker, Opts: Options{Seed: o.Seed, Kinds: kinds, PerOperator: o.PerOperator, PerKind: o.PerKind}}
 			out, err := g.Generate(ctx, &p)
+			if errors.Is(err, ErrReferenceTimeout) {
+				return nil, pipeline.Transient(err)
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"maps"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/codefeedback/codefeedback/internal/gates"
@@ -24,6 +25,12 @@ type DedupOptions struct {
 	Threshold float64 `yaml:"threshold" json:"threshold"`
 	// Shingle is the character n-gram length.
 	Shingle int `yaml:"shingle" json:"shingle"`
+	// Kinds are the item kinds deduplicated: query (default) and dialogue
+	// (whole dialogues, all turns, before export). Other kinds pass.
+	Kinds []string `yaml:"kinds" json:"kinds"`
+	// DialogueThreshold is Threshold for dialogues: dialogues built from one
+	// problem share its text and code, so only near-copies are dropped.
+	DialogueThreshold float64 `yaml:"dialogue_threshold" json:"dialogue_threshold"`
 }
 
 // Validate implements pipeline.Validator.
@@ -33,6 +40,14 @@ func (o DedupOptions) Validate() error {
 	}
 	if o.Shingle < 1 || o.Shingle > 32 {
 		return fmt.Errorf("dedup: shingle %d: want 1..32", o.Shingle)
+	}
+	if o.DialogueThreshold < 0 || o.DialogueThreshold > 1 {
+		return fmt.Errorf("dedup: dialogue_threshold %v: want 0..1", o.DialogueThreshold)
+	}
+	for _, k := range o.Kinds {
+		if k != pipeline.KindQuery && k != pipeline.KindDialogue {
+			return fmt.Errorf("dedup: kinds: %q: want query or dialogue", k)
+		}
 	}
 	return nil
 }
@@ -93,42 +108,68 @@ func (o Options) Validate() error {
 }
 
 func init() {
-	pipeline.Register("dedup", DedupOptions{Threshold: 0.8, Shingle: 5}, newDedupStage)
+	pipeline.Register("dedup", DedupOptions{Threshold: 0.8, Shingle: 5, Kinds: []string{pipeline.KindQuery}, DialogueThreshold: 0.9}, newDedupStage)
 	pipeline.Register("filter", Options{Rubrics: Rubrics, Rule: "both", Keep: []int{4, 5}, Repairs: 1,
 		Unrated: "drop", MaxTokens: 200, MaxUnrated: 0.2}, newFilterStage)
 }
 
 func newDedupStage(o DedupOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
+	kinds := map[string]bool{}
+	for _, k := range o.Kinds {
+		kinds[k] = true
+	}
 	return &pipeline.Stage{
-		Version: "dedup-v1",
+		Version: "dedup-v2",
 		All: func(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
-			d := NewDedup(o.Threshold, o.Shingle)
-			var ids []string // input index -> query id, for the log
+			dq := NewDedup(o.Threshold, o.Shingle)
+			dd := NewDedup(o.DialogueThreshold, o.Shingle)
+			var qids, dids []string // input index -> id, for the log
 			for it, err := range in {
 				if err != nil {
 					return err
 				}
-				if it.Kind != pipeline.KindQuery {
+				var (
+					d    *Dedup
+					ids  *[]string
+					id   string
+					text string
+					kind = it.Kind
+				)
+				switch {
+				case it.Kind == pipeline.KindQuery && kinds[it.Kind]:
+					q, err := pipeline.As[schema.Query](it, pipeline.KindQuery)
+					if err != nil {
+						return err
+					}
+					d, ids, id, text = dq, &qids, q.ID, q.Text
+					svc.Stats.Add("queries", 1)
+				case it.Kind == pipeline.KindDialogue && kinds[it.Kind]:
+					dl, err := pipeline.As[schema.Dialogue](it, pipeline.KindDialogue)
+					if err != nil {
+						return err
+					}
+					d, ids, id, text = dd, &dids, dl.ID, DialogueText(dl)
+					svc.Stats.Add("dialogues", 1)
+				default:
 					if err := emit(it); err != nil {
 						return err
 					}
 					continue
 				}
-				q, err := pipeline.As[schema.Query](it, pipeline.KindQuery)
-				if err != nil {
-					return err
+				*ids = append(*ids, id)
+				v := d.Add(text)
+				prefix := ""
+				if kind == pipeline.KindDialogue {
+					prefix = "dialogues/"
 				}
-				ids = append(ids, q.ID)
-				v := d.Add(q.Text)
-				svc.Stats.Add("queries", 1)
 				if v.Kind != "" {
-					svc.Stats.Add("dropped/"+v.Kind, 1)
+					svc.Stats.Add(prefix+"dropped/"+v.Kind, 1)
 					if svc.Logger != nil {
-						svc.Logger.Debug("dedup: dropped", "id", q.ID, "kind", v.Kind, "of", ids[v.Of], "jaccard", v.Jaccard)
+						svc.Logger.Debug("dedup: dropped", "id", id, "kind", v.Kind, "of", (*ids)[v.Of], "jaccard", v.Jaccard)
 					}
 					continue
 				}
-				svc.Stats.Add("kept", 1)
+				svc.Stats.Add(prefix+"kept", 1)
 				if err := emit(it); err != nil {
 					return err
 				}
@@ -136,6 +177,19 @@ func newDedupStage(o DedupOptions, svc *pipeline.Services) (*pipeline.Stage, err
 			return nil
 		},
 	}, nil
+}
+
+// DialogueText is what near-duplicate detection compares of a dialogue:
+// every turn's role and text, in order.
+func DialogueText(d schema.Dialogue) string {
+	var b strings.Builder
+	for _, m := range d.Messages {
+		b.WriteString(m.Role)
+		b.WriteString(": ")
+		b.WriteString(m.Content)
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // Version is what besides the settings determines the filter's outputs.
