@@ -727,7 +727,7 @@ func (r *run) calibrate(ctx context.Context, request, code, testOutcome, iter st
 	if err != nil {
 		return err
 	}
-	verdict := "reject"
+	verdict := "fail"
 	if ok {
 		verdict = "pass"
 	}
