@@ -38,8 +38,8 @@ const batchBucket = "llm.batch"
 
 // batchRef is what the store records for a request in a batch.
 type batchRef struct {
-	API   string `json:"api"`              // "openai" or "dir"
-	File  string `json:"file"`             // uploaded input file id, or input path
+	API   string `json:"api"`             // "openai" or "dir"
+	File  string `json:"file"`            // uploaded input file id, or input path
 	Batch string `json:"batch,omitempty"` // batch id (openai) or the input path (dir)
 }
 

@@ -218,7 +218,7 @@ func (s *Server) runBatch(fb *fakeBatch, expire bool) (out, errs []byte) {
 		if rep.Fault.Kind == Status {
 			line, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("batch_req_%d", i), "custom_id": l.CustomID,
 				"response": map[string]any{"status_code": rep.Fault.Status, "body": map[string]any{"error": map[string]string{"message": "injected"}}},
-				"error": nil})
+				"error":    nil})
 			errs = append(append(errs, line...), '\n')
 			continue
 		}
