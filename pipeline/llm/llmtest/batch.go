@@ -67,6 +67,27 @@ func (s *Server) Batches() []openai.Batch {
 	return out
 }
 
+// BatchRequestIDs returns the custom_ids of a batch's input lines.
+func (s *Server) BatchRequestIDs(id string) []string {
+	api := s.batchAPI()
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	fb := api.find(id)
+	if fb == nil {
+		return nil
+	}
+	var ids []string
+	for _, l := range fb.lines {
+		var v struct {
+			CustomID string `json:"custom_id"`
+		}
+		if json.Unmarshal(l, &v) == nil {
+			ids = append(ids, v.CustomID)
+		}
+	}
+	return ids
+}
+
 func (s *Server) batchAPI() *batchAPI {
 	s.batchOnce.Do(func() { s.batch = &batchAPI{files: map[string][]byte{}, polls: 1} })
 	return s.batch
