@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -274,13 +275,16 @@ func share(a, b int) float64 {
 }
 
 // TestGoodPersonaPassesEveryGate runs a slice of MBPP (all 974 problems with
-// CODEFEEDBACK_GATES_FULL=1) through filter, simulate, explain and dialogue
+// CODEFEEDBACK_GATES_FULL=1, the first N with CODEFEEDBACK_GATES_N=N) through filter, simulate, explain and dialogue
 // dedup with a scripted good model whose first answers are sometimes wrong,
 // and checks the corpus figures of issue 16.
 func TestGoodPersonaPassesEveryGate(t *testing.T) {
 	n := 10
 	if os.Getenv("CODEFEEDBACK_GATES_FULL") != "" {
 		n = 0
+	}
+	if v, err := strconv.Atoi(os.Getenv("CODEFEEDBACK_GATES_N")); err == nil {
+		n = v
 	}
 	c := loadCorpus(t, n, 3)
 	persona := &llmtest.Persona{Solve: c.solve}
