@@ -67,15 +67,15 @@ func TestSameCodeAndRevision(t *testing.T) {
 	}
 	for text, want := range map[string]bool{
 		"The code already handles empty lists, so no change is needed.": true,
-		"You're right. The solution is correct.":                          false,
-		"I kept the code unchanged because the check is already there.":   true,
+		"You're right. The solution is correct.":                        false,
+		"I kept the code unchanged because the check is already there.": true,
 	} {
 		if got := ExplainsNoChange(text); got != want {
 			t.Errorf("ExplainsNoChange(%q) = %v, want %v", text, got, want)
 		}
 	}
 	for text, want := range map[string]bool{
-		"Looks good to me.":                         false,
+		"Looks good to me.":                          false,
 		"Looks good, but could you add a docstring?": true,
 		"Please validate the input.":                 true,
 	} {
