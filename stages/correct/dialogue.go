@@ -313,15 +313,19 @@ func Analysis(bug Run, buggy string) string {
 		}
 		return fmt.Sprintf("line %d", n)
 	}
+	// The lead of each sentence varies with the code, so the analysis of
+	// one kind does not open the same way across a corpus.
+	v := func(slot string, variants ...string) string { return pick(buggy+"\x00"+slot, variants...) }
 	switch KindOf(bug.Observed) {
 	case Syntax:
-		fmt.Fprintf(&b, "The code does not compile: Python reports `%s`", errorMessage(bug))
+		fmt.Fprintf(&b, v("syntax", "The code does not compile: Python reports `%s`", "Python rejects the code before running it with `%s`",
+			"The run stops at compile time: `%s`", "This is a syntax problem, `%s`"), errorMessage(bug))
 		if bug.Line > 0 {
 			fmt.Fprintf(&b, " at %s", at(bug.Line))
 		}
 		b.WriteString(".")
 	case Name, Type:
-		fmt.Fprintf(&b, "The run failed with `%s`", errorMessage(bug))
+		fmt.Fprintf(&b, v("raise", "The run failed with `%s`", "The tests hit `%s`", "Running the tests raised `%s`", "Execution stops with `%s`"), errorMessage(bug))
 		if bug.Line > 0 {
 			fmt.Fprintf(&b, ", raised at %s", at(bug.Line))
 		}
@@ -330,18 +334,23 @@ func Analysis(bug Run, buggy string) string {
 		}
 		b.WriteString(".")
 		if bug.Observed == "NameError" {
-			b.WriteString(" The code uses a name that is never defined.")
+			b.WriteString(v("name", " The code uses a name that is never defined.", " That name is not defined anywhere in the code.",
+				" Nothing in the code binds that name.", " The name is a slip: no variable or function is called that."))
 		} else {
-			b.WriteString(" An operation got a value of the wrong type.")
+			b.WriteString(v("type", " An operation got a value of the wrong type.", " Two values of incompatible types meet in one operation.",
+				" A value has a different type than the operation expects.", " The types of the operands do not fit together."))
 		}
 	case Logic:
-		b.WriteString("The code runs without an exception, but it returns a wrong result")
+		b.WriteString(v("logic", "The code runs without an exception, but it returns a wrong result", "Nothing crashes, yet the result is wrong",
+			"The function returns a value, just not the right one", "The tests run to the end but the answer is off"))
 		if bug.FailedTest != "" {
-			fmt.Fprintf(&b, ": the test `%s` fails", bug.FailedTest)
+			fmt.Fprintf(&b, v("failed", ": the test `%s` fails", "; `%s` does not hold", ", as `%s` shows"), bug.FailedTest)
 		}
 		b.WriteString(".")
 	case Timeout:
-		fmt.Fprintf(&b, "The run did not finish in time (%s): on at least one test the code keeps running, most likely in a loop that never reaches its exit condition.", errorMessage(bug))
+		fmt.Fprintf(&b, v("timeout", "The run did not finish in time (%s): on at least one test the code keeps running, most likely in a loop that never reaches its exit condition.",
+			"The tests time out (%s), so some input makes the code run forever: a loop never reaches its end.",
+			"Execution hits the time limit (%s); a loop keeps going because its condition never becomes false."), errorMessage(bug))
 	default:
 		fmt.Fprintf(&b, "The run failed (%s).", bug.Observed)
 	}

@@ -228,8 +228,9 @@ func addDocstring(code, doc string) string {
 	for at < len(lines) && !strings.HasSuffix(strings.TrimSpace(lines[at]), ":") {
 		at++
 	}
-	if at >= len(lines)-1 {
-		return code
+	if at >= len(lines)-1 || strings.TrimSpace(lines[at+1]) == "" {
+		// a one-line def: document the module instead
+		return `"""` + doc + `"""` + "\n" + code
 	}
 	indent := lines[at+1][:len(lines[at+1])-len(strings.TrimLeft(lines[at+1], " \t"))]
 	if indent == "" {
