@@ -25,11 +25,11 @@ func duckdbModules(t *testing.T) string {
 	return filepath.Join(root, ".ci", "node_modules")
 }
 
-// TestDuckDBReadsParquet exports dialogues to Parquet and has DuckDB (the npm
-// package, which ships its own binary) check the schema and row count. It
-// skips only outside CI when node or the module is missing; under CI=true a
-// missing module fails.
-func TestDuckDBReadsParquet(t *testing.T) {
+// duckdbCheck returns a function that has DuckDB (the npm package, which
+// ships its own binary) read a Parquet file and check its id type, messages
+// type, row count and roles. It skips only outside CI when node or the
+// module is missing; under CI=true a missing module fails.
+func duckdbCheck(t *testing.T) func(file string, rows int, idType, roles string) map[string]any {
 	ci := os.Getenv("CI") == "true" || os.Getenv("CI") == "1"
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -45,17 +45,13 @@ func TestDuckDBReadsParquet(t *testing.T) {
 		}
 		t.Skipf("skipping: @duckdb/node-api not installed in %s (cd .ci && npm install --no-save @duckdb/node-api)", mods)
 	}
-	dir := t.TempDir()
-	pq := filepath.Join(dir, "d.parquet")
-	var ds []Dialogue
-	for i := 0; i < 1500; i++ {
-		ds = append(ds, sampleDialogue(i))
-	}
-	if err := WriteAll(pq, ds, RowGroupBytes(128<<10)); err != nil {
+	script, err := filepath.Abs(filepath.Join("testdata", "duckdb_check.mjs"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	check := func(file string, rows int) map[string]any {
-		cmd := exec.CommandContext(context.Background(), node, filepath.Join("testdata", "duckdb_check.mjs"), file, strconv.Itoa(rows))
+	return func(file string, rows int, idType, roles string) map[string]any {
+		t.Helper()
+		cmd := exec.CommandContext(context.Background(), node, script, file, strconv.Itoa(rows), idType, roles)
 		cmd.Env = append(os.Environ(), "DUCKDB_NODE_MODULES="+mods)
 		out, err := cmd.Output()
 		if err != nil {
@@ -71,20 +67,47 @@ func TestDuckDBReadsParquet(t *testing.T) {
 		}
 		return res
 	}
-	res := check(pq, len(ds))
+}
+
+// TestDuckDBReadsParquet: DuckDB reads each Parquet layout with the
+// expected column types: the default Code-Feedback layout (user/assistant
+// roles only; id VARCHAR for generated dialogues, BIGINT for the real
+// Code-Feedback sample's integer ids) and the native layout.
+func TestDuckDBReadsParquet(t *testing.T) {
+	check := duckdbCheck(t)
+	dir := t.TempDir()
+	var ds []Dialogue
+	for i := 0; i < 1500; i++ {
+		ds = append(ds, sampleDialogue(i))
+	}
+	ctx := context.Background()
+	src := filepath.Join(dir, "d.jsonl")
+	if err := WriteAll(src, ds); err != nil {
+		t.Fatal(err)
+	}
+	cf := filepath.Join(dir, "cf.parquet")
+	if _, err := Export(ctx, src, cf, ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res := check(cf, len(ds), "VARCHAR", "user,assistant")
+	// The system turn is folded into the first user turn: 6 turns each.
 	if got, want := res["turns"], float64(6*len(ds)); got != want {
 		t.Errorf("duckdb counted %v turns, want %v", got, want)
 	}
+	native := filepath.Join(dir, "native.parquet")
+	if err := WriteAll(native, ds, RowGroupBytes(128<<10)); err != nil {
+		t.Fatal(err)
+	}
+	res = check(native, len(ds), "VARCHAR", "system,user,assistant,execution")
 	if res["first_role"] != "system" {
 		t.Errorf("duckdb first role %v, want system", res["first_role"])
 	}
-	// The real Code-Feedback sample, exported through the public API.
 	if d := shared.DataDir(); d != "" {
 		src := filepath.Join(d, "codefeedback-sample", "code_feedback_sample.jsonl")
-		out := filepath.Join(dir, "cf.parquet")
-		if _, err := Export(context.Background(), src, out, ExportOptions{To: ExportParquet, Compression: "zstd"}); err != nil {
+		out := filepath.Join(dir, "hub.parquet")
+		if _, err := Export(ctx, src, out, ExportOptions{To: ExportParquet, Compression: "zstd"}); err != nil {
 			t.Fatal(err)
 		}
-		check(out, 10)
+		check(out, 10, "BIGINT", "user,assistant")
 	}
 }
