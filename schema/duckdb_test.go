@@ -2,14 +2,13 @@ package schema
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/schema/loaders"
 )
 
 // duckdbModules finds a node_modules holding @duckdb/node-api: the
@@ -25,45 +24,21 @@ func duckdbModules(t *testing.T) string {
 	return filepath.Join(root, ".ci", "node_modules")
 }
 
-// duckdbCheck returns a function that has DuckDB (the npm package, which
-// ships its own binary) read a Parquet file and check its id type, messages
-// type, row count and roles. It skips only outside CI when node or the
-// module is missing; under CI=true a missing module fails.
+// duckdbCheck returns a function that has DuckDB read a Parquet file and
+// check its id type, messages type, row count and roles (loaders.DuckDB).
+// It skips only outside CI when node or the module is missing; under
+// CI=true a missing module fails.
 func duckdbCheck(t *testing.T) func(file string, rows int, idType, roles string) map[string]any {
 	ci := os.Getenv("CI") == "true" || os.Getenv("CI") == "1"
-	node, err := exec.LookPath("node")
-	if err != nil {
-		if ci {
-			t.Fatal("CI is set but node is not installed: the DuckDB Parquet check cannot run")
-		}
-		t.Skip("skipping: node is not installed (needed for the DuckDB Parquet check)")
-	}
 	mods := duckdbModules(t)
-	if _, err := os.Stat(filepath.Join(mods, "@duckdb", "node-api", "package.json")); err != nil {
-		if ci {
-			t.Fatalf("CI is set but @duckdb/node-api is not installed in %s (run .ci/setup)", mods)
-		}
-		t.Skipf("skipping: @duckdb/node-api not installed in %s (cd .ci && npm install --no-save @duckdb/node-api)", mods)
-	}
-	script, err := filepath.Abs(filepath.Join("testdata", "duckdb_check.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	return func(file string, rows int, idType, roles string) map[string]any {
 		t.Helper()
-		cmd := exec.CommandContext(context.Background(), node, script, file, strconv.Itoa(rows), idType, roles)
-		cmd.Env = append(os.Environ(), "DUCKDB_NODE_MODULES="+mods)
-		out, err := cmd.Output()
-		if err != nil {
-			var stderr []byte
-			if ee, ok := err.(*exec.ExitError); ok {
-				stderr = ee.Stderr
-			}
-			t.Fatalf("duckdb check on %s: %v\n%s%s", file, err, out, stderr)
+		res, err := loaders.DuckDB(context.Background(), mods, file, rows, idType, roles)
+		if errors.Is(err, loaders.ErrNoDuckDB) && !ci {
+			t.Skipf("skipping: %v (cd .ci && npm install --no-save @duckdb/node-api)", err)
 		}
-		var res map[string]any
-		if err := json.Unmarshal(out, &res); err != nil {
-			t.Fatalf("duckdb check output %q: %v", out, err)
+		if err != nil {
+			t.Fatal(err)
 		}
 		return res
 	}
