@@ -173,7 +173,17 @@ func TestSimulatedDialoguesVerify(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rep.Mismatches) != 1 || rep.Mismatches[0].Turn != first || rep.Mismatches[0].Check != CheckRerun {
+		// A flipped verdict also renders another text than the turn shows.
+		rerun := 0
+		for _, m := range rep.Mismatches {
+			if m.Turn != first {
+				t.Errorf("%s: mismatch at turn %d, want only turn %d: %v", tc.name, m.Turn, first, m)
+			}
+			if m.Check == CheckRerun {
+				rerun++
+			}
+		}
+		if rerun != 1 {
 			t.Errorf("%s: mismatches %v, want one re-run mismatch at turn %d", tc.name, rep.Mismatches, first)
 		}
 	}
