@@ -293,9 +293,12 @@ func joinNL(a, b string) string {
 	return ""
 }
 
-// TurnSamples returns one dialogue per assistant turn of d: the messages up
-// to and including that turn, id "<id>#<k>". A dialogue with one assistant
-// turn is returned as is.
+// TurnSamples returns one dialogue per assistant turn of d worth training
+// on: the messages up to and including that turn, id "<id>#<k>" (k counts
+// every assistant turn from 1). A turn whose code the next execution shows
+// failing is not made a target (it would teach the bug); it stays in the
+// context of the later samples, as in the dialogue. A dialogue with one
+// assistant turn, at its end, is returned as is.
 func TurnSamples(d *Dialogue) []Dialogue {
 	var out []Dialogue
 	k := 0
@@ -304,16 +307,60 @@ func TurnSamples(d *Dialogue) []Dialogue {
 			continue
 		}
 		k++
+		if i+1 < len(d.Messages) && ShowsFailure(d.Messages[i+1]) {
+			continue
+		}
 		p := *d
 		p.Messages = d.Messages[:i+1]
 		p.ID = d.ID + "#" + strconv.Itoa(k)
 		p.SourceID = nil
 		out = append(out, p)
 	}
-	if k == 1 && d.Messages[len(d.Messages)-1].Role == RoleAssistant {
+	if k == 1 && len(out) == 1 && len(out[0].Messages) == len(d.Messages) {
 		return []Dialogue{*d}
 	}
 	return out
+}
+
+// failureHeads start the texts of failed runs: a traceback, or the
+// harness's verdicts (see harness.Feedback).
+var failureHeads = []string{"Traceback (most recent call last)", "of ", "The code does not compile", "The code raised an exception",
+	"An exception was raised in", "Execution timed out"}
+
+// ShowsFailure reports whether m is an execution turn showing that the code
+// before it failed: by its record (tests failed; or a non-zero exit, a
+// timeout, running out of memory, an exception), else by its text (a
+// traceback or a failed test verdict, as this tool and Code-Feedback write
+// them).
+func ShowsFailure(m Message) bool {
+	if e := m.Exec; e != nil && m.Role == RoleExecution {
+		if e.Passed != nil {
+			return !*e.Passed
+		}
+		return e.ExitCode != 0 || e.TimedOut || e.OOM || e.Exception != ""
+	}
+	text := m.Content
+	if m.Role != RoleExecution {
+		t, ok := strings.CutPrefix(strings.TrimLeft(text, " \n"), strings.TrimSpace(ExecutionPrefix))
+		if m.Role != RoleUser || !ok {
+			return false
+		}
+		text = t
+	}
+	text = strings.TrimLeft(text, " \n")
+	if strings.Contains(text, "Traceback (most recent call last)") {
+		return true
+	}
+	for _, h := range failureHeads[2:] {
+		if strings.HasPrefix(text, h) {
+			return true
+		}
+	}
+	// "N of M tests failed."
+	if line, _, _ := strings.Cut(text, "\n"); strings.HasSuffix(line, " failed.") && strings.Contains(line, " of ") {
+		return true
+	}
+	return false
 }
 
 // weightLast sets weight 0 on every assistant message but the last.

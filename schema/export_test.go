@@ -108,24 +108,24 @@ func TestExportLoaderRules(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		o       ExportOptions
-		samples int // per dialogue
+		samples int // in all: a failing turn is no target of its own (odd i fail)
 		check   func(path string, line []byte) []string
 	}{
-		{"codefeedback", ExportOptions{}, 1, func(_ string, l []byte) []string { return loaders.CodeFeedback(l) }},
-		{"codefeedback turns", ExportOptions{Split: SplitTurns}, 3, func(_ string, l []byte) []string { return loaders.CodeFeedback(l) }},
-		{"openai", ExportOptions{To: ExportOpenAI}, 1, func(_ string, l []byte) []string { return loaders.OpenAI(l) }},
-		{"openai turns", ExportOptions{To: ExportOpenAI, Split: SplitTurns}, 3, func(_ string, l []byte) []string { return loaders.OpenAI(l) }},
-		{"openai weights", ExportOptions{To: ExportOpenAI, Split: SplitWeights}, 1, func(_ string, l []byte) []string { return loaders.OpenAI(l) }},
-		{"openai-tools", ExportOptions{To: ExportOpenAITools}, 1, func(_ string, l []byte) []string { return loaders.OpenAI(l) }},
-		{"openai-tools turns", ExportOptions{To: ExportOpenAITools, Split: SplitTurns}, 3, func(_ string, l []byte) []string { return loaders.OpenAI(l) }},
-		{"sharegpt", ExportOptions{To: ExportShareGPT}, 1, shareGPTCheck(t)},
-		{"sharegpt observation", ExportOptions{To: ExportShareGPT, ExecAs: ExecAsTool}, 1, shareGPTCheck(t)},
-		{"sharegpt turns", ExportOptions{To: ExportShareGPT, Split: SplitTurns}, 3, shareGPTCheck(t)},
+		{"codefeedback", ExportOptions{}, 20, func(_ string, l []byte) []string { return loaders.CodeFeedback(l) }},
+		{"codefeedback turns", ExportOptions{Split: SplitTurns}, 50, func(_ string, l []byte) []string { return loaders.CodeFeedback(l) }},
+		{"openai", ExportOptions{To: ExportOpenAI}, 20, func(_ string, l []byte) []string { return loaders.OpenAI(l) }},
+		{"openai turns", ExportOptions{To: ExportOpenAI, Split: SplitTurns}, 50, func(_ string, l []byte) []string { return loaders.OpenAI(l) }},
+		{"openai weights", ExportOptions{To: ExportOpenAI, Split: SplitWeights}, 20, func(_ string, l []byte) []string { return loaders.OpenAI(l) }},
+		{"openai-tools", ExportOptions{To: ExportOpenAITools}, 20, func(_ string, l []byte) []string { return loaders.OpenAI(l) }},
+		{"openai-tools turns", ExportOptions{To: ExportOpenAITools, Split: SplitTurns}, 50, func(_ string, l []byte) []string { return loaders.OpenAI(l) }},
+		{"sharegpt", ExportOptions{To: ExportShareGPT}, 20, shareGPTCheck(t)},
+		{"sharegpt observation", ExportOptions{To: ExportShareGPT, ExecAs: ExecAsTool}, 20, shareGPTCheck(t)},
+		{"sharegpt turns", ExportOptions{To: ExportShareGPT, Split: SplitTurns}, 50, shareGPTCheck(t)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path, lines := exportLines(t, ds, tc.o)
-			if len(lines) != tc.samples*len(ds) {
-				t.Fatalf("got %d samples, want %d", len(lines), tc.samples*len(ds))
+			if len(lines) != tc.samples {
+				t.Fatalf("got %d samples, want %d", len(lines), tc.samples)
 			}
 			for i, l := range lines {
 				if errs := tc.check(path, l); len(errs) > 0 {
@@ -227,6 +227,31 @@ func TestExportFormats(t *testing.T) {
 	}
 	if ou := ToOpenAI(&d, ExecAsUser); ou.Messages[3].Role != "user" || !strings.HasPrefix(*ou.Messages[3].Content, ExecutionPrefix) || ou.Tools != nil {
 		t.Errorf("openai user rendering: got %+v", ou.Messages[3])
+	}
+}
+
+// TestShowsFailure: which execution turns show failed code.
+func TestShowsFailure(t *testing.T) {
+	f, tr := false, true
+	for _, tc := range []struct {
+		m    Message
+		want bool
+	}{
+		{Message{Role: RoleExecution, Content: "x", Exec: &Execution{Passed: &f}}, true},
+		{Message{Role: RoleExecution, Content: "x", Exec: &Execution{Passed: &tr}}, false},
+		{Message{Role: RoleExecution, Content: "x", Exec: &Execution{ExitCode: 1}}, true},
+		{Message{Role: RoleExecution, Content: "42", Exec: &Execution{}}, false},
+		{Message{Role: RoleUser, Content: "Execution result: \n1 of 3 tests failed.\n"}, true},
+		{Message{Role: RoleUser, Content: "Execution result: \nAll 3 tests passed."}, false},
+		{Message{Role: RoleUser, Content: "Execution result: \nTraceback (most recent call last):\n  x\nNameError: y"}, true},
+		{Message{Role: RoleUser, Content: "Execution result: \nThe code does not compile (SyntaxError at line 1):"}, true},
+		{Message{Role: RoleUser, Content: "Execution result: \n[1, 2, 3]"}, false},
+		{Message{Role: RoleUser, Content: "Please make it faster; 2 of 3 tests failed."}, false},
+		{Message{Role: RoleAssistant, Content: "Traceback (most recent call last)"}, false},
+	} {
+		if got := ShowsFailure(tc.m); got != tc.want {
+			t.Errorf("ShowsFailure(%q) = %v, want %v", tc.m.Content, got, tc.want)
+		}
 	}
 }
 

@@ -108,21 +108,24 @@ type Execution struct {
 type JudgeRef struct {
 	Harness string `json:"harness"`
 	Version string `json:"version"`
-	SHA256  string `json:"sha256"`
-	// What the program is built from besides the code.
+	SHA256  string `json:"sha256"` // first 32 hex digits of the program's SHA-256
+	// What the program is built from besides the code. Zero options are the
+	// judge's defaults.
 	Tests       []string `json:"tests"`
 	Setup       string   `json:"setup,omitempty"`
 	TestImport  string   `json:"test_import,omitempty"`
 	EntryPoint  string   `json:"entry_point,omitempty"`
 	Prompt      string   `json:"prompt,omitempty"`
-	CaseTimeout float64  `json:"case_timeout_s"`
-	ValueChars  int      `json:"value_chars"`
-	StdoutBytes int      `json:"stdout_bytes"`
-	Failures    int      `json:"feedback_failures"` // failing cases the text shows in full
-	// The verdict as far as the text shows it.
+	CaseTimeout float64  `json:"case_timeout_s,omitempty"`
+	ValueChars  int      `json:"value_chars,omitempty"`
+	StdoutBytes int      `json:"stdout_bytes,omitempty"`
+	Failures    int      `json:"feedback_failures,omitempty"` // failing cases the text shows in full
+	// The verdict as far as the text shows it. The load failure's and the
+	// first shown case's exception and message are the record's Exception
+	// and ErrorLine and are not repeated here.
 	Total       int         `json:"total"`
 	PassedCount int         `json:"passed_count"`
-	Complete    bool        `json:"complete"`
+	Incomplete  bool        `json:"incomplete,omitempty"` // the judge never reported its end
 	RunTimedOut bool        `json:"run_timed_out,omitempty"`
 	StdoutTotal int64       `json:"stdout_total,omitempty"`
 	Load        *JudgeCase  `json:"load,omitempty"`

@@ -616,14 +616,13 @@ func (v Verdict) Outcome() string {
 // of the judge's own per-case timer, so the record reads as Outcome does.
 func (v Verdict) Execution() schema.Execution {
 	passed := v.Passed
-	code, judge := v.Program, (*schema.JudgeRef)(nil)
+	code := v.Program
 	if v.prog.built {
-		code, judge = v.prog.code, v.judgeRef()
+		code = v.prog.code
 	}
 	e := schema.Execution{
 		Language:  string(executors.Python),
 		Code:      code,
-		Judge:     judge,
 		Driver:    v.Result.Driver,
 		Image:     v.Result.Image,
 		TimeoutMS: v.Limits.Timeout.Milliseconds(),
@@ -649,6 +648,9 @@ func (v Verdict) Execution() schema.Execution {
 				break
 			}
 		}
+	}
+	if v.prog.built {
+		e.Judge = v.judgeRef(&e)
 	}
 	return e
 }

@@ -82,30 +82,47 @@ func Rerun(ctx context.Context, ex executors.Executor, e schema.Execution) (Verd
 }
 
 // HarnessName names this judge in execution records.
-const HarnessName = "codefeedback-harness"
+const HarnessName = "codefeedback"
 
 // ErrRebuild means a record names this judge's version but its tests and
 // code do not rebuild the program it names (the record was edited).
 var ErrRebuild = errors.New("harness: the record does not rebuild the program it names")
 
+// programHash is the first 128 bits of the program's SHA-256, in hex: enough
+// to tell a rebuilt program from another, at half the bytes in every record.
 func programHash(src string) string {
 	h := sha256.Sum256([]byte(src))
-	return hex.EncodeToString(h[:])
+	return hex.EncodeToString(h[:16])
 }
 
-// judgeRef is the record's reference to the judge of v.
-func (v Verdict) judgeRef() *schema.JudgeRef {
+// judgeRef is the record's reference to the judge of v. Options at their
+// defaults are left zero, and the exception and message e carries are not
+// repeated (see schema.JudgeRef).
+func (v Verdict) judgeRef(e *schema.Execution) *schema.JudgeRef {
 	pr := v.prog
 	o := pr.opts
+	def := Options{Timeout: o.Timeout}.withDefaults()
 	j := &schema.JudgeRef{
 		Harness: HarnessName, Version: judgeVersion, SHA256: programHash(pr.Source),
 		Tests: pr.problem.Tests, Setup: pr.problem.Setup, TestImport: pr.problem.TestImport,
 		EntryPoint: strings.TrimSpace(pr.problem.EntryPoint), Prompt: pr.problem.Prompt,
-		CaseTimeout: o.CaseTimeout.Seconds(), ValueChars: o.ValueChars, StdoutBytes: o.StdoutBytes, Failures: o.FeedbackFailures,
-		Total: v.Total, PassedCount: v.PassedCount, Complete: v.Complete, RunTimedOut: v.Result.TimedOut, StdoutTotal: v.StdoutBytes,
+		Total: v.Total, PassedCount: v.PassedCount, Incomplete: !v.Complete, RunTimedOut: v.Result.TimedOut, StdoutTotal: v.StdoutBytes,
+	}
+	if o.CaseTimeout != def.CaseTimeout {
+		j.CaseTimeout = o.CaseTimeout.Seconds()
+	}
+	if o.ValueChars != def.ValueChars {
+		j.ValueChars = o.ValueChars
+	}
+	if o.StdoutBytes != def.StdoutBytes {
+		j.StdoutBytes = o.StdoutBytes
+	}
+	if o.FeedbackFailures != def.FeedbackFailures {
+		j.Failures = o.FeedbackFailures
 	}
 	if l := v.Load; l != nil {
-		j.Load = &schema.JudgeCase{Stage: l.Stage, Kind: string(l.Kind), Exception: l.Exception, Message: l.Message, Traceback: l.Traceback, Line: l.Line}
+		// e.Exception and e.ErrorLine are the load failure's.
+		j.Load = &schema.JudgeCase{Stage: l.Stage, Kind: string(l.Kind), Traceback: l.Traceback, Line: l.Line}
 		return j
 	}
 	for _, c := range v.Cases {
@@ -115,8 +132,15 @@ func (v Verdict) judgeRef() *schema.JudgeRef {
 		if len(j.Shown) == o.FeedbackFailures {
 			break
 		}
-		j.Shown = append(j.Shown, schema.JudgeCase{Test: c.Test, Kind: string(c.Kind), Exception: c.Exception, Message: c.Message,
-			Traceback: c.Traceback, Line: c.Line, Input: c.Input, Expected: c.Expected, Actual: c.Actual, Op: c.Op})
+		jc := schema.JudgeCase{Test: c.Test, Kind: string(c.Kind), Exception: c.Exception, Message: c.Message,
+			Traceback: c.Traceback, Line: c.Line, Input: c.Input, Expected: c.Expected, Actual: c.Actual, Op: c.Op}
+		// Repeated only where the record's ErrorLine could not tell: an
+		// empty message, or a timeout's, which Execution may have filled.
+		if len(j.Shown) == 0 && c.Exception == e.Exception && c.Message == e.ErrorLine && c.Message != "" &&
+			!(c.Kind == KindTimeout && c.Message == "timed out") {
+			jc.Exception, jc.Message = "", "" // the record's own, see Execution
+		}
+		j.Shown = append(j.Shown, jc)
 	}
 	return j
 }
@@ -162,13 +186,17 @@ func RenderRecorded(e schema.Execution) (text string, ok bool) {
 	if j == nil || e.Passed == nil {
 		return "", false
 	}
-	v := Verdict{Passed: *e.Passed, Total: j.Total, PassedCount: j.PassedCount, Complete: j.Complete,
+	v := Verdict{Passed: *e.Passed, Total: j.Total, PassedCount: j.PassedCount, Complete: !j.Incomplete,
 		Stdout: e.Stdout, StdoutBytes: j.StdoutTotal}
 	v.Result.TimedOut = j.RunTimedOut
 	if l := j.Load; l != nil {
-		v.Load = &LoadFailure{Stage: l.Stage, Kind: Kind(l.Kind), Exception: l.Exception, Message: l.Message, Traceback: l.Traceback, Line: l.Line}
+		v.Load = &LoadFailure{Stage: l.Stage, Kind: Kind(l.Kind), Exception: e.Exception, Message: e.ErrorLine, Traceback: l.Traceback, Line: l.Line}
 	}
-	for _, c := range j.Shown {
+	for i, c := range j.Shown {
+		if i == 0 && c.Exception == "" && c.Message == "" && e.ErrorLine != "" &&
+			!(Kind(c.Kind) == KindTimeout && e.ErrorLine == "timed out") {
+			c.Exception, c.Message = e.Exception, e.ErrorLine
+		}
 		v.Cases = append(v.Cases, CaseResult{Test: c.Test, Kind: Kind(c.Kind), Exception: c.Exception, Message: c.Message,
 			Traceback: c.Traceback, Line: c.Line, Input: c.Input, Expected: c.Expected, Actual: c.Actual, Op: c.Op})
 	}
