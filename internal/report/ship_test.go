@@ -20,7 +20,7 @@ import (
 // shipSample is how many of the sample run's dialogues every layout is
 // verified on (re-running all of them in every layout would cost minutes);
 // the loader rules are checked on all of them.
-const shipSample = 12
+const shipSample = 8
 
 // TestSampleRunShips exports the sample run's dialogues in every layout and
 // checks each by the rules of what loads it (OpenAI's format checks,
