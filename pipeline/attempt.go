@@ -25,7 +25,7 @@ func itemID(line []byte) string {
 
 // process runs one item with retries and stores its result. It returns the
 // number of retries made.
-func (r *runner) process(ctx context.Context, s *StageSpec, st *Stage, stats *Stats, line []byte, sl *slot) (retries int) {
+func (r *runner) process(ctx context.Context, s *StageSpec, st *stageCaps, stats *Stats, line []byte, sl *slot) (retries int) {
 	defer close(sl.done)
 	in, err := parseItem(line) // line is ours: in.Data may alias it
 	if err != nil {
@@ -102,11 +102,11 @@ func (r *runner) process(ctx context.Context, s *StageSpec, st *Stage, stats *St
 
 // callEach calls the stage, turning a panic into a failed item rather than a
 // crashed run.
-func callEach(ctx context.Context, st *Stage, in Item) (outs []Item, err error) {
+func callEach(ctx context.Context, st *stageCaps, in Item) (outs []Item, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("stage panicked: %v", p)
 		}
 	}()
-	return st.Each(ctx, in)
+	return st.each.Each(ctx, in)
 }

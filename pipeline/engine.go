@@ -159,10 +159,24 @@ func (r *runner) run(ctx context.Context) error {
 			return fmt.Errorf("stage %s: %w", s.Name, err)
 		}
 		rec.Kind = "each"
-		if st.All != nil {
+		if st.all != nil {
 			rec.Kind = "all"
 		}
-		key := stageKey(s, st)
+		var exec *executors.Info
+		if st.executes && r.cfg.Executor != "" {
+			ex, err := r.executor(ctx)
+			if err != nil {
+				closeStage(st)
+				return fmt.Errorf("stage %s: open executor %s: %w", s.Name, r.cfg.Executor, err)
+			}
+			info := ex.Info()
+			exec = &info
+		}
+		key, err := stageKey(s, st, exec)
+		if err != nil {
+			closeStage(st)
+			return err
+		}
 		rec.Key = key
 		blocked := ""
 		for _, src := range s.Input {
@@ -170,7 +184,7 @@ func (r *runner) run(ctx context.Context) error {
 				blocked = src
 			}
 		}
-		if (st.All != nil && r.o.Shard.Enabled()) || blocked != "" {
+		if (st.all != nil && r.o.Shard.Enabled()) || blocked != "" {
 			waiting[s.Name] = true
 			rec.Status = "waiting-for-merge"
 			r.log.Info("stage waits for merge: whole-set stages run after `codefeedback merge` combines the shards", "stage", s.Name)
@@ -179,7 +193,7 @@ func (r *runner) run(ctx context.Context) error {
 			continue
 		}
 		start := time.Now()
-		if st.All != nil {
+		if st.all != nil {
 			err = r.runAll(ctx, s, st, key, svc, &rec)
 		} else {
 			err = r.runEach(ctx, s, st, key, svc, &rec)
@@ -225,9 +239,9 @@ func (r *runner) run(ctx context.Context) error {
 	return r.publishOutputs(ctx)
 }
 
-func closeStage(st *Stage) {
-	if st.Close != nil {
-		_ = st.Close()
+func closeStage(st *stageCaps) {
+	if st.closer != nil {
+		_ = st.closer.Close()
 	}
 }
 

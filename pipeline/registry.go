@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"fmt"
 	"reflect"
 	"sort"
 	"sync"
@@ -12,7 +11,7 @@ import (
 type registered struct {
 	name     string
 	defaults func() reflect.Value // pointer to a fresh copy of the defaults
-	build    func(opts any, svc *Services) (*Stage, error)
+	build    func(opts any, svc *Services) (*stageCaps, error)
 }
 
 var (
@@ -23,7 +22,10 @@ var (
 // Register makes a stage type available to pipeline files under name.
 // defaults holds the option values used where the file leaves a key out.
 // Call it from init; registering a name twice panics.
-func Register[O any](name string, defaults O, f Factory[O]) {
+//
+// The factory may return its own stage type (tests can then call its
+// methods directly); the engine finds its capabilities by type assertion.
+func Register[O any, S Stage](name string, defaults O, f Factory[O, S]) {
 	if reflect.TypeFor[O]().Kind() != reflect.Struct {
 		panic("pipeline: options of stage " + name + " must be a struct")
 	}
@@ -39,15 +41,12 @@ func Register[O any](name string, defaults O, f Factory[O]) {
 			p.Elem().Set(reflect.ValueOf(defaults))
 			return p
 		},
-		build: func(opts any, svc *Services) (*Stage, error) {
+		build: func(opts any, svc *Services) (*stageCaps, error) {
 			st, err := f(*(opts.(*O)), svc)
 			if err != nil {
 				return nil, err
 			}
-			if st == nil || (st.Each == nil) == (st.All == nil) {
-				return nil, fmt.Errorf("pipeline: stage %s must set exactly one of Each and All", name)
-			}
-			return st, nil
+			return capsOf(name, st)
 		},
 	}
 }

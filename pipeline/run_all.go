@@ -17,7 +17,7 @@ import (
 
 // runAll runs a whole-set stage, or reuses its output when the stage key and
 // the inputs are unchanged.
-func (r *runner) runAll(ctx context.Context, s *StageSpec, st *Stage, key string, svc *Services, rec *StageRecord) error {
+func (r *runner) runAll(ctx context.Context, s *StageSpec, st *stageCaps, key string, svc *Services, rec *StageRecord) error {
 	srcs, inHash, total, err := r.sources(s)
 	if err != nil {
 		return err
@@ -55,8 +55,8 @@ func (r *runner) runAll(ctx context.Context, s *StageSpec, st *Stage, key string
 	if r.o.DryRun {
 		rec.Status = "dry-run"
 		rec.Counts = Counts{In: total, WouldRun: total}
-		if st.Estimate != nil {
-			u := st.Estimate(int(total))
+		if st.estimate != nil {
+			u := st.estimate.Estimate(int(total))
 			rec.Estimate = &u
 		}
 		return nil
@@ -95,12 +95,12 @@ func (r *runner) runAll(ctx context.Context, s *StageSpec, st *Stage, key string
 		if _, err := w.Write(append(b, '\n')); err != nil {
 			return err
 		}
-		if st.Observe != nil {
-			st.Observe(it)
+		if st.observe != nil {
+			st.observe.Observe(it)
 		}
 		return nil
 	}
-	err = st.All(ctx, iter.Seq2[Item, error](seq), emit)
+	err = st.all.All(ctx, iter.Seq2[Item, error](seq), emit)
 	p.finish()
 	rec.Counts = Counts{In: in, Out: w.lines, Fresh: in}
 	if err != nil {
@@ -147,7 +147,7 @@ func readSetStats(setPath string) (map[string]float64, error) {
 }
 
 // observeFile counts and hashes an item file, calling st.Observe per item.
-func observeFile(path string, st *Stage) (int64, string, error) {
+func observeFile(path string, st *stageCaps) (int64, string, error) {
 	h := sha256.New()
 	var n int64
 	for ln, err := range readLines(path) {
@@ -157,9 +157,9 @@ func observeFile(path string, st *Stage) (int64, string, error) {
 		h.Write(ln.data)
 		h.Write([]byte{'\n'})
 		n++
-		if st.Observe != nil {
+		if st.observe != nil {
 			if it, err := parseItem(bytes.Clone(ln.data)); err == nil {
-				st.Observe(it)
+				st.observe.Observe(it)
 			}
 		}
 	}

@@ -45,7 +45,7 @@ type deadLetter struct {
 // runEach streams a per-item stage: inputs are read in order, cached results
 // are taken from the store, the rest run with bounded concurrency, and
 // outputs are written in input order once each result is durable.
-func (r *runner) runEach(ctx context.Context, s *StageSpec, st *Stage, key string, svc *Services, rec *StageRecord) error {
+func (r *runner) runEach(ctx context.Context, s *StageSpec, st *stageCaps, key string, svc *Services, rec *StageRecord) error {
 	srcs, inHash, total, err := r.sources(s)
 	if err != nil {
 		return err
@@ -101,8 +101,8 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *Stage, key strin
 	e.c.Retries = e.retries.Load()
 	e.c.Out = e.out.lines
 	rec.Counts = e.c
-	if r.o.DryRun && st.Estimate != nil {
-		u := st.Estimate(int(e.c.WouldRun))
+	if r.o.DryRun && st.estimate != nil {
+		u := st.estimate.Estimate(int(e.c.WouldRun))
 		rec.Estimate = &u
 	}
 	switch {
@@ -153,7 +153,7 @@ type job struct {
 type eachRun struct {
 	r   *runner
 	s   *StageSpec
-	st  *Stage
+	st  *stageCaps
 	svc *Services
 	p   *progress
 
@@ -170,7 +170,7 @@ type eachRun struct {
 	stopped    bool   // dispatcher's: --max-cost reached
 }
 
-func (r *runner) newEachRun(s *StageSpec, st *Stage, svc *Services) (*eachRun, error) {
+func (r *runner) newEachRun(s *StageSpec, st *stageCaps, svc *Services) (*eachRun, error) {
 	dir := r.stageDir(s.Name)
 	out, err := newHashWriter(filepath.Join(dir, "out.jsonl"))
 	if err != nil {
@@ -251,11 +251,11 @@ func (e *eachRun) write(sl *slot) {
 		e.cancel()
 		return
 	}
-	if e.st.Observe != nil {
+	if e.st.observe != nil {
 		// sl.val is never modified, so items may alias it.
 		for l := range bytes.Lines(lines) {
 			if it, err := parseItem(l[:len(l)-1]); err == nil {
-				e.st.Observe(it)
+				e.st.observe.Observe(it)
 			}
 		}
 	}

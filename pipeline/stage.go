@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"io"
 	"iter"
 	"log/slog"
 	"reflect"
@@ -11,9 +12,13 @@ import (
 	"github.com/codefeedback/codefeedback/internal/store"
 )
 
-// Stage is what a stage factory returns. Exactly one of Each and All is set.
-// A stage knows its own job and nothing about caching, retries, progress,
-// sharding or files: the engine wraps it with all of those.
+// Stage is a configured stage: a value whose methods do the stage's job. It
+// must implement exactly one of EachStage (per item) and AllStage (whole
+// set); every other capability is optional and found by type assertion, as
+// database/sql/driver finds a driver's optional interfaces: Versioner,
+// Estimator, Observer, ExecutorUser and io.Closer. A stage knows its own job
+// and nothing about caching, retries, progress, sharding or files: the engine
+// wraps it with all of those.
 //
 // A new stage is one file:
 //
@@ -21,63 +26,123 @@ import (
 //		Suffix string `yaml:"suffix" json:"suffix"`
 //	}
 //
+//	type upper struct{ o UpperOptions }
+//
+//	func (u upper) Version() any { return "upper-v1" }
+//
+//	func (u upper) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
+//		q, err := pipeline.As[schema.Query](in, pipeline.KindQuery)
+//		if err != nil {
+//			return nil, pipeline.Permanent(err)
+//		}
+//		q.Text = strings.ToUpper(q.Text) + u.o.Suffix
+//		out, err := pipeline.QueryItem(q)
+//		return []pipeline.Item{out}, err
+//	}
+//
 //	func init() {
-//		pipeline.Register("upper", UpperOptions{Suffix: "!"}, func(o UpperOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
-//			return &pipeline.Stage{
-//				Version: "upper-v1",
-//				Each: func(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
-//					q, err := pipeline.As[schema.Query](in, pipeline.KindQuery)
-//					if err != nil {
-//						return nil, pipeline.Permanent(err)
-//					}
-//					q.Text = strings.ToUpper(q.Text) + o.Suffix
-//					out, err := pipeline.QueryItem(q)
-//					return []pipeline.Item{out}, err
-//				},
-//			}, nil
+//		pipeline.Register("upper", UpperOptions{Suffix: "!"}, func(o UpperOptions, svc *pipeline.Services) (upper, error) {
+//			return upper{o}, nil
 //		})
 //	}
-type Stage struct {
+type Stage any
+
+// EachStage is a per-item stage.
+type EachStage interface {
 	// Each processes one item and returns zero or more output items. It is
 	// called concurrently (up to the stage's concurrency) and must be safe
 	// for that. Its outputs are cached under a key of (stage name, settings,
 	// Version, input item), so it must be a function of those: anything else
 	// that changes the result belongs in Version or the settings.
 	//
-	// Errors: Transient(err) is retried with backoff up to the stage's retry
-	// limit; Permanent(err) is cached as a known failure (not retried until
-	// the key changes or --force); any other error fails the item for this
-	// run without caching. Failed items go to the dead-letter file, are never
-	// written to the output, and never abort the run; uncached failures are
-	// retried by the next run.
-	Each func(ctx context.Context, in Item) ([]Item, error)
+	// Errors: the engine decides what to retry (see RetryPolicy): an error
+	// that says it is transient (Transient(err), or a `Transient() bool`
+	// method on any error in its chain, as model errors have) is retried with
+	// backoff up to the stage's retry limit; Permanent(err) is cached as a
+	// known failure (not retried until the key changes or --force); any other
+	// error fails the item for this run without caching. Failed items go to
+	// the dead-letter file, are never written to the output, and never abort
+	// the run; uncached failures are retried by the next run.
+	Each(ctx context.Context, in Item) ([]Item, error)
+}
 
-	// All processes the whole input set (pack, dedup, audit). in yields the
-	// stage's input in order, streamed from disk, and may be ranged over only
-	// once; emit writes one output item and returns an error only when the
-	// run is cancelled. An error from All fails the whole stage (the run
-	// stops after it; earlier stages' outputs stay). The outputs are cached
-	// under a key of (stage name, settings, Version, hash of all inputs).
-	All func(ctx context.Context, in iter.Seq2[Item, error], emit func(Item) error) error
+// AllStage is a whole-set stage (pack, dedup, audit).
+type AllStage interface {
+	// All processes the whole input set. in yields the stage's input in
+	// order, streamed from disk, and may be ranged over only once; emit
+	// writes one output item and returns an error only when the run is
+	// cancelled. An error from All fails the whole stage (the run stops
+	// after it; earlier stages' outputs stay). The outputs are cached under a
+	// key of (stage name, settings, Version, hash of all inputs).
+	All(ctx context.Context, in iter.Seq2[Item, error], emit func(Item) error) error
+}
 
-	// Version is everything beyond the decoded settings that changes the
-	// stage's outputs: prompt texts (not just their names), template
-	// versions, model parameters filled from defaults. It is JSON-encoded
-	// into the cache key; nil is fine for stages with none.
-	Version any
+// Versioner is implemented by stages whose outputs depend on more than their
+// decoded settings: prompt texts (not just their names), template versions,
+// model parameters filled from defaults. Version is JSON-encoded into the
+// cache key.
+type Versioner interface{ Version() any }
 
-	// Estimate, if set, predicts the model usage of running n uncached items,
-	// for --dry-run.
-	Estimate func(n int) Usage
+// Estimator is implemented by stages that can predict the model usage of
+// running n uncached items, for --dry-run.
+type Estimator interface{ Estimate(n int) Usage }
 
-	// Observe, if set, is called once per output item, cached or fresh, in
-	// output order from one goroutine, so a stage can fill whole-output
-	// statistics (score histograms, outcome counts) in Services.Stats even
-	// when nothing was recomputed.
-	Observe func(out Item)
+// Observer is implemented by stages that fill whole-output statistics (score
+// histograms, outcome counts) in Services.Stats: Observe is called once per
+// output item, cached or fresh, in output order from one goroutine, even
+// when nothing was recomputed.
+type Observer interface{ Observe(out Item) }
 
-	// Close, if set, releases the stage's resources after it has run.
-	Close func() error
+// ExecutorUser is implemented by stages that run code in the sandbox. When
+// UsesExecutor reports true, the identity of the run's opened executor
+// (driver, image with digest, default limits) is part of the stage's cache
+// key, so switching driver, image or a limit recomputes the stage.
+type ExecutorUser interface{ UsesExecutor() bool }
+
+// EachFunc is a per-item stage that is just a function (like
+// http.HandlerFunc), for stages with no other capability.
+type EachFunc func(ctx context.Context, in Item) ([]Item, error)
+
+// Each implements EachStage.
+func (f EachFunc) Each(ctx context.Context, in Item) ([]Item, error) { return f(ctx, in) }
+
+// AllFunc is a whole-set stage that is just a function.
+type AllFunc func(ctx context.Context, in iter.Seq2[Item, error], emit func(Item) error) error
+
+// All implements AllStage.
+func (f AllFunc) All(ctx context.Context, in iter.Seq2[Item, error], emit func(Item) error) error {
+	return f(ctx, in, emit)
+}
+
+// stageCaps is a built stage with its capabilities found once.
+type stageCaps struct {
+	each     EachStage
+	all      AllStage
+	version  any
+	estimate Estimator
+	observe  Observer
+	executes bool
+	closer   io.Closer
+}
+
+// capsOf finds st's capabilities; name is for the error.
+func capsOf(name string, st Stage) (*stageCaps, error) {
+	c := &stageCaps{}
+	c.each, _ = st.(EachStage)
+	c.all, _ = st.(AllStage)
+	if v := reflect.ValueOf(st); !v.IsValid() || (v.Kind() == reflect.Pointer && v.IsNil()) || (c.each == nil) == (c.all == nil) {
+		return nil, fmt.Errorf("pipeline: stage %s must implement exactly one of EachStage and AllStage (%T)", name, st)
+	}
+	if v, ok := st.(Versioner); ok {
+		c.version = v.Version()
+	}
+	c.estimate, _ = st.(Estimator)
+	c.observe, _ = st.(Observer)
+	if u, ok := st.(ExecutorUser); ok {
+		c.executes = u.UsesExecutor()
+	}
+	c.closer, _ = st.(io.Closer)
+	return c, nil
 }
 
 // Services are what a stage factory gets besides its settings. One Services
@@ -129,7 +194,7 @@ func ServiceAs[T any](v any, what string) (T, error) {
 // `json` tags for the cache key and manifest. It runs at validate time too
 // (with a Services whose Executor, Model and Embedder may be nil), so it must
 // not do expensive work; it should reject bad settings with an error.
-type Factory[O any] func(opts O, svc *Services) (*Stage, error)
+type Factory[O any, S Stage] func(opts O, svc *Services) (S, error)
 
 // Validator is implemented by options structs that check their own values;
 // validate and run call it after decoding.
