@@ -83,7 +83,7 @@ func (o StageOptions) Validate() error {
 
 // stageVersion is the algorithm's version for the cache key; bump it when
 // a change alters which dialogues are flagged.
-const stageVersion = "audit-v1"
+const stageVersion = "audit-v2"
 
 func init() {
 	pipeline.Register("audit", DefaultStageOptions, newStage)
