@@ -179,6 +179,15 @@ type Finding struct {
 	Method     string  `json:"method"` // "lines", "ngram", "embedding"
 	Score      float64 `json:"score"`
 	Evidence   string  `json:"evidence,omitempty"`
+	// Spans locate the matched text in the dialogue, when the method knows it.
+	Spans []Span `json:"spans,omitempty"`
+}
+
+// Span is bytes [Start, End) of the dialogue's message Message (from 0).
+type Span struct {
+	Message int `json:"message"`
+	Start   int `json:"start"`
+	End     int `json:"end"`
 }
 
 // StableID derives an id from content: the same parts give the same id.
