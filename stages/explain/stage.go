@@ -49,7 +49,7 @@ func init() { pipeline.Register("explain", DefaultOptions, newStage) }
 // newStage builds the "explain" stage: dialogue items get prefaces; other
 // kinds pass through. Without a model every item passes through unchanged,
 // the stats say "skipped/no_model" and the log says how to enable it.
-func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
+func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -74,97 +74,118 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 		}
 		version["model"] = p
 	}
-	st := &pipeline.Stage{Version: version}
-	samples := &gates.Samples{}
-	st.Observe = func(out pipeline.Item) {
-		if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
-			return
-		}
-		d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
-		if err != nil {
-			return
-		}
-		var explained, rejected int
-		fmt.Sscan(d.Labels[LabelExplained], &explained)
-		fmt.Sscan(d.Labels[LabelRejected], &rejected)
-		switch {
-		case d.Labels[LabelExplained] != "":
-			if explained > 0 {
-				svc.Stats.Add("dialogues/explained", 1)
-			}
-			svc.Stats.Add("turns/explained", float64(explained))
-			// The gate's figures come from the labels, so a cached re-run
-			// counts the same.
-			svc.Stats.Add(gates.CheckedKey(Gate), float64(explained+rejected))
-			if rejected > 0 {
-				svc.Stats.Add("dialogues/with_unexplained_turns", 1)
-				svc.Stats.Add(gates.RejectedKey(Gate), float64(rejected))
-				for _, r := range strings.Split(d.Labels[LabelReasons], ",") {
-					svc.Stats.Add(gates.ReasonKey(Gate, r), 1)
-				}
-				samples.Add(Gate, d.ID+": "+d.Labels[LabelSample])
-			}
-		case noModel:
-			svc.Stats.Add("skipped/no_model", 1)
-		default:
-			svc.Stats.Add("dialogues/no_code", 1)
-		}
-	}
-	st.Check = func() error {
-		if svc.Stats == nil {
-			return nil
-		}
-		vals, _ := svc.Stats.Snapshot()
-		return gates.Fail("explain", vals, o.MaxRejected, samples)
-	}
-	var once sync.Once
-	var ex *Explainer
+	st := &stage{svc: svc, version: version, noModel: noModel, maxRejected: o.MaxRejected, samples: &gates.Samples{}}
 	if !noModel {
-		if ex, err = New(chat, o.Repairs); err != nil {
+		if st.ex, err = New(chat, o.Repairs); err != nil {
 			return nil, err
 		}
-		ex.ContextChars = o.ContextChars
+		st.ex.ContextChars = o.ContextChars
 		if o.Sentences != "" {
-			ex.Sentences = o.Sentences
+			st.ex.Sentences = o.Sentences
 		}
-	}
-	st.Each = func(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
-		if in.Kind != pipeline.KindDialogue {
-			return []pipeline.Item{in}, nil
-		}
-		if noModel {
-			once.Do(func() {
-				if svc.Logger != nil {
-					svc.Logger.Warn("explain: skipped, no model configured; dialogues pass through unchanged",
-						"enable", llm.NoModelHint)
-				}
-			})
-			return []pipeline.Item{in}, nil
-		}
-		d, err := pipeline.As[schema.Dialogue](in, pipeline.KindDialogue)
-		if err != nil {
-			return nil, pipeline.Permanent(err)
-		}
-		if d.Labels[LabelExplained] != "" { // explained by an earlier run of this stage
-			return []pipeline.Item{in}, nil
-		}
-		out, rep, err := ex.Explain(ctx, d)
-		if err != nil {
-			return nil, classify(err)
-		}
-		if svc.Stats != nil && rep.Repairs > 0 {
-			svc.Stats.Add("repairs", float64(rep.Repairs))
-		}
-		if rep.Turns == 0 && len(rep.Rejected) == 0 {
-			return []pipeline.Item{in}, nil
-		}
-		it, err := pipeline.DialogueItem(out)
-		if err != nil {
-			return nil, err
-		}
-		return []pipeline.Item{it}, nil
 	}
 	return st, nil
+}
+
+// stage is the "explain" stage.
+type stage struct {
+	svc     *pipeline.Services
+	version map[string]any
+	noModel bool
+	once    sync.Once
+	ex      *Explainer
+	// maxRejected and samples serve the preface gate (Check).
+	maxRejected float64
+	samples     *gates.Samples
+}
+
+// Version implements pipeline.Versioner.
+func (st *stage) Version() any { return st.version }
+
+// Observe implements pipeline.Observer.
+func (st *stage) Observe(out pipeline.Item) {
+	svc, noModel := st.svc, st.noModel
+	if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
+		return
+	}
+	d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
+	if err != nil {
+		return
+	}
+	var explained, rejected int
+	fmt.Sscan(d.Labels[LabelExplained], &explained)
+	fmt.Sscan(d.Labels[LabelRejected], &rejected)
+	switch {
+	case d.Labels[LabelExplained] != "":
+		if explained > 0 {
+			svc.Stats.Add("dialogues/explained", 1)
+		}
+		svc.Stats.Add("turns/explained", float64(explained))
+		// The gate's figures come from the labels, so a cached re-run
+		// counts the same.
+		svc.Stats.Add(gates.CheckedKey(Gate), float64(explained+rejected))
+		if rejected > 0 {
+			svc.Stats.Add("dialogues/with_unexplained_turns", 1)
+			svc.Stats.Add(gates.RejectedKey(Gate), float64(rejected))
+			for _, r := range strings.Split(d.Labels[LabelReasons], ",") {
+				svc.Stats.Add(gates.ReasonKey(Gate, r), 1)
+			}
+			st.samples.Add(Gate, d.ID+": "+d.Labels[LabelSample])
+		}
+	case noModel:
+		svc.Stats.Add("skipped/no_model", 1)
+	default:
+		svc.Stats.Add("dialogues/no_code", 1)
+	}
+}
+
+// Check implements pipeline.Checker: the stage fails when more than
+// max_rejected of the code turns were left unexplained by the gate.
+func (st *stage) Check() error {
+	if st.svc.Stats == nil {
+		return nil
+	}
+	vals, _ := st.svc.Stats.Snapshot()
+	return gates.Fail("explain", vals, st.maxRejected, st.samples)
+}
+
+// Each implements pipeline.EachStage.
+func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
+	svc, noModel, ex := st.svc, st.noModel, st.ex
+	if in.Kind != pipeline.KindDialogue {
+		return []pipeline.Item{in}, nil
+	}
+	if noModel {
+		st.once.Do(func() {
+			if svc.Logger != nil {
+				svc.Logger.Warn("explain: skipped, no model configured; dialogues pass through unchanged",
+					"enable", llm.NoModelHint)
+			}
+		})
+		return []pipeline.Item{in}, nil
+	}
+	d, err := pipeline.As[schema.Dialogue](in, pipeline.KindDialogue)
+	if err != nil {
+		return nil, pipeline.Permanent(err)
+	}
+	if d.Labels[LabelExplained] != "" { // explained by an earlier run of this stage
+		return []pipeline.Item{in}, nil
+	}
+	out, rep, err := ex.Explain(ctx, d)
+	if err != nil {
+		return nil, classify(err)
+	}
+	if svc.Stats != nil && rep.Repairs > 0 {
+		svc.Stats.Add("repairs", float64(rep.Repairs))
+	}
+	if rep.Turns == 0 && len(rep.Rejected) == 0 {
+		return []pipeline.Item{in}, nil
+	}
+	it, err := pipeline.DialogueItem(out)
+	if err != nil {
+		return nil, err
+	}
+	return []pipeline.Item{it}, nil
 }
 
 // classify marks failures for the engine: exhausted retries are transient;
