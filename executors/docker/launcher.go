@@ -315,12 +315,12 @@ func (l *Launcher) launch(ctx context.Context, slot int, argv []string, init boo
 // environment that contains nothing from the host.
 func (l *Launcher) containerConfig(slot int, argv []string, init bool) (*container.Config, *container.HostConfig) {
 	cfg := &container.Config{
-		Image:      l.imageID,
-		Cmd:        argv,
-		Entrypoint: []string{}, // the image's entrypoint must not wrap the runner
-		User:       l.SlotUser(slot),
-		WorkingDir: "/tmp",
-		Env:        executors.RunnerEnv(),
+		Image:           l.imageID,
+		Cmd:             argv,
+		Entrypoint:      []string{}, // the image's entrypoint must not wrap the runner
+		User:            l.SlotUser(slot),
+		WorkingDir:      "/tmp",
+		Env:             executors.RunnerEnv(),
 		OpenStdin:       true,
 		AttachStdin:     true,
 		AttachStdout:    true,
