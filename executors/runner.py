@@ -730,11 +730,6 @@ def do_run(req):
     os.close(err_w)
     pidfd = os.pidfd_open(pid)
     bufs, trunc, exited, open_fds, over = collect([out_r, err_r], cap, start + timeout, pidfd, budget)
-    strays = 0
-    if over:
-        # Past the run's memory budget: everything of the run goes at once,
-        # daemons included, so nothing keeps growing while we report.
-        strays = sweep(pid)
     timed_out = not exited and not over
     if not exited:
         try:
@@ -748,6 +743,11 @@ def do_run(req):
     _, status = os.waitpid(pid, 0)
     duration = time.monotonic() - start
     os.close(pidfd)
+    strays = 0
+    if over:
+        # Past the run's memory budget: everything of the run goes now,
+        # daemons included, so nothing keeps growing while we report.
+        strays = sweep(pid)
     try:
         os.killpg(pid, signal.SIGKILL)
     except OSError:

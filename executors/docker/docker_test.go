@@ -40,6 +40,13 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+func TestIsolation(t *testing.T) {
+	drivertest.Isolation(t, func(t *testing.T) executors.Executor {
+		ex, _ := newTestExecutor(t, executors.PoolOptions{Size: 1})
+		return ex
+	})
+}
+
 func TestOpenByURL(t *testing.T) {
 	newTestLauncher(t) // skips without an engine; checks for leftovers at the end
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
