@@ -54,26 +54,9 @@ const DefaultDisk = 256 << 20
 
 func init() {
 	executors.Register("bwrap", func(ctx context.Context, u *url.URL) (executors.Executor, error) {
-		o, err := executors.ParseOptions(u, "disk", "shm", "cgroup")
+		cfg, o, err := parseURL(u)
 		if err != nil {
 			return nil, err
-		}
-		if o.Image != "" {
-			return nil, fmt.Errorf("bwrap: runs on the host system, not an image (got %q)", o.Image)
-		}
-		cfg := Config{}
-		for key, field := range map[string]*int64{"disk": &cfg.DiskBytes, "shm": &cfg.ShmBytes} {
-			if d := o.Extra.Get(key); d != "" {
-				if *field, err = executors.ParseBytes(d); err != nil {
-					return nil, fmt.Errorf("bwrap: option %s=%q: %w", key, d, err)
-				}
-			}
-		}
-		switch m := o.Extra.Get("cgroup"); m {
-		case "", "auto", "off", "on":
-			cfg.Cgroup = m
-		default:
-			return nil, fmt.Errorf("bwrap: option cgroup=%q: want auto, on or off", m)
 		}
 		l, err := NewLauncher(cfg)
 		if err != nil {
@@ -81,6 +64,40 @@ func init() {
 		}
 		return &executor{Executor: executors.NewPool(l, executors.PoolOptions{Size: o.Pool, Limits: o.Limits}), l: l}, nil
 	})
+	executors.RegisterChecker("bwrap", func(u *url.URL) error {
+		_, _, err := parseURL(u)
+		return err
+	})
+}
+
+// parseURL reads bwrap://?OPTIONS: the shared options plus disk=, shm= and
+// cgroup=.
+func parseURL(u *url.URL) (Config, executors.Options, error) {
+	o, err := executors.ParseOptions(u, "disk", "shm", "cgroup")
+	if err != nil {
+		return Config{}, o, fmt.Errorf("bwrap: %w", err)
+	}
+	if o.Image != "" || u.Opaque != "" {
+		return Config{}, o, fmt.Errorf("bwrap: runs on the host system, not an image (got %q)", o.Image+u.Opaque)
+	}
+	cfg := Config{}
+	for _, opt := range []struct {
+		key   string
+		field *int64
+	}{{"disk", &cfg.DiskBytes}, {"shm", &cfg.ShmBytes}} {
+		if d := o.Extra.Get(opt.key); d != "" {
+			if *opt.field, err = executors.ParseBytes(d); err != nil {
+				return Config{}, o, fmt.Errorf("bwrap: option %s=%q: %w", opt.key, d, err)
+			}
+		}
+	}
+	switch m := o.Extra.Get("cgroup"); m {
+	case "", "auto", "off", "on":
+		cfg.Cgroup = m
+	default:
+		return Config{}, o, fmt.Errorf("bwrap: option cgroup=%q: want auto, on or off", m)
+	}
+	return cfg, o, nil
 }
 
 // executor releases the launcher's uid block when the pool closes.
