@@ -138,12 +138,12 @@ ls -A /dev/shm; ls /dev | grep -cE '^(big|hidden|stdout-new)$'; df -k /dev/shm |
 mkdir -p /tmp/cf/poison 2>/dev/null; echo poison > /var/tmp/poison 2>/dev/null; echo poison > /dev/shm/poison
 chmod 000 /tmp/poison; echo tried`,
 		hostileWants: "tried",
-		probe: `ls -A; ls -A "$HOME"; ls -A /tmp; ls -A /tmp/cf | grep -c poison; ls -A /var/tmp 2>/dev/null | grep -c poison; ls -A /dev/shm | wc -l`,
-		want: "main.sh\nmain.sh\ncf\n0\n0\n0\n",
+		probe:        `ls -A; ls -A "$HOME"; ls -A /tmp; ls -A /tmp/cf | grep -c poison; ls -A /var/tmp 2>/dev/null | grep -c poison; ls -A /dev/shm | wc -l`,
+		want:         "main.sh\nmain.sh\ncf\n0\n0\n0\n",
 	},
 	{
 		name: "disk", lang: executors.Bash,
-		hostile: `head -c 1G /dev/zero > /tmp/fill 2>/dev/null; head -c 1G /dev/zero > fill 2>/dev/null; echo tried`,
+		hostile:      `head -c 1G /dev/zero > /tmp/fill 2>/dev/null; head -c 1G /dev/zero > fill 2>/dev/null; echo tried`,
 		hostileWants: "tried",
 		// The scratch space is the same size again for the next run.
 		probe: `head -c 50M /dev/zero > f && wc -c < f`,
@@ -192,16 +192,16 @@ print(resource.getrlimit(resource.RLIMIT_NOFILE)[0] > 32, resource.getrlimit(res
 	},
 	{
 		name: "processes", lang: executors.Bash,
-		hostile: `setsid sleep 300 & (trap '' HUP TERM; exec -a cf-poison-daemon sleep 300) & disown -a; echo tried`,
+		hostile:      `setsid sleep 300 & (trap '' HUP TERM; exec -a cf-poison-daemon sleep 300) & disown -a; echo tried`,
 		hostileWants: "tried",
-		probe: `ls /proc | grep -E '^[0-9]+$' | while read p; do tr '\0' ' ' < /proc/$p/cmdline; echo; done 2>/dev/null | grep -cE '^(sleep|cf-poison)'; true`,
-		want: "0\n",
+		probe:        `ls /proc | grep -E '^[0-9]+$' | while read p; do tr '\0' ' ' < /proc/$p/cmdline; echo; done 2>/dev/null | grep -cE '^(sleep|cf-poison)'; true`,
+		want:         "0\n",
 	},
 	{
 		// Hash randomization off: the same program prints the same set
 		// order in every run and in every python it starts.
 		name: "PYTHONHASHSEED", lang: executors.Python,
-		hostile: `import os; os.environ["PYTHONHASHSEED"] = "random"; print("tried")`,
+		hostile:      `import os; os.environ["PYTHONHASHSEED"] = "random"; print("tried")`,
 		hostileWants: "tried",
 		probe: `
 import os, subprocess, sys
