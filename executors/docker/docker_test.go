@@ -171,7 +171,12 @@ func TestDeadContainerIsReplaced(t *testing.T) {
 }
 
 func TestContainerLimits(t *testing.T) {
-	ex, l := newTestExecutor(t, executors.PoolOptions{Size: 1})
+	// Fixed container limits far from the runs' own, to see each layer:
+	// with RunLimits on, the container's limits would be each run's.
+	l := newTestLauncher(t)
+	l.cfg.RunLimits = false
+	ex := NewExecutor(l, executors.PoolOptions{Size: 1})
+	t.Cleanup(func() { ex.Close() })
 	short := executors.Limits{Timeout: 10 * time.Second}
 	pids, tmp := l.cfg.Pids, l.cfg.TmpBytes
 	cases := []struct {
