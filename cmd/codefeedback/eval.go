@@ -37,6 +37,7 @@ type evalOptions struct {
 	MaxTokens       int
 	Limit           int
 	JSON            bool
+	CaseTimeout     time.Duration
 }
 
 func init() {
@@ -66,6 +67,7 @@ func init() {
 			&cli.IntFlag{Name: "max-tokens", Usage: "answer length limit (0: the server's default)", Destination: &o.MaxTokens},
 			&cli.IntFlag{Name: "limit", Usage: "evaluate only the first N problems of each benchmark", Destination: &o.Limit},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON instead of a table", Destination: &o.JSON},
+			&cli.DurationFlag{Name: "case-timeout", Usage: "time limit per test case (0: the harness's 5s); the run's limit grows with it", Destination: &o.CaseTimeout},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -119,13 +121,29 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 			return withCode(2, fmt.Errorf("eval: no benchmark data: pass --data DIR (holding humaneval/, mbpp/, evalplus/)"))
 		}
 	}
-	var tasks []evaluate.Task
+	// Each benchmark loads on its own: a malformed record is skipped and
+	// reported, a benchmark that cannot load at all is reported as such,
+	// and the others still run.
+	var (
+		tasks   []evaluate.Task
+		skipped []evaluate.Skipped
+		failed  = map[string]error{}
+	)
 	for _, n := range names {
-		ts, err := evaluate.Load(o.Data, n, o.Limit)
+		ts, sk, err := evaluate.LoadSkipping(o.Data, n, o.Limit)
+		skipped = append(skipped, sk...)
+		for _, s := range sk {
+			fmt.Fprintf(stderr, "eval: %s: skipping malformed record %s: %s\n", n, s.TaskID, s.Reason)
+		}
 		if err != nil {
-			return withCode(2, err)
+			fmt.Fprintf(stderr, "eval: %s: not evaluated: %v\n", n, err)
+			failed[n] = err
+			continue
 		}
 		tasks = append(tasks, ts...)
+	}
+	if len(failed) == len(names) {
+		return withCode(2, fmt.Errorf("eval: no benchmark could be loaded (first: %w)", failed[names[0]]))
 	}
 
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
@@ -176,7 +194,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	defer ex.Close()
 
 	e, err := evaluate.New(evaluate.Options{Model: o.Model, Rounds: o.Rounds, Feedback: o.Feedback, Seed: o.Seed,
-		MaxTokens: o.MaxTokens, Concurrency: o.Concurrency}, model, feedback, ex, db)
+		MaxTokens: o.MaxTokens, Concurrency: o.Concurrency, CaseTimeout: o.CaseTimeout}, model, feedback, ex, db)
 	if err != nil {
 		return withCode(2, err)
 	}
@@ -192,6 +210,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		return fmt.Errorf("eval: %w", err)
 	}
 	rep := e.Score(names, samples)
+	rep.NoteLoad(skipped, failed)
 	rep.Duration = time.Since(start)
 	if err := evaluate.WriteFiles(o.Out, rep, samples); err != nil {
 		return err
@@ -199,11 +218,27 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if o.JSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+		return evalLoadFailure(failed, names)
 	}
 	if err := rep.WriteTable(stdout); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(o.Out, "results.json"), filepath.Join(o.Out, "samples.jsonl"))
-	return err
+	if _, err := fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(o.Out, "results.json"), filepath.Join(o.Out, "samples.jsonl")); err != nil {
+		return err
+	}
+	return evalLoadFailure(failed, names)
+}
+
+// evalLoadFailure is exit code 3 when a benchmark could not be loaded: the
+// others were evaluated and reported, but the run is incomplete.
+func evalLoadFailure(failed map[string]error, names []string) error {
+	for _, n := range names {
+		if err := failed[n]; err != nil {
+			return withCode(3, fmt.Errorf("eval: %d of %d benchmarks not evaluated (%s: %w)", len(failed), len(names), n, err))
+		}
+	}
+	return nil
 }

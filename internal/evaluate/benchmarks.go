@@ -50,18 +50,31 @@ func (t Task) HumanEvalStyle() bool {
 }
 
 // Load reads a benchmark's tasks from dataDir. limit > 0 keeps the first
-// limit tasks.
+// limit tasks. A malformed record is an error; LoadSkipping skips it.
 func Load(dataDir, name string, limit int) ([]Task, error) {
+	ts, skipped, err := LoadSkipping(dataDir, name, limit)
+	if err == nil && len(skipped) > 0 {
+		err = fmt.Errorf("evaluate: %s: %s: %s", name, skipped[0].TaskID, skipped[0].Reason)
+	}
+	return ts, err
+}
+
+// LoadSkipping reads a benchmark's tasks from dataDir like Load, but a
+// record that cannot become a task (MbppPlus's Mbpp/793 has `plus_input:
+// {}`) is skipped and returned with its reason instead of failing the
+// whole benchmark.
+func LoadSkipping(dataDir, name string, limit int) ([]Task, []Skipped, error) {
 	rel, ok := Benchmarks[name]
 	if !ok {
-		return nil, fmt.Errorf("evaluate: unknown benchmark %q (want humaneval, mbpp, humaneval+ or mbpp+)", name)
+		return nil, nil, fmt.Errorf("evaluate: unknown benchmark %q (want humaneval, mbpp, humaneval+ or mbpp+)", name)
 	}
 	path := filepath.Join(dataDir, rel)
 	ps, err := schema.LoadProblems(path)
 	if err != nil {
-		return nil, fmt.Errorf("evaluate: load %s: %w", name, err)
+		return nil, nil, fmt.Errorf("evaluate: load %s: %w", name, err)
 	}
 	var out []Task
+	var skipped []Skipped
 	for _, p := range ps {
 		if name == MBPP {
 			n, err := strconv.Atoi(strings.TrimPrefix(p.ID, "Mbpp/"))
@@ -76,7 +89,8 @@ func Load(dataDir, name string, limit int) ([]Task, error) {
 		if name == HumanEvalPlus || name == MBPPPlus {
 			pt, err := harness.PlusTestsOf(p, false)
 			if err != nil {
-				return nil, fmt.Errorf("evaluate: %s: %w", name, err)
+				skipped = append(skipped, Skipped{Benchmark: name, TaskID: p.ID, Reason: err.Error()})
+				continue
 			}
 			t.Plus = &pt
 		}
@@ -86,9 +100,9 @@ func Load(dataDir, name string, limit int) ([]Task, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("evaluate: %s: no problems in %s", name, path)
+		return nil, skipped, fmt.Errorf("evaluate: %s: no problems in %s", name, path)
 	}
-	return out, nil
+	return out, skipped, nil
 }
 
 var reCall = regexp.MustCompile(`([A-Za-z_]\w*)\s*\(`)

@@ -34,6 +34,10 @@ type BenchmarkReport struct {
 	// model calls failed.
 	Failed []string `json:"failed,omitempty"`
 	Errors []string `json:"errors,omitempty"`
+	// Skipped lists malformed records left out; Error is set when the
+	// benchmark could not be loaded at all.
+	Skipped []Skipped `json:"skipped,omitempty"`
+	Error   string    `json:"error,omitempty"`
 }
 
 // Report is the result of an evaluation run.
@@ -112,7 +116,13 @@ func (r Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(w, "%s: %d never passed: %s\n", b.Name, len(b.Failed), abbreviate(b.Failed, 20))
 		}
 		if len(b.Errors) > 0 {
-			fmt.Fprintf(w, "%s: %d model errors: %s\n", b.Name, len(b.Errors), abbreviate(b.Errors, 20))
+			fmt.Fprintf(w, "%s: %d unfinished (model or judge errors): %s\n", b.Name, len(b.Errors), abbreviate(b.Errors, 20))
+		}
+		for _, s := range b.Skipped {
+			fmt.Fprintf(w, "%s: skipped malformed record %s: %s\n", b.Name, s.TaskID, s.Reason)
+		}
+		if b.Error != "" {
+			fmt.Fprintf(w, "%s: not evaluated: %s\n", b.Name, b.Error)
 		}
 	}
 	_, err := fmt.Fprintf(w, "%d samples (%d from the store) in %s\n", r.Samples, r.CachedSamples, r.Duration.Round(time.Millisecond))
