@@ -122,7 +122,9 @@ func observationText(obs string) string {
 }
 
 // IsInteract reports whether d is an interact dialogue that Replay can check.
-func IsInteract(d *schema.Dialogue) bool { return d.Labels[LabelEnv] != "" && d.Labels[LabelTask] != "" }
+func IsInteract(d *schema.Dialogue) bool {
+	return d.Labels[LabelEnv] != "" && d.Labels[LabelTask] != ""
+}
 
 // ReplayStep is one execution turn re-run.
 type ReplayStep struct {
