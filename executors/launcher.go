@@ -26,3 +26,11 @@ type Conn interface {
 	io.Writer // the runner's stdin
 	Close() error
 }
+
+// MountLauncher is an optional Launcher capability: start an instance with
+// host paths bound in, for sessions opened with SessionOptions.Mounts.
+type MountLauncher interface {
+	LaunchMounts(ctx context.Context, slot int, argv []string, mounts []Mount) (Conn, error)
+	// SlotOwner is the host uid and gid the instance on slot runs as.
+	SlotOwner(slot int) (uid, gid int)
+}

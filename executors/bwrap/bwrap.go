@@ -179,7 +179,10 @@ var hostImage = sync.OnceValue(func() string {
 // Args is the bwrap command line for argv (exported for tests and docs). It
 // reads the /etc files and the seccomp filter from descriptors 3 and up,
 // so start it through Command, which attaches them.
-func (l *Launcher) Args(argv []string) []string {
+func (l *Launcher) Args(argv []string) []string { return l.ArgsMounts(argv, nil) }
+
+// ArgsMounts is Args with host paths bound in (--bind, --ro-bind).
+func (l *Launcher) ArgsMounts(argv []string, mounts []executors.Mount) []string {
 	a := []string{
 		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
 		// The runner is pid 1: the kernel drops signals its children send
@@ -207,7 +210,15 @@ func (l *Launcher) Args(argv []string) []string {
 	}
 	a = append(a,
 		"--proc", "/proc", "--dev", "/dev",
-		"--size", fmt.Sprint(l.disk), "--tmpfs", "/tmp",
+		"--size", fmt.Sprint(l.disk), "--tmpfs", "/tmp")
+	for _, m := range mounts {
+		op := "--bind"
+		if m.ReadOnly {
+			op = "--ro-bind"
+		}
+		a = append(a, op, m.Source, m.Target)
+	}
+	a = append(a,
 		"--remount-ro", "/",
 		"--chdir", "/tmp", "--")
 	return append(a, argv...)
@@ -217,7 +228,9 @@ func (l *Launcher) Args(argv []string) []string {
 // /etc files, the seccomp filter) as its ExtraFiles, no environment and
 // working directory /. The caller closes cmd.ExtraFiles once the command
 // has started; each pipe can be read once, so a Command runs once.
-func (l *Launcher) Command(argv []string) (*exec.Cmd, error) {
+func (l *Launcher) Command(argv []string) (*exec.Cmd, error) { return l.command(argv, nil) }
+
+func (l *Launcher) command(argv []string, mounts []executors.Mount) (*exec.Cmd, error) {
 	files, err := etcPipes()
 	if err != nil {
 		return nil, err
@@ -230,7 +243,7 @@ func (l *Launcher) Command(argv []string) (*exec.Cmd, error) {
 		}
 		files = append(files, r)
 	}
-	cmd := exec.Command(l.bwrap, l.Args(argv)...)
+	cmd := exec.Command(l.bwrap, l.ArgsMounts(argv, mounts)...)
 	cmd.Env = []string{}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = files
@@ -240,10 +253,25 @@ func (l *Launcher) Command(argv []string) (*exec.Cmd, error) {
 // Launch implements executors.Launcher. ctx bounds only the start; the
 // instance lives until the returned Conn is closed.
 func (l *Launcher) Launch(ctx context.Context, slot int, argv []string) (executors.Conn, error) {
+	return l.LaunchMounts(ctx, slot, argv, nil)
+}
+
+// SlotOwner implements executors.MountLauncher: the slot's uid when the host
+// process is root, else the caller (mapped to the sandbox user).
+func (l *Launcher) SlotOwner(slot int) (uid, gid int) {
+	if l.root {
+		return FirstUID + slot, FirstUID + slot
+	}
+	return os.Getuid(), os.Getgid()
+}
+
+// LaunchMounts implements executors.MountLauncher. bwrap binds the sources
+// as the slot's uid, so each source and its parents must be searchable by it.
+func (l *Launcher) LaunchMounts(ctx context.Context, slot int, argv []string, mounts []executors.Mount) (executors.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cmd, err := l.Command(argv)
+	cmd, err := l.command(argv, mounts)
 	if err != nil {
 		return nil, err
 	}

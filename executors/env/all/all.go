@@ -3,5 +3,6 @@
 package all
 
 import (
+	_ "github.com/codefeedback/codefeedback/executors/env/bashenv"
 	_ "github.com/codefeedback/codefeedback/executors/env/pyenv"
 )

@@ -59,6 +59,19 @@ def encode(v, depth=0):
             if len(items) >= MAX_ITEMS:
                 break
         return {"t": "iter", "v": items}
+    # Subclasses of plain types (Counter, OrderedDict, namedtuples, an
+    # agent's own) cross as their plain base, read with the base's own
+    # methods, so an overridden __eq__ or __iter__ stays behind.
+    for base, read in ((bool, bool.__bool__), (int, int.__index__), (float, float.__float__),
+                       (str, str.__str__), (bytes, bytes.__bytes__ if hasattr(bytes, "__bytes__") else bytes),
+                       (dict, lambda d: dict(dict.items(d))), (list, lambda l: list(list.__iter__(l))),
+                       (tuple, lambda x: tuple(tuple.__iter__(x))), (set, lambda x: set(set.__iter__(x))),
+                       (frozenset, lambda x: frozenset(frozenset.__iter__(x)))):
+        if isinstance(v, base):
+            try:
+                return encode(read(v), depth + 1)
+            except BaseException:  # noqa: B902
+                break
     return {"t": "opaque", "v": t.__name__}
 
 
@@ -101,8 +114,27 @@ def decode(e):
     return Opaque(str(v))
 
 
-def test_names(test, setup_names):
-    """Names a test reads that neither builtins nor the setup code define."""
+def top_names(code):
+    """Names the code binds at top level (defs, classes, assignments)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set()
+    out = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        out.add(n.id)
+    return out
+
+
+def test_names(test, setup_names, gold_names=()):
+    """Names a test reads that neither builtins nor the setup code define
+    (a builtin the gold solution redefines, like MBPP's own sum, counts)."""
     try:
         tree = ast.parse(test)
     except SyntaxError:
@@ -122,7 +154,7 @@ def test_names(test, setup_names):
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             n = node.id
-            if n in CLEAN_BUILTINS or n in setup_names or n in bound or n in out:
+            if n in out or n in bound or n in setup_names or (n in CLEAN_BUILTINS and n not in gold_names):
                 continue
             out.append(n)
     return out
@@ -166,11 +198,12 @@ def record(job, out):
         agent[entry] = agent[submitted]
     setup = job.get("test_setup") or ""
     setup_names = set(setup_ns(setup)) - set(fresh_ns())
+    gold_names = top_names(job.get("gold") or "") | {entry}
     for ti, test in enumerate(job["tests"]):
         calls = {}
         ns = setup_ns(setup)
         missing = []
-        for name in test_names(test, setup_names):
+        for name in test_names(test, setup_names, gold_names):
             if name not in agent:
                 missing.append(name)
                 continue

@@ -216,7 +216,7 @@ type Submission struct {
 // comment). The verdicts are in test order.
 func Judge(ctx context.Context, ex executors.Executor, sub Submission) ([]Verdict, error) {
 	rec := map[string]any{
-		"mode": "record", "cells": sub.Cells, "submitted": sub.Submitted, "entry": sub.Entry,
+		"mode": "record", "cells": sub.Cells, "submitted": sub.Submitted, "entry": sub.Entry, "gold": sub.Gold,
 		"tests": sub.Tests, "test_setup": sub.TestSetup,
 	}
 	if sub.Cells == nil {

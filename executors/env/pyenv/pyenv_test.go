@@ -2,6 +2,7 @@ package pyenv_test
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -162,3 +163,5 @@ func TestGoldName(t *testing.T) {
 		}
 	}
 }
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
