@@ -17,7 +17,12 @@ const NativeDataset = "tasks"
 
 // fileSetups are the Setup keys that name files; relative paths in a task
 // file are relative to the file's directory.
-var fileSetups = []string{env.SetupDBFile, env.SetupFSScript, env.SetupDir}
+var fileSetups = []string{env.SetupDBFile, env.SetupDir}
+
+// SetupFSScriptFile, in a native task file, names a file holding the bash
+// variant's setup script (relative to the task file); the loader reads it
+// into Setup[env.SetupFSScript], so tasks sharing a script need not repeat it.
+const SetupFSScriptFile = "fs_script_file"
 
 // LoadTasks reads tasks from path: a JSON Lines file of env.Task records
 // (dataset "" or "tasks", name ending in .jsonl), or any of InterCode's data
@@ -53,6 +58,17 @@ func loadNative(path string) ([]env.Task, error) {
 		}
 		if t.ID == "" || t.Env == "" || t.Query == "" {
 			return nil, fmt.Errorf("agent: tasks %s:%d: a task needs id, env and query", path, line)
+		}
+		if p := t.Setup[SetupFSScriptFile]; p != "" {
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(dir, p)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil, fmt.Errorf("agent: tasks %s:%d: %w", path, line, err)
+			}
+			delete(t.Setup, SetupFSScriptFile)
+			t.Setup[env.SetupFSScript] = string(b)
 		}
 		for _, k := range fileSetups {
 			if p := t.Setup[k]; p != "" && !filepath.IsAbs(p) {
