@@ -23,7 +23,7 @@ func buildInteract(_ context.Context, _ *Data, s *pipeline.StageRecord, in *Inst
 		if a := st["actions/"+env]; a > 0 {
 			errRate = append(errRate, Bar{Label: env, Value: st["failed_actions/"+env] / a})
 		}
-		kept = append(kept, Bar{Label: env + " kept", Value: n - st["dropped/"+env]}, Bar{Label: env + " dropped", Value: st["dropped/" + env]})
+		kept = append(kept, Bar{Label: env + " kept", Value: n - st["dropped/"+env]}, Bar{Label: env + " dropped", Value: st["dropped/"+env]})
 	}
 	if len(success) > 0 {
 		in.Charts = append(in.Charts,
