@@ -13,6 +13,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/executors/env"
+	"github.com/codefeedback/codefeedback/internal/agent"
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/internal/evaluate"
 	"github.com/codefeedback/codefeedback/internal/shared"
@@ -38,6 +40,8 @@ type evalOptions struct {
 	Limit           int
 	JSON            bool
 	CaseTimeout     time.Duration
+	InterCode       cli.StringSlice
+	ICStrategy      string
 }
 
 func init() {
@@ -67,6 +71,8 @@ func init() {
 			&cli.IntFlag{Name: "max-tokens", Usage: "answer length limit (0: the server's default)", Destination: &o.MaxTokens},
 			&cli.IntFlag{Name: "limit", Usage: "evaluate only the first N problems of each benchmark", Destination: &o.Limit},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON instead of a table", Destination: &o.JSON},
+			&cli.StringSliceFlag{Name: "intercode", Usage: "InterCode task file (JSON Lines of tasks or InterCode's data files); each environment becomes a benchmark intercode-ENV, played for --rounds+1 turns; repeatable", Destination: &o.InterCode},
+			&cli.StringFlag{Name: "intercode-strategy", Usage: "InterCode prompting strategy: tryagain (turn r+1 is round r), single, react or plan-solve", Value: "tryagain", Destination: &o.ICStrategy},
 			&cli.DurationFlag{Name: "case-timeout", Usage: "time limit per test case (0: the harness's 5s); the run's limit grows with it", Destination: &o.CaseTimeout},
 		},
 		Action: func(c *cli.Context) error {
@@ -106,16 +112,30 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	var names []string
 	for _, n := range strings.Split(o.Benchmarks, ",") {
 		if n = strings.TrimSpace(strings.ToLower(n)); n != "" {
+			if strings.HasPrefix(n, "intercode") {
+				continue // played from the --intercode files
+			}
 			if _, ok := evaluate.Benchmarks[n]; !ok {
-				return withCode(2, fmt.Errorf("eval: unknown benchmark %q (want humaneval, mbpp, humaneval+, mbpp+)", n))
+				return withCode(2, fmt.Errorf("eval: unknown benchmark %q (want humaneval, mbpp, humaneval+, mbpp+, intercode)", n))
 			}
 			names = append(names, n)
 		}
 	}
-	if len(names) == 0 {
+	var icTasks []env.Task
+	for _, f := range o.InterCode.Value() {
+		ts, err := agent.LoadTasks(f, "")
+		if err != nil {
+			return withCode(2, fmt.Errorf("eval: %w", err))
+		}
+		icTasks = append(icTasks, ts...)
+	}
+	if strings.Contains(o.Benchmarks, "intercode") && len(icTasks) == 0 {
+		return withCode(2, fmt.Errorf("eval: the intercode benchmarks need --intercode FILE (task files)"))
+	}
+	if len(names) == 0 && len(icTasks) == 0 {
 		return withCode(2, fmt.Errorf("eval: no benchmarks"))
 	}
-	if o.Data == "" {
+	if o.Data == "" && len(names) > 0 {
 		o.Data = shared.DataDir()
 		if o.Data == "" {
 			return withCode(2, fmt.Errorf("eval: no benchmark data: pass --data DIR (holding humaneval/, mbpp/, evalplus/)"))
@@ -142,7 +162,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		}
 		tasks = append(tasks, ts...)
 	}
-	if len(failed) == len(names) {
+	if len(names) > 0 && len(failed) == len(names) && len(icTasks) == 0 {
 		return withCode(2, fmt.Errorf("eval: no benchmark could be loaded (first: %w)", failed[names[0]]))
 	}
 
@@ -211,6 +231,22 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	}
 	rep := e.Score(names, samples)
 	rep.NoteLoad(skipped, failed)
+	if len(icTasks) > 0 {
+		eps, err := e.RunInterCode(ctx, icTasks, evaluate.InterCodeOptions{Strategy: o.ICStrategy,
+			LogDir: filepath.Join(o.Out, "trajectories")}, func(p agent.Progress) {
+			if time.Since(last) > 2*time.Second || p.Done == p.Total {
+				last = time.Now()
+				fmt.Fprintf(stderr, "eval: intercode %d/%d tasks, %d succeeded\n", p.Done, p.Total, p.Successes)
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("eval: intercode: %w", err)
+		}
+		rep.AddInterCode(eps)
+		if err := agent.WriteRun(o.Out, eps, rep.InterCode); err != nil {
+			return err
+		}
+	}
 	rep.Duration = time.Since(start)
 	if err := evaluate.WriteFiles(o.Out, rep, samples); err != nil {
 		return err

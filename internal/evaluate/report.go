@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/codefeedback/codefeedback/internal/agent"
 )
 
 // RoundScore is pass@1 after a number of refinement rounds: a sample
@@ -51,6 +53,9 @@ type Report struct {
 	Samples       int               `json:"samples"`
 	CachedSamples int               `json:"cached_samples"`
 	Duration      time.Duration     `json:"duration_ns"`
+	// InterCode holds the InterCode metrics per environment (see
+	// AddInterCode); their success per round is in Benchmarks too.
+	InterCode []agent.Metrics `json:"intercode,omitempty"`
 }
 
 // Score builds the report of samples (in any order) for the benchmarks
@@ -110,6 +115,11 @@ func (r Report) WriteTable(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(r.InterCode) > 0 {
+		if err := agent.WriteTable(w, r.InterCode); err != nil {
+			return err
+		}
 	}
 	for _, b := range r.Benchmarks {
 		if len(b.Failed) > 0 {
