@@ -13,9 +13,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/codefeedback/codefeedback/executors"
+	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/executors/env"
 	"github.com/codefeedback/codefeedback/internal/agent"
-	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/internal/evaluate"
 	"github.com/codefeedback/codefeedback/internal/shared"
 	"github.com/codefeedback/codefeedback/internal/store"
