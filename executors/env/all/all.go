@@ -5,4 +5,5 @@ package all
 import (
 	_ "github.com/codefeedback/codefeedback/executors/env/bashenv"
 	_ "github.com/codefeedback/codefeedback/executors/env/pyenv"
+	_ "github.com/codefeedback/codefeedback/executors/env/sqlenv"
 )
