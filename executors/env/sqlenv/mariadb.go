@@ -37,10 +37,12 @@ type mariaBackend struct {
 	copyDB   string
 	stmtTime time.Duration
 
-	loaded map[string]string // dump path -> hash prefix
-	baseDB string            // the base database the copy was made from
-	taskDB string
-	dirty  bool
+	loaded      map[string]string   // dump path -> hash prefix
+	tableCache  map[string][]string // base database -> its tables
+	baseDB      string              // the base database the copy was made from
+	taskDB      string
+	dirty       bool // the episode ran a statement that may write rows
+	schemaDirty bool // ... or change tables
 }
 
 // MariaDBDSN is the DSN the mariadb backend uses by default.
@@ -189,18 +191,79 @@ func (m *mariaBackend) reset(ctx context.Context, dumpPath, db string) error {
 		m.conn.Close()
 		m.conn = nil
 	}
-	if m.dirty || m.baseDB != base {
+	switch {
+	case m.baseDB != base || m.schemaDirty:
 		if err := m.copyFrom(ctx, base); err != nil {
 			return fmt.Errorf("copying %s: %w", db, err)
 		}
-		m.baseDB, m.dirty = base, false
+	case m.dirty:
+		// Rows changed but no table did: refill the tables in one
+		// transaction (DML only: much cheaper than dropping and creating).
+		if err := m.refill(ctx, base); err != nil {
+			return fmt.Errorf("restoring %s: %w", db, err)
+		}
 	}
+	m.baseDB, m.dirty, m.schemaDirty = base, false, false
 	m.taskDB = db
 	c, err := m.agentDB.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("connecting as the agent: %w", err)
 	}
 	m.conn = c
+	return nil
+}
+
+func (m *mariaBackend) tables(ctx context.Context, c *sql.Conn, base string) ([]string, error) {
+	if t, ok := m.tableCache[base]; ok {
+		return t, nil
+	}
+	rows, err := c.QueryContext(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE'", base)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var tables []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			return nil, err
+		}
+		tables = append(tables, t)
+	}
+	if len(tables) == 0 {
+		return nil, fmt.Errorf("database %s is empty or missing", base)
+	}
+	if m.tableCache == nil {
+		m.tableCache = map[string][]string{}
+	}
+	m.tableCache[base] = tables
+	return tables, rows.Err()
+}
+
+// refill puts base's rows back into the copy's tables, in one transaction.
+func (m *mariaBackend) refill(ctx context.Context, base string) error {
+	c, err := m.admin.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	tables, err := m.tables(ctx, c, base)
+	if err != nil {
+		return err
+	}
+	stmts := []string{"SET FOREIGN_KEY_CHECKS = 0", "START TRANSACTION"}
+	for _, t := range tables {
+		stmts = append(stmts,
+			fmt.Sprintf("DELETE FROM `%s`.`%s`", m.copyDB, t),
+			fmt.Sprintf("INSERT INTO `%s`.`%s` SELECT * FROM `%s`.`%s`", m.copyDB, t, base, t))
+	}
+	stmts = append(stmts, "COMMIT")
+	for _, q := range stmts {
+		if _, err := c.ExecContext(ctx, q); err != nil {
+			c.ExecContext(ctx, "ROLLBACK")
+			return err
+		}
+	}
 	return nil
 }
 
@@ -211,22 +274,9 @@ func (m *mariaBackend) copyFrom(ctx context.Context, base string) error {
 		return err
 	}
 	defer c.Close()
-	rows, err := c.QueryContext(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE'", base)
+	tables, err := m.tables(ctx, c, base)
 	if err != nil {
 		return err
-	}
-	var tables []string
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			rows.Close()
-			return err
-		}
-		tables = append(tables, t)
-	}
-	rows.Close()
-	if len(tables) == 0 {
-		return fmt.Errorf("database %s is empty or missing", base)
 	}
 	stmts := []string{"SET FOREIGN_KEY_CHECKS = 0", "DROP DATABASE IF EXISTS `" + m.copyDB + "`",
 		"CREATE DATABASE `" + m.copyDB + "` CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"}
@@ -245,6 +295,7 @@ func (m *mariaBackend) copyFrom(ctx context.Context, base string) error {
 
 var (
 	readOnlyRE = regexp.MustCompile(`(?is)^\s*(\(\s*)*(select|show|describe|desc|explain|with|use|help)\b`)
+	dmlRE      = regexp.MustCompile(`(?is)^\s*(insert|update|delete|replace)\b`)
 	myUseRE    = regexp.MustCompile("(?is)^\\s*use\\s+`?([\\w$]+)`?\\s*;?\\s*$")
 	showDBsRE  = regexp.MustCompile(`(?is)^\s*show\s+(databases|schemas)\s*;?\s*$`)
 )
@@ -264,6 +315,9 @@ func (m *mariaBackend) exec(ctx context.Context, q string) (result, error) {
 	}
 	if !readOnlyRE.MatchString(q) {
 		m.dirty = true
+		if !dmlRE.MatchString(q) {
+			m.schemaDirty = true // DDL, or anything we cannot classify
+		}
 	}
 	r, timedOut, err := m.query(ctx, m.conn, q)
 	if err != nil {
