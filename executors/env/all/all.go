@@ -3,6 +3,7 @@
 package all
 
 import (
-	_ "github.com/codefeedback/codefeedback/executors/env/bashenv"
+	_ "github.com/codefeedback/codefeedback/executors/env/bashenv" // bash and ctf
 	_ "github.com/codefeedback/codefeedback/executors/env/pyenv"
+	_ "github.com/codefeedback/codefeedback/executors/env/sqlenv"
 )

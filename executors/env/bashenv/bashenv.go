@@ -96,7 +96,7 @@ func New(ex executors.Executor, opts env.Options) (*Env, error) {
 	}
 	// Sandboxes bind from base as the slot's uid (bwrap run by root), so
 	// base must be searchable by others; its entries are owned per slot.
-	base, err := os.MkdirTemp("", "codefeedback-bash-")
+	base, err := os.MkdirTemp(ScratchDir(), "codefeedback-bash-")
 	if err != nil {
 		return nil, fmt.Errorf("bashenv: %w", err)
 	}
@@ -104,6 +104,19 @@ func New(ex executors.Executor, opts env.Options) (*Env, error) {
 		return nil, fmt.Errorf("bashenv: %w", err)
 	}
 	return &Env{ex: ex, opts: opts, base: base, cacheDir: filepath.Join(cache, "bash"), variants: map[string]*variant{}}, nil
+}
+
+// ScratchDir is where per-episode replicas live: /dev/shm (a tmpfs: a
+// fresh copy costs memory bandwidth, not disk writes) where it is usable,
+// else the temporary directory. $CODEFEEDBACK_EPISODE_DIR overrides it.
+func ScratchDir() string {
+	if d := os.Getenv("CODEFEEDBACK_EPISODE_DIR"); d != "" {
+		return d
+	}
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && st.Mode()&0o002 != 0 {
+		return "/dev/shm"
+	}
+	return os.TempDir()
 }
 
 // systemDirs are top-level paths a setup script may name that are not
