@@ -155,7 +155,14 @@ func runReplay(ctx context.Context, o replayOptions, path string, w io.Writer) e
 	if err != nil {
 		return fmt.Errorf("replay: %w (run `codefeedback intercode fetch` first, or pass --data/--tasks)", err)
 	}
-	ex, err := executors.Open(ctx, driverURL(o.Driver, "pool=2"))
+	raw, err := executors.WithDefaults(o.Driver, "pool", "2")
+	if err == nil {
+		err = executors.Check(raw)
+	}
+	if err != nil {
+		return withCode(2, fmt.Errorf("replay: --driver: %w", err))
+	}
+	ex, err := executors.Open(ctx, raw)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,7 +62,7 @@ func init() {
 			&cli.StringFlag{Name: "api-key-env", Usage: "environment variable holding the API key", Value: llm.DefaultAPIKeyEnv, Destination: &o.APIKeyEnv},
 			&cli.IntFlag{Name: "concurrency", Usage: "episodes in flight (also the sandbox pool size)", Value: 2, Destination: &o.Concurrency},
 			&cli.StringFlag{Name: "out", Usage: "output directory", Value: "intercode-out", Destination: &o.Out},
-			&cli.StringFlag{Name: "driver", Usage: "sandbox driver name or URL", Value: "bwrap", Destination: &o.Driver},
+			executorFlag(&o.Driver),
 			&cli.IntFlag{Name: "seed", Usage: "sampling seed sent to the model", Destination: &o.Seed},
 			&cli.IntFlag{Name: "max-tokens", Usage: "answer length limit (0: the server's default)", Destination: &o.MaxTokens},
 			&cli.IntFlag{Name: "limit", Usage: "run only the first N tasks", Destination: &o.Limit},
@@ -127,7 +128,14 @@ func runIntercode(ctx context.Context, o intercodeRunOptions, stdout, stderr io.
 	if err != nil {
 		return withCode(2, err)
 	}
-	ex, err := executors.Open(ctx, evalDriverURL(o.Driver, o.Concurrency))
+	raw, err := executors.WithDefaults(o.Driver, "pool", strconv.Itoa(o.Concurrency))
+	if err == nil {
+		err = executors.Check(raw)
+	}
+	if err != nil {
+		return withCode(2, fmt.Errorf("intercode run: --executor: %w", err))
+	}
+	ex, err := executors.Open(ctx, raw)
 	if err != nil {
 		return fmt.Errorf("intercode run: sandbox: %w", err)
 	}
