@@ -25,7 +25,7 @@ import (
 
 // sampleTasks are the sample task files of data/intercode, written for
 // this project; the stage must work on them out of the box.
-var sampleTasks = []string{"bash_tasks.jsonl"}
+var sampleTasks = []string{"bash_tasks.jsonl", "sql_tasks.jsonl"}
 
 func needBwrap(t *testing.T) {
 	t.Helper()
@@ -45,6 +45,10 @@ func fence(lang, code string) string { return "I will run this:\n```" + lang + "
 func TestInteractSampleTasks(t *testing.T) {
 	needBwrap(t)
 	dir := t.TempDir()
+	// The first perTask tasks of each sample file (all of them take long
+	// on a loaded machine), written out as loaded: setup scripts inline,
+	// database paths absolute.
+	const perFile = 3
 	var all []env.Task
 	var inputs []string
 	for _, f := range sampleTasks {
@@ -52,9 +56,24 @@ func TestInteractSampleTasks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(ts) < perFile {
+			t.Fatalf("%s: %d tasks, want at least %d", f, len(ts), perFile)
+		}
+		ts = ts[:perFile]
+		var b strings.Builder
+		for _, tk := range ts {
+			if p := tk.Setup[env.SetupDBFile]; p != "" {
+				tk.Setup[env.SetupDBFile], _ = filepath.Abs(p)
+			}
+			line, _ := json.Marshal(tk)
+			b.Write(append(line, '\n'))
+		}
+		p := filepath.Join(dir, f)
+		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		all = append(all, ts...)
-		abs, _ := filepath.Abs(filepath.Join("..", "..", "data", "intercode", f))
-		inputs = append(inputs, "{path: "+abs+", format: intercode}")
+		inputs = append(inputs, "{path: "+p+", format: intercode}")
 	}
 	never := all[len(all)-1].ID // always answered wrongly: dropped
 	var mu sync.Mutex
@@ -109,16 +128,19 @@ func TestInteractSampleTasks(t *testing.T) {
 		}
 		// user, wrong answer, its observation, gold answer, its observation, closing
 		if len(d.Messages) != 6 || d.Messages[2].Role != schema.RoleExecution || d.Messages[2].Exec == nil ||
-			d.Messages[2].Exec.ExitCode == 0 && d.Labels[agent.LabelEnv] == "bash" {
+			d.Messages[2].Exec.ExitCode == 0 || d.Messages[4].Exec.ExitCode != 0 {
 			t.Errorf("%s: messages %+v", d.ID, d.Messages)
 		}
 		if strings.Contains(d.Messages[2].Content, never) {
 			t.Errorf("never-solved task kept")
 		}
 	}
+	if envs["bash"] != perFile || envs["sql"] != perFile-1 {
+		t.Errorf("dialogues per environment = %v, want bash %d, sql %d", envs, perFile, perFile-1)
+	}
 	st := man.Stages[len(man.Stages)-1].Stats
-	if st["dropped/bash"] != 1 {
-		t.Errorf("stats %v: want dropped/bash 1", st)
+	if st["dropped/sql"] != 1 || st["success/bash"] != perFile || st["episodes/sql"] != perFile {
+		t.Errorf("stats %v: want dropped/sql 1, success/bash %d, episodes/sql %d", st, perFile, perFile)
 	}
 
 	// verify re-executes every dialogue to the same observations and rewards.
