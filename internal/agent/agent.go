@@ -325,6 +325,8 @@ type Action struct {
 	Thought string // ReAct's "Thought:" text
 }
 
+var reInlineFence = regexp.MustCompile("(?m)^(\\s*Action:)[ \t]*```")
+
 var reSubmit = regexp.MustCompile("(?m)^\\s*(?:Action:\\s*)?`*submit(?:\\s+([^`\\s]+))?`*\\s*$")
 
 // ParseAction reads the action of an answer: the first code block in lang
@@ -335,6 +337,8 @@ func ParseAction(answer, lang string) (Action, bool) {
 	if th, _, ok := strings.Cut(answer, "Action:"); ok {
 		act.Thought = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(th), "Thought:"))
 	}
+	// "Action: ```bash" on one line: the fence must open its own line.
+	answer = reInlineFence.ReplaceAllString(answer, "$1\n```")
 	if code, err := parse.Code(answer, lang); err == nil {
 		code = strings.TrimSpace(code)
 		if arg, ok := env.SubmitArg(code); ok && !strings.Contains(code, "\n") {

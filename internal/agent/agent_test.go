@@ -87,7 +87,7 @@ func py(code string) string { return "Let me write it.\n```python\n" + code + "\
 // ReAct n actions and then the loop's own submit.
 func TestStrategiesRunToTurnLimit(t *testing.T) {
 	ex := sandbox(t)
-	ts := tasks(t, "python_tasks.jsonl")[:1]
+	ts := tasks(t, "sql_tasks.jsonl")
 	const turns = 3
 	for _, tc := range []struct {
 		strategy      string
@@ -105,18 +105,19 @@ func TestStrategiesRunToTurnLimit(t *testing.T) {
 			srv := llmtest.New(t)
 			srv.Script(func(c llmtest.Call) llmtest.Reply {
 				if tc.strategy == agent.PlanSolve && turn(c) == 1 {
-					return llmtest.Reply{Text: "1. Define add.\n2. Check it."} // 2 steps, then 1 refine turn
+					return llmtest.Reply{Text: "1. Look at the items.\n2. Filter them."} // 2 steps, then 1 refine turn
 				}
+				wrong := "I will run this:\n```sql\nSELECT name FROM item WHERE price < 10\n```"
 				if tc.strategy == agent.ReAct {
-					return llmtest.Reply{Text: "Thought: try subtraction.\nAction:\n" + py("def add(a, b):\n    return a - b")}
+					return llmtest.Reply{Text: "Thought: cheap ones first.\nAction:\n" + wrong}
 				}
-				return llmtest.Reply{Text: py("def add(a, b):\n    return a - b")}
+				return llmtest.Reply{Text: wrong}
 			})
 			a, err := agent.New(agent.Options{Strategy: tc.strategy, Turns: turns, Model: "fake"}, client(t, srv, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
-			e, err := env.Open(context.Background(), "python", ex, env.Options{})
+			e, err := env.Open(context.Background(), "sql", ex, env.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,16 +136,21 @@ func TestStrategiesRunToTurnLimit(t *testing.T) {
 				t.Errorf("model calls = %d, want %d", got, tc.modelCalls)
 			}
 			last := ep.Steps[len(ep.Steps)-1]
-			if last.Auto != tc.lastIsAutoSub || (tc.lastIsAutoSub && last.Action != "submit add") {
-				t.Errorf("last step = %+v, want auto submit %v of add", last, tc.lastIsAutoSub)
+			if last.Auto != tc.lastIsAutoSub || (tc.lastIsAutoSub && last.Action != "submit") {
+				t.Errorf("last step = %+v, want auto submit %v", last, tc.lastIsAutoSub)
 			}
-			if ep.Success || ep.Reward != 0 { // a - b passes neither test
+			for i, st := range ep.Steps {
+				if !st.Valid || !strings.Contains(st.Observation, "pen") && !st.Auto {
+					t.Errorf("step %d = %+v, want a valid action showing pen", i, st)
+				}
+			}
+			if ep.Success || ep.Reward != 0 { // the cheap item is not among the expensive ones
 				t.Errorf("reward = %v, success %v; want 0 and false", ep.Reward, ep.Success)
 			}
-			if tc.strategy == agent.ReAct && ep.Steps[0].Thought != "try subtraction." {
+			if tc.strategy == agent.ReAct && ep.Steps[0].Thought != "cheap ones first." {
 				t.Errorf("thought = %q", ep.Steps[0].Thought)
 			}
-			if tc.strategy == agent.PlanSolve && !reflect.DeepEqual(ep.Plan, []string{"Define add.", "Check it."}) {
+			if tc.strategy == agent.PlanSolve && !reflect.DeepEqual(ep.Plan, []string{"Look at the items.", "Filter them."}) {
 				t.Errorf("plan = %q", ep.Plan)
 			}
 		})
