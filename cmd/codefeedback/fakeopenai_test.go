@@ -156,6 +156,9 @@ func fakeModelReply(c llmtest.Call) llmtest.Reply {
 		system = msgs[0].Content
 	}
 	last := c.LastUser()
+	if r, ok := fakeAgentReply(msgs); ok {
+		return r
+	}
 	switch {
 	case strings.Contains(system, "You annotate programming conversations"):
 		return llmtest.Reply{Text: "This version defines the requested function with a short, direct approach and prints a small example so the run shows what it returns. It keeps to built-in operations, so it handles the empty case without special code."}
