@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/codefeedback/codefeedback/executors/env"
+	_ "github.com/codefeedback/codefeedback/executors/env/all" // the environments a dialogue may name
 	"github.com/codefeedback/codefeedback/internal/agent"
 	"github.com/codefeedback/codefeedback/schema"
 )
