@@ -102,7 +102,7 @@ func replayCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "data", Usage: "InterCode data directory (default: the fetch cache)", Destination: &o.Data},
 			&cli.StringFlag{Name: "tasks", Usage: "task file (default: the one the trajectories name, under --data)", Destination: &o.Tasks},
-			&cli.StringFlag{Name: "driver", Value: "bwrap", Usage: "sandbox driver: bwrap, docker, or a driver URL", Destination: &o.Driver},
+			executorFlag(&o.Driver),
 			&cli.StringFlag{Name: "sql-backend", Value: "mariadb", Usage: "sql: mariadb (InterCode's MySQL semantics) or sqlite", Destination: &o.Backend},
 			&cli.IntFlag{Name: "limit", Usage: "replay only the first N trajectories", Destination: &o.Limit},
 			&cli.StringFlag{Name: "out", Usage: "write our re-executed trajectories here (InterCode's format)", Destination: &o.Out},
@@ -155,7 +155,14 @@ func runReplay(ctx context.Context, o replayOptions, path string, w io.Writer) e
 	if err != nil {
 		return fmt.Errorf("replay: %w (run `codefeedback intercode fetch` first, or pass --data/--tasks)", err)
 	}
-	ex, err := executors.Open(ctx, driverURL(o.Driver, "pool=2"))
+	raw, err := executors.WithDefaults(o.Driver, "pool", "2")
+	if err == nil {
+		err = executors.Check(raw)
+	}
+	if err != nil {
+		return withCode(2, fmt.Errorf("replay: --executor: %w", err))
+	}
+	ex, err := executors.Open(ctx, raw)
 	if err != nil {
 		return err
 	}
