@@ -113,7 +113,7 @@ func replayCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return withCode(2, fmt.Errorf("replay: want one trajectory file"))
 			}
-			return runReplay(c.Context, o, c.Args().First(), c.App.Writer)
+			return runReplay(c.Context, o, c.Args().First(), c.App.Writer, c.App.ErrWriter)
 		},
 	}
 }
@@ -125,7 +125,7 @@ type replaySummary struct {
 	SkippedTasks                      int
 }
 
-func runReplay(ctx context.Context, o replayOptions, path string, w io.Writer) error {
+func runReplay(ctx context.Context, o replayOptions, path string, w, progress io.Writer) error {
 	trs, err := env.ReadTrajectories(path)
 	if err != nil {
 		return withCode(2, err)
@@ -216,6 +216,9 @@ func runReplay(ctx context.Context, o replayOptions, path string, w io.Writer) e
 			sum.Agreed++
 		}
 		ours = append(ours, res.Ours)
+		if progress != nil && sum.Trajectories%25 == 0 {
+			fmt.Fprintf(progress, "replayed %d/%d (successes: InterCode %d, ours %d)\n", sum.Trajectories, len(trs), sum.LoggedSuccess, sum.OurSuccess)
+		}
 		if o.JSON {
 			enc.Encode(res)
 		}
