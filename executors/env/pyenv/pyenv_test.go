@@ -119,8 +119,8 @@ func TestExplore(t *testing.T) {
 			action, want string
 			valid        bool
 		}{
-			{"x = 20\nx + 1", "21\n"},
-			{"print(x * 2)", "40\n"},
+			{"x = 20\nx + 1", "21\n", true},
+			{"print(x * 2)", "40\n", true},
 			{"undefined_name", "NameError", false},
 		}
 		for _, s := range steps {
