@@ -102,7 +102,7 @@ func replayCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "data", Usage: "InterCode data directory (default: the fetch cache)", Destination: &o.Data},
 			&cli.StringFlag{Name: "tasks", Usage: "task file (default: the one the trajectories name, under --data)", Destination: &o.Tasks},
-			&cli.StringFlag{Name: "driver", Value: "bwrap", Usage: "sandbox driver: bwrap, docker, or a driver URL", Destination: &o.Driver},
+			executorFlag(&o.Driver),
 			&cli.StringFlag{Name: "sql-backend", Value: "mariadb", Usage: "sql: mariadb (InterCode's MySQL semantics) or sqlite", Destination: &o.Backend},
 			&cli.IntFlag{Name: "limit", Usage: "replay only the first N trajectories", Destination: &o.Limit},
 			&cli.StringFlag{Name: "out", Usage: "write our re-executed trajectories here (InterCode's format)", Destination: &o.Out},
@@ -113,7 +113,7 @@ func replayCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return withCode(2, fmt.Errorf("replay: want one trajectory file"))
 			}
-			return runReplay(c.Context, o, c.Args().First(), c.App.Writer)
+			return runReplay(c.Context, o, c.Args().First(), c.App.Writer, c.App.ErrWriter)
 		},
 	}
 }
@@ -125,7 +125,7 @@ type replaySummary struct {
 	SkippedTasks                      int
 }
 
-func runReplay(ctx context.Context, o replayOptions, path string, w io.Writer) error {
+func runReplay(ctx context.Context, o replayOptions, path string, w, progress io.Writer) error {
 	trs, err := env.ReadTrajectories(path)
 	if err != nil {
 		return withCode(2, err)
@@ -160,7 +160,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, w io.Writer) e
 		err = executors.Check(raw)
 	}
 	if err != nil {
-		return withCode(2, fmt.Errorf("replay: --driver: %w", err))
+		return withCode(2, fmt.Errorf("replay: --executor: %w", err))
 	}
 	ex, err := executors.Open(ctx, raw)
 	if err != nil {
@@ -216,6 +216,9 @@ func runReplay(ctx context.Context, o replayOptions, path string, w io.Writer) e
 			sum.Agreed++
 		}
 		ours = append(ours, res.Ours)
+		if progress != nil && sum.Trajectories%25 == 0 {
+			fmt.Fprintf(progress, "replayed %d/%d (successes: InterCode %d, ours %d)\n", sum.Trajectories, len(trs), sum.LoggedSuccess, sum.OurSuccess)
+		}
 		if o.JSON {
 			enc.Encode(res)
 		}

@@ -70,8 +70,9 @@ type variant struct {
 
 // side is one sandbox with its replica (the agent's, or the gold's).
 type side struct {
-	s   executors.Session
-	rep *replica
+	s      executors.Session
+	rep    *replica
+	cdRoot bool // the next command starts with cd /
 }
 
 type goldResult struct {
@@ -205,8 +206,8 @@ func (e *Env) openSide(ctx context.Context, name string, v *variant) (*side, err
 	return sd, nil
 }
 
-// reset resyncs the replica and restarts the shell in / (InterCode's
-// working directory).
+// reset resyncs the replica and restarts the shell; its first command will
+// start in / (InterCode's working directory).
 func (sd *side) reset(ctx context.Context) error {
 	if err := sd.s.Reset(ctx); err != nil {
 		return fmt.Errorf("resetting shell: %w", err)
@@ -214,14 +215,21 @@ func (sd *side) reset(ctx context.Context) error {
 	if err := sd.rep.Sync(); err != nil {
 		return fmt.Errorf("resyncing file system: %w", err)
 	}
-	r, err := sd.s.Exec(ctx, "cd /")
-	if err != nil {
-		return fmt.Errorf("resetting shell: %w", err)
-	}
-	if !r.OK() {
-		return fmt.Errorf("resetting shell: cd / failed: %s", r.Stderr)
-	}
+	sd.cdRoot = true
 	return nil
+}
+
+// run executes a command in the side's shell, in / if it is the first
+// since a reset (one cell instead of two).
+func (sd *side) run(ctx context.Context, cmd string) (string, executors.Result, error) {
+	if sd.cdRoot {
+		cmd = "cd /\n" + cmd
+	}
+	obs, res, err := run(ctx, sd.s, cmd)
+	if err == nil && !res.TimedOut {
+		sd.cdRoot = false
+	}
+	return obs, res, err
 }
 
 func (e *Env) closeSides() {
@@ -344,7 +352,7 @@ func (e *Env) Step(ctx context.Context, action string) (env.StepResult, error) {
 		e.lastObs = ""
 		return env.StepResult{Info: map[string]any{}}, nil
 	}
-	obs, res, err := run(ctx, e.agent.s, action)
+	obs, res, err := e.agent.run(ctx, action)
 	if err != nil {
 		return env.StepResult{}, fmt.Errorf("bashenv: task %s: %w", e.task.ID, err)
 	}
@@ -397,7 +405,7 @@ func (e *Env) runGold(ctx context.Context) (*goldResult, error) {
 	if err := e.gold.reset(ctx); err != nil {
 		return nil, err
 	}
-	obs, _, err := run(ctx, e.gold.s, e.task.Gold)
+	obs, _, err := e.gold.run(ctx, e.task.Gold)
 	if err != nil {
 		return nil, err
 	}

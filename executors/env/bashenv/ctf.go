@@ -98,13 +98,12 @@ func (c *CTF) Reset(ctx context.Context, t env.Task) (string, error) {
 	}
 	// InterCode's preprocess: cd into the task's folder, then its setup
 	// command (often a download: it fails offline, as the README says).
-	for _, cmd := range []string{"cd /ctf/" + name, t.Setup[env.SetupCommand]} {
-		if strings.TrimSpace(cmd) == "" {
-			continue
-		}
-		if _, err := c.sd.s.Exec(ctx, cmd); err != nil {
-			return "", fmt.Errorf("ctf: task %s: %w", t.ID, err)
-		}
+	cmd := "cd /ctf/" + name
+	if s := strings.TrimSpace(t.Setup[env.SetupCommand]); s != "" {
+		cmd += "\n" + s
+	}
+	if _, err := c.sd.s.Exec(ctx, cmd); err != nil {
+		return "", fmt.Errorf("ctf: task %s: %w", t.ID, err)
 	}
 	c.task, c.done = t, false
 	return t.Query, nil

@@ -63,3 +63,18 @@ func Each(t *testing.T, f func(t *testing.T, d Driver)) {
 		t.Run(d.Name, func(t *testing.T) { f(t, d) })
 	}
 }
+
+// Full reports whether to run every table case on every driver
+// (CODEFEEDBACK_INTERCODE_FULL=1). Otherwise cases that only exercise a
+// reward rule (the same code whatever the driver) run on the first driver,
+// and the rest (gold actions, attacks) on all.
+func Full() bool { return os.Getenv("CODEFEEDBACK_INTERCODE_FULL") == "1" }
+
+// RuleOnly skips t on any driver but the first unless Full: for table cases
+// that test a reward rule rather than the sandbox.
+func RuleOnly(t *testing.T, d Driver, first string) {
+	t.Helper()
+	if d.Name != first && !Full() {
+		t.Skipf("reward rule case: run on %s only (CODEFEEDBACK_INTERCODE_FULL=1 runs it on %s too)", first, d.Name)
+	}
+}
