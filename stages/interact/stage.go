@@ -84,7 +84,17 @@ func readTasks(_ context.Context, path string) iter.Seq2[pipeline.Item, error] {
 	}
 }
 
-func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
+// stage is the interact stage.
+type stage struct {
+	o       Options
+	svc     *pipeline.Services
+	ag      *agent.Agent // nil without a model
+	version map[string]any
+	pool    *envPool
+	warned  sync.Once
+}
+
+func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -113,79 +123,92 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 	} else {
 		version["model"] = "none"
 	}
-	pool := &envPool{free: map[string][]env.Env{}}
-	st := &pipeline.Stage{Version: version, Close: pool.close}
-	st.Observe = func(out pipeline.Item) {
-		if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
-			return
-		}
-		d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
-		if err != nil || d.Stage != svc.Name || !agent.IsInteract(&d) {
-			return
-		}
-		observe(svc.Stats, d)
+	return &stage{o: o, svc: svc, ag: ag, version: version, pool: &envPool{free: map[string][]env.Env{}}}, nil
+}
+
+// Version implements pipeline.Versioner.
+func (st *stage) Version() any { return st.version }
+
+// UsesExecutor implements pipeline.ExecutorUser: every action runs.
+func (st *stage) UsesExecutor() bool { return true }
+
+// Close implements io.Closer: the idle environments are closed.
+func (st *stage) Close() error { return st.pool.close() }
+
+// Observe implements pipeline.Observer.
+func (st *stage) Observe(out pipeline.Item) {
+	svc := st.svc
+	if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
+		return
 	}
-	var warned sync.Once
-	st.Each = func(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
-		if in.Kind != KindTask {
-			return []pipeline.Item{in}, nil
-		}
-		if ag == nil {
-			// Without a model there is no episode: the task is dropped (it
-			// is not training data) and the run says so once.
-			warned.Do(func() {
-				if svc.Logger != nil {
-					svc.Logger.Warn("interact: skipped, no model configured; to run it " + llm.NoModelHint)
-				}
-			})
-			pipeline.ItemStats(ctx, svc.Stats).Add("skipped/no_model", 1)
-			return nil, nil
-		}
-		t, err := pipeline.As[env.Task](in, KindTask)
-		if err != nil {
-			return nil, pipeline.Permanent(err)
-		}
-		if svc.Executor == nil {
-			return nil, pipeline.Permanent(errors.New("interact: needs a sandbox; add a top-level `executor:` (e.g. bwrap://) to the pipeline file"))
-		}
-		ex, err := svc.Executor(ctx)
-		if err != nil {
-			return nil, pipeline.Transient(fmt.Errorf("interact: open sandbox: %w", err))
-		}
-		e, err := pool.get(ctx, t.Env, ex, env.Options{Params: o.Params})
-		if err != nil {
-			return nil, pipeline.Permanent(fmt.Errorf("interact: task %s: %w", t.ID, err))
-		}
-		ep, err := ag.Run(ctx, e, t)
-		if err != nil {
-			e.Close() // its state is unknown after a failure
-			return nil, fmt.Errorf("interact: %w", err)
-		}
-		pool.put(t.Env, e)
-		if ep.Error != "" {
-			return nil, pipeline.Transient(fmt.Errorf("interact: task %s: %s", t.ID, ep.Error))
-		}
-		stats := pipeline.ItemStats(ctx, svc.Stats)
-		if ep.Reward < o.MinReward || ep.AgentTurns() == 0 {
-			// Recorded with the item so a cached re-run counts it too.
-			stats.Add("dropped/"+t.Env, 1)
-			observeEpisode(stats, ep)
-			return nil, nil
-		}
-		ep.Model = modelName(svc, o.Endpoint)
-		d, err := ep.Dialogue(svc.Name)
-		if err != nil {
-			stats.Add("dropped/"+t.Env, 1)
-			return nil, nil
-		}
+	d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
+	if err != nil || d.Stage != svc.Name || !agent.IsInteract(&d) {
+		return
+	}
+	observe(svc.Stats, d)
+}
+
+// Each implements pipeline.EachStage: a task becomes an episode and, when
+// its reward is high enough, a dialogue; other items pass through.
+func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
+	svc, o, ag, pool := st.svc, st.o, st.ag, st.pool
+	if in.Kind != KindTask {
+		return []pipeline.Item{in}, nil
+	}
+	if ag == nil {
+		// Without a model there is no episode: the task is dropped (it
+		// is not training data) and the run says so once.
+		st.warned.Do(func() {
+			if svc.Logger != nil {
+				svc.Logger.Warn("interact: skipped, no model configured; to run it " + llm.NoModelHint)
+			}
+		})
+		pipeline.ItemStats(ctx, svc.Stats).Add("skipped/no_model", 1)
+		return nil, nil
+	}
+	t, err := pipeline.As[env.Task](in, KindTask)
+	if err != nil {
+		return nil, pipeline.Permanent(err)
+	}
+	if svc.Executor == nil {
+		return nil, pipeline.Permanent(errors.New("interact: needs a sandbox; add a top-level `executor:` (e.g. bwrap://) to the pipeline file"))
+	}
+	ex, err := svc.Executor(ctx)
+	if err != nil {
+		return nil, pipeline.Transient(fmt.Errorf("interact: open sandbox: %w", err))
+	}
+	e, err := pool.get(ctx, t.Env, ex, env.Options{Params: o.Params})
+	if err != nil {
+		return nil, pipeline.Permanent(fmt.Errorf("interact: task %s: %w", t.ID, err))
+	}
+	ep, err := ag.Run(ctx, e, t)
+	if err != nil {
+		e.Close() // its state is unknown after a failure
+		return nil, fmt.Errorf("interact: %w", err)
+	}
+	pool.put(t.Env, e)
+	if ep.Error != "" {
+		return nil, pipeline.Transient(fmt.Errorf("interact: task %s: %s", t.ID, ep.Error))
+	}
+	stats := pipeline.ItemStats(ctx, svc.Stats)
+	if ep.Reward < o.MinReward || ep.AgentTurns() == 0 {
+		// Recorded with the item so a cached re-run counts it too.
+		stats.Add("dropped/"+t.Env, 1)
 		observeEpisode(stats, ep)
-		it, err := pipeline.DialogueItem(d)
-		if err != nil {
-			return nil, err
-		}
-		return []pipeline.Item{it}, nil
+		return nil, nil
 	}
-	return st, nil
+	ep.Model = modelName(svc, o.Endpoint)
+	d, err := ep.Dialogue(svc.Name)
+	if err != nil {
+		stats.Add("dropped/"+t.Env, 1)
+		return nil, nil
+	}
+	observeEpisode(stats, ep)
+	it, err := pipeline.DialogueItem(d)
+	if err != nil {
+		return nil, err
+	}
+	return []pipeline.Item{it}, nil
 }
 
 func modelName(svc *pipeline.Services, endpoint string) string {
