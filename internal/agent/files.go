@@ -20,7 +20,9 @@ func CombinedLogName(ep Episode) string {
 
 // WriteRun writes a finished run into dir: InterCode's combined log per
 // environment and strategy, episodes.jsonl (every episode with its
-// conversation) and metrics.json. Files appear whole (rename).
+// conversation), dialogues.jsonl (every episode that acted, as a training
+// dialogue labelled pass or fail, which `codefeedback verify` replays) and
+// metrics.json. Files appear whole (rename).
 func WriteRun(dir string, eps []Episode, ms []Metrics) error {
 	groups := map[string][]env.Trajectory{}
 	var order []string
@@ -41,6 +43,25 @@ func WriteRun(dir string, eps []Episode, ms []Metrics) error {
 		enc.SetEscapeHTML(false)
 		for _, ep := range eps {
 			if err := enc.Encode(ep); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(dir, "dialogues.jsonl"), func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		for _, ep := range eps {
+			if ep.AgentTurns() == 0 || ep.Error != "" {
+				continue
+			}
+			d, err := ep.Dialogue("intercode")
+			if err != nil {
+				continue // no action ran: nothing to learn from
+			}
+			if err := enc.Encode(d); err != nil {
 				return err
 			}
 		}
