@@ -87,6 +87,7 @@ type replayOptions struct {
 	Tasks   string
 	Driver  string
 	Backend string
+	Order   string
 	Limit   int
 	Out     string
 	JSON    bool
@@ -104,6 +105,7 @@ func replayCommand() *cli.Command {
 			&cli.StringFlag{Name: "tasks", Usage: "task file (default: the one the trajectories name, under --data)", Destination: &o.Tasks},
 			executorFlag(&o.Driver),
 			&cli.StringFlag{Name: "sql-backend", Value: "mariadb", Usage: "sql: mariadb (InterCode's MySQL semantics) or sqlite", Destination: &o.Backend},
+			&cli.StringFlag{Name: "sql-order", Value: "ordered", Usage: "sql: apply the rank correlation only where the gold has ORDER BY (ordered), or always as InterCode's code does (always; MariaDB orders GROUP BY results unlike InterCode's MySQL 8)", Destination: &o.Order},
 			&cli.IntFlag{Name: "limit", Usage: "replay only the first N trajectories", Destination: &o.Limit},
 			&cli.StringFlag{Name: "out", Usage: "write our re-executed trajectories here (InterCode's format)", Destination: &o.Out},
 			&cli.BoolFlag{Name: "json", Usage: "print the per-trajectory results as JSON lines", Destination: &o.JSON},
@@ -169,8 +171,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, w, progress io
 	defer ex.Close()
 	params := map[string]string{}
 	if envName == "sql" {
-		// InterCode applies the rank correlation to every query.
-		params["backend"], params["order"] = o.Backend, "always"
+		params["backend"], params["order"] = o.Backend, o.Order
 	}
 	e, err := env.Open(ctx, envName, ex, env.Options{Params: params})
 	if err != nil {

@@ -45,6 +45,9 @@ type mariaBackend struct {
 	schemaDirty bool // ... or change tables
 }
 
+// MySQL8SQLMode is MySQL 8.0's default sql_mode without ONLY_FULL_GROUP_BY.
+const MySQL8SQLMode = "STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"
+
 // MariaDBDSN is the DSN the mariadb backend uses by default.
 func MariaDBDSN() string {
 	if d := os.Getenv("CODEFEEDBACK_MARIADB_DSN"); d != "" {
@@ -63,6 +66,15 @@ func newMariaDB(ctx context.Context, dsn string, stmtTime time.Duration) (*maria
 	}
 	cfg.MultiStatements = false
 	cfg.InterpolateParams = false
+	// MySQL 8's default sql_mode (InterCode's server) but for
+	// ONLY_FULL_GROUP_BY: MariaDB's version of it knows no functional
+	// dependencies, so it would reject gold queries MySQL 8 answers.
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	if _, ok := cfg.Params["sql_mode"]; !ok {
+		cfg.Params["sql_mode"] = "'" + MySQL8SQLMode + "'"
+	}
 	admin, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		return nil, err
