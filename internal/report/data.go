@@ -49,6 +49,9 @@ type Data struct {
 	Sections  []Section          `json:"sections"`
 	Dataset   DatasetStats       `json:"dataset"`
 	Leakage   []Leak             `json:"leakage"`
+	// InputLicenses is what is known of each input's licence, in the
+	// manifest's input order; the card's licence derives from it.
+	InputLicenses []InputLicense `json:"input_licenses"`
 	// BenchmarksMissing counts benchmarks an audit was told to check but
 	// could not find (audit setting missing: skip).
 	BenchmarksMissing int          `json:"benchmarks_missing"`
@@ -172,6 +175,15 @@ func Collect(ctx context.Context, runDir string, o Options) (*Data, error) {
 		now = o.Now
 	}
 	d := &Data{RunDir: runDir, Generated: now().UTC(), Manifest: m, options: o}
+	for _, in := range m.Inputs {
+		if !fileExists(in.Path) && !filepath.IsAbs(in.Path) && m.Pipeline != "" {
+			// Inputs are relative to the pipeline file.
+			if p := filepath.Join(filepath.Dir(m.Pipeline), in.Path); fileExists(p) {
+				in.Path = p
+			}
+		}
+		d.InputLicenses = append(d.InputLicenses, inputLicense(in))
+	}
 	if !m.Finished.IsZero() {
 		d.Seconds = m.Finished.Sub(m.Started).Seconds()
 	}
