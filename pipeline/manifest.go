@@ -54,6 +54,10 @@ type RunFlags struct {
 type InputRecord struct {
 	Path   string `json:"path"`
 	Format string `json:"format"`
+	// URL and Local, for an hf:// or http(s) input: what it resolved to
+	// and the cached copy that was read (SHA256 is that copy's).
+	URL    string `json:"url,omitempty"`
+	Local  string `json:"local,omitempty"`
 	SHA256 string `json:"sha256"`
 	Bytes  int64  `json:"bytes"`
 	Items  int64  `json:"items"` // items read (before shard and limit)
