@@ -279,7 +279,7 @@ func share(a, b int) float64 {
 // dedup with a scripted good model whose first answers are sometimes wrong,
 // and checks the corpus figures of issue 16.
 func TestGoodPersonaPassesEveryGate(t *testing.T) {
-	n := 10
+	n := 8
 	if os.Getenv("CODEFEEDBACK_GATES_FULL") != "" {
 		n = 0
 	}
