@@ -6,7 +6,7 @@ BIN := bin/codefeedback
 SANDBOX_IMAGE ?= codefeedback-sandbox:bookworm
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test setup setup-run sandbox-image vet bench clean
+.PHONY: build run test setup setup-run sandbox-image image vet bench clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/codefeedback
@@ -35,6 +35,21 @@ sandbox-image:
 	  set -e; dir=$$(mktemp -d); echo "building $(SANDBOX_IMAGE) with debootstrap (about a minute)"; \
 	  debootstrap --variant=minbase --include=python3,sqlite3 bookworm $$dir >/tmp/codefeedback-debootstrap.log 2>&1 || { tail -20 /tmp/codefeedback-debootstrap.log; exit 1; }; \
 	  tar -C $$dir -c . | docker import -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin' - $(SANDBOX_IMAGE) >/dev/null; rm -rf $$dir; fi
+
+# codefeedback itself as an image (for the Kubernetes and Slurm examples),
+# built offline like the sandbox image: debootstrap of Debian minbase with
+# bubblewrap, python3 and sqlite3 (what the bwrap driver runs) and CA
+# certificates (hosted model APIs), plus a static bin/codefeedback.
+IMAGE ?= codefeedback:latest
+image:
+	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/codefeedback-static ./cmd/codefeedback
+	@set -e; dir=$$(mktemp -d); echo "building $(IMAGE) with debootstrap (about a minute)"; \
+	  debootstrap --variant=minbase --include=bubblewrap,python3,sqlite3,ca-certificates bookworm $$dir >/tmp/codefeedback-image.log 2>&1 || { tail -20 /tmp/codefeedback-image.log; exit 1; }; \
+	  install -m 0755 bin/codefeedback-static $$dir/usr/local/bin/codefeedback; \
+	  rm -rf $$dir/var/cache/apt/archives/*.deb $$dir/var/lib/apt/lists/*; \
+	  tar -C $$dir -c . | docker import -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin' -c 'WORKDIR /work' \
+	    -c 'ENTRYPOINT ["/usr/local/bin/codefeedback"]' -c 'LABEL org.opencontainers.image.version=$(VERSION)' - $(IMAGE) >/dev/null; \
+	  rm -rf $$dir; docker run --rm --network none $(IMAGE) --version
 
 # Every Go benchmark once; one table of figures and of ratios to the
 # baseline each benchmark measures in the same run (raw output: bench.out).
