@@ -62,8 +62,11 @@ type Options struct {
 	// EmbedThreshold is the cosine threshold of the embedding check, set by
 	// EnableEmbedding (0: the check is off).
 	EmbedThreshold float64 `json:"embed_threshold,omitempty"`
-	Workers        int     `json:"-"` // parallel dialogue workers (default GOMAXPROCS)
-	TopLines       int     `json:"-"` // shared lines listed per benchmark (default 20)
+	// Judged is set by EnableParaphrase with a judge: the embedding check
+	// proposes candidates and the judge decides.
+	Judged   bool `json:"judged,omitempty"`
+	Workers  int  `json:"-"` // parallel dialogue workers (default GOMAXPROCS)
+	TopLines int  `json:"-"` // shared lines listed per benchmark (default 20)
 }
 
 // DefaultOptions are the documented defaults.
