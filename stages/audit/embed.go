@@ -14,12 +14,18 @@ import (
 	"github.com/codefeedback/codefeedback/schema"
 )
 
+// ParaphraseDim is the dimension of the built-in TF-IDF embedder the
+// paraphrase check uses when none is configured: at the pipeline's default
+// 384, word features of 1,138 statements collide and a reworded statement's
+// own task ranked far lower (measured on the planted paraphrases).
+const ParaphraseDim = 4096
+
 // DefaultEmbedThreshold is the cosine similarity at or above which the
 // paraphrase check flags a dialogue turn against a task statement when no
 // judge is configured. With the default TF-IDF embedder, a reworded
 // statement often scores far lower; with a judge, the nearest statements
 // go to the judge instead (see ParaphraseOptions).
-const DefaultEmbedThreshold = 0.65
+const DefaultEmbedThreshold = 0.6
 
 // ParaphraseOptions set the two-step paraphrase check (as llm-decontaminator
 // does it): every turn of a dialogue, with its code removed, is embedded on
@@ -29,8 +35,8 @@ const DefaultEmbedThreshold = 0.65
 // for the TopK candidates at or above Floor whether they are the same task.
 type ParaphraseOptions struct {
 	Threshold float64 `json:"embed_threshold"`
-	TopK      int     `json:"top_k"` // candidates per dialogue sent to the judge (default 3)
-	Floor     float64 `json:"floor"` // least cosine of a judged candidate (default 0.25)
+	TopK      int     `json:"top_k"` // candidates per dialogue sent to the judge (default 5)
+	Floor     float64 `json:"floor"` // least cosine of a judged candidate (default 0.1)
 	// Judge, when set, decides same task or not; it is asked once per
 	// (statement, turn) pair and its answers are cached by the client.
 	Judge llm.Chatter `json:"-"`
@@ -43,6 +49,7 @@ type embedIndex struct {
 	statements [][]string    // per benchmark, per task
 	vecs       [][][]float32 // per benchmark, per task
 	tmpl       prompts.Template
+	stem       bool // stem texts before embedding (built-in TF-IDF with a judge)
 	// Judge counters, for the report and the stage's stats.
 	judged, same, unreadable atomic.Int64
 }
@@ -63,10 +70,10 @@ func (a *Auditor) EnableParaphrase(ctx context.Context, e embed.Embedder, o Para
 		o.Threshold = DefaultEmbedThreshold
 	}
 	if o.TopK <= 0 {
-		o.TopK = 3
+		o.TopK = 5
 	}
 	if o.Floor <= 0 {
-		o.Floor = 0.25
+		o.Floor = 0.1
 	}
 	ix := &embedIndex{e: e, o: o}
 	if o.Judge != nil {
@@ -80,6 +87,15 @@ func (a *Auditor) EnableParaphrase(ctx context.Context, e embed.Embedder, o Para
 	for _, x := range a.indexes {
 		ix.statements = append(ix.statements, x.statements)
 		texts = append(texts, x.statements...)
+	}
+	// Stemming ranks a reworded statement's task higher (what the judge
+	// needs) but raises every cosine, so the threshold-only mode reads
+	// the texts as they are.
+	if _, ok := e.(*embed.TFIDF); ok && o.Judge != nil {
+		ix.stem = true
+		for i := range texts {
+			texts[i] = stemText(texts[i])
+		}
 	}
 	vs, err := e.Embed(ctx, texts)
 	if err != nil {
@@ -196,7 +212,14 @@ func (ix *embedIndex) check(ctx context.Context, d *schema.Dialogue, id string, 
 	if len(turns) == 0 {
 		return nil
 	}
-	vs, err := ix.e.Embed(ctx, turns)
+	in := turns
+	if ix.stem {
+		in = make([]string, len(turns))
+		for i, t := range turns {
+			in[i] = stemText(t)
+		}
+	}
+	vs, err := ix.e.Embed(ctx, in)
 	if err != nil {
 		return err
 	}
@@ -315,3 +338,47 @@ func clip(s string, n int) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// stemText lowercases text and folds common English suffixes ("numbers",
+// "numbered" -> "number", "strings" -> "string", "occurs" -> "occur"), so a
+// bag-of-words embedder sees a reworded statement's words as the same
+// words. Applied only for the built-in TF-IDF embedder; a neural embedder
+// reads the text as it is.
+func stemText(text string) string {
+	var b strings.Builder
+	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' }) {
+		if stopWords[w] {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(stem(w))
+	}
+	return b.String()
+}
+
+var stopWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`a an the of to in on for and or is are be that this it its with as by from at into
+		write function python code program please i we you me my your can could would should will given return returns which
+		what how get put some each every one any all than then there their them they do does out`) {
+		m[w] = true
+	}
+	return m
+}()
+
+func stem(w string) string {
+	if len(w) <= 4 {
+		return w
+	}
+	for _, s := range [...]struct{ suf, rep string }{{"ies", "y"}, {"sses", "ss"}, {"ing", ""}, {"ed", ""}, {"es", ""}, {"s", ""}} {
+		if strings.HasSuffix(w, s.suf) && len(w)-len(s.suf) >= 3 {
+			if s.suf == "s" && strings.HasSuffix(w, "ss") {
+				return w
+			}
+			return w[:len(w)-len(s.suf)] + s.rep
+		}
+	}
+	return w
+}

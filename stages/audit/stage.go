@@ -68,7 +68,7 @@ var DefaultStageOptions = StageOptions{
 	NGram:          DefaultN,
 	Window:         DefaultOptions.Window,
 	EmbedThreshold: DefaultEmbedThreshold,
-	TopK:           3,
+	TopK:           5,
 	Missing:        "fail",
 }
 
@@ -195,6 +195,9 @@ func newStage(o StageOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
 	var judge llm.Chatter
 	if o.Embedding {
 		version["embedder"] = embed.Identity(svc.Embedder)
+		if svc.Embedder == nil {
+			version["embedder"] = fmt.Sprintf("tfidf/%d", ParaphraseDim)
+		}
 	}
 	if o.Judge {
 		c, err := llm.ForStage(svc, o.Endpoint)
@@ -248,9 +251,11 @@ func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, judge
 		return err
 	}
 	if o.Embedding {
-		e, err := embed.ForStage(svc)
-		if err != nil {
-			return err
+		var e embed.Embedder = embed.NewTFIDF(ParaphraseDim)
+		if svc.Embedder != nil {
+			if e, err = embed.ForStage(svc); err != nil {
+				return err
+			}
 		}
 		if err := a.EnableParaphrase(ctx, e, ParaphraseOptions{Threshold: o.EmbedThreshold, TopK: o.TopK, Judge: judge}); err != nil {
 			return err
