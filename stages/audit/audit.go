@@ -177,6 +177,7 @@ type scratch struct {
 	cgh    [nStreams][]uint64
 	ctMsgs []ctMsg
 	fpHits map[int32]*fpHit
+	fpSeen map[uint64]struct{} // (entry, task, part, stream) already counted
 }
 
 // ctMsg locates one message's code tokens and k-grams in the scratch.
@@ -195,7 +196,7 @@ type gramHit struct {
 }
 
 func newScratch() *scratch {
-	return &scratch{cover: map[int32][]uint64{}, gramHits: map[int32]*gramHit{}, fpHits: map[int32]*fpHit{}}
+	return &scratch{cover: map[int32][]uint64{}, gramHits: map[int32]*gramHit{}, fpHits: map[int32]*fpHit{}, fpSeen: map[uint64]struct{}{}}
 }
 
 // Check audits one dialogue. seq is its position in the input. ctx is only
