@@ -154,7 +154,7 @@ func presentBenchmarks(benchDir string, against []string) (present, missing []st
 // newStage builds the audit stage: an All stage that audits every dialogue
 // item, passes the clean ones on in order, drops (or labels) the flagged
 // ones, and writes the report and the removed list into the run directory.
-func newStage(o StageOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
+func newStage(o StageOptions, svc *pipeline.Services) (pipeline.Stage, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -180,12 +180,7 @@ func newStage(o StageOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
 	}
 	if len(o.Against) == 0 {
 		// Nothing to audit against: pass every item on unchanged.
-		return &pipeline.Stage{
-			Version: map[string]any{"algorithm": stageVersion, "benchmarks": "none", "missing": missing},
-			Each: func(_ context.Context, in pipeline.Item) ([]pipeline.Item, error) {
-				return []pipeline.Item{in}, nil
-			},
-		}, nil
+		return passStage{map[string]any{"algorithm": stageVersion, "benchmarks": "none", "missing": missing}}, nil
 	}
 	versions, err := benchmarkVersions(o.Against)
 	if err != nil {
@@ -225,16 +220,39 @@ func newStage(o StageOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
 			}
 		}
 	}
-	st := &pipeline.Stage{Version: version}
-	st.Observe = func(out pipeline.Item) {
-		if svc.Stats != nil && out.Kind == pipeline.KindDialogue {
-			svc.Stats.Add("dialogues_out", 1)
-		}
+	return &stage{o: o, svc: svc, judge: judge, version: version}, nil
+}
+
+// passStage passes every item on unchanged: nothing to audit against.
+type passStage struct{ version any }
+
+func (p passStage) Version() any { return p.version }
+
+func (passStage) Each(_ context.Context, in pipeline.Item) ([]pipeline.Item, error) {
+	return []pipeline.Item{in}, nil
+}
+
+// stage is the "audit" stage.
+type stage struct {
+	o       StageOptions
+	svc     *pipeline.Services
+	judge   llm.Chatter // nil: no paraphrase judge
+	version any
+}
+
+// Version implements pipeline.Versioner.
+func (st *stage) Version() any { return st.version }
+
+// Observe implements pipeline.Observer.
+func (st *stage) Observe(out pipeline.Item) {
+	if st.svc.Stats != nil && out.Kind == pipeline.KindDialogue {
+		st.svc.Stats.Add("dialogues_out", 1)
 	}
-	st.All = func(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
-		return runStage(ctx, o, svc, judge, in, emit)
-	}
-	return st, nil
+}
+
+// All implements pipeline.AllStage.
+func (st *stage) All(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
+	return runStage(ctx, st.o, st.svc, st.judge, in, emit)
 }
 
 func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, judge llm.Chatter, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {

@@ -7,8 +7,10 @@ import (
 	"iter"
 	"maps"
 	"strconv"
+	"strings"
 	"sync"
 
+	"github.com/codefeedback/codefeedback/internal/gates"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/prompts"
@@ -23,6 +25,12 @@ type DedupOptions struct {
 	Threshold float64 `yaml:"threshold" json:"threshold"`
 	// Shingle is the character n-gram length.
 	Shingle int `yaml:"shingle" json:"shingle"`
+	// Kinds are the item kinds deduplicated: query (default) and dialogue
+	// (whole dialogues, all turns, before export). Other kinds pass.
+	Kinds []string `yaml:"kinds" json:"kinds"`
+	// DialogueThreshold is Threshold for dialogues: dialogues built from one
+	// problem share its text and code, so only near-copies are dropped.
+	DialogueThreshold float64 `yaml:"dialogue_threshold" json:"dialogue_threshold"`
 }
 
 // Validate implements pipeline.Validator.
@@ -32,6 +40,14 @@ func (o DedupOptions) Validate() error {
 	}
 	if o.Shingle < 1 || o.Shingle > 32 {
 		return fmt.Errorf("dedup: shingle %d: want 1..32", o.Shingle)
+	}
+	if o.DialogueThreshold < 0 || o.DialogueThreshold > 1 {
+		return fmt.Errorf("dedup: dialogue_threshold %v: want 0..1", o.DialogueThreshold)
+	}
+	for _, k := range o.Kinds {
+		if k != pipeline.KindQuery && k != pipeline.KindDialogue {
+			return fmt.Errorf("dedup: kinds: %q: want query or dialogue", k)
+		}
 	}
 	return nil
 }
@@ -56,6 +72,9 @@ type Options struct {
 	Unrated string `yaml:"unrated" json:"unrated"`
 	// MaxTokens bounds each rating answer.
 	MaxTokens int `yaml:"max_tokens" json:"max_tokens"`
+	// MaxUnrated is the share (0..1) of queries a rubric may leave unrated
+	// (unreadable answers) before the stage fails loudly; 1 never fails.
+	MaxUnrated float64 `yaml:"max_unrated" json:"max_unrated"`
 }
 
 // Validate implements pipeline.Validator.
@@ -82,53 +101,100 @@ func (o Options) Validate() error {
 	if o.Repairs < 0 {
 		return errors.New("filter: repairs must be >= 0")
 	}
+	if o.MaxUnrated < 0 || o.MaxUnrated > 1 {
+		return fmt.Errorf("filter: max_unrated %v: want a share between 0 and 1", o.MaxUnrated)
+	}
 	return nil
 }
 
 func init() {
-	pipeline.Register("dedup", DedupOptions{Threshold: 0.8, Shingle: 5}, newDedupStage)
+	pipeline.Register("dedup", DedupOptions{Threshold: 0.8, Shingle: 5, Kinds: []string{pipeline.KindQuery}, DialogueThreshold: 0.9}, newDedupStage)
 	pipeline.Register("filter", Options{Rubrics: Rubrics, Rule: "both", Keep: []int{4, 5}, Repairs: 1,
-		Unrated: "drop", MaxTokens: 200}, newFilterStage)
+		Unrated: "drop", MaxTokens: 200, MaxUnrated: 0.2}, newFilterStage)
 }
 
-func newDedupStage(o DedupOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
-	return &pipeline.Stage{
-		Version: "dedup-v1",
-		All: func(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
-			d := NewDedup(o.Threshold, o.Shingle)
-			var ids []string // input index -> query id, for the log
-			for it, err := range in {
-				if err != nil {
-					return err
-				}
-				if it.Kind != pipeline.KindQuery {
-					if err := emit(it); err != nil {
-						return err
-					}
-					continue
-				}
-				q, err := pipeline.As[schema.Query](it, pipeline.KindQuery)
-				if err != nil {
-					return err
-				}
-				ids = append(ids, q.ID)
-				v := d.Add(q.Text)
-				svc.Stats.Add("queries", 1)
-				if v.Kind != "" {
-					svc.Stats.Add("dropped/"+v.Kind, 1)
-					if svc.Logger != nil {
-						svc.Logger.Debug("dedup: dropped", "id", q.ID, "kind", v.Kind, "of", ids[v.Of], "jaccard", v.Jaccard)
-					}
-					continue
-				}
-				svc.Stats.Add("kept", 1)
-				if err := emit(it); err != nil {
-					return err
-				}
+// dedupStage is the "dedup" stage.
+type dedupStage struct {
+	o   DedupOptions
+	svc *pipeline.Services
+}
+
+func newDedupStage(o DedupOptions, svc *pipeline.Services) (dedupStage, error) {
+	return dedupStage{o, svc}, nil
+}
+
+// Version implements pipeline.Versioner.
+func (dedupStage) Version() any { return "dedup-v2" }
+
+// All implements pipeline.AllStage.
+func (st dedupStage) All(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
+	o, svc := st.o, st.svc
+	kinds := map[string]bool{}
+	for _, k := range o.Kinds {
+		kinds[k] = true
+	}
+	dq := NewDedup(o.Threshold, o.Shingle)
+	dd := NewDedup(o.DialogueThreshold, o.Shingle)
+	var qids, dids []string // input index -> id, for the log
+	for it, err := range in {
+		if err != nil {
+			return err
+		}
+		var (
+			d          *Dedup
+			ids        *[]string
+			id, text   string
+			statPrefix string
+		)
+		switch {
+		case it.Kind == pipeline.KindQuery && kinds[it.Kind]:
+			q, err := pipeline.As[schema.Query](it, pipeline.KindQuery)
+			if err != nil {
+				return err
 			}
-			return nil
-		},
-	}, nil
+			d, ids, id, text = dq, &qids, q.ID, q.Text
+			svc.Stats.Add("queries", 1)
+		case it.Kind == pipeline.KindDialogue && kinds[it.Kind]:
+			dl, err := pipeline.As[schema.Dialogue](it, pipeline.KindDialogue)
+			if err != nil {
+				return err
+			}
+			d, ids, id, text, statPrefix = dd, &dids, dl.ID, DialogueText(dl), "dialogues/"
+			svc.Stats.Add("dialogues", 1)
+		default:
+			if err := emit(it); err != nil {
+				return err
+			}
+			continue
+		}
+		*ids = append(*ids, id)
+		v := d.Add(text)
+		if v.Kind != "" {
+			svc.Stats.Add(statPrefix+"dropped/"+v.Kind, 1)
+			if svc.Logger != nil {
+				svc.Logger.Debug("dedup: dropped", "id", id, "kind", v.Kind, "of", (*ids)[v.Of], "jaccard", v.Jaccard)
+			}
+			continue
+		}
+		svc.Stats.Add(statPrefix+"kept", 1)
+		if err := emit(it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DialogueText is what near-duplicate detection compares of a dialogue:
+// every turn's role and text, in order.
+func DialogueText(d schema.Dialogue) string {
+	var b strings.Builder
+	for _, m := range d.Messages {
+		b.WriteString(m.Role)
+		b.WriteString(": ")
+		b.WriteString(m.Content)
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // Version is what besides the settings determines the filter's outputs.
@@ -137,7 +203,7 @@ type version struct {
 	Model   any               `json:"model"`
 }
 
-func newFilterStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
+func newFilterStage(o Options, svc *pipeline.Services) (*filterStage, error) {
 	rule, err := ParseRule(o.Rule, o.Keep)
 	if err != nil {
 		return nil, err
@@ -164,123 +230,160 @@ func newFilterStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) 
 		ver.Model = fmt.Sprintf("%T", m)
 	}
 
-	var (
-		once     sync.Once
-		rater    *Rater
-		raterErr error
-	)
-	getRater := func() (*Rater, error) {
-		once.Do(func() {
-			chat, err := llm.ForStage(svc, o.Endpoint)
-			if err != nil {
-				raterErr = err
-				if errors.Is(err, llm.ErrNoModel) && svc.Logger != nil {
-					svc.Logger.Warn("filter: no model, so queries pass through unrated (nothing is dropped); " +
-						"to rate them " + llm.NoModelHint)
-				}
-				return
-			}
-			rater, raterErr = NewRater(chat, model, o.Rubrics, o.Repairs)
-			if rater != nil {
-				rater.MaxTokens = o.MaxTokens
-			}
-		})
-		return rater, raterErr
-	}
+	return &filterStage{o: o, svc: svc, rule: rule, ver: ver, model: model}, nil
+}
 
-	st := &pipeline.Stage{Version: ver}
-	st.Each = func(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
-		if in.Kind != pipeline.KindQuery {
-			return []pipeline.Item{in}, nil
-		}
-		q, err := pipeline.As[schema.Query](in, pipeline.KindQuery)
+// filterStage is the "filter" stage.
+type filterStage struct {
+	o     Options
+	svc   *pipeline.Services
+	rule  Rule
+	ver   version
+	model string
+
+	once     sync.Once
+	rater    *Rater
+	raterErr error
+
+	// Observe's state: ratings of one query come before its query item.
+	pending        string // query id whose ratings were seen last
+	pendingUnrated bool
+	samples        gates.Samples // unreadable answers, for Check's error
+}
+
+// Version implements pipeline.Versioner.
+func (st *filterStage) Version() any { return st.ver }
+
+func (st *filterStage) getRater() (*Rater, error) {
+	o, svc := st.o, st.svc
+	st.once.Do(func() {
+		chat, err := llm.ForStage(svc, o.Endpoint)
 		if err != nil {
-			return nil, pipeline.Permanent(err)
+			st.raterErr = err
+			if errors.Is(err, llm.ErrNoModel) && svc.Logger != nil {
+				svc.Logger.Warn("filter: no model, so queries pass through unrated (nothing is dropped); " +
+					"to rate them " + llm.NoModelHint)
+			}
+			return
 		}
-		r, err := getRater()
-		if errors.Is(err, llm.ErrNoModel) {
-			svc.Stats.Add("skipped_no_model", 1)
-			return []pipeline.Item{in}, nil
+		st.rater, st.raterErr = NewRater(chat, st.model, o.Rubrics, o.Repairs)
+		if st.rater != nil {
+			st.rater.MaxTokens = o.MaxTokens
 		}
+	})
+	return st.rater, st.raterErr
+}
+
+// Each implements pipeline.EachStage.
+func (st *filterStage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
+	o, svc, rule := st.o, st.svc, st.rule
+	if in.Kind != pipeline.KindQuery {
+		return []pipeline.Item{in}, nil
+	}
+	q, err := pipeline.As[schema.Query](in, pipeline.KindQuery)
+	if err != nil {
+		return nil, pipeline.Permanent(err)
+	}
+	r, err := st.getRater()
+	if errors.Is(err, llm.ErrNoModel) {
+		svc.Stats.Add("skipped_no_model", 1)
+		return []pipeline.Item{in}, nil
+	}
+	if err != nil {
+		return nil, pipeline.Permanent(err)
+	}
+	ratings, err := r.Rate(ctx, q)
+	switch {
+	case errors.Is(err, llm.ErrRetriesExhausted):
+		return nil, pipeline.Transient(err)
+	case err != nil:
+		return nil, err
+	}
+	out := make([]pipeline.Item, 0, len(ratings)+1)
+	for _, rt := range ratings {
+		it, err := pipeline.RatingItem(rt)
 		if err != nil {
-			return nil, pipeline.Permanent(err)
-		}
-		ratings, err := r.Rate(ctx, q)
-		switch {
-		case errors.Is(err, llm.ErrRetriesExhausted):
-			return nil, pipeline.Transient(err)
-		case err != nil:
 			return nil, err
 		}
-		out := make([]pipeline.Item, 0, len(ratings)+1)
-		for _, rt := range ratings {
-			it, err := pipeline.RatingItem(rt)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, it)
+		out = append(out, it)
+	}
+	keep, unrated := rule.Decide(ratings)
+	if unrated && o.Unrated == "keep" {
+		keep = true
+	}
+	if !keep {
+		return out, nil
+	}
+	q.Metadata = maps.Clone(q.Metadata)
+	if q.Metadata == nil {
+		q.Metadata = map[string]string{}
+	}
+	for _, rt := range ratings {
+		v := strconv.Itoa(rt.Score)
+		if rt.Score == 0 {
+			v = "unrated"
 		}
-		keep, unrated := rule.Decide(ratings)
-		if unrated && o.Unrated == "keep" {
-			keep = true
-		}
-		if !keep {
-			return out, nil
-		}
-		q.Metadata = maps.Clone(q.Metadata)
-		if q.Metadata == nil {
-			q.Metadata = map[string]string{}
-		}
-		for _, rt := range ratings {
-			v := strconv.Itoa(rt.Score)
-			if rt.Score == 0 {
-				v = "unrated"
-			}
-			q.Metadata["difficulty."+rt.Rubric] = v
-		}
-		qi, err := pipeline.QueryItem(q)
+		q.Metadata["difficulty."+rt.Rubric] = v
+	}
+	qi, err := pipeline.QueryItem(q)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, qi), nil
+}
+
+// Estimate implements pipeline.Estimator.
+func (st *filterStage) Estimate(n int) pipeline.Usage {
+	o := st.o
+	// Two short prompts per query (~300 tokens in, ~40 out each).
+	calls := int64(n * len(o.Rubrics))
+	return pipeline.Usage{Requests: calls, PromptTokens: 300 * calls, CompletionTokens: 40 * calls}
+}
+
+// Observe implements pipeline.Observer: it fills the manifest's histogram
+// and counts from every output, cached or fresh. Each rubric is a gate
+// ("rubric_<name>"): an unreadable answer is a rejection.
+func (st *filterStage) Observe(out pipeline.Item) {
+	svc := st.svc
+	switch out.Kind {
+	case pipeline.KindRating:
+		rt, err := pipeline.As[schema.Rating](out, pipeline.KindRating)
 		if err != nil {
-			return nil, err
+			return
 		}
-		return append(out, qi), nil
-	}
-	st.Estimate = func(n int) pipeline.Usage {
-		// Two short prompts per query (~300 tokens in, ~40 out each).
-		calls := int64(n * len(o.Rubrics))
-		return pipeline.Usage{Requests: calls, PromptTokens: 300 * calls, CompletionTokens: 40 * calls}
-	}
-	// Observe fills the manifest's histogram and counts from every output,
-	// cached or fresh. Ratings of one query come before its query item.
-	var pending string // query id whose ratings were seen last
-	var pendingUnrated bool
-	st.Observe = func(out pipeline.Item) {
-		switch out.Kind {
-		case pipeline.KindRating:
-			rt, err := pipeline.As[schema.Rating](out, pipeline.KindRating)
-			if err != nil {
-				return
-			}
-			bucket := strconv.Itoa(rt.Score)
-			if rt.Score == 0 {
-				bucket = "unrated"
-			}
-			svc.Stats.Add("score/"+rt.Rubric+"/"+bucket, 1)
-			if rt.QueryID != pending {
-				pending, pendingUnrated = rt.QueryID, false
-				svc.Stats.Add("rated", 1)
-				svc.Stats.Add("dropped", 1) // undone below if the query follows
-			}
-			if rt.Score == 0 && !pendingUnrated {
-				pendingUnrated = true
-				svc.Stats.Add("unrated", 1)
-			}
-		case pipeline.KindQuery:
-			if out.ID == pending {
-				svc.Stats.Add("dropped", -1)
-				pending = ""
-			}
-			svc.Stats.Add("kept", 1)
+		bucket := strconv.Itoa(rt.Score)
+		v := gates.Verdict{}
+		if rt.Score == 0 {
+			bucket = "unrated"
+			v = gates.Verdict{Reason: "unreadable"}
+			st.samples.Add("rubric_"+rt.Rubric, rt.QueryID+": "+rt.Raw)
 		}
+		gates.Record(svc.Stats, "rubric_"+rt.Rubric, v)
+		svc.Stats.Add("score/"+rt.Rubric+"/"+bucket, 1)
+		if rt.QueryID != st.pending {
+			st.pending, st.pendingUnrated = rt.QueryID, false
+			svc.Stats.Add("queries", 1)
+			svc.Stats.Add("rated", 1)   // undone below if a rubric is unreadable
+			svc.Stats.Add("dropped", 1) // undone below if the query follows
+		}
+		if rt.Score == 0 && !st.pendingUnrated {
+			st.pendingUnrated = true
+			svc.Stats.Add("unrated", 1)
+			svc.Stats.Add("rated", -1)
+		}
+	case pipeline.KindQuery:
+		if out.ID == st.pending {
+			svc.Stats.Add("dropped", -1)
+			st.pending = ""
+		}
+		svc.Stats.Add("kept", 1)
 	}
-	return st, nil
+}
+
+// Check implements pipeline.Checker: a rubric unreadable for more than
+// max_unrated of the queries fails the stage instead of dropping them all
+// quietly.
+func (st *filterStage) Check() error {
+	vals, _ := st.svc.Stats.Snapshot()
+	return gates.Fail("filter", vals, st.o.MaxUnrated, &st.samples)
 }

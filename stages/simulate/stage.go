@@ -9,6 +9,7 @@ import (
 
 	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/internal/feedbackloop"
+	"github.com/codefeedback/codefeedback/internal/gates"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/schema"
@@ -19,7 +20,7 @@ func init() { pipeline.Register("simulate", DefaultOptions, newStage) }
 // newStage builds the "simulate" stage: query and problem items become
 // one-turn tasks, dialogue items (packed groups) multi-turn tasks; other
 // kinds pass through.
-func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
+func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -28,7 +29,7 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	version := map[string]any{"prompts": pv, "loop": "v1", "judge": harness.Version()}
+	version := map[string]any{"prompts": pv, "loop": "v2-gated", "judge": harness.Version()}
 	if m, ok := svc.Model.(*llm.Models); ok {
 		for role, ep := range map[string]string{"writer": o.Writer, "judge": o.Judge, "feedback": o.Feedback} {
 			p, err := m.Params(svc.Name, ep)
@@ -38,122 +39,167 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 			version[role] = p
 		}
 	}
-	st := &pipeline.Stage{Version: version}
-	st.Observe = func(out pipeline.Item) {
-		if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
-			return
-		}
-		d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
-		if err != nil || d.Stage != "simulate" {
-			return
-		}
-		ObserveDialogue(svc.Stats, d)
-	}
+	return &stage{o: o, svc: svc, version: version, samples: &gates.Samples{}}, nil
+}
 
-	var (
-		mu     sync.Mutex
-		sim    *feedbackloop.Simulator
-		simErr error
-		warned sync.Once
-	)
-	// Built on first use: the sandbox opens lazily and the models are only
-	// needed once an item arrives. A transient failure (the sandbox did not
-	// start) is retried by the next item; a settings error sticks.
-	simulator := func(ctx context.Context) (*feedbackloop.Simulator, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if sim != nil || simErr != nil {
-			return sim, simErr
-		}
-		s, err := buildSimulator(ctx, o, svc)
-		switch {
-		case err == nil:
-			sim = s
-		case pipeline.IsTransient(err):
-			return nil, err
-		default:
-			simErr = pipeline.Permanent(err)
-		}
-		return sim, simErr
-	}
+// stage is the "simulate" stage.
+type stage struct {
+	o       Options
+	svc     *pipeline.Services
+	version map[string]any
 
-	st.Each = func(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
-		var task feedbackloop.Task
-		s, err := simulator(ctx)
-		if errors.Is(err, llm.ErrNoModel) {
-			// Without a model there is nothing to simulate: the item is
-			// dropped (a question with no answer is not training data), and
-			// the run says so once instead of failing every item.
-			warned.Do(func() {
-				if svc.Logger != nil {
-					svc.Logger.Warn("simulate: skipped, no model configured; to run it " + llm.NoModelHint)
-				}
-			})
-			pipeline.ItemStats(ctx, svc.Stats).Add("skipped/no_model", 1)
-			return nil, nil
+	mu     sync.Mutex
+	sim    *feedbackloop.Simulator
+	simErr error
+	warned sync.Once
+	// samples are rejected rounds and judge mistakes, for Check's error.
+	samples *gates.Samples
+}
+
+// Version implements pipeline.Versioner.
+func (st *stage) Version() any { return st.version }
+
+// UsesExecutor implements pipeline.ExecutorUser: every item runs code.
+func (st *stage) UsesExecutor() bool { return true }
+
+// Observe implements pipeline.Observer.
+func (st *stage) Observe(out pipeline.Item) {
+	svc := st.svc
+	if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
+		return
+	}
+	d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
+	if err != nil || d.Stage != "simulate" {
+		return
+	}
+	ObserveDialogue(svc.Stats, d)
+	if rs := d.Labels[feedbackloop.LabelRejected]; rs != "" {
+		_, reason, _ := strings.Cut(strings.Fields(rs)[0], "=")
+		st.samples.Add(FeedbackGate, d.ID+" ("+reason+"): "+d.Labels[feedbackloop.LabelRejectedSample])
+	}
+	for _, c := range strings.Fields(d.Labels[feedbackloop.LabelCalibration]) {
+		if c == "fail:pass" {
+			st.samples.Add(CalibrationGate, d.ID+": the judge accepted code that fails its tests")
 		}
+	}
+}
+
+// Check implements pipeline.Checker: the feedback-round gates and the
+// judge's calibration against the tests.
+func (st *stage) Check() error {
+	svc := st.svc
+	if svc.Stats == nil {
+		return nil
+	}
+	vals, _ := svc.Stats.Snapshot()
+	if n := vals["calibration/verdicts"]; n > 0 {
+		svc.Stats.Set("calibration/agreement", vals["calibration/agree"]/n)
+	}
+	return CheckGates(vals, st.o, st.samples)
+}
+
+// simulator builds the simulator on first use: the sandbox opens lazily and
+// the models are only needed once an item arrives. A transient failure (the
+// sandbox did not start) is retried by the next item; a settings error
+// sticks.
+func (st *stage) simulator(ctx context.Context) (*feedbackloop.Simulator, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.sim != nil || st.simErr != nil {
+		return st.sim, st.simErr
+	}
+	s, err := buildSimulator(ctx, st.o, st.svc)
+	switch {
+	case err == nil:
+		st.sim = s
+	case pipeline.IsTransient(err):
+		return nil, err
+	default:
+		st.simErr = pipeline.Permanent(err)
+	}
+	return st.sim, st.simErr
+}
+
+// Each implements pipeline.EachStage.
+func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
+	o, svc := st.o, st.svc
+	var task feedbackloop.Task
+	s, err := st.simulator(ctx)
+	if errors.Is(err, llm.ErrNoModel) {
+		// Without a model there is nothing to simulate: the item is
+		// dropped (a question with no answer is not training data), and
+		// the run says so once instead of failing every item.
+		st.warned.Do(func() {
+			if svc.Logger != nil {
+				svc.Logger.Warn("simulate: skipped, no model configured; to run it " + llm.NoModelHint)
+			}
+		})
+		pipeline.ItemStats(ctx, svc.Stats).Add("skipped/no_model", 1)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch in.Kind {
+	case pipeline.KindQuery:
+		q, err := pipeline.As[schema.Query](in, in.Kind)
 		if err != nil {
-			return nil, err
+			return nil, pipeline.Permanent(err)
 		}
-		switch in.Kind {
-		case pipeline.KindQuery:
-			q, err := pipeline.As[schema.Query](in, in.Kind)
-			if err != nil {
-				return nil, pipeline.Permanent(err)
-			}
-			task, err = s.TaskFromProblem(schema.Problem{Query: q})
-			if err != nil {
-				return nil, pipeline.Permanent(err)
-			}
-		case pipeline.KindProblem:
-			p, err := pipeline.As[schema.Problem](in, in.Kind)
-			if err != nil {
-				return nil, pipeline.Permanent(err)
-			}
-			task, err = s.TaskFromProblem(p)
-			if err != nil {
-				return nil, pipeline.Permanent(err)
-			}
-		case pipeline.KindDialogue:
-			d, err := pipeline.As[schema.Dialogue](in, in.Kind)
-			if err != nil {
-				return nil, pipeline.Permanent(err)
-			}
-			if d.Stage == "simulate" { // our own output fed back: nothing to do
-				return []pipeline.Item{in}, nil
-			}
-			if task, err = feedbackloop.TaskFromDialogue(d); err != nil {
-				return nil, pipeline.Permanent(err)
-			}
-		default:
+		task, err = s.TaskFromProblem(schema.Problem{Query: q})
+		if err != nil {
+			return nil, pipeline.Permanent(err)
+		}
+	case pipeline.KindProblem:
+		p, err := pipeline.As[schema.Problem](in, in.Kind)
+		if err != nil {
+			return nil, pipeline.Permanent(err)
+		}
+		task, err = s.TaskFromProblem(p)
+		if err != nil {
+			return nil, pipeline.Permanent(err)
+		}
+	case pipeline.KindDialogue:
+		d, err := pipeline.As[schema.Dialogue](in, in.Kind)
+		if err != nil {
+			return nil, pipeline.Permanent(err)
+		}
+		if d.Stage == "simulate" { // our own output fed back: nothing to do
 			return []pipeline.Item{in}, nil
 		}
-		res, err := s.Run(ctx, task)
-		if err != nil {
-			return nil, classify(err)
+		if task, err = feedbackloop.TaskFromDialogue(d); err != nil {
+			return nil, pipeline.Permanent(err)
 		}
-		var out []pipeline.Item
-		if o.KeepInputs {
-			out = append(out, in)
-		}
-		if !res.Passed && o.Failed == feedbackloop.FailedDrop {
-			// Recorded with the item so a cached re-run counts them too:
-			// Observe never sees a dropped dialogue.
-			stats := pipeline.ItemStats(ctx, svc.Stats)
-			stats.Add("dialogues/dropped", 1)
-			observeOutcomes(stats, res.Dialogue)
-			if svc.Logger != nil {
-				svc.Logger.Debug("simulate: dialogue dropped", "task", task.ID, "reason", res.Reason)
-			}
-			return out, nil
-		}
-		it, err := pipeline.DialogueItem(res.Dialogue)
-		if err != nil {
-			return nil, err
-		}
-		return append(out, it), nil
+	default:
+		return []pipeline.Item{in}, nil
 	}
-	return st, nil
+	res, err := s.Run(ctx, task)
+	if err != nil {
+		return nil, classify(err)
+	}
+	// Gate and calibration figures go with the item (kept or dropped), so a
+	// cached re-run counts the same.
+	recordGates(pipeline.ItemStats(ctx, svc.Stats), res.Dialogue)
+	var out []pipeline.Item
+	if o.KeepInputs {
+		out = append(out, in)
+	}
+	if !res.Passed && o.Failed == feedbackloop.FailedDrop {
+		// Recorded with the item so a cached re-run counts them too:
+		// Observe never sees a dropped dialogue.
+		stats := pipeline.ItemStats(ctx, svc.Stats)
+		stats.Add("dialogues/dropped", 1)
+		observeOutcomes(stats, res.Dialogue)
+		if svc.Logger != nil {
+			svc.Logger.Debug("simulate: dialogue dropped", "task", task.ID, "reason", res.Reason)
+		}
+		return out, nil
+	}
+	it, err := pipeline.DialogueItem(res.Dialogue)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, it), nil
 }
 
 // buildSimulator gets the sandbox and the three models from the services.
@@ -224,4 +270,62 @@ func observeOutcomes(stats *pipeline.Stats, d schema.Dialogue) {
 		}
 		stats.Add("outcome/"+it+"/"+kind, 1)
 	}
+}
+
+// Gate names in the stage's statistics.
+const (
+	FeedbackGate    = "feedback_round"
+	CalibrationGate = "judge_calibration"
+)
+
+// recordGates counts a dialogue's feedback rounds (kept and rejected, by
+// reason) and its judge calibrations.
+func recordGates(stats gates.Adder, d schema.Dialogue) {
+	if stats == nil {
+		return
+	}
+	if cats := d.Labels["feedback_categories"]; cats != "" {
+		for range strings.Split(cats, ",") {
+			gates.Record(stats, FeedbackGate, gates.Verdict{})
+		}
+	}
+	for _, r := range strings.Fields(d.Labels[feedbackloop.LabelRejected]) {
+		_, reason, _ := strings.Cut(r, "=")
+		gates.Record(stats, FeedbackGate, gates.Verdict{Reason: reason})
+	}
+	for _, c := range strings.Fields(d.Labels[feedbackloop.LabelCalibration]) {
+		tests, judge, _ := strings.Cut(c, ":")
+		stats.Add("calibration/verdicts", 1)
+		switch {
+		case tests == judge:
+			stats.Add("calibration/agree", 1)
+		case judge == "pass":
+			stats.Add("calibration/false_accept", 1) // the judge passed code the tests fail
+		default:
+			stats.Add("calibration/false_reject", 1)
+		}
+		if tests == "fail" {
+			stats.Add("calibration/tests_fail", 1)
+		}
+	}
+}
+
+// CheckGates fails the stage when the feedback-round gates rejected more
+// than o.MaxRejected of the rounds, or when the judge model agreed with the
+// tests on less than o.MinAgreement of at least o.CalibrationMin
+// calibration verdicts.
+func CheckGates(vals map[string]float64, o Options, samples *gates.Samples) error {
+	var errs []error
+	if err := gates.Fail("simulate", vals, o.MaxRejected, samples); err != nil {
+		errs = append(errs, err)
+	}
+	n := vals["calibration/verdicts"]
+	if n > 0 && n >= float64(o.CalibrationMin) {
+		agree := vals["calibration/agree"] / n
+		if agree < o.MinAgreement {
+			errs = append(errs, fmt.Errorf("simulate: the judge model agrees with the tests on %.0f%% of %.0f calibration verdicts (minimum %.0f%%): it accepted %.0f of %.0f programs that fail their tests and rejected %.0f that pass; its verdicts on untested turns cannot be trusted%s",
+				100*agree, n, 100*o.MinAgreement, vals["calibration/false_accept"], vals["calibration/tests_fail"], vals["calibration/false_reject"], samples.For(CalibrationGate)))
+		}
+	}
+	return errors.Join(errs...)
 }
