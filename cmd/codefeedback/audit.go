@@ -8,11 +8,14 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/codefeedback/codefeedback/internal/benchmarks"
+	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/pipeline/embed"
+	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/schema"
 	"github.com/codefeedback/codefeedback/stages/audit"
 	"github.com/urfave/cli/v2"
@@ -34,6 +37,11 @@ type auditOptions struct {
 	show          int
 	embed         bool
 	embThreshold  float64
+	judgeModel    string
+	baseURL       string
+	apiKeyEnv     string
+	judgeCache    string
+	topK          int
 	measures      audit.Options
 	stdout        io.Writer
 	stderr        io.Writer
@@ -70,7 +78,12 @@ func init() {
 			&cli.IntFlag{Name: "show", Value: 50, Usage: "findings listed in the table (-1: all)"},
 			&cli.IntFlag{Name: "workers", Usage: "parallel workers (default: number of CPUs)"},
 			&cli.BoolFlag{Name: "embed", Usage: "also run the paraphrase check: TF-IDF cosine of each dialogue's first user turn with every task statement"},
-			&cli.Float64Flag{Name: "embed-threshold", Value: audit.DefaultEmbedThreshold, Usage: "flag when the --embed cosine is at least this"},
+			&cli.Float64Flag{Name: "embed-threshold", Value: audit.DefaultEmbedThreshold, Usage: "flag when the --embed cosine is at least this (without --judge-model)"},
+			&cli.StringFlag{Name: "judge-model", Usage: "with --embed: a model (any OpenAI-compatible endpoint) decides same task or not for each dialogue's --top-k nearest statements"},
+			&cli.IntFlag{Name: "top-k", Value: 5, Usage: "candidates per dialogue sent to the judge"},
+			&cli.StringFlag{Name: "base-url", Usage: "judge endpoint including /v1 (default $OPENAI_BASE_URL or OpenAI)"},
+			&cli.StringFlag{Name: "api-key-env", Value: llm.DefaultAPIKeyEnv, Usage: "variable holding the judge's API key"},
+			&cli.StringFlag{Name: "judge-cache", Usage: "store of the judge's answers (default: the user cache's codefeedback/audit-judge.db)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 {
@@ -88,6 +101,8 @@ func init() {
 				download: c.Bool("download"), skipChecksum: c.Bool("skip-checksum"), json: c.Bool("json"),
 				decontaminate: c.String("decontaminate"), removed: c.String("removed"), failOnLeak: c.Bool("fail-on-leak"),
 				show: c.Int("show"), embed: c.Bool("embed"), embThreshold: c.Float64("embed-threshold"),
+				judgeModel: c.String("judge-model"), baseURL: c.String("base-url"), apiKeyEnv: c.String("api-key-env"),
+				judgeCache: c.String("judge-cache"), topK: c.Int("top-k"),
 				measures: audit.Options{
 					Lines:  audit.LineOptions{MinChars: c.Int("min-chars"), KeepImports: c.Bool("keep-imports")},
 					Window: c.Int("window"), N: c.Int("ngram"), LineThreshold: c.Float64("line-threshold"),
@@ -146,8 +161,21 @@ func runAudit(ctx context.Context, o auditOptions) error {
 	if err != nil {
 		return withCode(3, err)
 	}
+	if o.judgeModel != "" && !o.embed {
+		return withCode(2, errors.New("audit: --judge-model needs --embed (the embedding step proposes the candidates)"))
+	}
+	var acct *llm.Accountant
 	if o.embed {
-		if err := a.EnableEmbedding(ctx, embed.NewTFIDF(0), o.embThreshold); err != nil {
+		po := audit.ParaphraseOptions{Threshold: o.embThreshold, TopK: o.topK}
+		if o.judgeModel != "" {
+			judge, db, a2, err := auditJudge(o)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			po.Judge, acct = judge, a2
+		}
+		if err := a.EnableParaphrase(ctx, embed.NewTFIDF(audit.ParaphraseDim), po); err != nil {
 			return err
 		}
 	}
@@ -168,6 +196,12 @@ func runAudit(ctx context.Context, o auditOptions) error {
 		return fmt.Errorf("audit: %w", err)
 	}
 	fmt.Fprintf(o.stderr, "audit: %d dialogues in %.1fs against %s\n", rep.Dialogues, time.Since(start).Seconds(), benchNames(benches))
+	if acct != nil {
+		n, same, bad := a.JudgeCounts()
+		u := acct.Snapshot().Total
+		fmt.Fprintf(o.stderr, "audit: judge saw %d candidate pairs, called %d the same task (%d unreadable answers); %d requests, %d+%d tokens, $%.4f\n",
+			n, same, bad, u.Requests, u.PromptTokens, u.CompletionTokens, u.Cost)
+	}
 	if o.json {
 		enc := json.NewEncoder(o.stdout)
 		enc.SetIndent("", "  ")
@@ -190,6 +224,38 @@ func runAudit(ctx context.Context, o auditOptions) error {
 		return withCode(exitLeak, fmt.Errorf("audit: %d of %d dialogues flagged", rep.Flagged, rep.Dialogues))
 	}
 	return nil
+}
+
+// auditJudge builds the paraphrase judge's client, caching its answers in
+// a store so a re-run pays for no answer twice.
+func auditJudge(o auditOptions) (llm.Chatter, *store.Bolt, *llm.Accountant, error) {
+	path := o.judgeCache
+	if path == "" {
+		c, err := os.UserCacheDir()
+		if err != nil {
+			return nil, nil, nil, withCode(2, fmt.Errorf("audit: no user cache directory; pass --judge-cache: %w", err))
+		}
+		path = filepath.Join(c, "codefeedback", "audit-judge.db")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, nil, nil, fmt.Errorf("audit: judge cache: %w", err)
+	}
+	db, err := store.OpenBolt(path, false)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("audit: judge cache: %w", err)
+	}
+	cfg := llm.Config{Stage: "audit", BaseURL: o.baseURL, APIKeyEnv: o.apiKeyEnv, Params: llm.Params{Model: o.judgeModel}}
+	if o.baseURL == "" {
+		cfg = cfg.WithEnv(os.Getenv)
+		cfg.Model = o.judgeModel
+	}
+	acct := llm.NewAccountant(nil, 0)
+	c, err := llm.New(cfg, llm.Options{Cache: db, Accountant: acct})
+	if err != nil {
+		db.Close()
+		return nil, nil, nil, withCode(2, fmt.Errorf("audit: judge: %w", err))
+	}
+	return c, db, acct, nil
 }
 
 func benchNames(bs []audit.Benchmark) string {

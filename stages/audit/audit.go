@@ -62,8 +62,11 @@ type Options struct {
 	// EmbedThreshold is the cosine threshold of the embedding check, set by
 	// EnableEmbedding (0: the check is off).
 	EmbedThreshold float64 `json:"embed_threshold,omitempty"`
-	Workers        int     `json:"-"` // parallel dialogue workers (default GOMAXPROCS)
-	TopLines       int     `json:"-"` // shared lines listed per benchmark (default 20)
+	// Judged is set by EnableParaphrase with a judge: the embedding check
+	// proposes candidates and the judge decides.
+	Judged   bool `json:"judged,omitempty"`
+	Workers  int  `json:"-"` // parallel dialogue workers (default GOMAXPROCS)
+	TopLines int  `json:"-"` // shared lines listed per benchmark (default 20)
 }
 
 // DefaultOptions are the documented defaults.
@@ -174,6 +177,7 @@ type scratch struct {
 	cgh    [nStreams][]uint64
 	ctMsgs []ctMsg
 	fpHits map[int32]*fpHit
+	fpSeen map[uint64]struct{} // (entry, task, part, stream) already counted
 }
 
 // ctMsg locates one message's code tokens and k-grams in the scratch.
@@ -192,7 +196,7 @@ type gramHit struct {
 }
 
 func newScratch() *scratch {
-	return &scratch{cover: map[int32][]uint64{}, gramHits: map[int32]*gramHit{}, fpHits: map[int32]*fpHit{}}
+	return &scratch{cover: map[int32][]uint64{}, gramHits: map[int32]*gramHit{}, fpHits: map[int32]*fpHit{}, fpSeen: map[uint64]struct{}{}}
 }
 
 // Check audits one dialogue. seq is its position in the input. ctx is only

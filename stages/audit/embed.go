@@ -3,93 +3,382 @@ package audit
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"unicode"
 
 	"github.com/codefeedback/codefeedback/pipeline/embed"
+	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/prompts"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
+// ParaphraseDim is the dimension of the built-in TF-IDF embedder the
+// paraphrase check uses when none is configured: at the pipeline's default
+// 384, word features of 1,138 statements collide and a reworded statement's
+// own task ranked far lower (measured on the planted paraphrases).
+const ParaphraseDim = 4096
+
 // DefaultEmbedThreshold is the cosine similarity at or above which the
-// embedding check flags a dialogue. 0.6 with the default TF-IDF embedder
-// finds 34 of 40 lightly reworded benchmark statements and flags 15 of 2,017
-// unrelated Code Alpaca questions (see TestEmbeddingParaphrase).
+// paraphrase check flags a dialogue turn against a task statement when no
+// judge is configured. With the default TF-IDF embedder, a reworded
+// statement often scores far lower; with a judge, the nearest statements
+// go to the judge instead (see ParaphraseOptions).
 const DefaultEmbedThreshold = 0.6
+
+// ParaphraseOptions set the two-step paraphrase check (as llm-decontaminator
+// does it): every turn of a dialogue, with its code removed, is embedded on
+// its own and compared with every task statement (the problem without its
+// code and examples); the nearest tasks are candidates. Without a judge a
+// candidate at or above Threshold is a finding; with one, the judge decides
+// for the TopK candidates at or above Floor whether they are the same task.
+type ParaphraseOptions struct {
+	Threshold float64 `json:"embed_threshold"`
+	TopK      int     `json:"top_k"` // candidates per dialogue sent to the judge (default 5)
+	Floor     float64 `json:"floor"` // least cosine of a judged candidate (default 0.1)
+	// Judge, when set, decides same task or not; it is asked once per
+	// (statement, turn) pair and its answers are cached by the client.
+	Judge llm.Chatter `json:"-"`
+}
 
 // embedIndex holds the unit vectors of every benchmark task's statement.
 type embedIndex struct {
-	e         embed.Embedder
-	threshold float32
-	vecs      [][][]float32 // per benchmark, per task
+	e          embed.Embedder
+	o          ParaphraseOptions
+	statements [][]string    // per benchmark, per task
+	vecs       [][][]float32 // per benchmark, per task
+	tmpl       prompts.Template
+	stem       bool // stem texts before embedding (built-in TF-IDF with a judge)
+	// Judge counters, for the report and the stage's stats.
+	judged, same, unreadable atomic.Int64
 }
 
-// EnableEmbedding turns on the paraphrase check (measure 3): every task's
-// statement (Problem.Text) and every dialogue's first user turn are
-// embedded with e, and a dialogue is flagged against a task when their
-// cosine similarity is at least threshold (DefaultEmbedThreshold if <= 0).
-// The tasks are embedded now, in one call, so an unfitted embed.TFIDF learns
-// its IDF from the benchmarks. Call it before Run; it is not safe to call
-// concurrently with Run. The cost is one dot product per dialogue and task
-// (1,138 x 384 for HumanEval+MBPP with the default TF-IDF).
+// EnableEmbedding turns on the paraphrase check without a judge: a turn is
+// flagged against a task when their cosine is at least threshold
+// (DefaultEmbedThreshold if <= 0).
 func (a *Auditor) EnableEmbedding(ctx context.Context, e embed.Embedder, threshold float64) error {
-	if threshold <= 0 {
-		threshold = DefaultEmbedThreshold
+	return a.EnableParaphrase(ctx, e, ParaphraseOptions{Threshold: threshold})
+}
+
+// EnableParaphrase turns on the paraphrase check (see ParaphraseOptions).
+// Every task's statement is embedded now, in one call, so an unfitted
+// embed.TFIDF learns its IDF from the benchmarks. Call it before Run; it is
+// not safe to call concurrently with Run.
+func (a *Auditor) EnableParaphrase(ctx context.Context, e embed.Embedder, o ParaphraseOptions) error {
+	if o.Threshold <= 0 {
+		o.Threshold = DefaultEmbedThreshold
+	}
+	if o.TopK <= 0 {
+		o.TopK = 5
+	}
+	if o.Floor <= 0 {
+		o.Floor = 0.1
+	}
+	ix := &embedIndex{e: e, o: o}
+	if o.Judge != nil {
+		t, err := prompts.Get("audit_same_task")
+		if err != nil {
+			return err
+		}
+		ix.tmpl = t
 	}
 	var texts []string
-	var counts []int
 	for _, x := range a.indexes {
-		counts = append(counts, len(x.texts))
-		texts = append(texts, x.texts...)
+		ix.statements = append(ix.statements, x.statements)
+		texts = append(texts, x.statements...)
+	}
+	// Stemming ranks a reworded statement's task higher (what the judge
+	// needs) but raises every cosine, so the threshold-only mode reads
+	// the texts as they are.
+	if _, ok := e.(*embed.TFIDF); ok && o.Judge != nil {
+		ix.stem = true
+		for i := range texts {
+			texts[i] = stemText(texts[i])
+		}
 	}
 	vs, err := e.Embed(ctx, texts)
 	if err != nil {
-		return fmt.Errorf("audit: embed benchmark tasks: %w", err)
+		return fmt.Errorf("audit: embed benchmark statements: %w", err)
 	}
 	if len(vs) != len(texts) {
-		return fmt.Errorf("audit: embedder returned %d vectors for %d tasks", len(vs), len(texts))
+		return fmt.Errorf("audit: embedder returned %d vectors for %d statements", len(vs), len(texts))
 	}
-	ix := &embedIndex{e: e, threshold: float32(threshold)}
-	for _, n := range counts {
-		ix.vecs = append(ix.vecs, vs[:n])
-		vs = vs[n:]
+	for _, x := range a.indexes {
+		ix.vecs = append(ix.vecs, vs[:len(x.statements)])
+		vs = vs[len(x.statements):]
 	}
 	a.emb = ix
-	a.opts.EmbedThreshold = threshold
+	a.opts.EmbedThreshold = o.Threshold
+	a.opts.Judged = o.Judge != nil
 	return nil
 }
 
-// firstUserTurn is the text the paraphrase check embeds: the question.
-func firstUserTurn(d *schema.Dialogue) string {
-	for _, m := range d.Messages {
-		if m.Role == schema.RoleUser {
-			return m.Content
-		}
+// JudgeCounts returns how many candidate pairs the judge saw, how many it
+// called the same task, and how many answers could not be read.
+func (a *Auditor) JudgeCounts() (judged, same, unreadable int64) {
+	if a.emb == nil {
+		return 0, 0, 0
 	}
-	return ""
+	return a.emb.judged.Load(), a.emb.same.Load(), a.emb.unreadable.Load()
 }
 
-// check embeds the dialogue's first user turn and adds a finding for every
-// task at or above the threshold.
+// statementText is a task's statement without its code: MBPP's text as it
+// is; for a prompt holding a signature (HumanEval), its docstrings without
+// the doctest examples.
+func statementText(p *schema.Problem) string {
+	doc := promptDocstrings(p)
+	if doc == "" {
+		if p.Text != "" && !strings.Contains(p.Text, "def ") {
+			return p.Text
+		}
+		doc = stripCode(p.Text)
+	}
+	var b strings.Builder
+	example := false
+	for _, l := range strings.Split(doc, "\n") {
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(t, ">>>"):
+			example = true
+			continue
+		case t == "":
+			example = false
+		case example:
+			continue // the expected output of a doctest
+		}
+		b.WriteString(t)
+		b.WriteByte('\n')
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// stripCode removes fenced blocks and code-like lines from a turn, leaving
+// its prose for the paraphrase check.
+func stripCode(text string) string {
+	var b strings.Builder
+	in := false
+	var fence string
+	for _, l := range strings.Split(text, "\n") {
+		t := strings.TrimSpace(l)
+		if !in {
+			if f := fenceOf(t); f != "" {
+				in, fence = true, f
+				continue
+			}
+		} else {
+			if strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "" {
+				in = false
+			}
+			continue
+		}
+		if t == "" || codeLikeLines(t) != "" && !proseLike(t) {
+			continue
+		}
+		b.WriteString(t)
+		b.WriteByte('\n')
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// minTurnWords is the least number of words a turn's prose needs to be
+// compared with the statements ("Thanks!" is not a task).
+const minTurnWords = 5
+
+type candidate struct {
+	bench, task int
+	turn        int
+	cos         float32
+}
+
+// check embeds each user and assistant turn of the dialogue (code removed)
+// and adds findings: candidates at or above the threshold, or those the
+// judge calls the same task.
 func (ix *embedIndex) check(ctx context.Context, d *schema.Dialogue, id string, r *Result, indexes []*Index) error {
-	q := firstUserTurn(d)
-	if q == "" {
+	var turns []string
+	var at []int
+	for i := range d.Messages {
+		m := &d.Messages[i]
+		if m.Role != schema.RoleUser && m.Role != schema.RoleAssistant {
+			continue
+		}
+		p := stripCode(m.Content)
+		if len(strings.Fields(p)) < minTurnWords {
+			continue
+		}
+		turns = append(turns, p)
+		at = append(at, i)
+	}
+	if len(turns) == 0 {
 		return nil
 	}
-	vs, err := ix.e.Embed(ctx, []string{q})
+	in := turns
+	if ix.stem {
+		in = make([]string, len(turns))
+		for i, t := range turns {
+			in[i] = stemText(t)
+		}
+	}
+	vs, err := ix.e.Embed(ctx, in)
 	if err != nil {
 		return err
 	}
-	if len(vs) != 1 {
-		return fmt.Errorf("embedder returned %d vectors for 1 text", len(vs))
+	if len(vs) != len(turns) {
+		return fmt.Errorf("embedder returned %d vectors for %d texts", len(vs), len(turns))
 	}
-	v := vs[0]
-	for bi, tasks := range ix.vecs {
-		for t, tv := range tasks {
-			if c := embed.Dot(v, tv); c >= ix.threshold {
-				r.Findings = append(r.Findings, schema.Finding{
-					DialogueID: id, Benchmark: indexes[bi].name, TaskID: indexes[bi].tasks[t].id, Method: MethodEmbedding,
-					Score: float64(c), Evidence: fmt.Sprintf("cosine %.3f between the first user turn and the task statement", c),
-				})
+	// The best turn per task.
+	best := map[[2]int]candidate{}
+	for ti, v := range vs {
+		for bi, tasks := range ix.vecs {
+			for t, tv := range tasks {
+				c := embed.Dot(v, tv)
+				k := [2]int{bi, t}
+				if c >= float32(ix.o.Floor) && c > best[k].cos {
+					best[k] = candidate{bench: bi, task: t, turn: ti, cos: c}
+				}
 			}
 		}
 	}
+	cands := make([]candidate, 0, len(best))
+	for _, c := range best {
+		cands = append(cands, c)
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		if cands[i].cos != cands[j].cos {
+			return cands[i].cos > cands[j].cos
+		}
+		if cands[i].bench != cands[j].bench {
+			return cands[i].bench < cands[j].bench
+		}
+		return cands[i].task < cands[j].task
+	})
+	if ix.o.Judge == nil {
+		for _, c := range cands {
+			if c.cos < float32(ix.o.Threshold) {
+				break
+			}
+			r.Findings = append(r.Findings, ix.finding(id, indexes, c, at, turns, fmt.Sprintf("cosine %.3f between turn %d (code removed) and the task statement", c.cos, at[c.turn])))
+		}
+		return nil
+	}
+	if len(cands) > ix.o.TopK {
+		cands = cands[:ix.o.TopK]
+	}
+	for _, c := range cands {
+		same, why, err := ix.judge(ctx, ix.statements[c.bench][c.task], turns[c.turn])
+		if err != nil {
+			return err
+		}
+		if same {
+			r.Findings = append(r.Findings, ix.finding(id, indexes, c, at, turns, fmt.Sprintf("judge: same task as turn %d (cosine %.3f): %s", at[c.turn], c.cos, why)))
+		}
+	}
 	return nil
+}
+
+func (ix *embedIndex) finding(id string, indexes []*Index, c candidate, at []int, turns []string, ev string) schema.Finding {
+	return schema.Finding{
+		DialogueID: id, Benchmark: indexes[c.bench].name, TaskID: indexes[c.bench].tasks[c.task].id, Method: MethodEmbedding,
+		Score: float64(c.cos), Evidence: ev,
+	}
+}
+
+// maxJudgeChars bounds each text shown to the judge.
+const maxJudgeChars = 4000
+
+// judge asks whether statement and turn are the same task. An answer that
+// says neither "same" nor "different" first counts as different and is
+// counted as unreadable.
+func (ix *embedIndex) judge(ctx context.Context, statement, turn string) (bool, string, error) {
+	ix.judged.Add(1)
+	msg, err := ix.tmpl.Render(map[string]string{"Statement": clip(statement, maxJudgeChars), "Turn": clip(turn, maxJudgeChars)})
+	if err != nil {
+		return false, "", err
+	}
+	resp, err := ix.o.Judge.Chat(ctx, llm.Request{Messages: []llm.Message{llm.User(msg)}, Params: llm.Params{Temperature: ptr(0.0)}})
+	if err != nil {
+		return false, "", fmt.Errorf("paraphrase judge: %w", err)
+	}
+	verdict, why := readVerdict(resp.Text)
+	switch verdict {
+	case "same":
+		ix.same.Add(1)
+		return true, why, nil
+	case "different":
+		return false, why, nil
+	}
+	ix.unreadable.Add(1)
+	return false, "", nil
+}
+
+// readVerdict reads the answer's first word, "same" or "different", and
+// the reason after it.
+func readVerdict(ans string) (string, string) {
+	f := strings.FieldsFunc(strings.ToLower(ans), func(r rune) bool { return !unicode.IsLetter(r) })
+	if len(f) == 0 {
+		return "", ""
+	}
+	why := strings.TrimSpace(ans)
+	if k := strings.IndexFunc(why, func(r rune) bool { return !unicode.IsLetter(r) && r != '*' }); k > 0 {
+		why = strings.TrimLeft(why[k:], " .,:;-—*\n")
+	}
+	why = clip(why, 200)
+	switch f[0] {
+	case "same", "different":
+		return f[0], why
+	}
+	return "", ""
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + " …"
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// stemText lowercases text and folds common English suffixes ("numbers",
+// "numbered" -> "number", "strings" -> "string", "occurs" -> "occur"), so a
+// bag-of-words embedder sees a reworded statement's words as the same
+// words. Applied only for the built-in TF-IDF embedder; a neural embedder
+// reads the text as it is.
+func stemText(text string) string {
+	var b strings.Builder
+	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' }) {
+		if stopWords[w] {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(stem(w))
+	}
+	return b.String()
+}
+
+var stopWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`a an the of to in on for and or is are be that this it its with as by from at into
+		write function python code program please i we you me my your can could would should will given return returns which
+		what how get put some each every one any all than then there their them they do does out`) {
+		m[w] = true
+	}
+	return m
+}()
+
+func stem(w string) string {
+	if len(w) <= 4 {
+		return w
+	}
+	for _, s := range [...]struct{ suf, rep string }{{"ies", "y"}, {"sses", "ss"}, {"ing", ""}, {"ed", ""}, {"es", ""}, {"s", ""}} {
+		if strings.HasSuffix(w, s.suf) && len(w)-len(s.suf) >= 3 {
+			if s.suf == "s" && strings.HasSuffix(w, "ss") {
+				return w
+			}
+			return w[:len(w)-len(s.suf)] + s.rep
+		}
+	}
+	return w
 }

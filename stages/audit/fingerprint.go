@@ -225,11 +225,23 @@ func (x *Index) buildFingerprints(parts [][nParts]string, o FingerprintOptions) 
 			t.w[r.stream][r.part] += e.w
 		}
 	}
+	// A fingerprint that many tasks hold (a `for i in range(len(x))`
+	// header) carries almost no evidence but is what dialogues hit most:
+	// it stays in the tasks' totals and leaves the lookup table.
+	for h, ei := range x.fpIndex {
+		if x.fpEntries[ei].w < 1/float32(maxFingerprintTasks) {
+			delete(x.fpIndex, h)
+			x.fpEntries[ei].refs = nil
+		}
+	}
 }
+
+// maxFingerprintTasks is the most tasks a fingerprint may be shared by and
+// still be looked up (its weight is then at least 1/maxFingerprintTasks).
+const maxFingerprintTasks = 16
 
 // fpHit collects what one dialogue shares with one task.
 type fpHit struct {
-	seen  map[int32]bool // fingerprint entries already counted
 	n     [nStreams][nParts]int32
 	w     [nStreams][nParts]float32
 	spans []schema.Span
@@ -239,6 +251,7 @@ type fpHit struct {
 func (a *Auditor) matchFingerprints(x *Index, d *schema.Dialogue, id string, s *scratch, r *Result) {
 	o := x.fpOpts
 	clear(s.fpHits)
+	clear(s.fpSeen)
 	for mi := range s.ctMsgs {
 		m := s.ctMsgs[mi]
 		toks := s.ctoks[m.t0:m.t1]
@@ -259,16 +272,16 @@ func (a *Auditor) matchFingerprints(x *Index, d *schema.Dialogue, id string, s *
 					if int(ref.stream) != s2 {
 						continue
 					}
-					hit := s.fpHits[ref.task]
-					if hit == nil {
-						hit = &fpHit{seen: map[int32]bool{}}
-						s.fpHits[ref.task] = hit
-					}
-					k := ei<<3 | int32(ref.part)<<1 | int32(ref.stream)
-					if hit.seen[k] {
+					k := uint64(ei)<<32 | uint64(ref.task)<<3 | uint64(ref.part)<<1 | uint64(ref.stream)
+					if _, dup := s.fpSeen[k]; dup {
 						continue
 					}
-					hit.seen[k] = true
+					s.fpSeen[k] = struct{}{}
+					hit := s.fpHits[ref.task]
+					if hit == nil {
+						hit = &fpHit{}
+						s.fpHits[ref.task] = hit
+					}
 					hit.n[ref.stream][ref.part]++
 					hit.w[ref.stream][ref.part] += e.w
 					hit.spans = addSpan(hit.spans, span)

@@ -36,9 +36,9 @@ type taskInfo struct {
 // many goroutines: after NewIndex returns it is never written, so it is safe
 // for concurrent use.
 type Index struct {
-	name  string
-	tasks []taskInfo
-	texts []string // each task's statement, for the embedding check
+	name       string
+	tasks      []taskInfo
+	statements []string // each task's statement without code, for the paraphrase check
 	// windows maps the hash of w consecutive code lines of a task block to
 	// every place it occurs.
 	windows map[uint64][]winRef
@@ -220,7 +220,7 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int, fo FingerprintOptions)
 			pos += len(lh)
 		}
 		x.tasks[ti] = taskInfo{id: p.ID, solLines: solLines, lines: testEnd, positions: pos}
-		x.texts = append(x.texts, p.Text)
+		x.statements = append(x.statements, statementText(p))
 		for _, t := range taskText(p) {
 			toks = tokenize(t, toks)
 			th = tokenHashes(toks, th[:0])

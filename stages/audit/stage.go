@@ -17,6 +17,8 @@ import (
 	"github.com/codefeedback/codefeedback/internal/benchmarks"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/embed"
+	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/prompts"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -38,6 +40,14 @@ type StageOptions struct {
 	// at cosine >= EmbedThreshold.
 	Embedding      bool    `yaml:"embedding" json:"embedding"`
 	EmbedThreshold float64 `yaml:"embed_threshold" json:"embed_threshold"`
+	// Judge (with embedding) sends the TopK nearest task statements of each
+	// dialogue to the model (`endpoint`, "" = the default) with the
+	// audit_same_task prompt, and flags those it calls the same task. Its
+	// calls are cached in the run store and cost in the manifest. Without a
+	// model the stage says so and uses embed_threshold.
+	Judge    bool   `yaml:"judge" json:"judge"`
+	Endpoint string `yaml:"endpoint" json:"endpoint,omitempty"`
+	TopK     int    `yaml:"top_k" json:"top_k"`
 	// BenchDir is where the benchmark files are (default: $CODEFEEDBACK_BENCH_DIR,
 	// else the user cache that `codefeedback bench fetch` fills). It is not
 	// part of the cache key: the files' checksums are.
@@ -58,6 +68,7 @@ var DefaultStageOptions = StageOptions{
 	NGram:          DefaultN,
 	Window:         DefaultOptions.Window,
 	EmbedThreshold: DefaultEmbedThreshold,
+	TopK:           5,
 	Missing:        "fail",
 }
 
@@ -74,6 +85,12 @@ func (o StageOptions) Validate() error {
 	}
 	if o.Missing != "fail" && o.Missing != "skip" {
 		return fmt.Errorf("audit: missing %q: want fail or skip", o.Missing)
+	}
+	if o.Judge && !o.Embedding {
+		return errors.New("audit: judge: needs embedding: true (the embedding step proposes the candidates)")
+	}
+	if o.TopK < 1 {
+		return fmt.Errorf("audit: top_k %d must be >= 1", o.TopK)
 	}
 	if o.NGram < 1 || o.Window < 1 {
 		return fmt.Errorf("audit: ngram %d and window %d must be >= 1", o.NGram, o.Window)
@@ -169,7 +186,41 @@ func newStage(o StageOptions, svc *pipeline.Services) (pipeline.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &stage{o: o, svc: svc, version: map[string]any{"algorithm": stageVersion, "benchmarks": versions}}, nil
+	version := map[string]any{"algorithm": stageVersion, "benchmarks": versions}
+	var judge llm.Chatter
+	if o.Embedding {
+		version["embedder"] = embed.Identity(svc.Embedder)
+		if svc.Embedder == nil {
+			version["embedder"] = fmt.Sprintf("tfidf/%d", ParaphraseDim)
+		}
+	}
+	if o.Judge {
+		c, err := llm.ForStage(svc, o.Endpoint)
+		switch {
+		case errors.Is(err, llm.ErrNoModel):
+			if svc.Logger != nil {
+				svc.Logger.Warn("audit: paraphrase judge skipped, no model configured; embed_threshold decides", "enable", llm.NoModelHint)
+			}
+			version["judge"] = "none"
+		case err != nil:
+			return nil, fmt.Errorf("audit: judge: %w", err)
+		default:
+			judge = c
+			t, err := prompts.Get("audit_same_task")
+			if err != nil {
+				return nil, err
+			}
+			version["judge_prompt"] = t.Version
+			if m, ok := svc.Model.(*llm.Models); ok {
+				p, err := m.Params(svc.Name, o.Endpoint)
+				if err != nil {
+					return nil, fmt.Errorf("audit: %w", err)
+				}
+				version["judge"] = p
+			}
+		}
+	}
+	return &stage{o: o, svc: svc, judge: judge, version: version}, nil
 }
 
 // passStage passes every item on unchanged: nothing to audit against.
@@ -185,6 +236,7 @@ func (passStage) Each(_ context.Context, in pipeline.Item) ([]pipeline.Item, err
 type stage struct {
 	o       StageOptions
 	svc     *pipeline.Services
+	judge   llm.Chatter // nil: no paraphrase judge
 	version any
 }
 
@@ -200,10 +252,10 @@ func (st *stage) Observe(out pipeline.Item) {
 
 // All implements pipeline.AllStage.
 func (st *stage) All(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
-	return runStage(ctx, st.o, st.svc, in, emit)
+	return runStage(ctx, st.o, st.svc, st.judge, in, emit)
 }
 
-func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
+func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, judge llm.Chatter, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
 	dir, err := benchmarks.Dir(o.BenchDir)
 	if err != nil {
 		return err
@@ -217,13 +269,13 @@ func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, in it
 		return err
 	}
 	if o.Embedding {
-		var e embed.Embedder = embed.NewTFIDF(0)
+		var e embed.Embedder = embed.NewTFIDF(ParaphraseDim)
 		if svc.Embedder != nil {
-			if e, err = pipeline.ServiceAs[embed.Embedder](svc.Embedder, "embedder"); err != nil {
+			if e, err = embed.ForStage(svc); err != nil {
 				return err
 			}
 		}
-		if err := a.EnableEmbedding(ctx, e, o.EmbedThreshold); err != nil {
+		if err := a.EnableParaphrase(ctx, e, ParaphraseOptions{Threshold: o.EmbedThreshold, TopK: o.TopK, Judge: judge}); err != nil {
 			return err
 		}
 	}
@@ -302,6 +354,12 @@ func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, in it
 		s.Set("dialogues", float64(rep.Dialogues))
 		s.Set("flagged", float64(rep.Flagged))
 		s.Set("line_ratio", rep.LineRatio)
+		if judge != nil {
+			n, same, bad := a.JudgeCounts()
+			s.Set("judge/pairs", float64(n))
+			s.Set("judge/same", float64(same))
+			s.Set("judge/unreadable", float64(bad))
+		}
 		for _, b := range rep.Benchmarks {
 			s.Set("line_ratio/"+b.Name, b.LineRatio)
 			s.Set("flagged/"+b.Name, float64(b.Flagged))
