@@ -20,11 +20,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/internal/gates"
 	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/prompts"
@@ -66,6 +68,10 @@ type Options struct {
 	// Judge and Plus tune the harness (zero: its defaults).
 	Judge harness.Options
 	Plus  harness.PlusOptions
+	// CaseTimeout, when set, is the time limit of each test case (and of
+	// the reference per EvalPlus input); the whole run's limit grows with
+	// it (see caseLimits). Some references need ~15 s on a loaded machine.
+	CaseTimeout time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -85,6 +91,8 @@ func (o Options) Validate() error {
 		return errors.New("evaluate: no model")
 	case o.Rounds < 0:
 		return fmt.Errorf("evaluate: rounds %d < 0", o.Rounds)
+	case o.CaseTimeout < 0:
+		return fmt.Errorf("evaluate: case timeout %s < 0", o.CaseTimeout)
 	}
 	switch o.Feedback {
 	case "", FeedbackExecution, FeedbackHuman, FeedbackOracle:
@@ -158,6 +166,11 @@ type Round struct {
 	// mode.
 	Feedback   string `json:"feedback,omitempty"`
 	FeedbackBy string `json:"feedback_by,omitempty"`
+	// FeedbackRejected is the gate's reason when the feedback model's
+	// answer was unusable even after repairs ("feedback_code": it held
+	// code, which would make a human score an oracle score); the sample
+	// then ends with this round.
+	FeedbackRejected string `json:"feedback_rejected,omitempty"`
 }
 
 // Sample is one task's evaluation: its rounds and the conversation.
@@ -182,8 +195,8 @@ type Sample struct {
 // sampleKey is the cache key of a task's finished sample.
 func (e *Evaluator) sampleKey(t Task) string {
 	o := e.opts
-	return store.Key(judgeVersion, t.Benchmark, t.Problem.ID, t.Problem.Prompt, t.Problem.Solution, t.Problem.Tests,
-		o.Model, o.Rounds, o.Feedback, o.Seed, o.MaxTokens, e.PromptVersion(), o.Judge, o.Plus)
+	return store.Key(judgeVersion, "feedback-gate/1", t.Benchmark, t.Problem.ID, t.Problem.Prompt, t.Problem.Solution, t.Problem.Tests,
+		o.Model, o.Rounds, o.Feedback, o.Seed, o.MaxTokens, e.PromptVersion(), o.Judge, o.Plus, o.CaseTimeout)
 }
 
 // Run evaluates tasks, at most Options.Concurrency at a time, and returns
@@ -283,7 +296,13 @@ func (e *Evaluator) sample(ctx context.Context, t Task) (Sample, error) {
 		msgs = append(msgs, llm.Assistant(answer))
 		rd, err := e.judge(ctx, t, r, answer, how)
 		if err != nil {
-			return Sample{}, err
+			if ctx.Err() != nil {
+				return Sample{}, ctx.Err()
+			}
+			// One task the harness cannot judge (a malformed record, a
+			// sandbox hiccup) fails that sample, not the whole run.
+			s.Error = err.Error()
+			return s, nil
 		}
 		exec := rd.Exec
 		s.Messages = append(s.Messages, schema.Message{Role: schema.RoleAssistant, Content: answer},
@@ -298,6 +317,12 @@ func (e *Evaluator) sample(ctx context.Context, t Task) (Sample, error) {
 			break
 		}
 		fb, by, err := e.feedbackFor(ctx, t, rd)
+		var ge gateError
+		if errors.As(err, &ge) {
+			rd.FeedbackRejected = ge.v.Reason
+			s.Rounds = append(s.Rounds, rd)
+			break
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return Sample{}, ctx.Err()
@@ -354,14 +379,15 @@ func (e *Evaluator) judge(ctx context.Context, t Task, r int, answer, how string
 		}
 	}
 	rd := Round{Round: r, Answer: answer, Code: code, Extraction: how}
-	v, err := harness.Judge(ctx, e.ex, t.Problem, code, e.opts.Judge)
+	jo, po := e.caseLimits(t)
+	v, err := harness.Judge(ctx, e.ex, t.Problem, code, jo)
 	if err != nil {
 		return Round{}, fmt.Errorf("evaluate: judge: %w", err)
 	}
 	rd.Base, rd.BasePassed, rd.Exec = v, v.Passed, v.Execution()
 	rd.Passed = v.Passed
 	if t.Plus != nil && v.Passed {
-		pv, err := harness.JudgePlus(ctx, e.ex, *t.Plus, code, e.opts.Plus)
+		pv, err := harness.JudgePlus(ctx, e.ex, *t.Plus, code, po)
 		if err != nil {
 			return Round{}, fmt.Errorf("evaluate: judge plus inputs: %w", err)
 		}
@@ -417,14 +443,36 @@ func (e *Evaluator) feedbackFor(ctx context.Context, t Task, rd Round) (string, 
 	}
 	temp := 0.0
 	seed := e.opts.Seed
-	resp, err := e.feedback.Chat(ctx, llm.Request{Messages: []llm.Message{llm.User(prompt)},
-		Params: llm.Params{Temperature: &temp, Seed: &seed, MaxTokens: e.opts.MaxTokens}})
+	// The feedback must be words: code in it (the corrected program, or
+	// the canonical one) turns a human-feedback score into an oracle
+	// score. Two repairs, then the round is rejected by the gate.
+	fb, _, err := llm.ChatParse(ctx, e.feedback, llm.Request{Messages: []llm.Message{llm.User(prompt)},
+		Params: llm.Params{Temperature: &temp, Seed: &seed, MaxTokens: e.opts.MaxTokens}}, 2,
+		func(err error) string {
+			return "Your feedback cannot be used: " + err.Error() + ". Write it again as two to four sentences of plain prose saying what is wrong and what to change, with no code blocks and no code lines."
+		},
+		func(text string) (string, error) {
+			text = strings.TrimSpace(text)
+			switch {
+			case text == "":
+				return "", errors.New("the answer is empty")
+			case gates.HasCode(text):
+				return "", gateError{gates.Verdict{Reason: "feedback_code", Detail: text}}
+			}
+			return text, nil
+		})
+	var pe *llm.ParseError
+	var ge gateError
+	if errors.As(err, &pe) && errors.As(err, &ge) {
+		return "", "", ge
+	}
 	if err != nil {
 		return "", "", fmt.Errorf("evaluate: feedback model: %w", err)
 	}
-	fb := strings.TrimSpace(resp.Text)
-	if fb == "" {
-		return "", "", errors.New("evaluate: feedback model: empty answer")
-	}
 	return fb, e.opts.Feedback, nil
 }
+
+// gateError is feedback the gate rejected.
+type gateError struct{ v gates.Verdict }
+
+func (g gateError) Error() string { return "the feedback contains code" }
