@@ -272,7 +272,7 @@ func TestRemoveLeftovers(t *testing.T) {
 
 	// A container whose owner process has exited, as after a crash.
 	host := strings.SplitN(l.owner, "/", 2)[0]
-	dead := &Launcher{cli: l.cli, cfg: l.cfg, imageID: l.imageID, owner: host + "/2147483646/1", python: l.python, live: map[*conn]bool{}}
+	dead := &Launcher{cli: l.cli, cfg: l.cfg, imageID: l.imageID, owner: host + "/2147483646/1", python: l.python, ids: l.ids, live: map[*conn]bool{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c, err := dead.Launch(ctx, 0, []string{"python3", "-u", "-c", echoLoop})
