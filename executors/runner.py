@@ -39,7 +39,8 @@ ROOT = "/tmp/cf"  # runs' scratch directories live below it
 PATH = "/usr/local/bin:/usr/bin:/bin"
 MARKER = "\n[... output truncated at %d bytes ...]\n"
 OOM_HINTS = (b"MemoryError", b"Cannot allocate memory", b"cannot allocate memory",
-             b"std::bad_alloc", b"out of memory")
+             b"std::bad_alloc", b"out of memory", b"OutOfMemoryError", b"memory allocation of",
+             b"Array buffer allocation failed", b"Allowed memory size of", b"not enough memory")
 # The sandbox's own cgroup OOM-kill counter (cgroup v2, then v1). Docker mounts
 # the container's cgroup at /sys/fs/cgroup; bwrap mounts no /sys, so there a
 # run's OOM is only seen through its rlimit (OOM_HINTS).
@@ -370,7 +371,7 @@ def child_python(code):
     os._exit(rc)
 
 
-def child(req, scratch, stdin_path, out_w, err_w):
+def child(req, scratch, stdin_path, out_w, err_w, plan=None):
     """Runs in the forked child; never returns."""
     try:
         os.setsid()
@@ -386,8 +387,10 @@ def child(req, scratch, stdin_path, out_w, err_w):
         os.environ.clear()
         os.environ.update(env)
         os.umask(0o077)
-        set_limits(req.get("limits") or {})
         lang = req.get("lang")
+        if lang in LANGS:  # langs.py
+            lang_exec(req, plan)
+        set_limits(req.get("limits") or {})
         code = req.get("code", "")
         if lang == "python":
             child_python(code)
@@ -541,6 +544,13 @@ def do_run(req):
                 f.write(code)
         with open(stdin_path, "w", encoding="utf-8", errors="surrogatepass") as f:
             f.write(req.get("stdin") or "")
+        plan = lang_prepare(req, scratch) if lang in LANGS else None  # langs.py: compile
+        if plan is not None and "argv" not in plan:
+            remove_tree(scratch)
+            os.unlink(stdin_path)
+            out = plan.get("result") or {"error": plan.get("error"), "missing_toolchain": plan.get("missing", False)}
+            out["id"] = req.get("id")
+            return out
     except (OSError, ValueError) as e:
         remove_tree(scratch)
         try:
@@ -555,7 +565,7 @@ def do_run(req):
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
-        child(req, scratch, stdin_path, out_w, err_w)
+        child(req, scratch, stdin_path, out_w, err_w, plan)
     os.close(out_w)
     os.close(err_w)
     pidfd = os.pidfd_open(pid)
@@ -610,6 +620,8 @@ def do_run(req):
     res["stderr"] = decode(err, cap, trunc[err_r])
     res["stdout_truncated"] = trunc[out_r]
     res["stderr_truncated"] = trunc[err_r]
+    if plan is not None:
+        res.update(plan["info"])
     problems = check_taint()
     if strays:
         problems.insert(0, "%d stray process(es) outlived the run" % strays)
@@ -820,6 +832,8 @@ def main():
             elif op == "reset" and session is not None:
                 session.reset()
                 send({"id": req.get("id"), "ok": True})
+            elif op == "langs":
+                send({"id": req.get("id"), "ok": True, "langs": lang_list()})  # langs.py
             elif op == "ping":
                 send({"id": req.get("id"), "ok": True})
             else:
