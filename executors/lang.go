@@ -312,6 +312,21 @@ func ParseDiagnostics(lang Language, phase, stderr string) (exception, message s
 	return "", "", 0
 }
 
+// outOfMemory reads a runtime's own out-of-memory report where the
+// runner's hints (the tail of stderr) miss it: Go prints its stacks after it.
+func outOfMemory(lang Language, res Result) bool {
+	if res.Phase != "" || res.ExitCode == 0 {
+		return false
+	}
+	switch lang {
+	case Go:
+		return strings.HasPrefix(res.Stderr, "fatal error: runtime: out of memory")
+	case Java:
+		return strings.HasPrefix(res.Exception, "java.lang.OutOfMemoryError")
+	}
+	return false
+}
+
 func firstLine(s string) string {
 	for _, l := range strings.Split(s, "\n") {
 		if t := strings.TrimSpace(l); t != "" {

@@ -51,7 +51,8 @@ LANGS = {
              "compile": ["javac", "-J-Xmx384m", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1",
                          "-proc:none", "-encoding", "UTF-8", "-nowarn", "-d", "classes", "{java_sources}"],
              "artifact": ["classes/"],
-             "run": ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss8m", "-Xmx{heap_mb}m",
+             "run": ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss2m", "-Xmx{java_heap_mb}m",
+                     "-XX:ReservedCodeCacheSize=32m", "-XX:CICompilerCount=1",
                      "-XX:MaxMetaspaceSize=128m", "-XX:-UsePerfData", "-cp", "classes", "{java_main}"]},
     "rust": {"src": "main.rs", "tools": ["rustc"], "mem": "as",
              "compile": ["rustc", "--edition", "2021", "-C", "opt-level=1", "-C", "strip=symbols",
@@ -151,7 +152,7 @@ def lang_set_limits(lang, lim, cpu=True):
 def lang_values(req, scratch):
     lim = req.get("limits") or {}
     mem = int(lim.get("memory_bytes") or (512 << 20))
-    v = {"heap_mb": str(max(32, mem * 3 // 4 >> 20)), "scratch": scratch}
+    v = {"heap_mb": str(max(32, mem * 3 // 4 >> 20)), "java_heap_mb": str(max(32, mem // 2 >> 20)), "scratch": scratch}
     if req.get("lang") == "go":
         v["go_sources"] = ["main.go"] + sorted(n for n in (req.get("files") or {})
                                                if n.endswith(".go") and "/" not in n and n != "main.go")

@@ -219,6 +219,7 @@ func (p *pool) finish(res *Result, lang Language) {
 	}
 	if lang != Python && lang != Bash && lang != SQL && (res.ExitCode != 0 || res.Phase != "") && !res.TimedOut {
 		res.Exception, res.ErrorLine, res.Line = ParseDiagnostics(lang, res.Phase, res.Stderr)
+		res.OOM = res.OOM || outOfMemory(lang, *res)
 	}
 }
 
