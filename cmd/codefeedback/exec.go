@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/codefeedback/codefeedback/executors"
-	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 )
 
 type execOptions struct {
@@ -41,7 +39,7 @@ func init() {
 			"compiler's first error and its line). --lang list prints the languages the chosen driver's sandbox can run.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "lang", Usage: "python, bash, sql, javascript, typescript, c, cpp, go, java, rust, ruby, php, lua (or a fence name: js, ts, c++, golang, rs, rb); list: what this sandbox can run", Value: "python", Destination: &o.Lang},
-			&cli.StringFlag{Name: "driver", Usage: "bwrap, docker, or a driver URL such as docker://python:3.12-slim?pids=32", Value: "bwrap", Destination: &o.Driver},
+			executorFlag(&o.Driver),
 			&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit", Value: 5 * time.Second, Destination: &o.Timeout},
 			&cli.StringFlag{Name: "memory", Usage: "memory limit, e.g. 512MiB", Value: "512MiB", Destination: &o.Memory},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON", Destination: &o.JSON},
@@ -61,35 +59,6 @@ func init() {
 			return runExec(c.Context, o, os.Stdin, os.Stdout, os.Stderr)
 		},
 	})
-}
-
-// driverURL turns --driver into a URL and adds each key=value of defaults
-// whose key the URL does not set: exec passes pool=1 (it runs one program)
-// and memory=--memory (so a container's cgroup is sized for the run). A bare
-// name becomes name://; a URL without "//" (docker:python:3.12-slim) keeps
-// its opaque image part.
-func driverURL(driver string, defaults ...string) string {
-	if !strings.Contains(driver, ":") {
-		driver += "://"
-	}
-	_, query, _ := strings.Cut(driver, "?")
-	have := map[string]bool{}
-	for _, kv := range strings.Split(query, "&") {
-		k, _, _ := strings.Cut(kv, "=")
-		have[k] = true
-	}
-	for _, kv := range defaults {
-		k, _, _ := strings.Cut(kv, "=")
-		if have[k] {
-			continue
-		}
-		if strings.Contains(driver, "?") {
-			driver += "&" + kv
-		} else {
-			driver += "?" + kv
-		}
-	}
-	return driver
 }
 
 func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io.Writer) error {
@@ -126,9 +95,17 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 	if err := req.Validate(); err != nil {
 		return withCode(2, err)
 	}
-	ex, err := executors.Open(ctx, driverURL(o.Driver, "pool=1", "memory="+url.QueryEscape(o.Memory)))
+	// One program: one sandbox; the container's cgroup is sized for the run.
+	raw, err := executors.WithDefaults(o.Driver, "pool", "1", "memory", o.Memory)
+	if err == nil {
+		err = executors.Check(raw)
+	}
 	if err != nil {
-		return withCode(2, err)
+		return withCode(2, fmt.Errorf("exec: --executor: %w", err))
+	}
+	ex, err := executors.Open(ctx, raw)
+	if err != nil {
+		return err
 	}
 	defer ex.Close()
 	res, err := ex.Run(ctx, req)
@@ -161,7 +138,11 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 // runExecLangs prints, for every language, whether the driver's sandbox
 // has its toolchain (and which tool is missing).
 func runExecLangs(ctx context.Context, o execOptions, stdout io.Writer) error {
-	ex, err := executors.Open(ctx, driverURL(o.Driver, "pool=1"))
+	raw, err := executors.WithDefaults(o.Driver, "pool", "1")
+	if err != nil {
+		return withCode(2, fmt.Errorf("exec: --executor: %w", err))
+	}
+	ex, err := executors.Open(ctx, raw)
 	if err != nil {
 		return withCode(2, err)
 	}
