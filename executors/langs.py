@@ -102,7 +102,7 @@ def lang_java_names(code, files):
     m = _re.search(r"^\s*public\s+(?:(?:final|abstract|sealed|strictfp)\s+)*(?:class|interface|enum|record)\s+(\w+)",
                    code, _re.M)
     src = (m.group(1) if m else "Main") + ".java"
-    if "CfJudge.java" in (files or {}):
+    if "CfJudge.java" in (files or {}) or _re.search(r"^class CfJudge\b", code, _re.M):
         return src, "CfJudge"
     mm = _re.search(r"static\s+(?:final\s+)?(?:public\s+)?void\s+main\s*\(", code)
     main = "Main"
