@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/schema"
@@ -314,3 +315,26 @@ func (b *langBuild) planJSON() string {
 }
 
 func (b *langBuild) valueCap() int { return b.opts.ValueChars }
+
+var reMarker = regexp.MustCompile(`@@cfjudge:[0-9a-f]{24}`)
+
+// rerunLang re-runs a recorded judge program in a language other than
+// Python: the marker comes from its source, the limits from the record.
+func rerunLang(ctx context.Context, ex executors.Executor, e schema.Execution) (Verdict, error) {
+	lang := executors.Language(e.Language)
+	if _, ok := langBuilders[lang]; !ok {
+		return Verdict{}, fmt.Errorf("%w: language %q", ErrNotJudgeProgram, e.Language)
+	}
+	marker := reMarker.FindString(e.Code)
+	if marker == "" || !strings.Contains(e.Code, "codefeedback test judge") {
+		return Verdict{}, ErrNotJudgeProgram
+	}
+	opts := Options{Timeout: time.Duration(e.TimeoutMS) * time.Millisecond,
+		Limits: executors.Limits{MemoryBytes: e.MemoryB}}.withDefaults()
+	lp := LangProgram{Program: Program{Source: e.Code, marker: marker, opts: opts}, Language: lang}
+	res, err := ex.Run(ctx, lp.Request())
+	if err != nil {
+		return Verdict{}, fmt.Errorf("harness: re-run: %w", err)
+	}
+	return lp.Decode(res), nil
+}
