@@ -200,6 +200,7 @@ def lang_compile_child(lang, argv, scratch, lim, w):
         os.setsid()
         set_dumpable(1)
         prefer_oom_kill()
+        reset_signals(False)
         fd = os.open("/dev/null", os.O_RDONLY)
         os.dup2(fd, 0)
         os.dup2(w, 1)
@@ -230,7 +231,7 @@ def lang_compile(lang, argv, scratch, lim):
         lang_compile_child(lang, argv, scratch, lim, w)
     os.close(w)
     pidfd = os.pidfd_open(pid)
-    bufs, trunc, exited, open_fds = collect([r], cap, start + timeout, pidfd)
+    bufs, trunc, exited, open_fds, _ = collect([r], cap, start + timeout, pidfd)
     if not exited:
         for f in (os.killpg, os.kill):
             try:

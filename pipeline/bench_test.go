@@ -70,7 +70,7 @@ func BenchmarkThreeStagesInstant(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				outs, err := stage.Each(context.Background(), it)
+				outs, err := stage.each.Each(context.Background(), it)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -235,8 +235,8 @@ func Load(path, runDir string) (*Config, error) {
 		st, err := reg.build(s.opts.Interface(), &Services{Name: s.Name, Stats: NewStats(), Logger: discardLogger})
 		if err != nil {
 			l.at(orNode(child(n, "settings"), n), "stage %s: %v", s.Name, err)
-		} else if st.Close != nil {
-			_ = st.Close()
+		} else {
+			closeStage(st)
 		}
 	}
 	// Wiring: default input is the previous stage in file order.

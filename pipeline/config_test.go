@@ -134,7 +134,7 @@ stages:
 	if a.Concurrency != 4 || b.Retries != 5 || a.Retries != DefaultStageOptions.Retries {
 		t.Fatalf("options got a=%+v b=%+v", a.StageOptions, b.StageOptions)
 	}
-	if string(a.Settings) != `{"prompt":"x","sleep":2000000000,"fail_ids":["q1"],"transient":false,"fail_times":0,"cost":0}` {
+	if string(a.Settings) != `{"prompt":"x","sleep":2000000000,"fail_ids":["q1"],"transient":false,"fail_times":0,"cost":0,"parallel":0,"nested":{"keep":0,"skip":0}}` {
 		t.Fatalf("settings got %s", a.Settings)
 	}
 	if c.RunDir != "elsewhere" || a.Input[0] != InputsName {

@@ -41,6 +41,13 @@ type fakeOptions struct {
 	FailTimes int  `yaml:"fail_times" json:"fail_times"`
 	// Cost is charged per call as model usage (USD).
 	Cost float64 `yaml:"cost" json:"cost"`
+	// Parallel only changes parallelism: it is not part of the cache key.
+	Parallel int `yaml:"parallel" json:"parallel" key:"-"`
+	// Nested holds a keyed and an unkeyed setting one level down.
+	Nested struct {
+		Keep int `yaml:"keep" json:"keep"`
+		Skip int `yaml:"skip" json:"skip" key:"-"`
+	} `yaml:"nested" json:"nested"`
 }
 
 func (o fakeOptions) Validate() error {
@@ -56,10 +63,10 @@ var failures sync.Map
 
 func init() {
 	// t-suffix appends the prompt to each query's text.
-	Register("t-suffix", fakeOptions{Prompt: "!"}, func(o fakeOptions, svc *Services) (*Stage, error) {
-		return &Stage{
-			Version: map[string]string{"prompt": o.Prompt},
-			Each: func(ctx context.Context, in Item) ([]Item, error) {
+	Register("t-suffix", fakeOptions{Prompt: "!"}, func(o fakeOptions, svc *Services) (*testEach, error) {
+		return &testEach{
+			version: map[string]string{"prompt": o.Prompt},
+			each: func(ctx context.Context, in Item) ([]Item, error) {
 				countCall(svc.Name)
 				if o.Cost > 0 {
 					svc.Stats.AddUsage(Usage{Requests: 1, PromptTokens: 10, CostUSD: o.Cost})
@@ -92,17 +99,17 @@ func init() {
 				out, err := QueryItem(q)
 				return []Item{out}, err
 			},
-			Observe: func(out Item) { svc.Stats.Add("observed", 1) },
-			Estimate: func(n int) Usage {
+			observe: func(out Item) { svc.Stats.Add("observed", 1) },
+			estimate: func(n int) Usage {
 				return Usage{Requests: int64(n), PromptTokens: int64(10 * n), CostUSD: 0.001 * float64(n)}
 			},
 		}, nil
 	})
 	// t-count is a whole-set stage emitting one item with the input count.
-	Register("t-count", fakeOptions{}, func(o fakeOptions, svc *Services) (*Stage, error) {
-		return &Stage{
-			Version: o.Prompt,
-			All: func(ctx context.Context, in iter.Seq2[Item, error], emit func(Item) error) error {
+	Register("t-count", fakeOptions{}, func(o fakeOptions, svc *Services) (*testAll, error) {
+		return &testAll{
+			version: o.Prompt,
+			all: func(ctx context.Context, in iter.Seq2[Item, error], emit func(Item) error) error {
 				countCall(svc.Name)
 				n := 0
 				for _, err := range in {
@@ -120,6 +127,41 @@ func init() {
 			},
 		}, nil
 	})
+}
+
+// testEach is a per-item test stage made of functions; nil ones do nothing.
+type testEach struct {
+	version  any
+	each     func(ctx context.Context, in Item) ([]Item, error)
+	observe  func(out Item)
+	estimate func(n int) Usage
+	uses     bool
+}
+
+func (t *testEach) Version() any                                      { return t.version }
+func (t *testEach) Each(ctx context.Context, in Item) ([]Item, error) { return t.each(ctx, in) }
+func (t *testEach) UsesExecutor() bool                                { return t.uses }
+func (t *testEach) Observe(out Item) {
+	if t.observe != nil {
+		t.observe(out)
+	}
+}
+func (t *testEach) Estimate(n int) Usage {
+	if t.estimate != nil {
+		return t.estimate(n)
+	}
+	return Usage{}
+}
+
+// testAll is a whole-set test stage made of functions.
+type testAll struct {
+	version any
+	all     func(ctx context.Context, in iter.Seq2[Item, error], emit func(Item) error) error
+}
+
+func (t *testAll) Version() any { return t.version }
+func (t *testAll) All(ctx context.Context, in iter.Seq2[Item, error], emit func(Item) error) error {
+	return t.all(ctx, in, emit)
 }
 
 // writeQueries writes n queries q0..q(n-1) as a queries JSONL file.

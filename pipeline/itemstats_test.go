@@ -24,10 +24,10 @@ func init() {
 	// t-drop keeps queries with an even number and drops the others,
 	// counting what it drops only in its item statistics: nothing in the
 	// outputs shows them.
-	Register("t-drop", fakeOptions{}, func(o fakeOptions, svc *Services) (*Stage, error) {
-		return &Stage{
-			Version: "drop-v1",
-			Each: func(ctx context.Context, in Item) ([]Item, error) {
+	Register("t-drop", fakeOptions{}, func(o fakeOptions, svc *Services) (*testEach, error) {
+		return &testEach{
+			version: "drop-v1",
+			each: func(ctx context.Context, in Item) ([]Item, error) {
 				countCall(svc.Name)
 				st := ItemStats(ctx, svc.Stats)
 				n, err := strconv.Atoi(strings.TrimPrefix(in.ID, "q"))

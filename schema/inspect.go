@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -31,8 +30,6 @@ type Report struct {
 	Scores   map[string]map[int]int // rating score histogram per rubric (0 = unrated)
 	Samples  []string               // rendered samples
 }
-
-var fenceRE = regexp.MustCompile("(?m)^```([A-Za-z0-9_+#-]+)")
 
 // Inspect reads path as a stream and summarises it; sample records are
 // rendered for reading in a terminal. Per-record sizes are kept to compute
@@ -211,9 +208,7 @@ func (rep *Report) addDialogue(d *Dialogue, sample int) {
 		rep.Roles[m.Role]++
 		rep.MsgLen = append(rep.MsgLen, len(m.Content))
 		total += len(m.Content)
-		for _, g := range fenceRE.FindAllStringSubmatch(m.Content, -1) {
-			rep.Langs[strings.ToLower(g[1])]++
-		}
+		FenceLanguages(m.Content, func(lang string) { rep.Langs[strings.ToLower(lang)]++ })
 	}
 	rep.TextLen = append(rep.TextLen, total)
 	if len(rep.Samples) < sample {

@@ -20,9 +20,10 @@ type fakeKey struct{}
 // fakeHolder is one script's fake model endpoint and the chat-request count
 // at its last `fakeopenai count`.
 type fakeHolder struct {
-	mu   sync.Mutex
-	srv  *llmtest.Server
-	seen int
+	mu        sync.Mutex
+	srv       *llmtest.Server
+	seen      int
+	batchMark int // batches already listed by `fakeopenai batches`
 }
 
 const chatPath = "/v1/chat/completions"
@@ -37,9 +38,10 @@ const chatPath = "/v1/chat/completions"
 //	                     the previous count (or the start); with `!`, that
 //	                     the number is not N
 //	fakeopenai batchpolls N   batches stay in progress for N status polls
-//	fakeopenai waitbatches N  waits until N batches were created
-//	fakeopenai batches   prints batches=B requests=R; fails if a request was
-//	                     submitted in two batches
+//	fakeopenai waitbatches N  waits until N batches are unfinished (submitted, not done)
+//	fakeopenai batches   prints batches=B requests=R of the batches created
+//	                     since the previous `batches`; fails if a request was
+//	                     submitted in two of them
 //
 // The server requires "Bearer fake-key", so a script must `env FAKE_KEY=fake-key`
 // and name FAKE_KEY as the pipeline's api_key_env.
@@ -87,14 +89,21 @@ func cmdFakeOpenAI(t *testing.T, ts *testscript.TestScript, neg bool, args []str
 		if err != nil || h.srv == nil {
 			ts.Fatalf("usage: fakeopenai waitbatches N (after start)")
 		}
-		h.mu.Unlock() // the server's handlers do not need it, but keep waiting cheap
+		open := func() int {
+			k := 0
+			for _, b := range h.srv.Batches() {
+				if b.Status == "validating" || b.Status == "in_progress" {
+					k++
+				}
+			}
+			return k
+		}
 		deadline := time.Now().Add(2 * time.Minute)
-		for len(h.srv.Batches()) < n && time.Now().Before(deadline) {
+		for open() < n && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
-		h.mu.Lock()
-		if got := len(h.srv.Batches()); got < n {
-			ts.Fatalf("fakeopenai waitbatches: %d batches after 2m, want %d", got, n)
+		if got := open(); got < n {
+			ts.Fatalf("fakeopenai waitbatches: %d unfinished batches after 2m, want %d", got, n)
 		}
 		time.Sleep(200 * time.Millisecond) // the batch id reaches the run store right after create
 	case len(args) == 1 && args[0] == "batches":
@@ -103,7 +112,10 @@ func cmdFakeOpenAI(t *testing.T, ts *testscript.TestScript, neg bool, args []str
 			ts.Fatalf("fakeopenai batches: no server")
 		}
 		seen := map[string]string{}
-		for _, b := range h.srv.Batches() {
+		all := h.srv.Batches()
+		since := all[min(h.batchMark, len(all)):]
+		h.batchMark = len(all)
+		for _, b := range since {
 			ts.Logf("batch %s: %s, %d requests", b.ID, b.Status, b.RequestCounts.Total)
 			for _, id := range h.srv.BatchRequestIDs(b.ID) {
 				if prev, dup := seen[id]; dup {
@@ -112,7 +124,7 @@ func cmdFakeOpenAI(t *testing.T, ts *testscript.TestScript, neg bool, args []str
 				seen[id] = b.ID
 			}
 		}
-		fmt.Fprintf(ts.Stdout(), "batches=%d requests=%d\n", len(h.srv.Batches()), len(seen))
+		fmt.Fprintf(ts.Stdout(), "batches=%d requests=%d\n", len(since), len(seen))
 	default:
 		ts.Fatalf("usage: fakeopenai start | count N | batchpolls N | waitbatches N | batches")
 	}

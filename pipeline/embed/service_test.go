@@ -21,13 +21,21 @@ func clearEmbedEnv(t *testing.T) {
 	}
 }
 
+// dimStage is a whole-set test stage with a version.
+type dimStage struct {
+	pipeline.AllFunc
+	version any
+}
+
+func (d dimStage) Version() any { return d.version }
+
 func init() {
 	// embed-svc-dim embeds all its queries at once and records the vector
 	// dimension and count, and whether TF-IDF did it, in its stats.
-	pipeline.Register("embed-svc-dim", struct{}{}, func(_ struct{}, svc *pipeline.Services) (*pipeline.Stage, error) {
-		return &pipeline.Stage{
-			Version: Identity(svc.Embedder),
-			All: func(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
+	pipeline.Register("embed-svc-dim", struct{}{}, func(_ struct{}, svc *pipeline.Services) (dimStage, error) {
+		return dimStage{
+			version: Identity(svc.Embedder),
+			AllFunc: func(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
 				e, err := ForStage(svc)
 				if err != nil {
 					return err

@@ -61,6 +61,10 @@ type Response struct {
 	Cached bool `json:"-"`
 	// Attempts is the number of HTTP attempts made (0 when Cached).
 	Attempts int `json:"-"`
+	// Batch is true when a provider batch answered (Cost is then the batch
+	// price) and BatchSaved what the live price would have added.
+	Batch      bool    `json:"-"`
+	BatchSaved float64 `json:"-"`
 }
 
 // Chatter is what LLM-backed stages depend on. *Client implements it; stage
@@ -205,6 +209,7 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 		case err == nil:
 			live := c.acct.Prices().Cost(p.Model, resp.PromptTokens, resp.CompletionTokens)
 			resp.Cost = live * c.cfg.BatchDiscount
+			resp.Batch, resp.BatchSaved = true, live-resp.Cost
 			c.acct.record(c.cfg.Stage, Usage{Requests: 1, BatchRequests: 1, PromptTokens: int64(resp.PromptTokens),
 				CompletionTokens: int64(resp.CompletionTokens), Cost: resp.Cost, BatchSavedCost: live - resp.Cost})
 			c.put(ctx, key, resp)

@@ -170,29 +170,27 @@ type askOptions struct {
 func init() {
 	// llm-svc-ask answers each query with the model, or passes it through
 	// marked skipped when the run has no model.
-	pipeline.Register("llm-svc-ask", askOptions{}, func(o askOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
-		return &pipeline.Stage{
-			Each: func(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
-				q, err := pipeline.As[schema.Query](in, pipeline.KindQuery)
-				if err != nil {
-					return nil, pipeline.Permanent(err)
-				}
-				chat, err := llm.ForStage(svc, o.Endpoint)
-				if errors.Is(err, llm.ErrNoModel) {
-					svc.Stats.Add("skipped", 1)
-					return []pipeline.Item{in}, nil
-				}
-				if err != nil {
-					return nil, pipeline.Permanent(err)
-				}
-				r, err := chat.Chat(ctx, llm.Request{Messages: []llm.Message{llm.User(q.Text)}})
-				if err != nil {
-					return nil, err
-				}
-				q.Metadata = map[string]string{"answer": r.Text}
-				out, err := pipeline.QueryItem(q)
-				return []pipeline.Item{out}, err
-			},
+	pipeline.Register("llm-svc-ask", askOptions{}, func(o askOptions, svc *pipeline.Services) (pipeline.EachFunc, error) {
+		return func(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
+			q, err := pipeline.As[schema.Query](in, pipeline.KindQuery)
+			if err != nil {
+				return nil, pipeline.Permanent(err)
+			}
+			chat, err := llm.ForStage(svc, o.Endpoint)
+			if errors.Is(err, llm.ErrNoModel) {
+				svc.Stats.Add("skipped", 1)
+				return []pipeline.Item{in}, nil
+			}
+			if err != nil {
+				return nil, pipeline.Permanent(err)
+			}
+			r, err := chat.Chat(ctx, llm.Request{Messages: []llm.Message{llm.User(q.Text)}})
+			if err != nil {
+				return nil, err
+			}
+			q.Metadata = map[string]string{"answer": r.Text}
+			out, err := pipeline.QueryItem(q)
+			return []pipeline.Item{out}, err
 		}, nil
 	})
 }

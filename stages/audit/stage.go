@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/codefeedback/codefeedback/internal/benchmarks"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/embed"
 	"github.com/codefeedback/codefeedback/schema"
@@ -37,7 +38,8 @@ type StageOptions struct {
 	// at cosine >= EmbedThreshold.
 	Embedding      bool    `yaml:"embedding" json:"embedding"`
 	EmbedThreshold float64 `yaml:"embed_threshold" json:"embed_threshold"`
-	// BenchDir is where the benchmark files are (see BenchDir). It is not
+	// BenchDir is where the benchmark files are (default: $CODEFEEDBACK_BENCH_DIR,
+	// else the user cache that `codefeedback bench fetch` fills). It is not
 	// part of the cache key: the files' checksums are.
 	BenchDir string `yaml:"bench_dir" json:"-"`
 	// Missing says what to do when a benchmark's file is not found: "fail"
@@ -62,7 +64,7 @@ var DefaultStageOptions = StageOptions{
 // Validate checks the settings.
 func (o StageOptions) Validate() error {
 	if len(o.Against) == 0 {
-		return errors.New("audit: against: name at least one benchmark (" + knownNames() + ") or problem file")
+		return errors.New("audit: against: name at least one benchmark (" + benchmarks.Names() + ") or problem file")
 	}
 	if o.Threshold <= 0 || o.Threshold > 1 {
 		return fmt.Errorf("audit: threshold %v: want a value in (0, 1]", o.Threshold)
@@ -81,7 +83,7 @@ func (o StageOptions) Validate() error {
 
 // stageVersion is the algorithm's version for the cache key; bump it when
 // a change alters which dialogues are flagged.
-const stageVersion = "audit-v1"
+const stageVersion = "audit-v2"
 
 func init() {
 	pipeline.Register("audit", DefaultStageOptions, newStage)
@@ -92,13 +94,13 @@ func init() {
 func benchmarkVersions(against []string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, a := range against {
-		if s, ok := Lookup(a); ok {
+		if s, ok := benchmarks.Lookup(a); ok {
 			out[s.Name] = s.SHA256
 			continue
 		}
 		f, err := os.Open(a)
 		if err != nil {
-			return nil, fmt.Errorf("audit: against: %q is neither a known benchmark (%s) nor a readable file: %w", a, knownNames(), err)
+			return nil, fmt.Errorf("audit: against: %q is neither a known benchmark (%s) nor a readable file: %w", a, benchmarks.Names(), err)
 		}
 		h := sha256.New()
 		_, err = io.Copy(h, f)
@@ -114,14 +116,14 @@ func benchmarkVersions(against []string) (map[string]string, error) {
 // presentBenchmarks splits against into the benchmarks whose files exist and
 // those that do not.
 func presentBenchmarks(benchDir string, against []string) (present, missing []string, err error) {
-	dir, err := BenchDir(benchDir)
+	dir, err := benchmarks.Dir(benchDir)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, a := range against {
 		p := a
-		if s, ok := Lookup(a); ok {
-			p = filepath.Join(dir, s.File)
+		if s, ok := benchmarks.Lookup(a); ok {
+			p = s.Path(dir)
 		}
 		if _, err := os.Stat(p); err != nil {
 			missing = append(missing, a)
@@ -135,7 +137,7 @@ func presentBenchmarks(benchDir string, against []string) (present, missing []st
 // newStage builds the audit stage: an All stage that audits every dialogue
 // item, passes the clean ones on in order, drops (or labels) the flagged
 // ones, and writes the report and the removed list into the run directory.
-func newStage(o StageOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
+func newStage(o StageOptions, svc *pipeline.Services) (pipeline.Stage, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -146,7 +148,13 @@ func newStage(o StageOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
 			return nil, err
 		}
 		if len(missing) > 0 && svc.Logger != nil {
-			svc.Logger.Warn("audit: benchmark files not found; leakage is NOT checked against them (set bench_dir or $"+EnvBenchDir+")", "missing", strings.Join(missing, ","))
+			dir, _ := benchmarks.Dir(o.BenchDir)
+			msg := "audit: not checked against benchmarks missing from the benchmark directory"
+			if len(o.Against) == 0 {
+				msg = "audit: skipped: no benchmark files; " + benchmarks.FetchHint
+			}
+			svc.Logger.Warn(msg, "missing", strings.Join(missing, ","), "dir", dir,
+				"fill", benchmarks.FetchHint+" (or set bench_dir / $"+benchmarks.EnvDir+")")
 		}
 		if svc.Stats != nil {
 			svc.Stats.Set("benchmarks_missing", float64(len(missing)))
@@ -155,31 +163,48 @@ func newStage(o StageOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
 	}
 	if len(o.Against) == 0 {
 		// Nothing to audit against: pass every item on unchanged.
-		return &pipeline.Stage{
-			Version: map[string]any{"algorithm": stageVersion, "benchmarks": "none", "missing": missing},
-			Each: func(_ context.Context, in pipeline.Item) ([]pipeline.Item, error) {
-				return []pipeline.Item{in}, nil
-			},
-		}, nil
+		return passStage{map[string]any{"algorithm": stageVersion, "benchmarks": "none", "missing": missing}}, nil
 	}
 	versions, err := benchmarkVersions(o.Against)
 	if err != nil {
 		return nil, err
 	}
-	st := &pipeline.Stage{Version: map[string]any{"algorithm": stageVersion, "benchmarks": versions}}
-	st.Observe = func(out pipeline.Item) {
-		if svc.Stats != nil && out.Kind == pipeline.KindDialogue {
-			svc.Stats.Add("dialogues_out", 1)
-		}
+	return &stage{o: o, svc: svc, version: map[string]any{"algorithm": stageVersion, "benchmarks": versions}}, nil
+}
+
+// passStage passes every item on unchanged: nothing to audit against.
+type passStage struct{ version any }
+
+func (p passStage) Version() any { return p.version }
+
+func (passStage) Each(_ context.Context, in pipeline.Item) ([]pipeline.Item, error) {
+	return []pipeline.Item{in}, nil
+}
+
+// stage is the "audit" stage.
+type stage struct {
+	o       StageOptions
+	svc     *pipeline.Services
+	version any
+}
+
+// Version implements pipeline.Versioner.
+func (st *stage) Version() any { return st.version }
+
+// Observe implements pipeline.Observer.
+func (st *stage) Observe(out pipeline.Item) {
+	if st.svc.Stats != nil && out.Kind == pipeline.KindDialogue {
+		st.svc.Stats.Add("dialogues_out", 1)
 	}
-	st.All = func(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
-		return runStage(ctx, o, svc, in, emit)
-	}
-	return st, nil
+}
+
+// All implements pipeline.AllStage.
+func (st *stage) All(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
+	return runStage(ctx, st.o, st.svc, in, emit)
 }
 
 func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
-	dir, err := BenchDir(o.BenchDir)
+	dir, err := benchmarks.Dir(o.BenchDir)
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ func runTestStage(t *testing.T, o StageOptions, ds []schema.Dialogue) ([]pipelin
 		}
 	}
 	var out []pipeline.Item
-	if err := st.All(context.Background(), in, func(it pipeline.Item) error { out = append(out, it); return nil }); err != nil {
+	if err := st.(pipeline.AllStage).All(context.Background(), in, func(it pipeline.Item) error { out = append(out, it); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return out, svc
@@ -141,8 +141,8 @@ func TestStageMissingBenchmarks(t *testing.T) {
 			o.Missing = tc.missing
 			svc := &pipeline.Services{Stats: pipeline.NewStats(), RunDir: t.TempDir(), Name: "audit"}
 			st, err := newStage(o, svc)
-			if err == nil && st.All != nil {
-				err = st.All(context.Background(), func(func(pipeline.Item, error) bool) {}, func(pipeline.Item) error { return nil })
+			if all, ok := st.(pipeline.AllStage); err == nil && ok {
+				err = all.All(context.Background(), func(func(pipeline.Item, error) bool) {}, func(pipeline.Item) error { return nil })
 			}
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("missing=%s: got err %v, want error %v", tc.missing, err, tc.wantErr)
@@ -152,7 +152,7 @@ func TestStageMissingBenchmarks(t *testing.T) {
 			}
 			d := schema.Dialogue{ID: "d1", Messages: []schema.Message{{Role: "user", Content: "hi"}}}
 			it, _ := pipeline.DialogueItem(d)
-			out, err := st.Each(context.Background(), it)
+			out, err := st.(pipeline.EachStage).Each(context.Background(), it)
 			if err != nil || len(out) != 1 || out[0].ID != it.ID {
 				t.Errorf("pass-through: got %v, %v; want the item back", out, err)
 			}
@@ -189,7 +189,7 @@ func TestStagePassesOtherKinds(t *testing.T) {
 		}
 	}
 	got := map[string]bool{}
-	if err := st.All(context.Background(), in, func(it pipeline.Item) error { got[it.ID] = true; return nil }); err != nil {
+	if err := st.(pipeline.AllStage).All(context.Background(), in, func(it pipeline.Item) error { got[it.ID] = true; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if !got[q.ID] || !got[clean.ID] || got[leak.ID] || len(got) != 2 {

@@ -80,7 +80,7 @@ func init() {
 	pipeline.Register("correct", DefaultStageOptions, newStage)
 }
 
-func newStage(o StageOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
+func newStage(o StageOptions, svc *pipeline.Services) (*stage, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -101,84 +101,103 @@ func newStage(o StageOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
 			version["model"] = p
 		}
 	}
-	st := &pipeline.Stage{Version: version}
-	st.Observe = func(out pipeline.Item) {
-		if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
-			return
-		}
-		d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
-		if err != nil || d.Stage != "correct" {
-			return
-		}
-		svc.Stats.Add("dialogues", 1)
-		svc.Stats.Add("dialogues."+d.Labels["bug_kind"], 1)
+	return &stage{o: o, svc: svc, kinds: kinds, version: version}, nil
+}
+
+// stage is the "correct" stage.
+type stage struct {
+	o       StageOptions
+	svc     *pipeline.Services
+	kinds   []Kind
+	version map[string]any
+}
+
+// Version implements pipeline.Versioner.
+func (st *stage) Version() any { return st.version }
+
+// UsesExecutor implements pipeline.ExecutorUser: every mutant runs.
+func (st *stage) UsesExecutor() bool { return true }
+
+// Observe implements pipeline.Observer.
+func (st *stage) Observe(out pipeline.Item) {
+	svc := st.svc
+	if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
+		return
 	}
-	st.Each = func(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
-		if in.Kind != pipeline.KindProblem {
-			return []pipeline.Item{in}, nil
+	d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
+	if err != nil || d.Stage != "correct" {
+		return
+	}
+	svc.Stats.Add("dialogues", 1)
+	svc.Stats.Add("dialogues."+d.Labels["bug_kind"], 1)
+}
+
+// Each implements pipeline.EachStage.
+func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
+	o, svc, kinds := st.o, st.svc, st.kinds
+	if in.Kind != pipeline.KindProblem {
+		return []pipeline.Item{in}, nil
+	}
+	p, err := pipeline.As[schema.Problem](in, pipeline.KindProblem)
+	if err != nil {
+		return nil, pipeline.Permanent(err)
+	}
+	if svc.Executor == nil {
+		return nil, pipeline.Permanent(errors.New("correct: needs a sandbox; add a top-level `executor:` (e.g. bwrap://) to the pipeline file"))
+	}
+	ex, err := svc.Executor(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("correct: open sandbox: %w", err)
+	}
+	checker := &Checker{Exec: ex, Timeout: o.Timeout, LoopTimeout: o.LoopTimeout}
+	var dialogues []schema.Dialogue
+	if o.Method == "mutation" {
+		g := &Generator{Exec: ex, Checker: checker, Opts: Options{Seed: o.Seed, Kinds: kinds, PerOperator: o.PerOperator, PerKind: o.PerKind}}
+		out, err := g.Generate(ctx, &p)
+		if err != nil {
+			return nil, err
 		}
-		p, err := pipeline.As[schema.Problem](in, pipeline.KindProblem)
+		dialogues = out.Dialogues
+		// Per-item stats: the attempts are not in the outputs, and a
+		// cached re-run must report the same yield.
+		stats := pipeline.ItemStats(ctx, svc.Stats)
+		for _, a := range out.Attempts {
+			stats.Add("mutants/tried/"+a.Operator, 1)
+			if a.Kept {
+				stats.Add("mutants/kept/"+a.Operator, 1)
+			}
+		}
+		if out.Skipped != "" && svc.Logger != nil {
+			svc.Logger.Info("correct: problem skipped", "problem", p.ID, "reason", out.Skipped)
+		}
+	} else {
+		chat, err := llm.ForStage(svc, o.Endpoint)
 		if err != nil {
 			return nil, pipeline.Permanent(err)
 		}
-		if svc.Executor == nil {
-			return nil, pipeline.Permanent(errors.New("correct: needs a sandbox; add a top-level `executor:` (e.g. bwrap://) to the pipeline file"))
-		}
-		ex, err := svc.Executor(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("correct: open sandbox: %w", err)
-		}
-		checker := &Checker{Exec: ex, Timeout: o.Timeout, LoopTimeout: o.LoopTimeout}
-		var dialogues []schema.Dialogue
-		if o.Method == "mutation" {
-			g := &Generator{Exec: ex, Checker: checker, Opts: Options{Seed: o.Seed, Kinds: kinds, PerOperator: o.PerOperator, PerKind: o.PerKind}}
-			out, err := g.Generate(ctx, &p)
+		g := &ModelGenerator{Chat: chat, Exec: ex, Checker: checker}
+		for _, k := range kinds {
+			d, err := g.Generate(ctx, &p, k)
+			if IsDiscarded(err) {
+				pipeline.ItemStats(ctx, svc.Stats).Add("discarded."+string(k), 1)
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}
-			dialogues = out.Dialogues
-			// Per-item stats: the attempts are not in the outputs, and a
-			// cached re-run must report the same yield.
-			stats := pipeline.ItemStats(ctx, svc.Stats)
-			for _, a := range out.Attempts {
-				stats.Add("mutants/tried/"+a.Operator, 1)
-				if a.Kept {
-					stats.Add("mutants/kept/"+a.Operator, 1)
-				}
-			}
-			if out.Skipped != "" && svc.Logger != nil {
-				svc.Logger.Info("correct: problem skipped", "problem", p.ID, "reason", out.Skipped)
-			}
-		} else {
-			chat, err := llm.ForStage(svc, o.Endpoint)
-			if err != nil {
-				return nil, pipeline.Permanent(err)
-			}
-			g := &ModelGenerator{Chat: chat, Exec: ex, Checker: checker}
-			for _, k := range kinds {
-				d, err := g.Generate(ctx, &p, k)
-				if IsDiscarded(err) {
-					pipeline.ItemStats(ctx, svc.Stats).Add("discarded."+string(k), 1)
-					continue
-				}
-				if err != nil {
-					return nil, err
-				}
-				dialogues = append(dialogues, d)
-			}
+			dialogues = append(dialogues, d)
 		}
-		var items []pipeline.Item
-		if o.KeepProblems {
-			items = append(items, in)
-		}
-		for _, d := range dialogues {
-			it, err := pipeline.DialogueItem(d)
-			if err != nil {
-				return nil, err
-			}
-			items = append(items, it)
-		}
-		return items, nil
 	}
-	return st, nil
+	var items []pipeline.Item
+	if o.KeepProblems {
+		items = append(items, in)
+	}
+	for _, d := range dialogues {
+		it, err := pipeline.DialogueItem(d)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, it)
+	}
+	return items, nil
 }

@@ -40,7 +40,7 @@ func init() { pipeline.Register("explain", DefaultOptions, newStage) }
 // newStage builds the "explain" stage: dialogue items get prefaces; other
 // kinds pass through. Without a model every item passes through unchanged,
 // the stats say "skipped/no_model" and the log says how to enable it.
-func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
+func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -65,78 +65,94 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 		}
 		version["model"] = p
 	}
-	st := &pipeline.Stage{Version: version}
-	st.Observe = func(out pipeline.Item) {
-		if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
-			return
-		}
-		d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
-		if err != nil {
-			return
-		}
-		switch {
-		case d.Labels[LabelExplained] != "":
-			svc.Stats.Add("dialogues/explained", 1)
-			var n int
-			fmt.Sscan(d.Labels[LabelExplained], &n)
-			svc.Stats.Add("turns/explained", float64(n))
-			if d.Labels[LabelStripped] != "" {
-				svc.Stats.Add("dialogues/stripped", 1)
-			}
-		case noModel:
-			svc.Stats.Add("skipped/no_model", 1)
-		default:
-			svc.Stats.Add("dialogues/no_code", 1)
-		}
-	}
-	var once sync.Once
-	var ex *Explainer
+	st := &stage{svc: svc, version: version, noModel: noModel}
 	if !noModel {
-		if ex, err = New(chat, o.Repairs); err != nil {
+		if st.ex, err = New(chat, o.Repairs); err != nil {
 			return nil, err
 		}
-		ex.ContextChars = o.ContextChars
+		st.ex.ContextChars = o.ContextChars
 		if o.Sentences != "" {
-			ex.Sentences = o.Sentences
+			st.ex.Sentences = o.Sentences
 		}
-	}
-	st.Each = func(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
-		if in.Kind != pipeline.KindDialogue {
-			return []pipeline.Item{in}, nil
-		}
-		if noModel {
-			once.Do(func() {
-				if svc.Logger != nil {
-					svc.Logger.Warn("explain: skipped, no model configured; dialogues pass through unchanged",
-						"enable", llm.NoModelHint)
-				}
-			})
-			return []pipeline.Item{in}, nil
-		}
-		d, err := pipeline.As[schema.Dialogue](in, pipeline.KindDialogue)
-		if err != nil {
-			return nil, pipeline.Permanent(err)
-		}
-		if d.Labels[LabelExplained] != "" { // explained by an earlier run of this stage
-			return []pipeline.Item{in}, nil
-		}
-		out, rep, err := ex.Explain(ctx, d)
-		if err != nil {
-			return nil, classify(err)
-		}
-		if svc.Stats != nil && rep.Repairs > 0 {
-			svc.Stats.Add("repairs", float64(rep.Repairs))
-		}
-		if rep.Turns == 0 {
-			return []pipeline.Item{in}, nil
-		}
-		it, err := pipeline.DialogueItem(out)
-		if err != nil {
-			return nil, err
-		}
-		return []pipeline.Item{it}, nil
 	}
 	return st, nil
+}
+
+// stage is the "explain" stage.
+type stage struct {
+	svc     *pipeline.Services
+	version map[string]any
+	noModel bool
+	once    sync.Once
+	ex      *Explainer
+}
+
+// Version implements pipeline.Versioner.
+func (st *stage) Version() any { return st.version }
+
+// Observe implements pipeline.Observer.
+func (st *stage) Observe(out pipeline.Item) {
+	svc, noModel := st.svc, st.noModel
+	if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
+		return
+	}
+	d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
+	if err != nil {
+		return
+	}
+	switch {
+	case d.Labels[LabelExplained] != "":
+		svc.Stats.Add("dialogues/explained", 1)
+		var n int
+		fmt.Sscan(d.Labels[LabelExplained], &n)
+		svc.Stats.Add("turns/explained", float64(n))
+		if d.Labels[LabelStripped] != "" {
+			svc.Stats.Add("dialogues/stripped", 1)
+		}
+	case noModel:
+		svc.Stats.Add("skipped/no_model", 1)
+	default:
+		svc.Stats.Add("dialogues/no_code", 1)
+	}
+}
+
+// Each implements pipeline.EachStage.
+func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
+	svc, noModel, ex := st.svc, st.noModel, st.ex
+	if in.Kind != pipeline.KindDialogue {
+		return []pipeline.Item{in}, nil
+	}
+	if noModel {
+		st.once.Do(func() {
+			if svc.Logger != nil {
+				svc.Logger.Warn("explain: skipped, no model configured; dialogues pass through unchanged",
+					"enable", llm.NoModelHint)
+			}
+		})
+		return []pipeline.Item{in}, nil
+	}
+	d, err := pipeline.As[schema.Dialogue](in, pipeline.KindDialogue)
+	if err != nil {
+		return nil, pipeline.Permanent(err)
+	}
+	if d.Labels[LabelExplained] != "" { // explained by an earlier run of this stage
+		return []pipeline.Item{in}, nil
+	}
+	out, rep, err := ex.Explain(ctx, d)
+	if err != nil {
+		return nil, classify(err)
+	}
+	if svc.Stats != nil && rep.Repairs > 0 {
+		svc.Stats.Add("repairs", float64(rep.Repairs))
+	}
+	if rep.Turns == 0 {
+		return []pipeline.Item{in}, nil
+	}
+	it, err := pipeline.DialogueItem(out)
+	if err != nil {
+		return nil, err
+	}
+	return []pipeline.Item{it}, nil
 }
 
 // classify marks failures for the engine: exhausted retries are transient;

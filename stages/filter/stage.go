@@ -91,44 +91,54 @@ func init() {
 		Unrated: "drop", MaxTokens: 200}, newFilterStage)
 }
 
-func newDedupStage(o DedupOptions, svc *pipeline.Services) (*pipeline.Stage, error) {
-	return &pipeline.Stage{
-		Version: "dedup-v1",
-		All: func(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
-			d := NewDedup(o.Threshold, o.Shingle)
-			var ids []string // input index -> query id, for the log
-			for it, err := range in {
-				if err != nil {
-					return err
-				}
-				if it.Kind != pipeline.KindQuery {
-					if err := emit(it); err != nil {
-						return err
-					}
-					continue
-				}
-				q, err := pipeline.As[schema.Query](it, pipeline.KindQuery)
-				if err != nil {
-					return err
-				}
-				ids = append(ids, q.ID)
-				v := d.Add(q.Text)
-				svc.Stats.Add("queries", 1)
-				if v.Kind != "" {
-					svc.Stats.Add("dropped/"+v.Kind, 1)
-					if svc.Logger != nil {
-						svc.Logger.Debug("dedup: dropped", "id", q.ID, "kind", v.Kind, "of", ids[v.Of], "jaccard", v.Jaccard)
-					}
-					continue
-				}
-				svc.Stats.Add("kept", 1)
-				if err := emit(it); err != nil {
-					return err
-				}
+// dedupStage is the "dedup" stage.
+type dedupStage struct {
+	o   DedupOptions
+	svc *pipeline.Services
+}
+
+func newDedupStage(o DedupOptions, svc *pipeline.Services) (dedupStage, error) {
+	return dedupStage{o, svc}, nil
+}
+
+// Version implements pipeline.Versioner.
+func (dedupStage) Version() any { return "dedup-v1" }
+
+// All implements pipeline.AllStage.
+func (st dedupStage) All(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
+	o, svc := st.o, st.svc
+	d := NewDedup(o.Threshold, o.Shingle)
+	var ids []string // input index -> query id, for the log
+	for it, err := range in {
+		if err != nil {
+			return err
+		}
+		if it.Kind != pipeline.KindQuery {
+			if err := emit(it); err != nil {
+				return err
 			}
-			return nil
-		},
-	}, nil
+			continue
+		}
+		q, err := pipeline.As[schema.Query](it, pipeline.KindQuery)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, q.ID)
+		v := d.Add(q.Text)
+		svc.Stats.Add("queries", 1)
+		if v.Kind != "" {
+			svc.Stats.Add("dropped/"+v.Kind, 1)
+			if svc.Logger != nil {
+				svc.Logger.Debug("dedup: dropped", "id", q.ID, "kind", v.Kind, "of", ids[v.Of], "jaccard", v.Jaccard)
+			}
+			continue
+		}
+		svc.Stats.Add("kept", 1)
+		if err := emit(it); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Version is what besides the settings determines the filter's outputs.
@@ -137,7 +147,7 @@ type version struct {
 	Model   any               `json:"model"`
 }
 
-func newFilterStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
+func newFilterStage(o Options, svc *pipeline.Services) (*filterStage, error) {
 	rule, err := ParseRule(o.Rule, o.Keep)
 	if err != nil {
 		return nil, err
@@ -164,123 +174,144 @@ func newFilterStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) 
 		ver.Model = fmt.Sprintf("%T", m)
 	}
 
-	var (
-		once     sync.Once
-		rater    *Rater
-		raterErr error
-	)
-	getRater := func() (*Rater, error) {
-		once.Do(func() {
-			chat, err := llm.ForStage(svc, o.Endpoint)
-			if err != nil {
-				raterErr = err
-				if errors.Is(err, llm.ErrNoModel) && svc.Logger != nil {
-					svc.Logger.Warn("filter: no model, so queries pass through unrated (nothing is dropped); " +
-						"to rate them " + llm.NoModelHint)
-				}
-				return
-			}
-			rater, raterErr = NewRater(chat, model, o.Rubrics, o.Repairs)
-			if rater != nil {
-				rater.MaxTokens = o.MaxTokens
-			}
-		})
-		return rater, raterErr
-	}
+	return &filterStage{o: o, svc: svc, rule: rule, ver: ver, model: model}, nil
+}
 
-	st := &pipeline.Stage{Version: ver}
-	st.Each = func(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
-		if in.Kind != pipeline.KindQuery {
-			return []pipeline.Item{in}, nil
-		}
-		q, err := pipeline.As[schema.Query](in, pipeline.KindQuery)
+// filterStage is the "filter" stage.
+type filterStage struct {
+	o     Options
+	svc   *pipeline.Services
+	rule  Rule
+	ver   version
+	model string
+
+	once     sync.Once
+	rater    *Rater
+	raterErr error
+
+	// Observe's state: ratings of one query come before its query item.
+	pending        string // query id whose ratings were seen last
+	pendingUnrated bool
+}
+
+// Version implements pipeline.Versioner.
+func (st *filterStage) Version() any { return st.ver }
+
+func (st *filterStage) getRater() (*Rater, error) {
+	o, svc := st.o, st.svc
+	st.once.Do(func() {
+		chat, err := llm.ForStage(svc, o.Endpoint)
 		if err != nil {
-			return nil, pipeline.Permanent(err)
+			st.raterErr = err
+			if errors.Is(err, llm.ErrNoModel) && svc.Logger != nil {
+				svc.Logger.Warn("filter: no model, so queries pass through unrated (nothing is dropped); " +
+					"to rate them " + llm.NoModelHint)
+			}
+			return
 		}
-		r, err := getRater()
-		if errors.Is(err, llm.ErrNoModel) {
-			svc.Stats.Add("skipped_no_model", 1)
-			return []pipeline.Item{in}, nil
+		st.rater, st.raterErr = NewRater(chat, st.model, o.Rubrics, o.Repairs)
+		if st.rater != nil {
+			st.rater.MaxTokens = o.MaxTokens
 		}
+	})
+	return st.rater, st.raterErr
+}
+
+// Each implements pipeline.EachStage.
+func (st *filterStage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
+	o, svc, rule := st.o, st.svc, st.rule
+	if in.Kind != pipeline.KindQuery {
+		return []pipeline.Item{in}, nil
+	}
+	q, err := pipeline.As[schema.Query](in, pipeline.KindQuery)
+	if err != nil {
+		return nil, pipeline.Permanent(err)
+	}
+	r, err := st.getRater()
+	if errors.Is(err, llm.ErrNoModel) {
+		svc.Stats.Add("skipped_no_model", 1)
+		return []pipeline.Item{in}, nil
+	}
+	if err != nil {
+		return nil, pipeline.Permanent(err)
+	}
+	ratings, err := r.Rate(ctx, q)
+	switch {
+	case errors.Is(err, llm.ErrRetriesExhausted):
+		return nil, pipeline.Transient(err)
+	case err != nil:
+		return nil, err
+	}
+	out := make([]pipeline.Item, 0, len(ratings)+1)
+	for _, rt := range ratings {
+		it, err := pipeline.RatingItem(rt)
 		if err != nil {
-			return nil, pipeline.Permanent(err)
-		}
-		ratings, err := r.Rate(ctx, q)
-		switch {
-		case errors.Is(err, llm.ErrRetriesExhausted):
-			return nil, pipeline.Transient(err)
-		case err != nil:
 			return nil, err
 		}
-		out := make([]pipeline.Item, 0, len(ratings)+1)
-		for _, rt := range ratings {
-			it, err := pipeline.RatingItem(rt)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, it)
+		out = append(out, it)
+	}
+	keep, unrated := rule.Decide(ratings)
+	if unrated && o.Unrated == "keep" {
+		keep = true
+	}
+	if !keep {
+		return out, nil
+	}
+	q.Metadata = maps.Clone(q.Metadata)
+	if q.Metadata == nil {
+		q.Metadata = map[string]string{}
+	}
+	for _, rt := range ratings {
+		v := strconv.Itoa(rt.Score)
+		if rt.Score == 0 {
+			v = "unrated"
 		}
-		keep, unrated := rule.Decide(ratings)
-		if unrated && o.Unrated == "keep" {
-			keep = true
-		}
-		if !keep {
-			return out, nil
-		}
-		q.Metadata = maps.Clone(q.Metadata)
-		if q.Metadata == nil {
-			q.Metadata = map[string]string{}
-		}
-		for _, rt := range ratings {
-			v := strconv.Itoa(rt.Score)
-			if rt.Score == 0 {
-				v = "unrated"
-			}
-			q.Metadata["difficulty."+rt.Rubric] = v
-		}
-		qi, err := pipeline.QueryItem(q)
+		q.Metadata["difficulty."+rt.Rubric] = v
+	}
+	qi, err := pipeline.QueryItem(q)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, qi), nil
+}
+
+// Estimate implements pipeline.Estimator.
+func (st *filterStage) Estimate(n int) pipeline.Usage {
+	o := st.o
+	// Two short prompts per query (~300 tokens in, ~40 out each).
+	calls := int64(n * len(o.Rubrics))
+	return pipeline.Usage{Requests: calls, PromptTokens: 300 * calls, CompletionTokens: 40 * calls}
+}
+
+// Observe implements pipeline.Observer: it fills the manifest's histogram
+// and counts from every output, cached or fresh.
+func (st *filterStage) Observe(out pipeline.Item) {
+	svc := st.svc
+	switch out.Kind {
+	case pipeline.KindRating:
+		rt, err := pipeline.As[schema.Rating](out, pipeline.KindRating)
 		if err != nil {
-			return nil, err
+			return
 		}
-		return append(out, qi), nil
-	}
-	st.Estimate = func(n int) pipeline.Usage {
-		// Two short prompts per query (~300 tokens in, ~40 out each).
-		calls := int64(n * len(o.Rubrics))
-		return pipeline.Usage{Requests: calls, PromptTokens: 300 * calls, CompletionTokens: 40 * calls}
-	}
-	// Observe fills the manifest's histogram and counts from every output,
-	// cached or fresh. Ratings of one query come before its query item.
-	var pending string // query id whose ratings were seen last
-	var pendingUnrated bool
-	st.Observe = func(out pipeline.Item) {
-		switch out.Kind {
-		case pipeline.KindRating:
-			rt, err := pipeline.As[schema.Rating](out, pipeline.KindRating)
-			if err != nil {
-				return
-			}
-			bucket := strconv.Itoa(rt.Score)
-			if rt.Score == 0 {
-				bucket = "unrated"
-			}
-			svc.Stats.Add("score/"+rt.Rubric+"/"+bucket, 1)
-			if rt.QueryID != pending {
-				pending, pendingUnrated = rt.QueryID, false
-				svc.Stats.Add("rated", 1)
-				svc.Stats.Add("dropped", 1) // undone below if the query follows
-			}
-			if rt.Score == 0 && !pendingUnrated {
-				pendingUnrated = true
-				svc.Stats.Add("unrated", 1)
-			}
-		case pipeline.KindQuery:
-			if out.ID == pending {
-				svc.Stats.Add("dropped", -1)
-				pending = ""
-			}
-			svc.Stats.Add("kept", 1)
+		bucket := strconv.Itoa(rt.Score)
+		if rt.Score == 0 {
+			bucket = "unrated"
 		}
+		svc.Stats.Add("score/"+rt.Rubric+"/"+bucket, 1)
+		if rt.QueryID != st.pending {
+			st.pending, st.pendingUnrated = rt.QueryID, false
+			svc.Stats.Add("rated", 1)
+			svc.Stats.Add("dropped", 1) // undone below if the query follows
+		}
+		if rt.Score == 0 && !st.pendingUnrated {
+			st.pendingUnrated = true
+			svc.Stats.Add("unrated", 1)
+		}
+	case pipeline.KindQuery:
+		if out.ID == st.pending {
+			svc.Stats.Add("dropped", -1)
+			st.pending = ""
+		}
+		svc.Stats.Add("kept", 1)
 	}
-	return st, nil
 }

@@ -53,4 +53,17 @@ outputs: [{path: ` + out + `, kind: dialogue}]
 	if ex["skipped/no_model"] != 2 {
 		t.Errorf("explain stats %v, want skipped/no_model=2", ex)
 	}
+
+	// Parallelism is not part of the key; the sandbox's limits are.
+	for _, step := range []struct{ executor, settings, want string }{
+		{"bwrap://", "{sizes: [2], floor: 0, parallel: 1}", "unchanged"},
+		{"bwrap://?memory=300MiB", "{sizes: [2], floor: 0, parallel: 1}", "ran"},
+	} {
+		y := strings.Replace(strings.Replace(y, "executor: bwrap://", "executor: "+step.executor, 1),
+			"{sizes: [2], floor: 0}", step.settings, 1)
+		man := pipelinetest.Run(t, dir, y, pipeline.RunOptions{})
+		if got := man.Stages[0].Status; got != step.want {
+			t.Errorf("executor %s, settings %s: leetcode %s, want %s", step.executor, step.settings, got, step.want)
+		}
+	}
 }

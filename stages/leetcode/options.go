@@ -50,7 +50,7 @@ type Options struct {
 	MaxIterations int `yaml:"max_iterations" json:"max_iterations"`
 	// Timeout bounds one test run; Parallel the runs (and dialogues) in flight.
 	Timeout  time.Duration `yaml:"timeout" json:"timeout"`
-	Parallel int           `yaml:"parallel" json:"parallel"`
+	Parallel int           `yaml:"parallel" json:"parallel" key:"-"`
 	// Endpoint names the model endpoint ("" = the stage's default).
 	Endpoint string `yaml:"endpoint" json:"endpoint,omitempty"`
 	// KeepProblems also passes the problem items on (they are consumed

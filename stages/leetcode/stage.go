@@ -24,7 +24,7 @@ func init() { pipeline.Register("leetcode", DefaultOptions, newStage) }
 // newStage builds the "leetcode" stage. It reads the whole input (chains
 // need every problem), passes non-problem items through, and emits the
 // chain dialogues, then the alternatives dialogues, in a deterministic order.
-func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
+func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -49,21 +49,39 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 	} else if chat != nil {
 		version["model"] = fmt.Sprintf("%T", chat)
 	}
-	st := &pipeline.Stage{Version: version}
-	st.Observe = func(out pipeline.Item) {
-		if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
-			return
-		}
-		d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
-		if err != nil || d.Stage != "leetcode" {
-			return
-		}
-		ObserveDialogue(svc.Stats, d)
+	return &stage{o: o, svc: svc, chat: chat, version: version}, nil
+}
+
+// stage is the "leetcode" stage.
+type stage struct {
+	o       Options
+	svc     *pipeline.Services
+	chat    llm.Chatter
+	version map[string]any
+}
+
+// Version implements pipeline.Versioner.
+func (st *stage) Version() any { return st.version }
+
+// UsesExecutor implements pipeline.ExecutorUser: every solution runs.
+func (st *stage) UsesExecutor() bool { return true }
+
+// All implements pipeline.AllStage.
+func (st *stage) All(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
+	return run(ctx, st.o, st.svc, st.chat, in, emit)
+}
+
+// Observe implements pipeline.Observer.
+func (st *stage) Observe(out pipeline.Item) {
+	svc := st.svc
+	if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
+		return
 	}
-	st.All = func(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
-		return run(ctx, o, svc, chat, in, emit)
+	d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
+	if err != nil || d.Stage != "leetcode" {
+		return
 	}
-	return st, nil
+	ObserveDialogue(svc.Stats, d)
 }
 
 // ObserveDialogue adds one output dialogue to the stats: chains by length

@@ -31,7 +31,7 @@ type Options struct {
 	// Endpoint is the writer's endpoint in the `model:` section.
 	Endpoint string `yaml:"endpoint" json:"endpoint"`
 	// Concurrency bounds dialogues answered at once.
-	Concurrency int `yaml:"concurrency" json:"concurrency"`
+	Concurrency int `yaml:"concurrency" json:"concurrency" key:"-"`
 	// Language of the answers' code blocks and of the sandbox runner.
 	Language string `yaml:"language" json:"language"`
 	// Timeout bounds each execution (0 = the sandbox default).
@@ -64,7 +64,7 @@ type version struct {
 	Prompt   string `json:"prompt,omitempty"`
 }
 
-func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
+func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	tmpl, err := prompts.Get("pack_writer")
 	if err != nil {
 		return nil, err
@@ -83,12 +83,26 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 			ver.Writer = fmt.Sprintf("%T", m)
 		}
 	}
-	return &pipeline.Stage{
-		Version: ver,
-		All: func(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
-			return run(ctx, o, svc, tmpl, in, emit)
-		},
-	}, nil
+	return &stage{o: o, svc: svc, tmpl: tmpl, ver: ver}, nil
+}
+
+// stage is the "pack" stage.
+type stage struct {
+	o    Options
+	svc  *pipeline.Services
+	tmpl prompts.Template
+	ver  version
+}
+
+// Version implements pipeline.Versioner.
+func (st *stage) Version() any { return st.ver }
+
+// UsesExecutor implements pipeline.ExecutorUser: answered turns' code runs.
+func (st *stage) UsesExecutor() bool { return st.o.Answer }
+
+// All implements pipeline.AllStage.
+func (st *stage) All(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
+	return run(ctx, st.o, st.svc, st.tmpl, in, emit)
 }
 
 func run(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Template,

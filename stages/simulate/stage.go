@@ -19,7 +19,7 @@ func init() { pipeline.Register("simulate", DefaultOptions, newStage) }
 // newStage builds the "simulate" stage: query and problem items become
 // one-turn tasks, dialogue items (packed groups) multi-turn tasks; other
 // kinds pass through.
-func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
+func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -38,122 +38,139 @@ func newStage(o Options, svc *pipeline.Services) (*pipeline.Stage, error) {
 			version[role] = p
 		}
 	}
-	st := &pipeline.Stage{Version: version}
-	st.Observe = func(out pipeline.Item) {
-		if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
-			return
-		}
-		d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
-		if err != nil || d.Stage != "simulate" {
-			return
-		}
-		ObserveDialogue(svc.Stats, d)
-	}
+	return &stage{o: o, svc: svc, version: version}, nil
+}
 
-	var (
-		mu     sync.Mutex
-		sim    *feedbackloop.Simulator
-		simErr error
-		warned sync.Once
-	)
-	// Built on first use: the sandbox opens lazily and the models are only
-	// needed once an item arrives. A transient failure (the sandbox did not
-	// start) is retried by the next item; a settings error sticks.
-	simulator := func(ctx context.Context) (*feedbackloop.Simulator, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if sim != nil || simErr != nil {
-			return sim, simErr
-		}
-		s, err := buildSimulator(ctx, o, svc)
-		switch {
-		case err == nil:
-			sim = s
-		case pipeline.IsTransient(err):
-			return nil, err
-		default:
-			simErr = pipeline.Permanent(err)
-		}
-		return sim, simErr
-	}
+// stage is the "simulate" stage.
+type stage struct {
+	o       Options
+	svc     *pipeline.Services
+	version map[string]any
 
-	st.Each = func(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
-		var task feedbackloop.Task
-		s, err := simulator(ctx)
-		if errors.Is(err, llm.ErrNoModel) {
-			// Without a model there is nothing to simulate: the item is
-			// dropped (a question with no answer is not training data), and
-			// the run says so once instead of failing every item.
-			warned.Do(func() {
-				if svc.Logger != nil {
-					svc.Logger.Warn("simulate: skipped, no model configured; to run it " + llm.NoModelHint)
-				}
-			})
-			pipeline.ItemStats(ctx, svc.Stats).Add("skipped/no_model", 1)
-			return nil, nil
-		}
+	mu     sync.Mutex
+	sim    *feedbackloop.Simulator
+	simErr error
+	warned sync.Once
+}
+
+// Version implements pipeline.Versioner.
+func (st *stage) Version() any { return st.version }
+
+// UsesExecutor implements pipeline.ExecutorUser: every item runs code.
+func (st *stage) UsesExecutor() bool { return true }
+
+// Observe implements pipeline.Observer.
+func (st *stage) Observe(out pipeline.Item) {
+	svc := st.svc
+	if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
+		return
+	}
+	d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
+	if err != nil || d.Stage != "simulate" {
+		return
+	}
+	ObserveDialogue(svc.Stats, d)
+}
+
+// simulator builds the simulator on first use: the sandbox opens lazily and
+// the models are only needed once an item arrives. A transient failure (the
+// sandbox did not start) is retried by the next item; a settings error
+// sticks.
+func (st *stage) simulator(ctx context.Context) (*feedbackloop.Simulator, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.sim != nil || st.simErr != nil {
+		return st.sim, st.simErr
+	}
+	s, err := buildSimulator(ctx, st.o, st.svc)
+	switch {
+	case err == nil:
+		st.sim = s
+	case pipeline.IsTransient(err):
+		return nil, err
+	default:
+		st.simErr = pipeline.Permanent(err)
+	}
+	return st.sim, st.simErr
+}
+
+// Each implements pipeline.EachStage.
+func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
+	o, svc := st.o, st.svc
+	var task feedbackloop.Task
+	s, err := st.simulator(ctx)
+	if errors.Is(err, llm.ErrNoModel) {
+		// Without a model there is nothing to simulate: the item is
+		// dropped (a question with no answer is not training data), and
+		// the run says so once instead of failing every item.
+		st.warned.Do(func() {
+			if svc.Logger != nil {
+				svc.Logger.Warn("simulate: skipped, no model configured; to run it " + llm.NoModelHint)
+			}
+		})
+		pipeline.ItemStats(ctx, svc.Stats).Add("skipped/no_model", 1)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch in.Kind {
+	case pipeline.KindQuery:
+		q, err := pipeline.As[schema.Query](in, in.Kind)
 		if err != nil {
-			return nil, err
+			return nil, pipeline.Permanent(err)
 		}
-		switch in.Kind {
-		case pipeline.KindQuery:
-			q, err := pipeline.As[schema.Query](in, in.Kind)
-			if err != nil {
-				return nil, pipeline.Permanent(err)
-			}
-			task, err = s.TaskFromProblem(schema.Problem{Query: q})
-			if err != nil {
-				return nil, pipeline.Permanent(err)
-			}
-		case pipeline.KindProblem:
-			p, err := pipeline.As[schema.Problem](in, in.Kind)
-			if err != nil {
-				return nil, pipeline.Permanent(err)
-			}
-			task, err = s.TaskFromProblem(p)
-			if err != nil {
-				return nil, pipeline.Permanent(err)
-			}
-		case pipeline.KindDialogue:
-			d, err := pipeline.As[schema.Dialogue](in, in.Kind)
-			if err != nil {
-				return nil, pipeline.Permanent(err)
-			}
-			if d.Stage == "simulate" { // our own output fed back: nothing to do
-				return []pipeline.Item{in}, nil
-			}
-			if task, err = feedbackloop.TaskFromDialogue(d); err != nil {
-				return nil, pipeline.Permanent(err)
-			}
-		default:
+		task, err = s.TaskFromProblem(schema.Problem{Query: q})
+		if err != nil {
+			return nil, pipeline.Permanent(err)
+		}
+	case pipeline.KindProblem:
+		p, err := pipeline.As[schema.Problem](in, in.Kind)
+		if err != nil {
+			return nil, pipeline.Permanent(err)
+		}
+		task, err = s.TaskFromProblem(p)
+		if err != nil {
+			return nil, pipeline.Permanent(err)
+		}
+	case pipeline.KindDialogue:
+		d, err := pipeline.As[schema.Dialogue](in, in.Kind)
+		if err != nil {
+			return nil, pipeline.Permanent(err)
+		}
+		if d.Stage == "simulate" { // our own output fed back: nothing to do
 			return []pipeline.Item{in}, nil
 		}
-		res, err := s.Run(ctx, task)
-		if err != nil {
-			return nil, classify(err)
+		if task, err = feedbackloop.TaskFromDialogue(d); err != nil {
+			return nil, pipeline.Permanent(err)
 		}
-		var out []pipeline.Item
-		if o.KeepInputs {
-			out = append(out, in)
-		}
-		if !res.Passed && o.Failed == feedbackloop.FailedDrop {
-			// Recorded with the item so a cached re-run counts them too:
-			// Observe never sees a dropped dialogue.
-			stats := pipeline.ItemStats(ctx, svc.Stats)
-			stats.Add("dialogues/dropped", 1)
-			observeOutcomes(stats, res.Dialogue)
-			if svc.Logger != nil {
-				svc.Logger.Debug("simulate: dialogue dropped", "task", task.ID, "reason", res.Reason)
-			}
-			return out, nil
-		}
-		it, err := pipeline.DialogueItem(res.Dialogue)
-		if err != nil {
-			return nil, err
-		}
-		return append(out, it), nil
+	default:
+		return []pipeline.Item{in}, nil
 	}
-	return st, nil
+	res, err := s.Run(ctx, task)
+	if err != nil {
+		return nil, classify(err)
+	}
+	var out []pipeline.Item
+	if o.KeepInputs {
+		out = append(out, in)
+	}
+	if !res.Passed && o.Failed == feedbackloop.FailedDrop {
+		// Recorded with the item so a cached re-run counts them too:
+		// Observe never sees a dropped dialogue.
+		stats := pipeline.ItemStats(ctx, svc.Stats)
+		stats.Add("dialogues/dropped", 1)
+		observeOutcomes(stats, res.Dialogue)
+		if svc.Logger != nil {
+			svc.Logger.Debug("simulate: dialogue dropped", "task", task.ID, "reason", res.Reason)
+		}
+		return out, nil
+	}
+	it, err := pipeline.DialogueItem(res.Dialogue)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, it), nil
 }
 
 // buildSimulator gets the sandbox and the three models from the services.

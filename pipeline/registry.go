@@ -1,0 +1,102 @@
+package pipeline
+
+import (
+	"reflect"
+	"sort"
+	"sync"
+
+	"github.com/codefeedback/codefeedback/internal/store"
+)
+
+type registered struct {
+	name     string
+	defaults func() reflect.Value // pointer to a fresh copy of the defaults
+	build    func(opts any, svc *Services) (*stageCaps, error)
+}
+
+var (
+	regMu  sync.Mutex
+	stages = map[string]registered{}
+)
+
+// Register makes a stage type available to pipeline files under name.
+// defaults holds the option values used where the file leaves a key out.
+// Call it from init; registering a name twice panics.
+//
+// The factory may return its own stage type (tests can then call its
+// methods directly); the engine finds its capabilities by type assertion.
+func Register[O any, S Stage](name string, defaults O, f Factory[O, S]) {
+	if reflect.TypeFor[O]().Kind() != reflect.Struct {
+		panic("pipeline: options of stage " + name + " must be a struct")
+	}
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := stages[name]; dup {
+		panic("pipeline: stage registered twice: " + name)
+	}
+	stages[name] = registered{
+		name: name,
+		defaults: func() reflect.Value {
+			p := reflect.New(reflect.TypeFor[O]())
+			p.Elem().Set(reflect.ValueOf(defaults))
+			return p
+		},
+		build: func(opts any, svc *Services) (*stageCaps, error) {
+			st, err := f(*(opts.(*O)), svc)
+			if err != nil {
+				return nil, err
+			}
+			return capsOf(name, st)
+		},
+	}
+}
+
+// Stages lists the registered stage names.
+func Stages() []string {
+	regMu.Lock()
+	defer regMu.Unlock()
+	names := make([]string, 0, len(stages))
+	for n := range stages {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func lookupStage(name string) (registered, bool) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	r, ok := stages[name]
+	return r, ok
+}
+
+// ServiceBuilder builds a shared service (model client, embedder) from its
+// top-level section of the pipeline file. decode decodes the section into a
+// struct strictly (unknown keys are errors with file:line). cache is the run's
+// store; nil at validate time, when the builder must only check settings and
+// may return a nil service.
+type ServiceBuilder func(decode func(v any) error, cache store.Cache) (any, error)
+
+var services = map[string]ServiceBuilder{}
+
+// RegisterService registers the builder for a top-level section: "model"
+// fills Services.Model, "embedder" fills Services.Embedder. The llm and embed
+// packages call it from init.
+func RegisterService(section string, b ServiceBuilder) {
+	if section != "model" && section != "embedder" {
+		panic("pipeline: unknown service section " + section)
+	}
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := services[section]; dup {
+		panic("pipeline: service registered twice: " + section)
+	}
+	services[section] = b
+}
+
+func lookupService(section string) (ServiceBuilder, bool) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	b, ok := services[section]
+	return b, ok
+}

@@ -1,0 +1,351 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// slot is one item's place in the stage's output order.
+type slot struct {
+	done      chan struct{}
+	key       string
+	id        string
+	val       []byte
+	cached    bool
+	failed    error
+	permanent bool
+	attempts  int
+	aborted   bool // cancelled in flight: neither output nor failure
+	missed    bool // dry-run: not cached
+	wait      func() error
+	// stats records the attempt's item statistics (ItemStats); ictx hands
+	// it to Each. Both live here so a call allocates nothing for them.
+	stats Stats
+	ictx  itemCtx
+}
+
+type deadLetter struct {
+	Stage     string    `json:"stage"`
+	ItemID    string    `json:"item_id"`
+	Error     string    `json:"error"`
+	Attempts  int       `json:"attempts"`
+	Permanent bool      `json:"permanent,omitempty"`
+	Cached    bool      `json:"cached,omitempty"`
+	Time      time.Time `json:"time"`
+}
+
+// runEach streams a per-item stage: inputs are read in order, cached results
+// are taken from the store, the rest run with bounded concurrency, and
+// outputs are written in input order once each result is durable.
+func (r *runner) runEach(ctx context.Context, s *StageSpec, st *stageCaps, key string, svc *Services, rec *StageRecord) error {
+	srcs, inHash, total, err := r.sources(s)
+	if err != nil {
+		return err
+	}
+	force := r.isForced(s.Name)
+	if m, err := r.readMarker(s.Name); err == nil && !force && !r.o.DryRun && m.Key == key && m.InputHash == inHash && m.Counts.Failed == 0 {
+		r.done[s.Name] = m
+		rec.Status = "unchanged"
+		rec.Output = m.Output
+		rec.Counts = Counts{In: m.Counts.In, Out: m.Counts.Out, Cached: m.Counts.In}
+		r.log.Info("stage unchanged", "stage", s.Name, "items", m.Counts.In)
+		return nil
+	}
+	e, err := r.newEachRun(s, st, svc)
+	if err != nil {
+		return err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	e.cancel = cancel
+	e.p = startProgress(s.Name, total, r.o.Progress, r.log, r.o.ProgressInterval)
+	// s.Concurrency long-lived workers rather than a goroutine per item:
+	// fresh goroutines regrow their stacks on every item (measurable with
+	// instant stages), and the bound on concurrency is the same.
+	g, gctx := errgroup.WithContext(sctx)
+	e.jobs = make(chan job, s.Concurrency)
+	for range s.Concurrency {
+		g.Go(func() error {
+			for j := range e.jobs {
+				if n := r.process(gctx, s, st, svc.Stats, j.data, j.sl); n > 0 {
+					e.retries.Add(int64(n))
+				}
+			}
+			return nil
+		})
+	}
+	// A deep window lets many results await one group commit (fsync)
+	// without stalling workers; its memory is bounded, not per-run.
+	e.slots = make(chan *slot, 4096+2*s.Concurrency)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		for sl := range e.slots {
+			e.write(sl)
+		}
+	}()
+	e.dispatch(gctx, srcs, key, force)
+	close(e.jobs)
+	g.Wait()
+	close(e.slots)
+	<-writerDone
+	e.p.finish()
+	e.c.Retries = e.retries.Load()
+	e.c.Out = e.out.lines
+	rec.Counts = e.c
+	if r.o.DryRun && st.estimate != nil {
+		u := st.estimate.Estimate(int(e.c.WouldRun))
+		rec.Estimate = &u
+	}
+	switch {
+	case e.werr != nil:
+		e.abort()
+		return e.werr
+	case e.readErr != nil:
+		e.abort()
+		return e.readErr
+	case ctx.Err() != nil:
+		e.abort()
+		rec.Status = "stopped"
+		return ctx.Err()
+	case e.stopped:
+		e.abort()
+		rec.Status = "stopped"
+		return fmt.Errorf("%w: --max-cost %.2f USD reached; finished items are stored and the next run resumes", ErrStopped, r.o.MaxCost)
+	}
+	rec.Status = "ran"
+	if r.o.DryRun {
+		rec.Status = "dry-run"
+	}
+	for _, f := range []*atomicFile{e.out.a, e.dead, e.refs} {
+		if err := f.Commit(); err != nil {
+			e.abort()
+			return err
+		}
+	}
+	m := &marker{Key: key, InputHash: inHash, OutHash: e.out.sum(), Output: filepath.Join("stages", s.Name, "out.jsonl"), Counts: e.c}
+	m.Stats, _ = svc.Stats.Snapshot()
+	r.done[s.Name] = m
+	rec.Output = m.Output
+	if r.o.DryRun {
+		return nil
+	}
+	return r.writeMarker(s.Name, m) // last: the marker says everything above is on disk
+}
+
+// job is one uncached item handed to a worker.
+type job struct {
+	data []byte
+	sl   *slot
+}
+
+// eachRun is the state of one per-item stage run shared by its dispatcher
+// (reads inputs, looks up the store, hands out jobs), its workers and its
+// writer (writes results in input order).
+type eachRun struct {
+	r   *runner
+	s   *StageSpec
+	st  *stageCaps
+	svc *Services
+	p   *progress
+
+	out        *hashWriter
+	dead, refs *atomicFile
+	jobs       chan job
+	slots      chan *slot
+	cancel     context.CancelFunc
+	retries    atomic.Int64
+	c          Counts // writer's
+	werr       error  // writer's: fatal store or file failure
+	refBuf     []byte // writer's
+	readErr    error  // dispatcher's
+	stopped    bool   // dispatcher's: --max-cost reached
+}
+
+func (r *runner) newEachRun(s *StageSpec, st *stageCaps, svc *Services) (*eachRun, error) {
+	dir := r.stageDir(s.Name)
+	out, err := newHashWriter(filepath.Join(dir, "out.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	dead, err := createAtomic(filepath.Join(dir, "dead-letters.jsonl"))
+	if err != nil {
+		out.a.Abort()
+		return nil, err
+	}
+	refs, err := createAtomic(filepath.Join(dir, "refs"))
+	if err != nil {
+		out.a.Abort()
+		dead.Abort()
+		return nil, err
+	}
+	return &eachRun{r: r, s: s, st: st, svc: svc, out: out, dead: dead, refs: refs}, nil
+}
+
+func (e *eachRun) abort() { e.out.a.Abort(); e.dead.Abort(); e.refs.Abort() }
+
+// write takes one slot's result, in input order, once it is durable: counts,
+// store refs, dead letters, item statistics, output lines and Observe.
+func (e *eachRun) write(sl *slot) {
+	<-sl.done
+	if e.werr != nil {
+		return
+	}
+	if sl.wait != nil {
+		if err := sl.wait(); err != nil {
+			e.werr = err
+			e.cancel()
+			return
+		}
+	}
+	if sl.aborted {
+		return
+	}
+	c, p := &e.c, e.p
+	if sl.missed {
+		c.In++
+		c.WouldRun++
+		p.done.Add(1)
+		return
+	}
+	c.In++
+	p.done.Add(1)
+	if sl.cached {
+		c.Cached++
+		p.cached.Add(1)
+	} else {
+		c.Fresh++
+		p.fresh.Add(1)
+	}
+	if sl.failed == nil || sl.permanent {
+		e.refBuf = append(append(append(e.refBuf[:0], ItemsBucket+"\t"...), sl.key...), '\n')
+		e.refs.Write(e.refBuf)
+	}
+	if sl.failed != nil {
+		c.Failed++
+		c.DeadLettered++
+		p.failed.Add(1)
+		b, _ := json.Marshal(deadLetter{Stage: e.s.Name, ItemID: sl.id, Error: sl.failed.Error(),
+			Attempts: sl.attempts, Permanent: sl.permanent, Cached: sl.cached, Time: time.Now().UTC()})
+		e.dead.Write(append(b, '\n'))
+		return
+	}
+	lines, delta := splitDelta(sl.val[1:])
+	if delta != nil {
+		// Fresh and cached items alike, in input order, so both runs add
+		// up the same figures.
+		if err := replayDelta(e.svc.Stats, delta); err != nil {
+			e.r.log.Warn("item statistics ignored", "stage", e.s.Name, "key", sl.key, "err", err)
+		}
+	}
+	if _, err := e.out.Write(lines); err != nil {
+		e.werr = err
+		e.cancel()
+		return
+	}
+	if e.st.observe != nil {
+		// sl.val is never modified, so items may alias it.
+		for l := range bytes.Lines(lines) {
+			if it, err := parseItem(l[:len(l)-1]); err == nil {
+				e.st.observe.Observe(it)
+			}
+		}
+	}
+}
+
+// batchLines is how many input lines one store transaction looks up; one
+// buffer holds a batch's lines for the jobs.
+const batchLines = 256
+
+// dispatch reads the inputs in order, in batches, and queues a slot per item:
+// resolved from the store when cached, else a job for the workers.
+func (e *eachRun) dispatch(ctx context.Context, srcs []string, key string, force bool) {
+	var (
+		arena []byte
+		ends  []int
+		keys  []string
+		kh    = newKeyHasher(key)
+	)
+	flush := func() bool {
+		defer func() { arena, ends, keys = nil, ends[:0], keys[:0] }()
+		return e.flush(ctx, arena, ends, keys, force)
+	}
+	for _, src := range srcs {
+		for ln, err := range readLines(src) {
+			if err != nil {
+				e.readErr = err
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if arena == nil {
+				arena = make([]byte, 0, 64<<10)
+			}
+			arena = append(arena, ln.data...)
+			ends = append(ends, len(arena))
+			keys = append(keys, kh.key(ln.data))
+			if len(keys) == batchLines && !flush() {
+				return
+			}
+		}
+	}
+	if ctx.Err() == nil {
+		flush()
+	}
+}
+
+// flush looks one batch up in the store and queues its slots; it returns
+// false when dispatching must stop.
+func (e *eachRun) flush(ctx context.Context, arena []byte, ends []int, keys []string, force bool) bool {
+	var vals [][]byte
+	if !force && len(keys) > 0 {
+		var err error
+		if vals, err = e.r.db.GetMany(ctx, ItemsBucket, keys); err != nil {
+			e.readErr = err
+			return false
+		}
+	}
+	from := 0
+	for i, k := range keys {
+		data := arena[from:ends[i]:ends[i]]
+		from = ends[i]
+		if ctx.Err() != nil {
+			return false
+		}
+		if e.r.budget.exceeded() {
+			e.stopped = true
+			return false
+		}
+		sl := &slot{done: make(chan struct{}), key: k}
+		if v := vals; v != nil && len(v[i]) > 0 {
+			sl.cached = true
+			sl.val = v[i]
+			if v[i][0] == valFail {
+				sl.failed = errors.New(string(v[i][1:]))
+				sl.permanent = true
+				sl.id = itemID(data)
+			}
+			close(sl.done)
+			e.slots <- sl
+			continue
+		}
+		if e.r.o.DryRun {
+			sl.missed = true
+			close(sl.done)
+			e.slots <- sl
+			continue
+		}
+		e.slots <- sl
+		e.jobs <- job{data, sl}
+	}
+	return true
+}

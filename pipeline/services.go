@@ -1,0 +1,95 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/codefeedback/codefeedback/executors"
+	"gopkg.in/yaml.v3"
+)
+
+func (r *runner) buildServices() error {
+	var err error
+	if r.cfg.model != nil {
+		if r.model, err = r.buildService("model", r.cfg.model); err != nil {
+			return err
+		}
+	}
+	if r.cfg.embedder != nil {
+		if r.embed, err = r.buildService("embedder", r.cfg.embedder); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *runner) buildService(section string, n *yaml.Node) (any, error) {
+	b, ok := lookupService(section)
+	if !ok {
+		return nil, fmt.Errorf("no service registered for `%s:`", section)
+	}
+	l := &errList{file: r.cfg.File}
+	v, err := b(strictDecoder(n, l), r.db)
+	if len(l.errs) > 0 {
+		return nil, l.errs
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", section, err)
+	}
+	return v, nil
+}
+
+func (r *runner) services(s *StageSpec) *Services {
+	stats := NewStats()
+	stats.budget = r.budget
+	svc := &Services{
+		Logger:   r.log.With("stage", s.Name),
+		Cache:    r.db,
+		Model:    r.model,
+		Embedder: r.embed,
+		Stats:    stats,
+		RunDir:   r.dir,
+		Name:     s.Name,
+	}
+	if r.cfg.Executor != "" {
+		svc.Executor = r.executor
+	}
+	return svc
+}
+
+// executor opens the pipeline's executor once, on first use. Its one-shot
+// runs are cached in the run's store (bucket "exec", see
+// executors.WithCache), so a forced or resumed stage does not re-run
+// identical programs; sessions are not cached.
+func (r *runner) executor(ctx context.Context) (executors.Executor, error) {
+	r.execMu.Lock()
+	defer r.execMu.Unlock()
+	if r.exec == nil && r.execErr == nil {
+		var ex executors.Executor
+		ex, r.execErr = executors.Open(ctx, r.cfg.Executor)
+		if r.execErr == nil {
+			r.exec = executors.WithCache(ex, r.db)
+		}
+	}
+	return r.exec, r.execErr
+}
+
+// serviceReport collects what the shared services report about themselves
+// (the model service's per-stage usage and cost) for the manifest.
+func (r *runner) serviceReport() json.RawMessage {
+	rep := map[string]any{}
+	for name, v := range map[string]any{"model": r.model, "embedder": r.embed} {
+		if s, ok := v.(interface{ ServiceReport() any }); ok {
+			rep[name] = s.ServiceReport()
+		}
+	}
+	if len(rep) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return nil // a report that cannot be encoded is left out, not fatal
+	}
+	return b
+}
