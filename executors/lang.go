@@ -30,19 +30,20 @@ type languageInfo struct {
 	compiled bool
 	aliases  []string // fence names and common spellings
 	debian   []string // packages that bring the toolchain
+	tools    []string // what must be on PATH in the sandbox (as langs.py's LANGS)
 }
 
 var languages = map[Language]languageInfo{
-	JavaScript: {aliases: []string{"js", "node", "nodejs", "mjs"}, debian: []string{"nodejs"}},
-	TypeScript: {compiled: true, aliases: []string{"ts"}, debian: []string{"nodejs", "node-typescript"}},
-	C:          {compiled: true, aliases: []string{"h"}, debian: []string{"gcc", "libc6-dev"}},
-	CPP:        {compiled: true, aliases: []string{"c++", "cxx", "cc", "hpp"}, debian: []string{"g++"}},
-	Go:         {compiled: true, aliases: []string{"golang"}, debian: []string{"golang-go"}},
-	Java:       {compiled: true, debian: []string{"default-jdk-headless"}},
-	Rust:       {compiled: true, aliases: []string{"rs"}, debian: []string{"rustc"}},
-	Ruby:       {aliases: []string{"rb"}, debian: []string{"ruby"}},
-	PHP:        {debian: []string{"php-cli"}},
-	Lua:        {debian: []string{"lua5.4"}},
+	JavaScript: {aliases: []string{"js", "node", "nodejs", "mjs"}, debian: []string{"nodejs"}, tools: []string{"node"}},
+	TypeScript: {compiled: true, aliases: []string{"ts"}, debian: []string{"nodejs", "node-typescript"}, tools: []string{"node", "tsc"}},
+	C:          {compiled: true, aliases: []string{"h"}, debian: []string{"gcc", "libc6-dev"}, tools: []string{"gcc"}},
+	CPP:        {compiled: true, aliases: []string{"c++", "cxx", "cc", "hpp"}, debian: []string{"g++"}, tools: []string{"g++"}},
+	Go:         {compiled: true, aliases: []string{"golang"}, debian: []string{"golang-go"}, tools: []string{"go"}},
+	Java:       {compiled: true, debian: []string{"openjdk-17-jdk-headless"}, tools: []string{"javac", "java"}},
+	Rust:       {compiled: true, aliases: []string{"rs"}, debian: []string{"rustc"}, tools: []string{"rustc"}},
+	Ruby:       {aliases: []string{"rb"}, debian: []string{"ruby"}, tools: []string{"ruby"}},
+	PHP:        {debian: []string{"php-cli"}, tools: []string{"php"}},
+	Lua:        {debian: []string{"lua5.4"}, tools: []string{"lua5.4"}},
 }
 
 // AllLanguages lists every language the runner knows, sorted.
@@ -131,13 +132,50 @@ type LanguageLister interface {
 }
 
 // Languages asks one of ex's sandboxes what it can run; Python, Bash and
-// SQL are always there.
+// SQL are always there. An executor without the LanguageLister capability
+// (a driver's wrapper around the pool) is asked with a bash probe that
+// looks each tool up on the sandbox's PATH.
 func Languages(ctx context.Context, ex Executor) ([]LanguageStatus, error) {
-	ll, ok := ex.(LanguageLister)
-	if !ok {
-		return nil, fmt.Errorf("executors: %s cannot list its languages", ex.Info().Driver)
+	if ll, ok := ex.(LanguageLister); ok {
+		return ll.Languages(ctx)
 	}
-	return ll.Languages(ctx)
+	var probe strings.Builder
+	seen := map[string]bool{}
+	for _, info := range languages {
+		for _, t := range info.tools {
+			if !seen[t] {
+				seen[t] = true
+				fmt.Fprintf(&probe, "printf '%%s=%%s\\n' %s \"$(command -v %s)\"\n", t, t)
+			}
+		}
+	}
+	res, err := ex.Run(ctx, Request{Language: Bash, Code: probe.String(), Limits: Limits{Timeout: 30 * time.Second}})
+	if err != nil {
+		return nil, fmt.Errorf("executors: listing languages: %w", err)
+	}
+	if !res.OK() {
+		return nil, fmt.Errorf("executors: listing languages: the probe failed (exit %d): %s", res.ExitCode, res.Stderr)
+	}
+	found := map[string]string{}
+	for _, line := range strings.Split(res.Stdout, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && v != "" {
+			found[k] = v
+		}
+	}
+	out := []LanguageStatus{{Language: Python, Available: true}, {Language: Bash, Available: true}, {Language: SQL, Available: true}}
+	for l, info := range languages {
+		st := LanguageStatus{Language: l, Available: true}
+		for _, t := range info.tools {
+			if p := found[t]; p != "" {
+				st.Tools = append(st.Tools, p)
+			} else if st.Available {
+				st.Available, st.Missing = false, t
+			}
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Language < out[j].Language })
+	return out, nil
 }
 
 // Languages implements LanguageLister.
