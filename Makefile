@@ -41,8 +41,10 @@ sandbox-image:
 	  rm -rf $$dir/var/cache/apt/archives/*.deb $$dir/var/lib/apt/lists/*; \
 	  tar -C $$dir -c . | docker import -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin' -c 'LABEL codefeedback.packages=$(SANDBOX_HASH)' - $(SANDBOX_IMAGE) >/dev/null; rm -rf $$dir; fi
 
+# Every Go benchmark once; one table of figures and of ratios to the
+# baseline each benchmark measures in the same run (raw output: bench.out).
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./... | tee bench.out | $(GO) run ./cmd/benchtable
 
 clean:
 	rm -rf bin

@@ -2,12 +2,13 @@ package bwrap_test
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
-	_ "github.com/codefeedback/codefeedback/executors/bwrap"
+	"github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/executors/drivertest"
 )
 
@@ -155,4 +156,28 @@ func TestWholeRunMemoryFallback(t *testing.T) {
 	ex := openBwrap(t, "bwrap://?pool=1&cgroup=off")
 	defer ex.Close()
 	drivertest.WholeRunMemory(t, ex)
+}
+
+// TestInstanceCgroupFollowsRun: where this host lets the driver make
+// cgroups, each run's memory and process limits are its instance's cgroup
+// limits (plus the runner's headroom), as the run itself can read.
+func TestInstanceCgroupFollowsRun(t *testing.T) {
+	l, err := bwrap.NewLauncher(bwrap.Config{})
+	if err != nil {
+		t.Skip(err)
+	}
+	defer l.Close()
+	if !l.Cgroups() {
+		t.Skip("no writable cgroups on this host: the accounting fallback applies (TestWholeRunMemoryFallback)")
+	}
+	ex := executors.NewPool(l, executors.PoolOptions{Size: 1})
+	defer ex.Close()
+	read := `d=/sys/fs/cgroup/memory; [ -d $d ] || d=/sys/fs/cgroup
+cat $d/memory.limit_in_bytes 2>/dev/null || cat $d/memory.max`
+	for _, mib := range []int64{300, 200} {
+		r := runOK(t, ex, executors.Request{Language: executors.Bash, Code: read, Limits: executors.Limits{MemoryBytes: mib << 20}})
+		if want := fmt.Sprintf("%d\n", (mib+32)<<20); r.Stdout != want {
+			t.Errorf("memory %d MiB: got cgroup limit %q stderr %q, want %q", mib, r.Stdout, r.Stderr, want)
+		}
+	}
 }

@@ -171,7 +171,12 @@ func TestDeadContainerIsReplaced(t *testing.T) {
 }
 
 func TestContainerLimits(t *testing.T) {
-	ex, l := newTestExecutor(t, executors.PoolOptions{Size: 1})
+	// Fixed container limits far from the runs' own, to see each layer:
+	// with RunLimits on, the container's limits would be each run's.
+	l := newTestLauncher(t)
+	l.cfg.RunLimits = false
+	ex := NewExecutor(l, executors.PoolOptions{Size: 1})
+	t.Cleanup(func() { ex.Close() })
 	short := executors.Limits{Timeout: 10 * time.Second}
 	pids, tmp := l.cfg.Pids, l.cfg.TmpBytes
 	cases := []struct {
@@ -181,10 +186,10 @@ func TestContainerLimits(t *testing.T) {
 	}{
 		{"memory bomb under the per-run limit is reported as OOM", executors.Request{Language: executors.Python,
 			Code:   "chunks = []\nwhile True:\n    chunks.append(bytearray(16 << 20))",
-			Limits: executors.Limits{MemoryBytes: 256 << 20, Timeout: 10 * time.Second}},
+			Limits: executors.Limits{MemoryBytes: 256 << 20, Timeout: 60 * time.Second}}, // time to fill memory under load
 			func(t *testing.T, r executors.Result) {
 				if !r.OOM || r.OK() {
-					t.Errorf("got oom %v exit %d stderr %q, want OOM", r.OOM, r.ExitCode, clip(r.Stderr, 300))
+					t.Errorf("got oom %v timed out %v exit %d stderr %q, want OOM", r.OOM, r.TimedOut, r.ExitCode, clip(r.Stderr, 300))
 				}
 			}},
 		{"processes counted by the cgroup", executors.Request{Language: executors.Python,
