@@ -28,13 +28,18 @@ vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
-# Offline sandbox image: debootstrap a minimal Debian with python3 and sqlite3,
-# then docker import it. Skipped when the image exists.
+# Offline sandbox image: debootstrap a minimal Debian with python3, sqlite3
+# and the language toolchains (SANDBOX_PACKAGES), then docker import it,
+# labelled with a hash of the package list. Skipped when an image with that
+# label exists; a changed list rebuilds the image under the same tag.
+SANDBOX_PACKAGES := python3,sqlite3,nodejs,node-typescript,gcc,g++,libc6-dev,golang-go,openjdk-17-jdk-headless,rustc,ruby,php-cli,lua5.4
+SANDBOX_HASH := $(shell printf '%s' '$(SANDBOX_PACKAGES)' | sha256sum | cut -c1-12)
 sandbox-image:
-	@if docker image inspect $(SANDBOX_IMAGE) >/dev/null 2>&1; then echo "sandbox image $(SANDBOX_IMAGE) present"; else \
-	  set -e; dir=$$(mktemp -d); echo "building $(SANDBOX_IMAGE) with debootstrap (about a minute)"; \
-	  debootstrap --variant=minbase --include=python3,sqlite3 bookworm $$dir >/tmp/codefeedback-debootstrap.log 2>&1 || { tail -20 /tmp/codefeedback-debootstrap.log; exit 1; }; \
-	  tar -C $$dir -c . | docker import -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin' - $(SANDBOX_IMAGE) >/dev/null; rm -rf $$dir; fi
+	@if [ "$$(docker image inspect -f '{{index .Config.Labels "codefeedback.packages"}}' $(SANDBOX_IMAGE) 2>/dev/null)" = "$(SANDBOX_HASH)" ]; then echo "sandbox image $(SANDBOX_IMAGE) present ($(SANDBOX_HASH))"; else \
+	  set -e; dir=$$(mktemp -d); echo "building $(SANDBOX_IMAGE) with debootstrap (packages $(SANDBOX_HASH); a few minutes)"; \
+	  debootstrap --variant=minbase --include=$(SANDBOX_PACKAGES) bookworm $$dir >/tmp/codefeedback-debootstrap.log 2>&1 || { tail -20 /tmp/codefeedback-debootstrap.log; exit 1; }; \
+	  rm -rf $$dir/var/cache/apt/archives/*.deb $$dir/var/lib/apt/lists/*; \
+	  tar -C $$dir -c . | docker import -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin' -c 'LABEL codefeedback.packages=$(SANDBOX_HASH)' - $(SANDBOX_IMAGE) >/dev/null; rm -rf $$dir; fi
 
 # codefeedback itself as an image (for the Kubernetes and Slurm examples),
 # built offline like the sandbox image: debootstrap of Debian minbase with

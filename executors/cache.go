@@ -38,6 +38,10 @@ type cachingExecutor struct {
 // cacheKey hashes everything that determines a run's result.
 func (ce *cachingExecutor) cacheKey(req Request) string {
 	info := ce.ex.Info()
+	if req.Language.Compiled() {
+		return store.Key(execKeyVersion, info, req.Language, req.Code, req.Stdin, req.Files, req.Limits.WithDefaults(info.Limits),
+			req.CompileLimits.WithDefaults(DefaultCompileLimits))
+	}
 	return store.Key(execKeyVersion, info, req.Language, req.Code, req.Stdin, req.Files, req.Limits.WithDefaults(info.Limits))
 }
 

@@ -60,6 +60,9 @@ type Request struct {
 	// run (e.g. a SQLite database for SQL).
 	Files  map[string][]byte
 	Limits Limits
+	// CompileLimits bound the compile step of compiled languages, apart
+	// from the run's Limits; zero fields take DefaultCompileLimits.
+	CompileLimits Limits
 }
 
 // Result is what happened. Python runs also get the exception type and the
@@ -80,8 +83,19 @@ type Result struct {
 	Exception       string        `json:"exception,omitempty"`
 	ErrorLine       string        `json:"error_line,omitempty"`
 	Duration        time.Duration `json:"duration"`
-	Driver          string        `json:"driver"`
-	Image           string        `json:"image,omitempty"`
+	// Compiled languages: Phase is "compile" when the compiler failed (the
+	// program never ran; Stderr holds the compiler's output, Exception is
+	// "CompileError" and ErrorLine its first error); CompileDuration is the
+	// compiler's wall time, zero when the artifact came from the compile
+	// cache (CompileCached).
+	Phase           string        `json:"phase,omitempty"`
+	CompileDuration time.Duration `json:"compile_duration,omitempty"`
+	CompileCached   bool          `json:"compile_cached,omitempty"`
+	// Line is the program's source line of the compile error or of the
+	// innermost frame of the uncaught error, when the language reports one.
+	Line   int    `json:"line,omitempty"`
+	Driver string `json:"driver"`
+	Image  string `json:"image,omitempty"`
 }
 
 // OK reports whether the program ran to a zero exit within its limits.

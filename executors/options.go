@@ -189,13 +189,14 @@ func (lang Language) Valid() bool {
 	case Python, Bash, SQL:
 		return true
 	}
-	return false
+	_, ok := languages[lang] // lang.go
+	return ok
 }
 
 // Validate checks a request before it reaches a sandbox.
 func (r Request) Validate() error {
 	if !r.Language.Valid() {
-		return fmt.Errorf("executors: unknown language %q (want python, bash or sql)", r.Language)
+		return fmt.Errorf("executors: unknown language %q (want one of %s)", r.Language, LanguageNames())
 	}
 	if strings.TrimSpace(r.Code) == "" {
 		return fmt.Errorf("executors: empty code")

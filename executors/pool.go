@@ -65,6 +65,7 @@ func NewPool(l Launcher, opts PoolOptions) Executor {
 		insts:    make([]*instance, opts.Size),
 		sessSlot: map[int]bool{},
 		sessions: map[*session]bool{},
+		arts:     newArtifactCache(256 << 20),
 	}
 	for slot := 0; slot < opts.Size; slot++ {
 		p.warm(slot)
@@ -86,6 +87,7 @@ type pool struct {
 	sessSlot map[int]bool
 	sessions map[*session]bool
 	closed   bool
+	arts     *artifactCache // compiled programs by source (compilecache.go)
 	settling sync.WaitGroup // cleanups in flight (settle)
 }
 
@@ -181,11 +183,28 @@ func (p *pool) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	start := time.Now()
 	inst.runs++
-	resp, err := inst.call(ctx, wireRequest{
+	wreq := wireRequest{
 		Op: "run", Lang: req.Language, Code: req.Code, Stdin: req.Stdin, Files: req.Files, Limits: wl,
-	}, lim.Timeout+grace)
+	}
+	wait := lim.Timeout + grace
+	var artKey string
+	if req.Language.Compiled() {
+		clim := req.CompileLimits.WithDefaults(DefaultCompileLimits)
+		artKey = artifactKey(req)
+		wreq.CompileLimits, wreq.Artifact = toWire(clim), p.arts.get(artKey)
+		if wreq.Artifact == nil {
+			wait += clim.Timeout
+		}
+	}
+	resp, err := inst.call(ctx, wreq, wait)
+	if err == nil && resp.Artifact != nil {
+		p.arts.put(artKey, resp.Artifact)
+	}
 	var res Result
 	switch {
+	case err == nil && resp.MissingToolchain:
+		p.release(slot, inst, false)
+		return Result{}, fmt.Errorf("executors: %s: %w: %s", p.info.Driver, ErrNoToolchain, resp.Error)
 	case err == nil && resp.Error != "":
 		p.release(slot, inst, false)
 		return Result{}, fmt.Errorf("executors: %s runner: %s", p.info.Driver, resp.Error)
@@ -238,12 +257,19 @@ func (p *pool) finish(res *Result, lang Language) {
 			res.OOM = true
 		}
 	}
+	if lang != Python && lang != Bash && lang != SQL && (res.ExitCode != 0 || res.Phase != "") && !res.TimedOut {
+		res.Exception, res.ErrorLine, res.Line = ParseDiagnostics(lang, res.Phase, res.Stderr)
+		res.OOM = res.OOM || outOfMemory(lang, *res)
+	}
 }
 
 // Open implements Executor: the session runs on a dedicated instance.
 func (p *pool) Open(ctx context.Context, lang Language, opts SessionOptions) (Session, error) {
 	if !lang.Valid() {
-		return nil, fmt.Errorf("executors: unknown language %q (want python, bash or sql)", lang)
+		return nil, fmt.Errorf("executors: unknown language %q (want one of %s)", lang, LanguageNames())
+	}
+	if !lang.Sessions() {
+		return nil, fmt.Errorf("executors: no sessions for %s (sessions: python, bash, sql)", lang)
 	}
 	if err := opts.Limits.Validate(); err != nil {
 		return nil, err

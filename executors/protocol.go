@@ -16,7 +16,16 @@ import (
 // process that speaks line-delimited JSON on stdin/stdout.
 //
 //go:embed runner.py
-var RunnerSource string
+var runnerPy string
+
+// langsPy holds the languages beyond python, bash and sql (a table and a
+// compile step); it comes first so runner.py's main() finds its functions.
+//
+//go:embed langs.py
+var langsPy string
+
+// RunnerSource is langs.py followed by runner.py: one program.
+var RunnerSource = langsPy + "\n" + runnerPy
 
 // RunnerArgv is the argv the pool passes to Launcher.Launch:
 //
@@ -71,6 +80,10 @@ type wireRequest struct {
 	Stdin  string            `json:"stdin,omitempty"`
 	Files  map[string][]byte `json:"files,omitempty"`
 	Limits *wireLimits       `json:"limits,omitempty"`
+	// Compiled languages: limits of the compile step, and the artifact of
+	// an earlier identical compile (the runner then skips the compiler).
+	CompileLimits *wireLimits       `json:"compile_limits,omitempty"`
+	Artifact      map[string][]byte `json:"artifact,omitempty"`
 }
 
 type wireResponse struct {
@@ -98,6 +111,14 @@ type wireResponse struct {
 	Done    bool   `json:"done"`
 	Tainted bool   `json:"tainted"`
 	Taint   string `json:"taint"`
+
+	// Compiled languages (langs.py).
+	Phase            string            `json:"phase"`
+	CompileNS        int64             `json:"compile_ns"`
+	CompileCached    bool              `json:"compile_cached"`
+	Artifact         map[string][]byte `json:"artifact"`
+	MissingToolchain bool              `json:"missing_toolchain"`
+	Langs            []LanguageStatus  `json:"langs"`
 }
 
 func (w wireResponse) result() Result {
@@ -106,6 +127,7 @@ func (w wireResponse) result() Result {
 		ExitCode: w.ExitCode, Signal: w.Signal, TimedOut: w.TimedOut, OOM: w.OOM, Killed: w.Killed,
 		StdoutTruncated: w.StdoutTruncated, StderrTruncated: w.StderrTruncated,
 		Duration: time.Duration(w.DurationNS),
+		Phase:    w.Phase, CompileDuration: time.Duration(w.CompileNS), CompileCached: w.CompileCached,
 	}
 }
 

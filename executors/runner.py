@@ -47,7 +47,8 @@ ROOT = "/tmp/cf"  # runs' scratch directories live below it
 PATH = "/usr/local/bin:/usr/bin:/bin"
 MARKER = "\n[... output truncated at %d bytes ...]\n"
 OOM_HINTS = (b"MemoryError", b"Cannot allocate memory", b"cannot allocate memory",
-             b"std::bad_alloc", b"out of memory")
+             b"std::bad_alloc", b"out of memory", b"OutOfMemoryError", b"memory allocation of",
+             b"Array buffer allocation failed", b"Allowed memory size of", b"not enough memory")
 # The sandbox's own cgroup OOM-kill counter (cgroup v2, then v1). Docker mounts
 # the container's cgroup at /sys/fs/cgroup; bwrap mounts no /sys, so there a
 # run's OOM is only seen through its rlimit (OOM_HINTS).
@@ -407,7 +408,7 @@ def child_python(code):
     os._exit(rc)
 
 
-def child(req, scratch, stdin_path, out_w, err_w):
+def child(req, scratch, stdin_path, out_w, err_w, plan=None):
     """Runs in the forked child; never returns."""
     try:
         os.setsid()
@@ -423,8 +424,11 @@ def child(req, scratch, stdin_path, out_w, err_w):
         os.environ.clear()
         os.environ.update(env)
         os.umask(0o077)
-        set_limits(req.get("limits") or {})
         lang = req.get("lang")
+        if lang in LANGS:  # langs.py
+            reset_signals(False)
+            lang_exec(req, plan)
+        set_limits(req.get("limits") or {})
         code = req.get("code", "")
         reset_signals(lang == "python")
         if lang == "python":
@@ -715,6 +719,22 @@ def do_run(req):
                 f.write(code)
         with open(stdin_path, "w", encoding="utf-8", errors="surrogatepass") as f:
             f.write(req.get("stdin") or "")
+        plan = lang_prepare(req, scratch) if lang in LANGS else None  # langs.py: compile
+        if plan is not None and "argv" not in plan:
+            remove_scratch()
+            if "result" not in plan:  # no toolchain: an error, no cleanup line
+                return {"id": req.get("id"), "error": plan.get("error"), "missing_toolchain": True}, None
+            out = plan["result"]  # a failed compile is the run's result
+            out["id"] = req.get("id")
+
+            def compiled_cleanup():
+                problems = check_taint()
+                done = {"id": req.get("id"), "done": True}
+                if problems:
+                    done["tainted"] = True
+                    done["taint"] = "; ".join(problems)
+                return done
+            return out, compiled_cleanup
     except (OSError, ValueError) as e:
         remove_scratch()
         return {"id": req.get("id"), "error": "preparing run: %s" % e}, None
@@ -724,7 +744,7 @@ def do_run(req):
     ooms = oom_kills()
     pid = os.fork()
     if pid == 0:
-        child(req, scratch, stdin_path, out_w, err_w)
+        child(req, scratch, stdin_path, out_w, err_w, plan)
     start = time.monotonic()
     os.close(out_w)
     os.close(err_w)
@@ -781,6 +801,8 @@ def do_run(req):
     res["stderr"] = decode(err, cap, trunc[err_r])
     res["stdout_truncated"] = trunc[out_r]
     res["stderr_truncated"] = trunc[err_r]
+    if plan is not None:
+        res.update(plan["info"])  # langs.py: compile time, artifact
 
     def cleanup():
         n = strays + sweep(pid)
@@ -1018,6 +1040,8 @@ def main():
             elif op == "reset" and session is not None:
                 session.reset()
                 send({"id": req.get("id"), "ok": True})
+            elif op == "langs":
+                send({"id": req.get("id"), "ok": True, "langs": lang_list()})  # langs.py
             elif op == "ping":
                 send({"id": req.get("id"), "ok": True})
             else:

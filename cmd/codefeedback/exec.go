@@ -35,13 +35,14 @@ func init() {
 	var o execOptions
 	register(&cli.Command{
 		Name:      "exec",
-		Usage:     "run a Python, Bash or SQL snippet in a sandbox and report what happened",
+		Usage:     "run a snippet (Python, Bash, SQL, JavaScript, TypeScript, C, C++, Go, Java, Rust, Ruby, PHP, Lua) in a sandbox and report what happened",
 		ArgsUsage: "FILE|-",
 		Description: "Prints the program's stdout and stderr, then a status line (exit code, signal, timeout, " +
 			"OOM, wall time) on stderr; --json prints the result record instead. Exits with the program's exit " +
-			"code (124 on timeout).",
+			"code (124 on timeout). Compiled languages report a failed compile as the result (phase compile, the " +
+			"compiler's first error and its line). --lang list prints the languages the chosen driver's sandbox can run.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "lang", Usage: "python, bash or sql", Value: "python", Destination: &o.Lang},
+			&cli.StringFlag{Name: "lang", Usage: "python, bash, sql, javascript, typescript, c, cpp, go, java, rust, ruby, php, lua (or a fence name: js, ts, c++, golang, rs, rb); list: what this sandbox can run", Value: "python", Destination: &o.Lang},
 			executorFlag(&o.Driver),
 			&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit", Value: 5 * time.Second, Destination: &o.Timeout},
 			&cli.StringFlag{Name: "memory", Usage: "memory limit, e.g. 512MiB", Value: "512MiB", Destination: &o.Memory},
@@ -52,6 +53,9 @@ func init() {
 			&cli.StringFlag{Name: "max-input", Usage: "largest program, --stdin, --db or --file input, and their total", Value: "64MiB", Destination: &o.MaxInput},
 		},
 		Action: func(c *cli.Context) error {
+			if o.Lang == "list" {
+				return runExecLangs(c.Context, o, os.Stdout)
+			}
 			if c.NArg() != 1 {
 				return withCode(2, fmt.Errorf("exec: want one FILE (or - for stdin), got %d arguments", c.NArg()))
 			}
@@ -85,7 +89,11 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 	if err != nil {
 		return withCode(2, fmt.Errorf("exec: --memory: %w", err))
 	}
-	req := executors.Request{Language: executors.Language(o.Lang), Code: string(code),
+	lang, ok := executors.ParseLanguage(o.Lang)
+	if !ok {
+		return withCode(2, fmt.Errorf("exec: unknown language %q (want one of %s, or list)", o.Lang, executors.LanguageNames()))
+	}
+	req := executors.Request{Language: lang, Code: string(code),
 		Limits: executors.Limits{Timeout: o.Timeout, MemoryBytes: mem}}
 	if o.Stdin != "" {
 		b, err := budget.readFile(o.Stdin)
@@ -114,6 +122,9 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 	}
 	defer ex.Close()
 	res, err := ex.Run(ctx, req)
+	if errors.Is(err, executors.ErrNoToolchain) {
+		return withCode(2, fmt.Errorf("exec: %w (see codefeedback exec --lang list; Debian packages: %s)", err, strings.Join(lang.DebianPackages(), " ")))
+	}
 	if err != nil {
 		return err
 	}
@@ -133,6 +144,41 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 		return quietExit(124) // the status line said it timed out
 	case res.ExitCode != 0:
 		return quietExit(res.ExitCode & 0xFF)
+	}
+	return nil
+}
+
+// runExecLangs prints, for every language, whether the driver's sandbox
+// has its toolchain (and which tool is missing).
+func runExecLangs(ctx context.Context, o execOptions, stdout io.Writer) error {
+	raw, err := executors.WithDefaults(o.Driver, "pool", "1")
+	if err != nil {
+		return withCode(2, fmt.Errorf("exec: --executor: %w", err))
+	}
+	ex, err := executors.Open(ctx, raw)
+	if err != nil {
+		return withCode(2, err)
+	}
+	defer ex.Close()
+	langs, err := executors.Languages(ctx, ex)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(langs)
+	}
+	for _, l := range langs {
+		switch {
+		case l.Available && len(l.Tools) > 0:
+			fmt.Fprintf(stdout, "%-11s yes  %s\n", l.Language, strings.Join(l.Tools, " "))
+		case l.Available:
+			fmt.Fprintf(stdout, "%-11s yes  (built into the runner)\n", l.Language)
+		default:
+			fmt.Fprintf(stdout, "%-11s no   %s not found; Debian packages: %s\n", l.Language, l.Missing,
+				strings.Join(l.Language.DebianPackages(), " "))
+		}
 	}
 	return nil
 }

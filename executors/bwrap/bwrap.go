@@ -306,7 +306,9 @@ func (l *Launcher) args(argv []string, cg *cgroup, mounts []executors.Mount) []s
 	if _, err := os.Stat("/usr/lib64"); err == nil {
 		a = append(a, "--symlink", "usr/lib64", "/lib64")
 	}
-	for _, f := range []string{"/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl/openssl.cnf"} {
+	// /etc/java-*: the JDK's own configuration (java.security is a symlink
+	// into it); public files the JVM refuses to start without.
+	for _, f := range []string{"/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl/openssl.cnf", "/etc/java-17-openjdk"} {
 		a = append(a, "--ro-bind-try", f, f)
 	}
 	for i, f := range etcFiles {

@@ -368,7 +368,9 @@ func (l *Launcher) containerConfig(slot int, argv []string, init bool) (*contain
 		// would copy every byte to disk for nothing.
 		LogConfig: container.LogConfig{Type: "none"},
 		Tmpfs: map[string]string{
-			"/tmp":     fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", l.cfg.TmpBytes),
+			// exec: compiled languages run their binaries from the scratch
+			// (Docker's tmpfs default is noexec).
+			"/tmp":     fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", l.cfg.TmpBytes),
 			"/dev/shm": fmt.Sprintf("rw,nosuid,nodev,noexec,size=%d,mode=1777", l.cfg.ShmBytes),
 		},
 		Resources: container.Resources{

@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) executors.Executor) {
 	t.Run("BadRequests", func(t *testing.T) { testBadRequests(t, ex) })
 	t.Run("Attacks", func(t *testing.T) { testAttacks(t, ex, h) })
 	t.Run("ConcurrentScratch", func(t *testing.T) { testConcurrentScratch(t, ex) })
+	t.Run("Languages", func(t *testing.T) { testLanguages(t, ex, h) }) // langs.go
 }
 
 func run(t *testing.T, ex executors.Executor, req executors.Request) executors.Result {

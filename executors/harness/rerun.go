@@ -68,6 +68,9 @@ func Recorded(e schema.Execution) (Program, error) {
 // Execution with the record's. It fails with ErrNotJudgeProgram when e's
 // code is not a judge program, or when the sandbox fails.
 func Rerun(ctx context.Context, ex executors.Executor, e schema.Execution) (Verdict, error) {
+	if e.Language != "" && e.Language != string(executors.Python) {
+		return rerunLang(ctx, ex, e) // harness_lang.go
+	}
 	pr, err := Recorded(e)
 	if err != nil {
 		return Verdict{}, err

@@ -1,12 +1,15 @@
 package leetcode
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/internal/feedbackloop"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
@@ -37,6 +40,8 @@ type ModelGen struct {
 	Chat      llm.Chatter
 	Sim       *feedbackloop.Simulator
 	Languages []string
+	Exec      executors.Executor // judges the other-language turns
+	Timeout   time.Duration
 	tmpl      map[string]prompts.Template
 }
 
@@ -48,7 +53,7 @@ func NewModelGen(chat llm.Chatter, ex executors.Executor, o Options) (*ModelGen,
 	if err != nil {
 		return nil, fmt.Errorf("leetcode: %w", err)
 	}
-	g := &ModelGen{Chat: chat, Sim: sim, Languages: o.Languages, tmpl: map[string]prompts.Template{}}
+	g := &ModelGen{Chat: chat, Sim: sim, Languages: o.Languages, Exec: ex, Timeout: o.Timeout, tmpl: map[string]prompts.Template{}}
 	for _, n := range PromptNames {
 		if g.tmpl[n], err = prompts.Get(n); err != nil {
 			return nil, err
@@ -121,19 +126,55 @@ func (g *ModelGen) Alternative(ctx context.Context, p schema.Problem, kind strin
 	d.Labels["mode"] = ModeAlternatives
 	d.Labels["alternative"] = kind
 	d.Labels["checked_languages"] = "python"
-	if kind == AltLanguages && res.Passed {
-		if err := g.otherLanguages(ctx, &d); err != nil {
+	if !res.Passed {
+		return d, false, nil
+	}
+	switch kind {
+	case AltComplexity:
+		if reason := complexityGate(d.Messages); reason != "" {
+			d.Labels["rejected"] = reason
+			return d, false, nil
+		}
+	case AltLanguages:
+		reason, err := g.otherLanguages(ctx, p, &d)
+		if err != nil {
 			return schema.Dialogue{}, false, err
 		}
+		if reason != "" {
+			d.Labels["rejected"] = reason
+			return d, false, nil
+		}
 	}
-	return d, res.Passed, nil
+	return d, true, nil
 }
 
-// otherLanguages asks for the solution in each configured language. The
-// harness judges only Python, so these turns carry no execution and the
-// dialogue lists them as unchecked.
-func (g *ModelGen) otherLanguages(ctx context.Context, d *schema.Dialogue) error {
-	var unchecked, missing []string
+// complexityGate checks a brute-force-then-optimal dialogue: the second
+// solution must differ from the first once comments and whitespace are
+// gone, and both answers must state a complexity. It returns the reason
+// to reject, or "".
+func complexityGate(msgs []schema.Message) string {
+	ans := turnAnswers(msgs)
+	if len(ans) < 2 {
+		return RejectSame
+	}
+	first, err1 := parse.Code(ans[0].Content, "python")
+	second, err2 := parse.Code(ans[len(ans)-1].Content, "python")
+	if err1 != nil || err2 != nil || normalizeCode(first) == normalizeCode(second) {
+		return RejectSame
+	}
+	if !statesComplexity(ans[0].Content) || !statesComplexity(ans[len(ans)-1].Content) {
+		return RejectNoComplexity
+	}
+	return ""
+}
+
+// otherLanguages asks for the solution in each configured language and
+// judges each answer in its own language against the problem's tests
+// translated into it (translateTests), adding the execution turn. It
+// returns the reason to reject the dialogue: an answer that fails its
+// tests, or no other-language turn that could be judged.
+func (g *ModelGen) otherLanguages(ctx context.Context, p schema.Problem, d *schema.Dialogue) (string, error) {
+	var checked, unchecked, missing, failed []string
 	for _, lang := range g.Languages {
 		lang = parse.NormLang(lang)
 		if lang == "" || lang == "python" {
@@ -141,23 +182,43 @@ func (g *ModelGen) otherLanguages(ctx context.Context, d *schema.Dialogue) error
 		}
 		ask, err := g.render("leetcode_alt_language", map[string]any{"Language": languageName(lang), "Fence": lang})
 		if err != nil {
-			return err
+			return "", err
 		}
 		conv := toChat(d.Messages)
 		conv = append(conv, llm.User(ask))
 		resp, err := g.Chat.Chat(ctx, llm.Request{Messages: conv})
 		if err != nil {
-			return fmt.Errorf("leetcode: %s version: %w", lang, err)
+			return "", fmt.Errorf("leetcode: %s version: %w", lang, err)
 		}
 		answer := strings.TrimSpace(resp.Text)
-		if _, err := parse.Code(answer, lang); err != nil || !hasLangBlock(answer, lang) {
+		code, err := parse.Code(answer, lang)
+		if err != nil || !hasLangBlock(answer, lang) {
 			missing = append(missing, lang) // no code in that language: leave the turn out
 			continue
 		}
 		d.Messages = append(d.Messages,
 			schema.Message{Role: schema.RoleUser, Content: ask},
 			schema.Message{Role: schema.RoleAssistant, Content: answer})
-		unchecked = append(unchecked, lang)
+		elang, _ := executors.ParseLanguage(lang)
+		tests := translateTests(p, elang, code)
+		if len(tests) == 0 || g.Exec == nil || !harness.Judged(elang) {
+			unchecked = append(unchecked, lang)
+			continue
+		}
+		prob := schema.Problem{Query: p.Query, Tests: tests}
+		v, err := harness.JudgeIn(ctx, g.Exec, elang, prob, code, harness.Options{Timeout: cmp.Or(g.Timeout, 30*time.Second)})
+		if err != nil {
+			return "", fmt.Errorf("leetcode: judging the %s version: %w", lang, err)
+		}
+		e := v.ExecutionIn(elang)
+		d.Messages = append(d.Messages, schema.Message{Role: schema.RoleExecution, Content: v.Feedback, Exec: &e})
+		checked = append(checked, lang)
+		if !v.Passed {
+			failed = append(failed, lang)
+		}
+	}
+	if len(checked) > 0 {
+		d.Labels["checked_languages"] = "python," + strings.Join(checked, ",")
 	}
 	if len(unchecked) > 0 {
 		d.Labels["unchecked_languages"] = strings.Join(unchecked, ",")
@@ -165,7 +226,14 @@ func (g *ModelGen) otherLanguages(ctx context.Context, d *schema.Dialogue) error
 	if len(missing) > 0 {
 		d.Labels["missing_languages"] = strings.Join(missing, ",")
 	}
-	return nil
+	switch {
+	case len(failed) > 0:
+		d.Labels["failed_languages"] = strings.Join(failed, ",")
+		return RejectLangFailed, nil
+	case len(checked) == 0:
+		return RejectUnjudged, nil
+	}
+	return "", nil
 }
 
 // hasLangBlock reports whether text has a block fenced as lang.

@@ -168,7 +168,7 @@ func TestModelAlternatives(t *testing.T) {
 	t.Run("complexity", func(t *testing.T) {
 		d, passed, err := mg.Alternative(context.Background(), p, AltComplexity)
 		if err != nil || !passed {
-			t.Fatalf("got passed=%v err=%v", passed, err)
+			t.Fatalf("got passed=%v err=%v labels %v", passed, err, d.Labels)
 		}
 		var verdicts []bool
 		for _, m := range d.Messages {
@@ -189,15 +189,19 @@ func TestModelAlternatives(t *testing.T) {
 		if err != nil || !passed {
 			t.Fatalf("got passed=%v err=%v", passed, err)
 		}
-		last := d.Messages[len(d.Messages)-1]
-		if last.Role != schema.RoleAssistant || !strings.Contains(last.Content, "```javascript") {
-			t.Errorf("got last turn %+v, want the JavaScript answer", last)
+		n := len(d.Messages)
+		answer, run := d.Messages[n-2], d.Messages[n-1]
+		if answer.Role != schema.RoleAssistant || !strings.Contains(answer.Content, "```javascript") {
+			t.Errorf("got turn %+v, want the JavaScript answer", answer)
 		}
-		if d.Labels["unchecked_languages"] != "javascript" || d.Labels["missing_languages"] != "cpp" {
-			t.Errorf("got labels %v, want javascript unchecked and cpp missing (the model gave no C++ block)", d.Labels)
+		if run.Role != schema.RoleExecution || run.Exec == nil || run.Exec.Language != "javascript" || run.Exec.Passed == nil || !*run.Exec.Passed {
+			t.Fatalf("got %+v, want the JavaScript answer judged in JavaScript and passing", run)
 		}
-		if n := len(d.Messages); d.Messages[n-2].Role != schema.RoleUser || strings.Contains(d.Messages[n-1].Content, "Execution") {
-			t.Errorf("the unchecked turn must have no execution turn: %+v", d.Messages[n-2:])
+		if !strings.Contains(run.Exec.Code, "assert.deepStrictEqual(new Solution().add(7, 3), 7 + 3);") {
+			t.Errorf("the JavaScript judge does not hold the translated tests:\n%s", run.Exec.Code)
+		}
+		if d.Labels["checked_languages"] != "python,javascript" || d.Labels["missing_languages"] != "cpp" || d.Labels["rejected"] != "" {
+			t.Errorf("got labels %v, want javascript checked and cpp missing (the model gave no C++ block)", d.Labels)
 		}
 	})
 }

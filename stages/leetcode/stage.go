@@ -174,6 +174,9 @@ func run(ctx context.Context, o Options, svc *pipeline.Services, chat llm.Chatte
 	stats.Set("problems/reference_failed", float64(sum.ReferenceFailed))
 	stats.Set("chains/failed", float64(sum.ChainsFailed))
 	stats.Set("alternatives/failed", float64(sum.AlternativesFailed))
+	for reason, n := range out.AltRejected {
+		stats.Set("alternatives/rejected/"+reason, float64(n))
+	}
 	if sum.AlternativesSkipped {
 		stats.Set("alternatives/skipped_no_model", 1)
 		log.Warn("leetcode: alternatives skipped, no model configured; chains use the reference solutions", "enable", llm.NoModelHint)
@@ -210,6 +213,7 @@ type Output struct {
 	ChainsFailed    int // model path: a turn still failed after the loop
 	Alternatives    int
 	AltFailed       int
+	AltRejected     map[string]int // failed alternatives by the gate's reason (alternatives.go)
 	AltSkipped      bool
 	Eligible        int
 }
@@ -311,6 +315,7 @@ type modelJob struct {
 func (g *Generator) runModel(ctx context.Context, mg *ModelGen, ps []schema.Problem, jobs []modelJob, out *Output) error {
 	res := make([]*schema.Dialogue, len(jobs))
 	failed := make([]bool, len(jobs))
+	rejected := make([]string, len(jobs))
 	eg, gctx := errgroup.WithContext(ctx)
 	eg.SetLimit(g.Opts.Parallel)
 	for i, j := range jobs {
@@ -338,6 +343,7 @@ func (g *Generator) runModel(ctx context.Context, mg *ModelGen, ps []schema.Prob
 			}
 			if !passed {
 				failed[i] = true
+				rejected[i] = d.Labels["rejected"]
 				return nil
 			}
 			res[i] = &d
@@ -359,6 +365,12 @@ func (g *Generator) runModel(ctx context.Context, mg *ModelGen, ps []schema.Prob
 			out.ChainsFailed++
 		case failed[i]:
 			out.AltFailed++
+			if rejected[i] != "" {
+				if out.AltRejected == nil {
+					out.AltRejected = map[string]int{}
+				}
+				out.AltRejected[rejected[i]]++
+			}
 		}
 	}
 	return nil

@@ -1,0 +1,274 @@
+package drivertest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codefeedback/codefeedback/executors"
+)
+
+// langCase programs, per language: the suite checks the result fields each
+// must give on every driver.
+type langPrograms struct {
+	lang         executors.Language
+	hello        string // prints "hello 42"
+	compileError string // fails to compile (or to parse) on line 2
+	runtimeError string // an uncaught error raised on line 3
+	exception    string // the Exception the runtime error reports
+	loop         string // never ends
+	memoryBomb   string // allocates until the memory limit stops it
+	forkBomb     string // forks until the process limit stops it
+}
+
+func langTable() []langPrograms {
+	return []langPrograms{
+		{lang: executors.JavaScript,
+			hello:        "const x = 6 * 7;\nconsole.log(`hello ${x}`);\n",
+			compileError: "let a = 1;\nlet b = ;\n",
+			runtimeError: "function f(o) {\n  return o.x;\n}\nconsole.log(f(null)); // line 4 calls, line 2 throws\n",
+			exception:    "TypeError",
+			loop:         "for (;;) {}\n",
+			memoryBomb:   "const a = [];\nfor (;;) a.push(new Array(1 << 20).fill(7));\n",
+			forkBomb:     "const cp = require('child_process');\nfor (;;) { try { cp.spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)']).on('error', () => {}); } catch (e) {} }\n"},
+		{lang: executors.TypeScript,
+			hello:        "const x: number = 6 * 7;\nconsole.log(`hello ${x}`);\n",
+			compileError: "let a: number = 1;\nlet b: number = \"two\";\n",
+			runtimeError: "function f(o: any): number {\n  return o.x;\n}\nconsole.log(f(null));\n",
+			exception:    "TypeError",
+			loop:         "for (;;) {}\n",
+			memoryBomb:   "const a: number[][] = [];\nfor (;;) a.push(new Array(1 << 20).fill(7));\n",
+			forkBomb:     "const cp = require('child_process');\nfor (;;) { try { cp.spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)']).on('error', () => {}); } catch (e) {} }\n"},
+		{lang: executors.C,
+			hello:        "#include <stdio.h>\nint main(void) { printf(\"hello %d\\n\", 6 * 7); return 0; }\n",
+			compileError: "int main(void) {\n  int x = ;\n  return x;\n}\n",
+			runtimeError: "#include <assert.h>\nint main(void) {\n  assert(1 + 1 == 3);\n  return 0;\n}\n",
+			exception:    "AssertionError",
+			loop:         "int main(void) { volatile int x = 0; for (;;) x++; }\n",
+			memoryBomb:   "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\nint main(void) {\n  for (;;) {\n    char *p = malloc(1 << 20);\n    if (!p) { perror(\"malloc\"); return 1; }\n    memset(p, 1, 1 << 20);\n  }\n}\n",
+			forkBomb:     "#include <unistd.h>\nint main(void) { for (;;) fork(); }\n"},
+		{lang: executors.CPP,
+			hello:        "#include <iostream>\nint main() { std::cout << \"hello \" << 6 * 7 << \"\\n\"; }\n",
+			compileError: "int main() {\n  undeclared_name = 1;\n}\n",
+			runtimeError: "#include <stdexcept>\nint main() {\n  throw std::runtime_error(\"boom\");\n}\n",
+			exception:    "std::runtime_error",
+			loop:         "int main() { volatile int x = 0; for (;;) x++; }\n",
+			memoryBomb:   "#include <vector>\n#include <cstring>\nint main() {\n  std::vector<char*> v;\n  for (;;) { char *p = new char[1 << 20]; std::memset(p, 1, 1 << 20); v.push_back(p); }\n}\n",
+			forkBomb:     "#include <unistd.h>\nint main() { for (;;) fork(); }\n"},
+		{lang: executors.Go,
+			hello:        "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Printf(\"hello %d\\n\", 6*7) }\n",
+			compileError: "package main\nfunc main() { x := }\n",
+			runtimeError: "package main\nfunc main() {\n\tvar s []int\n\t_ = s[5]\n}\n",
+			exception:    "panic",
+			loop:         "package main\n\nfunc main() {\n\tfor {\n\t}\n}\n",
+			memoryBomb:   "package main\n\nfunc main() {\n\tvar keep [][]byte\n\tfor {\n\t\tb := make([]byte, 1<<20)\n\t\tfor i := range b {\n\t\t\tb[i] = 1\n\t\t}\n\t\tkeep = append(keep, b)\n\t}\n}\n",
+			forkBomb:     "package main\n\nimport \"os/exec\"\n\nfunc main() {\n\tfor {\n\t\t_ = exec.Command(\"/proc/self/exe\").Start()\n\t}\n}\n"},
+		{lang: executors.Java,
+			hello:        "public class Main {\n  public static void main(String[] a) { System.out.println(\"hello \" + 6 * 7); }\n}\n",
+			compileError: "public class Main {\n  public static void main(String[] a) { int x = ; }\n}\n",
+			runtimeError: "public class Main {\n  public static void main(String[] a) {\n    System.out.println(1 / (a.length));\n  }\n}\n",
+			exception:    "java.lang.ArithmeticException",
+			loop:         "public class Main {\n  public static void main(String[] a) { for (;;) {} }\n}\n",
+			memoryBomb:   "import java.util.*;\npublic class Main {\n  public static void main(String[] a) {\n    List<long[]> l = new ArrayList<>();\n    for (;;) l.add(new long[1 << 17]);\n  }\n}\n",
+			forkBomb:     "public class Main {\n  public static void main(String[] a) throws Exception {\n    for (;;) new ProcessBuilder(\"sleep\", \"100\").start();\n  }\n}\n"},
+		{lang: executors.Rust,
+			hello:        "fn main() {\n    println!(\"hello {}\", 6 * 7);\n}\n",
+			compileError: "fn main() {\n    let x: i32 = \"no\";\n}\n",
+			runtimeError: "fn main() {\n    let v: Vec<i32> = Vec::new();\n    println!(\"{}\", v[std::env::args().count() + 4]);\n}\n",
+			exception:    "panic",
+			loop:         "fn main() {\n    let mut x: u64 = 1;\n    loop {\n        x = x.wrapping_mul(3);\n        if x == 0 {\n            println!(\"{}\", x);\n        }\n    }\n}\n",
+			memoryBomb:   "fn main() {\n    let mut v: Vec<Vec<u8>> = Vec::new();\n    loop { v.push(vec![1u8; 1 << 20]); }\n}\n",
+			forkBomb:     "fn main() {\n    loop { let _ = std::process::Command::new(\"/proc/self/exe\").spawn(); }\n}\n"},
+		{lang: executors.Ruby,
+			hello:        "x = 6 * 7\nputs \"hello #{x}\"\n",
+			compileError: "def f(\n  1 +\nend end\n",
+			runtimeError: "def f(x)\n  x / 0\nend\nf(1)\n",
+			exception:    "ZeroDivisionError",
+			loop:         "loop { }\n",
+			memoryBomb:   "a = []\nloop { a << ('x' * (1 << 20)) }\n",
+			forkBomb:     "loop { fork rescue nil }\n"},
+		{lang: executors.PHP,
+			hello:        "<?php\n$x = 6 * 7; echo \"hello $x\\n\";\n",
+			compileError: "<?php\n$x = ;\n",
+			runtimeError: "<?php\nfunction f($x) {\n  return intdiv($x, 0);\n}\nf(1);\n",
+			exception:    "DivisionByZeroError",
+			loop:         "<?php\nwhile (true) {}\n",
+			memoryBomb:   "<?php\n$a = [];\nwhile (true) { $a[] = str_repeat('x', 1 << 20); }\n",
+			forkBomb:     "<?php\nwhile (true) { @proc_open('sleep 100', [], $p); }\n"},
+		{lang: executors.Lua,
+			hello:        "local x = 6 * 7\nprint('hello ' .. x)\n",
+			compileError: "local x = 1\nlocal y = = 2\n",
+			runtimeError: "local t = nil\nlocal function f() return 1 end\nprint(t.x)\n",
+			exception:    "error",
+			loop:         "while true do end\n",
+			memoryBomb:   "local t = {}\nwhile true do t[#t + 1] = string.rep('x', 1 << 20) .. #t end\n",
+			forkBomb:     "while true do io.popen('sleep 100') end\n"},
+	}
+}
+
+// available asks the executor which toolchains it has. A missing one is
+// skipped with a message, except on CI, where .ci/setup installs them all.
+func available(t *testing.T, ex executors.Executor) map[executors.Language]bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	langs, err := executors.Languages(ctx, ex)
+	if err != nil {
+		t.Fatalf("Languages: %v", err)
+	}
+	ok := map[executors.Language]bool{}
+	for _, l := range langs {
+		ok[l.Language] = l.Available
+	}
+	return ok
+}
+
+func skipMissing(t *testing.T, ok map[executors.Language]bool, lang executors.Language) {
+	t.Helper()
+	if ok[lang] {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("no %s toolchain in this sandbox (.ci/setup and make sandbox-image install %v)", lang, lang.DebianPackages())
+	}
+	t.Skipf("no %s toolchain in this sandbox: install %v (.ci/setup does)", lang, lang.DebianPackages())
+}
+
+// compileLimits are generous: compilers share a loaded machine in tests.
+var compileLimits = executors.Limits{Timeout: 180 * time.Second, CPUTime: 120 * time.Second}
+
+func langRun(t *testing.T, ex executors.Executor, lang executors.Language, code string, lim executors.Limits) executors.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := ex.Run(ctx, executors.Request{Language: lang, Code: code, Limits: lim, CompileLimits: compileLimits})
+	if err != nil {
+		t.Fatalf("Run(%s %.60q): %v", lang, code, err)
+	}
+	checkWellFormed(t, res)
+	return res
+}
+
+// testLanguages runs, for every language beyond Python, Bash and SQL: a
+// hello world, a compile (or parse) error, an uncaught run-time error, and
+// with CODEFEEDBACK_LANG_FULL=1 also a timeout, a memory bomb and a fork
+// bomb, each checked by its result fields; then the per-language attacks.
+func testLanguages(t *testing.T, ex executors.Executor, h *host) {
+	ok := available(t, ex)
+	full := os.Getenv("CODEFEEDBACK_LANG_FULL") == "1"
+	for _, p := range langTable() {
+		t.Run(string(p.lang), func(t *testing.T) {
+			skipMissing(t, ok, p.lang)
+			run := func(code string, lim executors.Limits) executors.Result {
+				return langRun(t, ex, p.lang, code, lim)
+			}
+			runLim := executors.Limits{Timeout: 30 * time.Second}
+			t.Run("hello", func(t *testing.T) {
+				r := run(p.hello, runLim)
+				if r.Stdout != "hello 42\n" || r.ExitCode != 0 || r.Phase != "" {
+					t.Errorf("got stdout %q exit %d phase %q stderr %q, want hello 42", r.Stdout, r.ExitCode, r.Phase, clip(r.Stderr))
+				}
+				if p.lang.Compiled() {
+					again := run(p.hello, runLim)
+					if !again.CompileCached || again.Stdout != r.Stdout {
+						t.Errorf("second identical run: compile_cached %v stdout %q, want a cached artifact and the same output", again.CompileCached, again.Stdout)
+					}
+				}
+			})
+			t.Run("compile error", func(t *testing.T) {
+				r := run(p.compileError, runLim)
+				if r.ExitCode == 0 || r.Exception == "" {
+					t.Fatalf("got exit %d exception %q stderr %q, want a failure with its error", r.ExitCode, r.Exception, clip(r.Stderr))
+				}
+				if p.lang.Compiled() && (r.Phase != "compile" || r.Exception != "CompileError") {
+					t.Errorf("got phase %q exception %q, want compile CompileError", r.Phase, r.Exception)
+				}
+				if r.Line != 2 {
+					t.Errorf("got line %d (%q), want 2; stderr %q", r.Line, r.ErrorLine, clip(r.Stderr))
+				}
+			})
+			t.Run("runtime error", func(t *testing.T) {
+				r := run(p.runtimeError, runLim)
+				if r.ExitCode == 0 || r.Phase != "" || r.TimedOut || r.OOM {
+					t.Fatalf("got exit %d phase %q timed out %v oom %v, want a failed run", r.ExitCode, r.Phase, r.TimedOut, r.OOM)
+				}
+				if r.Exception != p.exception {
+					t.Errorf("got exception %q (%q), want %q; stderr %q", r.Exception, r.ErrorLine, p.exception, clip(r.Stderr))
+				}
+				if r.ErrorLine == "" {
+					t.Errorf("got no error line; stderr %q", clip(r.Stderr))
+				}
+			})
+			if !full {
+				return
+			}
+			t.Run("timeout", func(t *testing.T) {
+				r := run(p.loop, executors.Limits{Timeout: 3 * time.Second})
+				if !r.TimedOut || !r.Killed {
+					t.Errorf("got timed out %v killed %v exit %d, want a timeout", r.TimedOut, r.Killed, r.ExitCode)
+				}
+			})
+			t.Run("memory bomb", func(t *testing.T) {
+				r := run(p.memoryBomb, executors.Limits{Timeout: 60 * time.Second, MemoryBytes: 256 << 20})
+				if !r.OOM || r.TimedOut {
+					t.Errorf("got oom %v timed out %v exit %d signal %q stderr %q, want oom", r.OOM, r.TimedOut, r.ExitCode, r.Signal, clip(r.Stderr))
+				}
+			})
+			t.Run("fork bomb", func(t *testing.T) {
+				r := run(p.forkBomb, executors.Limits{Timeout: 5 * time.Second, Processes: 32})
+				if r.OK() {
+					t.Errorf("got a successful run, want it stopped (timeout or failure)")
+				}
+				h.checkUntouched(t, "")
+				if n := run(p.hello, runLim); n.Stdout != "hello 42\n" {
+					t.Errorf("the next run after the fork bomb: got %q stderr %q", n.Stdout, clip(n.Stderr))
+				}
+			})
+		})
+	}
+	t.Run("attacks", func(t *testing.T) { testLangAttacks(t, ex, h, ok) })
+}
+
+// langAttacks: hostile programs in compiled languages. Each prints LEAK
+// when it gets what it wants.
+func langAttacks() []attack {
+	return []attack{
+		{name: "c fork bomb", lang: executors.C, lim: executors.Limits{Timeout: 5 * time.Second, Processes: 32},
+			code:  "#include <unistd.h>\n#include <stdio.h>\n#include <sys/types.h>\nint main(void) {\n  int n = 0;\n  for (int i = 0; i < 100000; i++) { pid_t p = fork(); if (p == 0) { for (;;) pause(); } else if (p > 0) n++; }\n  if (n > 40) printf(\"LEAK forked %d\\n\", n);\n  return 0;\n}\n",
+			check: func(t *testing.T, r executors.Result) {}},
+		{name: "go network dial", lang: executors.Go, lim: executors.Limits{Timeout: 20 * time.Second},
+			code:  "package main\n\nimport (\n\t\"fmt\"\n\t\"net\"\n\t\"time\"\n)\n\nfunc main() {\n\tfor _, a := range []string{\"127.0.0.1:{{PORT}}\", \"1.1.1.1:53\"} {\n\t\tc, err := net.DialTimeout(\"tcp\", a, time.Second)\n\t\tif err == nil {\n\t\t\tfmt.Println(\"LEAK connected\", a)\n\t\t\tc.Close()\n\t\t\tcontinue\n\t\t}\n\t\tfmt.Println(\"blocked\", err)\n\t}\n}\n",
+			check: wantPrinted("blocked")},
+		{name: "java read of /etc/shadow", lang: executors.Java, lim: executors.Limits{Timeout: 20 * time.Second},
+			code:  "import java.nio.file.*;\npublic class Main {\n  public static void main(String[] a) {\n    for (String f : new String[]{\"/etc/shadow\", \"{{SECRETFILE}}\"}) {\n      try { byte[] b = Files.readAllBytes(Paths.get(f)); System.out.println(\"LEAK read \" + f + \" \" + new String(b)); }\n      catch (Exception e) { System.out.println(\"blocked \" + e.getClass().getSimpleName()); }\n    }\n  }\n}\n",
+			check: wantPrinted("blocked NoSuchFileException")},
+	}
+}
+
+func testLangAttacks(t *testing.T, ex executors.Executor, h *host, ok map[executors.Language]bool) {
+	for _, a := range langAttacks() {
+		t.Run(a.name, func(t *testing.T) {
+			skipMissing(t, ok, a.lang)
+			code := strings.NewReplacer("{{PORT}}", fmt.Sprint(h.tcpPort), "{{SECRETFILE}}", h.secretFile).Replace(a.code)
+			r := langRun(t, ex, a.lang, code, a.lim)
+			if r.Phase == "compile" {
+				t.Fatalf("the attack did not compile: %s", clip(r.Stderr))
+			}
+			for _, s := range []string{r.Stdout, r.Stderr} {
+				if i := strings.Index(s, "LEAK"); i >= 0 {
+					t.Errorf("attack succeeded: %q", clip(s[i:]))
+				}
+				if strings.Contains(s, h.secret) || strings.Contains(s, h.fileToken) {
+					t.Errorf("a host secret appeared in the output")
+				}
+			}
+			a.check(t, r)
+			h.checkUntouched(t, "")
+			if r := run(t, ex, py("print(6 * 7)")); r.Stdout != "42\n" || r.ExitCode != 0 {
+				t.Errorf("the next run after the attack: got %q exit %d stderr %q, want 42", r.Stdout, r.ExitCode, clip(r.Stderr))
+			}
+		})
+	}
+}

@@ -1,0 +1,312 @@
+# codefeedback in-sandbox runner: languages beyond python, bash and sql.
+#
+# This file is prepended to runner.py (executors/protocol.go joins them), so
+# its functions may use runner.py's helpers (collect, drain, sweep, ...)
+# when they are called; nothing here runs at import time.
+#
+# A language is a row of LANGS: the source file the code is written to, the
+# tools that must be on PATH, an optional compile step and the argv of the
+# run. Compiling is a run of its own before the program's: a child in its own
+# process group with the request's compile limits (apart from the run's),
+# stdout and stderr merged; a failed compile is the run's result (phase
+# "compile") and the program never starts. The compiled files come back in
+# the answer ("artifact") so the Go side can cache them by source hash and
+# send them with a later identical request, which then skips the compiler.
+# Compilers are trusted tools fed hostile source: each compile gets the
+# run's scratch, and caches (GOCACHE) live there and die with it, so no run
+# can poison another run's build.
+
+import re as _re
+
+_TS_SHIM = (
+    "declare var process: any;\ndeclare function require(id: string): any;\n"
+    "declare var module: any;\ndeclare var exports: any;\ndeclare var __dirname: string;\n"
+    "declare var Buffer: any;\n")
+
+# mem: which rlimit bounds memory. "as" (address space) suits native code;
+# runtimes that reserve large address ranges up front (V8, the JVM, Go) get
+# "data" (RLIMIT_DATA: private writable memory actually mapped).
+LANGS = {
+    "javascript": {"src": "main.js", "tools": ["node"], "mem": "data",
+                   "run": ["node", "--max-old-space-size={heap_mb}", "--stack-size=4000", "main.js"]},
+    "typescript": {"src": "main.ts", "tools": ["node", "tsc"], "mem": "data",
+                   "compile": ["tsc", "--pretty", "false", "--noEmitOnError", "--target", "es2020",
+                               "--module", "commonjs", "--lib", "es2020,dom",
+                               "--skipLibCheck", "--outDir", ".", "main.ts", "cf-node.d.ts"],
+                   "extra": {"cf-node.d.ts": _TS_SHIM}, "artifact": ["main.js"],
+                   "run": ["node", "--max-old-space-size={heap_mb}", "--stack-size=4000", "main.js"]},
+    "c": {"src": "main.c", "tools": ["gcc"], "mem": "as",
+          "compile": ["gcc", "-std=gnu17", "-O1", "-pipe", "-fdiagnostics-color=never", "-o", "main", "main.c", "-lm"],
+          "artifact": ["main"], "run": ["./main"]},
+    "cpp": {"src": "main.cpp", "tools": ["g++"], "mem": "as",
+            "compile": ["g++", "-std=gnu++17", "-O1", "-pipe", "-fdiagnostics-color=never", "-o", "main", "main.cpp"],
+            "artifact": ["main"], "run": ["./main"]},
+    "go": {"src": "main.go", "tools": ["go"], "mem": "data",
+           "compile": ["go", "build", "-ldflags=-s -w", "-o", "main", "{go_sources}"],
+           "artifact": ["main"], "run": ["./main"],
+           "env": {"GOCACHE": "{scratch}/.cache/go-build", "GOPATH": "{scratch}/.cache/gopath",
+                   "CGO_ENABLED": "0", "GO111MODULE": "off", "GOPROXY": "off", "GOTOOLCHAIN": "local",
+                   "GOTELEMETRY": "off", "GOMAXPROCS": "2"}},
+    "java": {"src": "Main.java", "tools": ["javac", "java"], "mem": "data",
+             "compile": ["javac", "-J-Xmx384m", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1",
+                         "-proc:none", "-encoding", "UTF-8", "-nowarn", "-d", "classes", "{java_sources}"],
+             "artifact": ["classes/"],
+             "run": ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss2m", "-Xmx{java_heap_mb}m",
+                     "-XX:ReservedCodeCacheSize=32m", "-XX:CICompilerCount=1",
+                     "-XX:MaxMetaspaceSize=128m", "-XX:-UsePerfData", "-cp", "classes", "{java_main}"]},
+    "rust": {"src": "main.rs", "tools": ["rustc"], "mem": "as",
+             "compile": ["rustc", "--edition", "2021", "-C", "opt-level=1", "-C", "strip=symbols",
+                         "--color", "never", "-o", "main", "main.rs"],
+             "artifact": ["main"], "run": ["./main"]},
+    "ruby": {"src": "main.rb", "tools": ["ruby"], "mem": "data", "run": ["ruby", "main.rb"]},
+    "php": {"src": "main.php", "tools": ["php"], "mem": "data",
+            "run": ["php", "-n", "-d", "display_errors=stderr", "-d", "memory_limit={heap_mb}M", "main.php"]},
+    "lua": {"src": "main.lua", "tools": ["lua5.4"], "mem": "as", "run": ["lua5.4", "main.lua"]},
+}
+
+ARTIFACT_MAX = 32 << 20  # larger build outputs are not sent back for caching
+
+
+def lang_which(tool):
+    for d in PATH.split(":"):
+        p = os.path.join(d, tool)
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def lang_missing(lang):
+    """The first tool of lang not on PATH, or None."""
+    for tool in LANGS[lang]["tools"]:
+        if lang_which(tool) is None:
+            return tool
+    return None
+
+
+def lang_list():
+    """What this sandbox can run: every language of LANGS with its tools
+    and whether they are all present."""
+    out = []
+    for name in sorted(LANGS):
+        miss = lang_missing(name)
+        out.append({"lang": name, "available": miss is None, "missing": miss or "",
+                    "tools": [lang_which(t) or t for t in LANGS[name]["tools"]]})
+    return out
+
+
+def lang_java_names(code, files):
+    """The source file name and the main class of a Java program: the file
+    is named after its public top-level class (Main when there is none);
+    the main class is CfJudge when the files bring one (the test harness),
+    else the class that declares the first main method."""
+    m = _re.search(r"^\s*public\s+(?:(?:final|abstract|sealed|strictfp)\s+)*(?:class|interface|enum|record)\s+(\w+)",
+                   code, _re.M)
+    src = (m.group(1) if m else "Main") + ".java"
+    if "CfJudge.java" in (files or {}) or _re.search(r"^class CfJudge\b", code, _re.M):
+        return src, "CfJudge"
+    mm = _re.search(r"static\s+(?:final\s+)?(?:public\s+)?void\s+main\s*\(", code)
+    main = "Main"
+    if mm:
+        classes = [c for c in _re.finditer(r"\b(?:class|record|enum|interface)\s+(\w+)", code[:mm.start()])]
+        if classes:
+            main = classes[-1].group(1)
+    elif m:
+        main = m.group(1)
+    return src, main
+
+
+def lang_subst(argv, values):
+    out = []
+    for a in argv:
+        if a in ("{java_sources}", "{go_sources}"):
+            out.extend(values[a[1:-1]])
+            continue
+        for k, v in values.items():
+            if isinstance(v, str):
+                a = a.replace("{" + k + "}", v)
+        out.append(a)
+    return out
+
+
+def lang_env(lang, scratch):
+    env = child_env(scratch)
+    for k, v in (LANGS[lang].get("env") or {}).items():
+        env[k] = v.replace("{scratch}", scratch)
+    return env
+
+
+def lang_set_limits(lang, lim, cpu=True):
+    """set_limits with the language's memory rlimit (see LANGS' mem)."""
+    mem = lim.get("memory_bytes")
+    rest = dict(lim)
+    rest["memory_bytes"] = 0
+    set_limits(rest, cpu=cpu)
+    if mem and mem > 0:
+        res = resource.RLIMIT_AS if LANGS[lang]["mem"] == "as" else resource.RLIMIT_DATA
+        try:
+            resource.setrlimit(res, (mem, mem))
+        except (ValueError, OSError):
+            pass
+
+
+def lang_values(req, scratch):
+    lim = req.get("limits") or {}
+    mem = int(lim.get("memory_bytes") or (512 << 20))
+    v = {"heap_mb": str(max(32, mem * 3 // 4 >> 20)), "java_heap_mb": str(max(32, mem // 2 >> 20)), "scratch": scratch}
+    if req.get("lang") == "go":
+        v["go_sources"] = ["main.go"] + sorted(n for n in (req.get("files") or {})
+                                               if n.endswith(".go") and "/" not in n and n != "main.go")
+    if req.get("lang") == "java":
+        src, main = lang_java_names(req.get("code", ""), req.get("files"))
+        v["java_main"] = main
+        srcs = [src] + sorted(n for n in (req.get("files") or {}) if n.endswith(".java") and n != src)
+        v["java_sources"] = srcs
+    return v
+
+
+def lang_source_name(req):
+    if req.get("lang") == "java":
+        return lang_java_names(req.get("code", ""), req.get("files"))[0]
+    return LANGS[req["lang"]]["src"]
+
+
+def lang_read_artifact(scratch, spec):
+    """The build outputs named by spec (files, or directories ending in /)
+    as {relative path: base64}; None when they are missing or too large."""
+    out, total = {}, 0
+    for name in spec:
+        path = os.path.join(scratch, name.rstrip("/"))
+        paths = []
+        if name.endswith("/"):
+            for d, _, fs in os.walk(path):
+                paths.extend(os.path.join(d, f) for f in fs)
+        else:
+            paths.append(path)
+        for p in paths:
+            try:
+                with open(p, "rb") as f:
+                    data = f.read(ARTIFACT_MAX + 1)
+            except OSError:
+                return None
+            total += len(data)
+            if total > ARTIFACT_MAX:
+                return None
+            out[os.path.relpath(p, scratch)] = base64.b64encode(data).decode()
+    return out
+
+
+def lang_compile_child(lang, argv, scratch, lim, w):
+    try:
+        os.setsid()
+        set_dumpable(1)
+        prefer_oom_kill()
+        reset_signals(False)
+        fd = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(fd, 0)
+        os.dup2(w, 1)
+        os.dup2(w, 2)
+        os.closerange(3, 1 << 16)
+        os.chdir(scratch)
+        env = lang_env(lang, scratch)
+        os.umask(0o077)
+        lang_set_limits(lang, lim)
+        exe = lang_which(argv[0]) or argv[0]
+        os.execve(exe, argv, env)
+    except BaseException as e:
+        try:
+            os.write(2, ("runner: compiling: %s: %s\n" % (type(e).__name__, e)).encode())
+        except BaseException:
+            pass
+    os._exit(127)
+
+
+def lang_compile(lang, argv, scratch, lim):
+    """Runs the compiler; returns (exit_code, signal, timed_out, output, truncated, seconds)."""
+    cap = int(lim.get("output_bytes") or 65536)
+    timeout = float(lim.get("timeout_seconds") or 60)
+    r, w = os.pipe()
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        lang_compile_child(lang, argv, scratch, lim, w)
+    os.close(w)
+    pidfd = os.pidfd_open(pid)
+    bufs, trunc, exited, open_fds, _ = collect([r], cap, start + timeout, pidfd)
+    if not exited:
+        for f in (os.killpg, os.kill):
+            try:
+                f(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    _, status = os.waitpid(pid, 0)
+    seconds = time.monotonic() - start
+    os.close(pidfd)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    sweep(pid)
+    drain(list(open_fds), bufs, trunc, cap, time.monotonic() + 0.5)
+    os.close(r)
+    sig = ""
+    if os.WIFSIGNALED(status):
+        sig = signame(os.WTERMSIG(status))
+        rc = 128 + os.WTERMSIG(status)
+    else:
+        rc = os.WEXITSTATUS(status)
+    return rc, sig, not exited, decode(bytes(bufs[r]), cap, trunc[r]), trunc[r], seconds
+
+
+def lang_prepare(req, scratch):
+    """Writes the program, and compiles it unless the request brings its
+    compiled artifact. Returns {"argv", "env", "info"} for the run, or
+    {"result": ...} when there is nothing to run (a failed compile), or
+    {"error": ...} when the sandbox lacks the toolchain."""
+    lang = req["lang"]
+    spec = LANGS[lang]
+    miss = lang_missing(lang)
+    if miss:
+        return {"error": "no %s toolchain in this sandbox: %s not found on PATH" % (lang, miss), "missing": True}
+    values = lang_values(req, scratch)
+    src = lang_source_name(req)
+    with open(os.path.join(scratch, src), "w", encoding="utf-8", errors="surrogatepass") as f:
+        f.write(req.get("code", ""))
+    for name, text in (spec.get("extra") or {}).items():
+        path = os.path.join(scratch, name)
+        if not os.path.exists(path):
+            with open(path, "w") as f:
+                f.write(text)
+    info = {}
+    if spec.get("compile"):
+        art = req.get("artifact")
+        if art:
+            write_files(scratch, art)
+            for name in art:
+                os.chmod(os.path.join(scratch, name), 0o700)
+            info["compile_cached"] = True
+        else:
+            clim = req.get("compile_limits") or req.get("limits") or {}
+            argv = lang_subst(spec["compile"], values)
+            rc, sig, timed_out, out, trunc, secs = lang_compile(lang, argv, scratch, clim)
+            info["compile_ns"] = int(secs * 1e9)
+            if rc != 0 or timed_out:
+                res = {"exit_code": rc, "signal": sig, "timed_out": timed_out, "killed": bool(sig) or timed_out,
+                       "oom": False, "duration_ns": 0, "stdout": "", "stderr": out,
+                       "stdout_truncated": False, "stderr_truncated": trunc, "phase": "compile"}
+                if rc != 0 and not timed_out and any(h.decode() in out[-4096:] for h in OOM_HINTS):
+                    res["oom"] = True
+                res.update(info)
+                return {"result": res}
+            got = lang_read_artifact(scratch, spec.get("artifact") or [])
+            if got is not None:
+                info["artifact"] = got
+        remove_tree(os.path.join(scratch, ".cache"))
+    return {"argv": lang_subst(spec["run"], values), "env": lang_env(lang, scratch), "info": info}
+
+
+def lang_exec(req, plan):
+    """In the run's child: limits, then exec the program."""
+    lang_set_limits(req["lang"], req.get("limits") or {})
+    argv = plan["argv"]
+    exe = argv[0] if argv[0].startswith("./") else (lang_which(argv[0]) or argv[0])
+    os.execve(exe, argv, plan["env"])
