@@ -31,7 +31,8 @@ type RunOptions struct {
 	DryRun  bool     // show what would run and what is cached; change nothing
 	Force   []string // recompute these stages, ignoring cached results
 	Shard   Shard
-	MaxCost float64 // stop dispatching new items once model cost reaches this (USD)
+	MaxCost float64     // stop dispatching new items once model cost reaches this (USD)
+	Retry   RetryPolicy // zero: DefaultRetryPolicy
 
 	Version          string       // program version for the manifest
 	Logger           *slog.Logger // nil: discard
@@ -49,9 +50,10 @@ type runner struct {
 	dir     string // run dir
 	outDir  string // where stage outputs go (run dir, or a scratch dir for dry-run)
 	budget  *budget
+	retry   RetryPolicy
 	man     *Manifest
 	done    map[string]*marker // completed (this run or before) stage outputs
-	model   any
+	model   ModelService
 	embed   any
 	execMu  sync.Mutex
 	exec    executors.Executor
@@ -64,7 +66,7 @@ type runner struct {
 // errors: they are counted and dead-lettered.
 func Run(ctx context.Context, cfg *Config, o RunOptions) (*Manifest, error) {
 	r := &runner{cfg: cfg, o: o, log: o.Logger, dir: cfg.RunDir, outDir: cfg.RunDir,
-		budget: &budget{limit: o.MaxCost}, done: map[string]*marker{}}
+		budget: &budget{limit: o.MaxCost}, retry: o.Retry.withDefaults(), done: map[string]*marker{}}
 	if r.log == nil {
 		r.log = discardLogger
 	}
@@ -203,6 +205,11 @@ func (r *runner) run(ctx context.Context) error {
 		rec.Stats, rec.Usage = svc.Stats.Snapshot()
 		if m := r.done[s.Name]; m != nil && rec.Status == "unchanged" {
 			rec.Stats = m.Stats
+		}
+		if errors.Is(err, ErrBudgetExceeded) && !errors.Is(err, ErrStopped) {
+			// A whole-set stage whose model calls ran out of budget.
+			err = fmt.Errorf("%w: --max-cost %.2f USD reached: %w", ErrStopped, r.o.MaxCost, err)
+			rec.Status = "stopped"
 		}
 		if err != nil {
 			rec.Error = err.Error()

@@ -159,12 +159,14 @@ type Services struct {
 	// when the file names none. Opened lazily: a stage that does not call it
 	// costs nothing.
 	Executor func(ctx context.Context) (executors.Executor, error)
-	// Model and Embedder are the shared clients built by the service
-	// builders registered for the pipeline file's top-level `model:` and
-	// `embedder:` sections (see RegisterService), or nil when absent. They are
-	// typed any so the engine does not depend on the llm/embed packages;
-	// use ServiceAs to get the interface a stage needs.
-	Model    any
+	// Model is the run's model service, built by the service builder
+	// registered for the pipeline file's top-level `model:` section (see
+	// RegisterService), or nil when absent. Stages get their client from it
+	// with llm.ForStage and put ModelKey into their Version.
+	Model ModelService
+	// Embedder is the shared embedder from the `embedder:` section, or nil;
+	// typed any so the engine does not depend on the embed package (use
+	// ServiceAs or embed.ForStage).
 	Embedder any
 	// Stats is this stage's free-form statistics, written to the manifest.
 	Stats *Stats
@@ -172,6 +174,27 @@ type Services struct {
 	RunDir string
 	// Name is the stage's instance name in the pipeline file.
 	Name string
+}
+
+// ModelService is the engine's view of the model service: enough for a
+// stage's cache key. The llm package's service implements it (and more,
+// which stages reach through llm.ForStage).
+type ModelService interface {
+	// KeyParams returns the settings of the endpoint stage would use for
+	// endpoint ("" = the stage's default) that change answers (model name,
+	// temperature, seed, max tokens, JSON mode), to be JSON-encoded into a
+	// cache key.
+	KeyParams(stage, endpoint string) (any, error)
+}
+
+// ModelKey returns what of the model endpoint this stage uses ("" = its
+// default) belongs in the stage's Version: the endpoint's KeyParams, or
+// "none" when the run has no model service.
+func (s *Services) ModelKey(endpoint string) (any, error) {
+	if s.Model == nil {
+		return "none", nil
+	}
+	return s.Model.KeyParams(s.Name, endpoint)
 }
 
 // ServiceAs returns v as T, or an error naming what is missing. Typical use:

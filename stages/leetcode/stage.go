@@ -40,14 +40,10 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 		chat = nil
 	}
 	version := map[string]any{"leetcode": "v1", "prompts": pv, "embedder": embed.Identity(svc.Embedder), "model": "none", "judge": harness.Version()}
-	if m, ok := svc.Model.(*llm.Models); ok && chat != nil {
-		p, err := m.Params(svc.Name, o.Endpoint)
-		if err != nil {
+	if chat != nil {
+		if version["model"], err = svc.ModelKey(o.Endpoint); err != nil {
 			return nil, fmt.Errorf("leetcode: %w", err)
 		}
-		version["model"] = p
-	} else if chat != nil {
-		version["model"] = fmt.Sprintf("%T", chat)
 	}
 	return &stage{o: o, svc: svc, chat: chat, version: version}, nil
 }

@@ -72,15 +72,8 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	ver := version{Embedder: embed.Identity(svc.Embedder)}
 	if o.Answer {
 		ver.Prompt = tmpl.Version
-		switch m := svc.Model.(type) {
-		case nil:
-			ver.Writer = "none"
-		case *llm.Models:
-			if ver.Writer, err = m.Params(svc.Name, o.Endpoint); err != nil {
-				return nil, fmt.Errorf("pack: %w", err)
-			}
-		default:
-			ver.Writer = fmt.Sprintf("%T", m)
+		if ver.Writer, err = svc.ModelKey(o.Endpoint); err != nil {
+			return nil, fmt.Errorf("pack: %w", err)
 		}
 	}
 	return &stage{o: o, svc: svc, tmpl: tmpl, ver: ver}, nil
