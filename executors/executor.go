@@ -10,10 +10,8 @@ package executors
 
 import (
 	"context"
-	"fmt"
 	"net/url"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 )
@@ -122,8 +120,9 @@ type Session interface {
 type Opener func(ctx context.Context, u *url.URL) (Executor, error)
 
 var (
-	mu      sync.Mutex
-	drivers = map[string]Opener{}
+	mu       sync.Mutex
+	drivers  = map[string]Opener{}
+	checkers = map[string]Checker{}
 )
 
 // Register makes a driver available by URL scheme. Duplicate schemes panic:
@@ -149,32 +148,15 @@ func Drivers() []string {
 	return s
 }
 
-// Open opens an executor by URL. A bare driver name ("bwrap") is accepted.
+// Open opens an executor by URL (see ParseURL). The URL is checked first
+// (Check), so a bad option fails here and not on the first run.
 func Open(ctx context.Context, rawURL string) (Executor, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		// url.Parse rejects an image tag where it expects a port
-		// (docker://python:3.12-slim); split such URLs by hand.
-		scheme, rest, ok := strings.Cut(rawURL, "://")
-		if !ok {
-			return nil, fmt.Errorf("executors: bad URL %q: %w", rawURL, err)
-		}
-		hostPath, query, _ := strings.Cut(rest, "?")
-		host, path, _ := strings.Cut(hostPath, "/")
-		if path != "" {
-			path = "/" + path
-		}
-		u = &url.URL{Scheme: scheme, Host: host, Path: path, RawQuery: query}
+	if err := Check(rawURL); err != nil {
+		return nil, err
 	}
-	scheme := u.Scheme
-	if scheme == "" && u.Opaque == "" {
-		scheme, u = u.Path, &url.URL{Scheme: u.Path, RawQuery: u.RawQuery}
-	}
+	u, _ := ParseURL(rawURL)
 	mu.Lock()
-	o, ok := drivers[scheme]
+	o := drivers[u.Scheme]
 	mu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("executors: unknown driver %q (registered: %v)", scheme, Drivers())
-	}
 	return o(ctx, u)
 }

@@ -2,9 +2,12 @@ package executors
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,7 +45,11 @@ func ParseOptions(u *url.URL, extraKeys ...string) (Options, error) {
 	for _, k := range extraKeys {
 		allowed[k] = true
 	}
-	for k, vs := range q {
+	// Every bad option is reported, in a stable order, so a user fixes the
+	// URL in one go.
+	var bad []string
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		vs := q[k]
 		v := vs[len(vs)-1]
 		var err error
 		switch k {
@@ -68,13 +75,19 @@ func ParseOptions(u *url.URL, extraKeys ...string) (Options, error) {
 			o.Image = v
 		default:
 			if !allowed[k] {
-				return o, fmt.Errorf("executors: unknown option %q in %s URL", k, u.Scheme)
+				known := append([]string{"cpu", "file", "image", "memory", "nofile", "output", "pids", "pool", "timeout"}, extraKeys...)
+				slices.Sort(known)
+				bad = append(bad, fmt.Sprintf("unknown option %q in %s URL (known: %s)", k, u.Scheme, strings.Join(known, ", ")))
+				continue
 			}
 			o.Extra[k] = vs
 		}
 		if err != nil {
-			return o, fmt.Errorf("executors: option %s=%q: %w", k, v, err)
+			bad = append(bad, fmt.Sprintf("option %s=%q: %v", k, v, err))
 		}
+	}
+	if len(bad) > 0 {
+		return o, errors.New(strings.Join(bad, "; ")) // the driver names itself
 	}
 	return o, nil
 }

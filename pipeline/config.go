@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -366,18 +365,15 @@ func mergeOptions(base, over StageOptions) StageOptions {
 }
 
 func checkExecutor(raw string, n *yaml.Node, l *errList) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		l.at(n, "executor: bad URL %q: %v", raw, err)
+	err := executors.Check(raw)
+	if err == nil {
 		return
 	}
-	scheme := u.Scheme
-	if scheme == "" {
-		scheme = u.Path
+	msg := strings.TrimPrefix(err.Error(), "executors: ")
+	if u, perr := executors.ParseURL(raw); perr == nil && !slices.Contains(executors.Drivers(), u.Scheme) {
+		msg += didYouMean(u.Scheme, executors.Drivers())
 	}
-	if !slices.Contains(executors.Drivers(), scheme) {
-		l.at(n, "executor: unknown driver %q%s", scheme, didYouMean(scheme, executors.Drivers()))
-	}
+	l.at(n, "executor: %s", msg)
 }
 
 // strictDecoder returns a decode function for a service section.

@@ -12,12 +12,17 @@ type Usage struct {
 	PromptTokens     int64   `json:"prompt_tokens"`
 	CompletionTokens int64   `json:"completion_tokens"`
 	CostUSD          float64 `json:"cost_usd"`
+	// BatchRequests of Requests were answered through a provider batch;
+	// BatchSavedUSD is what they would have cost live minus CostUSD's share.
+	BatchRequests int64   `json:"batch_requests,omitempty"`
+	BatchSavedUSD float64 `json:"batch_saved_cost_usd,omitempty"`
 }
 
 // Add returns u + v.
 func (u Usage) Add(v Usage) Usage {
-	return Usage{u.Requests + v.Requests, u.PromptTokens + v.PromptTokens,
-		u.CompletionTokens + v.CompletionTokens, u.CostUSD + v.CostUSD}
+	return Usage{Requests: u.Requests + v.Requests, PromptTokens: u.PromptTokens + v.PromptTokens,
+		CompletionTokens: u.CompletionTokens + v.CompletionTokens, CostUSD: u.CostUSD + v.CostUSD,
+		BatchRequests: u.BatchRequests + v.BatchRequests, BatchSavedUSD: u.BatchSavedUSD + v.BatchSavedUSD}
 }
 
 // Stats is a stage's free-form statistics, written to the run manifest under

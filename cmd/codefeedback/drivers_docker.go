@@ -1,4 +1,7 @@
+//go:build !nodocker
+
 package main
 
-// The docker sandbox driver registers the "docker" executor scheme in init.
+// The Docker driver registers the "docker" executor scheme in init; build
+// with -tags nodocker to leave it (and the Docker client) out.
 import _ "github.com/codefeedback/codefeedback/executors/docker"

@@ -7,13 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/codefeedback/codefeedback/executors"
-	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/internal/evaluate"
 	"github.com/codefeedback/codefeedback/internal/shared"
 	"github.com/codefeedback/codefeedback/internal/store"
@@ -61,7 +61,7 @@ func init() {
 			&cli.IntFlag{Name: "concurrency", Usage: "samples in flight (also the sandbox pool size)", Value: 4, Destination: &o.Concurrency},
 			&cli.StringFlag{Name: "out", Usage: "output directory", Value: "eval-out", Destination: &o.Out},
 			&cli.StringFlag{Name: "data", Usage: "benchmark data directory (humaneval/, mbpp/, evalplus/); default ../shared/data or $CODEFEEDBACK_SHARED_DATA", Destination: &o.Data},
-			&cli.StringFlag{Name: "driver", Usage: "sandbox driver name or URL", Value: "bwrap", Destination: &o.Driver},
+			executorFlag(&o.Driver),
 			&cli.IntFlag{Name: "seed", Usage: "sampling seed sent to the model", Value: 0, Destination: &o.Seed},
 			&cli.IntFlag{Name: "max-tokens", Usage: "answer length limit (0: the server's default)", Destination: &o.MaxTokens},
 			&cli.IntFlag{Name: "limit", Usage: "evaluate only the first N problems of each benchmark", Destination: &o.Limit},
@@ -74,21 +74,6 @@ func init() {
 			return runEval(c.Context, o, os.Stdout, os.Stderr)
 		},
 	})
-}
-
-// evalDriverURL gives the driver its pool size unless the URL sets one.
-func evalDriverURL(driver string, pool int) string {
-	if !strings.Contains(driver, "://") {
-		driver += "://"
-	}
-	if strings.Contains(driver, "pool=") {
-		return driver
-	}
-	sep := "?"
-	if strings.Contains(driver, "?") {
-		sep = "&"
-	}
-	return fmt.Sprintf("%s%spool=%d", driver, sep, pool)
 }
 
 func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error {
@@ -169,7 +154,14 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		feedback = c
 	}
 
-	ex, err := executors.Open(ctx, evalDriverURL(o.Driver, o.Concurrency))
+	raw, err := executors.WithDefaults(o.Driver, "pool", strconv.Itoa(o.Concurrency))
+	if err == nil {
+		err = executors.Check(raw)
+	}
+	if err != nil {
+		return withCode(2, fmt.Errorf("eval: --executor: %w", err))
+	}
+	ex, err := executors.Open(ctx, raw)
 	if err != nil {
 		return fmt.Errorf("eval: sandbox: %w", err)
 	}

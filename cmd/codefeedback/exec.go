@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/codefeedback/codefeedback/executors"
-	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 )
 
 type execOptions struct {
@@ -39,7 +37,7 @@ func init() {
 			"code (124 on timeout).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "lang", Usage: "python, bash or sql", Value: "python", Destination: &o.Lang},
-			&cli.StringFlag{Name: "driver", Usage: "bwrap, docker, or a driver URL such as docker://python:3.12-slim?pids=32", Value: "bwrap", Destination: &o.Driver},
+			executorFlag(&o.Driver),
 			&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit", Value: 5 * time.Second, Destination: &o.Timeout},
 			&cli.StringFlag{Name: "memory", Usage: "memory limit, e.g. 512MiB", Value: "512MiB", Destination: &o.Memory},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON", Destination: &o.JSON},
@@ -56,35 +54,6 @@ func init() {
 			return runExec(c.Context, o, os.Stdin, os.Stdout, os.Stderr)
 		},
 	})
-}
-
-// driverURL turns --driver into a URL and adds each key=value of defaults
-// whose key the URL does not set: exec passes pool=1 (it runs one program)
-// and memory=--memory (so a container's cgroup is sized for the run). A bare
-// name becomes name://; a URL without "//" (docker:python:3.12-slim) keeps
-// its opaque image part.
-func driverURL(driver string, defaults ...string) string {
-	if !strings.Contains(driver, ":") {
-		driver += "://"
-	}
-	_, query, _ := strings.Cut(driver, "?")
-	have := map[string]bool{}
-	for _, kv := range strings.Split(query, "&") {
-		k, _, _ := strings.Cut(kv, "=")
-		have[k] = true
-	}
-	for _, kv := range defaults {
-		k, _, _ := strings.Cut(kv, "=")
-		if have[k] {
-			continue
-		}
-		if strings.Contains(driver, "?") {
-			driver += "&" + kv
-		} else {
-			driver += "?" + kv
-		}
-	}
-	return driver
 }
 
 func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io.Writer) error {
@@ -117,9 +86,17 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 	if err := req.Validate(); err != nil {
 		return withCode(2, err)
 	}
-	ex, err := executors.Open(ctx, driverURL(o.Driver, "pool=1", "memory="+url.QueryEscape(o.Memory)))
+	// One program: one sandbox; the container's cgroup is sized for the run.
+	raw, err := executors.WithDefaults(o.Driver, "pool", "1", "memory", o.Memory)
+	if err == nil {
+		err = executors.Check(raw)
+	}
 	if err != nil {
-		return withCode(2, err)
+		return withCode(2, fmt.Errorf("exec: --executor: %w", err))
+	}
+	ex, err := executors.Open(ctx, raw)
+	if err != nil {
+		return err
 	}
 	defer ex.Close()
 	res, err := ex.Run(ctx, req)

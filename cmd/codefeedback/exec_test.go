@@ -15,23 +15,6 @@ import (
 	"github.com/codefeedback/codefeedback/executors"
 )
 
-func TestDriverURL(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{"bwrap", "bwrap://?pool=1&memory=1GiB"},
-		{"docker", "docker://?pool=1&memory=1GiB"},
-		{"docker://python:3.12-slim", "docker://python:3.12-slim?pool=1&memory=1GiB"},
-		{"docker://python:3.12-slim?pids=32", "docker://python:3.12-slim?pids=32&pool=1&memory=1GiB"},
-		{"docker://?pool=3&memory=2GiB", "docker://?pool=3&memory=2GiB"},
-		{"docker://?xpool=3", "docker://?xpool=3&pool=1&memory=1GiB"},
-		{"docker:python:3.12-slim", "docker:python:3.12-slim?pool=1&memory=1GiB"},
-	}
-	for _, tc := range cases {
-		if got := driverURL(tc.in, "pool=1", "memory=1GiB"); got != tc.want {
-			t.Errorf("driverURL(%q): got %q want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
 // TestExecCommand runs programs in each language through the bwrap driver
 // as `codefeedback exec` does, with its files, exit codes and JSON output.
 func TestExecCommand(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -19,9 +20,10 @@ type fakeKey struct{}
 // fakeHolder is one script's fake model endpoint and the chat-request count
 // at its last `fakeopenai count`.
 type fakeHolder struct {
-	mu   sync.Mutex
-	srv  *llmtest.Server
-	seen int
+	mu        sync.Mutex
+	srv       *llmtest.Server
+	seen      int
+	batchMark int // batches already listed by `fakeopenai batches`
 }
 
 const chatPath = "/v1/chat/completions"
@@ -35,6 +37,11 @@ const chatPath = "/v1/chat/completions"
 //	fakeopenai count N   asserts that exactly N chat requests arrived since
 //	                     the previous count (or the start); with `!`, that
 //	                     the number is not N
+//	fakeopenai batchpolls N   batches stay in progress for N status polls
+//	fakeopenai waitbatches N  waits until N batches are unfinished (submitted, not done)
+//	fakeopenai batches   prints batches=B requests=R of the batches created
+//	                     since the previous `batches`; fails if a request was
+//	                     submitted in two of them
 //
 // The server requires "Bearer fake-key", so a script must `env FAKE_KEY=fake-key`
 // and name FAKE_KEY as the pipeline's api_key_env.
@@ -71,8 +78,55 @@ func cmdFakeOpenAI(t *testing.T, ts *testscript.TestScript, neg bool, args []str
 		if !neg && got != want {
 			ts.Fatalf("fakeopenai count: got %d chat requests, want %d", got, want)
 		}
+	case len(args) == 2 && args[0] == "batchpolls":
+		n, err := strconv.Atoi(args[1])
+		if err != nil || h.srv == nil {
+			ts.Fatalf("usage: fakeopenai batchpolls N (after start)")
+		}
+		h.srv.BatchPolls(n)
+	case len(args) == 2 && args[0] == "waitbatches":
+		n, err := strconv.Atoi(args[1])
+		if err != nil || h.srv == nil {
+			ts.Fatalf("usage: fakeopenai waitbatches N (after start)")
+		}
+		open := func() int {
+			k := 0
+			for _, b := range h.srv.Batches() {
+				if b.Status == "validating" || b.Status == "in_progress" {
+					k++
+				}
+			}
+			return k
+		}
+		deadline := time.Now().Add(2 * time.Minute)
+		for open() < n && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if got := open(); got < n {
+			ts.Fatalf("fakeopenai waitbatches: %d unfinished batches after 2m, want %d", got, n)
+		}
+		time.Sleep(200 * time.Millisecond) // the batch id reaches the run store right after create
+	case len(args) == 1 && args[0] == "batches":
+		// Prints the batches and fails if any request was submitted in two.
+		if h.srv == nil {
+			ts.Fatalf("fakeopenai batches: no server")
+		}
+		seen := map[string]string{}
+		all := h.srv.Batches()
+		since := all[min(h.batchMark, len(all)):]
+		h.batchMark = len(all)
+		for _, b := range since {
+			ts.Logf("batch %s: %s, %d requests", b.ID, b.Status, b.RequestCounts.Total)
+			for _, id := range h.srv.BatchRequestIDs(b.ID) {
+				if prev, dup := seen[id]; dup {
+					ts.Fatalf("request %s submitted in batch %s and again in %s", id, prev, b.ID)
+				}
+				seen[id] = b.ID
+			}
+		}
+		fmt.Fprintf(ts.Stdout(), "batches=%d requests=%d\n", len(since), len(seen))
 	default:
-		ts.Fatalf("usage: fakeopenai start | fakeopenai count N")
+		ts.Fatalf("usage: fakeopenai start | count N | batchpolls N | waitbatches N | batches")
 	}
 }
 

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -32,6 +35,14 @@ func TestScript(t *testing.T) {
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		UpdateScripts:       os.Getenv("TESTSCRIPT_UPDATE") != "",
+		// [docker]: a Docker engine answers and the sandbox image is there
+		// (mandatory with CI=true, where .ci/setup provides both).
+		Condition: func(cond string) (bool, error) {
+			if cond != "docker" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			return dockerReady(t), nil
+		},
 		Setup: func(env *testscript.Env) error {
 			env.Values[fakeKey{}] = &fakeHolder{}
 			return nil
@@ -68,4 +79,24 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("exits: %s exited with %d, want %d", args[1], got, want)
 	}
+}
+
+var (
+	dockerOnce sync.Once
+	dockerOK   bool
+)
+
+// dockerReady reports whether scripts can use the Docker driver with the
+// sandbox image named by $CODEFEEDBACK_SANDBOX_IMAGE (default
+// codefeedback-sandbox:bookworm).
+func dockerReady(t *testing.T) bool {
+	dockerOnce.Do(func() {
+		img := cmp.Or(os.Getenv("CODEFEEDBACK_SANDBOX_IMAGE"), "codefeedback-sandbox:bookworm")
+		err := exec.Command("docker", "image", "inspect", img).Run()
+		dockerOK = err == nil
+		if !dockerOK && os.Getenv("CI") == "true" {
+			t.Errorf("Docker or the image %s is not available with CI=true: %v", img, err)
+		}
+	})
+	return dockerOK
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/codefeedback/codefeedback/executors"
-	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/internal/verify"
 	"github.com/codefeedback/codefeedback/stages/audit"
 )
@@ -37,7 +36,7 @@ func init() {
 			"type, timeout). Prints one line per mismatch (dialogue id and turn) and a summary. Exit status 1 " +
 			"when there are mismatches, 2 for usage errors, 3 when the file or the sandbox fails.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "executor", Usage: "sandbox URL, e.g. bwrap:// or docker://codefeedback-sandbox:bookworm", Value: "bwrap://", Destination: &o.Executor},
+			executorFlag(&o.Executor),
 			&cli.DurationFlag{Name: "timeout", Usage: "per-cell limit for runs whose record names none", Value: 10 * time.Second, Destination: &o.Timeout},
 			&cli.IntFlag{Name: "parallel", Usage: "dialogues checked at once", Value: 4, Destination: &o.Parallel},
 			&cli.BoolFlag{Name: "no-rerun", Usage: "check roles and parsing only", Destination: &o.NoRerun},
@@ -56,6 +55,9 @@ func init() {
 func runVerify(ctx context.Context, o verifyOptions, stdout io.Writer) error {
 	if _, err := os.Stat(o.Path); err != nil {
 		return withCode(2, fmt.Errorf("verify: %w", err))
+	}
+	if err := executors.Check(o.Executor); err != nil {
+		return withCode(2, fmt.Errorf("verify: --executor: %w", err))
 	}
 	ex, err := executors.Open(ctx, o.Executor)
 	if err != nil {

@@ -56,18 +56,9 @@ const DefaultDisk = 256 << 20
 
 func init() {
 	executors.Register("bwrap", func(ctx context.Context, u *url.URL) (executors.Executor, error) {
-		o, err := executors.ParseOptions(u, "disk")
+		cfg, o, err := parseURL(u)
 		if err != nil {
 			return nil, err
-		}
-		if o.Image != "" {
-			return nil, fmt.Errorf("bwrap: runs on the host system, not an image (got %q)", o.Image)
-		}
-		cfg := Config{}
-		if d := o.Extra.Get("disk"); d != "" {
-			if cfg.DiskBytes, err = executors.ParseBytes(d); err != nil {
-				return nil, fmt.Errorf("bwrap: option disk=%q: %w", d, err)
-			}
 		}
 		l, err := NewLauncher(cfg)
 		if err != nil {
@@ -75,6 +66,28 @@ func init() {
 		}
 		return executors.NewPool(l, executors.PoolOptions{Size: o.Pool, Limits: o.Limits}), nil
 	})
+	executors.RegisterChecker("bwrap", func(u *url.URL) error {
+		_, _, err := parseURL(u)
+		return err
+	})
+}
+
+// parseURL reads bwrap://?OPTIONS: the shared options plus disk=.
+func parseURL(u *url.URL) (Config, executors.Options, error) {
+	o, err := executors.ParseOptions(u, "disk")
+	if err != nil {
+		return Config{}, o, fmt.Errorf("bwrap: %w", err)
+	}
+	if o.Image != "" || u.Opaque != "" {
+		return Config{}, o, fmt.Errorf("bwrap: runs on the host system, not an image (got %q)", o.Image+u.Opaque)
+	}
+	cfg := Config{}
+	if d := o.Extra.Get("disk"); d != "" {
+		if cfg.DiskBytes, err = executors.ParseBytes(d); err != nil {
+			return Config{}, o, fmt.Errorf("bwrap: option disk=%q: %w", d, err)
+		}
+	}
+	return cfg, o, nil
 }
 
 // Config configures a Launcher.

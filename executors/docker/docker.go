@@ -15,6 +15,10 @@ func init() {
 	executors.Register("docker", func(ctx context.Context, u *url.URL) (executors.Executor, error) {
 		return Open(ctx, u)
 	})
+	executors.RegisterChecker("docker", func(u *url.URL) error {
+		_, err := parseURL(u)
+		return err
+	})
 }
 
 // Open connects to the Docker engine named by the environment (DOCKER_HOST

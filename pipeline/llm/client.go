@@ -86,6 +86,10 @@ type Response struct {
 	Cached bool `json:"-"`
 	// Attempts is the number of HTTP attempts made (0 when Cached).
 	Attempts int `json:"-"`
+	// Batch is true when a provider batch answered (Cost is then the batch
+	// price) and BatchSaved what the live price would have added.
+	Batch      bool    `json:"-"`
+	BatchSaved float64 `json:"-"`
 }
 
 // Chatter is what LLM-backed stages depend on. *Client implements it; stage
@@ -127,6 +131,7 @@ type Client struct {
 	cache store.Cache
 	acct  *Accountant
 	log   *slog.Logger
+	batch *batcher // nil unless Config.Batch
 }
 
 var _ Chatter = (*Client)(nil)
@@ -152,7 +157,7 @@ func New(cfg Config, opts Options) (*Client, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Client{
+	c := &Client{
 		cfg:   cfg,
 		key:   key,
 		oa:    openai.NewClientWithConfig(oc),
@@ -163,7 +168,15 @@ func New(cfg Config, opts Options) (*Client, error) {
 		cache: opts.Cache,
 		acct:  opts.Accountant,
 		log:   log.With("stage", cfg.Stage),
-	}, nil
+	}
+	if cfg.Batch {
+		b, err := newBatcher(c)
+		if err != nil {
+			return nil, err
+		}
+		c.batch = b
+	}
+	return c, nil
 }
 
 // KeyParams implements pipeline.ModelService for a client used as a run's
@@ -216,6 +229,26 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 	}
 
 	oreq := c.chatRequest(p, req.Messages)
+	if c.batch != nil {
+		if err := c.acct.check(); err != nil {
+			return Response{}, err
+		}
+		resp, err := c.batch.chat(ctx, key, oreq)
+		switch {
+		case err == nil:
+			live := c.acct.Prices().Cost(p.Model, resp.PromptTokens, resp.CompletionTokens)
+			resp.Cost = live * c.cfg.BatchDiscount
+			resp.Batch, resp.BatchSaved = true, live-resp.Cost
+			c.acct.record(c.cfg.Stage, Usage{Requests: 1, BatchRequests: 1, PromptTokens: int64(resp.PromptTokens),
+				CompletionTokens: int64(resp.CompletionTokens), Cost: resp.Cost, BatchSavedCost: live - resp.Cost})
+			c.put(ctx, key, resp)
+			return resp, nil
+		case ctx.Err() != nil:
+			return Response{}, ctx.Err()
+		}
+		// Expired, failed lines, or an unusable batch API: ask live.
+		c.log.Warn("llm batch gave no answer; sending the request live", "err", c.redact(err))
+	}
 	est := estimateTokens(req.Messages) + p.MaxTokens
 	var resp Response
 	attempts, err := c.do(ctx, est, func(actx context.Context) (int, error) {
@@ -235,15 +268,21 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 	resp.Cost = c.acct.Prices().Cost(p.Model, resp.PromptTokens, resp.CompletionTokens)
 	c.acct.record(c.cfg.Stage, Usage{Requests: 1, Retries: int64(attempts - 1),
 		PromptTokens: int64(resp.PromptTokens), CompletionTokens: int64(resp.CompletionTokens), Cost: resp.Cost})
-	if c.cache != nil {
-		b, _ := json.Marshal(cachedAnswer{Text: resp.Text, FinishReason: resp.FinishReason, Model: resp.Model,
-			PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens})
-		if err := c.cache.Put(ctx, CacheBucket, key, b); err != nil {
-			// The answer is good and paid for; a cache failure must not lose it.
-			c.log.Warn("llm cache put failed", "err", c.redact(err))
-		}
-	}
+	c.put(ctx, key, resp)
 	return resp, nil
+}
+
+// put stores a paid answer in the request cache.
+func (c *Client) put(ctx context.Context, key string, resp Response) {
+	if c.cache == nil {
+		return
+	}
+	b, _ := json.Marshal(cachedAnswer{Text: resp.Text, FinishReason: resp.FinishReason, Model: resp.Model,
+		PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens})
+	if err := c.cache.Put(ctx, CacheBucket, key, b); err != nil {
+		// The answer is good and paid for; a cache failure must not lose it.
+		c.log.Warn("llm cache put failed", "err", c.redact(err))
+	}
 }
 
 func (c *Client) chatRequest(p Params, msgs []Message) openai.ChatCompletionRequest {

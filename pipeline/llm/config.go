@@ -105,6 +105,22 @@ type Config struct {
 	// and 10s).
 	BreakerThreshold int           `json:"breaker_threshold,omitempty" yaml:"breaker_threshold,omitempty"`
 	BreakerCooldown  time.Duration `json:"breaker_cooldown,omitempty" yaml:"breaker_cooldown,omitempty"`
+	// Batch sends chat requests through the provider's batch API (see
+	// batch.go): cheaper, slower, same answers and cache. Give the stage a
+	// high concurrency so many requests wait together.
+	Batch bool `json:"batch,omitempty" yaml:"batch,omitempty"`
+	// BatchDir, with Batch, hands batches to an offline runner (vLLM's
+	// run_batch) through this directory instead of the /v1/batches API.
+	BatchDir string `json:"batch_dir,omitempty" yaml:"batch_dir,omitempty"`
+	// BatchWindow is the quiet time after the last new request before the
+	// pending ones are submitted (default 2s); BatchSize caps a batch
+	// (default 50000, OpenAI's limit); BatchPoll is the polling interval
+	// (default 30s); BatchDiscount prices a batch answer as a share of the
+	// live price (default 0.5).
+	BatchWindow   time.Duration `json:"batch_window,omitempty" yaml:"batch_window,omitempty"`
+	BatchSize     int           `json:"batch_size,omitempty" yaml:"batch_size,omitempty"`
+	BatchPoll     time.Duration `json:"batch_poll,omitempty" yaml:"batch_poll,omitempty"`
+	BatchDiscount float64       `json:"batch_discount,omitempty" yaml:"batch_discount,omitempty"`
 }
 
 func (c Config) withDefaults() Config {
@@ -143,6 +159,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BreakerCooldown <= 0 {
 		c.BreakerCooldown = 10 * time.Second
+	}
+	if c.BatchWindow <= 0 {
+		c.BatchWindow = 2 * time.Second
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 50000
+	}
+	if c.BatchPoll <= 0 {
+		c.BatchPoll = 30 * time.Second
+	}
+	if c.BatchDiscount <= 0 {
+		c.BatchDiscount = 0.5
 	}
 	return c
 }

@@ -293,8 +293,12 @@ type statsChatter struct {
 func (s statsChatter) Chat(ctx context.Context, req Request) (Response, error) {
 	r, err := s.c.Chat(ctx, req)
 	if err == nil && !r.Cached {
-		s.stats.AddUsage(pipeline.Usage{Requests: 1, PromptTokens: int64(r.PromptTokens),
-			CompletionTokens: int64(r.CompletionTokens), CostUSD: r.Cost})
+		u := pipeline.Usage{Requests: 1, PromptTokens: int64(r.PromptTokens),
+			CompletionTokens: int64(r.CompletionTokens), CostUSD: r.Cost}
+		if r.Batch {
+			u.BatchRequests, u.BatchSavedUSD = 1, r.BatchSaved
+		}
+		s.stats.AddUsage(u)
 	}
 	return r, err
 }

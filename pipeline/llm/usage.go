@@ -64,6 +64,11 @@ type Usage struct {
 	// have cost.
 	Cost      float64 `json:"cost_usd"`
 	SavedCost float64 `json:"saved_cost_usd"`
+	// Batches submitted, requests answered by a batch (counted in Requests
+	// too), and what those would have cost live minus what they cost.
+	Batches        int64   `json:"batches,omitempty"`
+	BatchRequests  int64   `json:"batch_requests,omitempty"`
+	BatchSavedCost float64 `json:"batch_saved_cost_usd,omitempty"`
 }
 
 func (u *Usage) add(o Usage) {
@@ -75,6 +80,9 @@ func (u *Usage) add(o Usage) {
 	u.CompletionTokens += o.CompletionTokens
 	u.Cost += o.Cost
 	u.SavedCost += o.SavedCost
+	u.Batches += o.Batches
+	u.BatchRequests += o.BatchRequests
+	u.BatchSavedCost += o.BatchSavedCost
 }
 
 // Snapshot is a point-in-time copy of the accounting, for the run manifest

@@ -146,6 +146,8 @@ type Server struct {
 	chatN     atomic.Int64
 	calls     sync.Map // path -> *atomic.Int64
 	authFails atomic.Int64
+	batchOnce sync.Once
+	batch     *batchAPI // the files and batches endpoints (batch.go)
 }
 
 // Option configures a Server.
@@ -279,6 +281,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.authFails.Add(1)
 		presented := strings.TrimPrefix(rec.Authorization, "Bearer ")
 		writeError(w, http.StatusUnauthorized, "invalid_request_error", "Incorrect API key provided: "+presented+".")
+		return
+	}
+	if isBatchPath(r.URL.Path) {
+		s.serveBatchAPI(w, r, body)
 		return
 	}
 	if !s.wait(r, s.latency) {
