@@ -16,7 +16,7 @@ import (
 // must implement exactly one of EachStage (per item) and AllStage (whole
 // set); every other capability is optional and found by type assertion, as
 // database/sql/driver finds a driver's optional interfaces: Versioner,
-// Estimator, Observer, ExecutorUser and io.Closer. A stage knows its own job
+// Estimator, Observer, ExecutorUser, ModelUser and io.Closer. A stage knows its own job
 // and nothing about caching, retries, progress, sharding or files: the engine
 // wraps it with all of those.
 //
@@ -116,13 +116,14 @@ func (f AllFunc) All(ctx context.Context, in iter.Seq2[Item, error], emit func(I
 
 // stageCaps is a built stage with its capabilities found once.
 type stageCaps struct {
-	each     EachStage
-	all      AllStage
-	version  any
-	estimate Estimator
-	observe  Observer
-	executes bool
-	closer   io.Closer
+	each      EachStage
+	all       AllStage
+	version   any
+	estimate  Estimator
+	observe   Observer
+	executes  bool
+	usesModel bool
+	closer    io.Closer
 }
 
 // capsOf finds st's capabilities; name is for the error.
@@ -140,6 +141,9 @@ func capsOf(name string, st Stage) (*stageCaps, error) {
 	c.observe, _ = st.(Observer)
 	if u, ok := st.(ExecutorUser); ok {
 		c.executes = u.UsesExecutor()
+	}
+	if u, ok := st.(ModelUser); ok {
+		c.usesModel = u.UsesModel()
 	}
 	c.closer, _ = st.(io.Closer)
 	return c, nil

@@ -17,9 +17,6 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// exitLeak is the exit code of `audit --fail-on-leak` when a dialogue is flagged.
-const exitLeak = 4
-
 type auditOptions struct {
 	dataset       string
 	against       []string
@@ -73,10 +70,10 @@ func init() {
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 {
-				return withCode(2, errors.New("audit: want DATASET"))
+				return withCode(exitUsage, errors.New("audit: want DATASET"))
 			}
 			if c.NArg() > 1 {
-				return withCode(2, fmt.Errorf("audit: want one DATASET, got also %q", c.Args().Tail()))
+				return withCode(exitUsage, fmt.Errorf("audit: want one DATASET, got also %q", c.Args().Tail()))
 			}
 			var against []string
 			for _, a := range c.StringSlice("against") {
@@ -110,13 +107,13 @@ func outWriter(w io.Writer) io.Writer {
 func runAudit(ctx context.Context, o auditOptions) error {
 	m := o.measures
 	if m.Window < 1 || m.N < 1 || m.MinNGrams < 1 || m.Lines.MinChars < 1 || m.LineThreshold <= 0 || m.LineThreshold > 1 {
-		return withCode(2, errors.New("audit: --window, --ngram, --min-ngrams and --min-chars must be >= 1, --line-threshold in (0, 1]"))
+		return withCode(exitUsage, errors.New("audit: --window, --ngram, --min-ngrams and --min-chars must be >= 1, --line-threshold in (0, 1]"))
 	}
 	if o.removed != "" && o.decontaminate == "" {
-		return withCode(2, errors.New("audit: --removed needs --decontaminate"))
+		return withCode(exitUsage, errors.New("audit: --removed needs --decontaminate"))
 	}
 	if o.decontaminate != "" && o.decontaminate == o.dataset {
-		return withCode(2, errors.New("audit: --decontaminate must not overwrite DATASET"))
+		return withCode(exitUsage, errors.New("audit: --decontaminate must not overwrite DATASET"))
 	}
 	dir, err := audit.BenchDir(o.benchDir)
 	if err != nil {
@@ -134,11 +131,11 @@ func runAudit(ctx context.Context, o auditOptions) error {
 	}
 	benches, err := audit.Load(o.against, audit.LoadOptions{Dir: dir, SkipChecksum: o.skipChecksum})
 	if err != nil {
-		return withCode(3, err)
+		return withCode(exitBadData, err)
 	}
 	a, err := audit.New(benches, m)
 	if err != nil {
-		return withCode(3, err)
+		return withCode(exitBadData, err)
 	}
 	if o.embed {
 		if err := a.EnableEmbedding(ctx, embed.NewTFIDF(0), o.embThreshold); err != nil {
@@ -157,7 +154,7 @@ func runAudit(ctx context.Context, o auditOptions) error {
 	if err != nil {
 		var re *schema.RecordError
 		if errors.As(err, &re) {
-			return withCode(3, fmt.Errorf("audit: %w", err))
+			return withCode(exitBadData, fmt.Errorf("audit: %w", err))
 		}
 		return fmt.Errorf("audit: %w", err)
 	}

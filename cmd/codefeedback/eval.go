@@ -69,7 +69,7 @@ func init() {
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return withCode(2, fmt.Errorf("eval: unexpected arguments %v", c.Args().Slice()))
+				return withCode(exitUsage, fmt.Errorf("eval: unexpected arguments %v", c.Args().Slice()))
 			}
 			return runEval(c.Context, o, os.Stdout, os.Stderr)
 		},
@@ -79,7 +79,7 @@ func init() {
 func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error {
 	if o.OracleCanonical {
 		if o.Feedback != evaluate.FeedbackHuman && o.Feedback != evaluate.FeedbackOracle {
-			return withCode(2, fmt.Errorf("eval: --oracle-canonical goes with --feedback human"))
+			return withCode(exitUsage, fmt.Errorf("eval: --oracle-canonical goes with --feedback human"))
 		}
 		o.Feedback = evaluate.FeedbackOracle
 	}
@@ -90,25 +90,25 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	for _, n := range strings.Split(o.Benchmarks, ",") {
 		if n = strings.TrimSpace(strings.ToLower(n)); n != "" {
 			if _, ok := evaluate.Benchmarks[n]; !ok {
-				return withCode(2, fmt.Errorf("eval: unknown benchmark %q (want humaneval, mbpp, humaneval+, mbpp+)", n))
+				return withCode(exitUsage, fmt.Errorf("eval: unknown benchmark %q (want humaneval, mbpp, humaneval+, mbpp+)", n))
 			}
 			names = append(names, n)
 		}
 	}
 	if len(names) == 0 {
-		return withCode(2, fmt.Errorf("eval: no benchmarks"))
+		return withCode(exitUsage, fmt.Errorf("eval: no benchmarks"))
 	}
 	if o.Data == "" {
 		o.Data = shared.DataDir()
 		if o.Data == "" {
-			return withCode(2, fmt.Errorf("eval: no benchmark data: pass --data DIR (holding humaneval/, mbpp/, evalplus/)"))
+			return withCode(exitUsage, fmt.Errorf("eval: no benchmark data: pass --data DIR (holding humaneval/, mbpp/, evalplus/)"))
 		}
 	}
 	var tasks []evaluate.Task
 	for _, n := range names {
 		ts, err := evaluate.Load(o.Data, n, o.Limit)
 		if err != nil {
-			return withCode(2, err)
+			return withCode(exitUsage, err)
 		}
 		tasks = append(tasks, ts...)
 	}
@@ -135,7 +135,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if o.Model != evaluate.CanonicalModel {
 		c, err := newClient(o.Model)
 		if err != nil {
-			return withCode(2, fmt.Errorf("eval: model client: %w", err))
+			return withCode(exitUsage, fmt.Errorf("eval: model client: %w", err))
 		}
 		model = c
 	}
@@ -145,11 +145,11 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 			fm = o.Model
 		}
 		if fm == evaluate.CanonicalModel {
-			return withCode(2, fmt.Errorf("eval: %s feedback needs --feedback-model (canonical writes no feedback)", o.Feedback))
+			return withCode(exitUsage, fmt.Errorf("eval: %s feedback needs --feedback-model (canonical writes no feedback)", o.Feedback))
 		}
 		c, err := newClient(fm)
 		if err != nil {
-			return withCode(2, fmt.Errorf("eval: feedback client: %w", err))
+			return withCode(exitUsage, fmt.Errorf("eval: feedback client: %w", err))
 		}
 		feedback = c
 	}
@@ -159,7 +159,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		err = executors.Check(raw)
 	}
 	if err != nil {
-		return withCode(2, fmt.Errorf("eval: --executor: %w", err))
+		return withCode(exitUsage, fmt.Errorf("eval: --executor: %w", err))
 	}
 	ex, err := executors.Open(ctx, raw)
 	if err != nil {
@@ -170,7 +170,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	e, err := evaluate.New(evaluate.Options{Model: o.Model, Rounds: o.Rounds, Feedback: o.Feedback, Seed: o.Seed,
 		MaxTokens: o.MaxTokens, Concurrency: o.Concurrency}, model, feedback, ex, db)
 	if err != nil {
-		return withCode(2, err)
+		return withCode(exitUsage, err)
 	}
 	start := time.Now()
 	last := time.Now()

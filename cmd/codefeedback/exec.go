@@ -47,7 +47,7 @@ func init() {
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return withCode(2, fmt.Errorf("exec: want one FILE (or - for stdin), got %d arguments", c.NArg()))
+				return withCode(exitUsage, fmt.Errorf("exec: want one FILE (or - for stdin), got %d arguments", c.NArg()))
 			}
 			o.File = c.Args().First()
 			o.Files = c.StringSlice("file")
@@ -65,26 +65,26 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 		code, err = os.ReadFile(o.File)
 	}
 	if err != nil {
-		return withCode(2, fmt.Errorf("exec: reading program: %w", err))
+		return withCode(exitUsage, fmt.Errorf("exec: reading program: %w", err))
 	}
 	mem, err := executors.ParseBytes(o.Memory)
 	if err != nil {
-		return withCode(2, fmt.Errorf("exec: --memory: %w", err))
+		return withCode(exitUsage, fmt.Errorf("exec: --memory: %w", err))
 	}
 	req := executors.Request{Language: executors.Language(o.Lang), Code: string(code),
 		Limits: executors.Limits{Timeout: o.Timeout, MemoryBytes: mem}}
 	if o.Stdin != "" {
 		b, err := os.ReadFile(o.Stdin)
 		if err != nil {
-			return withCode(2, fmt.Errorf("exec: --stdin: %w", err))
+			return withCode(exitUsage, fmt.Errorf("exec: --stdin: %w", err))
 		}
 		req.Stdin = string(b)
 	}
 	if req.Files, err = execFiles(o); err != nil {
-		return withCode(2, err)
+		return withCode(exitUsage, err)
 	}
 	if err := req.Validate(); err != nil {
-		return withCode(2, err)
+		return withCode(exitUsage, err)
 	}
 	// One program: one sandbox; the container's cgroup is sized for the run.
 	raw, err := executors.WithDefaults(o.Driver, "pool", "1", "memory", o.Memory)
@@ -92,7 +92,7 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 		err = executors.Check(raw)
 	}
 	if err != nil {
-		return withCode(2, fmt.Errorf("exec: --executor: %w", err))
+		return withCode(exitUsage, fmt.Errorf("exec: --executor: %w", err))
 	}
 	ex, err := executors.Open(ctx, raw)
 	if err != nil {

@@ -34,7 +34,7 @@ func init() {
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
-				return withCode(2, errors.New("export: want IN OUT"))
+				return withCode(exitUsage, errors.New("export: want IN OUT"))
 			}
 			to := c.String("to")
 			if to == "" {
@@ -50,15 +50,20 @@ func init() {
 }
 
 func runExport(ctx context.Context, o exportOptions) error {
+	switch schema.ExportFormat(o.to) {
+	case schema.ExportCodeFeedback, schema.ExportParquet, schema.ExportShareGPT, schema.ExportOpenAI:
+	default:
+		return withCode(exitUsage, fmt.Errorf("export: unknown --to %q (want codefeedback, parquet, sharegpt or openai)", o.to))
+	}
 	switch schema.ExecAs(o.execAs) {
 	case schema.ExecAsUser, schema.ExecAsTool:
 	default:
-		return withCode(2, fmt.Errorf("--execution-as %q: want user or tool", o.execAs))
+		return withCode(exitUsage, fmt.Errorf("--execution-as %q: want user or tool", o.execAs))
 	}
 	switch o.compression {
 	case "snappy", "zstd":
 	default:
-		return withCode(2, fmt.Errorf("--compression %q: want snappy or zstd", o.compression))
+		return withCode(exitUsage, fmt.Errorf("--compression %q: want snappy or zstd", o.compression))
 	}
 	rej, err := newRejects(o.onError, o.out)
 	if err != nil {
@@ -75,7 +80,7 @@ func runExport(ctx context.Context, o exportOptions) error {
 		}
 		var re *schema.RecordError
 		if errors.As(err, &re) {
-			return withCode(3, fmt.Errorf("export: %w", err))
+			return withCode(exitBadData, fmt.Errorf("export: %w", err))
 		}
 		return fmt.Errorf("export: %w", err)
 	}

@@ -116,6 +116,9 @@ func (st *stage) Version() any { return st.version }
 // UsesExecutor implements pipeline.ExecutorUser: every mutant runs.
 func (st *stage) UsesExecutor() bool { return true }
 
+// UsesModel implements pipeline.ModelUser: the model method asks one.
+func (st *stage) UsesModel() bool { return st.o.Method == "model" }
+
 // Observe implements pipeline.Observer.
 func (st *stage) Observe(out pipeline.Item) {
 	svc := st.svc

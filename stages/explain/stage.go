@@ -86,6 +86,9 @@ type stage struct {
 // Version implements pipeline.Versioner.
 func (st *stage) Version() any { return st.version }
 
+// UsesModel implements pipeline.ModelUser.
+func (st *stage) UsesModel() bool { return !st.noModel }
+
 // Observe implements pipeline.Observer.
 func (st *stage) Observe(out pipeline.Item) {
 	svc, noModel := st.svc, st.noModel

@@ -191,6 +191,9 @@ type filterStage struct {
 // Version implements pipeline.Versioner.
 func (st *filterStage) Version() any { return st.ver }
 
+// UsesModel implements pipeline.ModelUser.
+func (st *filterStage) UsesModel() bool { return st.svc.Model != nil }
+
 func (st *filterStage) getRater() (*Rater, error) {
 	o, svc := st.o, st.svc
 	st.once.Do(func() {

@@ -62,6 +62,9 @@ func (st *stage) Version() any { return st.version }
 // UsesExecutor implements pipeline.ExecutorUser: every solution runs.
 func (st *stage) UsesExecutor() bool { return true }
 
+// UsesModel implements pipeline.ModelUser.
+func (st *stage) UsesModel() bool { return st.chat != nil }
+
 // All implements pipeline.AllStage.
 func (st *stage) All(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
 	return run(ctx, st.o, st.svc, st.chat, in, emit)

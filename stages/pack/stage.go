@@ -93,6 +93,9 @@ func (st *stage) Version() any { return st.ver }
 // UsesExecutor implements pipeline.ExecutorUser: answered turns' code runs.
 func (st *stage) UsesExecutor() bool { return st.o.Answer }
 
+// UsesModel implements pipeline.ModelUser.
+func (st *stage) UsesModel() bool { return st.o.Answer && st.svc.Model != nil }
+
 // All implements pipeline.AllStage.
 func (st *stage) All(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
 	return run(ctx, st.o, st.svc, st.tmpl, in, emit)

@@ -59,6 +59,9 @@ func (st *stage) Version() any { return st.version }
 // UsesExecutor implements pipeline.ExecutorUser: every item runs code.
 func (st *stage) UsesExecutor() bool { return true }
 
+// UsesModel implements pipeline.ModelUser.
+func (st *stage) UsesModel() bool { return st.svc.Model != nil }
+
 // Observe implements pipeline.Observer.
 func (st *stage) Observe(out pipeline.Item) {
 	svc := st.svc
