@@ -178,6 +178,18 @@ type Services struct {
 	RunDir string
 	// Name is the stage's instance name in the pipeline file.
 	Name string
+
+	progress *progress // the running whole-set stage's display
+}
+
+// Phase shows what a whole-set stage is doing now ("embedding", "searching
+// neighbours", "answering 120 dialogues") in the progress display, which
+// otherwise only knows that the stage has read its input. Safe to call from
+// any stage at any time; outside a whole-set run it does nothing.
+func (s *Services) Phase(name string) {
+	if s != nil {
+		s.progress.setPhase(name)
+	}
 }
 
 // ModelService is the engine's view of the model service: enough for a

@@ -134,11 +134,13 @@ func run(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Te
 		texts[i] = q.Text
 	}
 	start := time.Now()
+	svc.Phase(fmt.Sprintf("embedding %d queries", len(texts)))
 	vecs, err := emb.Embed(ctx, texts)
 	if err != nil {
 		return fmt.Errorf("pack: embed: %w", err)
 	}
 	svc.Stats.Set("seconds/embed", time.Since(start).Seconds())
+	svc.Phase("searching neighbours and grouping")
 	res, err := neighbors.Pack(ctx, vecs, o.Config)
 	if err != nil {
 		return err
@@ -160,6 +162,7 @@ func run(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Te
 		dialogues[i] = packed(queries, vecs, g)
 	}
 	if o.Answer {
+		svc.Phase(fmt.Sprintf("answering %d dialogues", len(dialogues)))
 		if err := answerAll(ctx, o, svc, tmpl, dialogues, queries, res.Groups); err != nil {
 			return err
 		}
