@@ -36,8 +36,10 @@ sandbox-image:
 	  debootstrap --variant=minbase --include=python3,sqlite3 bookworm $$dir >/tmp/codefeedback-debootstrap.log 2>&1 || { tail -20 /tmp/codefeedback-debootstrap.log; exit 1; }; \
 	  tar -C $$dir -c . | docker import -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin' - $(SANDBOX_IMAGE) >/dev/null; rm -rf $$dir; fi
 
+# Every Go benchmark once; one table of figures and of ratios to the
+# baseline each benchmark measures in the same run (raw output: bench.out).
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./... | tee bench.out | $(GO) run ./cmd/benchtable
 
 clean:
 	rm -rf bin

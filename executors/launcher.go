@@ -2,6 +2,7 @@ package executors
 
 import (
 	"context"
+	"errors"
 	"io"
 )
 
@@ -25,4 +26,41 @@ type Conn interface {
 	io.Reader // the runner's stdout
 	io.Writer // the runner's stdin
 	Close() error
+}
+
+// Starter is an optional Conn capability: Started is called once the runner
+// is ready and idle, before the first run (e.g. to move the instance's
+// processes into its cgroup). An error discards the instance.
+type Starter interface {
+	Started(ctx context.Context) error
+}
+
+// RunLimiter is an optional Conn capability: an instance whose memory and
+// process limits hold for all its processes together (a cgroup: its
+// processes, their IPC objects and tmpfs pages), so they can be one run's
+// limits. The pool calls SetRunLimits before every run and every session
+// with that run's limits; implementations make it cheap when nothing
+// changed. ErrNoRunLimits says the instance has no such limits; the pool
+// then asks the runner to account for the run's memory and kill it past the
+// limit. Any other error discards the instance.
+type RunLimiter interface {
+	SetRunLimits(ctx context.Context, lim Limits) error
+}
+
+// ErrNoRunLimits is returned by RunLimiter.SetRunLimits where the instance
+// has no whole-run limits (cgroups not writable).
+var ErrNoRunLimits = errors.New("executors: no whole-run limits on this instance")
+
+// setRunLimits applies lim to conn where it can. It returns whether the
+// runner must account for the run's memory itself.
+func setRunLimits(ctx context.Context, conn Conn, lim Limits) (fallback bool, err error) {
+	rl, ok := conn.(RunLimiter)
+	if !ok {
+		return true, nil
+	}
+	err = rl.SetRunLimits(ctx, lim)
+	if errors.Is(err, ErrNoRunLimits) {
+		return true, nil
+	}
+	return false, err
 }

@@ -25,7 +25,16 @@ type PoolOptions struct {
 
 // grace is how long past a run's timeout the pool waits for the runner,
 // which enforces the deadline itself, before it kills the instance.
-const grace = 3 * time.Second
+const grace = 5 * time.Second
+
+// sessionGrace is grace for session cells, which the runner cannot stop at
+// their deadline (python cells run in its own interpreter).
+const sessionGrace = 2 * time.Second
+
+// cleanupWait bounds the runner's cleanup after a run (killing leftovers,
+// removing the scratch, checking for taint). It is not charged to the run:
+// the result is already in hand; an instance that misses it is replaced.
+const cleanupWait = 30 * time.Second
 
 var errClosed = errors.New("executors: executor is closed")
 
@@ -76,6 +85,7 @@ type pool struct {
 	sessSlot map[int]bool
 	sessions map[*session]bool
 	closed   bool
+	settling sync.WaitGroup // cleanups in flight (settle)
 }
 
 func (p *pool) Info() Info { return p.info }
@@ -159,10 +169,19 @@ func (p *pool) Run(ctx context.Context, req Request) (Result, error) {
 			return Result{}, fmt.Errorf("executors: %s: %w", p.info.Driver, err)
 		}
 	}
+	wl := toWire(lim)
+	fallback, err := setRunLimits(ctx, inst.conn, lim)
+	if err != nil {
+		p.release(slot, inst, true)
+		return Result{}, fmt.Errorf("executors: %s: setting the run's limits: %w", p.info.Driver, err)
+	}
+	if fallback {
+		wl.RunMemoryBytes = lim.MemoryBytes
+	}
 	start := time.Now()
 	inst.runs++
 	resp, err := inst.call(ctx, wireRequest{
-		Op: "run", Lang: req.Language, Code: req.Code, Stdin: req.Stdin, Files: req.Files, Limits: toWire(lim),
+		Op: "run", Lang: req.Language, Code: req.Code, Stdin: req.Stdin, Files: req.Files, Limits: wl,
 	}, lim.Timeout+grace)
 	var res Result
 	switch {
@@ -171,7 +190,17 @@ func (p *pool) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("executors: %s runner: %s", p.info.Driver, resp.Error)
 	case err == nil:
 		res = resp.result()
-		p.release(slot, inst, resp.Tainted || inst.runs >= p.opts.MaxRuns)
+		// The slot comes back once the runner's cleanup says the instance
+		// is clean; the caller has its result already.
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			p.release(slot, inst, true)
+		} else {
+			p.settling.Add(1) // under mu: Close waits only after it set closed
+			p.mu.Unlock()
+			go p.settle(slot, inst, resp.ID)
+		}
 	case errors.Is(err, errDeadline):
 		p.release(slot, inst, true)
 		res = Result{ExitCode: -1, TimedOut: true, Killed: true, Duration: time.Since(start),
@@ -188,6 +217,16 @@ func (p *pool) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	p.finish(&res, req.Language)
 	return res, nil
+}
+
+// settle waits for the runner's cleanup after run id and releases the slot,
+// replacing the instance when the run left something behind, the cleanup
+// failed, or the instance has served MaxRuns runs.
+func (p *pool) settle(slot int, inst *instance, id uint64) {
+	defer p.settling.Done()
+	done, err := inst.await(p.ctx, id, cleanupWait, nil)
+	recycle := err != nil || !done.Done || done.Tainted || inst.runs >= p.opts.MaxRuns
+	p.release(slot, inst, recycle)
 }
 
 func (p *pool) finish(res *Result, lang Language) {
@@ -249,6 +288,8 @@ func (p *pool) Close() error {
 	for _, s := range sessions {
 		s.Close()
 	}
+	// Cleanups in flight end at once (p.ctx is done) and close their instances.
+	p.settling.Wait()
 	for {
 		select {
 		case slot := <-p.free:
@@ -284,6 +325,12 @@ func (s *session) start(ctx context.Context) error {
 	inst, err := startInstance(ctx, s.p.l, s.slot, s.p.opts.StartTimeout)
 	if err != nil {
 		return fmt.Errorf("executors: %s session: %w", s.p.info.Driver, err)
+	}
+	// A session's cells share one instance: its whole-instance limits are
+	// the session's (no accounting fallback: cells keep their rlimits).
+	if _, err := setRunLimits(ctx, inst.conn, s.lim); err != nil {
+		inst.close()
+		return fmt.Errorf("executors: %s session: setting limits: %w", s.p.info.Driver, err)
 	}
 	resp, err := inst.call(ctx, wireRequest{Op: "session", Lang: s.lang, Files: s.files, Limits: toWire(s.lim)}, s.p.opts.StartTimeout)
 	if err == nil && resp.Error != "" {
@@ -321,7 +368,12 @@ func (s *session) Exec(ctx context.Context, code string) (Result, error) {
 		}
 	}
 	start := time.Now()
-	resp, err := s.inst.call(ctx, wireRequest{Op: "cell", Code: code}, s.lim.Timeout)
+	// The runner times the cell itself; the wait has room for the protocol
+	// and a bash cell's state save, which are not the cell's.
+	resp, err := s.inst.call(ctx, wireRequest{Op: "cell", Code: code}, s.lim.Timeout+sessionGrace)
+	if err == nil && resp.Error == "" && time.Duration(resp.DurationNS) > s.lim.Timeout {
+		err = errDeadline
+	}
 	var res Result
 	switch {
 	case err == nil && resp.Error != "":

@@ -20,14 +20,21 @@ var RunnerSource string
 
 // RunnerArgv is the argv the pool passes to Launcher.Launch:
 //
-//	python3 -u -I -c <RunnerSource>
+//	python3 -u -s -c <RunnerSource>
 //
 // It needs only python3 on PATH inside the sandbox and nothing written into
-// the image. The runner keeps its scratch under /tmp/cf, so /tmp must be a
+// the image. Launchers start it with RunnerEnv and nothing else from the
+// host (not -I: isolated mode would ignore PYTHONHASHSEED). The runner keeps its scratch under /tmp/cf, so /tmp must be a
 // private writable tmpfs; it treats pid 1 and its own ancestors as the
 // sandbox and SIGKILLs every other process after each run.
 func RunnerArgv() []string {
-	return []string{"python3", "-u", "-I", "-c", RunnerSource}
+	return []string{"python3", "-u", "-s", "-c", RunnerSource}
+}
+
+// RunnerEnv is the runner's whole environment, as NAME=VALUE. A fixed hash
+// seed makes set and dict orders, and so outputs, the same on every run.
+func RunnerEnv() []string {
+	return []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "PYTHONHASHSEED=0"}
 }
 
 // maxLine bounds one protocol line from the runner (results carry at most
@@ -42,6 +49,10 @@ type wireLimits struct {
 	FileBytes      int64   `json:"file_bytes"`
 	OpenFiles      int     `json:"open_files"`
 	OutputBytes    int     `json:"output_bytes"`
+	// RunMemoryBytes > 0 asks the runner to add up the run's memory (all its
+	// processes, tmpfs and SysV shared memory) and kill the run past it: the
+	// fallback where no cgroup bounds the instance.
+	RunMemoryBytes int64 `json:"run_memory_bytes,omitempty"`
 }
 
 func toWire(l Limits) *wireLimits {
@@ -63,9 +74,10 @@ type wireRequest struct {
 }
 
 type wireResponse struct {
-	Ready  bool   `json:"ready"`
-	PID    int    `json:"pid"`
-	Python string `json:"python"`
+	Ready    bool   `json:"ready"`
+	PID      int    `json:"pid"`
+	Python   string `json:"python"`
+	HashSeed string `json:"hash_seed"`
 
 	ID    uint64 `json:"id"`
 	OK    bool   `json:"ok"`
@@ -81,8 +93,11 @@ type wireResponse struct {
 	StdoutTruncated bool   `json:"stdout_truncated"`
 	StderrTruncated bool   `json:"stderr_truncated"`
 	DurationNS      int64  `json:"duration_ns"`
-	Tainted         bool   `json:"tainted"`
-	Taint           string `json:"taint"`
+	// Done marks the line after a run's result: the cleanup finished, and
+	// Tainted says the instance must be replaced (Taint says why).
+	Done    bool   `json:"done"`
+	Tainted bool   `json:"tainted"`
+	Taint   string `json:"taint"`
 }
 
 func (w wireResponse) result() Result {
@@ -133,6 +148,16 @@ func startInstance(ctx context.Context, l Launcher, slot int, wait time.Duration
 		if err := json.Unmarshal(line, &w); err != nil || !w.Ready {
 			in.close()
 			return nil, fmt.Errorf("sandbox instance %d: runner sent %q instead of its ready line", slot, truncate(line, 200))
+		}
+		if w.HashSeed != "0" {
+			in.close()
+			return nil, fmt.Errorf("sandbox instance %d: runner started with PYTHONHASHSEED=%q, want 0 (the launcher must pass RunnerEnv)", slot, w.HashSeed)
+		}
+		if s, ok := conn.(Starter); ok {
+			if err := s.Started(ctx); err != nil {
+				in.close()
+				return nil, fmt.Errorf("sandbox instance %d: %w", slot, err)
+			}
 		}
 		return in, nil
 	case <-ctx.Done():
@@ -201,6 +226,12 @@ func (in *instance) call(ctx context.Context, req wireRequest, wait time.Duratio
 			wrote <- err
 		}()
 	}
+	return in.await(ctx, req.ID, wait, wrote)
+}
+
+// await reads the next line, which must answer request id, waiting up to
+// wait; wrote, if not nil, reports the request's write.
+func (in *instance) await(ctx context.Context, id uint64, wait time.Duration, wrote chan error) (wireResponse, error) {
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
@@ -218,8 +249,8 @@ func (in *instance) call(ctx context.Context, req wireRequest, wait time.Duratio
 			if err := json.Unmarshal(line, &w); err != nil {
 				return wireResponse{}, fmt.Errorf("%w: runner sent a bad line %q", errDied, truncate(line, 200))
 			}
-			if w.ID != req.ID {
-				return wireResponse{}, fmt.Errorf("%w: runner answered request %d, want %d", errDied, w.ID, req.ID)
+			if w.ID != id {
+				return wireResponse{}, fmt.Errorf("%w: runner answered request %d, want %d", errDied, w.ID, id)
 			}
 			return w, nil
 		case <-ctx.Done():

@@ -1,27 +1,35 @@
 # codefeedback in-sandbox runner.
 #
-# Started by a driver's Launcher as `python3 -u -I -c <this source>` inside a
-# fresh sandbox instance. It speaks line-delimited JSON on stdin/stdout with
-# the Go side (executors/protocol.go is the other half):
+# Started by a driver's Launcher as `python3 -u -s -c <this source>` inside a
+# fresh sandbox instance, with PYTHONHASHSEED=0 in its environment (so every
+# run hashes strings the same way; -I would ignore that variable). It speaks
+# line-delimited JSON on stdin/stdout with the Go side (executors/protocol.go
+# is the other half):
 #
-#   <- {"ready": true, "pid": N, "python": "3.11.7"}             once, at start
+#   <- {"ready": true, "pid": N, "python": "3.11.7", "hash_seed": "0"}  once, at start
 #   -> {"op": "run", "id": 1, "lang": "python", "code": "...", "stdin": "...",
 #       "files": {"name": "<base64>"}, "limits": {...}}
-#   <- {"id": 1, "stdout": "...", "exit_code": 0, ..., "tainted": false}
+#   <- {"id": 1, "stdout": "...", "exit_code": 0, ...}     as soon as the program ends
+#   <- {"id": 1, "done": true, "tainted": false}           after the cleanup
 #   -> {"op": "session", "id": 2, "lang": "python", "files": {...}, "limits": {...}}
 #   -> {"op": "cell", "id": 3, "code": "..."}   -> {"op": "reset", "id": 4}
 #
 # One-shot runs fork a fresh child per run (forking this warm interpreter is
 # much cheaper than starting python). The child gets a new session, a private
-# scratch directory, rlimits and pipes; the parent enforces the deadline,
-# kills the process group and every other stray process in the sandbox, and
-# reports tampering as "tainted" so the pool recycles the instance.
+# scratch directory, default signal dispositions, rlimits and pipes; the
+# parent enforces the deadline (and, where no cgroup bounds the instance, the
+# run's memory across all its processes, by accounting), sends the result,
+# then kills every stray process, removes the scratch and checks what a run
+# could leave behind for the next one (files, IPC objects, message queues,
+# keys, its own priority and rlimits), reporting it as "tainted" so the pool
+# replaces the instance before its next run.
 #
 # Session mode turns this process into a kernel: python cells run in one
 # globals dict in-process (fd 1/2 redirected to files per cell), bash cells in
 # a fresh bash that sources a state snapshot, sql cells on one database file.
 
 import base64
+import ctypes
 import io
 import json
 import os
@@ -44,6 +52,11 @@ OOM_HINTS = (b"MemoryError", b"Cannot allocate memory", b"cannot allocate memory
 # the container's cgroup at /sys/fs/cgroup; bwrap mounts no /sys, so there a
 # run's OOM is only seen through its rlimit (OOM_HINTS).
 OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
+
+# -c puts the working directory first on sys.path; the runner imports only
+# the standard library.
+if sys.path and sys.path[0] == "":
+    sys.path.pop(0)
 
 # Protocol pipes move to high, close-on-exec descriptors; 0 and 1 become
 # /dev/null so stray writes by session code cannot corrupt the protocol.
@@ -222,7 +235,7 @@ def write_files(scratch, files):
 
 def set_limits(lim, cpu=True):
     def lim1(res, v):
-        if v and v > 0:
+        if res is not None and v and v > 0:
             try:
                 resource.setrlimit(res, (v, v))
             except (ValueError, OSError):
@@ -238,11 +251,35 @@ def set_limits(lim, cpu=True):
     lim1(resource.RLIMIT_FSIZE, lim.get("file_bytes"))
     lim1(resource.RLIMIT_NOFILE, lim.get("open_files"))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # POSIX message queues are kernel memory no cgroup may see: keep them small.
+    lim1(getattr(resource, "RLIMIT_MSGQUEUE", None), MSGQUEUE_BYTES)
+
+
+MSGQUEUE_BYTES = 1 << 20
+
+
+def reset_signals(python):
+    """Default dispositions and an empty mask, as a freshly exec'd program
+    has: the runner ignores SIGTERM and friends, and a forked child would
+    inherit that (a multiprocessing pool's terminate() could then never stop
+    its workers). A python child then gets what python3 itself sets up."""
+    for sig in signal.valid_signals():
+        if sig in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError, RuntimeError):
+            pass
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    if python:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
 def child_env(scratch):
     return {"PATH": PATH, "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8",
-            "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PWD": scratch}
+            "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "PWD": scratch}
 
 
 def decode(data, cap, truncated):
@@ -389,11 +426,10 @@ def child(req, scratch, stdin_path, out_w, err_w):
         set_limits(req.get("limits") or {})
         lang = req.get("lang")
         code = req.get("code", "")
+        reset_signals(lang == "python")
         if lang == "python":
             child_python(code)
         elif lang == "bash":
-            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.execve("/bin/bash", ["bash", "main.sh"], env)
         elif lang == "sql":
             conn = open_db(scratch)
@@ -414,9 +450,15 @@ def child(req, scratch, stdin_path, out_w, err_w):
     os._exit(127)
 
 
-def collect(fds, cap, deadline, pidfd):
-    """Reads the child's pipes (capped) until the child exits or the deadline
-    passes. Returns (bufs, truncated, exited)."""
+# How often the runner adds up a run's memory where no cgroup bounds the
+# instance (the accounting fallback); runs shorter than this are never polled.
+ACCOUNT_EVERY = 0.02
+
+
+def collect(fds, cap, deadline, pidfd, budget=0):
+    """Reads the child's pipes (capped) until the child exits, the deadline
+    passes or (budget > 0) the run's memory exceeds budget bytes. Returns
+    (bufs, truncated, exited, open_fds, over_budget)."""
     sel = selectors.DefaultSelector()
     bufs = {fd: bytearray() for fd in fds}
     trunc = {fd: False for fd in fds}
@@ -424,13 +466,24 @@ def collect(fds, cap, deadline, pidfd):
         os.set_blocking(fd, False)
         sel.register(fd, selectors.EVENT_READ)
     sel.register(pidfd, selectors.EVENT_READ)
-    exited = False
+    exited = over = False
     open_fds = set(fds)
+    next_check = time.monotonic() + ACCOUNT_EVERY
     try:
         while True:
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            left = deadline - now
             if left <= 0:
+                # A program that ended exactly at its deadline is not late.
+                exited = pidfd_ready(pidfd)
                 break
+            if budget:
+                if now >= next_check:
+                    if run_memory() > budget:
+                        over = True
+                        break
+                    next_check = now + ACCOUNT_EVERY
+                left = min(left, max(0.0, next_check - now))
             for key, _ in sel.select(left):
                 fd = key.fd
                 if fd == pidfd:
@@ -442,7 +495,65 @@ def collect(fds, cap, deadline, pidfd):
                 break
     finally:
         sel.close()
-    return bufs, trunc, exited, open_fds
+    return bufs, trunc, exited, open_fds, over
+
+
+def pidfd_ready(pidfd):
+    import select
+    p = select.poll()
+    p.register(pidfd, select.POLLIN)
+    return bool(p.poll(0))
+
+
+# ---------------------------------------------------------- run accounting
+
+def pss_anon(pid):
+    """Anonymous memory of pid, shared pages split between their sharers
+    (so forked children are not counted twice), in bytes."""
+    pss = None
+    try:
+        with open("/proc/%d/smaps_rollup" % pid, "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss_Anon:"):
+                    return int(line.split()[1]) * 1024
+                if line.startswith(b"Pss:"):
+                    pss = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return pss or 0
+
+
+def fs_used(path):
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return 0
+    return (st.f_blocks - st.f_bfree) * st.f_frsize
+
+
+def sysv_shm_bytes():
+    """Resident bytes of every SysV shared memory segment (the rss column)."""
+    total = 0
+    try:
+        with open("/proc/sysvipc/shm") as f:
+            head = f.readline().split()
+            col = head.index("rss") if "rss" in head else head.index("size")
+            for line in f:
+                total += int(line.split()[col])
+    except (OSError, ValueError, IndexError):
+        pass
+    return total
+
+
+def run_memory():
+    """What a run holds now: anonymous memory of every process but the
+    runner, the tmpfs mounts it can write and SysV shared memory. Used where
+    no cgroup bounds the instance."""
+    total = 0
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in KEEP:
+            total += pss_anon(int(name))
+    return total + fs_used("/tmp") + fs_used("/dev/shm") + sysv_shm_bytes()
 
 
 def read_into(fd, bufs, trunc, cap, sel, open_fds):
@@ -486,8 +597,48 @@ def signame(sig):
         return "SIG%d" % sig
 
 
+# ------------------------------------------------------------ taint checks
+
+def sysv_ipc_counts():
+    counts = {}
+    for kind in ("shm", "sem", "msg"):
+        try:
+            with open("/proc/sysvipc/" + kind) as f:
+                counts[kind] = sum(1 for _ in f) - 1
+        except OSError:
+            pass
+    return counts
+
+
+def message_queues():
+    try:
+        return sorted(os.listdir("/dev/mqueue"))
+    except OSError:
+        return []
+
+
+def all_rlimits():
+    out = {}
+    for name in dir(resource):
+        if name.startswith("RLIMIT_"):
+            try:
+                out[name] = resource.getrlimit(getattr(resource, name))
+            except (OSError, ValueError):
+                pass
+    return out
+
+
+def instance_state():
+    """What the runner can compare before and after a run: things a run can
+    change for later runs that the cleanup cannot undo."""
+    return {"keys": read_keys(), "ipc": sysv_ipc_counts(), "mqueue": message_queues(),
+            "nice": os.getpriority(os.PRIO_PROCESS, 0), "rlimits": all_rlimits()}
+
+
 def check_taint():
-    """Files outside the scratch root or left in it mean a run tampered."""
+    """Problems a run left for the next one. Files are removed by the
+    cleanup; whatever shows here cannot be, and the pool replaces the
+    instance."""
     problems = []
     try:
         extra = sorted(set(os.listdir("/tmp")) - {"cf"})
@@ -498,14 +649,25 @@ def check_taint():
             problems.append("files left in scratch root: %s" % left[:5])
     except OSError as e:
         problems.append("scratch root: %s" % e)
-    if read_keys() != KEYS:
-        problems.append("kernel keys added")
     for d in ("/dev/shm", "/var/tmp", "/run/lock"):
         try:
             if os.listdir(d):
                 problems.append("files in %s" % d)
         except OSError:
             pass
+    now = instance_state()
+    if now["keys"] != BASELINE["keys"]:
+        problems.append("kernel keys added")
+    for kind, n in now["ipc"].items():
+        if n != BASELINE["ipc"].get(kind, 0):
+            problems.append("SysV %s objects: %d" % (kind, n))
+    if now["mqueue"] != BASELINE["mqueue"]:
+        problems.append("POSIX message queues: %s" % now["mqueue"][:5])
+    if now["nice"] != BASELINE["nice"]:
+        problems.append("runner priority changed to %d" % now["nice"])
+    if now["rlimits"] != BASELINE["rlimits"]:
+        changed = sorted(k for k in now["rlimits"] if now["rlimits"][k] != BASELINE["rlimits"].get(k))
+        problems.append("runner rlimits changed: %s" % changed)
     return problems
 
 
@@ -524,11 +686,23 @@ def remove_tree(path):
 
 
 def do_run(req):
+    """Runs one program. Returns its result and a cleanup function whose
+    answer (the "done" line) says whether the instance is still clean; the
+    result is sent first, so the cleanup never counts against the run."""
     lim = req.get("limits") or {}
     cap = int(lim.get("output_bytes") or 65536)
     timeout = float(lim.get("timeout_seconds") or 10)
+    budget = int(lim.get("run_memory_bytes") or 0)
     scratch = tempfile.mkdtemp(prefix="run-", dir=ROOT)
     stdin_path = scratch + ".stdin"
+
+    def remove_scratch():
+        remove_tree(scratch)
+        try:
+            os.unlink(stdin_path)
+        except OSError:
+            pass
+
     try:
         write_files(scratch, req.get("files"))
         lang = req.get("lang")
@@ -542,27 +716,22 @@ def do_run(req):
         with open(stdin_path, "w", encoding="utf-8", errors="surrogatepass") as f:
             f.write(req.get("stdin") or "")
     except (OSError, ValueError) as e:
-        remove_tree(scratch)
-        try:
-            os.unlink(stdin_path)
-        except OSError:
-            pass
-        return {"id": req.get("id"), "error": "preparing run: %s" % e}
+        remove_scratch()
+        return {"id": req.get("id"), "error": "preparing run: %s" % e}, None
 
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     ooms = oom_kills()
-    start = time.monotonic()
     pid = os.fork()
     if pid == 0:
         child(req, scratch, stdin_path, out_w, err_w)
+    start = time.monotonic()
     os.close(out_w)
     os.close(err_w)
     pidfd = os.pidfd_open(pid)
-    deadline = start + timeout
-    bufs, trunc, exited, open_fds = collect([out_r, err_r], cap, deadline, pidfd)
-    timed_out = not exited
-    if timed_out:
+    bufs, trunc, exited, open_fds, over = collect([out_r, err_r], cap, start + timeout, pidfd, budget)
+    timed_out = not exited and not over
+    if not exited:
         try:
             os.killpg(pid, signal.SIGKILL)
         except OSError:
@@ -574,22 +743,21 @@ def do_run(req):
     _, status = os.waitpid(pid, 0)
     duration = time.monotonic() - start
     os.close(pidfd)
+    strays = 0
+    if over:
+        # Past the run's memory budget: everything of the run goes now,
+        # daemons included, so nothing keeps growing while we report.
+        strays = sweep(pid)
     try:
         os.killpg(pid, signal.SIGKILL)
     except OSError:
         pass
-    strays = sweep(pid)
     drain(list(open_fds), bufs, trunc, cap, time.monotonic() + 0.5)
     os.close(out_r)
     os.close(err_r)
-    remove_tree(scratch)
-    try:
-        os.unlink(stdin_path)
-    except OSError:
-        pass
 
     res = {"id": req.get("id"), "exit_code": 0, "signal": "", "timed_out": timed_out,
-           "oom": False, "killed": False, "duration_ns": int(duration * 1e9)}
+           "oom": over, "killed": over, "duration_ns": int(duration * 1e9)}
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         res["signal"] = signame(sig)
@@ -606,17 +774,27 @@ def do_run(req):
     # counter tells (any process of the run: the sweep has ended them all).
     if oom_killed_since(ooms, res["signal"] == "SIGKILL" or res["exit_code"] == 137):
         res["oom"] = True
+    if over:
+        err += (b"\n[sandbox: the run's processes together used more than %d bytes of memory "
+                b"and were killed]\n" % budget)
     res["stdout"] = decode(out, cap, trunc[out_r])
     res["stderr"] = decode(err, cap, trunc[err_r])
     res["stdout_truncated"] = trunc[out_r]
     res["stderr_truncated"] = trunc[err_r]
-    problems = check_taint()
-    if strays:
-        problems.insert(0, "%d stray process(es) outlived the run" % strays)
-    if problems:
-        res["tainted"] = True
-        res["taint"] = "; ".join(problems)
-    return res
+
+    def cleanup():
+        n = strays + sweep(pid)
+        remove_scratch()
+        problems = check_taint()
+        if n:
+            problems.insert(0, "%d stray process(es) outlived the run" % n)
+        done = {"id": req.get("id"), "done": True}
+        if problems:
+            done["tainted"] = True
+            done["taint"] = "; ".join(problems)
+        return done
+
+    return res, cleanup
 
 
 # ------------------------------------------------------------------ sessions
@@ -706,6 +884,8 @@ class Session:
             rc = self.python_cell(code)
         elif self.lang == "bash":
             rc, sig = self.bash_cell(code)
+            if self.cell_seconds is not None:
+                start = time.monotonic() - self.cell_seconds
         elif self.lang == "sql":
             rc = run_sql(self.db, code, self.so, self.se)
             self.so.flush()
@@ -766,38 +946,53 @@ class Session:
             f.write(code)
         script = BASH_SAVE + (
             '[ -f "$1" ] && . "$1" >/dev/null 2>&1\n'
-            "trap '__cf_rc=$?; __cf_save >\"$1.new\" 2>/dev/null; mv -f \"$1.new\" \"$1\"; exit $__cf_rc' EXIT\n"
+            # The cell ends where the trap starts: the state save is not its time.
+            "trap '__cf_rc=$?; printf %s \"$EPOCHREALTIME\" >\"$1.end\"; "
+            "__cf_save >\"$1.new\" 2>/dev/null; mv -f \"$1.new\" \"$1\"; exit $__cf_rc' EXIT\n"
             '. "$2"\n')
+        end_path = self.state + ".end"
+        try:
+            os.unlink(end_path)
+        except OSError:
+            pass
+        began = time.time()
         pid = os.fork()
         if pid == 0:
             try:
                 os.setsid()
+                reset_signals(False)
                 prefer_oom_kill()
                 null = os.open("/dev/null", os.O_RDONLY)
                 os.dup2(null, 0)
-                signal.signal(signal.SIGPIPE, signal.SIG_DFL)
                 os.execve("/bin/bash", ["bash", "-c", script, "cell", self.state, cell], dict(os.environ))
             finally:
                 os._exit(127)
         _, status = os.waitpid(pid, 0)
+        self.cell_seconds = None
+        try:
+            with open(end_path) as f:
+                self.cell_seconds = max(0.0, float(f.read()) - began)
+        except (OSError, ValueError):
+            pass
         if os.WIFSIGNALED(status):
             return 128 + os.WTERMSIG(status), signame(os.WTERMSIG(status))
         return os.WEXITSTATUS(status), ""
 
 
-KEYS = ""
+BASELINE = {}
 
 
 def main():
-    global KEYS
+    global BASELINE
     set_dumpable(0)
-    KEYS = read_keys()
+    BASELINE = instance_state()
     os.makedirs(ROOT, mode=0o700, exist_ok=True)
     os.chdir(ROOT)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(s, signal.SIG_IGN)
-    send({"ready": True, "pid": os.getpid(), "python": sys.version.split()[0]})
+    send({"ready": True, "pid": os.getpid(), "python": sys.version.split()[0],
+          "hash_seed": os.environ.get("PYTHONHASHSEED", "random")})
     session = None
     while True:
         line = P_IN.readline()
@@ -811,7 +1006,10 @@ def main():
         op = req.get("op")
         try:
             if op == "run":
-                send(do_run(req))
+                res, cleanup = do_run(req)
+                send(res)
+                if cleanup is not None:
+                    send(cleanup())
             elif op == "session":
                 session = Session(req)
                 send({"id": req.get("id"), "ok": True})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/internal/remote"
 	"gopkg.in/yaml.v3"
 )
 
@@ -131,11 +132,19 @@ func Load(path, runDir string) (*Config, error) {
 			l.at(n, "input has no path")
 			continue
 		}
-		if !filepath.IsAbs(in.Path) {
-			in.Path = filepath.Join(dir, in.Path)
-		}
-		if _, err := os.Stat(in.Path); err != nil {
-			l.at(orNode(child(n, "path"), n), "input file %s: %v", in.Path, errors.Unwrap(err))
+		switch {
+		case remote.IsURL(in.Path):
+			// hf:// and http(s) inputs are fetched (and cached) at run time.
+			if _, err := remote.Resolve(in.Path, remote.Options{}); err != nil {
+				l.at(orNode(child(n, "path"), n), "input %v", strings.TrimPrefix(err.Error(), "remote: "))
+			}
+		default:
+			if !filepath.IsAbs(in.Path) {
+				in.Path = filepath.Join(dir, in.Path)
+			}
+			if _, err := os.Stat(in.Path); err != nil {
+				l.at(orNode(child(n, "path"), n), "input file %s: %v", in.Path, errors.Unwrap(err))
+			}
 		}
 		if in.Format == "" {
 			in.Format = guessFormat(in.Path)

@@ -109,13 +109,7 @@ func init() {
 	RegisterOutput("items", func(path string) (ItemWriter, error) { return newJSONLOut(path, true) })
 	RegisterOutput("jsonl", func(path string) (ItemWriter, error) { return newJSONLOut(path, false) })
 	// Trainer-ready dialogue formats, written by the same code as `export`.
-	for name, o := range map[string]schema.ExportOptions{
-		"codefeedback": {To: schema.ExportCodeFeedback},
-		"parquet":      {To: schema.ExportParquet},
-		"sharegpt":     {To: schema.ExportShareGPT},
-		"openai":       {To: schema.ExportOpenAI},
-		"openai-tool":  {To: schema.ExportOpenAI, ExecAs: schema.ExecAsTool},
-	} {
+	for name, o := range schema.OutputLayouts() {
 		RegisterOutput(name, func(path string) (ItemWriter, error) {
 			w, err := schema.NewDialogueWriter(path, o)
 			if err != nil {
@@ -128,7 +122,7 @@ func init() {
 
 // dialogueOut publishes dialogue items in an export format; items of other
 // kinds are an error (name `kind: dialogue` on the output).
-type dialogueOut struct{ w schema.DialogueWriter }
+type dialogueOut struct{ w *schema.DialogueWriter }
 
 func (d dialogueOut) Write(it Item) error {
 	dl, err := As[schema.Dialogue](it, KindDialogue)

@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/codefeedback/codefeedback/internal/remote"
 )
 
 // hashWriter hashes and counts lines written to an atomic file.
@@ -46,13 +48,27 @@ func (r *runner) materializeInputs(ctx context.Context) error {
 	var buf []byte
 	for _, in := range r.cfg.Inputs {
 		rec := InputRecord{Path: in.Path, Format: in.Format}
-		rec.SHA256, rec.Bytes, err = fileSHA256(in.Path)
+		local := in.Path
+		if remote.IsURL(in.Path) {
+			// Downloaded once into the user cache; a re-run revalidates
+			// the copy by its ETag and downloads nothing if it is current.
+			rf, err := remote.Fetch(ctx, in.Path, remote.Options{})
+			if err != nil {
+				w.a.Abort()
+				return fmt.Errorf("input %s: %w", in.Path, err)
+			}
+			local, rec.URL, rec.Local = rf.Path, rf.URL, rf.Path
+			if rf.Downloaded {
+				r.log.Info("downloaded input", "input", in.Path, "bytes", rf.Bytes, "sha256", rf.SHA256)
+			}
+		}
+		rec.SHA256, rec.Bytes, err = fileSHA256(local)
 		if err != nil {
 			w.a.Abort()
 			return err
 		}
 		f, _ := lookupFormat(in.Format)
-		for it, err := range f(ctx, in.Path) {
+		for it, err := range f(ctx, local) {
 			if err != nil {
 				w.a.Abort()
 				return fmt.Errorf("input %s: %w", in.Path, err)

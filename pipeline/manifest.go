@@ -28,6 +28,15 @@ type Manifest struct {
 	DeadCount int64           `json:"dead_lettered"`
 	DeadFile  string          `json:"dead_letters,omitempty"`
 	Extra     json.RawMessage `json:"extra,omitempty"`
+	// History lists the earlier runs on this run directory, oldest first
+	// (at most historyKeep); Total adds every earlier run and this one, so
+	// an unchanged re-run that costs nothing does not erase what the
+	// generation cost.
+	History []RunSummary `json:"history,omitempty"`
+	Total   RunTotal     `json:"total"`
+
+	priorRead bool
+	prior     RunTotal // every earlier run
 }
 
 // RunFlags are the command-line choices that shaped the run.
@@ -45,6 +54,10 @@ type RunFlags struct {
 type InputRecord struct {
 	Path   string `json:"path"`
 	Format string `json:"format"`
+	// URL and Local, for an hf:// or http(s) input: what it resolved to
+	// and the cached copy that was read (SHA256 is that copy's).
+	URL    string `json:"url,omitempty"`
+	Local  string `json:"local,omitempty"`
 	SHA256 string `json:"sha256"`
 	Bytes  int64  `json:"bytes"`
 	Items  int64  `json:"items"` // items read (before shard and limit)
@@ -104,9 +117,78 @@ func ReadManifest(runDir string) (*Manifest, error) {
 }
 
 func (m *Manifest) write(path string) error {
+	m.carryHistory(path)
+	m.Total = m.prior.add(m.Summary())
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return fmt.Errorf("pipeline: manifest: %w", err)
 	}
 	return writeFileAtomic(path, append(b, '\n'))
+}
+
+// RunSummary is one earlier run of a run directory, as its manifest ended.
+type RunSummary struct {
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished,omitzero"`
+	Version  string    `json:"version,omitempty"`
+	Status   string    `json:"status"`
+	Usage    Usage     `json:"usage"`
+	Retries  int64     `json:"retries"`
+	Fresh    int64     `json:"fresh"` // items computed (not from the store)
+	Failed   int64     `json:"failed"`
+}
+
+// RunTotal sums runs of a run directory.
+type RunTotal struct {
+	Runs    int64 `json:"runs"`
+	Usage   Usage `json:"usage"`
+	Retries int64 `json:"retries"`
+	Fresh   int64 `json:"fresh"`
+	Failed  int64 `json:"failed"`
+}
+
+func (t RunTotal) add(s RunSummary) RunTotal {
+	return RunTotal{Runs: t.Runs + 1, Usage: t.Usage.Add(s.Usage), Retries: t.Retries + s.Retries, Fresh: t.Fresh + s.Fresh, Failed: t.Failed + s.Failed}
+}
+
+// historyKeep bounds History; Total still counts every run.
+const historyKeep = 200
+
+// Summary is this run as a history entry.
+func (m *Manifest) Summary() RunSummary {
+	s := RunSummary{Started: m.Started, Finished: m.Finished, Version: m.Version, Status: m.Status, Usage: m.Usage}
+	for _, st := range m.Stages {
+		s.Retries += st.Counts.Retries
+		s.Fresh += st.Counts.Fresh
+		s.Failed += st.Counts.Failed
+	}
+	return s
+}
+
+// carryHistory takes the history of the manifest a previous run left at
+// path (once per run, at the run's first write): its history and itself,
+// and its total.
+func (m *Manifest) carryHistory(path string) {
+	if m.priorRead {
+		return
+	}
+	m.priorRead = true
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	var prev Manifest
+	if json.Unmarshal(b, &prev) != nil || prev.Started.IsZero() || prev.Started.Equal(m.Started) {
+		return
+	}
+	m.History = append(prev.History, prev.Summary())
+	if n := len(m.History); n > historyKeep {
+		m.History = m.History[n-historyKeep:]
+	}
+	// prev.Total includes prev itself; a manifest written before totals
+	// existed has none: it counts as one run.
+	m.prior = prev.Total
+	if m.prior.Runs == 0 {
+		m.prior = RunTotal{}.add(prev.Summary())
+	}
 }

@@ -109,6 +109,9 @@ func (r *runner) runAll(ctx context.Context, s *StageSpec, st *stageCaps, key st
 	err = st.all.All(ctx, iter.Seq2[Item, error](seq), emit)
 	p.finish()
 	rec.Counts = Counts{In: in, Out: w.lines, Fresh: in}
+	if err == nil && st.check != nil {
+		err = st.check.Check()
+	}
 	if err != nil {
 		w.a.Abort()
 		return err

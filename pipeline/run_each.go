@@ -128,6 +128,14 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *stageCaps, key s
 	if r.o.DryRun {
 		rec.Status = "dry-run"
 	}
+	if st.check != nil && !r.o.DryRun {
+		// A quality gate over the whole output: no marker when it fails.
+		if err := st.check.Check(); err != nil {
+			e.abort()
+			rec.Status = "failed"
+			return err
+		}
+	}
 	for _, f := range []*atomicFile{e.out.a, e.dead, e.refs} {
 		if err := f.Commit(); err != nil {
 			e.abort()

@@ -93,6 +93,13 @@ type Estimator interface{ Estimate(n int) Usage }
 // when nothing was recomputed.
 type Observer interface{ Observe(out Item) }
 
+// Checker is implemented by stages with a quality gate over their whole
+// output: Check runs after every output was observed (cached or fresh) and
+// before the completion marker is written. An error fails the stage loudly
+// (the run stops and exits non-zero with it, naming the gate and samples)
+// and no marker is written, so the next run checks again.
+type Checker interface{ Check() error }
+
 // ExecutorUser is implemented by stages that run code in the sandbox. When
 // UsesExecutor reports true, the identity of the run's opened executor
 // (driver, image with digest, default limits) is part of the stage's cache
@@ -121,6 +128,7 @@ type stageCaps struct {
 	version   any
 	estimate  Estimator
 	observe   Observer
+	check     Checker
 	executes  bool
 	usesModel bool
 	closer    io.Closer
@@ -139,6 +147,7 @@ func capsOf(name string, st Stage) (*stageCaps, error) {
 	}
 	c.estimate, _ = st.(Estimator)
 	c.observe, _ = st.(Observer)
+	c.check, _ = st.(Checker)
 	if u, ok := st.(ExecutorUser); ok {
 		c.executes = u.UsesExecutor()
 	}

@@ -1,16 +1,20 @@
 package schema
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/schema/loaders"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -21,6 +25,7 @@ func sampleDialogue(i int) Dialogue {
 		{Role: RoleUser, Content: fmt.Sprintf("Write a function that returns %d.", i)},
 		{Role: RoleAssistant, Content: fmt.Sprintf("```python\ndef f():\n    return %d\nprint(f())\n```", i)},
 		{Role: RoleExecution, Content: fmt.Sprintf("%d\n", i), Exec: &Execution{Language: "python", Code: fmt.Sprintf("def f():\n    return %d\nprint(f())", i), Driver: "bwrap", ExitCode: 0, Stdout: fmt.Sprintf("%d\n", i), Passed: &pass, Duration: 1234}},
+		{Role: RoleAssistant, Content: fmt.Sprintf("It prints %d.", i)},
 		{Role: RoleUser, Content: "Make it faster.", Feedback: &Feedback{Category: "efficiency", Body: json.RawMessage(`{"note":"x"}`)}},
 		{Role: RoleAssistant, Content: "It is already O(1)."},
 	}
@@ -72,37 +77,256 @@ func TestParquetRoundTrip(t *testing.T) {
 	}
 }
 
-// TestExportFormats checks each export's rendering of an execution turn.
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// exportLines exports ds in layout o to a JSONL file and returns its lines.
+func exportLines(t *testing.T, ds []Dialogue, o ExportOptions) (string, [][]byte) {
+	t.Helper()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	if err := WriteAll(in, ds); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.jsonl")
+	if _, err := Export(context.Background(), in, out, o); err != nil {
+		t.Fatalf("export %+v: %v", o, err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+}
+
+// TestExportLoaderRules exports dialogues in every layout and split and
+// checks each line by the rules of what loads it.
+func TestExportLoaderRules(t *testing.T) {
+	var ds []Dialogue
+	for i := 0; i < 20; i++ {
+		ds = append(ds, sampleDialogue(i))
+	}
+	for _, tc := range []struct {
+		name    string
+		o       ExportOptions
+		samples int // in all: a failing turn is no target of its own (odd i fail)
+		check   func(path string, line []byte) []string
+	}{
+		{"codefeedback", ExportOptions{}, 20, func(_ string, l []byte) []string { return loaders.CodeFeedback(l) }},
+		{"codefeedback turns", ExportOptions{Split: SplitTurns}, 50, func(_ string, l []byte) []string { return loaders.CodeFeedback(l) }},
+		{"openai", ExportOptions{To: ExportOpenAI}, 20, func(_ string, l []byte) []string { return loaders.OpenAI(l) }},
+		{"openai turns", ExportOptions{To: ExportOpenAI, Split: SplitTurns}, 50, func(_ string, l []byte) []string { return loaders.OpenAI(l) }},
+		{"openai weights", ExportOptions{To: ExportOpenAI, Split: SplitWeights}, 20, func(_ string, l []byte) []string { return loaders.OpenAI(l) }},
+		{"openai-tools", ExportOptions{To: ExportOpenAITools}, 20, func(_ string, l []byte) []string { return loaders.OpenAI(l) }},
+		{"openai-tools turns", ExportOptions{To: ExportOpenAITools, Split: SplitTurns}, 50, func(_ string, l []byte) []string { return loaders.OpenAI(l) }},
+		{"sharegpt", ExportOptions{To: ExportShareGPT}, 20, shareGPTCheck(t)},
+		{"sharegpt observation", ExportOptions{To: ExportShareGPT, ExecAs: ExecAsTool}, 20, shareGPTCheck(t)},
+		{"sharegpt turns", ExportOptions{To: ExportShareGPT, Split: SplitTurns}, 50, shareGPTCheck(t)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, lines := exportLines(t, ds, tc.o)
+			if len(lines) != tc.samples {
+				t.Fatalf("got %d samples, want %d", len(lines), tc.samples)
+			}
+			for i, l := range lines {
+				if errs := tc.check(path, l); len(errs) > 0 {
+					t.Fatalf("sample %d breaks its loader's rules: %v\n%s", i, errs, l)
+				}
+			}
+		})
+	}
+}
+
+// shareGPTCheck checks a line against the dataset_info.json entry written
+// beside the file.
+func shareGPTCheck(t *testing.T) func(path string, line []byte) []string {
+	return func(path string, line []byte) []string {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(path), "dataset_info.json"))
+		if err != nil {
+			t.Fatalf("no dataset_info.json beside the ShareGPT file: %v", err)
+		}
+		var all map[string]loaders.ShareGPTInfo
+		if err := json.Unmarshal(b, &all); err != nil {
+			t.Fatal(err)
+		}
+		info, ok := all["out"]
+		if !ok || info.FileName != filepath.Base(path) {
+			t.Fatalf("dataset_info.json has no entry for %s: %s", filepath.Base(path), b)
+		}
+		return loaders.ShareGPT(line, info)
+	}
+}
+
+// TestLoaderChecksCatch: each loader check rejects what its loader would.
+func TestLoaderChecksCatch(t *testing.T) {
+	info := ShareGPTInfoFor("x.jsonl")
+	var li loaders.ShareGPTInfo
+	b, _ := json.Marshal(info)
+	json.Unmarshal(b, &li)
+	for _, tc := range []struct {
+		name string
+		errs []string
+	}{
+		{"openai execution role", loaders.OpenAI([]byte(`{"messages":[{"role":"user","content":"q"},{"role":"execution","content":"1"},{"role":"assistant","content":"a"}]}`))},
+		{"openai no assistant", loaders.OpenAI([]byte(`{"messages":[{"role":"user","content":"q"}]}`))},
+		{"openai content not string", loaders.OpenAI([]byte(`{"messages":[{"role":"user","content":["q"]},{"role":"assistant","content":"a"}]}`))},
+		{"openai weight on user", loaders.OpenAI([]byte(`{"messages":[{"role":"user","content":"q","weight":0},{"role":"assistant","content":"a"}]}`))},
+		{"openai call without tools", loaders.OpenAI([]byte(`{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"execute_code","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":"1"},{"role":"assistant","content":"a"}]}`))},
+		{"openai orphan tool", loaders.OpenAI([]byte(`{"messages":[{"role":"user","content":"q"},{"role":"tool","tool_call_id":"x","content":"1"},{"role":"assistant","content":"a"}]}`))},
+		{"openai too long", loaders.OpenAI([]byte(`{"messages":[{"role":"user","content":"` + strings.Repeat("x", 70000) + `"},{"role":"assistant","content":"a"}]}`))},
+		{"sharegpt two humans", loaders.ShareGPT([]byte(`{"conversations":[{"from":"human","value":"q"},{"from":"human","value":"q"},{"from":"gpt","value":"a"}]}`), li)},
+		{"sharegpt ends on human", loaders.ShareGPT([]byte(`{"conversations":[{"from":"human","value":"q"},{"from":"gpt","value":"a"},{"from":"human","value":"q"}]}`), li)},
+		{"codefeedback execution role", loaders.CodeFeedback([]byte(`{"id":1,"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a"},{"role":"execution","content":"1"},{"role":"assistant","content":"a"}]}`))},
+		{"codefeedback system", loaders.CodeFeedback([]byte(`{"id":"x","messages":[{"role":"system","content":"s"},{"role":"user","content":"q"},{"role":"assistant","content":"a"}]}`))},
+	} {
+		if len(tc.errs) == 0 {
+			t.Errorf("%s: accepted, want rejected", tc.name)
+		}
+	}
+}
+
+// TestExportFormats checks each layout's rendering of an execution turn.
 func TestExportFormats(t *testing.T) {
 	d := sampleDialogue(7)
 	cf := ToCodeFeedback(&d)
-	if cf.Messages[3].Role != "user" || cf.Messages[3].Content != "Execution result: \n7\n" {
-		t.Errorf("codefeedback execution turn: got %+v", cf.Messages[3])
+	if len(cf.Messages) != 6 || cf.Messages[2].Role != "user" || cf.Messages[2].Content != "Execution result: \n7\n" {
+		t.Errorf("codefeedback execution turn: got %+v", cf.Messages)
+	}
+	if !strings.HasPrefix(cf.Messages[0].Content, "You are a coding assistant.\n\nWrite") {
+		t.Errorf("codefeedback: system turn not folded into the first user turn: %q", cf.Messages[0].Content)
 	}
 	if string(cf.ID) != `"`+d.ID+`"` {
 		t.Errorf("codefeedback id: got %s want quoted %s", cf.ID, d.ID)
 	}
 	sg := ToShareGPT(&d, ExecAsUser)
-	wantFrom := []string{"system", "human", "gpt", "human", "human", "gpt"}
+	wantFrom := []string{"human", "gpt", "human", "gpt", "human", "gpt"}
+	if sg.System != "You are a coding assistant." || len(sg.Conversations) != len(wantFrom) {
+		t.Fatalf("sharegpt: got system %q and %d turns", sg.System, len(sg.Conversations))
+	}
 	for i, tr := range sg.Conversations {
 		if tr.From != wantFrom[i] {
 			t.Errorf("sharegpt turn %d: got from %q want %q", i, tr.From, wantFrom[i])
 		}
 	}
-	if got := ToShareGPT(&d, ExecAsTool).Conversations[3].From; got != "observation" {
+	if got := ToShareGPT(&d, ExecAsTool).Conversations[2].From; got != "observation" {
 		t.Errorf("sharegpt tool: got %q want observation", got)
 	}
 	oa := ToOpenAI(&d, ExecAsTool)
 	if oa.Messages[3].Role != "tool" || oa.Messages[3].ToolCallID == "" || len(oa.Messages[2].ToolCalls) != 1 || oa.Messages[2].ToolCalls[0].ID != oa.Messages[3].ToolCallID {
 		t.Errorf("openai tool rendering: got %+v / %+v", oa.Messages[2], oa.Messages[3])
 	}
+	if len(oa.Tools) != 1 || oa.Tools[0].Function.Name != ExecuteToolName {
+		t.Errorf("openai tools: got %+v", oa.Tools)
+	}
 	var args map[string]string
 	json.Unmarshal([]byte(oa.Messages[2].ToolCalls[0].Function.Arguments), &args)
-	if args["code"] != d.Messages[3].Exec.Code {
+	if args["code"] != d.Messages[3].Exec.Code || args["language"] != "python" {
 		t.Errorf("tool call arguments: got %v", args)
 	}
-	if ou := ToOpenAI(&d, ExecAsUser); ou.Messages[3].Role != "user" || !strings.HasPrefix(*ou.Messages[3].Content, ExecutionPrefix) {
+	if oa.Messages[2].Content != nil {
+		t.Errorf("the executed block should move into the call, leaving no text; got %q", *oa.Messages[2].Content)
+	}
+	if ou := ToOpenAI(&d, ExecAsUser); ou.Messages[3].Role != "user" || !strings.HasPrefix(*ou.Messages[3].Content, ExecutionPrefix) || ou.Tools != nil {
 		t.Errorf("openai user rendering: got %+v", ou.Messages[3])
+	}
+}
+
+// TestShowsFailure: which execution turns show failed code.
+func TestShowsFailure(t *testing.T) {
+	f, tr := false, true
+	for _, tc := range []struct {
+		m    Message
+		want bool
+	}{
+		{Message{Role: RoleExecution, Content: "x", Exec: &Execution{Passed: &f}}, true},
+		{Message{Role: RoleExecution, Content: "x", Exec: &Execution{Passed: &tr}}, false},
+		{Message{Role: RoleExecution, Content: "x", Exec: &Execution{ExitCode: 1}}, true},
+		{Message{Role: RoleExecution, Content: "42", Exec: &Execution{}}, false},
+		{Message{Role: RoleUser, Content: "Execution result: \n1 of 3 tests failed.\n"}, true},
+		{Message{Role: RoleUser, Content: "Execution result: \nAll 3 tests passed."}, false},
+		{Message{Role: RoleUser, Content: "Execution result: \nTraceback (most recent call last):\n  x\nNameError: y"}, true},
+		{Message{Role: RoleUser, Content: "Execution result: \nThe code does not compile (SyntaxError at line 1):"}, true},
+		{Message{Role: RoleUser, Content: "Execution result: \n[1, 2, 3]"}, false},
+		{Message{Role: RoleUser, Content: "Please make it faster; 2 of 3 tests failed."}, false},
+		{Message{Role: RoleAssistant, Content: "Traceback (most recent call last)"}, false},
+	} {
+		if got := ShowsFailure(tc.m); got != tc.want {
+			t.Errorf("ShowsFailure(%q) = %v, want %v", tc.m.Content, got, tc.want)
+		}
+	}
+}
+
+// TestToolCallCarriesAssistantCode: the execute_code call holds the
+// assistant's code, whatever the record holds: a judge program stored by an
+// older harness, or a lean record, with prose kept around the moved block.
+func TestToolCallCarriesAssistantCode(t *testing.T) {
+	text := "Here is a fix.\n\n```python\ndef f(x):\n    return x + 1\n```\n\nIt adds one."
+	for _, tc := range []struct {
+		name string
+		exec *Execution
+	}{
+		{"lean record", &Execution{Language: "python", Code: "def f(x):\n    return x + 1"}},
+		{"judge program", &Execution{Language: "python", Code: "# codefeedback test judge: see the judge source in _CF_SRC.\n_CF_SRC = '...'\n"}},
+		{"no record", nil},
+	} {
+		d := Dialogue{ID: "d", Messages: []Message{{Role: RoleUser, Content: "q"}, {Role: RoleAssistant, Content: text}, {Role: RoleExecution, Content: "All 3 tests passed.", Exec: tc.exec}, {Role: RoleAssistant, Content: "Done."}}}
+		r := ToOpenAI(&d, ExecAsTool)
+		var args struct{ Language, Code string }
+		json.Unmarshal([]byte(r.Messages[1].ToolCalls[0].Function.Arguments), &args)
+		if args.Code != "def f(x):\n    return x + 1" || args.Language != "python" {
+			t.Errorf("%s: call arguments %+v", tc.name, args)
+		}
+		if c := r.Messages[1].Content; c == nil || *c != "Here is a fix.\n\nIt adds one." {
+			t.Errorf("%s: assistant text %v", tc.name, c)
+		}
+	}
+}
+
+// TestParquetSchemaGolden pins the Parquet schema of each layout
+// (testdata/parquet_schema.golden; -update rewrites it).
+func TestParquetSchemaGolden(t *testing.T) {
+	dir := t.TempDir()
+	d := sampleDialogue(1)
+	num := d
+	num.SourceID = json.RawMessage("42")
+	var got strings.Builder
+	for _, tc := range []struct {
+		name string
+		d    Dialogue
+		o    ExportOptions
+	}{
+		{"codefeedback (string ids)", d, ExportOptions{}},
+		{"codefeedback (integer ids)", num, ExportOptions{}},
+		{"native", d, ExportOptions{To: ExportNative}},
+	} {
+		path := filepath.Join(dir, strings.Fields(tc.name)[0]+strconv.Itoa(len(got.String()))+".parquet")
+		w, err := NewDialogueWriter(path, tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(&tc.d); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s, err := parquetSchema(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&got, "== %s\n%s\n", tc.name, strings.TrimSpace(s))
+	}
+	golden := filepath.Join("testdata", "parquet_schema.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got.String() != string(want) {
+		t.Errorf("Parquet schemas changed:\n got:\n%s\nwant:\n%s", got.String(), want)
 	}
 }
 

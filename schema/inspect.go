@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -30,9 +29,10 @@ type Report struct {
 	Langs    map[string]int
 	Scores   map[string]map[int]int // rating score histogram per rubric (0 = unrated)
 	Samples  []string               // rendered samples
+	// Diversity of the dialogues: distinct first and closing turns,
+	// template share, repeated openings.
+	Diversity Diversity
 }
-
-var fenceRE = regexp.MustCompile("(?m)^```([A-Za-z0-9_+#-]+)")
 
 // Inspect reads path as a stream and summarises it; sample records are
 // rendered for reading in a terminal. Per-record sizes are kept to compute
@@ -205,15 +205,14 @@ func (rep *Report) fieldSchema() string {
 
 func (rep *Report) addDialogue(d *Dialogue, sample int) {
 	rep.Records++
+	rep.Diversity.Add(d)
 	rep.Turns = append(rep.Turns, len(d.Messages))
 	total := 0
 	for _, m := range d.Messages {
 		rep.Roles[m.Role]++
 		rep.MsgLen = append(rep.MsgLen, len(m.Content))
 		total += len(m.Content)
-		for _, g := range fenceRE.FindAllStringSubmatch(m.Content, -1) {
-			rep.Langs[strings.ToLower(g[1])]++
-		}
+		FenceLanguages(m.Content, func(lang string) { rep.Langs[strings.ToLower(lang)]++ })
 	}
 	rep.TextLen = append(rep.TextLen, total)
 	if len(rep.Samples) < sample {
@@ -329,6 +328,17 @@ func (rep *Report) Render(w io.Writer) {
 		fmt.Fprintf(w, "chars per message:    %s\n", dist(rep.MsgLen))
 		fmt.Fprintf(w, "chars per dialogue:   %s\n", dist(rep.TextLen))
 		fmt.Fprintf(w, "roles:                %s\n", counts(rep.Roles))
+		dv := rep.Diversity.Summary(5)
+		fmt.Fprintf(w, "distinct first user turns:  %d of %d dialogues\n", dv.DistinctFirstUser, dv.Dialogues)
+		fmt.Fprintf(w, "distinct closing turns:     %d of %d dialogues\n", dv.DistinctClosings, dv.Dialogues)
+		fmt.Fprintf(w, "distinct code-less replies: %d of %d assistant turns without code\n", dv.DistinctCodeless, dv.CodelessTurns)
+		fmt.Fprintf(w, "template share:             %.0f%% of dialogues made without a model\n", 100*dv.TemplateShare)
+		if len(dv.TopOpenings) > 0 {
+			fmt.Fprintln(w, "most repeated openings of assistant turns:")
+			for _, o := range dv.TopOpenings {
+				fmt.Fprintf(w, "  %6d  %s\n", o.Count, o.Text)
+			}
+		}
 	} else if len(rep.TextLen) > 0 {
 		fmt.Fprintf(w, "chars per text:       %s\n", dist(rep.TextLen))
 	}

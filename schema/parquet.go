@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
@@ -132,18 +133,19 @@ func FromParquet(row *ParquetDialogue) (Dialogue, error) {
 	return d, nil
 }
 
-// parquetWriter buffers rows and flushes a row group whenever the buffered
-// content passes the row-group byte budget, so memory stays flat however
-// many rows the file gets.
-type parquetWriter struct {
+// parquetWriter buffers rows of type T and flushes a row group whenever the
+// buffered content passes the row-group byte budget, so memory stays flat
+// however many rows the file gets.
+type parquetWriter[T any] struct {
 	af       *AtomicFile
-	pw       *parquet.GenericWriter[ParquetDialogue]
-	buf      []ParquetDialogue
+	pw       *parquet.GenericWriter[T]
+	buf      []T
+	size     func(*T) int64
 	pending  int64
 	rgBudget int64
 }
 
-func createParquetDialogues(path string, opts ...Option) (*parquetWriter, error) {
+func newParquetWriter[T any](path string, size func(*T) int64, opts ...Option) (*parquetWriter[T], error) {
 	o := buildOptions(opts)
 	var codec parquet.WriterOption
 	switch o.parquetCodec {
@@ -158,17 +160,31 @@ func createParquetDialogues(path string, opts ...Option) (*parquetWriter, error)
 	if err != nil {
 		return nil, err
 	}
-	pw := parquet.NewGenericWriter[ParquetDialogue](af, codec, parquet.CreatedBy("codefeedback", "1", ""))
-	return &parquetWriter{af: af, pw: pw, rgBudget: o.rowGroupBytes}, nil
+	pw := parquet.NewGenericWriter[T](af, codec, parquet.CreatedBy("codefeedback", "1", ""))
+	return &parquetWriter[T]{af: af, pw: pw, size: size, rgBudget: o.rowGroupBytes}, nil
 }
 
-func (w *parquetWriter) Write(d Dialogue) error {
+// nativeParquetWriter writes the native layout (every field).
+type nativeParquetWriter struct {
+	*parquetWriter[ParquetDialogue]
+}
+
+func createParquetDialogues(path string, opts ...Option) (nativeParquetWriter, error) {
+	w, err := newParquetWriter(path, rowBytes, opts...)
+	return nativeParquetWriter{w}, err
+}
+
+func (w nativeParquetWriter) Write(d Dialogue) error {
 	row, err := ToParquet(&d)
 	if err != nil {
 		return err
 	}
+	return w.add(row)
+}
+
+func (w *parquetWriter[T]) add(row T) error {
 	w.buf = append(w.buf, row)
-	w.pending += rowBytes(&row)
+	w.pending += w.size(&w.buf[len(w.buf)-1])
 	if len(w.buf) >= 1024 {
 		if err := w.drain(); err != nil {
 			return err
@@ -188,13 +204,18 @@ func (w *parquetWriter) Write(d Dialogue) error {
 
 func rowBytes(r *ParquetDialogue) int64 {
 	n := len(r.ID) + len(r.Stage) + len(r.Method) + len(r.Model) + len(r.PromptVersion) + len(r.Sources) + len(r.Labels) + len(r.MessageMeta) + len(r.SourceID) + len(r.Extra)
-	for _, m := range r.Messages {
+	return int64(n) + messagesBytes(r.Messages)
+}
+
+func messagesBytes(ms []ParquetMessage) int64 {
+	n := 0
+	for _, m := range ms {
 		n += len(m.Role) + len(m.Content) + 8
 	}
 	return int64(n)
 }
 
-func (w *parquetWriter) drain() error {
+func (w *parquetWriter[T]) drain() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
@@ -206,7 +227,7 @@ func (w *parquetWriter) drain() error {
 	return nil
 }
 
-func (w *parquetWriter) Close() error {
+func (w *parquetWriter[T]) Close() error {
 	if err := w.drain(); err != nil {
 		w.af.Abort()
 		return err
@@ -218,17 +239,65 @@ func (w *parquetWriter) Close() error {
 	return w.af.Commit()
 }
 
-func (w *parquetWriter) Abort() { w.af.Abort() }
+func (w *parquetWriter[T]) Abort() { w.af.Abort() }
 
-// parquetReader streams dialogues from a Parquet file a batch at a time.
+// parquetReader streams dialogues from a Parquet file a batch at a time,
+// whichever layout the file has (native, or Code-Feedback with a string or
+// an integer id).
 type parquetReader struct {
 	path string
 	f    *os.File
-	pr   *parquet.GenericReader[ParquetDialogue]
-	buf  []ParquetDialogue
-	i, n int
+	rows rowSource
 	row  int
+}
+
+// rowSource reads the next row of one layout as a dialogue; raw renders the
+// row for a RecordError.
+type rowSource interface {
+	next() (d Dialogue, raw func() []byte, err error)
+	close() error
+}
+
+type typedRows[T any] struct {
+	path string
+	pr   *parquet.GenericReader[T]
+	buf  []T
+	i, n int
 	eof  bool
+	conv func(*T) (Dialogue, error)
+}
+
+func (t *typedRows[T]) next() (Dialogue, func() []byte, error) {
+	if t.i == t.n {
+		if t.eof {
+			return Dialogue{}, nil, io.EOF
+		}
+		clear(t.buf)
+		n, err := t.pr.Read(t.buf)
+		t.i, t.n = 0, n
+		if err == io.EOF {
+			t.eof = true
+		} else if err != nil {
+			t.eof = true
+			return Dialogue{}, nil, err
+		}
+		if n == 0 {
+			if t.eof {
+				return Dialogue{}, nil, io.EOF
+			}
+			return Dialogue{}, nil, errors.New("reader made no progress")
+		}
+	}
+	row := &t.buf[t.i]
+	t.i++
+	d, err := t.conv(row)
+	return d, func() []byte { b, _ := json.Marshal(row); return b }, err
+}
+
+func (t *typedRows[T]) close() error { return t.pr.Close() }
+
+func newTypedRows[T any](path string, pf *parquet.File, conv func(*T) (Dialogue, error)) *typedRows[T] {
+	return &typedRows[T]{path: path, pr: parquet.NewGenericReader[T](pf), buf: make([]T, 64), conv: conv}
 }
 
 func openParquetDialogues(path string, opts ...Option) (*parquetReader, error) {
@@ -255,7 +324,20 @@ func openParquetDialogues(path string, opts ...Option) (*parquetReader, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: empty file (no records)", path)
 	}
-	return &parquetReader{path: path, f: f, pr: parquet.NewGenericReader[ParquetDialogue](pf), buf: make([]ParquetDialogue, 64)}, nil
+	r := &parquetReader{path: path, f: f}
+	switch parquetLayout(pf.Schema()) {
+	case ExportNative:
+		r.rows = newTypedRows(path, pf, FromParquet)
+	case "int":
+		r.rows = newTypedRows(path, pf, func(row *CodeFeedbackIntRow) (Dialogue, error) {
+			return codeFeedbackDialogue(strconv.FormatInt(row.ID, 10), json.RawMessage(strconv.FormatInt(row.ID, 10)), row.Messages), nil
+		})
+	default:
+		r.rows = newTypedRows(path, pf, func(row *CodeFeedbackRow) (Dialogue, error) {
+			return codeFeedbackDialogue(row.ID, nil, row.Messages), nil
+		})
+	}
+	return r, nil
 }
 
 // checkDialogueSchema rejects Parquet files that lack the dialogue columns,
@@ -281,42 +363,24 @@ func lookupPrefix(s *parquet.Schema, col string) ([]string, bool) {
 }
 
 func (r *parquetReader) Read() (Dialogue, error) {
-	if r.i == r.n {
-		if r.eof {
-			return Dialogue{}, io.EOF
-		}
-		clear(r.buf)
-		n, err := r.pr.Read(r.buf)
-		r.i, r.n = 0, n
-		if err == io.EOF {
-			r.eof = true
-		} else if err != nil {
-			r.eof = true
-			return Dialogue{}, fmt.Errorf("%s: row %d: %w", r.path, r.row+1, err)
-		}
-		if n == 0 {
-			if r.eof {
-				return Dialogue{}, io.EOF
-			}
-			return Dialogue{}, fmt.Errorf("%s: row %d: reader made no progress", r.path, r.row+1)
-		}
+	d, raw, err := r.rows.next()
+	if err == io.EOF {
+		return d, err
 	}
-	row := &r.buf[r.i]
-	r.i++
+	if err != nil && raw == nil {
+		return d, fmt.Errorf("%s: row %d: %w", r.path, r.row+1, err)
+	}
 	r.row++
-	d, err := FromParquet(row)
-	if err != nil {
-		raw, _ := json.Marshal(row)
-		return d, &RecordError{File: r.path, Unit: "row", Line: r.row, Reason: err.Error(), Raw: raw}
+	if err == nil {
+		err = d.Validate()
 	}
-	if err := d.Validate(); err != nil {
-		raw, _ := json.Marshal(row)
-		return d, &RecordError{File: r.path, Unit: "row", Line: r.row, Reason: err.Error(), Raw: raw}
+	if err != nil {
+		return d, &RecordError{File: r.path, Unit: "row", Line: r.row, Reason: err.Error(), Raw: raw()}
 	}
 	return d, nil
 }
 
 func (r *parquetReader) Close() error {
-	err := r.pr.Close()
+	err := r.rows.close()
 	return errors.Join(err, r.f.Close())
 }

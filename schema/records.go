@@ -78,9 +78,13 @@ type Dialogue struct {
 }
 
 // Execution is the record of one sandbox run, enough to re-run and audit it.
+// Code is the code the turn ran: the assistant's own code, also when a test
+// judge ran it (then Judge names the judge and holds the tests, and the
+// judge program is rebuilt from them rather than stored).
 type Execution struct {
 	Language   string        `json:"language"`
 	Code       string        `json:"code"`
+	Judge      *JudgeRef     `json:"judge,omitempty"`
 	Driver     string        `json:"driver"`
 	Image      string        `json:"image,omitempty"`
 	TimeoutMS  int64         `json:"timeout_ms,omitempty"`
@@ -95,6 +99,53 @@ type Execution struct {
 	Passed     *bool         `json:"passed,omitempty"` // tests verdict where tests ran
 	Duration   time.Duration `json:"duration_ns"`
 	ExecutedAt time.Time     `json:"executed_at,omitempty"`
+}
+
+// JudgeRef is a test judge by reference: which harness at which version
+// built the program (SHA256 of its source, so a rebuild can be checked),
+// what it judged the code against, and the verdict's shown part, from
+// which the execution turn's text renders again.
+type JudgeRef struct {
+	Harness string `json:"harness"`
+	Version string `json:"version"`
+	SHA256  string `json:"sha256"` // first 32 hex digits of the program's SHA-256
+	// What the program is built from besides the code. Zero options are the
+	// judge's defaults.
+	Tests       []string `json:"tests"`
+	Setup       string   `json:"setup,omitempty"`
+	TestImport  string   `json:"test_import,omitempty"`
+	EntryPoint  string   `json:"entry_point,omitempty"`
+	Prompt      string   `json:"prompt,omitempty"`
+	CaseTimeout float64  `json:"case_timeout_s,omitempty"`
+	ValueChars  int      `json:"value_chars,omitempty"`
+	StdoutBytes int      `json:"stdout_bytes,omitempty"`
+	Failures    int      `json:"feedback_failures,omitempty"` // failing cases the text shows in full
+	// The verdict as far as the text shows it. The load failure's and the
+	// first shown case's exception and message are the record's Exception
+	// and ErrorLine and are not repeated here.
+	Total       int         `json:"total"`
+	PassedCount int         `json:"passed_count"`
+	Incomplete  bool        `json:"incomplete,omitempty"` // the judge never reported its end
+	RunTimedOut bool        `json:"run_timed_out,omitempty"`
+	StdoutTotal int64       `json:"stdout_total,omitempty"`
+	Load        *JudgeCase  `json:"load,omitempty"`
+	Shown       []JudgeCase `json:"shown,omitempty"` // the failing cases the text shows
+}
+
+// JudgeCase is one failing test case (or the load failure, with Stage) of a
+// judge verdict.
+type JudgeCase struct {
+	Stage     string `json:"stage,omitempty"`
+	Test      string `json:"test,omitempty"`
+	Kind      string `json:"kind"`
+	Exception string `json:"exception,omitempty"`
+	Message   string `json:"message,omitempty"`
+	Traceback string `json:"traceback,omitempty"`
+	Line      int    `json:"line,omitempty"`
+	Input     string `json:"input,omitempty"`
+	Expected  string `json:"expected,omitempty"`
+	Actual    string `json:"actual,omitempty"`
+	Op        string `json:"op,omitempty"`
 }
 
 // Rating is a difficulty score for a query from one rubric.
@@ -128,6 +179,15 @@ type Finding struct {
 	Method     string  `json:"method"` // "lines", "ngram", "embedding"
 	Score      float64 `json:"score"`
 	Evidence   string  `json:"evidence,omitempty"`
+	// Spans locate the matched text in the dialogue, when the method knows it.
+	Spans []Span `json:"spans,omitempty"`
+}
+
+// Span is bytes [Start, End) of the dialogue's message Message (from 0).
+type Span struct {
+	Message int `json:"message"`
+	Start   int `json:"start"`
+	End     int `json:"end"`
 }
 
 // StableID derives an id from content: the same parts give the same id.

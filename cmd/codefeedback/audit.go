@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codefeedback/codefeedback/internal/benchmarks"
 	"github.com/codefeedback/codefeedback/pipeline/embed"
 	"github.com/codefeedback/codefeedback/schema"
 	"github.com/codefeedback/codefeedback/stages/audit"
@@ -45,12 +46,12 @@ func init() {
 			"solutions and tests (per benchmark and overall, with the most shared lines), and 13-gram overlap of the\n" +
 			"dialogue text with each benchmark problem. A dialogue is flagged when it shares an n-gram with a task or\n" +
 			"its line score against one task exceeds --line-threshold. Benchmarks are read from --bench-dir, else\n" +
-			"$" + audit.EnvBenchDir + ", else ../shared/data beside the repository, else the user cache\n" +
-			"(~/.cache/codefeedback/bench, filled by --download); known files are checked against their SHA-256.",
+			"$" + benchmarks.EnvDir + ", else the user cache filled by `codefeedback bench fetch` (or --download);\n" +
+			"known files are checked against their SHA-256.",
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "against", Value: cli.NewStringSlice("humaneval", "mbpp"), Usage: "benchmarks: humaneval, mbpp, humaneval+, mbpp+, or problem FILE paths (comma-separated or repeated)"},
-			&cli.StringFlag{Name: "bench-dir", Usage: "directory holding the benchmark files (humaneval/HumanEval.jsonl.gz, mbpp/mbpp.jsonl, evalplus/...)"},
-			&cli.BoolFlag{Name: "download", Usage: "fetch missing known benchmarks from their public locations into the bench dir, checking SHA-256"},
+			&cli.StringFlag{Name: "bench-dir", Usage: "directory holding the benchmark files (humaneval/HumanEval.jsonl.gz, mbpp/mbpp.jsonl, evalplus/...); default $" + benchmarks.EnvDir + ", else the user cache"},
+			&cli.BoolFlag{Name: "download", Usage: "first fetch the named known benchmarks that are missing (as `codefeedback bench fetch` does)"},
 			&cli.BoolFlag{Name: "skip-checksum", Usage: "accept known benchmark files whose SHA-256 differs from the published file"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON (settings, per-benchmark figures, all findings) instead of a table"},
 			&cli.StringFlag{Name: "decontaminate", Usage: "write the dataset without the flagged dialogues to `OUT` (same record format; .parquet stays Parquet)"},
@@ -112,18 +113,23 @@ func runAudit(ctx context.Context, o auditOptions) error {
 	if o.removed != "" && o.decontaminate == "" {
 		return withCode(exitUsage, errors.New("audit: --removed needs --decontaminate"))
 	}
-	if o.decontaminate != "" && o.decontaminate == o.dataset {
-		return withCode(exitUsage, errors.New("audit: --decontaminate must not overwrite DATASET"))
+	if o.decontaminate != "" {
+		if o.removed == "" {
+			o.removed = o.decontaminate + ".removed.jsonl"
+		}
+		if err := audit.RefuseSameFile(o.dataset, o.decontaminate, o.removed); err != nil {
+			return withCode(exitUsage, err)
+		}
 	}
-	dir, err := audit.BenchDir(o.benchDir)
+	dir, err := benchmarks.Dir(o.benchDir)
 	if err != nil {
 		return err
 	}
 	if o.download {
-		client := &http.Client{Timeout: 5 * time.Minute}
+		f := &benchmarks.Fetcher{Client: &http.Client{Timeout: 5 * time.Minute}}
 		for _, a := range o.against {
-			if s, ok := audit.Lookup(strings.TrimSpace(a)); ok {
-				if err := audit.Download(ctx, client, dir, s); err != nil {
+			if s, ok := benchmarks.Lookup(a); ok {
+				if _, err := f.Fetch(ctx, dir, s); err != nil {
 					return err
 				}
 			}
@@ -171,9 +177,6 @@ func runAudit(ctx context.Context, o auditOptions) error {
 	}
 	if o.decontaminate != "" {
 		removed := o.removed
-		if removed == "" {
-			removed = o.decontaminate + ".removed.jsonl"
-		}
 		kept, err := audit.Decontaminate(ctx, o.dataset, o.decontaminate, removed, flagged)
 		if err != nil {
 			return err

@@ -14,8 +14,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/internal/benchmarks"
 	"github.com/codefeedback/codefeedback/internal/evaluate"
-	"github.com/codefeedback/codefeedback/internal/shared"
 	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 )
@@ -60,7 +60,7 @@ func init() {
 			&cli.StringFlag{Name: "api-key-env", Usage: "environment variable holding the API key", Value: llm.DefaultAPIKeyEnv, Destination: &o.APIKeyEnv},
 			&cli.IntFlag{Name: "concurrency", Usage: "samples in flight (also the sandbox pool size)", Value: 4, Destination: &o.Concurrency},
 			&cli.StringFlag{Name: "out", Usage: "output directory", Value: "eval-out", Destination: &o.Out},
-			&cli.StringFlag{Name: "data", Usage: "benchmark data directory (humaneval/, mbpp/, evalplus/); default ../shared/data or $CODEFEEDBACK_SHARED_DATA", Destination: &o.Data},
+			&cli.StringFlag{Name: "bench-dir", Aliases: []string{"data"}, Usage: "benchmark directory (humaneval/, mbpp/, evalplus/); default $" + benchmarks.EnvDir + ", else the user cache filled by `codefeedback bench fetch`", Destination: &o.Data},
 			executorFlag(&o.Driver),
 			&cli.IntFlag{Name: "seed", Usage: "sampling seed sent to the model", Value: 0, Destination: &o.Seed},
 			&cli.IntFlag{Name: "max-tokens", Usage: "answer length limit (0: the server's default)", Destination: &o.MaxTokens},
@@ -89,7 +89,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	var names []string
 	for _, n := range strings.Split(o.Benchmarks, ",") {
 		if n = strings.TrimSpace(strings.ToLower(n)); n != "" {
-			if _, ok := evaluate.Benchmarks[n]; !ok {
+			if !evaluate.Supported(n) {
 				return withCode(exitUsage, fmt.Errorf("eval: unknown benchmark %q (want humaneval, mbpp, humaneval+, mbpp+)", n))
 			}
 			names = append(names, n)
@@ -98,12 +98,11 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if len(names) == 0 {
 		return withCode(exitUsage, fmt.Errorf("eval: no benchmarks"))
 	}
-	if o.Data == "" {
-		o.Data = shared.DataDir()
-		if o.Data == "" {
-			return withCode(exitUsage, fmt.Errorf("eval: no benchmark data: pass --data DIR (holding humaneval/, mbpp/, evalplus/)"))
-		}
+	dir, err := benchmarks.Dir(o.Data)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("eval: %w", err))
 	}
+	o.Data = dir
 	var tasks []evaluate.Task
 	for _, n := range names {
 		ts, err := evaluate.Load(o.Data, n, o.Limit)

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +26,9 @@ type execOptions struct {
 	DB      string   // SQLite database file, placed in scratch as db.sqlite
 	Files   []string // NAME=PATH: host file PATH placed in scratch as NAME
 	File    string   // program file, "-" for stdin
+	// MaxInput caps each input file read into memory (program, --stdin,
+	// --db, each --file) and their total.
+	MaxInput string
 }
 
 func init() {
@@ -44,6 +49,7 @@ func init() {
 			&cli.StringFlag{Name: "stdin", Usage: "file to feed the program on stdin", Destination: &o.Stdin},
 			&cli.StringFlag{Name: "db", Usage: "SQLite database FILE for --lang sql (a copy; the file itself is not changed)", Destination: &o.DB},
 			&cli.StringSliceFlag{Name: "file", Usage: "NAME=PATH: copy host file PATH into the run's scratch directory as NAME (repeatable)"},
+			&cli.StringFlag{Name: "max-input", Usage: "largest program, --stdin, --db or --file input, and their total", Value: "64MiB", Destination: &o.MaxInput},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -57,12 +63,20 @@ func init() {
 }
 
 func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io.Writer) error {
+	maxIn := int64(executors.DefaultMaxInput)
+	if o.MaxInput != "" {
+		var err error
+		if maxIn, err = executors.ParseBytes(o.MaxInput); err != nil {
+			return withCode(exitUsage, fmt.Errorf("exec: --max-input: %w", err))
+		}
+	}
+	budget := &inputBudget{left: maxIn, cap: cmp.Or(o.MaxInput, "64MiB")}
 	var code []byte
 	var err error
 	if o.File == "-" {
-		code, err = io.ReadAll(in)
+		code, err = budget.read(in, "the program on stdin")
 	} else {
-		code, err = os.ReadFile(o.File)
+		code, err = budget.readFile(o.File)
 	}
 	if err != nil {
 		return withCode(exitUsage, fmt.Errorf("exec: reading program: %w", err))
@@ -74,13 +88,13 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 	req := executors.Request{Language: executors.Language(o.Lang), Code: string(code),
 		Limits: executors.Limits{Timeout: o.Timeout, MemoryBytes: mem}}
 	if o.Stdin != "" {
-		b, err := os.ReadFile(o.Stdin)
+		b, err := budget.readFile(o.Stdin)
 		if err != nil {
 			return withCode(exitUsage, fmt.Errorf("exec: --stdin: %w", err))
 		}
 		req.Stdin = string(b)
 	}
-	if req.Files, err = execFiles(o); err != nil {
+	if req.Files, err = execFiles(o, budget); err != nil {
 		return withCode(exitUsage, err)
 	}
 	if err := req.Validate(); err != nil {
@@ -124,10 +138,10 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 }
 
 // execFiles reads --db and --file into a request's Files.
-func execFiles(o execOptions) (map[string][]byte, error) {
+func execFiles(o execOptions, budget *inputBudget) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	add := func(name, path, flag string) error {
-		b, err := os.ReadFile(path)
+		b, err := budget.readFile(path)
 		if err != nil {
 			return fmt.Errorf("exec: %s: %w", flag, err)
 		}
@@ -155,6 +169,32 @@ func execFiles(o execOptions) (map[string][]byte, error) {
 		return nil, nil
 	}
 	return files, nil
+}
+
+// inputBudget caps the inputs of one exec together: each read may take what
+// the earlier ones left, so the request held in memory stays under the cap.
+type inputBudget struct {
+	left int64
+	cap  string // the flag's value, for errors
+}
+
+func (b *inputBudget) readFile(path string) ([]byte, error) {
+	data, err := executors.ReadInputFile(path, max(b.left, 1))
+	return b.took(data, err)
+}
+
+func (b *inputBudget) read(r io.Reader, name string) ([]byte, error) {
+	data, err := executors.ReadInput(r, name, max(b.left, 1))
+	return b.took(data, err)
+}
+
+func (b *inputBudget) took(data []byte, err error) ([]byte, error) {
+	var big *executors.InputTooLargeError
+	if errors.As(err, &big) {
+		return nil, fmt.Errorf("%s is too large: the inputs together may hold --max-input %s (raise it to run this)", big.Name, b.cap)
+	}
+	b.left -= int64(len(data))
+	return data, err
 }
 
 func statusLine(r executors.Result) string {

@@ -15,6 +15,7 @@ type exportOptions struct {
 	to          string
 	compression string
 	execAs      string
+	split       string
 	onError     string
 	stderr      io.Writer
 }
@@ -27,9 +28,10 @@ func init() {
 		Description: "IN holds dialogues: JSONL (plain/.gz/.zst, Code-Feedback or codefeedback's own) or .parquet.\n" +
 			"OUT is written atomically: it appears only when the export succeeds.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "to", Usage: "codefeedback|parquet|sharegpt|openai (default: parquet for a .parquet OUT, else codefeedback)"},
+			&cli.StringFlag{Name: "to", Value: "codefeedback", Usage: "layout, named after what loads it: codefeedback (user/assistant, executions as \"Execution result:\" user turns; JSONL or Parquet by OUT's extension), native (every field and execution record; JSONL or Parquet), sharegpt (LLaMA-Factory; writes dataset_info.json beside OUT), openai (chat fine-tuning), openai-tools (execute_code tool calls with the assistant's code, tools on every line)"},
+			&cli.StringFlag{Name: "split", Value: "dialogue", Usage: "dialogue (one sample per dialogue), turns (one sample per assistant turn with its prefix; OpenAI layouts weight earlier turns 0), weights (OpenAI layouts: one sample, weight 0 on all but the last assistant turn)"},
 			&cli.StringFlag{Name: "compression", Value: "snappy", Usage: "Parquet codec: snappy|zstd"},
-			&cli.StringFlag{Name: "execution-as", Value: "user", Usage: "render execution turns as a user turn with an output block (user) or as a tool/observation turn (tool)"},
+			&cli.StringFlag{Name: "execution-as", Value: "user", Usage: "sharegpt: execution turns as human turns with an output block (user) or as observation turns (tool); openai: tool means openai-tools"},
 			&cli.StringFlag{Name: "on-error", Value: "fail", Usage: "fail|skip (bad records to OUT.rejects.jsonl)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -37,14 +39,11 @@ func init() {
 				return withCode(exitUsage, errors.New("export: want IN OUT"))
 			}
 			to := c.String("to")
-			if to == "" {
-				to = string(schema.ExportCodeFeedback)
-				if schema.IsParquet(c.Args().Get(1)) {
-					to = string(schema.ExportParquet)
-				}
+			if to == string(schema.ExportOpenAI) && c.String("execution-as") == string(schema.ExecAsTool) {
+				to = string(schema.ExportOpenAITools)
 			}
 			return runExport(c.Context, exportOptions{in: c.Args().Get(0), out: c.Args().Get(1), to: to,
-				compression: c.String("compression"), execAs: c.String("execution-as"), onError: c.String("on-error"), stderr: errWriter(c.App.ErrWriter)})
+				compression: c.String("compression"), execAs: c.String("execution-as"), split: c.String("split"), onError: c.String("on-error"), stderr: errWriter(c.App.ErrWriter)})
 		},
 	})
 }
@@ -69,7 +68,10 @@ func runExport(ctx context.Context, o exportOptions) error {
 	if err != nil {
 		return err
 	}
-	opts := schema.ExportOptions{To: schema.ExportFormat(o.to), ExecAs: schema.ExecAs(o.execAs), Compression: o.compression}
+	opts := schema.ExportOptions{To: schema.ExportFormat(o.to), ExecAs: schema.ExecAs(o.execAs), Split: schema.Split(o.split), Compression: o.compression}
+	if _, err := opts.Normalize(o.out); err != nil {
+		return withCode(exitUsage, fmt.Errorf("export: %w", err))
+	}
 	if rej != nil {
 		opts.OnRecordError = rej.add
 	}
@@ -89,7 +91,11 @@ func runExport(ctx context.Context, o exportOptions) error {
 			return fmt.Errorf("export: %w", err)
 		}
 	}
-	fmt.Fprintf(o.stderr, "exported %d dialogues as %s into %s\n", st.Written, o.to, o.out)
+	if st.Written != st.Read {
+		fmt.Fprintf(o.stderr, "exported %d dialogues as %d samples (%s) into %s\n", st.Read, st.Written, o.to, o.out)
+	} else {
+		fmt.Fprintf(o.stderr, "exported %d dialogues as %s into %s\n", st.Written, o.to, o.out)
+	}
 	if st.Rejected > 0 {
 		fmt.Fprintf(o.stderr, "rejected %d records, see %s\n", st.Rejected, rej.path)
 	}

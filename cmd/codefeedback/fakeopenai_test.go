@@ -170,7 +170,13 @@ func fakeModelReply(c llmtest.Call) llmtest.Reply {
 	last := c.LastUser()
 	switch {
 	case strings.Contains(system, "You annotate programming conversations"):
-		return llmtest.Reply{Text: "This version defines the requested function with a short, direct approach and prints a small example so the run shows what it returns. It keeps to built-in operations, so it handles the empty case without special code."}
+		fn := "the requested function"
+		for name := range fakeSolutions {
+			if strings.Contains(last, "def "+name) {
+				fn = "`" + name + "`"
+			}
+		}
+		return llmtest.Reply{Text: "This version defines " + fn + " with a short, direct approach and prints a small example so the run shows what it returns. It keeps to built-in operations, so it handles the empty case without special code."}
 	case strings.Contains(last, "Score:"):
 		return llmtest.Reply{Text: "Score: 5\nReason: it asks for a complete function with edge cases to handle."}
 	case strings.Contains(last, "Does the code solve the task correctly"):
@@ -196,6 +202,10 @@ func fakeModelReply(c llmtest.Call) llmtest.Reply {
 	}
 	if sawError && strings.Contains(last, "NameError") {
 		return llmtest.Reply{Text: "The run failed with a NameError because `totl` is a typo for `total`; appending `total` fixes it.\n\n```python\n" + sol.code + "\n```"}
+	}
+	if strings.Contains(last, "add a docstring") { // the feedback round: the revision adds it
+		doc := strings.Replace(sol.code, "):\n", "):\n    \"\"\"Return the result the task asks for.\"\"\"\n", 1)
+		return llmtest.Reply{Text: "I added a docstring that says what the function returns.\n\n```python\n" + doc + "\n```"}
 	}
 	return llmtest.Reply{Text: sol.plan + "\n\n```python\n" + sol.code + "\n```"}
 }

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/internal/verify"
-	"github.com/codefeedback/codefeedback/stages/audit"
+	"github.com/codefeedback/codefeedback/schema"
 )
 
 type verifyOptions struct {
@@ -30,11 +31,15 @@ func init() {
 		Name:      "verify",
 		Usage:     "re-check a dialogue dataset: turn order, code that compiles, executions that re-run the same",
 		ArgsUsage: "DATASET",
-		Description: "Reads this tool's dialogues or any Code-Feedback-style file (JSONL, JSON array, Parquet; " +
-			".gz/.zst). Checks that roles alternate sensibly, that every python code block compiles (in the " +
-			"sandbox), and that every recorded execution re-runs to the same outcome (pass/fail, exception " +
-			"type, timeout). Prints one line per mismatch (dialogue id and turn) and a summary. Exit status 1 " +
-			"when there are mismatches, 2 for usage errors, 3 when the file or the sandbox fails.",
+		Description: "Reads every layout `export` writes (native, Code-Feedback, ShareGPT, OpenAI, OpenAI tools; " +
+			"JSONL, JSON array, Parquet; .gz/.zst) and any Code-Feedback-style file. Checks that roles alternate " +
+			"sensibly, that every python code block compiles (in the sandbox), that each visible execution text " +
+			"is what its record renders (native files), and that every execution re-runs to the same outcome " +
+			"(pass/fail, exception type, timeout): from its record (native files; judge programs are rebuilt " +
+			"from the record's tests), or as notebook cells (other layouts), where a result that is a verdict of " +
+			"tests the file does not carry is counted as not re-runnable, with the reason. Prints one line per " +
+			"mismatch (dialogue id and turn) and a summary. Exit status 1 when there are mismatches, 2 for " +
+			"usage errors, 3 when the file or the sandbox fails.",
 		Flags: []cli.Flag{
 			executorFlag(&o.Executor),
 			&cli.DurationFlag{Name: "timeout", Usage: "per-cell limit for runs whose record names none", Value: 10 * time.Second, Destination: &o.Timeout},
@@ -65,7 +70,7 @@ func runVerify(ctx context.Context, o verifyOptions, stdout io.Writer) error {
 	}
 	defer ex.Close()
 	c := &verify.Checker{Exec: ex, Opts: verify.Options{Timeout: o.Timeout, Parallel: o.Parallel, NoRerun: o.NoRerun}}
-	rep, err := c.Dataset(ctx, audit.ReadDialogues(ctx, o.Path))
+	rep, err := c.Dataset(ctx, schema.ReadShipped(ctx, o.Path))
 	if err != nil {
 		return withCode(exitBadData, fmt.Errorf("verify %s: %w", o.Path, err))
 	}
@@ -79,11 +84,17 @@ func runVerify(ctx context.Context, o verifyOptions, stdout io.Writer) error {
 		for _, m := range rep.Mismatches {
 			fmt.Fprintln(stdout, m)
 		}
-		for _, u := range rep.Unverifiable {
-			fmt.Fprintf(stdout, "dialogue %s turn %d: not re-runnable: %s\n", u.DialogueID, u.Turn, u.Reason)
+		reasons := rep.Reasons()
+		keys := make([]string, 0, len(reasons))
+		for r := range reasons {
+			keys = append(keys, r)
 		}
-		fmt.Fprintf(stdout, "%d dialogues, %d messages, %d code blocks compiled, %d executions re-run (%d agreed, %d not re-runnable), %d mismatches\n",
-			rep.Dialogues, rep.Messages, rep.Blocks, rep.Executions, rep.Agreed, len(rep.Unverifiable), len(rep.Mismatches))
+		sort.Strings(keys)
+		for _, r := range keys {
+			fmt.Fprintf(stdout, "%d turns not re-runnable: %s\n", reasons[r], r)
+		}
+		fmt.Fprintf(stdout, "%d dialogues, %d messages, %d code blocks compiled, %d execution texts checked against their records, %d executions re-run (%d agreed, %d not re-runnable), %d mismatches\n",
+			rep.Dialogues, rep.Messages, rep.Blocks, rep.Texts, rep.Executions, rep.Agreed, len(rep.Unverifiable), len(rep.Mismatches))
 	}
 	if len(rep.Mismatches) > 0 {
 		return withCode(exitFailed, fmt.Errorf("verify: %d mismatches in %s", len(rep.Mismatches), o.Path))

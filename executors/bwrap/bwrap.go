@@ -5,7 +5,8 @@
 // in package executors do the rest.
 //
 // When the host process is root, bwrap is started as an unprivileged uid per
-// pool slot (FirstUID+slot), so a run cannot read root-owned host files, the
+// pool slot (a block of uids reserved per executor from FirstSlotUID, see
+// executors.ReserveIDs), so a run cannot read root-owned host files, the
 // process limit is per slot, and slots cannot signal or ptrace each other.
 // Otherwise bwrap runs as the calling user in a user namespace.
 //
@@ -48,9 +49,6 @@ import (
 	"github.com/codefeedback/codefeedback/executors"
 )
 
-// FirstUID is the host uid of slot 0 when the host process is root.
-const FirstUID = 60000
-
 // DefaultDisk is the size of an instance's /tmp.
 const DefaultDisk = 256 << 20
 
@@ -64,7 +62,7 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		return executors.NewPool(l, executors.PoolOptions{Size: o.Pool, Limits: o.Limits}), nil
+		return &executor{Executor: executors.NewPool(l, executors.PoolOptions{Size: o.Pool, Limits: o.Limits}), l: l}, nil
 	})
 	executors.RegisterChecker("bwrap", func(u *url.URL) error {
 		_, _, err := parseURL(u)
@@ -72,9 +70,10 @@ func init() {
 	})
 }
 
-// parseURL reads bwrap://?OPTIONS: the shared options plus disk=.
+// parseURL reads bwrap://?OPTIONS: the shared options plus disk=, shm= and
+// cgroup=.
 func parseURL(u *url.URL) (Config, executors.Options, error) {
-	o, err := executors.ParseOptions(u, "disk")
+	o, err := executors.ParseOptions(u, "disk", "shm", "cgroup")
 	if err != nil {
 		return Config{}, o, fmt.Errorf("bwrap: %w", err)
 	}
@@ -82,12 +81,35 @@ func parseURL(u *url.URL) (Config, executors.Options, error) {
 		return Config{}, o, fmt.Errorf("bwrap: runs on the host system, not an image (got %q)", o.Image+u.Opaque)
 	}
 	cfg := Config{}
-	if d := o.Extra.Get("disk"); d != "" {
-		if cfg.DiskBytes, err = executors.ParseBytes(d); err != nil {
-			return Config{}, o, fmt.Errorf("bwrap: option disk=%q: %w", d, err)
+	for _, opt := range []struct {
+		key   string
+		field *int64
+	}{{"disk", &cfg.DiskBytes}, {"shm", &cfg.ShmBytes}} {
+		if d := o.Extra.Get(opt.key); d != "" {
+			if *opt.field, err = executors.ParseBytes(d); err != nil {
+				return Config{}, o, fmt.Errorf("bwrap: option %s=%q: %w", opt.key, d, err)
+			}
 		}
 	}
+	switch m := o.Extra.Get("cgroup"); m {
+	case "", "auto", "off", "on":
+		cfg.Cgroup = m
+	default:
+		return Config{}, o, fmt.Errorf("bwrap: option cgroup=%q: want auto, on or off", m)
+	}
 	return cfg, o, nil
+}
+
+// executor releases the launcher's uid block when the pool closes.
+type executor struct {
+	executors.Executor
+	l *Launcher
+}
+
+func (e *executor) Close() error {
+	err := e.Executor.Close()
+	e.l.Close()
+	return err
 }
 
 // Config configures a Launcher.
@@ -96,16 +118,38 @@ type Config struct {
 	Bwrap string
 	// DiskBytes sizes each instance's /tmp tmpfs; zero means DefaultDisk.
 	DiskBytes int64
+	// ShmBytes sizes each instance's /dev/shm tmpfs; zero means DefaultShm.
+	ShmBytes int64
+	// Cgroup: "auto" (or "") gives each instance a memory and pids cgroup
+	// where this process can make one, else falls back to the runner's
+	// accounting; "on" requires cgroups; "off" always uses the fallback.
+	Cgroup string
 }
+
+// DefaultShm is the size of an instance's /dev/shm.
+const DefaultShm = 64 << 20
+
+// FirstSlotUID is the first host uid the driver gives slots when it runs as
+// root: each Launcher reserves its own block of executors.SlotsPerBlock
+// uids from here (executors.ReserveIDs), so two executors on one host never
+// share a slot uid or its process limit.
+const FirstSlotUID = 100000
+
+// slotBlocks is how many uid blocks the driver may use.
+const slotBlocks = 64
 
 // Launcher starts runner processes in bubblewrap sandboxes.
 type Launcher struct {
 	bwrap string
 	disk  int64
+	shm   int64
 	root  bool
+	ids   *executors.IDBlock // nil unless root
+	cg    *cgroups           // nil: no whole-run cgroup limits (fallback)
 }
 
-// NewLauncher checks that bwrap exists and prepares the sandbox's /etc files.
+// NewLauncher checks that bwrap exists, reserves slot uids (as root) and
+// finds where instance cgroups can be made.
 func NewLauncher(cfg Config) (*Launcher, error) {
 	bin := cfg.Bwrap
 	if bin == "" {
@@ -118,10 +162,52 @@ func NewLauncher(cfg Config) (*Launcher, error) {
 	if cfg.DiskBytes == 0 {
 		cfg.DiskBytes = DefaultDisk
 	}
+	if cfg.ShmBytes == 0 {
+		cfg.ShmBytes = DefaultShm
+	}
 	if seccompFilter == nil {
 		log.Printf("bwrap: no seccomp filter on %s (its syscall table is amd64's); sandboxes run without one", runtime.GOARCH)
 	}
-	return &Launcher{bwrap: path, disk: cfg.DiskBytes, root: os.Geteuid() == 0}, nil
+	l := &Launcher{bwrap: path, disk: cfg.DiskBytes, shm: cfg.ShmBytes, root: os.Geteuid() == 0}
+	if cfg.Cgroup != "off" {
+		cg, err := findCgroups()
+		switch {
+		case err == nil:
+			l.cg = cg
+		case cfg.Cgroup == "on":
+			return nil, fmt.Errorf("bwrap: cgroup=on: %w", err)
+		default:
+			warnNoCgroup.Do(func() {
+				log.Printf("bwrap: no per-run cgroup (%v); the runner accounts for each run's memory and kills it past the limit", err)
+			})
+		}
+	}
+	if l.root {
+		if l.ids, err = executors.ReserveIDs("bwrap", FirstSlotUID, slotBlocks); err != nil {
+			return nil, fmt.Errorf("bwrap: %w", err)
+		}
+	}
+	return l, nil
+}
+
+var warnNoCgroup sync.Once
+
+// Cgroups reports whether instances get whole-run cgroup limits.
+func (l *Launcher) Cgroups() bool { return l.cg != nil }
+
+// SlotUID is the host uid slot runs as (root only; -1 otherwise).
+func (l *Launcher) SlotUID(slot int) int {
+	if l.ids == nil {
+		return -1
+	}
+	return l.ids.UID(slot)
+}
+
+// Close releases the launcher's slot uids. Instances must be closed first.
+func (l *Launcher) Close() {
+	if l.ids != nil {
+		l.ids.Release()
+	}
 }
 
 // etcFiles are the few /etc files the sandbox sees instead of the host's: a
@@ -192,20 +278,26 @@ var hostImage = sync.OnceValue(func() string {
 // Args is the bwrap command line for argv (exported for tests and docs). It
 // reads the /etc files and the seccomp filter from descriptors 3 and up,
 // so start it through Command, which attaches them.
-func (l *Launcher) Args(argv []string) []string {
+func (l *Launcher) Args(argv []string) []string { return l.args(argv, nil) }
+
+func (l *Launcher) args(argv []string, cg *cgroup) []string {
 	a := []string{
 		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
 		// The runner is pid 1: the kernel drops signals its children send
 		// it, and no same-uid init is left for them to ptrace.
 		"--as-pid-1",
 		"--cap-drop", "ALL", "--clearenv",
-		"--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
-		"--setenv", "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8",
+	}
+	for _, kv := range executors.RunnerEnv() {
+		k, v, _ := strings.Cut(kv, "=")
+		a = append(a, "--setenv", k, v)
+	}
+	a = append(a,
 		"--uid", "1000", "--gid", "1000", "--hostname", "sandbox",
 		"--ro-bind", "/usr", "/usr",
 		"--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
 		"--symlink", "usr/lib", "/lib",
-	}
+	)
 	if _, err := os.Stat("/usr/lib64"); err == nil {
 		a = append(a, "--symlink", "usr/lib64", "/lib64")
 	}
@@ -218,8 +310,20 @@ func (l *Launcher) Args(argv []string) []string {
 	if seccompFilter != nil {
 		a = append(a, "--seccomp", strconv.Itoa(seccompFD))
 	}
+	if cg != nil {
+		a = append(a, "--ro-bind", cg.mem, cg.bindTarget())
+	}
 	a = append(a,
-		"--proc", "/proc", "--dev", "/dev",
+		"--proc", "/proc",
+		// /dev: device nodes and the standard links (fd, stdin, stdout,
+		// stderr, ptmx), then read-only, so no run can replace a link or
+		// store data there; /dev/shm is its own size-limited tmpfs and
+		// /dev/mqueue shows the instance's POSIX message queues to the
+		// runner's checks.
+		"--dev", "/dev",
+		"--size", fmt.Sprint(l.shm), "--tmpfs", "/dev/shm",
+		"--mqueue", "/dev/mqueue",
+		"--remount-ro", "/dev",
 		"--size", fmt.Sprint(l.disk), "--tmpfs", "/tmp",
 		"--remount-ro", "/",
 		"--chdir", "/tmp", "--")
@@ -230,7 +334,9 @@ func (l *Launcher) Args(argv []string) []string {
 // /etc files, the seccomp filter) as its ExtraFiles, no environment and
 // working directory /. The caller closes cmd.ExtraFiles once the command
 // has started; each pipe can be read once, so a Command runs once.
-func (l *Launcher) Command(argv []string) (*exec.Cmd, error) {
+func (l *Launcher) Command(argv []string) (*exec.Cmd, error) { return l.command(argv, nil) }
+
+func (l *Launcher) command(argv []string, cg *cgroup) (*exec.Cmd, error) {
 	files, err := etcPipes()
 	if err != nil {
 		return nil, err
@@ -243,7 +349,7 @@ func (l *Launcher) Command(argv []string) (*exec.Cmd, error) {
 		}
 		files = append(files, r)
 	}
-	cmd := exec.Command(l.bwrap, l.Args(argv)...)
+	cmd := exec.Command(l.bwrap, l.args(argv, cg)...)
 	cmd.Env = []string{}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = files
@@ -256,13 +362,21 @@ func (l *Launcher) Launch(ctx context.Context, slot int, argv []string) (executo
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cmd, err := l.Command(argv)
+	var cg *cgroup
+	if l.cg != nil {
+		var err error
+		if cg, err = l.cg.create(); err != nil {
+			return nil, fmt.Errorf("bwrap: %w", err)
+		}
+	}
+	cmd, err := l.command(argv, cg)
 	if err != nil {
+		removeCgroup(cg)
 		return nil, err
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if l.root {
-		id := uint32(FirstUID + slot)
+	if l.ids != nil {
+		id := uint32(l.ids.UID(slot))
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: id, Gid: id, Groups: []uint32{}}
 	}
 	files := cmd.ExtraFiles
@@ -271,6 +385,7 @@ func (l *Launcher) Launch(ctx context.Context, slot int, argv []string) (executo
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		closeAll(files)
+		removeCgroup(cg)
 		return nil, fmt.Errorf("bwrap: %w", err)
 	}
 	outR, outW, err := os.Pipe()
@@ -278,6 +393,7 @@ func (l *Launcher) Launch(ctx context.Context, slot int, argv []string) (executo
 		closeAll(files)
 		inR.Close()
 		inW.Close()
+		removeCgroup(cg)
 		return nil, fmt.Errorf("bwrap: %w", err)
 	}
 	cmd.Stdin, cmd.Stdout = inR, outW
@@ -289,9 +405,10 @@ func (l *Launcher) Launch(ctx context.Context, slot int, argv []string) (executo
 	if err != nil {
 		inW.Close()
 		outR.Close()
+		removeCgroup(cg)
 		return nil, fmt.Errorf("bwrap: starting sandbox: %w", err)
 	}
-	c := &conn{cmd: cmd, stdin: inW, stdout: outR, done: make(chan struct{})}
+	c := &conn{cmd: cmd, stdin: inW, stdout: outR, done: make(chan struct{}), cg: cg}
 	go func() {
 		c.waitErr = cmd.Wait()
 		close(c.done)
@@ -306,6 +423,20 @@ type conn struct {
 	done    chan struct{}
 	waitErr error
 	once    sync.Once
+	cg      *cgroup // nil without cgroup limits
+}
+
+// removeCgroup removes cg in the background (its processes may take a
+// moment to go); errors are only logged, as nothing depends on them.
+func removeCgroup(cg *cgroup) {
+	if cg == nil {
+		return
+	}
+	go func() {
+		if err := cg.remove(); err != nil {
+			log.Printf("bwrap: %v", err)
+		}
+	}()
 }
 
 func (c *conn) Read(p []byte) (int, error) {
@@ -336,7 +467,15 @@ func (c *conn) Close() error {
 		}
 		select {
 		case <-c.done:
+			// Every process of the instance is gone (bwrap's pid 1 took
+			// them down): the cgroup can go now.
+			if c.cg != nil {
+				if err := c.cg.remove(); err != nil {
+					log.Printf("bwrap: %v", err)
+				}
+			}
 		case <-time.After(5 * time.Second):
+			removeCgroup(c.cg)
 		}
 	})
 	var ee *exec.ExitError

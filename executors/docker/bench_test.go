@@ -178,7 +178,7 @@ func naiveRun(ctx context.Context, l *Launcher, code, want string) error {
 // (sharing the container's /tmp, so it is not isolated between runs).
 func execRun(ctx context.Context, l *Launcher, id, code, want string) error {
 	ex, err := l.cli.ContainerExecCreate(ctx, id, container.ExecOptions{
-		Cmd: []string{l.python, "-c", code}, AttachStdout: true, AttachStderr: true, User: SlotUser(0),
+		Cmd: []string{l.python, "-c", code}, AttachStdout: true, AttachStderr: true, User: l.SlotUser(0),
 	})
 	if err != nil {
 		return fmt.Errorf("exec create: %w", err)

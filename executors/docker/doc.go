@@ -3,7 +3,7 @@
 // (executors.RunnerArgv) as PID 1: no network (NetworkMode none, only lo),
 // read-only root file system, a size-limited tmpfs /tmp as scratch and a
 // small /dev/shm, a non-root uid and gid of its own per pool slot
-// (FirstUID+slot, so process limits are per slot), every capability dropped,
+// (a uid block per executor from FirstSlotUID, so process limits are per slot and per executor), every capability dropped,
 // no-new-privileges, cgroup memory (swap off), CPU and pids limits, nofile,
 // fsize and core ulimits, and an environment holding only PATH, HOME and
 // LANG (plus the image's own ENV). executors.NewPool keeps containers warm,

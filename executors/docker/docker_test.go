@@ -40,6 +40,13 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+func TestIsolation(t *testing.T) {
+	drivertest.Isolation(t, func(t *testing.T) executors.Executor {
+		ex, _ := newTestExecutor(t, executors.PoolOptions{Size: 1})
+		return ex
+	})
+}
+
 func TestOpenByURL(t *testing.T) {
 	newTestLauncher(t) // skips without an engine; checks for leftovers at the end
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -164,7 +171,12 @@ func TestDeadContainerIsReplaced(t *testing.T) {
 }
 
 func TestContainerLimits(t *testing.T) {
-	ex, l := newTestExecutor(t, executors.PoolOptions{Size: 1})
+	// Fixed container limits far from the runs' own, to see each layer:
+	// with RunLimits on, the container's limits would be each run's.
+	l := newTestLauncher(t)
+	l.cfg.RunLimits = false
+	ex := NewExecutor(l, executors.PoolOptions{Size: 1})
+	t.Cleanup(func() { ex.Close() })
 	short := executors.Limits{Timeout: 10 * time.Second}
 	pids, tmp := l.cfg.Pids, l.cfg.TmpBytes
 	cases := []struct {
@@ -174,10 +186,10 @@ func TestContainerLimits(t *testing.T) {
 	}{
 		{"memory bomb under the per-run limit is reported as OOM", executors.Request{Language: executors.Python,
 			Code:   "chunks = []\nwhile True:\n    chunks.append(bytearray(16 << 20))",
-			Limits: executors.Limits{MemoryBytes: 256 << 20, Timeout: 10 * time.Second}},
+			Limits: executors.Limits{MemoryBytes: 256 << 20, Timeout: 60 * time.Second}}, // time to fill memory under load
 			func(t *testing.T, r executors.Result) {
 				if !r.OOM || r.OK() {
-					t.Errorf("got oom %v exit %d stderr %q, want OOM", r.OOM, r.ExitCode, clip(r.Stderr, 300))
+					t.Errorf("got oom %v timed out %v exit %d stderr %q, want OOM", r.OOM, r.TimedOut, r.ExitCode, clip(r.Stderr, 300))
 				}
 			}},
 		{"processes counted by the cgroup", executors.Request{Language: executors.Python,
@@ -214,7 +226,7 @@ func TestContainerLimits(t *testing.T) {
 			}},
 		{"non-root uid and gid of slot 0", executors.Request{Language: executors.Bash, Code: "id -u; id -g", Limits: short},
 			func(t *testing.T, r executors.Result) {
-				if want := fmt.Sprintf("%d\n%d\n", FirstUID, FirstUID); r.Stdout != want {
+				if want := fmt.Sprintf("%d\n%d\n", l.SlotUID(0), l.SlotUID(0)); r.Stdout != want {
 					t.Errorf("got %q want %q", r.Stdout, want)
 				}
 			}},
@@ -251,6 +263,7 @@ func TestContainerLimits(t *testing.T) {
 func TestContainerMemoryBackstop(t *testing.T) {
 	l := newTestLauncher(t)
 	l.cfg.Memory = 96 << 20
+	l.cfg.RunLimits = false // a fixed container limit far below the runs' own
 	ex := NewExecutor(l, executors.PoolOptions{Size: 1})
 	defer ex.Close()
 	const bomb = "x = bytearray(400 << 20)\nx[::4096] = b'1' * len(x[::4096])\nprint('allocated')"
@@ -300,7 +313,7 @@ func TestContainerMemoryBackstop(t *testing.T) {
 }
 
 func TestSessionsHaveOwnContainers(t *testing.T) {
-	ex, _ := newTestExecutor(t, executors.PoolOptions{Size: 1})
+	ex, l := newTestExecutor(t, executors.PoolOptions{Size: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	pooled := containerID(t, ex)
@@ -318,8 +331,8 @@ func TestSessionsHaveOwnContainers(t *testing.T) {
 	}
 	// The session's slot comes after the pool's one slot, and so does its uid.
 	f := strings.Fields(r.Stdout)
-	if len(f) != 3 || f[0] != "42" || f[1] == pooled || f[2] != strconv.Itoa(FirstUID+1) {
-		t.Errorf("session cell: got %q want 42, a container other than the pool's %s, and uid %d", r.Stdout, pooled, FirstUID+1)
+	if len(f) != 3 || f[0] != "42" || f[1] == pooled || f[2] != strconv.Itoa(l.SlotUID(1)) {
+		t.Errorf("session cell: got %q want 42, a container other than the pool's %s, and uid %d", r.Stdout, pooled, l.SlotUID(1))
 	}
 }
 

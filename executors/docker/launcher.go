@@ -35,19 +35,26 @@ const (
 // launcherSeq numbers the Launchers of this process.
 var launcherSeq atomic.Uint64
 
-// FirstUID is the uid and gid of the container on pool slot 0; slot n runs as
-// FirstUID+n. A uid per slot makes RLIMIT_NPROC count per slot, so a fork bomb
-// in one container cannot use up the process limit of the others (without a
-// user namespace, container uids are host uids and the kernel counts processes
-// per uid across all containers). The range is not bwrap's (60000+slot), so
-// the two drivers on one host do not share process counts either.
-const FirstUID = 61000
+// FirstSlotUID is the first host uid the driver gives containers: each
+// Launcher reserves its own block of executors.SlotsPerBlock uids from here
+// (executors.ReserveIDs), and slot n runs as block+n. A uid per slot makes
+// RLIMIT_NPROC count per slot, so a fork bomb in one container cannot use up
+// the process limit of the others (without a user namespace, container uids
+// are host uids and the kernel counts processes per uid across all
+// containers); a block per Launcher does the same across executors and
+// codefeedback processes on one host. The range is not bwrap's, so the two
+// drivers never share process counts either.
+const FirstSlotUID = 300000
 
-// SlotUser is the "uid:gid" a container on slot runs as.
-func SlotUser(slot int) string {
-	id := FirstUID + slot
-	return fmt.Sprintf("%d:%d", id, id)
-}
+// slotBlocks is how many uid blocks the driver may use.
+const slotBlocks = 64
+
+// Headroom is what the runner itself may use in a container beyond a run's
+// memory limit: the container's cgroup is the run's memory plus this.
+const Headroom = 48 << 20
+
+// PidsHeadroom counts the runner (and docker-init) in the container's pids limit.
+const PidsHeadroom = 4
 
 // removeTimeout bounds the removal of a container on Close; removal runs on a
 // context detached from the caller's so cancellation never leaks a container.
@@ -63,13 +70,18 @@ const stderrCap = 16 << 10
 // in-sandbox runner; these bound the whole instance, runner included.
 type Config struct {
 	Image     string // image reference as the user wrote it
-	Memory    int64  // cgroup memory limit in bytes; swap is disabled (MemorySwap = Memory)
+	Memory    int64  // cgroup memory limit in bytes at creation; swap is disabled (MemorySwap = Memory)
 	NanoCPUs  int64  // CPU quota in 1e-9 CPUs
 	Pids      int64  // cgroup pids limit
 	TmpBytes  int64  // size of the /tmp tmpfs (the runner's scratch root)
 	ShmBytes  int64  // size of the /dev/shm tmpfs
 	FileBytes int64  // RLIMIT_FSIZE for every process in the container
 	OpenFiles int64  // RLIMIT_NOFILE for every process in the container
+	// RunLimits makes each run's memory and process limits the container's
+	// cgroup limits (plus Headroom and PidsHeadroom), updated before a run
+	// whose limits differ. Off, Memory and Pids stay fixed, and where they
+	// are above a run's limits the runner's accounting bounds the run.
+	RunLimits bool
 	// Init runs docker-init as PID 1. Off by default: the runner is meant
 	// to be PID 1 (it reaps orphans; the kernel drops signals its children
 	// send it; no same-uid init is left for a run to ptrace or kill).
@@ -81,9 +93,10 @@ type Config struct {
 // are a backstop for everything in the instance together.
 var DefaultConfig = Config{
 	Image:     "codefeedback-sandbox:bookworm",
-	Memory:    executors.DefaultLimits.MemoryBytes + 256<<20,
+	Memory:    executors.DefaultLimits.MemoryBytes + Headroom,
 	NanoCPUs:  1e9,
-	Pids:      int64(executors.DefaultLimits.Processes) + 64,
+	Pids:      int64(executors.DefaultLimits.Processes) + PidsHeadroom,
+	RunLimits: true,
 	TmpBytes:  128 << 20,
 	ShmBytes:  16 << 20,
 	FileBytes: executors.DefaultLimits.FileBytes,
@@ -99,6 +112,7 @@ type Launcher struct {
 	owner   string
 	python  string // the interpreter name that replaces argv[0] "python3"
 	id      string // LabelLauncher value
+	ids     *executors.IDBlock
 
 	launches atomic.Uint64 // LabelLaunch values
 
@@ -118,9 +132,14 @@ func NewLauncher(ctx context.Context, cli *client.Client, cfg Config, pull bool)
 	if err != nil {
 		return nil, err
 	}
+	ids, err := executors.ReserveIDs("docker", FirstSlotUID, slotBlocks)
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
 	owner := ownerID()
-	l := &Launcher{cli: cli, cfg: cfg, imageID: id, owner: owner, id: owner + "/" + strconv.FormatUint(launcherSeq.Add(1), 10), live: map[*conn]bool{}}
+	l := &Launcher{cli: cli, cfg: cfg, imageID: id, owner: owner, id: owner + "/" + strconv.FormatUint(launcherSeq.Add(1), 10), ids: ids, live: map[*conn]bool{}}
 	if l.python, err = l.findPython(ctx, "python3", "python"); err != nil {
+		ids.Release()
 		return nil, err
 	}
 	return l, nil
@@ -200,6 +219,7 @@ func (l *Launcher) Close() error {
 	errs = append(errs, l.removeLabelled(ctx))
 	cancel()
 	errs = append(errs, l.cli.Close())
+	l.ids.Release()
 	return errors.Join(errs...)
 }
 
@@ -265,7 +285,7 @@ func (l *Launcher) launch(ctx context.Context, slot int, argv []string, init boo
 		l.removeLaunch(launchID)
 		return nil, fmt.Errorf("docker: create container from %s: %w", l.cfg.Image, err)
 	}
-	c := &conn{l: l, id: created.ID, done: make(chan struct{})}
+	c := &conn{l: l, id: created.ID, done: make(chan struct{}), mem: hc.Memory, pids: *hc.PidsLimit}
 	l.mu.Lock()
 	l.live[c] = true
 	l.mu.Unlock()
@@ -295,16 +315,12 @@ func (l *Launcher) launch(ctx context.Context, slot int, argv []string, init boo
 // environment that contains nothing from the host.
 func (l *Launcher) containerConfig(slot int, argv []string, init bool) (*container.Config, *container.HostConfig) {
 	cfg := &container.Config{
-		Image:      l.imageID,
-		Cmd:        argv,
-		Entrypoint: []string{}, // the image's entrypoint must not wrap the runner
-		User:       SlotUser(slot),
-		WorkingDir: "/tmp",
-		Env: []string{
-			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-			"HOME=/tmp",
-			"LANG=C.UTF-8",
-		},
+		Image:           l.imageID,
+		Cmd:             argv,
+		Entrypoint:      []string{}, // the image's entrypoint must not wrap the runner
+		User:            l.SlotUser(slot),
+		WorkingDir:      "/tmp",
+		Env:             executors.RunnerEnv(),
 		OpenStdin:       true,
 		AttachStdin:     true,
 		AttachStdout:    true,
@@ -361,6 +377,36 @@ type conn struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	limMu     sync.Mutex
+	mem, pids int64 // the container's cgroup limits now
+}
+
+// SetRunLimits implements executors.RunLimiter: the container's cgroup
+// memory (swap off) and pids limits become the run's, plus the runner's
+// headroom; an engine call only when they change. With fixed container
+// limits (Config.RunLimits off) above the run's, the runner accounts instead.
+func (c *conn) SetRunLimits(ctx context.Context, lim executors.Limits) error {
+	mem, pids := lim.MemoryBytes+Headroom, int64(lim.Processes)+PidsHeadroom
+	c.limMu.Lock()
+	defer c.limMu.Unlock()
+	if !c.l.cfg.RunLimits {
+		if c.mem > mem {
+			return executors.ErrNoRunLimits
+		}
+		return nil
+	}
+	if mem == c.mem && pids == c.pids {
+		return nil
+	}
+	_, err := c.l.cli.ContainerUpdate(ctx, c.id, container.UpdateConfig{Resources: container.Resources{
+		Memory: mem, MemorySwap: mem, PidsLimit: &pids,
+	}})
+	if err != nil {
+		return fmt.Errorf("docker: update container %.12s limits: %w", c.id, err)
+	}
+	c.mem, c.pids = mem, pids
+	return nil
 }
 
 // Read reads the runner's stdout. When the container ends on its own and the
@@ -414,6 +460,15 @@ func (c *conn) Close() error {
 	})
 	return c.closeErr
 }
+
+// SlotUser is the "uid:gid" the container on slot runs as.
+func (l *Launcher) SlotUser(slot int) string {
+	id := l.ids.UID(slot)
+	return fmt.Sprintf("%d:%d", id, id)
+}
+
+// SlotUID is the uid the container on slot runs as.
+func (l *Launcher) SlotUID(slot int) int { return l.ids.UID(slot) }
 
 // removeLaunch force-removes any container of this launcher labelled with
 // launchID, with its own context so the caller's cancellation cannot stop it.

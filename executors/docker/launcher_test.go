@@ -142,9 +142,9 @@ func TestLaunchIsolation(t *testing.T) {
 	cases := []struct {
 		name, expr, want string
 	}{
-		{"uid", "__import__('os').getuid()", strconv.Itoa(FirstUID)},
-		{"gid", "__import__('os').getgid()", strconv.Itoa(FirstUID)},
-		{"no other groups", "__import__('os').getgroups()", "[" + strconv.Itoa(FirstUID) + "]"},
+		{"uid", "__import__('os').getuid()", strconv.Itoa(l.SlotUID(0))},
+		{"gid", "__import__('os').getgid()", strconv.Itoa(l.SlotUID(0))},
+		{"no other groups", "__import__('os').getgroups()", "[" + strconv.Itoa(l.SlotUID(0)) + "]"},
 		{"interfaces", "sorted(n for _, n in __import__('socket').if_nameindex())", "['lo']"},
 		{"environ has no host secret", "b'sk-host-secret' in open('/proc/self/environ','rb').read() or b'OPENAI' in open('/proc/self/environ','rb').read()", "False"},
 		{"home", "__import__('os').environ['HOME']", "'/tmp'"},

@@ -13,11 +13,6 @@ import (
 // ImageEnv names the environment variable that sets the default image.
 const ImageEnv = "CODEFEEDBACK_SANDBOX_IMAGE"
 
-// containerHeadroom is added to the per-run memory limit to size a
-// container's cgroup: the runner and the kernel's page cache for the tmpfs
-// live there too.
-const containerHeadroom = 256 << 20
-
 // extraKeys are the URL parameters only this driver knows.
 var extraKeys = []string{"cpus", "tmp", "pull", "init", "container_memory"}
 
@@ -31,8 +26,8 @@ type options struct {
 // parseURL reads docker://IMAGE?pool=N&memory=...&... (see the package doc).
 // The image is the URL's host and path, its opaque part (docker:python:3.12-slim)
 // or ?image=; none means $CODEFEEDBACK_SANDBOX_IMAGE or DefaultConfig.Image.
-// Container limits follow the per-run limits unless set: memory plus 256MiB of
-// headroom, pids plus 64. Unknown parameters are errors.
+// Container limits follow each run's limits (memory plus Headroom, pids plus
+// PidsHeadroom) unless container_memory fixes them. Unknown parameters are errors.
 func parseURL(u *url.URL) (options, error) {
 	eo, err := executors.ParseOptions(u, extraKeys...)
 	if err != nil {
@@ -49,8 +44,8 @@ func parseURL(u *url.URL) (options, error) {
 		o.cfg.Image = u.Opaque
 	}
 	lim := eo.Limits.WithDefaults(executors.DefaultLimits)
-	o.cfg.Memory = lim.MemoryBytes + containerHeadroom
-	o.cfg.Pids = int64(lim.Processes) + 64
+	o.cfg.Memory = lim.MemoryBytes + Headroom
+	o.cfg.Pids = int64(lim.Processes) + PidsHeadroom
 	o.cfg.FileBytes = lim.FileBytes
 	if n := int64(lim.OpenFiles); n > o.cfg.OpenFiles {
 		o.cfg.OpenFiles = n
@@ -61,6 +56,7 @@ func parseURL(u *url.URL) (options, error) {
 		switch key {
 		case "container_memory":
 			o.cfg.Memory, err = executors.ParseBytes(v)
+			o.cfg.RunLimits = false // a fixed container limit
 			if err == nil && o.cfg.Memory < 32<<20 {
 				err = fmt.Errorf("want at least 32MiB")
 			}

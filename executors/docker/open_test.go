@@ -10,7 +10,7 @@ import (
 
 func TestParseURL(t *testing.T) {
 	t.Setenv(ImageEnv, "")
-	defMem := executors.DefaultLimits.MemoryBytes + containerHeadroom
+	defMem := executors.DefaultLimits.MemoryBytes + Headroom
 	cases := []struct {
 		url    string
 		image  string
@@ -21,11 +21,11 @@ func TestParseURL(t *testing.T) {
 		pull   bool
 		init   bool
 	}{
-		{"docker://?pool=3", DefaultConfig.Image, 3, defMem, 128, 1e9, false, false},
-		{"docker:python:3.12-slim?pool=4&memory=1GiB", "python:3.12-slim", 4, 1<<30 + containerHeadroom, 128, 1e9, false, false},
-		{"docker://python?cpus=0.5&pull=1&pids=10", "python", 0, defMem, 74, 5e8, true, false},
-		{"docker://localhost:5000/team/img:tag?container_memory=2g&init=1", "localhost:5000/team/img:tag", 0, 2 << 30, 128, 1e9, false, true},
-		{"docker://?image=python:3.12-slim&timeout=3s", "python:3.12-slim", 0, defMem, 128, 1e9, false, false},
+		{"docker://?pool=3", DefaultConfig.Image, 3, defMem, 68, 1e9, false, false},
+		{"docker:python:3.12-slim?pool=4&memory=1GiB", "python:3.12-slim", 4, 1<<30 + Headroom, 68, 1e9, false, false},
+		{"docker://python?cpus=0.5&pull=1&pids=10", "python", 0, defMem, 14, 5e8, true, false},
+		{"docker://localhost:5000/team/img:tag?container_memory=2g&init=1", "localhost:5000/team/img:tag", 0, 2 << 30, 68, 1e9, false, true},
+		{"docker://?image=python:3.12-slim&timeout=3s", "python:3.12-slim", 0, defMem, 68, 1e9, false, false},
 	}
 	for _, tc := range cases {
 		u, err := url.Parse(tc.url)

@@ -25,6 +25,9 @@ type attack struct {
 
 var short = executors.Limits{Timeout: 3 * time.Second, MemoryBytes: 256 << 20, Processes: 48, FileBytes: 16 << 20}
 
+// slowMemory is short with time for a loaded machine to fill its memory.
+var slowMemory = executors.Limits{Timeout: 60 * time.Second, MemoryBytes: 256 << 20, Processes: 48, FileBytes: 16 << 20}
+
 func wantTimedOut(t *testing.T, r executors.Result) {
 	if !r.TimedOut {
 		t.Errorf("got timed out %v (exit %d), want a timeout", r.TimedOut, r.ExitCode)
@@ -150,13 +153,15 @@ while True:
         pass
 `, lim: executors.Limits{Timeout: 2 * time.Second}, check: wantFailed},
 		{name: "fork bomb bash", lang: executors.Bash, code: `b() { b | b & }; b`, lim: executors.Limits{Timeout: 2 * time.Second}},
-		{name: "memory bomb", lang: executors.Python, code: `
+		// Filling 256 MiB takes seconds on a loaded machine: the clock must
+		// not stop it before memory does.
+		{name: "memory bomb", lang: executors.Python, lim: slowMemory, code: `
 a = []
 while True:
     a.append(bytearray(16 << 20))
 `, check: func(t *testing.T, r executors.Result) {
 			if !r.OOM {
-				t.Errorf("got oom %v exit %d stderr %q, want OOM", r.OOM, r.ExitCode, clip(r.Stderr))
+				t.Errorf("got oom %v timed out %v exit %d stderr %q, want OOM", r.OOM, r.TimedOut, r.ExitCode, clip(r.Stderr))
 			}
 		}},
 		{name: "disk fill", lang: executors.Python, code: `

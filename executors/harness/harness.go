@@ -129,9 +129,10 @@ type Verdict struct {
 	Stdout      string           `json:"stdout,omitempty"`
 	StdoutBytes int64            `json:"stdout_bytes,omitempty"`
 	Result      executors.Result `json:"result"`
-	Program     string           `json:"-"` // the program that ran, for execution records
+	Program     string           `json:"-"` // the program that ran
 	Limits      executors.Limits `json:"limits"`
 	Feedback    string           `json:"feedback"` // ready to paste as the next turn
+	prog        Program
 }
 
 // Options tune a judgement. Zero fields take the defaults.
@@ -195,6 +196,11 @@ type Program struct {
 	Source string
 	marker string
 	opts   Options
+	// What Build made it from; empty for a program recovered from an old
+	// record that stored the program itself.
+	problem schema.Problem
+	code    string
+	built   bool
 }
 
 // Build generates the judge program for a candidate. code is the complete
@@ -232,7 +238,7 @@ func Build(p schema.Problem, code string, opts Options) (Program, error) {
 	if err != nil {
 		return Program{}, fmt.Errorf("harness: encode payload: %w", err)
 	}
-	return Program{Source: bootSource + "_cf_boot()(" + lit + ")\n", marker: marker, opts: opts}, nil
+	return Program{Source: bootSource + "_cf_boot()(" + lit + ")\n", marker: marker, opts: opts, problem: p, code: code, built: true}, nil
 }
 
 // markerFor derives a program's marker from its content: prefix plus the
@@ -409,7 +415,7 @@ type doneRec struct {
 // program's marker count; cases the judge never reported fail, as timeouts
 // when the run timed out and as exceptions otherwise.
 func (pr Program) Decode(res executors.Result) Verdict {
-	v := Verdict{Result: res, Program: pr.Source, Limits: pr.opts.Limits}
+	v := Verdict{Result: res, Program: pr.Source, Limits: pr.opts.Limits, prog: pr}
 	var plan *planRec
 	var load *loadRec
 	reported := map[int]caseRec{}
@@ -600,16 +606,23 @@ func (v Verdict) Outcome() string {
 }
 
 // Execution is the verdict as an execution record for a dialogue turn: the
-// program that ran (self-contained, so it re-runs with Rerun), where and
-// with which limits, how it ended, the candidate's stdout and the tests'
-// verdict. Exception is the first failing case's (or the load failure's)
-// exception; TimedOut also holds when that failure is a timeout of the
-// judge's own per-case timer, so the record reads as Outcome does.
+// candidate's code and the judge by reference (harness, version, the
+// program's SHA-256, the tests and the shown part of the verdict), so that
+// Rerun rebuilds and re-runs the program and RenderRecorded renders the
+// turn's text again; where and with which limits it ran, how it ended, the
+// candidate's stdout and the tests' verdict. The judge program itself (some
+// 20 KB) is not stored. Exception is the first failing case's (or the load
+// failure's) exception; TimedOut also holds when that failure is a timeout
+// of the judge's own per-case timer, so the record reads as Outcome does.
 func (v Verdict) Execution() schema.Execution {
 	passed := v.Passed
+	code := v.Program
+	if v.prog.built {
+		code = v.prog.code
+	}
 	e := schema.Execution{
 		Language:  string(executors.Python),
-		Code:      v.Program,
+		Code:      code,
 		Driver:    v.Result.Driver,
 		Image:     v.Result.Image,
 		TimeoutMS: v.Limits.Timeout.Milliseconds(),
@@ -635,6 +648,9 @@ func (v Verdict) Execution() schema.Execution {
 				break
 			}
 		}
+	}
+	if v.prog.built {
+		e.Judge = v.judgeRef(&e)
 	}
 	return e
 }

@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -67,6 +68,15 @@ func TestOutcomeAndRerun(t *testing.T) {
 				t.Errorf("first failure's line = %d, want %d\nfeedback:\n%s", got, tt.line, v.Feedback)
 			}
 			rec := v.Execution()
+			if rec.Judge == nil || rec.Code != tt.code || strings.Contains(rec.Code, "_cf_boot") {
+				t.Fatalf("record holds code %q and judge %v, want the candidate's code and the judge by reference", rec.Code, rec.Judge)
+			}
+			if text, ok := harness.RenderRecorded(rec); !ok || text != strings.TrimRight(v.Feedback, "\n") {
+				t.Errorf("RenderRecorded:\n%s\nwant the turn's text:\n%s", text, v.Feedback)
+			}
+			if b, _ := json.Marshal(rec); len(b) > 4*len(v.Feedback)+len(tt.code)+2000 {
+				t.Errorf("record is %d bytes for %d bytes of feedback", len(b), len(v.Feedback))
+			}
 			if rec.TimedOut != tt.timedOut || strings.Contains(rec.Exception, "CaseTimeout") {
 				t.Errorf("record timed_out %v exception %q, want timed_out %v and no judge-internal exception", rec.TimedOut, rec.Exception, tt.timedOut)
 			}
@@ -102,10 +112,12 @@ func TestRerunRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := v.Execution()
+	// Records written before the judge was referenced stored the program.
 	older := rec
+	older.Judge = nil
 	// The judge's source sits in the program as a JSON string: \n is escaped.
-	older.Code = "# an older judge\n" + strings.Replace(rec.Code, "def _cf_judge(P):", `def _cf_judge(P):\n    P['value_cap'] = 1`, 1)
-	if older.Code == "# an older judge\n"+rec.Code {
+	older.Code = "# an older judge\n" + strings.Replace(v.Program, "def _cf_judge(P):", `def _cf_judge(P):\n    P['value_cap'] = 1`, 1)
+	if older.Code == "# an older judge\n"+v.Program {
 		t.Fatal("the judge source no longer holds its entry point; update the test")
 	}
 	again, err := harness.Rerun(ctx, ex, older)
@@ -115,6 +127,16 @@ func TestRerunRecords(t *testing.T) {
 	// value_cap 1 cuts every value: only the embedded judge does that.
 	if c := again.Cases[0]; c.Kind != harness.KindWrongAnswer || !strings.Contains(c.Actual, "more chars") {
 		t.Errorf("re-run of the older judge: case %+v, want a wrong answer with values cut by its own cap", c)
+	}
+
+	// A lean record whose tests were edited does not rebuild the program
+	// its hash names.
+	edited := rec
+	j := *rec.Judge
+	j.Tests = []string{"assert f(1, 2) == -1"}
+	edited.Judge = &j
+	if _, err := harness.Rerun(ctx, ex, edited); !errors.Is(err, harness.ErrRebuild) {
+		t.Errorf("edited record: Rerun error %v, want ErrRebuild", err)
 	}
 
 	for _, tc := range []struct {

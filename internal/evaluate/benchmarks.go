@@ -2,30 +2,35 @@ package evaluate
 
 import (
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/internal/benchmarks"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
-// Benchmark names.
+// Benchmark names (those of the benchmarks registry).
 const (
-	HumanEval     = "humaneval"
-	MBPP          = "mbpp"
-	HumanEvalPlus = "humaneval+"
-	MBPPPlus      = "mbpp+"
+	HumanEval     = benchmarks.HumanEval
+	MBPP          = benchmarks.MBPP
+	HumanEvalPlus = benchmarks.HumanEvalPlus
+	MBPPPlus      = benchmarks.MBPPPlus
 )
 
-// Benchmarks lists the benchmarks Load knows, with their file under the
-// data directory (the layout of ../shared/data).
-var Benchmarks = map[string]string{
-	HumanEval:     "humaneval/HumanEval.jsonl.gz",
-	MBPP:          "mbpp/mbpp.jsonl",
-	HumanEvalPlus: "evalplus/HumanEvalPlus.jsonl.gz",
-	MBPPPlus:      "evalplus/MbppPlus.jsonl.gz",
+// Names lists the benchmarks Load evaluates; their files come from the
+// benchmarks registry.
+var Names = []string{HumanEval, MBPP, HumanEvalPlus, MBPPPlus}
+
+// Supported reports whether Load evaluates the benchmark called name.
+func Supported(name string) bool {
+	for _, n := range Names {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }
 
 // MBPPTestSplit is the official MBPP test split (task ids 11 to 510) that
@@ -49,14 +54,21 @@ func (t Task) HumanEvalStyle() bool {
 	return t.Problem.Prompt != "" && !strings.HasPrefix(t.Problem.ID, "Mbpp/")
 }
 
-// Load reads a benchmark's tasks from dataDir. limit > 0 keeps the first
-// limit tasks.
-func Load(dataDir, name string, limit int) ([]Task, error) {
-	rel, ok := Benchmarks[name]
-	if !ok {
-		return nil, fmt.Errorf("evaluate: unknown benchmark %q (want humaneval, mbpp, humaneval+ or mbpp+)", name)
+// Load reads a benchmark's tasks from its registry file under the benchmark
+// directory dir (see benchmarks.Dir); a missing file's error says how to
+// fetch it. The checksum is not required, so a hand-made benchmark
+// directory (a subset, a fixed task) can be evaluated too. limit > 0 keeps
+// the first limit tasks.
+func Load(dir, name string, limit int) ([]Task, error) {
+	spec, ok := benchmarks.Lookup(name)
+	if !ok || !Supported(spec.Name) {
+		return nil, fmt.Errorf("evaluate: unknown benchmark %q (want %s)", name, strings.Join(Names, ", "))
 	}
-	path := filepath.Join(dataDir, rel)
+	name = spec.Name
+	path := spec.Path(dir)
+	if !benchmarks.Present(dir, spec) {
+		return nil, fmt.Errorf("evaluate: %w", benchmarks.Verify(path, spec))
+	}
 	ps, err := schema.LoadProblems(path)
 	if err != nil {
 		return nil, fmt.Errorf("evaluate: load %s: %w", name, err)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/internal/gates"
 	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/prompts"
@@ -158,6 +159,11 @@ type Round struct {
 	// mode.
 	Feedback   string `json:"feedback,omitempty"`
 	FeedbackBy string `json:"feedback_by,omitempty"`
+	// FeedbackRejected is the gate's reason when the feedback model's
+	// answer was unusable even after repairs ("feedback_code": it held
+	// code, which would make a human score an oracle score); the sample
+	// then ends with this round.
+	FeedbackRejected string `json:"feedback_rejected,omitempty"`
 }
 
 // Sample is one task's evaluation: its rounds and the conversation.
@@ -182,7 +188,7 @@ type Sample struct {
 // sampleKey is the cache key of a task's finished sample.
 func (e *Evaluator) sampleKey(t Task) string {
 	o := e.opts
-	return store.Key(judgeVersion, t.Benchmark, t.Problem.ID, t.Problem.Prompt, t.Problem.Solution, t.Problem.Tests,
+	return store.Key(judgeVersion, "feedback-gate/1", t.Benchmark, t.Problem.ID, t.Problem.Prompt, t.Problem.Solution, t.Problem.Tests,
 		o.Model, o.Rounds, o.Feedback, o.Seed, o.MaxTokens, e.PromptVersion(), o.Judge, o.Plus)
 }
 
@@ -298,6 +304,12 @@ func (e *Evaluator) sample(ctx context.Context, t Task) (Sample, error) {
 			break
 		}
 		fb, by, err := e.feedbackFor(ctx, t, rd)
+		var ge gateError
+		if errors.As(err, &ge) {
+			rd.FeedbackRejected = ge.v.Reason
+			s.Rounds = append(s.Rounds, rd)
+			break
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return Sample{}, ctx.Err()
@@ -417,14 +429,36 @@ func (e *Evaluator) feedbackFor(ctx context.Context, t Task, rd Round) (string, 
 	}
 	temp := 0.0
 	seed := e.opts.Seed
-	resp, err := e.feedback.Chat(ctx, llm.Request{Messages: []llm.Message{llm.User(prompt)},
-		Params: llm.Params{Temperature: &temp, Seed: &seed, MaxTokens: e.opts.MaxTokens}})
+	// The feedback must be words: code in it (the corrected program, or
+	// the canonical one) turns a human-feedback score into an oracle
+	// score. Two repairs, then the round is rejected by the gate.
+	fb, _, err := llm.ChatParse(ctx, e.feedback, llm.Request{Messages: []llm.Message{llm.User(prompt)},
+		Params: llm.Params{Temperature: &temp, Seed: &seed, MaxTokens: e.opts.MaxTokens}}, 2,
+		func(err error) string {
+			return "Your feedback cannot be used: " + err.Error() + ". Write it again as two to four sentences of plain prose saying what is wrong and what to change, with no code blocks and no code lines."
+		},
+		func(text string) (string, error) {
+			text = strings.TrimSpace(text)
+			switch {
+			case text == "":
+				return "", errors.New("the answer is empty")
+			case gates.HasCode(text):
+				return "", gateError{gates.Verdict{Reason: "feedback_code", Detail: text}}
+			}
+			return text, nil
+		})
+	var pe *llm.ParseError
+	var ge gateError
+	if errors.As(err, &pe) && errors.As(err, &ge) {
+		return "", "", ge
+	}
 	if err != nil {
 		return "", "", fmt.Errorf("evaluate: feedback model: %w", err)
 	}
-	fb := strings.TrimSpace(resp.Text)
-	if fb == "" {
-		return "", "", errors.New("evaluate: feedback model: empty answer")
-	}
 	return fb, e.opts.Feedback, nil
 }
+
+// gateError is feedback the gate rejected.
+type gateError struct{ v gates.Verdict }
+
+func (g gateError) Error() string { return "the feedback contains code" }

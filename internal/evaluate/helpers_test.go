@@ -8,6 +8,7 @@ import (
 
 	"github.com/codefeedback/codefeedback/executors"
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
+	"github.com/codefeedback/codefeedback/internal/benchmarks"
 	"github.com/codefeedback/codefeedback/internal/evaluate"
 	"github.com/codefeedback/codefeedback/internal/shared"
 )
@@ -34,7 +35,8 @@ func sandbox(tb testing.TB) executors.Executor {
 // load reads a benchmark from the shared data, skipping when it is absent.
 func load(tb testing.TB, name string, limit int) []evaluate.Task {
 	tb.Helper()
-	shared.Path(tb, evaluate.Benchmarks[name])
+	s, _ := benchmarks.Lookup(name)
+	shared.Path(tb, s.File)
 	ts, err := evaluate.Load(shared.DataDir(), name, limit)
 	if err != nil {
 		tb.Fatal(err)

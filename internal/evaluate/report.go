@@ -34,6 +34,9 @@ type BenchmarkReport struct {
 	// model calls failed.
 	Failed []string `json:"failed,omitempty"`
 	Errors []string `json:"errors,omitempty"`
+	// FeedbackRejected lists the task ids whose feedback the gate rejected
+	// (code in human feedback): their refinement stopped there.
+	FeedbackRejected []string `json:"feedback_rejected,omitempty"`
 }
 
 // Report is the result of an evaluation run.
@@ -86,6 +89,12 @@ func (e *Evaluator) Score(names []string, samples []Sample) Report {
 			if s.Error != "" {
 				br.Errors = append(br.Errors, s.TaskID)
 			}
+			for _, rd := range s.Rounds {
+				if rd.FeedbackRejected != "" {
+					br.FeedbackRejected = append(br.FeedbackRejected, s.TaskID)
+					break
+				}
+			}
 		}
 		sort.Strings(br.Failed)
 		sort.Strings(br.Errors)
@@ -113,6 +122,9 @@ func (r Report) WriteTable(w io.Writer) error {
 		}
 		if len(b.Errors) > 0 {
 			fmt.Fprintf(w, "%s: %d model errors: %s\n", b.Name, len(b.Errors), abbreviate(b.Errors, 20))
+		}
+		if len(b.FeedbackRejected) > 0 {
+			fmt.Fprintf(w, "%s: %d feedback answers held code and were rejected (refinement stopped): %s\n", b.Name, len(b.FeedbackRejected), abbreviate(b.FeedbackRejected, 20))
 		}
 	}
 	_, err := fmt.Fprintf(w, "%d samples (%d from the store) in %s\n", r.Samples, r.CachedSamples, r.Duration.Round(time.Millisecond))

@@ -229,3 +229,71 @@ func TestHumanFeedback(t *testing.T) {
 		})
 	}
 }
+
+// TestHumanFeedbackWithCodeIsRejected: a feedback model that pastes the
+// corrected program (as 274 of 274 feedback turns did) is repaired, then
+// rejected; the refinement stops, so the human score is not an oracle
+// score, and the report says so. A feedback model that writes words passes.
+func TestHumanFeedbackWithCodeIsRejected(t *testing.T) {
+	tasks := load(t, evaluate.MBPP, 2)
+	ex := sandbox(t)
+	solve := func(task string) (string, string, bool) {
+		for _, tk := range tasks {
+			if strings.Contains(task, strings.TrimSpace(tk.Problem.Text)) {
+				return tk.Problem.Solution, "", true
+			}
+		}
+		return "", "", false
+	}
+	for _, bad := range []bool{true, false} {
+		t.Run(map[bool]string{true: "code", false: "words"}[bad], func(t *testing.T) {
+			persona := &llmtest.Persona{Solve: solve}
+			if bad {
+				persona.Bad = map[llmtest.Misbehaviour]bool{llmtest.CodeInFeedback: true}
+			}
+			fbSrv := llmtest.New(t)
+			fbSrv.Script(persona.Script())
+			srv := llmtest.New(t)
+			srv.Script(func(c llmtest.Call) llmtest.Reply {
+				i, task := taskOf(t, tasks, c)
+				if i < 0 {
+					return llmtest.Reply{Text: "no"}
+				}
+				if len(c.Request.Messages) == 1 {
+					return llmtest.Reply{Text: fence("def " + task.EntryPoint + "(*a):\n    pass")}
+				}
+				return llmtest.Reply{Text: fence(task.Problem.Solution)}
+			})
+			e, err := evaluate.New(evaluate.Options{Model: "fake-chat", Rounds: 1, Feedback: evaluate.FeedbackHuman, Concurrency: 2},
+				client(t, srv, "fake-chat", nil), client(t, fbSrv, "fake-feedback", nil), ex, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ss, err := e.Run(context.Background(), tasks, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := e.Score([]string{evaluate.MBPP}, ss)
+			for _, s := range ss {
+				for _, rd := range s.Rounds {
+					if strings.Contains(rd.Feedback, "```") {
+						t.Errorf("%s: feedback holds code: %q", s.TaskID, rd.Feedback)
+					}
+				}
+				if bad && (s.PassedRound != -1 || s.Rounds[len(s.Rounds)-1].FeedbackRejected != "feedback_code") {
+					t.Errorf("%s: passed at round %d, rounds %+v; want no pass and the feedback rejected", s.TaskID, s.PassedRound, s.Rounds)
+				}
+				if !bad && s.PassedRound != 1 {
+					t.Errorf("%s: passed at round %d, want 1 with feedback in words", s.TaskID, s.PassedRound)
+				}
+			}
+			if got := len(rep.Benchmarks[0].FeedbackRejected); got != map[bool]int{true: len(tasks), false: 0}[bad] {
+				t.Errorf("report lists %d rejected feedback answers", got)
+			}
+			// first answer + two repairs per task when the feedback holds code
+			if want := map[bool]int{true: 3, false: 1}[bad] * len(tasks); fbSrv.Calls("/v1/chat/completions") != want {
+				t.Errorf("feedback model calls = %d, want %d", fbSrv.Calls("/v1/chat/completions"), want)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package feedbackloop
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -146,8 +147,8 @@ func TestTestsJudgeNameErrorThenPass(t *testing.T) {
 	if e := ex1[1].Exec; e == nil || e.Passed == nil || !*e.Passed || !strings.Contains(ex1[1].Content, "All 2 tests passed") {
 		t.Errorf("second execution turn %q record %+v, want all tests passed", ex1[1].Content, e)
 	}
-	if got := res.Dialogue.Messages[len(res.Dialogue.Messages)-1].Content; !strings.Contains(got, "all 2 tests") {
-		t.Errorf("closing turn %q, want it to mention the 2 tests", got)
+	if got := res.Dialogue.Messages[len(res.Dialogue.Messages)-1].Content; !strings.Contains(got, "2") || !strings.Contains(got, "test") || !strings.Contains(got, "`add`") {
+		t.Errorf("closing turn %q, want it to mention the 2 tests and `add`", got)
 	}
 }
 
@@ -269,7 +270,13 @@ func TestHumanFeedbackRounds(t *testing.T) {
 					if !requestHas(call, "Please check that both arguments are numbers.") {
 						t.Errorf("writer revision request lacks the feedback")
 					}
-					return llmtest.Reply{Text: "Added a check.\n\n" + block("def add(a, b):\n    if not all(isinstance(x, (int, float)) for x in (a, b)):\n        raise TypeError('numbers only')\n    return a + b")}
+					round := 0
+					for _, m := range call.Request.Messages {
+						if m.Content == "Please check that both arguments are numbers." {
+							round++
+						}
+					}
+					return llmtest.Reply{Text: "Added a check.\n\n" + block(fmt.Sprintf("def add(a, b):\n    if not all(isinstance(x, (int, float)) for x in (a, b)):\n        raise TypeError('numbers only (check %d)')\n    return a + b", round))}
 				}
 				t.Errorf("unexpected %s request", role(call))
 				return llmtest.Reply{}

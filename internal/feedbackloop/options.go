@@ -57,6 +57,18 @@ type Options struct {
 	// KeepInputs also passes the input items on (they are consumed
 	// otherwise); items of other kinds always pass through.
 	KeepInputs bool `yaml:"keep_inputs" json:"keep_inputs"`
+	// MaxRejected is the share (0..1) of feedback rounds the gates may
+	// reject (code in feedback, a wrong category, an unchanged revision)
+	// before the stage fails loudly; 1 never fails.
+	MaxRejected float64 `yaml:"max_rejected" json:"max_rejected"`
+	// Calibrate is the share (0..1) of test-judged runs that ran cleanly
+	// whose code also goes to the judge model, to measure its agreement with
+	// the tests; 0 turns calibration off.
+	Calibrate float64 `yaml:"calibrate" json:"calibrate"`
+	// MinAgreement is the judge's agreement with the tests (0..1) below
+	// which the stage fails, once CalibrationMin verdicts were compared.
+	MinAgreement   float64 `yaml:"min_agreement" json:"min_agreement"`
+	CalibrationMin int     `yaml:"calibration_min" json:"calibration_min"`
 }
 
 // DefaultOptions are the stage's defaults.
@@ -69,6 +81,10 @@ var DefaultOptions = Options{
 	Timeout:        10 * time.Second,
 	Language:       "python",
 	OutputChars:    2000,
+	MaxRejected:    0.2,
+	Calibrate:      0.25,
+	MinAgreement:   0.9,
+	CalibrationMin: 10,
 }
 
 func (o Options) WithDefaults() Options {
@@ -101,6 +117,14 @@ func (o Options) Validate() error {
 	case "", FailedDrop, FailedLabel, FailedKeep:
 	default:
 		errs = append(errs, fmt.Errorf("simulate: failed %q: want drop, label or keep", o.Failed))
+	}
+	for name, v := range map[string]float64{"max_rejected": o.MaxRejected, "calibrate": o.Calibrate, "min_agreement": o.MinAgreement} {
+		if v < 0 || v > 1 {
+			errs = append(errs, fmt.Errorf("simulate: %s %v: want a share between 0 and 1", name, v))
+		}
+	}
+	if o.CalibrationMin < 0 {
+		errs = append(errs, errors.New("simulate: calibration_min must not be negative"))
 	}
 	if o.Oracle < 0 || o.Oracle > 1 {
 		errs = append(errs, fmt.Errorf("simulate: oracle %v: want a share between 0 and 1", o.Oracle))

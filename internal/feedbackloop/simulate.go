@@ -21,11 +21,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/internal/gates"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
 	"github.com/codefeedback/codefeedback/schema"
@@ -146,6 +148,12 @@ type run struct {
 	output  string   // the latest execution turn's text
 	judged  string   // "tests" or "model"
 	reasons []string
+	// rejected lists feedback rounds the gates removed, "fb1=feedback_code";
+	// sample is the first rejected text; calib lists judge calibrations,
+	// "<tests outcome>:<judge verdict>".
+	rejected []string
+	sample   string
+	calib    []string
 }
 
 // Run builds the dialogue for task. A failing dialogue is a Result with
@@ -193,12 +201,17 @@ func (s *Simulator) Run(ctx context.Context, task Task) (Result, error) {
 	last := task.Turns[len(task.Turns)-1]
 	var cats []string
 	for round := 1; passed && round <= s.opts.FeedbackRounds; round++ {
-		fb, err := r.feedback(ctx, last, round)
+		mark := r.save()
+		fb, v, err := r.feedback(ctx, last, round)
 		if err != nil {
 			return Result{}, err
 		}
-		cats = append(cats, fb.Category)
-		ok, err := r.loop(ctx, last, fmt.Sprintf("fb%d.", round), last.Text+"\n\nThe user then asked: "+r.msgs[len(r.msgs)-1].Content)
+		if !v.OK() { // the feedback itself failed a gate: no round
+			r.reject(mark, round, v)
+			continue
+		}
+		feedbackText := r.msgs[len(r.msgs)-1].Content
+		ok, err := r.loop(ctx, last, fmt.Sprintf("fb%d.", round), last.Text+"\n\nThe user then asked: "+feedbackText)
 		if err != nil {
 			return Result{}, err
 		}
@@ -206,6 +219,13 @@ func (s *Simulator) Run(ctx context.Context, task Task) (Result, error) {
 			passed, reason = false, fmt.Sprintf("feedback round %d: the revised code still fails after %d iterations", round, s.opts.MaxIterations)
 			break
 		}
+		// A round that asks for a change must change the code or say why
+		// not; "You're right..." over identical code teaches the wrong habit.
+		if v := revisionVerdict(mark.code, r.code, feedbackText, r.answersSince(mark)); !v.OK() {
+			r.reject(mark, round, v)
+			continue
+		}
+		cats = append(cats, fb.Category)
 		if err := r.close(last); err != nil {
 			return Result{}, err
 		}
@@ -228,6 +248,13 @@ func (s *Simulator) Run(ctx context.Context, task Task) (Result, error) {
 	}
 	if len(r.reasons) > 0 {
 		r.labels["judge_reason"] = r.reasons[len(r.reasons)-1]
+	}
+	if len(r.rejected) > 0 {
+		r.labels[LabelRejected] = strings.Join(r.rejected, " ")
+		r.labels[LabelRejectedSample] = r.sample
+	}
+	if len(r.calib) > 0 {
+		r.labels[LabelCalibration] = strings.Join(r.calib, " ")
 	}
 	if !passed && s.opts.Failed == FailedLabel {
 		r.labels["rejected"] = reason
@@ -283,6 +310,11 @@ func (r *run) loop(ctx context.Context, turn Turn, iterPrefix, request string) (
 		}
 		r.output = ex.Content
 		r.add(ex)
+		if r.judged == "tests" && turn.Problem != nil {
+			if err := r.calibrate(ctx, request, code, outcome, iterPrefix+fmt.Sprint(it)); err != nil {
+				return false, err
+			}
+		}
 		if outcome == "ok" { // ran cleanly and there are no tests: the judge model decides
 			ok, reason, err := r.judge(ctx, request, code, ex.Content)
 			if err != nil {
@@ -312,6 +344,11 @@ func (r *run) execute(ctx context.Context, turn Turn, code string) (schema.Messa
 		r.judged = "tests"
 		hopts := harness.Options{Timeout: o.Timeout, CaseTimeout: min(5*time.Second, o.Timeout)}
 		v, err := harness.Judge(ctx, r.s.Exec, *turn.Problem, code, hopts)
+		if err == nil && v.Outcome() == "timeout" {
+			// A timeout may be the machine's load, not the code: one more
+			// run decides before the writer is told to fix a hang.
+			v, err = harness.Judge(ctx, r.s.Exec, *turn.Problem, code, hopts)
+		}
 		if err != nil {
 			return schema.Message{}, "", fmt.Errorf("simulate: judge with tests: %w", err)
 		}
@@ -451,7 +488,15 @@ func (r *run) close(turn Turn) error {
 	if turn.Problem != nil && r.lang == "python" {
 		n = len(turn.Problem.Tests)
 	}
-	text, err := r.s.prompts["simulate_closing"].render(map[string]any{"Tests": n})
+	name := ""
+	if m := defNameRe.FindAllStringSubmatch(r.code, -1); len(m) > 0 {
+		name = m[len(m)-1][1]
+	}
+	if turn.Problem != nil && turn.Problem.EntryPoint != "" {
+		name = turn.Problem.EntryPoint
+	}
+	variant := int(unit(fmt.Sprintf("%d\x00%s\x00closing\x00%d", r.s.opts.Seed, r.task.ID, len(r.msgs))) * closingVariants)
+	text, err := r.s.prompts["simulate_closing"].render(map[string]any{"Tests": n, "Name": name, "Variant": variant})
 	if err != nil {
 		return err
 	}
@@ -459,17 +504,23 @@ func (r *run) close(turn Turn) error {
 	return nil
 }
 
-// feedbackAnswer is the feedback model's JSON.
+// feedbackAnswer is the feedback model's JSON, read tolerantly (see
+// parseFeedback).
 type feedbackAnswer struct {
+	Category string   `json:"category,omitempty"` // as the model named it
 	Met      []string `json:"met"`
 	Missed   []string `json:"missed"`
 	Feedback string   `json:"feedback"`
 }
 
-// feedback adds one simulated human feedback turn aimed at a drawn category.
-func (r *run) feedback(ctx context.Context, last Turn, round int) (schema.Feedback, error) {
+// feedback adds one simulated human feedback turn aimed at a drawn
+// category. The answer passes two gates, with repairs: it holds no code
+// (a user describes the change, the writer makes it), and the category the
+// model says it aimed at is the drawn one. A failed verdict (no error)
+// means the round is dropped; nothing is added then.
+func (r *run) feedback(ctx context.Context, last Turn, round int) (schema.Feedback, gates.Verdict, error) {
 	if r.s.Feedback == nil {
-		return schema.Feedback{}, errors.New("simulate: feedback_rounds > 0 needs a feedback model")
+		return schema.Feedback{}, gates.Verdict{}, errors.New("simulate: feedback_rounds > 0 needs a feedback model")
 	}
 	key := fmt.Sprintf("%d\x00%s\x00%d", r.s.opts.Seed, r.task.ID, round)
 	cat := schema.FeedbackCategories[pick(r.s.weights, unit(key+"\x00category"))]
@@ -486,30 +537,222 @@ func (r *run) feedback(ctx context.Context, last Turn, round int) (schema.Feedba
 		"Task": last.Text, "Language": r.lang, "Code": r.code, "Output": r.output, "Solution": solution,
 		"Categories": strings.Join(names, ", "), "Category": categoryName(cat)})
 	if err != nil {
-		return schema.Feedback{}, err
+		return schema.Feedback{}, gates.Verdict{}, err
 	}
 	a, _, err := llm.ChatParse(ctx, r.s.Feedback, llm.Request{Messages: []llm.Message{llm.User(prompt)}, Params: llm.Params{JSONMode: true}},
 		2, nil, func(text string) (feedbackAnswer, error) {
-			var a feedbackAnswer
-			if err := parse.JSON(text, &a); err != nil {
+			a, err := parseFeedback(text)
+			if err != nil {
 				return a, err
 			}
-			if strings.TrimSpace(a.Feedback) == "" {
-				return a, errors.New(`the JSON has no "feedback" text`)
+			if gates.HasCode(a.Feedback) {
+				return a, gateError{gates.Verdict{Reason: "feedback_code", Detail: a.Feedback},
+					"the feedback contains code; describe the change in words only, without code blocks or code lines"}
+			}
+			if c := canonicalCategory(a.Category); a.Category != "" && c != cat {
+				return a, gateError{gates.Verdict{Reason: "feedback_category", Detail: fmt.Sprintf("asked for %s, got %q: %s", cat, a.Category, a.Feedback)},
+					fmt.Sprintf("the feedback is aimed at %q, but it must be aimed at %q; write feedback about %s", a.Category, categoryName(cat), categoryName(cat))}
 			}
 			return a, nil
 		})
-	if err != nil {
-		return schema.Feedback{}, fmt.Errorf("simulate: feedback model: %w", err)
+	var ge gateError
+	if errors.As(err, &ge) {
+		return schema.Feedback{}, ge.v, nil
 	}
+	if err != nil {
+		return schema.Feedback{}, gates.Verdict{}, fmt.Errorf("simulate: feedback model: %w", err)
+	}
+	a.Category = cat
 	body, err := json.Marshal(a)
 	if err != nil {
-		return schema.Feedback{}, fmt.Errorf("simulate: encode feedback: %w", err)
+		return schema.Feedback{}, gates.Verdict{}, fmt.Errorf("simulate: encode feedback: %w", err)
 	}
 	fb := schema.Feedback{Category: cat, Oracle: oracle, Body: body}
 	r.add(schema.Message{Role: schema.RoleUser, Content: strings.TrimSpace(a.Feedback), Feedback: &fb})
-	return fb, nil
+	return fb, gates.Verdict{}, nil
+}
+
+// gateError is a model answer a gate rejected; msg goes to the repair prompt.
+type gateError struct {
+	v   gates.Verdict
+	msg string
+}
+
+func (g gateError) Error() string { return g.msg }
+
+// parseFeedback reads the feedback model's JSON whatever it called the
+// fields: "met"/"achieved_goals"/"goals_met"/..., "missed"/"unmet_goals"/...,
+// "feedback"/"message"/..., "category"/"goal"/...; lists may be a string.
+func parseFeedback(text string) (feedbackAnswer, error) {
+	var raw map[string]any
+	if err := parse.JSON(text, &raw); err != nil {
+		return feedbackAnswer{}, err
+	}
+	norm := map[string]any{}
+	for k, v := range raw {
+		norm[strings.ToLower(strings.NewReplacer("-", "_", " ", "_").Replace(k))] = v
+	}
+	get := func(keys ...string) any {
+		for _, k := range keys {
+			if v, ok := norm[k]; ok && v != nil {
+				return v
+			}
+		}
+		return nil
+	}
+	a := feedbackAnswer{
+		Category: asString(get("category", "goal", "aimed_at", "aim", "focus", "feedback_category", "target_goal")),
+		Met:      asList(get("met", "achieved_goals", "achieved", "goals_met", "met_goals", "goals_achieved", "strengths")),
+		Missed:   asList(get("missed", "unmet_goals", "unmet", "missed_goals", "goals_missed", "goals_unmet", "not_met", "weaknesses")),
+		Feedback: strings.TrimSpace(asString(get("feedback", "message", "feedback_message", "comment", "text", "response"))),
+	}
+	if a.Feedback == "" {
+		return a, errors.New(`the JSON has no "feedback" text`)
+	}
+	return a, nil
+}
+
+func asString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []any:
+		return strings.Join(asList(x), "; ")
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+func asList(v any) []string {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case string:
+		if strings.TrimSpace(x) == "" {
+			return nil
+		}
+		var out []string
+		for _, p := range strings.Split(x, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+		return out
+	case []any:
+		out := make([]string, 0, len(x))
+		for _, e := range x {
+			if s := strings.TrimSpace(asString(e)); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return []string{fmt.Sprint(v)}
+}
+
+// canonicalCategory maps a category as a model writes it ("Best
+// practices", "resource-use") to schema.FeedbackCategories, or "".
+func canonicalCategory(s string) string {
+	k := strings.ToLower(strings.TrimSpace(s))
+	k = strings.NewReplacer("-", "_", " ", "_").Replace(k)
+	for _, c := range schema.FeedbackCategories {
+		if k == c {
+			return c
+		}
+	}
+	return ""
+}
+
+// mark is the state of a dialogue before a feedback round, to go back to
+// when a gate rejects the round.
+type mark struct {
+	msgs, conv, outs int
+	code, output     string
+}
+
+func (r *run) save() mark {
+	return mark{msgs: len(r.msgs), conv: len(r.conv), outs: len(r.outs), code: r.code, output: r.output}
+}
+
+// reject drops everything since m and records why.
+func (r *run) reject(m mark, round int, v gates.Verdict) {
+	r.msgs, r.conv, r.outs = r.msgs[:m.msgs], r.conv[:m.conv], r.outs[:m.outs]
+	r.code, r.output = m.code, m.output
+	r.rejected = append(r.rejected, fmt.Sprintf("fb%d=%s", round, v.Reason))
+	if r.sample == "" {
+		r.sample = gates.Cut(v.Detail, 160)
+	}
+}
+
+// answersSince joins the assistant turns added after m.
+func (r *run) answersSince(m mark) string {
+	var b strings.Builder
+	for _, msg := range r.msgs[m.msgs:] {
+		if msg.Role == schema.RoleAssistant {
+			b.WriteString(msg.Content + "\n")
+		}
+	}
+	return b.String()
+}
+
+// revisionVerdict checks a feedback round's result: code equal to the code
+// before (after gates.NormalizeCode) fails when the feedback asked for a
+// change and no answer says why the code stays.
+func revisionVerdict(before, after, feedback, answers string) gates.Verdict {
+	if !gates.SameCode(before, after) || !gates.AsksForChange(feedback) || gates.ExplainsNoChange(answers) {
+		return gates.Verdict{}
+	}
+	return gates.Verdict{Reason: "unchanged_revision", Detail: feedback}
+}
+
+// calibrate asks the judge model about code that the tests have judged, on
+// a sample of runs, and records whether it agrees. The judge sees what it
+// sees on untested turns: the code and the output of a plain run (not the
+// test report); code whose plain run fails is not asked about (an error
+// goes back to the writer without the judge).
+func (r *run) calibrate(ctx context.Context, request, code, testOutcome, iter string) error {
+	o := r.s.opts
+	if r.s.Judge == nil || o.Calibrate <= 0 || unit(fmt.Sprintf("%d\x00%s\x00calibrate\x00%s", o.Seed, r.task.ID, iter)) >= o.Calibrate {
+		return nil
+	}
+	res, err := r.s.Exec.Run(ctx, executors.Request{Language: executors.Language(r.lang), Code: code, Limits: executors.Limits{Timeout: o.Timeout}})
+	if err != nil {
+		return fmt.Errorf("simulate: calibration run: %w", err)
+	}
+	if !res.OK() {
+		return nil
+	}
+	ok, _, err := r.judge(ctx, request, code, RenderResult(res, o.Timeout, o.OutputChars))
+	if err != nil {
+		return err
+	}
+	verdict := "fail"
+	if ok {
+		verdict = "pass"
+	}
+	tests := "fail"
+	if testOutcome == "pass" {
+		tests = "pass"
+	}
+	r.calib = append(r.calib, tests+":"+verdict)
+	return nil
 }
 
 // categoryName is a category as words ("resource_use" -> "resource use").
 func categoryName(c string) string { return strings.ReplaceAll(c, "_", " ") }
+
+// Labels of the gates and of the judge's calibration on simulate dialogues.
+const (
+	// LabelRejected lists feedback rounds removed by a gate: "fb1=feedback_code".
+	LabelRejected       = "feedback_rejected"
+	LabelRejectedSample = "feedback_rejected_sample"
+	// LabelCalibration lists "<tests>:<judge>" pairs, e.g. "fail:pass" for a
+	// program the tests fail and the judge model accepted.
+	LabelCalibration = "judge_calibration"
+)
+
+// closingVariants is the number of phrasings prompts/simulate_closing.tmpl has.
+const closingVariants = 8
+
+var defNameRe = regexp.MustCompile(`(?m)^def\s+([A-Za-z_]\w*)`)

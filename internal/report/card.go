@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/codefeedback/codefeedback/pipeline"
 )
 
 // ftype is a column type inferred from JSON records the way a JSON loader
@@ -238,7 +240,7 @@ type cardConfig struct {
 }
 
 type cardHeader struct {
-	License        string       `yaml:"license"`
+	License        any          `yaml:"license"` // one id, or the list of the inputs' ids
 	TaskCategories []string     `yaml:"task_categories"`
 	Language       []string     `yaml:"language"`
 	Tags           []string     `yaml:"tags"`
@@ -300,10 +302,7 @@ func WriteCard(w io.Writer, d *Data, files []FileInfo) error {
 	if len(files) == 0 {
 		return fmt.Errorf("report: card: no data files")
 	}
-	license := d.options.License
-	if license == "" {
-		license = "unknown"
-	}
+	license := deriveLicense(d.options.License, d.InputLicenses)
 	var total int64
 	var infos []cardInfo
 	var configs []cardConfig
@@ -314,8 +313,8 @@ func WriteCard(w io.Writer, d *Data, files []FileInfo) error {
 		}
 		name := configName(files, i)
 		configs = append(configs, cardConfig{Name: name, DataFiles: []cardDataFile{{Split: "train", Path: f.Name}}, Default: len(files) > 1 && i == def})
-		if f.Parquet {
-			continue
+		if f.Parquet && len(f.Features) == 0 {
+			continue // a Parquet file whose schema was not read
 		}
 		ci := cardInfo{Features: f.Features, Splits: []cardSplit{{Name: "train", NumBytes: f.Bytes, Examples: f.Examples}},
 			DownloadSize: f.Bytes, DatasetSize: f.Bytes}
@@ -373,10 +372,17 @@ func writeCardBody(b *bytes.Buffer, d *Data, files []FileInfo, total int64) {
 	b.WriteString("## How it was made\n\n")
 	if len(m.Inputs) > 0 {
 		b.WriteString("Inputs:\n\n")
-		for _, in := range m.Inputs {
-			fmt.Fprintf(b, "- `%s` (%s, %d items, sha256 %s)\n", filepath.Base(in.Path), in.Format, in.Items, in.SHA256)
+		for i, in := range m.Inputs {
+			lic := "licence unknown"
+			if i < len(d.InputLicenses) && d.InputLicenses[i].License != "" {
+				lic = "licence " + d.InputLicenses[i].License + " (from " + d.InputLicenses[i].From + ")"
+			}
+			fmt.Fprintf(b, "- `%s` (%s, %d items, sha256 %s, %s)\n", filepath.Base(in.Path), in.Format, in.Items, in.SHA256, lic)
 		}
 		b.WriteString("\n")
+		if d.options.License == "" {
+			b.WriteString("The card's licence is derived from the inputs' licences (a benchmark file recognised by its SHA-256, a `FILE.license` file, or a `README.md` dataset card beside the input); it is `unknown` while any input's is. `codefeedback report --license ID` sets it.\n\n")
+		}
 	}
 	if m.Executor != "" {
 		fmt.Fprintf(b, "Sandbox: `%s`.\n\n", m.Executor)
@@ -386,10 +392,10 @@ func writeCardBody(b *bytes.Buffer, d *Data, files []FileInfo, total int64) {
 		fmt.Fprintf(b, "| %s | %s | %s | %d | %d | %d | %d | %d | %.4f |\n", mdCell(s.Name), mdCell(s.Type), s.Status, s.Counts.In, s.Counts.Out,
 			s.Counts.Failed, s.Usage.Requests, s.Usage.PromptTokens+s.Usage.CompletionTokens, s.Usage.CostUSD)
 	}
-	b.WriteString("\nStage settings and versions (the version key hashes the stage's settings, prompt texts and model parameters):\n\n")
-	for _, s := range m.Stages {
-		fmt.Fprintf(b, "- **%s**: `%s` (version key `%s`)\n", s.Name, mdCell(string(s.Settings)), clip(s.Key, 13))
-	}
+	writeCost(b, m)
+	b.WriteString("\nStage settings and versions (the version key hashes the stage's settings, prompt texts and model parameters):\n\n```yaml\n")
+	b.WriteString(settingsYAML(m))
+	b.WriteString("```\n")
 	ds := d.Dataset
 	b.WriteString("\nModels: ")
 	if len(ds.Models) == 0 {
@@ -419,9 +425,18 @@ func writeCardBody(b *bytes.Buffer, d *Data, files []FileInfo, total int64) {
 	if d.BenchmarksMissing > 0 {
 		fmt.Fprintf(b, "**%d benchmark(s) named in the audit settings were not found, so the data was not checked against them.**\n\n", d.BenchmarksMissing)
 	}
-	if len(d.Leakage) == 0 {
+	var audits []string
+	for _, s := range m.Stages {
+		if s.Type == "audit" && s.Status != "not-selected" && s.Status != "waiting-for-merge" {
+			audits = append(audits, "`"+s.Name+"`")
+		}
+	}
+	switch {
+	case len(audits) == 0:
 		b.WriteString("No audit stage ran in this pipeline: the data was not checked against benchmarks.\n")
-	} else {
+	case len(d.Leakage) == 0:
+		fmt.Fprintf(b, "The audit stage %s ran, but had no benchmark files to check against (set `missing: fail` to make that an error, or fetch the benchmarks): the data was not checked for leakage.\n", strings.Join(audits, ", "))
+	default:
 		b.WriteString("| audit stage | benchmark | dialogues audited | shared code lines | flagged |\n|---|---|---:|---:|---:|\n")
 		for _, l := range d.Leakage {
 			fmt.Fprintf(b, "| %s | %s | %d | %.2f%% | %d |\n", mdCell(l.Stage), mdCell(l.Benchmark), l.Dialogues, 100*l.LineRatio, l.Flagged)
@@ -452,4 +467,48 @@ func countList(m map[string]int) string {
 		parts[i] = fmt.Sprintf("%s (%d)", x.k, x.v)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// settingsYAML renders every stage's settings as one YAML document, keyed
+// by stage name, with each stage's version key.
+func settingsYAML(m *pipeline.Manifest) string {
+	var b strings.Builder
+	for _, s := range m.Stages {
+		var v any
+		if len(s.Settings) > 0 && json.Unmarshal(s.Settings, &v) != nil {
+			v = string(s.Settings)
+		}
+		doc := map[string]any{s.Name: map[string]any{"type": s.Type, "version_key": clip(s.Key, 13), "settings": v}}
+		var out bytes.Buffer
+		enc := yaml.NewEncoder(&out)
+		enc.SetIndent(2)
+		if err := enc.Encode(doc); err != nil {
+			fmt.Fprintf(&b, "%s: %q\n", s.Name, string(s.Settings))
+			continue
+		}
+		enc.Close()
+		b.Write(out.Bytes())
+	}
+	return b.String()
+}
+
+// writeCost states what this run cost and what every run on the run
+// directory cost together, with the earlier runs.
+func writeCost(b *bytes.Buffer, m *pipeline.Manifest) {
+	t := m.Total
+	if t.Runs == 0 { // a manifest written before totals existed
+		t = pipeline.RunTotal{Runs: 1, Usage: m.Usage}
+	}
+	this := m.Summary()
+	fmt.Fprintf(b, "\nModel usage and cost: this run %d requests, %d tokens, %.4f USD, %d retries; all %d runs on this run directory %d requests, %d tokens, %.4f USD, %d retries.\n",
+		this.Usage.Requests, this.Usage.PromptTokens+this.Usage.CompletionTokens, this.Usage.CostUSD, this.Retries,
+		t.Runs, t.Usage.Requests, t.Usage.PromptTokens+t.Usage.CompletionTokens, t.Usage.CostUSD, t.Retries)
+	if len(m.History) == 0 {
+		return
+	}
+	b.WriteString("\n| run started | version | status | requests | tokens | cost (USD) | retries | items computed |\n|---|---|---|---:|---:|---:|---:|---:|\n")
+	for _, h := range append(append([]pipeline.RunSummary(nil), m.History...), this) {
+		fmt.Fprintf(b, "| %s | %s | %s | %d | %d | %.4f | %d | %d |\n", h.Started.Format("2006-01-02 15:04:05 UTC"), mdCell(h.Version), h.Status,
+			h.Usage.Requests, h.Usage.PromptTokens+h.Usage.CompletionTokens, h.Usage.CostUSD, h.Retries, h.Fresh)
+	}
 }

@@ -1,10 +1,14 @@
 package report
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/codefeedback/codefeedback/pipeline"
 
 	"gopkg.in/yaml.v3"
 )
@@ -93,6 +97,7 @@ func TestSampleRunCard(t *testing.T) {
 	// Every JSONL config declares id and messages of role and content; the
 	// trainer layout (codefeedback export) declares nothing else and is the
 	// default config.
+	var trainer []string // configs in the trainer layout
 	for name, info := range infos {
 		feats := map[string]map[string]any{}
 		for _, f := range info["features"].([]any) {
@@ -110,23 +115,49 @@ func TestSampleRunCard(t *testing.T) {
 		if msg["role"] != "string" || msg["content"] != "string" {
 			t.Errorf("config %s: feature messages: got %v, want list of role/content strings", name, feats["messages"])
 		}
-		if len(feats) == 2 && len(msg) == 2 && len(infos) > 1 {
-			for _, c := range configs {
-				if c["config_name"] == name && c["default"] != true {
-					t.Errorf("trainer-layout config %s is not the default", name)
-				}
-			}
+		if len(feats) == 2 && len(msg) == 2 {
+			trainer = append(trainer, name)
 		}
 		sp := info["splits"].([]any)[0].(map[string]any)
 		if sp["num_examples"] != want.dialogues {
 			t.Errorf("config %s: %v examples, want %d", name, sp["num_examples"], want.dialogues)
 		}
 	}
+	// The Code-Feedback layout is published as JSONL and Parquet: both are
+	// configs with their features, and one of them is the default.
+	if len(trainer) < 2 {
+		t.Errorf("trainer-layout configs %v, want the JSONL and the Parquet file", trainer)
+	}
+	defaults := 0
+	for _, c := range configs {
+		if c["default"] == true {
+			defaults++
+			if !slices.Contains(trainer, c["config_name"].(string)) {
+				t.Errorf("default config %v is not in the trainer layout", c["config_name"])
+			}
+		}
+	}
+	if defaults != 1 {
+		t.Errorf("%d default configs, want 1", defaults)
+	}
+	if _, ok := configs["code_feedback.parquet"]; !ok {
+		t.Errorf("the Parquet file is not a config: %v", h["configs"])
+	}
+	// Settings as YAML, cost of this run and of all runs.
+	if !strings.Contains(body, "```yaml\n") || !strings.Contains(body, "\ncorrect:\n  settings:\n") {
+		t.Errorf("card body lacks the settings as YAML:\n%s", body)
+	}
+	if !strings.Contains(body, "Model usage and cost: this run ") || !strings.Contains(body, "runs on this run directory") {
+		t.Errorf("card body lacks this run's and the total cost:\n%s", body)
+	}
 	if !strings.Contains(body, "## How it was made") || !strings.Contains(body, "| correct | correct |") {
 		t.Errorf("card body lacks the stage table:\n%s", body)
 	}
-	if s.audited != !strings.Contains(body, "No audit stage ran") {
-		t.Errorf("card leakage section disagrees with the run (audited %v):\n%s", s.audited, body)
+	if strings.Contains(body, "No audit stage ran") {
+		t.Errorf("the sample pipeline has an audit stage, but the card says none ran:\n%s", body)
+	}
+	if !s.audited && !strings.Contains(body, "ran, but had no benchmark files") {
+		t.Errorf("the audit had no benchmarks, but the card does not say so:\n%s", body)
 	}
 }
 
@@ -195,6 +226,51 @@ func TestSizeCategory(t *testing.T) {
 	}{{0, "n<1K"}, {999, "n<1K"}, {1000, "1K<n<10K"}, {68000, "10K<n<100K"}, {150_000, "100K<n<1M"}, {2_000_000, "1M<n<10M"}} {
 		if got := sizeCategory(c.n); got != c.want {
 			t.Errorf("sizeCategory(%d) = %s, want %s", c.n, got, c.want)
+		}
+	}
+}
+
+// TestDeriveLicense: the card's licence comes from the inputs' when every
+// one is known: a benchmark file by its SHA-256, a FILE.license, or a
+// dataset card beside the input.
+func TestDeriveLicense(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	side := write("a/problems.jsonl", "{}\n")
+	write("a/problems.jsonl.license", "CC-BY-4.0\n")
+	carded := write("b/queries.jsonl", "{}\n")
+	write("b/README.md", "---\nlicense: mit\npretty_name: x\n---\n# x\n")
+	bare := write("c/other.jsonl", "{}\n")
+	mbpp := pipeline.InputRecord{Path: "/nowhere/mbpp.jsonl", SHA256: "ccf64ceae9c5403bf50a044cb6d505bfd2a2963ee58338ba268fd65beab92a9f"}
+	lic := func(ins ...pipeline.InputRecord) any {
+		var ls []InputLicense
+		for _, in := range ins {
+			ls = append(ls, inputLicense(in))
+		}
+		return deriveLicense("", ls)
+	}
+	for _, tc := range []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"sidecar", lic(pipeline.InputRecord{Path: side}), "cc-by-4.0"},
+		{"card", lic(pipeline.InputRecord{Path: carded}), "mit"},
+		{"benchmark by hash", lic(mbpp), "cc-by-4.0"},
+		{"same twice", lic(pipeline.InputRecord{Path: side}, mbpp), "cc-by-4.0"},
+		{"different", lic(pipeline.InputRecord{Path: side}, pipeline.InputRecord{Path: carded}), []string{"cc-by-4.0", "mit"}},
+		{"one unknown", lic(pipeline.InputRecord{Path: carded}, pipeline.InputRecord{Path: bare}), "unknown"},
+		{"override", deriveLicense("apache-2.0", nil), "apache-2.0"},
+	} {
+		if fmt.Sprint(tc.got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: licence %v, want %v", tc.name, tc.got, tc.want)
 		}
 	}
 }

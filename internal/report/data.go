@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codefeedback/codefeedback/internal/gates"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/schema"
 )
@@ -49,15 +50,31 @@ type Data struct {
 	Sections  []Section          `json:"sections"`
 	Dataset   DatasetStats       `json:"dataset"`
 	Leakage   []Leak             `json:"leakage"`
+	// InputLicenses is what is known of each input's licence, in the
+	// manifest's input order; the card's licence derives from it.
+	InputLicenses []InputLicense `json:"input_licenses"`
 	// BenchmarksMissing counts benchmarks an audit was told to check but
 	// could not find (audit setting missing: skip).
 	BenchmarksMissing int          `json:"benchmarks_missing"`
 	Dead              []DeadLetter `json:"dead_letters"`
-	DeadTotal         int64        `json:"dead_total"`
-	SampleIDs         []string     `json:"sample_ids"`
+	// Gates are the quality gates' figures per stage (internal/gates).
+	Gates     []GateRow `json:"gates"`
+	DeadTotal int64     `json:"dead_total"`
+	SampleIDs []string  `json:"sample_ids"`
 
 	sample  []schema.Dialogue
 	options Options
+}
+
+// GateRow is one quality gate of one stage: items checked and rejected,
+// by reason.
+type GateRow struct {
+	Stage    string             `json:"stage"`
+	Gate     string             `json:"gate"`
+	Checked  float64            `json:"checked"`
+	Rejected float64            `json:"rejected"`
+	Share    float64            `json:"share"`
+	Reasons  map[string]float64 `json:"reasons,omitempty"`
 }
 
 // StageSummary is one row of the stage table.
@@ -111,6 +128,9 @@ type DatasetStats struct {
 	Models       map[string]int      `json:"models,omitempty"`
 	Prompts      map[string]int      `json:"prompt_versions,omitempty"`
 	AuditLabeled int                 `json:"audit_labeled"`
+	// Diversity: distinct first and closing turns, template share,
+	// repeated openings.
+	Diversity schema.DiversitySummary `json:"diversity"`
 }
 
 // IterationOutcomes are the outcome counts of the n-th execution turns.
@@ -172,6 +192,15 @@ func Collect(ctx context.Context, runDir string, o Options) (*Data, error) {
 		now = o.Now
 	}
 	d := &Data{RunDir: runDir, Generated: now().UTC(), Manifest: m, options: o}
+	for _, in := range m.Inputs {
+		if !fileExists(in.Path) && !filepath.IsAbs(in.Path) && m.Pipeline != "" {
+			// Inputs are relative to the pipeline file.
+			if p := filepath.Join(filepath.Dir(m.Pipeline), in.Path); fileExists(p) {
+				in.Path = p
+			}
+		}
+		d.InputLicenses = append(d.InputLicenses, inputLicense(in))
+	}
 	if !m.Finished.IsZero() {
 		d.Seconds = m.Finished.Sub(m.Started).Seconds()
 	}
@@ -181,6 +210,14 @@ func Collect(ctx context.Context, runDir string, o Options) (*Data, error) {
 			ss.CacheHit = float64(s.Counts.Cached) / float64(s.Counts.In)
 		}
 		d.Stages = append(d.Stages, ss)
+		for _, f := range gates.Figures(s.Stats) {
+			d.Gates = append(d.Gates, GateRow{Stage: s.Name, Gate: f.Gate, Checked: f.Checked, Rejected: f.Rejected, Share: f.Share(), Reasons: f.Reasons})
+		}
+		if n := s.Stats["calibration/verdicts"]; n > 0 {
+			d.Gates = append(d.Gates, GateRow{Stage: s.Name, Gate: "judge_calibration (disagreements with the tests)", Checked: n,
+				Rejected: n - s.Stats["calibration/agree"], Share: 1 - s.Stats["calibration/agree"]/n,
+				Reasons: map[string]float64{"false_accept": s.Stats["calibration/false_accept"], "false_reject": s.Stats["calibration/false_reject"]}})
+		}
 	}
 	if err := d.readDead(); err != nil {
 		return nil, err
@@ -315,8 +352,11 @@ func (d *Data) readDataset(ctx context.Context) error {
 	}
 	var rest []schema.Dialogue
 	groups := map[string]bool{}
+	var dv schema.Diversity
+	defer func() { ds.Diversity = dv.Summary(5) }()
 	err := d.dialogues(ctx, s, func(dl schema.Dialogue) error {
 		ds.Dialogues++
+		dv.Add(&dl)
 		ds.Messages[strconv.Itoa(len(dl.Messages))]++
 		inc(&ds.Methods, or(dl.Method, "unknown"))
 		inc(&ds.Stages, or(dl.Stage, "unknown"))

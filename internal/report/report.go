@@ -68,9 +68,9 @@ func Build(ctx context.Context, runDir string, o Options) (*Written, error) {
 				w.Skipped = append(w.Skipped, fmt.Sprintf("%s: %v", out.Path, err))
 				continue
 			}
-			// Parquet carries its own schema; the card lists the file as a
-			// config without declaring features.
+			// The card declares the features of the file's own schema.
 			fi = FileInfo{Path: out.Path, Name: filepath.Base(out.Path), Examples: out.Items, Bytes: st.Size(), Parquet: true}
+			fi.Features, _ = parquetFeatures(out.Path)
 		} else {
 			var ok bool
 			var err error

@@ -121,7 +121,13 @@ func (c *Checker) rerunRecords(ctx context.Context, d *schema.Dialogue, rep *Rep
 		var res executors.Result
 		if e.Passed != nil { // a self-contained test program
 			var err error
-			if got, res, err = c.rerunProgram(ctx, e, lang, timeout); err != nil {
+			got, res, err = c.rerunProgram(ctx, e, lang, timeout)
+			if errors.Is(err, harness.ErrRebuild) {
+				rep.Mismatches = append(rep.Mismatches, Mismatch{DialogueID: d.ID, Turn: i, Check: CheckRecord,
+					Detail: "the record's code and tests do not rebuild the judge program its hash names (edited record)"})
+				continue
+			}
+			if err != nil {
 				return fmt.Errorf("verify: re-run %s turn %d: %w", d.ID, i, err)
 			}
 		} else {
@@ -165,7 +171,7 @@ func (c *Checker) rerunProgram(ctx context.Context, e *schema.Execution, lang ex
 		fresh := v.Execution()
 		return recordedOutcome(&fresh), v.Result, nil
 	}
-	if !errors.Is(err, harness.ErrNotJudgeProgram) {
+	if !errors.Is(err, harness.ErrNotJudgeProgram) || e.Judge != nil {
 		return "", executors.Result{}, err
 	}
 	res, err := c.Exec.Run(ctx, executors.Request{Language: lang, Code: e.Code,
@@ -187,7 +193,12 @@ func (c *Checker) rerunProgram(ctx context.Context, e *schema.Execution, lang ex
 // rerunPlain re-runs a plain Code-Feedback dialogue: each assistant turn
 // with a python block that is followed by an execution-result turn runs its
 // python blocks, in order, as cells of one session; the last cell's outcome
-// is compared with the outcome the recorded output shows.
+// is compared with the outcome the recorded output shows. A result that is
+// a test verdict (this tool's Code-Feedback export of a judged run) came
+// from tests the file does not carry: the turn is counted unverifiable with
+// that reason, never compared with a run without the tests. A compile or
+// load failure the judge reported is what the code does on its own, so it
+// is re-run and compared.
 func (c *Checker) rerunPlain(ctx context.Context, d *schema.Dialogue, rep *Report) error {
 	o := c.Opts.withDefaults()
 	ss := newSessions(c.Exec)
@@ -202,6 +213,11 @@ func (c *Checker) rerunPlain(ctx context.Context, d *schema.Dialogue, rep *Repor
 			if b.Lang == "python" && !b.Unclosed && strings.TrimSpace(b.Code) != "" {
 				cells = append(cells, magicLineRe.ReplaceAllString(b.Code, ""))
 			}
+		}
+		text := resultText(next)
+		if testsVerdictRe.MatchString(text) || setupFailRe.MatchString(text) {
+			rep.Unverifiable = append(rep.Unverifiable, Unverifiable{d.ID, i + 1, "the result is a verdict of tests the file does not carry (export the native layout to re-run them)"})
+			continue
 		}
 		if len(cells) == 0 {
 			rep.Unverifiable = append(rep.Unverifiable, Unverifiable{d.ID, i + 1, "the execution result follows a turn without python code (the code was run through a tool call the file does not hold)"})
@@ -218,8 +234,10 @@ func (c *Checker) rerunPlain(ctx context.Context, d *schema.Dialogue, rep *Repor
 			}
 		}
 		want := outcome("pass")
-		if exc := exceptionIn(next.Content); exc != "" {
+		if exc := shownException(text); exc != "" {
 			want = outcome(exc)
+		} else if loadFailRe.MatchString(text) {
+			want = "fail"
 		}
 		c.compare(d, i+1, want, cellOutcome(res), res, rep)
 	}

@@ -26,15 +26,18 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
 // Checks named in a Mismatch.
 const (
-	CheckRoles = "roles"
-	CheckParse = "parse"
-	CheckRerun = "rerun"
+	CheckRoles  = "roles"
+	CheckParse  = "parse"
+	CheckRerun  = "rerun"
+	CheckText   = "text"   // a visible execution text is not what its record renders
+	CheckRecord = "record" // a record does not rebuild the program it names
 )
 
 // Options tune a verification. Zero fields take defaults.
@@ -86,13 +89,27 @@ type Unverifiable struct {
 
 // Report is the result of checking a dataset.
 type Report struct {
-	Dialogues    int            `json:"dialogues"`
-	Messages     int            `json:"messages"`
-	Blocks       int            `json:"code_blocks"` // python blocks compiled
-	Executions   int            `json:"executions"`  // recorded executions re-run
-	Agreed       int            `json:"agreed"`      // re-runs with the recorded outcome
+	Dialogues  int `json:"dialogues"`
+	Messages   int `json:"messages"`
+	Blocks     int `json:"code_blocks"` // python blocks compiled
+	Executions int `json:"executions"`  // recorded executions re-run
+	Agreed     int `json:"agreed"`      // re-runs with the recorded outcome
+	// Texts counts execution turns whose visible text was compared with
+	// what their record renders; Unrendered those whose record names no
+	// renderer (a notebook cell's record), so their text is not checked.
+	Texts        int            `json:"texts_checked"`
+	Unrendered   int            `json:"texts_unchecked,omitempty"`
 	Unverifiable []Unverifiable `json:"unverifiable,omitempty"`
 	Mismatches   []Mismatch     `json:"mismatches,omitempty"`
+}
+
+// Reasons counts the unverifiable turns by reason, for a summary.
+func (r *Report) Reasons() map[string]int {
+	out := map[string]int{}
+	for _, u := range r.Unverifiable {
+		out[u.Reason]++
+	}
+	return out
 }
 
 func (r *Report) add(o *Report) {
@@ -101,6 +118,8 @@ func (r *Report) add(o *Report) {
 	r.Blocks += o.Blocks
 	r.Executions += o.Executions
 	r.Agreed += o.Agreed
+	r.Texts += o.Texts
+	r.Unrendered += o.Unrendered
 	r.Unverifiable = append(r.Unverifiable, o.Unverifiable...)
 	r.Mismatches = append(r.Mismatches, o.Mismatches...)
 }
@@ -170,7 +189,7 @@ func (c *Checker) Dialogue(ctx context.Context, d *schema.Dialogue) (Report, err
 					recorded[j] = true
 				}
 			}
-		} else if isExecution(m) && isSyntax(exceptionIn(m.Content)) {
+		} else if isExecution(m) && isSyntax(shownException(m.Content)) {
 			if j := prevAssistant(d, i); j >= 0 {
 				recorded[j] = true
 			}
@@ -182,6 +201,9 @@ func (c *Checker) Dialogue(ctx context.Context, d *schema.Dialogue) (Report, err
 	}
 	rep.Blocks += n
 	rep.Mismatches = append(rep.Mismatches, ms...)
+	if hasRecords {
+		texts(d, &rep)
+	}
 	if o.NoRerun {
 		sort.SliceStable(rep.Mismatches, func(i, j int) bool { return rep.Mismatches[i].Turn < rep.Mismatches[j].Turn })
 		return rep, nil
@@ -278,6 +300,74 @@ func Roles(d *schema.Dialogue) []Mismatch {
 		bad(0, "no messages")
 	}
 	return out
+}
+
+// texts compares each execution turn's visible text with what its record
+// renders: a judge record renders the verdict it holds (harness
+// RenderRecorded), so an edited "Execution result" text, or a record moved
+// to another turn, is caught without re-running anything.
+func texts(d *schema.Dialogue, rep *Report) {
+	for i, m := range d.Messages {
+		if m.Exec == nil || !isExecution(m) {
+			continue
+		}
+		want, ok := harness.RenderRecorded(*m.Exec)
+		if !ok {
+			rep.Unrendered++
+			continue
+		}
+		rep.Texts++
+		if m.Content != want {
+			rep.Mismatches = append(rep.Mismatches, Mismatch{DialogueID: d.ID, Turn: i, Check: CheckText,
+				Detail: "the visible execution text is not what its record renders: " + firstDiff(m.Content, want)})
+		}
+	}
+}
+
+// firstDiff describes where two texts part.
+func firstDiff(got, want string) string {
+	n := 0
+	for n < len(got) && n < len(want) && got[n] == want[n] {
+		n++
+	}
+	clip := func(s string) string {
+		s = s[n:]
+		if len(s) > 40 {
+			s = s[:40] + "..."
+		}
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("at byte %d the text has %s, the record renders %s", n, clip(got), clip(want))
+}
+
+// Verdict texts the harness writes (see harness.Feedback): a test verdict
+// comes from tests a Code-Feedback-layout file does not carry; a load
+// failure names the exception the code raises on its own.
+var (
+	testsVerdictRe = regexp.MustCompile(`\A(?:All \d+ tests? passed\.|(?:Execution timed out after \S+\.\n)?\d+ of \d+ tests? failed\.)`)
+	compileFailRe  = regexp.MustCompile(`\AThe code does not compile \(([A-Za-z]+Error) at line \d+\):`)
+	loadFailRe     = regexp.MustCompile(`\AThe code raised an exception before any test ran:`)
+	setupFailRe    = regexp.MustCompile(`\A(?:An exception was raised in |Execution timed out after \S+ while running )`)
+)
+
+// resultText is an execution turn's text without the ExecutionPrefix.
+func resultText(m schema.Message) string {
+	if m.Role == schema.RoleExecution {
+		return m.Content
+	}
+	t := strings.TrimLeft(m.Content, " \n")
+	t = strings.TrimPrefix(t, strings.TrimSpace(schema.ExecutionPrefix))
+	return strings.TrimLeft(t, " \n")
+}
+
+// shownException is the exception an execution text shows: a harness
+// compile failure's, else the last traceback's.
+func shownException(text string) string {
+	t := strings.TrimPrefix(strings.TrimLeft(text, " \n"), strings.TrimSpace(schema.ExecutionPrefix))
+	if m := compileFailRe.FindStringSubmatch(strings.TrimLeft(t, " \n")); m != nil {
+		return m[1]
+	}
+	return exceptionIn(text)
 }
 
 // isSyntax reports whether an exception name means the code did not compile.

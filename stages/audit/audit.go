@@ -44,19 +44,21 @@ import (
 
 // Finding methods.
 const (
-	MethodLines     = "lines"
-	MethodNGram     = "ngram"
-	MethodEmbedding = "embedding"
+	MethodLines       = "lines"
+	MethodNGram       = "ngram"
+	MethodEmbedding   = "embedding"
+	MethodFingerprint = "fingerprint"
 )
 
 // Options are the measures' settings. Zero fields take the defaults of
 // DefaultOptions.
 type Options struct {
-	Lines         LineOptions `json:"lines"`
-	Window        int         `json:"window"`         // consecutive code lines that must match (default 2)
-	N             int         `json:"ngram"`          // n-gram length in word tokens (default 13)
-	LineThreshold float64     `json:"line_threshold"` // flag when a task's covered-line fraction exceeds this (default 0.5)
-	MinNGrams     int         `json:"min_ngrams"`     // flag when a dialogue shares this many distinct n-grams with a task (default 1)
+	Lines         LineOptions        `json:"lines"`
+	Fingerprints  FingerprintOptions `json:"fingerprints"`
+	Window        int                `json:"window"`         // consecutive code lines that must match (default 2)
+	N             int                `json:"ngram"`          // n-gram length in word tokens (default 13)
+	LineThreshold float64            `json:"line_threshold"` // flag when a task's covered-line fraction exceeds this (default 0.5)
+	MinNGrams     int                `json:"min_ngrams"`     // flag when a dialogue's shared statement n-grams with a task weigh this much, each 1/(tasks holding it) (default 1)
 	// EmbedThreshold is the cosine threshold of the embedding check, set by
 	// EnableEmbedding (0: the check is off).
 	EmbedThreshold float64 `json:"embed_threshold,omitempty"`
@@ -67,6 +69,7 @@ type Options struct {
 // DefaultOptions are the documented defaults.
 var DefaultOptions = Options{
 	Lines:         DefaultLineOptions,
+	Fingerprints:  DefaultFingerprintOptions,
 	Window:        2,
 	N:             DefaultN,
 	LineThreshold: 0.5,
@@ -82,6 +85,9 @@ func (o Options) withDefaults() Options {
 	o.LineThreshold = cmp.Or(o.LineThreshold, d.LineThreshold)
 	o.MinNGrams = cmp.Or(o.MinNGrams, d.MinNGrams)
 	o.TopLines = cmp.Or(o.TopLines, d.TopLines)
+	if !o.Fingerprints.Off {
+		o.Fingerprints = o.Fingerprints.withDefaults()
+	}
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -110,7 +116,7 @@ func New(benchmarks []Benchmark, opts Options) (*Auditor, error) {
 			return nil, fmt.Errorf("audit: benchmark %q given twice", b.Name)
 		}
 		seen[b.Name] = true
-		x, err := NewIndex(b, opts.Lines, opts.Window, opts.N)
+		x, err := NewIndex(b, opts.Lines, opts.Window, opts.N, opts.Fingerprints)
 		if err != nil {
 			return nil, err
 		}
@@ -143,15 +149,17 @@ func (r *Result) Flagged() bool { return len(r.Findings) > 0 }
 
 // msgRange locates one message's tokens and n-grams in the scratch buffers.
 type msgRange struct {
-	text   string
-	tok0   int // first token in scratch.toks
-	g0, g1 int // n-gram range in scratch.gh
+	text       string
+	msg        int // index in the dialogue
+	role       string
+	tok0, tok1 int // tokens in scratch.toks
+	g0, g1     int // n-gram range in scratch.gh
 }
 
 // scratch holds one worker's reusable buffers.
 type scratch struct {
 	toks       []span
-	th, gh     []uint64
+	th, gh, sh []uint64
 	msgs       []msgRange
 	nbuf       []byte
 	lh, wh     []uint64
@@ -160,16 +168,31 @@ type scratch struct {
 	shared     []bool
 	cover      map[int32][]uint64 // task -> covered task-line bitset
 	gramHits   map[int32]*gramHit
+	// Code tokens of every message and their k-gram hashes per stream.
+	ctoks  []ctok
+	cth    []uint64
+	cgh    [nStreams][]uint64
+	ctMsgs []ctMsg
+	fpHits map[int32]*fpHit
+}
+
+// ctMsg locates one message's code tokens and k-grams in the scratch.
+type ctMsg struct {
+	msg    int // message index in the dialogue
+	t0, t1 int // tokens in scratch.ctoks
+	g0, g1 int // k-grams in scratch.cgh[*]
 }
 
 type gramHit struct {
 	count int
+	w     float64 // sum of 1/(tasks holding the gram)
+	spans []schema.Span
 	first string
 	seen  map[uint64]bool
 }
 
 func newScratch() *scratch {
-	return &scratch{cover: map[int32][]uint64{}, gramHits: map[int32]*gramHit{}}
+	return &scratch{cover: map[int32][]uint64{}, gramHits: map[int32]*gramHit{}, fpHits: map[int32]*fpHit{}}
 }
 
 // Check audits one dialogue. seq is its position in the input. ctx is only
@@ -209,10 +232,18 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 		s.toks = appendTokens(s.toks, text)
 		s.th = tokenHashes(s.toks[t0:], s.th[:0])
 		s.gh = rollingHashes(s.th, a.opts.N, s.gh)
-		s.msgs = append(s.msgs, msgRange{text: text, tok0: t0, g0: g0, g1: len(s.gh)})
+		s.msgs = append(s.msgs, msgRange{text: text, msg: i, role: d.Messages[i].Role, tok0: t0, tok1: len(s.toks), g0: g0, g1: len(s.gh)})
+	}
+
+	// Code tokens of every turn, fenced or not, once for all benchmarks.
+	if !a.opts.Fingerprints.Off {
+		a.codeKGrams(d, s)
 	}
 
 	for bi, x := range a.indexes {
+		if !a.opts.Fingerprints.Off {
+			a.matchFingerprints(x, d, id, s, &r)
+		}
 		// Lines.
 		s.shared = resetBools(s.shared, len(s.lh))
 		clear(s.cover)
@@ -231,7 +262,7 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 			for _, ref := range refs {
 				bs := s.cover[ref.task]
 				if bs == nil {
-					bs = make([]uint64, (x.tasks[ref.task].lines+63)/64)
+					bs = make([]uint64, (x.tasks[ref.task].positions+63)/64)
 					s.cover[ref.task] = bs
 				}
 				for k := int(ref.pos); k < int(ref.pos)+w; k++ {
@@ -271,30 +302,48 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 			}
 		}
 
-		// N-grams.
+		// N-grams of the statements, and short statements whole (in user
+		// turns). Each shared gram weighs 1/(tasks holding it), so text
+		// that many tasks share attributes to none of them.
 		clear(s.gramHits)
+		hitGram := func(m msgRange, gi, n int, h uint64) {
+			if !x.mayHold(h) {
+				return
+			}
+			ts := x.grams[h]
+			for _, t := range ts {
+				g := s.gramHits[t]
+				if g == nil {
+					g = &gramHit{first: ngramText(m.text, s.toks[m.tok0:], gi, n), seen: map[uint64]bool{}}
+					s.gramHits[t] = g
+				}
+				if !g.seen[h] {
+					g.seen[h] = true
+					g.count++
+					g.w += 1 / float64(len(ts))
+					tok := s.toks[m.tok0+gi : m.tok0+gi+n]
+					g.spans = addSpan(g.spans, schema.Span{Message: m.msg, Start: int(tok[0].start), End: int(tok[n-1].end)})
+				}
+			}
+		}
 		for _, m := range s.msgs {
 			for gi, h := range s.gh[m.g0:m.g1] {
-				if !x.mayHold(h) {
-					continue
-				}
-				ts := x.grams[h]
-				for _, t := range ts {
-					g := s.gramHits[t]
-					if g == nil {
-						g = &gramHit{first: ngramText(m.text, s.toks[m.tok0:], gi, a.opts.N), seen: map[uint64]bool{}}
-						s.gramHits[t] = g
-					}
-					if !g.seen[h] {
-						g.seen[h] = true
-						g.count++
-					}
+				hitGram(m, gi, a.opts.N, h)
+			}
+			if m.role != schema.RoleUser || len(x.shortLens) == 0 {
+				continue
+			}
+			s.th = tokenHashes(s.toks[m.tok0:m.tok1], s.th[:0])
+			for _, l := range x.shortLens {
+				s.sh = rollingHashes(s.th, l, s.sh[:0])
+				for gi, h := range s.sh {
+					hitGram(m, gi, l, h)
 				}
 			}
 		}
 		tasks = tasks[:0]
 		for t, g := range s.gramHits {
-			if g.count >= a.opts.MinNGrams {
+			if g.w >= float64(a.opts.MinNGrams)-1e-9 {
 				tasks = append(tasks, t)
 			}
 		}
@@ -303,8 +352,9 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 			g := s.gramHits[t]
 			r.Findings = append(r.Findings, schema.Finding{
 				DialogueID: id, Benchmark: x.name, TaskID: x.tasks[t].id, Method: MethodNGram,
-				Score:    float64(g.count),
-				Evidence: fmt.Sprintf("%d shared %d-grams, first: %q", g.count, a.opts.N, g.first),
+				Score:    g.w,
+				Evidence: fmt.Sprintf("%d shared statement n-grams (weight %.2f), first: %q", g.count, g.w, g.first),
+				Spans:    g.spans,
 			})
 		}
 	}
@@ -357,6 +407,7 @@ type BenchReport struct {
 	LineFlagged  int `json:"line_flagged"`
 	NGramFlagged int `json:"ngram_flagged"`
 	EmbedFlagged int `json:"embedding_flagged,omitempty"`
+	FPFlagged    int `json:"fingerprint_flagged"`
 	Flagged      int `json:"flagged"`
 	// Tasks matched by at least one flagged dialogue.
 	TasksHit int         `json:"tasks_hit"`
@@ -540,7 +591,7 @@ func (g *aggregate) add(r *Result) {
 		for _, h := range r.sharedLines[i] {
 			g.lineHits[i][h]++
 		}
-		var byLines, byGram, byEmb bool
+		var byLines, byGram, byEmb, byFP bool
 		for _, f := range r.Findings {
 			if f.Benchmark != b.Name {
 				continue
@@ -549,6 +600,10 @@ func (g *aggregate) add(r *Result) {
 			byLines = byLines || f.Method == MethodLines
 			byGram = byGram || f.Method == MethodNGram
 			byEmb = byEmb || f.Method == MethodEmbedding
+			byFP = byFP || f.Method == MethodFingerprint
+		}
+		if byFP {
+			b.FPFlagged++
 		}
 		if byEmb {
 			b.EmbedFlagged++
@@ -559,7 +614,7 @@ func (g *aggregate) add(r *Result) {
 		if byGram {
 			b.NGramFlagged++
 		}
-		if byLines || byGram || byEmb {
+		if byLines || byGram || byEmb || byFP {
 			b.Flagged++
 		}
 	}

@@ -21,8 +21,10 @@ func testAuditor(t testing.TB, opts Options) *Auditor {
 
 // maxFalsePositives is the measured number of clean Code Alpaca dialogues
 // flagged against HumanEval+MBPP with the default settings (see
-// TestPlanted's log for which ones and why).
-const maxFalsePositives = 2
+// TestPlanted's log): two textbook bubble sorts whose names (arr, n, i, j)
+// are those of Mbpp/101's, and a primes-below-n loop shaped like
+// HumanEval/96's.
+const maxFalsePositives = 3
 
 func TestPlanted(t *testing.T) {
 	a := testAuditor(t, Options{})
@@ -118,8 +120,10 @@ func TestSelfAndUnrelated(t *testing.T) {
 	}
 	t.Logf("self: ratio %.4f (%d/%d lines), humaneval %.4f, mbpp %.4f, flagged %d/%d",
 		rep.LineRatio, rep.SharedLines, rep.CodeLines, rep.Benchmarks[0].LineRatio, rep.Benchmarks[1].LineRatio, rep.Flagged, rep.Dialogues)
-	if rep.LineRatio < 0.99 {
-		t.Errorf("self line ratio = %.4f, want >= 0.99", rep.LineRatio)
+	// Unfenced turns count too: statement lines that look like code
+	// ("cost[][] and (m, n)") are code lines that no task shares.
+	if rep.LineRatio < 0.98 {
+		t.Errorf("self line ratio = %.4f, want >= 0.98", rep.LineRatio)
 	}
 	if rep.Flagged != len(self) {
 		t.Errorf("self flagged %d, want all %d", rep.Flagged, len(self))

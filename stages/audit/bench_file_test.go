@@ -3,12 +3,11 @@ package audit
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/codefeedback/codefeedback/internal/benchmarks"
 	"github.com/codefeedback/codefeedback/internal/shared"
 	"github.com/codefeedback/codefeedback/schema"
 )
@@ -47,7 +46,7 @@ func TestLoadFileAndErrors(t *testing.T) {
 	}
 	// A known benchmark whose bytes differ from the published file.
 	dir := t.TempDir()
-	s, _ := Lookup("mbpp")
+	s, _ := benchmarks.Lookup("mbpp")
 	b, err := os.ReadFile(shared.Path(t, s.File))
 	if err != nil {
 		t.Fatal(err)
@@ -56,63 +55,11 @@ func TestLoadFileAndErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, s.File), b[:len(b)-1], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load([]string{"mbpp"}, LoadOptions{Dir: dir}); !errors.Is(err, ErrChecksum) {
+	if _, err := Load([]string{"mbpp"}, LoadOptions{Dir: dir}); !errors.Is(err, benchmarks.ErrChecksum) {
 		t.Errorf("altered file: got %v, want ErrChecksum", err)
 	}
 	if _, err := Load([]string{"mbpp"}, LoadOptions{Dir: dir, SkipChecksum: true}); err != nil {
 		t.Errorf("altered file with SkipChecksum: %v", err)
-	}
-}
-
-// TestDownload serves the real file from a loopback server.
-func TestDownload(t *testing.T) {
-	s, _ := Lookup("humaneval")
-	body, err := os.ReadFile(shared.Path(t, s.File))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/good":
-			w.Write(body)
-		case "/bad":
-			w.Write(body[1:])
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	defer srv.Close()
-	cases := []struct {
-		path    string
-		wantErr error
-		exists  bool
-	}{
-		{"/good", nil, true},
-		{"/bad", ErrChecksum, false},
-		{"/missing", errors.New("404"), false},
-	}
-	for _, c := range cases {
-		dir := t.TempDir()
-		spec := s
-		spec.URL = srv.URL + c.path
-		err := Download(context.Background(), srv.Client(), dir, spec)
-		if (err == nil) != (c.wantErr == nil) || c.wantErr == ErrChecksum && !errors.Is(err, ErrChecksum) {
-			t.Errorf("%s: got error %v, want %v", c.path, err, c.wantErr)
-		}
-		_, statErr := os.Stat(filepath.Join(dir, s.File))
-		if exists := statErr == nil; exists != c.exists {
-			t.Errorf("%s: file exists = %v, want %v", c.path, exists, c.exists)
-		}
-		if c.exists {
-			if err := Verify(dir, s); err != nil {
-				t.Errorf("%s: downloaded file does not verify: %v", c.path, err)
-			}
-			// A second call finds the verified file and does not fetch.
-			spec.URL = srv.URL + "/missing"
-			if err := Download(context.Background(), srv.Client(), dir, spec); err != nil {
-				t.Errorf("%s: second download: %v", c.path, err)
-			}
-		}
 	}
 }
 

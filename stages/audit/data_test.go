@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/codefeedback/codefeedback/internal/benchmarks"
 	"github.com/codefeedback/codefeedback/internal/shared"
 	"github.com/codefeedback/codefeedback/schema"
 )
@@ -13,7 +14,7 @@ import (
 // testBench loads a known benchmark from the shared data, checksum verified.
 func testBench(t testing.TB, name string) []schema.Problem {
 	t.Helper()
-	s, _ := Lookup(name)
+	s, _ := benchmarks.Lookup(name)
 	shared.Path(t, s.File) // skips when the shared data is absent
 	bs, err := Load([]string{name}, LoadOptions{Dir: shared.DataDir()})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"os"
 
 	"github.com/codefeedback/codefeedback/schema"
 )
@@ -120,11 +121,16 @@ type Removed struct {
 
 // Decontaminate copies the dataset at in to out without the dialogues at the
 // positions in flagged, and writes removed (when not "") with one Removed
-// record per dropped dialogue. JSONL and JSON-array inputs are copied record
-// by record, byte for byte up to JSON whitespace, as JSONL (compressed by
-// out's extension); Parquet inputs are rewritten as Parquet. Both files
-// appear only when complete. It returns the number of records kept.
+// record per dropped dialogue. JSONL and JSON-array inputs keep their
+// format and every kept record byte for byte (line endings included;
+// compression by out's extension); Parquet inputs are rewritten as Parquet.
+// Both files appear only when complete. It refuses (ErrSameFile) an out or
+// removed that is the input file under any name. It returns the number of
+// records kept.
 func Decontaminate(ctx context.Context, in, out, removed string, flagged map[int][]schema.Finding) (int, error) {
+	if err := RefuseSameFile(in, out, removed); err != nil {
+		return 0, err
+	}
 	var rw schema.Writer[Removed]
 	if removed != "" {
 		var err error
@@ -134,13 +140,13 @@ func Decontaminate(ctx context.Context, in, out, removed string, flagged map[int
 		defer rw.Abort() // no-op after Close
 	}
 	kept, seq := 0, 0
-	// drop records the removal of the dialogue at seq.
-	drop := func(id string) error {
+	// dropAt records the removal of the dialogue at position at.
+	dropAt := func(at int, id string) error {
 		if rw == nil {
 			return nil
 		}
-		fs := flagged[seq]
-		return rw.Write(Removed{DialogueID: id, Seq: seq, Reason: reason(fs), Findings: fs})
+		fs := flagged[at]
+		return rw.Write(Removed{DialogueID: id, Seq: at, Reason: reason(fs), Findings: fs})
 	}
 	if schema.IsParquet(in) {
 		w, err := schema.CreateWriter[schema.Dialogue](out)
@@ -153,7 +159,7 @@ func Decontaminate(ctx context.Context, in, out, removed string, flagged map[int
 				return 0, fmt.Errorf("audit: decontaminate: %w", err)
 			}
 			if _, bad := flagged[seq]; bad {
-				if err := drop(d.ID); err != nil {
+				if err := dropAt(seq, d.ID); err != nil {
 					return 0, fmt.Errorf("audit: decontaminate: %w", err)
 				}
 			} else {
@@ -168,49 +174,23 @@ func Decontaminate(ctx context.Context, in, out, removed string, flagged map[int
 			return 0, fmt.Errorf("audit: decontaminate: %w", err)
 		}
 	} else {
-		raw, err := schema.OpenRaw(in)
+		var err error
+		kept, err = copyKept(ctx, in, out, func(seq int, rec []byte) (bool, error) {
+			if _, bad := flagged[seq]; !bad {
+				return false, nil
+			}
+			var head struct {
+				ID json.RawMessage `json:"id"`
+			}
+			_ = json.Unmarshal(rec, &head) // the id only labels the removal
+			id := string(head.ID)
+			var s string
+			if json.Unmarshal(head.ID, &s) == nil {
+				id = s
+			}
+			return true, dropAt(seq, id)
+		})
 		if err != nil {
-			return 0, fmt.Errorf("audit: decontaminate: %w", err)
-		}
-		defer raw.Close()
-		w, err := schema.CreateWriter[json.RawMessage](out)
-		if err != nil {
-			return 0, fmt.Errorf("audit: decontaminate: %w", err)
-		}
-		defer w.Abort()
-		for {
-			if err := ctx.Err(); err != nil {
-				return 0, fmt.Errorf("audit: decontaminate: %w", err)
-			}
-			rec, err := raw.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return 0, fmt.Errorf("audit: decontaminate: %w", err)
-			}
-			if _, bad := flagged[seq]; bad {
-				var head struct {
-					ID json.RawMessage `json:"id"`
-				}
-				_ = json.Unmarshal(rec, &head) // the id only labels the removal
-				id := string(head.ID)
-				var s string
-				if json.Unmarshal(head.ID, &s) == nil {
-					id = s
-				}
-				if err := drop(id); err != nil {
-					return 0, fmt.Errorf("audit: decontaminate: %w", err)
-				}
-			} else {
-				if err := w.Write(rec); err != nil {
-					return 0, fmt.Errorf("audit: decontaminate: %w", err)
-				}
-				kept++
-			}
-			seq++
-		}
-		if err := w.Close(); err != nil {
 			return 0, fmt.Errorf("audit: decontaminate: %w", err)
 		}
 	}
@@ -230,6 +210,29 @@ type FlaggedBySeq map[int][]schema.Finding
 func (f FlaggedBySeq) Add(r *Result) error {
 	if r.Flagged() {
 		f[r.Seq] = r.Findings
+	}
+	return nil
+}
+
+// ErrSameFile means an output names the input file.
+var ErrSameFile = errors.New("output is the input file")
+
+// RefuseSameFile fails with ErrSameFile when one of outs is the file in
+// under another name (./x, a symbolic or hard link), as os.SameFile sees
+// it: writing it would destroy the input. Outputs that do not exist yet
+// and an input that cannot be read are not its concern.
+func RefuseSameFile(in string, outs ...string) error {
+	st, err := os.Stat(in)
+	if err != nil {
+		return nil
+	}
+	for _, o := range outs {
+		if o == "" {
+			continue
+		}
+		if ost, err := os.Stat(o); err == nil && os.SameFile(st, ost) {
+			return fmt.Errorf("audit: %s: %w %s; write elsewhere", o, ErrSameFile, in)
+		}
 	}
 	return nil
 }

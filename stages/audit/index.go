@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -26,6 +27,9 @@ type taskInfo struct {
 	// Code lines after normalisation and filtering: the solution's occupy
 	// positions [0, solLines), the tests' and setup's [solLines, lines).
 	solLines, lines int
+	// positions counts every indexed line, the docstring lines after lines
+	// included (the size of a task's coverage bitset).
+	positions int
 }
 
 // Index is the lookup structure of one benchmark, built once and read by
@@ -40,14 +44,22 @@ type Index struct {
 	windows map[uint64][]winRef
 	// lineText maps a code line's hash to its text, for the shared-lines list.
 	lineText map[uint64]string
-	// grams maps a token n-gram hash to the tasks holding it (each task once).
-	grams map[uint64][]int32
+	// grams maps a token n-gram hash to the tasks holding it (each task
+	// once); a statement shorter than n tokens is one gram of its length.
+	grams     map[uint64][]int32
+	shortLens []int // lengths of the short statements indexed whole
 	// filter is a one-hash Bloom filter over the keys of windows and grams,
 	// indexed by a hash's top bits: nearly every dialogue window and n-gram
 	// is absent from the benchmark, and one bit test is much cheaper than a
 	// map probe.
 	filter []uint64
 	shift  uint
+	// Code fingerprints (see FingerprintOptions): fpIndex maps a salted
+	// k-gram hash to its entry in fpEntries.
+	fpOpts    FingerprintOptions
+	fpIndex   map[uint64]int32
+	fpEntries []fpEntry
+	fpTotals  []fpTotals
 }
 
 // mayHold reports whether h may be a key of windows or grams (false means
@@ -60,7 +72,7 @@ func (x *Index) mayHold(h uint64) bool {
 // buildFilter sizes the filter at 16+ bits per key (about 6% false
 // positives at most) and sets the keys' bits.
 func (x *Index) buildFilter() {
-	keys := len(x.windows) + len(x.grams)
+	keys := len(x.windows) + len(x.grams) + len(x.fpIndex)
 	bits := uint(16)
 	for 1<<bits < 16*keys && bits < 30 {
 		bits++
@@ -77,6 +89,9 @@ func (x *Index) buildFilter() {
 	for h := range x.grams {
 		set(h)
 	}
+	for h := range x.fpIndex {
+		set(h)
+	}
 }
 
 // Name returns the benchmark name.
@@ -87,11 +102,13 @@ func (x *Index) Tasks() int { return len(x.tasks) }
 
 // taskSolution returns a problem's solution code, with the prompt in front
 // when the prompt is a HumanEval-style signature of the entry point (the
-// canonical solution is then only the body).
+// canonical solution is then only the body). The prompt's docstring is
+// left out: it is the statement (the n-gram and paraphrase measures read
+// it), and counting its lines as code let a copy without it score low.
 func taskSolution(p *schema.Problem) string {
 	if p.Prompt != "" && p.EntryPoint != "" && strings.Contains(p.Prompt, "def "+p.EntryPoint) &&
 		!strings.Contains(p.Solution, "def "+p.EntryPoint) {
-		return p.Prompt + p.Solution
+		return stripDocstrings(p.Prompt) + p.Solution
 	}
 	return p.Solution
 }
@@ -107,23 +124,55 @@ func taskTests(p *schema.Problem) []string {
 }
 
 // taskText returns the texts of a problem the n-gram measure reads: its
-// statement, prompt, solution, tests and setup, each tokenised on its own.
+// statement and its prompt, each tokenised on its own. Its code (solution,
+// tests, setup) is the fingerprints' job: as word n-grams, code was either
+// generic (a tree Node class two tasks share) or, short and numeric, left
+// out by the informative filter.
 func taskText(p *schema.Problem) []string {
 	out := []string{p.Text}
 	if p.Prompt != "" && p.Prompt != p.Text {
 		out = append(out, p.Prompt)
 	}
-	out = append(out, p.Solution, strings.Join(p.Tests, "\n"))
-	if p.Setup != "" {
-		out = append(out, p.Setup)
-	}
 	return out
 }
 
-// NewIndex builds the line-window and n-gram index of a benchmark. window is
-// the number of consecutive code lines that must match (>= 1) and n the
-// n-gram length (>= 1).
-func NewIndex(b Benchmark, lo LineOptions, window, n int) (*Index, error) {
+// promptDocstrings returns the docstrings taskSolution leaves out.
+func promptDocstrings(p *schema.Problem) string {
+	if p.Prompt == "" || p.EntryPoint == "" || !strings.Contains(p.Prompt, "def "+p.EntryPoint) ||
+		strings.Contains(p.Solution, "def "+p.EntryPoint) {
+		return ""
+	}
+	var b strings.Builder
+	rest := p.Prompt
+	for {
+		i := strings.Index(rest, `"""`)
+		j := strings.Index(rest, `'''`)
+		if i < 0 || j >= 0 && j < i {
+			i = j
+		}
+		if i < 0 {
+			return b.String()
+		}
+		q := rest[i : i+3]
+		k := strings.Index(rest[i+3:], q)
+		if k < 0 {
+			return b.String()
+		}
+		b.WriteString(rest[i+3 : i+3+k])
+		b.WriteByte('\n')
+		rest = rest[i+3+k+3:]
+	}
+}
+
+// minShortTokens is the shortest statement indexed whole: shorter than N
+// tokens, a statement has no N-gram, so it is matched as one sequence of
+// all its tokens (in user turns, where a statement is pasted).
+const minShortTokens = 6
+
+// NewIndex builds the line-window, n-gram and code-fingerprint index of a
+// benchmark. window is the number of consecutive code lines that must match
+// (>= 1) and n the n-gram length (>= 1).
+func NewIndex(b Benchmark, lo LineOptions, window, n int, fo FingerprintOptions) (*Index, error) {
 	if window < 1 || n < 1 {
 		return nil, fmt.Errorf("audit: index %s: window %d and n %d must be >= 1", b.Name, window, n)
 	}
@@ -141,10 +190,18 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int) (*Index, error) {
 	var toks []span
 	for ti := range b.Problems {
 		p := &b.Problems[ti]
-		pos, solLines := 0, 0
-		for bi, block := range append([]string{taskSolution(p)}, taskTests(p)...) {
+		pos, solLines, testEnd := 0, 0, 0
+		blocks := append([]string{taskSolution(p)}, taskTests(p)...)
+		// The prompt's docstring lines come last: a dialogue that pastes
+		// them shares them, but they are not code and count in neither
+		// the solution's nor the tests' denominator.
+		blocks = append(blocks, promptDocstrings(p))
+		for bi, block := range blocks {
 			if bi == 1 {
 				solLines = pos
+			}
+			if bi == len(blocks)-1 {
+				testEnd = pos
 			}
 			lh = lh[:0]
 			for _, l := range lo.CodeLines(block) {
@@ -162,14 +219,21 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int) (*Index, error) {
 			}
 			pos += len(lh)
 		}
-		x.tasks[ti] = taskInfo{id: p.ID, solLines: solLines, lines: pos}
+		x.tasks[ti] = taskInfo{id: p.ID, solLines: solLines, lines: testEnd, positions: pos}
 		x.texts = append(x.texts, p.Text)
 		for _, t := range taskText(p) {
 			toks = tokenize(t, toks)
 			th = tokenHashes(toks, th[:0])
-			gh = rollingHashes(th, n, gh[:0])
+			gl := n
+			if len(toks) < n && len(toks) >= minShortTokens && informative(t, toks, minInformative) {
+				gl = len(toks)
+				if !slices.Contains(x.shortLens, gl) {
+					x.shortLens = append(x.shortLens, gl)
+				}
+			}
+			gh = rollingHashes(th, gl, gh[:0])
 			for gi, h := range gh {
-				if !informative(t, toks[gi:gi+n], minInformative) {
+				if gl == n && !informative(t, toks[gi:gi+n], minInformative) {
 					continue
 				}
 				ts := x.grams[h]
@@ -179,6 +243,14 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int) (*Index, error) {
 				x.grams[h] = append(ts, int32(ti))
 			}
 		}
+	}
+	if !fo.Off {
+		parts := make([][nParts]string, len(b.Problems))
+		for ti := range b.Problems {
+			p := &b.Problems[ti]
+			parts[ti] = [nParts]string{taskSolution(p), strings.Join(p.Tests, "\n"), p.Setup}
+		}
+		x.buildFingerprints(parts, fo.withDefaults())
 	}
 	x.buildFilter()
 	return x, nil

@@ -204,10 +204,11 @@ func fenceOf(t string) string {
 }
 
 // DialogueCode returns the code blocks of a dialogue: the fenced blocks of
-// user and assistant turns; for a user or assistant turn without fences, the
-// code of its execution record if it has one (so the same code is not counted
-// twice). Execution turns hold program output, not code, and are skipped.
-// Prose outside fences is never read as code; the n-gram measure covers it.
+// user and assistant turns; for a turn without fences, the code of its
+// execution record if it has one (so the same code is not counted twice),
+// else the turn's code-like lines (codeLikeLines), since code is often
+// pasted without fences.
+// Execution turns hold program output, not code, and are skipped.
 func DialogueCode(d *schema.Dialogue) []string {
 	var blocks []string
 	for i := range d.Messages {
@@ -216,10 +217,65 @@ func DialogueCode(d *schema.Dialogue) []string {
 			continue
 		}
 		fb := FencedBlocks(m.Content)
-		if len(fb) == 0 && m.Exec != nil && m.Exec.Code != "" {
-			fb = append(fb, m.Exec.Code)
+		if len(fb) == 0 {
+			if m.Exec != nil && m.Exec.Code != "" {
+				fb = append(fb, m.Exec.Code)
+			} else if c := codeLikeLines(m.Content); c != "" {
+				fb = append(fb, c)
+			}
 		}
 		blocks = append(blocks, fb...)
 	}
 	return blocks
+}
+
+// codeLikeLines returns the lines of an unfenced turn that look like code
+// (brackets, '=', ';', a trailing ':', or a leading keyword), so prose
+// does not count as code lines in the corpus ratio.
+func codeLikeLines(text string) string {
+	var b strings.Builder
+	for rest := text; rest != ""; {
+		var l string
+		l, rest, _ = strings.Cut(rest, "\n")
+		t := strings.TrimSpace(l)
+		if t == "" {
+			continue
+		}
+		if (strings.ContainsAny(t, "=()[]{};") || strings.HasSuffix(t, ":") || hasCodeKeyword(t)) && !proseLike(t) {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+func hasCodeKeyword(t string) bool {
+	for _, k := range [...]string{"def ", "return ", "class ", "import ", "from ", "for ", "while ", "if ", "elif ", "else", "assert ", "print", "yield ", "raise "} {
+		if strings.HasPrefix(t, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// proseLike reports a line that is mostly plain words: six or more, and at
+// least 70% of its space-separated fields letters only (with trailing
+// punctuation), as a sentence is and code rarely is.
+func proseLike(t string) bool {
+	fields := strings.Fields(t)
+	words := 0
+	for _, f := range fields {
+		f = strings.TrimRight(f, ".,;:!?")
+		plain := f != ""
+		for _, r := range f {
+			if !unicode.IsLetter(r) && r != '\'' && r != '-' {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			words++
+		}
+	}
+	return words >= 6 && words*10 >= len(fields)*7
 }

@@ -102,9 +102,10 @@ func TestDialogueCode(t *testing.T) {
 		{Role: schema.RoleExecution, Content: "```\noutput\n```", Exec: &schema.Execution{Code: "fixed()"}},
 		{Role: schema.RoleAssistant, Content: "no fences here", Exec: &schema.Execution{Code: "ran()"}},
 		{Role: schema.RoleSystem, Content: "```\nsystem_code()\n```"},
+		{Role: schema.RoleUser, Content: "Here is mine, unfenced\ndef pasted():\n    return 1\nthanks"},
 	}}
 	got := DialogueCode(&d)
-	want := []string{"user_code()", "fixed()", "ran()"}
+	want := []string{"user_code()", "fixed()", "ran()", "def pasted():\n    return 1\n"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("DialogueCode = %q, want %q", got, want)
 	}

@@ -22,19 +22,24 @@ func WriteTable(w io.Writer, rep *Report, maxFindings int) error {
 	if o.EmbedThreshold > 0 {
 		emb = fmt.Sprintf(" or embedding cosine >= %.2f", o.EmbedThreshold)
 	}
-	fmt.Fprintf(&b, "audit: %d dialogues, %d code lines (windows of %d lines, lines >= %d chars, imports %s; %d-grams; flag: line score > %.2f or >= %d shared n-gram%s)\n\n",
-		rep.Dialogues, rep.CodeLines, o.Window, o.Lines.MinChars, imports, o.N, o.LineThreshold, o.MinNGrams, emb)
+	fp := ""
+	if !o.Fingerprints.Off {
+		fp = fmt.Sprintf(" or code fingerprints (%d-token k-grams) covering >= %.2f of a task's solution or tests (renamed: >= %.2f)",
+			o.Fingerprints.K, o.Fingerprints.Threshold, o.Fingerprints.RenamedThreshold)
+	}
+	fmt.Fprintf(&b, "audit: %d dialogues, %d code lines (windows of %d lines, lines >= %d chars, imports %s; %d-grams; flag: line score > %.2f or statement n-grams weighing >= %d%s%s)\n\n",
+		rep.Dialogues, rep.CodeLines, o.Window, o.Lines.MinChars, imports, o.N, o.LineThreshold, o.MinNGrams, fp, emb)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	embHead, embCell := "", func(BenchReport) string { return "" }
 	if o.EmbedThreshold > 0 {
 		embHead, embCell = "\tflagged by embedding", func(br BenchReport) string { return fmt.Sprintf("\t%d", br.EmbedFlagged) }
 	}
-	fmt.Fprintln(tw, "benchmark\ttasks\tshared lines\tline ratio\tflagged by lines\tflagged by n-gram"+embHead+"\tflagged\ttasks hit")
+	fmt.Fprintln(tw, "benchmark\ttasks\tshared lines\tline ratio\tflagged by lines\tflagged by n-gram\tflagged by fingerprint"+embHead+"\tflagged\ttasks hit")
 	for _, br := range rep.Benchmarks {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f%%\t%d\t%d%s\t%d\t%d\n", br.Name, br.Tasks, br.SharedLines, 100*br.LineRatio,
-			br.LineFlagged, br.NGramFlagged, embCell(br), br.Flagged, br.TasksHit)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f%%\t%d\t%d\t%d%s\t%d\t%d\n", br.Name, br.Tasks, br.SharedLines, 100*br.LineRatio,
+			br.LineFlagged, br.NGramFlagged, br.FPFlagged, embCell(br), br.Flagged, br.TasksHit)
 	}
-	pad := "\t\t"
+	pad := "\t\t\t"
 	if o.EmbedThreshold > 0 {
 		pad += "\t"
 	}

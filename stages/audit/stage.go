@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/codefeedback/codefeedback/internal/benchmarks"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/embed"
 	"github.com/codefeedback/codefeedback/schema"
@@ -37,7 +38,8 @@ type StageOptions struct {
 	// at cosine >= EmbedThreshold.
 	Embedding      bool    `yaml:"embedding" json:"embedding"`
 	EmbedThreshold float64 `yaml:"embed_threshold" json:"embed_threshold"`
-	// BenchDir is where the benchmark files are (see BenchDir). It is not
+	// BenchDir is where the benchmark files are (default: $CODEFEEDBACK_BENCH_DIR,
+	// else the user cache that `codefeedback bench fetch` fills). It is not
 	// part of the cache key: the files' checksums are.
 	BenchDir string `yaml:"bench_dir" json:"-"`
 	// Missing says what to do when a benchmark's file is not found: "fail"
@@ -62,7 +64,7 @@ var DefaultStageOptions = StageOptions{
 // Validate checks the settings.
 func (o StageOptions) Validate() error {
 	if len(o.Against) == 0 {
-		return errors.New("audit: against: name at least one benchmark (" + knownNames() + ") or problem file")
+		return errors.New("audit: against: name at least one benchmark (" + benchmarks.Names() + ") or problem file")
 	}
 	if o.Threshold <= 0 || o.Threshold > 1 {
 		return fmt.Errorf("audit: threshold %v: want a value in (0, 1]", o.Threshold)
@@ -81,7 +83,7 @@ func (o StageOptions) Validate() error {
 
 // stageVersion is the algorithm's version for the cache key; bump it when
 // a change alters which dialogues are flagged.
-const stageVersion = "audit-v1"
+const stageVersion = "audit-v2"
 
 func init() {
 	pipeline.Register("audit", DefaultStageOptions, newStage)
@@ -92,13 +94,13 @@ func init() {
 func benchmarkVersions(against []string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, a := range against {
-		if s, ok := Lookup(a); ok {
+		if s, ok := benchmarks.Lookup(a); ok {
 			out[s.Name] = s.SHA256
 			continue
 		}
 		f, err := os.Open(a)
 		if err != nil {
-			return nil, fmt.Errorf("audit: against: %q is neither a known benchmark (%s) nor a readable file: %w", a, knownNames(), err)
+			return nil, fmt.Errorf("audit: against: %q is neither a known benchmark (%s) nor a readable file: %w", a, benchmarks.Names(), err)
 		}
 		h := sha256.New()
 		_, err = io.Copy(h, f)
@@ -114,14 +116,14 @@ func benchmarkVersions(against []string) (map[string]string, error) {
 // presentBenchmarks splits against into the benchmarks whose files exist and
 // those that do not.
 func presentBenchmarks(benchDir string, against []string) (present, missing []string, err error) {
-	dir, err := BenchDir(benchDir)
+	dir, err := benchmarks.Dir(benchDir)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, a := range against {
 		p := a
-		if s, ok := Lookup(a); ok {
-			p = filepath.Join(dir, s.File)
+		if s, ok := benchmarks.Lookup(a); ok {
+			p = s.Path(dir)
 		}
 		if _, err := os.Stat(p); err != nil {
 			missing = append(missing, a)
@@ -146,7 +148,13 @@ func newStage(o StageOptions, svc *pipeline.Services) (pipeline.Stage, error) {
 			return nil, err
 		}
 		if len(missing) > 0 && svc.Logger != nil {
-			svc.Logger.Warn("audit: benchmark files not found; leakage is NOT checked against them (set bench_dir or $"+EnvBenchDir+")", "missing", strings.Join(missing, ","))
+			dir, _ := benchmarks.Dir(o.BenchDir)
+			msg := "audit: not checked against benchmarks missing from the benchmark directory"
+			if len(o.Against) == 0 {
+				msg = "audit: skipped: no benchmark files; " + benchmarks.FetchHint
+			}
+			svc.Logger.Warn(msg, "missing", strings.Join(missing, ","), "dir", dir,
+				"fill", benchmarks.FetchHint+" (or set bench_dir / $"+benchmarks.EnvDir+")")
 		}
 		if svc.Stats != nil {
 			svc.Stats.Set("benchmarks_missing", float64(len(missing)))
@@ -196,7 +204,7 @@ func (st *stage) All(ctx context.Context, in iter.Seq2[pipeline.Item, error], em
 }
 
 func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
-	dir, err := BenchDir(o.BenchDir)
+	dir, err := benchmarks.Dir(o.BenchDir)
 	if err != nil {
 		return err
 	}

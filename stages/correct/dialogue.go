@@ -3,9 +3,11 @@ package correct
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/codefeedback/codefeedback/executors"
@@ -67,9 +69,14 @@ func (g *Generator) Generate(ctx context.Context, p *schema.Problem) (Outcome, e
 	if strings.TrimSpace(solution) == "" || len(p.Tests) == 0 {
 		return Outcome{Skipped: "problem has no reference solution or no tests"}, nil
 	}
-	fix, err := g.Checker.Check(ctx, p, solution, false)
+	fix, err := g.check(ctx, p, solution, false)
 	if err != nil {
 		return Outcome{}, err
+	}
+	if fix.Observed == ObservedTimeout {
+		// Twice out of time: most likely the machine's load, not the
+		// reference. Not a skip to remember: the item is retried later.
+		return Outcome{}, fmt.Errorf("%w: %s", ErrReferenceTimeout, p.ID)
 	}
 	if !fix.Passed() {
 		return Outcome{Skipped: "reference solution fails its tests: " + fix.Observed}, nil
@@ -82,13 +89,22 @@ func (g *Generator) Generate(ctx context.Context, p *schema.Problem) (Outcome, e
 		}
 		return Outcome{Skipped: err.Error()}, nil
 	}
+	// Operators are tried in an order drawn per problem, so each kind's
+	// first working operator (the one kept) varies across problems instead
+	// of always being the alphabetically first.
+	rank := func(op string) uint32 {
+		h := fnv.New32a()
+		fmt.Fprintf(h, "%d\x00%s\x00%s", g.Opts.Seed, p.ID, op)
+		return h.Sum32()
+	}
+	sort.SliceStable(mutants, func(i, j int) bool { return rank(mutants[i].Operator) < rank(mutants[j].Operator) })
 	var out Outcome
 	kept := map[Kind]int{}
 	for _, m := range mutants {
 		if kept[m.Kind] >= perKind {
 			continue
 		}
-		run, err := g.Checker.Check(ctx, p, m.Code, m.Kind == Timeout)
+		run, err := g.check(ctx, p, m.Code, m.Kind == Timeout)
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -102,6 +118,21 @@ func (g *Generator) Generate(ctx context.Context, p *schema.Problem) (Outcome, e
 		out.Dialogues = append(out.Dialogues, d)
 	}
 	return out, nil
+}
+
+// ErrReferenceTimeout means a problem's reference solution ran out of time
+// twice: a transient condition (load), retried by a later run.
+var ErrReferenceTimeout = errors.New("correct: the reference solution timed out twice")
+
+// check judges code, running it once more when a run expected to finish
+// timed out: under load a sandbox run can miss its deadline, and a timeout
+// is never the bug it was meant to show.
+func (g *Generator) check(ctx context.Context, p *schema.Problem, code string, loop bool) (Run, error) {
+	run, err := g.Checker.Check(ctx, p, code, loop)
+	if err == nil && !loop && run.Observed == ObservedTimeout {
+		run, err = g.Checker.Check(ctx, p, code, loop)
+	}
+	return run, err
 }
 
 // UserPrompt is the first user turn: the problem with its tests as examples,
@@ -159,24 +190,19 @@ func codeBlock(code string) string {
 
 // BuildDialogue writes the mutation-path dialogue for a kept mutant: the
 // problem, the buggy answer, its real failing run, the analysis with the
-// original solution as the fix, and the fix's real passing run.
+// original solution as the fix, and the fix's real passing run. Every
+// model-free sentence slot has many phrasings, picked by a hash of the
+// dialogue id and the slot, so a corpus does not repeat one template.
 func BuildDialogue(p *schema.Problem, solution string, m Mutant, bug, fix Run, info executors.Info) schema.Dialogue {
 	id := schema.StableID("dlg-correct", "mutation", p.ID, m.Operator, m.Code)
 	fn := funcName(p, solution)
-	intro := "Here is my solution:"
-	if fn != "" {
-		intro = pick(id,
-			fmt.Sprintf("Here is a function `%s` that solves the task:", fn),
-			fmt.Sprintf("The function `%s` below should do this:", fn),
-			fmt.Sprintf("I'll write `%s` and check it against the tests:", fn))
-	}
 	msgs := []schema.Message{
 		{Role: schema.RoleUser, Content: UserPrompt(p)},
-		{Role: schema.RoleAssistant, Content: intro + "\n\n" + codeBlock(m.Code)},
+		{Role: schema.RoleAssistant, Content: intro(id, fn) + "\n\n" + codeBlock(m.Code)},
 		{Role: schema.RoleExecution, Content: bug.Output(), Exec: bug.Execution(info)},
-		{Role: schema.RoleAssistant, Content: Analysis(bug, m.Code) + " " + fixHint(m.Code, solution) + "Here is the corrected code:\n\n" + codeBlock(solution)},
+		{Role: schema.RoleAssistant, Content: Analysis(bug, m.Code) + " " + fixHint(m.Code, solution) + fixLead(id, fn) + "\n\n" + codeBlock(solution)},
 		{Role: schema.RoleExecution, Content: fix.Output(), Exec: fix.Execution(info)},
-		{Role: schema.RoleAssistant, Content: passesAll(fix)},
+		{Role: schema.RoleAssistant, Content: passesAll(id, fn, fix)},
 	}
 	return schema.Dialogue{
 		ID:       id,
@@ -195,9 +221,71 @@ func BuildDialogue(p *schema.Problem, solution string, m Mutant, bug, fix Run, i
 	}
 }
 
+// intro opens the first answer; it never reads like a reply to feedback.
+func intro(id, fn string) string {
+	if fn == "" {
+		return pick(id+"\x00intro",
+			"Here is my solution:",
+			"This should solve it:",
+			"A first version:",
+			"My approach, as code:",
+			"Here is a solution to try:")
+	}
+	f := "`" + fn + "`"
+	return pick(id+"\x00intro",
+		"Here is a function "+f+" that solves the task:",
+		"The function "+f+" below should do this:",
+		"I'll write "+f+" and check it against the tests:",
+		"This implementation of "+f+" follows the task step by step:",
+		"Let me define "+f+" for this:",
+		"A straightforward way to write "+f+":",
+		"One way to implement "+f+":",
+		"Here is "+f+"; it should handle the examples in the tests:",
+		"I would solve this with a function "+f+":",
+		"The task asks for "+f+"; here is an implementation:",
+		"Below, "+f+" computes what the task describes:",
+		"This version of "+f+" should pass the tests:")
+}
+
+// fixLead introduces the corrected code after the analysis.
+func fixLead(id, fn string) string {
+	f := "the function"
+	if fn != "" {
+		f = "`" + fn + "`"
+	}
+	return pick(id+"\x00fix",
+		"Here is the corrected code:",
+		"With that fixed, "+f+" reads:",
+		"The corrected version of "+f+":",
+		"After the fix:",
+		"This is "+f+" with the mistake removed:",
+		"Fixing that gives:",
+		"Here is "+f+" again, corrected:",
+		"The fixed code:",
+		"So "+f+" becomes:",
+		"Corrected, the code is:")
+}
+
 // passesAll is the closing turn after the fix's passing run.
-func passesAll(fix Run) string {
-	return fmt.Sprintf("The corrected code now passes all %d tests.", fix.Verdict.Total)
+func passesAll(id, fn string, fix Run) string {
+	n := fix.Verdict.Total
+	f, F := "the corrected code", "The corrected code"
+	if fn != "" {
+		f = "`" + fn + "`"
+		F = f
+	}
+	if n == 1 {
+		return pick(id+"\x00close", "The test passes now.", F+" now passes its test.", "With the fix, the test passes.")
+	}
+	return pick(id+"\x00close",
+		fmt.Sprintf("%s now passes all %d tests.", F, n),
+		fmt.Sprintf("All %d tests pass with the fix.", n),
+		fmt.Sprintf("The run confirms it: %d of %d tests pass.", n, n),
+		fmt.Sprintf("Now every one of the %d tests passes.", n),
+		fmt.Sprintf("With this change %s passes the %d tests.", f, n),
+		fmt.Sprintf("No failures this time: all %d tests pass.", n),
+		fmt.Sprintf("After the fix %s passes each of the %d tests.", f, n),
+		fmt.Sprintf("That resolves it; the %d tests all pass.", n))
 }
 
 // errorMessage is the first failure's exception line as Python prints it
@@ -225,15 +313,19 @@ func Analysis(bug Run, buggy string) string {
 		}
 		return fmt.Sprintf("line %d", n)
 	}
+	// The lead of each sentence varies with the code, so the analysis of
+	// one kind does not open the same way across a corpus.
+	v := func(slot string, variants ...string) string { return pick(buggy+"\x00"+slot, variants...) }
 	switch KindOf(bug.Observed) {
 	case Syntax:
-		fmt.Fprintf(&b, "The code does not compile: Python reports `%s`", errorMessage(bug))
+		fmt.Fprintf(&b, v("syntax", "The code does not compile: Python reports `%s`", "Python rejects the code before running it with `%s`",
+			"The run stops at compile time: `%s`", "This is a syntax problem, `%s`"), errorMessage(bug))
 		if bug.Line > 0 {
 			fmt.Fprintf(&b, " at %s", at(bug.Line))
 		}
 		b.WriteString(".")
 	case Name, Type:
-		fmt.Fprintf(&b, "The run failed with `%s`", errorMessage(bug))
+		fmt.Fprintf(&b, v("raise", "The run failed with `%s`", "The tests hit `%s`", "Running the tests raised `%s`", "Execution stops with `%s`"), errorMessage(bug))
 		if bug.Line > 0 {
 			fmt.Fprintf(&b, ", raised at %s", at(bug.Line))
 		}
@@ -242,18 +334,23 @@ func Analysis(bug Run, buggy string) string {
 		}
 		b.WriteString(".")
 		if bug.Observed == "NameError" {
-			b.WriteString(" The code uses a name that is never defined.")
+			b.WriteString(v("name", " The code uses a name that is never defined.", " That name is not defined anywhere in the code.",
+				" Nothing in the code binds that name.", " The name is a slip: no variable or function is called that."))
 		} else {
-			b.WriteString(" An operation got a value of the wrong type.")
+			b.WriteString(v("type", " An operation got a value of the wrong type.", " Two values of incompatible types meet in one operation.",
+				" A value has a different type than the operation expects.", " The types of the operands do not fit together."))
 		}
 	case Logic:
-		b.WriteString("The code runs without an exception, but it returns a wrong result")
+		b.WriteString(v("logic", "The code runs without an exception, but it returns a wrong result", "Nothing crashes, yet the result is wrong",
+			"The function returns a value, just not the right one", "The tests run to the end but the answer is off"))
 		if bug.FailedTest != "" {
-			fmt.Fprintf(&b, ": the test `%s` fails", bug.FailedTest)
+			fmt.Fprintf(&b, v("failed", ": the test `%s` fails", "; `%s` does not hold", ", as `%s` shows"), bug.FailedTest)
 		}
 		b.WriteString(".")
 	case Timeout:
-		fmt.Fprintf(&b, "The run did not finish in time (%s): on at least one test the code keeps running, most likely in a loop that never reaches its exit condition.", errorMessage(bug))
+		fmt.Fprintf(&b, v("timeout", "The run did not finish in time (%s): on at least one test the code keeps running, most likely in a loop that never reaches its exit condition.",
+			"The tests time out (%s), so some input makes the code run forever: a loop never reaches its end.",
+			"Execution hits the time limit (%s); a loop keeps going because its condition never becomes false."), errorMessage(bug))
 	default:
 		fmt.Fprintf(&b, "The run failed (%s).", bug.Observed)
 	}

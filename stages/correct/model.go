@@ -148,19 +148,16 @@ func (g *ModelGenerator) Generate(ctx context.Context, p *schema.Problem, kind K
 	}
 	info := g.Exec.Info()
 	id := schema.StableID("dlg-correct", "model", p.ID, string(kind), buggy)
-	intro := "Here is my solution:"
-	if fn := funcName(p, buggy); fn != "" {
-		intro = fmt.Sprintf("Here is a function `%s` that solves the task:", fn)
-	}
+	fn := funcName(p, buggy)
 	return schema.Dialogue{
 		ID: id,
 		Messages: []schema.Message{
 			{Role: schema.RoleUser, Content: strings.TrimSpace(request)},
-			{Role: schema.RoleAssistant, Content: intro + "\n\n" + codeBlock(buggy)},
+			{Role: schema.RoleAssistant, Content: intro(id, fn) + "\n\n" + codeBlock(buggy)},
 			{Role: schema.RoleExecution, Content: bug.Output(), Exec: bug.Execution(info)},
 			{Role: schema.RoleAssistant, Content: fixText},
 			{Role: schema.RoleExecution, Content: fix.Output(), Exec: fix.Execution(info)},
-			{Role: schema.RoleAssistant, Content: passesAll(fix)},
+			{Role: schema.RoleAssistant, Content: passesAll(id, fn, fix)},
 		},
 		Stage:   "correct",
 		Method:  "model-injection",

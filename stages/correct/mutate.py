@@ -456,12 +456,40 @@ def whiles(tree):
     return [n for n in ast.walk(tree) if isinstance(n, ast.While)]
 
 
+def drop_statement(src, st):
+    """The source with statement st removed the way a person forgets a line:
+    its whole line when it stands alone, else the statement and its `;`.
+    None when nothing natural can stand in its place."""
+    a, b = src.span(st)
+    text = src.text
+    ls = text.rfind("\n", 0, a) + 1
+    le = text.find("\n", b)
+    le = len(text) if le < 0 else le
+    before, after = text[ls:a], text[b:le]
+    rest = after.strip()
+    if before.strip() == "" and (rest == "" or rest == ";" or rest.startswith("#")):
+        return text[:ls] + text[le + 1:] if le < len(text) else text[:ls].rstrip("\n") + "\n"
+    m = re.match(r"\s*;\s*", after)
+    if m and after[m.end():].strip():
+        return text[:a] + text[b + m.end():]
+    m = re.search(r";\s*$", before)
+    if m:
+        return text[:ls + m.start()] + text[b:]
+    return None
+
+
 def timeout_drop_increment(src, tree, skip):
     out = []
     for loop in whiles(tree):
         for st in loop_steps(loop):
-            a, b = src.span(st)
-            out.append((src.splice(a, b, "pass"),
+            # A body of this one statement would need a `pass` in its place:
+            # a telltale no programmer writes, so no mutant there.
+            if st in loop.body and len(loop.body) == 1:
+                continue
+            code = drop_statement(src, st)
+            if code is None:
+                continue
+            out.append((code,
                         "removed the loop step `%s`, so the while loop on line %d never advances" % (short(src.node_text(st)), loop.lineno),
                         st.lineno))
     return out

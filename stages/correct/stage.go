@@ -85,7 +85,7 @@ func newStage(o StageOptions, svc *pipeline.Services) (*stage, error) {
 		return nil, err
 	}
 	kinds, _ := o.kinds()
-	version := map[string]any{"mutate": shortHash(mutateScript), "judge": harness.Version(), "dialogue": "v2"}
+	version := map[string]any{"mutate": shortHash(mutateScript), "judge": harness.Version(), "dialogue": "v3"}
 	if o.Method == "model" {
 		pv, err := PromptVersion()
 		if err != nil {
@@ -155,6 +155,9 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 	if o.Method == "mutation" {
 		g := &Generator{Exec: ex, Checker: checker, Opts: Options{Seed: o.Seed, Kinds: kinds, PerOperator: o.PerOperator, PerKind: o.PerKind}}
 		out, err := g.Generate(ctx, &p)
+		if errors.Is(err, ErrReferenceTimeout) {
+			return nil, pipeline.Transient(err)
+		}
 		if err != nil {
 			return nil, err
 		}

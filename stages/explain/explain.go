@@ -2,10 +2,14 @@
 // of a dialogue that carries code: what the code does and how, answering the
 // latest user turn, without repeating earlier turns. The model writes only
 // the preface; the stage places it in front of the turn's existing content,
-// so the code is never rewritten. A preface holding a code block is sent
-// back for repair (a bounded number of times), then stripped of its blocks;
-// every explained turn is verified to end with its original content and to
-// hold exactly the original code blocks, byte for byte, and a dialogue that
+// so the code is never rewritten. Every preface passes a gate
+// (internal/gates.Preface): prose without code, not a transition phrase
+// ("Good point. Here's the updated code:"), long enough, naming something
+// the code does. A preface that fails is sent back for repair a bounded
+// number of times; if it still fails, the turn stays unexplained and the
+// rejection is counted and labelled. Nothing is stripped and kept. Every
+// explained turn is verified to end with its original content and to hold
+// exactly the original code blocks, byte for byte, and a dialogue that
 // fails the check is an error, never output.
 package explain
 
@@ -16,6 +20,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/codefeedback/codefeedback/internal/gates"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
 	"github.com/codefeedback/codefeedback/prompts"
@@ -25,17 +30,18 @@ import (
 // Label keys the stage sets on an explained dialogue.
 const (
 	LabelExplained = "explained_turns"  // number of turns that got a preface
-	LabelStripped  = "explain_stripped" // turns whose preface had code blocks removed
+	LabelRejected  = "explain_rejected" // turns left unexplained because every preface failed the gate
+	LabelReasons   = "explain_rejected_reasons"
+	LabelSample    = "explain_rejected_sample" // the first rejected preface, cut short
 	LabelModel     = "explain_model"
 )
+
+// Gate is the name of the preface gate in the stage's statistics.
+const Gate = "preface"
 
 // ErrCodeChanged means an explained turn's code differs from the original:
 // the dialogue is not output.
 var ErrCodeChanged = errors.New("explain: code changed")
-
-// ErrNoProse means the model's preface held nothing but code, even after
-// repairs.
-var ErrNoProse = errors.New("explain: preface has no prose")
 
 // Explainer writes prefaces with a model. Safe for concurrent use when Chat is.
 type Explainer struct {
@@ -44,7 +50,7 @@ type Explainer struct {
 	Repairs int
 	// ContextChars caps each earlier turn shown to the model (head and tail kept).
 	ContextChars int
-	// MinChars is the shortest preface accepted after stripping code blocks.
+	// MinChars is the shortest preface accepted.
 	MinChars int
 	// Sentences is the preface length asked for, e.g. "two to four".
 	Sentences string
@@ -54,8 +60,8 @@ type Explainer struct {
 
 // Report says what Explain did to one dialogue.
 type Report struct {
-	Turns    int // assistant turns with code
-	Stripped int // prefaces whose code blocks were removed after the repairs
+	Turns    int // assistant turns that got a preface
+	Rejected []gates.Verdict
 	Repairs  int // repair requests sent
 	Model    string
 }
@@ -103,10 +109,11 @@ func HasCode(content string) bool {
 }
 
 // Explain returns d with a preface in front of every assistant turn that
-// carries code. d is not modified. Errors: model errors (wrapped llm
-// errors), a *llm.ParseError when an answer stayed empty or a refusal,
-// ErrNoProse, and ErrCodeChanged (which should never happen: it guards the
-// contract).
+// carries code and got a preface through the gate; turns whose prefaces
+// all failed stay as they were and are listed in the Report and labels. d
+// is not modified. Errors: model errors (wrapped llm errors), a
+// *llm.ParseError when an answer stayed empty or a refusal, and
+// ErrCodeChanged (which should never happen: it guards the contract).
 func (e *Explainer) Explain(ctx context.Context, d schema.Dialogue) (schema.Dialogue, Report, error) {
 	out := d
 	out.Messages = append([]schema.Message(nil), d.Messages...)
@@ -115,30 +122,39 @@ func (e *Explainer) Explain(ctx context.Context, d schema.Dialogue) (schema.Dial
 		if m.Role != schema.RoleAssistant || !HasCode(m.Content) {
 			continue
 		}
-		pre, r, err := e.preface(ctx, out.Messages[:i], m.Content)
-		if err != nil {
-			return schema.Dialogue{}, rep, fmt.Errorf("explain: turn %d of %s: %w", i, d.ID, err)
-		}
-		rep.Turns++
+		pre, v, r, err := e.preface(ctx, out.Messages[:i], m.Content)
 		rep.Repairs += r.Repairs
-		rep.Stripped += r.Stripped
 		if r.Model != "" {
 			rep.Model = r.Model
 		}
+		if err != nil {
+			return schema.Dialogue{}, rep, fmt.Errorf("explain: turn %d of %s: %w", i, d.ID, err)
+		}
+		if !v.OK() {
+			rep.Rejected = append(rep.Rejected, v)
+			continue
+		}
+		rep.Turns++
 		content := pre + "\n\n" + m.Content
 		if err := SameCode(m.Content, content); err != nil {
 			return schema.Dialogue{}, rep, fmt.Errorf("explain: turn %d of %s: %w", i, d.ID, err)
 		}
 		out.Messages[i].Content = content
 	}
-	if rep.Turns > 0 {
-		labels := make(map[string]string, len(d.Labels)+3)
+	if rep.Turns > 0 || len(rep.Rejected) > 0 {
+		labels := make(map[string]string, len(d.Labels)+5)
 		for k, v := range d.Labels {
 			labels[k] = v
 		}
 		labels[LabelExplained] = fmt.Sprint(rep.Turns)
-		if rep.Stripped > 0 {
-			labels[LabelStripped] = fmt.Sprint(rep.Stripped)
+		if n := len(rep.Rejected); n > 0 {
+			labels[LabelRejected] = fmt.Sprint(n)
+			var rs []string
+			for _, v := range rep.Rejected {
+				rs = append(rs, v.Reason)
+			}
+			labels[LabelReasons] = strings.Join(rs, ",")
+			labels[LabelSample] = gates.Cut(rep.Rejected[0].Detail, 160)
 		}
 		if rep.Model != "" {
 			labels[LabelModel] = rep.Model
@@ -166,8 +182,28 @@ func SameCode(original, explained string) error {
 	return nil
 }
 
-// preface asks for the preface of reply given the turns before it.
-func (e *Explainer) preface(ctx context.Context, before []schema.Message, reply string) (string, Report, error) {
+// gateError is a preface the gate rejected; its text goes to the repair
+// prompt.
+type gateError struct{ v gates.Verdict }
+
+func (g gateError) Error() string {
+	switch g.v.Reason {
+	case "code":
+		return "the preface contains code"
+	case "transition":
+		return "the preface opens with a transition phrase instead of explaining the code"
+	case "too_short":
+		return "the preface is too short to explain anything"
+	case "unrelated":
+		return "the preface does not name anything the code does (no function, variable or step of it)"
+	}
+	return "the preface fails the check: " + g.v.Reason
+}
+
+// preface asks for the preface of reply given the turns before it. A
+// preface the gate still rejects after the repairs comes back as a failed
+// verdict (not an error) with an empty text.
+func (e *Explainer) preface(ctx context.Context, before []schema.Message, reply string) (string, gates.Verdict, Report, error) {
 	var rep Report
 	// The model sees every earlier turn (so it does not repeat them and
 	// knows the run results) and, named apart, the request being answered.
@@ -185,13 +221,16 @@ func (e *Explainer) preface(ctx context.Context, before []schema.Message, reply 
 		"History": e.renderHistory(history), "Request": strings.TrimSpace(req),
 		"Reply": reply, "Sentences": e.Sentences})
 	if err != nil {
-		return "", rep, err
+		return "", gates.Verdict{}, rep, err
 	}
 	system, err := e.system.Render(nil)
 	if err != nil {
-		return "", rep, err
+		return "", gates.Verdict{}, rep, err
 	}
-	var lastRaw string
+	var code strings.Builder
+	for _, b := range parse.CodeBlocks(reply) {
+		code.WriteString(b.Code + "\n")
+	}
 	repair := func(perr error) string {
 		rep.Repairs++
 		s, err := e.repair.Render(map[string]any{"Problem": perr.Error()})
@@ -203,80 +242,24 @@ func (e *Explainer) preface(ctx context.Context, before []schema.Message, reply 
 	text, resp, err := llm.ChatParse(ctx, e.Chat, llm.Request{Messages: []llm.Message{
 		llm.System(strings.TrimSpace(system)), llm.User(strings.TrimSpace(prompt))}},
 		e.Repairs, repair, func(t string) (string, error) {
-			lastRaw = t
-			return checkPreface(t)
+			if err := parse.Check(t); err != nil {
+				return "", err
+			}
+			t = strings.TrimSpace(t)
+			if v := gates.Preface(t, code.String(), e.MinChars); !v.OK() {
+				return "", gateError{v}
+			}
+			return t, nil
 		})
 	rep.Model = resp.Model
-	var pe *llm.ParseError
-	if errors.As(err, &pe) && errors.Is(err, errHasCode) {
-		// Out of repairs: keep the prose, drop the blocks.
-		text = StripCode(lastRaw)
-		if len(text) < e.MinChars {
-			return "", rep, fmt.Errorf("%w after %d repairs", ErrNoProse, e.Repairs)
-		}
-		rep.Stripped = 1
-		return text, rep, nil
+	var ge gateError
+	if errors.As(err, &ge) {
+		return "", ge.v, rep, nil // out of repairs: the turn stays unexplained
 	}
 	if err != nil {
-		return "", rep, err
+		return "", gates.Verdict{}, rep, err
 	}
-	if len(text) < e.MinChars {
-		return "", rep, fmt.Errorf("%w: %q", ErrNoProse, text)
-	}
-	return text, rep, nil
-}
-
-var errHasCode = errors.New("the preface contains a code block")
-
-// checkPreface accepts prose without fences.
-func checkPreface(t string) (string, error) {
-	if err := parse.Check(t); err != nil {
-		return "", err
-	}
-	t = strings.TrimSpace(t)
-	if hasFence(t) {
-		return "", errHasCode
-	}
-	return t, nil
-}
-
-func hasFence(t string) bool {
-	for _, l := range strings.Split(t, "\n") {
-		l = strings.TrimLeft(l, " \t>")
-		if strings.HasPrefix(l, "```") || strings.HasPrefix(l, "~~~") {
-			return true
-		}
-	}
-	return false
-}
-
-// StripCode removes fenced blocks (fences included) from t and tidies the
-// blank lines left behind.
-func StripCode(t string) string {
-	var keep []string
-	fence := ""
-	for _, l := range strings.Split(strings.ReplaceAll(t, "\r\n", "\n"), "\n") {
-		trim := strings.TrimLeft(l, " \t>")
-		switch {
-		case fence != "":
-			if strings.HasPrefix(trim, fence) && strings.Trim(strings.TrimSpace(trim), fence[:1]) == "" {
-				fence = ""
-			}
-			continue
-		case strings.HasPrefix(trim, "```"):
-			fence = "```"
-			continue
-		case strings.HasPrefix(trim, "~~~"):
-			fence = "~~~"
-			continue
-		}
-		keep = append(keep, l)
-	}
-	s := strings.Join(keep, "\n")
-	for strings.Contains(s, "\n\n\n") {
-		s = strings.ReplaceAll(s, "\n\n\n", "\n\n")
-	}
-	return strings.TrimSpace(s)
+	return text, gates.Verdict{}, rep, nil
 }
 
 // renderHistory shows earlier turns to the model, each cut to ContextChars.

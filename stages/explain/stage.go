@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+
+	"github.com/codefeedback/codefeedback/internal/gates"
 
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
@@ -22,15 +25,21 @@ type Options struct {
 	ContextChars int `yaml:"context_chars" json:"context_chars"`
 	// Sentences is the preface length asked of the model, in words.
 	Sentences string `yaml:"sentences" json:"sentences"`
+	// MaxRejected is the share (0..1) of code turns whose prefaces may fail
+	// the gate before the stage fails loudly (1 = never fail).
+	MaxRejected float64 `yaml:"max_rejected" json:"max_rejected"`
 }
 
 // DefaultOptions are the stage's defaults.
-var DefaultOptions = Options{Repairs: 2, ContextChars: 3000, Sentences: "two to four"}
+var DefaultOptions = Options{Repairs: 2, ContextChars: 3000, Sentences: "two to four", MaxRejected: 0.2}
 
 // Validate checks the settings.
 func (o Options) Validate() error {
 	if o.Repairs < 0 || o.ContextChars < 0 {
 		return errors.New("explain: repairs and context_chars must not be negative")
+	}
+	if o.MaxRejected < 0 || o.MaxRejected > 1 {
+		return fmt.Errorf("explain: max_rejected %v: want a share between 0 and 1", o.MaxRejected)
 	}
 	return nil
 }
@@ -48,7 +57,7 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	version := map[string]any{"prompts": pv, "explain": "v1"}
+	version := map[string]any{"prompts": pv, "explain": "v2-gated"}
 	chat, chatErr := llm.ForStage(svc, o.Endpoint)
 	if chatErr != nil && !errors.Is(chatErr, llm.ErrNoModel) {
 		if svc.Model != nil {
@@ -61,7 +70,7 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	} else if version["model"], err = svc.ModelKey(o.Endpoint); err != nil {
 		return nil, fmt.Errorf("explain: %w", err)
 	}
-	st := &stage{svc: svc, version: version, noModel: noModel}
+	st := &stage{svc: svc, version: version, noModel: noModel, maxRejected: o.MaxRejected, samples: &gates.Samples{}}
 	if !noModel {
 		if st.ex, err = New(chat, o.Repairs); err != nil {
 			return nil, err
@@ -81,6 +90,9 @@ type stage struct {
 	noModel bool
 	once    sync.Once
 	ex      *Explainer
+	// maxRejected and samples serve the preface gate (Check).
+	maxRejected float64
+	samples     *gates.Samples
 }
 
 // Version implements pipeline.Versioner.
@@ -99,20 +111,41 @@ func (st *stage) Observe(out pipeline.Item) {
 	if err != nil {
 		return
 	}
+	var explained, rejected int
+	fmt.Sscan(d.Labels[LabelExplained], &explained)
+	fmt.Sscan(d.Labels[LabelRejected], &rejected)
 	switch {
 	case d.Labels[LabelExplained] != "":
-		svc.Stats.Add("dialogues/explained", 1)
-		var n int
-		fmt.Sscan(d.Labels[LabelExplained], &n)
-		svc.Stats.Add("turns/explained", float64(n))
-		if d.Labels[LabelStripped] != "" {
-			svc.Stats.Add("dialogues/stripped", 1)
+		if explained > 0 {
+			svc.Stats.Add("dialogues/explained", 1)
+		}
+		svc.Stats.Add("turns/explained", float64(explained))
+		// The gate's figures come from the labels, so a cached re-run
+		// counts the same.
+		svc.Stats.Add(gates.CheckedKey(Gate), float64(explained+rejected))
+		if rejected > 0 {
+			svc.Stats.Add("dialogues/with_unexplained_turns", 1)
+			svc.Stats.Add(gates.RejectedKey(Gate), float64(rejected))
+			for _, r := range strings.Split(d.Labels[LabelReasons], ",") {
+				svc.Stats.Add(gates.ReasonKey(Gate, r), 1)
+			}
+			st.samples.Add(Gate, d.ID+": "+d.Labels[LabelSample])
 		}
 	case noModel:
 		svc.Stats.Add("skipped/no_model", 1)
 	default:
 		svc.Stats.Add("dialogues/no_code", 1)
 	}
+}
+
+// Check implements pipeline.Checker: the stage fails when more than
+// max_rejected of the code turns were left unexplained by the gate.
+func (st *stage) Check() error {
+	if st.svc.Stats == nil {
+		return nil
+	}
+	vals, _ := st.svc.Stats.Snapshot()
+	return gates.Fail("explain", vals, st.maxRejected, st.samples)
 }
 
 // Each implements pipeline.EachStage.
@@ -139,7 +172,7 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 	}
 	out, rep, err := ex.Explain(ctx, d)
 	if err != nil {
-		if errors.Is(err, ErrNoProse) || errors.Is(err, ErrCodeChanged) {
+		if errors.Is(err, ErrCodeChanged) {
 			return nil, pipeline.Permanent(err) // a property of this input
 		}
 		return nil, err // the engine knows a model error's class
@@ -147,7 +180,7 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 	if svc.Stats != nil && rep.Repairs > 0 {
 		svc.Stats.Add("repairs", float64(rep.Repairs))
 	}
-	if rep.Turns == 0 {
+	if rep.Turns == 0 && len(rep.Rejected) == 0 {
 		return []pipeline.Item{in}, nil
 	}
 	it, err := pipeline.DialogueItem(out)

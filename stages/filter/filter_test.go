@@ -302,7 +302,8 @@ func TestFilterStage(t *testing.T) {
 	if ds["dropped/exact"] != 1 || ds["kept"] != 5 {
 		t.Errorf("dedup stats %v, want 1 exact drop, 5 kept", ds)
 	}
-	want := map[string]float64{"rated": 5, "kept": 2, "dropped": 3, "unrated": 1,
+	want := map[string]float64{"queries": 5, "rated": 4, "kept": 2, "dropped": 3, "unrated": 1,
+		"gate/rubric_skills/checked": 5, "gate/rubric_skills/rejected": 1, "gate/rubric_effort/reason/unreadable": 1,
 		"score/skills/5": 1, "score/skills/4": 2, "score/skills/1": 1, "score/skills/unrated": 1,
 		"score/effort/3": 1, "score/effort/unrated": 1}
 	for k, v := range want {

@@ -7,8 +7,10 @@ import (
 	"iter"
 	"maps"
 	"strconv"
+	"strings"
 	"sync"
 
+	"github.com/codefeedback/codefeedback/internal/gates"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/prompts"
@@ -23,6 +25,12 @@ type DedupOptions struct {
 	Threshold float64 `yaml:"threshold" json:"threshold"`
 	// Shingle is the character n-gram length.
 	Shingle int `yaml:"shingle" json:"shingle"`
+	// Kinds are the item kinds deduplicated: query (default) and dialogue
+	// (whole dialogues, all turns, before export). Other kinds pass.
+	Kinds []string `yaml:"kinds" json:"kinds"`
+	// DialogueThreshold is Threshold for dialogues: dialogues built from one
+	// problem share its text and code, so only near-copies are dropped.
+	DialogueThreshold float64 `yaml:"dialogue_threshold" json:"dialogue_threshold"`
 }
 
 // Validate implements pipeline.Validator.
@@ -32,6 +40,14 @@ func (o DedupOptions) Validate() error {
 	}
 	if o.Shingle < 1 || o.Shingle > 32 {
 		return fmt.Errorf("dedup: shingle %d: want 1..32", o.Shingle)
+	}
+	if o.DialogueThreshold < 0 || o.DialogueThreshold > 1 {
+		return fmt.Errorf("dedup: dialogue_threshold %v: want 0..1", o.DialogueThreshold)
+	}
+	for _, k := range o.Kinds {
+		if k != pipeline.KindQuery && k != pipeline.KindDialogue {
+			return fmt.Errorf("dedup: kinds: %q: want query or dialogue", k)
+		}
 	}
 	return nil
 }
@@ -56,6 +72,9 @@ type Options struct {
 	Unrated string `yaml:"unrated" json:"unrated"`
 	// MaxTokens bounds each rating answer.
 	MaxTokens int `yaml:"max_tokens" json:"max_tokens"`
+	// MaxUnrated is the share (0..1) of queries a rubric may leave unrated
+	// (unreadable answers) before the stage fails loudly; 1 never fails.
+	MaxUnrated float64 `yaml:"max_unrated" json:"max_unrated"`
 }
 
 // Validate implements pipeline.Validator.
@@ -82,13 +101,16 @@ func (o Options) Validate() error {
 	if o.Repairs < 0 {
 		return errors.New("filter: repairs must be >= 0")
 	}
+	if o.MaxUnrated < 0 || o.MaxUnrated > 1 {
+		return fmt.Errorf("filter: max_unrated %v: want a share between 0 and 1", o.MaxUnrated)
+	}
 	return nil
 }
 
 func init() {
-	pipeline.Register("dedup", DedupOptions{Threshold: 0.8, Shingle: 5}, newDedupStage)
+	pipeline.Register("dedup", DedupOptions{Threshold: 0.8, Shingle: 5, Kinds: []string{pipeline.KindQuery}, DialogueThreshold: 0.9}, newDedupStage)
 	pipeline.Register("filter", Options{Rubrics: Rubrics, Rule: "both", Keep: []int{4, 5}, Repairs: 1,
-		Unrated: "drop", MaxTokens: 200}, newFilterStage)
+		Unrated: "drop", MaxTokens: 200, MaxUnrated: 0.2}, newFilterStage)
 }
 
 // dedupStage is the "dedup" stage.
@@ -102,43 +124,77 @@ func newDedupStage(o DedupOptions, svc *pipeline.Services) (dedupStage, error) {
 }
 
 // Version implements pipeline.Versioner.
-func (dedupStage) Version() any { return "dedup-v1" }
+func (dedupStage) Version() any { return "dedup-v2" }
 
 // All implements pipeline.AllStage.
 func (st dedupStage) All(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
 	o, svc := st.o, st.svc
-	d := NewDedup(o.Threshold, o.Shingle)
-	var ids []string // input index -> query id, for the log
+	kinds := map[string]bool{}
+	for _, k := range o.Kinds {
+		kinds[k] = true
+	}
+	dq := NewDedup(o.Threshold, o.Shingle)
+	dd := NewDedup(o.DialogueThreshold, o.Shingle)
+	var qids, dids []string // input index -> id, for the log
 	for it, err := range in {
 		if err != nil {
 			return err
 		}
-		if it.Kind != pipeline.KindQuery {
+		var (
+			d          *Dedup
+			ids        *[]string
+			id, text   string
+			statPrefix string
+		)
+		switch {
+		case it.Kind == pipeline.KindQuery && kinds[it.Kind]:
+			q, err := pipeline.As[schema.Query](it, pipeline.KindQuery)
+			if err != nil {
+				return err
+			}
+			d, ids, id, text = dq, &qids, q.ID, q.Text
+			svc.Stats.Add("queries", 1)
+		case it.Kind == pipeline.KindDialogue && kinds[it.Kind]:
+			dl, err := pipeline.As[schema.Dialogue](it, pipeline.KindDialogue)
+			if err != nil {
+				return err
+			}
+			d, ids, id, text, statPrefix = dd, &dids, dl.ID, DialogueText(dl), "dialogues/"
+			svc.Stats.Add("dialogues", 1)
+		default:
 			if err := emit(it); err != nil {
 				return err
 			}
 			continue
 		}
-		q, err := pipeline.As[schema.Query](it, pipeline.KindQuery)
-		if err != nil {
-			return err
-		}
-		ids = append(ids, q.ID)
-		v := d.Add(q.Text)
-		svc.Stats.Add("queries", 1)
+		*ids = append(*ids, id)
+		v := d.Add(text)
 		if v.Kind != "" {
-			svc.Stats.Add("dropped/"+v.Kind, 1)
+			svc.Stats.Add(statPrefix+"dropped/"+v.Kind, 1)
 			if svc.Logger != nil {
-				svc.Logger.Debug("dedup: dropped", "id", q.ID, "kind", v.Kind, "of", ids[v.Of], "jaccard", v.Jaccard)
+				svc.Logger.Debug("dedup: dropped", "id", id, "kind", v.Kind, "of", (*ids)[v.Of], "jaccard", v.Jaccard)
 			}
 			continue
 		}
-		svc.Stats.Add("kept", 1)
+		svc.Stats.Add(statPrefix+"kept", 1)
 		if err := emit(it); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// DialogueText is what near-duplicate detection compares of a dialogue:
+// every turn's role and text, in order.
+func DialogueText(d schema.Dialogue) string {
+	var b strings.Builder
+	for _, m := range d.Messages {
+		b.WriteString(m.Role)
+		b.WriteString(": ")
+		b.WriteString(m.Content)
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // Version is what besides the settings determines the filter's outputs.
@@ -186,6 +242,7 @@ type filterStage struct {
 	// Observe's state: ratings of one query come before its query item.
 	pending        string // query id whose ratings were seen last
 	pendingUnrated bool
+	samples        gates.Samples // unreadable answers, for Check's error
 }
 
 // Version implements pipeline.Versioner.
@@ -278,7 +335,8 @@ func (st *filterStage) Estimate(n int) pipeline.Usage {
 }
 
 // Observe implements pipeline.Observer: it fills the manifest's histogram
-// and counts from every output, cached or fresh.
+// and counts from every output, cached or fresh. Each rubric is a gate
+// ("rubric_<name>"): an unreadable answer is a rejection.
 func (st *filterStage) Observe(out pipeline.Item) {
 	svc := st.svc
 	switch out.Kind {
@@ -288,18 +346,24 @@ func (st *filterStage) Observe(out pipeline.Item) {
 			return
 		}
 		bucket := strconv.Itoa(rt.Score)
+		v := gates.Verdict{}
 		if rt.Score == 0 {
 			bucket = "unrated"
+			v = gates.Verdict{Reason: "unreadable"}
+			st.samples.Add("rubric_"+rt.Rubric, rt.QueryID+": "+rt.Raw)
 		}
+		gates.Record(svc.Stats, "rubric_"+rt.Rubric, v)
 		svc.Stats.Add("score/"+rt.Rubric+"/"+bucket, 1)
 		if rt.QueryID != st.pending {
 			st.pending, st.pendingUnrated = rt.QueryID, false
-			svc.Stats.Add("rated", 1)
+			svc.Stats.Add("queries", 1)
+			svc.Stats.Add("rated", 1)   // undone below if a rubric is unreadable
 			svc.Stats.Add("dropped", 1) // undone below if the query follows
 		}
 		if rt.Score == 0 && !st.pendingUnrated {
 			st.pendingUnrated = true
 			svc.Stats.Add("unrated", 1)
+			svc.Stats.Add("rated", -1)
 		}
 	case pipeline.KindQuery:
 		if out.ID == st.pending {
@@ -308,4 +372,12 @@ func (st *filterStage) Observe(out pipeline.Item) {
 		}
 		svc.Stats.Add("kept", 1)
 	}
+}
+
+// Check implements pipeline.Checker: a rubric unreadable for more than
+// max_unrated of the queries fails the stage instead of dropping them all
+// quietly.
+func (st *filterStage) Check() error {
+	vals, _ := st.svc.Stats.Snapshot()
+	return gates.Fail("filter", vals, st.o.MaxUnrated, &st.samples)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/internal/feedbackloop"
+	"github.com/codefeedback/codefeedback/internal/gates"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/schema"
@@ -28,7 +29,7 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	version := map[string]any{"prompts": pv, "loop": "v1", "judge": harness.Version()}
+	version := map[string]any{"prompts": pv, "loop": "v2-gated", "judge": harness.Version()}
 	if svc.Model != nil {
 		for role, ep := range map[string]string{"writer": o.Writer, "judge": o.Judge, "feedback": o.Feedback} {
 			p, err := svc.ModelKey(ep)
@@ -38,7 +39,7 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 			version[role] = p
 		}
 	}
-	return &stage{o: o, svc: svc, version: version}, nil
+	return &stage{o: o, svc: svc, version: version, samples: &gates.Samples{}}, nil
 }
 
 // stage is the "simulate" stage.
@@ -51,6 +52,8 @@ type stage struct {
 	sim    *feedbackloop.Simulator
 	simErr error
 	warned sync.Once
+	// samples are rejected rounds and judge mistakes, for Check's error.
+	samples *gates.Samples
 }
 
 // Version implements pipeline.Versioner.
@@ -73,6 +76,29 @@ func (st *stage) Observe(out pipeline.Item) {
 		return
 	}
 	ObserveDialogue(svc.Stats, d)
+	if rs := d.Labels[feedbackloop.LabelRejected]; rs != "" {
+		_, reason, _ := strings.Cut(strings.Fields(rs)[0], "=")
+		st.samples.Add(FeedbackGate, d.ID+" ("+reason+"): "+d.Labels[feedbackloop.LabelRejectedSample])
+	}
+	for _, c := range strings.Fields(d.Labels[feedbackloop.LabelCalibration]) {
+		if c == "fail:pass" {
+			st.samples.Add(CalibrationGate, d.ID+": the judge accepted code that fails its tests")
+		}
+	}
+}
+
+// Check implements pipeline.Checker: the feedback-round gates and the
+// judge's calibration against the tests.
+func (st *stage) Check() error {
+	svc := st.svc
+	if svc.Stats == nil {
+		return nil
+	}
+	vals, _ := svc.Stats.Snapshot()
+	if n := vals["calibration/verdicts"]; n > 0 {
+		svc.Stats.Set("calibration/agreement", vals["calibration/agree"]/n)
+	}
+	return CheckGates(vals, st.o, st.samples)
 }
 
 // simulator builds the simulator on first use: the sandbox opens lazily and
@@ -154,6 +180,9 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 	if err != nil {
 		return nil, err // the engine knows a model error's class
 	}
+	// Gate and calibration figures go with the item (kept or dropped), so a
+	// cached re-run counts the same.
+	recordGates(pipeline.ItemStats(ctx, svc.Stats), res.Dialogue)
 	var out []pipeline.Item
 	if o.KeepInputs {
 		out = append(out, in)
@@ -231,4 +260,62 @@ func observeOutcomes(stats *pipeline.Stats, d schema.Dialogue) {
 		}
 		stats.Add("outcome/"+it+"/"+kind, 1)
 	}
+}
+
+// Gate names in the stage's statistics.
+const (
+	FeedbackGate    = "feedback_round"
+	CalibrationGate = "judge_calibration"
+)
+
+// recordGates counts a dialogue's feedback rounds (kept and rejected, by
+// reason) and its judge calibrations.
+func recordGates(stats gates.Adder, d schema.Dialogue) {
+	if stats == nil {
+		return
+	}
+	if cats := d.Labels["feedback_categories"]; cats != "" {
+		for range strings.Split(cats, ",") {
+			gates.Record(stats, FeedbackGate, gates.Verdict{})
+		}
+	}
+	for _, r := range strings.Fields(d.Labels[feedbackloop.LabelRejected]) {
+		_, reason, _ := strings.Cut(r, "=")
+		gates.Record(stats, FeedbackGate, gates.Verdict{Reason: reason})
+	}
+	for _, c := range strings.Fields(d.Labels[feedbackloop.LabelCalibration]) {
+		tests, judge, _ := strings.Cut(c, ":")
+		stats.Add("calibration/verdicts", 1)
+		switch {
+		case tests == judge:
+			stats.Add("calibration/agree", 1)
+		case judge == "pass":
+			stats.Add("calibration/false_accept", 1) // the judge passed code the tests fail
+		default:
+			stats.Add("calibration/false_reject", 1)
+		}
+		if tests == "fail" {
+			stats.Add("calibration/tests_fail", 1)
+		}
+	}
+}
+
+// CheckGates fails the stage when the feedback-round gates rejected more
+// than o.MaxRejected of the rounds, or when the judge model agreed with the
+// tests on less than o.MinAgreement of at least o.CalibrationMin
+// calibration verdicts.
+func CheckGates(vals map[string]float64, o Options, samples *gates.Samples) error {
+	var errs []error
+	if err := gates.Fail("simulate", vals, o.MaxRejected, samples); err != nil {
+		errs = append(errs, err)
+	}
+	n := vals["calibration/verdicts"]
+	if n > 0 && n >= float64(o.CalibrationMin) {
+		agree := vals["calibration/agree"] / n
+		if agree < o.MinAgreement {
+			errs = append(errs, fmt.Errorf("simulate: the judge model agrees with the tests on %.0f%% of %.0f calibration verdicts (minimum %.0f%%): it accepted %.0f of %.0f programs that fail their tests and rejected %.0f that pass; its verdicts on untested turns cannot be trusted%s",
+				100*agree, n, 100*o.MinAgreement, vals["calibration/false_accept"], vals["calibration/tests_fail"], vals["calibration/false_reject"], samples.For(CalibrationGate)))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -62,6 +62,8 @@ func TestStageResumesFromCache(t *testing.T) {
 		task := c.Request.Messages[min(1, len(c.Request.Messages)-1)].Content
 		fn := strings.Fields(strings.TrimPrefix(task, "Write a function "))[0]
 		switch role(c) {
+		case "judge": // calibration
+			return llmtest.Reply{Text: fmt.Sprintf(`{"correct": %v, "reason": "read it"}`, !strings.Contains(c.LastUser(), "a + bb"))}
 		case "feedback":
 			return llmtest.Reply{Text: `{"met": ["functionality"], "missed": ["clarity"], "feedback": "Add a docstring."}`}
 		case "writer":
@@ -71,6 +73,9 @@ func TestStageResumesFromCache(t *testing.T) {
 			}
 			if down.Load() {
 				return llmtest.Reply{Fault: llmtest.Fault{Kind: llmtest.Status, Status: 400}}
+			}
+			if writerTurn(c) == 1 {
+				return llmtest.Reply{Text: block("def " + fn + "(a, b):\n    return a + b")}
 			}
 			return llmtest.Reply{Text: block("def " + fn + "(a, b):\n    \"\"\"Add.\"\"\"\n    return a + b")}
 		}
@@ -188,6 +193,9 @@ func TestStageDroppedStatsSurviveCache(t *testing.T) {
 		calls.Add(1)
 		task := c.Request.Messages[min(1, len(c.Request.Messages)-1)].Content
 		fn := strings.Fields(strings.TrimPrefix(task, "Write a function "))[0]
+		if role(c) == "judge" { // calibration: a judge that knows subtraction is wrong
+			return llmtest.Reply{Text: fmt.Sprintf(`{"correct": %v, "reason": "checked"}`, !strings.Contains(c.LastUser(), "a - b"))}
+		}
 		if role(c) == "writer" && fn == "wrong" { // never passes: dropped
 			return llmtest.Reply{Text: block("def wrong(a, b):\n    return a - b")}
 		}

@@ -1,0 +1,419 @@
+// Package gates holds the quality checks that stand after every model step
+// of the pipeline: is a preface prose that explains, does feedback hold
+// code, did a revision change the code, and does a stage reject so much of
+// its input that it must fail. Stages count each gate's verdicts in their
+// statistics under "gate/<name>/checked", "gate/<name>/rejected" and
+// "gate/<name>/reason/<reason>", which the report and `inspect` read. The
+// checks are pure functions of text, safe for concurrent use.
+package gates
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// Verdict is one gate's decision on one item: Reason is "" when it passes.
+type Verdict struct {
+	Reason string // short, stable, usable as a statistics key: "code", "transition", ...
+	Detail string // what was seen, for samples
+}
+
+// OK reports whether the item passed.
+func (v Verdict) OK() bool { return v.Reason == "" }
+
+func (v Verdict) String() string {
+	if v.OK() {
+		return "ok"
+	}
+	if v.Detail == "" {
+		return v.Reason
+	}
+	return v.Reason + ": " + v.Detail
+}
+
+// Stats keys for a gate.
+func CheckedKey(gate string) string        { return "gate/" + gate + "/checked" }
+func RejectedKey(gate string) string       { return "gate/" + gate + "/rejected" }
+func ReasonKey(gate, reason string) string { return "gate/" + gate + "/reason/" + reason }
+func reasonPrefix(gate string) string      { return "gate/" + gate + "/reason/" }
+func isGateKey(k string) (gate string, ok bool) {
+	rest, ok := strings.CutPrefix(k, "gate/")
+	if !ok {
+		return "", false
+	}
+	g, tail, ok := strings.Cut(rest, "/")
+	return g, ok && tail == "checked"
+}
+
+// Adder is what records a verdict: *pipeline.Stats and the engine's item
+// statistics both have this method.
+type Adder interface{ Add(key string, v float64) }
+
+// Record counts v for gate in s.
+func Record(s Adder, gate string, v Verdict) {
+	if s == nil {
+		return
+	}
+	s.Add(CheckedKey(gate), 1)
+	if !v.OK() {
+		s.Add(RejectedKey(gate), 1)
+		s.Add(ReasonKey(gate, v.Reason), 1)
+	}
+}
+
+// Figure is one gate's totals read back from a statistics snapshot.
+type Figure struct {
+	Gate              string
+	Checked, Rejected float64
+	Reasons           map[string]float64
+}
+
+// Share is the rejected share (0 when nothing was checked).
+func (f Figure) Share() float64 {
+	if f.Checked == 0 {
+		return 0
+	}
+	return f.Rejected / f.Checked
+}
+
+// Figures reads every gate's totals from a statistics snapshot, by gate name.
+func Figures(stats map[string]float64) []Figure {
+	var out []Figure
+	for k := range stats {
+		g, ok := isGateKey(k)
+		if !ok {
+			continue
+		}
+		f := Figure{Gate: g, Checked: stats[k], Rejected: stats[RejectedKey(g)], Reasons: map[string]float64{}}
+		for k2, v := range stats {
+			if r, ok := strings.CutPrefix(k2, reasonPrefix(g)); ok {
+				f.Reasons[r] = v
+			}
+		}
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Gate < out[j].Gate })
+	return out
+}
+
+// Fail checks every gate in stats against maxShare (a share 0..1 of rejected
+// items; 1 disables the check) and returns an error naming each gate over
+// it, with its reasons and the samples given, or nil.
+func Fail(stage string, stats map[string]float64, maxShare float64, samples *Samples) error {
+	if maxShare >= 1 {
+		return nil
+	}
+	var msgs []string
+	for _, f := range Figures(stats) {
+		if f.Checked == 0 || f.Share() <= maxShare {
+			continue
+		}
+		msgs = append(msgs, fmt.Sprintf("gate %s rejected %.0f of %.0f (%.0f%%, more than the allowed %.0f%%; reasons: %s)%s",
+			f.Gate, f.Rejected, f.Checked, 100*f.Share(), 100*maxShare, reasons(f.Reasons), samples.For(f.Gate)))
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %s", stage, strings.Join(msgs, "; "))
+}
+
+func reasons(m map[string]float64) string {
+	type kv struct {
+		k string
+		v float64
+	}
+	var l []kv
+	for k, v := range m {
+		l = append(l, kv{k, v})
+	}
+	sort.Slice(l, func(i, j int) bool { return l[i].v > l[j].v || l[i].v == l[j].v && l[i].k < l[j].k })
+	var parts []string
+	for _, x := range l {
+		parts = append(parts, fmt.Sprintf("%s %.0f", x.k, x.v))
+	}
+	if len(parts) == 0 {
+		return "none recorded"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Samples keeps the first few rejected examples per gate for error
+// messages. Not safe for concurrent use: stages fill it from Observe, which
+// the engine calls from one goroutine.
+type Samples struct {
+	Max int
+	m   map[string][]string
+}
+
+// Add keeps s as an example of gate's rejections (cut to 160 bytes).
+func (s *Samples) Add(gate, sample string) {
+	if s == nil {
+		return
+	}
+	if s.m == nil {
+		s.m = map[string][]string{}
+	}
+	if len(s.m[gate]) >= max(s.Max, 3) {
+		return
+	}
+	s.m[gate] = append(s.m[gate], Cut(sample, 160))
+}
+
+// For renders gate's samples as "; samples: [a] [b]", or "".
+func (s *Samples) For(gate string) string {
+	if s == nil || len(s.m[gate]) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("; samples:")
+	for _, x := range s.m[gate] {
+		fmt.Fprintf(&b, " [%s]", x)
+	}
+	return b.String()
+}
+
+// Cut shortens s to about n bytes on a rune boundary, on one line.
+func Cut(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !isRuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "..."
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+var (
+	fenceRe = regexp.MustCompile("(?m)^[ \t>]*(```|~~~)")
+	// Lines that are code in any of the sandbox's languages rather than
+	// prose: definitions, imports, control flow with a trailing colon,
+	// assignments and calls standing alone, SQL statements.
+	codeLineRe = regexp.MustCompile(`^\s*(def |class |import |from \S+ import |return\b|for .+:\s*$|while .+:\s*$|if .+:\s*$|elif .+:\s*$|else:\s*$|try:\s*$|except\b.*:\s*$|print\(|[A-Za-z_][\w.\[\]]*\s*(=|\+=|-=)\s*\S.*$|SELECT\b.+\bFROM\b|INSERT INTO\b|CREATE TABLE\b|[A-Za-z_][\w.]*\(.*\)\s*;?\s*$|[{}]\s*$|\w+\s*\(\)\s*\{)`)
+)
+
+// HasCode reports whether text holds code: a fenced block, or at least two
+// lines that read as code (one stray line such as "Use `x = 1`" in prose is
+// not enough; backticked inline code never counts).
+func HasCode(text string) bool {
+	if fenceRe.MatchString(text) {
+		return true
+	}
+	n := 0
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, "`") {
+			continue
+		}
+		if codeLineRe.MatchString(l) && !proseLine(l) {
+			n++
+			if n >= 2 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// proseLine tells a sentence from code: many words and a full stop.
+func proseLine(l string) bool {
+	l = strings.TrimSpace(l)
+	words := strings.Fields(l)
+	return len(words) >= 8 && (strings.HasSuffix(l, ".") || strings.HasSuffix(l, "?")) && !strings.HasSuffix(l, ");")
+}
+
+// transitionRe matches openings that reply to feedback or announce code
+// instead of explaining it: "Good point. Here's the updated code:",
+// "Thanks for the feedback. Here is a revised version:", "Sure! Here's ...".
+var transitionRe = regexp.MustCompile(`(?i)^\W*(good (point|catch|idea|question)|great (point|catch|idea|question|suggestion)|you'?re (absolutely )?right|you are (absolutely )?right|thanks?( you)? for (the|your)|thank you|certainly|sure\b|of course|absolutely|okay\b|ok\b|alright\b|here'?s\b|here is\b|here are\b|below is\b|the (updated|revised|corrected|fixed|new|following) (code|version|solution|implementation)|i'?ve (updated|revised|fixed|changed)|i have (updated|revised|fixed|changed)|(updated|revised|corrected) (code|version|solution))`)
+
+// feedbackReplyRe matches openings that reply to feedback ("Good point.",
+// "You're right", "Thanks for the feedback", "Here's the updated code"):
+// wrong at the start of a first answer.
+var feedbackReplyRe = regexp.MustCompile(`(?i)^\W*(good (point|catch)|great (point|catch|suggestion)|you'?re (absolutely )?right|you are (absolutely )?right|thanks?( you)? for (the|your) (feedback|suggestion|input|review|comment|note)|(here'?s|here is) (the|an?) (updated|revised|corrected|fixed|improved) (code|version|solution|implementation))`)
+
+// FeedbackReply reports whether text opens like a reply to feedback.
+func FeedbackReply(text string) bool { return feedbackReplyRe.MatchString(text) }
+
+// Transition reports whether text opens with a transition phrase rather
+// than an explanation.
+func Transition(text string) bool { return transitionRe.MatchString(strings.TrimSpace(text)) }
+
+// identRe finds identifiers in code.
+var identRe = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+
+// keywords of the sandbox languages and names too common to show that a
+// preface is about this code.
+var common = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`and as assert async await break class continue def del elif else except
+		false finally for from global if import in is lambda none nonlocal not or pass raise return true try
+		while with yield print self cls len range int str list dict set tuple float bool the a an of to is
+		select from where insert into values create table update delete join on group by order limit
+		echo then fi do done esac function local export x y i j k n s v e f result results value values`) {
+		common[strings.ToLower(w)] = true
+	}
+}
+
+// Names returns the identifiers of code worth naming in an explanation:
+// function, class and variable names, and called library functions, without
+// keywords and one-letter names.
+func Names(code string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, w := range identRe.FindAllString(code, -1) {
+		lw := strings.ToLower(w)
+		if len(w) < 3 || common[lw] || seen[lw] {
+			continue
+		}
+		seen[lw] = true
+		out = append(out, w)
+	}
+	return out
+}
+
+// NamesCode reports whether prose names something the code does: one of the
+// code's identifiers (a function, a variable, a called function), as a
+// word, or split at underscores/camel case into words all present in the
+// prose ("count_vowels" as "counts the vowels").
+func NamesCode(prose, code string) bool {
+	words := map[string]bool{}
+	for _, w := range identRe.FindAllString(strings.ToLower(prose), -1) {
+		words[w] = true
+		words[strings.TrimSuffix(w, "s")] = true
+	}
+	for _, n := range Names(code) {
+		ln := strings.ToLower(n)
+		if words[ln] {
+			return true
+		}
+		parts := splitIdent(n)
+		if len(parts) < 2 {
+			continue
+		}
+		all := true
+		for _, p := range parts {
+			if len(p) < 3 || common[p] {
+				continue
+			}
+			if !words[p] && !words[strings.TrimSuffix(p, "s")] {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// splitIdent splits snake_case and camelCase into lower-case words.
+func splitIdent(s string) []string {
+	var out []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	for i, r := range s {
+		switch {
+		case r == '_' || unicode.IsDigit(r):
+			flush()
+		case unicode.IsUpper(r) && i > 0:
+			flush()
+			cur = append(cur, r)
+		default:
+			cur = append(cur, r)
+		}
+	}
+	flush()
+	return out
+}
+
+// Preface checks an explanation placed before code: prose (no code), not a
+// transition phrase, long enough to explain, and naming something the code
+// does. code is the code the preface explains.
+func Preface(text, code string, minChars int) Verdict {
+	t := strings.TrimSpace(text)
+	switch {
+	case HasCode(t):
+		return Verdict{Reason: "code", Detail: t}
+	case Transition(t):
+		return Verdict{Reason: "transition", Detail: t}
+	case len(t) < minChars || len(strings.Fields(t)) < 6:
+		return Verdict{Reason: "too_short", Detail: t}
+	case code != "" && !NamesCode(t, code):
+		return Verdict{Reason: "unrelated", Detail: t}
+	}
+	return Verdict{}
+}
+
+// NormalizeCode makes two versions of a program comparable: comments and
+// blank lines dropped, trailing space removed, line endings unified. Two
+// programs equal after NormalizeCode differ only in layout and comments.
+func NormalizeCode(code string) string {
+	var out []string
+	for _, l := range strings.Split(strings.ReplaceAll(code, "\r\n", "\n"), "\n") {
+		if i := commentStart(l); i >= 0 {
+			l = l[:i]
+		}
+		l = strings.TrimRight(l, " \t")
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+// commentStart finds a # comment outside string literals (Python, Bash), or -1.
+func commentStart(l string) int {
+	var q byte
+	for i := 0; i < len(l); i++ {
+		c := l[i]
+		switch {
+		case q != 0:
+			if c == '\\' {
+				i++
+			} else if c == q {
+				q = 0
+			}
+		case c == '\'' || c == '"':
+			q = c
+		case c == '#':
+			return i
+		}
+	}
+	return -1
+}
+
+// SameCode reports whether two programs are equal after NormalizeCode.
+func SameCode(a, b string) bool { return NormalizeCode(a) == NormalizeCode(b) }
+
+// keepRe matches a reply that says why the code stays as it is.
+var keepRe = regexp.MustCompile(`(?i)\b(no (code )?change(s)? (is|are) (needed|necessary|required)|(does|do)( not|n't) need (to )?(be )?chang|already (handles|does|covers|checks|uses|validates|meets|satisfies|is)|(leave|keep|keeping|leaving) (the|this|it) (code )?(as it is|unchanged|as is)|stays? (the same|unchanged)|unchanged because|no need to change|would not (help|improve|change)|wouldn't (help|improve|change)|not change the code because)`)
+
+// ExplainsNoChange reports whether an assistant reply says why it keeps
+// the code unchanged.
+func ExplainsNoChange(text string) bool { return keepRe.MatchString(text) }
+
+// approvesRe matches feedback that only approves, asking for no change.
+var approvesRe = regexp.MustCompile(`(?i)^\W*(looks (good|great|fine)|this is (good|great|fine|correct)|no (further )?changes? (needed|necessary)|perfect\b|lgtm\b)`)
+
+var butRe = regexp.MustCompile(`(?i)\b(but|however|could|should|please|consider|instead)\b`)
+
+// AsksForChange reports whether feedback asks for a change (anything but
+// plain approval).
+func AsksForChange(feedback string) bool {
+	t := strings.TrimSpace(feedback)
+	return t != "" && !(approvesRe.MatchString(t) && !strings.Contains(t, "?") && !butRe.MatchString(t))
+}

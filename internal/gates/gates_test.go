@@ -1,0 +1,122 @@
+package gates
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPreface(t *testing.T) {
+	code := "def count_vowels(text):\n    total = 0\n    for ch in text:\n        total += ch in 'aeiou'\n    return total\n"
+	tests := []struct {
+		name, text, want string
+	}{
+		{"explains", "The function `count_vowels` walks over the text once and adds one to `total` for every vowel it meets.", ""},
+		{"names by words", "It counts the vowels of the string in one pass and returns how many it found.", ""},
+		{"transition", "Good point. Here's the updated code:", "transition"},
+		{"thanks", "Thanks for the feedback. Here is a revised version:", "transition"},
+		{"you're right", "You're right, the loop in count_vowels was wrong and this fixes it properly.", "transition"},
+		{"here is", "Here is the function that counts vowels in a string, step by step.", "transition"},
+		{"fenced code", "It counts vowels:\n```python\nprint(count_vowels('abc'))\n```", "code"},
+		{"bare code", "def count_vowels(text):\n    return sum(c in 'aeiou' for c in text)", "code"},
+		{"too short", "Counts vowels.", "too_short"},
+		{"unrelated", "This answer is well structured and easy to follow for any reader of it.", "unrelated"},
+	}
+	for _, tc := range tests {
+		if got := Preface(tc.text, code, 20); got.Reason != tc.want {
+			t.Errorf("%s: Preface(%q) = %q, want %q", tc.name, tc.text, got.Reason, tc.want)
+		}
+	}
+}
+
+func TestHasCode(t *testing.T) {
+	tests := []struct {
+		text string
+		want bool
+	}{
+		{"Please add a docstring to `add` that says what it returns.", false},
+		{"Could you check that both arguments are numbers? Right now add('a', 1) raises.", false},
+		{"Like this:\n```python\ndef add(a, b):\n    return a + b\n```", true},
+		{"Change it to:\ndef add(a, b):\n    return a + b", true},
+		{"Use this:\n    result = a + b\n    return result", true},
+		{"x = 1 is a fine default but the function should also accept None as the value here.", false},
+		{"SELECT name FROM users WHERE id = 1;\nSELECT 1 FROM t;", true},
+	}
+	for _, tc := range tests {
+		if got := HasCode(tc.text); got != tc.want {
+			t.Errorf("HasCode(%q) = %v, want %v", tc.text, got, tc.want)
+		}
+	}
+}
+
+func TestSameCodeAndRevision(t *testing.T) {
+	a := "def f(x):\n    # double it\n    return x * 2\n"
+	tests := []struct {
+		b    string
+		same bool
+	}{
+		{"def f(x):\n    return x * 2", true},
+		{"def f(x):  \n\n    return x * 2  # twice\n", true},
+		{"def f(x):\n    \"\"\"Double x.\"\"\"\n    return x * 2\n", false},
+		{"def f(x):\n    return x + x\n", false},
+		{"def f(x):\n    s = '#'\n    return x * 2\n", false},
+	}
+	for _, tc := range tests {
+		if got := SameCode(a, tc.b); got != tc.same {
+			t.Errorf("SameCode(%q, %q) = %v, want %v", a, tc.b, got, tc.same)
+		}
+	}
+	for text, want := range map[string]bool{
+		"The code already handles empty lists, so no change is needed.": true,
+		"You're right. The solution is correct.":                        false,
+		"I kept the code unchanged because the check is already there.": true,
+	} {
+		if got := ExplainsNoChange(text); got != want {
+			t.Errorf("ExplainsNoChange(%q) = %v, want %v", text, got, want)
+		}
+	}
+	for text, want := range map[string]bool{
+		"Looks good to me.":                          false,
+		"Looks good, but could you add a docstring?": true,
+		"Please validate the input.":                 true,
+	} {
+		if got := AsksForChange(text); got != want {
+			t.Errorf("AsksForChange(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+type stats map[string]float64
+
+func (s stats) Add(k string, v float64) { s[k] += v }
+
+func TestFail(t *testing.T) {
+	s := stats{}
+	for i := range 10 {
+		v := Verdict{}
+		if i < 3 {
+			v = Verdict{Reason: "code"}
+		}
+		Record(s, "preface", v)
+		Record(s, "other", Verdict{})
+	}
+	samples := &Samples{}
+	samples.Add("preface", "dlg-1: Good point. Here's the updated code:")
+	if err := Fail("explain", s, 0.5, samples); err != nil {
+		t.Errorf("30%% rejected under a 50%% limit: got %v, want nil", err)
+	}
+	err := Fail("explain", s, 0.2, samples)
+	if err == nil {
+		t.Fatal("30% rejected over a 20% limit: got nil, want an error")
+	}
+	for _, want := range []string{"gate preface rejected 3 of 10", "30%", "code 3", "dlg-1: Good point"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "other") {
+		t.Errorf("error %q names a gate that passed", err)
+	}
+	if err := Fail("explain", s, 1, samples); err != nil {
+		t.Errorf("limit 1 never fails: got %v", err)
+	}
+}

@@ -1,0 +1,364 @@
+package gates_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codefeedback/codefeedback/executors"
+	_ "github.com/codefeedback/codefeedback/executors/bwrap"
+	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/internal/gates"
+	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
+	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
+	"github.com/codefeedback/codefeedback/schema"
+	_ "github.com/codefeedback/codefeedback/stages/explain"
+	_ "github.com/codefeedback/codefeedback/stages/filter"
+	_ "github.com/codefeedback/codefeedback/stages/simulate"
+)
+
+// corpus is a slice of MBPP: half given with their tests (the tests judge
+// the code), half as bare queries (the judge model decides).
+type corpus struct {
+	problems []schema.Problem
+	tested   map[string]bool
+	byText   map[string]*schema.Problem
+	buggy    map[string]string // wrong first attempts that run cleanly
+}
+
+func loadCorpus(t *testing.T, n int, buggyEvery int) *corpus {
+	t.Helper()
+	ps, err := schema.LoadProblems(shared.Path(t, "mbpp/mbpp.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n > 0 && n < len(ps) {
+		ps = ps[:n]
+	}
+	c := &corpus{problems: ps, tested: map[string]bool{}, byText: map[string]*schema.Problem{}, buggy: map[string]string{}}
+	for i := range ps {
+		ps[i].Solution = strings.ReplaceAll(ps[i].Solution, "\r\n", "\n")
+		c.byText[strings.TrimSpace(ps[i].Text)] = &ps[i]
+		c.tested[ps[i].ID] = i%2 == 0
+		if buggyEvery > 0 && i%buggyEvery == 0 {
+			if b := invertReturn(ps[i].Solution); b != "" {
+				c.buggy[ps[i].ID] = b
+			}
+		}
+	}
+	return c
+}
+
+var returnRe = regexp.MustCompile(`(?m)^([ \t]+)return (.+?)[ \t]*$`)
+
+// invertReturn makes a wrong program that still runs: the last one-line
+// `return X` becomes `return not (X)`; "" when there is none.
+func invertReturn(code string) string {
+	ms := returnRe.FindAllStringSubmatchIndex(code, -1)
+	for k := len(ms) - 1; k >= 0; k-- {
+		m := ms[k]
+		x := code[m[4]:m[5]]
+		if strings.Count(x, "(") != strings.Count(x, ")") || strings.Count(x, "[") != strings.Count(x, "]") || strings.HasSuffix(x, "\\") {
+			continue
+		}
+		return code[:m[0]] + code[m[2]:m[3]] + "return not (" + x + ")" + code[m[1]:]
+	}
+	return ""
+}
+
+func (c *corpus) solve(task string) (string, string, bool) {
+	first, _, _ := strings.Cut(strings.TrimSpace(task), "\n\n")
+	p := c.byText[strings.TrimSpace(first)]
+	if p == nil {
+		return "", "", false
+	}
+	return p.Solution, c.buggy[p.ID], true
+}
+
+// write puts the tested problems (MBPP layout) and the queries (native)
+// into dir.
+func (c *corpus) write(t *testing.T, dir string) {
+	t.Helper()
+	src, err := os.ReadFile(shared.Path(t, "mbpp/mbpp.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var probs, queries strings.Builder
+	want := map[string]bool{}
+	for _, p := range c.problems {
+		if c.tested[p.ID] {
+			want[strings.TrimSpace(p.Text)] = true
+			continue
+		}
+		b, _ := json.Marshal(schema.Query{ID: "q-" + strings.ReplaceAll(p.ID, "/", "-"), Text: p.Text})
+		queries.Write(append(b, '\n'))
+	}
+	for _, line := range strings.Split(string(src), "\n") {
+		var r struct {
+			Text string `json:"text"`
+		}
+		if json.Unmarshal([]byte(line), &r) == nil && want[strings.TrimSpace(r.Text)] {
+			probs.WriteString(line + "\n")
+		}
+	}
+	for name, s := range map[string]string{"problems.jsonl": probs.String(), "queries.jsonl": queries.String()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runPipeline runs filter -> simulate -> explain -> dedup with the persona
+// as every model, through the real client and the real engine.
+func runPipeline(t *testing.T, c *corpus, persona *llmtest.Persona, simSettings string) (*pipeline.Manifest, []schema.Dialogue, error) {
+	t.Helper()
+	dir := t.TempDir()
+	c.write(t, dir)
+	srv := llmtest.New(t)
+	srv.Script(persona.Script())
+	if srvScript != nil {
+		srv.Script(srvScript)
+	}
+	out := filepath.Join(dir, "out.jsonl")
+	y := fmt.Sprintf(`run_dir: %s
+executor: bwrap://?pool=2
+model: {base_url: "%s", model: persona, max_attempts: 2, concurrency: 16}
+inputs:
+  - {path: problems.jsonl, format: mbpp}
+  - {path: queries.jsonl}
+stages:
+  - {stage: filter, concurrency: 8}
+  - {stage: simulate, concurrency: 4, retries: 0, settings: %s}
+  - {stage: explain, concurrency: 8, retries: 0}
+  - {stage: dedup, name: dedup-dialogues, settings: {kinds: [dialogue]}}
+outputs: [{path: %s, kind: dialogue}]
+`, filepath.Join(dir, "run"), srv.URL, simSettings, out)
+	file := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pipeline.Load(file, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{})
+	if err != nil {
+		return man, nil, err
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var ds []schema.Dialogue
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var d schema.Dialogue
+		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, d)
+	}
+	return man, ds, sc.Err()
+}
+
+var srvScript llmtest.Script
+
+// figures are the corpus measurements of issue 16.
+type figures struct {
+	dialogues                  int
+	firstTurns, feedbackOpen   int // first assistant turns; those opening like a reply to feedback
+	rounds, unchanged          int // feedback rounds; those whose code did not change
+	codeless, distinctCodeless int
+	modelJudged, passing       int // final answers judged by the model; those passing the real tests
+}
+
+func lastCode(msgs []schema.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != schema.RoleAssistant {
+			continue
+		}
+		if bs := parse.CodeBlocks(msgs[i].Content); len(bs) > 0 {
+			return bs[len(bs)-1].Code
+		}
+	}
+	return ""
+}
+
+func measure(t *testing.T, c *corpus, ds []schema.Dialogue) figures {
+	t.Helper()
+	var f figures
+	distinct := map[string]bool{}
+	ex, err := executors.Open(context.Background(), "bwrap://?pool=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	for _, d := range ds {
+		f.dialogues++
+		first := true
+		for i, m := range d.Messages {
+			if m.Role == schema.RoleAssistant {
+				if first {
+					f.firstTurns++
+					if gates.FeedbackReply(m.Content) {
+						f.feedbackOpen++
+						t.Logf("%s opens like a reply to feedback: %q", d.ID, gates.Cut(m.Content, 80))
+					}
+					first = false
+				}
+				if len(parse.CodeBlocks(m.Content)) == 0 {
+					f.codeless++
+					distinct[m.Content] = true
+				}
+			}
+			if m.Feedback != nil {
+				f.rounds++
+				after := d.Messages[i+1:]
+				for j, n := range after {
+					if n.Feedback != nil {
+						after = after[:j]
+						break
+					}
+				}
+				if gates.SameCode(lastCode(d.Messages[:i]), lastCode(after)) {
+					f.unchanged++
+				}
+			}
+		}
+		if d.Labels["judge"] == "model" {
+			task := ""
+			for _, m := range d.Messages {
+				if m.Role == schema.RoleUser {
+					task = m.Content
+					break
+				}
+			}
+			first, _, _ := strings.Cut(strings.TrimSpace(task), "\n\n")
+			p := c.byText[strings.TrimSpace(first)]
+			if p == nil {
+				t.Errorf("%s: no MBPP problem for %q", d.ID, first)
+				continue
+			}
+			f.modelJudged++
+			v, err := harness.Judge(context.Background(), ex, *p, lastCode(d.Messages), harness.Options{Timeout: 20 * time.Second, CaseTimeout: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Passed {
+				f.passing++
+			} else {
+				t.Logf("%s: model-judged final answer fails the tests: %s", d.ID, v.Outcome())
+			}
+		}
+	}
+	f.distinctCodeless = len(distinct)
+	return f
+}
+
+func share(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// TestGoodPersonaPassesEveryGate runs a slice of MBPP (all 974 problems with
+// CODEFEEDBACK_GATES_FULL=1, the first N with CODEFEEDBACK_GATES_N=N) through filter, simulate, explain and dialogue
+// dedup with a scripted good model whose first answers are sometimes wrong,
+// and checks the corpus figures of issue 16.
+func TestGoodPersonaPassesEveryGate(t *testing.T) {
+	n := 10
+	if os.Getenv("CODEFEEDBACK_GATES_FULL") != "" {
+		n = 0
+	}
+	if v, err := strconv.Atoi(os.Getenv("CODEFEEDBACK_GATES_N")); err == nil {
+		n = v
+	}
+	c := loadCorpus(t, n, 3)
+	persona := &llmtest.Persona{Solve: c.solve}
+	man, ds, err := runPipeline(t, c, persona, "{feedback_rounds: 1, calibrate: 1, calibration_min: 2}")
+	if err != nil {
+		t.Fatalf("a good model failed a gate: %v", err)
+	}
+	for _, s := range man.Stages {
+		for _, f := range gates.Figures(s.Stats) {
+			t.Logf("stage %s gate %s: %.0f checked, %.0f rejected %v", s.Name, f.Gate, f.Checked, f.Rejected, f.Reasons)
+			if f.Rejected > 0 {
+				t.Errorf("stage %s: gate %s rejected %.0f items of a good model: %v", s.Name, f.Gate, f.Rejected, f.Reasons)
+			}
+		}
+		if s.Type == "simulate" {
+			t.Logf("judge calibration: %.0f verdicts, agreement %.3f", s.Stats["calibration/verdicts"], s.Stats["calibration/agreement"])
+			if s.Stats["calibration/verdicts"] == 0 || s.Stats["calibration/agreement"] < 0.9 {
+				t.Errorf("judge calibration %v, want verdicts with agreement >= 0.9", s.Stats)
+			}
+		}
+	}
+	f := measure(t, c, ds)
+	t.Logf("%d dialogues; first turns opening like a feedback reply %d/%d; unchanged feedback rounds %d/%d; distinct code-less assistant turns %d/%d; model-judged finals passing the tests %d/%d",
+		f.dialogues, f.feedbackOpen, f.firstTurns, f.unchanged, f.rounds, f.distinctCodeless, f.codeless, f.passing, f.modelJudged)
+	if f.dialogues < len(c.problems)*3/4 {
+		t.Errorf("got %d dialogues of %d problems", f.dialogues, len(c.problems))
+	}
+	if r := share(f.feedbackOpen, f.firstTurns); r >= 0.01 {
+		t.Errorf("%.1f%% of first assistant turns open like a reply to feedback, want under 1%%", 100*r)
+	}
+	if f.rounds == 0 || share(f.unchanged, f.rounds) >= 0.05 {
+		t.Errorf("%d of %d feedback rounds leave the code unchanged, want rounds and under 5%%", f.unchanged, f.rounds)
+	}
+	if f.codeless == 0 || share(f.distinctCodeless, f.codeless) < 0.2 {
+		t.Errorf("%d distinct of %d code-less assistant turns, want at least 20%%", f.distinctCodeless, f.codeless)
+	}
+	if f.modelJudged == 0 || share(f.passing, f.modelJudged) < 0.97 {
+		t.Errorf("%d of %d model-judged final answers pass the real tests, want at least 97%%", f.passing, f.modelJudged)
+	}
+}
+
+// TestMisbehavingModelFailsItsGate scripts the model to misbehave in one way
+// at a time; the stage owning the gate must fail the run, naming the gate.
+func TestMisbehavingModelFailsItsGate(t *testing.T) {
+	tests := []struct {
+		bad      llmtest.Misbehaviour
+		settings string
+		want     []string
+	}{
+		{llmtest.UnreadableRubric, "{feedback_rounds: 0, calibrate: 0}", []string{"stage filter", "gate rubric_effort rejected", "unreadable"}},
+		{llmtest.CodeForExplanation, "{feedback_rounds: 0, calibrate: 0}", []string{"stage explain", "gate preface rejected", "code"}},
+		{llmtest.UnchangedRevision, "{feedback_rounds: 1, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "unchanged_revision"}},
+		{llmtest.WrongCategory, "{feedback_rounds: 1, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "feedback_category"}},
+		{llmtest.CodeInFeedback, "{feedback_rounds: 1, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "feedback_code"}},
+		{llmtest.YesJudge, "{feedback_rounds: 0, calibrate: 1, calibration_min: 4}", []string{"stage simulate", "judge model agrees with the tests on", "accepted"}},
+	}
+	for _, tc := range tests {
+		t.Run(string(tc.bad), func(t *testing.T) {
+			buggy := 0
+			if tc.bad == llmtest.YesJudge {
+				buggy = 1 // every first answer is wrong: the tests say so, the judge does not
+			}
+			c := loadCorpus(t, 4, buggy)
+			persona := &llmtest.Persona{Solve: c.solve, Bad: map[llmtest.Misbehaviour]bool{tc.bad: true}}
+			_, _, err := runPipeline(t, c, persona, tc.settings)
+			if err == nil {
+				t.Fatalf("the run passed with a model that misbehaves (%s)", tc.bad)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			t.Logf("%s: %v", tc.bad, err)
+		})
+	}
+}

@@ -1,0 +1,411 @@
+package llmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"regexp"
+	"strings"
+)
+
+// Misbehaviour names one way a Persona answers badly, the way real models
+// were seen to: the quality gates of the stages must catch each.
+type Misbehaviour string
+
+const (
+	// CodeForExplanation answers the explain prompt with a transition
+	// phrase and a code block instead of prose.
+	CodeForExplanation Misbehaviour = "code_for_explanation"
+	// UnchangedRevision answers feedback with "You're right" and the same code.
+	UnchangedRevision Misbehaviour = "unchanged_revision"
+	// WrongCategory aims feedback at another category than the one asked.
+	WrongCategory Misbehaviour = "wrong_category"
+	// CodeInFeedback puts a corrected program into user feedback.
+	CodeInFeedback Misbehaviour = "code_in_feedback"
+	// YesJudge says the code is correct whatever it is.
+	YesJudge Misbehaviour = "yes_judge"
+	// UnreadableRubric answers the effort rubric with prose and no score.
+	UnreadableRubric Misbehaviour = "unreadable_rubric"
+)
+
+// Misbehaviours lists every misbehaviour.
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric}
+
+// Persona is a scripted model that recognises which prompt of the pipeline
+// it is answering (writer, explain, judge, feedback, rubric, eval feedback)
+// and answers the way a good model would, or with the misbehaviours set.
+// Safe for concurrent use once built.
+type Persona struct {
+	// Solve returns the correct code for a task (the text of the first user
+	// turn) and, optionally, a wrong first attempt that runs cleanly; ok is
+	// false for a task the persona cannot solve.
+	Solve func(task string) (good, first string, ok bool)
+	// Bad is the set of misbehaviours.
+	Bad map[Misbehaviour]bool
+}
+
+// Role names the prompt a chat request carries: "writer", "explain",
+// "judge", "feedback", "rubric_skills", "rubric_effort", "eval_feedback",
+// or "unknown".
+func Role(c Call) string {
+	msgs := c.Request.Messages
+	first := ""
+	if len(msgs) > 0 {
+		first = msgs[0].Content
+	}
+	last := c.LastUser()
+	all := first + "\n" + last
+	switch {
+	case strings.Contains(first, "You annotate programming conversations"):
+		return "explain"
+	case strings.Contains(first, "You are a programming assistant working in a"),
+		strings.Contains(first, "careful programming assistant in a conversation"):
+		return "writer"
+	case strings.Contains(all, "You check whether a piece of code does what a task asked for"):
+		return "judge"
+	case strings.Contains(all, "You play a demanding user"):
+		return "feedback"
+	case strings.Contains(all, "The assistant's code does not pass the tests yet"):
+		return "eval_feedback"
+	case strings.Contains(all, "You grade programming requests"):
+		return "rubric_skills"
+	case strings.Contains(all, "Estimate how hard it is to produce a correct"):
+		return "rubric_effort"
+	}
+	return "unknown"
+}
+
+// Script returns the persona as a Script for Server.Script.
+func (p *Persona) Script() Script { return p.reply }
+
+func (p *Persona) bad(m Misbehaviour) bool { return p.Bad[m] }
+
+func (p *Persona) reply(c Call) Reply {
+	switch Role(c) {
+	case "writer":
+		return Reply{Text: p.writer(c)}
+	case "explain":
+		return Reply{Text: p.explain(c)}
+	case "judge":
+		return Reply{Text: p.judge(c)}
+	case "feedback":
+		return Reply{Text: p.feedback(c)}
+	case "eval_feedback":
+		return Reply{Text: p.evalFeedback(c)}
+	case "rubric_skills":
+		return Reply{Text: "Score: 4\nReason: it needs a real algorithm and care with edge cases."}
+	case "rubric_effort":
+		if p.bad(UnreadableRubric) {
+			return Reply{Text: "That depends entirely on who writes it and how much time they have."}
+		}
+		return Reply{Text: `{"score": 4, "reason": "several cases to handle"}`}
+	}
+	return Reply{Text: "I am not sure what you are asking."}
+}
+
+var (
+	fenceRe   = regexp.MustCompile("(?s)```[A-Za-z0-9_+-]*\n(.*?)```")
+	defNameRe = regexp.MustCompile(`(?m)^def\s+([A-Za-z_]\w*)`)
+)
+
+// codeBlocks returns the code of every fenced block in s.
+func codeBlocks(s string) []string {
+	var out []string
+	for _, m := range fenceRe.FindAllStringSubmatch(s, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+func lastCode(s string) string {
+	b := codeBlocks(s)
+	if len(b) == 0 {
+		return ""
+	}
+	return b[len(b)-1]
+}
+
+func variant(key string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(n))
+}
+
+func fnName(code string) string {
+	m := defNameRe.FindAllStringSubmatch(code, -1)
+	if len(m) == 0 {
+		return "the code"
+	}
+	return "`" + m[len(m)-1][1] + "`"
+}
+
+func block(code string) string { return "```python\n" + strings.TrimRight(code, "\n") + "\n```" }
+
+// writer plays the simulate writer: a plan and code for the task (the wrong
+// first attempt when there is one), a fix after a failed run or a judge's
+// rejection, a revision after feedback.
+func (p *Persona) writer(c Call) string {
+	msgs := c.Request.Messages
+	task := ""
+	if len(msgs) > 1 {
+		task = msgs[1].Content
+	}
+	good, first, ok := "", "", false
+	if p.Solve != nil {
+		good, first, ok = p.Solve(task)
+	}
+	if !ok {
+		return "I cannot solve this task."
+	}
+	answers, feedbacks := 0, 0
+	prevCode := ""
+	for _, m := range msgs {
+		switch m.Role {
+		case "assistant":
+			answers++
+			if c := lastCode(m.Content); c != "" {
+				prevCode = c
+			}
+		case "user":
+			if !strings.HasPrefix(m.Content, "Execution result:") && m.Content != task {
+				feedbacks++
+			}
+		}
+	}
+	last := c.LastUser()
+	name := fnName(good)
+	switch {
+	case answers == 0:
+		code := good
+		if first != "" {
+			code = first
+		}
+		plans := []string{
+			"I'll write %s so it follows the task directly and check it against the example.",
+			"The plan: implement %s step by step, then run it once to see the result.",
+			"To solve this I define %s, keeping the logic small and easy to test.",
+			"I will build %s around the case in the example and make sure it covers the general case too.",
+		}
+		return fmt.Sprintf(plans[variant(task, len(plans))], name) + "\n\n" + block(code)
+	case strings.HasPrefix(last, "Execution result:") || strings.Contains(last, "is not correct"):
+		fixes := []string{
+			"The run shows %s does not give the expected result yet: the return value was computed from the wrong expression. This version computes it directly.",
+			"That output is wrong, so %s needs a fix: its final expression was inverted. Here it is corrected.",
+			"The result does not match what the task asks; %s returned the opposite of the intended value. The corrected version follows.",
+		}
+		return fmt.Sprintf(fixes[variant(task+last, len(fixes))], name) + "\n\n" + block(good)
+	default: // feedback
+		if p.bad(UnchangedRevision) {
+			return "You're right, thanks for pointing that out. The solution is correct.\n\n" + block(prevCode)
+		}
+		revised := addDocstring(prevCode, fmt.Sprintf("Revised after review %d: %s", feedbacks, summary(last)))
+		return fmt.Sprintf("I added a docstring to %s that states what it computes, as you asked; the logic is unchanged, so the tests still pass.", name) + "\n\n" + block(revised)
+	}
+}
+
+func summary(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.NewReplacer(`"`, "'", `\`, "/").Replace(s)
+	if len(s) > 60 {
+		s = s[:60]
+	}
+	return strings.TrimSpace(s)
+}
+
+// addDocstring puts a docstring under the last top-level def of code.
+func addDocstring(code, doc string) string {
+	lines := strings.Split(code, "\n")
+	at := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, "def ") {
+			at = i
+		}
+	}
+	if at < 0 {
+		return "# " + doc + "\n" + code + "\nprint('revised')"
+	}
+	// the def may span lines; its body starts after the line ending in ':'
+	for at < len(lines) && !strings.HasSuffix(strings.TrimSpace(lines[at]), ":") {
+		at++
+	}
+	if at >= len(lines)-1 || strings.TrimSpace(lines[at+1]) == "" {
+		// a one-line def: document the module instead
+		return `"""` + doc + `"""` + "\n" + code
+	}
+	indent := lines[at+1][:len(lines[at+1])-len(strings.TrimLeft(lines[at+1], " \t"))]
+	if indent == "" {
+		indent = "    "
+	}
+	out := append([]string{}, lines[:at+1]...)
+	out = append(out, indent+`"""`+doc+`"""`)
+	return strings.Join(append(out, lines[at+1:]...), "\n")
+}
+
+var identRe = regexp.MustCompile(`\b[a-z_][a-z0-9_]{2,}\b`)
+
+// explain writes a preface for the reply in the request, naming its
+// function and a few of its variables, in one of several phrasings.
+func (p *Persona) explain(c Call) string {
+	last := c.LastUser()
+	reply := last
+	if i := strings.Index(reply, "<reply>"); i >= 0 {
+		reply = reply[i:]
+	}
+	code := lastCode(reply)
+	if p.bad(CodeForExplanation) {
+		return "Good point. Here's the updated code:\n\n" + block(code)
+	}
+	name := fnName(code)
+	var vars []string
+	seen := map[string]bool{}
+	for _, w := range identRe.FindAllString(code, -1) {
+		if !seen[w] && !strings.Contains("def return for while if else elif and not none true false print range len import from", w) {
+			seen[w] = true
+			vars = append(vars, "`"+w+"`")
+		}
+	}
+	if len(vars) > 3 {
+		vars = vars[1:4]
+	}
+	detail := strings.Join(vars, ", ")
+	forms := []string{
+		"%s works through its input in one pass and builds the answer from %s. It returns that value, which is what the request asks for.",
+		"The approach: %s keeps the intermediate state in %s and combines it at the end, so every case of the task is handled the same way.",
+		"Here %s computes the result directly from its arguments, using %s along the way.",
+		"%s is a small function: it reads %s, applies the rule the task describes and hands back the result.",
+		"%s handles the general case first and relies on %s for the details of the computation.",
+		"In %s the key step is how %s are combined; once that is right the function returns the expected value.",
+	}
+	f := forms[variant(code+last, len(forms))]
+	if detail == "" {
+		detail = "its arguments"
+	}
+	s := fmt.Sprintf(f, name, detail)
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// promptPart returns the text after marker up to the next fence or blank
+// line pair.
+func promptPart(s, marker string) string {
+	i := strings.Index(s, marker)
+	if i < 0 {
+		return ""
+	}
+	rest := s[i+len(marker):]
+	if j := strings.Index(rest, "\n\nCode:"); j >= 0 {
+		rest = rest[:j]
+	}
+	return strings.TrimSpace(rest)
+}
+
+// judge says whether the code in the request is the persona's good code.
+func (p *Persona) judge(c Call) string {
+	if p.bad(YesJudge) {
+		return `{"correct": true, "reason": "The code ran and looks right."}`
+	}
+	last := c.LastUser()
+	task := promptPart(last, "Task:\n")
+	code := ""
+	if i := strings.Index(last, "Code:\n"); i >= 0 {
+		code = lastCode(last[i:])
+		if b := codeBlocks(last[i:]); len(b) > 0 {
+			code = b[0]
+		}
+	}
+	good, _, ok := "", "", false
+	if p.Solve != nil {
+		good, _, ok = p.Solve(task)
+	}
+	correct := ok && normalize(code) == normalize(good)
+	if ok && !correct && strings.Contains(normalize(code), normalize(good)) {
+		correct = true
+	}
+	reason := "It computes the requested value for the example."
+	if !correct {
+		reason = "The function returns the wrong value for the case in the task."
+	}
+	b, _ := json.Marshal(map[string]any{"correct": correct, "reason": reason})
+	return string(b)
+}
+
+// normalize drops docstrings, comments and blank lines, so a documented
+// revision judges like the code it documents.
+func normalize(code string) string {
+	var out []string
+	for _, l := range strings.Split(code, "\n") {
+		t := strings.TrimSpace(l)
+		if t == "" || strings.HasPrefix(t, "#") || (strings.HasPrefix(t, `"""`) && strings.HasSuffix(t, `"""`) && len(t) >= 6) {
+			continue
+		}
+		out = append(out, strings.TrimRight(l, " "))
+	}
+	return strings.Join(out, "\n")
+}
+
+var (
+	aimRe  = regexp.MustCompile(`Aim your feedback at this goal: ([a-z _]+)\.`)
+	asks   = map[string]string{"syntax": "use a clearer layout for the condition in %s", "efficiency": "avoid recomputing values inside %s", "functionality": "make %s handle an empty input explicitly", "clarity": "add a docstring to %s that says what it returns", "bugs": "guard %s against inputs of the wrong type", "security": "validate the arguments %s receives before using them", "compatibility": "avoid features in %s that older Python versions lack", "resource use": "keep the memory %s uses small for long inputs", "scalability": "make sure %s still works quickly on much larger inputs", "best practices": "document the arguments of %s and their types"}
+	others = []string{"clarity", "efficiency", "security", "bugs"}
+)
+
+// feedback plays the demanding user: JSON with the category asked for, the
+// goals met and missed (under the names real models used), and a request
+// for one change in words.
+func (p *Persona) feedback(c Call) string {
+	last := c.LastUser()
+	cat := "clarity"
+	if m := aimRe.FindStringSubmatch(last); m != nil {
+		cat = m[1]
+	}
+	code := ""
+	if i := strings.Index(last, "The assistant's latest code:"); i >= 0 {
+		code = lastCode(last[i:])
+		if b := codeBlocks(last[i:]); len(b) > 0 {
+			code = b[0]
+		}
+	}
+	name := fnName(code)
+	ask, ok := asks[cat]
+	if !ok {
+		ask = "improve %s"
+	}
+	openers := []string{"The code works, but please %s.", "Could you %s?", "One thing I'd like changed: %s.", "Before I use this, %s, please.", "It passes, though I want you to %s."}
+	text := fmt.Sprintf(openers[variant(last, len(openers))], fmt.Sprintf(ask, name))
+	said := cat
+	if p.bad(WrongCategory) {
+		for _, o := range others {
+			if o != cat {
+				said = o
+				break
+			}
+		}
+	}
+	if p.bad(CodeInFeedback) {
+		text += " Like this:\n```python\n" + code + "\n```"
+	}
+	b, _ := json.Marshal(map[string]any{
+		"category": said, "achieved_goals": []string{"functionality"}, "unmet_goals": []string{said}, "feedback": text})
+	return string(b)
+}
+
+// evalFeedback plays the user of `eval` who says what is wrong in words.
+func (p *Persona) evalFeedback(c Call) string {
+	last := c.LastUser()
+	code := ""
+	if i := strings.Index(last, "The assistant's code:"); i >= 0 {
+		if b := codeBlocks(last[i:]); len(b) > 0 {
+			code = b[0]
+		}
+	}
+	text := fmt.Sprintf("The tests fail because %s returns the wrong value for the example cases. Check the expression it returns against the task statement.", fnName(code))
+	if p.bad(CodeInFeedback) {
+		good := code
+		if p.Solve != nil {
+			if g, _, ok := p.Solve(promptPart(last, "Task:\n")); ok {
+				good = g
+			}
+		}
+		text = "Here is the fixed code:\n```python\n" + good + "\n```"
+	}
+	return text
+}

@@ -1,0 +1,385 @@
+package audit
+
+import (
+	"cmp"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// FingerprintOptions set the rename-invariant code fingerprints (measure 3,
+// as MOSS and Dolos do it). Zero fields take DefaultFingerprintOptions.
+type FingerprintOptions struct {
+	// K is the k-gram length in code tokens.
+	K int `json:"k"`
+	// Window is the winnowing window: of every Window consecutive k-gram
+	// hashes of a benchmark task the smallest is its fingerprint, so any
+	// stretch of K+Window-1 tokens a dialogue shares with the task shares
+	// at least one fingerprint.
+	Window int `json:"window"`
+	// Threshold: a dialogue is flagged against a task when it holds at
+	// least this weighted share of the fingerprints of the task's solution,
+	// or of its tests, in either form (exact or renamed).
+	Threshold float64 `json:"threshold"`
+	// MinMatches is the least number of distinct fingerprints behind a
+	// flag in the renamed form, so a few generic tokens are not a match
+	// (in the exact form, where names must agree, a task part with fewer
+	// fingerprints needs all of them).
+	MinMatches int `json:"min_matches"`
+	// MinWeight is the least information behind a flag: the matched
+	// fingerprints' weights (1/tasks holding each) must add up to this, so
+	// boilerplate that many tasks share attributes to none of them.
+	MinWeight float64 `json:"min_weight"`
+	// RenamedThreshold is Threshold for the renamed form, higher because
+	// structure alone is weaker evidence than structure and names.
+	RenamedThreshold float64 `json:"renamed_threshold"`
+	// MinRenamedTokens is the least length, in code tokens, of a task part
+	// the renamed form may flag: a renamed copy of a shorter solution (an
+	// average, a de-duplicating loop) is the textbook code many unrelated
+	// dialogues hold, and only its exact form is evidence.
+	MinRenamedTokens int `json:"min_renamed_tokens"`
+	// Off turns the measure off.
+	Off bool `json:"off,omitempty"`
+}
+
+// DefaultFingerprintOptions are the documented defaults.
+var DefaultFingerprintOptions = FingerprintOptions{K: 9, Window: 4, Threshold: 0.6, MinMatches: 3, MinWeight: 1, MinRenamedTokens: 40, RenamedThreshold: 0.7}
+
+func (o FingerprintOptions) withDefaults() FingerprintOptions {
+	d := DefaultFingerprintOptions
+	o.K = cmp.Or(o.K, d.K)
+	o.Window = cmp.Or(o.Window, d.Window)
+	o.Threshold = cmp.Or(o.Threshold, d.Threshold)
+	o.MinMatches = cmp.Or(o.MinMatches, d.MinMatches)
+	o.MinWeight = cmp.Or(o.MinWeight, d.MinWeight)
+	o.MinRenamedTokens = cmp.Or(o.MinRenamedTokens, d.MinRenamedTokens)
+	o.RenamedThreshold = cmp.Or(o.RenamedThreshold, d.RenamedThreshold)
+	return o
+}
+
+// Fingerprint streams: the exact form keeps identifiers as written; the
+// renamed form makes every user identifier alike.
+const (
+	streamExact = iota
+	streamRenamed
+	nStreams
+)
+
+// Task parts a fingerprint belongs to.
+const (
+	partSolution = iota
+	partTests
+	partSetup
+	nParts
+)
+
+var streamName = [nStreams]string{"exact", "renamed"}
+var partName = [nParts]string{"solution", "test", "test-setup"}
+
+// streamSalt separates the two streams' hashes in one table.
+var streamSalt = [nStreams]uint64{0x243F6A8885A308D3, 0x13198A2E03707344}
+
+// fpRef is one task part holding a fingerprint.
+type fpRef struct {
+	task   int32
+	part   uint8
+	stream uint8
+}
+
+// fpEntry is a fingerprint's postings and its weight: 1/(tasks holding
+// it), so a fingerprint that many tasks share (boilerplate, a common
+// loop) spreads its evidence over all of them and attributes to none.
+type fpEntry struct {
+	refs []fpRef
+	w    float32
+}
+
+// fpTotals are a task's fingerprint counts and weights per stream and part.
+type fpTotals struct {
+	tokens [nParts]int32 // code tokens of each part
+	n      [nStreams][nParts]int32
+	w      [nStreams][nParts]float32
+}
+
+// winnow appends the fingerprints of hs (robust winnowing: the minimum of
+// every window of w hashes, the rightmost on ties, each selection once) to
+// out. A sequence shorter than a window gives its minimum.
+func winnow(hs []uint64, w int, out []uint64) []uint64 {
+	if len(hs) == 0 {
+		return out
+	}
+	if len(hs) <= w {
+		m := hs[0]
+		for _, h := range hs[1:] {
+			m = min(m, h)
+		}
+		return append(out, m)
+	}
+	last := -1
+	for i := 0; i+w <= len(hs); i++ {
+		mi := i
+		for j := i + 1; j < i+w; j++ {
+			if hs[j] <= hs[mi] {
+				mi = j
+			}
+		}
+		if mi != last {
+			out = append(out, hs[mi])
+			last = mi
+		}
+	}
+	return out
+}
+
+// stripDocstrings removes the triple-quoted strings of a HumanEval prompt:
+// they are the task's statement, not its code, and a copy without them is
+// still a copy of the code.
+func stripDocstrings(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, `"""`)
+		j := strings.Index(s, `'''`)
+		if i < 0 || j >= 0 && j < i {
+			i = j
+		}
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		q := s[i : i+3]
+		k := strings.Index(s[i+3:], q)
+		if k < 0 {
+			b.WriteString(s[:i])
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		s = s[i+3+k+3:]
+	}
+}
+
+// buildFingerprints fills x's fingerprint table from the task code parts.
+func (x *Index) buildFingerprints(parts [][nParts]string, o FingerprintOptions) {
+	x.fpOpts = o
+	x.fpIndex = map[uint64]int32{}
+	x.fpTotals = make([]fpTotals, len(parts))
+	var toks []ctok
+	var th, gh, sel []uint64
+	type key struct {
+		h    uint64
+		part uint8
+	}
+	for ti, ps := range parts {
+		seen := map[key]bool{}
+		for p, code := range ps {
+			toks = codeTokens(code, toks[:0])
+			x.fpTotals[ti].tokens[p] = int32(len(toks))
+			for s := range nStreams {
+				th = th[:0]
+				for _, t := range toks {
+					if s == streamExact {
+						th = append(th, t.exact)
+					} else {
+						th = append(th, t.norm)
+					}
+				}
+				gh = rollingHashes(th, o.K, gh[:0])
+				sel = winnow(gh, o.Window, sel[:0])
+				if len(sel) < 2*o.MinMatches {
+					// A short part (a one-line function, one assert) keeps
+					// every k-gram: winnowing would leave one or two
+					// fingerprints, too few to weigh.
+					sel = append(sel[:0], gh...)
+				}
+				for _, h := range sel {
+					h ^= streamSalt[s]
+					if seen[key{h, uint8(p)}] {
+						continue
+					}
+					seen[key{h, uint8(p)}] = true
+					ei, ok := x.fpIndex[h]
+					if !ok {
+						ei = int32(len(x.fpEntries))
+						x.fpIndex[h] = ei
+						x.fpEntries = append(x.fpEntries, fpEntry{})
+					}
+					e := &x.fpEntries[ei]
+					e.refs = append(e.refs, fpRef{task: int32(ti), part: uint8(p), stream: uint8(s)})
+				}
+			}
+		}
+	}
+	for i := range x.fpEntries {
+		e := &x.fpEntries[i]
+		df := 0
+		for k, r := range e.refs {
+			if k == 0 || r.task != e.refs[k-1].task {
+				df++
+			}
+		}
+		e.w = 1 / float32(df)
+		for _, r := range e.refs {
+			t := &x.fpTotals[r.task]
+			t.n[r.stream][r.part]++
+			t.w[r.stream][r.part] += e.w
+		}
+	}
+}
+
+// fpHit collects what one dialogue shares with one task.
+type fpHit struct {
+	seen  map[int32]bool // fingerprint entries already counted
+	n     [nStreams][nParts]int32
+	w     [nStreams][nParts]float32
+	spans []schema.Span
+}
+
+// matchFingerprints adds fingerprint findings of dialogue d against x to r.
+func (a *Auditor) matchFingerprints(x *Index, d *schema.Dialogue, id string, s *scratch, r *Result) {
+	o := x.fpOpts
+	clear(s.fpHits)
+	for mi := range s.ctMsgs {
+		m := s.ctMsgs[mi]
+		toks := s.ctoks[m.t0:m.t1]
+		for s2 := range nStreams {
+			gh := s.cgh[s2][m.g0:m.g1]
+			for gi, h := range gh {
+				h ^= streamSalt[s2]
+				if !x.mayHold(h) {
+					continue
+				}
+				ei, ok := x.fpIndex[h]
+				if !ok {
+					continue
+				}
+				e := &x.fpEntries[ei]
+				span := schema.Span{Message: m.msg, Start: int(toks[gi].start), End: int(toks[gi+o.K-1].end)}
+				for _, ref := range e.refs {
+					if int(ref.stream) != s2 {
+						continue
+					}
+					hit := s.fpHits[ref.task]
+					if hit == nil {
+						hit = &fpHit{seen: map[int32]bool{}}
+						s.fpHits[ref.task] = hit
+					}
+					k := ei<<3 | int32(ref.part)<<1 | int32(ref.stream)
+					if hit.seen[k] {
+						continue
+					}
+					hit.seen[k] = true
+					hit.n[ref.stream][ref.part]++
+					hit.w[ref.stream][ref.part] += e.w
+					hit.spans = addSpan(hit.spans, span)
+				}
+			}
+		}
+	}
+	if len(s.fpHits) == 0 {
+		return
+	}
+	tasks := make([]int32, 0, len(s.fpHits))
+	for t := range s.fpHits {
+		tasks = append(tasks, t)
+	}
+	sort.Slice(tasks, func(i, j int) bool { return tasks[i] < tasks[j] })
+	for _, t := range tasks {
+		hit := s.fpHits[t]
+		tot := &x.fpTotals[t]
+		best, bs, bp := 0.0, 0, 0
+		for st := range nStreams {
+			for p := range nParts {
+				need := int32(o.MinMatches)
+				if st == streamExact {
+					need = min(need, tot.n[st][p])
+				} else if tot.tokens[p] < int32(o.MinRenamedTokens) {
+					continue
+				}
+				if hit.n[st][p] < max(need, 1) || tot.w[st][p] == 0 || float64(hit.w[st][p]) < o.MinWeight {
+					continue
+				}
+				sc := float64(hit.w[st][p] / tot.w[st][p])
+				if st == streamRenamed && sc < o.RenamedThreshold {
+					continue
+				}
+				if sc > best {
+					best, bs, bp = sc, st, p
+				}
+			}
+		}
+		if best < o.Threshold {
+			continue
+		}
+		r.Findings = append(r.Findings, schema.Finding{
+			DialogueID: id, Benchmark: x.name, TaskID: x.tasks[t].id, Method: MethodFingerprint,
+			Score: min(best, 1),
+			Evidence: fmt.Sprintf("%s form: %d of %d %s fingerprints (weighted share %.2f); %s",
+				streamName[bs], hit.n[bs][bp], tot.n[bs][bp], partName[bp], best, spansText(hit.spans)),
+			Spans: hit.spans,
+		})
+	}
+}
+
+// addSpan adds sp to spans, merging it with an overlapping span of the
+// same message (k-gram hits overlap heavily).
+func addSpan(spans []schema.Span, sp schema.Span) []schema.Span {
+	for i := range spans {
+		s := &spans[i]
+		if s.Message == sp.Message && sp.Start <= s.End && sp.End >= s.Start {
+			s.Start, s.End = min(s.Start, sp.Start), max(s.End, sp.End)
+			return spans
+		}
+	}
+	return append(spans, sp)
+}
+
+func spansText(spans []schema.Span) string {
+	var b strings.Builder
+	b.WriteString("spans:")
+	for i, s := range spans {
+		if i == 4 {
+			fmt.Fprintf(&b, " +%d more", len(spans)-4)
+			break
+		}
+		fmt.Fprintf(&b, " turn %d [%d:%d]", s.Message, s.Start, s.End)
+	}
+	return b.String()
+}
+
+// codeKGrams tokenizes every user, assistant and system turn of d as code
+// (fenced or not: the tokenizer ignores fences) and computes the k-gram
+// hashes of both streams into s. Execution turns hold program output.
+func (a *Auditor) codeKGrams(d *schema.Dialogue, s *scratch) {
+	k := a.opts.Fingerprints.K
+	s.ctoks, s.ctMsgs = s.ctoks[:0], s.ctMsgs[:0]
+	for st := range nStreams {
+		s.cgh[st] = s.cgh[st][:0]
+	}
+	for i := range d.Messages {
+		m := &d.Messages[i]
+		if m.Role == schema.RoleExecution {
+			continue
+		}
+		t0 := len(s.ctoks)
+		s.ctoks = codeTokens(m.Content, s.ctoks)
+		toks := s.ctoks[t0:]
+		if len(toks) < k {
+			s.ctoks = s.ctoks[:t0]
+			continue
+		}
+		g0 := len(s.cgh[0])
+		for st := range nStreams {
+			s.cth = s.cth[:0]
+			for _, t := range toks {
+				if st == streamExact {
+					s.cth = append(s.cth, t.exact)
+				} else {
+					s.cth = append(s.cth, t.norm)
+				}
+			}
+			s.cgh[st] = rollingHashes(s.cth, k, s.cgh[st])
+		}
+		s.ctMsgs = append(s.ctMsgs, ctMsg{msg: i, t0: t0, t1: len(s.ctoks), g0: g0, g1: len(s.cgh[0])})
+	}
+}
