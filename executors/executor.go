@@ -10,8 +10,12 @@ package executors
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/url"
+	"path"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -105,6 +109,45 @@ type Executor interface {
 type SessionOptions struct {
 	Files  map[string][]byte // placed in the session's scratch at open and at Reset
 	Limits Limits            // per cell
+	// Mounts bind host directories into the session's sandbox (e.g. a
+	// task's prepared /testbed). Drivers whose launcher is not a
+	// MountLauncher refuse them with ErrNoMounts.
+	Mounts []Mount
+}
+
+// Mount binds a host file or directory into a sandbox at an absolute path.
+// The host side stays owned by the caller; a writable mount's files must
+// belong to the sandbox's user (see SandboxOwner) for it to write them.
+type Mount struct {
+	Source   string // absolute host path
+	Target   string // absolute path in the sandbox, outside its system directories and /tmp
+	ReadOnly bool
+}
+
+// ErrNoMounts: the driver cannot bind host directories into a session.
+var ErrNoMounts = errors.New("executors: this driver cannot mount host directories into a session")
+
+// SandboxOwner is implemented by sessions that know the host uid and gid
+// their sandbox runs as: files under a writable mount must belong to them.
+type SandboxOwner interface {
+	SandboxOwner() (uid, gid int)
+}
+
+// reservedTargets may not be mount targets: the sandbox's system and
+// scratch directories.
+var reservedTargets = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/proc", "/dev", "/sys", "/tmp", "/run", "/var/tmp"}
+
+// Validate checks a mount's paths.
+func (m Mount) Validate() error {
+	if !path.IsAbs(m.Source) || !path.IsAbs(m.Target) || path.Clean(m.Target) != m.Target || m.Target == "/" {
+		return fmt.Errorf("executors: bad mount %s -> %s (want absolute paths, a clean target other than /)", m.Source, m.Target)
+	}
+	for _, r := range reservedTargets {
+		if m.Target == r || strings.HasPrefix(m.Target, r+"/") {
+			return fmt.Errorf("executors: mount target %s is inside the sandbox's own %s", m.Target, r)
+		}
+	}
+	return nil
 }
 
 // Session is a stateful interpreter. Not safe for concurrent use.

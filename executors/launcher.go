@@ -28,6 +28,14 @@ type Conn interface {
 	Close() error
 }
 
+// MountLauncher is an optional Launcher capability: start an instance with
+// host paths bound in, for sessions opened with SessionOptions.Mounts.
+type MountLauncher interface {
+	LaunchMounts(ctx context.Context, slot int, argv []string, mounts []Mount) (Conn, error)
+	// SlotOwner is the host uid and gid the instance on slot runs as.
+	SlotOwner(slot int) (uid, gid int)
+}
+
 // Starter is an optional Conn capability: Started is called once the runner
 // is ready and idle, before the first run (e.g. to move the instance's
 // processes into its cgroup). An error discards the instance.

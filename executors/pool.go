@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -250,6 +251,14 @@ func (p *pool) Open(ctx context.Context, lang Language, opts SessionOptions) (Se
 	if err := validateFiles(opts.Files); err != nil {
 		return nil, err
 	}
+	for _, m := range opts.Mounts {
+		if err := m.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	if _, ok := p.l.(MountLauncher); len(opts.Mounts) > 0 && !ok {
+		return nil, ErrNoMounts
+	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -260,7 +269,7 @@ func (p *pool) Open(ctx context.Context, lang Language, opts SessionOptions) (Se
 		slot++
 	}
 	p.sessSlot[slot] = true
-	s := &session{p: p, lang: lang, files: opts.Files, lim: opts.Limits.WithDefaults(p.defaults), slot: slot}
+	s := &session{p: p, lang: lang, files: opts.Files, mounts: opts.Mounts, lim: opts.Limits.WithDefaults(p.defaults), slot: slot}
 	p.sessions[s] = true
 	p.mu.Unlock()
 	if err := s.start(ctx); err != nil {
@@ -310,11 +319,12 @@ func (p *pool) Close() error {
 // misses its deadline or kills its runner, the instance is replaced and the
 // session starts again empty (with its files).
 type session struct {
-	p     *pool
-	lang  Language
-	files map[string][]byte
-	lim   Limits
-	slot  int
+	p      *pool
+	lang   Language
+	files  map[string][]byte
+	mounts []Mount
+	lim    Limits
+	slot   int
 
 	mu     sync.Mutex
 	inst   *instance
@@ -322,7 +332,7 @@ type session struct {
 }
 
 func (s *session) start(ctx context.Context) error {
-	inst, err := startInstance(ctx, s.p.l, s.slot, s.p.opts.StartTimeout)
+	inst, err := startInstance(ctx, s.p.l, s.slot, s.p.opts.StartTimeout, s.mounts...)
 	if err != nil {
 		return fmt.Errorf("executors: %s session: %w", s.p.info.Driver, err)
 	}
@@ -416,6 +426,14 @@ func (s *session) Reset(ctx context.Context) error {
 	}
 	s.kill()
 	return s.start(ctx)
+}
+
+// SandboxOwner implements SandboxOwner where the launcher knows its uids.
+func (s *session) SandboxOwner() (uid, gid int) {
+	if ml, ok := s.p.l.(MountLauncher); ok {
+		return ml.SlotOwner(s.slot)
+	}
+	return os.Getuid(), os.Getgid()
 }
 
 // Close implements Session.

@@ -129,8 +129,18 @@ type instance struct {
 }
 
 // startInstance launches a runner and waits for its ready line.
-func startInstance(ctx context.Context, l Launcher, slot int, wait time.Duration) (*instance, error) {
-	conn, err := l.Launch(ctx, slot, RunnerArgv())
+func startInstance(ctx context.Context, l Launcher, slot int, wait time.Duration, mounts ...Mount) (*instance, error) {
+	var conn Conn
+	var err error
+	if len(mounts) > 0 {
+		ml, ok := l.(MountLauncher)
+		if !ok {
+			return nil, ErrNoMounts
+		}
+		conn, err = ml.LaunchMounts(ctx, slot, RunnerArgv(), mounts)
+	} else {
+		conn, err = l.Launch(ctx, slot, RunnerArgv())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("launching sandbox instance %d: %w", slot, err)
 	}

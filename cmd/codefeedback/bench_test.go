@@ -18,7 +18,7 @@ import (
 
 // `bench fetch` fills an empty cache from a loopback mirror of the shared
 // data, then `audit` finds the benchmarks there with no --bench-dir; a
-// mirror serving other bytes fails with exit 3 and leaves nothing.
+// mirror serving other bytes fails with exit 7 (bad data) and leaves nothing.
 func TestBenchFetchThenAudit(t *testing.T) {
 	shared.Path(t, "evalplus/MbppPlus.jsonl.gz")
 	src := shared.DataDir()

@@ -14,6 +14,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/executors/env"
+	"github.com/codefeedback/codefeedback/internal/agent"
 	"github.com/codefeedback/codefeedback/internal/benchmarks"
 	"github.com/codefeedback/codefeedback/internal/evaluate"
 	"github.com/codefeedback/codefeedback/internal/store"
@@ -37,6 +39,9 @@ type evalOptions struct {
 	MaxTokens       int
 	Limit           int
 	JSON            bool
+	CaseTimeout     time.Duration
+	InterCode       cli.StringSlice
+	ICStrategy      string
 }
 
 func init() {
@@ -66,6 +71,9 @@ func init() {
 			&cli.IntFlag{Name: "max-tokens", Usage: "answer length limit (0: the server's default)", Destination: &o.MaxTokens},
 			&cli.IntFlag{Name: "limit", Usage: "evaluate only the first N problems of each benchmark", Destination: &o.Limit},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON instead of a table", Destination: &o.JSON},
+			&cli.StringSliceFlag{Name: "intercode", Usage: "InterCode task file (JSON Lines of tasks or InterCode's data files); each environment becomes a benchmark intercode-ENV, played for --rounds+1 turns; repeatable", Destination: &o.InterCode},
+			&cli.StringFlag{Name: "intercode-strategy", Usage: "InterCode prompting strategy: tryagain (turn r+1 is round r), single, react or plan-solve", Value: "tryagain", Destination: &o.ICStrategy},
+			&cli.DurationFlag{Name: "case-timeout", Usage: "time limit per test case (0: the harness's 5s); the run's limit grows with it", Destination: &o.CaseTimeout},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -89,27 +97,59 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	var names []string
 	for _, n := range strings.Split(o.Benchmarks, ",") {
 		if n = strings.TrimSpace(strings.ToLower(n)); n != "" {
+			if strings.HasPrefix(n, "intercode") {
+				continue // played from the --intercode files
+			}
 			if !evaluate.Supported(n) {
-				return withCode(exitUsage, fmt.Errorf("eval: unknown benchmark %q (want humaneval, mbpp, humaneval+, mbpp+)", n))
+				return withCode(exitUsage, fmt.Errorf("eval: unknown benchmark %q (want humaneval, mbpp, humaneval+, mbpp+, intercode)", n))
 			}
 			names = append(names, n)
 		}
 	}
-	if len(names) == 0 {
+	var icTasks []env.Task
+	for _, f := range o.InterCode.Value() {
+		ts, err := agent.LoadTasks(f, "")
+		if err != nil {
+			return withCode(exitUsage, fmt.Errorf("eval: %w", err))
+		}
+		icTasks = append(icTasks, ts...)
+	}
+	if strings.Contains(o.Benchmarks, "intercode") && len(icTasks) == 0 {
+		return withCode(exitUsage, fmt.Errorf("eval: the intercode benchmarks need --intercode FILE (task files)"))
+	}
+	if len(names) == 0 && len(icTasks) == 0 {
 		return withCode(exitUsage, fmt.Errorf("eval: no benchmarks"))
 	}
-	dir, err := benchmarks.Dir(o.Data)
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("eval: %w", err))
-	}
-	o.Data = dir
-	var tasks []evaluate.Task
-	for _, n := range names {
-		ts, err := evaluate.Load(o.Data, n, o.Limit)
+	if len(names) > 0 {
+		dir, err := benchmarks.Dir(o.Data)
 		if err != nil {
-			return withCode(exitUsage, err)
+			return withCode(exitUsage, fmt.Errorf("eval: %w", err))
+		}
+		o.Data = dir
+	}
+	// Each benchmark loads on its own: a malformed record is skipped and
+	// reported, a benchmark that cannot load at all is reported as such,
+	// and the others still run.
+	var (
+		tasks   []evaluate.Task
+		skipped []evaluate.Skipped
+		failed  = map[string]error{}
+	)
+	for _, n := range names {
+		ts, sk, err := evaluate.LoadSkipping(o.Data, n, o.Limit)
+		skipped = append(skipped, sk...)
+		for _, s := range sk {
+			fmt.Fprintf(stderr, "eval: %s: skipping malformed record %s: %s\n", n, s.TaskID, s.Reason)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "eval: %s: not evaluated: %v\n", n, err)
+			failed[n] = err
+			continue
 		}
 		tasks = append(tasks, ts...)
+	}
+	if len(names) > 0 && len(failed) == len(names) && len(icTasks) == 0 {
+		return withCode(exitUsage, fmt.Errorf("eval: no benchmark could be loaded (first: %w)", failed[names[0]]))
 	}
 
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
@@ -167,7 +207,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	defer ex.Close()
 
 	e, err := evaluate.New(evaluate.Options{Model: o.Model, Rounds: o.Rounds, Feedback: o.Feedback, Seed: o.Seed,
-		MaxTokens: o.MaxTokens, Concurrency: o.Concurrency}, model, feedback, ex, db)
+		MaxTokens: o.MaxTokens, Concurrency: o.Concurrency, CaseTimeout: o.CaseTimeout}, model, feedback, ex, db)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
@@ -183,6 +223,23 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		return fmt.Errorf("eval: %w", err)
 	}
 	rep := e.Score(names, samples)
+	rep.NoteLoad(skipped, failed)
+	if len(icTasks) > 0 {
+		eps, err := e.RunInterCode(ctx, icTasks, evaluate.InterCodeOptions{Strategy: o.ICStrategy,
+			LogDir: filepath.Join(o.Out, "trajectories")}, func(p agent.Progress) {
+			if time.Since(last) > 2*time.Second || p.Done == p.Total {
+				last = time.Now()
+				fmt.Fprintf(stderr, "eval: intercode %d/%d tasks, %d succeeded\n", p.Done, p.Total, p.Successes)
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("eval: intercode: %w", err)
+		}
+		rep.AddInterCode(eps)
+		if err := agent.WriteRun(o.Out, eps, rep.InterCode); err != nil {
+			return err
+		}
+	}
 	rep.Duration = time.Since(start)
 	if err := evaluate.WriteFiles(o.Out, rep, samples); err != nil {
 		return err
@@ -190,11 +247,27 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if o.JSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+		return evalLoadFailure(failed, names)
 	}
 	if err := rep.WriteTable(stdout); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(o.Out, "results.json"), filepath.Join(o.Out, "samples.jsonl"))
-	return err
+	if _, err := fmt.Fprintf(stdout, "wrote %s and %s\n", filepath.Join(o.Out, "results.json"), filepath.Join(o.Out, "samples.jsonl")); err != nil {
+		return err
+	}
+	return evalLoadFailure(failed, names)
+}
+
+// evalLoadFailure is exit code 7 (bad data) when a benchmark could not be loaded: the
+// others were evaluated and reported, but the run is incomplete.
+func evalLoadFailure(failed map[string]error, names []string) error {
+	for _, n := range names {
+		if err := failed[n]; err != nil {
+			return withCode(exitBadData, fmt.Errorf("eval: %d of %d benchmarks not evaluated (%s: %w)", len(failed), len(names), n, err))
+		}
+	}
+	return nil
 }

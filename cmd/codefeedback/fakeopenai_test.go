@@ -168,6 +168,9 @@ func fakeModelReply(c llmtest.Call) llmtest.Reply {
 		system = msgs[0].Content
 	}
 	last := c.LastUser()
+	if r, ok := fakeAgentReply(msgs); ok {
+		return r
+	}
 	switch {
 	case strings.Contains(system, "You annotate programming conversations"):
 		fn := "the requested function"

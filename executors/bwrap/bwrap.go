@@ -278,9 +278,14 @@ var hostImage = sync.OnceValue(func() string {
 // Args is the bwrap command line for argv (exported for tests and docs). It
 // reads the /etc files and the seccomp filter from descriptors 3 and up,
 // so start it through Command, which attaches them.
-func (l *Launcher) Args(argv []string) []string { return l.args(argv, nil) }
+func (l *Launcher) Args(argv []string) []string { return l.args(argv, nil, nil) }
 
-func (l *Launcher) args(argv []string, cg *cgroup) []string {
+// ArgsMounts is Args with host paths bound in (--bind, --ro-bind).
+func (l *Launcher) ArgsMounts(argv []string, mounts []executors.Mount) []string {
+	return l.args(argv, nil, mounts)
+}
+
+func (l *Launcher) args(argv []string, cg *cgroup, mounts []executors.Mount) []string {
 	a := []string{
 		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
 		// The runner is pid 1: the kernel drops signals its children send
@@ -324,7 +329,17 @@ func (l *Launcher) args(argv []string, cg *cgroup) []string {
 		"--size", fmt.Sprint(l.shm), "--tmpfs", "/dev/shm",
 		"--mqueue", "/dev/mqueue",
 		"--remount-ro", "/dev",
-		"--size", fmt.Sprint(l.disk), "--tmpfs", "/tmp",
+		"--size", fmt.Sprint(l.disk), "--tmpfs", "/tmp")
+	// Host paths bound in for sessions (a task's /testbed): after /tmp,
+	// before / becomes read-only (a bind keeps its own writability).
+	for _, m := range mounts {
+		op := "--bind"
+		if m.ReadOnly {
+			op = "--ro-bind"
+		}
+		a = append(a, op, m.Source, m.Target)
+	}
+	a = append(a,
 		"--remount-ro", "/",
 		"--chdir", "/tmp", "--")
 	return append(a, argv...)
@@ -334,9 +349,9 @@ func (l *Launcher) args(argv []string, cg *cgroup) []string {
 // /etc files, the seccomp filter) as its ExtraFiles, no environment and
 // working directory /. The caller closes cmd.ExtraFiles once the command
 // has started; each pipe can be read once, so a Command runs once.
-func (l *Launcher) Command(argv []string) (*exec.Cmd, error) { return l.command(argv, nil) }
+func (l *Launcher) Command(argv []string) (*exec.Cmd, error) { return l.command(argv, nil, nil) }
 
-func (l *Launcher) command(argv []string, cg *cgroup) (*exec.Cmd, error) {
+func (l *Launcher) command(argv []string, cg *cgroup, mounts []executors.Mount) (*exec.Cmd, error) {
 	files, err := etcPipes()
 	if err != nil {
 		return nil, err
@@ -349,7 +364,7 @@ func (l *Launcher) command(argv []string, cg *cgroup) (*exec.Cmd, error) {
 		}
 		files = append(files, r)
 	}
-	cmd := exec.Command(l.bwrap, l.args(argv, cg)...)
+	cmd := exec.Command(l.bwrap, l.args(argv, cg, mounts)...)
 	cmd.Env = []string{}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = files
@@ -359,6 +374,22 @@ func (l *Launcher) command(argv []string, cg *cgroup) (*exec.Cmd, error) {
 // Launch implements executors.Launcher. ctx bounds only the start; the
 // instance lives until the returned Conn is closed.
 func (l *Launcher) Launch(ctx context.Context, slot int, argv []string) (executors.Conn, error) {
+	return l.LaunchMounts(ctx, slot, argv, nil)
+}
+
+// SlotOwner implements executors.MountLauncher: the slot's uid when the host
+// process is root, else the caller (mapped to the sandbox user).
+func (l *Launcher) SlotOwner(slot int) (uid, gid int) {
+	if l.ids != nil {
+		id := l.ids.UID(slot)
+		return id, id
+	}
+	return os.Getuid(), os.Getgid()
+}
+
+// LaunchMounts implements executors.MountLauncher. bwrap binds the sources
+// as the slot's uid, so each source and its parents must be searchable by it.
+func (l *Launcher) LaunchMounts(ctx context.Context, slot int, argv []string, mounts []executors.Mount) (executors.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -369,7 +400,7 @@ func (l *Launcher) Launch(ctx context.Context, slot int, argv []string) (executo
 			return nil, fmt.Errorf("bwrap: %w", err)
 		}
 	}
-	cmd, err := l.command(argv, cg)
+	cmd, err := l.command(argv, cg, mounts)
 	if err != nil {
 		removeCgroup(cg)
 		return nil, err

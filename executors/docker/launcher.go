@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
@@ -240,6 +241,24 @@ func (l *Launcher) Launch(ctx context.Context, slot int, argv []string) (executo
 	return l.launch(ctx, slot, argv, l.cfg.Init)
 }
 
+// LaunchMounts implements executors.MountLauncher: Launch with bind mounts.
+func (l *Launcher) LaunchMounts(ctx context.Context, slot int, argv []string, mounts []executors.Mount) (executors.Conn, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("docker: launch: empty argv")
+	}
+	argv = append([]string(nil), argv...)
+	if argv[0] == "python3" {
+		argv[0] = l.python
+	}
+	return l.launch(ctx, slot, argv, l.cfg.Init, mounts...)
+}
+
+// SlotOwner implements executors.MountLauncher.
+func (l *Launcher) SlotOwner(slot int) (uid, gid int) {
+	id := l.ids.UID(slot)
+	return id, id
+}
+
 // findPython returns the first of names that the image can execute from
 // PATH. It starts a container without an init process, so a missing
 // executable fails ContainerStart itself instead of a later exit.
@@ -265,7 +284,7 @@ func isNotFound(err error) bool {
 	return strings.Contains(s, "executable file not found") || strings.Contains(s, "no such file or directory")
 }
 
-func (l *Launcher) launch(ctx context.Context, slot int, argv []string, init bool) (executors.Conn, error) {
+func (l *Launcher) launch(ctx context.Context, slot int, argv []string, init bool, mounts ...executors.Mount) (executors.Conn, error) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -276,6 +295,9 @@ func (l *Launcher) launch(ctx context.Context, slot int, argv []string, init boo
 	defer l.launching.Done()
 
 	cfg, hc := l.containerConfig(slot, argv, init)
+	for _, m := range mounts {
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+	}
 	launchID := strconv.FormatUint(l.launches.Add(1), 10)
 	cfg.Labels[LabelLaunch] = launchID
 	created, err := l.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")

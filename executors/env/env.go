@@ -1,158 +1,255 @@
-// Package env is an InterCode-style environment over executor sessions:
-// Reset starts an episode for a task, Step runs one piece of code in the
-// episode's session and returns the observation (the execution output), a
-// reward (the fraction of the task's tests passed) and whether the episode
-// is done. The simulate stage drives a model through it.
+// Package env holds InterCode-style task environments: an agent resets an
+// environment with a task, then steps it with actions (shell commands, SQL
+// statements, Python cells, `submit`), and gets back an observation, a reward
+// in [0, 1], whether the episode is done, and whether the action ran without
+// error. Environments (bash, sql, python, ctf) live in subpackages and
+// register a factory here by name, like the executors drivers; loaders for
+// InterCode's published data files register by dataset name.
+//
+// Rewards follow InterCode's rules (see each subpackage) but are never
+// computed inside an interpreter the agent's code controls.
 package env
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/codefeedback/codefeedback/executors"
 )
 
-// Scorer rates the episode after a step: the fraction of the task's tests
-// passed, in [0, 1]. It may run code in the session (which changes its state).
-type Scorer func(ctx context.Context, s executors.Session, code string, res executors.Result) (float64, error)
-
-// Task is one episode's setup.
+// Task is one InterCode task, loaded from InterCode's published data formats.
 type Task struct {
-	ID       string
-	Language executors.Language
-	Files    map[string][]byte // in the session's scratch at Reset
-	Limits   executors.Limits  // per step
-	MaxSteps int               // zero means 10
-	Score    Scorer            // nil: reward is always 0
+	ID      string            `json:"id"`      // e.g. "nl2bash/fs_1/12", "spider/dev/345", "ic_mbpp/17"
+	Env     string            `json:"env"`     // "bash" | "sql" | "python" | "ctf"
+	Dataset string            `json:"dataset"` // "nl2bash", "spider", "bird", "wikisql", "ic_mbpp", "ctf"
+	Index   int               `json:"index"`   // position in the data file (InterCode's task_id)
+	Query   string            `json:"query"`   // the natural-language instruction shown to the agent
+	Gold    string            `json:"gold"`    // gold action: command, SQL, solution code, or the flag (ctf)
+	Setup   map[string]string `json:"setup,omitempty"`
 }
 
-// Step is what one Step returns.
-type Step struct {
-	Observation string
-	Result      executors.Result
-	Reward      float64
-	Done        bool // the tests all pass or MaxSteps is reached
-	Steps       int  // steps taken in this episode
+// Setup keys the environments read. Loaders fill them; an environment says
+// which it needs and fails Reset with a clear error when one is missing.
+const (
+	SetupFS         = "fs"          // bash: file-system variant name ("fs_1")
+	SetupFSScript   = "fs_script"   // bash: the script that builds the variant (InterCode's setup_nl2b_fs_N.sh)
+	SetupDB         = "db"          // sql: database name
+	SetupDBFile     = "db_file"     // sql: path of the MySQL dump (or a .sqlite file) holding db
+	SetupTests      = "tests"       // python: JSON array of test statements
+	SetupTestSetup  = "test_setup"  // python: code run before the tests
+	SetupEntryPoint = "entry_point" // python: the gold function's name
+	SetupDir        = "dir"         // ctf: host directory with the task's files
+	SetupCommand    = "setup_cmd"   // ctf: a command run before the agent's first action
+	SetupHardness   = "hardness"    // sql (spider): easy|medium|hard|extra
+	SetupSourceFile = "source_file" // the data file the task came from
+)
+
+// StepResult is what one action yields.
+type StepResult struct {
+	Observation string         `json:"observation"` // what the agent sees (output, error, rows as a table)
+	Reward      float64        `json:"reward"`      // InterCode's reward, in [0,1]; 0 until something is scored
+	Done        bool           `json:"done"`        // the episode ended (submit)
+	Valid       bool           `json:"valid"`       // InterCode's valid_action: the action ran without error
+	Info        map[string]any `json:"info,omitempty"`
 }
 
-// Env runs episodes one at a time on an executor. Not safe for concurrent
-// use; use one Env per episode in flight.
-type Env struct {
-	ex    executors.Executor
-	task  Task
-	s     executors.Session
-	steps int
-	done  bool
+// Env runs one episode at a time. Not safe for concurrent use: open one Env
+// per episode in flight.
+type Env interface {
+	// Reset ends any episode and starts a fresh one for t (fresh file
+	// system, database or interpreter). It returns the initial observation:
+	// the task's query.
+	Reset(ctx context.Context, t Task) (string, error)
+	// Step runs one action. "submit" (python: "submit FUNC", ctf:
+	// "submit FLAG") scores the episode and ends it; a step after the end
+	// is an error. A failing action is data (Valid false), not an error;
+	// an error means the environment itself failed.
+	Step(ctx context.Context, action string) (StepResult, error)
+	// Score rates the current state as `submit arg` would, without ending
+	// the episode: InterCode's n-turn experiments submit after every action
+	// and go on.
+	Score(ctx context.Context, arg string) (StepResult, error)
+	Close() error
 }
 
-// New returns an environment over ex; ex stays owned by the caller.
-func New(ex executors.Executor) *Env { return &Env{ex: ex} }
+// Options configure an environment. Zero values take defaults.
+type Options struct {
+	// Limits bound each action (per cell or command); the zero value takes
+	// the executor's defaults, with a 10 s timeout as InterCode's.
+	Limits executors.Limits
+	// CacheDir holds prepared file systems and databases, built once per
+	// variant and reused; empty means a directory under the user cache.
+	CacheDir string
+	// Params are environment-specific settings, e.g. sql's "backend"
+	// (sqlite|mariadb) and "dsn".
+	Params map[string]string
+}
 
-// Reset ends any running episode and starts task in a fresh session. It
-// returns the initial observation (empty: nothing has run yet).
-func (e *Env) Reset(ctx context.Context, task Task) (string, error) {
-	if task.MaxSteps <= 0 {
-		task.MaxSteps = 10
+// Factory opens an environment over ex. ex stays owned by the caller and must
+// outlive the Env.
+type Factory func(ctx context.Context, ex executors.Executor, opts Options) (Env, error)
+
+// Loader reads one of InterCode's data files (path) into tasks.
+type Loader func(path string) ([]Task, error)
+
+var (
+	mu      sync.Mutex
+	envs    = map[string]Factory{}
+	loaders = map[string]loaderEntry{}
+)
+
+type loaderEntry struct {
+	env  string
+	load Loader
+}
+
+// Register makes an environment available by name. Duplicates panic.
+func Register(name string, f Factory) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := envs[name]; dup {
+		panic("env: environment registered twice: " + name)
 	}
-	if e.s != nil {
-		e.s.Close()
-		e.s = nil
+	envs[name] = f
+}
+
+// RegisterLoader makes a dataset's loader available; env is the environment
+// its tasks run in. Duplicates panic.
+func RegisterLoader(dataset, env string, l Loader) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := loaders[dataset]; dup {
+		panic("env: loader registered twice: " + dataset)
 	}
-	s, err := e.ex.Open(ctx, task.Language, executors.SessionOptions{Files: task.Files, Limits: task.Limits})
+	loaders[dataset] = loaderEntry{env, l}
+}
+
+// Names lists registered environments.
+func Names() []string {
+	mu.Lock()
+	defer mu.Unlock()
+	return sortedKeys(envs)
+}
+
+// Datasets lists registered loaders.
+func Datasets() []string {
+	mu.Lock()
+	defer mu.Unlock()
+	return sortedKeys(loaders)
+}
+
+// EnvFor names the environment a dataset's tasks run in ("" if unknown).
+func EnvFor(dataset string) string {
+	mu.Lock()
+	defer mu.Unlock()
+	return loaders[dataset].env
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	s := make([]string, 0, len(m))
+	for k := range m {
+		s = append(s, k)
+	}
+	sort.Strings(s)
+	return s
+}
+
+// Open opens the named environment over ex.
+func Open(ctx context.Context, name string, ex executors.Executor, opts Options) (Env, error) {
+	mu.Lock()
+	f, ok := envs[name]
+	mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("env: unknown environment %q (registered: %v)", name, Names())
+	}
+	e, err := f(ctx, ex, opts)
 	if err != nil {
-		return "", fmt.Errorf("env: reset task %q: %w", task.ID, err)
+		return nil, fmt.Errorf("env: opening %s: %w", name, err)
 	}
-	e.task, e.s, e.steps, e.done = task, s, 0, false
-	return "", nil
+	return e, nil
 }
 
-// Step runs code in the episode's session.
-func (e *Env) Step(ctx context.Context, code string) (Step, error) {
-	if e.s == nil {
-		return Step{}, errors.New("env: Step before Reset")
+// LoadTasks reads an InterCode data file. dataset names the loader ("ic_mbpp",
+// "nl2bash", "spider", "bird", "wikisql", "ctf"); empty guesses it from the
+// file name.
+func LoadTasks(path, dataset string) ([]Task, error) {
+	if dataset == "" {
+		dataset = GuessDataset(path)
 	}
-	if e.done {
-		return Step{}, errors.New("env: episode is done; call Reset")
+	mu.Lock()
+	l, ok := loaders[dataset]
+	mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("env: no loader for dataset %q (registered: %v; is its environment package imported?)", dataset, Datasets())
 	}
-	res, err := e.s.Exec(ctx, code)
+	ts, err := l.load(path)
 	if err != nil {
-		return Step{}, fmt.Errorf("env: task %q step %d: %w", e.task.ID, e.steps+1, err)
+		return nil, fmt.Errorf("env: loading %s tasks from %s: %w", dataset, path, err)
 	}
-	e.steps++
-	st := Step{Observation: Observation(res), Result: res, Steps: e.steps}
-	if e.task.Score != nil {
-		r, err := e.task.Score(ctx, e.s, code, res)
-		if err != nil {
-			return Step{}, fmt.Errorf("env: task %q: scoring step %d: %w", e.task.ID, e.steps, err)
+	return ts, nil
+}
+
+// GuessDataset names the dataset of an InterCode data file by its name:
+// nl2bash_fs_1.json -> nl2bash, ic_spider_dev.json -> spider, ...
+func GuessDataset(path string) string {
+	p := strings.ToLower(path)
+	for _, d := range []string{"nl2bash", "spider", "bird", "wikisql", "mbpp", "ctf"} {
+		if strings.Contains(p, d) {
+			if d == "mbpp" {
+				return "ic_mbpp"
+			}
+			return d
 		}
-		st.Reward = min(max(r, 0), 1)
 	}
-	st.Done = st.Reward >= 1 || e.steps >= e.task.MaxSteps
-	e.done = st.Done
-	return st, nil
+	return ""
 }
 
-// Close ends the episode's session.
-func (e *Env) Close() error {
-	if e.s == nil {
-		return nil
-	}
-	err := e.s.Close()
-	e.s = nil
-	return err
-}
-
-// Observation renders a result as the text a model sees: stdout, stderr,
+// Observation renders a result as the text an agent sees: stdout, stderr,
 // and a note for a timeout, OOM or signal.
 func Observation(r executors.Result) string {
 	var b strings.Builder
 	b.WriteString(r.Stdout)
-	if r.Stderr != "" {
+	add := func(s string) {
 		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
 			b.WriteByte('\n')
 		}
-		b.WriteString(r.Stderr)
+		b.WriteString(s)
 	}
-	note := ""
+	if r.Stderr != "" {
+		add(r.Stderr)
+	}
 	switch {
 	case r.TimedOut:
-		note = "[execution timed out]"
+		add("[execution timed out]")
 	case r.OOM:
-		note = "[out of memory]"
+		add("[out of memory]")
 	case r.Signal != "":
-		note = "[killed by " + r.Signal + "]"
-	}
-	if note != "" {
-		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
-			b.WriteByte('\n')
-		}
-		b.WriteString(note)
-	}
-	if b.Len() == 0 {
-		return "(no output)"
+		add("[killed by " + r.Signal + "]")
 	}
 	return b.String()
 }
 
-// TestsPassed is a Scorer that runs each test (e.g. an assert statement) as
-// a cell in the session after the step and returns the fraction that exit 0.
-func TestsPassed(tests []string) Scorer {
-	return func(ctx context.Context, s executors.Session, _ string, _ executors.Result) (float64, error) {
-		if len(tests) == 0 {
-			return 0, nil
-		}
-		passed := 0
-		for _, test := range tests {
-			r, err := s.Exec(ctx, test)
-			if err != nil {
-				return 0, err
-			}
-			if r.OK() {
-				passed++
-			}
-		}
-		return float64(passed) / float64(len(tests)), nil
+// SubmitArg splits a submit action: ("submit min_cost") -> ("min_cost", true).
+// InterCode takes the word after "submit"; a bare "submit" gives "".
+func SubmitArg(action string) (string, bool) {
+	a := strings.TrimSpace(action)
+	if a != "submit" && !strings.HasPrefix(a, "submit ") && !strings.HasPrefix(a, "submit\t") {
+		return "", false
 	}
+	f := strings.Fields(a)
+	if len(f) < 2 {
+		return "", true
+	}
+	return f[1], true
+}
+
+// Round2 rounds as Python's round(x, 2): correctly rounded from the
+// float's exact value, ties to even (strconv does the same).
+func Round2(x float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'f', 2, 64), 64)
+	return r
 }

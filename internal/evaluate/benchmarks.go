@@ -58,22 +58,35 @@ func (t Task) HumanEvalStyle() bool {
 // directory dir (see benchmarks.Dir); a missing file's error says how to
 // fetch it. The checksum is not required, so a hand-made benchmark
 // directory (a subset, a fixed task) can be evaluated too. limit > 0 keeps
-// the first limit tasks.
+// the first limit tasks. A malformed record is an error; LoadSkipping
+// skips it.
 func Load(dir, name string, limit int) ([]Task, error) {
+	ts, skipped, err := LoadSkipping(dir, name, limit)
+	if err == nil && len(skipped) > 0 {
+		err = fmt.Errorf("evaluate: %s: %s: %s", name, skipped[0].TaskID, skipped[0].Reason)
+	}
+	return ts, err
+}
+
+// LoadSkipping reads a benchmark's tasks like Load, but a record that
+// cannot become a task (MbppPlus's Mbpp/793 has `plus_input: {}`) is
+// skipped and returned with its reason instead of failing the benchmark.
+func LoadSkipping(dir, name string, limit int) ([]Task, []Skipped, error) {
 	spec, ok := benchmarks.Lookup(name)
 	if !ok || !Supported(spec.Name) {
-		return nil, fmt.Errorf("evaluate: unknown benchmark %q (want %s)", name, strings.Join(Names, ", "))
+		return nil, nil, fmt.Errorf("evaluate: unknown benchmark %q (want %s)", name, strings.Join(Names, ", "))
 	}
 	name = spec.Name
 	path := spec.Path(dir)
 	if !benchmarks.Present(dir, spec) {
-		return nil, fmt.Errorf("evaluate: %w", benchmarks.Verify(path, spec))
+		return nil, nil, fmt.Errorf("evaluate: %w", benchmarks.Verify(path, spec))
 	}
 	ps, err := schema.LoadProblems(path)
 	if err != nil {
-		return nil, fmt.Errorf("evaluate: load %s: %w", name, err)
+		return nil, nil, fmt.Errorf("evaluate: load %s: %w", name, err)
 	}
 	var out []Task
+	var skipped []Skipped
 	for _, p := range ps {
 		if name == MBPP {
 			n, err := strconv.Atoi(strings.TrimPrefix(p.ID, "Mbpp/"))
@@ -88,7 +101,8 @@ func Load(dir, name string, limit int) ([]Task, error) {
 		if name == HumanEvalPlus || name == MBPPPlus {
 			pt, err := harness.PlusTestsOf(p, false)
 			if err != nil {
-				return nil, fmt.Errorf("evaluate: %s: %w", name, err)
+				skipped = append(skipped, Skipped{Benchmark: name, TaskID: p.ID, Reason: err.Error()})
+				continue
 			}
 			t.Plus = &pt
 		}
@@ -98,9 +112,9 @@ func Load(dir, name string, limit int) ([]Task, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("evaluate: %s: no problems in %s", name, path)
+		return nil, skipped, fmt.Errorf("evaluate: %s: no problems in %s", name, path)
 	}
-	return out, nil
+	return out, skipped, nil
 }
 
 var reCall = regexp.MustCompile(`([A-Za-z_]\w*)\s*\(`)

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -67,6 +68,10 @@ type Options struct {
 	// Judge and Plus tune the harness (zero: its defaults).
 	Judge harness.Options
 	Plus  harness.PlusOptions
+	// CaseTimeout, when set, is the time limit of each test case (and of
+	// the reference per EvalPlus input); the whole run's limit grows with
+	// it (see caseLimits). Some references need ~15 s on a loaded machine.
+	CaseTimeout time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -86,6 +91,8 @@ func (o Options) Validate() error {
 		return errors.New("evaluate: no model")
 	case o.Rounds < 0:
 		return fmt.Errorf("evaluate: rounds %d < 0", o.Rounds)
+	case o.CaseTimeout < 0:
+		return fmt.Errorf("evaluate: case timeout %s < 0", o.CaseTimeout)
 	}
 	switch o.Feedback {
 	case "", FeedbackExecution, FeedbackHuman, FeedbackOracle:
@@ -189,7 +196,7 @@ type Sample struct {
 func (e *Evaluator) sampleKey(t Task) string {
 	o := e.opts
 	return store.Key(judgeVersion, "feedback-gate/1", t.Benchmark, t.Problem.ID, t.Problem.Prompt, t.Problem.Solution, t.Problem.Tests,
-		o.Model, o.Rounds, o.Feedback, o.Seed, o.MaxTokens, e.PromptVersion(), o.Judge, o.Plus)
+		o.Model, o.Rounds, o.Feedback, o.Seed, o.MaxTokens, e.PromptVersion(), o.Judge, o.Plus, o.CaseTimeout)
 }
 
 // Run evaluates tasks, at most Options.Concurrency at a time, and returns
@@ -289,7 +296,13 @@ func (e *Evaluator) sample(ctx context.Context, t Task) (Sample, error) {
 		msgs = append(msgs, llm.Assistant(answer))
 		rd, err := e.judge(ctx, t, r, answer, how)
 		if err != nil {
-			return Sample{}, err
+			if ctx.Err() != nil {
+				return Sample{}, ctx.Err()
+			}
+			// One task the harness cannot judge (a malformed record, a
+			// sandbox hiccup) fails that sample, not the whole run.
+			s.Error = err.Error()
+			return s, nil
 		}
 		exec := rd.Exec
 		s.Messages = append(s.Messages, schema.Message{Role: schema.RoleAssistant, Content: answer},
@@ -366,14 +379,15 @@ func (e *Evaluator) judge(ctx context.Context, t Task, r int, answer, how string
 		}
 	}
 	rd := Round{Round: r, Answer: answer, Code: code, Extraction: how}
-	v, err := harness.Judge(ctx, e.ex, t.Problem, code, e.opts.Judge)
+	jo, po := e.caseLimits(t)
+	v, err := harness.Judge(ctx, e.ex, t.Problem, code, jo)
 	if err != nil {
 		return Round{}, fmt.Errorf("evaluate: judge: %w", err)
 	}
 	rd.Base, rd.BasePassed, rd.Exec = v, v.Passed, v.Execution()
 	rd.Passed = v.Passed
 	if t.Plus != nil && v.Passed {
-		pv, err := harness.JudgePlus(ctx, e.ex, *t.Plus, code, e.opts.Plus)
+		pv, err := harness.JudgePlus(ctx, e.ex, *t.Plus, code, po)
 		if err != nil {
 			return Round{}, fmt.Errorf("evaluate: judge plus inputs: %w", err)
 		}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/codefeedback/codefeedback/internal/agent"
 )
 
 // RoundScore is pass@1 after a number of refinement rounds: a sample
@@ -37,6 +39,10 @@ type BenchmarkReport struct {
 	// FeedbackRejected lists the task ids whose feedback the gate rejected
 	// (code in human feedback): their refinement stopped there.
 	FeedbackRejected []string `json:"feedback_rejected,omitempty"`
+	// Skipped lists malformed records left out; Error is set when the
+	// benchmark could not be loaded at all.
+	Skipped []Skipped `json:"skipped,omitempty"`
+	Error   string    `json:"error,omitempty"`
 }
 
 // Report is the result of an evaluation run.
@@ -50,6 +56,9 @@ type Report struct {
 	Samples       int               `json:"samples"`
 	CachedSamples int               `json:"cached_samples"`
 	Duration      time.Duration     `json:"duration_ns"`
+	// InterCode holds the InterCode metrics per environment (see
+	// AddInterCode); their success per round is in Benchmarks too.
+	InterCode []agent.Metrics `json:"intercode,omitempty"`
 }
 
 // Score builds the report of samples (in any order) for the benchmarks
@@ -116,12 +125,23 @@ func (r Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if len(r.InterCode) > 0 {
+		if err := agent.WriteTable(w, r.InterCode); err != nil {
+			return err
+		}
+	}
 	for _, b := range r.Benchmarks {
 		if len(b.Failed) > 0 {
 			fmt.Fprintf(w, "%s: %d never passed: %s\n", b.Name, len(b.Failed), abbreviate(b.Failed, 20))
 		}
 		if len(b.Errors) > 0 {
-			fmt.Fprintf(w, "%s: %d model errors: %s\n", b.Name, len(b.Errors), abbreviate(b.Errors, 20))
+			fmt.Fprintf(w, "%s: %d unfinished (model or judge errors): %s\n", b.Name, len(b.Errors), abbreviate(b.Errors, 20))
+		}
+		for _, s := range b.Skipped {
+			fmt.Fprintf(w, "%s: skipped malformed record %s: %s\n", b.Name, s.TaskID, s.Reason)
+		}
+		if b.Error != "" {
+			fmt.Fprintf(w, "%s: not evaluated: %s\n", b.Name, b.Error)
 		}
 		if len(b.FeedbackRejected) > 0 {
 			fmt.Fprintf(w, "%s: %d feedback answers held code and were rejected (refinement stopped): %s\n", b.Name, len(b.FeedbackRejected), abbreviate(b.FeedbackRejected, 20))

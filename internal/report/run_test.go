@@ -23,6 +23,7 @@ import (
 	_ "github.com/codefeedback/codefeedback/stages/correct"
 	_ "github.com/codefeedback/codefeedback/stages/explain"
 	_ "github.com/codefeedback/codefeedback/stages/filter"
+	_ "github.com/codefeedback/codefeedback/stages/interact"
 	_ "github.com/codefeedback/codefeedback/stages/leetcode"
 	_ "github.com/codefeedback/codefeedback/stages/pack"
 	_ "github.com/codefeedback/codefeedback/stages/simulate"

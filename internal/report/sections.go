@@ -33,6 +33,7 @@ var sectionKinds = []sectionKind{
 	{"pack", "Pack: grouped queries", []string{"pack"}, buildPack},
 	{"simulate", "Simulate: execution feedback", []string{"simulate"}, buildSimulate},
 	{"correct", "Correct: planted bugs", []string{"correct"}, buildCorrect},
+	{"interact", "Interact: InterCode episodes", []string{"interact"}, buildInteract},
 	{"audit", "Audit: benchmark leakage", []string{"audit"}, buildAudit},
 }
 

@@ -27,6 +27,7 @@ import (
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/internal/agent"
 	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
 	"github.com/codefeedback/codefeedback/schema"
 )
@@ -208,9 +209,14 @@ func (c *Checker) Dialogue(ctx context.Context, d *schema.Dialogue) (Report, err
 		sort.SliceStable(rep.Mismatches, func(i, j int) bool { return rep.Mismatches[i].Turn < rep.Mismatches[j].Turn })
 		return rep, nil
 	}
-	if hasRecords {
+	switch {
+	case agent.IsInteract(d):
+		// An InterCode episode: its actions need the task's prepared
+		// environment, so they are replayed there rather than run bare.
+		err = c.replayInteract(ctx, d, &rep)
+	case hasRecords:
 		err = c.rerunRecords(ctx, d, &rep)
-	} else {
+	default:
 		err = c.rerunPlain(ctx, d, &rep)
 	}
 	sort.SliceStable(rep.Mismatches, func(i, j int) bool { return rep.Mismatches[i].Turn < rep.Mismatches[j].Turn })

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/executors/env"
+	_ "github.com/codefeedback/codefeedback/executors/env/all"
+	"github.com/codefeedback/codefeedback/executors/env/icdata"
+)
+
+// intercodeCmd is the `codefeedback intercode` command. Its subcommands come
+// from several files (fetch and replay here, run in intercode_run.go), each
+// adding itself with registerIntercode from its init; the variable is set
+// before any init runs, so file order does not matter.
+var intercodeCmd = &cli.Command{
+	Name:  "intercode",
+	Usage: "InterCode environments: fetch InterCode's data files, replay its trajectories, run agents",
+}
+
+func registerIntercode(c *cli.Command) {
+	intercodeCmd.Subcommands = append(intercodeCmd.Subcommands, c)
+}
+
+func init() {
+	register(intercodeCmd)
+	registerIntercode(fetchCommand())
+	registerIntercode(replayCommand())
+}
+
+type fetchOptions struct {
+	Dir        string
+	BaseURL    string
+	Only       []string
+	Unverified bool
+}
+
+func fetchCommand() *cli.Command {
+	var o fetchOptions
+	return &cli.Command{
+		Name:  "fetch",
+		Usage: "download InterCode's data files (pinned commit, SHA-256 checked) into the user cache",
+		Description: "Files keep their repository paths under --dir (default $CODEFEEDBACK_INTERCODE_DIR or\n" +
+			"~/.cache/codefeedback/intercode/<commit>); files already present with the right checksum are kept.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "dir", Usage: "destination directory", Destination: &o.Dir},
+			&cli.StringFlag{Name: "base-url", Usage: "download from this URL instead of the pinned GitHub commit (a mirror)", Destination: &o.BaseURL},
+			&cli.StringSliceFlag{Name: "only", Usage: "path prefixes to fetch, e.g. data/sql/spider/ (repeatable)"},
+			&cli.BoolFlag{Name: "unverified", Usage: "also fetch the files with no pinned checksum (BIRD's dump, large CTF images)", Destination: &o.Unverified},
+		},
+		Action: func(c *cli.Context) error {
+			o.Only = c.StringSlice("only")
+			return runFetch(c.Context, o, c.App.Writer)
+		},
+	}
+}
+
+func runFetch(ctx context.Context, o fetchOptions, w io.Writer) error {
+	m := icdata.Pinned()
+	if o.Dir == "" {
+		d, err := icdata.DefaultDir(m)
+		if err != nil {
+			return err
+		}
+		o.Dir = d
+	}
+	rep, err := icdata.Fetch(ctx, m, icdata.Options{Dir: o.Dir, BaseURL: o.BaseURL, Only: o.Only, Unverified: o.Unverified, Log: w})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s@%.12s in %s: %d fetched (%d bytes), %d already present\n", m.Repository, m.Commit, o.Dir, rep.Fetched, rep.Bytes, rep.Present)
+	if !o.Unverified && len(m.Unavailable) > 0 && len(o.Only) == 0 {
+		fmt.Fprintf(w, "not fetched (no pinned checksum; --unverified takes them): %s\n", strings.Join(m.Unavailable, ", "))
+	}
+	return nil
+}
+
+type replayOptions struct {
+	Data    string
+	Tasks   string
+	Driver  string
+	Backend string
+	Order   string
+	Limit   int
+	Out     string
+	JSON    bool
+	Verbose bool
+}
+
+func replayCommand() *cli.Command {
+	var o replayOptions
+	return &cli.Command{
+		Name:      "replay",
+		Usage:     "re-execute trajectories in InterCode's log format and report reward and success agreement",
+		ArgsUsage: "TRAJECTORY.json",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "data", Usage: "InterCode data directory (default: the fetch cache)", Destination: &o.Data},
+			&cli.StringFlag{Name: "tasks", Usage: "task file (default: the one the trajectories name, under --data)", Destination: &o.Tasks},
+			executorFlag(&o.Driver),
+			&cli.StringFlag{Name: "sql-backend", Value: "mariadb", Usage: "sql: mariadb (InterCode's MySQL semantics) or sqlite", Destination: &o.Backend},
+			&cli.StringFlag{Name: "sql-order", Value: "ordered", Usage: "sql: apply the rank correlation only where the gold has ORDER BY (ordered), or always as InterCode's code does (always; MariaDB orders GROUP BY results unlike InterCode's MySQL 8)", Destination: &o.Order},
+			&cli.IntFlag{Name: "limit", Usage: "replay only the first N trajectories", Destination: &o.Limit},
+			&cli.StringFlag{Name: "out", Usage: "write our re-executed trajectories here (InterCode's format)", Destination: &o.Out},
+			&cli.BoolFlag{Name: "json", Usage: "print the per-trajectory results as JSON lines", Destination: &o.JSON},
+			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print every disagreeing step", Destination: &o.Verbose},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return withCode(exitUsage, fmt.Errorf("replay: want one trajectory file"))
+			}
+			return runReplay(c.Context, o, c.Args().First(), c.App.Writer, c.App.ErrWriter)
+		},
+	}
+}
+
+// ReplaySummary is what replay reports.
+type replaySummary struct {
+	Trajectories, Steps, StepsAgree   int
+	LoggedSuccess, OurSuccess, Agreed int
+	SkippedTasks                      int
+}
+
+func runReplay(ctx context.Context, o replayOptions, path string, w, progress io.Writer) error {
+	trs, err := env.ReadTrajectories(path)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	if len(trs) == 0 {
+		return withCode(exitUsage, fmt.Errorf("replay: %s holds no trajectories", path))
+	}
+	if o.Limit > 0 && len(trs) > o.Limit {
+		trs = trs[:o.Limit]
+	}
+	envName := env.EnvName(trs[0].Environment)
+	taskFile := o.Tasks
+	if taskFile == "" {
+		dir := o.Data
+		if dir == "" {
+			if dir, err = icdata.DefaultDir(icdata.Pinned()); err != nil {
+				return err
+			}
+		}
+		rel := env.DataFileFor(trs[0].Dataset)
+		if rel == "" {
+			return withCode(exitUsage, fmt.Errorf("replay: cannot tell the task file of dataset %q (use --tasks)", trs[0].Dataset))
+		}
+		taskFile = filepath.Join(dir, filepath.FromSlash(rel))
+	}
+	tasks, err := env.LoadTasks(taskFile, "")
+	if err != nil {
+		return fmt.Errorf("replay: %w (run `codefeedback intercode fetch` first, or pass --data/--tasks)", err)
+	}
+	raw, err := executors.WithDefaults(o.Driver, "pool", "2")
+	if err == nil {
+		err = executors.Check(raw)
+	}
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("replay: --executor: %w", err))
+	}
+	ex, err := executors.Open(ctx, raw)
+	if err != nil {
+		return err
+	}
+	defer ex.Close()
+	params := map[string]string{}
+	if envName == "sql" {
+		params["backend"], params["order"] = o.Backend, o.Order
+	}
+	e, err := env.Open(ctx, envName, ex, env.Options{Params: params})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	var sum replaySummary
+	var ours []env.Trajectory
+	enc := json.NewEncoder(w)
+	for _, tr := range trs {
+		if env.EnvName(tr.Environment) != envName {
+			return fmt.Errorf("replay: %s mixes environments (%s, %s)", path, trs[0].Environment, tr.Environment)
+		}
+		if tr.TaskID < 0 || tr.TaskID >= len(tasks) {
+			sum.SkippedTasks++
+			fmt.Fprintf(w, "task %d: not in %s (%d tasks); skipped\n", tr.TaskID, taskFile, len(tasks))
+			continue
+		}
+		task := tasks[tr.TaskID]
+		if _, err := e.Reset(ctx, task); err != nil {
+			return err
+		}
+		res, err := env.Replay(ctx, e, envName, tr)
+		if err != nil {
+			return err
+		}
+		sum.Trajectories++
+		for _, s := range res.Steps {
+			sum.Steps++
+			if s.Agree {
+				sum.StepsAgree++
+			} else if o.Verbose && !o.JSON {
+				fmt.Fprintf(w, "task %d: %q: logged %.2f, ours %.2f\n  ours: %s\n", tr.TaskID, clip(s.Action, 120), s.Logged, s.Ours, clip(s.OurObs, 300))
+			}
+		}
+		if res.LoggedSuccess {
+			sum.LoggedSuccess++
+		}
+		if res.OurSuccess {
+			sum.OurSuccess++
+		}
+		if res.LoggedSuccess == res.OurSuccess {
+			sum.Agreed++
+		}
+		ours = append(ours, res.Ours)
+		if progress != nil && sum.Trajectories%25 == 0 {
+			fmt.Fprintf(progress, "replayed %d/%d (successes: InterCode %d, ours %d)\n", sum.Trajectories, len(trs), sum.LoggedSuccess, sum.OurSuccess)
+		}
+		if o.JSON {
+			enc.Encode(res)
+		}
+	}
+	if o.Out != "" {
+		if err := env.WriteTrajectories(o.Out, ours); err != nil {
+			return err
+		}
+	}
+	pct := func(a, b int) float64 {
+		if b == 0 {
+			return 0
+		}
+		return 100 * float64(a) / float64(b)
+	}
+	fmt.Fprintf(w, "%s (%s, %s): %d trajectories, %d steps\n", filepath.Base(path), envName, taskFile, sum.Trajectories, sum.Steps)
+	fmt.Fprintf(w, "step rewards agree: %d/%d (%.1f%%, within %.2f)\n", sum.StepsAgree, sum.Steps, pct(sum.StepsAgree, sum.Steps), env.RewardTolerance)
+	fmt.Fprintf(w, "successes: InterCode %d, ours %d; success agrees on %d/%d (%.1f%%)\n", sum.LoggedSuccess, sum.OurSuccess, sum.Agreed, sum.Trajectories, pct(sum.Agreed, sum.Trajectories))
+	return nil
+}
+
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", `\n`)
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

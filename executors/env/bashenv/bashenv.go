@@ -1,0 +1,423 @@
+// Package bashenv is InterCode's Bash environment (NL2Bash): each episode
+// runs in a bash session whose task paths (/testbed, /system, /workspace,
+// /backup: the top-level directories the variant's setup script creates) are
+// writable host directories bound into the sandbox. A file-system variant is
+// built once by running its setup script in a sandbox and kept as a template;
+// each episode gets a replica resynced to the template, re-copying only the
+// entries the last episode changed (inode state, see tree.go).
+//
+// The reward is InterCode's: the gold command runs in a second sandbox on a
+// second replica, and both trees are compared on the host (never inside a
+// sandbox the agent controls) as `git status` would list them, plus the
+// changed files' contents and the TF-IDF similarity of the outputs.
+//
+// Registers the "bash" environment and the "nl2bash" loader.
+package bashenv
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/executors/env"
+)
+
+func init() {
+	env.Register("bash", func(ctx context.Context, ex executors.Executor, opts env.Options) (env.Env, error) {
+		return New(ex, opts)
+	})
+	env.RegisterLoader("nl2bash", "bash", LoadNL2Bash)
+}
+
+// BuildTimeout bounds a setup script's run.
+var BuildTimeout = 2 * time.Minute
+
+// Env is the bash environment. Not safe for concurrent use.
+type Env struct {
+	ex       executors.Executor
+	opts     env.Options
+	base     string // per-Env directory the sandboxes bind from
+	cacheDir string
+
+	variants map[string]*variant
+	cur      *variant
+	agent    *side
+	gold     *side
+
+	task    env.Task
+	lastObs string
+	goldRes *goldResult
+	reset   bool
+	done    bool
+}
+
+// variant is a built file system: a template tree and its manifest.
+type variant struct {
+	key   string
+	tpl   string   // template root (holds names)
+	names []string // top-level directories, mounted at /<name>
+	base  manifest
+}
+
+// side is one sandbox with its replica (the agent's, or the gold's).
+type side struct {
+	s      executors.Session
+	rep    *replica
+	cdRoot bool // the next command starts with cd /
+}
+
+type goldResult struct {
+	obs     string
+	changes []change
+	tree    manifest
+}
+
+// New returns a bash environment over ex. The executor's driver must support
+// mounts (bwrap and docker do).
+func New(ex executors.Executor, opts env.Options) (*Env, error) {
+	if opts.Limits.Timeout == 0 {
+		opts.Limits.Timeout = 10 * time.Second
+	}
+	cache := opts.CacheDir
+	if cache == "" {
+		d, err := os.UserCacheDir()
+		if err != nil {
+			d = os.TempDir()
+		}
+		cache = filepath.Join(d, "codefeedback", "intercode")
+	}
+	// Sandboxes bind from base as the slot's uid (bwrap run by root), so
+	// base must be searchable by others; its entries are owned per slot.
+	base, err := os.MkdirTemp(ScratchDir(), "codefeedback-bash-")
+	if err != nil {
+		return nil, fmt.Errorf("bashenv: %w", err)
+	}
+	if err := os.Chmod(base, 0o711); err != nil {
+		return nil, fmt.Errorf("bashenv: %w", err)
+	}
+	return &Env{ex: ex, opts: opts, base: base, cacheDir: filepath.Join(cache, "bash"), variants: map[string]*variant{}}, nil
+}
+
+// ScratchDir is where per-episode replicas live: /dev/shm (a tmpfs: a
+// fresh copy costs memory bandwidth, not disk writes) where it is usable,
+// else the temporary directory. $CODEFEEDBACK_EPISODE_DIR overrides it.
+func ScratchDir() string {
+	if d := os.Getenv("CODEFEEDBACK_EPISODE_DIR"); d != "" {
+		return d
+	}
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && st.Mode()&0o002 != 0 {
+		return "/dev/shm"
+	}
+	return os.TempDir()
+}
+
+// systemDirs are top-level paths a setup script may name that are not
+// task paths.
+var systemDirs = map[string]bool{
+	"bin": true, "boot": true, "dev": true, "etc": true, "home": true, "lib": true, "lib32": true, "lib64": true,
+	"libx32": true, "media": true, "mnt": true, "opt": true, "proc": true, "root": true, "run": true, "sbin": true,
+	"srv": true, "sys": true, "tmp": true, "usr": true, "var": true,
+}
+
+var absPathRE = regexp.MustCompile(`(?:^|[\s'"=(<>|;&])/([A-Za-z0-9_][A-Za-z0-9_-]*)(?:/|\s|$|['"])`)
+
+// TaskPaths are the top-level directories a setup script writes: absolute
+// paths whose first component is not a system directory. Files directly in
+// / (fs_1's /index.html) are not task paths: the sandbox's / is read-only.
+func TaskPaths(script string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range absPathRE.FindAllStringSubmatch(script, -1) {
+		n := m[1]
+		if systemDirs[n] || seen[n] {
+			continue
+		}
+		seen[n] = true
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Reset implements env.Env.
+func (e *Env) Reset(ctx context.Context, t env.Task) (string, error) {
+	v, err := e.variant(ctx, t.Setup[env.SetupFSScript])
+	if err != nil {
+		return "", fmt.Errorf("bashenv: task %s: %w", t.ID, err)
+	}
+	if v != e.cur {
+		e.closeSides()
+		if e.agent, err = e.openSide(ctx, "agent", v); err == nil {
+			e.gold, err = e.openSide(ctx, "gold", v)
+		}
+		if err != nil {
+			e.closeSides()
+			return "", fmt.Errorf("bashenv: task %s: %w", t.ID, err)
+		}
+		e.cur = v
+	} else {
+		if err := e.agent.reset(ctx); err != nil {
+			return "", fmt.Errorf("bashenv: task %s: %w", t.ID, err)
+		}
+	}
+	e.task, e.lastObs, e.goldRes, e.reset, e.done = t, t.Query, nil, true, false
+	return t.Query, nil
+}
+
+// openSide opens a sandbox with v's directories bound in and a synced replica.
+func (e *Env) openSide(ctx context.Context, name string, v *variant) (*side, error) {
+	dir := filepath.Join(e.base, name)
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(dir, 0o711); err != nil {
+		return nil, err
+	}
+	var mounts []executors.Mount
+	for _, n := range v.names {
+		p := filepath.Join(dir, n)
+		if err := os.Mkdir(p, 0o755); err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, executors.Mount{Source: p, Target: "/" + n})
+	}
+	s, err := e.ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: e.opts.Limits, Mounts: mounts})
+	if err != nil {
+		return nil, fmt.Errorf("opening %s sandbox: %w", name, err)
+	}
+	uid, gid := -1, -1
+	if o, ok := s.(executors.SandboxOwner); ok && os.Geteuid() == 0 {
+		uid, gid = o.SandboxOwner()
+	}
+	sd := &side{s: s, rep: &replica{tpl: v.tpl, dir: dir, names: v.names, uid: uid, gid: gid}}
+	if err := sd.reset(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return sd, nil
+}
+
+// reset resyncs the replica and restarts the shell; its first command will
+// start in / (InterCode's working directory).
+func (sd *side) reset(ctx context.Context) error {
+	if err := sd.s.Reset(ctx); err != nil {
+		return fmt.Errorf("resetting shell: %w", err)
+	}
+	if err := sd.rep.Sync(); err != nil {
+		return fmt.Errorf("resyncing file system: %w", err)
+	}
+	sd.cdRoot = true
+	return nil
+}
+
+// run executes a command in the side's shell, in / if it is the first
+// since a reset (one cell instead of two).
+func (sd *side) run(ctx context.Context, cmd string) (string, executors.Result, error) {
+	if sd.cdRoot {
+		cmd = "cd /\n" + cmd
+	}
+	obs, res, err := run(ctx, sd.s, cmd)
+	if err == nil && !res.TimedOut {
+		sd.cdRoot = false
+	}
+	return obs, res, err
+}
+
+func (e *Env) closeSides() {
+	for _, sd := range []*side{e.agent, e.gold} {
+		if sd != nil {
+			sd.s.Close()
+		}
+	}
+	e.agent, e.gold, e.cur = nil, nil, nil
+}
+
+// variant returns the built file system for a setup script, building it on
+// first use (a script with no task paths gives an empty variant).
+func (e *Env) variant(ctx context.Context, script string) (*variant, error) {
+	sum := sha256.Sum256([]byte(script))
+	key := hex.EncodeToString(sum[:8])
+	if v, ok := e.variants[key]; ok {
+		return v, nil
+	}
+	names := TaskPaths(script)
+	tpl := filepath.Join(e.cacheDir, key)
+	if _, err := os.Stat(filepath.Join(tpl, ".complete")); err != nil {
+		if err := e.build(ctx, script, names, tpl); err != nil {
+			return nil, fmt.Errorf("building file system %s: %w", key, err)
+		}
+	}
+	// Keep the names the script populated.
+	var kept []string
+	for _, n := range names {
+		if ents, err := os.ReadDir(filepath.Join(tpl, n)); err == nil && len(ents) > 0 {
+			kept = append(kept, n)
+		}
+	}
+	m, err := scan(tpl, kept)
+	if err != nil {
+		return nil, err
+	}
+	v := &variant{key: key, tpl: tpl, names: kept, base: m}
+	e.variants[key] = v
+	return v, nil
+}
+
+// build runs the setup script in a sandbox with empty task directories
+// bound in, then copies the result into the template directory.
+func (e *Env) build(ctx context.Context, script string, names []string, tpl string) error {
+	tmp := tpl + ".tmp"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	if len(names) > 0 && strings.TrimSpace(script) != "" {
+		dir, err := os.MkdirTemp(e.base, "build-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if err := os.Chmod(dir, 0o711); err != nil {
+			return err
+		}
+		var mounts []executors.Mount
+		for _, n := range names {
+			p := filepath.Join(dir, n)
+			if err := os.Mkdir(p, 0o755); err != nil {
+				return err
+			}
+			mounts = append(mounts, executors.Mount{Source: p, Target: "/" + n})
+		}
+		s, err := e.ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: executors.Limits{Timeout: BuildTimeout}, Mounts: mounts})
+		if err != nil {
+			return fmt.Errorf("opening a sandbox: %w", err)
+		}
+		if o, ok := s.(executors.SandboxOwner); ok && os.Geteuid() == 0 {
+			uid, gid := o.SandboxOwner()
+			for _, n := range names {
+				if err := os.Chown(filepath.Join(dir, n), uid, gid); err != nil {
+					s.Close()
+					return err
+				}
+			}
+		}
+		res, err := s.Exec(ctx, "cd /\n"+script)
+		s.Close()
+		if err != nil {
+			return fmt.Errorf("running the setup script: %w", err)
+		}
+		if res.TimedOut {
+			return errors.New("the setup script timed out")
+		}
+		for _, n := range names {
+			if err := copyTree(filepath.Join(dir, n), filepath.Join(tmp, n), -1, -1); err != nil {
+				return fmt.Errorf("saving %s: %w", n, err)
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(tpl); err != nil {
+		return err
+	}
+	return os.Rename(tmp, tpl)
+}
+
+// Step implements env.Env.
+func (e *Env) Step(ctx context.Context, action string) (env.StepResult, error) {
+	if !e.reset {
+		return env.StepResult{}, errors.New("bashenv: Step before Reset")
+	}
+	if e.done {
+		return env.StepResult{}, errors.New("bashenv: episode is done; call Reset")
+	}
+	if arg, ok := env.SubmitArg(action); ok {
+		r, err := e.Score(ctx, arg)
+		r.Done, e.done = true, true
+		return r, err
+	}
+	if strings.TrimSpace(action) == "" {
+		e.lastObs = ""
+		return env.StepResult{Info: map[string]any{}}, nil
+	}
+	obs, res, err := e.agent.run(ctx, action)
+	if err != nil {
+		return env.StepResult{}, fmt.Errorf("bashenv: task %s: %w", e.task.ID, err)
+	}
+	e.lastObs = obs
+	return env.StepResult{Observation: obs, Valid: res.OK(), Info: map[string]any{"exit_code": res.ExitCode}}, nil
+}
+
+// run executes a command with stderr merged into stdout in order, as
+// InterCode's docker exec output is.
+func run(ctx context.Context, s executors.Session, cmd string) (string, executors.Result, error) {
+	res, err := s.Exec(ctx, "exec 2>&1\n"+cmd)
+	if err != nil {
+		return "", res, err
+	}
+	if res.TimedOut {
+		return "Command timed out", res, nil
+	}
+	return env.Observation(res), res, nil
+}
+
+// Score implements env.Env: InterCode's reward for the current state; arg
+// is ignored (bash's submit takes none).
+func (e *Env) Score(ctx context.Context, _ string) (env.StepResult, error) {
+	if !e.reset {
+		return env.StepResult{}, errors.New("bashenv: Score before Reset")
+	}
+	if e.goldRes == nil {
+		g, err := e.runGold(ctx)
+		if err != nil {
+			return env.StepResult{}, fmt.Errorf("bashenv: task %s: gold: %w", e.task.ID, err)
+		}
+		e.goldRes = g
+	}
+	tree, err := scan(e.agent.rep.dir, e.cur.names)
+	if err != nil {
+		return env.StepResult{}, fmt.Errorf("bashenv: task %s: %w", e.task.ID, err)
+	}
+	changes := gitStatus(e.cur.base, tree)
+	b := reward(changes, e.goldRes.changes, tree, e.goldRes.tree, e.lastObs, e.goldRes.obs)
+	return env.StepResult{
+		Observation: e.lastObs,
+		Reward:      b.Reward,
+		Valid:       true,
+		Info:        map[string]any{"reward": b, "gold_obs": e.goldRes.obs, "changes": changes, "gold_changes": e.goldRes.changes},
+	}, nil
+}
+
+// runGold runs the gold command on a fresh replica in the gold sandbox.
+func (e *Env) runGold(ctx context.Context) (*goldResult, error) {
+	if err := e.gold.reset(ctx); err != nil {
+		return nil, err
+	}
+	obs, _, err := e.gold.run(ctx, e.task.Gold)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := scan(e.gold.rep.dir, e.cur.names)
+	if err != nil {
+		return nil, err
+	}
+	return &goldResult{obs: obs, changes: gitStatus(e.cur.base, tree), tree: tree}, nil
+}
+
+// Close implements env.Env.
+func (e *Env) Close() error {
+	e.closeSides()
+	return os.RemoveAll(e.base)
+}

@@ -1,0 +1,173 @@
+package bashenv_test
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/executors/env"
+	"github.com/codefeedback/codefeedback/executors/env/bashenv"
+	"github.com/codefeedback/codefeedback/executors/env/envtest"
+)
+
+func loadFixture(t *testing.T) []env.Task {
+	t.Helper()
+	tasks, err := env.LoadTasks("testdata/nl2bash_fs_1.json", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != 8 || tasks[6].Gold != "cd /testbed;find . -name '*.txt' | wc -l" || tasks[0].Setup[env.SetupFS] != "fs_1" {
+		t.Fatalf("loaded %d tasks, gold 6 %q, fs %q", len(tasks), tasks[6].Gold, tasks[0].Setup[env.SetupFS])
+	}
+	return tasks
+}
+
+// ruleCases test a reward rule, not the sandbox: they run on the first driver only.
+var ruleCases = map[string]bool{
+	"other commands, same effect":                   true,
+	"wrong output, no changes":                      true,
+	"right file, wrong content":                     true,
+	"missing change":                                true,
+	"extra change":                                  true,
+	"wrong file deleted":                            true,
+	"modified instead of deleted":                   true,
+	"submit before acting: the query is the output": true,
+}
+
+func TestTaskPaths(t *testing.T) {
+	cases := []struct{ script, want string }{
+		{"rm -rf /testbed/\nmkdir -p /testbed/a\necho x > /index.html", "testbed"},
+		{"mkdir -p /workspace/x\nmkdir -p /backup\ndd if=/dev/zero of=/workspace/f", "backup workspace"},
+		{"export file_system_version=4\n# Folders\nbin\n", ""},
+		{"echo hi > /tmp/x; cat /etc/passwd; ls /usr/bin", ""},
+	}
+	for _, c := range cases {
+		if got := strings.Join(bashenv.TaskPaths(c.script), " "); got != c.want {
+			t.Errorf("TaskPaths(%q) = %q, want %q", c.script, got, c.want)
+		}
+	}
+}
+
+func TestTFIDF(t *testing.T) {
+	cases := []struct {
+		a, b string
+		want float64
+	}{
+		{"hello world", "hello world", 1},
+		{"hello world", "Hello there", 1 / (1 + math.Pow(math.Log(1.5)+1, 2))},
+		{"", "", 1},
+		{"a", "b", 0},   // no token of two characters: exact equality
+		{"x", "x", 1},   //
+		{"", "word", 0}, //
+	}
+	for _, c := range cases {
+		if got := bashenv.TFIDFSimilarity(c.a, c.b); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("TFIDFSimilarity(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+// Rewards by InterCode's rule: 0.01 + file diff (0.33 * (1-erf(miss+extra)))
+// + content of common added files (0.33 * share equal; 0.33 if none)
+// + 0.33 * TF-IDF similarity of the outputs, each part rounded to 2 places.
+func TestRewardRules(t *testing.T) {
+	tasks := loadFixture(t)
+	erf1 := math.Round(0.33*(1-math.Erf(1))*100) / 100 // 0.05
+	cases := []struct {
+		name    string
+		task    int
+		actions []string
+		want    float64
+	}{
+		{"gold: output", 0, []string{tasks[0].Gold}, 1},
+		{"gold: new file", 1, []string{tasks[1].Gold}, 1},
+		{"gold: delete", 2, []string{tasks[2].Gold}, 1},
+		{"gold: modify", 3, []string{tasks[3].Gold}, 1},
+		{"gold: new directory", 4, []string{tasks[4].Gold}, 1},
+		{"gold: chmod", 5, []string{tasks[5].Gold}, 1},
+		{"gold: list of commands", 6, []string{tasks[6].Gold}, 1},
+		{"gold: copy from another task path", 7, []string{tasks[7].Gold}, 1},
+		{"other commands, same effect", 4, []string{"cd /testbed", "mkdir d3", "printf 'z\\n' > d3/z.txt"}, 1},
+		{"wrong output, no changes", 0, []string{"echo nothing"}, 0.01 + 0.33 + 0.33},
+		{"right file, wrong content", 1, []string{"echo y > /testbed/new.txt"}, 0.01 + 0.33 + 0 + 0.33},
+		{"missing change", 1, []string{"true"}, 0.01 + erf1 + 0.33 + 0.33},
+		{"extra change", 0, []string{"touch /testbed/extra", "cat /testbed/dir1/a.txt"}, 0.01 + erf1 + 0.33 + 0.33},
+		{"wrong file deleted", 2, []string{"rm /testbed/dir1/a.txt"}, 0.01 + 0 + 0.33 + 0.33},
+		{"modified instead of deleted", 2, []string{"echo x > /testbed/dir1/sub/b.txt"}, 0.01 + 0 + 0.33 + 0.33},
+		{"writes outside the task paths", 1, []string{"echo x > /tmp/new.txt", "echo x > /new.txt", "true"}, 0.01 + erf1 + 0.33 + 0.33},
+		{"symlink instead of content", 1, []string{"ln -s /tmp/x /testbed/new.txt"}, 0.01 + 0.33 + 0 + 0.33},
+		{"submit before acting: the query is the output", 0, nil, 0.01 + 0.33 + 0.33 + math.Round(0.33*bashenv.TFIDFSimilarity(tasks[0].Query, "Hello, World!\n")*100)/100},
+	}
+	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
+		ctx := context.Background()
+		e, err := env.Open(ctx, "bash", d.Ex, env.Options{CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				if ruleCases[c.name] {
+					envtest.RuleOnly(t, d, "bwrap")
+				}
+				if _, err := e.Reset(ctx, tasks[c.task]); err != nil {
+					t.Fatal(err)
+				}
+				for _, a := range c.actions {
+					if _, err := e.Step(ctx, a); err != nil {
+						t.Fatal(err)
+					}
+				}
+				r, err := e.Step(ctx, "submit")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if math.Abs(r.Reward-c.want) > 1e-9 || !r.Done {
+					t.Errorf("got reward %v (%+v), want %v", r.Reward, r.Info["reward"], c.want)
+				}
+			})
+		}
+	})
+}
+
+// Each episode starts from the pristine file system, whatever the last one
+// did to it (including writes that put the modification time back).
+func TestFreshFileSystem(t *testing.T) {
+	tasks := loadFixture(t)
+	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
+		ctx := context.Background()
+		e, err := env.Open(ctx, "bash", d.Ex, env.Options{CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		if _, err := e.Reset(ctx, tasks[0]); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range []string{
+			"m=$(stat -c %y /testbed/dir1/a.txt); echo tampered > /testbed/dir1/a.txt; touch -d \"$m\" /testbed/dir1/a.txt",
+			"rm -r /testbed/dir1/sub; mkdir /testbed/junk; echo j > /testbed/junk/j; chmod 000 /testbed/dir2; echo x > /backup/keep.txt",
+		} {
+			if r, err := e.Step(ctx, a); err != nil || !r.Valid {
+				t.Fatalf("Step(%q): %+v, %v", a, r, err)
+			}
+		}
+		if _, err := e.Reset(ctx, tasks[0]); err != nil {
+			t.Fatal(err)
+		}
+		r, err := e.Step(ctx, "pwd; cat /testbed/dir1/a.txt /testbed/dir1/sub/b.txt /backup/keep.txt; ls /testbed; ls -l /testbed/dir2 | tail -1 | cut -c1-10; stat -c %y /testbed/old.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "/\nHello, World!\nsecond file\nbackup copy\ndir1\ndir2\nempty\nold.txt\n-rwxr-xr-x\n2023-05-31 23:59:59"
+		if !strings.HasPrefix(r.Observation, want) {
+			t.Errorf("after Reset: got\n%s\nwant prefix\n%s", r.Observation, want)
+		}
+		// / itself and /index.html are not task paths: read-only, absent.
+		r, err = e.Step(ctx, "touch /x; ls /index.html")
+		if err != nil || r.Valid || !strings.Contains(r.Observation, "Read-only file system") {
+			t.Errorf("writing /x: %+v, %v; want a read-only error", r, err)
+		}
+	})
+}

@@ -1,0 +1,91 @@
+package bashenv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// makeTree writes a template like NL2Bash's: dirs with small text files.
+func makeTree(b *testing.B, root string, files int) {
+	b.Helper()
+	for i := 0; i < files; i++ {
+		d := filepath.Join(root, "testbed", fmt.Sprintf("dir%d", i%5), fmt.Sprintf("sub%d", i%3))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("file%d.txt", i)), []byte(fmt.Sprintf("text file %d\n", i)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFreshFS compares a per-episode fresh file system made by our
+// resync (re-copy only what the episode changed: here one file written, one
+// deleted, one added) with the naive way (remove and copy the whole tree),
+// for a tree the size of NL2Bash's (60 files) and a larger one (2000).
+func BenchmarkFreshFS(b *testing.B) {
+	for _, n := range []int{60, 2000} {
+		tpl := b.TempDir()
+		makeTree(b, tpl, n)
+		scratch := func(b *testing.B) string {
+			d, err := os.MkdirTemp(ScratchDir(), "bench-")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { os.RemoveAll(d) })
+			return d
+		}
+		dirty := func(dir string) {
+			os.WriteFile(filepath.Join(dir, "testbed/dir1/sub1/file1.txt"), []byte("changed"), 0o644)
+			os.Remove(filepath.Join(dir, "testbed/dir2/sub2/file2.txt"))
+			os.WriteFile(filepath.Join(dir, "testbed/new.txt"), []byte("new"), 0o644)
+		}
+		b.Run(fmt.Sprintf("resync/%d", n), func(b *testing.B) {
+			dir := scratch(b)
+			os.Mkdir(filepath.Join(dir, "testbed"), 0o755)
+			r := &replica{tpl: tpl, dir: dir, names: []string{"testbed"}, uid: -1, gid: -1}
+			if err := r.Sync(); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				dirty(dir)
+				b.StartTimer()
+				if err := r.Sync(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("resync-untouched/%d", n), func(b *testing.B) {
+			dir := scratch(b)
+			os.Mkdir(filepath.Join(dir, "testbed"), 0o755)
+			r := &replica{tpl: tpl, dir: dir, names: []string{"testbed"}, uid: -1, gid: -1}
+			if err := r.Sync(); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := r.Sync(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("naive-copy/%d", n), func(b *testing.B) {
+			dir := scratch(b)
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				dirty(dir)
+				b.StartTimer()
+				if err := os.RemoveAll(filepath.Join(dir, "testbed")); err != nil {
+					b.Fatal(err)
+				}
+				if err := copyTree(filepath.Join(tpl, "testbed"), filepath.Join(dir, "testbed"), -1, -1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,80 @@
+// Package envtest gives the environment tests the executors to run on: the
+// bwrap driver, and the docker driver when CODEFEEDBACK_SANDBOX_IMAGE names
+// an image (make test sets it), so every environment is tested on both.
+package envtest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/executors"
+	_ "github.com/codefeedback/codefeedback/executors/bwrap"
+	_ "github.com/codefeedback/codefeedback/executors/docker"
+)
+
+// Driver is one executor to test on.
+type Driver struct {
+	Name string
+	Ex   executors.Executor
+}
+
+// Drivers opens bwrap (pool 2) and, where configured, docker. Each is closed
+// when t ends. It skips t when no driver is available; with CI=true a
+// configured docker engine that cannot be opened fails t.
+func Drivers(t *testing.T) []Driver {
+	t.Helper()
+	ctx := context.Background()
+	var ds []Driver
+	if _, err := exec.LookPath("bwrap"); err == nil {
+		ex, err := executors.Open(ctx, "bwrap://?pool=2")
+		if err != nil {
+			t.Fatalf("opening bwrap: %v", err)
+		}
+		t.Cleanup(func() { ex.Close() })
+		ds = append(ds, Driver{"bwrap", ex})
+	} else {
+		t.Logf("bubblewrap not installed: bwrap driver not tested")
+	}
+	if img := os.Getenv("CODEFEEDBACK_SANDBOX_IMAGE"); img != "" {
+		ex, err := executors.Open(ctx, "docker://"+img+"?pool=2")
+		switch {
+		case err == nil:
+			t.Cleanup(func() { ex.Close() })
+			ds = append(ds, Driver{"docker", ex})
+		case os.Getenv("CI") == "true":
+			t.Fatalf("opening docker://%s: %v", img, err)
+		default:
+			t.Logf("docker driver not tested: %v", err)
+		}
+	} else {
+		t.Logf("CODEFEEDBACK_SANDBOX_IMAGE unset: docker driver not tested")
+	}
+	if len(ds) == 0 {
+		t.Skip("no sandbox driver available (install bubblewrap)")
+	}
+	return ds
+}
+
+// Each runs f as a subtest per driver.
+func Each(t *testing.T, f func(t *testing.T, d Driver)) {
+	for _, d := range Drivers(t) {
+		t.Run(d.Name, func(t *testing.T) { f(t, d) })
+	}
+}
+
+// Full reports whether to run every table case on every driver
+// (CODEFEEDBACK_INTERCODE_FULL=1). Otherwise cases that only exercise a
+// reward rule (the same code whatever the driver) run on the first driver,
+// and the rest (gold actions, attacks) on all.
+func Full() bool { return os.Getenv("CODEFEEDBACK_INTERCODE_FULL") == "1" }
+
+// RuleOnly skips t on any driver but the first unless Full: for table cases
+// that test a reward rule rather than the sandbox.
+func RuleOnly(t *testing.T, d Driver, first string) {
+	t.Helper()
+	if d.Name != first && !Full() {
+		t.Skipf("reward rule case: run on %s only (CODEFEEDBACK_INTERCODE_FULL=1 runs it on %s too)", first, d.Name)
+	}
+}

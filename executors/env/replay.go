@@ -1,0 +1,158 @@
+package env
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+)
+
+// StepAgreement compares one logged turn with its re-execution.
+type StepAgreement struct {
+	Action    string  `json:"action"`
+	Logged    float64 `json:"logged_reward"`
+	Ours      float64 `json:"our_reward"`
+	Agree     bool    `json:"agree"`
+	Skipped   string  `json:"skipped,omitempty"` // why the turn was not executed
+	OurObs    string  `json:"our_observation,omitempty"`
+	LoggedObs string  `json:"logged_observation,omitempty"`
+}
+
+// ReplayResult is one trajectory re-executed.
+type ReplayResult struct {
+	TaskID        int             `json:"task_id"`
+	Steps         []StepAgreement `json:"steps"`
+	LoggedSuccess bool            `json:"logged_success"`
+	OurSuccess    bool            `json:"our_success"`
+	Ours          Trajectory      `json:"trajectory"` // our re-execution in InterCode's format
+}
+
+// RewardTolerance is how far a re-executed reward may be from the logged
+// one and still agree (InterCode rounds its rewards to 2 places).
+const RewardTolerance = 0.011
+
+var (
+	defRE     = regexp.MustCompile(`^def\s+(\w+)\s*\(`)
+	nonCodeRE = regexp.MustCompile(`^No \w+ code`)
+	submitCTF = regexp.MustCompile(`^submit\b`)
+)
+
+// Replay re-executes a trajectory logged by InterCode's n-turn experiments
+// (experiments/eval_n_turn.py) in e, which must be reset to the trajectory's
+// task first: bash and sql actions run and are then scored as `submit`
+// (without ending the episode); a python action that defines a function is
+// run and scored as `submit <its name>`, other python actions score 0; ctf
+// actions score only when they submit. Turns the policy did not turn into
+// code (logged observation "No <lang> code ...") and "blocked" turns are not
+// executed and score 0, as InterCode logged them.
+func Replay(ctx context.Context, e Env, envName string, tr Trajectory) (ReplayResult, error) {
+	res := ReplayResult{TaskID: tr.TaskID, LoggedSuccess: tr.Summary.MaxReward >= 1}
+	res.Ours = Trajectory{Environment: tr.Environment, Dataset: tr.Dataset, TaskID: tr.TaskID, Query: tr.Query,
+		Hardness: tr.Hardness, Summary: Summary{TurnsMax: tr.Summary.TurnsMax}}
+	h := tr.TurnHistory
+	for i, action := range h.Actions {
+		logged := 0.0
+		if i < len(h.Rewards) {
+			logged = h.Rewards[i]
+		}
+		loggedObs := ""
+		if i < len(h.Observations) {
+			loggedObs = h.Observations[i]
+		}
+		sa := StepAgreement{Action: action, Logged: logged, LoggedObs: loggedObs}
+		var r StepResult
+		var err error
+		switch {
+		case action == "blocked":
+			sa.Skipped = "blocked: the policy failed"
+		case nonCodeRE.MatchString(loggedObs):
+			sa.Skipped = "not code: the policy's retry message"
+			r.Observation = loggedObs
+		case action == "skip":
+			sa.Skipped = "skip"
+		default:
+			r, err = replayStep(ctx, e, envName, action)
+			if err != nil {
+				return res, fmt.Errorf("task %d turn %d: %w", tr.TaskID, i, err)
+			}
+		}
+		sa.Ours = r.Reward
+		sa.OurObs = r.Observation
+		sa.Agree = math.Abs(sa.Ours-sa.Logged) <= RewardTolerance
+		res.Steps = append(res.Steps, sa)
+		res.Ours.Add(action, r.Observation, r.Reward, r.Valid)
+		if r.Reward >= 1 {
+			res.OurSuccess = true
+		}
+		if action == "blocked" || action == "skip" || r.Done {
+			break
+		}
+	}
+	return res, nil
+}
+
+func replayStep(ctx context.Context, e Env, envName, action string) (StepResult, error) {
+	switch envName {
+	case "python":
+		if m := defRE.FindStringSubmatch(strings.TrimSpace(action)); m != nil {
+			st, err := e.Step(ctx, action)
+			if err != nil {
+				return st, err
+			}
+			sc, err := e.Score(ctx, m[1])
+			if err != nil {
+				return sc, err
+			}
+			sc.Observation, sc.Valid = st.Observation, st.Valid
+			return sc, nil
+		}
+		st, err := e.Step(ctx, action)
+		st.Reward = 0
+		return st, err
+	case "ctf":
+		if submitCTF.MatchString(strings.TrimSpace(action)) {
+			arg, _ := SubmitArg(action)
+			return e.Score(ctx, arg)
+		}
+		st, err := e.Step(ctx, action)
+		st.Reward = 0
+		return st, err
+	default: // bash, sql: act, then score as submit and go on
+		st, err := e.Step(ctx, action)
+		if err != nil || st.Done {
+			return st, err
+		}
+		sc, err := e.Score(ctx, "")
+		if err != nil {
+			return sc, err
+		}
+		st.Reward = sc.Reward
+		return st, nil
+	}
+}
+
+// DataFileFor maps the dataset path InterCode logs in a trajectory
+// ("./data/nl2bash/nl2bash_fs_1.json", "./data/spider/dev_spider.json") to
+// the task file's path in InterCode's repository layout.
+func DataFileFor(dataset string) string {
+	d := strings.ToLower(dataset)
+	switch {
+	case strings.Contains(d, "nl2bash"):
+		if m := regexp.MustCompile(`fs_(\d)`).FindStringSubmatch(d); m != nil {
+			return "data/nl2bash/nl2bash_fs_" + m[1] + ".json"
+		}
+		return "data/nl2bash/test_queries.json"
+	case strings.Contains(d, "spider"):
+		return "data/sql/spider/ic_spider_dev.json"
+	case strings.Contains(d, "bird"):
+		return "data/sql/bird/ic_bird.json"
+	case strings.Contains(d, "wikisql"):
+		return "data/sql/wikisql/ic_wikisql_dev.json"
+	case strings.Contains(d, "mbpp"):
+		return "data/python/mbpp/ic_mbpp.json"
+	case strings.Contains(d, "ctf"):
+		return "data/ctf/ic_ctf.json"
+	}
+	return ""
+}

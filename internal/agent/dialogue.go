@@ -1,0 +1,200 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/codefeedback/codefeedback/executors/env"
+	"github.com/codefeedback/codefeedback/prompts"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// Labels an interact dialogue carries, enough to replay it.
+const (
+	LabelEnv      = "intercode_env"      // environment name
+	LabelTask     = "intercode_task"     // the env.Task as JSON
+	LabelReward   = "intercode_reward"   // the episode's reward (max over turns)
+	LabelRewards  = "intercode_rewards"  // reward after each execution turn, space-separated
+	LabelStrategy = "intercode_strategy" // prompting strategy
+	LabelSubmit   = "intercode_submit"   // the final submit's action, when the episode ended with one
+)
+
+var dialoguePrompts = []string{"interact_task", "interact_closing"}
+
+// DialoguePromptVersion names the dialogue templates with their text hashes.
+func DialoguePromptVersion() (string, error) {
+	var vs []string
+	for _, n := range dialoguePrompts {
+		t, err := prompts.Get(n)
+		if err != nil {
+			return "", err
+		}
+		vs = append(vs, n+"@"+t.Version)
+	}
+	return strings.Join(vs, ","), nil
+}
+
+// Dialogue turns an episode into a training dialogue: the task as the user
+// turn; each model answer as an assistant turn followed by the real
+// observation as an execution turn (with its record); an answer with no
+// action followed by the notice the model got; and, for a solved task, a
+// closing assistant turn. Submits are not turns of the dialogue; the labels
+// record the environment, task, rewards and final submit so verify can
+// replay it.
+func (e Episode) Dialogue(stage string) (schema.Dialogue, error) {
+	task, err := json.Marshal(e.Task)
+	if err != nil {
+		return schema.Dialogue{}, fmt.Errorf("agent: encode task: %w", err)
+	}
+	tt, err := prompts.Get("interact_task")
+	if err != nil {
+		return schema.Dialogue{}, err
+	}
+	first, err := tt.Render(map[string]any{"Query": e.Task.Query, "Env": e.Task.Env, "DB": e.Task.Setup[env.SetupDB]})
+	if err != nil {
+		return schema.Dialogue{}, err
+	}
+	lang := Lang(e.Task.Env)
+	msgs := []schema.Message{{Role: schema.RoleUser, Content: first}}
+	var rewards []string
+	submit := ""
+	for _, s := range e.Steps {
+		if s.Submit {
+			submit = s.Action
+			continue
+		}
+		msgs = append(msgs, schema.Message{Role: schema.RoleAssistant, Content: strings.TrimSpace(s.Answer)})
+		if s.Action == "" {
+			msgs = append(msgs, schema.Message{Role: schema.RoleUser, Content: s.Observation})
+			continue
+		}
+		exit := 0
+		if !s.Valid {
+			exit = 1
+		}
+		passed := s.Reward >= 1
+		msgs = append(msgs, schema.Message{Role: schema.RoleExecution, Content: observationText(s.Observation),
+			Exec: &schema.Execution{Language: lang, Code: s.Action, Driver: "intercode:" + e.Task.Env,
+				ExitCode: exit, Stdout: s.Observation, Passed: &passed}})
+		rewards = append(rewards, strconv.FormatFloat(s.Reward, 'g', -1, 64))
+	}
+	if len(rewards) == 0 {
+		return schema.Dialogue{}, errors.New("agent: the episode ran no action")
+	}
+	if e.Success {
+		ct, err := prompts.Get("interact_closing")
+		if err != nil {
+			return schema.Dialogue{}, err
+		}
+		closing, err := ct.Render(map[string]any{"Env": e.Task.Env})
+		if err != nil {
+			return schema.Dialogue{}, err
+		}
+		msgs = append(msgs, schema.Message{Role: schema.RoleAssistant, Content: closing})
+	}
+	status := "fail"
+	if e.Success {
+		status = "pass"
+	}
+	labels := map[string]string{
+		LabelEnv: e.Task.Env, LabelTask: string(task), LabelReward: strconv.FormatFloat(e.Reward, 'g', -1, 64),
+		LabelRewards: strings.Join(rewards, " "), LabelStrategy: e.Strategy, "final_status": status,
+	}
+	if submit != "" {
+		labels[LabelSubmit] = submit
+	}
+	return schema.Dialogue{
+		ID:       schema.StableID("dlg-interact", e.Task.ID, e.Strategy, e.Model),
+		Messages: msgs, Stage: stage, Method: "intercode-" + e.Strategy, Model: e.Model,
+		Sources: []string{e.Task.ID}, Labels: labels,
+	}, nil
+}
+
+func observationText(obs string) string {
+	if strings.TrimSpace(obs) == "" {
+		return "(no output)"
+	}
+	return obs
+}
+
+// IsInteract reports whether d is an interact dialogue that Replay can check.
+func IsInteract(d *schema.Dialogue) bool {
+	return d.Labels[LabelEnv] != "" && d.Labels[LabelTask] != ""
+}
+
+// ReplayStep is one execution turn re-run.
+type ReplayStep struct {
+	Turn                  int // message index
+	Observation, Recorded string
+	Reward, RecordedRew   float64
+	Valid, RecordedValid  bool
+}
+
+// Replay re-executes an interact dialogue's actions in a fresh episode of
+// its task in e and returns, per execution turn, what the environment says
+// now next to what was recorded, and the episode's reward now (the best
+// score over the turns, or the recorded final submit's) next to the
+// recorded one. Scoring follows the recorded strategy: after every action,
+// except for ReAct, where only the submit counts.
+func Replay(ctx context.Context, e env.Env, d *schema.Dialogue) (steps []ReplayStep, reward, recorded float64, err error) {
+	var t env.Task
+	if err := json.Unmarshal([]byte(d.Labels[LabelTask]), &t); err != nil {
+		return nil, 0, 0, fmt.Errorf("agent: dialogue %s: task label: %w", d.ID, err)
+	}
+	recorded, err = strconv.ParseFloat(d.Labels[LabelReward], 64)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("agent: dialogue %s: reward label: %w", d.ID, err)
+	}
+	recRewards := strings.Fields(d.Labels[LabelRewards])
+	scoreEach := d.Labels[LabelStrategy] != ReAct
+	if _, err := firstReset(ctx, e, t); err != nil {
+		return nil, 0, 0, fmt.Errorf("agent: dialogue %s: reset: %w", d.ID, err)
+	}
+	var defs []string
+	k := 0
+	for i, m := range d.Messages {
+		if m.Role != schema.RoleExecution || m.Exec == nil {
+			continue
+		}
+		res, err := e.Step(ctx, m.Exec.Code)
+		if err != nil {
+			return nil, 0, 0, fmt.Errorf("agent: dialogue %s turn %d: %w", d.ID, i, err)
+		}
+		if t.Env == "python" {
+			for _, mm := range reDef.FindAllStringSubmatch(m.Exec.Code, -1) {
+				defs = append(defs, mm[1])
+			}
+		}
+		st := ReplayStep{Turn: i, Observation: res.Observation, Recorded: m.Exec.Stdout, Reward: res.Reward,
+			Valid: res.Valid, RecordedValid: m.Exec.ExitCode == 0}
+		if k < len(recRewards) {
+			st.RecordedRew, _ = strconv.ParseFloat(recRewards[k], 64)
+		}
+		k++
+		if scoreEach && t.Env != "ctf" {
+			arg := ""
+			if len(defs) > 0 {
+				arg = defs[len(defs)-1]
+			}
+			sc, err := e.Score(ctx, arg)
+			if err != nil {
+				return nil, 0, 0, fmt.Errorf("agent: dialogue %s turn %d: score: %w", d.ID, i, err)
+			}
+			st.Reward = sc.Reward
+		}
+		reward = max(reward, st.Reward)
+		steps = append(steps, st)
+	}
+	if sub := d.Labels[LabelSubmit]; sub != "" {
+		res, err := e.Step(ctx, sub)
+		if err != nil {
+			return nil, 0, 0, fmt.Errorf("agent: dialogue %s: submit: %w", d.ID, err)
+		}
+		reward = max(reward, res.Reward)
+	}
+	return steps, reward, recorded, nil
+}

@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/codefeedback/codefeedback/executors/env"
+)
+
+// CombinedLogName is InterCode's name for a run's log file
+// (ic_sql_multiturn_gpt-4_10_turns.json there; the strategy here).
+func CombinedLogName(ep Episode) string {
+	return fmt.Sprintf("%s_%s_%s_%d_turns.json", env.ICName(ep.Task.Env), ep.Strategy,
+		unsafeName.ReplaceAllString(ep.Model, "_"), ep.TurnsMax)
+}
+
+// WriteRun writes a finished run into dir: InterCode's combined log per
+// environment and strategy, episodes.jsonl (every episode with its
+// conversation), dialogues.jsonl (every episode that acted, as a training
+// dialogue labelled pass or fail, which `codefeedback verify` replays) and
+// metrics.json. Files appear whole (rename).
+func WriteRun(dir string, eps []Episode, ms []Metrics) error {
+	groups := map[string][]env.Trajectory{}
+	var order []string
+	for _, ep := range eps {
+		n := CombinedLogName(ep)
+		if _, ok := groups[n]; !ok {
+			order = append(order, n)
+		}
+		groups[n] = append(groups[n], ep.Trajectory())
+	}
+	for _, n := range order {
+		if err := env.WriteTrajectories(filepath.Join(dir, n), groups[n]); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+	}
+	if err := writeAtomic(filepath.Join(dir, "episodes.jsonl"), func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		for _, ep := range eps {
+			if err := enc.Encode(ep); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(dir, "dialogues.jsonl"), func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		for _, ep := range eps {
+			if ep.AgentTurns() == 0 || ep.Error != "" {
+				continue
+			}
+			d, err := ep.Dialogue("intercode")
+			if err != nil {
+				continue // no action ran: nothing to learn from
+			}
+			if err := enc.Encode(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, "metrics.json"), func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(ms)
+	})
+}
+
+func writeAtomic(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("agent: create %s: %w", path, err)
+	}
+	defer os.Remove(f.Name())
+	bw := bufio.NewWriter(f)
+	if err := write(bw); err != nil {
+		f.Close()
+		return fmt.Errorf("agent: write %s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("agent: write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("agent: sync %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
