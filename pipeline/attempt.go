@@ -3,8 +3,8 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 )
 
@@ -33,7 +33,6 @@ func (r *runner) process(ctx context.Context, s *StageSpec, st *stageCaps, stats
 		return 0
 	}
 	sl.id = in.ID
-	backoff := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		sl.attempts = attempt
 		actx, cancel := ctx, context.CancelFunc(func() {})
@@ -76,6 +75,13 @@ func (r *runner) process(ctx context.Context, s *StageSpec, st *stageCaps, stats
 			sl.aborted = true
 			return retries
 		}
+		if errors.Is(err, ErrBudgetExceeded) {
+			// Not the item's failure: the run's money is spent. Neither
+			// output nor dead letter; the next run does it.
+			r.budget.stop()
+			sl.aborted = true
+			return retries
+		}
 		if IsPermanent(err) {
 			sl.failed, sl.permanent = err, true
 			sl.val = append([]byte{valFail}, err.Error()...)
@@ -87,9 +93,10 @@ func (r *runner) process(ctx context.Context, s *StageSpec, st *stageCaps, stats
 			return retries
 		}
 		retries++
-		d := backoff + time.Duration(rand.Int64N(int64(backoff)))
-		backoff = min(backoff*2, 10*time.Second)
-		t := time.NewTimer(d)
+		wait := r.retry.wait(attempt, err)
+		r.log.Warn("item failed, retrying", "stage", s.Name, "item", in.ID, "attempt", attempt,
+			"of", 1+s.Retries, "wait", wait.Round(time.Millisecond), "err", err)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()

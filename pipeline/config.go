@@ -174,7 +174,7 @@ func Load(path, runDir string) (*Config, error) {
 			l.at(&n, "no %s support is built into this program (no service registered for `%s:`)", sec.name, sec.name)
 			continue
 		}
-		if _, err := b(strictDecoder(&n, l), nil); err != nil && !errors.Is(err, errAlreadyReported) {
+		if _, err := b(ServiceEnv{Decode: strictDecoder(&n, l), Logger: discardLogger, EngineRetries: true}); err != nil && !errors.Is(err, errAlreadyReported) {
 			l.at(&n, "%s: %v", sec.name, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,11 @@ const ItemsBucket = "items"
 // finished work is stored and the next run resumes.
 var ErrStopped = errors.New("run stopped")
 
+// ErrUsage is wrapped by errors in the run's options (an unknown stage in
+// --only, --from or --force, a stage whose inputs do not exist yet): nothing
+// ran.
+var ErrUsage = errors.New("bad run options")
+
 // RunOptions are the command-line choices of one run.
 type RunOptions struct {
 	Only    []string // run only these stages (their inputs must exist)
@@ -31,7 +37,12 @@ type RunOptions struct {
 	DryRun  bool     // show what would run and what is cached; change nothing
 	Force   []string // recompute these stages, ignoring cached results
 	Shard   Shard
-	MaxCost float64 // stop dispatching new items once model cost reaches this (USD)
+	MaxCost float64     // stop dispatching new items once model cost reaches this (USD)
+	Retry   RetryPolicy // zero: DefaultRetryPolicy
+	// MaxFailed, when set, fails the run (ErrTooManyFailed, no output
+	// published) once a stage's failed share passes it; nil: failed items
+	// are only dead-lettered.
+	MaxFailed *FailThreshold
 
 	Version          string       // program version for the manifest
 	Logger           *slog.Logger // nil: discard
@@ -49,9 +60,10 @@ type runner struct {
 	dir     string // run dir
 	outDir  string // where stage outputs go (run dir, or a scratch dir for dry-run)
 	budget  *budget
+	retry   RetryPolicy
 	man     *Manifest
 	done    map[string]*marker // completed (this run or before) stage outputs
-	model   any
+	model   ModelService
 	embed   any
 	execMu  sync.Mutex
 	exec    executors.Executor
@@ -64,7 +76,7 @@ type runner struct {
 // errors: they are counted and dead-lettered.
 func Run(ctx context.Context, cfg *Config, o RunOptions) (*Manifest, error) {
 	r := &runner{cfg: cfg, o: o, log: o.Logger, dir: cfg.RunDir, outDir: cfg.RunDir,
-		budget: &budget{limit: o.MaxCost}, done: map[string]*marker{}}
+		budget: &budget{limit: o.MaxCost}, retry: o.Retry.withDefaults(), done: map[string]*marker{}}
 	if r.log == nil {
 		r.log = discardLogger
 	}
@@ -127,7 +139,7 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	selected, err := r.selectStages()
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	needInputs := false
 	for _, s := range r.cfg.Stages {
@@ -141,7 +153,7 @@ func (r *runner) run(ctx context.Context) error {
 		}
 	}
 	waiting := map[string]bool{}
-	var deadFiles []string
+	var deadFiles, tooMany []string
 	for _, s := range r.cfg.Stages {
 		rec := StageRecord{Name: s.Name, Type: s.Type, Input: s.Input, Settings: s.Settings}
 		if !selected[s.Name] {
@@ -192,6 +204,14 @@ func (r *runner) run(ctx context.Context) error {
 			closeStage(st)
 			continue
 		}
+		if r.o.DryRun && !r.inputsReady(s) {
+			// An input stage would run first: what this one would do is
+			// unknown until then, which is not a failure.
+			rec.Status = "dry-run"
+			r.man.Stages = append(r.man.Stages, rec)
+			closeStage(st)
+			continue
+		}
 		start := time.Now()
 		if st.all != nil {
 			err = r.runAll(ctx, s, st, key, svc, &rec)
@@ -203,6 +223,11 @@ func (r *runner) run(ctx context.Context) error {
 		rec.Stats, rec.Usage = svc.Stats.Snapshot()
 		if m := r.done[s.Name]; m != nil && rec.Status == "unchanged" {
 			rec.Stats = m.Stats
+		}
+		if errors.Is(err, ErrBudgetExceeded) && !errors.Is(err, ErrStopped) {
+			// A whole-set stage whose model calls ran out of budget.
+			err = fmt.Errorf("%w: --max-cost %.2f USD reached: %w", ErrStopped, r.o.MaxCost, err)
+			rec.Status = "stopped"
 		}
 		if err != nil {
 			rec.Error = err.Error()
@@ -216,6 +241,9 @@ func (r *runner) run(ctx context.Context) error {
 		r.man.DeadCount += rec.Counts.DeadLettered
 		if rec.Counts.DeadLettered > 0 {
 			deadFiles = append(deadFiles, filepath.Join(r.outDir, "stages", s.Name, "dead-letters.jsonl"))
+			if msg := r.tooManyFailed(s.Name, st.usesModel, rec.Counts); msg != "" && !r.o.DryRun {
+				tooMany = append(tooMany, msg)
+			}
 		}
 		if !r.o.DryRun {
 			if werr := r.man.write(filepath.Join(r.dir, "manifest.json")); werr != nil {
@@ -232,6 +260,10 @@ func (r *runner) run(ctx context.Context) error {
 	if err := r.publishDeadLetters(deadFiles); err != nil {
 		return err
 	}
+	if len(tooMany) > 0 {
+		return fmt.Errorf("%w: %s; all dead letters in %s; outputs not published (--max-failed)",
+			ErrTooManyFailed, strings.Join(tooMany, "; "), r.man.DeadFile)
+	}
 	if r.o.Shard.Enabled() {
 		r.log.Info("sharded run: outputs are published by the run after `codefeedback merge`", "shard", r.o.Shard.String())
 		return nil
@@ -243,6 +275,16 @@ func closeStage(st *stageCaps) {
 	if st.closer != nil {
 		_ = st.closer.Close()
 	}
+}
+
+// inputsReady reports whether every input stage of s has an output.
+func (r *runner) inputsReady(s *StageSpec) bool {
+	for _, src := range s.Input {
+		if r.done[src] == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // selectStages applies --only and --from and checks that every selected

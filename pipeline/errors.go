@@ -52,8 +52,14 @@ func IsTransient(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded)
 }
 
-// IsPermanent reports whether err is marked permanent.
+// IsPermanent reports whether err is marked permanent: by Permanent, or by
+// a `Permanent() bool` method returning true on any error in its chain (a
+// model answer that could not be parsed even after repairs).
 func IsPermanent(err error) bool {
 	var p permanentError
-	return errors.As(err, &p)
+	if errors.As(err, &p) {
+		return true
+	}
+	var pm interface{ Permanent() bool }
+	return errors.As(err, &pm) && pm.Permanent()
 }

@@ -2,18 +2,16 @@ package pipeline
 
 import (
 	"context"
-	"net/url"
 	"testing"
 
-	"github.com/codefeedback/codefeedback/executors"
+	_ "github.com/codefeedback/codefeedback/executors/bwrap" // the sandbox whose identity enters keys
 )
 
-// keyPipeline runs t-suffix with settings SETTINGS and, when EXEC is set, a
-// code-running stage t-exec under executor EXEC.
+// keyPipeline runs t-suffix and a code-running stage t-exec under bwrap.
 const keyPipeline = `
 run_dir: $DIR/run
 inputs: [{path: q.jsonl, format: native}]
-executor: tfake://?image=a
+executor: bwrap://?pool=1
 defaults: {concurrency: 2}
 stages:
   - {stage: t-suffix, name: s, settings: {prompt: "!"}}
@@ -23,11 +21,6 @@ outputs:
 `
 
 func init() {
-	// tfake is a sandbox driver whose identity is its URL's query: enough
-	// to see which identity a stage key took.
-	executors.Register("tfake", func(ctx context.Context, u *url.URL) (executors.Executor, error) {
-		return fakeExecutor{executors.Info{Driver: "tfake", Image: u.RawQuery}}, nil
-	})
 	// t-exec says it runs code in the sandbox (and passes items through).
 	Register("t-exec", fakeOptions{}, func(o fakeOptions, svc *Services) (*testEach, error) {
 		return &testEach{uses: true, each: func(ctx context.Context, in Item) ([]Item, error) {
@@ -39,17 +32,6 @@ func init() {
 		}}, nil
 	})
 }
-
-type fakeExecutor struct{ info executors.Info }
-
-func (f fakeExecutor) Run(ctx context.Context, req executors.Request) (executors.Result, error) {
-	return executors.Result{}, nil
-}
-func (f fakeExecutor) Open(ctx context.Context, lang executors.Language, opts executors.SessionOptions) (executors.Session, error) {
-	return nil, nil
-}
-func (f fakeExecutor) Info() executors.Info { return f.info }
-func (f fakeExecutor) Close() error         { return nil }
 
 // TestCacheKeyRules: settings tagged `key:"-"` (parallelism) never
 // recompute a stage; the executor's identity recomputes exactly the stages
@@ -67,13 +49,14 @@ func TestCacheKeyRules(t *testing.T) {
 		wantS, wantX     int64 // calls added
 	}
 	for _, st := range []step{
-		{"unkeyed setting", `{prompt: "!", parallel: 7}`, "tfake://?image=a", 0, 0},
-		{"unkeyed nested setting", `{prompt: "!", parallel: 3, nested: {skip: 4}}`, "tfake://?image=a", 0, 0},
+		{"unkeyed setting", `{prompt: "!", parallel: 7}`, "bwrap://?pool=1", 0, 0},
+		{"unkeyed nested setting", `{prompt: "!", parallel: 3, nested: {skip: 4}}`, "bwrap://?pool=1", 0, 0},
 		// x's input is unchanged by s's new key, so x is not recomputed.
-		{"keyed nested setting", `{prompt: "!", nested: {keep: 1}}`, "tfake://?image=a", 20, 0},
-		{"image", `{prompt: "!", nested: {keep: 1}}`, "tfake://?image=b", 0, 20},
-		{"limit", `{prompt: "!", nested: {keep: 1}}`, "tfake://?image=b&memory=1GiB", 0, 20},
-		{"back to the first", `{prompt: "!"}`, "tfake://?image=a", 0, 0},
+		{"keyed nested setting", `{prompt: "!", nested: {keep: 1}}`, "bwrap://?pool=1", 20, 0},
+		{"pool size (not the sandbox's identity)", `{prompt: "!", nested: {keep: 1}}`, "bwrap://?pool=2", 0, 0},
+		{"memory limit", `{prompt: "!", nested: {keep: 1}}`, "bwrap://?pool=1&memory=300MiB", 0, 20},
+		{"timeout limit", `{prompt: "!", nested: {keep: 1}}`, "bwrap://?pool=1&memory=300MiB&timeout=7s", 0, 20},
+		{"back to the first", `{prompt: "!"}`, "bwrap://?pool=1", 0, 0},
 	} {
 		y := `
 run_dir: $DIR/run

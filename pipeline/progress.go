@@ -22,6 +22,18 @@ type progress struct {
 	interval                    time.Duration
 	stop                        chan struct{}
 	stopped                     chan struct{}
+	// phase, when set, is what a whole-set stage is doing after it read
+	// its input ("reading input", then the stage's own phases): the counts
+	// then say nothing about how much is left, so no ETA is shown.
+	phase atomic.Pointer[string]
+}
+
+// setPhase shows what the work is doing now; "" goes back to counts and ETA.
+func (p *progress) setPhase(s string) {
+	if p == nil {
+		return
+	}
+	p.phase.Store(&s)
 }
 
 // isTerminal reports whether w is a character device (a terminal).
@@ -68,6 +80,20 @@ func (p *progress) render(final bool) {
 	if p.total > 0 && rate > 0 {
 		eta = (time.Duration(float64(p.total-done)/rate) * time.Second).Round(time.Second).String()
 	}
+	phase := ""
+	if ph := p.phase.Load(); ph != nil && *ph != "" && !final {
+		phase, eta = *ph, "?"
+	}
+	if phase != "" {
+		if p.w != nil {
+			fmt.Fprintf(p.w, "\r\033[K%-10s %s (%d items read, %s elapsed)", p.stage, phase, done,
+				time.Since(p.start).Round(time.Second))
+			return
+		}
+		p.log.Info("progress", "stage", p.stage, "phase", phase, "read", done, "total", p.total,
+			"elapsed", time.Since(p.start).Round(time.Second).String())
+		return
+	}
 	if p.w != nil {
 		bar := ""
 		if p.total > 0 {
@@ -91,3 +117,36 @@ func (p *progress) finish() {
 	<-p.stopped
 	p.render(true)
 }
+
+// Progress is the engine's progress display for long work outside a
+// pipeline run (eval, verify): a redrawn bar on a terminal, a log line
+// every interval otherwise. Safe for concurrent use.
+type Progress struct{ p *progress }
+
+// StartProgress starts a display of name's progress over total units (0 =
+// unknown). w is the terminal to draw on (a non-terminal or nil: log lines
+// on log every interval; interval 0 = 10 s). Call Finish when done.
+func StartProgress(name string, total int64, w io.Writer, log *slog.Logger, interval time.Duration) *Progress {
+	if log == nil {
+		log = discardLogger
+	}
+	if interval <= 0 {
+		interval = 10 * time.Second
+	}
+	return &Progress{startProgress(name, total, w, log, interval)}
+}
+
+// Done counts n units finished; failed ones also count as failed.
+func (p *Progress) Done(n int64, failed bool) {
+	p.p.done.Add(n)
+	p.p.fresh.Add(n)
+	if failed {
+		p.p.failed.Add(n)
+	}
+}
+
+// Phase shows what the work is doing now instead of an ETA ("" = counts).
+func (p *Progress) Phase(name string) { p.p.setPhase(name) }
+
+// Finish stops the display and draws the final line.
+func (p *Progress) Finish() { p.p.finish() }

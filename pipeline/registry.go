@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"log/slog"
 	"reflect"
 	"sort"
 	"sync"
@@ -70,12 +71,31 @@ func lookupStage(name string) (registered, bool) {
 	return r, ok
 }
 
+// ServiceEnv is what a service builder gets from the engine.
+type ServiceEnv struct {
+	// Decode decodes the service's section into a struct strictly (unknown
+	// keys are errors with file:line).
+	Decode func(v any) error
+	// Cache is the run's store; nil at validate time, when the builder must
+	// only check settings and may return a nil service.
+	Cache store.Cache
+	// Logger is the run's logger (what --verbose shows); never nil.
+	Logger *slog.Logger
+	// MaxCost is the run's --max-cost in USD (0 = unlimited): a model
+	// service refuses calls once it is spent, with an error wrapping
+	// ErrBudgetExceeded.
+	MaxCost float64
+	// EngineRetries is true in a pipeline run: the engine retries failed
+	// items (RetryPolicy), so a client must not retry on its own; it makes
+	// one attempt per call and says in its error whether the failure is
+	// transient (a Transient() bool method, and RetryAfter() for a server's
+	// hint).
+	EngineRetries bool
+}
+
 // ServiceBuilder builds a shared service (model client, embedder) from its
-// top-level section of the pipeline file. decode decodes the section into a
-// struct strictly (unknown keys are errors with file:line). cache is the run's
-// store; nil at validate time, when the builder must only check settings and
-// may return a nil service.
-type ServiceBuilder func(decode func(v any) error, cache store.Cache) (any, error)
+// top-level section of the pipeline file.
+type ServiceBuilder func(env ServiceEnv) (any, error)
 
 var services = map[string]ServiceBuilder{}
 

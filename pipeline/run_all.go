@@ -66,6 +66,11 @@ func (r *runner) runAll(ctx context.Context, s *StageSpec, st *stageCaps, key st
 		return err
 	}
 	p := startProgress(s.Name, total, r.o.Progress, r.log, r.o.ProgressInterval)
+	// A whole-set stage's work mostly starts once it has read everything:
+	// the display says which phase it is in instead of done=total, ETA 0.
+	p.setPhase("reading input")
+	svc.progress = p
+	defer func() { svc.progress = nil }()
 	var in int64
 	seq := func(yield func(Item, error) bool) {
 		for _, src := range srcs {
@@ -80,6 +85,7 @@ func (r *runner) runAll(ctx context.Context, s *StageSpec, st *stageCaps, key st
 				}
 			}
 		}
+		p.setPhase("working on the whole set")
 	}
 	emit := func(it Item) error {
 		if err := ctx.Err(); err != nil {

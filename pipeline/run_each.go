@@ -98,6 +98,9 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *stageCaps, key s
 	close(e.slots)
 	<-writerDone
 	e.p.finish()
+	if e.aborted > 0 && r.budget.exceeded() {
+		e.stopped = true // items in flight were refused for lack of budget
+	}
 	e.c.Retries = e.retries.Load()
 	e.c.Out = e.out.lines
 	rec.Counts = e.c
@@ -176,6 +179,7 @@ type eachRun struct {
 	refBuf     []byte // writer's
 	readErr    error  // dispatcher's
 	stopped    bool   // dispatcher's: --max-cost reached
+	aborted    int    // writer's: items cancelled in flight
 }
 
 func (r *runner) newEachRun(s *StageSpec, st *stageCaps, svc *Services) (*eachRun, error) {
@@ -215,6 +219,7 @@ func (e *eachRun) write(sl *slot) {
 		}
 	}
 	if sl.aborted {
+		e.aborted++
 		return
 	}
 	c, p := &e.c, e.p

@@ -9,11 +9,21 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// buildServices builds the shared model and embedder services from their
+// sections of the pipeline file.
 func (r *runner) buildServices() error {
 	var err error
 	if r.cfg.model != nil {
-		if r.model, err = r.buildService("model", r.cfg.model); err != nil {
+		v, err := r.buildService("model", r.cfg.model)
+		if err != nil {
 			return err
+		}
+		if v != nil {
+			m, ok := v.(ModelService)
+			if !ok {
+				return fmt.Errorf("model: the service is a %T, which does not implement pipeline.ModelService", v)
+			}
+			r.model = m
 		}
 	}
 	if r.cfg.embedder != nil {
@@ -30,7 +40,7 @@ func (r *runner) buildService(section string, n *yaml.Node) (any, error) {
 		return nil, fmt.Errorf("no service registered for `%s:`", section)
 	}
 	l := &errList{file: r.cfg.File}
-	v, err := b(strictDecoder(n, l), r.db)
+	v, err := b(ServiceEnv{Decode: strictDecoder(n, l), Cache: r.db, Logger: r.log, MaxCost: r.o.MaxCost, EngineRetries: true})
 	if len(l.errs) > 0 {
 		return nil, l.errs
 	}

@@ -16,7 +16,7 @@ import (
 // must implement exactly one of EachStage (per item) and AllStage (whole
 // set); every other capability is optional and found by type assertion, as
 // database/sql/driver finds a driver's optional interfaces: Versioner,
-// Estimator, Observer, ExecutorUser and io.Closer. A stage knows its own job
+// Estimator, Observer, ExecutorUser, ModelUser and io.Closer. A stage knows its own job
 // and nothing about caching, retries, progress, sharding or files: the engine
 // wraps it with all of those.
 //
@@ -123,14 +123,15 @@ func (f AllFunc) All(ctx context.Context, in iter.Seq2[Item, error], emit func(I
 
 // stageCaps is a built stage with its capabilities found once.
 type stageCaps struct {
-	each     EachStage
-	all      AllStage
-	version  any
-	estimate Estimator
-	observe  Observer
-	check    Checker
-	executes bool
-	closer   io.Closer
+	each      EachStage
+	all       AllStage
+	version   any
+	estimate  Estimator
+	observe   Observer
+	check     Checker
+	executes  bool
+	usesModel bool
+	closer    io.Closer
 }
 
 // capsOf finds st's capabilities; name is for the error.
@@ -150,6 +151,9 @@ func capsOf(name string, st Stage) (*stageCaps, error) {
 	if u, ok := st.(ExecutorUser); ok {
 		c.executes = u.UsesExecutor()
 	}
+	if u, ok := st.(ModelUser); ok {
+		c.usesModel = u.UsesModel()
+	}
 	c.closer, _ = st.(io.Closer)
 	return c, nil
 }
@@ -168,12 +172,14 @@ type Services struct {
 	// when the file names none. Opened lazily: a stage that does not call it
 	// costs nothing.
 	Executor func(ctx context.Context) (executors.Executor, error)
-	// Model and Embedder are the shared clients built by the service
-	// builders registered for the pipeline file's top-level `model:` and
-	// `embedder:` sections (see RegisterService), or nil when absent. They are
-	// typed any so the engine does not depend on the llm/embed packages;
-	// use ServiceAs to get the interface a stage needs.
-	Model    any
+	// Model is the run's model service, built by the service builder
+	// registered for the pipeline file's top-level `model:` section (see
+	// RegisterService), or nil when absent. Stages get their client from it
+	// with llm.ForStage and put ModelKey into their Version.
+	Model ModelService
+	// Embedder is the shared embedder from the `embedder:` section, or nil;
+	// typed any so the engine does not depend on the embed package (use
+	// ServiceAs or embed.ForStage).
 	Embedder any
 	// Stats is this stage's free-form statistics, written to the manifest.
 	Stats *Stats
@@ -181,6 +187,39 @@ type Services struct {
 	RunDir string
 	// Name is the stage's instance name in the pipeline file.
 	Name string
+
+	progress *progress // the running whole-set stage's display
+}
+
+// Phase shows what a whole-set stage is doing now ("embedding", "searching
+// neighbours", "answering 120 dialogues") in the progress display, which
+// otherwise only knows that the stage has read its input. Safe to call from
+// any stage at any time; outside a whole-set run it does nothing.
+func (s *Services) Phase(name string) {
+	if s != nil {
+		s.progress.setPhase(name)
+	}
+}
+
+// ModelService is the engine's view of the model service: enough for a
+// stage's cache key. The llm package's service implements it (and more,
+// which stages reach through llm.ForStage).
+type ModelService interface {
+	// KeyParams returns the settings of the endpoint stage would use for
+	// endpoint ("" = the stage's default) that change answers (model name,
+	// temperature, seed, max tokens, JSON mode), to be JSON-encoded into a
+	// cache key.
+	KeyParams(stage, endpoint string) (any, error)
+}
+
+// ModelKey returns what of the model endpoint this stage uses ("" = its
+// default) belongs in the stage's Version: the endpoint's KeyParams, or
+// "none" when the run has no model service.
+func (s *Services) ModelKey(endpoint string) (any, error) {
+	if s.Model == nil {
+		return "none", nil
+	}
+	return s.Model.KeyParams(s.Name, endpoint)
 }
 
 // ServiceAs returns v as T, or an error naming what is missing. Typical use:

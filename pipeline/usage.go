@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"sync"
 )
 
@@ -111,11 +112,25 @@ func (s *Stats) Snapshot() (map[string]float64, Usage) {
 	return m, s.usage
 }
 
+// ErrBudgetExceeded is wrapped by a service's error when the run's
+// --max-cost is spent (the llm package's ErrBudgetExceeded is this error).
+// An item failing with it is neither output nor dead-lettered, and the run
+// stops cleanly with ErrStopped.
+var ErrBudgetExceeded = errors.New("cost budget exceeded")
+
 // budget is the run-wide --max-cost guard.
 type budget struct {
 	mu    sync.Mutex
 	limit float64 // 0 = unlimited
 	spent float64
+	hit   bool // a service refused a call for lack of budget
+}
+
+// stop records that a service refused a call because the budget is spent.
+func (b *budget) stop() {
+	b.mu.Lock()
+	b.hit = true
+	b.mu.Unlock()
 }
 
 func (b *budget) charge(usd float64) {
@@ -127,5 +142,5 @@ func (b *budget) charge(usd float64) {
 func (b *budget) exceeded() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.limit > 0 && b.spent >= b.limit
+	return b.hit || (b.limit > 0 && b.spent >= b.limit)
 }

@@ -21,9 +21,6 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// exitLeak is the exit code of `audit --fail-on-leak` when a dialogue is flagged.
-const exitLeak = 4
-
 type auditOptions struct {
 	dataset       string
 	against       []string
@@ -87,10 +84,10 @@ func init() {
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 {
-				return withCode(2, errors.New("audit: want DATASET"))
+				return withCode(exitUsage, errors.New("audit: want DATASET"))
 			}
 			if c.NArg() > 1 {
-				return withCode(2, fmt.Errorf("audit: want one DATASET, got also %q", c.Args().Tail()))
+				return withCode(exitUsage, fmt.Errorf("audit: want one DATASET, got also %q", c.Args().Tail()))
 			}
 			var against []string
 			for _, a := range c.StringSlice("against") {
@@ -126,17 +123,17 @@ func outWriter(w io.Writer) io.Writer {
 func runAudit(ctx context.Context, o auditOptions) error {
 	m := o.measures
 	if m.Window < 1 || m.N < 1 || m.MinNGrams < 1 || m.Lines.MinChars < 1 || m.LineThreshold <= 0 || m.LineThreshold > 1 {
-		return withCode(2, errors.New("audit: --window, --ngram, --min-ngrams and --min-chars must be >= 1, --line-threshold in (0, 1]"))
+		return withCode(exitUsage, errors.New("audit: --window, --ngram, --min-ngrams and --min-chars must be >= 1, --line-threshold in (0, 1]"))
 	}
 	if o.removed != "" && o.decontaminate == "" {
-		return withCode(2, errors.New("audit: --removed needs --decontaminate"))
+		return withCode(exitUsage, errors.New("audit: --removed needs --decontaminate"))
 	}
 	if o.decontaminate != "" {
 		if o.removed == "" {
 			o.removed = o.decontaminate + ".removed.jsonl"
 		}
 		if err := audit.RefuseSameFile(o.dataset, o.decontaminate, o.removed); err != nil {
-			return withCode(2, err)
+			return withCode(exitUsage, err)
 		}
 	}
 	dir, err := benchmarks.Dir(o.benchDir)
@@ -155,11 +152,11 @@ func runAudit(ctx context.Context, o auditOptions) error {
 	}
 	benches, err := audit.Load(o.against, audit.LoadOptions{Dir: dir, SkipChecksum: o.skipChecksum})
 	if err != nil {
-		return withCode(3, err)
+		return withCode(exitBadData, err)
 	}
 	a, err := audit.New(benches, m)
 	if err != nil {
-		return withCode(3, err)
+		return withCode(exitBadData, err)
 	}
 	if o.judgeModel != "" && !o.embed {
 		return withCode(2, errors.New("audit: --judge-model needs --embed (the embedding step proposes the candidates)"))
@@ -191,7 +188,7 @@ func runAudit(ctx context.Context, o auditOptions) error {
 	if err != nil {
 		var re *schema.RecordError
 		if errors.As(err, &re) {
-			return withCode(3, fmt.Errorf("audit: %w", err))
+			return withCode(exitBadData, fmt.Errorf("audit: %w", err))
 		}
 		return fmt.Errorf("audit: %w", err)
 	}

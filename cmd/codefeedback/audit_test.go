@@ -87,7 +87,7 @@ func TestAuditCommand(t *testing.T) {
 			t.Errorf("args %q: got %v, want exit code 2", args, err)
 		}
 	}
-	if _, err := run(in, "--against", "nonesuch", "--bench-dir", shared.DataDir()); !errors.As(err, &ee) || ee.code != 3 {
-		t.Errorf("unknown benchmark: got %v, want exit code 3", err)
+	if _, err := run(in, "--against", "nonesuch", "--bench-dir", shared.DataDir()); !errors.As(err, &ee) || ee.code != exitBadData {
+		t.Errorf("unknown benchmark: got %v, want exit code %d", err, exitBadData)
 	}
 }

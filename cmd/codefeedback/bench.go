@@ -62,7 +62,7 @@ func runBenchFetch(ctx context.Context, o benchFetchOptions) error {
 	for _, n := range o.names {
 		s, ok := benchmarks.Lookup(n)
 		if !ok {
-			return withCode(2, fmt.Errorf("bench fetch: unknown benchmark %q (known: %s)", n, benchmarks.Names()))
+			return withCode(exitUsage, fmt.Errorf("bench fetch: unknown benchmark %q (known: %s)", n, benchmarks.Names()))
 		}
 		specs = append(specs, s)
 	}
@@ -71,7 +71,7 @@ func runBenchFetch(ctx context.Context, o benchFetchOptions) error {
 	}
 	dir, err := benchmarks.Dir(o.dir)
 	if err != nil {
-		return withCode(2, err)
+		return withCode(exitUsage, err)
 	}
 	c := o.client
 	if c == nil {
@@ -93,7 +93,7 @@ func runBenchFetch(ctx context.Context, o benchFetchOptions) error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		if errors.Is(err, benchmarks.ErrChecksum) {
-			return withCode(3, err)
+			return withCode(exitBadData, err)
 		}
 		return err
 	}
@@ -103,7 +103,7 @@ func runBenchFetch(ctx context.Context, o benchFetchOptions) error {
 func runBenchList(dirFlag string, w io.Writer) error {
 	dir, err := benchmarks.Dir(dirFlag)
 	if err != nil {
-		return withCode(2, err)
+		return withCode(exitUsage, err)
 	}
 	fmt.Fprintf(w, "benchmark directory: %s\n", dir)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

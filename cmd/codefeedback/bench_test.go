@@ -18,7 +18,7 @@ import (
 
 // `bench fetch` fills an empty cache from a loopback mirror of the shared
 // data, then `audit` finds the benchmarks there with no --bench-dir; a
-// mirror serving other bytes fails with exit 3 and leaves nothing.
+// mirror serving other bytes fails with exit 7 (bad data) and leaves nothing.
 func TestBenchFetchThenAudit(t *testing.T) {
 	shared.Path(t, "evalplus/MbppPlus.jsonl.gz")
 	src := shared.DataDir()
@@ -71,8 +71,8 @@ func TestBenchFetchThenAudit(t *testing.T) {
 
 	tamper = true
 	err = runBenchFetch(context.Background(), benchFetchOptions{names: []string{"mbpp-sanitized"}, mirror: srv.URL, client: srv.Client(), stdout: &out})
-	if !errors.Is(err, benchmarks.ErrChecksum) || exitCode(err) != 3 {
-		t.Errorf("tampered: got %v, want ErrChecksum with exit 3", err)
+	if !errors.Is(err, benchmarks.ErrChecksum) || exitCode(err) != exitBadData {
+		t.Errorf("tampered: got %v, want ErrChecksum with exit 7 (bad data)", err)
 	}
 	s, _ := benchmarks.Lookup("mbpp-sanitized")
 	if benchmarks.Present(filepath.Join(cache, "codefeedback", "benchmarks"), s) {

@@ -77,7 +77,7 @@ func init() {
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return withCode(2, fmt.Errorf("eval: unexpected arguments %v", c.Args().Slice()))
+				return withCode(exitUsage, fmt.Errorf("eval: unexpected arguments %v", c.Args().Slice()))
 			}
 			return runEval(c.Context, o, os.Stdout, os.Stderr)
 		},
@@ -87,7 +87,7 @@ func init() {
 func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error {
 	if o.OracleCanonical {
 		if o.Feedback != evaluate.FeedbackHuman && o.Feedback != evaluate.FeedbackOracle {
-			return withCode(2, fmt.Errorf("eval: --oracle-canonical goes with --feedback human"))
+			return withCode(exitUsage, fmt.Errorf("eval: --oracle-canonical goes with --feedback human"))
 		}
 		o.Feedback = evaluate.FeedbackOracle
 	}
@@ -101,7 +101,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 				continue // played from the --intercode files
 			}
 			if !evaluate.Supported(n) {
-				return withCode(2, fmt.Errorf("eval: unknown benchmark %q (want humaneval, mbpp, humaneval+, mbpp+, intercode)", n))
+				return withCode(exitUsage, fmt.Errorf("eval: unknown benchmark %q (want humaneval, mbpp, humaneval+, mbpp+, intercode)", n))
 			}
 			names = append(names, n)
 		}
@@ -110,20 +110,20 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	for _, f := range o.InterCode.Value() {
 		ts, err := agent.LoadTasks(f, "")
 		if err != nil {
-			return withCode(2, fmt.Errorf("eval: %w", err))
+			return withCode(exitUsage, fmt.Errorf("eval: %w", err))
 		}
 		icTasks = append(icTasks, ts...)
 	}
 	if strings.Contains(o.Benchmarks, "intercode") && len(icTasks) == 0 {
-		return withCode(2, fmt.Errorf("eval: the intercode benchmarks need --intercode FILE (task files)"))
+		return withCode(exitUsage, fmt.Errorf("eval: the intercode benchmarks need --intercode FILE (task files)"))
 	}
 	if len(names) == 0 && len(icTasks) == 0 {
-		return withCode(2, fmt.Errorf("eval: no benchmarks"))
+		return withCode(exitUsage, fmt.Errorf("eval: no benchmarks"))
 	}
 	if len(names) > 0 {
 		dir, err := benchmarks.Dir(o.Data)
 		if err != nil {
-			return withCode(2, fmt.Errorf("eval: %w", err))
+			return withCode(exitUsage, fmt.Errorf("eval: %w", err))
 		}
 		o.Data = dir
 	}
@@ -149,7 +149,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		tasks = append(tasks, ts...)
 	}
 	if len(names) > 0 && len(failed) == len(names) && len(icTasks) == 0 {
-		return withCode(2, fmt.Errorf("eval: no benchmark could be loaded (first: %w)", failed[names[0]]))
+		return withCode(exitUsage, fmt.Errorf("eval: no benchmark could be loaded (first: %w)", failed[names[0]]))
 	}
 
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
@@ -174,7 +174,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if o.Model != evaluate.CanonicalModel {
 		c, err := newClient(o.Model)
 		if err != nil {
-			return withCode(2, fmt.Errorf("eval: model client: %w", err))
+			return withCode(exitUsage, fmt.Errorf("eval: model client: %w", err))
 		}
 		model = c
 	}
@@ -184,11 +184,11 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 			fm = o.Model
 		}
 		if fm == evaluate.CanonicalModel {
-			return withCode(2, fmt.Errorf("eval: %s feedback needs --feedback-model (canonical writes no feedback)", o.Feedback))
+			return withCode(exitUsage, fmt.Errorf("eval: %s feedback needs --feedback-model (canonical writes no feedback)", o.Feedback))
 		}
 		c, err := newClient(fm)
 		if err != nil {
-			return withCode(2, fmt.Errorf("eval: feedback client: %w", err))
+			return withCode(exitUsage, fmt.Errorf("eval: feedback client: %w", err))
 		}
 		feedback = c
 	}
@@ -198,7 +198,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		err = executors.Check(raw)
 	}
 	if err != nil {
-		return withCode(2, fmt.Errorf("eval: --executor: %w", err))
+		return withCode(exitUsage, fmt.Errorf("eval: --executor: %w", err))
 	}
 	ex, err := executors.Open(ctx, raw)
 	if err != nil {
@@ -209,7 +209,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	e, err := evaluate.New(evaluate.Options{Model: o.Model, Rounds: o.Rounds, Feedback: o.Feedback, Seed: o.Seed,
 		MaxTokens: o.MaxTokens, Concurrency: o.Concurrency, CaseTimeout: o.CaseTimeout}, model, feedback, ex, db)
 	if err != nil {
-		return withCode(2, err)
+		return withCode(exitUsage, err)
 	}
 	start := time.Now()
 	last := time.Now()
@@ -261,12 +261,12 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	return evalLoadFailure(failed, names)
 }
 
-// evalLoadFailure is exit code 3 when a benchmark could not be loaded: the
+// evalLoadFailure is exit code 7 (bad data) when a benchmark could not be loaded: the
 // others were evaluated and reported, but the run is incomplete.
 func evalLoadFailure(failed map[string]error, names []string) error {
 	for _, n := range names {
 		if err := failed[n]; err != nil {
-			return withCode(3, fmt.Errorf("eval: %d of %d benchmarks not evaluated (%s: %w)", len(failed), len(names), n, err))
+			return withCode(exitBadData, fmt.Errorf("eval: %d of %d benchmarks not evaluated (%s: %w)", len(failed), len(names), n, err))
 		}
 	}
 	return nil

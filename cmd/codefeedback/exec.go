@@ -57,7 +57,7 @@ func init() {
 				return runExecLangs(c.Context, o, os.Stdout)
 			}
 			if c.NArg() != 1 {
-				return withCode(2, fmt.Errorf("exec: want one FILE (or - for stdin), got %d arguments", c.NArg()))
+				return withCode(exitUsage, fmt.Errorf("exec: want one FILE (or - for stdin), got %d arguments", c.NArg()))
 			}
 			o.File = c.Args().First()
 			o.Files = c.StringSlice("file")
@@ -71,7 +71,7 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 	if o.MaxInput != "" {
 		var err error
 		if maxIn, err = executors.ParseBytes(o.MaxInput); err != nil {
-			return withCode(2, fmt.Errorf("exec: --max-input: %w", err))
+			return withCode(exitUsage, fmt.Errorf("exec: --max-input: %w", err))
 		}
 	}
 	budget := &inputBudget{left: maxIn, cap: cmp.Or(o.MaxInput, "64MiB")}
@@ -83,11 +83,11 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 		code, err = budget.readFile(o.File)
 	}
 	if err != nil {
-		return withCode(2, fmt.Errorf("exec: reading program: %w", err))
+		return withCode(exitUsage, fmt.Errorf("exec: reading program: %w", err))
 	}
 	mem, err := executors.ParseBytes(o.Memory)
 	if err != nil {
-		return withCode(2, fmt.Errorf("exec: --memory: %w", err))
+		return withCode(exitUsage, fmt.Errorf("exec: --memory: %w", err))
 	}
 	lang, ok := executors.ParseLanguage(o.Lang)
 	if !ok {
@@ -98,15 +98,15 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 	if o.Stdin != "" {
 		b, err := budget.readFile(o.Stdin)
 		if err != nil {
-			return withCode(2, fmt.Errorf("exec: --stdin: %w", err))
+			return withCode(exitUsage, fmt.Errorf("exec: --stdin: %w", err))
 		}
 		req.Stdin = string(b)
 	}
 	if req.Files, err = execFiles(o, budget); err != nil {
-		return withCode(2, err)
+		return withCode(exitUsage, err)
 	}
 	if err := req.Validate(); err != nil {
-		return withCode(2, err)
+		return withCode(exitUsage, err)
 	}
 	// One program: one sandbox; the container's cgroup is sized for the run.
 	raw, err := executors.WithDefaults(o.Driver, "pool", "1", "memory", o.Memory)
@@ -114,7 +114,7 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 		err = executors.Check(raw)
 	}
 	if err != nil {
-		return withCode(2, fmt.Errorf("exec: --executor: %w", err))
+		return withCode(exitUsage, fmt.Errorf("exec: --executor: %w", err))
 	}
 	ex, err := executors.Open(ctx, raw)
 	if err != nil {

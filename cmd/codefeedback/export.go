@@ -36,7 +36,7 @@ func init() {
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
-				return withCode(2, errors.New("export: want IN OUT"))
+				return withCode(exitUsage, errors.New("export: want IN OUT"))
 			}
 			to := c.String("to")
 			if to == string(schema.ExportOpenAI) && c.String("execution-as") == string(schema.ExecAsTool) {
@@ -49,15 +49,20 @@ func init() {
 }
 
 func runExport(ctx context.Context, o exportOptions) error {
+	switch schema.ExportFormat(o.to) {
+	case schema.ExportCodeFeedback, schema.ExportParquet, schema.ExportShareGPT, schema.ExportOpenAI:
+	default:
+		return withCode(exitUsage, fmt.Errorf("export: unknown --to %q (want codefeedback, parquet, sharegpt or openai)", o.to))
+	}
 	switch schema.ExecAs(o.execAs) {
 	case schema.ExecAsUser, schema.ExecAsTool:
 	default:
-		return withCode(2, fmt.Errorf("--execution-as %q: want user or tool", o.execAs))
+		return withCode(exitUsage, fmt.Errorf("--execution-as %q: want user or tool", o.execAs))
 	}
 	switch o.compression {
 	case "snappy", "zstd":
 	default:
-		return withCode(2, fmt.Errorf("--compression %q: want snappy or zstd", o.compression))
+		return withCode(exitUsage, fmt.Errorf("--compression %q: want snappy or zstd", o.compression))
 	}
 	rej, err := newRejects(o.onError, o.out)
 	if err != nil {
@@ -65,7 +70,7 @@ func runExport(ctx context.Context, o exportOptions) error {
 	}
 	opts := schema.ExportOptions{To: schema.ExportFormat(o.to), ExecAs: schema.ExecAs(o.execAs), Split: schema.Split(o.split), Compression: o.compression}
 	if _, err := opts.Normalize(o.out); err != nil {
-		return withCode(2, fmt.Errorf("export: %w", err))
+		return withCode(exitUsage, fmt.Errorf("export: %w", err))
 	}
 	if rej != nil {
 		opts.OnRecordError = rej.add
@@ -77,7 +82,7 @@ func runExport(ctx context.Context, o exportOptions) error {
 		}
 		var re *schema.RecordError
 		if errors.As(err, &re) {
-			return withCode(3, fmt.Errorf("export: %w", err))
+			return withCode(exitBadData, fmt.Errorf("export: %w", err))
 		}
 		return fmt.Errorf("export: %w", err)
 	}

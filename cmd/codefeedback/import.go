@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/codefeedback/codefeedback/schema"
@@ -34,7 +36,7 @@ func init() {
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
-				return withCode(2, errors.New("import: want IN OUT"))
+				return withCode(exitUsage, errors.New("import: want IN OUT"))
 			}
 			return runImport(c.Context, importOptions{in: c.Args().Get(0), out: c.Args().Get(1), format: c.String("format"),
 				maps: c.StringSlice("map"), onError: c.String("on-error"), stderr: errWriter(c.App.ErrWriter)})
@@ -98,21 +100,28 @@ func newRejects(onError, out string) (*rejectsFile, error) {
 	case "skip":
 		return &rejectsFile{path: out + ".rejects.jsonl"}, nil
 	}
-	return nil, withCode(2, fmt.Errorf("--on-error %q: want fail or skip", onError))
+	return nil, withCode(exitUsage, fmt.Errorf("--on-error %q: want fail or skip", onError))
 }
 
 func runImport(ctx context.Context, o importOptions) error {
 	mapping, err := schema.ParseMapping(o.maps)
 	if err != nil {
-		return withCode(2, err)
+		return withCode(exitUsage, err)
 	}
 	rej, err := newRejects(o.onError, o.out)
 	if err != nil {
 		return err
 	}
+	if o.format != "" && !slices.Contains(schema.Formats, schema.Format(o.format)) {
+		return withCode(exitUsage, fmt.Errorf("import: unknown --format %q (want one of %v)", o.format, schema.Formats))
+	}
 	src, err := schema.OpenSource(o.in, schema.ImportOptions{Format: schema.Format(o.format), Mapping: mapping})
 	if err != nil {
-		return withCode(3, fmt.Errorf("import: %w", err))
+		code := exitBadData // the file is there but its records cannot be read
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			code = exitFailed
+		}
+		return withCode(code, fmt.Errorf("import: %w", err))
 	}
 	defer src.Close()
 	var write func(schema.Record) error
@@ -126,7 +135,7 @@ func runImport(ctx context.Context, o importOptions) error {
 		write, commit, abort = func(r schema.Record) error { return w.Write(*r.Dialogue) }, w.Close, w.Abort
 	} else {
 		if schema.IsParquet(o.out) {
-			return withCode(2, fmt.Errorf("import: %s: Parquet output holds dialogues; write problems as .jsonl", o.out))
+			return withCode(exitUsage, fmt.Errorf("import: %s: Parquet output holds dialogues; write problems as .jsonl", o.out))
 		}
 		w, err := schema.CreateWriter[schema.Problem](o.out)
 		if err != nil {
@@ -144,7 +153,7 @@ func runImport(ctx context.Context, o importOptions) error {
 	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return fail(err, 1)
+			return fail(err, exitFailed)
 		}
 		r, err := src.Next()
 		if err == io.EOF {
@@ -153,24 +162,24 @@ func runImport(ctx context.Context, o importOptions) error {
 		var re *schema.RecordError
 		if errors.As(err, &re) && rej != nil {
 			if err := rej.add(re); err != nil {
-				return fail(err, 1)
+				return fail(err, exitFailed)
 			}
 			continue
 		}
 		if err != nil {
-			return fail(err, 3)
+			return fail(err, exitBadData)
 		}
 		if err := write(r); err != nil {
-			return fail(err, 1)
+			return fail(err, exitFailed)
 		}
 		n++
 	}
 	if err := commit(); err != nil {
-		return fail(err, 1)
+		return fail(err, exitFailed)
 	}
 	if rej != nil {
 		if err := rej.close(); err != nil {
-			return withCode(1, fmt.Errorf("import: %w", err))
+			return withCode(exitFailed, fmt.Errorf("import: %w", err))
 		}
 	}
 	fmt.Fprintf(o.stderr, "imported %d records (format %s) into %s\n", n, src.Format(), o.out)

@@ -27,7 +27,7 @@ func init() {
 		Action: func(c *cli.Context) error {
 			args, sample := c.Args().Slice(), c.Int("sample")
 			if len(args) != 1 {
-				return withCode(2, errors.New("inspect: want FILE [--sample N]"))
+				return withCode(exitUsage, errors.New("inspect: want FILE [--sample N]"))
 			}
 			return runInspect(c.Context, inspectOptions{file: args[0], sample: sample, out: c.App.Writer})
 		},
@@ -37,7 +37,7 @@ func init() {
 func runInspect(_ context.Context, o inspectOptions) error {
 	rep, err := schema.Inspect(o.file, o.sample)
 	if err != nil {
-		return withCode(3, fmt.Errorf("inspect: %w", err))
+		return withCode(exitBadData, fmt.Errorf("inspect: %w", err))
 	}
 	rep.Render(o.out)
 	return nil

@@ -113,7 +113,7 @@ func replayCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return withCode(2, fmt.Errorf("replay: want one trajectory file"))
+				return withCode(exitUsage, fmt.Errorf("replay: want one trajectory file"))
 			}
 			return runReplay(c.Context, o, c.Args().First(), c.App.Writer, c.App.ErrWriter)
 		},
@@ -130,10 +130,10 @@ type replaySummary struct {
 func runReplay(ctx context.Context, o replayOptions, path string, w, progress io.Writer) error {
 	trs, err := env.ReadTrajectories(path)
 	if err != nil {
-		return withCode(2, err)
+		return withCode(exitUsage, err)
 	}
 	if len(trs) == 0 {
-		return withCode(2, fmt.Errorf("replay: %s holds no trajectories", path))
+		return withCode(exitUsage, fmt.Errorf("replay: %s holds no trajectories", path))
 	}
 	if o.Limit > 0 && len(trs) > o.Limit {
 		trs = trs[:o.Limit]
@@ -149,7 +149,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, w, progress io
 		}
 		rel := env.DataFileFor(trs[0].Dataset)
 		if rel == "" {
-			return withCode(2, fmt.Errorf("replay: cannot tell the task file of dataset %q (use --tasks)", trs[0].Dataset))
+			return withCode(exitUsage, fmt.Errorf("replay: cannot tell the task file of dataset %q (use --tasks)", trs[0].Dataset))
 		}
 		taskFile = filepath.Join(dir, filepath.FromSlash(rel))
 	}
@@ -162,7 +162,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, w, progress io
 		err = executors.Check(raw)
 	}
 	if err != nil {
-		return withCode(2, fmt.Errorf("replay: --executor: %w", err))
+		return withCode(exitUsage, fmt.Errorf("replay: --executor: %w", err))
 	}
 	ex, err := executors.Open(ctx, raw)
 	if err != nil {

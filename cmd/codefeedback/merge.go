@@ -19,7 +19,7 @@ func init() {
 		Flags: []cli.Flag{&cli.StringFlag{Name: "into", Required: true, Usage: "run directory to merge into"}},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
-				return withCode(exitConfig, errors.New("merge: want at least one shard run directory"))
+				return withCode(exitUsage, errors.New("merge: want at least one shard run directory"))
 			}
 			r, err := pipeline.Merge(c.Context, c.String("into"), c.Args().Slice())
 			if err != nil {

@@ -15,9 +15,6 @@ import (
 	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
 )
 
-// exitModelUnreachable: `models check` could not reach or use the endpoint.
-const exitModelUnreachable = 5
-
 type modelsCheckOptions struct {
 	baseURL   string
 	model     string
@@ -64,7 +61,7 @@ func runModelsCheck(ctx context.Context, o modelsCheckOptions) error {
 		Timeout: o.timeout, MaxAttempts: 1, Concurrency: 1,
 	}, llm.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		return withCode(exitConfig, err)
+		return withCode(exitUsage, err)
 	}
 	keyState := "not set (no Authorization header)"
 	if os.Getenv(o.apiKeyEnv) != "" {
@@ -75,13 +72,13 @@ func runModelsCheck(ctx context.Context, o modelsCheckOptions) error {
 	start := time.Now()
 	names, err := client.Models(ctx)
 	if err != nil {
-		return withCode(exitModelUnreachable, fmt.Errorf("endpoint %s unreachable: %w", o.baseURL, err))
+		return withCode(exitUnreachable, fmt.Errorf("endpoint %s unreachable: %w", o.baseURL, err))
 	}
 	fmt.Fprintf(o.out, "models:    %d listed in %s: %s\n", len(names), since(start), strings.Join(names, ", "))
 	model := o.model
 	if model == "" {
 		if len(names) == 0 {
-			return withCode(exitModelUnreachable, fmt.Errorf("endpoint %s lists no models; pass --model", o.baseURL))
+			return withCode(exitUnreachable, fmt.Errorf("endpoint %s lists no models; pass --model", o.baseURL))
 		}
 		model = names[0]
 	}
@@ -93,7 +90,7 @@ func runModelsCheck(ctx context.Context, o modelsCheckOptions) error {
 		Params:   llm.Params{Model: model, MaxTokens: 16, Temperature: &zero},
 	})
 	if err != nil {
-		return withCode(exitModelUnreachable, fmt.Errorf("chat with %s failed: %w", model, err))
+		return withCode(exitUnreachable, fmt.Errorf("chat with %s failed: %w", model, err))
 	}
 	fmt.Fprintf(o.out, "chat:      %s answered %q in %s (%d+%d tokens)\n", model, oneLine(resp.Text, 60),
 		since(start), resp.PromptTokens, resp.CompletionTokens)

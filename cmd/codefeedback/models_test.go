@@ -62,8 +62,8 @@ func TestModelsCheckFailures(t *testing.T) {
 		var out bytes.Buffer
 		err := runModelsCheck(context.Background(), modelsCheckOptions{baseURL: url, apiKeyEnv: "MC_KEY", timeout: 2 * time.Second, out: &out})
 		var ee *exitError
-		if !errors.As(err, &ee) || ee.code != exitModelUnreachable || !strings.Contains(err.Error(), "unreachable") {
-			t.Errorf("%s: got %v, want exit %d saying unreachable", name, err, exitModelUnreachable)
+		if !errors.As(err, &ee) || ee.code != exitUnreachable || !strings.Contains(err.Error(), "unreachable") {
+			t.Errorf("%s: got %v, want exit %d saying unreachable", name, err, exitUnreachable)
 			continue
 		}
 		if strings.Contains(err.Error(), key) || strings.Contains(out.String(), key) {

@@ -38,9 +38,9 @@ func init() {
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				if c.NArg() > 1 && strings.HasPrefix(c.Args().Get(1), "-") {
-					return withCode(2, fmt.Errorf("report: flags go before RUN_DIR: codefeedback report %s %s", strings.Join(c.Args().Tail(), " "), c.Args().First()))
+					return withCode(exitUsage, fmt.Errorf("report: flags go before RUN_DIR: codefeedback report %s %s", strings.Join(c.Args().Tail(), " "), c.Args().First()))
 				}
-				return withCode(2, errors.New("report: want one run directory"))
+				return withCode(exitUsage, errors.New("report: want one run directory"))
 			}
 			return runReport(c.Context, reportOptions{runDir: c.Args().First(), sample: c.Int("sample"),
 				license: c.String("license"), stdout: c.App.Writer})
@@ -53,7 +53,7 @@ func runReport(ctx context.Context, o reportOptions) error {
 		o.stdout = os.Stdout
 	}
 	if _, err := os.Stat(o.runDir + "/manifest.json"); errors.Is(err, fs.ErrNotExist) {
-		return withCode(2, fmt.Errorf("report: %s has no manifest.json: not a run directory (or the run has not started)", o.runDir))
+		return withCode(exitUsage, fmt.Errorf("report: %s has no manifest.json: not a run directory (or the run has not started)", o.runDir))
 	}
 	w, err := report.Build(ctx, o.runDir, report.Options{Sample: o.sample, License: o.license})
 	if err != nil {

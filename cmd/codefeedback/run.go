@@ -14,13 +14,6 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// Exit codes of run and validate.
-const (
-	exitConfig  = 2 // the pipeline file or flags are wrong
-	exitLocked  = 3 // another run holds the run directory
-	exitStopped = 4 // stopped early on purpose (--max-cost); the next run resumes
-)
-
 type runOptions struct {
 	file    string
 	runDir  string
@@ -39,8 +32,8 @@ func init() {
 		ArgsUsage: "PIPELINE.yaml",
 		Description: "Stages run in order; each item's result is stored in the run directory under a hash of the stage,\n" +
 			"its settings, its prompts and the item, so a re-run after a change, a crash or new inputs computes only\n" +
-			"what is missing. Exit codes: 1 failure, 2 bad pipeline file or flags, 3 run directory in use,\n" +
-			"4 stopped at --max-cost.",
+			"what is missing. Exit codes: 1 a stage failed or too many of its items failed (--max-failed), 2 bad\n" +
+			"pipeline file or flags, 3 run directory in use, 4 stopped at --max-cost.",
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "only", Usage: "run only these stages (comma-separated); their inputs must exist"},
 			&cli.StringFlag{Name: "from", Usage: "run this stage and every stage after it"},
@@ -51,16 +44,26 @@ func init() {
 			&cli.IntFlag{Name: "shards", Usage: "total shards N when the index comes from the environment (or CODEFEEDBACK_SHARDS)"},
 			&cli.StringFlag{Name: "run-dir", Usage: "run directory (store, stage outputs, manifest); overrides run_dir in the file"},
 			&cli.Float64Flag{Name: "max-cost", Usage: "stop cleanly once model cost reaches this many USD"},
+			&cli.Float64Flag{Name: "max-failed", Usage: "fail the run (exit 1, outputs not published) when more than this share (0-1) of a stage's items failed " +
+				"(default: any item in a stage with no model, 5% in a stage with one)"},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "debug logging"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return withCode(exitConfig, errors.New("run: want one pipeline file"))
+				return withCode(exitUsage, errors.New("run: want one pipeline file"))
 			}
 			o := runOptions{file: c.Args().First(), runDir: c.String("run-dir"), shard: c.String("shard"),
 				shards: c.Int("shards"), verbose: c.Bool("verbose"), stdout: c.App.Writer, stderr: os.Stderr,
 				opts: pipeline.RunOptions{Only: splitList(c.StringSlice("only")), From: c.String("from"), Limit: c.Int("limit"),
-					DryRun: c.Bool("dry-run"), Force: splitList(c.StringSlice("force")), MaxCost: c.Float64("max-cost"), Version: version}}
+					DryRun: c.Bool("dry-run"), Force: splitList(c.StringSlice("force")), MaxCost: c.Float64("max-cost"), Version: version,
+					MaxFailed: &pipeline.DefaultFailThreshold}}
+			if c.IsSet("max-failed") {
+				f := c.Float64("max-failed")
+				if f < 0 || f > 1 {
+					return withCode(exitUsage, fmt.Errorf("run: --max-failed %v: want a share between 0 and 1", f))
+				}
+				o.opts.MaxFailed = &pipeline.FailThreshold{NoModel: f, Model: f}
+			}
 			return runPipeline(c.Context, o)
 		},
 	})
@@ -96,11 +99,11 @@ func runPipeline(ctx context.Context, o runOptions) error {
 		o.opts.Shard, err = pipeline.ShardFromEnv(os.Getenv, o.shards)
 	}
 	if err != nil {
-		return withCode(exitConfig, fmt.Errorf("run: %w", err))
+		return withCode(exitUsage, fmt.Errorf("run: %w", err))
 	}
 	cfg, err := pipeline.Load(o.file, o.runDir)
 	if err != nil {
-		return withCode(exitConfig, err)
+		return withCode(exitUsage, err)
 	}
 	m, err := pipeline.Run(ctx, cfg, o.opts)
 	if m != nil {
@@ -114,6 +117,8 @@ func runPipeline(ctx context.Context, o runOptions) error {
 		return withCode(exitLocked, err)
 	case errors.Is(err, pipeline.ErrStopped):
 		return withCode(exitStopped, err)
+	case errors.Is(err, pipeline.ErrUsage):
+		return withCode(exitUsage, err)
 	}
 	return err
 }

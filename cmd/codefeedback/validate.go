@@ -15,15 +15,15 @@ func init() {
 		ArgsUsage: "PIPELINE.yaml",
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return withCode(exitConfig, errors.New("validate: want one pipeline file"))
+				return withCode(exitUsage, errors.New("validate: want one pipeline file"))
 			}
 			cfg, err := pipeline.Load(c.Args().First(), "")
 			if err != nil {
 				var ce pipeline.ConfigErrors
 				if errors.As(err, &ce) {
-					return withCode(exitConfig, fmt.Errorf("%d mistakes:\n%w", len(ce), err))
+					return withCode(exitUsage, fmt.Errorf("%d mistakes:\n%w", len(ce), err))
 				}
-				return withCode(exitConfig, err)
+				return withCode(exitUsage, err)
 			}
 			fmt.Fprintf(c.App.Writer, "%s: ok (%d inputs, %d stages, %d outputs)\n", cfg.File, len(cfg.Inputs), len(cfg.Stages), len(cfg.Outputs))
 			return nil

@@ -49,7 +49,7 @@ func init() {
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return withCode(2, fmt.Errorf("verify: want one DATASET, got %d arguments", c.NArg()))
+				return withCode(exitUsage, fmt.Errorf("verify: want one DATASET, got %d arguments", c.NArg()))
 			}
 			o.Path = c.Args().First()
 			return runVerify(c.Context, o, os.Stdout)
@@ -59,20 +59,20 @@ func init() {
 
 func runVerify(ctx context.Context, o verifyOptions, stdout io.Writer) error {
 	if _, err := os.Stat(o.Path); err != nil {
-		return withCode(2, fmt.Errorf("verify: %w", err))
+		return withCode(exitUsage, fmt.Errorf("verify: %w", err))
 	}
 	if err := executors.Check(o.Executor); err != nil {
-		return withCode(2, fmt.Errorf("verify: --executor: %w", err))
+		return withCode(exitUsage, fmt.Errorf("verify: --executor: %w", err))
 	}
 	ex, err := executors.Open(ctx, o.Executor)
 	if err != nil {
-		return withCode(3, fmt.Errorf("verify: open sandbox: %w", err))
+		return withCode(exitUnreachable, fmt.Errorf("verify: open sandbox: %w", err))
 	}
 	defer ex.Close()
 	c := &verify.Checker{Exec: ex, Opts: verify.Options{Timeout: o.Timeout, Parallel: o.Parallel, NoRerun: o.NoRerun}}
 	rep, err := c.Dataset(ctx, schema.ReadShipped(ctx, o.Path))
 	if err != nil {
-		return withCode(3, fmt.Errorf("verify %s: %w", o.Path, err))
+		return withCode(exitBadData, fmt.Errorf("verify %s: %w", o.Path, err))
 	}
 	if o.JSON {
 		enc := json.NewEncoder(stdout)
@@ -97,7 +97,7 @@ func runVerify(ctx context.Context, o verifyOptions, stdout io.Writer) error {
 			rep.Dialogues, rep.Messages, rep.Blocks, rep.Texts, rep.Executions, rep.Agreed, len(rep.Unverifiable), len(rep.Mismatches))
 	}
 	if len(rep.Mismatches) > 0 {
-		return withCode(1, fmt.Errorf("verify: %d mismatches in %s", len(rep.Mismatches), o.Path))
+		return withCode(exitFailed, fmt.Errorf("verify: %d mismatches in %s", len(rep.Mismatches), o.Path))
 	}
 	return nil
 }

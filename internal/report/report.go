@@ -13,7 +13,9 @@ package report
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,12 +97,32 @@ func Build(ctx context.Context, runDir string, o Options) (*Written, error) {
 			return nil, err
 		}
 		p := filepath.Join(dir, CardFile)
+		if mine, err := ownCard(p); err != nil {
+			return nil, err
+		} else if !mine {
+			w.Skipped = append(w.Skipped, p+": exists and was not written by codefeedback; left as it is")
+			continue
+		}
 		if err := writeAtomic(p, buf.Bytes()); err != nil {
 			return nil, err
 		}
 		w.Cards = append(w.Cards, p)
 	}
 	return w, nil
+}
+
+// ownCard reports whether path is free or holds a card this program wrote
+// (recognised by its title and its "synthesized by codefeedback" line), so
+// a README.md someone else wrote beside an output is never replaced.
+func ownCard(path string) (bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("report: %w", err)
+	}
+	return bytes.Contains(b, []byte("\n# codefeedback dialogues\n")) && bytes.Contains(b, []byte("synthesized by codefeedback ")), nil
 }
 
 // writeAtomic writes b to path through a temporary file and a rename.

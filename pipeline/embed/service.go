@@ -198,7 +198,8 @@ func Identity(v any) string {
 // hosted default endpoint without a key is an error at run time: the user
 // asked for it explicitly, and silently falling back to TF-IDF would change
 // the results.
-func build(decode func(any) error, cache store.Cache) (any, error) {
+func build(env pipeline.ServiceEnv) (any, error) {
+	decode, cache := env.Decode, env.Cache
 	var cfg Config
 	if err := decode(&cfg); err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -21,6 +22,30 @@ import (
 // ErrRetriesExhausted wraps the last error of a request that failed
 // transiently on every attempt. The item failed; the run can go on.
 var ErrRetriesExhausted = errors.New("llm: retries exhausted")
+
+// TransientError is a request that failed transiently (429, 5xx, timeout,
+// reset or refused connection, truncated or empty answer) on every attempt
+// the client made. It says so to whoever retries (the pipeline engine
+// retries the item: pipeline.RetryPolicy): Transient reports true and
+// RetryAfter the server's last Retry-After hint. errors.Is(err,
+// ErrRetriesExhausted) holds.
+type TransientError struct {
+	Attempts int
+	After    time.Duration // the server's last Retry-After hint, 0 if none
+	Err      error         // the last attempt's error
+}
+
+func (e *TransientError) Error() string {
+	return fmt.Sprintf("%v after %d attempts: %v", ErrRetriesExhausted, e.Attempts, e.Err)
+}
+
+func (e *TransientError) Unwrap() []error { return []error{ErrRetriesExhausted, e.Err} }
+
+// Transient reports true: the same request may succeed later.
+func (e *TransientError) Transient() bool { return true }
+
+// RetryAfter is the server's hint of when to try again (0 = none).
+func (e *TransientError) RetryAfter() time.Duration { return e.After }
 
 // Roles of chat messages.
 const (
@@ -153,6 +178,10 @@ func New(cfg Config, opts Options) (*Client, error) {
 	}
 	return c, nil
 }
+
+// KeyParams implements pipeline.ModelService for a client used as a run's
+// model service (tests): its own parameters, whatever the stage or endpoint.
+func (c *Client) KeyParams(stage, endpoint string) (any, error) { return c.cfg.Params, nil }
 
 // Config returns the effective configuration (defaults applied). It holds
 // the key's variable name, never the key.
@@ -371,6 +400,7 @@ func (c *Client) do(ctx context.Context, estTokens int, attempt func(context.Con
 	defer func() { <-c.sem }()
 
 	var last error
+	var lastHint time.Duration
 	n := 0
 	for n < c.cfg.MaxAttempts {
 		if err := c.acct.check(); err != nil {
@@ -408,7 +438,10 @@ func (c *Client) do(ctx context.Context, estTokens int, attempt func(context.Con
 		if !v.retry {
 			return n, err
 		}
-		last = err
+		last, lastHint = err, 0
+		if h.has {
+			lastHint = h.retryAfter
+		}
 		if n == c.cfg.MaxAttempts {
 			break
 		}
@@ -422,7 +455,7 @@ func (c *Client) do(ctx context.Context, estTokens int, attempt func(context.Con
 			return n, err
 		}
 	}
-	return n, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, n, last)
+	return n, &TransientError{Attempts: n, After: lastHint, Err: last}
 }
 
 // Embed returns one embedding per text, in order, from /v1/embeddings with
@@ -525,7 +558,14 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 type redactedError struct {
 	msg   string
 	kinds []error
+	after time.Duration // a TransientError's hint
 }
+
+// Transient keeps a redacted TransientError's verdict.
+func (e *redactedError) Transient() bool { return slices.Contains(e.kinds, ErrRetriesExhausted) }
+
+// RetryAfter keeps a redacted TransientError's hint.
+func (e *redactedError) RetryAfter() time.Duration { return e.after }
 
 func (e *redactedError) Error() string   { return e.msg }
 func (e *redactedError) Unwrap() []error { return e.kinds }
@@ -536,6 +576,10 @@ func (c *Client) redact(err error) error {
 		return err
 	}
 	re := &redactedError{msg: strings.ReplaceAll(err.Error(), c.key, "[REDACTED]")}
+	var te *TransientError
+	if errors.As(err, &te) {
+		re.after = te.After
+	}
 	for _, s := range []error{ErrBudgetExceeded, ErrRetriesExhausted, ErrEmptyResponse, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, s) {
 			re.kinds = append(re.kinds, s)

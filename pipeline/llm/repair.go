@@ -20,6 +20,11 @@ func (e *ParseError) Error() string {
 
 func (e *ParseError) Unwrap() error { return e.Err }
 
+// Permanent reports true: the same request gets the same unreadable answer
+// (answers are cached), so retrying it is pointless; the pipeline engine
+// caches the failure (pipeline.IsPermanent).
+func (e *ParseError) Permanent() bool { return true }
+
 // RepairPrompt builds the user message sent after an unreadable answer; the
 // default says what went wrong and asks for the same content in the
 // expected format.

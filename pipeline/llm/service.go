@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/pipeline"
 )
 
@@ -68,6 +67,9 @@ type Models struct {
 	opts   Options
 	getenv func(string) string
 	acct   *Accountant
+	// oneAttempt makes every client try a request once: in a pipeline run
+	// the engine retries (pipeline.RetryPolicy).
+	oneAttempt bool
 
 	mu      sync.Mutex
 	clients map[[2]string]*Client
@@ -210,6 +212,9 @@ func (m *Models) For(stage, endpoint string) (*Client, error) {
 	if c := m.clients[k]; c != nil {
 		return c, nil
 	}
+	if m.oneAttempt {
+		cfg.MaxAttempts = 1
+	}
 	c, err := New(cfg, m.opts)
 	if err != nil {
 		return nil, fmt.Errorf("llm: stage %s: %w", stage, err)
@@ -228,6 +233,9 @@ func (m *Models) Params(stage, endpoint string) (Params, error) {
 	}
 	return cfg.Params, nil
 }
+
+// KeyParams implements pipeline.ModelService: Params, for a stage's key.
+func (m *Models) KeyParams(stage, endpoint string) (any, error) { return m.Params(stage, endpoint) }
 
 // Accountant returns the run's shared accountant.
 func (m *Models) Accountant() *Accountant { return m.acct }
@@ -295,30 +303,60 @@ func (s statsChatter) Chat(ctx context.Context, req Request) (Response, error) {
 	return r, err
 }
 
-// buildModels is the `model:` service builder. At validate time (cache nil)
+// buildModels is the `model:` service builder. At validate time (no cache)
 // it only checks settings. At run time it returns a nil service, with a
 // warning, when no endpoint can reach a model (the hosted default without
 // a key), so a pipeline runs without a key and its model stages say they
-// are skipped.
-func buildModels(decode func(any) error, cache store.Cache) (any, error) {
+// are skipped. Its clients log through the run's logger, refuse calls once
+// the run's --max-cost is spent, and in a pipeline make one attempt per
+// request: retries are the engine's.
+func buildModels(env pipeline.ServiceEnv) (any, error) {
 	var cfg ModelsConfig
-	if err := decode(&cfg); err != nil {
+	if err := env.Decode(&cfg); err != nil {
 		return nil, err
 	}
-	m, err := NewModels(cfg, Options{Cache: cache})
+	if env.EngineRetries {
+		if err := cfg.checkNoRetries(); err != nil {
+			return nil, err
+		}
+	}
+	m, err := NewModels(cfg, Options{Cache: env.Cache, Logger: env.Logger, Accountant: NewAccountant(cfg.Prices, env.MaxCost)})
 	if err != nil {
 		return nil, err
 	}
-	if cache == nil {
+	m.oneAttempt = env.EngineRetries
+	if env.Cache == nil {
 		return nil, nil
 	}
 	if !m.anyUsable() {
 		top, _, _ := m.resolve("", "")
-		slog.Default().Warn("model: no API key, model stages will be skipped",
+		log := env.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Warn("model: no API key, model stages will be skipped",
 			"key_env", top.APIKeyEnv, "base_url", top.BaseURL, "enable", NoModelHint)
 		return nil, nil
 	}
 	return m, nil
+}
+
+// checkNoRetries rejects client retry settings in a pipeline file, where
+// the engine's `retries:` is the one retry policy.
+func (c ModelsConfig) checkNoRetries() error {
+	var errs []error
+	for _, name := range append([]string{""}, sortedKeys(c.Endpoints)...) {
+		ep := c.Config
+		where := "model"
+		if name != "" {
+			ep, where = c.Endpoints[name], "endpoint "+name
+		}
+		if ep.MaxAttempts > 1 || ep.BackoffBase != 0 || ep.BackoffMax != 0 || ep.MaxRetryAfter != 0 {
+			errs = append(errs, fmt.Errorf("%s: max_attempts, backoff_base, backoff_max and max_retry_after are not used in a pipeline: "+
+				"the engine retries failed items (set `retries:` under `defaults:` or on the stage)", where))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // anyUsable reports whether the top-level settings or any named endpoint

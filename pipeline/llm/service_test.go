@@ -165,6 +165,9 @@ func TestModelsWithoutKey(t *testing.T) {
 // askOptions are the settings of the test stage that asks the model.
 type askOptions struct {
 	Endpoint string `yaml:"endpoint" json:"endpoint"`
+	// Calls is how many requests one item makes in turn (default 1), as a
+	// multi-turn stage does.
+	Calls int `yaml:"calls" json:"calls"`
 }
 
 func init() {
@@ -184,9 +187,15 @@ func init() {
 			if err != nil {
 				return nil, pipeline.Permanent(err)
 			}
-			r, err := chat.Chat(ctx, llm.Request{Messages: []llm.Message{llm.User(q.Text)}})
-			if err != nil {
-				return nil, err
+			var r llm.Response
+			for i := range max(o.Calls, 1) {
+				text := q.Text
+				if i > 0 {
+					text = fmt.Sprintf("%s (turn %d)", q.Text, i+1)
+				}
+				if r, err = chat.Chat(ctx, llm.Request{Messages: []llm.Message{llm.User(text)}}); err != nil {
+					return nil, err
+				}
 			}
 			q.Metadata = map[string]string{"answer": r.Text}
 			out, err := pipeline.QueryItem(q)
@@ -322,6 +331,11 @@ func TestModelSectionErrors(t *testing.T) {
 	}
 }
 
+// keyOnly is a model service that can report parameters but not chat.
+type keyOnly struct{}
+
+func (keyOnly) KeyParams(stage, endpoint string) (any, error) { return "k", nil }
+
 func TestForStagePassesPlainChatter(t *testing.T) {
 	clearModelEnv(t)
 	srv := llmtest.New(t)
@@ -333,8 +347,8 @@ func TestForStagePassesPlainChatter(t *testing.T) {
 	if err != nil || got != llm.Chatter(c) {
 		t.Errorf("ForStage(plain client) = %v, %v; want the client itself", got, err)
 	}
-	if _, err := llm.ForStage(&pipeline.Services{Name: "x", Model: 42}, ""); err == nil || errors.Is(err, llm.ErrNoModel) {
-		t.Errorf("ForStage(int) error = %v, want a type error", err)
+	if _, err := llm.ForStage(&pipeline.Services{Name: "x", Model: keyOnly{}}, ""); err == nil || errors.Is(err, llm.ErrNoModel) {
+		t.Errorf("ForStage(a service that cannot chat) error = %v, want a type error", err)
 	}
 	_, err = llm.ForStage(&pipeline.Services{Name: "x"}, "")
 	if !errors.Is(err, llm.ErrNoModel) || !strings.Contains(err.Error(), "model:") {

@@ -1,11 +1,12 @@
 package llm
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/codefeedback/codefeedback/pipeline"
 )
 
 // ErrBudgetExceeded is returned (wrapped) by every call once the run's cost
@@ -13,7 +14,9 @@ import (
 // item is not a failure of the item, the run ends. Calls already in flight
 // when the budget is reached complete, so a run may overshoot by at most
 // Concurrency calls.
-var ErrBudgetExceeded = errors.New("llm: cost budget exceeded")
+// It is pipeline.ErrBudgetExceeded, so the engine sees it without
+// importing this package.
+var ErrBudgetExceeded = pipeline.ErrBudgetExceeded
 
 // Price is what a model costs in dollars per million tokens.
 type Price struct {

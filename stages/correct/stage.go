@@ -93,12 +93,10 @@ func newStage(o StageOptions, svc *pipeline.Services) (*stage, error) {
 		}
 		version["prompts"] = pv
 		// The model's settings decide the answers: a new model recomputes.
-		if m, ok := svc.Model.(*llm.Models); ok {
-			p, err := m.Params(svc.Name, o.Endpoint)
-			if err != nil {
+		if svc.Model != nil {
+			if version["model"], err = svc.ModelKey(o.Endpoint); err != nil {
 				return nil, fmt.Errorf("correct: %w", err)
 			}
-			version["model"] = p
 		}
 	}
 	return &stage{o: o, svc: svc, kinds: kinds, version: version}, nil
@@ -117,6 +115,9 @@ func (st *stage) Version() any { return st.version }
 
 // UsesExecutor implements pipeline.ExecutorUser: every mutant runs.
 func (st *stage) UsesExecutor() bool { return true }
+
+// UsesModel implements pipeline.ModelUser: the model method asks one.
+func (st *stage) UsesModel() bool { return st.o.Method == "model" }
 
 // Observe implements pipeline.Observer.
 func (st *stage) Observe(out pipeline.Item) {

@@ -256,7 +256,7 @@ func TestStageWithModel(t *testing.T) {
 		return llmtest.Reply{Text: "The code defines `add`, which combines its two arguments and returns the result."}
 	})
 	stats := pipeline.NewStats()
-	svc := &pipeline.Services{Name: "explain", Stats: stats, Model: llm.Chatter(c), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	svc := &pipeline.Services{Name: "explain", Stats: stats, Model: c, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	st, err := newStage(DefaultOptions, svc)
 	if err != nil {
 		t.Fatal(err)

@@ -67,12 +67,8 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	noModel := chatErr != nil
 	if noModel {
 		version["model"] = "none" // a pass-through must not be served once a model is configured
-	} else if m, ok := svc.Model.(*llm.Models); ok {
-		p, err := m.Params(svc.Name, o.Endpoint)
-		if err != nil {
-			return nil, fmt.Errorf("explain: %w", err)
-		}
-		version["model"] = p
+	} else if version["model"], err = svc.ModelKey(o.Endpoint); err != nil {
+		return nil, fmt.Errorf("explain: %w", err)
 	}
 	st := &stage{svc: svc, version: version, noModel: noModel, maxRejected: o.MaxRejected, samples: &gates.Samples{}}
 	if !noModel {
@@ -101,6 +97,9 @@ type stage struct {
 
 // Version implements pipeline.Versioner.
 func (st *stage) Version() any { return st.version }
+
+// UsesModel implements pipeline.ModelUser.
+func (st *stage) UsesModel() bool { return !st.noModel }
 
 // Observe implements pipeline.Observer.
 func (st *stage) Observe(out pipeline.Item) {
@@ -173,7 +172,10 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 	}
 	out, rep, err := ex.Explain(ctx, d)
 	if err != nil {
-		return nil, classify(err)
+		if errors.Is(err, ErrCodeChanged) {
+			return nil, pipeline.Permanent(err) // a property of this input
+		}
+		return nil, err // the engine knows a model error's class
 	}
 	if svc.Stats != nil && rep.Repairs > 0 {
 		svc.Stats.Add("repairs", float64(rep.Repairs))
@@ -186,17 +188,4 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 		return nil, err
 	}
 	return []pipeline.Item{it}, nil
-}
-
-// classify marks failures for the engine: exhausted retries are transient;
-// an unusable answer or a changed code block is a property of this input.
-func classify(err error) error {
-	var pe *llm.ParseError
-	switch {
-	case errors.Is(err, llm.ErrRetriesExhausted):
-		return pipeline.Transient(err)
-	case errors.As(err, &pe), errors.Is(err, ErrCodeChanged):
-		return pipeline.Permanent(err)
-	}
-	return err
 }

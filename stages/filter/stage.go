@@ -217,17 +217,11 @@ func newFilterStage(o Options, svc *pipeline.Services) (*filterStage, error) {
 		ver.Prompts[r] = t.Version
 	}
 	model := ""
-	switch m := svc.Model.(type) {
-	case nil:
-		ver.Model = "none"
-	case *llm.Models:
-		p, err := m.Params(svc.Name, o.Endpoint)
-		if err != nil {
-			return nil, fmt.Errorf("filter: %w", err)
-		}
-		ver.Model, model = p, p.Model
-	default:
-		ver.Model = fmt.Sprintf("%T", m)
+	if ver.Model, err = svc.ModelKey(o.Endpoint); err != nil {
+		return nil, fmt.Errorf("filter: %w", err)
+	}
+	if p, ok := ver.Model.(llm.Params); ok {
+		model = p.Model // recorded in each rating
 	}
 
 	return &filterStage{o: o, svc: svc, rule: rule, ver: ver, model: model}, nil
@@ -253,6 +247,9 @@ type filterStage struct {
 
 // Version implements pipeline.Versioner.
 func (st *filterStage) Version() any { return st.ver }
+
+// UsesModel implements pipeline.ModelUser.
+func (st *filterStage) UsesModel() bool { return st.svc.Model != nil }
 
 func (st *filterStage) getRater() (*Rater, error) {
 	o, svc := st.o, st.svc
@@ -293,11 +290,8 @@ func (st *filterStage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.I
 		return nil, pipeline.Permanent(err)
 	}
 	ratings, err := r.Rate(ctx, q)
-	switch {
-	case errors.Is(err, llm.ErrRetriesExhausted):
-		return nil, pipeline.Transient(err)
-	case err != nil:
-		return nil, err
+	if err != nil {
+		return nil, err // the engine knows a model error's class
 	}
 	out := make([]pipeline.Item, 0, len(ratings)+1)
 	for _, rt := range ratings {

@@ -113,12 +113,10 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 			return nil, err
 		}
 		version["agent_prompts"] = ag.PromptVersion()
-		if m, ok := svc.Model.(*llm.Models); ok {
-			p, err := m.Params(svc.Name, o.Endpoint)
-			if err != nil {
+		if svc.Model != nil {
+			if version["model"], err = svc.ModelKey(o.Endpoint); err != nil {
 				return nil, fmt.Errorf("interact: %w", err)
 			}
-			version["model"] = p
 		}
 	} else {
 		version["model"] = "none"
@@ -131,6 +129,9 @@ func (st *stage) Version() any { return st.version }
 
 // UsesExecutor implements pipeline.ExecutorUser: every action runs.
 func (st *stage) UsesExecutor() bool { return true }
+
+// UsesModel implements pipeline.ModelUser.
+func (st *stage) UsesModel() bool { return st.ag != nil }
 
 // Close implements io.Closer: the idle environments are closed.
 func (st *stage) Close() error { return st.pool.close() }
@@ -212,8 +213,8 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 }
 
 func modelName(svc *pipeline.Services, endpoint string) string {
-	if m, ok := svc.Model.(*llm.Models); ok {
-		if p, err := m.Params(svc.Name, endpoint); err == nil {
+	if k, err := svc.ModelKey(endpoint); err == nil {
+		if p, ok := k.(llm.Params); ok {
 			return p.Model
 		}
 	}

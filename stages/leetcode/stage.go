@@ -40,14 +40,10 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 		chat = nil
 	}
 	version := map[string]any{"leetcode": "v1", "prompts": pv, "embedder": embed.Identity(svc.Embedder), "model": "none", "judge": harness.Version()}
-	if m, ok := svc.Model.(*llm.Models); ok && chat != nil {
-		p, err := m.Params(svc.Name, o.Endpoint)
-		if err != nil {
+	if chat != nil {
+		if version["model"], err = svc.ModelKey(o.Endpoint); err != nil {
 			return nil, fmt.Errorf("leetcode: %w", err)
 		}
-		version["model"] = p
-	} else if chat != nil {
-		version["model"] = fmt.Sprintf("%T", chat)
 	}
 	return &stage{o: o, svc: svc, chat: chat, version: version}, nil
 }
@@ -65,6 +61,9 @@ func (st *stage) Version() any { return st.version }
 
 // UsesExecutor implements pipeline.ExecutorUser: every solution runs.
 func (st *stage) UsesExecutor() bool { return true }
+
+// UsesModel implements pipeline.ModelUser.
+func (st *stage) UsesModel() bool { return st.chat != nil }
 
 // All implements pipeline.AllStage.
 func (st *stage) All(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {

@@ -72,15 +72,8 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	ver := version{Embedder: embed.Identity(svc.Embedder)}
 	if o.Answer {
 		ver.Prompt = tmpl.Version
-		switch m := svc.Model.(type) {
-		case nil:
-			ver.Writer = "none"
-		case *llm.Models:
-			if ver.Writer, err = m.Params(svc.Name, o.Endpoint); err != nil {
-				return nil, fmt.Errorf("pack: %w", err)
-			}
-		default:
-			ver.Writer = fmt.Sprintf("%T", m)
+		if ver.Writer, err = svc.ModelKey(o.Endpoint); err != nil {
+			return nil, fmt.Errorf("pack: %w", err)
 		}
 	}
 	return &stage{o: o, svc: svc, tmpl: tmpl, ver: ver}, nil
@@ -99,6 +92,9 @@ func (st *stage) Version() any { return st.ver }
 
 // UsesExecutor implements pipeline.ExecutorUser: answered turns' code runs.
 func (st *stage) UsesExecutor() bool { return st.o.Answer }
+
+// UsesModel implements pipeline.ModelUser.
+func (st *stage) UsesModel() bool { return st.o.Answer && st.svc.Model != nil }
 
 // All implements pipeline.AllStage.
 func (st *stage) All(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
@@ -138,11 +134,13 @@ func run(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Te
 		texts[i] = q.Text
 	}
 	start := time.Now()
+	svc.Phase(fmt.Sprintf("embedding %d queries", len(texts)))
 	vecs, err := emb.Embed(ctx, texts)
 	if err != nil {
 		return fmt.Errorf("pack: embed: %w", err)
 	}
 	svc.Stats.Set("seconds/embed", time.Since(start).Seconds())
+	svc.Phase("searching neighbours and grouping")
 	res, err := neighbors.Pack(ctx, vecs, o.Config)
 	if err != nil {
 		return err
@@ -164,6 +162,7 @@ func run(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Te
 		dialogues[i] = packed(queries, vecs, g)
 	}
 	if o.Answer {
+		svc.Phase(fmt.Sprintf("answering %d dialogues", len(dialogues)))
 		if err := answerAll(ctx, o, svc, tmpl, dialogues, queries, res.Groups); err != nil {
 			return err
 		}

@@ -30,9 +30,9 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 		return nil, err
 	}
 	version := map[string]any{"prompts": pv, "loop": "v2-gated", "judge": harness.Version()}
-	if m, ok := svc.Model.(*llm.Models); ok {
+	if svc.Model != nil {
 		for role, ep := range map[string]string{"writer": o.Writer, "judge": o.Judge, "feedback": o.Feedback} {
-			p, err := m.Params(svc.Name, ep)
+			p, err := svc.ModelKey(ep)
 			if err != nil {
 				return nil, fmt.Errorf("simulate: %s endpoint: %w", role, err)
 			}
@@ -61,6 +61,9 @@ func (st *stage) Version() any { return st.version }
 
 // UsesExecutor implements pipeline.ExecutorUser: every item runs code.
 func (st *stage) UsesExecutor() bool { return true }
+
+// UsesModel implements pipeline.ModelUser.
+func (st *stage) UsesModel() bool { return st.svc.Model != nil }
 
 // Observe implements pipeline.Observer.
 func (st *stage) Observe(out pipeline.Item) {
@@ -175,7 +178,7 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 	}
 	res, err := s.Run(ctx, task)
 	if err != nil {
-		return nil, classify(err)
+		return nil, err // the engine knows a model error's class
 	}
 	// Gate and calibration figures go with the item (kept or dropped), so a
 	// cached re-run counts the same.
@@ -226,19 +229,6 @@ func buildSimulator(ctx context.Context, o Options, svc *pipeline.Services) (*fe
 		return nil, pipeline.Transient(fmt.Errorf("simulate: open sandbox: %w", err))
 	}
 	return feedbackloop.New(o, writer, judge, feedback, ex)
-}
-
-// classify marks model failures for the engine: exhausted retries are worth
-// another try later; an unreadable answer is a property of this input.
-func classify(err error) error {
-	var pe *llm.ParseError
-	switch {
-	case errors.Is(err, llm.ErrRetriesExhausted):
-		return pipeline.Transient(err)
-	case errors.As(err, &pe):
-		return pipeline.Permanent(err)
-	}
-	return err
 }
 
 // ObserveDialogue adds a simulate dialogue's statistics to stats: status,
