@@ -84,7 +84,7 @@ func TestRequestValidate(t *testing.T) {
 		req  Request
 		want string
 	}{
-		{Request{Language: "go", Code: "x"}, "unknown language"},
+		{Request{Language: "cobol", Code: "x"}, "unknown language"},
 		{Request{Language: Python}, "empty code"},
 		{Request{Language: Bash, Code: "x", Limits: Limits{OutputBytes: -1}}, "negative output"},
 		{Request{Language: SQL, Code: "x", Files: map[string][]byte{"a/../../b": nil}}, "bad file name"},

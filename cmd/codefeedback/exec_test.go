@@ -89,7 +89,7 @@ func TestExecCommand(t *testing.T) {
 	})
 	t.Run("bad requests", func(t *testing.T) {
 		for _, o := range []execOptions{
-			{Lang: "ruby"},
+			{Lang: "cobol"},
 			{Lang: "python", Files: []string{"no-equals-sign"}},
 			{Lang: "python", Files: []string{"x=" + filepath.Join(dir, "missing")}},
 			{Lang: "python", Driver: "no-such-driver"},
