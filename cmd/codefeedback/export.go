@@ -49,11 +49,6 @@ func init() {
 }
 
 func runExport(ctx context.Context, o exportOptions) error {
-	switch schema.ExportFormat(o.to) {
-	case schema.ExportCodeFeedback, schema.ExportParquet, schema.ExportShareGPT, schema.ExportOpenAI:
-	default:
-		return withCode(exitUsage, fmt.Errorf("export: unknown --to %q (want codefeedback, parquet, sharegpt or openai)", o.to))
-	}
 	switch schema.ExecAs(o.execAs) {
 	case schema.ExecAsUser, schema.ExecAsTool:
 	default:

@@ -173,10 +173,13 @@ func fakeModelReply(c llmtest.Call) llmtest.Reply {
 	}
 	switch {
 	case strings.Contains(system, "You annotate programming conversations"):
-		fn := "the requested function"
+		// The function defined last in the request is the reply being
+		// explained (earlier turns come first as context); chosen by position,
+		// not by map order, so the answer is the same on every run.
+		fn, at := "the requested function", -1
 		for name := range fakeSolutions {
-			if strings.Contains(last, "def "+name) {
-				fn = "`" + name + "`"
+			if i := strings.LastIndex(last, "def "+name+"("); i > at {
+				fn, at = "`"+name+"`", i
 			}
 		}
 		return llmtest.Reply{Text: "This version defines " + fn + " with a short, direct approach and prints a small example so the run shows what it returns. It keeps to built-in operations, so it handles the empty case without special code."}
