@@ -26,7 +26,7 @@ func TestDialogueOutputFormats(t *testing.T) {
 		{"codefeedback", "cf.jsonl", "user"},
 		{"sharegpt", "sg.jsonl", ""},
 		{"openai-tool", "oa.jsonl", ""},
-		{"parquet", "d.parquet", schema.RoleExecution},
+		{"parquet", "d.parquet", "user"}, // Code-Feedback layout: the run is an "Execution result:" user turn
 	} {
 		t.Run(tc.format, func(t *testing.T) {
 			f, ok := lookupOutput(tc.format)

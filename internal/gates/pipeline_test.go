@@ -132,7 +132,7 @@ func runPipeline(t *testing.T, c *corpus, persona *llmtest.Persona, simSettings 
 	out := filepath.Join(dir, "out.jsonl")
 	y := fmt.Sprintf(`run_dir: %s
 executor: bwrap://?pool=2
-model: {base_url: "%s", model: persona, max_attempts: 2, concurrency: 16}
+model: {base_url: "%s", model: persona, concurrency: 16}
 inputs:
   - {path: problems.jsonl, format: mbpp}
   - {path: queries.jsonl}
