@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 )
 
 // decodeCases are records on which the single typed decode must agree with
@@ -90,7 +90,7 @@ func TestDecodeDialogueKeepsIDsAndExtra(t *testing.T) {
 
 // The real Code-Feedback sample decodes identically both ways.
 func TestDecodeDialogueSample(t *testing.T) {
-	f, err := os.Open(shared.Path(t, "codefeedback-sample/code_feedback_sample.jsonl"))
+	f, err := os.Open(sharedtest.Path(t, "codefeedback-sample/code_feedback_sample.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func FuzzDecodeDialogue(f *testing.F) {
 // BenchmarkDecodeDialogue: records/s of decodeDialogue over the
 // Code-Feedback sample, against the generic map-based decode in the same run.
 func BenchmarkDecodeDialogue(b *testing.B) {
-	f, err := os.Open(shared.Path(b, "codefeedback-sample/code_feedback_sample.jsonl"))
+	f, err := os.Open(sharedtest.Path(b, "codefeedback-sample/code_feedback_sample.jsonl"))
 	if err != nil {
 		b.Fatal(err)
 	}

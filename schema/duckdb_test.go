@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/schema/loaders"
 )
 
@@ -17,7 +17,7 @@ func duckdbModules(t *testing.T) string {
 	if d := os.Getenv("DUCKDB_NODE_MODULES"); d != "" {
 		return d
 	}
-	root, err := shared.Root()
+	root, err := sharedtest.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestDuckDBReadsParquet(t *testing.T) {
 	if res["first_role"] != "system" {
 		t.Errorf("duckdb first role %v, want system", res["first_role"])
 	}
-	if d := shared.DataDir(); d != "" {
+	if d := sharedtest.DataDir(); d != "" {
 		src := filepath.Join(d, "codefeedback-sample", "code_feedback_sample.jsonl")
 		out := filepath.Join(dir, "hub.parquet")
 		if _, err := Export(ctx, src, out, ExportOptions{To: ExportParquet, Compression: "zstd"}); err != nil {

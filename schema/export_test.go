@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/schema/loaders"
 	"github.com/parquet-go/parquet-go"
 )
@@ -333,7 +333,7 @@ func TestParquetSchemaGolden(t *testing.T) {
 // TestCodeFeedbackExportLossless: the real sample -> import -> Parquet ->
 // Code-Feedback JSONL gives records JSON-equal to the input (integer ids kept).
 func TestCodeFeedbackExportLossless(t *testing.T) {
-	src := shared.Path(t, "codefeedback-sample/code_feedback_sample.jsonl")
+	src := sharedtest.Path(t, "codefeedback-sample/code_feedback_sample.jsonl")
 	dir := t.TempDir()
 	ctx := context.Background()
 	pq := filepath.Join(dir, "cf.parquet")

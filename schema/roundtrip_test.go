@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 )
 
 // readOriginal reads the source file's records as generic JSON, the ground
@@ -58,7 +58,7 @@ func TestProblemRoundTripSharedData(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
-			path := shared.Path(t, c.file)
+			path := sharedtest.Path(t, c.file)
 			orig := readOriginal(t, path)
 			s, err := OpenSource(path, ImportOptions{})
 			if err != nil {
@@ -108,7 +108,7 @@ func TestProblemRoundTripSharedData(t *testing.T) {
 // dialogues and exports (JSONL and via Parquet) to records equal to the
 // input, integer ids included.
 func TestCodeFeedbackSampleImport(t *testing.T) {
-	path := shared.Path(t, "codefeedback-sample/code_feedback_sample.jsonl")
+	path := sharedtest.Path(t, "codefeedback-sample/code_feedback_sample.jsonl")
 	orig := readOriginal(t, path)
 	s, err := OpenSource(path, ImportOptions{})
 	if err != nil {

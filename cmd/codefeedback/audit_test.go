@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/schema"
 	"github.com/codefeedback/codefeedback/stages/audit"
 )
@@ -17,7 +17,7 @@ import (
 // TestAuditCommand runs `codefeedback audit DATASET --flags...` on a small
 // Code-Feedback file holding one HumanEval task among clean dialogues.
 func TestAuditCommand(t *testing.T) {
-	he, err := schema.LoadProblems(shared.Path(t, "humaneval/HumanEval.jsonl.gz"))
+	he, err := schema.LoadProblems(sharedtest.Path(t, "humaneval/HumanEval.jsonl.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestAuditCommand(t *testing.T) {
 		return stdout.String(), err
 	}
 
-	stdout, err := run(in, "--against", "humaneval", "--bench-dir", shared.DataDir(), "--json", "--decontaminate", out, "--fail-on-leak")
+	stdout, err := run(in, "--against", "humaneval", "--bench-dir", sharedtest.DataDir(), "--json", "--decontaminate", out, "--fail-on-leak")
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != exitLeak {
 		t.Fatalf("got error %v, want exit code %d", err, exitLeak)
@@ -73,7 +73,7 @@ func TestAuditCommand(t *testing.T) {
 	}
 
 	// Flags before DATASET work too; the table is the default output.
-	stdout, err = run("--against", "humaneval", "--bench-dir", shared.DataDir(), in)
+	stdout, err = run("--against", "humaneval", "--bench-dir", sharedtest.DataDir(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestAuditCommand(t *testing.T) {
 			t.Errorf("args %q: got %v, want exit code 2", args, err)
 		}
 	}
-	if _, err := run(in, "--against", "nonesuch", "--bench-dir", shared.DataDir()); !errors.As(err, &ee) || ee.code != exitBadData {
+	if _, err := run(in, "--against", "nonesuch", "--bench-dir", sharedtest.DataDir()); !errors.As(err, &ee) || ee.code != exitBadData {
 		t.Errorf("unknown benchmark: got %v, want exit code %d", err, exitBadData)
 	}
 }

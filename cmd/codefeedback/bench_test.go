@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/codefeedback/codefeedback/internal/benchmarks"
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/stages/audit"
 )
 
@@ -20,8 +20,8 @@ import (
 // data, then `audit` finds the benchmarks there with no --bench-dir; a
 // mirror serving other bytes fails with exit 7 (bad data) and leaves nothing.
 func TestBenchFetchThenAudit(t *testing.T) {
-	shared.Path(t, "evalplus/MbppPlus.jsonl.gz")
-	src := shared.DataDir()
+	sharedtest.Path(t, "evalplus/MbppPlus.jsonl.gz")
+	src := sharedtest.DataDir()
 	tamper := false
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, err := os.ReadFile(filepath.Join(src, filepath.FromSlash(strings.TrimPrefix(r.URL.Path, "/"))))

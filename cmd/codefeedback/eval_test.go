@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 )
 
@@ -21,14 +21,14 @@ func TestEvalCommand(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Skip("skipping: bwrap is not installed")
 	}
-	shared.Path(t, "humaneval/HumanEval.jsonl.gz")
+	sharedtest.Path(t, "humaneval/HumanEval.jsonl.gz")
 	srv := llmtest.New(t)
 	srv.Script(func(c llmtest.Call) llmtest.Reply { return llmtest.Reply{Text: "```python\nx = 1\n```"} })
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	err := runEval(context.Background(), evalOptions{Model: "fake-chat", Benchmarks: "humaneval", Rounds: 1,
 		Feedback: "execution", BaseURL: srv.URL, APIKeyEnv: "CODEFEEDBACK_TEST_NO_KEY", Concurrency: 2, Out: out,
-		Data: shared.DataDir(), Driver: "bwrap", Limit: 3}, &stdout, &stderr)
+		Data: sharedtest.DataDir(), Driver: "bwrap", Limit: 3}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("eval: %v\n%s", err, stderr.String())
 	}

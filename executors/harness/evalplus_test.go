@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors/harness"
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -100,7 +100,7 @@ func TestPlusTestsOfWithoutInputs(t *testing.T) {
 func TestPlusCanonicalSample(t *testing.T) {
 	ex := sandbox(t)
 	for _, f := range []string{"evalplus/HumanEvalPlus.jsonl.gz", "evalplus/MbppPlus.jsonl.gz"} {
-		ps, err := schema.LoadProblems(shared.Path(t, f))
+		ps, err := schema.LoadProblems(sharedtest.Path(t, f))
 		if err != nil {
 			t.Fatal(err)
 		}

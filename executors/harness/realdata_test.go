@@ -11,7 +11,7 @@ import (
 	"github.com/codefeedback/codefeedback/executors"
 	_ "github.com/codefeedback/codefeedback/executors/docker"
 	"github.com/codefeedback/codefeedback/executors/harness"
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -38,7 +38,7 @@ var benchmarkSets = []benchmarkSet{
 
 func loadSet(tb testing.TB, s benchmarkSet) []harness.Job {
 	tb.Helper()
-	ps, err := schema.LoadProblems(shared.Path(tb, s.path))
+	ps, err := schema.LoadProblems(sharedtest.Path(tb, s.path))
 	if err != nil {
 		tb.Fatalf("load %s: %v", s.path, err)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/codefeedback/codefeedback/internal/benchmarks"
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 )
 
 // mirror serves dir over a loopback HTTP server, counting requests; alter,
@@ -38,8 +38,8 @@ func mirror(t *testing.T, dir string, alter func(path string, b []byte) []byte) 
 }
 
 func sharedDir(t *testing.T) string {
-	shared.Path(t, "evalplus/MbppPlus.jsonl.gz") // skips without the shared data
-	return shared.DataDir()
+	sharedtest.Path(t, "evalplus/MbppPlus.jsonl.gz") // skips without the shared data
+	return sharedtest.DataDir()
 }
 
 func TestRegistryMatchesSharedCopies(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/internal/benchmarks"
 	"github.com/codefeedback/codefeedback/internal/evaluate"
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 )
 
 var (
@@ -36,8 +36,8 @@ func sandbox(tb testing.TB) executors.Executor {
 func load(tb testing.TB, name string, limit int) []evaluate.Task {
 	tb.Helper()
 	s, _ := benchmarks.Lookup(name)
-	shared.Path(tb, s.File)
-	ts, err := evaluate.Load(shared.DataDir(), name, limit)
+	sharedtest.Path(tb, s.File)
+	ts, err := evaluate.Load(sharedtest.DataDir(), name, limit)
 	if err != nil {
 		tb.Fatal(err)
 	}

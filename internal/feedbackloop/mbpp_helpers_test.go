@@ -7,13 +7,13 @@ import (
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/harness"
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	"github.com/codefeedback/codefeedback/schema"
 	"github.com/codefeedback/codefeedback/stages/correct"
 )
 
-func sharedPath(t testing.TB, rel string) string { return shared.Path(t, rel) }
+func sharedPath(t testing.TB, rel string) string { return sharedtest.Path(t, rel) }
 
 // plantBugs returns, per problem id, its reference solution with one bug
 // planted by the correct stage's mutation engine (kinds cycle through

@@ -17,7 +17,7 @@ import (
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/internal/gates"
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
@@ -38,7 +38,7 @@ type corpus struct {
 
 func loadCorpus(t *testing.T, n int, buggyEvery int) *corpus {
 	t.Helper()
-	ps, err := schema.LoadProblems(shared.Path(t, "mbpp/mbpp.jsonl"))
+	ps, err := schema.LoadProblems(sharedtest.Path(t, "mbpp/mbpp.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func (c *corpus) solve(task string) (string, string, bool) {
 // into dir.
 func (c *corpus) write(t *testing.T, dir string) {
 	t.Helper()
-	src, err := os.ReadFile(shared.Path(t, "mbpp/mbpp.jsonl"))
+	src, err := os.ReadFile(sharedtest.Path(t, "mbpp/mbpp.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline/embed"
 	"github.com/codefeedback/codefeedback/schema"
 )
@@ -19,7 +19,7 @@ func loadAlpaca(t testing.TB) []schema.Query {
 	t.Helper()
 	var out []schema.Query
 	for _, rel := range []string{"queries/code_alpaca_2k.json", "queries/new_codealpaca.json.gz"} {
-		path := shared.Path(t, rel)
+		path := sharedtest.Path(t, rel)
 		for p, err := range schema.ReadProblems(context.Background(), path, schema.ImportOptions{Format: schema.FormatAlpaca, AllowDuplicates: true}) {
 			if err != nil {
 				t.Fatalf("%s: %v", rel, err)

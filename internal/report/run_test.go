@@ -12,7 +12,7 @@ import (
 
 	"github.com/codefeedback/codefeedback/executors"
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline"
 
 	// The stages and services data/pipeline.yaml may name, as the CLI
@@ -55,7 +55,7 @@ var (
 func runSample(t *testing.T) *sampleRun {
 	t.Helper()
 	sampleOnce.Do(func() {
-		root, err := shared.Root()
+		root, err := sharedtest.Root()
 		if err != nil {
 			sample.err = err
 			return
@@ -90,7 +90,7 @@ func runSample(t *testing.T) *sampleRun {
 		}
 		// Outputs are relative to the working directory of the run, and the
 		// audit finds the benchmarks relative to the repository unless told.
-		if d := shared.DataDir(); d != "" && os.Getenv("CODEFEEDBACK_BENCH_DIR") == "" {
+		if d := sharedtest.DataDir(); d != "" && os.Getenv("CODEFEEDBACK_BENCH_DIR") == "" {
 			os.Setenv("CODEFEEDBACK_BENCH_DIR", d)
 			defer os.Unsetenv("CODEFEEDBACK_BENCH_DIR")
 		}

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/codefeedback/codefeedback/executors"
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/internal/verify"
 	"github.com/codefeedback/codefeedback/schema"
 	"github.com/codefeedback/codefeedback/schema/loaders"
@@ -48,7 +48,7 @@ func TestSampleRunShips(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ex.Close()
-	mods := filepath.Join(must(shared.Root()), ".ci", "node_modules")
+	mods := filepath.Join(must(sharedtest.Root()), ".ci", "node_modules")
 	if d := os.Getenv("DUCKDB_NODE_MODULES"); d != "" {
 		mods = d
 	}

@@ -12,7 +12,7 @@ import (
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/internal/feedbackloop"
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	"github.com/codefeedback/codefeedback/schema"
@@ -230,7 +230,7 @@ func TestPlainCodeFeedback(t *testing.T) {
 // TestCodeFeedbackSample verifies the real Code-Feedback records: they must
 // be read and checked without sandbox errors; what they show is logged.
 func TestCodeFeedbackSample(t *testing.T) {
-	path := shared.Path(t, "codefeedback-sample/code_feedback_sample.jsonl")
+	path := sharedtest.Path(t, "codefeedback-sample/code_feedback_sample.jsonl")
 	c := &Checker{Exec: sandbox(t)}
 	rep, err := c.Dataset(context.Background(), audit.ReadDialogues(context.Background(), path))
 	if err != nil {

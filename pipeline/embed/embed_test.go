@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 )
@@ -125,7 +125,7 @@ func loadInstructions(tb testing.TB) []string {
 	tb.Helper()
 	var out []string
 	for _, rel := range []string{"queries/code_alpaca_2k.json", "queries/new_codealpaca.json.gz"} {
-		f, err := os.Open(shared.Path(tb, rel))
+		f, err := os.Open(sharedtest.Path(tb, rel))
 		if err != nil {
 			tb.Fatal(err)
 		}

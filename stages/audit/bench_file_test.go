@@ -8,13 +8,13 @@ import (
 	"testing"
 
 	"github.com/codefeedback/codefeedback/internal/benchmarks"
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
 func TestLoadKnown(t *testing.T) {
-	shared.Path(t, "evalplus/MbppPlus.jsonl.gz")
-	bs, err := Load([]string{"humaneval", "MBPP", "humaneval+", "mbpp+"}, LoadOptions{Dir: shared.DataDir()})
+	sharedtest.Path(t, "evalplus/MbppPlus.jsonl.gz")
+	bs, err := Load([]string{"humaneval", "MBPP", "humaneval+", "mbpp+"}, LoadOptions{Dir: sharedtest.DataDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestLoadKnown(t *testing.T) {
 }
 
 func TestLoadFileAndErrors(t *testing.T) {
-	p := shared.Path(t, "mbpp/sanitized-mbpp.json")
+	p := sharedtest.Path(t, "mbpp/sanitized-mbpp.json")
 	bs, err := Load([]string{p}, LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func TestLoadFileAndErrors(t *testing.T) {
 	// A known benchmark whose bytes differ from the published file.
 	dir := t.TempDir()
 	s, _ := benchmarks.Lookup("mbpp")
-	b, err := os.ReadFile(shared.Path(t, s.File))
+	b, err := os.ReadFile(sharedtest.Path(t, s.File))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -24,7 +24,7 @@ import (
 // audit.
 func syntheticCorpus(tb testing.TB, n int) (iter.Seq2[*schema.Dialogue, error], int64) {
 	var cf [][]schema.Message
-	for _, d := range testDialogues(tb, shared.Path(tb, "codefeedback-sample/code_feedback_sample.jsonl")) {
+	for _, d := range testDialogues(tb, sharedtest.Path(tb, "codefeedback-sample/code_feedback_sample.jsonl")) {
 		cf = append(cf, d.Messages)
 	}
 	alpaca := testAlpacaDialogues(tb)

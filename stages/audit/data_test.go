@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/codefeedback/codefeedback/internal/benchmarks"
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -15,8 +15,8 @@ import (
 func testBench(t testing.TB, name string) []schema.Problem {
 	t.Helper()
 	s, _ := benchmarks.Lookup(name)
-	shared.Path(t, s.File) // skips when the shared data is absent
-	bs, err := Load([]string{name}, LoadOptions{Dir: shared.DataDir()})
+	sharedtest.Path(t, s.File) // skips when the shared data is absent
+	bs, err := Load([]string{name}, LoadOptions{Dir: sharedtest.DataDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func testMBPP(t testing.TB) []schema.Problem      { return testBench(t, "mbpp") 
 // testAlpacaDialogues turns Code Alpaca records into two-turn dialogues:
 // user = instruction + input, assistant = output in a code fence.
 func testAlpacaDialogues(t testing.TB) []schema.Dialogue {
-	ps, err := schema.LoadProblems(shared.Path(t, "queries/code_alpaca_2k.json"))
+	ps, err := schema.LoadProblems(sharedtest.Path(t, "queries/code_alpaca_2k.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

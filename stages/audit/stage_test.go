@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/schema"
 )
@@ -36,7 +36,7 @@ func runTestStage(t *testing.T, o StageOptions, ds []schema.Dialogue) ([]pipelin
 func TestStage(t *testing.T) {
 	ds, planted := plantedCorpus(t)
 	o := DefaultStageOptions
-	o.BenchDir = shared.DataDir()
+	o.BenchDir = sharedtest.DataDir()
 
 	out, svc := runTestStage(t, o, ds)
 	if len(out) != len(ds)-len(planted) {

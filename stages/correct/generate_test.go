@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codefeedback/codefeedback/executors"
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -141,7 +141,7 @@ func checkDialogue(t *testing.T, d *schema.Dialogue, p *schema.Problem) {
 }
 
 func repoFile(t testing.TB, rel string) string {
-	root, err := shared.Root()
+	root, err := sharedtest.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestGenerateSampleProblems(t *testing.T) {
 }
 
 func loadMBPP(t testing.TB, n int) []schema.Problem {
-	ps, err := schema.LoadProblems(shared.Path(t, "mbpp/mbpp.jsonl"))
+	ps, err := schema.LoadProblems(sharedtest.Path(t, "mbpp/mbpp.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/codefeedback/codefeedback/internal/gates"
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
@@ -300,7 +300,7 @@ func TestStageWithModel(t *testing.T) {
 // Code-Feedback sample with a model that also tries to slip a code block
 // into some prefaces, and checks all code stays byte-identical.
 func TestExplainRealCodeFeedback(t *testing.T) {
-	path := shared.Path(t, "codefeedback-sample/code_feedback_sample.jsonl")
+	path := sharedtest.Path(t, "codefeedback-sample/code_feedback_sample.jsonl")
 	src, err := schema.OpenSource(path, schema.ImportOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	_ "github.com/codefeedback/codefeedback/executors/docker"
 	"github.com/codefeedback/codefeedback/executors/harness"
-	"github.com/codefeedback/codefeedback/internal/shared"
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline/embed"
 	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
 	"github.com/codefeedback/codefeedback/schema"
@@ -36,7 +36,7 @@ func sandbox(tb testing.TB) executors.Executor {
 
 func loadLeetCode(tb testing.TB, rel string) []schema.Problem {
 	tb.Helper()
-	ps, err := schema.LoadProblems(shared.Path(tb, rel))
+	ps, err := schema.LoadProblems(sharedtest.Path(tb, rel))
 	if err != nil {
 		tb.Fatal(err)
 	}

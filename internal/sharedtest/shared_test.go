@@ -1,4 +1,4 @@
-package shared_test
+package sharedtest_test
 
 import (
 	"os/exec"
@@ -18,7 +18,7 @@ func TestNotLinkedIntoTheBinary(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	for _, p := range strings.Fields(string(out)) {
-		if p == "testing" || p == "github.com/codefeedback/codefeedback/internal/shared" {
+		if p == "testing" || p == "github.com/codefeedback/codefeedback/internal/sharedtest" {
 			t.Errorf("cmd/codefeedback links %s", p)
 		}
 	}

@@ -1,11 +1,11 @@
-// Package shared locates the real public data in ../shared/data (beside the
+// Package sharedtest locates the real public data in ../shared/data (beside the
 // repository) for tests and benchmarks. A user's clone has no such folder, so
 // callers skip with a clear message when it is absent.
 //
 // It is test-only: it imports testing, and only _test.go files may import
 // it (TestNotLinkedIntoTheBinary checks). Product code finds benchmark files
 // through internal/benchmarks.
-package shared
+package sharedtest
 
 import (
 	"os"
