@@ -1,38 +1,14 @@
 package simulate
 
 import (
-	"context"
-	"os"
 	"strings"
-	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/codefeedback/codefeedback/executors"
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	_ "github.com/codefeedback/codefeedback/executors/docker"
-	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 )
-
-// sandbox opens the real sandbox: bubblewrap, or the URL in
-// $CODEFEEDBACK_SIMULATE_SANDBOX (e.g. docker://codefeedback-sandbox:bookworm).
-func sandbox(tb testing.TB, query string) executors.Executor {
-	tb.Helper()
-	url := os.Getenv("CODEFEEDBACK_SIMULATE_SANDBOX")
-	if url == "" {
-		url = "bwrap://"
-	}
-	if query != "" {
-		url += "?" + query
-	}
-	ex, err := executors.Open(context.Background(), url)
-	if err != nil {
-		tb.Fatalf("open sandbox %s: %v", url, err)
-	}
-	tb.Cleanup(func() { ex.Close() })
-	return ex
-}
 
 // role says which of the three model roles a request is for, from the
 // prompts the simulator sends.
@@ -61,31 +37,4 @@ func writerTurn(c llmtest.Call) int {
 	return n
 }
 
-// fake starts a scripted model and returns a client for it (cached in cache
-// when non-nil).
-func fake(tb testing.TB, script llmtest.Script, cache *llmtest.MemCache, opts ...llmtest.Option) (*llmtest.Server, *llm.Client) {
-	tb.Helper()
-	srv := llmtest.New(tb, opts...)
-	srv.Script(script)
-	o := llm.Options{HTTPClient: srv.Client()}
-	if cache != nil {
-		o.Cache = cache
-	}
-	c, err := llm.New(llm.Config{BaseURL: srv.URL, Params: llm.Params{Model: "fake-chat"}, Concurrency: 64}, o)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return srv, c
-}
-
 func block(code string) string { return "```python\n" + code + "\n```" }
-
-// requestHas reports whether any message of the request contains s.
-func requestHas(c llmtest.Call, s string) bool {
-	for _, m := range c.Request.Messages {
-		if strings.Contains(m.Content, s) {
-			return true
-		}
-	}
-	return false
-}
