@@ -344,7 +344,16 @@ func ParseDiagnostics(lang Language, phase, stderr string) (exception, message s
 		}
 	case Lua:
 		if m := reLua.FindStringSubmatch(stderr); m != nil {
-			return "error", m[2], atoi(m[1])
+			// Lua's errors have no types; they are named after the status
+			// of its C API: the loader's (LUA_ERRSYNTAX) come without a
+			// traceback, nothing ran; the rest are LUA_ERRMEM or LUA_ERRRUN.
+			switch {
+			case !strings.Contains(stderr, "stack traceback:"):
+				return "SyntaxError", m[2], atoi(m[1])
+			case strings.HasPrefix(m[2], "not enough memory"):
+				return "MemoryError", m[2], atoi(m[1])
+			}
+			return "RuntimeError", m[2], atoi(m[1])
 		}
 	}
 	return "", "", 0

@@ -102,7 +102,7 @@ func langTable() []langPrograms {
 			hello:        "local x = 6 * 7\nprint('hello ' .. x)\n",
 			compileError: "local x = 1\nlocal y = = 2\n",
 			runtimeError: "local t = nil\nlocal function f() return 1 end\nprint(t.x)\n",
-			exception:    "error",
+			exception:    "RuntimeError",
 			loop:         "while true do end\n",
 			memoryBomb:   "local t = {}\nwhile true do t[#t + 1] = string.rep('x', 1 << 20) .. #t end\n",
 			forkBomb:     "while true do io.popen('sleep 100') end\n"},
