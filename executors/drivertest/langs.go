@@ -170,6 +170,13 @@ func testLanguages(t *testing.T, ex executors.Executor, h *host) {
 				if r.Stdout != "hello 42\n" || r.ExitCode != 0 || r.Phase != "" {
 					t.Errorf("got stdout %q exit %d phase %q stderr %q, want hello 42", r.Stdout, r.ExitCode, r.Phase, clip(r.Stderr))
 				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				if v, err := executors.ToolchainVersion(ctx, ex, p.lang); err != nil || !strings.Contains(v, "/") {
+					t.Errorf("ToolchainVersion: %q, %v; want each tool's path and version (part of the cache keys)", v, err)
+				} else {
+					t.Logf("toolchain: %s", strings.ReplaceAll(v, "\n", " | "))
+				}
 				if p.lang.Compiled() {
 					again := run(p.hello, runLim)
 					if !again.CompileCached || again.Stdout != r.Stdout {
