@@ -235,6 +235,7 @@ func testLanguages(t *testing.T, ex executors.Executor, h *host) {
 			})
 		})
 	}
+	t.Run("node session", func(t *testing.T) { testNodeSession(t, ex, ok) })
 	t.Run("attacks", func(t *testing.T) { testLangAttacks(t, ex, h, ok) })
 }
 
@@ -347,5 +348,72 @@ func testLangAttacks(t *testing.T, ex executors.Executor, h *host, ok map[execut
 				t.Errorf("the next run after the attack: got %q exit %d stderr %q, want 42", r.Stdout, r.ExitCode, clip(r.Stderr))
 			}
 		})
+	}
+}
+
+// testNodeSession: a javascript session keeps its state across cells (let,
+// const, functions, required modules, files), shows a cell's value as node's
+// REPL does, reports an error with its type and line and keeps the state,
+// and starts fresh after Reset, after a cell that ends node, and after a
+// timeout.
+func testNodeSession(t *testing.T, ex executors.Executor, ok map[executors.Language]bool) {
+	skipMissing(t, ok, executors.JavaScript)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s, err := ex.Open(ctx, executors.JavaScript, executors.SessionOptions{Files: map[string][]byte{"in.txt": []byte("seed")},
+		Limits: executors.Limits{Timeout: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	exec := func(code string) executors.Result {
+		t.Helper()
+		r, err := s.Exec(ctx, code)
+		if err != nil {
+			t.Fatalf("Exec(%q): %v", code, err)
+		}
+		checkWellFormed(t, r)
+		return r
+	}
+	for _, c := range []struct{ code, stdout string }{
+		{"const fs = require('fs');\nlet total = 0;\nfunction add(x) { total += x; return total; }\nfs.writeFileSync('out.txt', 'kept');", ""},
+		{"[1, 2, 3].forEach(add);\ntotal", "6\n"},
+		{"console.log(fs.readFileSync('out.txt', 'utf8'), fs.readFileSync('in.txt', 'utf8'));", "kept seed\n"},
+		{"Promise.resolve(total * 7)", "42\n"},
+		{"({ a: [1, 'x'] })", "{ a: [ 1, 'x' ] }\n"},
+	} {
+		if r := exec(c.code); r.Stdout != c.stdout || r.ExitCode != 0 {
+			t.Errorf("cell %.40q: got stdout %q exit %d stderr %q, want %q", c.code, r.Stdout, r.ExitCode, clip(r.Stderr), c.stdout)
+		}
+	}
+	r := exec("const o = null;\no.x")
+	if r.ExitCode != 1 || r.Exception != "TypeError" || r.Line != 2 {
+		t.Errorf("error cell: got exit %d exception %q line %d stderr %q, want 1 TypeError line 2", r.ExitCode, r.Exception, r.Line, clip(r.Stderr))
+	}
+	if r := exec("let b = ;"); r.Exception != "SyntaxError" || r.ExitCode != 1 {
+		t.Errorf("syntax error cell: got exception %q exit %d", r.Exception, r.ExitCode)
+	}
+	if r := exec("total"); r.Stdout != "6\n" {
+		t.Errorf("after errors got %q, want the state kept (6)", r.Stdout)
+	}
+	if err := s.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := exec("console.log(typeof total, require('fs').existsSync('out.txt'), require('fs').readFileSync('in.txt', 'utf8'))"); r.Stdout != "undefined false seed\n" {
+		t.Errorf("after Reset got %q, want fresh state with the session's files", r.Stdout)
+	}
+	exec("var y = 1;")
+	if r := exec("process.exit(3)"); r.ExitCode != 3 {
+		t.Errorf("process.exit(3): got exit %d, want 3", r.ExitCode)
+	}
+	if r := exec("typeof y"); r.Stdout != "'undefined'\n" {
+		t.Errorf("after node ended got %q, want a fresh node ('undefined')", r.Stdout)
+	}
+	exec("var z = 1;")
+	if r := exec("for (;;) {}"); !r.TimedOut {
+		t.Errorf("endless cell: got timed out %v exit %d, want a timeout", r.TimedOut, r.ExitCode)
+	}
+	if r := exec("typeof z"); r.Stdout != "'undefined'\n" {
+		t.Errorf("after a timeout got %q, want a restarted session", r.Stdout)
 	}
 }
