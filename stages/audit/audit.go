@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"iter"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -176,8 +177,21 @@ type scratch struct {
 	cth    []uint64
 	cgh    [nStreams][]uint64
 	ctMsgs []ctMsg
-	fpHits map[int32]*fpHit
-	fpSeen map[uint64]struct{} // (entry, task, part, stream) already counted
+	fpStates []fpState // per index
+}
+
+// fp returns the fingerprint state for index x, reset for a new dialogue.
+func (s *scratch) fp(x *Index) *fpState {
+	for i := range s.fpStates {
+		if s.fpStates[i].lastIndex == x {
+			s.fpStates[i].reset(x)
+			return &s.fpStates[i]
+		}
+	}
+	s.fpStates = append(s.fpStates, fpState{})
+	st := &s.fpStates[len(s.fpStates)-1]
+	st.reset(x)
+	return st
 }
 
 // ctMsg locates one message's code tokens and k-grams in the scratch.
@@ -196,7 +210,7 @@ type gramHit struct {
 }
 
 func newScratch() *scratch {
-	return &scratch{cover: map[int32][]uint64{}, gramHits: map[int32]*gramHit{}, fpHits: map[int32]*fpHit{}, fpSeen: map[uint64]struct{}{}}
+	return &scratch{cover: map[int32][]uint64{}, gramHits: map[int32]*gramHit{}}
 }
 
 // Check audits one dialogue. seq is its position in the input. ctx is only
@@ -255,10 +269,11 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 			if !x.mayHold(h) {
 				continue
 			}
-			refs := x.windows[h]
-			if len(refs) == 0 {
+			ri, ok := x.windows.get(h)
+			if !ok {
 				continue
 			}
+			refs := x.winRefs[ri]
 			start := s.blockStart[wi]
 			for k := start; k < start+w; k++ {
 				s.shared[k] = true
@@ -274,15 +289,13 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 				}
 			}
 		}
-		seen := map[uint64]bool{}
 		for k, sh := range s.shared {
 			if !sh {
 				continue
 			}
 			r.Shared[bi]++
 			s.sharedAny[k] = true
-			if !seen[s.lh[k]] {
-				seen[s.lh[k]] = true
+			if !slices.Contains(r.sharedLines[bi], s.lh[k]) {
 				r.sharedLines[bi] = append(r.sharedLines[bi], s.lh[k])
 			}
 		}
@@ -314,7 +327,11 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 			if !x.mayHold(h) {
 				return
 			}
-			ts := x.grams[h]
+			at, ok := x.grams.get(h)
+			if !ok {
+				return
+			}
+			ts := x.gramTasks[at]
 			for _, t := range ts {
 				g := s.gramHits[t]
 				if g == nil {

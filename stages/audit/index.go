@@ -40,13 +40,16 @@ type Index struct {
 	tasks      []taskInfo
 	statements []string // each task's statement without code, for the paraphrase check
 	// windows maps the hash of w consecutive code lines of a task block to
-	// every place it occurs.
-	windows map[uint64][]winRef
+	// every place it occurs (winRefs[windows.get(h)]).
+	windows *hashTable
+	winRefs [][]winRef
 	// lineText maps a code line's hash to its text, for the shared-lines list.
 	lineText map[uint64]string
 	// grams maps a token n-gram hash to the tasks holding it (each task
-	// once); a statement shorter than n tokens is one gram of its length.
-	grams     map[uint64][]int32
+	// once, gramTasks[grams.get(h)]); a statement shorter than n tokens is
+	// one gram of its length.
+	grams     *hashTable
+	gramTasks [][]int32
 	shortLens []int // lengths of the short statements indexed whole
 	// filter is a one-hash Bloom filter over the keys of windows and grams,
 	// indexed by a hash's top bits: nearly every dialogue window and n-gram
@@ -57,7 +60,7 @@ type Index struct {
 	// Code fingerprints (see FingerprintOptions): fpIndex maps a salted
 	// k-gram hash to its entry in fpEntries.
 	fpOpts    FingerprintOptions
-	fpIndex   map[uint64]int32
+	fpIndex   *hashTable
 	fpEntries []fpEntry
 	fpTotals  []fpTotals
 }
@@ -72,7 +75,10 @@ func (x *Index) mayHold(h uint64) bool {
 // buildFilter sizes the filter at 16+ bits per key (about 6% false
 // positives at most) and sets the keys' bits.
 func (x *Index) buildFilter() {
-	keys := len(x.windows) + len(x.grams) + len(x.fpIndex)
+	keys := x.windows.Len() + x.grams.Len()
+	if x.fpIndex != nil {
+		keys += x.fpIndex.Len()
+	}
 	bits := uint(16)
 	for 1<<bits < 16*keys && bits < 30 {
 		bits++
@@ -83,14 +89,10 @@ func (x *Index) buildFilter() {
 		i := h >> x.shift
 		x.filter[i/64] |= 1 << (i % 64)
 	}
-	for h := range x.windows {
-		set(h)
-	}
-	for h := range x.grams {
-		set(h)
-	}
-	for h := range x.fpIndex {
-		set(h)
+	x.windows.each(set)
+	x.grams.each(set)
+	if x.fpIndex != nil {
+		x.fpIndex.each(set)
 	}
 }
 
@@ -182,10 +184,10 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int, fo FingerprintOptions)
 	x := &Index{
 		name:     b.Name,
 		tasks:    make([]taskInfo, len(b.Problems)),
-		windows:  make(map[uint64][]winRef),
 		lineText: make(map[uint64]string),
-		grams:    make(map[uint64][]int32),
 	}
+	windows := map[uint64][]winRef{}
+	grams := map[uint64][]int32{}
 	var lh, wh, th, gh []uint64
 	var toks []span
 	for ti := range b.Problems {
@@ -211,11 +213,11 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int, fo FingerprintOptions)
 			}
 			wh = rollingHashes(lh, window, wh[:0])
 			for i, h := range wh {
-				refs := x.windows[h]
+				refs := windows[h]
 				if k := len(refs); k > 0 && refs[k-1].task == int32(ti) {
 					continue // a repeated window inside one task adds nothing
 				}
-				x.windows[h] = append(refs, winRef{task: int32(ti), pos: int32(pos + i)})
+				windows[h] = append(refs, winRef{task: int32(ti), pos: int32(pos + i)})
 			}
 			pos += len(lh)
 		}
@@ -236,14 +238,16 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int, fo FingerprintOptions)
 				if gl == n && !informative(t, toks[gi:gi+n], minInformative) {
 					continue
 				}
-				ts := x.grams[h]
+				ts := grams[h]
 				if k := len(ts); k > 0 && ts[k-1] == int32(ti) {
 					continue
 				}
-				x.grams[h] = append(ts, int32(ti))
+				grams[h] = append(ts, int32(ti))
 			}
 		}
 	}
+	x.windows, x.winRefs = freeze(windows)
+	x.grams, x.gramTasks = freeze(grams)
 	if !fo.Off {
 		parts := make([][nParts]string, len(b.Problems))
 		for ti := range b.Problems {
