@@ -173,10 +173,10 @@ type scratch struct {
 	cover      map[int32][]uint64 // task -> covered task-line bitset
 	gramHits   map[int32]*gramHit
 	// Code tokens of every message and their k-gram hashes per stream.
-	ctoks  []ctok
-	cth    []uint64
-	cgh    [nStreams][]uint64
-	ctMsgs []ctMsg
+	ctoks    []ctok
+	cth      []uint64
+	cgh      [nStreams][]uint64
+	ctMsgs   []ctMsg
 	fpStates []fpState // per index
 }
 
