@@ -365,33 +365,26 @@ func (st *fpState) hit(t int32) *fpHit {
 func (a *Auditor) matchFingerprints(x *Index, d *schema.Dialogue, id string, s *scratch, r *Result) {
 	o := x.fpOpts
 	st := s.fp(x)
-	for mi := range s.ctMsgs {
-		m := s.ctMsgs[mi]
-		toks := s.ctoks[m.t0:m.t1]
-		for s2 := range nStreams {
-			gh := s.cgh[s2][m.g0:m.g1]
-			salt := streamSalt[s2]
-			for gi, h := range gh {
-				h ^= salt
-				if !x.mayHold(h) {
-					continue
+	// Messages in order, then streams, as the k-grams were computed.
+	for s2 := range nStreams {
+		for _, c := range s.fpCand[s2] {
+			ei, ok := x.fpIndex.get(c.h)
+			if !ok || st.entryGen[ei] == st.gen {
+				continue // absent, or counted already (its refs are distinct task parts)
+			}
+			st.entryGen[ei] = st.gen
+			e := &x.fpEntries[ei]
+			m := s.ctMsgs[c.m]
+			toks := s.ctoks[m.t0:m.t1]
+			span := schema.Span{Message: m.msg, Start: int(toks[c.gi].start), End: int(toks[int(c.gi)+o.K-1].end)}
+			for _, ref := range e.refs {
+				hit := st.hit(ref.task)
+				hit.n[ref.stream][ref.part]++
+				hit.w[ref.stream][ref.part] += e.w
+				if e.named {
+					hit.named[ref.part]++
 				}
-				ei, ok := x.fpIndex.get(h)
-				if !ok || st.entryGen[ei] == st.gen {
-					continue // absent, or counted already (its refs are distinct task parts)
-				}
-				st.entryGen[ei] = st.gen
-				e := &x.fpEntries[ei]
-				span := schema.Span{Message: m.msg, Start: int(toks[gi].start), End: int(toks[gi+o.K-1].end)}
-				for _, ref := range e.refs {
-					hit := st.hit(ref.task)
-					hit.n[ref.stream][ref.part]++
-					hit.w[ref.stream][ref.part] += e.w
-					if e.named {
-						hit.named[ref.part]++
-					}
-					hit.spans = addSpan(hit.spans, span)
-				}
+				hit.spans = addSpan(hit.spans, span)
 			}
 		}
 	}

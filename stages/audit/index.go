@@ -51,12 +51,6 @@ type Index struct {
 	grams     *hashTable
 	gramTasks [][]int32
 	shortLens []int // lengths of the short statements indexed whole
-	// filter is a one-hash Bloom filter over the keys of windows and grams,
-	// indexed by a hash's top bits: nearly every dialogue window and n-gram
-	// is absent from the benchmark, and one bit test is much cheaper than a
-	// map probe.
-	filter []uint64
-	shift  uint
 	// Code fingerprints (see FingerprintOptions): fpIndex maps a salted
 	// k-gram hash to its entry in fpEntries.
 	fpOpts    FingerprintOptions
@@ -65,35 +59,49 @@ type Index struct {
 	fpTotals  []fpTotals
 }
 
-// mayHold reports whether h may be a key of windows or grams (false means
-// certainly not).
-func (x *Index) mayHold(h uint64) bool {
-	i := h >> x.shift
-	return x.filter[i/64]&(1<<(i%64)) != 0
+// keyFilter is a one-hash Bloom filter over the keys of every index
+// (windows, n-grams, fingerprints), indexed by a hash's top bits: nearly
+// every dialogue window, n-gram and k-gram is absent from the benchmarks,
+// and one bit test is much cheaper than a table probe.
+type keyFilter struct {
+	bits  []uint64
+	shift uint
 }
 
-// buildFilter sizes the filter at 16+ bits per key (about 6% false
+// mayHold reports whether h may be a key of some index (false means
+// certainly not).
+func (f *keyFilter) mayHold(h uint64) bool {
+	i := h >> f.shift
+	return f.bits[i/64]&(1<<(i%64)) != 0
+}
+
+// newKeyFilter sizes the filter at 16+ bits per key (about 6% false
 // positives at most) and sets the keys' bits.
-func (x *Index) buildFilter() {
-	keys := x.windows.Len() + x.grams.Len()
-	if x.fpIndex != nil {
-		keys += x.fpIndex.Len()
+func newKeyFilter(xs []*Index) keyFilter {
+	keys := 0
+	for _, x := range xs {
+		keys += x.windows.Len() + x.grams.Len()
+		if x.fpIndex != nil {
+			keys += x.fpIndex.Len()
+		}
 	}
-	bits := uint(16)
-	for 1<<bits < 16*keys && bits < 30 {
-		bits++
+	n := uint(16)
+	for 1<<n < 16*keys && n < 30 {
+		n++
 	}
-	x.shift = 64 - bits
-	x.filter = make([]uint64, (1<<bits)/64)
+	f := keyFilter{shift: 64 - n, bits: make([]uint64, (1<<n)/64)}
 	set := func(h uint64) {
-		i := h >> x.shift
-		x.filter[i/64] |= 1 << (i % 64)
+		i := h >> f.shift
+		f.bits[i/64] |= 1 << (i % 64)
 	}
-	x.windows.each(set)
-	x.grams.each(set)
-	if x.fpIndex != nil {
-		x.fpIndex.each(set)
+	for _, x := range xs {
+		x.windows.each(set)
+		x.grams.each(set)
+		if x.fpIndex != nil {
+			x.fpIndex.each(set)
+		}
 	}
+	return f
 }
 
 // Name returns the benchmark name.
@@ -256,7 +264,6 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int, fo FingerprintOptions)
 		}
 		x.buildFingerprints(parts, fo.withDefaults())
 	}
-	x.buildFilter()
 	return x, nil
 }
 
