@@ -57,7 +57,7 @@ type searcher struct {
 func (h *HNSW) getSearcher() *searcher {
 	s, _ := h.pool.Get().(*searcher)
 	if s == nil || len(s.visited) < h.v.Len() {
-		s = &searcher{visited: make([]uint32, h.v.Len()), q: make([]float32, h.v.Dim()), c: make([]float32, h.v.Dim())}
+		s = &searcher{visited: make([]uint32, h.v.Len()), q: h.v.buffer(), c: h.v.buffer()}
 	}
 	s.next()
 	return s
@@ -463,6 +463,11 @@ func (h *HNSW) Search(q []float32, k int, skip int32) []Neighbor {
 	}
 	s := h.getSearcher()
 	defer h.pool.Put(s)
+	if h.v.sparse { // the query goes into a full-size buffer (see Vectors.buffer)
+		copy(s.q, q)
+		defer clear(s.q[:len(q)])
+		q = s.q
+	}
 	return h.search(s, q, k, skip)
 }
 

@@ -112,7 +112,7 @@ func ExactKNNVectors(ctx context.Context, v *Vectors, queries []int, k int) ([][
 	out := make([][]Neighbor, len(queries))
 	err := parallel(ctx, len(queries), func(qi int) {
 		q := int32(queries[qi])
-		buf := make([]float32, v.Dim())
+		buf := v.buffer()
 		qv := v.load(q, buf)
 		t := topK{k: k, hs: make([]Neighbor, 0, k)}
 		for j := range int32(v.Len()) {

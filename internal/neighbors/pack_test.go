@@ -289,7 +289,7 @@ func TestVectorsSparseMatchesDense(t *testing.T) {
 	if !v.Sparse() || v.Len() != len(texts) || v.Bytes() >= int64(len(texts)*384*4) {
 		t.Fatalf("sparse %v, len %d, %d bytes", v.Sparse(), v.Len(), v.Bytes())
 	}
-	buf := make([]float32, 384)
+	buf := v.buffer()
 	for i := range dense {
 		for j := range dense {
 			want := Dot(dense[i], dense[j])
@@ -306,5 +306,29 @@ func TestVectorsSparseMatchesDense(t *testing.T) {
 	}
 	if FromDense(randomUnit(10, 16, 1)).Sparse() {
 		t.Error("dense vectors held sparse")
+	}
+}
+
+// TestSearchSparse searches an index of sparse vectors with outside
+// queries: each text's own vector finds itself first.
+func TestSearchSparse(t *testing.T) {
+	texts := alpacaTexts(t)[:6000]
+	dense := tfidf(t, texts, 384)
+	h := NewHNSW(0, 0, 0)
+	if err := h.Build(context.Background(), dense, 1); err != nil {
+		t.Fatal(err)
+	}
+	if !h.v.Sparse() {
+		t.Fatal("TF-IDF vectors not held sparse")
+	}
+	miss := 0
+	for i := 0; i < len(dense); i += 97 {
+		got := h.Search(dense[i], 1, -1)
+		if len(got) != 1 || got[0].Sim < 0.9999 {
+			miss++
+		}
+	}
+	if miss > 1 {
+		t.Errorf("%d of %d queries did not find their own vector", miss, len(dense)/97+1)
 	}
 }

@@ -98,23 +98,35 @@ func (v *Vectors) simDense(q []float32, id int32) float32 {
 	if !v.sparse {
 		return Dot(q, v.dense[id])
 	}
+	// q is a buffer of 1<<16 entries (see buffer), so a 16-bit index needs
+	// no bounds check: this loop is most of the index's time.
+	qa := (*[1 << 16]float32)(q)
 	a, b := v.off[id], v.off[id+1]
 	idx, val := v.idx[a:b], v.val[a:b]
 	val = val[:len(idx)]
 	var s0, s1 float32
 	i := 0
 	for ; i+2 <= len(idx); i += 2 {
-		s0 += val[i] * q[idx[i]]
-		s1 += val[i+1] * q[idx[i+1]]
+		s0 += val[i] * qa[idx[i]]
+		s1 += val[i+1] * qa[idx[i+1]]
 	}
 	if i < len(idx) {
-		s0 += val[i] * q[idx[i]]
+		s0 += val[i] * qa[idx[i]]
 	}
 	return s0 + s1
 }
 
-// load returns vector i in dense form, scattered into buf (len Dim, all
-// zero) for a sparse set; unload zeroes buf again.
+// buffer returns a zeroed scratch buffer for load: 1<<16 entries for a
+// sparse set (indices of any 16-bit value are in range), Dim for a dense.
+func (v *Vectors) buffer() []float32 {
+	if v.sparse {
+		return make([]float32, 1<<16)
+	}
+	return make([]float32, v.dim)
+}
+
+// load returns vector i in dense form, scattered into buf (from buffer,
+// all zero) for a sparse set; unload zeroes buf again.
 func (v *Vectors) load(i int32, buf []float32) []float32 {
 	if !v.sparse {
 		return v.dense[i]
