@@ -184,4 +184,3 @@ func urlPathEscape(s string) string {
 	}
 	return b.String()
 }
-
