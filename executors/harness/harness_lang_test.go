@@ -174,3 +174,23 @@ func TestParseLangTests(t *testing.T) {
 		}
 	}
 }
+
+// A parser that recovers reports the judge's own lines as broken after the
+// candidate's error; the feedback keeps only the candidate's.
+func TestSyntaxFeedbackStopsAtTheCandidate(t *testing.T) {
+	code := "def f(n)\n  return 1 if n == 0)\nend\n"
+	lp, err := harness.BuildIn(executors.Ruby, schema.Problem{Tests: []string{"assert_equal(f(0), 1)"}}, code, harness.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := "main.rb:2: syntax error, unexpected ')', expecting `end'\n  return 1 if n == 0)\n                    ^\n" +
+		"main.rb:26: syntax error, unexpected `do' for lambda\n...ktrace_locations || []).each do |l|\n" +
+		"main.rb:32: syntax error, unexpected `end', expecting end-of-input\n"
+	v := lp.Decode(executors.Result{ExitCode: 1, Stderr: stderr, Exception: "SyntaxError", ErrorLine: "syntax error, unexpected ')'", Line: 2})
+	if v.Load == nil || v.Load.Kind != harness.KindSyntax || v.Load.Line != 2 {
+		t.Fatalf("got load %+v, want a syntax failure at line 2", v.Load)
+	}
+	if strings.Contains(v.Feedback, "main.rb:26") || strings.Contains(v.Feedback, "main.rb:32") || !strings.Contains(v.Feedback, "main.rb:2: syntax error") {
+		t.Errorf("feedback keeps the judge's lines or drops the candidate's:\n%s", v.Feedback)
+	}
+}
