@@ -288,6 +288,10 @@ def lang_prepare(req, scratch):
         else:
             clim = req.get("compile_limits") or req.get("limits") or {}
             argv = lang_subst(spec["compile"], values)
+            if lang in ("c", "cpp") and _re.search(r"^\s*#\s*line\s", req.get("code", ""), _re.M):
+                # Under #line, gcc would quote the real file's line of the
+                # mapped number: the wrong source text under each error.
+                argv.insert(1, "-fno-diagnostics-show-caret")
             rc, sig, timed_out, out, trunc, secs = lang_compile(lang, argv, scratch, clim)
             info["compile_ns"] = int(secs * 1e9)
             if rc != 0 or timed_out:

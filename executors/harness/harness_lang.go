@@ -175,6 +175,10 @@ func (lp LangProgram) Decode(res executors.Result) Verdict {
 	return v
 }
 
+// reNodeNoise is node's own part of a load failure: its loader's frames
+// and its version banner.
+var reNodeNoise = regexp.MustCompile(`(?m)^\s+at [^\n]*\(?node:internal/[^\n]*\n|^\n?Node\.js v[\d.]+\n?`)
+
 // reDiagAt is a diagnostic line that starts with the file and line it is
 // about (main.rb:26: ..., ./main.go:30:2: ..., Main.java:12: ...).
 var reDiagAt = regexp.MustCompile(`^(?:\./)?[\w.-]+\.(?:rb|go|java|ts|js|php|lua):(\d+)\b`)
@@ -184,6 +188,9 @@ var reDiagAt = regexp.MustCompile(`^(?:\./)?[\w.-]+\.(?:rb|go|java|ts|js|php|lua
 // report the judge's lines as broken too, which says nothing about the
 // candidate. The first error is always kept.
 func (lp LangProgram) candidateErrors(stderr string) string {
+	if lp.Language == executors.JavaScript || lp.Language == executors.TypeScript {
+		stderr = reNodeNoise.ReplaceAllString(stderr, "")
+	}
 	if lp.lines <= 0 {
 		return stderr
 	}

@@ -194,3 +194,17 @@ func TestSyntaxFeedbackStopsAtTheCandidate(t *testing.T) {
 		t.Errorf("feedback keeps the judge's lines or drops the candidate's:\n%s", v.Feedback)
 	}
 }
+
+// Node's loader frames and version banner are not the candidate's error.
+func TestSyntaxFeedbackDropsNodeNoise(t *testing.T) {
+	lp, err := harness.BuildIn(executors.JavaScript, schema.Problem{Tests: []string{"assert.deepStrictEqual(f(0), 1);"}}, "function f(n) {\n  return 1;;)\n}\n", harness.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := "main.js:2\n  return 1;;)\n            ^\n\nSyntaxError: Unexpected token ')'\n" +
+		"    at wrapSafe (node:internal/modules/cjs/loader:1464:18)\n    at node:internal/main/run_main_module:28:49\n\nNode.js v20.20.2\n"
+	v := lp.Decode(executors.Result{ExitCode: 1, Stderr: stderr, Exception: "SyntaxError", ErrorLine: "SyntaxError: Unexpected token ')'", Line: 2})
+	if v.Load == nil || !strings.Contains(v.Feedback, "SyntaxError: Unexpected token ')'") || strings.Contains(v.Feedback, "node:internal") || strings.Contains(v.Feedback, "Node.js v") {
+		t.Errorf("feedback:\n%s", v.Feedback)
+	}
+}
