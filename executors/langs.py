@@ -49,7 +49,7 @@ LANGS = {
                    "GOTELEMETRY": "off", "GOMAXPROCS": "2"}},
     "java": {"src": "Main.java", "tools": ["javac", "java"], "mem": "data",
              "compile": ["javac", "-J-Xmx384m", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1",
-                         "-proc:none", "-encoding", "UTF-8", "-nowarn", "-d", "classes", "{java_sources}"],
+                         "-proc:none", "-g", "-encoding", "UTF-8", "-nowarn", "-d", "classes", "{java_sources}"],
              "artifact": ["classes/"],
              "run": ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss2m", "-Xmx{java_heap_mb}m",
                      "-XX:ReservedCodeCacheSize=32m", "-XX:CICompilerCount=1",
