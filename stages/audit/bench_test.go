@@ -172,7 +172,8 @@ func BenchmarkCheck(b *testing.B) {
 // n-gram measure, the code tokenizer of the fingerprints, the code-line
 // extraction of the line measure, and the whole check with and without
 // fingerprints. cpu-ns/op is process CPU time per dialogue, steadier than
-// ns/op on a shared machine (a waiting process accrues no CPU time).
+// ns/op on a shared machine (a waiting process accrues no CPU time), and
+// x_fields its ratio to a reference pass run alternately with it.
 // Run: go test -run '^$' -bench Phases -benchtime 2000x -count 5 ./stages/audit/
 func BenchmarkPhases(b *testing.B) {
 	full, base := testAuditor(b, Options{}), testAuditor(b, Options{Fingerprints: FingerprintOptions{Off: true}})
@@ -182,13 +183,33 @@ func BenchmarkPhases(b *testing.B) {
 		ds = append(ds, d)
 	}
 	s := newScratch()
+	// Each phase alternates with a reference pass (strings.Fields over the
+	// same messages) in chunks of 50 dialogues, so both see the same load;
+	// x_fields is the phase's CPU time over the reference's.
+	var sink int
+	reference := func(d *schema.Dialogue) {
+		for _, m := range d.Messages {
+			sink += len(strings.Fields(m.Content))
+		}
+	}
 	phase := func(name string, fn func(d *schema.Dialogue, i int)) {
 		b.Run(name, func(b *testing.B) {
-			cpu0 := cpuSeconds(b)
-			for i := range b.N {
-				fn(ds[i%len(ds)], i)
+			var cpu, ref float64
+			for i := 0; i < b.N; i += 50 {
+				end := min(i+50, b.N)
+				c0 := cpuSeconds(b)
+				for k := i; k < end; k++ {
+					reference(ds[k%len(ds)])
+				}
+				c1 := cpuSeconds(b)
+				for k := i; k < end; k++ {
+					fn(ds[k%len(ds)], k)
+				}
+				ref += c1 - c0
+				cpu += cpuSeconds(b) - c1
 			}
-			b.ReportMetric((cpuSeconds(b)-cpu0)*1e9/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(cpu*1e9/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(cpu/ref, "x_fields")
 		})
 	}
 	phase("words", func(d *schema.Dialogue, _ int) {

@@ -180,3 +180,25 @@ func TestKeyFilter(t *testing.T) {
 		t.Errorf("%d of %d absent hashes pass the filter, want <= 5%%", pass, n)
 	}
 }
+
+// TestHashTable checks the flat table against a map, zero key included.
+func TestHashTable(t *testing.T) {
+	want := map[uint64]int32{0: 7}
+	for i := uint64(1); i < 5000; i++ {
+		want[fmix64(i)&^0xFF] = int32(i) // low bits alike: the table must spread by the top bits
+	}
+	tab, vals := freeze(want)
+	if tab.Len() != len(want) {
+		t.Fatalf("Len %d, want %d", tab.Len(), len(want))
+	}
+	for k, v := range want {
+		if i, ok := tab.get(k); !ok || vals[i] != v {
+			t.Fatalf("get(%x) = %v %v, want %d", k, i, ok, v)
+		}
+	}
+	for i := uint64(1); i < 5000; i++ {
+		if _, ok := tab.get(fmix64(i) | 1); ok && want[fmix64(i)|1] == 0 {
+			t.Fatalf("get(%x) found an absent key", fmix64(i)|1)
+		}
+	}
+}
