@@ -252,12 +252,29 @@ func codeLikeLines(text string) string {
 		if t == "" {
 			continue
 		}
-		if (strings.ContainsAny(t, "=()[]{};") || strings.HasSuffix(t, ":") || hasCodeKeyword(t)) && !proseLike(t) {
+		if (hasCodePunct(t) || strings.HasSuffix(t, ":") || hasCodeKeyword(t)) && !proseLike(t) {
 			b.WriteString(l)
 			b.WriteByte('\n')
 		}
 	}
 	return b.String()
+}
+
+// codePunct marks the bytes that make a line look like code.
+var codePunct = func() (t [256]bool) {
+	for _, c := range []byte("=()[]{};") {
+		t[c] = true
+	}
+	return t
+}()
+
+func hasCodePunct(t string) bool {
+	for i := 0; i < len(t); i++ {
+		if codePunct[t[i]] {
+			return true
+		}
+	}
+	return false
 }
 
 func hasCodeKeyword(t string) bool {
