@@ -265,3 +265,43 @@ func TestConcurrentBuilds(t *testing.T) {
 		}
 	}
 }
+
+// A ReAct log (InterCode's eval_react.py format: thoughts, execute[CODE]
+// actions, only submit scored) replays step by step and our re-execution
+// keeps the thoughts.
+func TestReplayReAct(t *testing.T) {
+	tasks := loadFixture(t)
+	d := envtest.Drivers(t)[0]
+	ctx := context.Background()
+	e, err := env.Open(ctx, "bash", d.Ex, env.Options{CacheDir: t.TempDir(), Params: map[string]string{"shell": "intercode"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	tr := env.Trajectory{Environment: "ic_bash", TaskID: 0, Query: tasks[0].Query, TurnHistory: env.TurnHistory{
+		Thoughts:     []string{"Look at the file.", "That is it.", "Done."},
+		Actions:      []string{"execute[cat /testbed/dir1/a.txt]", "I would like to submit", "submit"},
+		Observations: []string{"Hello, World!\n", "", "Hello, World!\n"},
+		Rewards:      []float64{0, 0, 1},
+	}, Summary: env.Summary{MaxReward: 1}}
+	if _, err := e.Reset(ctx, tasks[0]); err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.Replay(ctx, e, "bash", tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours []float64
+	for _, s := range res.Steps {
+		ours = append(ours, s.Ours)
+		if !s.Agree {
+			t.Errorf("step %q: logged %v, ours %v", s.Action, s.Logged, s.Ours)
+		}
+	}
+	if len(ours) != 3 || ours[2] != 1 || !res.OurSuccess {
+		t.Errorf("rewards %v, success %v; want [0 0 1], true", ours, res.OurSuccess)
+	}
+	if got := res.Ours.TurnHistory.Thoughts; strings.Join(got, "|") != strings.Join(tr.TurnHistory.Thoughts, "|") {
+		t.Errorf("our log's thoughts = %q", got)
+	}
+}
