@@ -265,7 +265,9 @@ func (e *Env) closeSides() {
 // variant returns the built file system for a setup script, building it on
 // first use (a script with no task paths gives an empty variant).
 func (e *Env) variant(ctx context.Context, script string) (*variant, error) {
-	sum := sha256.Sum256([]byte(script))
+	// The layout version is part of the key: templates of an older layout
+	// (with empty directories, no build window) are built again.
+	sum := sha256.Sum256([]byte(templateLayout + "\x00" + script))
 	key := hex.EncodeToString(sum[:8])
 	if v, ok := e.variants[key]; ok {
 		return v, nil
@@ -293,6 +295,9 @@ func (e *Env) variant(ctx context.Context, script string) (*variant, error) {
 	e.variants[key] = v
 	return v, nil
 }
+
+// templateLayout versions what a template holds.
+const templateLayout = "2"
 
 // builtFile records a template's buildWindow.
 const builtFile = ".built"
