@@ -1,7 +1,7 @@
 package schema
 
 import (
-	"hash/fnv"
+	"hash/maphash"
 	"sort"
 	"strings"
 )
@@ -35,11 +35,10 @@ type Opening struct {
 	Count int    `json:"count"`
 }
 
-func hash64(s string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(strings.TrimSpace(s)))
-	return h.Sum64()
-}
+// hashSeed: the hashes only count distinct texts within one process.
+var hashSeed = maphash.MakeSeed()
+
+func hash64(s string) uint64 { return maphash.String(hashSeed, strings.TrimSpace(s)) }
 
 // opening is the first six words of a turn's first line.
 func opening(s string) string {
