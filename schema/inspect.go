@@ -96,7 +96,21 @@ func Inspect(path string, sample int) (*Report, error) {
 				}
 			}
 		}()
+		// Diversity (hashing every turn) is counted on its own goroutine.
+		divCh, divDone := make(chan batch, 4), make(chan struct{})
+		go func() {
+			defer close(divDone)
+			for b := range divCh {
+				for i := range b.ds {
+					if b.errs[i] == nil {
+						rep.Diversity.Add(&b.ds[i])
+					}
+				}
+			}
+		}()
+		defer func() { close(divCh); <-divDone }()
 		for b := range ch {
+			divCh <- b
 			for i := range b.ds {
 				if err := b.errs[i]; err != nil {
 					if err := bad(err); err != nil {
@@ -104,7 +118,7 @@ func Inspect(path string, sample int) (*Report, error) {
 					}
 					continue
 				}
-				rep.addDialogue(&b.ds[i], sample)
+				rep.addDialogueStats(&b.ds[i], sample)
 			}
 		}
 		return rep, nil
@@ -238,8 +252,13 @@ func (rep *Report) fieldSchema() string {
 }
 
 func (rep *Report) addDialogue(d *Dialogue, sample int) {
-	rep.Records++
 	rep.Diversity.Add(d)
+	rep.addDialogueStats(d, sample)
+}
+
+// addDialogueStats counts d in everything but Diversity.
+func (rep *Report) addDialogueStats(d *Dialogue, sample int) {
+	rep.Records++
 	rep.Turns.Add(len(d.Messages))
 	total := 0
 	for _, m := range d.Messages {
@@ -392,9 +411,13 @@ func (rep *Report) Render(w io.Writer) {
 		fmt.Fprintf(w, "chars per dialogue:   %s\n", rep.TextLen.String())
 		fmt.Fprintf(w, "roles:                %s\n", counts(rep.Roles))
 		dv := rep.Diversity.Summary(5)
-		fmt.Fprintf(w, "distinct first user turns:  %d of %d dialogues\n", dv.DistinctFirstUser, dv.Dialogues)
-		fmt.Fprintf(w, "distinct closing turns:     %d of %d dialogues\n", dv.DistinctClosings, dv.Dialogues)
-		fmt.Fprintf(w, "distinct code-less replies: %d of %d assistant turns without code\n", dv.DistinctCodeless, dv.CodelessTurns)
+		approx := ""
+		if dv.Estimated {
+			approx = "≈" // a sketch's estimate past a million distinct texts
+		}
+		fmt.Fprintf(w, "distinct first user turns:  %s%d of %d dialogues\n", approx, dv.DistinctFirstUser, dv.Dialogues)
+		fmt.Fprintf(w, "distinct closing turns:     %s%d of %d dialogues\n", approx, dv.DistinctClosings, dv.Dialogues)
+		fmt.Fprintf(w, "distinct code-less replies: %s%d of %d assistant turns without code\n", approx, dv.DistinctCodeless, dv.CodelessTurns)
 		fmt.Fprintf(w, "template share:             %.0f%% of dialogues made without a model\n", 100*dv.TemplateShare)
 		if len(dv.TopOpenings) > 0 {
 			fmt.Fprintln(w, "most repeated openings of assistant turns:")
