@@ -217,16 +217,22 @@ func fakeModelReply(c llmtest.Call) llmtest.Reply {
 }
 
 // fakeTask names the task a writer conversation is about: the known
-// function name in the latest user message that mentions one.
+// function name in the latest user message that mentions one (the one
+// mentioned last, chosen by position, not map order, so that every run
+// answers the same).
 func fakeTask(msgs []openai.ChatCompletionMessage) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role != openai.ChatMessageRoleUser {
 			continue
 		}
+		found, at := "", -1
 		for name := range fakeSolutions {
-			if strings.Contains(msgs[i].Content, name) {
-				return name
+			if j := strings.LastIndex(msgs[i].Content, name); j > at {
+				found, at = name, j
 			}
+		}
+		if found != "" {
+			return found
 		}
 	}
 	return ""
