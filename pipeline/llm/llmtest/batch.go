@@ -29,8 +29,8 @@ type batchAPI struct {
 	mu      sync.Mutex
 	files   map[string][]byte
 	names   map[string]string // file id -> uploaded file name
-	batches []*fakeBatch // creation order
-	polls   int          // retrievals before a batch completes (default 1)
+	batches []*fakeBatch      // creation order
+	polls   int               // retrievals before a batch completes (default 1)
 	expire  bool
 	fileN   int
 }
