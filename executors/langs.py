@@ -99,7 +99,8 @@ def lang_java_names(code, files):
     is named after its public top-level class (Main when there is none);
     the main class is CfJudge when the files bring one (the test harness),
     else the class that declares the first main method."""
-    m = _re.search(r"^\s*public\s+(?:(?:final|abstract|sealed|strictfp)\s+)*(?:class|interface|enum|record)\s+(\w+)",
+    # Imports may share the class's line (a prelude that moves no line).
+    m = _re.search(r"^\s*(?:import\s[^;]*;\s*)*public\s+(?:(?:final|abstract|sealed|strictfp)\s+)*(?:class|interface|enum|record)\s+(\w+)",
                    code, _re.M)
     src = (m.group(1) if m else "Main") + ".java"
     if "CfJudge.java" in (files or {}) or _re.search(r"^class CfJudge\b", code, _re.M):

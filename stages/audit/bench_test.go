@@ -166,3 +166,46 @@ func BenchmarkCheck(b *testing.B) {
 		b.Fatal("baseline saw no words")
 	}
 }
+
+// BenchmarkPhases times the audit's passes over the same dialogues one at
+// a time, to see where a check's time goes: the word tokenizer of the
+// n-gram measure, the code tokenizer of the fingerprints, the code-line
+// extraction of the line measure, and the whole check with and without
+// fingerprints. cpu-ns/op is process CPU time per dialogue, steadier than
+// ns/op on a shared machine (a waiting process accrues no CPU time).
+// Run: go test -run '^$' -bench Phases -benchtime 2000x -count 5 ./stages/audit/
+func BenchmarkPhases(b *testing.B) {
+	full, base := testAuditor(b, Options{}), testAuditor(b, Options{Fingerprints: FingerprintOptions{Off: true}})
+	corpus, _ := syntheticCorpus(b, 1000)
+	var ds []*schema.Dialogue
+	for d := range corpus {
+		ds = append(ds, d)
+	}
+	s := newScratch()
+	phase := func(name string, fn func(d *schema.Dialogue, i int)) {
+		b.Run(name, func(b *testing.B) {
+			cpu0 := cpuSeconds(b)
+			for i := range b.N {
+				fn(ds[i%len(ds)], i)
+			}
+			b.ReportMetric((cpuSeconds(b)-cpu0)*1e9/float64(b.N), "cpu-ns/op")
+		})
+	}
+	phase("words", func(d *schema.Dialogue, _ int) {
+		for _, m := range d.Messages {
+			s.toks = appendTokens(s.toks[:0], m.Content)
+		}
+	})
+	phase("code-tokens", func(d *schema.Dialogue, _ int) {
+		for _, m := range d.Messages {
+			s.ctoks = codeTokens(m.Content, s.ctoks[:0])
+		}
+	})
+	phase("code-lines", func(d *schema.Dialogue, _ int) {
+		for _, block := range DialogueCode(d) {
+			s.lh, s.nbuf = full.opts.Lines.codeLineHashes(block, s.nbuf, s.lh[:0])
+		}
+	})
+	phase("check-no-fingerprints", func(d *schema.Dialogue, i int) { base.check(context.Background(), d, i, s) })
+	phase("check", func(d *schema.Dialogue, i int) { full.check(context.Background(), d, i, s) })
+}

@@ -40,58 +40,68 @@ type Index struct {
 	tasks      []taskInfo
 	statements []string // each task's statement without code, for the paraphrase check
 	// windows maps the hash of w consecutive code lines of a task block to
-	// every place it occurs.
-	windows map[uint64][]winRef
+	// every place it occurs (winRefs[windows.get(h)]).
+	windows *hashTable
+	winRefs [][]winRef
 	// lineText maps a code line's hash to its text, for the shared-lines list.
 	lineText map[uint64]string
 	// grams maps a token n-gram hash to the tasks holding it (each task
-	// once); a statement shorter than n tokens is one gram of its length.
-	grams     map[uint64][]int32
+	// once, gramTasks[grams.get(h)]); a statement shorter than n tokens is
+	// one gram of its length.
+	grams     *hashTable
+	gramTasks [][]int32
 	shortLens []int // lengths of the short statements indexed whole
-	// filter is a one-hash Bloom filter over the keys of windows and grams,
-	// indexed by a hash's top bits: nearly every dialogue window and n-gram
-	// is absent from the benchmark, and one bit test is much cheaper than a
-	// map probe.
-	filter []uint64
-	shift  uint
 	// Code fingerprints (see FingerprintOptions): fpIndex maps a salted
 	// k-gram hash to its entry in fpEntries.
 	fpOpts    FingerprintOptions
-	fpIndex   map[uint64]int32
+	fpIndex   *hashTable
 	fpEntries []fpEntry
 	fpTotals  []fpTotals
 }
 
-// mayHold reports whether h may be a key of windows or grams (false means
-// certainly not).
-func (x *Index) mayHold(h uint64) bool {
-	i := h >> x.shift
-	return x.filter[i/64]&(1<<(i%64)) != 0
+// keyFilter is a one-hash Bloom filter over the keys of every index
+// (windows, n-grams, fingerprints), indexed by a hash's top bits: nearly
+// every dialogue window, n-gram and k-gram is absent from the benchmarks,
+// and one bit test is much cheaper than a table probe.
+type keyFilter struct {
+	bits  []uint64
+	shift uint
 }
 
-// buildFilter sizes the filter at 16+ bits per key (about 6% false
+// mayHold reports whether h may be a key of some index (false means
+// certainly not).
+func (f *keyFilter) mayHold(h uint64) bool {
+	i := h >> f.shift
+	return f.bits[i/64]&(1<<(i%64)) != 0
+}
+
+// newKeyFilter sizes the filter at 16+ bits per key (about 6% false
 // positives at most) and sets the keys' bits.
-func (x *Index) buildFilter() {
-	keys := len(x.windows) + len(x.grams) + len(x.fpIndex)
-	bits := uint(16)
-	for 1<<bits < 16*keys && bits < 30 {
-		bits++
+func newKeyFilter(xs []*Index) keyFilter {
+	keys := 0
+	for _, x := range xs {
+		keys += x.windows.Len() + x.grams.Len()
+		if x.fpIndex != nil {
+			keys += x.fpIndex.Len()
+		}
 	}
-	x.shift = 64 - bits
-	x.filter = make([]uint64, (1<<bits)/64)
+	n := uint(16)
+	for 1<<n < 16*keys && n < 30 {
+		n++
+	}
+	f := keyFilter{shift: 64 - n, bits: make([]uint64, (1<<n)/64)}
 	set := func(h uint64) {
-		i := h >> x.shift
-		x.filter[i/64] |= 1 << (i % 64)
+		i := h >> f.shift
+		f.bits[i/64] |= 1 << (i % 64)
 	}
-	for h := range x.windows {
-		set(h)
+	for _, x := range xs {
+		x.windows.each(set)
+		x.grams.each(set)
+		if x.fpIndex != nil {
+			x.fpIndex.each(set)
+		}
 	}
-	for h := range x.grams {
-		set(h)
-	}
-	for h := range x.fpIndex {
-		set(h)
-	}
+	return f
 }
 
 // Name returns the benchmark name.
@@ -182,10 +192,10 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int, fo FingerprintOptions)
 	x := &Index{
 		name:     b.Name,
 		tasks:    make([]taskInfo, len(b.Problems)),
-		windows:  make(map[uint64][]winRef),
 		lineText: make(map[uint64]string),
-		grams:    make(map[uint64][]int32),
 	}
+	windows := map[uint64][]winRef{}
+	grams := map[uint64][]int32{}
 	var lh, wh, th, gh []uint64
 	var toks []span
 	for ti := range b.Problems {
@@ -211,11 +221,11 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int, fo FingerprintOptions)
 			}
 			wh = rollingHashes(lh, window, wh[:0])
 			for i, h := range wh {
-				refs := x.windows[h]
+				refs := windows[h]
 				if k := len(refs); k > 0 && refs[k-1].task == int32(ti) {
 					continue // a repeated window inside one task adds nothing
 				}
-				x.windows[h] = append(refs, winRef{task: int32(ti), pos: int32(pos + i)})
+				windows[h] = append(refs, winRef{task: int32(ti), pos: int32(pos + i)})
 			}
 			pos += len(lh)
 		}
@@ -236,14 +246,16 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int, fo FingerprintOptions)
 				if gl == n && !informative(t, toks[gi:gi+n], minInformative) {
 					continue
 				}
-				ts := x.grams[h]
+				ts := grams[h]
 				if k := len(ts); k > 0 && ts[k-1] == int32(ti) {
 					continue
 				}
-				x.grams[h] = append(ts, int32(ti))
+				grams[h] = append(ts, int32(ti))
 			}
 		}
 	}
+	x.windows, x.winRefs = freeze(windows)
+	x.grams, x.gramTasks = freeze(grams)
 	if !fo.Off {
 		parts := make([][nParts]string, len(b.Problems))
 		for ti := range b.Problems {
@@ -252,7 +264,6 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int, fo FingerprintOptions)
 		}
 		x.buildFingerprints(parts, fo.withDefaults())
 	}
-	x.buildFilter()
 	return x, nil
 }
 

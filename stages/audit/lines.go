@@ -262,10 +262,20 @@ func hasCodeKeyword(t string) bool {
 // least 70% of its space-separated fields letters only (with trailing
 // punctuation), as a sentence is and code rarely is.
 func proseLike(t string) bool {
-	fields := strings.Fields(t)
-	words := 0
-	for _, f := range fields {
-		f = strings.TrimRight(f, ".,;:!?")
+	words, fields := 0, 0
+	for i := 0; i < len(t); {
+		for i < len(t) && (t[i] == ' ' || t[i] == '\t') {
+			i++
+		}
+		if i == len(t) {
+			break
+		}
+		start := i
+		for i < len(t) && t[i] != ' ' && t[i] != '\t' {
+			i++
+		}
+		fields++
+		f := strings.TrimRight(t[start:i], ".,;:!?")
 		plain := f != ""
 		for _, r := range f {
 			if !unicode.IsLetter(r) && r != '\'' && r != '-' {
@@ -277,5 +287,5 @@ func proseLike(t string) bool {
 			words++
 		}
 	}
-	return words >= 6 && words*10 >= len(fields)*7
+	return words >= 6 && words*10 >= fields*7
 }

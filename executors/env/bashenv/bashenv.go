@@ -53,6 +53,9 @@ type Env struct {
 	agent    *side
 	gold     *side
 
+	shell   string // ShellSession or ShellInterCode
+	workdir string // InterCode's tracked working directory (shell: intercode)
+
 	task    env.Task
 	lastObs string
 	goldRes *goldResult
@@ -77,6 +80,7 @@ type side struct {
 
 type goldResult struct {
 	obs     string
+	ok      bool // false: InterCode could not run the gold (its output is None)
 	changes []change
 	tree    manifest
 }
@@ -104,7 +108,16 @@ func New(ex executors.Executor, opts env.Options) (*Env, error) {
 	if err := os.Chmod(base, 0o711); err != nil {
 		return nil, fmt.Errorf("bashenv: %w", err)
 	}
-	return &Env{ex: ex, opts: opts, base: base, cacheDir: filepath.Join(cache, "bash"), variants: map[string]*variant{}}, nil
+	shell := opts.Params["shell"]
+	switch shell {
+	case "":
+		shell = ShellSession
+	case ShellSession, ShellInterCode:
+	default:
+		os.RemoveAll(base)
+		return nil, fmt.Errorf("bashenv: shell %q: want %s or %s", shell, ShellSession, ShellInterCode)
+	}
+	return &Env{ex: ex, opts: opts, base: base, shell: shell, cacheDir: filepath.Join(cache, "bash"), variants: map[string]*variant{}}, nil
 }
 
 // ScratchDir is where per-episode replicas live: /dev/shm (a tmpfs: a
@@ -169,7 +182,7 @@ func (e *Env) Reset(ctx context.Context, t env.Task) (string, error) {
 			return "", fmt.Errorf("bashenv: task %s: %w", t.ID, err)
 		}
 	}
-	e.task, e.lastObs, e.goldRes, e.reset, e.done = t, t.Query, nil, true, false
+	e.task, e.lastObs, e.goldRes, e.reset, e.done, e.workdir = t, t.Query, nil, true, false, "/"
 	return t.Query, nil
 }
 
@@ -352,6 +365,14 @@ func (e *Env) Step(ctx context.Context, action string) (env.StepResult, error) {
 		e.lastObs = ""
 		return env.StepResult{Info: map[string]any{}}, nil
 	}
+	if e.shell == ShellInterCode {
+		r, err := e.icStep(ctx, action)
+		if err != nil {
+			return env.StepResult{}, fmt.Errorf("bashenv: task %s: %w", e.task.ID, err)
+		}
+		e.lastObs = r.obs
+		return env.StepResult{Observation: r.obs, Valid: r.valid, Info: map[string]any{"workdir": e.workdir}}, nil
+	}
 	obs, res, err := e.agent.run(ctx, action)
 	if err != nil {
 		return env.StepResult{}, fmt.Errorf("bashenv: task %s: %w", e.task.ID, err)
@@ -391,7 +412,7 @@ func (e *Env) Score(ctx context.Context, _ string) (env.StepResult, error) {
 		return env.StepResult{}, fmt.Errorf("bashenv: task %s: %w", e.task.ID, err)
 	}
 	changes := gitStatus(e.cur.base, tree)
-	b := reward(changes, e.goldRes.changes, tree, e.goldRes.tree, e.lastObs, e.goldRes.obs)
+	b := reward(changes, e.goldRes.changes, tree, e.goldRes.tree, e.lastObs, e.goldRes.obs, e.goldRes.ok)
 	return env.StepResult{
 		Observation: e.lastObs,
 		Reward:      b.Reward,
@@ -405,7 +426,13 @@ func (e *Env) runGold(ctx context.Context) (*goldResult, error) {
 	if err := e.gold.reset(ctx); err != nil {
 		return nil, err
 	}
-	obs, _, err := e.gold.run(ctx, e.task.Gold)
+	obs, ok := "", true
+	var err error
+	if e.shell == ShellInterCode {
+		obs, ok, err = icGold(ctx, e.gold, e.task.Gold)
+	} else {
+		obs, _, err = e.gold.run(ctx, e.task.Gold)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -413,7 +440,7 @@ func (e *Env) runGold(ctx context.Context) (*goldResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &goldResult{obs: obs, changes: gitStatus(e.cur.base, tree), tree: tree}, nil
+	return &goldResult{obs: obs, ok: ok, changes: gitStatus(e.cur.base, tree), tree: tree}, nil
 }
 
 // Close implements env.Env.

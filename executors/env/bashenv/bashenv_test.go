@@ -171,3 +171,60 @@ func TestFreshFileSystem(t *testing.T) {
 		}
 	})
 }
+
+// shell: intercode runs each action as InterCode did (see intercode.go):
+// its quoting, only cd carried over, docker's error for a directory that a
+// non-path cd left behind. Each step's observation is InterCode's logged one.
+func TestInterCodeShell(t *testing.T) {
+	tasks := loadFixture(t)
+	steps := []struct {
+		action, obs string
+		valid       bool
+	}{
+		{`echo " hello world;876 " | tr -cd ';0-9'`, "\n", true}, // bash -c 'echo ' hello ...
+		{`x=1; echo "$x"`, "1\n", true},
+		{`echo $x`, "\n", true}, // no shell state between actions
+		{`echo "don't"`, "Malformed command", false},
+		{`cd testbed/dir1`, "", true},
+		{`cat a.txt`, "Hello, World!\n", true},
+		{`cd ..`, "", true},
+		{`pwd`, "/testbed\n", true},
+		{`cd nowhere`, "/bin/bash: line 1: cd: /testbed/nowhere: No such file or directory\n", false},
+		{`pwd`, "/testbed\n", true},
+		{`cd /testbed && true`, "", true}, // the whole argument becomes the directory
+		{`pwd`, `OCI runtime exec failed: exec failed: unable to start container process: chdir to cwd ("/testbed && true") set in config.json failed: no such file or directory: unknown` + "\r\n", false},
+		{`cd /testbed/dir1`, "", true},
+		{`ls`, "a.txt\nsub\n", true},
+	}
+	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
+		ctx := context.Background()
+		e, err := env.Open(ctx, "bash", d.Ex, env.Options{CacheDir: t.TempDir(), Params: map[string]string{"shell": "intercode"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		if _, err := e.Reset(ctx, tasks[0]); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range steps {
+			r, err := e.Step(ctx, s.action)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Observation != s.obs || r.Valid != s.valid {
+				t.Errorf("Step(%q) = %q valid %v; want %q valid %v", s.action, r.Observation, r.Valid, s.obs, s.valid)
+			}
+		}
+		// The gold runs through the same quoting: the gold command of task 6
+		// (a list) is joined with ";" and scores 1 by itself.
+		if _, err := e.Reset(ctx, tasks[6]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Step(ctx, "cd /testbed;find . -name '*.txt' | wc -l"); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := e.Step(ctx, "submit"); err != nil || r.Reward != 1 {
+			t.Errorf("gold in intercode shell: reward %v (%+v), %v", r.Reward, r.Info["reward"], err)
+		}
+	})
+}
