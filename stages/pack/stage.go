@@ -392,3 +392,39 @@ func render(e schema.Execution) string {
 	}
 	return s
 }
+
+// Estimate implements pipeline.Estimator: queries grouped in the configured
+// sizes in turn (queries left without a close enough neighbour stay single;
+// the estimate assumes none is), and with Answer one writer call per turn,
+// its prompt the writer template and the dialogue so far.
+func (st *stage) Estimate(in []pipeline.Shape) (pipeline.Usage, []pipeline.Shape) {
+	var u pipeline.Usage
+	var out []pipeline.Shape
+	var queries []pipeline.Shape
+	for _, sh := range in {
+		if sh.Kind == pipeline.KindQuery {
+			queries = append(queries, sh)
+		} else {
+			out = append(out, sh)
+		}
+	}
+	const answerBytes = 600 // a plan and a short program
+	for i, k := 0, 0; i < len(queries); k++ {
+		n := min(st.o.Sizes[k%len(st.o.Sizes)], len(queries)-i)
+		d := pipeline.Shape{Kind: pipeline.KindDialogue, UserTurns: n}
+		for _, q := range queries[i : i+n] {
+			d.Bytes += q.Bytes
+			if st.UsesModel() {
+				u = u.Add(pipeline.Calls(1, len(st.tmpl.Text)+d.Bytes, answerBytes/4))
+				d.Bytes += answerBytes
+				d.CodeTurns++
+			}
+		}
+		if n == 1 {
+			d = queries[i]
+		}
+		out = append(out, d)
+		i += n
+	}
+	return u, out
+}
