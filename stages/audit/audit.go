@@ -109,8 +109,9 @@ type Auditor struct {
 	// that pass are looked up in each index.
 	filter keyFilter
 	// shortLens are the lengths of short statements indexed whole, over
-	// all indexes.
-	shortLens []int
+	// all indexes, and shortHeads the hashes of their first tokens.
+	shortLens  []int
+	shortHeads *hashTable
 }
 
 // New indexes the benchmarks. It fails on a benchmark without problems and
@@ -139,6 +140,13 @@ func New(benchmarks []Benchmark, opts Options) (*Auditor, error) {
 		}
 	}
 	a.filter = newKeyFilter(a.indexes)
+	heads := map[uint64]bool{}
+	for _, x := range a.indexes {
+		for _, h := range x.shortHeads {
+			heads[h] = true
+		}
+	}
+	a.shortHeads, _ = freeze(heads)
 	return a, nil
 }
 
@@ -193,6 +201,7 @@ type scratch struct {
 	fpStates []fpState // per index
 	// Hashes that passed the filter, tested against each index.
 	winCand  []int32 // positions in wh
+	one      []uint64
 	gramCand []gramCand
 	fpCand   [nStreams][]fpCand
 }
@@ -378,7 +387,10 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 		}
 		tasks = tasks[:0]
 		for t, g := range s.gramHits {
-			if g.w >= float64(a.opts.MinNGrams)-1e-9 {
+			// A statement present whole is a copy of every task that
+			// states it (MBPP states some tasks twice, word for word);
+			// the rarity weight is for parts of statements.
+			if g.w >= float64(a.opts.MinNGrams)-1e-9 || g.count >= x.tasks[t].grams {
 				tasks = append(tasks, t)
 			}
 		}
@@ -388,7 +400,7 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 			r.Findings = append(r.Findings, schema.Finding{
 				DialogueID: id, Benchmark: x.name, TaskID: x.tasks[t].id, Method: MethodNGram,
 				Score:    g.w,
-				Evidence: fmt.Sprintf("%d shared statement n-grams (weight %.2f), first: %q", g.count, g.w, g.first),
+				Evidence: gramEvidence(g, x.tasks[t].grams),
 				Spans:    g.spans,
 			})
 		}
@@ -404,6 +416,14 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 		}
 	}
 	return r
+}
+
+func gramEvidence(g *gramHit, all int) string {
+	whole := ""
+	if g.count >= all {
+		whole = ", the whole statement"
+	}
+	return fmt.Sprintf("%d shared statement n-grams (weight %.2f%s), first: %q", g.count, g.w, whole, g.first)
 }
 
 // candidates keeps the dialogue's line windows, n-grams (and short
@@ -426,11 +446,19 @@ func (a *Auditor) candidates(s *scratch) {
 		if m.role != schema.RoleUser || len(a.shortLens) == 0 {
 			continue
 		}
+		// Short statements: every length, where a statement's first
+		// tokens are.
 		s.th = tokenHashes(s.toks[m.tok0:m.tok1], s.th[:0])
-		for _, l := range a.shortLens {
-			s.sh = rollingHashes(s.th, l, s.sh[:0])
-			for gi, h := range s.sh {
-				if a.filter.mayHold(h) {
+		s.sh = rollingHashes(s.th, minShortTokens, s.sh[:0])
+		for gi, h := range s.sh {
+			if _, ok := a.shortHeads.get(h); !ok {
+				continue
+			}
+			for _, l := range a.shortLens {
+				if gi+l > len(s.th) {
+					continue
+				}
+				if h := rollingHashes(s.th[gi:gi+l], l, s.one[:0])[0]; a.filter.mayHold(h) {
 					s.gramCand = append(s.gramCand, gramCand{m: int32(mi), gi: int32(gi), n: int32(l), h: h})
 				}
 			}

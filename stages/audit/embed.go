@@ -28,15 +28,20 @@ const ParaphraseDim = 4096
 const DefaultEmbedThreshold = 0.6
 
 // ParaphraseOptions set the two-step paraphrase check (as llm-decontaminator
-// does it): every turn of a dialogue, with its code removed, is embedded on
-// its own and compared with every task statement (the problem without its
-// code and examples); the nearest tasks are candidates. Without a judge a
-// candidate at or above Threshold is a finding; with one, the judge decides
-// for the TopK candidates at or above Floor whether they are the same task.
+// does it): every user and assistant turn of a dialogue, with its code
+// removed, is compared on its own with every task statement (the problem
+// without its code and examples). Without a judge, a turn whose embedding
+// has a cosine at or above Threshold with a statement is a finding. With
+// one, each turn's TopK nearest statements at or above Floor are ranked
+// (by the configured embedder, or, when that is the built-in TF-IDF, by
+// the lexical retriever lexIndex, which ranks rewordings far better), TopK
+// of them per dialogue are picked round by round over the turns, user
+// turns first (see candidates), and the judge decides for each whether it
+// is the same task.
 type ParaphraseOptions struct {
 	Threshold float64 `json:"embed_threshold"`
 	TopK      int     `json:"top_k"` // candidates per dialogue sent to the judge (default 5)
-	Floor     float64 `json:"floor"` // least cosine of a judged candidate (default 0.1)
+	Floor     float64 `json:"floor"` // least cosine (or BM25 share) of a judged candidate (default 0.1)
 	// Judge, when set, decides same task or not; it is asked once per
 	// (statement, turn) pair and its answers are cached by the client.
 	Judge llm.Chatter `json:"-"`

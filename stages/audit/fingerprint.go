@@ -280,10 +280,26 @@ func (x *Index) buildFingerprints(parts [][nParts]string, o FingerprintOptions) 
 	// A fingerprint that many tasks hold (a `for i in range(len(x))`
 	// header) carries almost no evidence but is what dialogues hit most:
 	// it stays in the tasks' totals and leaves the lookup table.
+	//
+	// A renamed-form fingerprint of a part too short for the renamed form
+	// to flag (MinRenamedTokens) can never decide anything either: its ref
+	// leaves too, and so does an entry left without refs. Renamed forms of
+	// common code are what dialogues hit most.
 	x.fpIndex = newHashTable(len(fpIndex))
 	for h, ei := range fpIndex {
-		if x.fpEntries[ei].w < 1/float32(maxFingerprintTasks) {
-			x.fpEntries[ei].refs = nil
+		e := &x.fpEntries[ei]
+		if e.w < 1/float32(maxFingerprintTasks) {
+			e.refs = nil
+			continue
+		}
+		refs := e.refs[:0]
+		for _, r := range e.refs {
+			if r.stream == streamRenamed && x.fpTotals[r.task].tokens[r.part] < int32(o.MinRenamedTokens) {
+				continue
+			}
+			refs = append(refs, r)
+		}
+		if e.refs = refs; len(refs) == 0 {
 			continue
 		}
 		x.fpIndex.put(h, ei)

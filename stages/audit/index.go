@@ -30,6 +30,8 @@ type taskInfo struct {
 	// positions counts every indexed line, the docstring lines after lines
 	// included (the size of a task's coverage bitset).
 	positions int
+	// grams counts the task's distinct statement n-grams.
+	grams int
 }
 
 // Index is the lookup structure of one benchmark, built once and read by
@@ -51,6 +53,10 @@ type Index struct {
 	grams     *hashTable
 	gramTasks [][]int32
 	shortLens []int // lengths of the short statements indexed whole
+	// shortHeads are the hashes of the first minShortTokens tokens of
+	// every short statement: a dialogue's user turn is tried at every
+	// length of shortLens only where one of these starts.
+	shortHeads []uint64
 	// Code fingerprints (see FingerprintOptions): fpIndex maps a salted
 	// k-gram hash to its entry in fpEntries.
 	fpOpts    FingerprintOptions
@@ -59,24 +65,33 @@ type Index struct {
 	fpTotals  []fpTotals
 }
 
-// keyFilter is a one-hash Bloom filter over the keys of every index
-// (windows, n-grams, fingerprints), indexed by a hash's top bits: nearly
-// every dialogue window, n-gram and k-gram is absent from the benchmarks,
-// and one bit test is much cheaper than a table probe.
+// keyFilter is a blocked Bloom filter over the keys of every index
+// (windows, n-grams, fingerprints): a key sets three bits, chosen by its
+// low bits, in one 64-bit word chosen by its top bits. Nearly every
+// dialogue window, n-gram and k-gram is absent from the benchmarks, and a
+// test reads one word of a table small enough to stay in cache, much
+// cheaper than a table probe.
 type keyFilter struct {
-	bits  []uint64
+	words []uint64
 	shift uint
+}
+
+func filterMask(h uint64) uint64 {
+	return 1<<(h&63) | 1<<(h>>6&63) | 1<<(h>>12&63)
 }
 
 // mayHold reports whether h may be a key of some index (false means
 // certainly not).
 func (f *keyFilter) mayHold(h uint64) bool {
-	i := h >> f.shift
-	return f.bits[i/64]&(1<<(i%64)) != 0
+	m := filterMask(h)
+	return f.words[h>>f.shift]&m == m
 }
 
-// newKeyFilter sizes the filter at 16+ bits per key (about 6% false
-// positives at most) and sets the keys' bits.
+// filterBitsPerKey sizes the filter: at 8 to 16 bits a key and three bits
+// a key, about 1-4% of absent keys pass.
+const filterBitsPerKey = 8
+
+// newKeyFilter builds the filter of the indexes' keys.
 func newKeyFilter(xs []*Index) keyFilter {
 	keys := 0
 	for _, x := range xs {
@@ -85,15 +100,12 @@ func newKeyFilter(xs []*Index) keyFilter {
 			keys += x.fpIndex.Len()
 		}
 	}
-	n := uint(16)
-	for 1<<n < 16*keys && n < 30 {
+	n := uint(4) // log2 of the number of words
+	for 64<<n < filterBitsPerKey*keys && n < 26 {
 		n++
 	}
-	f := keyFilter{shift: 64 - n, bits: make([]uint64, (1<<n)/64)}
-	set := func(h uint64) {
-		i := h >> f.shift
-		f.bits[i/64] |= 1 << (i % 64)
-	}
+	f := keyFilter{shift: 64 - n, words: make([]uint64, 1<<n)}
+	set := func(h uint64) { f.words[h>>f.shift] |= filterMask(h) }
 	for _, x := range xs {
 		x.windows.each(set)
 		x.grams.each(set)
@@ -240,6 +252,7 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int, fo FingerprintOptions)
 				if !slices.Contains(x.shortLens, gl) {
 					x.shortLens = append(x.shortLens, gl)
 				}
+				x.shortHeads = append(x.shortHeads, rollingHashes(th[:minShortTokens], minShortTokens, nil)[0])
 			}
 			gh = rollingHashes(th, gl, gh[:0])
 			for gi, h := range gh {
@@ -251,6 +264,7 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int, fo FingerprintOptions)
 					continue
 				}
 				grams[h] = append(ts, int32(ti))
+				x.tasks[ti].grams++
 			}
 		}
 	}

@@ -145,7 +145,6 @@ var seed = maphash.MakeSeed()
 // hashString hashes a token or a normalised line.
 func hashString(s string) uint64 { return maphash.String(seed, s) }
 
-
 // ngramText renders the n tokens starting at toks[i] as lowercased words
 // separated by one space, for evidence.
 func ngramText(text string, toks []span, i, n int) string {

@@ -3,30 +3,35 @@ package audit
 import "math/bits"
 
 // hashTable maps uint64 keys (hashes) to int32 values with open addressing
-// and linear probing in two flat arrays. The audit probes the index once
-// per line window, n-gram and code k-gram of every dialogue; a Go map's
-// probe costs several times more, and a flat table has no pointers for the
-// garbage collector to scan. Built once, then only read (safe for
+// and linear probing in one flat array of slots, key and value side by
+// side so a probe touches one cache line. The audit probes the index for
+// every line window, n-gram and code k-gram that passes the filter; a Go
+// map's probe costs several times more, and a flat table has no pointers
+// for the garbage collector to scan. Built once, then only read (safe for
 // concurrent readers).
 type hashTable struct {
-	keys  []uint64
-	vals  []int32
-	shift uint // 64 - log2(len(keys))
+	slots []slot
+	shift uint // 64 - log2(len(slots))
 	// Key 0 marks an empty slot; a real 0 key is kept aside.
 	zero    int32
 	hasZero bool
 	n       int
 }
 
+type slot struct {
+	key uint64
+	val int32
+}
+
 // newHashTable returns a table for about n keys (at most half full).
 func newHashTable(n int) *hashTable {
 	b := max(4, bits.Len(uint(2*n)))
-	return &hashTable{keys: make([]uint64, 1<<b), vals: make([]int32, 1<<b), shift: uint(64 - b)}
+	return &hashTable{slots: make([]slot, 1<<b), shift: uint(64 - b)}
 }
 
-// slot spreads a key over the table by its top bits after a multiply
+// home spreads a key over the table by its top bits after a multiply
 // (Fibonacci hashing), so keys whose low bits agree still spread.
-func (t *hashTable) slot(k uint64) uint64 { return (k * 0x9E3779B97F4A7C15) >> t.shift }
+func (t *hashTable) home(k uint64) uint64 { return (k * 0x9E3779B97F4A7C15) >> t.shift }
 
 // put sets k's value.
 func (t *hashTable) put(k uint64, v int32) {
@@ -37,15 +42,15 @@ func (t *hashTable) put(k uint64, v int32) {
 		t.zero, t.hasZero = v, true
 		return
 	}
-	mask := uint64(len(t.keys) - 1)
-	for i := t.slot(k); ; i = (i + 1) & mask {
-		switch t.keys[i] {
+	mask := uint64(len(t.slots) - 1)
+	for i := t.home(k); ; i = (i + 1) & mask {
+		switch t.slots[i].key {
 		case 0:
-			t.keys[i], t.vals[i] = k, v
+			t.slots[i] = slot{k, v}
 			t.n++
 			return
 		case k:
-			t.vals[i] = v
+			t.slots[i].val = v
 			return
 		}
 	}
@@ -56,11 +61,11 @@ func (t *hashTable) get(k uint64) (int32, bool) {
 	if k == 0 {
 		return t.zero, t.hasZero
 	}
-	mask := uint64(len(t.keys) - 1)
-	for i := t.slot(k); ; i = (i + 1) & mask {
-		switch t.keys[i] {
+	mask := uint64(len(t.slots) - 1)
+	for i := t.home(k); ; i = (i + 1) & mask {
+		switch t.slots[i].key {
 		case k:
-			return t.vals[i], true
+			return t.slots[i].val, true
 		case 0:
 			return 0, false
 		}
@@ -75,9 +80,9 @@ func (t *hashTable) each(fn func(k uint64)) {
 	if t.hasZero {
 		fn(0)
 	}
-	for _, k := range t.keys {
-		if k != 0 {
-			fn(k)
+	for _, s := range t.slots {
+		if s.key != 0 {
+			fn(s.key)
 		}
 	}
 }
