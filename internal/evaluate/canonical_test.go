@@ -15,6 +15,10 @@ var knownSlow = map[string][]string{
 	// Mbpp/123's reference needs 3-14 s for amicable_numbers_sum(9999)
 	// depending on load, around the 5 s per-test limit.
 	evaluate.MBPP: {"Mbpp/123"},
+	// HumanEval/15's EvalPlus inputs reach n = 1,000,011: about 20 CPU-s of
+	// string building for reference and candidate, so a loaded machine
+	// ends the run at its 60 s limit before the judge reports.
+	evaluate.HumanEvalPlus: {"HumanEval/15"},
 }
 
 func canonical(t *testing.T, name string, limit int) ([]evaluate.Sample, time.Duration) {
@@ -69,6 +73,10 @@ func TestCanonicalPlus(t *testing.T) {
 			ss, wall := canonical(t, name, 24)
 			for _, s := range ss {
 				r := s.Rounds[0]
+				if slices.Contains(knownSlow[name], s.TaskID) && !s.Passed {
+					t.Logf("%s (known slow) did not finish: %s", s.TaskID, r.Base.Feedback)
+					continue
+				}
 				if !s.Passed {
 					fb := r.Base.Feedback
 					if r.Plus != nil {
