@@ -25,6 +25,19 @@ type Driver struct {
 // configured docker engine that cannot be opened fails t.
 func Drivers(t *testing.T) []Driver {
 	t.Helper()
+	return drivers(t, "CODEFEEDBACK_SANDBOX_IMAGE")
+}
+
+// CTFDrivers is Drivers with docker on the CTF image (`make ctf-image`,
+// named by CODEFEEDBACK_CTF_IMAGE): the sandbox image plus the tools CTF
+// tasks use. bwrap runs the host's tools (.ci/setup installs them).
+func CTFDrivers(t *testing.T) []Driver {
+	t.Helper()
+	return drivers(t, "CODEFEEDBACK_CTF_IMAGE")
+}
+
+func drivers(t *testing.T, imageVar string) []Driver {
+	t.Helper()
 	ctx := context.Background()
 	var ds []Driver
 	if _, err := exec.LookPath("bwrap"); err == nil {
@@ -37,7 +50,7 @@ func Drivers(t *testing.T) []Driver {
 	} else {
 		t.Logf("bubblewrap not installed: bwrap driver not tested")
 	}
-	if img := os.Getenv("CODEFEEDBACK_SANDBOX_IMAGE"); img != "" {
+	if img := os.Getenv(imageVar); img != "" {
 		ex, err := executors.Open(ctx, "docker://"+img+"?pool=2")
 		switch {
 		case err == nil:
@@ -49,7 +62,7 @@ func Drivers(t *testing.T) []Driver {
 			t.Logf("docker driver not tested: %v", err)
 		}
 	} else {
-		t.Logf("CODEFEEDBACK_SANDBOX_IMAGE unset: docker driver not tested")
+		t.Logf("%s unset: docker driver not tested", imageVar)
 	}
 	if len(ds) == 0 {
 		t.Skip("no sandbox driver available (install bubblewrap)")
@@ -59,7 +72,16 @@ func Drivers(t *testing.T) []Driver {
 
 // Each runs f as a subtest per driver.
 func Each(t *testing.T, f func(t *testing.T, d Driver)) {
-	for _, d := range Drivers(t) {
+	each(t, Drivers(t), f)
+}
+
+// EachCTF runs f as a subtest per CTFDrivers driver.
+func EachCTF(t *testing.T, f func(t *testing.T, d Driver)) {
+	each(t, CTFDrivers(t), f)
+}
+
+func each(t *testing.T, ds []Driver, f func(t *testing.T, d Driver)) {
+	for _, d := range ds {
 		t.Run(d.Name, func(t *testing.T) { f(t, d) })
 	}
 }
