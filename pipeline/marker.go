@@ -18,6 +18,9 @@ type marker struct {
 	Output    string             `json:"output"` // relative to the run dir
 	Counts    Counts             `json:"counts"`
 	Stats     map[string]float64 `json:"stats,omitempty"`
+	// Inputs, on the inputs' marker only: what was imported, for the
+	// manifest of a run that reuses the import.
+	Inputs []InputRecord `json:"inputs,omitempty"`
 }
 
 func (r *runner) stageDir(name string) string { return filepath.Join(r.outDir, "stages", name) }

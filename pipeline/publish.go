@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,8 +43,28 @@ func (r *runner) publishDeadLetters(files []string) error {
 	return nil
 }
 
-// publishOutputs writes each configured output from its stage's items.
+// published is what a run knows of an output file it wrote: from which
+// stage output (its hash), in which format and kind, and the file's size and
+// modification time right after the write.
+type published struct {
+	Source  string `json:"source"`
+	Bytes   int64  `json:"bytes"`
+	ModTime int64  `json:"mtime_ns"`
+	Items   int64  `json:"items"`
+}
+
+// publishedFile lists the outputs written in the run directory, by path.
+const publishedFile = "published.json"
+
+// publishOutputs writes each configured output from its stage's items. An
+// output that the same stage output already produced, in the same format
+// and kind, and that nobody changed since (same size and modification
+// time) is left as it is: an unchanged re-run rewrites nothing.
 func (r *runner) publishOutputs(ctx context.Context) error {
+	stamps := map[string]published{}
+	if b, err := os.ReadFile(filepath.Join(r.dir, publishedFile)); err == nil {
+		_ = json.Unmarshal(b, &stamps) // unreadable: every output is written again
+	}
 	for _, o := range r.cfg.Outputs {
 		m := r.done[o.From]
 		if m == nil {
@@ -54,6 +75,13 @@ func (r *runner) publishOutputs(ctx context.Context) error {
 		if r.o.Limit > 0 {
 			// A trial run must not replace the full dataset under its name.
 			o.Path = limitedPath(o.Path, r.o.Limit)
+		}
+		source := m.OutHash + "\t" + o.Format + "\t" + o.Kind
+		if p, ok := stamps[o.Path]; ok && p.Source == source && m.OutHash != "" {
+			if st, err := os.Stat(o.Path); err == nil && st.Size() == p.Bytes && st.ModTime().UnixNano() == p.ModTime {
+				r.man.Outputs = append(r.man.Outputs, OutputRecord{Path: o.Path, Format: o.Format, From: o.From, Kind: o.Kind, Items: p.Items})
+				continue
+			}
 		}
 		w, err := f(o.Path)
 		if err != nil {
@@ -77,7 +105,12 @@ func (r *runner) publishOutputs(ctx context.Context) error {
 		if err := w.Close(); err != nil {
 			return fmt.Errorf("output %s: %w", o.Path, err)
 		}
+		delete(stamps, o.Path)
+		if st, err := os.Stat(o.Path); err == nil {
+			stamps[o.Path] = published{Source: source, Bytes: st.Size(), ModTime: st.ModTime().UnixNano(), Items: n}
+		}
 		r.man.Outputs = append(r.man.Outputs, OutputRecord{Path: o.Path, Format: o.Format, From: o.From, Kind: o.Kind, Items: n})
 	}
-	return nil
+	b, _ := json.Marshal(stamps)
+	return writeFileAtomic(filepath.Join(r.dir, publishedFile), b)
 }
