@@ -5,6 +5,7 @@ package envtest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/codefeedback/codefeedback/executors"
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	_ "github.com/codefeedback/codefeedback/executors/docker"
+	"github.com/codefeedback/codefeedback/executors/env"
 )
 
 // Driver is one executor to test on.
@@ -99,4 +101,64 @@ func RuleOnly(t *testing.T, d Driver, first string) {
 	if d.Name != first && !Full() {
 		t.Skipf("reward rule case: run on %s only (CODEFEEDBACK_INTERCODE_FULL=1 runs it on %s too)", first, d.Name)
 	}
+}
+
+// Tasks loads an InterCode task file or fails tb.
+func Tasks(tb testing.TB, path string) []env.Task {
+	tb.Helper()
+	ts, err := env.LoadTasks(path, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ts
+}
+
+// BenchBwrap opens the bwrap driver with pool sandboxes for a benchmark,
+// closed when b ends; it skips b without bubblewrap.
+func BenchBwrap(b *testing.B, pool int) executors.Executor {
+	b.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		b.Skip("bubblewrap not installed")
+	}
+	ex, err := executors.Open(context.Background(), fmt.Sprintf("bwrap://?pool=%d", pool))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ex.Close() })
+	return ex
+}
+
+// Episode is one benchmark episode: reset to Task, the Actions, then Submit,
+// which must score 1.
+type Episode struct {
+	Task    env.Task
+	Actions []string
+	Submit  string
+}
+
+// BenchEpisodes plays eps round-robin in e, one per iteration, after one
+// untimed reset (which builds the environment's caches), and reports
+// episodes per second.
+func BenchEpisodes(b *testing.B, e env.Env, eps ...Episode) {
+	b.Helper()
+	ctx := context.Background()
+	if _, err := e.Reset(ctx, eps[0].Task); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ep := eps[i%len(eps)]
+		if _, err := e.Reset(ctx, ep.Task); err != nil {
+			b.Fatal(err)
+		}
+		for _, a := range ep.Actions {
+			if _, err := e.Step(ctx, a); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if r, err := e.Step(ctx, ep.Submit); err != nil || r.Reward != 1 {
+			b.Fatalf("%s: %+v %v", ep.Submit, r, err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "episodes/s")
 }
