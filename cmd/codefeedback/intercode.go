@@ -159,7 +159,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, w, progress io
 	if err != nil {
 		return fmt.Errorf("replay: %w (run `codefeedback intercode fetch` first, or pass --data/--tasks)", err)
 	}
-	raw, err := executors.WithDefaults(o.Driver, "pool", "2")
+	raw, err := executors.WithDefaults(env.ExecutorURL(envName, o.Driver), "pool", "2")
 	if err == nil {
 		err = executors.Check(raw)
 	}

@@ -128,7 +128,11 @@ func runIntercode(ctx context.Context, o intercodeRunOptions, stdout, stderr io.
 	if err != nil {
 		return withCode(2, err)
 	}
-	raw, err := executors.WithDefaults(o.Driver, "pool", strconv.Itoa(o.Concurrency))
+	driver := o.Driver
+	if len(tasks) > 0 && allEnv(tasks, tasks[0].Env) {
+		driver = env.ExecutorURL(tasks[0].Env, driver) // ctf on docker: the CTF image
+	}
+	raw, err := executors.WithDefaults(driver, "pool", strconv.Itoa(o.Concurrency))
 	if err == nil {
 		err = executors.Check(raw)
 	}
@@ -181,4 +185,14 @@ func runIntercode(ctx context.Context, o intercodeRunOptions, stdout, stderr io.
 	_, err = fmt.Fprintf(stdout, "%d episodes (%d from the store) in %s; wrote %s\n", len(eps), cached,
 		time.Since(start).Round(time.Millisecond), o.Out)
 	return err
+}
+
+// allEnv reports whether every task runs in environment name.
+func allEnv(tasks []env.Task, name string) bool {
+	for _, t := range tasks {
+		if t.Env != name {
+			return false
+		}
+	}
+	return true
 }

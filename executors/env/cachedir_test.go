@@ -65,3 +65,17 @@ func TestBuildOnceConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestExecutorURL(t *testing.T) {
+	for _, c := range []struct{ env, in, want string }{
+		{"ctf", "docker", "docker://" + env.CTFImage},
+		{"ctf", "docker://?pool=4", "docker://" + env.CTFImage + "?pool=4"},
+		{"ctf", "docker://python:3.12-slim", "docker://python:3.12-slim"},
+		{"ctf", "bwrap://", "bwrap://"},
+		{"bash", "docker", "docker"},
+	} {
+		if got := env.ExecutorURL(c.env, c.in); got != c.want {
+			t.Errorf("ExecutorURL(%q, %q) = %q, want %q", c.env, c.in, got, c.want)
+		}
+	}
+}

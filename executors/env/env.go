@@ -13,6 +13,7 @@ package env
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -252,4 +253,26 @@ func SubmitArg(action string) (string, bool) {
 func Round2(x float64) float64 {
 	r, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'f', 2, 64), 64)
 	return r
+}
+
+// CTFImage is the docker image the ctf environment runs in (`make
+// ctf-image`): the sandbox image plus the tools CTF tasks use.
+const CTFImage = "codefeedback-sandbox:ctf"
+
+// ExecutorURL is the executor URL to open for envName given the one the
+// user chose: ctf on docker with no image named runs CTFImage; everything
+// else is unchanged.
+func ExecutorURL(envName, raw string) string {
+	if envName != "ctf" {
+		return raw
+	}
+	u, err := executors.ParseURL(raw)
+	if err != nil || u.Scheme != "docker" || u.Host != "" || u.Path != "" || u.Opaque != "" {
+		return raw
+	}
+	if q, _ := url.ParseQuery(u.RawQuery); q.Get("image") != "" {
+		return raw
+	}
+	u.Host = CTFImage
+	return executors.FormatURL(u)
 }

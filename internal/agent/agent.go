@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/codefeedback/codefeedback/executors/env"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
@@ -227,7 +226,7 @@ func (e Episode) Trajectory() env.Trajectory {
 // ends the episode with Episode.Error set.
 func (a *Agent) Run(ctx context.Context, e env.Env, t env.Task) (Episode, error) {
 	ep := Episode{Task: t, Strategy: a.opts.Strategy, Model: a.opts.Model, TurnsMax: a.opts.Turns}
-	if _, err := firstReset(ctx, e, t); err != nil {
+	if _, err := e.Reset(ctx, t); err != nil { // environments build their caches once across processes (env.BuildOnce)
 		return ep, fmt.Errorf("agent: reset %s: %w", t.ID, err)
 	}
 	r := &run{a: a, e: e, ep: &ep, lang: Lang(t.Env)}
@@ -253,36 +252,6 @@ func (a *Agent) Run(ctx context.Context, e env.Env, t env.Task) (Episode, error)
 	}
 	ep.finish()
 	return ep, err
-}
-
-// warmed holds, per prepared state (environment, file-system script,
-// database), whether it has been built in this process.
-var warmed sync.Map // string -> *warmState
-
-type warmState struct {
-	mu   sync.Mutex
-	done bool
-}
-
-// firstReset resets e for t; the first reset of each prepared state in the
-// process runs alone, because environments build a file system or
-// database on first use into a shared cache, and two first builds of the
-// same variant at once collide there.
-func firstReset(ctx context.Context, e env.Env, t env.Task) (string, error) {
-	key := t.Env + "\x00" + t.Setup[env.SetupFSScript] + "\x00" + t.Setup[env.SetupDBFile] + "\x00" + t.Setup[env.SetupDB]
-	v, _ := warmed.LoadOrStore(key, &warmState{})
-	w := v.(*warmState)
-	w.mu.Lock()
-	if w.done {
-		w.mu.Unlock()
-		return e.Reset(ctx, t)
-	}
-	defer w.mu.Unlock()
-	obs, err := e.Reset(ctx, t)
-	if err == nil {
-		w.done = true
-	}
-	return obs, err
 }
 
 // modelError is a model call that failed for good: the episode ends.

@@ -151,7 +151,7 @@ func Replay(ctx context.Context, e env.Env, d *schema.Dialogue) (steps []ReplayS
 	}
 	recRewards := strings.Fields(d.Labels[LabelRewards])
 	scoreEach := d.Labels[LabelStrategy] != ReAct
-	if _, err := firstReset(ctx, e, t); err != nil {
+	if _, err := e.Reset(ctx, t); err != nil {
 		return nil, 0, 0, fmt.Errorf("agent: dialogue %s: reset: %w", d.ID, err)
 	}
 	var defs []string

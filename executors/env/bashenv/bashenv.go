@@ -424,7 +424,11 @@ func (e *Env) Score(ctx context.Context, _ string) (env.StepResult, error) {
 		return env.StepResult{}, fmt.Errorf("bashenv: task %s: %w", e.task.ID, err)
 	}
 	changes := gitStatus(e.cur.base, tree)
-	b := reward(changes, e.goldRes.changes, tree, e.goldRes.tree, e.lastObs, e.goldRes.obs, e.goldRes.ok)
+	hash := pathHash
+	if e.shell == ShellInterCode {
+		hash = icPathHash
+	}
+	b := reward(changes, e.goldRes.changes, tree, e.goldRes.tree, e.lastObs, e.goldRes.obs, e.goldRes.ok, hash)
 	return env.StepResult{
 		Observation: e.lastObs,
 		Reward:      b.Reward,

@@ -14,7 +14,7 @@ func TestCTF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tasks) != 2 || tasks[1].Setup[env.SetupCommand] == "" {
+	if len(tasks) != 4 || tasks[1].Setup[env.SetupCommand] == "" {
 		t.Fatalf("loaded %+v", tasks)
 	}
 	cases := []struct {
@@ -30,8 +30,11 @@ func TestCTF(t *testing.T) {
 		{"no flag", 0, nil, "submit", 0},
 		{"solved with the task's files", 0, []string{"ls", "python3 reveal.py"}, "submit picoCTF{r3v34l3d_0k}", 1},
 		{"setup command ran, base64 decoded", 1, []string{"cat .setup_ran", "base64 -d flag.b64"}, "submit picoCTF{b4s3_s1xty_f0ur}", 1},
+		// Tasks that need the CTF tools (make ctf-image; .ci/setup on the host).
+		{"metadata read with exiftool", 2, []string{"file photo.png", "exiftool -Comment -s3 photo.png | base64 -d"}, "submit picoCTF{ex1f_m3t4d4t4}", 1},
+		{"hex dump reversed with xxd, unzipped", 3, []string{"xxd -r -p dump.hex > a.zip", "unzip -p a.zip flag.txt", "strings -n 8 a.zip | head -1"}, "submit picoCTF{h3x_t0_z1p}", 1},
 	}
-	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
+	envtest.EachCTF(t, func(t *testing.T, d envtest.Driver) {
 		ctx := context.Background()
 		e, err := env.Open(ctx, "ctf", d.Ex, env.Options{CacheDir: t.TempDir()})
 		if err != nil {

@@ -1,6 +1,7 @@
 package bashenv
 
 import (
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -91,5 +92,28 @@ func TestBuildWindowRetimes(t *testing.T) {
 	}
 	if (buildWindow{}).since(now) != nil {
 		t.Error("a template without a recorded build window is retimed")
+	}
+}
+
+func TestICPathHash(t *testing.T) {
+	m := manifest{
+		"testbed":         {mode: os.ModeDir | 0o755},
+		"testbed/a.txt":   {mode: 0o644, hash: "h1"},
+		"testbed/l.txt":   {mode: os.ModeSymlink | 0o777, hash: "link:a.txt"},
+		"testbed/abs.txt": {mode: os.ModeSymlink | 0o777, hash: "link:/testbed/a.txt"},
+		"testbed/d.dir":   {mode: os.ModeDir | 0o755},
+		"testbed/noext":   {mode: 0o644, hash: "h2"},
+	}
+	for _, c := range []struct{ path, want string }{
+		{"testbed/a.txt", "h1"},
+		{"testbed/l.txt", "h1"},   // md5sum follows the link
+		{"testbed/abs.txt", "h1"}, //
+		{"testbed/d.dir/", "md5sum: testbed/d.dir: Is a directory"},
+		{"testbed/noext", "md5deep: executable file not found"}, // no "." : md5deep, absent
+		{"testbed/gone.txt", "md5sum: testbed/gone.txt: No such file or directory"},
+	} {
+		if got := icPathHash(m, c.path); got != c.want {
+			t.Errorf("icPathHash(%q) = %q, want %q", c.path, got, c.want)
+		}
 	}
 }

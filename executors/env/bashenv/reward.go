@@ -28,7 +28,9 @@ type Breakdown struct {
 // A, ?? or C whose content hashes agree (0.33 when there are none).
 // A gold command InterCode could not run (goldOK false) has output None,
 // which the similarity's fallback finds equal to nothing.
-func reward(agent, gold []change, agentTree, goldTree manifest, agentObs, goldObs string, goldOK bool) Breakdown {
+// hash is how a changed path's content is compared (pathHash, or
+// icPathHash for InterCode's exact commands).
+func reward(agent, gold []change, agentTree, goldTree manifest, agentObs, goldObs string, goldOK bool, hash func(manifest, string) string) Breakdown {
 	var b Breakdown
 	inGold, inAgent := map[change]bool{}, map[change]bool{}
 	for _, c := range gold {
@@ -55,7 +57,7 @@ func reward(agent, gold []change, agentTree, goldTree manifest, agentObs, goldOb
 			continue
 		}
 		b.SameTotal++
-		if pathHash(agentTree, c.Path) == pathHash(goldTree, c.Path) {
+		if hash(agentTree, c.Path) == hash(goldTree, c.Path) {
 			b.SameCorrect++
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -177,6 +178,36 @@ func pathHash(m manifest, p string) string {
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
+}
+
+// icPathHash is what InterCode's hash commands print for a changed path:
+// `md5sum PATH` when the path has a "." anywhere (a file's content, through
+// a symlink; an error for a directory or a dangling link), else `md5deep -r
+// PATH`, which its images do not have, so every such path compares equal.
+func icPathHash(m manifest, p string) string {
+	if !strings.Contains(p, ".") {
+		return "md5deep: executable file not found"
+	}
+	p = strings.TrimSuffix(p, "/")
+	for hops := 0; hops < 40; hops++ {
+		e, ok := m[p]
+		switch {
+		case !ok:
+			return "md5sum: " + p + ": No such file or directory"
+		case e.mode.IsDir():
+			return "md5sum: " + p + ": Is a directory"
+		case e.mode&os.ModeSymlink != 0:
+			t := strings.TrimPrefix(e.hash, "link:")
+			if strings.HasPrefix(t, "/") {
+				p = strings.TrimPrefix(path.Clean(t), "/")
+			} else {
+				p = path.Join(path.Dir(p), t)
+			}
+			continue
+		}
+		return e.hash
+	}
+	return "md5sum: too many levels of symbolic links"
 }
 
 // statKey identifies an inode's state: a write, chmod, rename in or out or

@@ -5,6 +5,7 @@ package envtest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/codefeedback/codefeedback/executors"
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	_ "github.com/codefeedback/codefeedback/executors/docker"
+	"github.com/codefeedback/codefeedback/executors/env"
 )
 
 // Driver is one executor to test on.
@@ -25,6 +27,19 @@ type Driver struct {
 // configured docker engine that cannot be opened fails t.
 func Drivers(t *testing.T) []Driver {
 	t.Helper()
+	return drivers(t, "CODEFEEDBACK_SANDBOX_IMAGE")
+}
+
+// CTFDrivers is Drivers with docker on the CTF image (`make ctf-image`,
+// named by CODEFEEDBACK_CTF_IMAGE): the sandbox image plus the tools CTF
+// tasks use. bwrap runs the host's tools (.ci/setup installs them).
+func CTFDrivers(t *testing.T) []Driver {
+	t.Helper()
+	return drivers(t, "CODEFEEDBACK_CTF_IMAGE")
+}
+
+func drivers(t *testing.T, imageVar string) []Driver {
+	t.Helper()
 	ctx := context.Background()
 	var ds []Driver
 	if _, err := exec.LookPath("bwrap"); err == nil {
@@ -37,7 +52,7 @@ func Drivers(t *testing.T) []Driver {
 	} else {
 		t.Logf("bubblewrap not installed: bwrap driver not tested")
 	}
-	if img := os.Getenv("CODEFEEDBACK_SANDBOX_IMAGE"); img != "" {
+	if img := os.Getenv(imageVar); img != "" {
 		ex, err := executors.Open(ctx, "docker://"+img+"?pool=2")
 		switch {
 		case err == nil:
@@ -49,7 +64,7 @@ func Drivers(t *testing.T) []Driver {
 			t.Logf("docker driver not tested: %v", err)
 		}
 	} else {
-		t.Logf("CODEFEEDBACK_SANDBOX_IMAGE unset: docker driver not tested")
+		t.Logf("%s unset: docker driver not tested", imageVar)
 	}
 	if len(ds) == 0 {
 		t.Skip("no sandbox driver available (install bubblewrap)")
@@ -59,7 +74,16 @@ func Drivers(t *testing.T) []Driver {
 
 // Each runs f as a subtest per driver.
 func Each(t *testing.T, f func(t *testing.T, d Driver)) {
-	for _, d := range Drivers(t) {
+	each(t, Drivers(t), f)
+}
+
+// EachCTF runs f as a subtest per CTFDrivers driver.
+func EachCTF(t *testing.T, f func(t *testing.T, d Driver)) {
+	each(t, CTFDrivers(t), f)
+}
+
+func each(t *testing.T, ds []Driver, f func(t *testing.T, d Driver)) {
+	for _, d := range ds {
 		t.Run(d.Name, func(t *testing.T) { f(t, d) })
 	}
 }
@@ -77,4 +101,64 @@ func RuleOnly(t *testing.T, d Driver, first string) {
 	if d.Name != first && !Full() {
 		t.Skipf("reward rule case: run on %s only (CODEFEEDBACK_INTERCODE_FULL=1 runs it on %s too)", first, d.Name)
 	}
+}
+
+// Tasks loads an InterCode task file or fails tb.
+func Tasks(tb testing.TB, path string) []env.Task {
+	tb.Helper()
+	ts, err := env.LoadTasks(path, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ts
+}
+
+// BenchBwrap opens the bwrap driver with pool sandboxes for a benchmark,
+// closed when b ends; it skips b without bubblewrap.
+func BenchBwrap(b *testing.B, pool int) executors.Executor {
+	b.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		b.Skip("bubblewrap not installed")
+	}
+	ex, err := executors.Open(context.Background(), fmt.Sprintf("bwrap://?pool=%d", pool))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ex.Close() })
+	return ex
+}
+
+// Episode is one benchmark episode: reset to Task, the Actions, then Submit,
+// which must score 1.
+type Episode struct {
+	Task    env.Task
+	Actions []string
+	Submit  string
+}
+
+// BenchEpisodes plays eps round-robin in e, one per iteration, after one
+// untimed reset (which builds the environment's caches), and reports
+// episodes per second.
+func BenchEpisodes(b *testing.B, e env.Env, eps ...Episode) {
+	b.Helper()
+	ctx := context.Background()
+	if _, err := e.Reset(ctx, eps[0].Task); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ep := eps[i%len(eps)]
+		if _, err := e.Reset(ctx, ep.Task); err != nil {
+			b.Fatal(err)
+		}
+		for _, a := range ep.Actions {
+			if _, err := e.Step(ctx, a); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if r, err := e.Step(ctx, ep.Submit); err != nil || r.Reward != 1 {
+			b.Fatalf("%s: %+v %v", ep.Submit, r, err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "episodes/s")
 }

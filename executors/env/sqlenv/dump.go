@@ -234,13 +234,13 @@ func columnToSQLite(d string, ciDefault bool) string {
 
 func stripKeyLengths(d string) string { return keyLengthRE.ReplaceAllString(d, `("$1"`) }
 
-func matchingParen(s string, open int) int {
-	if open < 0 {
-		return -1
-	}
+// walkUnquoted calls fn for each byte of s from start that lies outside
+// quotes ('...' or "...", a doubled quote escapes), with the parenthesis
+// depth after it; fn returns false to stop.
+func walkUnquoted(s string, start int, fn func(i, depth int) bool) {
 	depth := 0
 	var quote byte
-	for i := open; i < len(s); i++ {
+	for i := start; i < len(s); i++ {
 		c := s[i]
 		if quote != 0 {
 			if c == quote {
@@ -255,49 +255,46 @@ func matchingParen(s string, open int) int {
 		switch c {
 		case '\'', '"':
 			quote = c
+			continue
 		case '(':
 			depth++
 		case ')':
 			depth--
-			if depth == 0 {
-				return i
-			}
+		}
+		if !fn(i, depth) {
+			return
 		}
 	}
-	return -1
+}
+
+// matchingParen returns the index of the parenthesis closing the one at
+// open, or -1.
+func matchingParen(s string, open int) int {
+	if open < 0 {
+		return -1
+	}
+	end := -1
+	walkUnquoted(s, open, func(i, depth int) bool {
+		if s[i] == ')' && depth == 0 {
+			end = i
+			return false
+		}
+		return true
+	})
+	return end
 }
 
 // splitTopLevel splits a column list at commas outside parentheses and quotes.
 func splitTopLevel(s string) []string {
 	var out []string
-	depth, start := 0, 0
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if quote != 0 {
-			if c == quote {
-				if i+1 < len(s) && s[i+1] == quote {
-					i++
-					continue
-				}
-				quote = 0
-			}
-			continue
+	start := 0
+	walkUnquoted(s, 0, func(i, depth int) bool {
+		if s[i] == ',' && depth == 0 {
+			out = append(out, s[start:i])
+			start = i + 1
 		}
-		switch c {
-		case '\'', '"':
-			quote = c
-		case '(':
-			depth++
-		case ')':
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
-	}
+		return true
+	})
 	return append(out, s[start:])
 }
 

@@ -138,15 +138,27 @@ func (m *mariaBackend) load(ctx context.Context, dumpPath string) (string, error
 	if _, err := m.admin.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS cf_intercode.loaded (dump CHAR(12) PRIMARY KEY, at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)"); err != nil {
 		return "", err
 	}
+	// One importer per dump across processes (intercode run's workers, two
+	// runs): a server-side named lock, then the check again.
+	lc, err := m.admin.Conn(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer lc.Close()
+	var got sql.NullInt64
+	if err := lc.QueryRowContext(ctx, "SELECT GET_LOCK(?, 900)", "cf_intercode_load_"+h).Scan(&got); err != nil || got.Int64 != 1 {
+		return "", fmt.Errorf("waiting for another import of %s: %v", dumpPath, err)
+	}
+	defer lc.ExecContext(context.WithoutCancel(ctx), "DO RELEASE_LOCK(?)", "cf_intercode_load_"+h)
 	var n int
-	if err := m.admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM cf_intercode.loaded WHERE dump = ?", h).Scan(&n); err != nil {
+	if err := lc.QueryRowContext(ctx, "SELECT COUNT(*) FROM cf_intercode.loaded WHERE dump = ?", h).Scan(&n); err != nil {
 		return "", err
 	}
 	if n == 0 {
 		if err := m.importDump(ctx, string(data), h); err != nil {
 			return "", fmt.Errorf("importing %s: %w", dumpPath, err)
 		}
-		if _, err := m.admin.ExecContext(ctx, "INSERT IGNORE INTO cf_intercode.loaded (dump) VALUES (?)", h); err != nil {
+		if _, err := lc.ExecContext(ctx, "INSERT IGNORE INTO cf_intercode.loaded (dump) VALUES (?)", h); err != nil {
 			return "", err
 		}
 	}
