@@ -31,23 +31,38 @@ func WithCache(ex Executor, c store.Cache) Executor {
 }
 
 type cachingExecutor struct {
-	ex Executor
-	c  store.Cache
+	ex       Executor
+	c        store.Cache
+	versions toolchainVersions // lang.go
 }
 
-// cacheKey hashes everything that determines a run's result.
-func (ce *cachingExecutor) cacheKey(req Request) string {
+// cacheKey hashes everything that determines a run's result, including the
+// toolchain's version for languages beyond Python, Bash and SQL (lang.go's
+// ToolchainVersion), so no result survives a compiler upgrade.
+func (ce *cachingExecutor) cacheKey(ctx context.Context, req Request) (string, error) {
 	info := ce.ex.Info()
-	if req.Language.Compiled() {
-		return store.Key(execKeyVersion, info, req.Language, req.Code, req.Stdin, req.Files, req.Limits.WithDefaults(info.Limits),
-			req.CompileLimits.WithDefaults(DefaultCompileLimits))
+	tc, err := ce.versions.get(req.Language, func() (string, error) { return ToolchainVersion(ctx, ce.ex, req.Language) })
+	if err != nil {
+		return "", err
 	}
-	return store.Key(execKeyVersion, info, req.Language, req.Code, req.Stdin, req.Files, req.Limits.WithDefaults(info.Limits))
+	if tc == "" { // Python, Bash, SQL: keys as before toolchain versions
+		return store.Key(execKeyVersion, info, req.Language, req.Code, req.Stdin, req.Files, req.Limits.WithDefaults(info.Limits)), nil
+	}
+	if req.Language.Compiled() {
+		return store.Key(execKeyVersion, info, tc, req.Language, req.Code, req.Stdin, req.Files, req.Limits.WithDefaults(info.Limits),
+			req.CompileLimits.WithDefaults(DefaultCompileLimits)), nil
+	}
+	return store.Key(execKeyVersion, info, tc, req.Language, req.Code, req.Stdin, req.Files, req.Limits.WithDefaults(info.Limits)), nil
 }
 
 // Run implements Executor.
 func (ce *cachingExecutor) Run(ctx context.Context, req Request) (Result, error) {
-	key := ce.cacheKey(req)
+	key, err := ce.cacheKey(ctx, req)
+	if err != nil {
+		// No version (a missing toolchain, a failed probe): run uncached;
+		// the run reports what is wrong.
+		return ce.ex.Run(ctx, req)
+	}
 	b, ok, err := ce.c.Get(ctx, ExecBucket, key)
 	if err != nil {
 		return Result{}, fmt.Errorf("executors: exec cache get: %w", err)

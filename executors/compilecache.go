@@ -2,6 +2,7 @@ package executors
 
 import (
 	"container/list"
+	"context"
 	"sync"
 
 	"github.com/codefeedback/codefeedback/internal/store"
@@ -21,6 +22,7 @@ type artifactCache struct {
 	m        map[string]*list.Element
 	hits     uint64
 	misses   uint64
+	versions toolchainVersions // the pool's toolchains, part of every key
 }
 
 type artifactEntry struct {
@@ -33,12 +35,33 @@ func newArtifactCache(maxBytes int) *artifactCache {
 	return &artifactCache{maxBytes: maxBytes, ll: list.New(), m: map[string]*list.Element{}}
 }
 
-// artifactKey is what a compile's output depends on.
-func artifactKey(req Request) string {
-	return store.Key("artifact-v1", req.Language, req.Code, req.Files)
+// artifactKey is what a compile's output depends on: the toolchain (its
+// version and binary, so an upgraded compiler compiles again), the
+// language, the source and the files.
+func artifactKey(toolchain string, req Request) string {
+	return store.Key("artifact-v2", toolchain, req.Language, req.Code, req.Files)
+}
+
+// artifactKey is "" when the toolchain's version is unknown: the request
+// then compiles and its output is not cached.
+func (p *pool) artifactKey(ctx context.Context, req Request) string {
+	v, err := p.ToolchainVersion(ctx, req.Language)
+	if err != nil {
+		return ""
+	}
+	return artifactKey(v, req)
+}
+
+// ToolchainVersion implements ToolchainVersioner, probing once per
+// language and pool.
+func (p *pool) ToolchainVersion(ctx context.Context, lang Language) (string, error) {
+	return p.arts.versions.get(lang, func() (string, error) { return probeToolchain(ctx, p, lang) })
 }
 
 func (c *artifactCache) get(key string) map[string][]byte {
+	if key == "" {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.m[key]; ok {
@@ -51,6 +74,9 @@ func (c *artifactCache) get(key string) map[string][]byte {
 }
 
 func (c *artifactCache) put(key string, files map[string][]byte) {
+	if key == "" {
+		return
+	}
 	size := 0
 	for name, b := range files {
 		size += len(name) + len(b)

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -95,7 +96,9 @@ func ParseLanguage(s string) (Language, bool) {
 func (lang Language) Compiled() bool { return languages[lang].compiled }
 
 // Sessions reports whether Open supports lang.
-func (lang Language) Sessions() bool { return lang == Python || lang == Bash || lang == SQL }
+func (lang Language) Sessions() bool {
+	return lang == Python || lang == Bash || lang == SQL || lang == JavaScript
+}
 
 // DebianPackages names the packages that bring lang's toolchain.
 func (lang Language) DebianPackages() []string { return languages[lang].debian }
@@ -227,7 +230,7 @@ var (
 // Diagnostics patterns, run phase.
 var (
 	reJSErr    = regexp.MustCompile(`(?m)^([A-Z][\w$]*(?:Error|Exception)|Error)(?: \[[^\]]*\])?(?::.*)?$`)
-	reJSLine   = regexp.MustCompile(`main\.js:(\d+)`)
+	reJSLine   = regexp.MustCompile(`(?:main|cell-\d+)\.js:(\d+)`) // one-shot runs, session cells
 	reJava     = regexp.MustCompile(`(?m)^Exception in thread "[^"]*" ([\w.$]+)(?::.*)?$`)
 	reJavaLine = regexp.MustCompile(`\((\w+)\.java:(\d+)\)`)
 	reGoPanic  = regexp.MustCompile(`(?m)^(?:panic|fatal error): .*$`)
@@ -344,7 +347,16 @@ func ParseDiagnostics(lang Language, phase, stderr string) (exception, message s
 		}
 	case Lua:
 		if m := reLua.FindStringSubmatch(stderr); m != nil {
-			return "error", m[2], atoi(m[1])
+			// Lua's errors have no types; they are named after the status
+			// of its C API: the loader's (LUA_ERRSYNTAX) come without a
+			// traceback, nothing ran; the rest are LUA_ERRMEM or LUA_ERRRUN.
+			switch {
+			case !strings.Contains(stderr, "stack traceback:"):
+				return "SyntaxError", m[2], atoi(m[1])
+			case strings.HasPrefix(m[2], "not enough memory"):
+				return "MemoryError", m[2], atoi(m[1])
+			}
+			return "RuntimeError", m[2], atoi(m[1])
 		}
 	}
 	return "", "", 0
@@ -372,4 +384,93 @@ func firstLine(s string) string {
 		}
 	}
 	return ""
+}
+
+// ToolchainVersioner is an optional capability of an Executor: the version
+// of a language's toolchain in its sandbox (pool-based executors cache it).
+type ToolchainVersioner interface {
+	ToolchainVersion(ctx context.Context, lang Language) (string, error)
+}
+
+// versionArgs are the arguments that make a tool print its version first.
+var versionArgs = map[string]string{
+	"go":     "version",
+	"lua5.4": "-v",
+	"java":   "-Xmx64m -XX:+UseSerialGC -version",
+	"javac":  "-J-Xmx64m -J-XX:+UseSerialGC --version",
+}
+
+// ToolchainVersion says which toolchain runs lang in ex's sandbox: per
+// tool, its resolved path, size and modification time and the first line
+// of its version ("gcc /usr/bin/x86_64-linux-gnu-gcc-12:1301912:1700000000
+// gcc (Debian 12.2.0-14) 12.2.0"). It is part of the exec cache's and the
+// compile cache's keys, so neither a result nor a compiled artefact
+// survives a compiler upgrade, on the host (bwrap) or in a rebuilt image.
+// Python, Bash and SQL give "" (the driver's Info names the interpreter).
+// An executor without the ToolchainVersioner capability is asked with a
+// bash probe; a missing tool is an error wrapping ErrNoToolchain.
+func ToolchainVersion(ctx context.Context, ex Executor, lang Language) (string, error) {
+	if len(languages[lang].tools) == 0 {
+		return "", nil
+	}
+	if tv, ok := ex.(ToolchainVersioner); ok {
+		return tv.ToolchainVersion(ctx, lang)
+	}
+	return probeToolchain(ctx, ex, lang)
+}
+
+func probeToolchain(ctx context.Context, ex Executor, lang Language) (string, error) {
+	var script strings.Builder
+	for _, t := range languages[lang].tools {
+		args := versionArgs[t]
+		if args == "" {
+			args = "--version"
+		}
+		fmt.Fprintf(&script, "p=$(command -v %[1]s) || { echo 'missing %[1]s'; exit 3; }\n"+
+			"printf '%%s %%s %%s\\n' %[1]s \"$(stat -Lc '%%n:%%s:%%Y' \"$(readlink -f \"$p\")\")\" \"$(%[1]s %[2]s 2>&1 </dev/null | head -n 1)\"\n", t, args)
+	}
+	res, err := ex.Run(ctx, Request{Language: Bash, Code: script.String(),
+		Limits: Limits{Timeout: 60 * time.Second, CPUTime: 60 * time.Second, MemoryBytes: 2 << 30, Processes: 64}})
+	if err != nil {
+		return "", fmt.Errorf("executors: %s toolchain version: %w", lang, err)
+	}
+	out := strings.TrimSpace(res.Stdout)
+	if res.ExitCode == 3 {
+		return "", fmt.Errorf("executors: %s toolchain version: %w: %s", lang, ErrNoToolchain, out)
+	}
+	if !res.OK() || res.TimedOut || out == "" {
+		return "", fmt.Errorf("executors: %s toolchain version: the probe failed (exit %d): %s", lang, res.ExitCode, firstLine(res.Stderr))
+	}
+	return out, nil
+}
+
+// toolchainVersions caches ToolchainVersion per language for one executor:
+// a toolchain does not change under a running process (an upgrade takes a
+// new process, or a new image for Docker). Failures are not cached.
+type toolchainVersions struct {
+	mu sync.Mutex
+	m  map[Language]string
+}
+
+func (tv *toolchainVersions) get(lang Language, fetch func() (string, error)) (string, error) {
+	if len(languages[lang].tools) == 0 {
+		return "", nil
+	}
+	tv.mu.Lock()
+	v, ok := tv.m[lang]
+	tv.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := fetch()
+	if err != nil {
+		return "", err
+	}
+	tv.mu.Lock()
+	if tv.m == nil {
+		tv.m = map[Language]string{}
+	}
+	tv.m[lang] = v
+	tv.mu.Unlock()
+	return v, nil
 }

@@ -154,6 +154,10 @@ func (p *pool) Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	lim := req.Limits.WithDefaults(p.defaults)
+	var artKey string
+	if req.Language.Compiled() {
+		artKey = p.artifactKey(ctx, req) // before acquire: it may run a probe
+	}
 	slot, err := p.acquire(ctx)
 	if err != nil {
 		return Result{}, err
@@ -187,10 +191,8 @@ func (p *pool) Run(ctx context.Context, req Request) (Result, error) {
 		Op: "run", Lang: req.Language, Code: req.Code, Stdin: req.Stdin, Files: req.Files, Limits: wl,
 	}
 	wait := lim.Timeout + grace
-	var artKey string
 	if req.Language.Compiled() {
 		clim := req.CompileLimits.WithDefaults(DefaultCompileLimits)
-		artKey = artifactKey(req)
 		wreq.CompileLimits, wreq.Artifact = toWire(clim), p.arts.get(artKey)
 		if wreq.Artifact == nil {
 			wait += clim.Timeout
@@ -269,7 +271,7 @@ func (p *pool) Open(ctx context.Context, lang Language, opts SessionOptions) (Se
 		return nil, fmt.Errorf("executors: unknown language %q (want one of %s)", lang, LanguageNames())
 	}
 	if !lang.Sessions() {
-		return nil, fmt.Errorf("executors: no sessions for %s (sessions: python, bash, sql)", lang)
+		return nil, fmt.Errorf("executors: no sessions for %s (sessions: python, bash, sql, javascript)", lang)
 	}
 	if err := opts.Limits.Validate(); err != nil {
 		return nil, err

@@ -837,6 +837,43 @@ __cf_save() {
 '''
 
 
+def compile_cell(code, lines, name):
+    """Compiles a python cell as ([code objects to exec], the last statement
+    as an expression to eval and echo, or None), as an interpreter prompt
+    does. Parsing to an AST and compiling that costs twice compiling the
+    source, most of a small cell's time, so the source is split before its
+    last line at column 0 instead: when both halves compile on their own,
+    neither ends inside a bracket, string or continuation, so that line
+    starts the last statement. Otherwise (or on a syntax error, to report
+    it once and exactly) the AST decides."""
+    import ast
+    import warnings
+    i = len(lines) - 1
+    while i >= 0 and (not lines[i].strip() or lines[i][0] in " \t#"):
+        i -= 1
+    if i >= 0 and lines[i][0] not in ")]}" and "__future__" not in code:
+        # Blank lines keep the tail's line numbers those of the cell. A
+        # SyntaxWarning (shown by default) sends the cell to the AST path
+        # too, so that it is reported once, exactly as there.
+        tail = "\n" * i + "".join(lines[i:])
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", SyntaxWarning)
+                head = compile("".join(lines[:i]), name, "exec") if i else None
+                try:
+                    last, rest = compile(tail, name, "eval"), None
+                except SyntaxError:
+                    last, rest = None, compile(tail, name, "exec")
+            return [co for co in (head, rest) if co is not None], last
+        except (SyntaxError, ValueError, Warning):
+            pass
+    tree = ast.parse(code, name, "exec")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = compile(ast.Expression(tree.body.pop().value), name, "eval")
+    return [compile(tree, name, "exec")], last
+
+
 class Session:
     def __init__(self, req):
         self.lang = req.get("lang")
@@ -849,7 +886,10 @@ class Session:
         self.out_path = os.path.join(self.private, "out")
         self.err_path = os.path.join(self.private, "err")
         self.out = self.err = None
-        set_limits(self.limits, cpu=False)
+        if self.lang == "javascript":
+            lang_set_limits("javascript", self.limits, cpu=False)  # langs.py: V8 needs RLIMIT_DATA
+        else:
+            set_limits(self.limits, cpu=False)
         self.start()
 
     def start(self):
@@ -869,6 +909,8 @@ class Session:
         self.db = open_db(self.scratch) if self.lang == "sql" else None
         if self.lang == "python":
             sys.path.insert(0, self.scratch)
+        if self.lang == "javascript":
+            node_session_start(self)  # langs.py
 
     def reset(self):
         if self.db is not None:
@@ -876,6 +918,8 @@ class Session:
         if self.lang == "python" and self.scratch in sys.path:
             sys.path.remove(self.scratch)
         os.chdir("/")
+        if self.lang == "javascript":
+            node_session_stop(self)  # langs.py
         sweep(-1)
         remove_tree(self.scratch)
         self.start()
@@ -908,6 +952,8 @@ class Session:
             rc, sig = self.bash_cell(code)
             if self.cell_seconds is not None:
                 start = time.monotonic() - self.cell_seconds
+        elif self.lang == "javascript":
+            rc, sig = node_session_cell(self, code)  # langs.py
         elif self.lang == "sql":
             rc = run_sql(self.db, code, self.so, self.se)
             self.so.flush()
@@ -927,25 +973,23 @@ class Session:
         return res
 
     def python_cell(self, code):
-        import ast
         import linecache
         name = "<cell-%d>" % self.n
-        linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+        lines = code.splitlines(True)
+        linecache.cache[name] = (len(code), None, lines, name)
         so, se = self.so, self.se
         sys.stdout, sys.stderr = so, se
         rc = 0
         try:
             try:
-                tree = ast.parse(code, name, "exec")
+                body, last = compile_cell(code, lines, name)
             except (SyntaxError, ValueError) as e:
                 print_exception(e, 99)
                 return 1
-            last = None
-            if tree.body and isinstance(tree.body[-1], ast.Expr):
-                last = ast.Expression(tree.body.pop().value)
-            exec(compile(tree, name, "exec"), self.globals)
+            for co in body:
+                exec(co, self.globals)
             if last is not None:
-                v = eval(compile(last, name, "eval"), self.globals)
+                v = eval(last, self.globals)
                 if v is not None:
                     self.globals["_"] = v
                     print(repr(v))

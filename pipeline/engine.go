@@ -63,6 +63,7 @@ type runner struct {
 	retry   RetryPolicy
 	man     *Manifest
 	done    map[string]*marker // completed (this run or before) stage outputs
+	shapes  map[string][]Shape // dry-run: predicted output shapes of stages that would run
 	model   ModelService
 	embed   any
 	execMu  sync.Mutex
@@ -76,7 +77,8 @@ type runner struct {
 // errors: they are counted and dead-lettered.
 func Run(ctx context.Context, cfg *Config, o RunOptions) (*Manifest, error) {
 	r := &runner{cfg: cfg, o: o, log: o.Logger, dir: cfg.RunDir, outDir: cfg.RunDir,
-		budget: &budget{limit: o.MaxCost}, retry: o.Retry.withDefaults(), done: map[string]*marker{}}
+		budget: &budget{limit: o.MaxCost}, retry: o.Retry.withDefaults(), done: map[string]*marker{},
+		shapes: map[string][]Shape{}}
 	if r.log == nil {
 		r.log = discardLogger
 	}
@@ -205,10 +207,15 @@ func (r *runner) run(ctx context.Context) error {
 			continue
 		}
 		if r.o.DryRun && !r.inputsReady(s) {
-			// An input stage would run first: what this one would do is
-			// unknown until then, which is not a failure.
+			// An input stage would run first: this one is estimated from
+			// the shapes that stage predicts (when it can).
 			rec.Status = "dry-run"
+			if in, _, ok := r.inputShapes(s); ok {
+				rec.Counts = Counts{In: int64(len(in)), WouldRun: int64(len(in))}
+				r.estimate(s, st, &rec, in, in, true)
+			}
 			r.man.Stages = append(r.man.Stages, rec)
+			r.man.Estimate = r.man.Estimate.add(rec.Estimate)
 			closeStage(st)
 			continue
 		}
@@ -237,6 +244,7 @@ func (r *runner) run(ctx context.Context) error {
 		}
 		r.man.Stages = append(r.man.Stages, rec)
 		r.man.Usage = r.man.Usage.Add(rec.Usage)
+		r.man.Estimate = r.man.Estimate.add(rec.Estimate)
 		r.man.Extra = r.serviceReport()
 		r.man.DeadCount += rec.Counts.DeadLettered
 		if rec.Counts.DeadLettered > 0 {

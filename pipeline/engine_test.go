@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/codefeedback/codefeedback/schema"
 )
 
 const threeStages = `
@@ -343,6 +345,58 @@ func TestDryRunChangesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "out.jsonl")); !os.IsNotExist(err) {
 		t.Fatalf("dry-run wrote the full output: stat err %v, want not exist", err)
+	}
+}
+
+// A stage after an uncached one is estimated from the shapes the first
+// predicts, not skipped, and the run's estimate adds the stages up.
+func TestDryRunEstimatesAfterUncachedStage(t *testing.T) {
+	resetCalls()
+	_, file := setup(t, 20, threeStages)
+	mustRun(t, file, RunOptions{Limit: 5})
+	m := mustRun(t, file, RunOptions{DryRun: true})
+	want := map[string]struct {
+		requests  int64
+		predicted bool
+	}{"a": {15, false}, "b": {20, true}, "c": {20, true}}
+	var total int64
+	for name, w := range want {
+		e := stageRec(t, m, name).Estimate
+		if e == nil || e.Requests != w.requests || e.Predicted != w.predicted {
+			t.Errorf("stage %s: estimate %+v, want %d requests, predicted %v", name, e, w.requests, w.predicted)
+			continue
+		}
+		total += e.Requests
+	}
+	if m.Estimate == nil || m.Estimate.Requests != total {
+		t.Errorf("run estimate %+v, want the stages' %d requests", m.Estimate, total)
+	}
+}
+
+func TestShapeOf(t *testing.T) {
+	d := schema.Dialogue{ID: "d", Messages: []schema.Message{
+		{Role: schema.RoleUser, Content: "Write f."},
+		{Role: schema.RoleAssistant, Content: "Here:\n```python\nf()\n```"},
+		{Role: schema.RoleExecution, Content: "ok"},
+		{Role: schema.RoleUser, Content: "Add a docstring.", Feedback: &schema.Feedback{Category: "clarity"}},
+		{Role: schema.RoleAssistant, Content: "Done:\n```python\nf()\n```"},
+		{Role: schema.RoleUser, Content: "Now g."},
+		{Role: schema.RoleAssistant, Content: "No code."},
+	}}
+	di, _ := DialogueItem(d)
+	pi, _ := ProblemItem(schema.Problem{Query: schema.Query{ID: "p", Text: "abc"}, Tests: []string{"assert 1"}})
+	qi, _ := QueryItem(schema.Query{ID: "q", Text: "hello"})
+	for _, c := range []struct {
+		it   Item
+		want Shape
+	}{
+		{di, Shape{Kind: KindDialogue, Bytes: 8 + 23 + 2 + 16 + 23 + 6 + 8, UserTurns: 2, CodeTurns: 2}},
+		{pi, Shape{Kind: KindProblem, Bytes: 3 + 8, Tested: true}},
+		{qi, Shape{Kind: KindQuery, Bytes: 5}},
+	} {
+		if got := ShapeOf(c.it); got != c.want {
+			t.Errorf("ShapeOf(%s) = %+v, want %+v", c.it.ID, got, c.want)
+		}
 	}
 }
 

@@ -100,8 +100,9 @@ func init() {
 				return []Item{out}, err
 			},
 			observe: func(out Item) { svc.Stats.Add("observed", 1) },
-			estimate: func(n int) Usage {
-				return Usage{Requests: int64(n), PromptTokens: int64(10 * n), CostUSD: 0.001 * float64(n)}
+			estimate: func(in []Shape) (Usage, []Shape) {
+				n := len(in)
+				return Usage{Requests: int64(n), PromptTokens: int64(10 * n)}, in
 			},
 		}, nil
 	})
@@ -134,7 +135,7 @@ type testEach struct {
 	version  any
 	each     func(ctx context.Context, in Item) ([]Item, error)
 	observe  func(out Item)
-	estimate func(n int) Usage
+	estimate func([]Shape) (Usage, []Shape)
 	uses     bool
 }
 
@@ -146,11 +147,11 @@ func (t *testEach) Observe(out Item) {
 		t.observe(out)
 	}
 }
-func (t *testEach) Estimate(n int) Usage {
+func (t *testEach) Estimate(in []Shape) (Usage, []Shape) {
 	if t.estimate != nil {
-		return t.estimate(n)
+		return t.estimate(in)
 	}
-	return Usage{}
+	return Usage{}, in
 }
 
 // testAll is a whole-set test stage made of functions.

@@ -75,7 +75,7 @@ func (r *runner) materializeInputs(ctx context.Context) error {
 		if remote.IsURL(in.Path) {
 			// Downloaded once into the user cache; a re-run revalidates
 			// the copy by its ETag and downloads nothing if it is current.
-			rf, err := remote.Fetch(ctx, in.Path, remote.Options{})
+			rf, err := remote.Fetch(ctx, in.Path, remote.Options{Progress: r.o.Progress})
 			if err != nil {
 				return fmt.Errorf("input %s: %w", in.Path, err)
 			}

@@ -25,6 +25,7 @@ type Manifest struct {
 	Stages    []StageRecord   `json:"stages"`
 	Outputs   []OutputRecord  `json:"outputs,omitempty"`
 	Usage     Usage           `json:"usage"`
+	Estimate  *Estimate       `json:"estimate,omitempty"` // dry-run: the stages' estimates summed
 	DeadCount int64           `json:"dead_lettered"`
 	DeadFile  string          `json:"dead_letters,omitempty"`
 	Extra     json.RawMessage `json:"extra,omitempty"`
@@ -78,7 +79,7 @@ type StageRecord struct {
 	Stats    map[string]float64 `json:"stats,omitempty"`
 	Output   string             `json:"output,omitempty"`
 	Error    string             `json:"error,omitempty"`
-	Estimate *Usage             `json:"estimate,omitempty"` // dry-run: predicted usage of uncached items
+	Estimate *Estimate          `json:"estimate,omitempty"` // dry-run: predicted usage of uncached items
 }
 
 // Counts are a stage's item counts. In = Cached + Fresh + Failed (+ items

@@ -55,9 +55,11 @@ func (r *runner) runAll(ctx context.Context, s *StageSpec, st *stageCaps, key st
 	if r.o.DryRun {
 		rec.Status = "dry-run"
 		rec.Counts = Counts{In: total, WouldRun: total}
-		if st.estimate != nil {
-			u := st.estimate.Estimate(int(total))
-			rec.Estimate = &u
+		if all, predicted, ok := r.inputShapes(s); ok {
+			if predicted {
+				rec.Counts = Counts{In: int64(len(all)), WouldRun: int64(len(all))}
+			}
+			r.estimate(s, st, rec, all, all, predicted)
 		}
 		return nil
 	}

@@ -104,9 +104,18 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *stageCaps, key s
 	e.c.Retries = e.retries.Load()
 	e.c.Out = e.out.lines
 	rec.Counts = e.c
-	if r.o.DryRun && st.estimate != nil {
-		u := st.estimate.Estimate(int(e.c.WouldRun))
-		rec.Estimate = &u
+	if r.o.DryRun {
+		all, predicted, ok := r.inputShapes(s)
+		todo := e.missed
+		if predicted {
+			todo = all // an input stage would run first: none of its items is cached
+		}
+		if ok && len(todo) > 0 {
+			r.estimate(s, st, rec, all, todo, predicted)
+		}
+		if ok && predicted {
+			rec.Counts.In, rec.Counts.WouldRun = int64(len(all)), int64(len(all))-rec.Counts.Cached
+		}
 	}
 	switch {
 	case e.werr != nil:
@@ -168,6 +177,7 @@ type eachRun struct {
 	svc *Services
 	p   *progress
 
+	missed     []Shape // dry-run: the shapes of the uncached items
 	out        *hashWriter
 	dead, refs *atomicFile
 	jobs       chan job
@@ -352,6 +362,7 @@ func (e *eachRun) flush(ctx context.Context, arena []byte, ends []int, keys []st
 			continue
 		}
 		if e.r.o.DryRun {
+			e.missed = append(e.missed, shapeOfLine(data))
 			sl.missed = true
 			close(sl.done)
 			e.slots <- sl

@@ -83,10 +83,6 @@ type AllStage interface {
 // cache key.
 type Versioner interface{ Version() any }
 
-// Estimator is implemented by stages that can predict the model usage of
-// running n uncached items, for --dry-run.
-type Estimator interface{ Estimate(n int) Usage }
-
 // Observer is implemented by stages that fill whole-output statistics (score
 // histograms, outcome counts) in Services.Stats: Observe is called once per
 // output item, cached or fresh, in output order from one goroutine, even

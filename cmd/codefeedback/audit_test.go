@@ -7,9 +7,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
+	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	"github.com/codefeedback/codefeedback/schema"
 	"github.com/codefeedback/codefeedback/stages/audit"
 )
@@ -89,5 +91,64 @@ func TestAuditCommand(t *testing.T) {
 	}
 	if _, err := run(in, "--against", "nonesuch", "--bench-dir", sharedtest.DataDir()); !errors.As(err, &ee) || ee.code != exitBadData {
 		t.Errorf("unknown benchmark: got %v, want exit code %d", err, exitBadData)
+	}
+}
+
+// TestAuditCommandJudge runs `codefeedback audit --embed --judge-model` on a
+// reworded HumanEval/11 ("exclusive or" for XOR, no code) among clean
+// dialogues, with a judge scripted on a loopback server: the built-in
+// retriever must bring HumanEval/11 to the judge, the finding must name it,
+// and a second run must take every answer from the judge cache.
+func TestAuditCommandJudge(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "dialogues.jsonl")
+	recs := []map[string]any{
+		{"id": "para", "messages": []map[string]string{{"role": "user", "content": "Given two equal-length text strings made only of the characters 0 and 1, produce the string you get by combining them position by position with exclusive or."}, {"role": "assistant", "content": "Sure, walk both strings together and compare the characters."}}},
+		{"id": "clean", "messages": []map[string]string{{"role": "user", "content": "How do I read a CSV file with pandas and print the first five rows of it?"}, {"role": "assistant", "content": "Use read_csv and head:\n```python\nimport pandas as pd\nprint(pd.read_csv('data.csv').head())\n```"}}},
+	}
+	var buf bytes.Buffer
+	for _, r := range recs {
+		b, _ := json.Marshal(r)
+		buf.Write(append(b, '\n'))
+	}
+	if err := os.WriteFile(in, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.New(t)
+	srv.Script(func(c llmtest.Call) llmtest.Reply {
+		msg := c.LastUser()
+		if strings.Contains(msg, "Perform binary XOR") && strings.Contains(msg, "exclusive or") {
+			return llmtest.Reply{Text: "same - both XOR two binary strings."}
+		}
+		return llmtest.Reply{Text: "different - other tasks."}
+	})
+	t.Setenv("FAKE_JUDGE_KEY", "unused")
+	run := func() audit.Report {
+		app := newApp()
+		var stdout, stderr bytes.Buffer
+		app.Writer, app.ErrWriter = &stdout, &stderr
+		err := runApp(context.Background(), app, []string{"codefeedback", "audit", in, "--against", "humaneval,mbpp", "--bench-dir", sharedtest.DataDir(),
+			"--json", "--embed", "--judge-model", "fake-chat", "--base-url", srv.URL, "--api-key-env", "FAKE_JUDGE_KEY", "--judge-cache", filepath.Join(dir, "judge.db")})
+		if err != nil {
+			t.Fatalf("audit: %v\n%s", err, stderr.String())
+		}
+		t.Logf("stderr: %s", stderr.String())
+		var rep audit.Report
+		if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+			t.Fatalf("--json output: %v", err)
+		}
+		return rep
+	}
+	rep := run()
+	if len(rep.FlaggedIDs) != 1 || rep.FlaggedIDs[0] != "para" || len(rep.Findings) != 1 ||
+		rep.Findings[0].TaskID != "HumanEval/11" || rep.Findings[0].Method != audit.MethodEmbedding {
+		t.Fatalf("flagged %v with %+v, want para against HumanEval/11 by the judge", rep.FlaggedIDs, rep.Findings)
+	}
+	calls := srv.Calls("/v1/chat/completions")
+	if calls == 0 || calls > 2*audit.DefaultParaphraseTopK {
+		t.Errorf("%d judge calls, want 1 to %d (top %d per dialogue)", calls, 2*audit.DefaultParaphraseTopK, audit.DefaultParaphraseTopK)
+	}
+	if again := run(); len(again.FlaggedIDs) != 1 || srv.Calls("/v1/chat/completions") != calls {
+		t.Errorf("re-run: flagged %v with %d more judge calls, want the same finding from the cache", again.FlaggedIDs, srv.Calls("/v1/chat/completions")-calls)
 	}
 }

@@ -88,6 +88,7 @@ type replayOptions struct {
 	Driver  string
 	Backend string
 	Order   string
+	Shell   string
 	Limit   int
 	Out     string
 	JSON    bool
@@ -106,6 +107,7 @@ func replayCommand() *cli.Command {
 			executorFlag(&o.Driver),
 			&cli.StringFlag{Name: "sql-backend", Value: "mariadb", Usage: "sql: mariadb (InterCode's MySQL semantics) or sqlite", Destination: &o.Backend},
 			&cli.StringFlag{Name: "sql-order", Value: "ordered", Usage: "sql: apply the rank correlation only where the gold has ORDER BY (ordered), or always as InterCode's code does (always; MariaDB orders GROUP BY results unlike InterCode's MySQL 8)", Destination: &o.Order},
+			&cli.StringFlag{Name: "bash-shell", Value: "intercode", Usage: "bash: run each action as InterCode did (intercode: its own `/bin/bash -c \"ACTION\"` split by shlex, only cd carried over) or in our persistent shell (session)", Destination: &o.Shell},
 			&cli.IntFlag{Name: "limit", Usage: "replay only the first N trajectories", Destination: &o.Limit},
 			&cli.StringFlag{Name: "out", Usage: "write our re-executed trajectories here (InterCode's format)", Destination: &o.Out},
 			&cli.BoolFlag{Name: "json", Usage: "print the per-trajectory results as JSON lines", Destination: &o.JSON},
@@ -170,8 +172,11 @@ func runReplay(ctx context.Context, o replayOptions, path string, w, progress io
 	}
 	defer ex.Close()
 	params := map[string]string{}
-	if envName == "sql" {
+	switch envName {
+	case "sql":
 		params["backend"], params["order"] = o.Backend, o.Order
+	case "bash":
+		params["shell"] = o.Shell
 	}
 	e, err := env.Open(ctx, envName, ex, env.Options{Params: params})
 	if err != nil {

@@ -26,6 +26,9 @@ var langBench = []struct {
 	{executors.Go, "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(2) }\n", "main.go", "GOCACHE=/tmp/gc GO111MODULE=off go build -o main main.go && ./main"},
 	{executors.Java, "public class Main { public static void main(String[] a) { System.out.println(2); } }\n", "Main.java", "javac -d c Main.java && java -cp c Main"},
 	{executors.Rust, "fn main() { println!(\"2\"); }\n", "main.rs", "rustc -o main main.rs && ./main"},
+	{executors.Ruby, "puts 2\n", "main.rb", "ruby main.rb"},
+	{executors.PHP, "<?php echo 2, \"\\n\";\n", "main.php", "php -n main.php"},
+	{executors.Lua, "print(2)\n", "main.lua", "lua5.4 main.lua"},
 }
 
 // naiveLangRun is the baseline: one `docker run --rm` per snippet (through
@@ -63,8 +66,9 @@ func naiveLangRun(ctx context.Context, l *Launcher, file, code, script string) e
 
 // BenchmarkLanguages: runs/s per language of a `docker run` per snippet
 // (naive_run, the baseline), then the docker and bwrap pools with a
-// compile-cache miss on every run (the cache is dropped first) and with
-// hits; x_naive is the ratio to the baseline. The image must hold the
+// compile-cache miss on every run (each run's source differs) and with
+// hits; x_naive is the ratio to the baseline, x_miss (on hits) the ratio
+// of a hit to a miss on the same driver. The image must hold the
 // toolchains (make sandbox-image). Run it as:
 //
 //	go test -run '^$' -bench Languages -benchtime 4x ./executors/docker
@@ -80,6 +84,7 @@ func BenchmarkLanguages(b *testing.B) {
 	defer bwrapEx.Close()
 	for _, lb := range langBench {
 		name := string(lb.lang)
+		missNs := map[string]float64{} // ns per run of a compile-cache miss, per driver
 		b.Run(name+"/naive_run", func(b *testing.B) {
 			parallelRuns(b, name, true, func(ctx context.Context) error {
 				return naiveLangRun(ctx, l, lb.file, lb.code, lb.script)
@@ -105,6 +110,7 @@ func BenchmarkLanguages(b *testing.B) {
 					parallelRuns(b, name, false, func(ctx context.Context) error {
 						return run(ctx, fmt.Sprintf("%s// run %d\n", lb.code, seq.Add(1)))
 					})
+					missNs[d.name] = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 				})
 			}
 			b.Run(name+"/"+d.name+"_hit", func(b *testing.B) {
@@ -114,6 +120,9 @@ func BenchmarkLanguages(b *testing.B) {
 					}
 				}
 				parallelRuns(b, name, false, func(ctx context.Context) error { return run(ctx, lb.code) })
+				if miss := missNs[d.name]; miss > 0 {
+					b.ReportMetric(miss/(float64(b.Elapsed().Nanoseconds())/float64(b.N)), "x_miss")
+				}
 			})
 		}
 	}

@@ -102,7 +102,7 @@ func langTable() []langPrograms {
 			hello:        "local x = 6 * 7\nprint('hello ' .. x)\n",
 			compileError: "local x = 1\nlocal y = = 2\n",
 			runtimeError: "local t = nil\nlocal function f() return 1 end\nprint(t.x)\n",
-			exception:    "error",
+			exception:    "RuntimeError",
 			loop:         "while true do end\n",
 			memoryBomb:   "local t = {}\nwhile true do t[#t + 1] = string.rep('x', 1 << 20) .. #t end\n",
 			forkBomb:     "while true do io.popen('sleep 100') end\n"},
@@ -170,6 +170,13 @@ func testLanguages(t *testing.T, ex executors.Executor, h *host) {
 				if r.Stdout != "hello 42\n" || r.ExitCode != 0 || r.Phase != "" {
 					t.Errorf("got stdout %q exit %d phase %q stderr %q, want hello 42", r.Stdout, r.ExitCode, r.Phase, clip(r.Stderr))
 				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				if v, err := executors.ToolchainVersion(ctx, ex, p.lang); err != nil || !strings.Contains(v, "/") {
+					t.Errorf("ToolchainVersion: %q, %v; want each tool's path and version (part of the cache keys)", v, err)
+				} else {
+					t.Logf("toolchain: %s", strings.ReplaceAll(v, "\n", " | "))
+				}
 				if p.lang.Compiled() {
 					again := run(p.hello, runLim)
 					if !again.CompileCached || again.Stdout != r.Stdout {
@@ -228,31 +235,100 @@ func testLanguages(t *testing.T, ex executors.Executor, h *host) {
 			})
 		})
 	}
+	t.Run("node session", func(t *testing.T) { testNodeSession(t, ex, ok) })
 	t.Run("attacks", func(t *testing.T) { testLangAttacks(t, ex, h, ok) })
 }
 
-// langAttacks: hostile programs in compiled languages. Each prints LEAK
-// when it gets what it wants.
+// langAttacks: hostile programs in each language beyond Python and Bash.
+// Each prints LEAK when it gets what it wants, and a word the check wants
+// when it ran to the end (so an attack that silently did nothing fails).
+// Network attempts go to the host's loopback only: inside the sandbox that
+// is the sandbox's own (downed or empty) loopback.
 func langAttacks() []attack {
 	return []attack{
-		{name: "c fork bomb", lang: executors.C, lim: executors.Limits{Timeout: 5 * time.Second, Processes: 32},
-			code:  "#include <unistd.h>\n#include <stdio.h>\n#include <sys/types.h>\nint main(void) {\n  int n = 0;\n  for (int i = 0; i < 100000; i++) { pid_t p = fork(); if (p == 0) { for (;;) pause(); } else if (p > 0) n++; }\n  if (n > 40) printf(\"LEAK forked %d\\n\", n);\n  return 0;\n}\n",
-			check: func(t *testing.T, r executors.Result) {}},
-		{name: "go network dial", lang: executors.Go, lim: executors.Limits{Timeout: 20 * time.Second},
-			code:  "package main\n\nimport (\n\t\"fmt\"\n\t\"net\"\n\t\"time\"\n)\n\nfunc main() {\n\tfor _, a := range []string{\"127.0.0.1:{{PORT}}\", \"1.1.1.1:53\"} {\n\t\tc, err := net.DialTimeout(\"tcp\", a, time.Second)\n\t\tif err == nil {\n\t\t\tfmt.Println(\"LEAK connected\", a)\n\t\t\tc.Close()\n\t\t\tcontinue\n\t\t}\n\t\tfmt.Println(\"blocked\", err)\n\t}\n}\n",
+		{name: "javascript network, interfaces and key", lang: executors.JavaScript, lim: executors.Limits{Timeout: 20 * time.Second},
+			code: "const net = require('net'), os = require('os');\n" +
+				"if (process.env.OPENAI_API_KEY) console.log('LEAK key in env');\n" +
+				"const names = Object.keys(os.networkInterfaces()).filter(n => n !== 'lo');\n" +
+				"if (names.length) console.log('LEAK interfaces', names);\n" +
+				"const s = net.connect({ host: '127.0.0.1', port: {{PORT}} });\n" +
+				"s.setTimeout(2000, () => { console.log('blocked timeout'); s.destroy(); });\n" +
+				"s.on('connect', () => { console.log('LEAK connected'); s.destroy(); });\n" +
+				"s.on('error', e => console.log('blocked', e.code));\n",
 			check: wantPrinted("blocked")},
+		{name: "typescript read of host files", full: true, lang: executors.TypeScript, lim: executors.Limits{Timeout: 20 * time.Second},
+			code: "const fs = require('fs');\n" +
+				"for (const f of ['/etc/shadow', '{{SECRETFILE}}', '/root/.bashrc', '{{REPO}}/go.mod']) {\n" +
+				"  try { console.log('LEAK read ' + f + ' ' + fs.readFileSync(f, 'utf8').slice(0, 40)); }\n" +
+				"  catch (e: any) { console.log('blocked ' + e.code); }\n" +
+				"}\n",
+			check: wantPrinted("blocked")},
+		{name: "c fork bomb", lang: executors.C, lim: executors.Limits{Timeout: 5 * time.Second, Processes: 32},
+			code:  "#include <unistd.h>\n#include <stdio.h>\n#include <sys/types.h>\nint main(void) {\n  int n = 0;\n  for (int i = 0; i < 100000; i++) { pid_t p = fork(); if (p == 0) { for (;;) pause(); } else if (p > 0) n++; }\n  if (n > 40) printf(\"LEAK forked %d\\n\", n);\n  printf(\"forked %d\\n\", n);\n  return 0;\n}\n",
+			check: wantPrinted("forked ")},
+		{name: "c read of /etc/shadow and a host file", full: true, lang: executors.C, lim: executors.Limits{Timeout: 20 * time.Second},
+			code: "#include <stdio.h>\nint main(void) {\n  const char *fs[] = {\"/etc/shadow\", \"{{SECRETFILE}}\", \"/proc/1/environ\"};\n" +
+				"  for (int i = 0; i < 3; i++) {\n    FILE *f = fopen(fs[i], \"r\"); char b[64] = {0};\n" +
+				"    if (f && fread(b, 1, 63, f) > 0 && i < 2) printf(\"LEAK read %s %s\\n\", fs[i], b); else printf(\"blocked %s\\n\", fs[i]);\n" +
+				"    if (f) fclose(f);\n  }\n  return 0;\n}\n",
+			check: wantPrinted("blocked {{SECRETFILE}}")},
+		{name: "cpp write outside scratch", full: true, lang: executors.CPP, lim: executors.Limits{Timeout: 20 * time.Second},
+			code: "#include <fstream>\n#include <iostream>\nint main() {\n" +
+				"  for (const char *d : {\"/usr\", \"/etc\", \"/bin\", \"/root\", \"{{REPO}}\", \"{{HOSTDIR}}\"}) {\n" +
+				"    std::ofstream f(std::string(d) + \"/pwned.txt\");\n    f << \"x\";\n    f.close();\n" +
+				"    if (f.good()) std::cout << \"LEAK wrote \" << d << \"\\n\";\n  }\n  std::cout << \"done\\n\";\n}\n",
+			check: wantPrinted("done")},
+		{name: "go network dial", lang: executors.Go, lim: executors.Limits{Timeout: 20 * time.Second},
+			code: "package main\n\nimport (\n\t\"fmt\"\n\t\"net\"\n\t\"time\"\n)\n\nfunc main() {\n" +
+				"\tifs, _ := net.Interfaces()\n\tfor _, i := range ifs {\n\t\tif i.Name != \"lo\" {\n\t\t\tfmt.Println(\"LEAK interface\", i.Name)\n\t\t}\n\t}\n" +
+				"\tfor _, n := range []string{\"tcp\", \"udp\"} {\n\t\tc, err := net.DialTimeout(n, \"127.0.0.1:{{PORT}}\", time.Second)\n" +
+				"\t\tif err == nil && n == \"tcp\" {\n\t\t\tfmt.Println(\"LEAK connected\")\n\t\t}\n\t\tif c != nil {\n\t\t\tc.Close()\n\t\t}\n\t\tfmt.Println(\"blocked\", n, err)\n\t}\n" +
+				"\tif a, err := net.LookupHost(\"codefeedback-egress-check.invalid\"); err == nil && len(a) > 0 {\n\t\tfmt.Println(\"LEAK resolved\", a)\n\t}\n}\n",
+			check: wantPrinted("blocked tcp")},
 		{name: "java read of /etc/shadow", lang: executors.Java, lim: executors.Limits{Timeout: 20 * time.Second},
-			code:  "import java.nio.file.*;\npublic class Main {\n  public static void main(String[] a) {\n    for (String f : new String[]{\"/etc/shadow\", \"{{SECRETFILE}}\"}) {\n      try { byte[] b = Files.readAllBytes(Paths.get(f)); System.out.println(\"LEAK read \" + f + \" \" + new String(b)); }\n      catch (Exception e) { System.out.println(\"blocked \" + e.getClass().getSimpleName()); }\n    }\n  }\n}\n",
-			check: wantPrinted("blocked NoSuchFileException")},
+			code:  "import java.nio.file.*;\npublic class Main {\n  public static void main(String[] a) {\n    for (String f : new String[]{\"/etc/shadow\", \"{{SECRETFILE}}\"}) {\n      try { byte[] b = Files.readAllBytes(Paths.get(f)); System.out.println(\"LEAK read \" + f + \" \" + new String(b)); }\n      catch (Exception e) { System.out.println(\"blocked \" + e.getClass().getSimpleName()); }\n    }\n    if (System.getenv(\"OPENAI_API_KEY\") != null) System.out.println(\"LEAK key in env\");\n  }\n}\n",
+			check: wantPrinted("blocked NoSuchFileException")}, // the host file: not there
+		{name: "rust network and key", full: true, lang: executors.Rust, lim: executors.Limits{Timeout: 20 * time.Second},
+			code: "use std::net::{TcpStream, SocketAddr};\nuse std::time::Duration;\nfn main() {\n" +
+				"    if std::env::var(\"OPENAI_API_KEY\").is_ok() { println!(\"LEAK key in env\"); }\n" +
+				"    let a: SocketAddr = \"127.0.0.1:{{PORT}}\".parse().unwrap();\n" +
+				"    match TcpStream::connect_timeout(&a, Duration::from_secs(1)) {\n" +
+				"        Ok(_) => println!(\"LEAK connected\"),\n        Err(e) => println!(\"blocked {}\", e),\n    }\n}\n",
+			check: wantPrinted("blocked")},
+		{name: "ruby network and host files", lang: executors.Ruby, lim: executors.Limits{Timeout: 20 * time.Second},
+			code: "require 'socket'\n" +
+				"begin\n  Socket.tcp('127.0.0.1', {{PORT}}, connect_timeout: 1) { puts 'LEAK connected' }\nrescue StandardError => e\n  puts \"blocked #{e.class}\"\nend\n" +
+				"['/etc/shadow', '{{SECRETFILE}}'].each do |f|\n  puts \"LEAK read #{f} #{File.read(f)[0, 40]}\" rescue puts \"blocked #{f}\"\nend\n" +
+				"puts 'LEAK key in env' if ENV['OPENAI_API_KEY']\n",
+			check: wantPrinted("blocked {{SECRETFILE}}")},
+		{name: "php shell, sockets and host files", lang: executors.PHP, lim: executors.Limits{Timeout: 20 * time.Second},
+			code: "<?php\n" +
+				"$s = @fsockopen('127.0.0.1', {{PORT}}, $errno, $errstr, 1);\necho $s ? \"LEAK connected\\n\" : \"blocked $errno\\n\";\n" +
+				"foreach (['/etc/shadow', '{{SECRETFILE}}'] as $f) { $b = @file_get_contents($f); echo $b !== false ? \"LEAK read $f\\n\" : \"blocked $f\\n\"; }\n" +
+				"$o = shell_exec('cat {{SECRETFILE}} /etc/shadow 2>/dev/null; env');\nif ($o !== null && strpos($o, 'OPENAI') !== false) echo \"LEAK via shell\\n\";\n" +
+				"if (getenv('OPENAI_API_KEY') !== false) echo \"LEAK key in env\\n\";\n",
+			check: wantPrinted("blocked {{SECRETFILE}}")},
+		{name: "lua shell and host files", lang: executors.Lua, lim: executors.Limits{Timeout: 20 * time.Second},
+			code: "for _, f in ipairs({'/etc/shadow', '{{SECRETFILE}}'}) do\n" +
+				"  local h = io.open(f, 'r')\n  if h and h:read('a') then print('LEAK read ' .. f) else print('blocked ' .. f) end\nend\n" +
+				"local p = io.popen('cat {{SECRETFILE}} 2>/dev/null; ls /root 2>/dev/null')\nlocal out = p:read('a')\np:close()\n" +
+				"if #out > 0 then print('LEAK via shell ' .. out) end\n" +
+				"if os.getenv('OPENAI_API_KEY') then print('LEAK key in env') end\n",
+			check: wantPrinted("blocked {{SECRETFILE}}")},
 	}
 }
 
 func testLangAttacks(t *testing.T, ex executors.Executor, h *host, ok map[executors.Language]bool) {
+	full := os.Getenv("CODEFEEDBACK_LANG_FULL") == "1"
 	for _, a := range langAttacks() {
 		t.Run(a.name, func(t *testing.T) {
+			if a.full && !full {
+				t.Skip("a slow compile: runs with CODEFEEDBACK_LANG_FULL=1")
+			}
 			skipMissing(t, ok, a.lang)
-			code := strings.NewReplacer("{{PORT}}", fmt.Sprint(h.tcpPort), "{{SECRETFILE}}", h.secretFile).Replace(a.code)
-			r := langRun(t, ex, a.lang, code, a.lim)
+			rep := strings.NewReplacer("{{PORT}}", fmt.Sprint(h.tcpPort), "{{SECRETFILE}}", h.secretFile,
+				"{{HOSTDIR}}", h.dir, "{{REPO}}", h.repo)
+			r := langRun(t, ex, a.lang, rep.Replace(a.code), a.lim)
 			if r.Phase == "compile" {
 				t.Fatalf("the attack did not compile: %s", clip(r.Stderr))
 			}
@@ -264,11 +340,84 @@ func testLangAttacks(t *testing.T, ex executors.Executor, h *host, ok map[execut
 					t.Errorf("a host secret appeared in the output")
 				}
 			}
-			a.check(t, r)
+			if a.check != nil {
+				// The check's text may name a placeholder: it sees the
+				// output with the host's values put back as placeholders.
+				shown := r
+				shown.Stdout = strings.NewReplacer(h.secretFile, "{{SECRETFILE}}").Replace(r.Stdout)
+				a.check(t, shown)
+			}
 			h.checkUntouched(t, "")
 			if r := run(t, ex, py("print(6 * 7)")); r.Stdout != "42\n" || r.ExitCode != 0 {
 				t.Errorf("the next run after the attack: got %q exit %d stderr %q, want 42", r.Stdout, r.ExitCode, clip(r.Stderr))
 			}
 		})
+	}
+}
+
+// testNodeSession: a javascript session keeps its state across cells (let,
+// const, functions, required modules, files), shows a cell's value as node's
+// REPL does, reports an error with its type and line and keeps the state,
+// and starts fresh after Reset, after a cell that ends node, and after a
+// timeout.
+func testNodeSession(t *testing.T, ex executors.Executor, ok map[executors.Language]bool) {
+	skipMissing(t, ok, executors.JavaScript)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s, err := ex.Open(ctx, executors.JavaScript, executors.SessionOptions{Files: map[string][]byte{"in.txt": []byte("seed")},
+		Limits: executors.Limits{Timeout: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	exec := func(code string) executors.Result {
+		t.Helper()
+		r, err := s.Exec(ctx, code)
+		if err != nil {
+			t.Fatalf("Exec(%q): %v", code, err)
+		}
+		checkWellFormed(t, r)
+		return r
+	}
+	for _, c := range []struct{ code, stdout string }{
+		{"const fs = require('fs');\nlet total = 0;\nfunction add(x) { total += x; return total; }\nfs.writeFileSync('out.txt', 'kept');", ""},
+		{"[1, 2, 3].forEach(add);\ntotal", "6\n"},
+		{"console.log(fs.readFileSync('out.txt', 'utf8'), fs.readFileSync('in.txt', 'utf8'));", "kept seed\n"},
+		{"Promise.resolve(total * 7)", "42\n"},
+		{"({ a: [1, 'x'] })", "{ a: [ 1, 'x' ] }\n"},
+	} {
+		if r := exec(c.code); r.Stdout != c.stdout || r.ExitCode != 0 {
+			t.Errorf("cell %.40q: got stdout %q exit %d stderr %q, want %q", c.code, r.Stdout, r.ExitCode, clip(r.Stderr), c.stdout)
+		}
+	}
+	r := exec("const o = null;\no.x")
+	if r.ExitCode != 1 || r.Exception != "TypeError" || r.Line != 2 {
+		t.Errorf("error cell: got exit %d exception %q line %d stderr %q, want 1 TypeError line 2", r.ExitCode, r.Exception, r.Line, clip(r.Stderr))
+	}
+	if r := exec("let b = ;"); r.Exception != "SyntaxError" || r.ExitCode != 1 {
+		t.Errorf("syntax error cell: got exception %q exit %d", r.Exception, r.ExitCode)
+	}
+	if r := exec("total"); r.Stdout != "6\n" {
+		t.Errorf("after errors got %q, want the state kept (6)", r.Stdout)
+	}
+	if err := s.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := exec("console.log(typeof total, require('fs').existsSync('out.txt'), require('fs').readFileSync('in.txt', 'utf8'))"); r.Stdout != "undefined false seed\n" {
+		t.Errorf("after Reset got %q, want fresh state with the session's files", r.Stdout)
+	}
+	exec("var y = 1;")
+	if r := exec("process.exit(3)"); r.ExitCode != 3 {
+		t.Errorf("process.exit(3): got exit %d, want 3", r.ExitCode)
+	}
+	if r := exec("typeof y"); r.Stdout != "'undefined'\n" {
+		t.Errorf("after node ended got %q, want a fresh node ('undefined')", r.Stdout)
+	}
+	exec("var z = 1;")
+	if r := exec("for (;;) {}"); !r.TimedOut {
+		t.Errorf("endless cell: got timed out %v exit %d, want a timeout", r.TimedOut, r.ExitCode)
+	}
+	if r := exec("typeof z"); r.Stdout != "'undefined'\n" {
+		t.Errorf("after a timeout got %q, want a restarted session", r.Stdout)
 	}
 }

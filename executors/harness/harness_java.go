@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-var reJavaPublicClass = regexp.MustCompile(`(?m)^\s*public\s+(?:(?:final|abstract)\s+)*class\s+(\w+)`)
+var reJavaPublicClass = regexp.MustCompile(`(?m)^\s*(?:import\s[^;]*;\s*)*public\s+(?:(?:final|abstract)\s+)*class\s+(\w+)`)
 
 // buildJava: the candidate, then a package-private class CfJudge (the
 // runner starts CfJudge when the source declares it). Numbers compare by

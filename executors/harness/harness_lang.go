@@ -21,6 +21,9 @@ import (
 //	go                      assertEqual(f(1, 2), 3)                assertTrue(ok(x))
 //	java                    assertEquals(Solution.f(1, 2), 3);     assertTrue(Solution.ok(x));
 //	rust                    assert_eq!(f(1, 2), 3);                assert!(ok(x));
+//	ruby                    assert_equal(f(1, 2), 3)               assert(ok(x))
+//	php                     assert(f(1, 2) === 3);                 assert(ok($x));
+//	lua                     assert(f(1, 2) == 3)                   assert(ok(x))
 //
 // An equality test reports expected against actual with the call as input;
 // any other test passes or fails as a whole. BuildIn generates one program
@@ -40,6 +43,9 @@ var langBuilders = map[executors.Language]func(b *langBuild) string{
 	executors.Go:         buildGo,
 	executors.Java:       buildJava,
 	executors.Rust:       buildRust,
+	executors.Ruby:       buildRuby,
+	executors.PHP:        buildPHP,
+	executors.Lua:        buildLua,
 }
 
 // Judged reports whether BuildIn can judge lang (Python through Build).
@@ -53,6 +59,7 @@ type langTest struct {
 	Src      string // the statement as written
 	Actual   string // equality tests: the expression under test
 	Expected string // and its expected value
+	Op       string // the equality written, where the language has two (PHP: "===" or "==")
 	Cond     string // boolean tests: the condition
 	Stmt     string // anything else: run as is; passes unless it throws
 }
@@ -181,6 +188,7 @@ var (
 	reJavaEq  = regexp.MustCompile(`^assertEquals\s*\(([\s\S]*)\)\s*;?$`)
 	reRustEq  = regexp.MustCompile(`^assert_eq!\s*\(([\s\S]*)\)\s*;?$`)
 	reRustOk  = regexp.MustCompile(`^assert!\s*\(([\s\S]*)\)\s*;?$`)
+	reRubyEq  = regexp.MustCompile(`^assert_equal\s*\(([\s\S]*)\)\s*;?$`)
 )
 
 // parseLangTest recognises a test's equality or boolean assertion.
@@ -227,6 +235,25 @@ func parseLangTest(lang executors.Language, src string) langTest {
 		}
 	case executors.Rust:
 		if two(reRustEq) || one(reRustOk) {
+			return t
+		}
+	case executors.Ruby:
+		if two(reRubyEq) || one(reCAssert) {
+			return t
+		}
+	case executors.PHP, executors.Lua:
+		if m := reCAssert.FindStringSubmatch(s); m != nil && len(splitTop(m[1], ",")) == 1 {
+			ops := []string{"=="}
+			if lang == executors.PHP {
+				ops = []string{"===", "=="}
+			}
+			for _, op := range ops {
+				if sides := splitTop(m[1], op); len(sides) == 2 {
+					t.Actual, t.Expected, t.Op = strings.TrimSpace(sides[0]), strings.TrimSpace(sides[1]), op
+					return t
+				}
+			}
+			t.Cond = strings.TrimSpace(m[1])
 			return t
 		}
 	}

@@ -85,7 +85,7 @@ func checkBugVerdict(t *testing.T, kind string, v harness.Verdict) {
 // TestMultiLangProblems judges the reference solutions and planted bugs
 // of data/multilang.jsonl in their own languages. By default a few per
 // language (a pass, a wrong answer, an exception, a compile error);
-// CODEFEEDBACK_LANG_FULL=1 runs all 70 references and 70 bugs.
+// CODEFEEDBACK_LANG_FULL=1 runs all 100 references and 100 bugs.
 func TestMultiLangProblems(t *testing.T) {
 	ex := sandbox(t)
 	ctx := context.Background()
@@ -160,6 +160,9 @@ func TestParseLangTests(t *testing.T) {
 		{executors.Go, `assertEqual(f("a, b"), 2)`, `"f(\"a, b\")"`},
 		{executors.Rust, "assert_eq!(f(&[1, 2]), vec![3]);", `"f(&[1, 2])"`},
 		{executors.Java, "assertEquals(S.f(new int[]{1, 2}), 3);", `"S.f(new int[]{1, 2})"`},
+		{executors.Ruby, "assert_equal(f([1, 2], 'a,b'), [3])", `'f([1, 2], \'a,b\')'`},
+		{executors.PHP, "assert(f([1, 2], 'a,b') === [3]);", `'f([1, 2], \'a,b\')'`},
+		{executors.Lua, "assert(f({1, 2}, 'a,b') == 3)", `"f({1, 2}, 'a,b')"`},
 	}
 	for _, tc := range tests {
 		lp, err := harness.BuildIn(tc.lang, schema.Problem{Tests: []string{tc.src}}, "x", harness.Options{})

@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/codefeedback/codefeedback/internal/remote"
 )
 
 // Spec is one known benchmark file.
@@ -131,8 +133,9 @@ func Dir(flag string) (string, error) {
 	return CacheDir()
 }
 
-// ErrChecksum means a file's bytes are not the published ones.
-var ErrChecksum = errors.New("checksum mismatch")
+// ErrChecksum means a file's bytes are not the published ones (the remote
+// fetcher's error, so a download and a check of a file on disk match alike).
+var ErrChecksum = remote.ErrChecksum
 
 // ErrMissing means a known benchmark's file is not in the directory.
 var ErrMissing = errors.New("benchmark file not found")

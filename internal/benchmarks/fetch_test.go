@@ -90,7 +90,7 @@ func TestFetchAllFromMirror(t *testing.T) {
 func leftovers(t *testing.T, dir string) {
 	t.Helper()
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && strings.Contains(d.Name(), ".part-") {
+		if err == nil && strings.Contains(d.Name(), ".part") {
 			t.Errorf("temporary file left behind: %s", p)
 		}
 		return nil

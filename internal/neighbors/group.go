@@ -61,6 +61,11 @@ func (g Grouping) Group(nbrs [][]Neighbor) (groups [][]int, leftovers []int) {
 // MeanCohesion is the mean over groups of the mean pairwise cosine
 // similarity of a group's members.
 func MeanCohesion(vecs [][]float32, groups [][]int) float64 {
+	return FromDense(vecs).MeanCohesion(groups)
+}
+
+// MeanCohesion is MeanCohesion on the set.
+func (v *Vectors) MeanCohesion(groups [][]int) float64 {
 	if len(groups) == 0 {
 		return 0
 	}
@@ -69,7 +74,7 @@ func MeanCohesion(vecs [][]float32, groups [][]int) float64 {
 		sum, pairs := 0.0, 0
 		for i := range g {
 			for j := i + 1; j < len(g); j++ {
-				sum += float64(Dot(vecs[g[i]], vecs[g[j]]))
+				sum += float64(v.Dot(g[i], g[j]))
 				pairs++
 			}
 		}

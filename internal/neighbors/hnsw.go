@@ -2,6 +2,7 @@ package neighbors
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -10,18 +11,17 @@ import (
 
 // HNSW is a hierarchical navigable small-world graph (Malkov & Yashunin,
 // 2016) over unit vectors, for approximate nearest-neighbour search by
-// cosine similarity. It is built by one goroutine in insertion order from a
-// seeded random source, so the same vectors and seed give the same graph
-// and the same answers; Search is safe for concurrent use once Build
-// returns.
+// cosine similarity. It is built in batches from a seeded random source
+// (see Build), so the same vectors and seed give the same graph and the
+// same answers on any number of cores; Search is safe for concurrent use
+// once Build returns.
 type HNSW struct {
 	// M is the number of links per node on upper layers (2M on layer 0);
 	// EfConstruction the candidate list size while inserting; EfSearch the
 	// candidate list size while searching (at least k).
 	M, EfConstruction, EfSearch int
 
-	vecs     [][]float32
-	sp       []sparse    // vecs in sparse form when most entries are zero, else nil
+	v        *Vectors
 	links    [][][]int32 // node -> layer -> neighbours
 	entry    int32
 	maxLevel int
@@ -29,78 +29,139 @@ type HNSW struct {
 }
 
 // NewHNSW returns an empty index with the given parameters (zero values
-// take 12, 64 and 48, the pack stage's defaults).
+// take the pack stage's defaults).
 func NewHNSW(m, efConstruction, efSearch int) *HNSW {
 	if m <= 0 {
-		m = 12
+		m = DefaultConfig.M
 	}
 	if efConstruction <= 0 {
-		efConstruction = 64
+		efConstruction = DefaultConfig.EfConstruction
 	}
 	if efSearch <= 0 {
-		efSearch = 48
+		efSearch = DefaultConfig.EfSearch
 	}
 	return &HNSW{M: m, EfConstruction: efConstruction, EfSearch: efSearch, entry: -1}
 }
 
 // searcher is one goroutine's scratch space: a visited set by generation
-// number and the two heaps.
+// number, the two heaps, and two dense buffers (all zero between uses)
+// that sparse vectors are scattered into.
 type searcher struct {
 	visited []uint32
 	gen     uint32
 	cand    []Neighbor // max-heap by similarity: closest first
 	res     []Neighbor // min-heap by similarity: worst result on top
+	q, c    []float32
 }
 
 func (h *HNSW) getSearcher() *searcher {
 	s, _ := h.pool.Get().(*searcher)
-	if s == nil || len(s.visited) < len(h.vecs) {
-		s = &searcher{visited: make([]uint32, len(h.vecs))}
+	if s == nil || len(s.visited) < h.v.Len() {
+		s = &searcher{visited: make([]uint32, h.v.Len()), q: h.v.buffer(), c: h.v.buffer()}
 	}
+	s.next()
+	return s
+}
+
+// next starts a fresh visited set.
+func (s *searcher) next() {
 	s.gen++
 	if s.gen == 0 { // wrapped: clear
 		clear(s.visited)
 		s.gen = 1
 	}
-	return s
 }
 
 // Build inserts vecs (unit length, all one dimension) in order. The index
-// keeps vecs; callers must not modify them afterwards.
+// keeps vecs (dense sets by reference): callers must not modify them.
+func (h *HNSW) Build(ctx context.Context, vecs [][]float32, seed uint64) error {
+	_, err := h.build(ctx, FromDense(vecs), seed, 0)
+	return err
+}
+
+// BuildKNN builds the index on v and returns every vector's k nearest
+// neighbours, best first, found while building rather than by searching
+// the finished graph: each inserted node's beam search (EfConstruction
+// wide) already finds its nearest earlier nodes, and each of those learns
+// of the new node at the same time, so every pair that one side's search
+// met is known to both sides. Nodes inserted in one batch are compared
+// with each other exactly. One round of neighbours-of-neighbours then
+// fills what both searches missed. This is several times cheaper than a
+// search per node afterwards and finds more of the true neighbours.
+func (h *HNSW) BuildKNN(ctx context.Context, v *Vectors, seed uint64, k int) ([][]Neighbor, error) {
+	if k < 1 {
+		return nil, errors.New("neighbors: k must be >= 1")
+	}
+	kn, err := h.build(ctx, v, seed, k)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.refine(ctx, kn); err != nil {
+		return nil, err
+	}
+	return kn.lists(), nil
+}
+
+// build inserts the vectors of v, collecting k nearest neighbours per node
+// when k > 0.
 //
 // After the first nodes, nodes are inserted in batches: each node of a
 // batch searches the graph as it was before the batch (in parallel, the
-// costly part), then the batch is linked in one goroutine in node order.
-// The graph is therefore the same for the same vectors and seed on any
-// number of cores; nodes of one batch just do not see each other while
-// searching, which costs no measurable recall at this batch size.
-func (h *HNSW) Build(ctx context.Context, vecs [][]float32, seed uint64) error {
+// costly part), then the batch is linked: every node's own links in
+// parallel, then the links back to it grouped by the node they are added
+// to, each group in node order, in parallel. That is exactly the graph
+// that linking the batch one node after another would give, so it is the
+// same on any number of cores; nodes of one batch just do not see each
+// other while searching, which costs no measurable recall at this batch
+// size.
+func (h *HNSW) build(ctx context.Context, v *Vectors, seed uint64, k int) (*knnLists, error) {
 	const sequential, batch = 2048, 256
-	h.vecs = vecs
-	h.sp = toSparse(vecs)
-	h.links = make([][][]int32, len(vecs))
+	h.v = v
+	n := v.Len()
+	h.links = make([][][]int32, n)
 	rng := rand.New(rand.NewPCG(seed, 0x6a09e667f3bcc909))
 	mult := 1 / math.Log(float64(h.M))
-	levels := make([]int, len(vecs))
+	levels := make([]int, n)
 	for i := range levels {
 		levels[i] = int(-math.Log(1-rng.Float64()) * mult)
 	}
-	for i := 0; i < min(sequential, len(vecs)); i++ {
-		h.connect(int32(i), levels[i], h.searchInsert(int32(i), levels[i]))
+	var kn *knnLists
+	if k > 0 {
+		kn = newKNNLists(n, k)
 	}
+	s := h.getSearcher()
+	for i := 0; i < min(sequential, n); i++ {
+		if i%256 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		found, _ := h.searchInsert(s, int32(i), levels[i], i)
+		kn.offerFound(int32(i), found, nil)
+		h.connect(s, int32(i), levels[i], found)
+	}
+	h.pool.Put(s)
 	found := make([][][]Neighbor, batch)
-	for lo := sequential; lo < len(vecs); lo += batch {
-		hi := min(lo+batch, len(vecs))
+	intra := make([][]Neighbor, batch)
+	for lo := sequential; lo < n; lo += batch {
+		hi := min(lo+batch, n)
 		if err := parallel(ctx, hi-lo, func(j int) {
-			found[j] = h.searchInsert(int32(lo+j), levels[lo+j])
+			s := h.getSearcher()
+			lim := lo + j
+			if kn == nil {
+				lim = lo
+			}
+			found[j], intra[j] = h.searchInsert(s, int32(lo+j), levels[lo+j], lim)
+			h.pool.Put(s)
 		}); err != nil {
-			return err
+			return nil, err
 		}
 		for j := range hi - lo {
-			h.connect(int32(lo+j), levels[lo+j], found[j])
+			kn.offerFound(int32(lo+j), found[j], intra[j])
+		}
+		if err := h.connectBatch(ctx, lo, levels[lo:hi], found[:hi-lo]); err != nil {
+			return nil, err
 		}
 	}
-	return ctx.Err()
+	return kn, ctx.Err()
 }
 
 func (h *HNSW) maxLinks(layer int) int {
@@ -111,46 +172,57 @@ func (h *HNSW) maxLinks(layer int) int {
 }
 
 // searchInsert finds the link candidates of node q on each of its layers
-// present in the graph (index = layer), reading the graph only.
-func (h *HNSW) searchInsert(q int32, level int) [][]Neighbor {
-	if h.entry < 0 {
-		return nil
+// present in the graph (index = layer), reading the graph only, and its
+// similarity to the nodes of its batch inserted before it (from the first
+// node not yet in the graph up to lim).
+func (h *HNSW) searchInsert(s *searcher, q int32, level, lim int) (found [][]Neighbor, intra []Neighbor) {
+	qv := h.v.load(q, s.q)
+	defer h.v.unload(q, s.q)
+	for i := h.graphSize(q); i < lim; i++ {
+		intra = append(intra, Neighbor{ID: int32(i), Sim: h.v.simDense(qv, int32(i))})
 	}
-	s := h.getSearcher()
-	defer h.pool.Put(s)
-	qv := h.vecs[q]
-	ep := Neighbor{ID: h.entry, Sim: h.sim(qv, h.entry)}
+	if h.entry < 0 {
+		return nil, intra
+	}
+	ep := Neighbor{ID: h.entry, Sim: h.v.simDense(qv, h.entry)}
 	for l := h.maxLevel; l > level; l-- {
 		ep = h.greedy(qv, ep, l)
 	}
 	top := min(level, h.maxLevel)
-	out := make([][]Neighbor, top+1)
+	found = make([][]Neighbor, top+1)
 	eps := []Neighbor{ep}
 	for l := top; l >= 0; l-- {
-		out[l] = h.searchLayer(s, qv, eps, h.EfConstruction, l)
-		s.gen++ // a fresh visited set for the next layer
-		if s.gen == 0 {
-			clear(s.visited)
-			s.gen = 1
-		}
-		eps = out[l]
+		found[l] = h.searchLayer(s, qv, eps, h.EfConstruction, l)
+		s.next() // a fresh visited set for the next layer
+		eps = found[l]
 	}
-	return out
+	return found, intra
+}
+
+// graphSize is the number of nodes linked when q searches: nodes before
+// the first node of q's batch. In the sequential phase every earlier node
+// is linked, so there is no batch to compare exactly.
+func (h *HNSW) graphSize(q int32) int {
+	const sequential, batch = 2048, 256
+	if q < sequential {
+		return int(q)
+	}
+	return sequential + (int(q)-sequential)/batch*batch
 }
 
 // connect links node q into the graph on every layer up to level, given
 // its candidates per layer.
-func (h *HNSW) connect(q int32, level int, found [][]Neighbor) {
+func (h *HNSW) connect(s *searcher, q int32, level int, found [][]Neighbor) {
 	h.links[q] = make([][]int32, level+1)
 	if h.entry < 0 {
 		h.entry, h.maxLevel = q, level
 		return
 	}
 	for l, cand := range found {
-		nb := h.selectNeighbors(cand, h.M)
+		nb := h.selectNeighbors(s, cand, h.M)
 		h.links[q][l] = ids(nb)
 		for _, n := range nb {
-			h.link(n.ID, q, n.Sim, l)
+			h.link(s, n.ID, q, n.Sim, l)
 		}
 	}
 	if level > h.maxLevel {
@@ -158,25 +230,86 @@ func (h *HNSW) connect(q int32, level int, found [][]Neighbor) {
 	}
 }
 
+// backLink is a link to add from node from to node to on layer l.
+type backLink struct {
+	from, to int32
+	l        int32
+	sim      float32
+}
+
+// connectBatch links the batch of nodes lo.. (levels and candidates per
+// node) into the graph; see build for why this equals linking them one by
+// one.
+func (h *HNSW) connectBatch(ctx context.Context, lo int, levels []int, found [][][]Neighbor) error {
+	chosen := make([][][]Neighbor, len(found))
+	if err := parallel(ctx, len(found), func(j int) {
+		s := h.getSearcher()
+		defer h.pool.Put(s)
+		q := lo + j
+		h.links[q] = make([][]int32, levels[j]+1)
+		chosen[j] = make([][]Neighbor, len(found[j]))
+		for l, cand := range found[j] {
+			chosen[j][l] = h.selectNeighbors(s, cand, h.M)
+			h.links[q][l] = ids(chosen[j][l])
+		}
+	}); err != nil {
+		return err
+	}
+	var back []backLink
+	for j := range found {
+		q := int32(lo + j)
+		for l, nb := range chosen[j] {
+			for _, n := range nb {
+				back = append(back, backLink{from: n.ID, to: q, l: int32(l), sim: n.Sim})
+			}
+		}
+		if levels[j] > h.maxLevel {
+			h.entry, h.maxLevel = q, levels[j]
+		}
+	}
+	// Group by (from, layer), keeping node order within a group.
+	sort.SliceStable(back, func(a, b int) bool {
+		if back[a].from != back[b].from {
+			return back[a].from < back[b].from
+		}
+		return back[a].l < back[b].l
+	})
+	var starts []int
+	for i := range back {
+		if i == 0 || back[i].from != back[i-1].from || back[i].l != back[i-1].l {
+			starts = append(starts, i)
+		}
+	}
+	starts = append(starts, len(back))
+	return parallel(ctx, len(starts)-1, func(g int) {
+		s := h.getSearcher()
+		defer h.pool.Put(s)
+		for _, b := range back[starts[g]:starts[g+1]] {
+			h.link(s, b.from, b.to, b.sim, int(b.l))
+		}
+	})
+}
+
 // link adds to to from's layer-l links, pruning with the heuristic when
 // from has too many.
-func (h *HNSW) link(from, to int32, sim float32, l int) {
+func (h *HNSW) link(s *searcher, from, to int32, sim float32, l int) {
 	ls := append(h.links[from][l], to)
 	if len(ls) <= h.maxLinks(l) {
 		h.links[from][l] = ls
 		return
 	}
-	fv := h.vecs[from]
+	fv := h.v.load(from, s.q)
 	cand := make([]Neighbor, len(ls))
 	for i, id := range ls {
 		if id == to {
 			cand[i] = Neighbor{ID: id, Sim: sim}
 		} else {
-			cand[i] = Neighbor{ID: id, Sim: h.sim(fv, id)}
+			cand[i] = Neighbor{ID: id, Sim: h.v.simDense(fv, id)}
 		}
 	}
+	h.v.unload(from, s.q)
 	sort.Slice(cand, func(i, j int) bool { return better(cand[i], cand[j]) })
-	h.links[from][l] = ids(h.selectNeighbors(cand, h.maxLinks(l)))
+	h.links[from][l] = ids(h.selectNeighbors(s, cand, h.maxLinks(l)))
 }
 
 // selectNeighbors is the paper's heuristic (algorithm 4, keeping pruned
@@ -184,7 +317,7 @@ func (h *HNSW) link(from, to int32, sim float32, l int) {
 // closer to the new node than to every neighbour already chosen, which
 // keeps links pointing in different directions; remaining slots are filled
 // with the closest pruned candidates. cand must be sorted best first.
-func (h *HNSW) selectNeighbors(cand []Neighbor, m int) []Neighbor {
+func (h *HNSW) selectNeighbors(s *searcher, cand []Neighbor, m int) []Neighbor {
 	if len(cand) <= m {
 		return cand
 	}
@@ -195,12 +328,15 @@ func (h *HNSW) selectNeighbors(cand []Neighbor, m int) []Neighbor {
 			break
 		}
 		ok := true
-		cv := h.vecs[c.ID]
-		for _, r := range out {
-			if h.sim(cv, r.ID) > c.Sim {
-				ok = false
-				break
+		if len(out) > 0 {
+			cv := h.v.load(c.ID, s.c)
+			for _, r := range out {
+				if h.v.simDense(cv, r.ID) > c.Sim {
+					ok = false
+					break
+				}
 			}
+			h.v.unload(c.ID, s.c)
 		}
 		if ok {
 			out = append(out, c)
@@ -230,7 +366,7 @@ func (h *HNSW) greedy(q []float32, ep Neighbor, l int) Neighbor {
 	for changed := true; changed; {
 		changed = false
 		for _, id := range h.links[ep.ID][l] {
-			if s := h.sim(q, id); s > ep.Sim || (s == ep.Sim && id < ep.ID) {
+			if s := h.v.simDense(q, id); s > ep.Sim || (s == ep.Sim && id < ep.ID) {
 				ep, changed = Neighbor{ID: id, Sim: s}, true
 			}
 		}
@@ -264,7 +400,7 @@ func (h *HNSW) searchLayer(s *searcher, q []float32, eps []Neighbor, ef, l int) 
 				continue
 			}
 			s.visited[id] = s.gen
-			n := Neighbor{ID: id, Sim: h.sim(q, id)}
+			n := Neighbor{ID: id, Sim: h.v.simDense(q, id)}
 			if len(s.res) < ef || better(n, s.res[0]) {
 				s.cand = heapPush(s.cand, n, better)
 				s.res = heapPush(s.res, n, worse)
@@ -327,7 +463,16 @@ func (h *HNSW) Search(q []float32, k int, skip int32) []Neighbor {
 	}
 	s := h.getSearcher()
 	defer h.pool.Put(s)
-	ep := Neighbor{ID: h.entry, Sim: h.sim(q, h.entry)}
+	if h.v.sparse { // the query goes into a full-size buffer (see Vectors.buffer)
+		copy(s.q, q)
+		defer clear(s.q[:len(q)])
+		q = s.q
+	}
+	return h.search(s, q, k, skip)
+}
+
+func (h *HNSW) search(s *searcher, q []float32, k int, skip int32) []Neighbor {
+	ep := Neighbor{ID: h.entry, Sim: h.v.simDense(q, h.entry)}
 	for l := h.maxLevel; l > 0; l-- {
 		ep = h.greedy(q, ep, l)
 	}
@@ -341,19 +486,19 @@ func (h *HNSW) Search(q []float32, k int, skip int32) []Neighbor {
 	return out
 }
 
-// KNN returns the k nearest neighbours of every indexed vector.
+// KNN returns the k nearest neighbours of every indexed vector by a search
+// of the finished graph per vector (EfSearch wide).
 func (h *HNSW) KNN(ctx context.Context, k int) ([][]Neighbor, error) {
-	out := make([][]Neighbor, len(h.vecs))
-	err := parallel(ctx, len(h.vecs), func(i int) {
-		out[i] = h.Search(h.vecs[i], k, int32(i))
+	out := make([][]Neighbor, h.v.Len())
+	err := parallel(ctx, len(out), func(i int) {
+		if h.entry < 0 {
+			return
+		}
+		s := h.getSearcher()
+		defer h.pool.Put(s)
+		q := h.v.load(int32(i), s.q)
+		out[i] = h.search(s, q, k, int32(i))
+		h.v.unload(int32(i), s.q)
 	})
 	return out, err
-}
-
-// sim is the similarity of a dense vector to indexed node id.
-func (h *HNSW) sim(q []float32, id int32) float32 {
-	if h.sp != nil {
-		return h.sp[id].dot(q)
-	}
-	return Dot(q, h.vecs[id])
 }

@@ -104,23 +104,24 @@ func parallel(ctx context.Context, n int, fn func(i int)) error {
 // ExactKNN returns the k nearest neighbours of each of queries (indexes into
 // vecs) among all of vecs, itself excluded, by brute force.
 func ExactKNN(ctx context.Context, vecs [][]float32, queries []int, k int) ([][]Neighbor, error) {
+	return ExactKNNVectors(ctx, FromDense(vecs), queries, k)
+}
+
+// ExactKNNVectors is ExactKNN on a vector set.
+func ExactKNNVectors(ctx context.Context, v *Vectors, queries []int, k int) ([][]Neighbor, error) {
 	out := make([][]Neighbor, len(queries))
-	sp := toSparse(vecs)
 	err := parallel(ctx, len(queries), func(qi int) {
-		q := queries[qi]
+		q := int32(queries[qi])
+		buf := v.buffer()
+		qv := v.load(q, buf)
 		t := topK{k: k, hs: make([]Neighbor, 0, k)}
-		for j, v := range vecs {
+		for j := range int32(v.Len()) {
 			if j == q {
 				continue
 			}
-			var s float32
-			if sp != nil {
-				s = sp[j].dot(vecs[q])
-			} else {
-				s = Dot(vecs[q], v)
-			}
+			s := v.simDense(qv, j)
 			if len(t.hs) < k || s >= t.hs[len(t.hs)-1].Sim {
-				t.push(Neighbor{ID: int32(j), Sim: s})
+				t.push(Neighbor{ID: j, Sim: s})
 			}
 		}
 		out[qi] = t.hs
@@ -161,53 +162,4 @@ func Recall(approx, exact [][]Neighbor) float64 {
 		return 1
 	}
 	return float64(hit) / float64(total)
-}
-
-// sparse is a vector's non-zero entries. Hashed TF-IDF vectors of short
-// texts have a few dozen of them in hundreds of dimensions, so a dense x
-// sparse product is several times cheaper than a dense one.
-type sparse struct {
-	idx []uint16
-	val []float32
-}
-
-func (s sparse) dot(q []float32) float32 {
-	var sum float32
-	for i, j := range s.idx {
-		sum += s.val[i] * q[j]
-	}
-	return sum
-}
-
-// toSparse returns vecs in sparse form when at most a quarter of their
-// entries are non-zero on average, else nil (dense products are faster).
-func toSparse(vecs [][]float32) []sparse {
-	if len(vecs) == 0 || len(vecs[0]) > 1<<16 {
-		return nil
-	}
-	nnz := 0
-	for _, v := range vecs {
-		for _, x := range v {
-			if x != 0 {
-				nnz++
-			}
-		}
-	}
-	if nnz*4 > len(vecs)*len(vecs[0]) {
-		return nil
-	}
-	out := make([]sparse, len(vecs))
-	idx := make([]uint16, 0, nnz)
-	val := make([]float32, 0, nnz)
-	for i, v := range vecs {
-		start := len(idx)
-		for j, x := range v {
-			if x != 0 {
-				idx = append(idx, uint16(j))
-				val = append(val, x)
-			}
-		}
-		out[i] = sparse{idx: idx[start:len(idx):len(idx)], val: val[start:len(val):len(val)]}
-	}
-	return out
 }

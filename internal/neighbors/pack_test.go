@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -225,4 +226,109 @@ func firstLine(s string, n int) string {
 		return s[:n] + "..."
 	}
 	return s
+}
+
+// TestBuildKNN checks the neighbour lists collected while building against
+// exact search, on clustered vectors with near-duplicates (each vector
+// also appears slightly perturbed, some in the same insertion batch), and
+// that they and the graph are the same on one core and on several.
+func TestBuildKNN(t *testing.T) {
+	base := randomUnit(1800, 48, 9)
+	rng := rand.New(rand.NewPCG(9, 9))
+	vecs := append([][]float32(nil), base...)
+	for i, v := range base {
+		w := make([]float32, len(v))
+		for j := range w {
+			w[j] = v[j] + 0.05*float32(rng.NormFloat64())
+		}
+		embed.Normalize(w)
+		if i%2 == 0 {
+			vecs = append(vecs, w) // far from its original in insertion order
+		} else {
+			vecs = append(vecs[:len(vecs):len(vecs)], w)
+			vecs[len(vecs)-1], vecs[len(vecs)-2] = vecs[len(vecs)-2], vecs[len(vecs)-1]
+		}
+	}
+	build := func(procs int) (*HNSW, [][]Neighbor) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		h := NewHNSW(0, 0, 0)
+		got, err := h.BuildKNN(context.Background(), FromDense(vecs), 1, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h, got
+	}
+	h1, one := build(1)
+	h4, four := build(4)
+	exact, err := ExactKNN(context.Background(), vecs, all(len(vecs)), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := Recall(four, exact); r < 0.95 {
+		t.Errorf("recall@4 = %.4f, want >= 0.95", r)
+	}
+	for i := range one {
+		if !slices.Equal(one[i], four[i]) {
+			t.Fatalf("node %d: neighbours on 1 core %v, on 4 %v", i, one[i], four[i])
+		}
+		if fmt.Sprint(h1.links[i]) != fmt.Sprint(h4.links[i]) {
+			t.Fatalf("node %d: links on 1 core %v, on 4 %v", i, h1.links[i], h4.links[i])
+		}
+	}
+	if _, err := NewHNSW(0, 0, 0).BuildKNN(context.Background(), FromDense(vecs), 1, 0); err == nil {
+		t.Error("k = 0: no error")
+	}
+}
+
+// TestVectorsSparseMatchesDense checks that the sparse form gives the dense
+// form's products.
+func TestVectorsSparseMatchesDense(t *testing.T) {
+	texts := []string{"reverse a list in python", "sort a dict by value", "reverse the words of a sentence", "parse json from a file"}
+	dense := tfidf(t, texts, 384)
+	v := FromDense(dense)
+	if !v.Sparse() || v.Len() != len(texts) || v.Bytes() >= int64(len(texts)*384*4) {
+		t.Fatalf("sparse %v, len %d, %d bytes", v.Sparse(), v.Len(), v.Bytes())
+	}
+	buf := v.buffer()
+	for i := range dense {
+		for j := range dense {
+			want := Dot(dense[i], dense[j])
+			q := v.load(int32(i), buf)
+			got, got2 := v.simDense(q, int32(j)), v.Dot(i, j)
+			v.unload(int32(i), buf)
+			if d := want - got; d > 1e-5 || d < -1e-5 || want-got2 > 1e-5 || got2-want > 1e-5 {
+				t.Errorf("(%d,%d): dense %v, sparse %v and %v", i, j, want, got, got2)
+			}
+		}
+	}
+	if slices.ContainsFunc(buf, func(x float32) bool { return x != 0 }) {
+		t.Error("unload left entries in the buffer")
+	}
+	if FromDense(randomUnit(10, 16, 1)).Sparse() {
+		t.Error("dense vectors held sparse")
+	}
+}
+
+// TestSearchSparse searches an index of sparse vectors with outside
+// queries: each text's own vector finds itself first.
+func TestSearchSparse(t *testing.T) {
+	texts := alpacaTexts(t)[:6000]
+	dense := tfidf(t, texts, 384)
+	h := NewHNSW(0, 0, 0)
+	if err := h.Build(context.Background(), dense, 1); err != nil {
+		t.Fatal(err)
+	}
+	if !h.v.Sparse() {
+		t.Fatal("TF-IDF vectors not held sparse")
+	}
+	miss := 0
+	for i := 0; i < len(dense); i += 97 {
+		got := h.Search(dense[i], 1, -1)
+		if len(got) != 1 || got[0].Sim < 0.9999 {
+			miss++
+		}
+	}
+	if miss > 1 {
+		t.Errorf("%d of %d queries did not find their own vector", miss, len(dense)/97+1)
+	}
 }

@@ -6,12 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestResolve(t *testing.T) {
@@ -136,9 +138,136 @@ func TestFetchErrors(t *testing.T) {
 	for _, e := range entries {
 		files, _ := os.ReadDir(o.CacheDir + "/" + e.Name())
 		for _, x := range files {
-			if strings.HasPrefix(x.Name(), ".download-") || x.Name() == "train.jsonl" {
+			if strings.HasSuffix(x.Name(), ".part") || x.Name() == "train.jsonl" {
 				t.Errorf("a rejected download was kept: %s", x.Name())
 			}
+		}
+	}
+}
+
+// cutServer serves content with http.ServeContent (Range, If-Range, ETag),
+// cutting the connection after half the bytes while cut is set; it records
+// the Range and Authorization headers it saw.
+type cutServer struct {
+	*httptest.Server
+	content, etag string
+	cut           atomic.Bool
+	ranges, auths []string
+}
+
+func newCutServer(t *testing.T, content string) *cutServer {
+	s := &cutServer{content: content, etag: `"v1"`}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.ranges = append(s.ranges, r.Header.Get("Range"))
+		s.auths = append(s.auths, r.Header.Get("Authorization"))
+		w.Header().Set("ETag", s.etag)
+		if s.cut.Load() && r.Header.Get("Range") == "" {
+			w.Header().Set("Content-Length", fmt.Sprint(len(s.content)))
+			w.WriteHeader(http.StatusOK)
+			io.WriteString(w, s.content[:len(s.content)/2])
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler) // the connection drops mid-body
+		}
+		http.ServeContent(w, r, "f", time.Time{}, strings.NewReader(s.content))
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// A download cut half way is resumed with a Range request by the next
+// Fetch, for a pinned file (the checksum proves the joined bytes) and for a
+// cached URL (If-Range with the ETag the part came with); a file that
+// changed meanwhile is downloaded whole again.
+func TestFetchResumesCutDownload(t *testing.T) {
+	content := strings.Repeat("0123456789abcdef", 4096)
+	sum := sha256.Sum256([]byte(content))
+	pinned := hex.EncodeToString(sum[:])
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		opts    func(dir string) Options
+		changed bool
+	}{
+		{"pinned", func(dir string) Options {
+			return Options{Dest: dir + "/x/file.txt", SHA256: pinned, Size: int64(len(content))}
+		}, false},
+		{"cached by etag", func(dir string) Options { return Options{CacheDir: dir} }, false},
+		{"changed meanwhile", func(dir string) Options { return Options{CacheDir: dir} }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newCutServer(t, content)
+			o := c.opts(t.TempDir())
+			s.cut.Store(true)
+			if _, err := Fetch(ctx, s.URL+"/file.txt", o); err == nil {
+				t.Fatal("cut download: no error")
+			}
+			s.cut.Store(false)
+			want := content
+			if c.changed {
+				want = strings.Repeat("fedcba9876543210", 4096)
+				s.content, s.etag = want, `"v2"`
+			}
+			var log strings.Builder
+			o.Progress = &log
+			f, err := Fetch(ctx, s.URL+"/file.txt", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := os.ReadFile(f.Path); string(b) != want {
+				t.Fatalf("local copy: %d bytes, want %d", len(b), len(want))
+			}
+			wantRange := fmt.Sprintf("bytes=%d-", len(content)/2)
+			if s.ranges[1] != wantRange || f.Resumed == c.changed {
+				t.Errorf("second request Range %q, resumed %v; want %q, resumed %v", s.ranges[1], f.Resumed, wantRange, !c.changed)
+			}
+			if want := "resuming "; c.changed == strings.Contains(log.String(), want) || !strings.Contains(log.String(), "downloaded ") {
+				t.Errorf("progress:\n%s", log.String())
+			}
+			if _, err := os.Stat(f.Path + ".part"); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the part file is left: %v", err)
+			}
+		})
+	}
+}
+
+// HF_TOKEN goes to the Hub's host only: not to another https host, even
+// with the token set.
+func TestTokenOnlyForHubHost(t *testing.T) {
+	s := newCutServer(t, "data\n")
+	t.Setenv("HF_TOKEN", "hf_secret")
+	t.Setenv("HF_ENDPOINT", "https://hub.example")
+	if _, err := Fetch(context.Background(), s.URL+"/f", Options{CacheDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HF_ENDPOINT", s.URL) // the same host is the Hub: the token goes
+	if _, err := Fetch(context.Background(), s.URL+"/g", Options{CacheDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.auths) != 2 || s.auths[0] != "" || s.auths[1] != "Bearer hf_secret" {
+		t.Errorf("Authorization headers %q, want none to the other host and the token to the Hub", s.auths)
+	}
+}
+
+// At Dest: a matching file is kept without a request; a wrong download is
+// refused and leaves neither the file nor a part.
+func TestFetchDest(t *testing.T) {
+	s := newCutServer(t, "the file\n")
+	sum := sha256.Sum256([]byte("the file\n"))
+	dst := t.TempDir() + "/d/f.txt"
+	o := Options{Dest: dst, SHA256: hex.EncodeToString(sum[:]), Size: 9}
+	if f, err := Fetch(context.Background(), s.URL+"/f", o); err != nil || !f.Downloaded {
+		t.Fatalf("first: %+v, %v", f, err)
+	}
+	if f, err := Fetch(context.Background(), s.URL+"/f", o); err != nil || f.Downloaded || len(s.ranges) != 1 {
+		t.Fatalf("second: %+v, %v, %d requests; want the file kept without a request", f, err, len(s.ranges))
+	}
+	o.Dest, o.SHA256 = t.TempDir()+"/g.txt", strings.Repeat("0", 64)
+	if _, err := Fetch(context.Background(), s.URL+"/f", o); !errors.Is(err, ErrChecksum) {
+		t.Fatalf("wrong checksum: %v", err)
+	}
+	for _, p := range []string{o.Dest, o.Dest + ".part"} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left after a rejected download", p)
 		}
 	}
 }

@@ -237,6 +237,18 @@ func (m *Models) Params(stage, endpoint string) (Params, error) {
 // KeyParams implements pipeline.ModelService: Params, for a stage's key.
 func (m *Models) KeyParams(stage, endpoint string) (any, error) { return m.Params(stage, endpoint) }
 
+// EstimateCost implements pipeline.Pricer for --dry-run: the tokens priced
+// with the run's price table for the model of stage's default endpoint,
+// live and at that endpoint's batch discount, and whether it batches.
+func (m *Models) EstimateCost(stage string, promptTokens, completionTokens int64) (live, batch float64, batched bool) {
+	cfg, _, err := m.resolve(stage, "")
+	if err != nil {
+		return 0, 0, false
+	}
+	live = m.acct.Prices().Cost(cfg.Model, int(promptTokens), int(completionTokens))
+	return live, live * cfg.BatchDiscount, cfg.Batch
+}
+
 // Accountant returns the run's shared accountant.
 func (m *Models) Accountant() *Accountant { return m.acct }
 

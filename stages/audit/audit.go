@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"iter"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -103,6 +104,14 @@ type Auditor struct {
 	opts    Options
 	indexes []*Index
 	emb     *embedIndex // nil unless EnableEmbedding was called
+	// filter holds the keys of every index (see keyFilter): a dialogue's
+	// hashes are tested once, not once per benchmark, and only the few
+	// that pass are looked up in each index.
+	filter keyFilter
+	// shortLens are the lengths of short statements indexed whole, over
+	// all indexes, and shortHeads the hashes of their first tokens.
+	shortLens  []int
+	shortHeads *hashTable
 }
 
 // New indexes the benchmarks. It fails on a benchmark without problems and
@@ -124,7 +133,20 @@ func New(benchmarks []Benchmark, opts Options) (*Auditor, error) {
 			return nil, err
 		}
 		a.indexes = append(a.indexes, x)
+		for _, l := range x.shortLens {
+			if !slices.Contains(a.shortLens, l) {
+				a.shortLens = append(a.shortLens, l)
+			}
+		}
 	}
+	a.filter = newKeyFilter(a.indexes)
+	heads := map[uint64]bool{}
+	for _, x := range a.indexes {
+		for _, h := range x.shortHeads {
+			heads[h] = true
+		}
+	}
+	a.shortHeads, _ = freeze(heads)
 	return a, nil
 }
 
@@ -172,12 +194,43 @@ type scratch struct {
 	cover      map[int32][]uint64 // task -> covered task-line bitset
 	gramHits   map[int32]*gramHit
 	// Code tokens of every message and their k-gram hashes per stream.
-	ctoks  []ctok
-	cth    []uint64
-	cgh    [nStreams][]uint64
-	ctMsgs []ctMsg
-	fpHits map[int32]*fpHit
-	fpSeen map[uint64]struct{} // (entry, task, part, stream) already counted
+	ctoks    []ctok
+	cth      []uint64
+	cgh      [nStreams][]uint64
+	ctMsgs   []ctMsg
+	fpStates []fpState // per index
+	// Hashes that passed the filter, tested against each index.
+	winCand  []int32 // positions in wh
+	one      []uint64
+	gramCand []gramCand
+	fpCand   [nStreams][]fpCand
+}
+
+// gramCand is a token n-gram (or a short statement's length of tokens) of
+// message msgs[m] starting at token gi that passed the filter.
+type gramCand struct {
+	m, gi, n int32
+	h        uint64
+}
+
+// fpCand is a code k-gram of ctMsgs[m] at k-gram gi that passed the filter.
+type fpCand struct {
+	m, gi int32
+	h     uint64 // salted
+}
+
+// fp returns the fingerprint state for index x, reset for a new dialogue.
+func (s *scratch) fp(x *Index) *fpState {
+	for i := range s.fpStates {
+		if s.fpStates[i].lastIndex == x {
+			s.fpStates[i].reset(x)
+			return &s.fpStates[i]
+		}
+	}
+	s.fpStates = append(s.fpStates, fpState{})
+	st := &s.fpStates[len(s.fpStates)-1]
+	st.reset(x)
+	return st
 }
 
 // ctMsg locates one message's code tokens and k-grams in the scratch.
@@ -196,7 +249,7 @@ type gramHit struct {
 }
 
 func newScratch() *scratch {
-	return &scratch{cover: map[int32][]uint64{}, gramHits: map[int32]*gramHit{}, fpHits: map[int32]*fpHit{}, fpSeen: map[uint64]struct{}{}}
+	return &scratch{cover: map[int32][]uint64{}, gramHits: map[int32]*gramHit{}}
 }
 
 // Check audits one dialogue. seq is its position in the input. ctx is only
@@ -243,6 +296,7 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 	if !a.opts.Fingerprints.Off {
 		a.codeKGrams(d, s)
 	}
+	a.candidates(s)
 
 	for bi, x := range a.indexes {
 		if !a.opts.Fingerprints.Off {
@@ -251,14 +305,13 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 		// Lines.
 		s.shared = resetBools(s.shared, len(s.lh))
 		clear(s.cover)
-		for wi, h := range s.wh {
-			if !x.mayHold(h) {
+		for _, wi := range s.winCand {
+			h := s.wh[wi]
+			ri, ok := x.windows.get(h)
+			if !ok {
 				continue
 			}
-			refs := x.windows[h]
-			if len(refs) == 0 {
-				continue
-			}
+			refs := x.winRefs[ri]
 			start := s.blockStart[wi]
 			for k := start; k < start+w; k++ {
 				s.shared[k] = true
@@ -274,15 +327,13 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 				}
 			}
 		}
-		seen := map[uint64]bool{}
 		for k, sh := range s.shared {
 			if !sh {
 				continue
 			}
 			r.Shared[bi]++
 			s.sharedAny[k] = true
-			if !seen[s.lh[k]] {
-				seen[s.lh[k]] = true
+			if !slices.Contains(r.sharedLines[bi], s.lh[k]) {
 				r.sharedLines[bi] = append(r.sharedLines[bi], s.lh[k])
 			}
 		}
@@ -311,10 +362,11 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 		// that many tasks share attributes to none of them.
 		clear(s.gramHits)
 		hitGram := func(m msgRange, gi, n int, h uint64) {
-			if !x.mayHold(h) {
+			at, ok := x.grams.get(h)
+			if !ok {
 				return
 			}
-			ts := x.grams[h]
+			ts := x.gramTasks[at]
 			for _, t := range ts {
 				g := s.gramHits[t]
 				if g == nil {
@@ -330,24 +382,15 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 				}
 			}
 		}
-		for _, m := range s.msgs {
-			for gi, h := range s.gh[m.g0:m.g1] {
-				hitGram(m, gi, a.opts.N, h)
-			}
-			if m.role != schema.RoleUser || len(x.shortLens) == 0 {
-				continue
-			}
-			s.th = tokenHashes(s.toks[m.tok0:m.tok1], s.th[:0])
-			for _, l := range x.shortLens {
-				s.sh = rollingHashes(s.th, l, s.sh[:0])
-				for gi, h := range s.sh {
-					hitGram(m, gi, l, h)
-				}
-			}
+		for _, c := range s.gramCand {
+			hitGram(s.msgs[c.m], int(c.gi), int(c.n), c.h)
 		}
 		tasks = tasks[:0]
 		for t, g := range s.gramHits {
-			if g.w >= float64(a.opts.MinNGrams)-1e-9 {
+			// A statement present whole is a copy of every task that
+			// states it (MBPP states some tasks twice, word for word);
+			// the rarity weight is for parts of statements.
+			if g.w >= float64(a.opts.MinNGrams)-1e-9 || g.count >= x.tasks[t].grams {
 				tasks = append(tasks, t)
 			}
 		}
@@ -357,7 +400,7 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 			r.Findings = append(r.Findings, schema.Finding{
 				DialogueID: id, Benchmark: x.name, TaskID: x.tasks[t].id, Method: MethodNGram,
 				Score:    g.w,
-				Evidence: fmt.Sprintf("%d shared statement n-grams (weight %.2f), first: %q", g.count, g.w, g.first),
+				Evidence: gramEvidence(g, x.tasks[t].grams),
 				Spans:    g.spans,
 			})
 		}
@@ -373,6 +416,68 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 		}
 	}
 	return r
+}
+
+func gramEvidence(g *gramHit, all int) string {
+	whole := ""
+	if g.count >= all {
+		whole = ", the whole statement"
+	}
+	return fmt.Sprintf("%d shared statement n-grams (weight %.2f%s), first: %q", g.count, g.w, whole, g.first)
+}
+
+// candidates keeps the dialogue's line windows, n-grams (and short
+// statements' lengths of tokens in user turns) and code k-grams that pass
+// the filter, so each index is asked only about those.
+func (a *Auditor) candidates(s *scratch) {
+	s.winCand = s.winCand[:0]
+	for wi, h := range s.wh {
+		if a.filter.mayHold(h) {
+			s.winCand = append(s.winCand, int32(wi))
+		}
+	}
+	s.gramCand = s.gramCand[:0]
+	for mi, m := range s.msgs {
+		for gi, h := range s.gh[m.g0:m.g1] {
+			if a.filter.mayHold(h) {
+				s.gramCand = append(s.gramCand, gramCand{m: int32(mi), gi: int32(gi), n: int32(a.opts.N), h: h})
+			}
+		}
+		if m.role != schema.RoleUser || len(a.shortLens) == 0 {
+			continue
+		}
+		// Short statements: every length, where a statement's first
+		// tokens are.
+		s.th = tokenHashes(s.toks[m.tok0:m.tok1], s.th[:0])
+		s.sh = rollingHashes(s.th, minShortTokens, s.sh[:0])
+		for gi, h := range s.sh {
+			if _, ok := a.shortHeads.get(h); !ok {
+				continue
+			}
+			for _, l := range a.shortLens {
+				if gi+l > len(s.th) {
+					continue
+				}
+				if h := rollingHashes(s.th[gi:gi+l], l, s.one[:0])[0]; a.filter.mayHold(h) {
+					s.gramCand = append(s.gramCand, gramCand{m: int32(mi), gi: int32(gi), n: int32(l), h: h})
+				}
+			}
+		}
+	}
+	for st := range nStreams {
+		s.fpCand[st] = s.fpCand[st][:0]
+		if a.opts.Fingerprints.Off {
+			continue
+		}
+		salt := streamSalt[st]
+		for mi, m := range s.ctMsgs {
+			for gi, h := range s.cgh[st][m.g0:m.g1] {
+				if h ^= salt; a.filter.mayHold(h) {
+					s.fpCand[st] = append(s.fpCand[st], fpCand{m: int32(mi), gi: int32(gi), h: h})
+				}
+			}
+		}
+	}
 }
 
 // countBits counts the set bits of bs in [from, to).

@@ -21,10 +21,11 @@ func testAuditor(t testing.TB, opts Options) *Auditor {
 
 // maxFalsePositives is the measured number of clean Code Alpaca dialogues
 // flagged against HumanEval+MBPP with the default settings (see
-// TestPlanted's log): two textbook bubble sorts whose names (arr, n, i, j)
-// are those of Mbpp/101's, and a primes-below-n loop shaped like
-// HumanEval/96's.
-const maxFalsePositives = 3
+// TestPlanted's log): a primes-in-a-range loop shaped like HumanEval/96's
+// (renamed form). The two textbook bubble sorts whose names (arr, n, i, j)
+// are those of Mbpp/101's are no longer flagged: names that many tasks use
+// are no evidence (maxNameTasks).
+const maxFalsePositives = 1
 
 func TestPlanted(t *testing.T) {
 	a := testAuditor(t, Options{})

@@ -89,13 +89,27 @@ func cpuSeconds(tb testing.TB) float64 {
 // BenchmarkAudit68k audits 68,000 synthetic dialogues against HumanEval
 // and MBPP, first with the code fingerprints off (the measures the audit
 // had before them: lines and n-grams) as the baseline, then with every
-// model-free measure, and reports for each the seconds, CPU seconds,
+// model-free measure, and reports for each the seconds, CPU seconds
+// (building the dialogues included; s_corpus_only is that part alone),
 // dialogues/s and the peak RSS so far, and the ratio of the full audit's
 // time to the baseline's, both measured in this run.
 // Run: go test -run '^$' -bench Audit68k -benchtime 1x ./stages/audit/
 func BenchmarkAudit68k(b *testing.B) {
 	const n = 68000
 	for range b.N {
+		// Building the synthetic dialogues is part of every pass below (a
+		// real audit decodes JSON instead); time it alone to subtract.
+		corpus, _ := syntheticCorpus(b, n)
+		runtime.GC()
+		cpu0, start := cpuSeconds(b), time.Now()
+		chars := 0
+		for d := range corpus {
+			for _, m := range d.Messages {
+				chars += len(m.Content)
+			}
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "s_corpus_only")
+		b.ReportMetric(cpuSeconds(b)-cpu0, "cpu_s_corpus_only")
 		var base, cpuBase float64
 		for _, c := range []struct {
 			name string
@@ -165,4 +179,68 @@ func BenchmarkCheck(b *testing.B) {
 	if n == 0 {
 		b.Fatal("baseline saw no words")
 	}
+}
+
+// BenchmarkPhases times the audit's passes over the same dialogues one at
+// a time, to see where a check's time goes: the word tokenizer of the
+// n-gram measure, the code tokenizer of the fingerprints, the code-line
+// extraction of the line measure, and the whole check with and without
+// fingerprints. cpu-ns/op is process CPU time per dialogue, steadier than
+// ns/op on a shared machine (a waiting process accrues no CPU time), and
+// x_fields its ratio to a reference pass run alternately with it.
+// Run: go test -run '^$' -bench Phases -benchtime 2000x -count 5 ./stages/audit/
+func BenchmarkPhases(b *testing.B) {
+	full, base := testAuditor(b, Options{}), testAuditor(b, Options{Fingerprints: FingerprintOptions{Off: true}})
+	corpus, _ := syntheticCorpus(b, 1000)
+	var ds []*schema.Dialogue
+	for d := range corpus {
+		ds = append(ds, d)
+	}
+	s := newScratch()
+	// Each phase alternates with a reference pass (strings.Fields over the
+	// same messages) in chunks of 50 dialogues, so both see the same load;
+	// x_fields is the phase's CPU time over the reference's.
+	var sink int
+	reference := func(d *schema.Dialogue) {
+		for _, m := range d.Messages {
+			sink += len(strings.Fields(m.Content))
+		}
+	}
+	phase := func(name string, fn func(d *schema.Dialogue, i int)) {
+		b.Run(name, func(b *testing.B) {
+			var cpu, ref float64
+			for i := 0; i < b.N; i += 50 {
+				end := min(i+50, b.N)
+				c0 := cpuSeconds(b)
+				for k := i; k < end; k++ {
+					reference(ds[k%len(ds)])
+				}
+				c1 := cpuSeconds(b)
+				for k := i; k < end; k++ {
+					fn(ds[k%len(ds)], k)
+				}
+				ref += c1 - c0
+				cpu += cpuSeconds(b) - c1
+			}
+			b.ReportMetric(cpu*1e9/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(cpu/ref, "x_fields")
+		})
+	}
+	phase("words", func(d *schema.Dialogue, _ int) {
+		for _, m := range d.Messages {
+			s.toks = appendTokens(s.toks[:0], m.Content)
+		}
+	})
+	phase("code-tokens", func(d *schema.Dialogue, _ int) {
+		for _, m := range d.Messages {
+			s.ctoks = codeTokens(m.Content, s.ctoks[:0])
+		}
+	})
+	phase("code-lines", func(d *schema.Dialogue, _ int) {
+		for _, block := range DialogueCode(d) {
+			s.lh, s.nbuf = full.opts.Lines.codeLineHashes(block, s.nbuf, s.lh[:0])
+		}
+	})
+	phase("check-no-fingerprints", func(d *schema.Dialogue, i int) { base.check(context.Background(), d, i, s) })
+	phase("check", func(d *schema.Dialogue, i int) { full.check(context.Background(), d, i, s) })
 }

@@ -89,6 +89,14 @@ var codeClass = func() (t [256]uint8) {
 	return t
 }()
 
+// identChar marks the bytes of an identifier after its first.
+var identChar = func() (t [256]bool) {
+	for c := range t {
+		t[c] = codeClass[c] == cIdent || codeClass[c] == cDigit
+	}
+	return t
+}()
+
 // twoCharOps are the operators read as one token.
 var twoCharOps = func() (t [256][256]bool) {
 	for _, op := range strings.Fields(`== != <= >= ** // -> += -= *= /= %= &= |= ^= << >> && || ++ -- := :: =>`) {
@@ -121,7 +129,10 @@ func codeTokens(text string, buf []ctok) []ctok {
 			continue
 		case cIdent:
 			start := i
-			for i < n && (codeClass[text[i]] == cIdent || codeClass[text[i]] == cDigit) {
+			// fpHash, computed while scanning.
+			h := uint64(14695981039346656037)
+			for i < n && identChar[text[i]] {
+				h = (h ^ uint64(text[i])) * 1099511628211
 				i++
 			}
 			// A string prefix: r"...", b'...', f"...", rb'...'.
@@ -133,7 +144,7 @@ func codeTokens(text string, buf []ctok) []ctok {
 				prevDot = false
 				continue
 			}
-			h := fpHash(text[start:i])
+			h = fmix64(h)
 			nh := h
 			if !prevDot && !keepSet.has(h) {
 				nh = hIdent

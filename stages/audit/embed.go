@@ -28,19 +28,28 @@ const ParaphraseDim = 4096
 const DefaultEmbedThreshold = 0.6
 
 // ParaphraseOptions set the two-step paraphrase check (as llm-decontaminator
-// does it): every turn of a dialogue, with its code removed, is embedded on
-// its own and compared with every task statement (the problem without its
-// code and examples); the nearest tasks are candidates. Without a judge a
-// candidate at or above Threshold is a finding; with one, the judge decides
-// for the TopK candidates at or above Floor whether they are the same task.
+// does it): every user and assistant turn of a dialogue, with its code
+// removed, is compared on its own with every task statement (the problem
+// without its code and examples). Without a judge, a turn whose embedding
+// has a cosine at or above Threshold with a statement is a finding. With
+// one, each turn's TopK nearest statements at or above Floor are ranked
+// (by the configured embedder, or, when that is the built-in TF-IDF, by
+// the lexical retriever lexIndex, which ranks rewordings far better), TopK
+// of them per dialogue are picked round by round over the turns, user
+// turns first (see candidates), and the judge decides for each whether it
+// is the same task.
 type ParaphraseOptions struct {
 	Threshold float64 `json:"embed_threshold"`
 	TopK      int     `json:"top_k"` // candidates per dialogue sent to the judge (default 5)
-	Floor     float64 `json:"floor"` // least cosine of a judged candidate (default 0.1)
+	Floor     float64 `json:"floor"` // least cosine (or BM25 share) of a judged candidate (default 0.1)
 	// Judge, when set, decides same task or not; it is asked once per
 	// (statement, turn) pair and its answers are cached by the client.
 	Judge llm.Chatter `json:"-"`
 }
+
+// DefaultParaphraseTopK is the number of candidates per dialogue the
+// judge sees by default.
+const DefaultParaphraseTopK = 5
 
 // embedIndex holds the unit vectors of every benchmark task's statement.
 type embedIndex struct {
@@ -49,7 +58,7 @@ type embedIndex struct {
 	statements [][]string    // per benchmark, per task
 	vecs       [][][]float32 // per benchmark, per task
 	tmpl       prompts.Template
-	stem       bool // stem texts before embedding (built-in TF-IDF with a judge)
+	lex        *lexIndex // candidate retrieval for the judge when the embedder is the built-in TF-IDF
 	// Judge counters, for the report and the stage's stats.
 	judged, same, unreadable atomic.Int64
 }
@@ -70,7 +79,7 @@ func (a *Auditor) EnableParaphrase(ctx context.Context, e embed.Embedder, o Para
 		o.Threshold = DefaultEmbedThreshold
 	}
 	if o.TopK <= 0 {
-		o.TopK = 5
+		o.TopK = DefaultParaphraseTopK
 	}
 	if o.Floor <= 0 {
 		o.Floor = 0.1
@@ -88,14 +97,16 @@ func (a *Auditor) EnableParaphrase(ctx context.Context, e embed.Embedder, o Para
 		ix.statements = append(ix.statements, x.statements)
 		texts = append(texts, x.statements...)
 	}
-	// Stemming ranks a reworded statement's task higher (what the judge
-	// needs) but raises every cosine, so the threshold-only mode reads
-	// the texts as they are.
+	// With a judge, the built-in embedder's job is only to rank: the
+	// lexical retriever ranks a reworded statement's task much higher
+	// (see lexIndex). The threshold-only mode keeps the TF-IDF cosines
+	// its threshold was measured with.
 	if _, ok := e.(*embed.TFIDF); ok && o.Judge != nil {
-		ix.stem = true
-		for i := range texts {
-			texts[i] = stemText(texts[i])
-		}
+		ix.lex = newLexIndex(ix.statements)
+		a.emb = ix
+		a.opts.EmbedThreshold = o.Threshold
+		a.opts.Judged = true
+		return nil
 	}
 	vs, err := e.Embed(ctx, texts)
 	if err != nil {
@@ -191,12 +202,14 @@ type candidate struct {
 	cos         float32
 }
 
-// check embeds each user and assistant turn of the dialogue (code removed)
-// and adds findings: candidates at or above the threshold, or those the
-// judge calls the same task.
+// check compares each user and assistant turn of the dialogue (code
+// removed) with every task statement and adds findings: without a judge,
+// the pairs at or above the cosine threshold; with one, those the judge
+// calls the same task among the TopK candidates (see candidates).
 func (ix *embedIndex) check(ctx context.Context, d *schema.Dialogue, id string, r *Result, indexes []*Index) error {
 	var turns []string
 	var at []int
+	var user []bool
 	for i := range d.Messages {
 		m := &d.Messages[i]
 		if m.Role != schema.RoleUser && m.Role != schema.RoleAssistant {
@@ -208,41 +221,106 @@ func (ix *embedIndex) check(ctx context.Context, d *schema.Dialogue, id string, 
 		}
 		turns = append(turns, p)
 		at = append(at, i)
+		user = append(user, m.Role == schema.RoleUser)
 	}
 	if len(turns) == 0 {
 		return nil
 	}
-	in := turns
-	if ix.stem {
-		in = make([]string, len(turns))
-		for i, t := range turns {
-			in[i] = stemText(t)
-		}
+	if ix.o.Judge == nil {
+		return ix.threshold(ctx, id, turns, at, r, indexes)
 	}
-	vs, err := ix.e.Embed(ctx, in)
+	lists, err := ix.perTurn(ctx, turns)
 	if err != nil {
 		return err
 	}
-	if len(vs) != len(turns) {
-		return fmt.Errorf("embedder returned %d vectors for %d texts", len(vs), len(turns))
+	for _, c := range candidates(lists, user, ix.o.TopK) {
+		same, why, err := ix.judge(ctx, ix.statements[c.bench][c.task], turns[c.turn])
+		if err != nil {
+			return err
+		}
+		if same {
+			r.Findings = append(r.Findings, ix.finding(id, indexes, c, at, turns, fmt.Sprintf("judge: same task as turn %d (%s %.3f): %s", at[c.turn], ix.scoreName(), c.cos, why)))
+		}
 	}
-	// The best turn per task.
-	best := map[[2]int]candidate{}
+	return nil
+}
+
+func (ix *embedIndex) scoreName() string {
+	if ix.lex != nil {
+		return "BM25 share"
+	}
+	return "cosine"
+}
+
+// perTurn returns each turn's TopK nearest statements at or above the
+// floor, best first.
+func (ix *embedIndex) perTurn(ctx context.Context, turns []string) ([][]candidate, error) {
+	k := ix.o.TopK
+	lists := make([][]candidate, len(turns))
+	if ix.lex != nil {
+		acc := make([]float32, len(ix.lex.docs))
+		var terms []lexTerm
+		for ti, t := range turns {
+			for _, h := range ix.lex.nearest(t, k, acc, terms) {
+				if h.rel < float32(ix.o.Floor) {
+					continue
+				}
+				doc := ix.lex.docs[h.doc]
+				lists[ti] = append(lists[ti], candidate{bench: int(doc.bench), task: int(doc.task), turn: ti, cos: h.rel})
+			}
+		}
+		return lists, nil
+	}
+	vs, err := ix.embed(ctx, turns)
+	if err != nil {
+		return nil, err
+	}
 	for ti, v := range vs {
+		var all []candidate
 		for bi, tasks := range ix.vecs {
 			for t, tv := range tasks {
-				c := embed.Dot(v, tv)
-				k := [2]int{bi, t}
-				if c >= float32(ix.o.Floor) && c > best[k].cos {
-					best[k] = candidate{bench: bi, task: t, turn: ti, cos: c}
+				if c := embed.Dot(v, tv); c >= float32(ix.o.Floor) {
+					all = append(all, candidate{bench: bi, task: t, turn: ti, cos: c})
 				}
 			}
 		}
+		sortCandidates(all)
+		lists[ti] = all[:min(k, len(all))]
 	}
-	cands := make([]candidate, 0, len(best))
-	for _, c := range best {
-		cands = append(cands, c)
+	return lists, nil
+}
+
+// candidates picks at most k distinct tasks from the turns' ranked lists,
+// round by round: the best of every user turn, then of every assistant
+// turn, then the second best of each, and so on. A long dialogue thus
+// spends the judge's calls on each turn's best matches rather than on one
+// turn's tail, and a request (a user turn) goes before an answer.
+func candidates(lists [][]candidate, user []bool, k int) []candidate {
+	var out []candidate
+	seen := map[[2]int]bool{}
+	for rank := 0; len(out) < k; rank++ {
+		more := false
+		for _, wantUser := range []bool{true, false} {
+			for ti, l := range lists {
+				if user[ti] != wantUser || rank >= len(l) {
+					continue
+				}
+				more = true
+				c := l[rank]
+				if key := [2]int{c.bench, c.task}; !seen[key] && len(out) < k {
+					seen[key] = true
+					out = append(out, c)
+				}
+			}
+		}
+		if !more {
+			break
+		}
 	}
+	return out
+}
+
+func sortCandidates(cands []candidate) {
 	sort.Slice(cands, func(i, j int) bool {
 		if cands[i].cos != cands[j].cos {
 			return cands[i].cos > cands[j].cos
@@ -252,26 +330,45 @@ func (ix *embedIndex) check(ctx context.Context, d *schema.Dialogue, id string, 
 		}
 		return cands[i].task < cands[j].task
 	})
-	if ix.o.Judge == nil {
-		for _, c := range cands {
-			if c.cos < float32(ix.o.Threshold) {
-				break
+}
+
+func (ix *embedIndex) embed(ctx context.Context, turns []string) ([][]float32, error) {
+	vs, err := ix.e.Embed(ctx, turns)
+	if err != nil {
+		return nil, err
+	}
+	if len(vs) != len(turns) {
+		return nil, fmt.Errorf("embedder returned %d vectors for %d texts", len(vs), len(turns))
+	}
+	return vs, nil
+}
+
+// threshold adds a finding for each task whose statement's cosine with
+// some turn is at least the threshold (the best turn per task).
+func (ix *embedIndex) threshold(ctx context.Context, id string, turns []string, at []int, r *Result, indexes []*Index) error {
+	vs, err := ix.embed(ctx, turns)
+	if err != nil {
+		return err
+	}
+	best := map[[2]int]candidate{}
+	for ti, v := range vs {
+		for bi, tasks := range ix.vecs {
+			for t, tv := range tasks {
+				c := embed.Dot(v, tv)
+				k := [2]int{bi, t}
+				if c >= float32(ix.o.Threshold) && c > best[k].cos {
+					best[k] = candidate{bench: bi, task: t, turn: ti, cos: c}
+				}
 			}
-			r.Findings = append(r.Findings, ix.finding(id, indexes, c, at, turns, fmt.Sprintf("cosine %.3f between turn %d (code removed) and the task statement", c.cos, at[c.turn])))
 		}
-		return nil
 	}
-	if len(cands) > ix.o.TopK {
-		cands = cands[:ix.o.TopK]
+	cands := make([]candidate, 0, len(best))
+	for _, c := range best {
+		cands = append(cands, c)
 	}
+	sortCandidates(cands)
 	for _, c := range cands {
-		same, why, err := ix.judge(ctx, ix.statements[c.bench][c.task], turns[c.turn])
-		if err != nil {
-			return err
-		}
-		if same {
-			r.Findings = append(r.Findings, ix.finding(id, indexes, c, at, turns, fmt.Sprintf("judge: same task as turn %d (cosine %.3f): %s", at[c.turn], c.cos, why)))
-		}
+		r.Findings = append(r.Findings, ix.finding(id, indexes, c, at, turns, fmt.Sprintf("cosine %.3f between turn %d (code removed) and the task statement", c.cos, at[c.turn])))
 	}
 	return nil
 }
@@ -339,25 +436,8 @@ func clip(s string, n int) string {
 
 func ptr[T any](v T) *T { return &v }
 
-// stemText lowercases text and folds common English suffixes ("numbers",
-// "numbered" -> "number", "strings" -> "string", "occurs" -> "occur"), so a
-// bag-of-words embedder sees a reworded statement's words as the same
-// words. Applied only for the built-in TF-IDF embedder; a neural embedder
-// reads the text as it is.
-func stemText(text string) string {
-	var b strings.Builder
-	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' }) {
-		if stopWords[w] {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(stem(w))
-	}
-	return b.String()
-}
-
+// stopWords are dropped by the lexical retriever (lexTerms): words any
+// request uses.
 var stopWords = func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`a an the of to in on for and or is are be that this it its with as by from at into

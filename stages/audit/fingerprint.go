@@ -3,7 +3,7 @@ package audit
 import (
 	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/codefeedback/codefeedback/schema"
@@ -94,7 +94,19 @@ type fpRef struct {
 type fpEntry struct {
 	refs []fpRef
 	w    float32
+	// named: an exact-form k-gram holding a rare name (see maxNameTasks).
+	named bool
 }
+
+// maxNameTasks is the most benchmark tasks whose code may use an
+// identifier for it to count as a rare name. The exact form's extra
+// evidence over the renamed form is that the names agree; when the only
+// names that agree are ones many tasks use (arr, n, i, j, res), the match
+// is structure alone, and only the renamed form, with its stricter bar,
+// may flag it. So a bubble sort with arr/n/i/j is not attributed to
+// Mbpp/101 (a k-th element task whose solution is that bubble sort), nor
+// "(n): return n * (n + 1) // 2" to Mbpp/35 "n*(n + 1)".
+const maxNameTasks = 3
 
 // fpTotals are a task's fingerprint counts and weights per stream and part.
 type fpTotals struct {
@@ -162,7 +174,7 @@ func stripDocstrings(s string) string {
 // buildFingerprints fills x's fingerprint table from the task code parts.
 func (x *Index) buildFingerprints(parts [][nParts]string, o FingerprintOptions) {
 	x.fpOpts = o
-	x.fpIndex = map[uint64]int32{}
+	fpIndex := map[uint64]int32{}
 	x.fpTotals = make([]fpTotals, len(parts))
 	var toks []ctok
 	var th, gh, sel []uint64
@@ -170,10 +182,33 @@ func (x *Index) buildFingerprints(parts [][nParts]string, o FingerprintOptions) 
 		h    uint64
 		part uint8
 	}
+	// Document frequency of every identifier (exact hash) over the tasks.
+	nameDF := map[uint64]int32{}
+	for _, ps := range parts {
+		names := map[uint64]bool{}
+		for _, code := range ps {
+			for _, t := range codeTokens(code, toks[:0]) {
+				if t.norm == hIdent {
+					names[t.exact] = true
+				}
+			}
+		}
+		for h := range names {
+			nameDF[h]++
+		}
+	}
+	var rare []bool
+	namedGram := map[uint64]bool{}
 	for ti, ps := range parts {
 		seen := map[key]bool{}
 		for p, code := range ps {
 			toks = codeTokens(code, toks[:0])
+			// namedGram: the exact k-grams of this part holding a rare name.
+			clear(namedGram)
+			rare = rare[:0]
+			for _, t := range toks {
+				rare = append(rare, t.norm == hIdent && nameDF[t.exact] <= maxNameTasks)
+			}
 			x.fpTotals[ti].tokens[p] = int32(len(toks))
 			for s := range nStreams {
 				th = th[:0]
@@ -185,6 +220,20 @@ func (x *Index) buildFingerprints(parts [][nParts]string, o FingerprintOptions) 
 					}
 				}
 				gh = rollingHashes(th, o.K, gh[:0])
+				if s == streamExact {
+					n := 0 // rare names in the current k-gram
+					for i := range toks {
+						if rare[i] {
+							n++
+						}
+						if i >= o.K && rare[i-o.K] {
+							n--
+						}
+						if i >= o.K-1 && n > 0 {
+							namedGram[gh[i-o.K+1]] = true
+						}
+					}
+				}
 				sel = winnow(gh, o.Window, sel[:0])
 				if len(sel) < 2*o.MinMatches {
 					// A short part (a one-line function, one assert) keeps
@@ -198,14 +247,17 @@ func (x *Index) buildFingerprints(parts [][nParts]string, o FingerprintOptions) 
 						continue
 					}
 					seen[key{h, uint8(p)}] = true
-					ei, ok := x.fpIndex[h]
+					ei, ok := fpIndex[h]
 					if !ok {
 						ei = int32(len(x.fpEntries))
-						x.fpIndex[h] = ei
+						fpIndex[h] = ei
 						x.fpEntries = append(x.fpEntries, fpEntry{})
 					}
 					e := &x.fpEntries[ei]
 					e.refs = append(e.refs, fpRef{task: int32(ti), part: uint8(p), stream: uint8(s)})
+					if s == streamExact && namedGram[h^streamSalt[s]] {
+						e.named = true
+					}
 				}
 			}
 		}
@@ -228,11 +280,29 @@ func (x *Index) buildFingerprints(parts [][nParts]string, o FingerprintOptions) 
 	// A fingerprint that many tasks hold (a `for i in range(len(x))`
 	// header) carries almost no evidence but is what dialogues hit most:
 	// it stays in the tasks' totals and leaves the lookup table.
-	for h, ei := range x.fpIndex {
-		if x.fpEntries[ei].w < 1/float32(maxFingerprintTasks) {
-			delete(x.fpIndex, h)
-			x.fpEntries[ei].refs = nil
+	//
+	// A renamed-form fingerprint of a part too short for the renamed form
+	// to flag (MinRenamedTokens) can never decide anything either: its ref
+	// leaves too, and so does an entry left without refs. Renamed forms of
+	// common code are what dialogues hit most.
+	x.fpIndex = newHashTable(len(fpIndex))
+	for h, ei := range fpIndex {
+		e := &x.fpEntries[ei]
+		if e.w < 1/float32(maxFingerprintTasks) {
+			e.refs = nil
+			continue
 		}
+		refs := e.refs[:0]
+		for _, r := range e.refs {
+			if r.stream == streamRenamed && x.fpTotals[r.task].tokens[r.part] < int32(o.MinRenamedTokens) {
+				continue
+			}
+			refs = append(refs, r)
+		}
+		if e.refs = refs; len(refs) == 0 {
+			continue
+		}
+		x.fpIndex.put(h, ei)
 	}
 }
 
@@ -242,69 +312,114 @@ const maxFingerprintTasks = 16
 
 // fpHit collects what one dialogue shares with one task.
 type fpHit struct {
+	named [nParts]int32 // exact-form fingerprints holding a rare name
 	n     [nStreams][nParts]int32
 	w     [nStreams][nParts]float32
 	spans []schema.Span
 }
 
+// fpState is one worker's fingerprint bookkeeping for one dialogue
+// against one index, in flat arrays stamped with a generation so nothing
+// is cleared or allocated per dialogue.
+type fpState struct {
+	gen       uint32
+	entryGen  []uint32 // per fingerprint entry: gen when last counted
+	taskGen   []uint32 // per task: gen when hitOf was set
+	hitOf     []int32  // per task: index in hits
+	hits      []fpHit
+	hitTasks  []int32
+	lastIndex *Index
+}
+
+// reset prepares st for a dialogue against x.
+func (st *fpState) reset(x *Index) {
+	st.gen++
+	if st.gen == 0 || st.lastIndex != x {
+		// A new index (or a wrapped generation): the stamps of the last
+		// one mean nothing here.
+		st.gen = 1
+		st.entryGen = resize(st.entryGen, len(x.fpEntries))
+		st.taskGen = resize(st.taskGen, len(x.tasks))
+		if cap(st.hitOf) < len(x.tasks) {
+			st.hitOf = make([]int32, len(x.tasks))
+		}
+		st.hitOf = st.hitOf[:len(x.tasks)]
+		st.lastIndex = x
+	}
+	st.hits = st.hits[:0]
+	st.hitTasks = st.hitTasks[:0]
+}
+
+func resize(b []uint32, n int) []uint32 {
+	if cap(b) < n {
+		return make([]uint32, n)
+	}
+	b = b[:n]
+	clear(b)
+	return b
+}
+
+// hit returns the record of what the dialogue shares with task t.
+func (st *fpState) hit(t int32) *fpHit {
+	if st.taskGen[t] == st.gen {
+		return &st.hits[st.hitOf[t]]
+	}
+	st.taskGen[t] = st.gen
+	st.hitOf[t] = int32(len(st.hits))
+	st.hitTasks = append(st.hitTasks, t)
+	if len(st.hits) < cap(st.hits) {
+		st.hits = st.hits[:len(st.hits)+1]
+		h := &st.hits[len(st.hits)-1]
+		*h = fpHit{spans: h.spans[:0]}
+		return h
+	}
+	st.hits = append(st.hits, fpHit{})
+	return &st.hits[len(st.hits)-1]
+}
+
 // matchFingerprints adds fingerprint findings of dialogue d against x to r.
 func (a *Auditor) matchFingerprints(x *Index, d *schema.Dialogue, id string, s *scratch, r *Result) {
 	o := x.fpOpts
-	clear(s.fpHits)
-	clear(s.fpSeen)
-	for mi := range s.ctMsgs {
-		m := s.ctMsgs[mi]
-		toks := s.ctoks[m.t0:m.t1]
-		for s2 := range nStreams {
-			gh := s.cgh[s2][m.g0:m.g1]
-			for gi, h := range gh {
-				h ^= streamSalt[s2]
-				if !x.mayHold(h) {
-					continue
+	st := s.fp(x)
+	// Messages in order, then streams, as the k-grams were computed.
+	for s2 := range nStreams {
+		for _, c := range s.fpCand[s2] {
+			ei, ok := x.fpIndex.get(c.h)
+			if !ok || st.entryGen[ei] == st.gen {
+				continue // absent, or counted already (its refs are distinct task parts)
+			}
+			st.entryGen[ei] = st.gen
+			e := &x.fpEntries[ei]
+			m := s.ctMsgs[c.m]
+			toks := s.ctoks[m.t0:m.t1]
+			span := schema.Span{Message: m.msg, Start: int(toks[c.gi].start), End: int(toks[int(c.gi)+o.K-1].end)}
+			for _, ref := range e.refs {
+				hit := st.hit(ref.task)
+				hit.n[ref.stream][ref.part]++
+				hit.w[ref.stream][ref.part] += e.w
+				if e.named {
+					hit.named[ref.part]++
 				}
-				ei, ok := x.fpIndex[h]
-				if !ok {
-					continue
-				}
-				e := &x.fpEntries[ei]
-				span := schema.Span{Message: m.msg, Start: int(toks[gi].start), End: int(toks[gi+o.K-1].end)}
-				for _, ref := range e.refs {
-					if int(ref.stream) != s2 {
-						continue
-					}
-					k := uint64(ei)<<32 | uint64(ref.task)<<3 | uint64(ref.part)<<1 | uint64(ref.stream)
-					if _, dup := s.fpSeen[k]; dup {
-						continue
-					}
-					s.fpSeen[k] = struct{}{}
-					hit := s.fpHits[ref.task]
-					if hit == nil {
-						hit = &fpHit{}
-						s.fpHits[ref.task] = hit
-					}
-					hit.n[ref.stream][ref.part]++
-					hit.w[ref.stream][ref.part] += e.w
-					hit.spans = addSpan(hit.spans, span)
-				}
+				hit.spans = addSpan(hit.spans, span)
 			}
 		}
 	}
-	if len(s.fpHits) == 0 {
+	if len(st.hitTasks) == 0 {
 		return
 	}
-	tasks := make([]int32, 0, len(s.fpHits))
-	for t := range s.fpHits {
-		tasks = append(tasks, t)
-	}
-	sort.Slice(tasks, func(i, j int) bool { return tasks[i] < tasks[j] })
+	tasks := st.hitTasks
+	slices.Sort(tasks)
 	for _, t := range tasks {
-		hit := s.fpHits[t]
+		hit := st.hit(t)
 		tot := &x.fpTotals[t]
 		best, bs, bp := 0.0, 0, 0
 		for st := range nStreams {
 			for p := range nParts {
 				need := int32(o.MinMatches)
 				if st == streamExact {
+					if hit.named[p] == 0 {
+						continue // no rare name agrees: structure only
+					}
 					need = min(need, tot.n[st][p])
 				} else if tot.tokens[p] < int32(o.MinRenamedTokens) {
 					continue
@@ -329,7 +444,7 @@ func (a *Auditor) matchFingerprints(x *Index, d *schema.Dialogue, id string, s *
 			Score: min(best, 1),
 			Evidence: fmt.Sprintf("%s form: %d of %d %s fingerprints (weighted share %.2f); %s",
 				streamName[bs], hit.n[bs][bp], tot.n[bs][bp], partName[bp], best, spansText(hit.spans)),
-			Spans: hit.spans,
+			Spans: slices.Clone(hit.spans),
 		})
 	}
 }

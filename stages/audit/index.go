@@ -30,6 +30,8 @@ type taskInfo struct {
 	// positions counts every indexed line, the docstring lines after lines
 	// included (the size of a task's coverage bitset).
 	positions int
+	// grams counts the task's distinct statement n-grams.
+	grams int
 }
 
 // Index is the lookup structure of one benchmark, built once and read by
@@ -40,58 +42,78 @@ type Index struct {
 	tasks      []taskInfo
 	statements []string // each task's statement without code, for the paraphrase check
 	// windows maps the hash of w consecutive code lines of a task block to
-	// every place it occurs.
-	windows map[uint64][]winRef
+	// every place it occurs (winRefs[windows.get(h)]).
+	windows *hashTable
+	winRefs [][]winRef
 	// lineText maps a code line's hash to its text, for the shared-lines list.
 	lineText map[uint64]string
 	// grams maps a token n-gram hash to the tasks holding it (each task
-	// once); a statement shorter than n tokens is one gram of its length.
-	grams     map[uint64][]int32
+	// once, gramTasks[grams.get(h)]); a statement shorter than n tokens is
+	// one gram of its length.
+	grams     *hashTable
+	gramTasks [][]int32
 	shortLens []int // lengths of the short statements indexed whole
-	// filter is a one-hash Bloom filter over the keys of windows and grams,
-	// indexed by a hash's top bits: nearly every dialogue window and n-gram
-	// is absent from the benchmark, and one bit test is much cheaper than a
-	// map probe.
-	filter []uint64
-	shift  uint
+	// shortHeads are the hashes of the first minShortTokens tokens of
+	// every short statement: a dialogue's user turn is tried at every
+	// length of shortLens only where one of these starts.
+	shortHeads []uint64
 	// Code fingerprints (see FingerprintOptions): fpIndex maps a salted
 	// k-gram hash to its entry in fpEntries.
 	fpOpts    FingerprintOptions
-	fpIndex   map[uint64]int32
+	fpIndex   *hashTable
 	fpEntries []fpEntry
 	fpTotals  []fpTotals
 }
 
-// mayHold reports whether h may be a key of windows or grams (false means
-// certainly not).
-func (x *Index) mayHold(h uint64) bool {
-	i := h >> x.shift
-	return x.filter[i/64]&(1<<(i%64)) != 0
+// keyFilter is a blocked Bloom filter over the keys of every index
+// (windows, n-grams, fingerprints): a key sets three bits, chosen by its
+// low bits, in one 64-bit word chosen by its top bits. Nearly every
+// dialogue window, n-gram and k-gram is absent from the benchmarks, and a
+// test reads one word of a table small enough to stay in cache, much
+// cheaper than a table probe.
+type keyFilter struct {
+	words []uint64
+	shift uint
 }
 
-// buildFilter sizes the filter at 16+ bits per key (about 6% false
-// positives at most) and sets the keys' bits.
-func (x *Index) buildFilter() {
-	keys := len(x.windows) + len(x.grams) + len(x.fpIndex)
-	bits := uint(16)
-	for 1<<bits < 16*keys && bits < 30 {
-		bits++
+func filterMask(h uint64) uint64 {
+	return 1<<(h&63) | 1<<(h>>6&63) | 1<<(h>>12&63)
+}
+
+// mayHold reports whether h may be a key of some index (false means
+// certainly not).
+func (f *keyFilter) mayHold(h uint64) bool {
+	m := filterMask(h)
+	return f.words[h>>f.shift]&m == m
+}
+
+// filterBitsPerKey sizes the filter: at 8 to 16 bits a key and three bits
+// a key, about 1-4% of absent keys pass.
+const filterBitsPerKey = 8
+
+// newKeyFilter builds the filter of the indexes' keys.
+func newKeyFilter(xs []*Index) keyFilter {
+	keys := 0
+	for _, x := range xs {
+		keys += x.windows.Len() + x.grams.Len()
+		if x.fpIndex != nil {
+			keys += x.fpIndex.Len()
+		}
 	}
-	x.shift = 64 - bits
-	x.filter = make([]uint64, (1<<bits)/64)
-	set := func(h uint64) {
-		i := h >> x.shift
-		x.filter[i/64] |= 1 << (i % 64)
+	n := uint(4) // log2 of the number of words
+	for 64<<n < filterBitsPerKey*keys && n < 26 {
+		n++
 	}
-	for h := range x.windows {
-		set(h)
+	f := keyFilter{shift: 64 - n, words: make([]uint64, 1<<n)}
+	set := func(h uint64) { f.words[h>>f.shift] |= filterMask(h) }
+	for _, x := range xs {
+		x.windows.each(set)
+		x.grams.each(set)
+		if x.fpIndex != nil {
+			x.fpIndex.each(set)
+		}
 	}
-	for h := range x.grams {
-		set(h)
-	}
-	for h := range x.fpIndex {
-		set(h)
-	}
+	return f
 }
 
 // Name returns the benchmark name.
@@ -182,10 +204,10 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int, fo FingerprintOptions)
 	x := &Index{
 		name:     b.Name,
 		tasks:    make([]taskInfo, len(b.Problems)),
-		windows:  make(map[uint64][]winRef),
 		lineText: make(map[uint64]string),
-		grams:    make(map[uint64][]int32),
 	}
+	windows := map[uint64][]winRef{}
+	grams := map[uint64][]int32{}
 	var lh, wh, th, gh []uint64
 	var toks []span
 	for ti := range b.Problems {
@@ -211,11 +233,11 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int, fo FingerprintOptions)
 			}
 			wh = rollingHashes(lh, window, wh[:0])
 			for i, h := range wh {
-				refs := x.windows[h]
+				refs := windows[h]
 				if k := len(refs); k > 0 && refs[k-1].task == int32(ti) {
 					continue // a repeated window inside one task adds nothing
 				}
-				x.windows[h] = append(refs, winRef{task: int32(ti), pos: int32(pos + i)})
+				windows[h] = append(refs, winRef{task: int32(ti), pos: int32(pos + i)})
 			}
 			pos += len(lh)
 		}
@@ -230,20 +252,24 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int, fo FingerprintOptions)
 				if !slices.Contains(x.shortLens, gl) {
 					x.shortLens = append(x.shortLens, gl)
 				}
+				x.shortHeads = append(x.shortHeads, rollingHashes(th[:minShortTokens], minShortTokens, nil)[0])
 			}
 			gh = rollingHashes(th, gl, gh[:0])
 			for gi, h := range gh {
 				if gl == n && !informative(t, toks[gi:gi+n], minInformative) {
 					continue
 				}
-				ts := x.grams[h]
+				ts := grams[h]
 				if k := len(ts); k > 0 && ts[k-1] == int32(ti) {
 					continue
 				}
-				x.grams[h] = append(ts, int32(ti))
+				grams[h] = append(ts, int32(ti))
+				x.tasks[ti].grams++
 			}
 		}
 	}
+	x.windows, x.winRefs = freeze(windows)
+	x.grams, x.gramTasks = freeze(grams)
 	if !fo.Off {
 		parts := make([][nParts]string, len(b.Problems))
 		for ti := range b.Problems {
@@ -252,7 +278,6 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int, fo FingerprintOptions)
 		}
 		x.buildFingerprints(parts, fo.withDefaults())
 	}
-	x.buildFilter()
 	return x, nil
 }
 

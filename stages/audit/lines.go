@@ -53,25 +53,29 @@ func normalizeAppend(dst []byte, s string) []byte {
 	var prevWord, pendingSpace, started bool
 	for i := 0; i < len(s); {
 		c := s[i]
-		var word bool
-		sz := 1
 		if c < utf8.RuneSelf {
-			if c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f' {
+			// ASCII, nearly all code: one byte, no slice append.
+			if asciiSpace[c] {
 				pendingSpace = started
 				i++
 				continue
 			}
-			word = asciiWord[c]
-		} else {
-			var r rune
-			r, sz = utf8.DecodeRuneInString(s[i:])
-			if unicode.IsSpace(r) {
-				pendingSpace = started
-				i += sz
-				continue
+			word := asciiWord[c]
+			if pendingSpace && prevWord && word {
+				dst = append(dst, ' ')
 			}
-			word = isWord(r)
+			dst = append(dst, c)
+			pendingSpace, prevWord, started = false, word, true
+			i++
+			continue
 		}
+		r, sz := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsSpace(r) {
+			pendingSpace = started
+			i += sz
+			continue
+		}
+		word := isWord(r)
 		if pendingSpace && prevWord && word {
 			dst = append(dst, ' ')
 		}
@@ -81,6 +85,13 @@ func normalizeAppend(dst []byte, s string) []byte {
 	}
 	return dst
 }
+
+var asciiSpace = func() (t [utf8.RuneSelf]bool) {
+	for _, c := range " \t\r\n\v\f" {
+		t[c] = true
+	}
+	return t
+}()
 
 func isWord(r rune) bool {
 	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
@@ -241,12 +252,29 @@ func codeLikeLines(text string) string {
 		if t == "" {
 			continue
 		}
-		if (strings.ContainsAny(t, "=()[]{};") || strings.HasSuffix(t, ":") || hasCodeKeyword(t)) && !proseLike(t) {
+		if (hasCodePunct(t) || strings.HasSuffix(t, ":") || hasCodeKeyword(t)) && !proseLike(t) {
 			b.WriteString(l)
 			b.WriteByte('\n')
 		}
 	}
 	return b.String()
+}
+
+// codePunct marks the bytes that make a line look like code.
+var codePunct = func() (t [256]bool) {
+	for _, c := range []byte("=()[]{};") {
+		t[c] = true
+	}
+	return t
+}()
+
+func hasCodePunct(t string) bool {
+	for i := 0; i < len(t); i++ {
+		if codePunct[t[i]] {
+			return true
+		}
+	}
+	return false
 }
 
 func hasCodeKeyword(t string) bool {
@@ -262,10 +290,20 @@ func hasCodeKeyword(t string) bool {
 // least 70% of its space-separated fields letters only (with trailing
 // punctuation), as a sentence is and code rarely is.
 func proseLike(t string) bool {
-	fields := strings.Fields(t)
-	words := 0
-	for _, f := range fields {
-		f = strings.TrimRight(f, ".,;:!?")
+	words, fields := 0, 0
+	for i := 0; i < len(t); {
+		for i < len(t) && (t[i] == ' ' || t[i] == '\t') {
+			i++
+		}
+		if i == len(t) {
+			break
+		}
+		start := i
+		for i < len(t) && t[i] != ' ' && t[i] != '\t' {
+			i++
+		}
+		fields++
+		f := strings.TrimRight(t[start:i], ".,;:!?")
 		plain := f != ""
 		for _, r := range f {
 			if !unicode.IsLetter(r) && r != '\'' && r != '-' {
@@ -277,5 +315,5 @@ func proseLike(t string) bool {
 			words++
 		}
 	}
-	return words >= 6 && words*10 >= len(fields)*7
+	return words >= 6 && words*10 >= fields*7
 }

@@ -151,3 +151,54 @@ func TestRollingHashesMatchDirect(t *testing.T) {
 		t.Errorf("hashes differ by case/punctuation: %x vs %x", a, b)
 	}
 }
+
+// TestKeyFilter checks the filter holds every key of the indexes and lets
+// few absent keys through.
+func TestKeyFilter(t *testing.T) {
+	a := testAuditor(t, Options{})
+	keys := 0
+	for _, x := range a.indexes {
+		check := func(h uint64) {
+			keys++
+			if !a.filter.mayHold(h) {
+				t.Fatalf("key %x of %s not in the filter", h, x.name)
+			}
+		}
+		x.windows.each(check)
+		x.grams.each(check)
+		x.fpIndex.each(check)
+	}
+	pass := 0
+	const n = 1 << 16
+	for i := uint64(1); i <= n; i++ {
+		if a.filter.mayHold(fmix64(i * 0x9E3779B97F4A7C15)) {
+			pass++
+		}
+	}
+	t.Logf("%d keys in %d KiB; %.2f%% of random absent hashes pass", keys, len(a.filter.words)*8/1024, 100*float64(pass)/n)
+	if pass > n/20 {
+		t.Errorf("%d of %d absent hashes pass the filter, want <= 5%%", pass, n)
+	}
+}
+
+// TestHashTable checks the flat table against a map, zero key included.
+func TestHashTable(t *testing.T) {
+	want := map[uint64]int32{0: 7}
+	for i := uint64(1); i < 5000; i++ {
+		want[fmix64(i)&^0xFF] = int32(i) // low bits alike: the table must spread by the top bits
+	}
+	tab, vals := freeze(want)
+	if tab.Len() != len(want) {
+		t.Fatalf("Len %d, want %d", tab.Len(), len(want))
+	}
+	for k, v := range want {
+		if i, ok := tab.get(k); !ok || vals[i] != v {
+			t.Fatalf("get(%x) = %v %v, want %d", k, i, ok, v)
+		}
+	}
+	for i := uint64(1); i < 5000; i++ {
+		if _, ok := tab.get(fmix64(i) | 1); ok && want[fmix64(i)|1] == 0 {
+			t.Fatalf("get(%x) found an absent key", fmix64(i)|1)
+		}
+	}
+}

@@ -24,6 +24,8 @@ type span struct {
 func tokenize(text string, buf []span) []span { return appendTokens(buf[:0], text) }
 
 // appendTokens appends the tokens of text (offsets relative to text) to buf.
+// It hashes an ASCII word while scanning it (wordHash), lowercasing on
+// the fly; a word with other characters is lowercased into a buffer first.
 func appendTokens(buf []span, text string) []span {
 	var low []byte
 	i := 0
@@ -39,37 +41,52 @@ func appendTokens(buf []span, text string) []span {
 			continue
 		}
 		start := i
-		plain := true // ASCII without upper case: hash the text as is
+		h := tokSeed
+		ascii := true
 		for i < len(text) {
 			c := text[i]
-			if c < utf8.RuneSelf {
-				if !asciiWord[c] {
+			if c >= utf8.RuneSelf {
+				r, sz := utf8.DecodeRuneInString(text[i:])
+				if !isWord(r) {
 					break
 				}
-				if 'A' <= c && c <= 'Z' {
-					plain = false
-				}
-				i++
+				ascii = false
+				i += sz
 				continue
 			}
-			r, sz := utf8.DecodeRuneInString(text[i:])
-			if !isWord(r) {
+			if !asciiWord[c] {
 				break
 			}
-			plain = false
-			i += sz
+			h = (h ^ uint64(asciiLower[c])) * fnvPrime
+			i++
 		}
-		var h uint64
-		if plain {
-			h = hashString(text[start:i])
-		} else {
+		if !ascii {
 			low = appendLower(low[:0], text[start:i])
-			h = hashBytes(low)
+			h = tokSeed
+			for _, c := range low {
+				h = (h ^ uint64(c)) * fnvPrime
+			}
 		}
-		buf = append(buf, span{start: int32(start), end: int32(i), hash: h})
+		buf = append(buf, span{start: int32(start), end: int32(i), hash: fmix64(h)})
 	}
 	return buf
 }
+
+// fnvPrime is FNV-1a's 64-bit prime; tokSeed, its offset basis for this
+// process, keyed like every other hash of the audit.
+const fnvPrime = 1099511628211
+
+var tokSeed = maphash.String(seed, "word tokens") | 1
+
+var asciiLower = func() (t [utf8.RuneSelf]byte) {
+	for c := range t {
+		t[c] = byte(c)
+		if 'A' <= c && c <= 'Z' {
+			t[c] += 'a' - 'A'
+		}
+	}
+	return t
+}()
 
 // appendLower appends the lowercase form of a word token to b.
 func appendLower(b []byte, w string) []byte {
@@ -127,9 +144,6 @@ var seed = maphash.MakeSeed()
 
 // hashString hashes a token or a normalised line.
 func hashString(s string) uint64 { return maphash.String(seed, s) }
-
-// hashBytes is hashString for a byte slice.
-func hashBytes(b []byte) uint64 { return maphash.Bytes(seed, b) }
 
 // ngramText renders the n tokens starting at toks[i] as lowercased words
 // separated by one space, for evidence.

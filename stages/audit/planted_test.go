@@ -211,8 +211,9 @@ func between(s, from, to string) string {
 }
 
 // minParaphraseFound is the measured number of planted paraphrases whose
-// task the built-in TF-IDF puts among the 5 candidates the judge sees.
-const minParaphraseFound = 6
+// task the built-in retriever (lexIndex) puts among the 5 candidates the
+// judge sees: all of them (the dense TF-IDF it replaced found 6).
+const minParaphraseFound = 8
 
 // TestPlantedCorpus audits 40 planted leaks of five kinds among 200 clean
 // dialogues written for this test: the four code kinds must be found
@@ -285,9 +286,8 @@ func TestPlantedCorpus(t *testing.T) {
 				}
 			}
 		}
-		// The built-in TF-IDF ranks the true statement in the top 5 for 6 of
-		// the 8 rewordings; "exclusive or" for XOR and "shows up two or more
-		// times" for "occur more than once" need a neural embedder.
+		// The built-in retriever ranks the true statement in the top 5 for
+		// all 8 rewordings (see TestParaphraseRetrieval for the ranks).
 		t.Logf("paraphrases found with the judge: %d of 8; missed %v", len(para), missed)
 		if len(para) < minParaphraseFound {
 			t.Errorf("judge found %d of 8 paraphrases, want >= %d (missed %v)", len(para), minParaphraseFound, missed)

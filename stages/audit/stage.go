@@ -100,7 +100,7 @@ func (o StageOptions) Validate() error {
 
 // stageVersion is the algorithm's version for the cache key; bump it when
 // a change alters which dialogues are flagged.
-const stageVersion = "audit-v2"
+const stageVersion = "audit-v3"
 
 func init() {
 	pipeline.Register("audit", DefaultStageOptions, newStage)

@@ -11,6 +11,7 @@ import (
 	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/prompts"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -204,4 +205,44 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 		items = append(items, it)
 	}
 	return items, nil
+}
+
+// keptShare is the share of planted bugs whose real failure matches their
+// kind, for estimates (about 4 in 5 on the sample problems and MBPP).
+const keptShare = 0.8
+
+// Estimate implements pipeline.Estimator: each problem gives about
+// keptShare of PerKind dialogues per kind, each a request, the buggy code,
+// its real error and the fix (two code turns); the model method asks one
+// call per kind and problem.
+func (st *stage) Estimate(in []pipeline.Shape) (pipeline.Usage, []pipeline.Shape) {
+	var u pipeline.Usage
+	var out []pipeline.Shape
+	perKind := max(st.o.PerKind, 1)
+	kept := 0.0
+	inject := pipeline.TemplateBytes(promptText, "correct_inject")
+	for _, sh := range in {
+		if sh.Kind != pipeline.KindProblem {
+			out = append(out, sh)
+			continue
+		}
+		if st.o.KeepProblems {
+			out = append(out, sh)
+		}
+		if st.o.Method == "model" {
+			u = u.Add(pipeline.Calls(len(st.kinds), inject+sh.Bytes, 200))
+		}
+		for range len(st.kinds) * perKind {
+			kept += keptShare
+			for ; kept >= 1; kept-- {
+				out = append(out, pipeline.Shape{Kind: pipeline.KindDialogue, UserTurns: 1, CodeTurns: 2, Bytes: sh.Bytes + 1200})
+			}
+		}
+	}
+	return u, out
+}
+
+func promptText(name string) (string, error) {
+	t, err := prompts.Get(name)
+	return t.Text, err
 }

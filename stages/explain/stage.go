@@ -11,6 +11,7 @@ import (
 
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/prompts"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -188,4 +189,32 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 		return nil, err
 	}
 	return []pipeline.Item{it}, nil
+}
+
+// Estimate implements pipeline.Estimator: one call per assistant turn with
+// code (a repair only after a rejected preface, not counted), its prompt
+// the templates and the conversation up to that turn, each earlier turn cut
+// at ContextChars; the preface runs to about 80 tokens.
+func (st *stage) Estimate(in []pipeline.Shape) (pipeline.Usage, []pipeline.Shape) {
+	if st.noModel {
+		return pipeline.Usage{}, in
+	}
+	tmpl := pipeline.TemplateBytes(func(name string) (string, error) {
+		t, err := prompts.Get(name)
+		return t.Text, err
+	}, "explain_system", "explain_request")
+	var t pipeline.Tally
+	for _, sh := range in {
+		if sh.Kind != pipeline.KindDialogue || sh.CodeTurns == 0 {
+			continue
+		}
+		ctx := sh.Bytes
+		if c := st.ex.ContextChars; c > 0 {
+			ctx = min(ctx, c*(sh.UserTurns+2*sh.CodeTurns))
+		}
+		for i := 1; i <= sh.CodeTurns; i++ {
+			t.Add(1, tmpl+ctx*i/sh.CodeTurns, 80)
+		}
+	}
+	return t.Usage(), in
 }

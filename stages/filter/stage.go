@@ -326,12 +326,27 @@ func (st *filterStage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.I
 	return append(out, qi), nil
 }
 
-// Estimate implements pipeline.Estimator.
-func (st *filterStage) Estimate(n int) pipeline.Usage {
-	o := st.o
-	// Two short prompts per query (~300 tokens in, ~40 out each).
-	calls := int64(n * len(o.Rubrics))
-	return pipeline.Usage{Requests: calls, PromptTokens: 300 * calls, CompletionTokens: 40 * calls}
+// Estimate implements pipeline.Estimator: one call per rubric for each
+// query (a repair only after an unreadable answer, not counted), its prompt
+// the rubric's template and the query; every query is assumed kept, so
+// stages after this one are estimated for the most they may get.
+func (st *filterStage) Estimate(in []pipeline.Shape) (pipeline.Usage, []pipeline.Shape) {
+	var u pipeline.Usage
+	if st.svc.Model == nil {
+		return u, in // queries pass through unrated
+	}
+	out := make([]pipeline.Shape, 0, len(in))
+	for _, sh := range in {
+		out = append(out, sh)
+		if sh.Kind != pipeline.KindQuery {
+			continue
+		}
+		for _, r := range st.o.Rubrics {
+			u = u.Add(pipeline.Calls(1, pipeline.TemplateBytes(promptText, "filter_rubric_"+r)+sh.Bytes, 40))
+			out = append(out, pipeline.Shape{Kind: pipeline.KindRating})
+		}
+	}
+	return u, out
 }
 
 // Observe implements pipeline.Observer: it fills the manifest's histogram
@@ -380,4 +395,10 @@ func (st *filterStage) Observe(out pipeline.Item) {
 func (st *filterStage) Check() error {
 	vals, _ := st.svc.Stats.Snapshot()
 	return gates.Fail("filter", vals, st.o.MaxUnrated, &st.samples)
+}
+
+// promptText returns a template's text, for estimates.
+func promptText(name string) (string, error) {
+	t, err := prompts.Get(name)
+	return t.Text, err
 }

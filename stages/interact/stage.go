@@ -25,6 +25,7 @@ import (
 	"github.com/codefeedback/codefeedback/internal/agent"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/prompts"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -278,4 +279,36 @@ func (p *envPool) close() error {
 	}
 	p.free = map[string][]env.Env{}
 	return errors.Join(errs...)
+}
+
+// Estimate implements pipeline.Estimator: a task's episode takes at most
+// Turns calls (it ends early once solved; the estimate counts them all),
+// each prompt the agent's instructions, the task and the turns so far; half
+// the episodes are taken to be solved and kept, with half the turns.
+func (st *stage) Estimate(in []pipeline.Shape) (pipeline.Usage, []pipeline.Shape) {
+	if st.ag == nil {
+		return pipeline.Usage{}, in
+	}
+	const turnBytes = 400 // an action and its observation
+	base := pipeline.TemplateBytes(func(name string) (string, error) {
+		t, err := prompts.Get(name)
+		return t.Text, err
+	}, "agent_system", "agent_"+string(st.o.Strategy))
+	var t pipeline.Tally
+	var out []pipeline.Shape
+	kept := 0
+	for _, sh := range in {
+		if sh.Kind != KindTask {
+			out = append(out, sh)
+			continue
+		}
+		for i := range st.o.Turns {
+			t.Add(1, base+sh.Bytes+i*turnBytes, 60)
+		}
+		if kept++; kept%2 == 0 {
+			n := (st.o.Turns + 1) / 2
+			out = append(out, pipeline.Shape{Kind: pipeline.KindDialogue, UserTurns: 1, CodeTurns: n, Bytes: sh.Bytes + n*turnBytes})
+		}
+	}
+	return t.Usage(), out
 }

@@ -67,19 +67,49 @@ func turnAnswers(msgs []schema.Message) []schema.Message {
 
 var (
 	reAssertCall = regexp.MustCompile(`^\s*assert\s+candidate\((.*)\)\s*==\s*(.+?)\s*$`)
-	reKwarg      = regexp.MustCompile(`^\s*[A-Za-z_]\w*\s*=\s*([\s\S]*)$`)
 )
 
+// leetcodeAssert is one `assert candidate(...) == want` of a check block:
+// its arguments as written (name "" when positional) and the expected value.
+type leetcodeAssert struct {
+	args [][2]string
+	want string
+}
+
+var reKwName = regexp.MustCompile(`^\s*([A-Za-z_]\w*)\s*=\s*`)
+
+// leetcodeAsserts collects the simple asserts of p's check blocks.
+func leetcodeAsserts(p schema.Problem) []leetcodeAssert {
+	var out []leetcodeAssert
+	for _, t := range p.Tests {
+		for _, line := range strings.Split(t, "\n") {
+			m := reAssertCall.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			a := leetcodeAssert{want: strings.TrimSpace(m[2])}
+			for _, arg := range splitArgs(m[1]) {
+				name := ""
+				if km := reKwName.FindStringSubmatch(arg); km != nil && !strings.HasPrefix(arg[len(km[0]):], "=") {
+					name, arg = km[1], arg[len(km[0]):]
+				}
+				a.args = append(a.args, [2]string{name, strings.TrimSpace(arg)})
+			}
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // translateTests turns a LeetCode check(candidate) block's simple asserts
-// (`assert candidate(a = [1, 2], b = 3) == [0, 1]`) into JavaScript or
-// TypeScript asserts calling method (on new Solution() when code declares
-// that class). Asserts it cannot translate (tuples, helpers such as
-// list_node, sorted(...)) are left out; none translated means the turn
+// (`assert candidate(a = [1, 2], b = 3) == [0, 1]`) into asserts in lang
+// calling method: JavaScript and TypeScript as is (on new Solution() when
+// code declares that class), Java, C++, Go and Rust with literals of the
+// types the candidate's signature declares (translate.go). Asserts it
+// cannot translate (tuples, helpers such as list_node, sorted(...), values
+// that do not fit the types) are left out; none translated means the turn
 // cannot be judged.
 func translateTests(p schema.Problem, lang executors.Language, code string) []string {
-	if lang != executors.JavaScript && lang != executors.TypeScript {
-		return nil
-	}
 	method := p.EntryPoint
 	if i := strings.LastIndexByte(method, '.'); i >= 0 {
 		method = method[i+1:]
@@ -87,35 +117,43 @@ func translateTests(p schema.Problem, lang executors.Language, code string) []st
 	if method == "" {
 		return nil
 	}
-	call := method
-	if regexp.MustCompile(`\bclass\s+Solution\b`).MatchString(code) {
-		call = "new Solution()." + method
-	}
 	var out []string
-	for _, t := range p.Tests {
-		for _, line := range strings.Split(t, "\n") {
-			m := reAssertCall.FindStringSubmatch(line)
-			if m == nil {
-				continue
-			}
+	switch lang {
+	case executors.JavaScript, executors.TypeScript:
+		call := method
+		if regexp.MustCompile(`\bclass\s+Solution\b`).MatchString(code) {
+			call = "new Solution()." + method
+		}
+		for _, a := range leetcodeAsserts(p) {
 			var args []string
 			ok := true
-			for _, a := range splitArgs(m[1]) {
-				if km := reKwarg.FindStringSubmatch(a); km != nil && !strings.HasPrefix(strings.TrimSpace(a), "[") {
-					a = km[1]
-				}
-				js, good := pyLiteralToJS(a)
+			for _, arg := range a.args {
+				js, good := pyLiteralToJS(arg[1])
 				if !good {
 					ok = false
 					break
 				}
 				args = append(args, js)
 			}
-			want, good := pyLiteralToJS(m[2])
+			want, good := pyLiteralToJS(a.want)
 			if !ok || !good {
 				continue
 			}
 			out = append(out, "assert.deepStrictEqual("+call+"("+strings.Join(args, ", ")+"), "+want+");")
+		}
+	case executors.Java, executors.CPP, executors.Go, executors.Rust:
+		name := method
+		if lang == executors.Rust {
+			name = snakeCase(method)
+		}
+		params, result, ok := signature(lang, code, name)
+		if !ok {
+			return nil
+		}
+		for _, a := range leetcodeAsserts(p) {
+			if t, ok := typedTest(lang, method, params, result, a.args, a.want); ok {
+				out = append(out, t)
+			}
 		}
 	}
 	return out

@@ -206,7 +206,7 @@ func (g *ModelGen) otherLanguages(ctx context.Context, p schema.Problem, d *sche
 			continue
 		}
 		prob := schema.Problem{Query: p.Query, Tests: tests}
-		v, err := harness.JudgeIn(ctx, g.Exec, elang, prob, code, harness.Options{Timeout: cmp.Or(g.Timeout, 30*time.Second)})
+		v, err := harness.JudgeIn(ctx, g.Exec, elang, prob, leetcodePrelude(elang, code)+code, harness.Options{Timeout: cmp.Or(g.Timeout, 30*time.Second)})
 		if err != nil {
 			return "", fmt.Errorf("leetcode: judging the %s version: %w", lang, err)
 		}

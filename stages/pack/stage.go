@@ -103,8 +103,12 @@ func (st *stage) All(ctx context.Context, in iter.Seq2[pipeline.Item, error], em
 
 func run(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Template,
 	in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
-	var queries []schema.Query
+	// The stage keeps each query's item as it came (to pass leftovers
+	// through unchanged) and its text, not the decoded record: on large
+	// sets the records, like dense vectors, would cost more memory than
+	// the search itself.
 	var items []pipeline.Item
+	var texts []string
 	for it, err := range in {
 		if err != nil {
 			return err
@@ -115,33 +119,31 @@ func run(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Te
 			}
 			continue
 		}
-		q, err := pipeline.As[schema.Query](it, pipeline.KindQuery)
-		if err != nil {
+		var q struct {
+			Text string `json:"text"`
+		}
+		if err := it.Decode(&q); err != nil {
 			return err
 		}
-		queries, items = append(queries, q), append(items, it)
+		items, texts = append(items, it), append(texts, q.Text)
 	}
-	svc.Stats.Set("queries", float64(len(queries)))
-	if len(queries) == 0 {
+	svc.Stats.Set("queries", float64(len(items)))
+	if len(items) == 0 {
 		return nil
 	}
 	emb, err := embed.ForStage(svc)
 	if err != nil {
 		return fmt.Errorf("pack: embedder: %w", err)
 	}
-	texts := make([]string, len(queries))
-	for i, q := range queries {
-		texts[i] = q.Text
-	}
 	start := time.Now()
 	svc.Phase(fmt.Sprintf("embedding %d queries", len(texts)))
-	vecs, err := emb.Embed(ctx, texts)
+	vecs, err := embedAll(ctx, emb, texts)
 	if err != nil {
 		return fmt.Errorf("pack: embed: %w", err)
 	}
 	svc.Stats.Set("seconds/embed", time.Since(start).Seconds())
 	svc.Phase("searching neighbours and grouping")
-	res, err := neighbors.Pack(ctx, vecs, o.Config)
+	res, err := neighbors.PackVectors(ctx, vecs, o.Config)
 	if err != nil {
 		return err
 	}
@@ -159,11 +161,11 @@ func run(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Te
 
 	dialogues := make([]schema.Dialogue, len(res.Groups))
 	for i, g := range res.Groups {
-		dialogues[i] = packed(queries, vecs, g)
+		dialogues[i] = packed(items, texts, vecs, g)
 	}
 	if o.Answer {
 		svc.Phase(fmt.Sprintf("answering %d dialogues", len(dialogues)))
-		if err := answerAll(ctx, o, svc, tmpl, dialogues, queries, res.Groups); err != nil {
+		if err := answerAll(ctx, o, svc, tmpl, dialogues, items, res.Groups); err != nil {
 			return err
 		}
 	}
@@ -184,15 +186,51 @@ func run(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Te
 	return nil
 }
 
+// embedChunk is how many texts are embedded at once: each chunk's dense
+// vectors are turned into the compact set before the next is made.
+const embedChunk = 8192
+
+// embedAll embeds texts chunk by chunk into a vector set. An unfitted
+// TF-IDF embedder is first fitted on all the texts, as one Embed call
+// would do, so chunking does not change the vectors.
+func embedAll(ctx context.Context, emb embed.Embedder, texts []string) (*neighbors.Vectors, error) {
+	if tf, ok := emb.(*embed.TFIDF); ok {
+		if fitted, _ := tf.Fitted(); !fitted {
+			tf.Fit(texts)
+		}
+	}
+	var vecs *neighbors.Vectors
+	for lo := 0; lo < len(texts); lo += embedChunk {
+		hi := min(lo+embedChunk, len(texts))
+		d, err := emb.Embed(ctx, texts[lo:hi])
+		if err != nil {
+			return nil, err
+		}
+		if len(d) != hi-lo {
+			return nil, fmt.Errorf("embedder returned %d vectors for %d texts", len(d), hi-lo)
+		}
+		if vecs == nil {
+			vecs = neighbors.NewVectors(len(d[0]))
+		}
+		for _, v := range d {
+			if len(v) != vecs.Dim() {
+				return nil, fmt.Errorf("embedder returned vectors of %d and %d dimensions", vecs.Dim(), len(v))
+			}
+		}
+		vecs.Append(d)
+	}
+	return vecs, nil
+}
+
 // packed is the unanswered dialogue of a group: its queries as user turns.
-func packed(queries []schema.Query, vecs [][]float32, g []int) schema.Dialogue {
+func packed(items []pipeline.Item, texts []string, vecs *neighbors.Vectors, g []int) schema.Dialogue {
 	d := schema.Dialogue{Stage: "pack", Method: "packed", Labels: map[string]string{"turns": strconv.Itoa(len(g))}}
 	sum := 0.0
 	for k, i := range g {
-		d.Messages = append(d.Messages, schema.Message{Role: schema.RoleUser, Content: queries[i].Text})
-		d.Sources = append(d.Sources, queries[i].ID)
+		d.Messages = append(d.Messages, schema.Message{Role: schema.RoleUser, Content: texts[i]})
+		d.Sources = append(d.Sources, items[i].ID)
 		if k > 0 {
-			sum += float64(neighbors.Dot(vecs[g[0]], vecs[i]))
+			sum += float64(vecs.Dot(g[0], i))
 		}
 	}
 	d.Labels["seed_similarity"] = strconv.FormatFloat(sum/float64(len(g)-1), 'f', 3, 64)
@@ -204,7 +242,7 @@ func packed(queries []schema.Query, vecs [][]float32, g []int) schema.Dialogue {
 // dialogue whose answering fails stays unanswered with the error in its
 // labels; only a spent budget or a cancelled run stops the stage.
 func answerAll(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Template,
-	dialogues []schema.Dialogue, queries []schema.Query, groups [][]int) error {
+	dialogues []schema.Dialogue, items []pipeline.Item, groups [][]int) error {
 	writer, err := llm.ForStage(svc, o.Endpoint)
 	if errors.Is(err, llm.ErrNoModel) {
 		if svc.Logger != nil {
@@ -235,7 +273,11 @@ func answerAll(ctx context.Context, o Options, svc *pipeline.Services, tmpl prom
 		g.Go(func() error {
 			turns := make([]schema.Query, len(groups[i]))
 			for k, qi := range groups[i] {
-				turns[k] = queries[qi]
+				q, err := pipeline.As[schema.Query](items[qi], pipeline.KindQuery)
+				if err != nil {
+					return err
+				}
+				turns[k] = q
 			}
 			d, err := w.Answer(gctx, turns)
 			switch {
@@ -349,4 +391,40 @@ func render(e schema.Execution) string {
 		s = "[no output]"
 	}
 	return s
+}
+
+// Estimate implements pipeline.Estimator: queries grouped in the configured
+// sizes in turn (queries left without a close enough neighbour stay single;
+// the estimate assumes none is), and with Answer one writer call per turn,
+// its prompt the writer template and the dialogue so far.
+func (st *stage) Estimate(in []pipeline.Shape) (pipeline.Usage, []pipeline.Shape) {
+	var u pipeline.Usage
+	var out []pipeline.Shape
+	var queries []pipeline.Shape
+	for _, sh := range in {
+		if sh.Kind == pipeline.KindQuery {
+			queries = append(queries, sh)
+		} else {
+			out = append(out, sh)
+		}
+	}
+	const answerBytes = 600 // a plan and a short program
+	for i, k := 0, 0; i < len(queries); k++ {
+		n := min(st.o.Sizes[k%len(st.o.Sizes)], len(queries)-i)
+		d := pipeline.Shape{Kind: pipeline.KindDialogue, UserTurns: n}
+		for _, q := range queries[i : i+n] {
+			d.Bytes += q.Bytes
+			if st.UsesModel() {
+				u = u.Add(pipeline.Calls(1, len(st.tmpl.Text)+d.Bytes, answerBytes/4))
+				d.Bytes += answerBytes
+				d.CodeTurns++
+			}
+		}
+		if n == 1 {
+			d = queries[i]
+		}
+		out = append(out, d)
+		i += n
+	}
+	return u, out
 }

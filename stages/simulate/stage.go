@@ -12,6 +12,7 @@ import (
 	"github.com/codefeedback/codefeedback/internal/gates"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/prompts"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -318,4 +319,89 @@ func CheckGates(vals map[string]float64, o Options, samples *gates.Samples) erro
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// What an estimate assumes of the model: an answer's size, an execution
+// turn's, a judge's verdict's, and how often a first answer needs a fix (a
+// third of the time, fixed on the next try).
+const (
+	estAnswerBytes   = 600
+	estExecBytes     = 300
+	estVerdictTokens = 40
+	estFeedbackBytes = 300
+	estFixRate       = 0.3
+)
+
+// Estimate implements pipeline.Estimator. Per request of a task (a query,
+// a problem, each user turn of a packed dialogue): the writer answers, a
+// fix follows estFixRate of the time, the judge model sees every run of an
+// untested task and Calibrate of a tested one's; then each feedback round
+// asks the feedback model and the writer again. Every dialogue is assumed
+// to pass (none dropped), so the stages after this one see the most they
+// may get. Prompts grow with the conversation.
+func (st *stage) Estimate(in []pipeline.Shape) (pipeline.Usage, []pipeline.Shape) {
+	o := st.o
+	get := func(name string) (string, error) {
+		if t, ok := o.Prompts[name]; ok {
+			return t, nil
+		}
+		t, err := prompts.Get(name)
+		return t.Text, err
+	}
+	writerT := pipeline.TemplateBytes(get, "simulate_writer", "simulate_task")
+	judgeT := pipeline.TemplateBytes(get, "judge_request")
+	feedbackT := pipeline.TemplateBytes(get, "feedback_request")
+	var t pipeline.Tally
+	var out []pipeline.Shape
+	fixes := 0.0 // fix turns owed, carried over so that the total is right
+	for _, sh := range in {
+		turns := 1
+		switch {
+		case sh.Kind == pipeline.KindQuery || sh.Kind == pipeline.KindProblem:
+		case sh.Kind == pipeline.KindDialogue && sh.UserTurns > 0 && sh.CodeTurns == 0:
+			turns = sh.UserTurns
+		default:
+			out = append(out, sh)
+			continue
+		}
+		if o.KeepInputs {
+			out = append(out, sh)
+		}
+		if st.svc.Model == nil {
+			continue // without a model a task is dropped
+		}
+		runs := min(1+estFixRate, float64(o.MaxIterations))
+		judged := runs // every run of an untested task goes to the judge
+		if sh.Tested {
+			judged = runs * o.Calibrate
+		}
+		conv, per := 0, sh.Bytes/turns
+		d := pipeline.Shape{Kind: pipeline.KindDialogue, UserTurns: turns}
+		for range turns {
+			conv += per
+			t.Add(runs, writerT+conv, estAnswerBytes/4)
+			t.Add(judged, judgeT+per+estAnswerBytes, estVerdictTokens)
+			conv += int(runs * (estAnswerBytes + estExecBytes))
+			d.CodeTurns++
+			if fixes += runs - 1; fixes >= 1 {
+				d.CodeTurns++
+				fixes--
+			}
+		}
+		for range o.FeedbackRounds {
+			t.Add(1, feedbackT+per+estAnswerBytes, estFeedbackBytes/4)
+			conv += estFeedbackBytes
+			t.Add(runs, writerT+conv, estAnswerBytes/4)
+			if sh.Tested {
+				t.Add(runs*o.Calibrate, judgeT+per+estAnswerBytes, estVerdictTokens)
+			} else {
+				t.Add(runs, judgeT+per+estAnswerBytes, estVerdictTokens)
+			}
+			conv += estAnswerBytes + estExecBytes
+			d.CodeTurns++
+		}
+		d.Bytes = conv
+		out = append(out, d)
+	}
+	return t.Usage(), out
 }

@@ -2,6 +2,7 @@ package bashenv_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -160,7 +161,9 @@ func TestFreshFileSystem(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := "/\nHello, World!\nsecond file\nbackup copy\ndir1\ndir2\nempty\nold.txt\n-rwxr-xr-x\n2023-05-31 23:59:59"
+		// /testbed/empty is gone: InterCode's reset (git clean -fd) removes
+		// directories that hold no file.
+		want := "/\nHello, World!\nsecond file\nbackup copy\ndir1\ndir2\nold.txt\n-rwxr-xr-x\n2023-05-31 23:59:59"
 		if !strings.HasPrefix(r.Observation, want) {
 			t.Errorf("after Reset: got\n%s\nwant prefix\n%s", r.Observation, want)
 		}
@@ -170,4 +173,135 @@ func TestFreshFileSystem(t *testing.T) {
 			t.Errorf("writing /x: %+v, %v; want a read-only error", r, err)
 		}
 	})
+}
+
+// shell: intercode runs each action as InterCode did (see intercode.go):
+// its quoting, only cd carried over, docker's error for a directory that a
+// non-path cd left behind. Each step's observation is InterCode's logged one.
+func TestInterCodeShell(t *testing.T) {
+	tasks := loadFixture(t)
+	steps := []struct {
+		action, obs string
+		valid       bool
+	}{
+		{`echo " hello world;876 " | tr -cd ';0-9'`, "\n", true}, // bash -c 'echo ' hello ...
+		{`x=1; echo "$x"`, "1\n", true},
+		{`echo $x`, "\n", true}, // no shell state between actions
+		{`echo "don't"`, "Malformed command", false},
+		{`cd testbed/dir1`, "", true},
+		{`cat a.txt`, "Hello, World!\n", true},
+		{`cd ..`, "", true},
+		{`pwd`, "/testbed\n", true},
+		{`cd nowhere`, "/bin/bash: line 1: cd: /testbed/nowhere: No such file or directory\n", false},
+		{`pwd`, "/testbed\n", true},
+		{`cd /testbed && true`, "", true}, // the whole argument becomes the directory
+		{`pwd`, `OCI runtime exec failed: exec failed: unable to start container process: chdir to cwd ("/testbed && true") set in config.json failed: no such file or directory: unknown` + "\r\n", false},
+		{`cd /testbed/dir1`, "", true},
+		{`ls`, "a.txt\nsub\n", true},
+	}
+	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
+		ctx := context.Background()
+		e, err := env.Open(ctx, "bash", d.Ex, env.Options{CacheDir: t.TempDir(), Params: map[string]string{"shell": "intercode"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		if _, err := e.Reset(ctx, tasks[0]); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range steps {
+			r, err := e.Step(ctx, s.action)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Observation != s.obs || r.Valid != s.valid {
+				t.Errorf("Step(%q) = %q valid %v; want %q valid %v", s.action, r.Observation, r.Valid, s.obs, s.valid)
+			}
+		}
+		// The gold runs through the same quoting: the gold command of task 6
+		// (a list) is joined with ";" and scores 1 by itself.
+		if _, err := e.Reset(ctx, tasks[6]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Step(ctx, "cd /testbed;find . -name '*.txt' | wc -l"); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := e.Step(ctx, "submit"); err != nil || r.Reward != 1 {
+			t.Errorf("gold in intercode shell: reward %v (%+v), %v", r.Reward, r.Info["reward"], err)
+		}
+	})
+}
+
+// Several environments sharing a cache build a file-system variant at the
+// same time (intercode run's workers do): each gets the whole template.
+func TestConcurrentBuilds(t *testing.T) {
+	tasks := loadFixture(t)
+	d := envtest.Drivers(t)[0]
+	ctx := context.Background()
+	cache := t.TempDir()
+	errs := make(chan error, 3)
+	for i := 0; i < cap(errs); i++ {
+		go func() {
+			e, err := env.Open(ctx, "bash", d.Ex, env.Options{CacheDir: cache})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer e.Close()
+			if _, err := e.Reset(ctx, tasks[0]); err != nil {
+				errs <- err
+				return
+			}
+			r, err := e.Step(ctx, "cat /testbed/dir1/a.txt /backup/keep.txt")
+			if err == nil && r.Observation != "Hello, World!\nbackup copy\n" {
+				err = fmt.Errorf("fresh file system reads %q", r.Observation)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < cap(errs); i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// A ReAct log (InterCode's eval_react.py format: thoughts, execute[CODE]
+// actions, only submit scored) replays step by step and our re-execution
+// keeps the thoughts.
+func TestReplayReAct(t *testing.T) {
+	tasks := loadFixture(t)
+	d := envtest.Drivers(t)[0]
+	ctx := context.Background()
+	e, err := env.Open(ctx, "bash", d.Ex, env.Options{CacheDir: t.TempDir(), Params: map[string]string{"shell": "intercode"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	tr := env.Trajectory{Environment: "ic_bash", TaskID: 0, Query: tasks[0].Query, TurnHistory: env.TurnHistory{
+		Thoughts:     []string{"Look at the file.", "That is it.", "Done."},
+		Actions:      []string{"execute[cat /testbed/dir1/a.txt]", "I would like to submit", "submit"},
+		Observations: []string{"Hello, World!\n", "", "Hello, World!\n"},
+		Rewards:      []float64{0, 0, 1},
+	}, Summary: env.Summary{MaxReward: 1}}
+	if _, err := e.Reset(ctx, tasks[0]); err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.Replay(ctx, e, "bash", tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours []float64
+	for _, s := range res.Steps {
+		ours = append(ours, s.Ours)
+		if !s.Agree {
+			t.Errorf("step %q: logged %v, ours %v", s.Action, s.Logged, s.Ours)
+		}
+	}
+	if len(ours) != 3 || ours[2] != 1 || !res.OurSuccess {
+		t.Errorf("rewards %v, success %v; want [0 0 1], true", ours, res.OurSuccess)
+	}
+	if got := res.Ours.TurnHistory.Thoughts; strings.Join(got, "|") != strings.Join(tr.TurnHistory.Thoughts, "|") {
+		t.Errorf("our log's thoughts = %q", got)
+	}
 }

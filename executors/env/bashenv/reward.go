@@ -26,7 +26,9 @@ type Breakdown struct {
 // + round(0.33*tfidf(agentObs, goldObs), 2), where changes are git-status
 // (path, status) pairs and "same" counts the changes both made with status
 // A, ?? or C whose content hashes agree (0.33 when there are none).
-func reward(agent, gold []change, agentTree, goldTree manifest, agentObs, goldObs string) Breakdown {
+// A gold command InterCode could not run (goldOK false) has output None,
+// which the similarity's fallback finds equal to nothing.
+func reward(agent, gold []change, agentTree, goldTree manifest, agentObs, goldObs string, goldOK bool) Breakdown {
 	var b Breakdown
 	inGold, inAgent := map[change]bool{}, map[change]bool{}
 	for _, c := range gold {
@@ -61,7 +63,9 @@ func reward(agent, gold []change, agentTree, goldTree manifest, agentObs, goldOb
 		b.FileChanges = env.Round2(0.33 * float64(b.SameCorrect) / float64(b.SameTotal))
 	}
 
-	b.Similarity = TFIDFSimilarity(agentObs, goldObs)
+	if goldOK {
+		b.Similarity = TFIDFSimilarity(agentObs, goldObs)
+	}
 	b.Answer = env.Round2(0.33 * b.Similarity)
 	b.Reward = 0.01 + b.FileDiff + b.FileChanges + b.Answer
 	b.Reward = math.Round(b.Reward*1e9) / 1e9 // 0.01+0.33*3 prints as 1, as in Python

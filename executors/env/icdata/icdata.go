@@ -7,9 +7,7 @@ package icdata
 
 import (
 	"context"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +18,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/codefeedback/codefeedback/internal/remote"
 )
 
 //go:embed manifest.json
@@ -86,11 +86,14 @@ type Report struct {
 	Bytes                     int64
 }
 
-// ErrChecksum: a downloaded file does not match its pinned SHA-256.
-var ErrChecksum = errors.New("checksum mismatch")
+// ErrChecksum: a downloaded file does not match its pinned SHA-256 (the
+// remote fetcher's error).
+var ErrChecksum = remote.ErrChecksum
 
 // Fetch downloads the manifest's files that are missing or differ into
-// opts.Dir, verifying size and SHA-256 before a file takes its name.
+// opts.Dir through the one fetcher of remote files (internal/remote), which
+// verifies size and SHA-256 before a file takes its name and resumes a cut
+// download on the next Fetch.
 func Fetch(ctx context.Context, m Manifest, opts Options) (Report, error) {
 	var rep Report
 	if opts.Dir == "" {
@@ -118,19 +121,15 @@ func Fetch(ctx context.Context, m Manifest, opts Options) (Report, error) {
 		if err != nil {
 			return rep, err
 		}
-		if f.SHA256 != "" {
-			if ok, _ := matches(dst, f); ok {
-				rep.Present++
-				continue
-			}
-		} else if _, err := os.Stat(dst); err == nil {
-			rep.Present++
-			continue
-		}
-		n, err := download(ctx, c, base+"/"+pathEscape(f.Path), dst, f)
+		got, err := remote.Fetch(ctx, base+"/"+pathEscape(f.Path), remote.Options{Dest: dst, SHA256: f.SHA256, Size: f.Size, Client: c})
 		if err != nil {
 			return rep, fmt.Errorf("icdata: %s: %w", f.Path, err)
 		}
+		if !got.Downloaded {
+			rep.Present++
+			continue
+		}
+		n := got.Bytes
 		rep.Fetched++
 		rep.Bytes += n
 		if opts.Log != nil {
@@ -184,67 +183,4 @@ func urlPathEscape(s string) string {
 		}
 	}
 	return b.String()
-}
-
-func matches(p string, f File) (bool, error) {
-	st, err := os.Stat(p)
-	if err != nil || st.Size() != f.Size {
-		return false, err
-	}
-	h, err := hashFile(p)
-	return err == nil && h == f.SHA256, err
-}
-
-func hashFile(p string) (string, error) {
-	fh, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer fh.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, fh); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func download(ctx context.Context, c *http.Client, url, dst string, f File) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return 0, err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".fetch-*")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(tmp.Name())
-	h := sha256.New()
-	limit := f.Size + 1
-	if f.Size < 0 {
-		limit = 4 << 30
-	}
-	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(resp.Body, limit))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return n, err
-	}
-	if f.SHA256 != "" {
-		if got := hex.EncodeToString(h.Sum(nil)); n != f.Size || got != f.SHA256 {
-			return n, fmt.Errorf("%w: got %d bytes, sha256 %s; want %d bytes, %s", ErrChecksum, n, got, f.Size, f.SHA256)
-		}
-	}
-	return n, os.Rename(tmp.Name(), dst)
 }
