@@ -131,29 +131,48 @@ func Inspect(path string, sample int) (*Report, error) {
 }
 
 // inspectRowGroups counts the row groups of a Parquet file, as many at a
-// time as there are cores, each into a report of its own, then adds those
-// up in file order (samples and bad records as a sequential read would
-// list them).
+// time as there are cores, each into a report of its own, and adds each to
+// rep in file order as soon as the ones before it are in (samples and bad
+// records as a sequential read would list them). A row group's slot is
+// freed only once it is added, so at most that many reports exist at once.
 func (rep *Report) inspectRowGroups(rgs []*parquetRowGroup, sample int) error {
-	parts := make([]*Report, len(rgs))
-	errs := make([]error, len(rgs))
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	for i, rg := range rgs {
-		parts[i] = newReport(rep.File)
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[i] = errors.Join(parts[i].readRowGroup(rg, sample), rg.Close())
-		}()
+	type result struct {
+		part *Report
+		err  error
 	}
-	wg.Wait()
-	for i, p := range parts {
-		if errs[i] != nil {
-			return errs[i]
+	results := make([]chan result, len(rgs))
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() { close(stop); wg.Wait() }()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i, rg := range rgs {
+			select {
+			case slots <- struct{}{}:
+			case <-stop:
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				part := newReport(rep.File)
+				err := errors.Join(part.readRowGroup(rg, sample), rg.Close())
+				results[i] <- result{part, err}
+			}()
 		}
-		rep.merge(p, sample)
+	}()
+	for i := range rgs {
+		res := <-results[i]
+		if res.err != nil {
+			return res.err
+		}
+		rep.merge(res.part, sample)
+		<-slots
 	}
 	return nil
 }
