@@ -239,3 +239,41 @@ func (dv *Diversity) pruneOpenings() {
 		}
 	}
 }
+
+// Merge adds the dialogues o counted (o is left as it was).
+func (dv *Diversity) Merge(o *Diversity) {
+	dv.dialogues += o.dialogues
+	dv.modelFree += o.modelFree
+	dv.codeless += o.codeless
+	dv.firstUser.merge(&o.firstUser)
+	dv.closing.merge(&o.closing)
+	dv.codelessSet.merge(&o.codelessSet)
+	if dv.openings == nil {
+		dv.openings = map[string]int{}
+	}
+	for t, n := range o.openings {
+		dv.openings[t] += n
+		if len(dv.openings) > maxOpenings {
+			dv.pruneOpenings()
+		}
+	}
+}
+
+func (d *distinct) merge(o *distinct) {
+	if o.hll == nil {
+		for h := range o.set {
+			d.add(h)
+		}
+		return
+	}
+	if d.hll == nil {
+		d.hll = make([]uint8, 1<<hllBits)
+		for h := range d.set {
+			d.hllAdd(h)
+		}
+		d.set = nil
+	}
+	for i, r := range o.hll {
+		d.hll[i] = max(d.hll[i], r)
+	}
+}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -39,87 +41,20 @@ type Report struct {
 // (exact percentiles in memory that does not grow with the records); the
 // records themselves are not kept.
 func Inspect(path string, sample int) (*Report, error) {
-	rep := &Report{File: path, Roles: map[string]int{}, Langs: map[string]int{}, Scores: map[string]map[int]int{}, fields: map[string]map[string]int{}}
-	bad := func(err error) error {
-		var re *RecordError
-		if errors.As(err, &re) {
-			rep.BadCount++
-			if len(rep.Bad) < 5 {
-				rep.Bad = append(rep.Bad, re.Error())
-			}
-			return nil
-		}
-		return err
-	}
+	rep := newReport(path)
+	bad := rep.bad
 	if IsParquet(path) {
 		rep.Kind, rep.Format = "dialogues", "parquet"
 		if s, err := parquetSchema(path); err == nil {
 			rep.Schema = s
 		}
-		r, err := openParquetDialogues(path, AllowEmpty())
+		f, rgs, err := openParquetRowGroups(path, AllowEmpty())
 		if err != nil {
 			return nil, err
 		}
-		defer r.Close()
-		// Rows are decoded on one core while they are counted on the other;
-		// a few batches in flight bound the memory.
-		type batch struct {
-			ds   []Dialogue
-			errs []error
-		}
-		ch := make(chan batch, 4)
-		stop, done := make(chan struct{}), make(chan struct{})
-		defer func() { close(stop); <-done }() // before r.Close
-		go func() {
-			defer close(done)
-			defer close(ch)
-			for {
-				var b batch
-				for len(b.ds) < 256 {
-					d, err := r.Read()
-					if err == io.EOF {
-						break
-					}
-					b.ds, b.errs = append(b.ds, d), append(b.errs, err)
-					var re *RecordError
-					if err != nil && !errors.As(err, &re) {
-						break
-					}
-				}
-				if len(b.ds) == 0 {
-					return
-				}
-				select {
-				case ch <- b:
-				case <-stop:
-					return
-				}
-			}
-		}()
-		// Diversity (hashing every turn) is counted on its own goroutine.
-		divCh, divDone := make(chan batch, 4), make(chan struct{})
-		go func() {
-			defer close(divDone)
-			for b := range divCh {
-				for i := range b.ds {
-					if b.errs[i] == nil {
-						rep.Diversity.Add(&b.ds[i])
-					}
-				}
-			}
-		}()
-		defer func() { close(divCh); <-divDone }()
-		for b := range ch {
-			divCh <- b
-			for i := range b.ds {
-				if err := b.errs[i]; err != nil {
-					if err := bad(err); err != nil {
-						return nil, err
-					}
-					continue
-				}
-				rep.addDialogueStats(&b.ds[i], sample)
-			}
+		defer f.Close()
+		if err := rep.inspectRowGroups(rgs, sample); err != nil {
+			return nil, err
 		}
 		return rep, nil
 	}
@@ -193,6 +128,160 @@ func Inspect(path string, sample int) (*Report, error) {
 	}
 	rep.Schema = rep.fieldSchema()
 	return rep, nil
+}
+
+// inspectRowGroups counts the row groups of a Parquet file, as many at a
+// time as there are cores, each into a report of its own, and adds each to
+// rep in file order as soon as the ones before it are in (samples and bad
+// records as a sequential read would list them). A row group's slot is
+// freed only once it is added, so at most that many reports exist at once.
+func (rep *Report) inspectRowGroups(rgs []*parquetRowGroup, sample int) error {
+	type result struct {
+		part *Report
+		err  error
+	}
+	results := make([]chan result, len(rgs))
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() { close(stop); wg.Wait() }()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i, rg := range rgs {
+			select {
+			case slots <- struct{}{}:
+			case <-stop:
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				part := newReport(rep.File)
+				err := errors.Join(part.readRowGroup(rg, sample), rg.Close())
+				results[i] <- result{part, err}
+			}()
+		}
+	}()
+	for i := range rgs {
+		res := <-results[i]
+		if res.err != nil {
+			return res.err
+		}
+		rep.merge(res.part, sample)
+		<-slots
+	}
+	return nil
+}
+
+func newReport(path string) *Report {
+	return &Report{File: path, Roles: map[string]int{}, Langs: map[string]int{}, Scores: map[string]map[int]int{}, fields: map[string]map[string]int{}}
+}
+
+// readRowGroup counts one row group: rows are decoded on one goroutine,
+// counted on another and their diversity on a third; a few batches in
+// flight bound the memory.
+func (rep *Report) readRowGroup(r *parquetReader, sample int) error {
+	type batch struct {
+		ds   []Dialogue
+		errs []error
+	}
+	ch := make(chan batch, 4)
+	stop, done := make(chan struct{}), make(chan struct{})
+	defer func() { close(stop); <-done }() // before the caller closes r
+	go func() {
+		defer close(done)
+		defer close(ch)
+		for {
+			var b batch
+			for len(b.ds) < 256 {
+				d, err := r.Read()
+				if err == io.EOF {
+					break
+				}
+				b.ds, b.errs = append(b.ds, d), append(b.errs, err)
+				var re *RecordError
+				if err != nil && !errors.As(err, &re) {
+					break
+				}
+			}
+			if len(b.ds) == 0 {
+				return
+			}
+			select {
+			case ch <- b:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	divCh, divDone := make(chan batch, 4), make(chan struct{})
+	go func() {
+		defer close(divDone)
+		for b := range divCh {
+			for i := range b.ds {
+				if b.errs[i] == nil {
+					rep.Diversity.Add(&b.ds[i])
+				}
+			}
+		}
+	}()
+	defer func() { close(divCh); <-divDone }()
+	for b := range ch {
+		divCh <- b
+		for i := range b.ds {
+			if err := b.errs[i]; err != nil {
+				if err := rep.bad(err); err != nil {
+					return err
+				}
+				continue
+			}
+			rep.addDialogueStats(&b.ds[i], sample)
+		}
+	}
+	return nil
+}
+
+// bad counts a bad record (a RecordError) or returns any other error.
+func (rep *Report) bad(err error) error {
+	var re *RecordError
+	if errors.As(err, &re) {
+		rep.BadCount++
+		if len(rep.Bad) < 5 {
+			rep.Bad = append(rep.Bad, re.Error())
+		}
+		return nil
+	}
+	return err
+}
+
+// merge adds the dialogue figures of p, which read the records after rep's.
+func (rep *Report) merge(p *Report, sample int) {
+	rep.Records += p.Records
+	rep.BadCount += p.BadCount
+	for _, b := range p.Bad {
+		if len(rep.Bad) < 5 {
+			rep.Bad = append(rep.Bad, b)
+		}
+	}
+	rep.Turns.Merge(&p.Turns)
+	rep.MsgLen.Merge(&p.MsgLen)
+	rep.TextLen.Merge(&p.TextLen)
+	for k, n := range p.Roles {
+		rep.Roles[k] += n
+	}
+	for k, n := range p.Langs {
+		rep.Langs[k] += n
+	}
+	for _, s := range p.Samples {
+		if len(rep.Samples) < sample {
+			rep.Samples = append(rep.Samples, s)
+		}
+	}
+	rep.Diversity.Merge(&p.Diversity)
 }
 
 func kindOf(m map[string]json.RawMessage) string {
@@ -345,6 +434,21 @@ func (d *Dist) Add(v int) {
 	d.counts[v]++
 	d.N++
 	d.sum += int64(v)
+}
+
+// Merge adds o's values.
+func (d *Dist) Merge(o *Dist) {
+	if o.N == 0 {
+		return
+	}
+	if d.counts == nil {
+		d.counts = map[int]int64{}
+	}
+	for v, n := range o.counts {
+		d.counts[v] += n
+	}
+	d.N += o.N
+	d.sum += o.sum
 }
 
 // String summarises the values as min / p50 / p90 / p99 / max / mean; the

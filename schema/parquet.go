@@ -283,7 +283,7 @@ func (w *parquetWriter[T]) Abort() { w.af.Abort() }
 // an integer id).
 type parquetReader struct {
 	path string
-	f    *os.File
+	f    *os.File // nil for a row group of a file opened apart
 	rows rowSource
 	row  int
 }
@@ -333,48 +333,78 @@ func (t *typedRows[T]) next() (Dialogue, func() []byte, error) {
 
 func (t *typedRows[T]) close() error { return t.pr.Close() }
 
-func newTypedRows[T any](path string, pf *parquet.File, conv func(*T) (Dialogue, error)) *typedRows[T] {
-	return &typedRows[T]{path: path, pr: parquet.NewGenericReader[T](pf), buf: make([]T, 64), conv: conv}
+func newTypedRows[T any](path string, rg parquet.RowGroup, conv func(*T) (Dialogue, error)) *typedRows[T] {
+	return &typedRows[T]{path: path, pr: parquet.NewGenericRowGroupReader[T](rg), buf: make([]T, 64), conv: conv}
 }
 
-func openParquetDialogues(path string, opts ...Option) (*parquetReader, error) {
-	o := buildOptions(opts)
+// rowsOf reads one row group of a file of the given layout.
+func rowsOf(path string, layout ExportFormat, rg parquet.RowGroup) rowSource {
+	switch layout {
+	case ExportNative:
+		return newTypedRows(path, rg, FromParquet)
+	case "int":
+		return newTypedRows(path, rg, func(row *CodeFeedbackIntRow) (Dialogue, error) {
+			return codeFeedbackDialogue(strconv.FormatInt(row.ID, 10), json.RawMessage(strconv.FormatInt(row.ID, 10)), row.Messages), nil
+		})
+	}
+	return newTypedRows(path, rg, func(row *CodeFeedbackRow) (Dialogue, error) {
+		return codeFeedbackDialogue(row.ID, nil, row.Messages), nil
+	})
+}
+
+// openParquetFile opens a dialogue Parquet file and checks its schema.
+func openParquetFile(path string, o options) (*os.File, *parquet.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open input: %w", err)
+		return nil, nil, fmt.Errorf("open input: %w", err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	pf, err := parquet.OpenFile(f, st.Size())
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: not a readable Parquet file (truncated or corrupt?): %w", path, err)
+		return nil, nil, fmt.Errorf("%s: not a readable Parquet file (truncated or corrupt?): %w", path, err)
 	}
 	if err := checkDialogueSchema(pf.Schema()); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if pf.NumRows() == 0 && !o.allowEmpty {
 		f.Close()
-		return nil, fmt.Errorf("%s: empty file (no records)", path)
+		return nil, nil, fmt.Errorf("%s: empty file (no records)", path)
 	}
-	r := &parquetReader{path: path, f: f}
-	switch parquetLayout(pf.Schema()) {
-	case ExportNative:
-		r.rows = newTypedRows(path, pf, FromParquet)
-	case "int":
-		r.rows = newTypedRows(path, pf, func(row *CodeFeedbackIntRow) (Dialogue, error) {
-			return codeFeedbackDialogue(strconv.FormatInt(row.ID, 10), json.RawMessage(strconv.FormatInt(row.ID, 10)), row.Messages), nil
-		})
-	default:
-		r.rows = newTypedRows(path, pf, func(row *CodeFeedbackRow) (Dialogue, error) {
-			return codeFeedbackDialogue(row.ID, nil, row.Messages), nil
-		})
+	return f, pf, nil
+}
+
+// parquetRowGroup is a reader of one row group; rows are numbered from the
+// file's start. Row groups of one file may be read concurrently.
+type parquetRowGroup = parquetReader
+
+// openParquetRowGroups opens a reader per row group of path; closing f
+// (after every reader) releases the file.
+func openParquetRowGroups(path string, opts ...Option) (f *os.File, rgs []*parquetRowGroup, err error) {
+	f, pf, err := openParquetFile(path, buildOptions(opts))
+	if err != nil {
+		return nil, nil, err
 	}
-	return r, nil
+	layout := parquetLayout(pf.Schema())
+	var first int
+	for _, rg := range pf.RowGroups() {
+		rgs = append(rgs, &parquetReader{path: path, rows: rowsOf(path, layout, rg), row: first})
+		first += int(rg.NumRows())
+	}
+	return f, rgs, nil
+}
+
+func openParquetDialogues(path string, opts ...Option) (*parquetReader, error) {
+	f, pf, err := openParquetFile(path, buildOptions(opts))
+	if err != nil {
+		return nil, err
+	}
+	return &parquetReader{path: path, f: f, rows: rowsOf(path, parquetLayout(pf.Schema()), parquet.MultiRowGroup(pf.RowGroups()...))}, nil
 }
 
 // checkDialogueSchema rejects Parquet files that lack the dialogue columns,
@@ -419,5 +449,8 @@ func (r *parquetReader) Read() (Dialogue, error) {
 
 func (r *parquetReader) Close() error {
 	err := r.rows.close()
-	return errors.Join(err, r.f.Close())
+	if r.f != nil {
+		err = errors.Join(err, r.f.Close())
+	}
+	return err
 }

@@ -42,6 +42,8 @@ type Bolt struct {
 	applying     map[string][]byte // being applied to bbolt by the background checkpoint
 	applyDone    chan struct{}     // closed when that checkpoint ends; nil when none ran
 	applyErr     error             // sticky: a failed checkpoint fails later writes
+
+	packed bool // values in bbolt are packed (pack.go)
 }
 
 // checkpointBytes bounds the logged-but-unapplied data kept in memory. It
@@ -59,6 +61,8 @@ const checkpointBytes = 512 << 10
 // narrow key range, so it shares branch pages too) whatever the backlog
 // and the store's size.
 const applyEntries = 1024
+
+var fillPercent = 1.0
 
 type putReq struct {
 	bucket, key string
@@ -81,6 +85,10 @@ func OpenBolt(path string, readOnly bool) (*Bolt, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	b := &Bolt{db: db, reqs: make(chan putReq, maxGroup), pending: map[string][]byte{}}
+	if b.packed, err = readFormat(db, readOnly); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: %s: %w", path, err)
+	}
 	if err := b.replay([2]string{path + ".wal", path + ".wal.1"}, readOnly); err != nil {
 		db.Close()
 		return nil, err
@@ -195,7 +203,7 @@ func (b *Bolt) apply(m map[string][]byte) error {
 					}
 					cur = bucket
 				}
-				if err := bk.Put([]byte(key), m[k]); err != nil {
+				if err := bk.Put([]byte(key), b.stored(m[k])); err != nil {
 					return err
 				}
 			}
@@ -270,7 +278,10 @@ func (b *Bolt) Get(ctx context.Context, bucket, key string) ([]byte, bool, error
 			return nil
 		}
 		if v := bk.Get([]byte(key)); v != nil {
-			out = append([]byte{}, v...) // bbolt memory is valid only inside the transaction
+			var err error
+			if out, err = b.loaded(v); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -316,7 +327,10 @@ func (b *Bolt) GetMany(ctx context.Context, bucket string, keys []string) ([][]b
 				continue
 			}
 			if v := bk.Get([]byte(key)); v != nil {
-				out[i] = append([]byte{}, v...) // bbolt memory is valid only inside the transaction
+				var err error
+				if out[i], err = b.loaded(v); err != nil {
+					return fmt.Errorf("key %s: %w", key, err)
+				}
 			}
 		}
 		return nil
@@ -412,11 +426,15 @@ type BucketStats struct {
 	Bytes   int64  `json:"bytes"` // keys + values
 }
 
-// Stats lists every bucket with its size.
+// Stats lists every bucket with its size (values as stored: packed values
+// count their compressed size).
 func (b *Bolt) Stats() ([]BucketStats, error) {
 	var out []BucketStats
 	err := b.db.View(func(tx *bolt.Tx) error {
 		return tx.ForEach(func(name []byte, bk *bolt.Bucket) error {
+			if string(name) == formatBucket {
+				return nil
+			}
 			s := BucketStats{Name: string(name)}
 			err := bk.ForEach(func(k, v []byte) error {
 				s.Entries++
@@ -446,6 +464,9 @@ func (b *Bolt) Retain(keep func(bucket, key string) bool) (int, error) {
 	err := b.db.Update(func(tx *bolt.Tx) error {
 		var empty [][]byte
 		err := tx.ForEach(func(name []byte, bk *bolt.Bucket) error {
+			if string(name) == formatBucket {
+				return nil
+			}
 			var del [][]byte
 			left := 0
 			err := bk.ForEach(func(k, _ []byte) error {
@@ -493,12 +514,23 @@ func (b *Bolt) CopyFrom(src *Bolt) (int, error) {
 	err := src.db.View(func(stx *bolt.Tx) error {
 		return b.db.Update(func(tx *bolt.Tx) error {
 			return stx.ForEach(func(name []byte, sb *bolt.Bucket) error {
+				if string(name) == formatBucket {
+					return nil
+				}
 				bk, err := tx.CreateBucketIfNotExists(name)
 				if err != nil {
 					return err
 				}
 				return sb.ForEach(func(k, v []byte) error {
 					n++
+					if src.packed != b.packed {
+						// The two stores keep values apart: through the plain value.
+						plain, err := src.loaded(v)
+						if err != nil {
+							return fmt.Errorf("%s/%s: %w", name, k, err)
+						}
+						v = b.stored(plain)
+					}
 					return bk.Put(k, v)
 				})
 			})
