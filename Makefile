@@ -6,7 +6,7 @@ BIN := bin/codefeedback
 SANDBOX_IMAGE ?= codefeedback-sandbox:bookworm
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test setup setup-run sandbox-image image vet bench clean
+.PHONY: build run test setup setup-run sandbox-image ctf-image image vet bench clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/codefeedback
@@ -40,6 +40,32 @@ sandbox-image:
 	  debootstrap --variant=minbase --include=$(SANDBOX_PACKAGES) bookworm $$dir >/tmp/codefeedback-debootstrap.log 2>&1 || { tail -20 /tmp/codefeedback-debootstrap.log; exit 1; }; \
 	  rm -rf $$dir/var/cache/apt/archives/*.deb $$dir/var/lib/apt/lists/*; \
 	  tar -C $$dir -c . | docker import -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin' -c 'LABEL codefeedback.packages=$(SANDBOX_HASH)' - $(SANDBOX_IMAGE) >/dev/null; rm -rf $$dir; fi
+
+# The InterCode CTF environment's image on the docker driver: the sandbox
+# image plus the tools CTF tasks use, derived without a new debootstrap (the
+# base image's list stays as it is, so CI does not rebuild it): apt in a
+# container of the base image resolves the packages against the host's
+# package lists (bind-mounted, no network), the host downloads exactly those
+# versions (apt-get download), dpkg installs them in a second container,
+# which is committed, labelled with a hash of both lists. Debian names
+# pycryptodome's package Cryptodome; CTF solutions import Crypto, so the
+# image links one to the other. bwrap uses the host's tools (.ci/setup).
+CTF_IMAGE ?= codefeedback-sandbox:ctf
+CTF_PACKAGES := file xxd binutils unzip libimage-exiftool-perl sleuthkit gdb python3-pycryptodome netcat-openbsd poppler-utils bsdextrautils
+CTF_HASH := $(shell printf '%s|%s' '$(SANDBOX_HASH)' '$(CTF_PACKAGES)' | sha256sum | cut -c1-12)
+ctf-image: sandbox-image
+	@if [ "$$(docker image inspect -f '{{index .Config.Labels "codefeedback.ctf"}}' $(CTF_IMAGE) 2>/dev/null)" = "$(CTF_HASH)" ]; then echo "ctf image $(CTF_IMAGE) present ($(CTF_HASH))"; else \
+	  set -e; dir=$$(mktemp -d); trap 'rm -rf $$dir' EXIT; echo "building $(CTF_IMAGE) from $(SANDBOX_IMAGE) (packages $(CTF_HASH))"; \
+	  docker run --rm --network none -u 0 -v /var/lib/apt/lists:/var/lib/apt/lists:ro $(SANDBOX_IMAGE) \
+	    apt-get install -s -q --no-install-recommends $(CTF_PACKAGES) 2>/dev/null | awk '/^Inst /{print $$2 "=" substr($$3, 2)}' >$$dir/pkgs; \
+	  test -s $$dir/pkgs || { echo "ctf-image: apt resolved nothing (run apt-get update?)"; exit 1; }; \
+	  mkdir $$dir/debs; (cd $$dir/debs && xargs -a ../pkgs apt-get download -q >../download.log 2>&1) || { tail -5 $$dir/download.log; exit 1; }; \
+	  cid=$$(docker create --network none -u 0 -v $$dir/debs:/debs:ro $(SANDBOX_IMAGE) sh -c 'export PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive; \
+	    dpkg -i /debs/*.deb && ln -s Cryptodome /usr/lib/python3/dist-packages/Crypto && python3 -c "from Crypto.Cipher import AES"'); \
+	  docker start -a $$cid >$$dir/install.log 2>&1 || { tail -20 $$dir/install.log; docker rm $$cid >/dev/null; exit 1; }; \
+	  docker commit -c 'LABEL codefeedback.ctf=$(CTF_HASH)' $$cid $(CTF_IMAGE) >/dev/null; docker rm $$cid >/dev/null; \
+	  docker run --rm --network none $(CTF_IMAGE) sh -c 'for t in file xxd strings objdump unzip exiftool fls gdb nc pdftotext hexdump; do command -v $$t >/dev/null || { echo "ctf-image: $$t missing"; exit 1; }; done'; \
+	  echo "ctf image $(CTF_IMAGE) built"; fi
 
 # codefeedback itself as an image (for the Kubernetes and Slurm examples),
 # built offline like the sandbox image: debootstrap of Debian minbase with

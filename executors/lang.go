@@ -96,7 +96,9 @@ func ParseLanguage(s string) (Language, bool) {
 func (lang Language) Compiled() bool { return languages[lang].compiled }
 
 // Sessions reports whether Open supports lang.
-func (lang Language) Sessions() bool { return lang == Python || lang == Bash || lang == SQL }
+func (lang Language) Sessions() bool {
+	return lang == Python || lang == Bash || lang == SQL || lang == JavaScript
+}
 
 // DebianPackages names the packages that bring lang's toolchain.
 func (lang Language) DebianPackages() []string { return languages[lang].debian }
@@ -228,7 +230,7 @@ var (
 // Diagnostics patterns, run phase.
 var (
 	reJSErr    = regexp.MustCompile(`(?m)^([A-Z][\w$]*(?:Error|Exception)|Error)(?: \[[^\]]*\])?(?::.*)?$`)
-	reJSLine   = regexp.MustCompile(`main\.js:(\d+)`)
+	reJSLine   = regexp.MustCompile(`(?:main|cell-\d+)\.js:(\d+)`) // one-shot runs, session cells
 	reJava     = regexp.MustCompile(`(?m)^Exception in thread "[^"]*" ([\w.$]+)(?::.*)?$`)
 	reJavaLine = regexp.MustCompile(`\((\w+)\.java:(\d+)\)`)
 	reGoPanic  = regexp.MustCompile(`(?m)^(?:panic|fatal error): .*$`)

@@ -311,3 +311,153 @@ def lang_exec(req, plan):
     argv = plan["argv"]
     exe = argv[0] if argv[0].startswith("./") else (lang_which(argv[0]) or argv[0])
     os.execve(exe, argv, plan["env"])
+
+
+# ------------------------------------------------------------ node sessions
+#
+# A javascript session is one node process for the session's life: cells
+# arrive as JSON lines on its stdin and run as scripts in its one global
+# context (so `let`, `const`, functions and `require`d modules persist, as in
+# node's REPL); a cell's completion value is printed like the REPL prints it
+# (a promise is awaited first); an uncaught error prints its stack and makes
+# the cell's exit status 1. Node writes straight into the session's capture
+# files (fd 1 and 2) and answers each cell on fd 3. A cell that ends the
+# process (process.exit, a crash) reports its status; the next cell starts a
+# fresh node, its state lost.
+
+NODE_KERNEL = r"""
+(() => {
+const vm = require('vm'), util = require('util'), fs = require('fs');
+Object.assign(globalThis, { require, module, exports, __filename: '', __dirname: process.cwd() });
+// The kernel's own frames (below the cell's script) are noise in a trace.
+const trace = (e) => {
+  if (!(e && e.stack)) return 'Uncaught ' + util.inspect(e);
+  const lines = String(e.stack).split('\n');
+  const cut = lines.findIndex((l) => /^\s+at (?:Script\.runInThisContext|new Script) /.test(l));
+  return (cut > 0 ? lines.slice(0, cut) : lines).join('\n');
+};
+const report = (e) => { try { fs.writeSync(2, trace(e) + '\n'); } catch (_) {} };
+process.on('uncaughtException', report);
+process.on('unhandledRejection', report);
+let n = 0, buf = '', queue = Promise.resolve();
+async function cell(code) {
+  n++;
+  let rc = 0;
+  try {
+    let v = new vm.Script(code, { filename: 'cell-' + n + '.js' }).runInThisContext({ displayErrors: false });
+    if (v && typeof v.then === 'function') v = await v;
+    if (v !== undefined) process.stdout.write(util.inspect(v) + '\n');
+  } catch (e) {
+    rc = 1;
+    report(e);
+  }
+  fs.writeSync(3, JSON.stringify({ rc }) + '\n');
+}
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (d) => {
+  buf += d;
+  for (let i; (i = buf.indexOf('\n')) >= 0; ) {
+    const code = JSON.parse(buf.slice(0, i)).code;
+    buf = buf.slice(i + 1);
+    queue = queue.then(() => cell(code));
+  }
+});
+})();
+"""
+
+
+def node_capture(sess):
+    """Opens the session's capture files on fds 1 and 2 (as Session.cell
+    does on its first cell) so node can inherit them."""
+    if sess.out is None:
+        flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+        sess.out = os.open(sess.out_path, flags, 0o600)
+        sess.err = os.open(sess.err_path, flags, 0o600)
+        os.dup2(sess.out, 1)
+        os.dup2(sess.err, 2)
+        sess.so = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
+        sess.se = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                   errors="backslashreplace", line_buffering=True)
+
+
+def node_session_start(sess):
+    miss = lang_missing("javascript")
+    if miss:
+        raise RuntimeError("no javascript toolchain in this sandbox: %s not found on PATH" % miss)
+    node_capture(sess)
+    values = lang_values({"lang": "javascript", "limits": sess.limits}, sess.scratch)
+    argv = ["node", "--max-old-space-size=" + values["heap_mb"], "--stack-size=4000", "-e", NODE_KERNEL]
+    cmd_r, cmd_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            reset_signals(False)
+            prefer_oom_kill()
+            os.dup2(cmd_r, 0)
+            os.dup2(sess.out, 1)
+            os.dup2(sess.err, 2)
+            os.dup2(rep_w, 3)
+            os.closerange(4, 1 << 16)
+            os.execve(lang_which("node"), argv, dict(os.environ))
+        finally:
+            os._exit(127)
+    os.close(cmd_r)
+    os.close(rep_w)
+    sess.node = (pid, cmd_w, os.fdopen(rep_r, "rb"))
+
+
+def node_session_stop(sess):
+    node = getattr(sess, "node", None)
+    sess.node = None
+    if node is None:
+        return
+    pid, cmd_w, rep = node
+    for close in (lambda: os.close(cmd_w), rep.close):
+        try:
+            close()
+        except OSError:
+            pass
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def node_session_cell(sess, code):
+    """Runs one cell; returns (exit_code, signal)."""
+    if getattr(sess, "node", None) is None:
+        node_session_start(sess)
+    pid, cmd_w, rep = sess.node
+    try:
+        os.write(cmd_w, (json.dumps({"code": code}) + "\n").encode())
+        line = rep.readline()
+    except OSError:
+        line = b""
+    if line:
+        try:
+            return int(json.loads(line).get("rc", 1)), ""
+        except ValueError:
+            return 1, ""
+    # Node ended during the cell: its status is the cell's.
+    _, status = os.waitpid(pid, 0)
+    sess.node = None
+    try:
+        os.close(cmd_w)
+        rep.close()
+    except OSError:
+        pass
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    sess.se.write("[session: the node process ended; the next cell starts a fresh one]\n")
+    sess.se.flush()
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status), signame(os.WTERMSIG(status))
+    return os.WEXITSTATUS(status), ""

@@ -271,7 +271,7 @@ func (p *pool) Open(ctx context.Context, lang Language, opts SessionOptions) (Se
 		return nil, fmt.Errorf("executors: unknown language %q (want one of %s)", lang, LanguageNames())
 	}
 	if !lang.Sessions() {
-		return nil, fmt.Errorf("executors: no sessions for %s (sessions: python, bash, sql)", lang)
+		return nil, fmt.Errorf("executors: no sessions for %s (sessions: python, bash, sql, javascript)", lang)
 	}
 	if err := opts.Limits.Validate(); err != nil {
 		return nil, err

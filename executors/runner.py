@@ -886,7 +886,10 @@ class Session:
         self.out_path = os.path.join(self.private, "out")
         self.err_path = os.path.join(self.private, "err")
         self.out = self.err = None
-        set_limits(self.limits, cpu=False)
+        if self.lang == "javascript":
+            lang_set_limits("javascript", self.limits, cpu=False)  # langs.py: V8 needs RLIMIT_DATA
+        else:
+            set_limits(self.limits, cpu=False)
         self.start()
 
     def start(self):
@@ -906,6 +909,8 @@ class Session:
         self.db = open_db(self.scratch) if self.lang == "sql" else None
         if self.lang == "python":
             sys.path.insert(0, self.scratch)
+        if self.lang == "javascript":
+            node_session_start(self)  # langs.py
 
     def reset(self):
         if self.db is not None:
@@ -913,6 +918,8 @@ class Session:
         if self.lang == "python" and self.scratch in sys.path:
             sys.path.remove(self.scratch)
         os.chdir("/")
+        if self.lang == "javascript":
+            node_session_stop(self)  # langs.py
         sweep(-1)
         remove_tree(self.scratch)
         self.start()
@@ -945,6 +952,8 @@ class Session:
             rc, sig = self.bash_cell(code)
             if self.cell_seconds is not None:
                 start = time.monotonic() - self.cell_seconds
+        elif self.lang == "javascript":
+            rc, sig = node_session_cell(self, code)  # langs.py
         elif self.lang == "sql":
             rc = run_sql(self.db, code, self.so, self.se)
             self.so.flush()

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/codefeedback/codefeedback/schema"
+	"github.com/klauspost/compress/zstd"
 )
 
 // InputFormat reads one input file as items, streaming. Errors carry the file
@@ -209,7 +210,8 @@ type line struct {
 	data []byte // valid until the next iteration
 }
 
-// readLines yields the non-blank lines of a file. Lines may be of any length.
+// readLines yields the non-blank lines of a file, zstd-compressed when its
+// name ends in .zst. Lines may be of any length.
 func readLines(path string) iter.Seq2[line, error] {
 	return func(yield func(line, error) bool) {
 		f, err := os.Open(path)
@@ -218,7 +220,17 @@ func readLines(path string) iter.Seq2[line, error] {
 			return
 		}
 		defer f.Close()
-		r := bufio.NewReaderSize(f, 1<<20)
+		var src io.Reader = f
+		if strings.HasSuffix(path, ".zst") {
+			zr, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1))
+			if err != nil {
+				yield(line{}, fmt.Errorf("pipeline: %s: %w", path, err))
+				return
+			}
+			defer zr.Close()
+			src = zr
+		}
+		r := bufio.NewReaderSize(src, 1<<20)
 		var buf []byte
 		for no := 1; ; no++ {
 			b, err := r.ReadSlice('\n')
@@ -259,8 +271,9 @@ func trimSpace(b []byte) []byte {
 // name, fsynced and renamed over path on Commit, so a reader or a crash never
 // sees a partial file.
 type atomicFile struct {
-	af *schema.AtomicFile
-	w  *bufio.Writer
+	af    *schema.AtomicFile
+	w     *bufio.Writer
+	flush func() error // run first by Commit (a compressor's Close)
 }
 
 func createAtomic(path string) (*atomicFile, error) {
@@ -274,6 +287,12 @@ func createAtomic(path string) (*atomicFile, error) {
 func (a *atomicFile) Write(p []byte) (int, error) { return a.w.Write(p) }
 
 func (a *atomicFile) Commit() error {
+	if a.flush != nil {
+		if err := a.flush(); err != nil {
+			a.af.Abort()
+			return fmt.Errorf("pipeline: write %s: %w", a.af.Name(), err)
+		}
+	}
 	if err := a.w.Flush(); err != nil {
 		a.af.Abort()
 		return fmt.Errorf("pipeline: write %s: %w", a.af.Name(), err)

@@ -10,16 +10,20 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/codefeedback/codefeedback/internal/remote"
 	"github.com/codefeedback/codefeedback/internal/store"
+	"github.com/klauspost/compress/zstd"
 )
 
-// hashWriter hashes and counts lines written to an atomic file.
+// hashWriter hashes and counts lines written to an atomic file. The hash is
+// of the lines themselves, whether or not the file is compressed.
 type hashWriter struct {
 	a     *atomicFile
 	h     hash.Hash
 	lines int64
+	zw    *zstd.Encoder // for a .zst file: compresses into a
 }
 
 func newHashWriter(path string) (*hashWriter, error) {
@@ -27,20 +31,35 @@ func newHashWriter(path string) (*hashWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &hashWriter{a: a, h: sha256.New()}, nil
+	w := &hashWriter{a: a, h: sha256.New()}
+	if strings.HasSuffix(path, ".zst") {
+		if w.zw, err = zstd.NewWriter(a, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest)); err != nil {
+			a.Abort()
+			return nil, fmt.Errorf("pipeline: %s: %w", path, err)
+		}
+		// Commit flushes the compressed stream before the file.
+		a.flush = w.zw.Close
+	}
+	return w, nil
 }
 
 func (w *hashWriter) Write(p []byte) (int, error) {
 	w.h.Write(p)
 	w.lines += int64(bytes.Count(p, []byte{'\n'}))
+	if w.zw != nil {
+		return w.zw.Write(p)
+	}
 	return w.a.Write(p)
 }
 
 func (w *hashWriter) sum() string { return hex.EncodeToString(w.h.Sum(nil)) }
 
+// importedFile is the inputs' items in the run directory.
+const importedFile = "out.jsonl.zst"
+
 // importVersion names the adapters' output: bump it when an input format
 // would import the same file as different items, so a re-run imports again.
-const importVersion = "1"
+const importVersion = "2"
 
 // materializeInputs reads every input through its format, applies the shard
 // and --limit, and writes the items as the "inputs" pseudo-stage's output.
@@ -82,7 +101,9 @@ func (r *runner) materializeInputs(ctx context.Context) error {
 		r.log.Info("inputs unchanged: not imported again", "items", m.Counts.Out)
 		return nil
 	}
-	w, err := newHashWriter(filepath.Join(r.stageDir(InputsName), "out.jsonl"))
+	// The imported items are compressed (a fifth of their size): they
+	// are read once per run that imports, and the input itself is kept.
+	w, err := newHashWriter(filepath.Join(r.stageDir(InputsName), importedFile))
 	if err != nil {
 		return err
 	}
@@ -113,7 +134,7 @@ func (r *runner) materializeInputs(ctx context.Context) error {
 	if err := w.a.Commit(); err != nil {
 		return err
 	}
-	m := &marker{Key: key, OutHash: w.sum(), Output: filepath.Join("stages", InputsName, "out.jsonl"), Counts: Counts{Out: n}, Inputs: recs}
+	m := &marker{Key: key, OutHash: w.sum(), Output: filepath.Join("stages", InputsName, importedFile), Counts: Counts{Out: n}, Inputs: recs}
 	r.done[InputsName] = m
 	if r.o.DryRun {
 		return nil

@@ -93,15 +93,15 @@ inputs: [{path: q.jsonl}]
 stages:
   - {stage: t-suffix, name: a, concurrency: 8, settings: {prompt: "-a"}}
 outputs:
-  - {path: $DIR/run/out/queries.jsonl, from: a, format: jsonl}
+  - {path: $DIR/out/queries.jsonl, from: a, format: jsonl}
 `
 
 // BenchmarkRerunInputs: an unchanged re-run of 100,000 Code Alpaca-sized
 // queries (auto-detected format, one stage, one published output) against
 // the baseline of reading and hashing the input once in the same benchmark
 // (target: under 2 s), and the run directory's size against the input's
-// (target: at most 2x; the published output is inside the run directory
-// here, so it counts).
+// (target: at most 2x; the published output is outside it, as in the
+// default pipeline, and reported on its own).
 func BenchmarkRerunInputs(b *testing.B) {
 	n := benchItems("CODEFEEDBACK_BENCH_RERUN_ITEMS", 100000)
 	dir := b.TempDir()
@@ -143,6 +143,7 @@ func BenchmarkRerunInputs(b *testing.B) {
 	b.ReportMetric(float64(inBytes)/1e6, "input-MB")
 	b.ReportMetric(float64(runBytes)/1e6, "run-dir-MB")
 	b.ReportMetric(float64(runBytes)/float64(inBytes), "x-input-size")
+	b.ReportMetric(float64(dirBytes(b, filepath.Join(dir, "out")))/1e6, "published-MB")
 	if testing.Verbose() {
 		filepath.WalkDir(filepath.Join(dir, "run"), func(p string, d fs.DirEntry, err error) error {
 			if err == nil && !d.IsDir() {

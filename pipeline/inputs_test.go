@@ -21,7 +21,7 @@ stages:
 outputs:
   - {path: $DIR/out/a.jsonl, from: a, format: jsonl}
 `)
-	imported := filepath.Join(dir, "run", "stages", InputsName, "out.jsonl")
+	imported := filepath.Join(dir, "run", "stages", InputsName, importedFile)
 	output := filepath.Join(dir, "out", "a.jsonl")
 	mtime := func(p string) time.Time {
 		t.Helper()

@@ -56,6 +56,9 @@ func (r *runner) runAll(ctx context.Context, s *StageSpec, st *stageCaps, key st
 		rec.Status = "dry-run"
 		rec.Counts = Counts{In: total, WouldRun: total}
 		if all, predicted, ok := r.inputShapes(s); ok {
+			if predicted {
+				rec.Counts = Counts{In: int64(len(all)), WouldRun: int64(len(all))}
+			}
 			r.estimate(s, st, rec, all, all, predicted)
 		}
 		return nil

@@ -113,6 +113,9 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *stageCaps, key s
 		if ok && len(todo) > 0 {
 			r.estimate(s, st, rec, all, todo, predicted)
 		}
+		if ok && predicted {
+			rec.Counts.In, rec.Counts.WouldRun = int64(len(all)), int64(len(all))-rec.Counts.Cached
+		}
 	}
 	switch {
 	case e.werr != nil:

@@ -37,6 +37,14 @@ type dialogueWire struct {
 // becomes the string ID and is kept verbatim in SourceID; unknown top-level
 // fields go to Extra.
 func decodeDialogue(rec json.RawMessage) (Dialogue, error) {
+	if d, ok := fastDialogue(rec); ok {
+		return d, nil
+	}
+	return decodeDialogueTyped(rec)
+}
+
+// decodeDialogueTyped is decodeDialogue through encoding/json.
+func decodeDialogueTyped(rec json.RawMessage) (Dialogue, error) {
 	var d Dialogue
 	w := dialogueWire{Dialogue: &d}
 	if err := json.Unmarshal(rec, &w); err != nil {

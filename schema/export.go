@@ -659,10 +659,11 @@ func openDialogues(path string) (func() (Dialogue, error), func(), error) {
 		}
 		return r.Read, func() { r.Close() }, nil
 	}
-	s, err := OpenSource(path, ImportOptions{Format: FormatCodeFeedback})
+	src, err := OpenSource(path, ImportOptions{Format: FormatCodeFeedback})
 	if err != nil {
 		return nil, nil, err
 	}
+	s := Parallel(src, 0)
 	return func() (Dialogue, error) {
 		r, err := s.Next()
 		if err != nil {

@@ -22,9 +22,9 @@ type Report struct {
 	BadCount int
 	Schema   string                    // Parquet schema, or JSON fields with types and presence
 	fields   map[string]map[string]int // field -> JSON type -> count
-	Turns    []int                     // per dialogue
-	MsgLen   []int                     // per message, characters
-	TextLen  []int                     // per dialogue total, or per problem text
+	Turns    Dist                      // per dialogue
+	MsgLen   Dist                      // per message, characters
+	TextLen  Dist                      // per dialogue total, or per problem text
 	Roles    map[string]int
 	Langs    map[string]int
 	Scores   map[string]map[int]int // rating score histogram per rubric (0 = unrated)
@@ -35,8 +35,9 @@ type Report struct {
 }
 
 // Inspect reads path as a stream and summarises it; sample records are
-// rendered for reading in a terminal. Per-record sizes are kept to compute
-// percentiles (8 bytes per value), the records themselves are not.
+// rendered for reading in a terminal. Sizes are counted per distinct value
+// (exact percentiles in memory that does not grow with the records); the
+// records themselves are not kept.
 func Inspect(path string, sample int) (*Report, error) {
 	rep := &Report{File: path, Roles: map[string]int{}, Langs: map[string]int{}, Scores: map[string]map[int]int{}, fields: map[string]map[string]int{}}
 	bad := func(err error) error {
@@ -60,18 +61,65 @@ func Inspect(path string, sample int) (*Report, error) {
 			return nil, err
 		}
 		defer r.Close()
-		for {
-			d, err := r.Read()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				if err := bad(err); err != nil {
-					return nil, err
+		// Rows are decoded on one core while they are counted on the other;
+		// a few batches in flight bound the memory.
+		type batch struct {
+			ds   []Dialogue
+			errs []error
+		}
+		ch := make(chan batch, 4)
+		stop, done := make(chan struct{}), make(chan struct{})
+		defer func() { close(stop); <-done }() // before r.Close
+		go func() {
+			defer close(done)
+			defer close(ch)
+			for {
+				var b batch
+				for len(b.ds) < 256 {
+					d, err := r.Read()
+					if err == io.EOF {
+						break
+					}
+					b.ds, b.errs = append(b.ds, d), append(b.errs, err)
+					var re *RecordError
+					if err != nil && !errors.As(err, &re) {
+						break
+					}
 				}
-				continue
+				if len(b.ds) == 0 {
+					return
+				}
+				select {
+				case ch <- b:
+				case <-stop:
+					return
+				}
 			}
-			rep.addDialogue(&d, sample)
+		}()
+		// Diversity (hashing every turn) is counted on its own goroutine.
+		divCh, divDone := make(chan batch, 4), make(chan struct{})
+		go func() {
+			defer close(divDone)
+			for b := range divCh {
+				for i := range b.ds {
+					if b.errs[i] == nil {
+						rep.Diversity.Add(&b.ds[i])
+					}
+				}
+			}
+		}()
+		defer func() { close(divCh); <-divDone }()
+		for b := range ch {
+			divCh <- b
+			for i := range b.ds {
+				if err := b.errs[i]; err != nil {
+					if err := bad(err); err != nil {
+						return nil, err
+					}
+					continue
+				}
+				rep.addDialogueStats(&b.ds[i], sample)
+			}
 		}
 		return rep, nil
 	}
@@ -204,17 +252,22 @@ func (rep *Report) fieldSchema() string {
 }
 
 func (rep *Report) addDialogue(d *Dialogue, sample int) {
-	rep.Records++
 	rep.Diversity.Add(d)
-	rep.Turns = append(rep.Turns, len(d.Messages))
+	rep.addDialogueStats(d, sample)
+}
+
+// addDialogueStats counts d in everything but Diversity.
+func (rep *Report) addDialogueStats(d *Dialogue, sample int) {
+	rep.Records++
+	rep.Turns.Add(len(d.Messages))
 	total := 0
 	for _, m := range d.Messages {
 		rep.Roles[m.Role]++
-		rep.MsgLen = append(rep.MsgLen, len(m.Content))
+		rep.MsgLen.Add(len(m.Content))
 		total += len(m.Content)
 		FenceLanguages(m.Content, func(lang string) { rep.Langs[strings.ToLower(lang)]++ })
 	}
-	rep.TextLen = append(rep.TextLen, total)
+	rep.TextLen.Add(total)
 	if len(rep.Samples) < sample {
 		var b strings.Builder
 		fmt.Fprintf(&b, "── %s (%d turns)\n", d.ID, len(d.Messages))
@@ -233,7 +286,7 @@ func (rep *Report) addProblem(m map[string]json.RawMessage, sample int) {
 			break
 		}
 	}
-	rep.TextLen = append(rep.TextLen, len(text))
+	rep.TextLen.Add(len(text))
 	var lang string
 	if json.Unmarshal(m["language"], &lang) == nil && lang != "" {
 		rep.Langs[lang]++
@@ -275,19 +328,48 @@ func parquetSchema(path string) (string, error) {
 	return pf.Schema().String(), nil
 }
 
-// dist summarises values as min / p50 / p90 / p99 / max / mean.
-func dist(v []int) string {
-	if len(v) == 0 {
+// Dist is a distribution of non-negative integers kept as a count per
+// distinct value: exact percentiles in memory that grows with the distinct
+// values (message lengths: thousands), not with the records (millions).
+type Dist struct {
+	N      int64
+	sum    int64
+	counts map[int]int64
+}
+
+// Add counts one value.
+func (d *Dist) Add(v int) {
+	if d.counts == nil {
+		d.counts = map[int]int64{}
+	}
+	d.counts[v]++
+	d.N++
+	d.sum += int64(v)
+}
+
+// String summarises the values as min / p50 / p90 / p99 / max / mean; the
+// percentile q is the value at index q*(N-1) of the sorted values.
+func (d *Dist) String() string {
+	if d.N == 0 {
 		return "-"
 	}
-	s := append([]int(nil), v...)
-	sort.Ints(s)
-	sum := 0
-	for _, x := range s {
-		sum += x
+	vals := make([]int, 0, len(d.counts))
+	for v := range d.counts {
+		vals = append(vals, v)
 	}
-	p := func(q float64) int { return s[int(q*float64(len(s)-1))] }
-	return fmt.Sprintf("min %d  p50 %d  p90 %d  p99 %d  max %d  mean %.1f", s[0], p(0.5), p(0.9), p(0.99), s[len(s)-1], float64(sum)/float64(len(s)))
+	sort.Ints(vals)
+	p := func(q float64) int {
+		idx := int64(q * float64(d.N-1))
+		var seen int64
+		for _, v := range vals {
+			seen += d.counts[v]
+			if seen > idx {
+				return v
+			}
+		}
+		return vals[len(vals)-1]
+	}
+	return fmt.Sprintf("min %d  p50 %d  p90 %d  p99 %d  max %d  mean %.1f", vals[0], p(0.5), p(0.9), p(0.99), vals[len(vals)-1], float64(d.sum)/float64(d.N))
 }
 
 func counts(m map[string]int) string {
@@ -323,15 +405,19 @@ func (rep *Report) Render(w io.Writer) {
 	if !strings.HasSuffix(rep.Schema, "\n") {
 		fmt.Fprintln(w)
 	}
-	if len(rep.Turns) > 0 {
-		fmt.Fprintf(w, "turns per dialogue:   %s\n", dist(rep.Turns))
-		fmt.Fprintf(w, "chars per message:    %s\n", dist(rep.MsgLen))
-		fmt.Fprintf(w, "chars per dialogue:   %s\n", dist(rep.TextLen))
+	if rep.Turns.N > 0 {
+		fmt.Fprintf(w, "turns per dialogue:   %s\n", rep.Turns.String())
+		fmt.Fprintf(w, "chars per message:    %s\n", rep.MsgLen.String())
+		fmt.Fprintf(w, "chars per dialogue:   %s\n", rep.TextLen.String())
 		fmt.Fprintf(w, "roles:                %s\n", counts(rep.Roles))
 		dv := rep.Diversity.Summary(5)
-		fmt.Fprintf(w, "distinct first user turns:  %d of %d dialogues\n", dv.DistinctFirstUser, dv.Dialogues)
-		fmt.Fprintf(w, "distinct closing turns:     %d of %d dialogues\n", dv.DistinctClosings, dv.Dialogues)
-		fmt.Fprintf(w, "distinct code-less replies: %d of %d assistant turns without code\n", dv.DistinctCodeless, dv.CodelessTurns)
+		approx := ""
+		if dv.Estimated {
+			approx = "≈" // a sketch's estimate past a million distinct texts
+		}
+		fmt.Fprintf(w, "distinct first user turns:  %s%d of %d dialogues\n", approx, dv.DistinctFirstUser, dv.Dialogues)
+		fmt.Fprintf(w, "distinct closing turns:     %s%d of %d dialogues\n", approx, dv.DistinctClosings, dv.Dialogues)
+		fmt.Fprintf(w, "distinct code-less replies: %s%d of %d assistant turns without code\n", approx, dv.DistinctCodeless, dv.CodelessTurns)
 		fmt.Fprintf(w, "template share:             %.0f%% of dialogues made without a model\n", 100*dv.TemplateShare)
 		if len(dv.TopOpenings) > 0 {
 			fmt.Fprintln(w, "most repeated openings of assistant turns:")
@@ -339,8 +425,8 @@ func (rep *Report) Render(w io.Writer) {
 				fmt.Fprintf(w, "  %6d  %s\n", o.Count, o.Text)
 			}
 		}
-	} else if len(rep.TextLen) > 0 {
-		fmt.Fprintf(w, "chars per text:       %s\n", dist(rep.TextLen))
+	} else if rep.TextLen.N > 0 {
+		fmt.Fprintf(w, "chars per text:       %s\n", rep.TextLen.String())
 	}
 	fmt.Fprintf(w, "languages:            %s\n", counts(rep.Langs))
 	rubrics := make([]string, 0, len(rep.Scores))

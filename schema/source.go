@@ -145,29 +145,47 @@ func (s *Source) Dialogues() bool { return s.format == FormatCodeFeedback }
 // duplicate id), after which Next may be called again; any other error is
 // fatal.
 func (s *Source) Next() (Record, error) {
-	var rec json.RawMessage
-	var fields map[string]json.RawMessage
-	errf := func(format string, args ...any) *RecordError {
-		return &RecordError{File: s.path, Unit: s.unit(), Line: s.line, Reason: fmt.Sprintf(format, args...), Raw: rec}
+	rec, fields, err := s.nextRaw()
+	if err != nil {
+		return Record{}, err
 	}
+	out, err := s.decode(rec, fields, s.line)
+	if err != nil {
+		return Record{}, err
+	}
+	return out, s.checkDup(out, rec, s.line)
+}
+
+// nextRaw reads the next record's bytes (valid until the next call), or its
+// fields for CSV.
+func (s *Source) nextRaw() (json.RawMessage, map[string]json.RawMessage, error) {
 	switch {
 	case s.csv != nil:
 		row, line, err := s.csv.next()
 		if err != nil {
-			return Record{}, err
+			return nil, nil, err
 		}
 		s.line = line
-		fields = row
-		rec, _ = json.Marshal(row)
+		rec, _ := json.Marshal(row)
+		return rec, row, nil
 	case s.pending != nil:
-		rec, s.pending = s.pending, nil
-	default:
-		var err error
-		rec, err = s.raw.Next()
-		if err != nil {
-			return Record{}, err
-		}
-		s.line = s.raw.Line()
+		rec := s.pending
+		s.pending = nil
+		return rec, nil, nil
+	}
+	rec, err := s.raw.Next()
+	if err != nil {
+		return nil, nil, err
+	}
+	s.line = s.raw.Line()
+	return rec, nil, nil
+}
+
+// decode maps one record through the adapter. It reads only settings of s,
+// so records may be decoded concurrently.
+func (s *Source) decode(rec json.RawMessage, fields map[string]json.RawMessage, line int) (Record, error) {
+	errf := func(format string, args ...any) *RecordError {
+		return &RecordError{File: s.path, Unit: s.unit(), Line: line, Reason: fmt.Sprintf(format, args...), Raw: rec}
 	}
 	var out Record
 	if s.format == FormatCodeFeedback {
@@ -179,56 +197,63 @@ func (s *Source) Next() (Record, error) {
 			return Record{}, errf("%v", err)
 		}
 		out.Dialogue = &d
-	} else {
-		nonFinite := false
-		var p Problem
-		// This tool's own Problem JSON without a mapping decodes as written:
-		// one typed decode, and the field map only when that fails (for the
-		// Python NaN repair and the same error messages).
-		direct := s.format == FormatNative && len(s.ad.fields) == 0 && fields == nil && json.Unmarshal(rec, &p) == nil
-		if !direct && fields == nil {
-			if err := json.Unmarshal(rec, &fields); err != nil {
-				fixed, changed := fixPythonNonFinite(rec)
-				if !changed || json.Unmarshal(fixed, &fields) != nil {
-					return Record{}, errf("malformed JSON: %v", err)
-				}
-				rec, nonFinite = fixed, true
-			}
-		}
-		var err error
-		switch {
-		case direct:
-		case s.format == FormatNative && len(s.ad.fields) == 0:
-			// This tool's own Problem JSON: decode it as written.
-			p = Problem{}
-			err = json.Unmarshal(rec, &p)
-		default:
-			p, err = s.ad.toProblem(fields)
-		}
-		if err != nil {
-			return Record{}, errf("%v", err)
-		}
-		if nonFinite {
-			if p.Metadata == nil {
-				p.Metadata = map[string]string{}
-			}
-			p.Metadata[MetaPythonNonFinite] = "true"
-		}
-		if err := p.Query.Validate(); err != nil {
-			return Record{}, errf("%v", err)
-		}
-		out.Problem = &p
+		return out, nil
 	}
-	if s.seen != nil {
-		h := sha256.Sum256([]byte(out.ID()))
-		var k [8]byte
-		copy(k[:], h[:8])
-		if prev, dup := s.seen[k]; dup {
-			return Record{}, errf("duplicate id %q (first seen at %s %d)", out.ID(), s.unit(), prev)
+	nonFinite := false
+	var p Problem
+	// This tool's own Problem JSON without a mapping decodes as written:
+	// one typed decode, and the field map only when that fails (for the
+	// Python NaN repair and the same error messages).
+	direct := s.format == FormatNative && len(s.ad.fields) == 0 && fields == nil && json.Unmarshal(rec, &p) == nil
+	if !direct && fields == nil {
+		if err := json.Unmarshal(rec, &fields); err != nil {
+			fixed, changed := fixPythonNonFinite(rec)
+			if !changed || json.Unmarshal(fixed, &fields) != nil {
+				return Record{}, errf("malformed JSON: %v", err)
+			}
+			rec, nonFinite = fixed, true
 		}
-		s.seen[k] = s.line
 	}
+	var err error
+	switch {
+	case direct:
+	case s.format == FormatNative && len(s.ad.fields) == 0:
+		// This tool's own Problem JSON: decode it as written.
+		p = Problem{}
+		err = json.Unmarshal(rec, &p)
+	default:
+		p, err = s.ad.toProblem(fields)
+	}
+	if err != nil {
+		return Record{}, errf("%v", err)
+	}
+	if nonFinite {
+		if p.Metadata == nil {
+			p.Metadata = map[string]string{}
+		}
+		p.Metadata[MetaPythonNonFinite] = "true"
+	}
+	if err := p.Query.Validate(); err != nil {
+		return Record{}, errf("%v", err)
+	}
+	out.Problem = &p
 	return out, nil
+}
+
+// checkDup rejects a record whose id an earlier record had (records in
+// file order).
+func (s *Source) checkDup(out Record, rec json.RawMessage, line int) error {
+	if s.seen == nil {
+		return nil
+	}
+	h := sha256.Sum256([]byte(out.ID()))
+	var k [8]byte
+	copy(k[:], h[:8])
+	if prev, dup := s.seen[k]; dup {
+		return &RecordError{File: s.path, Unit: s.unit(), Line: line, Reason: fmt.Sprintf("duplicate id %q (first seen at %s %d)", out.ID(), s.unit(), prev), Raw: rec}
+	}
+	s.seen[k] = line
+	return nil
 }
 
 // Close releases the file.

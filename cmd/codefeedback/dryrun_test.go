@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/pipeline"
@@ -28,12 +31,13 @@ const (
 	estCostFactor     = 2.0
 )
 
-// TestDryRunEstimate runs the sample pipeline (data/pipeline.yaml: filter,
-// pack, simulate, correct, interact, explain, audit, dedup) on a part of the
-// sample inputs, with a scripted model priced like a small hosted one:
-// first --dry-run, then for real, and holds the estimate to the run's
-// manifest.
-func TestDryRunEstimate(t *testing.T) {
+// sampleSetup writes the sample pipeline (data/pipeline.yaml: filter, pack,
+// simulate, correct, interact, explain, audit, dedup) over a part of the
+// sample inputs into a temporary directory, with a scripted model priced
+// like a small hosted one (model settings extra added), and returns the
+// pipeline file.
+func sampleSetup(t *testing.T, extra string) string {
+	t.Helper()
 	if ex, err := executors.Open(context.Background(), "bwrap://"); err != nil {
 		t.Skip("bubblewrap sandbox unavailable: ", err)
 	} else {
@@ -83,25 +87,42 @@ func TestDryRunEstimate(t *testing.T) {
 	}
 	text := strings.NewReplacer("path: out/", "path: "+dir+"/out/",
 		"{path: intercode", "{path: "+root+"/data/intercode").Replace(string(y))
-	text += fmt.Sprintf("model: {base_url: %q, model: small, prices: {small: {input_per_m: 2, output_per_m: 8}}}\n", srv.URL)
+	text += fmt.Sprintf("model: {base_url: %q, model: small, prices: {small: {input_per_m: 2, output_per_m: 8}}%s}\n", srv.URL, extra)
 	file := filepath.Join(dir, "pipeline.yaml")
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := func(dry bool) *pipeline.Manifest {
-		cfg, err := pipeline.Load(file, filepath.Join(dir, "run"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{DryRun: dry})
-		if err != nil {
-			t.Fatalf("run (dry %v): %v", dry, err)
-		}
-		return m
-	}
-	dry := run(true)
-	real := run(false)
+	return file
+}
 
+// runSample runs the pipeline file (dry or not) on its run directory.
+func runSample(t *testing.T, file string, dry bool) *pipeline.Manifest {
+	t.Helper()
+	cfg, err := pipeline.Load(file, filepath.Join(filepath.Dir(file), "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{DryRun: dry})
+	if err != nil {
+		t.Fatalf("run (dry %v): %v", dry, err)
+	}
+	return m
+}
+
+// TestSampleModelRuns runs the sample pipeline on a part of the sample
+// inputs against the scripted model: first --dry-run, then live, then in
+// batch mode; the estimate is held to the live run's manifest and the batch
+// run to the live run's dialogues and prices.
+func TestSampleModelRuns(t *testing.T) {
+	file := sampleSetup(t, "")
+	dry := runSample(t, file, true)
+	real := runSample(t, file, false)
+	t.Run("dry-run estimate", func(t *testing.T) { checkEstimate(t, dry, real) })
+	t.Run("batch equals live", func(t *testing.T) { checkBatchEqualsLive(t, file, real) })
+}
+
+// checkEstimate holds the dry run's estimate to the run it predicted.
+func checkEstimate(t *testing.T, dry, real *pipeline.Manifest) {
 	est := dry.Estimate
 	if est == nil {
 		t.Fatal("the dry run estimated nothing")
@@ -141,4 +162,69 @@ func TestDryRunEstimate(t *testing.T) {
 		}
 		within(s.Name+" calls", float64(e.Requests), float64(s.Usage.Requests), estStageTolerance)
 	}
+}
+
+// checkBatchEqualsLive runs the sample pipeline with `batch: true` on the
+// model (every model stage) against the same scripted model as the live
+// run: the dialogues are identical, prose included (execution times and the
+// judge's per-run marker aside), every answer came from a batch, each model
+// stage costs half its live cost, and the manifest records what batching
+// saved.
+func checkBatchEqualsLive(t *testing.T, live string, lm *pipeline.Manifest) {
+	batch := sampleSetup(t, ", batch: true, batch_window: 300ms, batch_poll: 20ms")
+	bm := runSample(t, batch, false)
+	ld, bd := sampleDialogues(t, live), sampleDialogues(t, batch)
+	if len(ld) == 0 || len(ld) != len(bd) {
+		t.Fatalf("live run wrote %d dialogues, batch run %d", len(ld), len(bd))
+	}
+	for i := range ld {
+		if ld[i] != bd[i] {
+			t.Fatalf("dialogue %d differs:\nlive:  %.600s\nbatch: %.600s", i, ld[i], bd[i])
+		}
+	}
+	for i, s := range bm.Stages {
+		l := lm.Stages[i].Usage
+		u := s.Usage
+		if u.Requests != l.Requests || u.BatchRequests != u.Requests {
+			t.Errorf("%s: %d requests, %d through batches; live %d", s.Name, u.Requests, u.BatchRequests, l.Requests)
+		}
+		if math.Abs(u.CostUSD-l.CostUSD/2) > 1e-9 || math.Abs(u.BatchSavedUSD-l.CostUSD/2) > 1e-9 {
+			t.Errorf("%s: cost $%.6f, saved $%.6f; live $%.6f: want half each", s.Name, u.CostUSD, u.BatchSavedUSD, l.CostUSD)
+		}
+	}
+	if bm.Usage.Requests == 0 || bm.Usage.BatchRequests != bm.Usage.Requests {
+		t.Errorf("batch run usage %+v: want every request through a batch", bm.Usage)
+	}
+}
+
+var judgeMarker = regexp.MustCompile(`@@cfjudge:[0-9a-f]+`)
+
+// sampleDialogues reads the published dialogues of a sample run, each
+// re-encoded without its executions' times and with the judge's marker
+// masked.
+func sampleDialogues(t *testing.T, file string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "out", "dialogues.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var d schema.Dialogue
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatal(err)
+		}
+		for i := range d.Messages {
+			if e := d.Messages[i].Exec; e != nil {
+				e.ExecutedAt, e.Duration = time.Time{}, 0
+				e.Code = judgeMarker.ReplaceAllString(e.Code, "@@cfjudge:MARKER")
+			}
+		}
+		enc, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(enc))
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,8 +40,9 @@ const chatPath = "/v1/chat/completions"
 //	                     the number is not N
 //	fakeopenai batchpolls N   batches stay in progress for N status polls
 //	fakeopenai waitbatches N  waits until N batches are unfinished (submitted, not done)
-//	fakeopenai batches   prints batches=B requests=R of the batches created
-//	                     since the previous `batches`; fails if a request was
+//	fakeopenai batches   prints batches=B requests=R stages=S:N,... of the
+//	                     batches created since the previous `batches` (N
+//	                     batches of stage S); fails if a request was
 //	                     submitted in two of them
 //
 // The server requires "Bearer fake-key", so a script must `env FAKE_KEY=fake-key`
@@ -115,8 +117,14 @@ func cmdFakeOpenAI(t *testing.T, ts *testscript.TestScript, neg bool, args []str
 		all := h.srv.Batches()
 		since := all[min(h.batchMark, len(all)):]
 		h.batchMark = len(all)
+		stages := map[string]int{}
 		for _, b := range since {
-			ts.Logf("batch %s: %s, %d requests", b.ID, b.Status, b.RequestCounts.Total)
+			// The client names a batch file codefeedback-STAGE-NANOS-SEQ.jsonl.
+			name := h.srv.BatchFileName(b.ID)
+			if f := strings.Split(strings.TrimPrefix(name, "codefeedback-"), "-"); len(f) >= 3 {
+				stages[strings.Join(f[:len(f)-2], "-")]++
+			}
+			ts.Logf("batch %s (%s): %s, %d requests", b.ID, name, b.Status, b.RequestCounts.Total)
 			for _, id := range h.srv.BatchRequestIDs(b.ID) {
 				if prev, dup := seen[id]; dup {
 					ts.Fatalf("request %s submitted in batch %s and again in %s", id, prev, b.ID)
@@ -124,7 +132,12 @@ func cmdFakeOpenAI(t *testing.T, ts *testscript.TestScript, neg bool, args []str
 				seen[id] = b.ID
 			}
 		}
-		fmt.Fprintf(ts.Stdout(), "batches=%d requests=%d\n", len(since), len(seen))
+		var per []string
+		for st, n := range stages {
+			per = append(per, fmt.Sprintf("%s:%d", st, n))
+		}
+		sort.Strings(per)
+		fmt.Fprintf(ts.Stdout(), "batches=%d requests=%d stages=%s\n", len(since), len(seen), strings.Join(per, ","))
 	default:
 		ts.Fatalf("usage: fakeopenai start | count N | batchpolls N | waitbatches N | batches")
 	}
@@ -217,16 +230,22 @@ func fakeModelReply(c llmtest.Call) llmtest.Reply {
 }
 
 // fakeTask names the task a writer conversation is about: the known
-// function name in the latest user message that mentions one.
+// function name in the latest user message that mentions one (the one
+// mentioned last, chosen by position, not map order, so that every run
+// answers the same).
 func fakeTask(msgs []openai.ChatCompletionMessage) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role != openai.ChatMessageRoleUser {
 			continue
 		}
+		found, at := "", -1
 		for name := range fakeSolutions {
-			if strings.Contains(msgs[i].Content, name) {
-				return name
+			if j := strings.LastIndex(msgs[i].Content, name); j > at {
+				found, at = name, j
 			}
+		}
+		if found != "" {
+			return found
 		}
 	}
 	return ""

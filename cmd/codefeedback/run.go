@@ -140,16 +140,16 @@ func printSummary(w io.Writer, m *pipeline.Manifest) {
 	}
 	tw.Flush()
 	if m.Options.DryRun {
-		if e := m.Estimate; e != nil {
+		if e := m.Estimate; e != nil && e.Requests > 0 {
 			fmt.Fprintf(w, "estimate: %d model calls, %d tokens in, %d out: $%.4f live, $%.4f through batches", e.Requests,
 				e.PromptTokens, e.CompletionTokens, e.LiveCostUSD, e.BatchCostUSD)
 			if e.Batched {
 				fmt.Fprintf(w, "; this run batches where `batch: true`: $%.4f", e.CostUSD)
 			}
 			fmt.Fprintln(w)
-			if e.Predicted {
-				fmt.Fprintln(w, "stages after an uncached one are estimated from predicted inputs: every item kept, expected fixes and feedback rounds (see README, Estimates)")
-			}
+		}
+		if e := m.Estimate; e != nil && e.Predicted {
+			fmt.Fprintln(w, "stages after an uncached one are estimated from predicted inputs: every item kept, expected fixes and feedback rounds (see README, Estimates)")
 		}
 	}
 	if m.DeadCount > 0 {

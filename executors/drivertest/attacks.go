@@ -21,6 +21,8 @@ type attack struct {
 	check func(t *testing.T, r executors.Result) // extra checks; may be nil
 	// daemon: the code leaves a process whose argv holds the marker.
 	daemon bool
+	// full: a slow compile for what it adds; runs with CODEFEEDBACK_LANG_FULL=1.
+	full bool
 }
 
 var short = executors.Limits{Timeout: 3 * time.Second, MemoryBytes: 256 << 20, Processes: 48, FileBytes: 16 << 20}

@@ -235,6 +235,7 @@ func testLanguages(t *testing.T, ex executors.Executor, h *host) {
 			})
 		})
 	}
+	t.Run("node session", func(t *testing.T) { testNodeSession(t, ex, ok) })
 	t.Run("attacks", func(t *testing.T) { testLangAttacks(t, ex, h, ok) })
 }
 
@@ -255,7 +256,7 @@ func langAttacks() []attack {
 				"s.on('connect', () => { console.log('LEAK connected'); s.destroy(); });\n" +
 				"s.on('error', e => console.log('blocked', e.code));\n",
 			check: wantPrinted("blocked")},
-		{name: "typescript read of host files", lang: executors.TypeScript, lim: executors.Limits{Timeout: 20 * time.Second},
+		{name: "typescript read of host files", full: true, lang: executors.TypeScript, lim: executors.Limits{Timeout: 20 * time.Second},
 			code: "const fs = require('fs');\n" +
 				"for (const f of ['/etc/shadow', '{{SECRETFILE}}', '/root/.bashrc', '{{REPO}}/go.mod']) {\n" +
 				"  try { console.log('LEAK read ' + f + ' ' + fs.readFileSync(f, 'utf8').slice(0, 40)); }\n" +
@@ -265,13 +266,13 @@ func langAttacks() []attack {
 		{name: "c fork bomb", lang: executors.C, lim: executors.Limits{Timeout: 5 * time.Second, Processes: 32},
 			code:  "#include <unistd.h>\n#include <stdio.h>\n#include <sys/types.h>\nint main(void) {\n  int n = 0;\n  for (int i = 0; i < 100000; i++) { pid_t p = fork(); if (p == 0) { for (;;) pause(); } else if (p > 0) n++; }\n  if (n > 40) printf(\"LEAK forked %d\\n\", n);\n  printf(\"forked %d\\n\", n);\n  return 0;\n}\n",
 			check: wantPrinted("forked ")},
-		{name: "c read of /etc/shadow and a host file", lang: executors.C, lim: executors.Limits{Timeout: 20 * time.Second},
+		{name: "c read of /etc/shadow and a host file", full: true, lang: executors.C, lim: executors.Limits{Timeout: 20 * time.Second},
 			code: "#include <stdio.h>\nint main(void) {\n  const char *fs[] = {\"/etc/shadow\", \"{{SECRETFILE}}\", \"/proc/1/environ\"};\n" +
 				"  for (int i = 0; i < 3; i++) {\n    FILE *f = fopen(fs[i], \"r\"); char b[64] = {0};\n" +
 				"    if (f && fread(b, 1, 63, f) > 0 && i < 2) printf(\"LEAK read %s %s\\n\", fs[i], b); else printf(\"blocked %s\\n\", fs[i]);\n" +
 				"    if (f) fclose(f);\n  }\n  return 0;\n}\n",
 			check: wantPrinted("blocked {{SECRETFILE}}")},
-		{name: "cpp write outside scratch", lang: executors.CPP, lim: executors.Limits{Timeout: 20 * time.Second},
+		{name: "cpp write outside scratch", full: true, lang: executors.CPP, lim: executors.Limits{Timeout: 20 * time.Second},
 			code: "#include <fstream>\n#include <iostream>\nint main() {\n" +
 				"  for (const char *d : {\"/usr\", \"/etc\", \"/bin\", \"/root\", \"{{REPO}}\", \"{{HOSTDIR}}\"}) {\n" +
 				"    std::ofstream f(std::string(d) + \"/pwned.txt\");\n    f << \"x\";\n    f.close();\n" +
@@ -287,7 +288,7 @@ func langAttacks() []attack {
 		{name: "java read of /etc/shadow", lang: executors.Java, lim: executors.Limits{Timeout: 20 * time.Second},
 			code:  "import java.nio.file.*;\npublic class Main {\n  public static void main(String[] a) {\n    for (String f : new String[]{\"/etc/shadow\", \"{{SECRETFILE}}\"}) {\n      try { byte[] b = Files.readAllBytes(Paths.get(f)); System.out.println(\"LEAK read \" + f + \" \" + new String(b)); }\n      catch (Exception e) { System.out.println(\"blocked \" + e.getClass().getSimpleName()); }\n    }\n    if (System.getenv(\"OPENAI_API_KEY\") != null) System.out.println(\"LEAK key in env\");\n  }\n}\n",
 			check: wantPrinted("blocked NoSuchFileException")}, // the host file: not there
-		{name: "rust network and key", lang: executors.Rust, lim: executors.Limits{Timeout: 20 * time.Second},
+		{name: "rust network and key", full: true, lang: executors.Rust, lim: executors.Limits{Timeout: 20 * time.Second},
 			code: "use std::net::{TcpStream, SocketAddr};\nuse std::time::Duration;\nfn main() {\n" +
 				"    if std::env::var(\"OPENAI_API_KEY\").is_ok() { println!(\"LEAK key in env\"); }\n" +
 				"    let a: SocketAddr = \"127.0.0.1:{{PORT}}\".parse().unwrap();\n" +
@@ -318,8 +319,12 @@ func langAttacks() []attack {
 }
 
 func testLangAttacks(t *testing.T, ex executors.Executor, h *host, ok map[executors.Language]bool) {
+	full := os.Getenv("CODEFEEDBACK_LANG_FULL") == "1"
 	for _, a := range langAttacks() {
 		t.Run(a.name, func(t *testing.T) {
+			if a.full && !full {
+				t.Skip("a slow compile: runs with CODEFEEDBACK_LANG_FULL=1")
+			}
 			skipMissing(t, ok, a.lang)
 			rep := strings.NewReplacer("{{PORT}}", fmt.Sprint(h.tcpPort), "{{SECRETFILE}}", h.secretFile,
 				"{{HOSTDIR}}", h.dir, "{{REPO}}", h.repo)
@@ -347,5 +352,72 @@ func testLangAttacks(t *testing.T, ex executors.Executor, h *host, ok map[execut
 				t.Errorf("the next run after the attack: got %q exit %d stderr %q, want 42", r.Stdout, r.ExitCode, clip(r.Stderr))
 			}
 		})
+	}
+}
+
+// testNodeSession: a javascript session keeps its state across cells (let,
+// const, functions, required modules, files), shows a cell's value as node's
+// REPL does, reports an error with its type and line and keeps the state,
+// and starts fresh after Reset, after a cell that ends node, and after a
+// timeout.
+func testNodeSession(t *testing.T, ex executors.Executor, ok map[executors.Language]bool) {
+	skipMissing(t, ok, executors.JavaScript)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s, err := ex.Open(ctx, executors.JavaScript, executors.SessionOptions{Files: map[string][]byte{"in.txt": []byte("seed")},
+		Limits: executors.Limits{Timeout: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	exec := func(code string) executors.Result {
+		t.Helper()
+		r, err := s.Exec(ctx, code)
+		if err != nil {
+			t.Fatalf("Exec(%q): %v", code, err)
+		}
+		checkWellFormed(t, r)
+		return r
+	}
+	for _, c := range []struct{ code, stdout string }{
+		{"const fs = require('fs');\nlet total = 0;\nfunction add(x) { total += x; return total; }\nfs.writeFileSync('out.txt', 'kept');", ""},
+		{"[1, 2, 3].forEach(add);\ntotal", "6\n"},
+		{"console.log(fs.readFileSync('out.txt', 'utf8'), fs.readFileSync('in.txt', 'utf8'));", "kept seed\n"},
+		{"Promise.resolve(total * 7)", "42\n"},
+		{"({ a: [1, 'x'] })", "{ a: [ 1, 'x' ] }\n"},
+	} {
+		if r := exec(c.code); r.Stdout != c.stdout || r.ExitCode != 0 {
+			t.Errorf("cell %.40q: got stdout %q exit %d stderr %q, want %q", c.code, r.Stdout, r.ExitCode, clip(r.Stderr), c.stdout)
+		}
+	}
+	r := exec("const o = null;\no.x")
+	if r.ExitCode != 1 || r.Exception != "TypeError" || r.Line != 2 {
+		t.Errorf("error cell: got exit %d exception %q line %d stderr %q, want 1 TypeError line 2", r.ExitCode, r.Exception, r.Line, clip(r.Stderr))
+	}
+	if r := exec("let b = ;"); r.Exception != "SyntaxError" || r.ExitCode != 1 {
+		t.Errorf("syntax error cell: got exception %q exit %d", r.Exception, r.ExitCode)
+	}
+	if r := exec("total"); r.Stdout != "6\n" {
+		t.Errorf("after errors got %q, want the state kept (6)", r.Stdout)
+	}
+	if err := s.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := exec("console.log(typeof total, require('fs').existsSync('out.txt'), require('fs').readFileSync('in.txt', 'utf8'))"); r.Stdout != "undefined false seed\n" {
+		t.Errorf("after Reset got %q, want fresh state with the session's files", r.Stdout)
+	}
+	exec("var y = 1;")
+	if r := exec("process.exit(3)"); r.ExitCode != 3 {
+		t.Errorf("process.exit(3): got exit %d, want 3", r.ExitCode)
+	}
+	if r := exec("typeof y"); r.Stdout != "'undefined'\n" {
+		t.Errorf("after node ended got %q, want a fresh node ('undefined')", r.Stdout)
+	}
+	exec("var z = 1;")
+	if r := exec("for (;;) {}"); !r.TimedOut {
+		t.Errorf("endless cell: got timed out %v exit %d, want a timeout", r.TimedOut, r.ExitCode)
+	}
+	if r := exec("typeof z"); r.Stdout != "'undefined'\n" {
+		t.Errorf("after a timeout got %q, want a restarted session", r.Stdout)
 	}
 }

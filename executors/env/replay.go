@@ -51,6 +51,9 @@ func Replay(ctx context.Context, e Env, envName string, tr Trajectory) (ReplayRe
 	res.Ours = Trajectory{Environment: tr.Environment, Dataset: tr.Dataset, TaskID: tr.TaskID, Query: tr.Query,
 		Hardness: tr.Hardness, Summary: Summary{TurnsMax: tr.Summary.TurnsMax}}
 	h := tr.TurnHistory
+	// A ReAct log (eval_react.py): actions are "execute[CODE]" or
+	// "submit", and only the submit is scored.
+	react := len(h.Thoughts) > 0
 	for i, action := range h.Actions {
 		logged := 0.0
 		if i < len(h.Rewards) {
@@ -71,6 +74,11 @@ func Replay(ctx context.Context, e Env, envName string, tr Trajectory) (ReplayRe
 			r.Observation = loggedObs
 		case action == "skip":
 			sa.Skipped = "skip"
+		case react:
+			r, err = replayReActStep(ctx, e, action)
+			if err != nil {
+				return res, fmt.Errorf("task %d turn %d: %w", tr.TaskID, i, err)
+			}
 		default:
 			r, err = replayStep(ctx, e, envName, action)
 			if err != nil {
@@ -82,6 +90,9 @@ func Replay(ctx context.Context, e Env, envName string, tr Trajectory) (ReplayRe
 		sa.Agree = math.Abs(sa.Ours-sa.Logged) <= RewardTolerance
 		res.Steps = append(res.Steps, sa)
 		res.Ours.Add(action, r.Observation, r.Reward, r.Valid)
+		if react && i < len(h.Thoughts) {
+			res.Ours.TurnHistory.Thoughts = append(res.Ours.TurnHistory.Thoughts, h.Thoughts[i])
+		}
 		if r.Reward >= 1 {
 			res.OurSuccess = true
 		}
@@ -90,6 +101,23 @@ func Replay(ctx context.Context, e Env, envName string, tr Trajectory) (ReplayRe
 		}
 	}
 	return res, nil
+}
+
+var executeRE = regexp.MustCompile(`(?s)^\s*execute\[(.*)\]\s*$`)
+
+// replayReActStep runs one ReAct action: execute[CODE] runs CODE (reward
+// 0), submit scores and ends the episode, anything else is the policy's
+// unparsed action (InterCode's "did not contain code" turn).
+func replayReActStep(ctx context.Context, e Env, action string) (StepResult, error) {
+	if m := executeRE.FindStringSubmatch(action); m != nil {
+		st, err := e.Step(ctx, m[1])
+		st.Reward = 0
+		return st, err
+	}
+	if _, ok := SubmitArg(strings.TrimSpace(action)); ok {
+		return e.Step(ctx, strings.TrimSpace(action))
+	}
+	return StepResult{}, nil
 }
 
 func replayStep(ctx context.Context, e Env, envName, action string) (StepResult, error) {

@@ -23,8 +23,12 @@ type Trajectory struct {
 }
 
 // TurnHistory holds one entry per turn in each list. Rewards and validity
-// may be null in InterCode's files (python logs null validity).
+// may be null in InterCode's files (python logs null validity). Thoughts is
+// ReAct's reasoning per turn (experiments/eval_react.py; its turn-limit
+// submit is logged with the thought "EXCEEDED MAX TURNS: submit"); other
+// strategies leave it out.
 type TurnHistory struct {
+	Thoughts     []string  `json:"thoughts,omitempty"`
 	Actions      []string  `json:"actions"`
 	Observations []string  `json:"observations"`
 	Rewards      []float64 `json:"rewards"`

@@ -190,7 +190,12 @@ func (e *Episode) finish() {
 	}
 }
 
-// Trajectory is the episode in InterCode's log format.
+// ExceededThought is the thought InterCode's ReAct logs for the submit it
+// makes at the turn limit.
+const ExceededThought = "EXCEEDED MAX TURNS: submit"
+
+// Trajectory is the episode in InterCode's log format; a ReAct episode's
+// thoughts go in turn_history.thoughts, one per turn.
 func (e Episode) Trajectory() env.Trajectory {
 	t := env.Trajectory{Environment: env.ICName(e.Task.Env), Dataset: e.Task.Dataset, TaskID: e.Task.Index,
 		Query: e.Task.Query, Hardness: e.Task.Setup[env.SetupHardness]}
@@ -204,6 +209,13 @@ func (e Episode) Trajectory() env.Trajectory {
 			a = s.Answer // InterCode logs the unparsed answer of a turn with no code
 		}
 		t.Add(a, s.Observation, s.Reward, s.Valid)
+		if e.Strategy == ReAct {
+			th := s.Thought
+			if s.Auto {
+				th = ExceededThought
+			}
+			t.TurnHistory.Thoughts = append(t.TurnHistory.Thoughts, th)
+		}
 	}
 	t.Summary.TurnsTaken = e.AgentTurns()
 	t.Summary.TurnsMax = e.TurnsMax

@@ -150,6 +150,24 @@ func TestStrategiesRunToTurnLimit(t *testing.T) {
 			if tc.strategy == agent.ReAct && ep.Steps[0].Thought != "cheap ones first." {
 				t.Errorf("thought = %q", ep.Steps[0].Thought)
 			}
+			// InterCode's ReAct logs keep one thought per turn, the turn-limit
+			// submit's being "EXCEEDED MAX TURNS: submit"; other logs have none.
+			th := ep.Trajectory().TurnHistory
+			if tc.strategy == agent.ReAct {
+				want := []string{}
+				for _, s := range ep.Steps {
+					w := "cheap ones first."
+					if s.Auto {
+						w = agent.ExceededThought
+					}
+					want = append(want, w)
+				}
+				if !reflect.DeepEqual(th.Thoughts, want) || len(th.Thoughts) != len(th.Actions) {
+					t.Errorf("logged thoughts = %q, want %q", th.Thoughts, want)
+				}
+			} else if th.Thoughts != nil {
+				t.Errorf("%s logged thoughts %q", tc.strategy, th.Thoughts)
+			}
 			if tc.strategy == agent.PlanSolve && !reflect.DeepEqual(ep.Plan, []string{"Look at the items.", "Filter them."}) {
 				t.Errorf("plan = %q", ep.Plan)
 			}

@@ -503,6 +503,9 @@ func writeCost(b *bytes.Buffer, m *pipeline.Manifest) {
 	fmt.Fprintf(b, "\nModel usage and cost: this run %d requests, %d tokens, %.4f USD, %d retries; all %d runs on this run directory %d requests, %d tokens, %.4f USD, %d retries.\n",
 		this.Usage.Requests, this.Usage.PromptTokens+this.Usage.CompletionTokens, this.Usage.CostUSD, this.Retries,
 		t.Runs, t.Usage.Requests, t.Usage.PromptTokens+t.Usage.CompletionTokens, t.Usage.CostUSD, t.Retries)
+	if u := this.Usage; u.BatchRequests > 0 {
+		fmt.Fprintf(b, "%d of this run's requests were answered through provider batches, which saved %.4f USD against live prices.\n", u.BatchRequests, u.BatchSavedUSD)
+	}
 	if len(m.History) == 0 {
 		return
 	}

@@ -332,6 +332,9 @@ func (st *filterStage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.I
 // stages after this one are estimated for the most they may get.
 func (st *filterStage) Estimate(in []pipeline.Shape) (pipeline.Usage, []pipeline.Shape) {
 	var u pipeline.Usage
+	if st.svc.Model == nil {
+		return u, in // queries pass through unrated
+	}
 	out := make([]pipeline.Shape, 0, len(in))
 	for _, sh := range in {
 		out = append(out, sh)

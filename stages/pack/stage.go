@@ -414,7 +414,7 @@ func (st *stage) Estimate(in []pipeline.Shape) (pipeline.Usage, []pipeline.Shape
 		d := pipeline.Shape{Kind: pipeline.KindDialogue, UserTurns: n}
 		for _, q := range queries[i : i+n] {
 			d.Bytes += q.Bytes
-			if st.o.Answer {
+			if st.UsesModel() {
 				u = u.Add(pipeline.Calls(1, len(st.tmpl.Text)+d.Bytes, answerBytes/4))
 				d.Bytes += answerBytes
 				d.CodeTurns++

@@ -367,6 +367,9 @@ func (st *stage) Estimate(in []pipeline.Shape) (pipeline.Usage, []pipeline.Shape
 		if o.KeepInputs {
 			out = append(out, sh)
 		}
+		if st.svc.Model == nil {
+			continue // without a model a task is dropped
+		}
 		runs := min(1+estFixRate, float64(o.MaxIterations))
 		judged := runs // every run of an untested task goes to the judge
 		if sh.Tested {

@@ -18,6 +18,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -69,6 +70,7 @@ type variant struct {
 	tpl   string   // template root (holds names)
 	names []string // top-level directories, mounted at /<name>
 	base  manifest
+	built buildWindow
 }
 
 // side is one sandbox with its replica (the agent's, or the gold's).
@@ -101,7 +103,13 @@ func New(ex executors.Executor, opts env.Options) (*Env, error) {
 	}
 	// Sandboxes bind from base as the slot's uid (bwrap run by root), so
 	// base must be searchable by others; its entries are owned per slot.
-	base, err := os.MkdirTemp(ScratchDir(), "codefeedback-bash-")
+	scratch := ScratchDir()
+	if opts.Params["shell"] == ShellInterCode && os.Getenv("CODEFEEDBACK_EPISODE_DIR") == "" {
+		// A disk file system, as InterCode's overlay is: a directory's size
+		// (4096, not tmpfs's entry count) is what `find -size +1k` sees.
+		scratch = os.TempDir()
+	}
+	base, err := os.MkdirTemp(scratch, "codefeedback-bash-")
 	if err != nil {
 		return nil, fmt.Errorf("bashenv: %w", err)
 	}
@@ -211,7 +219,7 @@ func (e *Env) openSide(ctx context.Context, name string, v *variant) (*side, err
 	if o, ok := s.(executors.SandboxOwner); ok && os.Geteuid() == 0 {
 		uid, gid = o.SandboxOwner()
 	}
-	sd := &side{s: s, rep: &replica{tpl: v.tpl, dir: dir, names: v.names, uid: uid, gid: gid}}
+	sd := &side{s: s, rep: &replica{tpl: v.tpl, dir: dir, names: v.names, uid: uid, gid: gid, retime: v.built.since(time.Now())}}
 	if err := sd.reset(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -257,17 +265,17 @@ func (e *Env) closeSides() {
 // variant returns the built file system for a setup script, building it on
 // first use (a script with no task paths gives an empty variant).
 func (e *Env) variant(ctx context.Context, script string) (*variant, error) {
-	sum := sha256.Sum256([]byte(script))
+	// The layout version is part of the key: templates of an older layout
+	// (with empty directories, no build window) are built again.
+	sum := sha256.Sum256([]byte(templateLayout + "\x00" + script))
 	key := hex.EncodeToString(sum[:8])
 	if v, ok := e.variants[key]; ok {
 		return v, nil
 	}
 	names := TaskPaths(script)
 	tpl := filepath.Join(e.cacheDir, key)
-	if _, err := os.Stat(filepath.Join(tpl, ".complete")); err != nil {
-		if err := e.build(ctx, script, names, tpl); err != nil {
-			return nil, fmt.Errorf("building file system %s: %w", key, err)
-		}
+	if err := env.BuildOnce(tpl, func(tmp string) error { return e.build(ctx, script, names, tmp) }); err != nil {
+		return nil, fmt.Errorf("building file system %s: %w", key, err)
 	}
 	// Keep the names the script populated.
 	var kept []string
@@ -281,71 +289,75 @@ func (e *Env) variant(ctx context.Context, script string) (*variant, error) {
 		return nil, err
 	}
 	v := &variant{key: key, tpl: tpl, names: kept, base: m}
+	if b, err := os.ReadFile(filepath.Join(tpl, builtFile)); err == nil {
+		json.Unmarshal(b, &v.built)
+	}
 	e.variants[key] = v
 	return v, nil
 }
 
+// templateLayout versions what a template holds.
+const templateLayout = "2"
+
+// builtFile records a template's buildWindow.
+const builtFile = ".built"
+
 // build runs the setup script in a sandbox with empty task directories
-// bound in, then copies the result into the template directory.
-func (e *Env) build(ctx context.Context, script string, names []string, tpl string) error {
-	tmp := tpl + ".tmp"
-	if err := os.RemoveAll(tmp); err != nil {
+// bound in, then copies the result into tmp (the template being built)
+// without the directories that hold no file, and records when it ran.
+func (e *Env) build(ctx context.Context, script string, names []string, tmp string) error {
+	if len(names) == 0 || strings.TrimSpace(script) == "" {
+		return nil
+	}
+	dir, err := os.MkdirTemp(e.base, "build-")
+	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o711); err != nil {
 		return err
 	}
-	if len(names) > 0 && strings.TrimSpace(script) != "" {
-		dir, err := os.MkdirTemp(e.base, "build-")
-		if err != nil {
+	var mounts []executors.Mount
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if err := os.Mkdir(p, 0o755); err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
-		if err := os.Chmod(dir, 0o711); err != nil {
-			return err
-		}
-		var mounts []executors.Mount
+		mounts = append(mounts, executors.Mount{Source: p, Target: "/" + n})
+	}
+	s, err := e.ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: executors.Limits{Timeout: BuildTimeout}, Mounts: mounts})
+	if err != nil {
+		return fmt.Errorf("opening a sandbox: %w", err)
+	}
+	if o, ok := s.(executors.SandboxOwner); ok && os.Geteuid() == 0 {
+		uid, gid := o.SandboxOwner()
 		for _, n := range names {
-			p := filepath.Join(dir, n)
-			if err := os.Mkdir(p, 0o755); err != nil {
+			if err := os.Chown(filepath.Join(dir, n), uid, gid); err != nil {
+				s.Close()
 				return err
 			}
-			mounts = append(mounts, executors.Mount{Source: p, Target: "/" + n})
-		}
-		s, err := e.ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: executors.Limits{Timeout: BuildTimeout}, Mounts: mounts})
-		if err != nil {
-			return fmt.Errorf("opening a sandbox: %w", err)
-		}
-		if o, ok := s.(executors.SandboxOwner); ok && os.Geteuid() == 0 {
-			uid, gid := o.SandboxOwner()
-			for _, n := range names {
-				if err := os.Chown(filepath.Join(dir, n), uid, gid); err != nil {
-					s.Close()
-					return err
-				}
-			}
-		}
-		res, err := s.Exec(ctx, "cd /\n"+script)
-		s.Close()
-		if err != nil {
-			return fmt.Errorf("running the setup script: %w", err)
-		}
-		if res.TimedOut {
-			return errors.New("the setup script timed out")
-		}
-		for _, n := range names {
-			if err := copyTree(filepath.Join(dir, n), filepath.Join(tmp, n), -1, -1); err != nil {
-				return fmt.Errorf("saving %s: %w", n, err)
-			}
 		}
 	}
-	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
-		return err
+	w := buildWindow{Start: time.Now()}
+	res, err := s.Exec(ctx, "cd /\n"+script)
+	w.End = time.Now()
+	s.Close()
+	if err != nil {
+		return fmt.Errorf("running the setup script: %w", err)
 	}
-	if err := os.RemoveAll(tpl); err != nil {
-		return err
+	if res.TimedOut {
+		return errors.New("the setup script timed out")
 	}
-	return os.Rename(tmp, tpl)
+	for _, n := range names {
+		if err := copyTree(filepath.Join(dir, n), filepath.Join(tmp, n), -1, -1, nil); err != nil {
+			return fmt.Errorf("saving %s: %w", n, err)
+		}
+		if err := pruneEmptyDirs(filepath.Join(tmp, n)); err != nil {
+			return fmt.Errorf("saving %s: %w", n, err)
+		}
+	}
+	b, _ := json.Marshal(w)
+	return os.WriteFile(filepath.Join(tmp, builtFile), b, 0o644)
 }
 
 // Step implements env.Env.

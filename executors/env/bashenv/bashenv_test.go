@@ -2,6 +2,7 @@ package bashenv_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -160,7 +161,9 @@ func TestFreshFileSystem(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := "/\nHello, World!\nsecond file\nbackup copy\ndir1\ndir2\nempty\nold.txt\n-rwxr-xr-x\n2023-05-31 23:59:59"
+		// /testbed/empty is gone: InterCode's reset (git clean -fd) removes
+		// directories that hold no file.
+		want := "/\nHello, World!\nsecond file\nbackup copy\ndir1\ndir2\nold.txt\n-rwxr-xr-x\n2023-05-31 23:59:59"
 		if !strings.HasPrefix(r.Observation, want) {
 			t.Errorf("after Reset: got\n%s\nwant prefix\n%s", r.Observation, want)
 		}
@@ -227,4 +230,78 @@ func TestInterCodeShell(t *testing.T) {
 			t.Errorf("gold in intercode shell: reward %v (%+v), %v", r.Reward, r.Info["reward"], err)
 		}
 	})
+}
+
+// Several environments sharing a cache build a file-system variant at the
+// same time (intercode run's workers do): each gets the whole template.
+func TestConcurrentBuilds(t *testing.T) {
+	tasks := loadFixture(t)
+	d := envtest.Drivers(t)[0]
+	ctx := context.Background()
+	cache := t.TempDir()
+	errs := make(chan error, 3)
+	for i := 0; i < cap(errs); i++ {
+		go func() {
+			e, err := env.Open(ctx, "bash", d.Ex, env.Options{CacheDir: cache})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer e.Close()
+			if _, err := e.Reset(ctx, tasks[0]); err != nil {
+				errs <- err
+				return
+			}
+			r, err := e.Step(ctx, "cat /testbed/dir1/a.txt /backup/keep.txt")
+			if err == nil && r.Observation != "Hello, World!\nbackup copy\n" {
+				err = fmt.Errorf("fresh file system reads %q", r.Observation)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < cap(errs); i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// A ReAct log (InterCode's eval_react.py format: thoughts, execute[CODE]
+// actions, only submit scored) replays step by step and our re-execution
+// keeps the thoughts.
+func TestReplayReAct(t *testing.T) {
+	tasks := loadFixture(t)
+	d := envtest.Drivers(t)[0]
+	ctx := context.Background()
+	e, err := env.Open(ctx, "bash", d.Ex, env.Options{CacheDir: t.TempDir(), Params: map[string]string{"shell": "intercode"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	tr := env.Trajectory{Environment: "ic_bash", TaskID: 0, Query: tasks[0].Query, TurnHistory: env.TurnHistory{
+		Thoughts:     []string{"Look at the file.", "That is it.", "Done."},
+		Actions:      []string{"execute[cat /testbed/dir1/a.txt]", "I would like to submit", "submit"},
+		Observations: []string{"Hello, World!\n", "", "Hello, World!\n"},
+		Rewards:      []float64{0, 0, 1},
+	}, Summary: env.Summary{MaxReward: 1}}
+	if _, err := e.Reset(ctx, tasks[0]); err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.Replay(ctx, e, "bash", tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours []float64
+	for _, s := range res.Steps {
+		ours = append(ours, s.Ours)
+		if !s.Agree {
+			t.Errorf("step %q: logged %v, ours %v", s.Action, s.Logged, s.Ours)
+		}
+	}
+	if len(ours) != 3 || ours[2] != 1 || !res.OurSuccess {
+		t.Errorf("rewards %v, success %v; want [0 0 1], true", ours, res.OurSuccess)
+	}
+	if got := res.Ours.TurnHistory.Thoughts; strings.Join(got, "|") != strings.Join(tr.TurnHistory.Thoughts, "|") {
+		t.Errorf("our log's thoughts = %q", got)
+	}
 }

@@ -82,7 +82,7 @@ func BenchmarkFreshFS(b *testing.B) {
 				if err := os.RemoveAll(filepath.Join(dir, "testbed")); err != nil {
 					b.Fatal(err)
 				}
-				if err := copyTree(filepath.Join(tpl, "testbed"), filepath.Join(dir, "testbed"), -1, -1); err != nil {
+				if err := copyTree(filepath.Join(tpl, "testbed"), filepath.Join(dir, "testbed"), -1, -1, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

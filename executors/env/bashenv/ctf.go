@@ -67,10 +67,8 @@ func (c *CTF) Reset(ctx context.Context, t env.Task) (string, error) {
 			c.sd = nil
 		}
 		tpl := filepath.Join(c.cache, key)
-		if _, err := os.Stat(filepath.Join(tpl, ".complete")); err != nil {
-			if err := buildCTFTemplate(dir, tpl, name); err != nil {
-				return "", fmt.Errorf("ctf: task %s: %w", t.ID, err)
-			}
+		if err := env.BuildOnce(tpl, func(tmp string) error { return buildCTFTemplate(dir, tmp, name) }); err != nil {
+			return "", fmt.Errorf("ctf: task %s: %w", t.ID, err)
 		}
 		rdir := filepath.Join(c.base, "ctf")
 		os.RemoveAll(rdir)
@@ -109,24 +107,14 @@ func (c *CTF) Reset(ctx context.Context, t env.Task) (string, error) {
 	return t.Query, nil
 }
 
-func buildCTFTemplate(src, tpl, name string) error {
-	tmp := tpl + ".tmp"
-	os.RemoveAll(tmp)
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return err
-	}
-	if err := copyTree(src, filepath.Join(tmp, name), -1, -1); err != nil {
+// buildCTFTemplate copies a task's directory into tmp (a template being
+// built) under name.
+func buildCTFTemplate(src, tmp, name string) error {
+	if err := copyTree(src, filepath.Join(tmp, name), -1, -1, nil); err != nil {
 		return fmt.Errorf("copying task files: %w", err)
 	}
 	// The solution is not part of the task (InterCode's image deletes it).
-	if err := os.RemoveAll(filepath.Join(tmp, name, "solution")); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
-		return err
-	}
-	os.RemoveAll(tpl)
-	return os.Rename(tmp, tpl)
+	return os.RemoveAll(filepath.Join(tmp, name, "solution"))
 }
 
 // Step implements env.Env.

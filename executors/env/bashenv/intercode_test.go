@@ -3,6 +3,7 @@ package bashenv
 import (
 	"reflect"
 	"testing"
+	"time"
 )
 
 // The expected argv are Python's shlex.split('/bin/bash -c "' + action + '"'),
@@ -68,5 +69,27 @@ func TestSimplifyPath(t *testing.T) {
 		if got := simplifyPath(c.cur, c.arg); got != c.want {
 			t.Errorf("simplifyPath(%q, %q) = %q, want %q", c.cur, c.arg, got, c.want)
 		}
+	}
+}
+
+// Times the setup script set by running move to the replica's creation
+// (a template built hours ago still looks just built); times it set with
+// touch -d stay.
+func TestBuildWindowRetimes(t *testing.T) {
+	start := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	w := buildWindow{Start: start, End: start.Add(3 * time.Second)}
+	now := start.Add(5 * time.Hour)
+	rt := w.since(now)
+	for _, c := range []struct{ in, want time.Time }{
+		{start.Add(time.Second), start.Add(time.Second + 5*time.Hour - 3*time.Second)},
+		{time.Date(2023, 5, 31, 23, 59, 59, 0, time.UTC), time.Date(2023, 5, 31, 23, 59, 59, 0, time.UTC)},
+		{start.Add(time.Hour), start.Add(time.Hour)},
+	} {
+		if got := rt.apply(c.in); !got.Equal(c.want) {
+			t.Errorf("retime(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+	if (buildWindow{}).since(now) != nil {
+		t.Error("a template without a recorded build window is retimed")
 	}
 }

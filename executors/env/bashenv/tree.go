@@ -201,9 +201,9 @@ func keyOf(info fs.FileInfo) statKey {
 }
 
 // copyTree copies src to dst (which must not exist) preserving modes,
-// symlinks and modification times, and makes everything owned by uid:gid
-// (-1: leave as created).
-func copyTree(src, dst string, uid, gid int) error {
+// symlinks and access and modification times (passed through rt unless
+// nil), and makes everything owned by uid:gid (-1: leave as created).
+func copyTree(src, dst string, uid, gid int, rt retimer) error {
 	info, err := os.Lstat(src)
 	if err != nil {
 		return err
@@ -226,7 +226,7 @@ func copyTree(src, dst string, uid, gid int) error {
 			return err
 		}
 		for _, e := range ents {
-			if err := copyTree(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), uid, gid); err != nil {
+			if err := copyTree(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), uid, gid, rt); err != nil {
 				return err
 			}
 		}
@@ -251,8 +251,67 @@ func copyTree(src, dst string, uid, gid int) error {
 		if st, ok := info.Sys().(*syscall.Stat_t); ok {
 			at = time.Unix(st.Atim.Sec, st.Atim.Nsec)
 		}
-		if err := os.Chtimes(dst, at, mt); err != nil {
+		if err := os.Chtimes(dst, rt.apply(at), rt.apply(mt)); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// retimer moves the times a setup script gave by running (rather than by
+// touch -d) to just now, as if the file system had just been built, as
+// InterCode's image is before its runs: `find -mmin -60` then finds them
+// whatever the age of our cached template. Nil leaves times alone.
+type retimer func(time.Time) time.Time
+
+func (rt retimer) apply(t time.Time) time.Time {
+	if rt == nil {
+		return t
+	}
+	return rt(t)
+}
+
+// buildWindow is when a template's setup script ran; times inside it were
+// set by the build.
+type buildWindow struct {
+	Start, End time.Time
+}
+
+// since returns the retimer that shifts times inside w by now-w.End.
+func (w buildWindow) since(now time.Time) retimer {
+	if w.End.IsZero() {
+		return nil
+	}
+	shift := now.Sub(w.End)
+	lo, hi := w.Start.Add(-time.Second), w.End.Add(time.Second)
+	return func(t time.Time) time.Time {
+		if t.After(lo) && t.Before(hi) {
+			return t.Add(shift)
+		}
+		return t
+	}
+}
+
+// pruneEmptyDirs removes the directories below root that hold no file (at
+// any depth): InterCode resets with `git clean -fd`, which deletes them, so
+// no episode ever sees them. root itself stays.
+func pruneEmptyDirs(root string) error {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		p := filepath.Join(root, e.Name())
+		if err := pruneEmptyDirs(p); err != nil {
+			return err
+		}
+		if sub, err := os.ReadDir(p); err == nil && len(sub) == 0 {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -281,6 +340,7 @@ type replica struct {
 	tpl, dir string // template root, replica root (both hold names)
 	names    []string
 	uid, gid int
+	retime   retimer
 	state    map[string]statKey // after the last sync, by relative path
 }
 
@@ -319,7 +379,7 @@ func (r *replica) refill(rel string) (bool, error) {
 	}
 	dinfo, err := os.Lstat(dst)
 	if errors.Is(err, fs.ErrNotExist) {
-		return true, copyTree(src, dst, r.uid, r.gid)
+		return true, copyTree(src, dst, r.uid, r.gid, r.retime)
 	}
 	if err != nil {
 		return false, err
@@ -332,7 +392,7 @@ func (r *replica) refill(rel string) (bool, error) {
 		if err := os.RemoveAll(dst); err != nil {
 			return false, err
 		}
-		return true, copyTree(src, dst, r.uid, r.gid)
+		return true, copyTree(src, dst, r.uid, r.gid, r.retime)
 	}
 	changed := false
 	ents, err := os.ReadDir(src)
@@ -374,7 +434,7 @@ func (r *replica) refill(rel string) (bool, error) {
 		if err := os.Chmod(dst, info.Mode().Perm()); err != nil {
 			return false, err
 		}
-		if err := os.Chtimes(dst, info.ModTime(), info.ModTime()); err != nil {
+		if err := os.Chtimes(dst, r.retime.apply(info.ModTime()), r.retime.apply(info.ModTime())); err != nil {
 			return false, err
 		}
 		changed = true

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/executors/env"
 )
 
 //go:embed sqlite_helper.py
@@ -63,23 +64,27 @@ func (b *sqliteBackend) prepare(ctx context.Context, dumpPath string) (string, e
 	}
 	sum := sha256.Sum256(data)
 	dir := filepath.Join(b.cacheDir, "sqlite", hex.EncodeToString(sum[:8]))
-	if _, err := os.Stat(filepath.Join(dir, ".complete")); err == nil {
-		b.dumps[dumpPath] = dir
-		return dir, nil
+	if err := env.BuildOnce(dir, func(out string) error { return b.build(ctx, dumpPath, data, out) }); err != nil {
+		return "", err
 	}
+	b.dumps[dumpPath] = dir
+	return dir, nil
+}
+
+// build makes the SQLite files of a dump in a world-writable temporary
+// directory (the sandbox user writes them), then copies them into out.
+func (b *sqliteBackend) build(ctx context.Context, dumpPath string, data []byte, out string) error {
 	dump, err := ParseDump(strings.NewReader(string(data)))
 	if err != nil {
-		return "", fmt.Errorf("parsing %s: %w", dumpPath, err)
+		return fmt.Errorf("parsing %s: %w", dumpPath, err)
 	}
-	// Built in a world-searchable temporary directory (the sandbox user
-	// writes there), then moved into the cache.
 	tmp, err := os.MkdirTemp("", "codefeedback-sqlbuild-")
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer os.RemoveAll(tmp)
 	if err := os.Chmod(tmp, 0o777); err != nil { // the sandbox user writes the .sqlite files
-		return "", err
+		return err
 	}
 	var names []string
 	for _, db := range dump.Order {
@@ -89,7 +94,7 @@ func (b *sqliteBackend) prepare(ctx context.Context, dumpPath string) (string, e
 			sb.WriteString(";\n")
 		}
 		if err := os.WriteFile(filepath.Join(tmp, db+".sql"), []byte(sb.String()), 0o644); err != nil {
-			return "", err
+			return err
 		}
 		names = append(names, db)
 	}
@@ -98,38 +103,21 @@ func (b *sqliteBackend) prepare(ctx context.Context, dumpPath string) (string, e
 		Mounts: []executors.Mount{{Source: tmp, Target: dbMount}},
 	})
 	if err != nil {
-		return "", fmt.Errorf("opening a sandbox to build databases: %w", err)
+		return fmt.Errorf("opening a sandbox to build databases: %w", err)
 	}
 	defer s.Close()
 	namesJSON, _ := json.Marshal(names)
 	res, err := s.Exec(ctx, sqliteHelper+"\n_ic_build("+string(namesJSON)+")")
 	if err != nil {
-		return "", err
+		return err
 	}
 	if !res.OK() {
-		return "", fmt.Errorf("building SQLite databases: %s", tail(res.Stdout+res.Stderr))
+		return fmt.Errorf("building SQLite databases: %s", tail(res.Stdout+res.Stderr))
 	}
 	for _, n := range names {
 		os.Remove(filepath.Join(tmp, n+".sql"))
 	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return "", err
-	}
-	os.RemoveAll(dir)
-	if err := os.Rename(tmp, dir); err != nil {
-		// Across file systems: copy.
-		if err := copyDir(tmp, dir); err != nil {
-			return "", err
-		}
-	}
-	b.dumps[dumpPath] = dir
-	return dir, nil
+	return copyFiles(tmp, out)
 }
 
 // mountable returns a directory the sandbox user can reach holding dir's
@@ -275,26 +263,25 @@ func (b *sqliteBackend) close() error {
 	return err
 }
 
-func copyDir(src, dst string) error {
-	tmp := dst + ".tmp"
-	os.RemoveAll(tmp)
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return err
-	}
+// copyFiles copies the files of src into the existing directory dst.
+func copyFiles(src, dst string) error {
 	ents, err := os.ReadDir(src)
 	if err != nil {
 		return err
 	}
 	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
 		data, err := os.ReadFile(filepath.Join(src, e.Name()))
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(tmp, e.Name()), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644); err != nil {
 			return err
 		}
 	}
-	return os.Rename(tmp, dst)
+	return nil
 }
 
 func tail(s string) string {

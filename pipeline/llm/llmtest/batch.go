@@ -28,14 +28,16 @@ import (
 type batchAPI struct {
 	mu      sync.Mutex
 	files   map[string][]byte
-	batches []*fakeBatch // creation order
-	polls   int          // retrievals before a batch completes (default 1)
+	names   map[string]string // file id -> uploaded file name
+	batches []*fakeBatch      // creation order
+	polls   int               // retrievals before a batch completes (default 1)
 	expire  bool
 	fileN   int
 }
 
 type fakeBatch struct {
 	b     openai.Batch
+	file  string // the input file's uploaded name
 	lines [][]byte
 	seen  int
 }
@@ -88,8 +90,19 @@ func (s *Server) BatchRequestIDs(id string) []string {
 	return ids
 }
 
+// BatchFileName returns the uploaded name of a batch's input file.
+func (s *Server) BatchFileName(id string) string {
+	api := s.batchAPI()
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if fb := api.find(id); fb != nil {
+		return fb.file
+	}
+	return ""
+}
+
 func (s *Server) batchAPI() *batchAPI {
-	s.batchOnce.Do(func() { s.batch = &batchAPI{files: map[string][]byte{}, polls: 1} })
+	s.batchOnce.Do(func() { s.batch = &batchAPI{files: map[string][]byte{}, names: map[string]string{}, polls: 1} })
 	return s.batch
 }
 
@@ -111,6 +124,7 @@ func (s *Server) serveBatchAPI(w http.ResponseWriter, r *http.Request, body []by
 		api.fileN++
 		id := fmt.Sprintf("file-%d", api.fileN)
 		api.files[id] = data
+		api.names[id] = name
 		api.mu.Unlock()
 		writeJSON(w, openai.File{ID: id, Object: "file", Bytes: len(data), FileName: name, Purpose: purpose,
 			Status: "processed", CreatedAt: time.Now().Unix()}, false)
@@ -138,7 +152,7 @@ func (s *Server) serveBatchAPI(w http.ResponseWriter, r *http.Request, body []by
 			writeError(w, http.StatusBadRequest, "invalid_request_error", "no such file "+req.InputFileID)
 			return
 		}
-		fb := &fakeBatch{b: openai.Batch{ID: fmt.Sprintf("batch-%d", len(api.batches)+1), Object: "batch",
+		fb := &fakeBatch{file: api.names[req.InputFileID], b: openai.Batch{ID: fmt.Sprintf("batch-%d", len(api.batches)+1), Object: "batch",
 			Endpoint: req.Endpoint, InputFileID: req.InputFileID, CompletionWindow: req.CompletionWindow,
 			Status: "validating", CreatedAt: int(time.Now().Unix()), Metadata: req.Metadata}}
 		sc := bufio.NewScanner(bytes.NewReader(data))

@@ -1,0 +1,332 @@
+package schema
+
+import (
+	"encoding/json"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// fastDialogue decodes the plain Code-Feedback layout, {"id": <string or
+// integer>, "messages": [{"role": "...", "content": "..."}, ...]}, without
+// reflection: most of an export or an import of such a file is JSON decoding,
+// and encoding/json spends it on validation, reflection and allocation. It
+// returns ok=false for anything else (another key, a null, an escaped key,
+// invalid JSON or UTF-8), and the caller decodes that record with
+// decodeDialogue; when ok, the result is exactly decodeDialogue's (the
+// differential tests and the fuzz target hold it to that).
+func fastDialogue(rec []byte) (d Dialogue, ok bool) {
+	p := jsonParser{b: rec}
+	if !p.byte('{') {
+		return d, false
+	}
+	var haveID, haveMsgs bool
+	for {
+		key, ok := p.key()
+		if !ok {
+			return d, false
+		}
+		switch key {
+		case "id":
+			if haveID {
+				return d, false
+			}
+			haveID = true
+			p.space()
+			if p.i < len(p.b) && p.b[p.i] == '"' {
+				s, ok := p.str()
+				if !ok {
+					return d, false
+				}
+				d.ID = s
+			} else {
+				n, ok := p.integer()
+				if !ok {
+					return d, false
+				}
+				d.ID = string(n)
+				d.SourceID = json.RawMessage(d.ID)
+			}
+		case "messages":
+			if haveMsgs {
+				return d, false
+			}
+			haveMsgs = true
+			if d.Messages, ok = p.messages(); !ok {
+				return d, false
+			}
+		default:
+			return d, false
+		}
+		p.space()
+		if p.i >= len(p.b) {
+			return d, false
+		}
+		c := p.b[p.i]
+		p.i++
+		if c == '}' {
+			break
+		}
+		if c != ',' {
+			return d, false
+		}
+	}
+	p.space()
+	return d, p.i == len(p.b) && haveMsgs
+}
+
+type jsonParser struct {
+	b []byte
+	i int
+}
+
+func (p *jsonParser) space() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+// byte consumes c after optional space.
+func (p *jsonParser) byte(c byte) bool {
+	p.space()
+	if p.i < len(p.b) && p.b[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// key reads `"name":` where name is plain ASCII without escapes.
+func (p *jsonParser) key() (string, bool) {
+	if !p.byte('"') {
+		return "", false
+	}
+	start := p.i
+	for p.i < len(p.b) {
+		c := p.b[p.i]
+		if c == '"' {
+			k := p.b[start:p.i]
+			p.i++
+			if !p.byte(':') {
+				return "", false
+			}
+			return string(k), true
+		}
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			return "", false
+		}
+		p.i++
+	}
+	return "", false
+}
+
+// integer reads a JSON integer (no fraction or exponent).
+func (p *jsonParser) integer() ([]byte, bool) {
+	start := p.i
+	if p.i < len(p.b) && p.b[p.i] == '-' {
+		p.i++
+	}
+	digits := p.i
+	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+		p.i++
+	}
+	n := p.i - digits
+	if n == 0 || (n > 1 && p.b[digits] == '0') {
+		return nil, false
+	}
+	if p.i < len(p.b) {
+		switch p.b[p.i] {
+		case '.', 'e', 'E':
+			return nil, false
+		}
+	}
+	return p.b[start:p.i], true
+}
+
+// messages reads [{"role": "...", "content": "..."}, ...] with exactly those
+// two keys in each element.
+func (p *jsonParser) messages() ([]Message, bool) {
+	if !p.byte('[') {
+		return nil, false
+	}
+	msgs := make([]Message, 0, 8)
+	if p.byte(']') {
+		return msgs, true
+	}
+	for {
+		if !p.byte('{') {
+			return nil, false
+		}
+		var m Message
+		var haveRole, haveContent bool
+		for {
+			key, ok := p.key()
+			if !ok {
+				return nil, false
+			}
+			p.space()
+			if p.i >= len(p.b) || p.b[p.i] != '"' {
+				return nil, false
+			}
+			s, ok := p.str()
+			if !ok {
+				return nil, false
+			}
+			switch {
+			case key == "role" && !haveRole:
+				m.Role, haveRole = s, true
+			case key == "content" && !haveContent:
+				m.Content, haveContent = s, true
+			default:
+				return nil, false
+			}
+			p.space()
+			if p.i >= len(p.b) {
+				return nil, false
+			}
+			c := p.b[p.i]
+			p.i++
+			if c == '}' {
+				break
+			}
+			if c != ',' {
+				return nil, false
+			}
+		}
+		msgs = append(msgs, m)
+		p.space()
+		if p.i >= len(p.b) {
+			return nil, false
+		}
+		c := p.b[p.i]
+		p.i++
+		if c == ']' {
+			return msgs, true
+		}
+		if c != ',' {
+			return nil, false
+		}
+	}
+}
+
+// str reads a JSON string at p.i (an opening quote) as encoding/json decodes
+// it. Invalid UTF-8 (which encoding/json would replace) and invalid escapes
+// return ok=false.
+func (p *jsonParser) str() (string, bool) {
+	p.i++ // opening quote
+	start := p.i
+	// Plain run: printable ASCII and valid UTF-8 without escapes.
+	for p.i < len(p.b) {
+		c := p.b[p.i]
+		if c == '"' {
+			s := string(p.b[start:p.i])
+			p.i++
+			return s, true
+		}
+		if c == '\\' || c < 0x20 {
+			break
+		}
+		if c < utf8.RuneSelf {
+			p.i++
+			continue
+		}
+		r, size := utf8.DecodeRune(p.b[p.i:])
+		if r == utf8.RuneError && size == 1 {
+			return "", false
+		}
+		p.i += size
+	}
+	out := make([]byte, p.i-start, p.i-start+64)
+	copy(out, p.b[start:p.i])
+	for p.i < len(p.b) {
+		c := p.b[p.i]
+		switch {
+		case c == '"':
+			p.i++
+			return string(out), true
+		case c < 0x20:
+			return "", false
+		case c == '\\':
+			if p.i+1 >= len(p.b) {
+				return "", false
+			}
+			e := p.b[p.i+1]
+			p.i += 2
+			switch e {
+			case '"', '\\', '/':
+				out = append(out, e)
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r, ok := hex4(p.b, p.i)
+				if !ok {
+					return "", false
+				}
+				p.i += 4
+				if utf16.IsSurrogate(r) {
+					// As encoding/json: a valid pair is one rune, anything
+					// else is U+FFFD (and the next escape is read on its own).
+					r2 := rune(-1)
+					if p.i+6 <= len(p.b) && p.b[p.i] == '\\' && p.b[p.i+1] == 'u' {
+						if v, ok := hex4(p.b, p.i+2); ok {
+							r2 = v
+						}
+					}
+					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+						r = dec
+						p.i += 6
+					} else {
+						r = utf8.RuneError
+					}
+				}
+				out = utf8.AppendRune(out, r)
+			default:
+				return "", false
+			}
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			p.i++
+		default:
+			r, size := utf8.DecodeRune(p.b[p.i:])
+			if r == utf8.RuneError && size == 1 {
+				return "", false
+			}
+			out = append(out, p.b[p.i:p.i+size]...)
+			p.i += size
+		}
+	}
+	return "", false
+}
+
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
