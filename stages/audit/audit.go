@@ -195,7 +195,6 @@ type scratch struct {
 	gramHits   map[int32]*gramHit
 	// Code tokens of every message and their k-gram hashes per stream.
 	ctoks    []ctok
-	cth      []uint64
 	cgh      [nStreams][]uint64
 	ctMsgs   []ctMsg
 	fpStates []fpState // per index

@@ -498,17 +498,32 @@ func (a *Auditor) codeKGrams(d *schema.Dialogue, s *scratch) {
 			continue
 		}
 		g0 := len(s.cgh[0])
-		for st := range nStreams {
-			s.cth = s.cth[:0]
-			for _, t := range toks {
-				if st == streamExact {
-					s.cth = append(s.cth, t.exact)
-				} else {
-					s.cth = append(s.cth, t.norm)
-				}
-			}
-			s.cgh[st] = rollingHashes(s.cth, k, s.cgh[st])
-		}
+		s.cgh[streamExact], s.cgh[streamRenamed] = rollingTokHashes(toks, k, s.cgh[streamExact], s.cgh[streamRenamed])
 		s.ctMsgs = append(s.ctMsgs, ctMsg{msg: i, t0: t0, t1: len(s.ctoks), g0: g0, g1: len(s.cgh[0])})
 	}
+}
+
+// rollingTokHashes appends the k-gram hashes of toks' exact and renamed
+// forms to ex and nm, as rollingHashes of each form would, in one pass.
+func rollingTokHashes(toks []ctok, k int, ex, nm []uint64) ([]uint64, []uint64) {
+	if k <= 0 || len(toks) < k {
+		return ex, nm
+	}
+	var top uint64 = 1 // B^(k-1)
+	for range k - 1 {
+		top *= rollBase
+	}
+	var he, hn uint64
+	for _, t := range toks[:k] {
+		he = he*rollBase + t.exact
+		hn = hn*rollBase + t.norm
+	}
+	ex, nm = append(ex, he), append(nm, hn)
+	for i := k; i < len(toks); i++ {
+		o, t := &toks[i-k], &toks[i]
+		he = (he-o.exact*top)*rollBase + t.exact
+		hn = (hn-o.norm*top)*rollBase + t.norm
+		ex, nm = append(ex, he), append(nm, hn)
+	}
+	return ex, nm
 }

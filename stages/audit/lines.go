@@ -38,6 +38,16 @@ var trivialLines = map[string]bool{
 	"return 0;": true, "@staticmethod": true, "@classmethod": true, "@property": true,
 }
 
+// maxTrivialLen is the length of the longest trivial line: longer lines
+// skip the map lookup.
+var maxTrivialLen = func() int {
+	m := 0
+	for l := range trivialLines {
+		m = max(m, len(l))
+	}
+	return m
+}()
+
 // NormalizeLine canonicalises the whitespace of one code line: leading and
 // trailing space is removed, and inner runs of space are removed entirely
 // except between two word characters (letters, digits, '_'), where they become
@@ -104,7 +114,7 @@ func (o LineOptions) Keep(n string) bool {
 	if len(n) < o.MinChars || n == "" {
 		return false
 	}
-	if trivialLines[n] {
+	if len(n) <= maxTrivialLen && trivialLines[n] {
 		return false
 	}
 	if strings.HasPrefix(n, "#") || strings.HasPrefix(n, "//") || strings.HasPrefix(n, "/*") ||
@@ -173,6 +183,12 @@ func FencedBlocks(text string) []string {
 			end += pos
 			next = end + 1
 		}
+		// Most lines do not start with a fence character: skip them
+		// without trimming (TrimSpace scans both ends).
+		if k := firstNonBlank(text, pos, end); k < end && text[k] < utf8.RuneSelf && text[k] != '`' && text[k] != '~' {
+			pos = next
+			continue
+		}
 		t := strings.TrimSpace(text[pos:end])
 		if !in {
 			if f := fenceOf(t); f != "" {
@@ -188,6 +204,15 @@ func FencedBlocks(text string) []string {
 		blocks = append(blocks, text[bodyStart:])
 	}
 	return blocks
+}
+
+// firstNonBlank returns the index of the first byte of text[from:to] that
+// is not ASCII white space (to when there is none).
+func firstNonBlank(text string, from, to int) int {
+	for from < to && text[from] < utf8.RuneSelf && asciiSpace[text[from]] {
+		from++
+	}
+	return from
 }
 
 // fenceOf returns the fence run ("```", "~~~~") that opens a code block on
