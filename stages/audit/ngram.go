@@ -35,17 +35,18 @@ func appendTokens(buf []span, text string) []span {
 	i := 0
 	for i < len(text) {
 		c := text[i]
-		if c < utf8.RuneSelf {
-			if !asciiWord[c] {
+		if !wordByte[c] {
+			if c < utf8.RuneSelf {
 				i++
 				continue
 			}
-		} else if r, sz := utf8.DecodeRuneInString(text[i:]); !isWord(r) {
-			i += sz
-			continue
+			if r, sz := utf8.DecodeRuneInString(text[i:]); !isWord(r) {
+				i += sz
+				continue
+			}
 		}
 		start := i
-		for i < len(text) && text[i] < utf8.RuneSelf && asciiWord[text[i]] {
+		for i < len(text) && wordByte[text[i]] {
 			i++
 		}
 		if i == len(text) || text[i] < utf8.RuneSelf {
@@ -150,6 +151,13 @@ func appendLower(b []byte, w string) []byte {
 	}
 	return b
 }
+
+// wordByte marks the ASCII word bytes among all 256, so the scan needs
+// no separate ASCII test.
+var wordByte = func() (t [256]bool) {
+	copy(t[:], asciiWord[:])
+	return t
+}()
 
 var asciiWord = func() (t [utf8.RuneSelf]bool) {
 	for c := 0; c < utf8.RuneSelf; c++ {
