@@ -261,11 +261,7 @@ func BenchmarkPhases(b *testing.B) {
 			s.ctoks = codeTokens(m.Content, s.ctoks[:0])
 		}
 	})
-	phase("code-lines", func(d *schema.Dialogue, _ int) {
-		for _, block := range DialogueCode(d) {
-			s.lh, s.nbuf = full.opts.Lines.codeLineHashes(block, s.nbuf, s.lh[:0])
-		}
-	})
+	phase("code-lines", func(d *schema.Dialogue, _ int) { full.opts.Lines.dialogueLines(d, full.opts.Window, s) })
 	phase("check-no-fingerprints", func(d *schema.Dialogue, i int) { base.check(context.Background(), d, i, s) })
 	phase("check", func(d *schema.Dialogue, i int) { full.check(context.Background(), d, i, s) })
 }
