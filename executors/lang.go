@@ -474,3 +474,15 @@ func (tv *toolchainVersions) get(lang Language, fetch func() (string, error)) (s
 	tv.mu.Unlock()
 	return v, nil
 }
+
+// reScratch is a run's random scratch directory as runtimes print it (node
+// and php name the program by its absolute path: /tmp/cf/run-1wly41a1/main.js).
+var reScratch = regexp.MustCompile(`/tmp/cf/run-[A-Za-z0-9_]+/`)
+
+// scrubScratch drops the scratch directory from a run's output so the same
+// program prints the same text on every run (and in every cache entry and
+// dialogue), as Python's relative "main.py" does.
+func scrubScratch(res *Result) {
+	res.Stdout = reScratch.ReplaceAllLiteralString(res.Stdout, "")
+	res.Stderr = reScratch.ReplaceAllLiteralString(res.Stderr, "")
+}

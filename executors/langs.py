@@ -49,7 +49,7 @@ LANGS = {
                    "GOTELEMETRY": "off", "GOMAXPROCS": "2"}},
     "java": {"src": "Main.java", "tools": ["javac", "java"], "mem": "data",
              "compile": ["javac", "-J-Xmx384m", "-J-XX:+UseSerialGC", "-J-XX:TieredStopAtLevel=1",
-                         "-proc:none", "-encoding", "UTF-8", "-nowarn", "-d", "classes", "{java_sources}"],
+                         "-proc:none", "-g", "-encoding", "UTF-8", "-nowarn", "-d", "classes", "{java_sources}"],
              "artifact": ["classes/"],
              "run": ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss2m", "-Xmx{java_heap_mb}m",
                      "-XX:ReservedCodeCacheSize=32m", "-XX:CICompilerCount=1",
@@ -288,6 +288,10 @@ def lang_prepare(req, scratch):
         else:
             clim = req.get("compile_limits") or req.get("limits") or {}
             argv = lang_subst(spec["compile"], values)
+            if lang in ("c", "cpp") and _re.search(r"^\s*#\s*line\s", req.get("code", ""), _re.M):
+                # Under #line, gcc would quote the real file's line of the
+                # mapped number: the wrong source text under each error.
+                argv.insert(1, "-fno-diagnostics-show-caret")
             rc, sig, timed_out, out, trunc, secs = lang_compile(lang, argv, scratch, clim)
             info["compile_ns"] = int(secs * 1e9)
             if rc != 0 or timed_out:

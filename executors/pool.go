@@ -259,6 +259,9 @@ func (p *pool) finish(res *Result, lang Language) {
 			res.OOM = true
 		}
 	}
+	if lang != Python && lang != Bash && lang != SQL {
+		scrubScratch(res) // lang.go
+	}
 	if lang != Python && lang != Bash && lang != SQL && (res.ExitCode != 0 || res.Phase != "") && !res.TimedOut {
 		res.Exception, res.ErrorLine, res.Line = ParseDiagnostics(lang, res.Phase, res.Stderr)
 		res.OOM = res.OOM || outOfMemory(lang, *res)

@@ -37,7 +37,7 @@ func init() {
 					"published checksum is kept; a download whose size or SHA-256 differs is discarded and the\n" +
 					"command fails. Files appear only when complete.",
 				Flags: []cli.Flag{dir,
-					&cli.StringFlag{Name: "mirror", Usage: "fetch FILE from `URL`/FILE instead of the public locations (e.g. an internal mirror)"},
+					&cli.StringFlag{Name: "mirror", Usage: "fetch FILE from `URL`/FILE instead of the public locations: an https:// mirror, or a Hub dataset hf://datasets/OWNER/NAME[@REV] ($HF_TOKEN)"},
 					&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "per download"},
 				},
 				Action: func(c *cli.Context) error {

@@ -51,7 +51,7 @@ func fetchCommand() *cli.Command {
 			"~/.cache/codefeedback/intercode/<commit>); files already present with the right checksum are kept.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "dir", Usage: "destination directory", Destination: &o.Dir},
-			&cli.StringFlag{Name: "base-url", Usage: "download from this URL instead of the pinned GitHub commit (a mirror)", Destination: &o.BaseURL},
+			&cli.StringFlag{Name: "base-url", Usage: "download from this URL instead of the pinned GitHub commit (an https:// mirror, or hf://datasets/OWNER/NAME[@REV])", Destination: &o.BaseURL},
 			&cli.StringSliceFlag{Name: "only", Usage: "path prefixes to fetch, e.g. data/sql/spider/ (repeatable)"},
 			&cli.BoolFlag{Name: "unverified", Usage: "also fetch the files with no pinned checksum (BIRD's dump, large CTF images)", Destination: &o.Unverified},
 		},

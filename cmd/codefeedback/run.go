@@ -132,7 +132,7 @@ func printSummary(w io.Writer, m *pipeline.Manifest) {
 		cost := fmt.Sprintf("%.4f", s.Usage.CostUSD)
 		if m.Options.DryRun {
 			fresh = fmt.Sprintf("%d to run", c.WouldRun)
-			if s.Estimate != nil {
+			if s.Estimate != nil && s.Estimate.Requests > 0 {
 				cost = fmt.Sprintf("~%.4f (%d calls, %d tokens)", s.Estimate.CostUSD, s.Estimate.Requests, s.Estimate.PromptTokens+s.Estimate.CompletionTokens)
 			}
 		}
@@ -149,7 +149,7 @@ func printSummary(w io.Writer, m *pipeline.Manifest) {
 			fmt.Fprintln(w)
 		}
 		if e := m.Estimate; e != nil && e.Predicted {
-			fmt.Fprintln(w, "stages after an uncached one are estimated from predicted inputs: every item kept, expected fixes and feedback rounds (see README, Estimates)")
+			fmt.Fprintln(w, "counts and calls after an uncached stage are predicted from its inputs: every item kept (see README, Estimates)")
 		}
 	}
 	if m.DeadCount > 0 {

@@ -20,14 +20,24 @@ func Feedback(v Verdict, opts Options) string {
 	case v.Load != nil:
 		writeLoad(&b, v.Load, opts)
 	default:
-		failed := v.Total - v.PassedCount
+		var notRun []string
+		for _, c := range v.Cases {
+			if c.NotRun {
+				notRun = append(notRun, c.Test)
+			}
+		}
+		failed := v.Total - v.PassedCount - len(notRun)
 		if !v.Complete && v.Result.TimedOut {
 			fmt.Fprintf(&b, "Execution timed out after %s.\n", fmtDur(opts.Timeout))
 		}
-		fmt.Fprintf(&b, "%d of %d %s failed.\n", failed, v.Total, plural(v.Total, "test", "tests"))
+		fmt.Fprintf(&b, "%d of %d %s failed", failed, v.Total, plural(v.Total, "test", "tests"))
+		if len(notRun) > 0 {
+			fmt.Fprintf(&b, "; %d did not run", len(notRun))
+		}
+		b.WriteString(".\n")
 		shown := 0
 		for _, c := range v.Cases {
-			if c.Passed {
+			if c.Passed || c.NotRun {
 				continue
 			}
 			if shown == opts.FeedbackFailures {
@@ -39,6 +49,7 @@ func Feedback(v Verdict, opts Options) string {
 			b.WriteString("\n")
 			writeCase(&b, c)
 		}
+		writeNotRun(&b, notRun, opts)
 	}
 	if v.Stdout != "" {
 		b.WriteString("\nOutput printed by the code:\n")
@@ -119,6 +130,22 @@ func writeCase(b *strings.Builder, c CaseResult) {
 		default:
 			b.WriteString(c.Message + "\n")
 		}
+	}
+}
+
+// writeNotRun lists the tests that never started because the run ended
+// during an earlier one: saying they timed out or failed would be false.
+func writeNotRun(b *strings.Builder, tests []string, opts Options) {
+	if len(tests) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nNot run (the run ended during an earlier test):\n")
+	for i, t := range tests {
+		if i == opts.FeedbackFailures {
+			fmt.Fprintf(b, "    (%d more)\n", len(tests)-i)
+			break
+		}
+		writeIndented(b, t)
 	}
 }
 

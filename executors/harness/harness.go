@@ -63,7 +63,7 @@ var judgeSource string
 func Version() string { return judgeVersion }
 
 // feedbackRev changes whenever Feedback's wording changes.
-const feedbackRev = "feedback-1"
+const feedbackRev = "feedback-2"
 
 var judgeVersion = func() string {
 	h := sha256.Sum256([]byte(judgeSource + "\x00" + feedbackRev))
@@ -97,6 +97,10 @@ type CaseResult struct {
 	Expected string `json:"expected,omitempty"`
 	Actual   string `json:"actual,omitempty"`
 	Op       string `json:"op,omitempty"` // the comparison, "==" unless the test used another
+	// NotRun marks a case the judge never started: the run ended (time
+	// limit, crash, exit) during an earlier case. Its Kind is that ending,
+	// so counts stay as before, but feedback must not claim it timed out.
+	NotRun bool `json:"not_run,omitempty"`
 }
 
 // LoadFailure says why no test ran: the candidate (or the problem's set-up)
@@ -457,6 +461,15 @@ func (pr Program) Decode(res executors.Result) Verdict {
 			Message: load.Message, Traceback: load.Traceback, Line: load.Line}
 	}
 	missing := pr.missingCase(res)
+	// Cases run in plan order, so only the first unreported one was running
+	// when the run ended; the later ones never started.
+	firstMissing := -1
+	for i := range plan.Cases {
+		if _, ok := reported[i]; !ok {
+			firstMissing = i
+			break
+		}
+	}
 	for i, src := range plan.Cases {
 		c := CaseResult{Test: src}
 		switch r, ok := reported[i]; {
@@ -468,8 +481,11 @@ func (pr Program) Decode(res executors.Result) Verdict {
 			if r.Src != "" {
 				c.Test = r.Src
 			}
-		default:
+		case i == firstMissing:
 			c.Kind, c.Exception, c.Message = missing.Kind, missing.Exception, missing.Message
+		default:
+			c.Kind, c.Exception, c.NotRun = missing.Kind, missing.Exception, true
+			c.Message = "not run: the run ended during an earlier test"
 		}
 		c.Passed = c.Kind == KindPass
 		if c.Passed {

@@ -77,6 +77,7 @@ type langBuild struct {
 type LangProgram struct {
 	Program
 	Language executors.Language
+	lines    int // the candidate's lines; 0 when unknown (a re-run record)
 }
 
 // Request is the sandbox request that runs the program.
@@ -106,7 +107,7 @@ func BuildIn(lang executors.Language, p schema.Problem, code string, opts Option
 		return LangProgram{}, fmt.Errorf("harness: encode payload: %w", err)
 	}
 	b.marker = marker
-	return LangProgram{Program: Program{Source: build(b), marker: marker, opts: opts}, Language: lang}, nil
+	return LangProgram{Program: Program{Source: build(b), marker: marker, opts: opts}, Language: lang, lines: b.lines}, nil
 }
 
 // JudgeIn judges code in lang against p's tests (in that language); Python
@@ -148,7 +149,7 @@ func (lp LangProgram) Decode(res executors.Result) Verdict {
 	switch {
 	case res.Phase == "compile" && !res.TimedOut:
 		v.Load = &LoadFailure{Stage: "solution", Kind: KindSyntax, Exception: "CompileError",
-			Message: res.ErrorLine, Traceback: res.Stderr, Line: res.Line}
+			Message: res.ErrorLine, Traceback: lp.candidateErrors(res.Stderr), Line: res.Line}
 	case res.Phase == "compile":
 		v.Load = &LoadFailure{Stage: "solution", Kind: KindTimeout, Message: "the compiler ran out of time"}
 	case !started && !res.TimedOut && res.Exception != "":
@@ -156,8 +157,12 @@ func (lp LangProgram) Decode(res executors.Result) Verdict {
 		if res.Exception == "SyntaxError" || res.Exception == "ParseError" {
 			kind = KindSyntax
 		}
+		tb := res.Stderr
+		if kind == KindSyntax {
+			tb = lp.candidateErrors(tb)
+		}
 		v.Load = &LoadFailure{Stage: "solution", Kind: kind, Exception: res.Exception,
-			Message: res.ErrorLine, Traceback: res.Stderr, Line: res.Line}
+			Message: res.ErrorLine, Traceback: tb, Line: res.Line}
 	}
 	if v.Load != nil {
 		for i := range v.Cases {
@@ -168,6 +173,52 @@ func (lp LangProgram) Decode(res executors.Result) Verdict {
 	}
 	v.Feedback = Feedback(v, lp.opts)
 	return v
+}
+
+// reNodeNoise is node's own part of a load failure: its loader's frames
+// and its version banner.
+var reNodeNoise = regexp.MustCompile(`(?m)^\s+at [^\n]*\(?node:internal/[^\n]*\n|^\n?Node\.js v[\d.]+\n?`)
+
+// reDiagAt is a diagnostic line that starts with the file and line it is
+// about (main.rb:26: ..., ./main.go:30:2: ..., Main.java:12: ...).
+var reDiagAt = regexp.MustCompile(`^(?:\./)?[\w.-]+\.(?:rb|go|java|ts|js|php|lua):(\d+)\b`)
+
+// candidateErrors cuts a compiler's or parser's report at its first error
+// past the candidate's lines: a parser that recovers (Ruby's) goes on to
+// report the judge's lines as broken too, which says nothing about the
+// candidate. The first error is always kept.
+func (lp LangProgram) candidateErrors(stderr string) string {
+	if lp.Language == executors.JavaScript || lp.Language == executors.TypeScript {
+		stderr = reNodeNoise.ReplaceAllString(stderr, "")
+	}
+	if lp.lines <= 0 {
+		return stderr
+	}
+	lines := strings.SplitAfter(stderr, "\n")
+	seen := false
+	for i, l := range lines {
+		m := reDiagAt.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		// +1: a Go candidate without a package clause moves down a line.
+		if n := atoiSafe(m[1]); seen && n > lp.lines+1 {
+			return strings.Join(lines[:i], "")
+		}
+		seen = true
+	}
+	return stderr
+}
+
+func atoiSafe(s string) int {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' || n > 1e8 {
+			return n
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
 }
 
 // ExecutionIn is Verdict.Execution for a program in lang.

@@ -174,3 +174,37 @@ func TestParseLangTests(t *testing.T) {
 		}
 	}
 }
+
+// A parser that recovers reports the judge's own lines as broken after the
+// candidate's error; the feedback keeps only the candidate's.
+func TestSyntaxFeedbackStopsAtTheCandidate(t *testing.T) {
+	code := "def f(n)\n  return 1 if n == 0)\nend\n"
+	lp, err := harness.BuildIn(executors.Ruby, schema.Problem{Tests: []string{"assert_equal(f(0), 1)"}}, code, harness.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := "main.rb:2: syntax error, unexpected ')', expecting `end'\n  return 1 if n == 0)\n                    ^\n" +
+		"main.rb:26: syntax error, unexpected `do' for lambda\n...ktrace_locations || []).each do |l|\n" +
+		"main.rb:32: syntax error, unexpected `end', expecting end-of-input\n"
+	v := lp.Decode(executors.Result{ExitCode: 1, Stderr: stderr, Exception: "SyntaxError", ErrorLine: "syntax error, unexpected ')'", Line: 2})
+	if v.Load == nil || v.Load.Kind != harness.KindSyntax || v.Load.Line != 2 {
+		t.Fatalf("got load %+v, want a syntax failure at line 2", v.Load)
+	}
+	if strings.Contains(v.Feedback, "main.rb:26") || strings.Contains(v.Feedback, "main.rb:32") || !strings.Contains(v.Feedback, "main.rb:2: syntax error") {
+		t.Errorf("feedback keeps the judge's lines or drops the candidate's:\n%s", v.Feedback)
+	}
+}
+
+// Node's loader frames and version banner are not the candidate's error.
+func TestSyntaxFeedbackDropsNodeNoise(t *testing.T) {
+	lp, err := harness.BuildIn(executors.JavaScript, schema.Problem{Tests: []string{"assert.deepStrictEqual(f(0), 1);"}}, "function f(n) {\n  return 1;;)\n}\n", harness.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := "main.js:2\n  return 1;;)\n            ^\n\nSyntaxError: Unexpected token ')'\n" +
+		"    at wrapSafe (node:internal/modules/cjs/loader:1464:18)\n    at node:internal/main/run_main_module:28:49\n\nNode.js v20.20.2\n"
+	v := lp.Decode(executors.Result{ExitCode: 1, Stderr: stderr, Exception: "SyntaxError", ErrorLine: "SyntaxError: Unexpected token ')'", Line: 2})
+	if v.Load == nil || !strings.Contains(v.Feedback, "SyntaxError: Unexpected token ')'") || strings.Contains(v.Feedback, "node:internal") || strings.Contains(v.Feedback, "Node.js v") {
+		t.Errorf("feedback:\n%s", v.Feedback)
+	}
+}

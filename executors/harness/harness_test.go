@@ -117,10 +117,20 @@ func TestJudge(t *testing.T) {
 			code:       "import signal\ndef f(a, b):\n    signal.signal(signal.SIGALRM, signal.SIG_IGN)\n    while a == 0:\n        pass\n    return a + b\n",
 			opts:       harness.Options{Timeout: 2 * time.Second, CaseTimeout: time.Second},
 			wantPassed: 1, wantKinds: []harness.Kind{"pass", "timeout", "timeout"},
-			feedback: []string{"Execution timed out after 2s.", "2 of 3 tests failed."},
+			feedback: []string{"Execution timed out after 2s.", "1 of 3 tests failed; 1 did not run.",
+				"Test timed out (execution timed out after 2s):\n    assert f(0, 0) == 0",
+				"Not run (the run ended during an earlier test):\n    assert f(2, 2) == 4"},
 			check: func(t *testing.T, v harness.Verdict) {
 				if v.Complete || !v.Result.TimedOut {
 					t.Errorf("complete=%v timed_out=%v, want false, true", v.Complete, v.Result.TimedOut)
+				}
+				// Only the case that was running when the run ended timed
+				// out; the one after it never started.
+				if v.Cases[1].NotRun || !v.Cases[2].NotRun {
+					t.Errorf("not_run = %v, %v; want false, true", v.Cases[1].NotRun, v.Cases[2].NotRun)
+				}
+				if strings.Contains(v.Feedback, "Test timed out (execution timed out after 2s):\n    assert f(2, 2)") {
+					t.Errorf("feedback says a test that never started timed out:\n%s", v.Feedback)
 				}
 			},
 		},

@@ -184,3 +184,40 @@ func TestDirPrecedence(t *testing.T) {
 		t.Errorf("cache: got %s, want /xdg/codefeedback/benchmarks", d)
 	}
 }
+
+// A mirror may be a Hugging Face dataset: hf://datasets/OWNER/NAME is
+// fetched through the Hub's resolve endpoint (here a loopback fake of it,
+// which wants $HF_TOKEN), like a pipeline input by URL.
+func TestFetchFromHubMirror(t *testing.T) {
+	src := sharedDir(t)
+	var paths []string
+	hub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer hf_test" {
+			http.Error(w, "gated", http.StatusUnauthorized)
+			return
+		}
+		rel, ok := strings.CutPrefix(r.URL.Path, "/datasets/me/benchmarks/resolve/main/")
+		paths = append(paths, r.URL.Path)
+		b, err := os.ReadFile(filepath.Join(src, filepath.FromSlash(rel)))
+		if !ok || err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(b)
+	}))
+	t.Cleanup(hub.Close)
+	t.Setenv("HF_ENDPOINT", hub.URL)
+	t.Setenv("HF_TOKEN", "hf_test")
+	s, _ := benchmarks.Lookup("humaneval")
+	dst := t.TempDir()
+	got, err := (&benchmarks.Fetcher{Mirror: "hf://datasets/me/benchmarks"}).Fetch(context.Background(), dst, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.URL != "hf://datasets/me/benchmarks/"+s.File || len(paths) != 1 || paths[0] != "/datasets/me/benchmarks/resolve/main/"+s.File {
+		t.Errorf("fetched %q via %q", got.URL, paths)
+	}
+	if err := benchmarks.Verify(s.Path(dst), s); err != nil {
+		t.Error(err)
+	}
+}

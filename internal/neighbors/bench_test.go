@@ -121,6 +121,7 @@ func BenchmarkPack156k(b *testing.B) {
 		b.ReportMetric(embedS, "s-embed")
 		b.ReportMetric(res.SearchSeconds, "s-search")
 		b.ReportMetric(total, "s-total")
+		b.ReportMetric(cpuSeconds()-cpu0, "cpu-s")
 		b.ReportMetric((cpuSeconds()-cpu0)/total, "cores-used")
 		b.ReportMetric(res.Recall, "recall@4")
 		b.ReportMetric(exactAll/res.SearchSeconds, "x-exact")

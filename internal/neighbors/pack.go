@@ -26,7 +26,9 @@ type Config struct {
 	// ExactMax is the largest set searched exactly; above it an HNSW index
 	// is used.
 	ExactMax int `yaml:"exact_max" json:"exact_max"`
-	// M, EfConstruction and EfSearch tune the HNSW index.
+	// M and EfConstruction tune the HNSW index; the neighbour lists come
+	// from building it (HNSW.BuildKNN), so EfSearch only sizes searches of
+	// the finished index (HNSW.Search, HNSW.KNN).
 	M              int `yaml:"m" json:"m"`
 	EfConstruction int `yaml:"ef_construction" json:"ef_construction"`
 	EfSearch       int `yaml:"ef_search" json:"ef_search"`

@@ -29,6 +29,9 @@ func IsURL(s string) bool {
 	return strings.HasPrefix(s, "hf://") || strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://")
 }
 
+// IsHub reports whether s is an hf:// URL.
+func IsHub(s string) bool { return strings.HasPrefix(s, "hf://") }
+
 // Options configure Fetch. Zero values take the defaults documented per field.
 type Options struct {
 	// CacheDir holds downloads (default os.UserCacheDir()/codefeedback/remote).

@@ -355,3 +355,31 @@ func TestForStagePassesPlainChatter(t *testing.T) {
 		t.Errorf("ForStage(nil) error = %v, want ErrNoModel with a hint", err)
 	}
 }
+
+// EstimateCost prices a stage's estimated tokens with the run's price table
+// for the model of the endpoint the stage is routed to, live and at that
+// endpoint's batch discount.
+func TestEstimateCost(t *testing.T) {
+	m, err := llm.NewModels(llm.ModelsConfig{
+		Config:    llm.Config{BaseURL: "http://127.0.0.1:1/v1", Params: llm.Params{Model: "big"}},
+		Endpoints: map[string]llm.Config{"cheap": {Params: llm.Params{Model: "small"}, Batch: true, BatchDiscount: 0.4}},
+		Stages:    map[string]string{"filter": "cheap"},
+		Prices:    llm.Prices{"big": {InputPerM: 10, OutputPerM: 30}, "small": {InputPerM: 1, OutputPerM: 2}},
+	}, llm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		stage       string
+		live, batch float64
+		batched     bool
+	}{
+		{"filter", 1e6*1/1e6 + 5e5*2/1e6, (1 + 1) * 0.4, true},
+		{"explain", 1e6*10/1e6 + 5e5*30/1e6, (10 + 15) * 0.5, false},
+	} {
+		live, batch, batched := m.EstimateCost(c.stage, 1_000_000, 500_000)
+		if math.Abs(live-c.live) > 1e-9 || math.Abs(batch-c.batch) > 1e-9 || batched != c.batched {
+			t.Errorf("%s: live %v batch %v batched %v; want %v %v %v", c.stage, live, batch, batched, c.live, c.batch, c.batched)
+		}
+	}
+}

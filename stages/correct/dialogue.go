@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/schema"
@@ -52,7 +53,7 @@ type Generator struct {
 
 // NewGenerator returns a generator on ex with default time limits.
 func NewGenerator(ex executors.Executor, opts Options) *Generator {
-	return &Generator{Exec: ex, Checker: &Checker{Exec: ex}, Opts: opts}
+	return &Generator{Exec: ex, Checker: &Checker{Exec: ex, LoopFactor: DefaultLoopFactor}, Opts: opts}
 }
 
 // Generate plants bugs into p's reference solution and returns one dialogue
@@ -69,7 +70,7 @@ func (g *Generator) Generate(ctx context.Context, p *schema.Problem) (Outcome, e
 	if strings.TrimSpace(solution) == "" || len(p.Tests) == 0 {
 		return Outcome{Skipped: "problem has no reference solution or no tests"}, nil
 	}
-	fix, err := g.check(ctx, p, solution, false)
+	fix, err := g.check(ctx, p, solution, false, 0)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -81,6 +82,7 @@ func (g *Generator) Generate(ctx context.Context, p *schema.Problem) (Outcome, e
 	if !fix.Passed() {
 		return Outcome{Skipped: "reference solution fails its tests: " + fix.Observed}, nil
 	}
+	loopLimit := g.Checker.LoopLimit(fix)
 	mu := &Mutator{Exec: g.Exec, PerOperator: g.Opts.PerOperator}
 	mutants, err := mu.Mutate(ctx, solution, g.Opts.Seed, Operators(kinds...))
 	if err != nil {
@@ -104,7 +106,7 @@ func (g *Generator) Generate(ctx context.Context, p *schema.Problem) (Outcome, e
 		if kept[m.Kind] >= perKind {
 			continue
 		}
-		run, err := g.check(ctx, p, m.Code, m.Kind == Timeout)
+		run, err := g.check(ctx, p, m.Code, m.Kind == Timeout, loopLimit)
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -127,10 +129,14 @@ var ErrReferenceTimeout = errors.New("correct: the reference solution timed out 
 // check judges code, running it once more when a run expected to finish
 // timed out: under load a sandbox run can miss its deadline, and a timeout
 // is never the bug it was meant to show.
-func (g *Generator) check(ctx context.Context, p *schema.Problem, code string, loop bool) (Run, error) {
-	run, err := g.Checker.Check(ctx, p, code, loop)
+func (g *Generator) check(ctx context.Context, p *schema.Problem, code string, loop bool, loopLimit time.Duration) (Run, error) {
+	t := g.Checker.limit(false)
+	if loop {
+		t = loopLimit
+	}
+	run, err := g.Checker.CheckWithin(ctx, p, code, t)
 	if err == nil && !loop && run.Observed == ObservedTimeout {
-		run, err = g.Checker.Check(ctx, p, code, loop)
+		run, err = g.Checker.CheckWithin(ctx, p, code, t)
 	}
 	return run, err
 }

@@ -48,16 +48,47 @@ type Checker struct {
 	// Timeout bounds an ordinary run (default 10 s); LoopTimeout bounds runs
 	// of code expected to loop forever (default 2 s).
 	Timeout, LoopTimeout time.Duration
+	// LoopFactor, when above 0, bounds a run expected to loop forever by
+	// LoopFactor times the reference solution's run time instead (see
+	// LoopLimit).
+	LoopFactor float64
 }
 
-// options are the harness options of a run: the whole run bounded by the
-// time limit, each test by at most 5 s of it.
-func (c *Checker) options(loop bool) harness.Options {
-	t := cmp.Or(c.Timeout, 10*time.Second)
-	if loop {
-		t = cmp.Or(c.LoopTimeout, 2*time.Second)
+// loopFloor is the least time limit of a run expected to hang.
+const loopFloor = 500 * time.Millisecond
+
+// LoopLimit is the time limit of a run expected to loop forever, given the
+// reference solution's passing run: LoopFactor times its run time, rounded
+// up to a quarter second, at least half a second and at most LoopTimeout
+// (LoopTimeout itself when LoopFactor is 0). A planted endless loop shows
+// as surely at half a second as at two when the reference takes 30 ms,
+// and these runs, which always last their whole limit, were most of the
+// stage's time. The reference's time grows with the machine's load, and
+// the limit with it.
+func (c *Checker) LoopLimit(ref Run) time.Duration {
+	top := cmp.Or(c.LoopTimeout, 2*time.Second)
+	if c.LoopFactor <= 0 {
+		return top
 	}
+	const quarter = 250 * time.Millisecond
+	d := time.Duration(c.LoopFactor * float64(ref.Verdict.Result.Duration))
+	d = (d + quarter - 1) / quarter * quarter
+	return min(max(d, loopFloor), top)
+}
+
+// options are the harness options of a run bounded by t, each test by at
+// most 5 s of it.
+func options(t time.Duration) harness.Options {
 	return harness.Options{Timeout: t, CaseTimeout: min(5*time.Second, t)}
+}
+
+// limit is the time limit of an ordinary run, or with loop of one expected
+// to hang when there is no reference run to scale it by.
+func (c *Checker) limit(loop bool) time.Duration {
+	if loop {
+		return cmp.Or(c.LoopTimeout, 2*time.Second)
+	}
+	return cmp.Or(c.Timeout, 10*time.Second)
 }
 
 // Run is one judged execution.
@@ -115,8 +146,13 @@ func firstFailure(v harness.Verdict) (harness.CaseResult, bool) {
 // for code expected to hang. A failing program is a Run, not an error; an
 // error means the sandbox failed or p cannot be judged.
 func (c *Checker) Check(ctx context.Context, p *schema.Problem, code string, loop bool) (Run, error) {
+	return c.CheckWithin(ctx, p, code, c.limit(loop))
+}
+
+// CheckWithin is Check with the run's time limit t.
+func (c *Checker) CheckWithin(ctx context.Context, p *schema.Problem, code string, t time.Duration) (Run, error) {
 	at := time.Now().UTC()
-	v, err := harness.Judge(ctx, c.Exec, *p, code, c.options(loop))
+	v, err := harness.Judge(ctx, c.Exec, *p, code, options(t))
 	if err != nil {
 		return Run{}, fmt.Errorf("correct: run tests: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codefeedback/codefeedback/schema"
 )
@@ -85,5 +86,32 @@ func TestCheckerSetupAfterSolution(t *testing.T) {
 	}
 	if !r.Passed() {
 		t.Fatalf("observed %s, want pass; output:\n%s", r.Observed, r.Output())
+	}
+}
+
+// TestLoopLimit checks how the limit of runs expected to hang follows the
+// reference solution's run time.
+func TestLoopLimit(t *testing.T) {
+	ref := func(d time.Duration) Run {
+		var r Run
+		r.Verdict.Result.Duration = d
+		return r
+	}
+	tests := []struct {
+		c    Checker
+		ref  time.Duration
+		want time.Duration
+	}{
+		{Checker{LoopFactor: 10}, 20 * time.Millisecond, 500 * time.Millisecond}, // the floor
+		{Checker{LoopFactor: 10}, 61 * time.Millisecond, 750 * time.Millisecond}, // 610 ms up to a quarter second
+		{Checker{LoopFactor: 10}, time.Second, 2 * time.Second},                  // capped at the default loop_timeout
+		{Checker{LoopFactor: 10, LoopTimeout: 5 * time.Second}, time.Second / 3, 3500 * time.Millisecond},
+		{Checker{LoopFactor: 10, LoopTimeout: 300 * time.Millisecond}, 0, 300 * time.Millisecond}, // loop_timeout below the floor wins
+		{Checker{}, 20 * time.Millisecond, 2 * time.Second},                                       // factor 0: always loop_timeout
+	}
+	for _, tt := range tests {
+		if got := tt.c.LoopLimit(ref(tt.ref)); got != tt.want {
+			t.Errorf("%+v with a %v reference: %v, want %v", tt.c, tt.ref, got, tt.want)
+		}
 	}
 }

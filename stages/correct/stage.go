@@ -31,6 +31,10 @@ type StageOptions struct {
 	// Timeout bounds an ordinary test run, LoopTimeout a run expected to hang.
 	Timeout     time.Duration `yaml:"timeout" json:"timeout"`
 	LoopTimeout time.Duration `yaml:"loop_timeout" json:"loop_timeout"`
+	// LoopFactor bounds a mutant run expected to hang by this many times the
+	// reference solution's run time (at least 0.5 s, at most loop_timeout);
+	// 0 = loop_timeout always.
+	LoopFactor float64 `yaml:"loop_factor" json:"loop_factor"`
 	// Endpoint names the model endpoint of the `model:` section (method
 	// model; "" = the default).
 	Endpoint string `yaml:"endpoint" json:"endpoint"`
@@ -41,7 +45,10 @@ type StageOptions struct {
 
 // DefaultStageOptions are the stage's defaults.
 var DefaultStageOptions = StageOptions{Method: "mutation", Seed: 1, PerOperator: 2, PerKind: 1,
-	Timeout: 10 * time.Second, LoopTimeout: 2 * time.Second}
+	Timeout: 10 * time.Second, LoopTimeout: 2 * time.Second, LoopFactor: DefaultLoopFactor}
+
+// DefaultLoopFactor is the default loop_factor.
+const DefaultLoopFactor = 10
 
 // Validate checks the settings.
 func (o StageOptions) Validate() error {
@@ -51,8 +58,8 @@ func (o StageOptions) Validate() error {
 	if _, err := o.kinds(); err != nil {
 		return err
 	}
-	if o.PerOperator < 0 || o.PerKind < 0 || o.Timeout < 0 || o.LoopTimeout < 0 {
-		return errors.New("correct: per_operator, per_kind and timeouts must not be negative")
+	if o.PerOperator < 0 || o.PerKind < 0 || o.Timeout < 0 || o.LoopTimeout < 0 || o.LoopFactor < 0 {
+		return errors.New("correct: per_operator, per_kind, timeouts and loop_factor must not be negative")
 	}
 	return nil
 }
@@ -151,7 +158,7 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 	if err != nil {
 		return nil, fmt.Errorf("correct: open sandbox: %w", err)
 	}
-	checker := &Checker{Exec: ex, Timeout: o.Timeout, LoopTimeout: o.LoopTimeout}
+	checker := &Checker{Exec: ex, Timeout: o.Timeout, LoopTimeout: o.LoopTimeout, LoopFactor: o.LoopFactor}
 	var dialogues []schema.Dialogue
 	if o.Method == "mutation" {
 		g := &Generator{Exec: ex, Checker: checker, Opts: Options{Seed: o.Seed, Kinds: kinds, PerOperator: o.PerOperator, PerKind: o.PerKind}}

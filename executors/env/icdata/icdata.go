@@ -121,7 +121,11 @@ func Fetch(ctx context.Context, m Manifest, opts Options) (Report, error) {
 		if err != nil {
 			return rep, err
 		}
-		got, err := remote.Fetch(ctx, base+"/"+pathEscape(f.Path), remote.Options{Dest: dst, SHA256: f.SHA256, Size: f.Size, Client: c})
+		u := base + "/" + pathEscape(f.Path)
+		if remote.IsHub(base) {
+			u = base + "/" + f.Path // an hf:// URL is escaped when it is resolved
+		}
+		got, err := remote.Fetch(ctx, u, remote.Options{Dest: dst, SHA256: f.SHA256, Size: f.Size, Client: c})
 		if err != nil {
 			return rep, fmt.Errorf("icdata: %s: %w", f.Path, err)
 		}

@@ -102,3 +102,34 @@ func TestFetch(t *testing.T) {
 		t.Error("path ../outside: no error")
 	}
 }
+
+// The files may come from a Hub dataset holding the repository's layout:
+// hf://datasets/OWNER/NAME as the base URL, resolved (and escaped once) by
+// the remote fetcher.
+func TestFetchFromHub(t *testing.T) {
+	files := map[string][]byte{"data/ctf/task_assets/0/a b+c.txt": []byte("spaces and plus")}
+	var got []string
+	hub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.URL.Path)
+		b, ok := files[strings.TrimPrefix(r.URL.Path, "/datasets/me/intercode/resolve/main/")]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(b)
+	}))
+	defer hub.Close()
+	t.Setenv("HF_ENDPOINT", hub.URL)
+	m := icdata.Manifest{Repository: "x/y", Commit: strings.Repeat("a", 40)}
+	for p, b := range files {
+		m.Files = append(m.Files, icdata.File{Path: p, Size: int64(len(b)), SHA256: sum(b)})
+	}
+	dir := t.TempDir()
+	rep, err := icdata.Fetch(context.Background(), m, icdata.Options{Dir: dir, BaseURL: "hf://datasets/me/intercode"})
+	if err != nil || rep.Fetched != 1 {
+		t.Fatalf("fetch: %+v, %v (requests %q)", rep, err, got)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "data/ctf/task_assets/0/a b+c.txt")); err != nil || string(b) != "spaces and plus" {
+		t.Errorf("fetched file: %q, %v", b, err)
+	}
+}
