@@ -195,7 +195,6 @@ type scratch struct {
 	gramHits   map[int32]*gramHit
 	// Code tokens of every message and their k-gram hashes per stream.
 	ctoks    []ctok
-	cth      []uint64
 	cgh      [nStreams][]uint64
 	ctMsgs   []ctMsg
 	fpStates []fpState // per index
@@ -266,17 +265,8 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 	r := Result{Seq: seq, DialogueID: id, Shared: make([]int, len(a.indexes)), sharedLines: make([][]uint64, len(a.indexes))}
 
 	// Code lines and their windows, computed once for all benchmarks.
-	s.lh, s.wh, s.blockStart = s.lh[:0], s.wh[:0], s.blockStart[:0]
 	w := a.opts.Window
-	for _, block := range DialogueCode(d) {
-		first := len(s.lh)
-		s.lh, s.nbuf = a.opts.Lines.codeLineHashes(block, s.nbuf, s.lh)
-		before := len(s.wh)
-		s.wh = rollingHashes(s.lh[first:], w, s.wh)
-		for i := before; i < len(s.wh); i++ {
-			s.blockStart = append(s.blockStart, first+i-before)
-		}
-	}
+	a.opts.Lines.dialogueLines(d, w, s)
 	r.CodeLines = len(s.lh)
 	s.sharedAny = resetBools(s.sharedAny, len(s.lh))
 

@@ -15,6 +15,7 @@ type ctok struct {
 // names (after '.') keep their own hash in both forms: renaming a solution
 // changes its variables and functions, not `len`, `range` or `.append`.
 var (
+	hColon  = fpHash(":")
 	hIdent  = fpHash("\x00I")
 	keepSet = newWordSet(`False None True and as assert async await break class continue def del elif else except
 		finally for from global if import in is lambda nonlocal not or pass raise return try while with yield match case
@@ -109,12 +110,13 @@ var twoCharOps = func() (t [256][256]bool) {
 // language well enough for fingerprints and Python exactly: whitespace,
 // indentation and line breaks are not tokens (so reformatting changes
 // nothing), '#' comments are dropped, string literals are one token hashed
-// by their content (quote style and r/b/f prefixes do not matter; a
+// by their content (docstrings are dropped; quote style and r/b/f prefixes do not matter; a
 // single-quoted string ends at the line's end, so an apostrophe in prose
 // swallows at most one line), numbers are hashed by their text without '_'.
 // Prose is tokenized too; its tokens rarely form code-like k-grams.
 func codeTokens(text string, buf []ctok) []ctok {
 	n := len(text)
+	base := len(buf)
 	prevDot := false
 	for i := 0; i < n; {
 		c := text[i]
@@ -163,6 +165,15 @@ func codeTokens(text string, buf []ctok) []ctok {
 			continue
 		case cQuote:
 			end := skipString(text, i)
+			if end-i >= 6 && text[i+1] == c && text[i+2] == c && (len(buf) == base || buf[len(buf)-1].exact == hColon) {
+				// A docstring (a triple-quoted string after a header's
+				// ':' or first in the text) is prose, not code: the
+				// tasks' solutions are indexed without theirs, and a copy
+				// with it must give the same k-grams.
+				i = end
+				prevDot = false
+				continue
+			}
 			h := stringHash(text, i, end)
 			buf = append(buf, ctok{start: int32(i), end: int32(end), exact: h, norm: h})
 			i = end

@@ -94,18 +94,19 @@ type fpRef struct {
 type fpEntry struct {
 	refs []fpRef
 	w    float32
-	// named: an exact-form k-gram holding a rare name (see maxNameTasks).
+	// named: an exact-form k-gram holding a rare token (see maxNameTasks).
 	named bool
 }
 
-// maxNameTasks is the most benchmark tasks whose code may use an
-// identifier for it to count as a rare name. The exact form's extra
-// evidence over the renamed form is that the names agree; when the only
-// names that agree are ones many tasks use (arr, n, i, j, res), the match
-// is structure alone, and only the renamed form, with its stricter bar,
-// may flag it. So a bubble sort with arr/n/i/j is not attributed to
-// Mbpp/101 (a k-th element task whose solution is that bubble sort), nor
-// "(n): return n * (n + 1) // 2" to Mbpp/35 "n*(n + 1)".
+// maxNameTasks is the most benchmark tasks whose code may hold a token
+// (a name, a literal) for it to count as rare. The exact form's extra
+// evidence over the renamed form is that names and values agree; when
+// only tokens many tasks use agree (arr, n, i, j, 0, 1), the match is
+// structure alone, and only the renamed form, with its stricter bar, may
+// flag it. So a bubble sort with arr/n/i/j is not attributed to Mbpp/101
+// (a k-th element task whose solution is that bubble sort), nor
+// "(n): return n * (n + 1) // 2" to Mbpp/35's "n*(n + 1)"; a copied
+// HumanEval test still is, by its literals.
 const maxNameTasks = 3
 
 // fpTotals are a task's fingerprint counts and weights per stream and part.
@@ -182,19 +183,19 @@ func (x *Index) buildFingerprints(parts [][nParts]string, o FingerprintOptions) 
 		h    uint64
 		part uint8
 	}
-	// Document frequency of every identifier (exact hash) over the tasks.
-	nameDF := map[uint64]int32{}
+	// Document frequency of every token (exact hash) over the tasks:
+	// keywords, operators and textbook names (arr, n, i) have high ones;
+	// a function's name or a test's literal, low ones.
+	tokenDF := map[uint64]int32{}
 	for _, ps := range parts {
-		names := map[uint64]bool{}
+		seen := map[uint64]bool{}
 		for _, code := range ps {
 			for _, t := range codeTokens(code, toks[:0]) {
-				if t.norm == hIdent {
-					names[t.exact] = true
-				}
+				seen[t.exact] = true
 			}
 		}
-		for h := range names {
-			nameDF[h]++
+		for h := range seen {
+			tokenDF[h]++
 		}
 	}
 	var rare []bool
@@ -203,11 +204,11 @@ func (x *Index) buildFingerprints(parts [][nParts]string, o FingerprintOptions) 
 		seen := map[key]bool{}
 		for p, code := range ps {
 			toks = codeTokens(code, toks[:0])
-			// namedGram: the exact k-grams of this part holding a rare name.
+			// namedGram: the exact k-grams of this part holding a rare token.
 			clear(namedGram)
 			rare = rare[:0]
 			for _, t := range toks {
-				rare = append(rare, t.norm == hIdent && nameDF[t.exact] <= maxNameTasks)
+				rare = append(rare, tokenDF[t.exact] <= maxNameTasks)
 			}
 			x.fpTotals[ti].tokens[p] = int32(len(toks))
 			for s := range nStreams {
@@ -221,7 +222,7 @@ func (x *Index) buildFingerprints(parts [][nParts]string, o FingerprintOptions) 
 				}
 				gh = rollingHashes(th, o.K, gh[:0])
 				if s == streamExact {
-					n := 0 // rare names in the current k-gram
+					n := 0 // rare tokens in the current k-gram
 					for i := range toks {
 						if rare[i] {
 							n++
@@ -312,7 +313,7 @@ const maxFingerprintTasks = 16
 
 // fpHit collects what one dialogue shares with one task.
 type fpHit struct {
-	named [nParts]int32 // exact-form fingerprints holding a rare name
+	named [nParts]int32 // exact-form fingerprints holding a rare token
 	n     [nStreams][nParts]int32
 	w     [nStreams][nParts]float32
 	spans []schema.Span
@@ -418,7 +419,7 @@ func (a *Auditor) matchFingerprints(x *Index, d *schema.Dialogue, id string, s *
 				need := int32(o.MinMatches)
 				if st == streamExact {
 					if hit.named[p] == 0 {
-						continue // no rare name agrees: structure only
+						continue // no rare token agrees: structure only
 					}
 					need = min(need, tot.n[st][p])
 				} else if tot.tokens[p] < int32(o.MinRenamedTokens) {
@@ -497,17 +498,32 @@ func (a *Auditor) codeKGrams(d *schema.Dialogue, s *scratch) {
 			continue
 		}
 		g0 := len(s.cgh[0])
-		for st := range nStreams {
-			s.cth = s.cth[:0]
-			for _, t := range toks {
-				if st == streamExact {
-					s.cth = append(s.cth, t.exact)
-				} else {
-					s.cth = append(s.cth, t.norm)
-				}
-			}
-			s.cgh[st] = rollingHashes(s.cth, k, s.cgh[st])
-		}
+		s.cgh[streamExact], s.cgh[streamRenamed] = rollingTokHashes(toks, k, s.cgh[streamExact], s.cgh[streamRenamed])
 		s.ctMsgs = append(s.ctMsgs, ctMsg{msg: i, t0: t0, t1: len(s.ctoks), g0: g0, g1: len(s.cgh[0])})
 	}
+}
+
+// rollingTokHashes appends the k-gram hashes of toks' exact and renamed
+// forms to ex and nm, as rollingHashes of each form would, in one pass.
+func rollingTokHashes(toks []ctok, k int, ex, nm []uint64) ([]uint64, []uint64) {
+	if k <= 0 || len(toks) < k {
+		return ex, nm
+	}
+	var top uint64 = 1 // B^(k-1)
+	for range k - 1 {
+		top *= rollBase
+	}
+	var he, hn uint64
+	for _, t := range toks[:k] {
+		he = he*rollBase + t.exact
+		hn = hn*rollBase + t.norm
+	}
+	ex, nm = append(ex, he), append(nm, hn)
+	for i := k; i < len(toks); i++ {
+		o, t := &toks[i-k], &toks[i]
+		he = (he-o.exact*top)*rollBase + t.exact
+		hn = (hn-o.norm*top)*rollBase + t.norm
+		ex, nm = append(ex, he), append(nm, hn)
+	}
+	return ex, nm
 }

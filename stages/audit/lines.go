@@ -38,6 +38,16 @@ var trivialLines = map[string]bool{
 	"return 0;": true, "@staticmethod": true, "@classmethod": true, "@property": true,
 }
 
+// maxTrivialLen is the length of the longest trivial line: longer lines
+// skip the map lookup.
+var maxTrivialLen = func() int {
+	m := 0
+	for l := range trivialLines {
+		m = max(m, len(l))
+	}
+	return m
+}()
+
 // NormalizeLine canonicalises the whitespace of one code line: leading and
 // trailing space is removed, and inner runs of space are removed entirely
 // except between two word characters (letters, digits, '_'), where they become
@@ -104,7 +114,7 @@ func (o LineOptions) Keep(n string) bool {
 	if len(n) < o.MinChars || n == "" {
 		return false
 	}
-	if trivialLines[n] {
+	if len(n) <= maxTrivialLen && trivialLines[n] {
 		return false
 	}
 	if strings.HasPrefix(n, "#") || strings.HasPrefix(n, "//") || strings.HasPrefix(n, "/*") ||
@@ -161,6 +171,14 @@ func (o LineOptions) codeLineHashes(code string, buf []byte, out []uint64) ([]ui
 // order. An unclosed fence runs to the end of the text, as Markdown renders it.
 func FencedBlocks(text string) []string {
 	var blocks []string
+	eachFenced(text, func(b string) { blocks = append(blocks, b) })
+	return blocks
+}
+
+// eachFenced calls fn with the body of every fenced block of text, in
+// order, and reports whether there was one.
+func eachFenced(text string, fn func(string)) bool {
+	found := false
 	in := false
 	var fence string
 	bodyStart := 0
@@ -173,21 +191,38 @@ func FencedBlocks(text string) []string {
 			end += pos
 			next = end + 1
 		}
+		// Most lines do not start with a fence character: skip them
+		// without trimming (TrimSpace scans both ends).
+		if k := firstNonBlank(text, pos, end); k < end && text[k] < utf8.RuneSelf && text[k] != '`' && text[k] != '~' {
+			pos = next
+			continue
+		}
 		t := strings.TrimSpace(text[pos:end])
 		if !in {
 			if f := fenceOf(t); f != "" {
 				in, fence, bodyStart = true, f, next
 			}
 		} else if strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "" {
-			blocks = append(blocks, strings.TrimSuffix(text[bodyStart:min(pos, len(text))], "\n"))
+			fn(strings.TrimSuffix(text[bodyStart:min(pos, len(text))], "\n"))
+			found = true
 			in = false
 		}
 		pos = next
 	}
 	if in && bodyStart < len(text) {
-		blocks = append(blocks, text[bodyStart:])
+		fn(text[bodyStart:])
+		found = true
 	}
-	return blocks
+	return found
+}
+
+// firstNonBlank returns the index of the first byte of text[from:to] that
+// is not ASCII white space (to when there is none).
+func firstNonBlank(text string, from, to int) int {
+	for from < to && text[from] < utf8.RuneSelf && asciiSpace[text[from]] {
+		from++
+	}
+	return from
 }
 
 // fenceOf returns the fence run ("```", "~~~~") that opens a code block on
@@ -248,16 +283,61 @@ func codeLikeLines(text string) string {
 	for rest := text; rest != ""; {
 		var l string
 		l, rest, _ = strings.Cut(rest, "\n")
-		t := strings.TrimSpace(l)
-		if t == "" {
-			continue
-		}
-		if (hasCodePunct(t) || strings.HasSuffix(t, ":") || hasCodeKeyword(t)) && !proseLike(t) {
+		if codeLike(l) {
 			b.WriteString(l)
 			b.WriteByte('\n')
 		}
 	}
 	return b.String()
+}
+
+// codeLike reports whether one line of an unfenced turn looks like code.
+func codeLike(l string) bool {
+	t := strings.TrimSpace(l)
+	return t != "" && (hasCodePunct(t) || strings.HasSuffix(t, ":") || hasCodeKeyword(t)) && !proseLike(t)
+}
+
+// dialogueLines fills s.lh with the hashes of the kept code lines of
+// DialogueCode(d), block after block, s.wh with the hashes of their
+// w-line windows inside a block and s.blockStart with each window's first
+// line. It reads each turn once, without building DialogueCode's blocks.
+func (o LineOptions) dialogueLines(d *schema.Dialogue, w int, s *scratch) {
+	s.lh, s.wh, s.blockStart = s.lh[:0], s.wh[:0], s.blockStart[:0]
+	first := 0
+	endBlock := func() {
+		before := len(s.wh)
+		s.wh = rollingHashes(s.lh[first:], w, s.wh)
+		for i := before; i < len(s.wh); i++ {
+			s.blockStart = append(s.blockStart, first+i-before)
+		}
+		first = len(s.lh)
+	}
+	fenced := func(block string) {
+		s.lh, s.nbuf = o.codeLineHashes(block, s.nbuf, s.lh)
+		endBlock()
+	}
+	for i := range d.Messages {
+		m := &d.Messages[i]
+		if m.Role != schema.RoleUser && m.Role != schema.RoleAssistant {
+			continue
+		}
+		if eachFenced(m.Content, fenced) {
+			continue
+		}
+		if m.Exec != nil && m.Exec.Code != "" {
+			fenced(m.Exec.Code)
+			continue
+		}
+		// The code-like lines of the turn are one block.
+		for rest := m.Content; rest != ""; {
+			var l string
+			l, rest, _ = strings.Cut(rest, "\n")
+			if codeLike(l) {
+				s.lh, s.nbuf = o.codeLineHashes(l, s.nbuf, s.lh)
+			}
+		}
+		endBlock()
+	}
 }
 
 // codePunct marks the bytes that make a line look like code.

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -108,6 +109,41 @@ func TestDialogueCode(t *testing.T) {
 	want := []string{"user_code()", "fixed()", "ran()", "def pasted():\n    return 1\n"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("DialogueCode = %q, want %q", got, want)
+	}
+}
+
+// The one-pass line hashing of the check must give what hashing
+// DialogueCode's blocks one by one gives: the same lines, windows and
+// window starts.
+func TestDialogueLines(t *testing.T) {
+	ds := []schema.Dialogue{{Messages: []schema.Message{
+		{Role: schema.RoleUser, Content: "Fix:\n```\nuser_code(1, 2)\nmore_code(3)\n```\n  ~~~\nin_tilde(4, 5)\nsecond(6, 7)\n  ~~~"},
+		{Role: schema.RoleAssistant, Content: "no fences here", Exec: &schema.Execution{Code: "ran_it(1)\nran_again(2)"}},
+		{Role: schema.RoleUser, Content: "Here is mine, unfenced\ndef pasted(x):\n    return x + 1\nthanks\n\u00a0```\nnot_a_fence(1)\nunclosed = [1, 2]"},
+		{Role: schema.RoleAssistant, Content: "```\nunclosed_fence(1)\nto_the_end(2)"},
+	}}}
+	ds = append(ds, testDialogues(t, sharedtest.Path(t, "codefeedback-sample/code_feedback_sample.jsonl"))...)
+	o := DefaultLineOptions
+	s := newScratch()
+	for _, d := range ds {
+		var lh, wh []uint64
+		var starts []int
+		for _, block := range DialogueCode(&d) {
+			first := len(lh)
+			lh, _ = o.codeLineHashes(block, nil, lh)
+			before := len(wh)
+			wh = rollingHashes(lh[first:], 2, wh)
+			for i := before; i < len(wh); i++ {
+				starts = append(starts, first+i-before)
+			}
+		}
+		o.dialogueLines(&d, 2, s)
+		if len(lh) == 0 && len(s.lh) == 0 {
+			continue
+		}
+		if !reflect.DeepEqual(lh, s.lh) || !reflect.DeepEqual(wh, s.wh) || !reflect.DeepEqual(starts, s.blockStart) {
+			t.Errorf("dialogue %q: dialogueLines gives %d lines, %d windows; DialogueCode %d, %d", d.ID, len(s.lh), len(s.wh), len(lh), len(wh))
+		}
 	}
 }
 

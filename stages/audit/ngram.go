@@ -1,10 +1,13 @@
 package audit
 
 import (
+	"encoding/binary"
 	"hash/maphash"
+	"math/bits"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // DefaultN is the n-gram length of the overlap measure (13, as in common
@@ -24,24 +27,32 @@ type span struct {
 func tokenize(text string, buf []span) []span { return appendTokens(buf[:0], text) }
 
 // appendTokens appends the tokens of text (offsets relative to text) to buf.
-// It hashes an ASCII word while scanning it (wordHash), lowercasing on
-// the fly; a word with other characters is lowercased into a buffer first.
+// An ASCII word (nearly every word) is found by a table scan and hashed
+// eight bytes at a time (wordHash); a word with other characters is
+// lowercased into a buffer first.
 func appendTokens(buf []span, text string) []span {
 	var low []byte
 	i := 0
 	for i < len(text) {
 		c := text[i]
-		if c < utf8.RuneSelf {
-			if !asciiWord[c] {
+		if !wordByte[c] {
+			if c < utf8.RuneSelf {
 				i++
 				continue
 			}
-		} else if r, sz := utf8.DecodeRuneInString(text[i:]); !isWord(r) {
-			i += sz
-			continue
+			if r, sz := utf8.DecodeRuneInString(text[i:]); !isWord(r) {
+				i += sz
+				continue
+			}
 		}
 		start := i
-		h := tokSeed
+		for i < len(text) && wordByte[text[i]] {
+			i++
+		}
+		if i == len(text) || text[i] < utf8.RuneSelf {
+			buf = append(buf, span{start: int32(start), end: int32(i), hash: wordHash(text, start, i)})
+			continue
+		}
 		ascii := true
 		for i < len(text) {
 			c := text[i]
@@ -57,19 +68,56 @@ func appendTokens(buf []span, text string) []span {
 			if !asciiWord[c] {
 				break
 			}
-			h = (h ^ uint64(asciiLower[c])) * fnvPrime
 			i++
 		}
-		if !ascii {
-			low = appendLower(low[:0], text[start:i])
-			h = tokSeed
-			for _, c := range low {
-				h = (h ^ uint64(c)) * fnvPrime
-			}
+		if ascii { // an ASCII word followed by a non-ASCII separator
+			buf = append(buf, span{start: int32(start), end: int32(i), hash: wordHash(text, start, i)})
+			continue
+		}
+		// Not ASCII: never equal to an ASCII word, so its own hash.
+		low = appendLower(low[:0], text[start:i])
+		h := tokSeed
+		for _, c := range low {
+			h = (h ^ uint64(c)) * fnvPrime
 		}
 		buf = append(buf, span{start: int32(start), end: int32(i), hash: fmix64(h)})
 	}
 	return buf
+}
+
+// wordHash hashes the ASCII word text[start:end] lowercased, eight bytes
+// a step: setting bit 5 of every byte lowercases the letters, leaves the
+// digits alone and maps '_' to DEL, no word byte, so it is one-to-one on
+// words. The word bytes are read as little-endian words of text.
+func wordHash(text string, start, end int) uint64 {
+	const lower = 0x2020202020202020
+	h := tokSeed ^ uint64(end-start)*fnvPrime
+	p := start
+	for ; end-p >= 8; p += 8 {
+		v := load64(text, p) | lower
+		h = bits.RotateLeft64((h^v)*wordMul, 29)
+	}
+	if n := end - p; n > 0 {
+		var v uint64
+		if p+8 <= len(text) {
+			v = load64(text, p)
+		} else {
+			for k := n - 1; k >= 0; k-- {
+				v = v<<8 | uint64(text[p+k])
+			}
+		}
+		mask := uint64(1)<<(8*n) - 1
+		h = bits.RotateLeft64((h^(v|lower)&mask)*wordMul, 29)
+	}
+	return fmix64(h)
+}
+
+// wordMul is the multiplier of wordHash's steps (odd, from murmur3).
+const wordMul = 0x87c37b91114253d5
+
+// load64 reads text[p:p+8] as a little-endian word.
+func load64(text string, p int) uint64 {
+	return binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(text[p:p+8]), 8))
 }
 
 // fnvPrime is FNV-1a's 64-bit prime; tokSeed, its offset basis for this
@@ -103,6 +151,13 @@ func appendLower(b []byte, w string) []byte {
 	}
 	return b
 }
+
+// wordByte marks the ASCII word bytes among all 256, so the scan needs
+// no separate ASCII test.
+var wordByte = func() (t [256]bool) {
+	copy(t[:], asciiWord[:])
+	return t
+}()
 
 var asciiWord = func() (t [utf8.RuneSelf]bool) {
 	for c := 0; c < utf8.RuneSelf; c++ {

@@ -253,6 +253,24 @@ func TestPlantedCorpus(t *testing.T) {
 			}
 		}
 		t.Logf("found per kind: %v; clean flagged %d of %d: %v", perKind, len(cleanFlagged), len(clean), cleanFlagged)
+		byMethod := map[string]map[string]int{}
+		for id, r := range recipes {
+			for _, m := range found[id] {
+				if byMethod[r.Kind] == nil {
+					byMethod[r.Kind] = map[string]int{}
+				}
+				byMethod[r.Kind][m]++
+			}
+		}
+		t.Logf("findings against the true task by kind and method: %v", byMethod)
+		// The code kinds are the fingerprints' job: each is found by them
+		// alone (docstrings in between included), not only by lines or
+		// statement n-grams.
+		for kind := range kinds {
+			if kind != "paraphrase" && byMethod[kind][MethodFingerprint] != perKind[kind] {
+				t.Errorf("%s: %d of %d leaks found by fingerprints", kind, byMethod[kind][MethodFingerprint], perKind[kind])
+			}
+		}
 		if len(cleanFlagged) > len(clean)/100 {
 			t.Errorf("%d of %d clean dialogues flagged, want <= 1%%", len(cleanFlagged), len(clean))
 		}
