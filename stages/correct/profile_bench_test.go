@@ -38,8 +38,8 @@ func (t *hangTimer) Run(ctx context.Context, r executors.Request) (executors.Res
 // BenchmarkSampleCorrect runs the correct stage's mutation path on the 34
 // sample problems of `make run` (data/problems.jsonl) as the stage does
 // (four problems at a time), with runs expected to hang stopped at the
-// fixed loop_timeout (the old path) and at loop_factor times the
-// reference's run time (the default), alternating in one process; x-old is
+// old fixed 2 s and at the stage's defaults (loop_timeout, loop_factor),
+// alternating in one process; x-old is
 // the old path's time over the new one's. Both must keep the same number
 // of dialogues of each kind.
 //
@@ -50,9 +50,9 @@ func BenchmarkSampleCorrect(b *testing.B) {
 		b.Fatal(err)
 	}
 	base := sandbox(b)
-	pass := func(factor float64) (time.Duration, map[string]int, *hangTimer) {
+	pass := func(factor float64, top time.Duration) (time.Duration, map[string]int, *hangTimer) {
 		ex := &hangTimer{Executor: base}
-		g := &Generator{Exec: ex, Checker: &Checker{Exec: ex, LoopFactor: factor}, Opts: Options{Seed: 1}}
+		g := &Generator{Exec: ex, Checker: &Checker{Exec: ex, LoopFactor: factor, LoopTimeout: top}, Opts: Options{Seed: 1}}
 		kinds := map[string]int{}
 		var mu sync.Mutex
 		start := time.Now()
@@ -76,16 +76,16 @@ func BenchmarkSampleCorrect(b *testing.B) {
 	}
 	var oldT, newT time.Duration
 	for b.Loop() {
-		o, ok, oh := pass(0)
-		n, nk, nh := pass(DefaultLoopFactor)
+		o, ok, oh := pass(0, 2*time.Second)
+		n, nk, nh := pass(DefaultStageOptions.LoopFactor, DefaultStageOptions.LoopTimeout)
 		oldT, newT = oldT+o, newT+n
-		b.Logf("fixed loop limit: %.1fs (%d runs expected to hang: %.1fs of sandbox time, other runs %.1fs), dialogues %v",
+		b.Logf("old 2 s loop limit: %.1fs (%d runs expected to hang: %.1fs of sandbox time, other runs %.1fs), dialogues %v",
 			o.Seconds(), oh.hangs, oh.hang.Seconds(), oh.rest.Seconds(), ok)
-		b.Logf("scaled loop limit: %.1fs (%d runs expected to hang: %.1fs of sandbox time, other runs %.1fs), dialogues %v",
+		b.Logf("default loop limit: %.1fs (%d runs expected to hang: %.1fs of sandbox time, other runs %.1fs), dialogues %v",
 			n.Seconds(), nh.hangs, nh.hang.Seconds(), nh.rest.Seconds(), nk)
 		for k, c := range ok {
 			if nk[k] < c {
-				b.Errorf("%s dialogues: %d with the fixed loop limit, %d with the scaled one", k, c, nk[k])
+				b.Errorf("%s dialogues: %d with the old loop limit, %d with the default one", k, c, nk[k])
 			}
 		}
 	}
