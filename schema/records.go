@@ -129,7 +129,10 @@ type JudgeRef struct {
 	RunTimedOut bool        `json:"run_timed_out,omitempty"`
 	StdoutTotal int64       `json:"stdout_total,omitempty"`
 	Load        *JudgeCase  `json:"load,omitempty"`
-	Shown       []JudgeCase `json:"shown,omitempty"` // the failing cases the text shows
+	Shown       []JudgeCase `json:"shown,omitempty"` // the failing (and not-run) cases the text shows
+	// NotRun counts the cases that never started: the run ended during an
+	// earlier one. They are neither passed nor failed.
+	NotRun int `json:"not_run,omitempty"`
 }
 
 // JudgeCase is one failing test case (or the load failure, with Stage) of a
@@ -146,6 +149,7 @@ type JudgeCase struct {
 	Expected  string `json:"expected,omitempty"`
 	Actual    string `json:"actual,omitempty"`
 	Op        string `json:"op,omitempty"`
+	NotRun    bool   `json:"not_run,omitempty"` // listed as not run, see JudgeRef.NotRun
 }
 
 // Rating is a difficulty score for a query from one rubric.

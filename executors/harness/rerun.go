@@ -128,21 +128,33 @@ func (v Verdict) judgeRef(e *schema.Execution) *schema.JudgeRef {
 		j.Load = &schema.JudgeCase{Stage: l.Stage, Kind: string(l.Kind), Traceback: l.Traceback, Line: l.Line}
 		return j
 	}
+	failedShown, notRunShown := 0, 0
 	for _, c := range v.Cases {
 		if c.Passed {
 			continue
 		}
-		if len(j.Shown) == o.FeedbackFailures {
-			break
+		// Feedback lists failures and not-run tests apart, each up to
+		// FeedbackFailures.
+		if c.NotRun {
+			j.NotRun++
+			if notRunShown < o.FeedbackFailures {
+				notRunShown++
+				j.Shown = append(j.Shown, schema.JudgeCase{Test: c.Test, Kind: string(c.Kind), NotRun: true})
+			}
+			continue
+		}
+		if failedShown == o.FeedbackFailures {
+			continue
 		}
 		jc := schema.JudgeCase{Test: c.Test, Kind: string(c.Kind), Exception: c.Exception, Message: c.Message,
 			Traceback: c.Traceback, Line: c.Line, Input: c.Input, Expected: c.Expected, Actual: c.Actual, Op: c.Op}
 		// Repeated only where the record's ErrorLine could not tell: an
 		// empty message, or a timeout's, which Execution may have filled.
-		if len(j.Shown) == 0 && c.Exception == e.Exception && c.Message == e.ErrorLine && c.Message != "" &&
+		if failedShown == 0 && c.Exception == e.Exception && c.Message == e.ErrorLine && c.Message != "" &&
 			!(c.Kind == KindTimeout && c.Message == "timed out") {
 			jc.Exception, jc.Message = "", "" // the record's own, see Execution
 		}
+		failedShown++
 		j.Shown = append(j.Shown, jc)
 	}
 	return j
@@ -195,16 +207,26 @@ func RenderRecorded(e schema.Execution) (text string, ok bool) {
 	if l := j.Load; l != nil {
 		v.Load = &LoadFailure{Stage: l.Stage, Kind: Kind(l.Kind), Exception: e.Exception, Message: e.ErrorLine, Traceback: l.Traceback, Line: l.Line}
 	}
-	for i, c := range j.Shown {
-		if i == 0 && c.Exception == "" && c.Message == "" && e.ErrorLine != "" &&
+	failedShown, notRunShown := 0, 0
+	for _, c := range j.Shown {
+		if c.NotRun {
+			notRunShown++
+			v.Cases = append(v.Cases, CaseResult{Test: c.Test, Kind: Kind(c.Kind), NotRun: true})
+			continue
+		}
+		if failedShown == 0 && c.Exception == "" && c.Message == "" && e.ErrorLine != "" &&
 			!(Kind(c.Kind) == KindTimeout && e.ErrorLine == "timed out") {
 			c.Exception, c.Message = e.Exception, e.ErrorLine
 		}
+		failedShown++
 		v.Cases = append(v.Cases, CaseResult{Test: c.Test, Kind: Kind(c.Kind), Exception: c.Exception, Message: c.Message,
 			Traceback: c.Traceback, Line: c.Line, Input: c.Input, Expected: c.Expected, Actual: c.Actual, Op: c.Op})
 	}
-	if failed := j.Total - j.PassedCount; v.Load == nil && !v.Passed && failed > len(j.Shown) {
+	if failed := j.Total - j.PassedCount - j.NotRun; v.Load == nil && !v.Passed && failed > failedShown {
 		v.Cases = append(v.Cases, CaseResult{Kind: KindException}) // stands for the failures not shown
+	}
+	for range j.NotRun - notRunShown {
+		v.Cases = append(v.Cases, CaseResult{Kind: KindTimeout, NotRun: true}) // counted, not listed
 	}
 	return strings.TrimRight(Feedback(v, recordedOptions(e)), "\n"), true
 }

@@ -49,6 +49,12 @@ func TestOutcomeAndRerun(t *testing.T) {
 		{"exception while loading", two, "def f(a, b):\n    return a + b\n\nf(1)\n", "TypeError", 4, false},
 		{"per-case timeout", mbpp("assert f(1, 2) == 3"), "def f(a, b):\n    while True:\n        pass\n", harness.OutcomeTimeout, 0, true},
 		{"timeout while loading", two, "while True:\n    pass\n", harness.OutcomeTimeout, 0, true},
+		// The run's own limit ends it during the second test: the five after
+		// it are not run, and the record must render them as such.
+		{"run timeout leaves tests not run", mbpp("assert f(1, 1) == 2", "assert f(0, 0) == 0", "assert f(2, 2) == 4",
+			"assert f(3, 3) == 6", "assert f(4, 4) == 8", "assert f(5, 5) == 10", "assert f(6, 6) == 12"),
+			"import signal\ndef f(a, b):\n    signal.signal(signal.SIGALRM, signal.SIG_IGN)\n    while a == 0:\n        pass\n    return a + b\n",
+			harness.OutcomeTimeout, 0, true},
 		{"setup needs the solution's class", schema.Problem{Query: schema.Query{ID: "m"}, Setup: "root = Node(1)\r\nroot.left = Node(2)\r\n",
 			Tests: []string{"assert depth(root) == 2"}},
 			"class Node:\n    def __init__(self, v):\n        self.v, self.left = v, None\ndef depth(n):\n    return 0 if n is None else 1 + depth(n.left)\n",
