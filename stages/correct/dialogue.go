@@ -66,6 +66,9 @@ func (g *Generator) Generate(ctx context.Context, p *schema.Problem) (Outcome, e
 		kinds = Kinds()
 	}
 	perKind := max(g.Opts.PerKind, 1)
+	if lang, err := LanguageOf(p); err != nil || lang != executors.Python {
+		return Outcome{Skipped: "the mutation path plants bugs in Python only (method model works in every judged language)"}, nil
+	}
 	solution := normalizeNewlines(p.Solution)
 	if strings.TrimSpace(solution) == "" || len(p.Tests) == 0 {
 		return Outcome{Skipped: "problem has no reference solution or no tests"}, nil
@@ -147,7 +150,11 @@ func UserPrompt(p *schema.Problem) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(normalizeNewlines(p.Text)))
 	if len(p.Tests) > 0 {
-		b.WriteString("\nYour code should pass these tests:\n\n```python\n")
+		tag := "python"
+		if l, err := LanguageOf(p); err == nil {
+			tag = string(l)
+		}
+		b.WriteString("\nYour code should pass these tests:\n\n```" + tag + "\n")
 		b.WriteString(TestSource(p))
 		b.WriteString("```")
 	}
@@ -322,10 +329,19 @@ func Analysis(bug Run, buggy string) string {
 	// The lead of each sentence varies with the code, so the analysis of
 	// one kind does not open the same way across a corpus.
 	v := func(slot string, variants ...string) string { return pick(buggy+"\x00"+slot, variants...) }
-	switch KindOf(bug.Observed) {
+	switch bug.Kind() {
 	case Syntax:
-		fmt.Fprintf(&b, v("syntax", "The code does not compile: Python reports `%s`", "Python rejects the code before running it with `%s`",
-			"The run stops at compile time: `%s`", "This is a syntax problem, `%s`"), errorMessage(bug))
+		switch {
+		case bug.Lang == "" || bug.Lang == executors.Python:
+			fmt.Fprintf(&b, v("syntax", "The code does not compile: Python reports `%s`", "Python rejects the code before running it with `%s`",
+				"The run stops at compile time: `%s`", "This is a syntax problem, `%s`"), errorMessage(bug))
+		case checkedFirst[bug.Lang]:
+			fmt.Fprintf(&b, v("syntax", "The code does not compile: the %s compiler reports `%s`", "The %s compiler rejects the code before any test runs: `%s`",
+				"The build fails, so no test runs (%s): `%s`", "This is a compile error in the %s code: `%s`"), langName(bug.Lang), errorMessage(bug))
+		default:
+			fmt.Fprintf(&b, v("syntax", "The code does not parse: %s reports `%s`", "%s rejects the code before running it with `%s`",
+				"The run stops before any test (%s cannot parse it): `%s`", "This is a syntax problem in the %s code, `%s`"), langName(bug.Lang), errorMessage(bug))
+		}
 		if bug.Line > 0 {
 			fmt.Fprintf(&b, " at %s", at(bug.Line))
 		}
@@ -339,7 +355,7 @@ func Analysis(bug Run, buggy string) string {
 			fmt.Fprintf(&b, " while running the test `%s`", bug.FailedTest)
 		}
 		b.WriteString(".")
-		if bug.Observed == "NameError" {
+		if bug.Kind() == Name {
 			b.WriteString(v("name", " The code uses a name that is never defined.", " That name is not defined anywhere in the code.",
 				" Nothing in the code binds that name.", " The name is a slip: no variable or function is called that."))
 		} else {
@@ -357,6 +373,16 @@ func Analysis(bug Run, buggy string) string {
 		fmt.Fprintf(&b, v("timeout", "The run did not finish in time (%s): on at least one test the code keeps running, most likely in a loop that never reaches its exit condition.",
 			"The tests time out (%s), so some input makes the code run forever: a loop never reaches its end.",
 			"Execution hits the time limit (%s); a loop keeps going because its condition never becomes false."), errorMessage(bug))
+	case Runtime:
+		fmt.Fprintf(&b, v("runtime", "The code runs, but a test fails with `%s`", "The tests start, then the run fails with `%s`",
+			"At run time the code stops with `%s`", "Running the tests ends in `%s`"), errorMessage(bug))
+		if bug.Line > 0 {
+			fmt.Fprintf(&b, " at %s", at(bug.Line))
+		}
+		if bug.FailedTest != "" {
+			fmt.Fprintf(&b, " during the test `%s`", bug.FailedTest)
+		}
+		b.WriteString(".")
 	default:
 		fmt.Fprintf(&b, "The run failed (%s).", bug.Observed)
 	}

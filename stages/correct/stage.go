@@ -191,11 +191,24 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 		if err != nil {
 			return nil, pipeline.Permanent(err)
 		}
+		lang, err := LanguageOf(&p)
+		if err != nil {
+			return nil, pipeline.Permanent(err)
+		}
 		g := &ModelGenerator{Chat: chat, Exec: ex, Checker: checker}
 		for _, k := range kinds {
+			if !Plantable(lang, k) {
+				// A name or type slip in a compiled language fails to
+				// compile: it would show as the syntax kind, not as k.
+				pipeline.ItemStats(ctx, svc.Stats).Add("unplantable."+string(k), 1)
+				continue
+			}
 			d, err := g.Generate(ctx, &p, k)
 			if IsDiscarded(err) {
 				pipeline.ItemStats(ctx, svc.Stats).Add("discarded."+string(k), 1)
+				if svc.Logger != nil {
+					svc.Logger.Warn("correct: injection discarded", "problem", p.ID, "kind", k, "reason", err.Error())
+				}
 				continue
 			}
 			if err != nil {
