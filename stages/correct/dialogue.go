@@ -176,13 +176,34 @@ func TestSource(p *schema.Problem) string {
 
 var defRe = regexp.MustCompile(`(?m)^def\s+([A-Za-z_]\w*)`)
 
+// langDefRe finds top-level function definitions outside Python.
+var langDefRe = map[executors.Language]*regexp.Regexp{
+	executors.JavaScript: regexp.MustCompile(`(?m)^(?:export\s+)?function\s+([A-Za-z_$][\w$]*)`),
+	executors.TypeScript: regexp.MustCompile(`(?m)^(?:export\s+)?function\s+([A-Za-z_$][\w$]*)`),
+	executors.PHP:        regexp.MustCompile(`(?m)^function\s+([A-Za-z_]\w*)`),
+	executors.Lua:        regexp.MustCompile(`(?m)^(?:local\s+)?function\s+([A-Za-z_][\w.]*)`),
+	executors.Ruby:       regexp.MustCompile(`(?m)^def\s+([A-Za-z_]\w*[?!]?)`),
+	executors.Go:         regexp.MustCompile(`(?m)^func\s+([A-Za-z_]\w*)`),
+	executors.Rust:       regexp.MustCompile(`(?m)^(?:pub\s+)?fn\s+([A-Za-z_]\w*)`),
+	executors.C:          regexp.MustCompile(`(?m)^[A-Za-z_][\w \t*]*?[\s*]([A-Za-z_]\w*)\s*\([^;{]*\)\s*\{`),
+	executors.CPP:        regexp.MustCompile(`(?m)^[A-Za-z_][\w \t*&:<>,]*?[\s*&>]([A-Za-z_]\w*)\s*\([^;{]*\)\s*(?:const\s*)?\{`),
+	executors.Java:       regexp.MustCompile(`(?m)^\s+(?:public\s+|private\s+)?static\s+[\w<>\[\], ]+?\s([A-Za-z_]\w*)\s*\(`),
+}
+
 // funcName is the entry point, or the last top-level def of the code (MBPP
 // helpers come first), or "".
 func funcName(p *schema.Problem, code string) string {
 	if p.EntryPoint != "" {
 		return p.EntryPoint
 	}
-	m := defRe.FindAllStringSubmatch(code, -1)
+	re := defRe
+	if l, err := LanguageOf(p); err == nil && l != executors.Python {
+		re = langDefRe[l]
+	}
+	if re == nil {
+		return ""
+	}
+	m := re.FindAllStringSubmatch(code, -1)
 	if len(m) == 0 {
 		return ""
 	}
