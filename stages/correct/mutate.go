@@ -46,7 +46,7 @@ func ParseKind(s string) (Kind, error) {
 			return k, nil
 		}
 	}
-	return "", fmt.Errorf("correct: unknown bug kind %q (want one of %v)", s, Kinds())
+	return "", fmt.Errorf("correct: unknown bug kind %q (want one of %v)", s, append(Kinds(), Runtime))
 }
 
 // operators maps each operator of mutate.py to its kind. It must list the

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors/harness"
@@ -59,8 +60,12 @@ func (o StageOptions) Validate() error {
 	if o.Method != "mutation" && o.Method != "model" {
 		return fmt.Errorf("correct: method %q: want mutation or model", o.Method)
 	}
-	if _, err := o.kinds(); err != nil {
+	ks, err := o.kinds()
+	if err != nil {
 		return err
+	}
+	if o.Method == "mutation" && slices.Contains(ks, Runtime) {
+		return errors.New("correct: the runtime kind is planted by method model only (no mutation operator plants it)")
 	}
 	if o.PerOperator < 0 || o.PerKind < 0 || o.Timeout < 0 || o.LoopTimeout < 0 || o.LoopFactor < 0 {
 		return errors.New("correct: per_operator, per_kind, timeouts and loop_factor must not be negative")
