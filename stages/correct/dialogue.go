@@ -357,8 +357,14 @@ func Analysis(bug Run, buggy string) string {
 			fmt.Fprintf(&b, v("syntax", "The code does not compile: Python reports `%s`", "Python rejects the code before running it with `%s`",
 				"The run stops at compile time: `%s`", "This is a syntax problem, `%s`"), errorMessage(bug))
 		case checkedFirst[bug.Lang]:
+			// The compiler's own line says it all; "CompileError" is only
+			// the harness's name for it.
+			msg := errorMessage(bug)
+			if l := bug.Verdict.Load; l != nil && l.Message != "" {
+				msg = l.Message
+			}
 			fmt.Fprintf(&b, v("syntax", "The code does not compile: the %s compiler reports `%s`", "The %s compiler rejects the code before any test runs: `%s`",
-				"The build fails, so no test runs (%s): `%s`", "This is a compile error in the %s code: `%s`"), langName(bug.Lang), errorMessage(bug))
+				"The build fails, so no test runs (%s): `%s`", "This is a compile error in the %s code: `%s`"), langName(bug.Lang), msg)
 		default:
 			fmt.Fprintf(&b, v("syntax", "The code does not parse: %s reports `%s`", "%s rejects the code before running it with `%s`",
 				"The run stops before any test (%s cannot parse it): `%s`", "This is a syntax problem in the %s code, `%s`"), langName(bug.Lang), errorMessage(bug))

@@ -128,11 +128,13 @@ func langHint(lang executors.Language, kind Kind) string {
 		}
 		return "a syntax error, such as a missing bracket, keyword or delimiter, so that the code does not parse."
 	case Name:
-		return "a name error: a variable or function that is misspelled or never defined where it is used, so that the run fails when it is reached."
+		return "a variable or function that is misspelled or never defined where it is used, so that the run fails when it is reached."
 	case Type:
-		return "a type error: an operation applied to a value of the wrong type at run time, such as calling a number or a method that the value's type lacks."
+		return "an operation applied to a value of the wrong type at run time, such as calling a number or a method that the value's type lacks."
+	case Logic:
+		return "the code runs to the end without any error but returns a wrong result for at least one test (an off-by-one, a wrong comparison or operator)."
 	case Runtime:
-		return "a runtime error: the code " + map[bool]string{true: "compiles", false: "loads"}[checkedFirst[lang]] +
+		return "the code " + map[bool]string{true: "compiles", false: "loads"}[checkedFirst[lang]] +
 			" but fails with an exception, a panic or a crash on at least one test input (an index out of range, a null or nil dereference, a division by zero)."
 	}
 	return kindHints[kind]

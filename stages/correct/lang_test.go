@@ -128,7 +128,8 @@ func TestModelInjectionLanguages(t *testing.T) {
 			}
 			ask := reqs[0].Chat.Messages[0].Content
 			if name := langName(lang); !strings.Contains(ask, "Write a "+name+" solution") || !strings.Contains(ask, "```"+string(lang)+" block") ||
-				!strings.Contains(ask, string(tc.kind)+" error") || strings.Contains(ask, "Python") {
+				!strings.Contains(ask, "at least one "+string(tc.kind)+" error: ") || strings.Contains(ask, "Python") ||
+				strings.Contains(ask, "error: a "+string(tc.kind)+" error") {
 				t.Errorf("injection prompt does not ask for %s code with a %s error:\n%s", name, tc.kind, ask)
 			}
 			if tc.discarded != "" {
@@ -158,6 +159,9 @@ func TestModelInjectionLanguages(t *testing.T) {
 			}
 			if tc.fixBy == "reference" && !strings.Contains(d.Messages[3].Content, tc.analysis) {
 				t.Errorf("the analysis does not quote %q:\n%s", tc.analysis, d.Messages[3].Content)
+			}
+			if strings.Contains(d.Messages[3].Content, "CompileError") {
+				t.Errorf("the analysis quotes the harness's name for a failed build:\n%s", d.Messages[3].Content)
 			}
 			if tc.fixBy == "model" && !strings.Contains(d.Messages[2].Content, tc.analysis) {
 				t.Errorf("the feedback does not show %q:\n%s", tc.analysis, d.Messages[2].Content)
