@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
+	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -207,5 +210,63 @@ func TestPlantable(t *testing.T) {
 	p := &schema.Problem{Query: schema.Query{ID: "ml/add/go", Language: "go"}, Tests: []string{"assertEqual(add(1, 2), 3)"}}
 	if _, err := g.Generate(context.Background(), p, Name); err == nil || IsDiscarded(err) || !strings.Contains(err.Error(), "no name bug can be planted in Go") {
 		t.Errorf("a name bug in Go: %v, want a refusal", err)
+	}
+}
+
+// TestStageModelLanguages runs the registered stage's model method through
+// the engine on a Go and a JavaScript problem: a name bug is not asked for
+// in Go (counted unplantable), the other kinds give dialogues fenced in the
+// problem's language.
+func TestStageModelLanguages(t *testing.T) {
+	probs, bugs := multiLang(t)
+	dir := t.TempDir()
+	var lines []string
+	for _, id := range []string{"ml/add/go", "ml/vowels/javascript"} {
+		b, err := json.Marshal(probs[id])
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(b))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "p.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.New(t)
+	srv.Script(func(c llmtest.Call) llmtest.Reply {
+		ask := c.Request.Messages[0].Content
+		switch {
+		case strings.Contains(ask, "Write a Go solution") && strings.Contains(ask, "logic error"):
+			return llmtest.Reply{Text: fenced("go", bugs["ml/add/go"])}
+		case strings.Contains(ask, "Write a JavaScript solution") && strings.Contains(ask, "logic error"):
+			return llmtest.Reply{Text: fenced("javascript", strings.Replace(probs["ml/vowels/javascript"].Solution, "let n = 0", "let n = 1", 1))}
+		case strings.Contains(ask, "Write a JavaScript solution") && strings.Contains(ask, "name error"):
+			return llmtest.Reply{Text: fenced("javascript", strings.Replace(probs["ml/vowels/javascript"].Solution, "n++", "m++", 1))}
+		}
+		t.Errorf("unexpected prompt:\n%s", ask)
+		return llmtest.Reply{Text: "?"}
+	})
+	out := filepath.Join(dir, "out.jsonl")
+	y := `run_dir: ` + filepath.Join(dir, "run") + `
+executor: bwrap://
+model: {base_url: "` + srv.URL + `", model: fake-chat, max_attempts: 1}
+inputs: [{path: p.jsonl, format: native}]
+stages:
+  - {stage: correct, concurrency: 1, retries: 0, settings: {method: model, kinds: [name, logic], timeout: 60s}}
+outputs: [{path: ` + out + `, kind: dialogue}]
+`
+	man := pipelinetest.Run(t, dir, y, pipeline.RunOptions{})
+	got := map[string]bool{}
+	for _, d := range pipelinetest.Dialogues(t, out) {
+		lang := strings.TrimPrefix(d.Sources[0][strings.LastIndex(d.Sources[0], "/"):], "/")
+		got[lang+":"+d.Labels["bug_kind"]] = true
+		if !strings.Contains(d.Messages[1].Content, "```"+lang+"\n") || d.Method != "model-injection" {
+			t.Errorf("dialogue %s (%s): method %s, first answer not fenced as %s:\n%s", d.ID, d.Sources[0], d.Method, lang, d.Messages[1].Content)
+		}
+	}
+	if len(got) != 3 || !got["go:logic"] || !got["javascript:logic"] || !got["javascript:name"] {
+		t.Errorf("dialogues %v, want go:logic, javascript:logic, javascript:name", got)
+	}
+	if st := man.Stages[0].Stats; st["unplantable.name"] != 1 {
+		t.Errorf("stats %v, want unplantable.name 1 (the Go problem)", st)
 	}
 }
