@@ -178,13 +178,12 @@ type msgRange struct {
 	msg        int // index in the dialogue
 	role       string
 	tok0, tok1 int // tokens in scratch.toks
-	g0, g1     int // n-gram range in scratch.gh
 }
 
 // scratch holds one worker's reusable buffers.
 type scratch struct {
 	toks       []span
-	th, gh, sh []uint64
+	th, sh     []uint64
 	msgs       []msgRange
 	nbuf       []byte
 	lh, wh     []uint64
@@ -271,15 +270,15 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 	s.sharedAny = resetBools(s.sharedAny, len(s.lh))
 
 	// Token n-grams of every message (never across messages), also computed
-	// once; msgs[i] holds message i's range in s.toks and s.gh.
-	s.toks, s.gh, s.msgs = s.toks[:0], s.gh[:0], s.msgs[:0]
+	// once; msgs[i] holds message i's range in s.toks. The n-grams are
+	// hashed and filtered as the tokens are found, not stored.
+	s.toks, s.msgs, s.gramCand = s.toks[:0], s.msgs[:0], s.gramCand[:0]
 	for i := range d.Messages {
 		text := d.Messages[i].Content
-		t0, g0 := len(s.toks), len(s.gh)
+		t0 := len(s.toks)
 		s.toks = appendTokens(s.toks, text)
-		s.th = tokenHashes(s.toks[t0:], s.th[:0])
-		s.gh = rollingHashes(s.th, a.opts.N, s.gh)
-		s.msgs = append(s.msgs, msgRange{text: text, msg: i, role: d.Messages[i].Role, tok0: t0, tok1: len(s.toks), g0: g0, g1: len(s.gh)})
+		s.msgs = append(s.msgs, msgRange{text: text, msg: i, role: d.Messages[i].Role, tok0: t0, tok1: len(s.toks)})
+		a.gramCandidates(s, len(s.msgs)-1)
 	}
 
 	// Code tokens of every turn, fenced or not, once for all benchmarks.
@@ -416,42 +415,14 @@ func gramEvidence(g *gramHit, all int) string {
 	return fmt.Sprintf("%d shared statement n-grams (weight %.2f%s), first: %q", g.count, g.w, whole, g.first)
 }
 
-// candidates keeps the dialogue's line windows, n-grams (and short
-// statements' lengths of tokens in user turns) and code k-grams that pass
-// the filter, so each index is asked only about those.
+// candidates keeps the dialogue's line windows and code k-grams that pass
+// the filter, so each index is asked only about those (gramCandidates does
+// the same for the n-grams).
 func (a *Auditor) candidates(s *scratch) {
 	s.winCand = s.winCand[:0]
 	for wi, h := range s.wh {
 		if a.filter.mayHold(h) {
 			s.winCand = append(s.winCand, int32(wi))
-		}
-	}
-	s.gramCand = s.gramCand[:0]
-	for mi, m := range s.msgs {
-		for gi, h := range s.gh[m.g0:m.g1] {
-			if a.filter.mayHold(h) {
-				s.gramCand = append(s.gramCand, gramCand{m: int32(mi), gi: int32(gi), n: int32(a.opts.N), h: h})
-			}
-		}
-		if m.role != schema.RoleUser || len(a.shortLens) == 0 {
-			continue
-		}
-		// Short statements: every length, where a statement's first
-		// tokens are.
-		s.th = tokenHashes(s.toks[m.tok0:m.tok1], s.th[:0])
-		s.sh = rollingHashes(s.th, minShortTokens, s.sh[:0])
-		for gi, h := range s.sh {
-			if _, ok := a.shortHeads.get(h); !ok {
-				continue
-			}
-			for _, l := range a.shortLens {
-				if gi+l > len(s.th) {
-					continue
-				}
-				if h := rollingHashes(s.th[gi:gi+l], l, s.one[:0])[0]; a.filter.mayHold(h) {
-					s.gramCand = append(s.gramCand, gramCand{m: int32(mi), gi: int32(gi), n: int32(l), h: h})
-				}
-			}
 		}
 	}
 	for st := range nStreams {
@@ -465,6 +436,54 @@ func (a *Auditor) candidates(s *scratch) {
 				if h ^= salt; a.filter.mayHold(h) {
 					s.fpCand[st] = append(s.fpCand[st], fpCand{m: int32(mi), gi: int32(gi), h: h})
 				}
+			}
+		}
+	}
+}
+
+// gramCandidates appends to s.gramCand the n-grams of message msgs[mi]
+// (and, in a user turn, the short statements' lengths of tokens) that
+// pass the filter, in token order: the same rolling hash as
+// rollingHashes, computed straight from the tokens.
+func (a *Auditor) gramCandidates(s *scratch, mi int) {
+	m := s.msgs[mi]
+	toks := s.toks[m.tok0:m.tok1]
+	if n := a.opts.N; n > 0 && len(toks) >= n {
+		var top uint64 = 1 // B^(n-1)
+		for k := 1; k < n; k++ {
+			top *= rollBase
+		}
+		var h uint64
+		for k := 0; k < n; k++ {
+			h = h*rollBase + toks[k].hash
+		}
+		for gi := 0; ; gi++ {
+			if a.filter.mayHold(h) {
+				s.gramCand = append(s.gramCand, gramCand{m: int32(mi), gi: int32(gi), n: int32(n), h: h})
+			}
+			if gi+n >= len(toks) {
+				break
+			}
+			h = (h-toks[gi].hash*top)*rollBase + toks[gi+n].hash
+		}
+	}
+	if m.role != schema.RoleUser || len(a.shortLens) == 0 {
+		return
+	}
+	// Short statements: every length, where a statement's first
+	// tokens are.
+	s.th = tokenHashes(toks, s.th[:0])
+	s.sh = rollingHashes(s.th, minShortTokens, s.sh[:0])
+	for gi, h := range s.sh {
+		if _, ok := a.shortHeads.get(h); !ok {
+			continue
+		}
+		for _, l := range a.shortLens {
+			if gi+l > len(s.th) {
+				continue
+			}
+			if h := rollingHashes(s.th[gi:gi+l], l, s.one[:0])[0]; a.filter.mayHold(h) {
+				s.gramCand = append(s.gramCand, gramCand{m: int32(mi), gi: int32(gi), n: int32(l), h: h})
 			}
 		}
 	}

@@ -187,12 +187,24 @@ func codeTokens(text string, buf []ctok) []ctok {
 		} else {
 			i++
 		}
-		h := fpHash(text[start:i])
+		h := opHash[c]
+		if i-start == 2 {
+			h = fpHash(text[start:i])
+		}
 		buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: h})
 		prevDot = c == '.' && i-start == 1
 	}
 	return buf
 }
+
+// opHash is fpHash of every one-byte operator, read from a table: most
+// code tokens are punctuation.
+var opHash = func() (t [256]uint64) {
+	for c := range t {
+		t[c] = fpHash(string([]byte{byte(c)}))
+	}
+	return t
+}()
 
 func isStrPrefix(p string) bool {
 	for i := 0; i < len(p); i++ {

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -60,11 +61,38 @@ func NormalizeLine(s string) string {
 // normalizeAppend appends NormalizeLine(s) to dst without allocating when
 // dst has room.
 func normalizeAppend(dst []byte, s string) []byte {
+	// The output is never longer than s: grow once, then write by index
+	// (an append per byte was most of the line pass's time).
+	dst = slices.Grow(dst, len(s))
+	out := dst[len(dst) : len(dst)+len(s)]
+	o := 0
 	var prevWord, pendingSpace, started bool
-	for i := 0; i < len(s); {
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			break
+		}
+		if asciiSpace[c] {
+			pendingSpace = started
+			i++
+			continue
+		}
+		word := asciiWord[c]
+		if pendingSpace && prevWord && word {
+			out[o] = ' '
+			o++
+		}
+		out[o] = c
+		o++
+		pendingSpace, prevWord, started = false, word, true
+		i++
+	}
+	dst = dst[:len(dst)+o]
+	// The rest of a line with non-ASCII text, rune by rune.
+	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			// ASCII, nearly all code: one byte, no slice append.
 			if asciiSpace[c] {
 				pendingSpace = started
 				i++
