@@ -41,8 +41,12 @@ type cgroups struct {
 	memParent  string // directory under which instance cgroups are made (v1 memory, or v2)
 	pidsParent string // v1 pids directory; "" on v2 (same directory as memory)
 	prefix     string // unique to this process: cf-PID-STARTTIME
-	seq        atomic.Uint64
 }
+
+// cgroupSeq numbers instance cgroups across every executor of the process:
+// the prefix is per process, so a counter per executor made two executors
+// open at once both create cf-PID-START-1 ("file exists").
+var cgroupSeq atomic.Uint64
 
 // findCgroups returns where this process can make instance cgroups, or an
 // error saying why it cannot.
@@ -159,7 +163,7 @@ type cgroup struct {
 }
 
 func (c *cgroups) create() (*cgroup, error) {
-	name := fmt.Sprintf("%s-%d", c.prefix, c.seq.Add(1))
+	name := fmt.Sprintf("%s-%d", c.prefix, cgroupSeq.Add(1))
 	g := &cgroup{v2: c.v2, mem: filepath.Join(c.memParent, name)}
 	if err := os.Mkdir(g.mem, 0o755); err != nil {
 		return nil, fmt.Errorf("cgroup: %w", err)

@@ -109,9 +109,10 @@ func cDefines(b *langBuild) string {
 		cStr(b.marker), cStr(b.planJSON()), len(b.tests), secs)
 }
 
-// buildC: prelude, the candidate at line 1 of main.c, then the judge.
+// buildC: prelude, the candidate at line 1 of main.c, then the judge
+// (marked as one, so a recorded run can be re-run).
 func buildC(b *langBuild) string {
-	return cPrelude + "#line 1 \"main.c\"\n" + b.code + "#line 1 \"cfjudge.c\"\n" + cDefines(b) + cShow + cJudgeCommon + cCases(b, false)
+	return cPrelude + "#line 1 \"main.c\"\n" + b.code + "// codefeedback test judge\n#line 1 \"cfjudge.c\"\n" + cDefines(b) + cShow + cJudgeCommon + cCases(b, false)
 }
 
 const cppShow = `
@@ -135,5 +136,5 @@ template <class T> static std::string cf_show(const T &v) { std::ostringstream o
 
 // buildCPP: like buildC, with try/catch per case and ostream printing.
 func buildCPP(b *langBuild) string {
-	return cPrelude + "#include <typeinfo>\n#line 1 \"main.cpp\"\n" + b.code + "#line 1 \"cfjudge.cpp\"\n" + cDefines(b) + cppShow + cJudgeCommon + cCases(b, true)
+	return cPrelude + "#include <typeinfo>\n#line 1 \"main.cpp\"\n" + b.code + "// codefeedback test judge\n#line 1 \"cfjudge.cpp\"\n" + cDefines(b) + cppShow + cJudgeCommon + cCases(b, true)
 }

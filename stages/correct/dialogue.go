@@ -66,6 +66,9 @@ func (g *Generator) Generate(ctx context.Context, p *schema.Problem) (Outcome, e
 		kinds = Kinds()
 	}
 	perKind := max(g.Opts.PerKind, 1)
+	if lang, err := LanguageOf(p); err != nil || lang != executors.Python {
+		return Outcome{Skipped: "the mutation path plants bugs in Python only (method model works in every judged language)"}, nil
+	}
 	solution := normalizeNewlines(p.Solution)
 	if strings.TrimSpace(solution) == "" || len(p.Tests) == 0 {
 		return Outcome{Skipped: "problem has no reference solution or no tests"}, nil
@@ -147,7 +150,11 @@ func UserPrompt(p *schema.Problem) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(normalizeNewlines(p.Text)))
 	if len(p.Tests) > 0 {
-		b.WriteString("\nYour code should pass these tests:\n\n```python\n")
+		tag := "python"
+		if l, err := LanguageOf(p); err == nil {
+			tag = string(l)
+		}
+		b.WriteString("\nYour code should pass these tests:\n\n```" + tag + "\n")
 		b.WriteString(TestSource(p))
 		b.WriteString("```")
 	}
@@ -169,13 +176,34 @@ func TestSource(p *schema.Problem) string {
 
 var defRe = regexp.MustCompile(`(?m)^def\s+([A-Za-z_]\w*)`)
 
+// langDefRe finds top-level function definitions outside Python.
+var langDefRe = map[executors.Language]*regexp.Regexp{
+	executors.JavaScript: regexp.MustCompile(`(?m)^(?:export\s+)?function\s+([A-Za-z_$][\w$]*)`),
+	executors.TypeScript: regexp.MustCompile(`(?m)^(?:export\s+)?function\s+([A-Za-z_$][\w$]*)`),
+	executors.PHP:        regexp.MustCompile(`(?m)^function\s+([A-Za-z_]\w*)`),
+	executors.Lua:        regexp.MustCompile(`(?m)^(?:local\s+)?function\s+([A-Za-z_][\w.]*)`),
+	executors.Ruby:       regexp.MustCompile(`(?m)^def\s+([A-Za-z_]\w*[?!]?)`),
+	executors.Go:         regexp.MustCompile(`(?m)^func\s+([A-Za-z_]\w*)`),
+	executors.Rust:       regexp.MustCompile(`(?m)^(?:pub\s+)?fn\s+([A-Za-z_]\w*)`),
+	executors.C:          regexp.MustCompile(`(?m)^[A-Za-z_][\w \t*]*?[\s*]([A-Za-z_]\w*)\s*\([^;{]*\)\s*\{`),
+	executors.CPP:        regexp.MustCompile(`(?m)^[A-Za-z_][\w \t*&:<>,]*?[\s*&>]([A-Za-z_]\w*)\s*\([^;{]*\)\s*(?:const\s*)?\{`),
+	executors.Java:       regexp.MustCompile(`(?m)^\s+(?:public\s+|private\s+)?static\s+[\w<>\[\], ]+?\s([A-Za-z_]\w*)\s*\(`),
+}
+
 // funcName is the entry point, or the last top-level def of the code (MBPP
 // helpers come first), or "".
 func funcName(p *schema.Problem, code string) string {
 	if p.EntryPoint != "" {
 		return p.EntryPoint
 	}
-	m := defRe.FindAllStringSubmatch(code, -1)
+	re := defRe
+	if l, err := LanguageOf(p); err == nil && l != executors.Python {
+		re = langDefRe[l]
+	}
+	if re == nil {
+		return ""
+	}
+	m := re.FindAllStringSubmatch(code, -1)
 	if len(m) == 0 {
 		return ""
 	}
@@ -322,10 +350,25 @@ func Analysis(bug Run, buggy string) string {
 	// The lead of each sentence varies with the code, so the analysis of
 	// one kind does not open the same way across a corpus.
 	v := func(slot string, variants ...string) string { return pick(buggy+"\x00"+slot, variants...) }
-	switch KindOf(bug.Observed) {
+	switch bug.Kind() {
 	case Syntax:
-		fmt.Fprintf(&b, v("syntax", "The code does not compile: Python reports `%s`", "Python rejects the code before running it with `%s`",
-			"The run stops at compile time: `%s`", "This is a syntax problem, `%s`"), errorMessage(bug))
+		switch {
+		case bug.Lang == "" || bug.Lang == executors.Python:
+			fmt.Fprintf(&b, v("syntax", "The code does not compile: Python reports `%s`", "Python rejects the code before running it with `%s`",
+				"The run stops at compile time: `%s`", "This is a syntax problem, `%s`"), errorMessage(bug))
+		case checkedFirst[bug.Lang]:
+			// The compiler's own line says it all; "CompileError" is only
+			// the harness's name for it.
+			msg := errorMessage(bug)
+			if l := bug.Verdict.Load; l != nil && l.Message != "" {
+				msg = l.Message
+			}
+			fmt.Fprintf(&b, v("syntax", "The code does not compile: the %s compiler reports `%s`", "The %s compiler rejects the code before any test runs: `%s`",
+				"The build fails, so no test runs (%s): `%s`", "This is a compile error in the %s code: `%s`"), langName(bug.Lang), msg)
+		default:
+			fmt.Fprintf(&b, v("syntax", "The code does not parse: %s reports `%s`", "%s rejects the code before running it with `%s`",
+				"The run stops before any test (%s cannot parse it): `%s`", "This is a syntax problem in the %s code, `%s`"), langName(bug.Lang), errorMessage(bug))
+		}
 		if bug.Line > 0 {
 			fmt.Fprintf(&b, " at %s", at(bug.Line))
 		}
@@ -339,7 +382,7 @@ func Analysis(bug Run, buggy string) string {
 			fmt.Fprintf(&b, " while running the test `%s`", bug.FailedTest)
 		}
 		b.WriteString(".")
-		if bug.Observed == "NameError" {
+		if bug.Kind() == Name {
 			b.WriteString(v("name", " The code uses a name that is never defined.", " That name is not defined anywhere in the code.",
 				" Nothing in the code binds that name.", " The name is a slip: no variable or function is called that."))
 		} else {
@@ -357,6 +400,16 @@ func Analysis(bug Run, buggy string) string {
 		fmt.Fprintf(&b, v("timeout", "The run did not finish in time (%s): on at least one test the code keeps running, most likely in a loop that never reaches its exit condition.",
 			"The tests time out (%s), so some input makes the code run forever: a loop never reaches its end.",
 			"Execution hits the time limit (%s); a loop keeps going because its condition never becomes false."), errorMessage(bug))
+	case Runtime:
+		fmt.Fprintf(&b, v("runtime", "The code runs, but a test fails with `%s`", "The tests start, then the run fails with `%s`",
+			"At run time the code stops with `%s`", "Running the tests ends in `%s`"), errorMessage(bug))
+		if bug.Line > 0 {
+			fmt.Fprintf(&b, " at %s", at(bug.Line))
+		}
+		if bug.FailedTest != "" {
+			fmt.Fprintf(&b, " during the test `%s`", bug.FailedTest)
+		}
+		b.WriteString(".")
 	default:
 		fmt.Fprintf(&b, "The run failed (%s).", bug.Observed)
 	}

@@ -108,6 +108,8 @@ type Run struct {
 	// failed before any test ran.
 	FailedTest string
 	At         time.Time
+	// Lang is the language the code ran in; "" is Python.
+	Lang executors.Language
 }
 
 // Passed reports whether every test passed.
@@ -152,11 +154,19 @@ func (c *Checker) Check(ctx context.Context, p *schema.Problem, code string, loo
 // CheckWithin is Check with the run's time limit t.
 func (c *Checker) CheckWithin(ctx context.Context, p *schema.Problem, code string, t time.Duration) (Run, error) {
 	at := time.Now().UTC()
-	v, err := harness.Judge(ctx, c.Exec, *p, code, options(t))
+	lang, err := LanguageOf(p)
+	if err != nil {
+		return Run{}, err
+	}
+	v, err := harness.JudgeIn(ctx, c.Exec, lang, *p, code, options(t))
 	if err != nil {
 		return Run{}, fmt.Errorf("correct: run tests: %w", err)
 	}
-	return newRun(v, at), nil
+	r := newRun(v, at)
+	if lang != executors.Python {
+		r.Lang = lang
+	}
+	return r, nil
 }
 
 // Rerun runs the judge program recorded in an execution again under the
@@ -167,7 +177,11 @@ func (c *Checker) Rerun(ctx context.Context, e *schema.Execution) (Run, error) {
 	if err != nil {
 		return Run{}, fmt.Errorf("correct: %w", err)
 	}
-	return newRun(v, at), nil
+	r := newRun(v, at)
+	if e.Language != "" && e.Language != string(executors.Python) {
+		r.Lang = executors.Language(e.Language)
+	}
+	return r, nil
 }
 
 // Output is the text of an execution turn for r: the harness's feedback
@@ -178,7 +192,7 @@ func (r Run) Output() string { return strings.TrimRight(r.Verdict.Feedback, "\n"
 // Execution is the record of r for an execution turn; what the run's result
 // does not name (driver, image, memory limit) comes from info.
 func (r Run) Execution(info executors.Info) *schema.Execution {
-	e := r.Verdict.Execution()
+	e := r.Verdict.ExecutionIn(r.Lang)
 	e.ExecutedAt = r.At
 	if e.Driver == "" {
 		e.Driver = info.Driver

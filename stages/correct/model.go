@@ -45,10 +45,23 @@ func (d *Discarded) Error() string {
 	return fmt.Sprintf("correct: %s injection discarded: %s (observed %s)", d.Kind, d.Reason, d.Observed)
 }
 
-// PromptVersion is the combined version of the model path's prompts.
-func PromptVersion() (string, error) {
+// PromptVersion is the combined version of the model path's prompts for
+// Python problems.
+func PromptVersion() (string, error) { return promptVersion(executors.Python) }
+
+// promptNames are the model path's prompts for code in lang: Python keeps
+// its own, so its dialogues stay as they were.
+func promptNames(lang executors.Language) (inject, fix string) {
+	if lang == executors.Python {
+		return "correct_inject", "correct_fix"
+	}
+	return "correct_inject_lang", "correct_fix_lang"
+}
+
+func promptVersion(lang executors.Language) (string, error) {
+	inject, fix := promptNames(lang)
 	var vs []string
-	for _, n := range []string{"correct_inject", "correct_fix", "correct_request"} {
+	for _, n := range []string{inject, fix, "correct_request"} {
 		t, err := prompts.Get(n)
 		if err != nil {
 			return "", err
@@ -74,15 +87,28 @@ func render(name string, data any) (string, error) {
 // fix that fails gives a *Discarded error; other errors come from the model
 // client or the sandbox.
 func (g *ModelGenerator) Generate(ctx context.Context, p *schema.Problem, kind Kind) (schema.Dialogue, error) {
+	lang, err := LanguageOf(p)
+	if err != nil {
+		return schema.Dialogue{}, err
+	}
 	hint, ok := kindHints[kind]
+	if lang != executors.Python {
+		hint, ok = langHint(lang, kind), kind != ""
+	}
 	if !ok {
 		return schema.Dialogue{}, fmt.Errorf("correct: unknown bug kind %q", kind)
+	}
+	if !Plantable(lang, kind) {
+		return schema.Dialogue{}, fmt.Errorf("correct: no %s bug can be planted in %s: its failure would not show as that kind", kind, langName(lang))
 	}
 	if len(p.Tests) == 0 {
 		return schema.Dialogue{}, &Discarded{Kind: kind, Reason: "problem has no tests to run"}
 	}
 	task := UserPrompt(p)
-	inject, err := render("correct_inject", map[string]any{"Kind": string(kind), "KindHint": hint, "Task": task})
+	injectName, fixName := promptNames(lang)
+	tag := string(lang)
+	inject, err := render(injectName, map[string]any{"Kind": string(kind), "KindHint": hint, "Task": task,
+		"Language": langName(lang), "Fence": tag})
 	if err != nil {
 		return schema.Dialogue{}, err
 	}
@@ -95,15 +121,20 @@ func (g *ModelGenerator) Generate(ctx context.Context, p *schema.Problem, kind K
 	if resp.Model != "" {
 		model = resp.Model
 	}
-	buggy, err := parse.Code(resp.Text, "python")
+	buggy, err := parse.Code(resp.Text, tag)
 	if err != nil {
-		return schema.Dialogue{}, &Discarded{Kind: kind, Reason: "the answer holds no python code: " + err.Error()}
+		return schema.Dialogue{}, &Discarded{Kind: kind, Reason: "the answer holds no " + tag + " code: " + err.Error()}
+	}
+	if sol := p.Solution; strings.TrimSpace(sol) != "" && sameCode(buggy, sol) {
+		// Not worth a sandbox run: the reference passes by definition.
+		return schema.Dialogue{}, &Discarded{Kind: kind, Observed: ObservedPass,
+			Reason: "the code did not fail: the model returned the reference solution unchanged, with no bug planted"}
 	}
 	bug, err := g.Checker.Check(ctx, p, buggy, kind == Timeout)
 	if err != nil {
 		return schema.Dialogue{}, err
 	}
-	if KindOf(bug.Observed) != kind {
+	if bug.Kind() != kind {
 		reason := "the code did not fail"
 		if !bug.Passed() {
 			reason = "the code failed as another kind"
@@ -114,9 +145,9 @@ func (g *ModelGenerator) Generate(ctx context.Context, p *schema.Problem, kind K
 	var fixText, fixCode, fixBy string
 	if sol := normalizeNewlines(p.Solution); strings.TrimSpace(sol) != "" {
 		fixCode, fixBy = sol, "reference"
-		fixText = Analysis(bug, buggy) + " Here is the corrected code:\n\n" + codeBlock(sol)
+		fixText = Analysis(bug, buggy) + " Here is the corrected code:\n\n" + fence(lang, sol)
 	} else {
-		ask, err := render("correct_fix", map[string]any{"Output": bug.Output()})
+		ask, err := render(fixName, map[string]any{"Output": bug.Output(), "Language": langName(lang), "Fence": tag})
 		if err != nil {
 			return schema.Dialogue{}, err
 		}
@@ -125,8 +156,8 @@ func (g *ModelGenerator) Generate(ctx context.Context, p *schema.Problem, kind K
 		if err != nil {
 			return schema.Dialogue{}, fmt.Errorf("correct: ask for the fix: %w", err)
 		}
-		if fixCode, err = parse.Code(fr.Text, "python"); err != nil {
-			return schema.Dialogue{}, &Discarded{Kind: kind, Observed: bug.Observed, Reason: "the fix holds no python code: " + err.Error()}
+		if fixCode, err = parse.Code(fr.Text, tag); err != nil {
+			return schema.Dialogue{}, &Discarded{Kind: kind, Observed: bug.Observed, Reason: "the fix holds no " + tag + " code: " + err.Error()}
 		}
 		fixText, fixBy = strings.TrimSpace(fr.Text), "model"
 	}
@@ -142,7 +173,7 @@ func (g *ModelGenerator) Generate(ctx context.Context, p *schema.Problem, kind K
 	if err != nil {
 		return schema.Dialogue{}, err
 	}
-	version, err := PromptVersion()
+	version, err := promptVersion(lang)
 	if err != nil {
 		return schema.Dialogue{}, err
 	}
@@ -153,7 +184,7 @@ func (g *ModelGenerator) Generate(ctx context.Context, p *schema.Problem, kind K
 		ID: id,
 		Messages: []schema.Message{
 			{Role: schema.RoleUser, Content: strings.TrimSpace(request)},
-			{Role: schema.RoleAssistant, Content: intro(id, fn) + "\n\n" + codeBlock(buggy)},
+			{Role: schema.RoleAssistant, Content: intro(id, fn) + "\n\n" + fence(lang, buggy)},
 			{Role: schema.RoleExecution, Content: bug.Output(), Exec: bug.Execution(info)},
 			{Role: schema.RoleAssistant, Content: fixText},
 			{Role: schema.RoleExecution, Content: fix.Output(), Exec: fix.Execution(info)},

@@ -30,6 +30,10 @@ const (
 	Type    Kind = "type"    // TypeError
 	Logic   Kind = "logic"   // a test fails with a wrong answer, no exception
 	Timeout Kind = "timeout" // the run hits its time limit
+	// Runtime is any other exception, panic or crash while the tests run;
+	// only the model path plants it, and only outside Python (see
+	// Plantable), where it is the error a compiled language has left.
+	Runtime Kind = "runtime"
 )
 
 // Kinds lists the bug kinds in a fixed order.
@@ -37,12 +41,12 @@ func Kinds() []Kind { return []Kind{Syntax, Name, Type, Logic, Timeout} }
 
 // ParseKind checks a kind name.
 func ParseKind(s string) (Kind, error) {
-	for _, k := range Kinds() {
+	for _, k := range append(Kinds(), Runtime) {
 		if string(k) == s {
 			return k, nil
 		}
 	}
-	return "", fmt.Errorf("correct: unknown bug kind %q (want one of %v)", s, Kinds())
+	return "", fmt.Errorf("correct: unknown bug kind %q (want one of %v)", s, append(Kinds(), Runtime))
 }
 
 // operators maps each operator of mutate.py to its kind. It must list the

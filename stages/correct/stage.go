@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors/harness"
@@ -59,8 +60,12 @@ func (o StageOptions) Validate() error {
 	if o.Method != "mutation" && o.Method != "model" {
 		return fmt.Errorf("correct: method %q: want mutation or model", o.Method)
 	}
-	if _, err := o.kinds(); err != nil {
+	ks, err := o.kinds()
+	if err != nil {
 		return err
+	}
+	if o.Method == "mutation" && slices.Contains(ks, Runtime) {
+		return errors.New("correct: the runtime kind is planted by method model only (no mutation operator plants it)")
 	}
 	if o.PerOperator < 0 || o.PerKind < 0 || o.Timeout < 0 || o.LoopTimeout < 0 || o.LoopFactor < 0 {
 		return errors.New("correct: per_operator, per_kind, timeouts and loop_factor must not be negative")
@@ -191,11 +196,24 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 		if err != nil {
 			return nil, pipeline.Permanent(err)
 		}
+		lang, err := LanguageOf(&p)
+		if err != nil {
+			return nil, pipeline.Permanent(err)
+		}
 		g := &ModelGenerator{Chat: chat, Exec: ex, Checker: checker}
 		for _, k := range kinds {
+			if !Plantable(lang, k) {
+				// A name or type slip in a compiled language fails to
+				// compile: it would show as the syntax kind, not as k.
+				pipeline.ItemStats(ctx, svc.Stats).Add("unplantable."+string(k), 1)
+				continue
+			}
 			d, err := g.Generate(ctx, &p, k)
 			if IsDiscarded(err) {
 				pipeline.ItemStats(ctx, svc.Stats).Add("discarded."+string(k), 1)
+				if svc.Logger != nil {
+					svc.Logger.Warn("correct: injection discarded", "problem", p.ID, "kind", k, "reason", err.Error())
+				}
 				continue
 			}
 			if err != nil {

@@ -84,6 +84,8 @@ func TestStageOptionsValidate(t *testing.T) {
 		{StageOptions{Method: "guess"}, true},
 		{StageOptions{Method: "mutation", Kinds: []string{"memory"}}, true},
 		{StageOptions{Method: "mutation", PerKind: -1}, true},
+		{StageOptions{Method: "model", Kinds: []string{"runtime", "syntax"}}, false},
+		{StageOptions{Method: "mutation", Kinds: []string{"runtime"}}, true},
 	}
 	for _, tc := range cases {
 		if err := tc.o.Validate(); (err != nil) != tc.fail {

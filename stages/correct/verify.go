@@ -44,7 +44,7 @@ func Verify(ctx context.Context, c *Checker, d *schema.Dialogue) error {
 				d.ID, i, *fresh.Passed, fresh.TimedOut, fresh.Exception, rec.Passed != nil && *rec.Passed, rec.TimedOut, rec.Exception)
 		}
 		if i == 0 {
-			if run.Observed != d.Labels["observed"] || string(KindOf(run.Observed)) != d.Labels["bug_kind"] {
+			if run.Observed != d.Labels["observed"] || string(run.Kind()) != d.Labels["bug_kind"] {
 				return fmt.Errorf("dialogue %s: buggy run observed %s, labelled %s of bug kind %q", d.ID, run.Observed, d.Labels["observed"], d.Labels["bug_kind"])
 			}
 		}

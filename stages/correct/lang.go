@@ -1,0 +1,160 @@
+package correct
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// The model path works in every language the harness judges; the
+// mutation path stays Python-only (its operators edit Python's syntax tree).
+
+// langNames are the names the prompts and dialogues use.
+var langNames = map[executors.Language]string{
+	executors.Python: "Python", executors.JavaScript: "JavaScript", executors.TypeScript: "TypeScript",
+	executors.C: "C", executors.CPP: "C++", executors.Go: "Go", executors.Java: "Java",
+	executors.Rust: "Rust", executors.Ruby: "Ruby", executors.PHP: "PHP", executors.Lua: "Lua",
+}
+
+// checkedFirst are the languages whose compiler checks names and types
+// before anything runs: a misspelled name or a wrong type there is a
+// compile error (the syntax kind), never a name or type error at run time.
+var checkedFirst = map[executors.Language]bool{
+	executors.TypeScript: true, executors.C: true, executors.CPP: true,
+	executors.Go: true, executors.Java: true, executors.Rust: true,
+}
+
+// LanguageOf is the language of p's code: its Language field, Python
+// when empty. An unknown or unjudged language is an error.
+func LanguageOf(p *schema.Problem) (executors.Language, error) {
+	if strings.TrimSpace(p.Language) == "" {
+		return executors.Python, nil
+	}
+	l, ok := executors.ParseLanguage(p.Language)
+	if !ok || !harness.Judged(l) {
+		return "", fmt.Errorf("correct: problem %s: no test harness for language %q", p.ID, p.Language)
+	}
+	return l, nil
+}
+
+func langName(l executors.Language) string {
+	if n, ok := langNames[l]; ok {
+		return n
+	}
+	return string(l)
+}
+
+// Plantable reports whether the model path can plant a bug of kind in
+// lang so that it fails as that kind: Python has the five kinds; other
+// languages add runtime, and those checked before running lose name and
+// type.
+func Plantable(lang executors.Language, kind Kind) bool {
+	switch kind {
+	case Syntax, Logic, Timeout:
+		return true
+	case Name, Type:
+		return !checkedFirst[lang]
+	case Runtime:
+		return lang != executors.Python
+	}
+	return false
+}
+
+// Kind is the bug kind r's first failure proves, or "" when none.
+// Python's outcomes map as KindOf says; elsewhere a failed compile or
+// parse is the syntax kind, an undefined name the name kind, a value of
+// the wrong type the type kind, and any other exception, panic or
+// crash while the tests run the runtime kind.
+func (r Run) Kind() Kind {
+	if r.Lang == "" || r.Lang == executors.Python {
+		return KindOf(r.Observed)
+	}
+	switch r.Observed {
+	case ObservedPass, ObservedOther:
+		return ""
+	case ObservedWrongAnswer:
+		return Logic
+	case ObservedTimeout:
+		return Timeout
+	}
+	if l := r.Verdict.Load; l != nil && l.Kind == harness.KindSyntax {
+		return Syntax
+	}
+	f, _ := firstFailure(r.Verdict)
+	switch r.Lang {
+	case executors.JavaScript:
+		switch r.Observed {
+		case "ReferenceError":
+			return Name
+		case "TypeError":
+			return Type
+		}
+	case executors.Ruby:
+		switch r.Observed {
+		case "NameError":
+			return Name
+		case "TypeError":
+			return Type
+		}
+	case executors.PHP:
+		switch {
+		case r.Observed == "TypeError":
+			return Type
+		case strings.HasPrefix(f.Message, "Call to undefined function"), strings.HasPrefix(f.Message, "Undefined variable"):
+			return Name
+		}
+	case executors.Lua:
+		// Lua's errors have no types; the message tells.
+		switch {
+		case strings.Contains(f.Message, "(global '"):
+			return Name
+		case strings.Contains(f.Message, "attempt to "):
+			return Type
+		}
+	}
+	return Runtime
+}
+
+// langHints tell the model what an error of each kind looks like outside
+// Python.
+func langHint(lang executors.Language, kind Kind) string {
+	switch kind {
+	case Syntax:
+		if checkedFirst[lang] {
+			return "a compile error, such as a missing semicolon or bracket, a misspelled or undeclared name, or a value of the wrong type, so that the code does not compile."
+		}
+		return "a syntax error, such as a missing bracket, keyword or delimiter, so that the code does not parse."
+	case Name:
+		return "a variable or function that is misspelled or never defined where it is used, so that the run fails when it is reached."
+	case Type:
+		return "an operation applied to a value of the wrong type at run time, such as calling a number or a method that the value's type lacks."
+	case Logic:
+		return "the code runs to the end without any error but returns a wrong result for at least one test (an off-by-one, a wrong comparison or operator)."
+	case Runtime:
+		return "the code " + map[bool]string{true: "compiles", false: "loads"}[checkedFirst[lang]] +
+			" but fails with an exception, a panic or a crash on at least one test input (an index out of range, a null or nil dereference, a division by zero)."
+	}
+	return kindHints[kind]
+}
+
+func fence(lang executors.Language, code string) string {
+	return "```" + string(lang) + "\n" + strings.TrimRight(code, "\n") + "\n```"
+}
+
+// sameCode reports whether two programs differ only in trailing spaces
+// and blank lines.
+func sameCode(a, b string) bool {
+	norm := func(s string) string {
+		var out []string
+		for _, l := range strings.Split(normalizeNewlines(s), "\n") {
+			if l = strings.TrimRight(l, " \t"); l != "" {
+				out = append(out, l)
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	return norm(a) == norm(b)
+}
