@@ -1,0 +1,136 @@
+package schema
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
+)
+
+// TestColumnReaderMatchesRowReader: the column reader gives, row for row,
+// the dialogues and errors the reflection row reader gives, and the same
+// inspect report, on the real Code-Feedback sample written by codefeedback
+// (native and Code-Feedback layouts) and by DuckDB (optional, dictionary
+// encoded columns), and on a file of many row groups holding bad records.
+func TestColumnReaderMatchesRowReader(t *testing.T) {
+	src := sharedtest.Path(t, "codefeedback-sample/code_feedback_sample.jsonl")
+	dir := t.TempDir()
+	ctx := context.Background()
+	files := map[string]string{}
+	for _, to := range []ExportFormat{ExportParquet, ExportCodeFeedback} {
+		out := filepath.Join(dir, string(to)+".parquet")
+		if _, err := Export(ctx, src, out, ExportOptions{To: to, Compression: "zstd"}); err != nil {
+			t.Fatal(err)
+		}
+		files["sample-"+string(to)] = out
+	}
+	bad := filepath.Join(dir, "bad.parquet")
+	pw, err := createParquetDialogues(bad, ParquetCompression("zstd"), RowGroupBytes(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 1200; i++ {
+		d := variedDialogue(i)
+		switch i % 97 {
+		case 5:
+			d.Messages[2].Role = "narrator"
+		case 9:
+			d.Messages = nil
+		case 11:
+			d.Model, d.Labels = "m1", map[string]string{"k": fmt.Sprint(i)}
+		}
+		if err := pw.Write(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files["bad-records"] = bad
+	duck := filepath.Join(dir, "duckdb.parquet")
+	duckdbTimer(t)("write", src, duck)
+	files["sample-duckdb"] = duck
+
+	for name, path := range files {
+		t.Run(name, func(t *testing.T) {
+			fr, rowRGs, err := openParquetRowGroups(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fr.Close()
+			fc, colRGs, err := openParquetColumnGroups(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fc.Close()
+			rows, bads := 0, 0
+			for i := range rowRGs {
+				if _, ok := colRGs[i].rows.(*columnRows); !ok {
+					t.Fatalf("row group %d: read by %T, not the column reader", i, colRGs[i].rows)
+				}
+				for {
+					want, werr := rowRGs[i].Read()
+					got, gerr := colRGs[i].Read()
+					if fmt.Sprint(werr) != fmt.Sprint(gerr) {
+						t.Fatalf("row %d: column reader error %v, row reader %v", rows+1, gerr, werr)
+					}
+					if werr == io.EOF {
+						break
+					}
+					var re *RecordError
+					if werr != nil && !errors.As(werr, &re) {
+						t.Fatal(werr)
+					}
+					if werr != nil {
+						bads++
+					}
+					if !reflect.DeepEqual(got, want) {
+						t.Fatalf("row %d: column reader\n%+v\nrow reader\n%+v", rows+1, got, want)
+					}
+					rows++
+				}
+				rowRGs[i].Close()
+				colRGs[i].Close()
+			}
+			if rows == 0 || name == "bad-records" && (bads == 0 || len(rowRGs) < 4) {
+				t.Fatalf("%d rows, %d bad, %d row groups: the file does not test what it should", rows, bads, len(rowRGs))
+			}
+			got, err := Inspect(path, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := newReport(path)
+			want.Kind, want.Format, want.Schema = got.Kind, got.Format, got.Schema
+			r, err := openParquetDialogues(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			for {
+				d, err := r.Read()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					if err := want.bad(err); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				want.addDialogue(&d, 5)
+			}
+			var g, w strings.Builder
+			got.Render(&g)
+			want.Render(&w)
+			if g.String() != w.String() {
+				t.Errorf("column inspect\n%s\nrow reader\n%s", g.String(), w.String())
+			}
+		})
+	}
+}
