@@ -144,6 +144,7 @@ func newColumnRows(path string, layout ExportFormat, p columnPlan, rg parquet.Ro
 		return &colStream{pages: chunks[lp.index].Pages(), leafPlan: lp}
 	}
 	c := &columnRows{path: path, layout: layout, id: open(p.id), role: open(p.role), content: open(p.content)}
+	c.role.interned = map[string]string{}
 	for _, lp := range p.flat {
 		c.flat = append(c.flat, open(lp))
 	}
@@ -234,6 +235,9 @@ type colStream struct {
 	i64  []int64
 	idx  []int32
 	dict bool
+	// interned keeps one string per distinct value of a column of few
+	// values (roles), sparing an allocation per message.
+	interned map[string]string
 }
 
 // load reads the next page once the current one is used up.
@@ -298,6 +302,20 @@ func (s *colStream) bytesAt(k int) ([]byte, error) {
 	return s.data[lo:hi], nil
 }
 
+func (s *colStream) str(b []byte) string {
+	if s.interned == nil {
+		return string(b)
+	}
+	if v, ok := s.interned[string(b)]; ok { // no allocation for the lookup
+		return v
+	}
+	v := string(b)
+	if len(s.interned) < 64 {
+		s.interned[v] = v
+	}
+	return v
+}
+
 // nextString reads the next value of a flat column; "" when null.
 func (s *colStream) nextString() (string, bool, error) {
 	if err := s.load(); err != nil {
@@ -357,7 +375,7 @@ func (s *colStream) nextList(dst []string) ([]string, error) {
 			if err != nil {
 				return dst, err
 			}
-			v = string(b)
+			v = s.str(b)
 		}
 		dst = append(dst, v)
 		if err := s.load(); err == io.EOF {
