@@ -48,7 +48,7 @@ func Inspect(path string, sample int) (*Report, error) {
 		if s, err := parquetSchema(path); err == nil {
 			rep.Schema = s
 		}
-		f, rgs, err := openParquetRowGroups(path, AllowEmpty())
+		f, rgs, err := openParquetColumnGroups(path, AllowEmpty())
 		if err != nil {
 			return nil, err
 		}

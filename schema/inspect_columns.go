@@ -1,0 +1,390 @@
+package schema
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// A column reader for `inspect`: it decodes only the columns a dialogue is
+// made of, page by page from their levels and values, instead of rebuilding
+// each row through parquet-go's reflection (the largest cost of reading).
+// Rows are then converted exactly as the row reader converts them
+// (FromParquet, codeFeedbackDialogue), so reports are the same. Files whose
+// columns it does not recognise are read by the row reader.
+
+// openParquetColumnGroups is openParquetRowGroups with the column reader
+// for each row group whose columns it can read.
+func openParquetColumnGroups(path string, opts ...Option) (*os.File, []*parquetRowGroup, error) {
+	f, pf, err := openParquetFile(path, buildOptions(opts))
+	if err != nil {
+		return nil, nil, err
+	}
+	layout := parquetLayout(pf.Schema())
+	plan, ok := planColumns(pf.Schema(), layout)
+	var rgs []*parquetRowGroup
+	var first int
+	for _, rg := range pf.RowGroups() {
+		var rows rowSource
+		if ok {
+			rows = newColumnRows(path, layout, plan, rg)
+		} else {
+			rows = rowsOf(path, layout, rg)
+		}
+		rgs = append(rgs, &parquetReader{path: path, rows: rows, row: first})
+		first += int(rg.NumRows())
+	}
+	return f, rgs, nil
+}
+
+// leafPlan locates one leaf column: its index and levels. listDef is the
+// definition level at which an element of the enclosing list exists.
+type leafPlan struct {
+	index   int
+	maxDef  byte
+	listDef byte
+	kind    parquet.Kind
+}
+
+// columnPlan holds the leaves a layout needs; flat names the optional
+// string columns of the native layout, in ParquetDialogue's order.
+type columnPlan struct {
+	id, role, content leafPlan
+	flat              []leafPlan
+}
+
+var nativeFlatColumns = []string{"stage", "method", "model", "prompt_version", "sources", "labels", "message_meta", "source_id", "extra"}
+
+// planColumns finds the columns of layout in s; false when a column is
+// missing or of a shape the column reader does not handle.
+func planColumns(s *parquet.Schema, layout ExportFormat) (columnPlan, bool) {
+	var p columnPlan
+	var ok bool
+	idKind := parquet.ByteArray
+	if layout == "int" {
+		idKind = parquet.Int64
+	}
+	if p.id, ok = planLeaf(s, idKind, 0, "id"); !ok {
+		return p, false
+	}
+	if p.role, ok = planLeaf(s, parquet.ByteArray, 1, "messages", "list", "element", "role"); !ok {
+		return p, false
+	}
+	if p.content, ok = planLeaf(s, parquet.ByteArray, 1, "messages", "list", "element", "content"); !ok {
+		return p, false
+	}
+	if layout == ExportNative {
+		for _, name := range nativeFlatColumns {
+			lp, ok := planLeaf(s, parquet.ByteArray, 0, name)
+			if !ok {
+				if _, present := s.Lookup(name); present || lookupPrefixOK(s, name) {
+					return p, false
+				}
+				lp.index = -1 // absent: always empty, as the row reader leaves it
+			}
+			p.flat = append(p.flat, lp)
+		}
+	}
+	return p, true
+}
+
+func lookupPrefixOK(s *parquet.Schema, col string) bool { _, ok := lookupPrefix(s, col); return ok }
+
+// planLeaf finds the leaf at path with the given physical kind and
+// repetition depth.
+func planLeaf(s *parquet.Schema, kind parquet.Kind, maxRep int, path ...string) (leafPlan, bool) {
+	leaf, ok := s.Lookup(path...)
+	if !ok || leaf.Node.Type().Kind() != kind || leaf.MaxRepetitionLevel != maxRep || leaf.MaxDefinitionLevel > 255 {
+		return leafPlan{}, false
+	}
+	lp := leafPlan{index: leaf.ColumnIndex, maxDef: byte(leaf.MaxDefinitionLevel), kind: kind}
+	var node parquet.Node = s
+	def := 0
+	for _, name := range path {
+		var next parquet.Node
+		for _, f := range node.Fields() {
+			if f.Name() == name {
+				next = f
+			}
+		}
+		if next == nil {
+			return leafPlan{}, false
+		}
+		node = next
+		if node.Optional() || node.Repeated() {
+			def++
+		}
+		if node.Repeated() {
+			lp.listDef = byte(def)
+		}
+	}
+	return lp, true
+}
+
+// columnRows reads one row group's rows from its columns.
+type columnRows struct {
+	path              string
+	layout            ExportFormat
+	id, role, content *colStream
+	flat              []*colStream
+	roles, contents   []string
+}
+
+func newColumnRows(path string, layout ExportFormat, p columnPlan, rg parquet.RowGroup) *columnRows {
+	chunks := rg.ColumnChunks()
+	open := func(lp leafPlan) *colStream {
+		if lp.index < 0 {
+			return nil
+		}
+		return &colStream{pages: chunks[lp.index].Pages(), leafPlan: lp}
+	}
+	c := &columnRows{path: path, layout: layout, id: open(p.id), role: open(p.role), content: open(p.content)}
+	c.role.interned = map[string]string{}
+	for _, lp := range p.flat {
+		c.flat = append(c.flat, open(lp))
+	}
+	return c
+}
+
+func (c *columnRows) next() (Dialogue, func() []byte, error) {
+	var id string
+	var intID int64
+	var err error
+	if c.layout == "int" {
+		intID, _, err = c.id.nextInt64()
+	} else {
+		id, _, err = c.id.nextString()
+	}
+	if err != nil {
+		return Dialogue{}, nil, err // io.EOF at the end of the row group
+	}
+	if c.roles, err = c.role.nextList(c.roles[:0]); err != nil {
+		return Dialogue{}, nil, fmt.Errorf("column role: %w", noEOF(err))
+	}
+	if c.contents, err = c.content.nextList(c.contents[:0]); err != nil {
+		return Dialogue{}, nil, fmt.Errorf("column content: %w", noEOF(err))
+	}
+	if len(c.roles) != len(c.contents) {
+		return Dialogue{}, nil, fmt.Errorf("%d roles for %d contents", len(c.roles), len(c.contents))
+	}
+	var msgs []ParquetMessage
+	if len(c.roles) > 0 {
+		msgs = make([]ParquetMessage, len(c.roles))
+		for i := range msgs {
+			msgs[i] = ParquetMessage{Role: c.roles[i], Content: c.contents[i]}
+		}
+	}
+	switch c.layout {
+	case ExportNative:
+		row := ParquetDialogue{ID: id, Messages: msgs}
+		dst := []*string{&row.Stage, &row.Method, &row.Model, &row.PromptVersion, &row.Sources, &row.Labels, &row.MessageMeta, &row.SourceID, &row.Extra}
+		for i, s := range c.flat {
+			if s == nil {
+				continue
+			}
+			if *dst[i], _, err = s.nextString(); err != nil {
+				return Dialogue{}, nil, fmt.Errorf("column %s: %w", nativeFlatColumns[i], noEOF(err))
+			}
+		}
+		d, err := FromParquet(&row)
+		return d, func() []byte { b, _ := json.Marshal(row); return b }, err
+	case "int":
+		row := CodeFeedbackIntRow{ID: intID, Messages: msgs}
+		s := strconv.FormatInt(intID, 10)
+		return codeFeedbackDialogue(s, json.RawMessage(s), msgs), func() []byte { b, _ := json.Marshal(row); return b }, nil
+	}
+	row := CodeFeedbackRow{ID: id, Messages: msgs}
+	return codeFeedbackDialogue(id, nil, msgs), func() []byte { b, _ := json.Marshal(row); return b }, nil
+}
+
+func noEOF(err error) error {
+	if err == io.EOF {
+		return errors.New("fewer values than rows")
+	}
+	return err
+}
+
+func (c *columnRows) close() error {
+	var errs []error
+	for _, s := range append([]*colStream{c.id, c.role, c.content}, c.flat...) {
+		if s != nil {
+			errs = append(errs, s.pages.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// colStream walks the levels and values of one column chunk across its
+// pages (a row may span pages in files written with data page v1).
+type colStream struct {
+	leafPlan
+	pages parquet.Pages
+	reps  []byte
+	defs  []byte
+	n, li int // levels in the page, next level
+	vi    int // next value
+	// values: byte arrays (data, offs), or int64s; through idx when the
+	// page is dictionary-encoded
+	data []byte
+	offs []uint32
+	i64  []int64
+	idx  []int32
+	dict bool
+	// interned keeps one string per distinct value of a column of few
+	// values (roles), sparing an allocation per message.
+	interned map[string]string
+}
+
+// load reads the next page once the current one is used up.
+func (s *colStream) load() error {
+	for s.li == s.n {
+		p, err := s.pages.ReadPage()
+		if err != nil {
+			return err // io.EOF after the last page
+		}
+		s.n, s.li, s.vi = int(p.NumValues()), 0, 0
+		s.reps, s.defs = p.RepetitionLevels(), p.DefinitionLevels()
+		if s.maxDef > 0 && len(s.defs) < s.n || s.listDef > 0 && len(s.reps) < s.n {
+			return fmt.Errorf("page of %d values has %d definition and %d repetition levels", s.n, len(s.defs), len(s.reps))
+		}
+		vals := p.Data()
+		s.dict = p.Dictionary() != nil
+		if s.dict {
+			s.idx = vals.Int32()
+			vals = p.Dictionary().Page().Data()
+		}
+		if s.kind == parquet.Int64 {
+			s.i64 = vals.Int64()
+		} else {
+			s.data, s.offs = vals.ByteArray()
+		}
+	}
+	return nil
+}
+
+func (s *colStream) def() byte {
+	if s.maxDef == 0 {
+		return 0
+	}
+	return s.defs[s.li]
+}
+
+// value returns the index of the next value, checked against the page.
+func (s *colStream) value() (int, error) {
+	k := s.vi
+	s.vi++
+	if s.dict {
+		if k >= len(s.idx) {
+			return 0, errors.New("more levels than values")
+		}
+		k = int(s.idx[k])
+	}
+	n := len(s.i64)
+	if s.kind != parquet.Int64 {
+		n = len(s.offs) - 1
+	}
+	if k < 0 || k >= n {
+		return 0, fmt.Errorf("value %d of %d", k, n)
+	}
+	return k, nil
+}
+
+func (s *colStream) bytesAt(k int) ([]byte, error) {
+	lo, hi := s.offs[k], s.offs[k+1]
+	if lo > hi || int(hi) > len(s.data) {
+		return nil, errors.New("corrupt byte array offsets")
+	}
+	return s.data[lo:hi], nil
+}
+
+func (s *colStream) str(b []byte) string {
+	if s.interned == nil {
+		return string(b)
+	}
+	if v, ok := s.interned[string(b)]; ok { // no allocation for the lookup
+		return v
+	}
+	v := string(b)
+	if len(s.interned) < 64 {
+		s.interned[v] = v
+	}
+	return v
+}
+
+// nextString reads the next value of a flat column; "" when null.
+func (s *colStream) nextString() (string, bool, error) {
+	if err := s.load(); err != nil {
+		return "", false, err
+	}
+	present := s.def() == s.maxDef
+	s.li++
+	if !present {
+		return "", false, nil
+	}
+	k, err := s.value()
+	if err != nil {
+		return "", false, err
+	}
+	b, err := s.bytesAt(k)
+	return string(b), true, err
+}
+
+func (s *colStream) nextInt64() (int64, bool, error) {
+	if err := s.load(); err != nil {
+		return 0, false, err
+	}
+	present := s.def() == s.maxDef
+	s.li++
+	if !present {
+		return 0, false, nil
+	}
+	k, err := s.value()
+	if err != nil {
+		return 0, false, err
+	}
+	return s.i64[k], true, nil
+}
+
+// nextList appends the next row's list elements ("" for a null element)
+// to dst.
+func (s *colStream) nextList(dst []string) ([]string, error) {
+	if err := s.load(); err != nil {
+		return dst, err
+	}
+	if s.reps[s.li] != 0 {
+		return dst, errors.New("row does not start at repetition level 0")
+	}
+	for {
+		d := s.def()
+		s.li++
+		if d < s.listDef { // a null or empty list: no elements
+			return dst, nil
+		}
+		v := ""
+		if d == s.maxDef {
+			k, err := s.value()
+			if err != nil {
+				return dst, err
+			}
+			b, err := s.bytesAt(k)
+			if err != nil {
+				return dst, err
+			}
+			v = s.str(b)
+		}
+		dst = append(dst, v)
+		if err := s.load(); err == io.EOF {
+			return dst, nil
+		} else if err != nil {
+			return dst, err
+		}
+		if s.reps[s.li] == 0 {
+			return dst, nil
+		}
+	}
+}
