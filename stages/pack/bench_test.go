@@ -71,7 +71,10 @@ func BenchmarkStage156k(b *testing.B) {
 		f.Write(append(j, '\n'))
 	}
 	f.Close()
-	y := "inputs: [{path: q.jsonl}]\nstages:\n  - {stage: pack, settings: {seed: 1}}\noutputs: [{path: out.jsonl, format: items}]\n"
+	// Outputs resolve against the current directory (the package's, under
+	// go test), so the output goes to the temporary directory by full path.
+	y := "inputs: [{path: q.jsonl}]\nstages:\n  - {stage: pack, settings: {seed: 1}}\noutputs: [{path: " +
+		strconv.Quote(filepath.Join(dir, "out.jsonl")) + ", format: items}]\n"
 	os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(y), 0o644)
 	for b.Loop() {
 		cfg, err := pipeline.Load(filepath.Join(dir, "p.yaml"), filepath.Join(dir, "run"+strconv.Itoa(rng.IntN(1e9))))
