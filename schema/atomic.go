@@ -1,8 +1,10 @@
 package schema
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -82,4 +84,31 @@ func syncDir(dir string) error {
 		return fmt.Errorf("sync dir %s: %w", dir, err)
 	}
 	return nil
+}
+
+// WriteAtomic writes path through write (buffered) as an AtomicFile: the
+// final name holds the whole new content or the old one, never a part.
+func WriteAtomic(path string, write func(io.Writer) error) error {
+	a, err := CreateAtomic(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(a, 1<<20)
+	if err := write(bw); err != nil {
+		a.Abort()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
+		a.Abort()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return a.Commit()
+}
+
+// WriteFileAtomic writes b to path as an AtomicFile.
+func WriteFileAtomic(path string, b []byte) error {
+	return WriteAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
 }

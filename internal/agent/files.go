@@ -1,14 +1,13 @@
 package agent
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/codefeedback/codefeedback/executors/env"
+	"github.com/codefeedback/codefeedback/schema"
 )
 
 // CombinedLogName is InterCode's name for a run's log file
@@ -38,7 +37,7 @@ func WriteRun(dir string, eps []Episode, ms []Metrics) error {
 			return fmt.Errorf("agent: %w", err)
 		}
 	}
-	if err := writeAtomic(filepath.Join(dir, "episodes.jsonl"), func(w io.Writer) error {
+	if err := schema.WriteAtomic(filepath.Join(dir, "episodes.jsonl"), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		for _, ep := range eps {
@@ -50,7 +49,7 @@ func WriteRun(dir string, eps []Episode, ms []Metrics) error {
 	}); err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(dir, "dialogues.jsonl"), func(w io.Writer) error {
+	if err := schema.WriteAtomic(filepath.Join(dir, "dialogues.jsonl"), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		for _, ep := range eps {
@@ -69,37 +68,9 @@ func WriteRun(dir string, eps []Episode, ms []Metrics) error {
 	}); err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(dir, "metrics.json"), func(w io.Writer) error {
+	return schema.WriteAtomic(filepath.Join(dir, "metrics.json"), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(ms)
 	})
-}
-
-func writeAtomic(path string, write func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("agent: create %s: %w", path, err)
-	}
-	defer os.Remove(f.Name())
-	bw := bufio.NewWriter(f)
-	if err := write(bw); err != nil {
-		f.Close()
-		return fmt.Errorf("agent: write %s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("agent: write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("agent: sync %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

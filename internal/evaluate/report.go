@@ -1,7 +1,6 @@
 package evaluate
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/codefeedback/codefeedback/internal/agent"
+	"github.com/codefeedback/codefeedback/schema"
 )
 
 // RoundScore is pass@1 after a number of refinement rounds: a sample
@@ -165,7 +165,7 @@ func WriteFiles(dir string, rep Report, samples []Sample) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("evaluate: out dir: %w", err)
 	}
-	if err := writeAtomic(filepath.Join(dir, "samples.jsonl"), func(w io.Writer) error {
+	if err := schema.WriteAtomic(filepath.Join(dir, "samples.jsonl"), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		for _, s := range samples {
@@ -177,41 +177,9 @@ func WriteFiles(dir string, rep Report, samples []Sample) error {
 	}); err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(dir, "results.json"), func(w io.Writer) error {
+	return schema.WriteAtomic(filepath.Join(dir, "results.json"), func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	})
-}
-
-func writeAtomic(path string, write func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("evaluate: create %s: %w", path, err)
-	}
-	defer os.Remove(f.Name()) // no-op after the rename
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return fmt.Errorf("evaluate: chmod %s: %w", path, err)
-	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := write(bw); err != nil {
-		f.Close()
-		return fmt.Errorf("evaluate: write %s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("evaluate: write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("evaluate: sync %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("evaluate: close %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("evaluate: rename %s: %w", path, err)
-	}
-	return nil
 }

@@ -19,6 +19,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/codefeedback/codefeedback/schema"
 )
 
 // ReportFile is the report's name inside the run directory.
@@ -51,7 +53,7 @@ func Build(ctx context.Context, runDir string, o Options) (*Written, error) {
 	if err := WriteHTML(&buf, d); err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(w.Report, buf.Bytes()); err != nil {
+	if err := schema.WriteFileAtomic(w.Report, buf.Bytes()); err != nil {
 		return nil, err
 	}
 	byDir := map[string][]FileInfo{}
@@ -103,7 +105,7 @@ func Build(ctx context.Context, runDir string, o Options) (*Written, error) {
 			w.Skipped = append(w.Skipped, p+": exists and was not written by codefeedback; left as it is")
 			continue
 		}
-		if err := writeAtomic(p, buf.Bytes()); err != nil {
+		if err := schema.WriteFileAtomic(p, buf.Bytes()); err != nil {
 			return nil, err
 		}
 		w.Cards = append(w.Cards, p)
@@ -123,28 +125,4 @@ func ownCard(path string) (bool, error) {
 		return false, fmt.Errorf("report: %w", err)
 	}
 	return bytes.Contains(b, []byte("\n# codefeedback dialogues\n")) && bytes.Contains(b, []byte("synthesized by codefeedback ")), nil
-}
-
-// writeAtomic writes b to path through a temporary file and a rename.
-func writeAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("report: write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("report: write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("report: write %s: %w", path, err)
-	}
-	return nil
 }

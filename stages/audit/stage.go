@@ -376,31 +376,11 @@ func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, judge
 	if err != nil {
 		return fmt.Errorf("audit: encode report: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(svc.RunDir, name+".report.json"), b); err != nil {
+	if err := schema.WriteFileAtomic(filepath.Join(svc.RunDir, name+".report.json"), b); err != nil {
 		return err
 	}
 	if err := schema.WriteAll(filepath.Join(svc.RunDir, name+".removed.jsonl"), removed); err != nil {
 		return fmt.Errorf("audit: write removed list: %w", err)
-	}
-	return nil
-}
-
-// writeFileAtomic writes b to path through a temporary file and a rename.
-func writeFileAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+strings.TrimPrefix(filepath.Base(path), ".")+"-*")
-	if err != nil {
-		return fmt.Errorf("audit: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("audit: write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("audit: write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("audit: write %s: %w", path, err)
 	}
 	return nil
 }
