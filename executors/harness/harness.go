@@ -199,7 +199,10 @@ var ErrNoTests = errors.New("harness: problem has no tests")
 type Program struct {
 	Source string
 	marker string
-	opts   Options
+	// payload is the judge's argument as a literal (JudgeBatch passes it
+	// on); empty for a recovered program.
+	payload string
+	opts    Options
 	// What Build made it from; empty for a program recovered from an old
 	// record that stored the program itself.
 	problem schema.Problem
@@ -242,7 +245,7 @@ func Build(p schema.Problem, code string, opts Options) (Program, error) {
 	if err != nil {
 		return Program{}, fmt.Errorf("harness: encode payload: %w", err)
 	}
-	return Program{Source: bootSource + "_cf_boot()(" + lit + ")\n", marker: marker, opts: opts, problem: p, code: code, built: true}, nil
+	return Program{Source: bootSource + "_cf_boot()(" + lit + ")\n", marker: marker, payload: lit, opts: opts, problem: p, code: code, built: true}, nil
 }
 
 // markerFor derives a program's marker from its content: prefix plus the

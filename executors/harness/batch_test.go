@@ -1,0 +1,130 @@
+package harness_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/codefeedback/codefeedback/executors/harness"
+)
+
+// sameVerdict fails unless a and b say the same: feedback, outcome and the
+// execution record apart from when and how long it ran.
+func sameVerdict(t *testing.T, name string, a, b harness.Verdict) {
+	t.Helper()
+	rec := func(v harness.Verdict) string {
+		e := v.Execution()
+		e.Duration = 0
+		data, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	if a.Feedback != b.Feedback || a.Outcome() != b.Outcome() {
+		t.Errorf("%s: batch feedback %q (%s), alone %q (%s)", name, a.Feedback, a.Outcome(), b.Feedback, b.Outcome())
+	}
+	if ra, rb := rec(a), rec(b); ra != rb {
+		t.Errorf("%s: batch record\n%s\nalone\n%s", name, ra, rb)
+	}
+}
+
+// TestJudgeBatch judges candidates of every outcome in one batch and each
+// alone: usable batch verdicts must equal the lone ones, and what a shared
+// interpreter could change (exit, stderr, a long test, deep recursion) must
+// be flagged unusable, not judged differently.
+func TestJudgeBatch(t *testing.T) {
+	ex := sandbox(t)
+	ctx := context.Background()
+	p := mbpp(addTests...)
+	p.ID = "batch"
+	opts := harness.Options{Timeout: 10 * time.Second, CaseTimeout: 5 * time.Second}
+	items := []struct {
+		name, code string
+		usable     bool
+	}{
+		{"pass", "def f(a, b):\n    return a + b\n", true},
+		{"wrong answer with output", "def f(a, b):\n    print('sum of', a, b)\n    return a * b\n", true},
+		{"name error", "def f(a, b):\n    return a + c\n", true},
+		{"type error", "def f(a, b):\n    return str(a) + b\n", true},
+		{"syntax error", "def f(a, b)\n    return a + b\n", true},
+		{"exception at load", "import json\nx = json.loads('{')\ndef f(a, b):\n    return a + b\n", true},
+		{"sys.exit in a test", "import sys\ndef f(a, b):\n    sys.exit(3)\n", true},
+		{"patches builtins", "def f(a, b):\n    import builtins\n    builtins.len = None\n    return a + b\n", true},
+		{"recursion that fits", "def f(a, b):\n    return a if b == 0 else f(a + 1, b - 1)\n", true},
+		{"os._exit", "import os\ndef f(a, b):\n    os._exit(0)\n", false},
+		{"stderr", "import sys\ndef f(a, b):\n    sys.stderr.write('note\\n')\n    return a + b\n", false},
+		{"hangs", "def f(a, b):\n    while True:\n        pass\n", false},
+		{"unbounded recursion", "def f(a, b):\n    return f(a, b)\n", false},
+		{"pass after the others", "def f(a, b):\n    return b + a\n", true},
+	}
+	var batch []harness.BatchItem
+	for _, it := range items {
+		batch = append(batch, harness.BatchItem{Code: it.code, Opts: opts})
+	}
+	vs, ok, err := harness.JudgeBatch(ctx, ex, p, batch, harness.BatchOptions{CaseTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, it := range items {
+		if ok[i] != it.usable {
+			t.Errorf("%s: usable %v, want %v", it.name, ok[i], it.usable)
+		}
+		if !ok[i] {
+			continue
+		}
+		alone, err := harness.Judge(ctx, ex, p, it.code, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameVerdict(t, it.name, vs[i], alone)
+	}
+}
+
+// TestJudgeBatchStopRule: a group stops at its quota of accepted outcomes,
+// a failing gate stops the batch, and skipped items are unusable.
+func TestJudgeBatchStopRule(t *testing.T) {
+	ex := sandbox(t)
+	ctx := context.Background()
+	p := mbpp(addTests...)
+	opts := harness.Options{}
+	wrong := []string{harness.OutcomeWrongAnswer}
+	items := []harness.BatchItem{
+		{Code: "def f(a, b):\n    return a + b\n", Gate: true},
+		{Code: "def f(a, b):\n    return a + b\n", Group: "logic", Accept: wrong},                // passes: not accepted
+		{Code: "def f(a, b):\n    return a - b\n", Group: "logic", Accept: wrong},                // accepted
+		{Code: "def f(a, b):\n    return a * b\n", Group: "logic", Accept: wrong},                // skipped: quota 1
+		{Code: "def f(a, b):\n    return a + q\n", Group: "name", Accept: []string{"NameError"}}, // other group
+	}
+	for i := range items {
+		items[i].Opts = opts
+	}
+	_, ok, err := harness.JudgeBatch(ctx, ex, p, items, harness.BatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []bool{true, true, true, false, true}; !equalBools(ok, want) {
+		t.Errorf("usable %v, want %v", ok, want)
+	}
+	items[0].Code = "def f(a, b):\n    return 0\n" // the gate fails: nothing after it runs
+	_, ok, err = harness.JudgeBatch(ctx, ex, p, items, harness.BatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []bool{true, false, false, false, false}; !equalBools(ok, want) {
+		t.Errorf("failing gate: usable %v, want %v", ok, want)
+	}
+}
+
+func equalBools(a, b []bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
