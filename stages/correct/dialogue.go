@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -49,6 +50,9 @@ type Generator struct {
 	Exec    executors.Executor
 	Checker *Checker
 	Opts    Options
+	// NoBatch judges every candidate in a run of its own (the path before
+	// prejudge; benchmarks compare the two).
+	NoBatch bool
 }
 
 // NewGenerator returns a generator on ex with default time limits.
@@ -73,26 +77,13 @@ func (g *Generator) Generate(ctx context.Context, p *schema.Problem) (Outcome, e
 	if strings.TrimSpace(solution) == "" || len(p.Tests) == 0 {
 		return Outcome{Skipped: "problem has no reference solution or no tests"}, nil
 	}
-	fix, err := g.check(ctx, p, solution, false, 0)
-	if err != nil {
-		return Outcome{}, err
-	}
-	if fix.Observed == ObservedTimeout {
-		// Twice out of time: most likely the machine's load, not the
-		// reference. Not a skip to remember: the item is retried later.
-		return Outcome{}, fmt.Errorf("%w: %s", ErrReferenceTimeout, p.ID)
-	}
-	if !fix.Passed() {
-		return Outcome{Skipped: "reference solution fails its tests: " + fix.Observed}, nil
-	}
-	loopLimit := g.Checker.LoopLimit(fix)
+	// The mutants are planted first so that the reference and every
+	// mutant not meant to hang can be judged in one sandbox run (prejudge);
+	// what that run cannot vouch for is judged on its own below, as before.
 	mu := &Mutator{Exec: g.Exec, PerOperator: g.Opts.PerOperator}
-	mutants, err := mu.Mutate(ctx, solution, g.Opts.Seed, Operators(kinds...))
-	if err != nil {
-		if ctx.Err() != nil {
-			return Outcome{}, ctx.Err()
-		}
-		return Outcome{Skipped: err.Error()}, nil
+	mutants, merr := mu.Mutate(ctx, solution, g.Opts.Seed, Operators(kinds...))
+	if merr != nil && ctx.Err() != nil {
+		return Outcome{}, ctx.Err()
 	}
 	// Operators are tried in an order drawn per problem, so each kind's
 	// first working operator (the one kept) varies across problems instead
@@ -103,15 +94,39 @@ func (g *Generator) Generate(ctx context.Context, p *schema.Problem) (Outcome, e
 		return h.Sum32()
 	}
 	sort.SliceStable(mutants, func(i, j int) bool { return rank(mutants[i].Operator) < rank(mutants[j].Operator) })
+	pre, err := g.prejudge(ctx, p, solution, mutants, perKind)
+	if err != nil {
+		return Outcome{}, err
+	}
+	fix, ok := pre[solution]
+	if !ok {
+		if fix, err = g.check(ctx, p, solution, false, 0); err != nil {
+			return Outcome{}, err
+		}
+	}
+	if fix.Observed == ObservedTimeout {
+		// Twice out of time: most likely the machine's load, not the
+		// reference. Not a skip to remember: the item is retried later.
+		return Outcome{}, fmt.Errorf("%w: %s", ErrReferenceTimeout, p.ID)
+	}
+	if !fix.Passed() {
+		return Outcome{Skipped: "reference solution fails its tests: " + fix.Observed}, nil
+	}
+	if merr != nil {
+		return Outcome{Skipped: merr.Error()}, nil
+	}
+	loopLimit := g.Checker.LoopLimit(fix)
 	var out Outcome
 	kept := map[Kind]int{}
 	for _, m := range mutants {
 		if kept[m.Kind] >= perKind {
 			continue
 		}
-		run, err := g.check(ctx, p, m.Code, m.Kind == Timeout, loopLimit)
-		if err != nil {
-			return Outcome{}, err
+		run, ok := pre[m.Code]
+		if !ok || m.Kind == Timeout {
+			if run, err = g.check(ctx, p, m.Code, m.Kind == Timeout, loopLimit); err != nil {
+				return Outcome{}, err
+			}
 		}
 		a := Attempt{Mutant: m, Observed: run.Observed, Kept: KindOf(run.Observed) == m.Kind}
 		out.Attempts = append(out.Attempts, a)
@@ -121,6 +136,42 @@ func (g *Generator) Generate(ctx context.Context, p *schema.Problem) (Outcome, e
 		kept[m.Kind]++
 		d := BuildDialogue(p, solution, m, run, fix, g.Exec.Info())
 		out.Dialogues = append(out.Dialogues, d)
+	}
+	return out, nil
+}
+
+// prejudge judges the reference solution and the mutants not meant to
+// hang in one sandbox run (harness.JudgeBatch), in the order Generate tries
+// them and with its stop rule (perKind kept per kind), and returns the runs
+// it can vouch for by code: each is the run Check would give. Runs meant to
+// hang are left out: their limit is the loop limit, which a batch cannot
+// impose on one candidate. A batch that fails to run is no error: every
+// candidate is then judged on its own.
+func (g *Generator) prejudge(ctx context.Context, p *schema.Problem, solution string, mutants []Mutant, perKind int) (map[string]Run, error) {
+	if g.NoBatch || len(mutants) == 0 {
+		return nil, nil
+	}
+	opts := options(g.Checker.limit(false))
+	items := []harness.BatchItem{{Code: solution, Opts: opts, Gate: true}}
+	for _, m := range mutants {
+		if m.Kind == Timeout {
+			continue
+		}
+		items = append(items, harness.BatchItem{Code: m.Code, Opts: opts, Group: string(m.Kind), Accept: observedOf(m.Kind)})
+	}
+	at := time.Now().UTC()
+	vs, ok, err := harness.JudgeBatch(ctx, g.Checker.Exec, *p, items, harness.BatchOptions{Quota: perKind})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, nil
+	}
+	out := map[string]Run{}
+	for i, it := range items {
+		if ok[i] {
+			out[it.Code] = newRun(vs[i], at)
+		}
 	}
 	return out, nil
 }

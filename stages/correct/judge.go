@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,20 +25,27 @@ const (
 // KindOf maps an observed outcome to the bug kind it proves, or "" when it
 // proves none (a pass, or an exception outside the five kinds such as
 // IndexError).
-func KindOf(observed string) Kind {
-	switch observed {
-	case "SyntaxError", "IndentationError", "TabError":
-		return Syntax
-	case "NameError":
-		return Name
-	case "TypeError":
-		return Type
-	case ObservedWrongAnswer:
-		return Logic
-	case ObservedTimeout:
-		return Timeout
+func KindOf(observed string) Kind { return observedKinds[observed] }
+
+// observedKinds maps each observed outcome that proves a kind to it.
+var observedKinds = map[string]Kind{
+	"SyntaxError": Syntax, "IndentationError": Syntax, "TabError": Syntax,
+	"NameError":         Name,
+	"TypeError":         Type,
+	ObservedWrongAnswer: Logic,
+	ObservedTimeout:     Timeout,
+}
+
+// observedOf lists the observed outcomes that prove kind k, sorted.
+func observedOf(k Kind) []string {
+	var out []string
+	for o, ok := range observedKinds {
+		if ok == k {
+			out = append(out, o)
+		}
 	}
-	return ""
+	slices.Sort(out)
+	return out
 }
 
 // Checker judges candidate code against a problem's tests with the test
