@@ -2,9 +2,14 @@
 # judges several candidates of one problem with the judge (judge.py) loaded
 # once, each in the same interpreter, instead of one forked run each: on a
 # virtual machine a fork's copy-on-write faults cost more than judging a
-# small MBPP candidate. Each candidate's judge writes exactly the records
-# its own program would (same payload, same marker) into a private file;
-# the batch passes them on and adds one status line per item:
+# small MBPP candidate. The items are given ({code, group, accept, gate}),
+# or made in the run by a prelude's cf_items(arg), which returns (data for
+# the caller, items). Each item's payload is the problem's template with its
+# code and the marker "<batch marker>.<i>": the payload its own program
+# has, apart from the marker. Its judge writes its records into a private
+# file; the batch passes them on and adds one status line per item:
+#   <batch marker> data <json>    once each, when a prelude made the items
+#   <batch marker> items [...]
 #   <batch marker> item {"i": N, "clean": true, "seconds": S, "observed": "..."}
 #   <batch marker> skip {"i": N}
 # An item is clean only when nothing in its run could differ from a run of
@@ -90,12 +95,21 @@ def _cf_batch(B):
             for c in cases.values())
         return out.rsplit(".", 1)[-1], not bad
 
-    for i, item in enumerate(B["items"]):
+    items = B.get("items")
+    if items is None:
+        data, items = cf_items(B["arg"])  # noqa: F821 (the prelude's)
+        status("data", data)
+        status("items", [{"code": it["code"], "group": it.get("group") or "",
+                          "accept": list(it.get("accept") or ()), "gate": 1 if it.get("gate") else 0}
+                         for it in items])
+    for i, item in enumerate(items):
         group = item.get("group") or ""
         if group and counts.get(group, 0) >= quota:
             status("skip", {"i": i})
             continue
-        P = dict(item["payload"])
+        P = dict(B["template"])
+        P["code"] = item["code"]
+        P["marker"] = "%s.%d" % (bm, i)
         P["case_timeout"] = min(P["case_timeout"], B["case_timeout"])
         exits = []
 
@@ -153,7 +167,9 @@ def _cf_batch(B):
         clean = clean and exits == [0] and not wrote_err
         put(data)
         status("item", {"i": i, "clean": clean, "seconds": round(seconds, 6), "observed": obs})
-        if clean and group and obs in item.get("accept", ()):
+        # An outcome that proves the group counts even when the caller must
+        # confirm it alone: it most likely will.
+        if group and obs in item.get("accept", ()):
             counts[group] = counts.get(group, 0) + 1
         if clean and item.get("gate") and obs != "pass":
             break

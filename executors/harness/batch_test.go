@@ -3,6 +3,8 @@ package harness_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,12 +63,13 @@ func TestJudgeBatch(t *testing.T) {
 	}
 	var batch []harness.BatchItem
 	for _, it := range items {
-		batch = append(batch, harness.BatchItem{Code: it.code, Opts: opts})
+		batch = append(batch, harness.BatchItem{Code: it.code})
 	}
-	vs, ok, err := harness.JudgeBatch(ctx, ex, p, batch, harness.BatchOptions{CaseTimeout: 500 * time.Millisecond})
+	b, err := harness.JudgeBatch(ctx, ex, p, opts, batch, harness.BatchOptions{CaseTimeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
+	vs, ok := b.Verdicts, b.Usable
 	for i, it := range items {
 		if ok[i] != it.usable {
 			t.Errorf("%s: usable %v, want %v", it.name, ok[i], it.usable)
@@ -88,7 +91,6 @@ func TestJudgeBatchStopRule(t *testing.T) {
 	ex := sandbox(t)
 	ctx := context.Background()
 	p := mbpp(addTests...)
-	opts := harness.Options{}
 	wrong := []string{harness.OutcomeWrongAnswer}
 	items := []harness.BatchItem{
 		{Code: "def f(a, b):\n    return a + b\n", Gate: true},
@@ -97,23 +99,53 @@ func TestJudgeBatchStopRule(t *testing.T) {
 		{Code: "def f(a, b):\n    return a * b\n", Group: "logic", Accept: wrong},                // skipped: quota 1
 		{Code: "def f(a, b):\n    return a + q\n", Group: "name", Accept: []string{"NameError"}}, // other group
 	}
-	for i := range items {
-		items[i].Opts = opts
-	}
-	_, ok, err := harness.JudgeBatch(ctx, ex, p, items, harness.BatchOptions{})
+	b, err := harness.JudgeBatch(ctx, ex, p, harness.Options{}, items, harness.BatchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []bool{true, true, true, false, true}; !equalBools(ok, want) {
-		t.Errorf("usable %v, want %v", ok, want)
+	if want := []bool{true, true, true, false, true}; !equalBools(b.Usable, want) {
+		t.Errorf("usable %v, want %v", b.Usable, want)
 	}
 	items[0].Code = "def f(a, b):\n    return 0\n" // the gate fails: nothing after it runs
-	_, ok, err = harness.JudgeBatch(ctx, ex, p, items, harness.BatchOptions{})
+	b, err = harness.JudgeBatch(ctx, ex, p, harness.Options{}, items, harness.BatchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []bool{true, false, false, false, false}; !equalBools(ok, want) {
-		t.Errorf("failing gate: usable %v, want %v", ok, want)
+	if want := []bool{true, false, false, false, false}; !equalBools(b.Usable, want) {
+		t.Errorf("failing gate: usable %v, want %v", b.Usable, want)
+	}
+}
+
+// TestJudgeBatchFrom: items a prelude makes in the run are judged as
+// given ones are, and its data comes back; a failing prelude is an error.
+func TestJudgeBatchFrom(t *testing.T) {
+	ex := sandbox(t)
+	ctx := context.Background()
+	p := mbpp(addTests...)
+	prelude := `def cf_items(arg):
+    codes = ["def f(a, b):\n    return a %s b\n" % op for op in arg["ops"]]
+    return {"made": len(codes)}, [{"code": c, "group": "g", "accept": ["wrong_answer"]} for c in codes]
+`
+	b, err := harness.JudgeBatchFrom(ctx, ex, p, harness.Options{}, prelude, map[string]any{"ops": []string{"+", "*", "-"}}, harness.BatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b.Data) != `{"made": 3}` || len(b.Items) != 3 || b.Items[1].Code != "def f(a, b):\n    return a * b\n" {
+		t.Fatalf("data %s, items %+v", b.Data, b.Items)
+	}
+	if want := []bool{true, true, false}; !equalBools(b.Usable, want) {
+		t.Errorf("usable %v, want %v (the third is past the group's quota)", b.Usable, want)
+	}
+	for i := range 2 {
+		alone, err := harness.Judge(ctx, ex, p, b.Items[i].Code, harness.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameVerdict(t, b.Items[i].Code, b.Verdicts[i], alone)
+	}
+	_, err = harness.JudgeBatchFrom(ctx, ex, p, harness.Options{}, "def cf_items(arg):\n    raise ValueError('no')\n", 0, harness.BatchOptions{})
+	if !errors.Is(err, harness.ErrBatchPrelude) || !strings.Contains(err.Error(), "ValueError: no") {
+		t.Errorf("failing prelude: err %v, want ErrBatchPrelude with the traceback", err)
 	}
 }
 

@@ -3,6 +3,8 @@ package correct
 import (
 	"cmp"
 	"context"
+	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -78,23 +80,9 @@ func (g *Generator) Generate(ctx context.Context, p *schema.Problem) (Outcome, e
 		return Outcome{Skipped: "problem has no reference solution or no tests"}, nil
 	}
 	// The mutants are planted first so that the reference and every
-	// mutant not meant to hang can be judged in one sandbox run (prejudge);
-	// what that run cannot vouch for is judged on its own below, as before.
-	mu := &Mutator{Exec: g.Exec, PerOperator: g.Opts.PerOperator}
-	mutants, merr := mu.Mutate(ctx, solution, g.Opts.Seed, Operators(kinds...))
-	if merr != nil && ctx.Err() != nil {
-		return Outcome{}, ctx.Err()
-	}
-	// Operators are tried in an order drawn per problem, so each kind's
-	// first working operator (the one kept) varies across problems instead
-	// of always being the alphabetically first.
-	rank := func(op string) uint32 {
-		h := fnv.New32a()
-		fmt.Fprintf(h, "%d\x00%s\x00%s", g.Opts.Seed, p.ID, op)
-		return h.Sum32()
-	}
-	sort.SliceStable(mutants, func(i, j int) bool { return rank(mutants[i].Operator) < rank(mutants[j].Operator) })
-	pre, err := g.prejudge(ctx, p, solution, mutants, perKind)
+	// mutant not meant to hang can be judged in the same sandbox run
+	// (plant); what that run cannot vouch for is judged on its own below.
+	mutants, pre, merr, err := g.plant(ctx, p, solution, kinds, perKind)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -140,40 +128,74 @@ func (g *Generator) Generate(ctx context.Context, p *schema.Problem) (Outcome, e
 	return out, nil
 }
 
-// prejudge judges the reference solution and the mutants not meant to
-// hang in one sandbox run (harness.JudgeBatch), in the order Generate tries
-// them and with its stop rule (perKind kept per kind), and returns the runs
-// it can vouch for by code: each is the run Check would give. Runs meant to
-// hang are left out: their limit is the loop limit, which a batch cannot
-// impose on one candidate. A batch that fails to run is no error: every
-// candidate is then judged on its own.
-func (g *Generator) prejudge(ctx context.Context, p *schema.Problem, solution string, mutants []Mutant, perKind int) (map[string]Run, error) {
-	if g.NoBatch || len(mutants) == 0 {
-		return nil, nil
-	}
-	opts := options(g.Checker.limit(false))
-	items := []harness.BatchItem{{Code: solution, Opts: opts, Gate: true}}
-	for _, m := range mutants {
-		if m.Kind == Timeout {
-			continue
-		}
-		items = append(items, harness.BatchItem{Code: m.Code, Opts: opts, Group: string(m.Kind), Accept: observedOf(m.Kind)})
-	}
-	at := time.Now().UTC()
-	vs, ok, err := harness.JudgeBatch(ctx, g.Checker.Exec, *p, items, harness.BatchOptions{Quota: perKind})
+// plantSource is the prelude of a planting batch: mutate.py, then plant.py.
+var plantSource = func() string {
+	lit, err := json.Marshal(mutateScript) // a JSON string is a Python literal
 	if err != nil {
+		panic(err)
+	}
+	return "_CF_MUTATE = " + string(lit) + "\n" + plantPy
+}()
+
+//go:embed plant.py
+var plantPy string
+
+// plant plants the mutants of solution (ranked in the order Generate tries
+// them) and judges, in the same sandbox run, the reference and the mutants
+// not meant to hang, with Generate's stop rule (perKind kept per kind):
+// harness.JudgeBatchFrom with plant.py. It returns the runs that batch can
+// vouch for by code, each the run Check would give. Runs meant to hang are
+// left out: their limit is the loop limit, which a batch cannot set for
+// one candidate. merr is why no mutant could be planted (a Skipped
+// reason); err a sandbox failure. When the batch cannot plant, or with
+// NoBatch, the mutants come from Mutator.Mutate and every run is Check's.
+func (g *Generator) plant(ctx context.Context, p *schema.Problem, solution string, kinds []Kind, perKind int) (mutants []Mutant, pre map[string]Run, merr, err error) {
+	mu := &Mutator{Exec: g.Exec, PerOperator: g.Opts.PerOperator}
+	ops := Operators(kinds...)
+	if !g.NoBatch {
+		accept := map[string][]string{}
+		for _, k := range kinds {
+			accept[string(k)] = observedOf(k)
+		}
+		arg := map[string]any{"request": mu.request(solution, g.Opts.Seed, ops), "seed": g.Opts.Seed, "problem": p.ID,
+			"solution": solution, "accept": accept}
+		at := time.Now().UTC()
+		b, berr := harness.JudgeBatchFrom(ctx, g.Checker.Exec, *p, options(g.Checker.limit(false)), plantSource, arg,
+			harness.BatchOptions{Quota: perKind})
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, nil, nil, ctx.Err()
 		}
-		return nil, nil
-	}
-	out := map[string]Run{}
-	for i, it := range items {
-		if ok[i] {
-			out[it.Code] = newRun(vs[i], at)
+		if berr == nil {
+			pre = map[string]Run{}
+			for i, it := range b.Items {
+				if b.Usable[i] {
+					pre[it.Code] = newRun(b.Verdicts[i], at)
+				}
+			}
+			mutants, merr = decodeMutants(b.Data)
+			g.rank(p, mutants)
+			return mutants, pre, merr, nil
 		}
 	}
-	return out, nil
+	mutants, merr = mu.Mutate(ctx, solution, g.Opts.Seed, ops)
+	if merr != nil && ctx.Err() != nil {
+		return nil, nil, nil, ctx.Err()
+	}
+	g.rank(p, mutants)
+	return mutants, nil, merr, nil
+}
+
+// rank sorts mutants in the order Generate tries them: an order of
+// operators drawn per problem, so each kind's first working operator (the
+// one kept) varies across problems instead of always being the
+// alphabetically first. plant.py draws the same.
+func (g *Generator) rank(p *schema.Problem, mutants []Mutant) {
+	rank := func(op string) uint32 {
+		h := fnv.New32a()
+		fmt.Fprintf(h, "%d\x00%s\x00%s", g.Opts.Seed, p.ID, op)
+		return h.Sum32()
+	}
+	sort.SliceStable(mutants, func(i, j int) bool { return rank(mutants[i].Operator) < rank(mutants[j].Operator) })
 }
 
 // ErrReferenceTimeout means a problem's reference solution ran out of time

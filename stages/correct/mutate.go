@@ -129,11 +129,7 @@ func (m *Mutator) Mutate(ctx context.Context, source string, seed int64, ops []s
 			return nil, fmt.Errorf("correct: unknown mutation operator %q", op)
 		}
 	}
-	per := m.PerOperator
-	if per <= 0 {
-		per = 2
-	}
-	in, err := json.Marshal(map[string]any{"source": source, "seed": seed, "operators": ops, "per_operator": per})
+	in, err := json.Marshal(m.request(source, seed, ops))
 	if err != nil {
 		return nil, fmt.Errorf("correct: encode mutation request: %w", err)
 	}
@@ -149,12 +145,17 @@ func (m *Mutator) Mutate(ctx context.Context, source string, seed int64, ops []s
 	if !res.OK() {
 		return nil, fmt.Errorf("correct: mutation script failed (exit %d, timed out %v): %s", res.ExitCode, res.TimedOut, tail(res.Stderr, 600))
 	}
+	return decodeMutants([]byte(res.Stdout))
+}
+
+// decodeMutants reads mutate.py's output and checks each mutant's kind.
+func decodeMutants(data []byte) ([]Mutant, error) {
 	var out struct {
 		Mutants []Mutant `json:"mutants"`
 		Error   string   `json:"error"`
 	}
-	if err := json.Unmarshal([]byte(res.Stdout), &out); err != nil {
-		return nil, fmt.Errorf("correct: decode mutation output: %w (stdout %q)", err, tail(res.Stdout, 200))
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("correct: decode mutation output: %w (stdout %q)", err, tail(string(data), 200))
 	}
 	if out.Error != "" {
 		return nil, fmt.Errorf("correct: mutation: %s", out.Error)
@@ -165,6 +166,15 @@ func (m *Mutator) Mutate(ctx context.Context, source string, seed int64, ops []s
 		}
 	}
 	return out.Mutants, nil
+}
+
+// request is mutate.py's input.
+func (m *Mutator) request(source string, seed int64, ops []string) map[string]any {
+	per := m.PerOperator
+	if per <= 0 {
+		per = 2
+	}
+	return map[string]any{"source": source, "seed": seed, "operators": ops, "per_operator": per}
 }
 
 func tail(s string, n int) string {
