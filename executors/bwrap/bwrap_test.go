@@ -181,3 +181,43 @@ cat $d/memory.limit_in_bytes 2>/dev/null || cat $d/memory.max`
 		}
 	}
 }
+
+// TestSessionCellOutputIsItsOwn: a cell's stdout and stderr are what it
+// wrote, not what earlier cells or a process they left behind wrote, also
+// after the capture file has grown past the size where it is truncated.
+func TestSessionCellOutputIsItsOwn(t *testing.T) {
+	ex := openBwrap(t, "bwrap://?pool=1")
+	ctx := context.Background()
+	s, err := ex.Open(ctx, executors.Python, executors.SessionOptions{Limits: executors.Limits{OutputBytes: 1 << 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cells := []struct{ code, stdout, stderr string }{
+		{"print('one')", "one\n", ""},
+		// A child that writes once this cell has ended, and flags it.
+		{"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', \"import time, os; time.sleep(0.2); print('late', flush=True); open('flag', 'w').close()\"])\nprint('two')", "two\n", ""},
+		// Waits for the flag: the late line was written during this cell.
+		{"import os, time\nwhile not os.path.exists('flag'):\n    time.sleep(0.01)\nprint('three')", "late\nthree\n", ""},
+		{"import sys\nprint('four'); sys.stderr.write('err four\\n')", "four\n", "err four\n"},
+		// 9 MiB: past the 8 MiB at which the runner truncates the file.
+		{"import sys\nsys.stdout.write('x' * (9 << 20)); sys.stdout.flush()", "", ""},
+		{"print('six')", "six\n", ""},
+		{"print('seven')", "seven\n", ""},
+	}
+	for i, c := range cells {
+		r, err := s.Exec(ctx, c.code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 4 {
+			if !r.StdoutTruncated || len(r.Stdout) < 1<<10 || r.Stdout[:10] != "xxxxxxxxxx" {
+				t.Errorf("cell %d: stdout truncated %v, %d bytes, want the first KiB of x's cut", i, r.StdoutTruncated, len(r.Stdout))
+			}
+			continue
+		}
+		if r.Stdout != c.stdout || r.Stderr != c.stderr || r.StdoutTruncated {
+			t.Errorf("cell %d: stdout %q stderr %q (truncated %v), want %q and %q", i, r.Stdout, r.Stderr, r.StdoutTruncated, c.stdout, c.stderr)
+		}
+	}
+}
