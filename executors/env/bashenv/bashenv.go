@@ -56,6 +56,7 @@ type Env struct {
 
 	shell   string // ShellSession or ShellInterCode
 	workdir string // InterCode's tracked working directory (shell: intercode)
+	rootFS  int    // 1: the driver mounts a replica as the sandbox's /; -1: task paths only; 0: not yet known
 
 	task    env.Task
 	lastObs string
@@ -68,7 +69,8 @@ type Env struct {
 type variant struct {
 	key   string
 	tpl   string   // template root (holds names)
-	names []string // top-level directories, mounted at /<name>
+	names []string // top-level entries: mounted at /<name>, or (root) copied into the replica's /
+	root  bool     // tpl is a whole root file system, mounted at /
 	base  manifest
 	built buildWindow
 }
@@ -141,6 +143,32 @@ func ScratchDir() string {
 	return os.TempDir()
 }
 
+// ignoredTop are the top-level names of a root replica that are not part
+// of the task's file system: InterCode's .gitignore (its image's system
+// directories and .dockerenv; git status never lists them) and the
+// driver's own mount points (/tmp, the /lib64 link), which hold nothing of
+// the episode's on the host. An episode's writes there are not compared;
+// they are still undone before the next episode (except inside the
+// driver's mount points, which are the sandbox's own).
+var ignoredTop = map[string]bool{
+	"bin": true, "boot": true, "dev": true, "etc": true, "home": true, "lib": true, "media": true, "opt": true,
+	"proc": true, "root": true, "run": true, "sbin": true, "srv": true, "sys": true, "usr": true, "var": true,
+	".dockerenv": true, "tmp": true, "lib64": true, "lib32": true, "libx32": true,
+}
+
+// driverTop are the top-level entries the driver puts in a root replica
+// (mount points and the links into /usr, see executors.Mount): a resync
+// leaves them alone.
+var driverTop = map[string]bool{
+	"usr": true, "proc": true, "dev": true, "tmp": true, "etc": true, "sys": true,
+	"bin": true, "sbin": true, "lib": true, "lib64": true,
+}
+
+// imageDirs are the empty top-level directories of InterCode's Ubuntu image
+// that a root replica gets, so that `ls /` and `ln -s X /root` see what
+// they saw there.
+var imageDirs = []string{"boot", "home", "media", "mnt", "opt", "root", "run", "srv", "var"}
+
 // systemDirs are top-level paths a setup script may name that are not
 // task paths.
 var systemDirs = map[string]bool{
@@ -200,16 +228,24 @@ func (e *Env) openSide(ctx context.Context, name string, v *variant) (*side, err
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
-	if err := os.Mkdir(dir, 0o711); err != nil {
+	mode := os.FileMode(0o711)
+	if v.root {
+		mode = 0o755 // the sandbox's /
+	}
+	if err := os.Mkdir(dir, mode); err != nil {
 		return nil, err
 	}
 	var mounts []executors.Mount
-	for _, n := range v.names {
-		p := filepath.Join(dir, n)
-		if err := os.Mkdir(p, 0o755); err != nil {
-			return nil, err
+	if v.root {
+		mounts = []executors.Mount{{Source: dir, Target: "/"}}
+	} else {
+		for _, n := range v.names {
+			p := filepath.Join(dir, n)
+			if err := os.Mkdir(p, 0o755); err != nil {
+				return nil, err
+			}
+			mounts = append(mounts, executors.Mount{Source: p, Target: "/" + n})
 		}
-		mounts = append(mounts, executors.Mount{Source: p, Target: "/" + n})
 	}
 	s, err := e.ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: e.opts.Limits, Mounts: mounts})
 	if err != nil {
@@ -218,8 +254,14 @@ func (e *Env) openSide(ctx context.Context, name string, v *variant) (*side, err
 	uid, gid := -1, -1
 	if o, ok := s.(executors.SandboxOwner); ok && os.Geteuid() == 0 {
 		uid, gid = o.SandboxOwner()
+		if v.root {
+			if err := os.Chown(dir, uid, gid); err != nil {
+				s.Close()
+				return nil, err
+			}
+		}
 	}
-	sd := &side{s: s, rep: &replica{tpl: v.tpl, dir: dir, names: v.names, uid: uid, gid: gid, retime: v.built.since(time.Now())}}
+	sd := &side{s: s, rep: &replica{tpl: v.tpl, dir: dir, names: v.names, root: v.root, uid: uid, gid: gid, retime: v.built.since(time.Now())}}
 	if err := sd.reset(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -267,28 +309,52 @@ func (e *Env) closeSides() {
 func (e *Env) variant(ctx context.Context, script string) (*variant, error) {
 	// The layout version is part of the key: templates of an older layout
 	// (with empty directories, no build window) are built again.
-	sum := sha256.Sum256([]byte(templateLayout + "\x00" + script))
+	root, err := e.rootSupported(ctx)
+	if err != nil {
+		return nil, err
+	}
+	layout := templateLayout
+	if root {
+		layout = rootLayout
+	}
+	sum := sha256.Sum256([]byte(layout + "\x00" + script))
 	key := hex.EncodeToString(sum[:8])
 	if v, ok := e.variants[key]; ok {
 		return v, nil
 	}
 	names := TaskPaths(script)
 	tpl := filepath.Join(e.cacheDir, key)
-	if err := env.BuildOnce(tpl, func(tmp string) error { return e.build(ctx, script, names, tmp) }); err != nil {
+	if err := env.BuildOnce(tpl, func(tmp string) error {
+		if root {
+			return e.buildRoot(ctx, script, tmp)
+		}
+		return e.build(ctx, script, names, tmp)
+	}); err != nil {
 		return nil, fmt.Errorf("building file system %s: %w", key, err)
 	}
-	// Keep the names the script populated.
-	var kept []string
-	for _, n := range names {
-		if ents, err := os.ReadDir(filepath.Join(tpl, n)); err == nil && len(ents) > 0 {
-			kept = append(kept, n)
+	v := &variant{key: key, tpl: tpl, root: root}
+	if root {
+		v.tpl = filepath.Join(tpl, "root")
+		ents, err := os.ReadDir(v.tpl)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range ents {
+			v.names = append(v.names, d.Name())
+		}
+	} else {
+		// Keep the names the script populated.
+		for _, n := range names {
+			if ents, err := os.ReadDir(filepath.Join(tpl, n)); err == nil && len(ents) > 0 {
+				v.names = append(v.names, n)
+			}
 		}
 	}
-	m, err := scan(tpl, kept)
+	m, err := scan(v.tpl, compared(v.names, root))
 	if err != nil {
 		return nil, err
 	}
-	v := &variant{key: key, tpl: tpl, names: kept, base: m}
+	v.base = m
 	if b, err := os.ReadFile(filepath.Join(tpl, builtFile)); err == nil {
 		json.Unmarshal(b, &v.built)
 	}
@@ -296,8 +362,133 @@ func (e *Env) variant(ctx context.Context, script string) (*variant, error) {
 	return v, nil
 }
 
-// templateLayout versions what a template holds.
-const templateLayout = "2"
+// templateLayout versions what a template holds: the task paths only;
+// rootLayout: the whole root file system the setup script left (in root/).
+const (
+	templateLayout = "2"
+	rootLayout     = "3-root"
+)
+
+// rootSupported reports (once per Env) whether the executor can mount a
+// replica as the sandbox's root (bwrap can, docker cannot), by opening a
+// sandbox on an empty one.
+func (e *Env) rootSupported(ctx context.Context) (bool, error) {
+	if e.rootFS != 0 {
+		return e.rootFS > 0, nil
+	}
+	dir, err := os.MkdirTemp(e.base, "probe-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return false, err
+	}
+	s, err := e.ex.Open(ctx, executors.Bash, executors.SessionOptions{Mounts: []executors.Mount{{Source: dir, Target: "/"}}})
+	switch {
+	case err == nil:
+		s.Close()
+		e.rootFS = 1
+	case errors.Is(err, executors.ErrNoRootMount):
+		e.rootFS = -1
+	default:
+		return false, fmt.Errorf("opening a sandbox: %w", err)
+	}
+	return e.rootFS > 0, nil
+}
+
+// compared are the top-level names of a replica that the reward compares:
+// all of a root replica's but ignoredTop.
+func compared(names []string, root bool) []string {
+	if !root {
+		return names
+	}
+	var out []string
+	for _, n := range names {
+		if !ignoredTop[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// topNames lists a root replica's top-level entries.
+func topNames(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, d := range ents {
+		out = append(out, d.Name())
+	}
+	return out, nil
+}
+
+// buildRoot runs the setup script in a sandbox whose / is an empty
+// directory, as InterCode's image build does, and keeps everything it left
+// outside the driver's mount points (in tmp/root), without empty
+// directories, plus the image's empty system directories.
+func (e *Env) buildRoot(ctx context.Context, script, tmp string) error {
+	dir, err := os.MkdirTemp(e.base, "build-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	out := filepath.Join(tmp, "root")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		return err
+	}
+	w := buildWindow{Start: time.Now()}
+	if strings.TrimSpace(script) != "" {
+		s, err := e.ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: executors.Limits{Timeout: BuildTimeout}, Mounts: []executors.Mount{{Source: dir, Target: "/"}}})
+		if err != nil {
+			return fmt.Errorf("opening a sandbox: %w", err)
+		}
+		if o, ok := s.(executors.SandboxOwner); ok && os.Geteuid() == 0 {
+			uid, gid := o.SandboxOwner()
+			if err := os.Chown(dir, uid, gid); err != nil {
+				s.Close()
+				return err
+			}
+		}
+		w.Start = time.Now()
+		res, err := s.Exec(ctx, "cd /\n"+script)
+		w.End = time.Now()
+		s.Close()
+		if err != nil {
+			return fmt.Errorf("running the setup script: %w", err)
+		}
+		if res.TimedOut {
+			return errors.New("the setup script timed out")
+		}
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		for _, d := range ents {
+			if driverTop[d.Name()] {
+				continue
+			}
+			if err := copyTree(filepath.Join(dir, d.Name()), filepath.Join(out, d.Name()), -1, -1, nil); err != nil {
+				return fmt.Errorf("saving /%s: %w", d.Name(), err)
+			}
+		}
+		if err := pruneEmptyDirs(out); err != nil {
+			return err
+		}
+	}
+	for _, n := range imageDirs {
+		if err := os.MkdirAll(filepath.Join(out, n), 0o755); err != nil {
+			return err
+		}
+	}
+	b, _ := json.Marshal(w)
+	return os.WriteFile(filepath.Join(tmp, builtFile), b, 0o644)
+}
 
 // builtFile records a template's buildWindow.
 const builtFile = ".built"
@@ -419,7 +610,7 @@ func (e *Env) Score(ctx context.Context, _ string) (env.StepResult, error) {
 		}
 		e.goldRes = g
 	}
-	tree, err := scan(e.agent.rep.dir, e.cur.names)
+	tree, err := e.agent.rep.scan()
 	if err != nil {
 		return env.StepResult{}, fmt.Errorf("bashenv: task %s: %w", e.task.ID, err)
 	}
@@ -452,7 +643,7 @@ func (e *Env) runGold(ctx context.Context) (*goldResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	tree, err := scan(e.gold.rep.dir, e.cur.names)
+	tree, err := e.gold.rep.scan()
 	if err != nil {
 		return nil, err
 	}

@@ -370,6 +370,7 @@ func copyFile(src, dst string) error {
 type replica struct {
 	tpl, dir string // template root, replica root (both hold names)
 	names    []string
+	root     bool // dir is the sandbox's /: other top-level entries go too (but driverTop)
 	uid, gid int
 	retime   retimer
 	state    map[string]statKey // after the last sync, by relative path
@@ -387,6 +388,25 @@ func (r *replica) Sync() error {
 		r.state = map[string]statKey{}
 	}
 	changed := false
+	if r.root {
+		// Entries the episode added to / (a link, an archive) go.
+		want := map[string]bool{}
+		for _, n := range r.names {
+			want[n] = true
+		}
+		have, err := topNames(r.dir)
+		if err != nil {
+			return fmt.Errorf("resyncing /: %w", err)
+		}
+		for _, n := range have {
+			if !want[n] && !driverTop[n] {
+				changed = true
+				if err := os.RemoveAll(filepath.Join(r.dir, n)); err != nil {
+					return fmt.Errorf("resyncing /: %w", err)
+				}
+			}
+		}
+	}
 	for _, n := range r.names {
 		c, err := r.refill(n)
 		if err != nil {
@@ -471,6 +491,19 @@ func (r *replica) refill(rel string) (bool, error) {
 		changed = true
 	}
 	return changed, nil
+}
+
+// scan reads what the reward compares of the replica: a root replica's
+// top-level entries but ignoredTop (the episode may have added some).
+func (r *replica) scan() (manifest, error) {
+	if !r.root {
+		return scan(r.dir, r.names)
+	}
+	names, err := topNames(r.dir)
+	if err != nil {
+		return nil, err
+	}
+	return scan(r.dir, compared(names, true))
 }
 
 func (r *replica) record() error {
