@@ -261,7 +261,7 @@ func (e *Env) openSide(ctx context.Context, name string, v *variant) (*side, err
 			}
 		}
 	}
-	sd := &side{s: s, rep: &replica{tpl: v.tpl, dir: dir, names: v.names, root: v.root, uid: uid, gid: gid, retime: v.built.since(time.Now())}}
+	sd := &side{s: s, rep: &replica{tpl: v.tpl, dir: dir, names: v.names, root: v.root, uid: uid, gid: gid, retime: v.built.since(time.Now()), gitTimes: e.shell == ShellInterCode}}
 	if err := sd.reset(ctx); err != nil {
 		s.Close()
 		return nil, err

@@ -374,6 +374,21 @@ type replica struct {
 	uid, gid int
 	retime   retimer
 	state    map[string]statKey // after the last sync, by relative path
+	// gitTimes: what a resync puts back gets the time of the resync, as
+	// InterCode's `git reset --hard` writes the files it restores (its
+	// containers carry that history from task to task; see shell
+	// "intercode"). Otherwise everything gets the template's times back.
+	gitTimes bool
+	synced   bool // a first Sync has copied everything
+	now      retimer
+}
+
+// restoreTime is the retimer for what this Sync puts back.
+func (r *replica) restoreTime() retimer {
+	if r.gitTimes && r.synced {
+		return r.now
+	}
+	return r.retime
 }
 
 // Sync makes the replica equal to the template again. The first call copies
@@ -387,6 +402,11 @@ func (r *replica) Sync() error {
 		// points and must keep their inodes); everything below is copied.
 		r.state = map[string]statKey{}
 	}
+	if r.gitTimes && r.synced {
+		now := time.Now()
+		r.now = func(time.Time) time.Time { return now }
+	}
+	defer func() { r.synced = true }()
 	changed := false
 	if r.root {
 		// Entries the episode added to / (a link, an archive) go.
@@ -430,7 +450,7 @@ func (r *replica) refill(rel string) (bool, error) {
 	}
 	dinfo, err := os.Lstat(dst)
 	if errors.Is(err, fs.ErrNotExist) {
-		return true, copyTree(src, dst, r.uid, r.gid, r.retime)
+		return true, copyTree(src, dst, r.uid, r.gid, r.restoreTime())
 	}
 	if err != nil {
 		return false, err
@@ -443,7 +463,7 @@ func (r *replica) refill(rel string) (bool, error) {
 		if err := os.RemoveAll(dst); err != nil {
 			return false, err
 		}
-		return true, copyTree(src, dst, r.uid, r.gid, r.retime)
+		return true, copyTree(src, dst, r.uid, r.gid, r.restoreTime())
 	}
 	changed := false
 	ents, err := os.ReadDir(src)
@@ -485,7 +505,8 @@ func (r *replica) refill(rel string) (bool, error) {
 		if err := os.Chmod(dst, info.Mode().Perm()); err != nil {
 			return false, err
 		}
-		if err := os.Chtimes(dst, r.retime.apply(info.ModTime()), r.retime.apply(info.ModTime())); err != nil {
+		rt := r.restoreTime()
+		if err := os.Chtimes(dst, rt.apply(info.ModTime()), rt.apply(info.ModTime())); err != nil {
 			return false, err
 		}
 		changed = true
