@@ -298,7 +298,14 @@ func (l *Launcher) args(argv []string, cg *cgroup, mounts []executors.Mount) []s
 		k, v, _ := strings.Cut(kv, "=")
 		a = append(a, "--setenv", k, v)
 	}
-	a = append(a, "--uid", "1000", "--gid", "1000", "--hostname", "sandbox")
+	// A sandbox with its own root file system is a container's analogue
+	// (InterCode's run as root): uid 0 of its user namespace, still with
+	// no capability, so it owns its / and nothing else.
+	uid := "1000"
+	if root != nil {
+		uid = "0"
+	}
+	a = append(a, "--uid", uid, "--gid", uid, "--hostname", "sandbox")
 	if root != nil {
 		// The caller's directory is /, mounted first so that everything
 		// below lands on it; /etc and /sys are the sandbox's own (read-only

@@ -68,6 +68,9 @@ func TestRootMount(t *testing.T) {
 		{"echo x > /etc/evil || echo refused", "refused"},
 		{"echo x > /sys/evil || echo refused", "refused"},
 		{"python3 -c 'print(6*7)'", "42"},
+		// root of its user namespace, without a capability
+		{"id -un; grep CapEff /proc/self/status", "root\nCapEff:\t0000000000000000"},
+		{"ls /proc/1/fd >/dev/null && echo readable", "readable"},
 		// The links may go: the next sandbox gets them back.
 		{"rm /bin /sbin && mkdir /bin && echo broke", "broke"},
 	}
