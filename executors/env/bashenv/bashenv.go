@@ -1,15 +1,42 @@
-// Package bashenv is InterCode's Bash environment (NL2Bash): each episode
-// runs in a bash session whose task paths (/testbed, /system, /workspace,
-// /backup: the top-level directories the variant's setup script creates) are
-// writable host directories bound into the sandbox. A file-system variant is
-// built once by running its setup script in a sandbox and kept as a template;
-// each episode gets a replica resynced to the template, re-copying only the
-// entries the last episode changed (inode state, see tree.go).
+// Package bashenv is InterCode's Bash environment (NL2Bash). A
+// file-system variant is built once by running its setup script in a
+// sandbox and kept as a template; each episode gets a replica resynced to
+// the template, re-copying only the entries the last episode changed
+// (inode state, see tree.go).
+//
+// Where the driver can mount a host directory as the sandbox's / (bwrap),
+// the replica is the whole root the setup script left (/testbed, /system,
+// fs_1's /index.html, the image's empty /root, /home...), and the sandbox
+// runs as uid 0 of its user namespace with no capability, as InterCode's
+// container runs as root: `ln -s X /`, `tar czf x.tgz` in / or `mv
+// /workspace/* /` land in the episode's replica, are compared, and are gone
+// in the next episode. The driver's own /usr, /etc, /sys (read-only) and
+// /tmp (private tmpfs) are mounted over it, so nothing reaches the host's.
+// Elsewhere (docker) only the task paths (/testbed, /system, /workspace,
+// /backup) are writable host directories bound in.
 //
 // The reward is InterCode's: the gold command runs in a second sandbox on a
 // second replica, and both trees are compared on the host (never inside a
-// sandbox the agent controls) as `git status` would list them, plus the
-// changed files' contents and the TF-IDF similarity of the outputs.
+// sandbox the agent controls) as `git status` would list them (InterCode's
+// .gitignore: /usr, /etc, /var, /root and the other system directories are
+// not compared), plus the changed files' contents and the TF-IDF similarity
+// of the outputs.
+//
+// Replaying InterCode's published GPT-4 trajectories (fs_1..fs_4, bwrap)
+// still differs where the machine or InterCode's history does:
+//   - the network: `curl`, `dig`, `ping` reached it there (fs_2 #49, fs_4 #1);
+//   - the host's /usr on bwrap: c++ and MariaDB's /usr/share/mysql are
+//     installed here, not in InterCode's image (fs_4 #2, fs_3 #24);
+//   - /usr is read-only (bwrap 0.8 has no overlay): `cp -r /workspace /usr`
+//     fails here; InterCode's succeeded, uncompared (fs_3 #32);
+//   - the load average and uptime (fs_4 #25);
+//   - file times: InterCode's containers carry every earlier task's
+//     `git reset --hard` (restored files get that time) and ran for an
+//     hour; with shell "intercode" a resync also gives what it restores the
+//     time of the resync, but our replay runs minutes, so `-mmin +5` can
+//     still differ (fs_2 #18, #32);
+//   - /tmp is the sandbox's own tmpfs, not compared (InterCode's is part of
+//     its root and listed by git status).
 //
 // Registers the "bash" environment and the "nl2bash" loader.
 package bashenv
@@ -180,8 +207,9 @@ var systemDirs = map[string]bool{
 var absPathRE = regexp.MustCompile(`(?:^|[\s'"=(<>|;&])/([A-Za-z0-9_][A-Za-z0-9_-]*)(?:/|\s|$|['"])`)
 
 // TaskPaths are the top-level directories a setup script writes: absolute
-// paths whose first component is not a system directory. Files directly in
-// / (fs_1's /index.html) are not task paths: the sandbox's / is read-only.
+// paths whose first component is not a system directory: what is bound in
+// where the driver cannot mount a whole root replica. Files directly in /
+// (fs_1's /index.html) are then left out: that sandbox's / is read-only.
 func TaskPaths(script string) []string {
 	seen := map[string]bool{}
 	var out []string
