@@ -631,7 +631,12 @@ func (e *Env) Score(ctx context.Context, _ string) (env.StepResult, error) {
 	if !e.reset {
 		return env.StepResult{}, errors.New("bashenv: Score before Reset")
 	}
-	if e.goldRes == nil {
+	// InterCode resets its evaluation container and runs the gold again at
+	// every reward, and the reset gives the files it restores a new time
+	// (gitTimes), so a gold with -mtime may act differently the second
+	// time: shell "intercode" does the same. Elsewhere the gold's result
+	// cannot change within an episode and is kept.
+	if e.goldRes == nil || e.shell == ShellInterCode {
 		g, err := e.runGold(ctx)
 		if err != nil {
 			return env.StepResult{}, fmt.Errorf("bashenv: task %s: gold: %w", e.task.ID, err)
