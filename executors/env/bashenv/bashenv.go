@@ -22,21 +22,27 @@
 // not compared), plus the changed files' contents and the TF-IDF similarity
 // of the outputs.
 //
-// Replaying InterCode's published GPT-4 trajectories (fs_1..fs_4, bwrap)
-// still differs where the machine or InterCode's history does:
-//   - the network: `curl`, `dig`, `ping` reached it there (fs_2 #49, fs_4 #1);
+// Replaying InterCode's published GPT-4 trajectories (fs_1..fs_4, bwrap;
+// README) gives 101 successes where InterCode logged 97; success agrees on
+// 192 of 200. The 8 that differ depend on the machine or on InterCode's
+// pace, none on the reward rule:
+//   - the network: `curl`, `dig` answered there (fs_2 #49, fs_4 #1);
 //   - the host's /usr on bwrap: c++ and MariaDB's /usr/share/mysql are
 //     installed here, not in InterCode's image (fs_4 #2, fs_3 #24);
-//   - /usr is read-only (bwrap 0.8 has no overlay): `cp -r /workspace /usr`
-//     fails here; InterCode's succeeded, uncompared (fs_3 #32);
+//   - /usr is read-only (bubblewrap 0.8 has no overlay): `cp -r /workspace
+//     /usr` fails here; InterCode's succeeded, uncompared (fs_3 #32);
 //   - the load average and uptime (fs_4 #25);
-//   - file times: InterCode's containers carry every earlier task's
-//     `git reset --hard` (restored files get that time) and ran for an
-//     hour; with shell "intercode" a resync also gives what it restores the
-//     time of the resync, but our replay runs minutes, so `-mmin +5` can
-//     still differ (fs_2 #18, #32);
-//   - /tmp is the sandbox's own tmpfs, not compared (InterCode's is part of
-//     its root and listed by git status).
+//   - what the sandbox may not read: `find` from / prints permission
+//     errors for /proc/1 and host-private directories (fs_1 #30);
+//   - file times: InterCode's containers carry every earlier `git reset
+//     --hard` (restored files get its time; with shell "intercode" a resync
+//     does the same, and the gold runs again at every reward as there), but
+//     its run took an hour and our replay minutes, so `-mmin +5` sees other
+//     files (fs_2 #18).
+// Also different, not seen in that replay: /tmp is the sandbox's own tmpfs,
+// not compared (InterCode's is part of its root and listed by git status);
+// names InterCode's .gitignore lists are ignored only at the top level
+// (git ignores /testbed/x/bin too).
 //
 // Registers the "bash" environment and the "nl2bash" loader.
 package bashenv
