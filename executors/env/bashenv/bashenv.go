@@ -39,6 +39,7 @@
 //     does the same, and the gold runs again at every reward as there), but
 //     its run took an hour and our replay minutes, so `-mmin +5` sees other
 //     files (fs_2 #18).
+//
 // Also different, not seen in that replay: /tmp is the sandbox's own tmpfs,
 // not compared (InterCode's is part of its root and listed by git status);
 // names InterCode's .gitignore lists are ignored only at the top level
