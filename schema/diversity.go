@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -19,25 +20,33 @@ import (
 // summary says Estimated); openings (the first words) are kept as text,
 // and past maxOpenings distinct ones those seen once so far are dropped,
 // so a repeated opening keeps (nearly) its count and a rare one may be
-// undercounted. Not safe for concurrent use.
+// undercounted. Nothing it keeps holds a pointer (hashes, counts, one text
+// arena), so the collector does not scan it and merging two is a few passes
+// over flat slices. Not safe for concurrent use.
 type Diversity struct {
 	dialogues, modelFree, codeless  int
 	firstUser, closing, codelessSet distinct
-	openings                        map[string]int
+	openings                        openingCounts
+	scratch                         []byte // the opening being read
 }
 
 // Bounds of Diversity's memory: about 16 bytes per exact hash, 80 per
-// opening (variables for the tests).
+// opening (variables for the tests). Openings are few enough to stay in the
+// processor's cache: a corpus's most repeated openings come back far more
+// often than once in 16,384 turns.
 var (
 	maxExact    = 1 << 20
-	maxOpenings = 1 << 17
+	maxOpenings = 1 << 14
 )
 
-// distinct counts distinct 64-bit hashes: exactly in a set while it is
-// small, then in a HyperLogLog sketch (2^14 registers).
+// distinct counts distinct 64-bit hashes: exactly while there are few
+// (hashes appended to a slice, sorted and deduplicated whenever it doubles:
+// cheaper than a hash set, whose inserts miss the cache once it outgrows
+// it), then in a HyperLogLog sketch (2^14 registers).
 type distinct struct {
-	set map[uint64]struct{}
-	hll []uint8
+	hs     []uint64 // hs[:sorted] sorted and unique, then appended
+	sorted int
+	hll    []uint8
 }
 
 func (d *distinct) add(h uint64) {
@@ -45,17 +54,85 @@ func (d *distinct) add(h uint64) {
 		d.hllAdd(h)
 		return
 	}
-	if d.set == nil {
-		d.set = map[uint64]struct{}{}
+	d.hs = append(d.hs, h)
+	if len(d.hs) >= max(2*d.sorted, 1<<12) {
+		d.compact()
 	}
-	d.set[h] = struct{}{}
-	if len(d.set) > maxExact {
+}
+
+// compact sorts and deduplicates the hashes, and turns them into a sketch
+// once more than maxExact are distinct.
+func (d *distinct) compact() {
+	if d.hll != nil || d.sorted == len(d.hs) {
+		return
+	}
+	sortHashes(d.hs[d.sorted:])
+	d.hs = mergeUnique(d.hs[:d.sorted], d.hs[d.sorted:])
+	d.sorted = len(d.hs)
+	if len(d.hs) > maxExact {
 		d.hll = make([]uint8, 1<<hllBits)
-		for k := range d.set {
-			d.hllAdd(k)
+		for _, h := range d.hs {
+			d.hllAdd(h)
 		}
-		d.set = nil
+		d.hs, d.sorted = nil, 0
 	}
+}
+
+// sortHashes sorts uniformly distributed hashes: a counting pass on their
+// top bits, then each small bucket in place (linear in practice).
+func sortHashes(hs []uint64) {
+	if len(hs) < 256 {
+		slices.Sort(hs)
+		return
+	}
+	shift := 64 - bits.Len(uint(len(hs)/8))
+	nb := 1 << (64 - shift)
+	starts := make([]int, nb+1)
+	for _, h := range hs {
+		starts[h>>shift+1]++
+	}
+	for i := 1; i <= nb; i++ {
+		starts[i] += starts[i-1]
+	}
+	out := make([]uint64, len(hs))
+	next := slices.Clone(starts[:nb])
+	for _, h := range hs {
+		b := h >> shift
+		out[next[b]] = h
+		next[b]++
+	}
+	for b := 0; b < nb; b++ {
+		slices.Sort(out[starts[b]:starts[b+1]])
+	}
+	copy(hs, out)
+}
+
+// mergeUnique merges two sorted runs that sit next to each other in one
+// slice (a then b) into one sorted run without repeats; b may repeat.
+func mergeUnique(a, b []uint64) []uint64 {
+	out := make([]uint64, 0, len(a)+len(b))
+	i, j := 0, 0
+	push := func(h uint64) {
+		if n := len(out); n == 0 || out[n-1] != h {
+			out = append(out, h)
+		}
+	}
+	for i < len(a) && j < len(b) {
+		if a[i] <= b[j] {
+			push(a[i])
+			i++
+		} else {
+			push(b[j])
+			j++
+		}
+	}
+	for ; i < len(a); i++ {
+		push(a[i])
+	}
+	for ; j < len(b); j++ {
+		push(b[j])
+	}
+	return out
 }
 
 const hllBits = 14
@@ -70,8 +147,9 @@ func (d *distinct) hllAdd(h uint64) {
 
 // count is the exact count, or the sketch's estimate (est true).
 func (d *distinct) count() (n int, est bool) {
+	d.compact()
 	if d.hll == nil {
-		return len(d.set), false
+		return len(d.hs), false
 	}
 	m := float64(len(d.hll))
 	sum, zeros := 0.0, 0
@@ -86,6 +164,112 @@ func (d *distinct) count() (n int, est bool) {
 		e = m * math.Log(m/float64(zeros)) // small range correction
 	}
 	return int(e + 0.5), true
+}
+
+func (d *distinct) merge(o *distinct) {
+	if o.hll == nil {
+		if d.hll != nil {
+			for _, h := range o.hs {
+				d.hllAdd(h)
+			}
+			return
+		}
+		d.hs = append(d.hs, o.hs...)
+		if len(d.hs) >= max(2*d.sorted, 1<<12) {
+			d.compact()
+		}
+		return
+	}
+	if d.hll == nil {
+		d.hll = make([]uint8, 1<<hllBits)
+		for _, h := range d.hs {
+			d.hllAdd(h)
+		}
+		d.hs, d.sorted = nil, 0
+	}
+	for i, r := range o.hll {
+		d.hll[i] = max(d.hll[i], r)
+	}
+}
+
+// openingCounts counts openings by the hash of their text; each text is
+// kept once, in an arena.
+type openingCounts struct {
+	index map[uint64]int32 // hash -> entry
+	ents  []openingEntry
+	text  []byte
+}
+
+type openingEntry struct {
+	hash    uint64
+	n       int
+	off, ln uint32 // the text in the arena
+}
+
+func (oc *openingCounts) len() int { return len(oc.ents) }
+
+func (oc *openingCounts) textOf(e *openingEntry) []byte { return oc.text[e.off : e.off+e.ln] }
+
+// add counts n more of the opening text, whose hash is h.
+func (oc *openingCounts) add(h uint64, text []byte, n int) {
+	if i, ok := oc.index[h]; ok {
+		oc.ents[i].n += n
+		return
+	}
+	if oc.index == nil {
+		// Sized for the bound at once: no growing (and copying) later.
+		oc.index = make(map[uint64]int32, maxOpenings+1)
+		oc.ents = make([]openingEntry, 0, maxOpenings+1)
+		oc.text = make([]byte, 0, 48*maxOpenings)
+	}
+	oc.index[h] = int32(len(oc.ents))
+	oc.ents = append(oc.ents, openingEntry{hash: h, n: n, off: uint32(len(oc.text)), ln: uint32(len(text))})
+	oc.text = append(oc.text, text...)
+	if len(oc.ents) > maxOpenings {
+		oc.prune()
+	}
+}
+
+// prune drops the openings seen once so far (lossy counting): the counts
+// stay bounded, and an opening that repeats often survives every prune.
+func (oc *openingCounts) prune() {
+	cut := 1
+	if kept := len(oc.ents) - oc.countAtMost(1); kept > maxOpenings/2 {
+		// Nearly everything repeats: drop the least frequent half.
+		ns := make([]int, 0, len(oc.ents))
+		for _, e := range oc.ents {
+			if e.n > 1 {
+				ns = append(ns, e.n)
+			}
+		}
+		slices.Sort(ns)
+		cut = ns[len(ns)/2]
+	}
+	// Compacted in place: entries and their texts lie in the same order,
+	// so a kept text only moves down.
+	ents, text := oc.ents[:0], oc.text[:0]
+	clear(oc.index)
+	for _, e := range oc.ents {
+		if e.n <= cut {
+			continue
+		}
+		t := oc.textOf(&e)
+		e.off = uint32(len(text))
+		text = append(text, t...)
+		oc.index[e.hash] = int32(len(ents))
+		ents = append(ents, e)
+	}
+	oc.ents, oc.text = ents, text
+}
+
+func (oc *openingCounts) countAtMost(n int) int {
+	k := 0
+	for _, e := range oc.ents {
+		if e.n <= n {
+			k++
+		}
+	}
+	return k
 }
 
 // DiversitySummary is Diversity's figures.
@@ -115,12 +299,14 @@ func hash64(s string) uint64 { return maphash.String(hashSeed, strings.TrimSpace
 
 // opening is the first six words of a turn's first line (what strings.Fields
 // on that line would give, joined by single spaces), reading no further.
-func opening(s string) string {
+func opening(s string) string { return string(appendOpening(nil, s)) }
+
+// appendOpening appends s's opening to b.
+func appendOpening(b []byte, s string) []byte {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	var b []byte
 	words := 0
 	for i := 0; i < len(s) && words < 6; {
 		r, size := rune(s[i]), 1
@@ -149,16 +335,14 @@ func opening(s string) string {
 		words++
 		i = j
 	}
-	return string(b)
+	return b
 }
 
 func hasFence(s string) bool { return strings.Contains(s, "```") || strings.Contains(s, "~~~") }
 
-// Add counts one dialogue.
+// Add counts one dialogue. It keeps nothing of d's strings (the Parquet
+// reader passes views of its page buffers).
 func (dv *Diversity) Add(d *Dialogue) {
-	if dv.openings == nil {
-		dv.openings = map[string]int{}
-	}
 	dv.dialogues++
 	if d.Model == "" {
 		dv.modelFree++
@@ -173,11 +357,8 @@ func (dv *Diversity) Add(d *Dialogue) {
 			}
 		case RoleAssistant:
 			lastAssistant = m.Content
-			if o := opening(m.Content); o != "" {
-				dv.openings[o]++
-				if len(dv.openings) > maxOpenings {
-					dv.pruneOpenings()
-				}
+			if dv.scratch = appendOpening(dv.scratch[:0], m.Content); len(dv.scratch) > 0 {
+				dv.openings.add(maphash.Bytes(hashSeed, dv.scratch), dv.scratch, 1)
 			}
 			if !hasFence(m.Content) {
 				dv.codeless++
@@ -201,9 +382,9 @@ func (dv *Diversity) Summary(top int) DiversitySummary {
 	if dv.dialogues > 0 {
 		s.TemplateShare = float64(dv.modelFree) / float64(dv.dialogues)
 	}
-	for t, n := range dv.openings {
-		if n > 1 {
-			s.TopOpenings = append(s.TopOpenings, Opening{t, n})
+	for i := range dv.openings.ents {
+		if e := &dv.openings.ents[i]; e.n > 1 {
+			s.TopOpenings = append(s.TopOpenings, Opening{string(dv.openings.textOf(e)), e.n})
 		}
 	}
 	sort.Slice(s.TopOpenings, func(i, j int) bool {
@@ -216,30 +397,6 @@ func (dv *Diversity) Summary(top int) DiversitySummary {
 	return s
 }
 
-// pruneOpenings drops the openings seen once so far (lossy counting): the
-// map stays bounded, and an opening that repeats often survives every prune.
-func (dv *Diversity) pruneOpenings() {
-	for o, n := range dv.openings {
-		if n <= 1 {
-			delete(dv.openings, o)
-		}
-	}
-	if len(dv.openings) > maxOpenings/2 {
-		// Nearly everything repeats: drop the least frequent half.
-		counts := make([]int, 0, len(dv.openings))
-		for _, n := range dv.openings {
-			counts = append(counts, n)
-		}
-		sort.Ints(counts)
-		cut := counts[len(counts)/2]
-		for o, n := range dv.openings {
-			if n <= cut {
-				delete(dv.openings, o)
-			}
-		}
-	}
-}
-
 // Merge adds the dialogues o counted (o is left as it was).
 func (dv *Diversity) Merge(o *Diversity) {
 	dv.dialogues += o.dialogues
@@ -248,32 +405,8 @@ func (dv *Diversity) Merge(o *Diversity) {
 	dv.firstUser.merge(&o.firstUser)
 	dv.closing.merge(&o.closing)
 	dv.codelessSet.merge(&o.codelessSet)
-	if dv.openings == nil {
-		dv.openings = map[string]int{}
-	}
-	for t, n := range o.openings {
-		dv.openings[t] += n
-		if len(dv.openings) > maxOpenings {
-			dv.pruneOpenings()
-		}
-	}
-}
-
-func (d *distinct) merge(o *distinct) {
-	if o.hll == nil {
-		for h := range o.set {
-			d.add(h)
-		}
-		return
-	}
-	if d.hll == nil {
-		d.hll = make([]uint8, 1<<hllBits)
-		for h := range d.set {
-			d.hllAdd(h)
-		}
-		d.set = nil
-	}
-	for i, r := range o.hll {
-		d.hll[i] = max(d.hll[i], r)
+	for i := range o.openings.ents {
+		e := &o.openings.ents[i]
+		dv.openings.add(e.hash, o.openings.textOf(e), e.n)
 	}
 }

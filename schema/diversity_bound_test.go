@@ -60,8 +60,8 @@ func TestDiversityBounded(t *testing.T) {
 	if e := math.Abs(float64(s.DistinctFirstUser)-float64(n)) / float64(n); e > 0.03 {
 		t.Errorf("distinct first user turns %d, want %d within 3%% (off %.2f%%)", s.DistinctFirstUser, n, 100*e)
 	}
-	if len(dv.openings) > maxOpenings {
-		t.Errorf("%d openings kept, bound %d", len(dv.openings), maxOpenings)
+	if dv.openings.len() > maxOpenings {
+		t.Errorf("%d openings kept, bound %d", dv.openings.len(), maxOpenings)
 	}
 	if len(s.TopOpenings) != 3 {
 		t.Fatalf("top openings %+v, want the 3 repeated ones", s.TopOpenings)

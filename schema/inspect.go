@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ type Report struct {
 	BadCount int
 	Schema   string                    // Parquet schema, or JSON fields with types and presence
 	fields   map[string]map[string]int // field -> JSON type -> count
+	langKeys map[string]string         // fence language -> its key in Langs
 	Turns    Dist                      // per dialogue
 	MsgLen   Dist                      // per message, characters
 	TextLen  Dist                      // per dialogue total, or per problem text
@@ -185,6 +187,9 @@ func newReport(path string) *Report {
 // counted on another and their diversity on a third; a few batches in
 // flight bound the memory.
 func (rep *Report) readRowGroup(r *parquetReader, sample int) error {
+	if c, ok := r.rows.(*columnRows); ok && c.layout != ExportNative {
+		return c.scan(rep, r.row, sample)
+	}
 	type batch struct {
 		ds   []Dialogue
 		errs []error
@@ -354,7 +359,7 @@ func (rep *Report) addDialogueStats(d *Dialogue, sample int) {
 		rep.Roles[m.Role]++
 		rep.MsgLen.Add(len(m.Content))
 		total += len(m.Content)
-		FenceLanguages(m.Content, func(lang string) { rep.Langs[strings.ToLower(lang)]++ })
+		FenceLanguages(m.Content, rep.countLang)
 	}
 	rep.TextLen.Add(total)
 	if len(rep.Samples) < sample {
@@ -365,6 +370,22 @@ func (rep *Report) addDialogueStats(d *Dialogue, sample int) {
 		}
 		rep.Samples = append(rep.Samples, b.String())
 	}
+}
+
+// countLang counts a fence's language in lower case. lang may point into
+// a page buffer: the map keys are copies, made once per spelling.
+func (rep *Report) countLang(lang string) {
+	k, ok := rep.langKeys[lang]
+	if !ok {
+		k = strings.ToLower(strings.Clone(lang))
+		if rep.langKeys == nil {
+			rep.langKeys = map[string]string{}
+		}
+		if len(rep.langKeys) < 256 {
+			rep.langKeys[strings.Clone(lang)] = k
+		}
+	}
+	rep.Langs[k]++
 }
 
 func (rep *Report) addProblem(m map[string]json.RawMessage, sample int) {
@@ -420,20 +441,41 @@ func parquetSchema(path string) (string, error) {
 // Dist is a distribution of non-negative integers kept as a count per
 // distinct value: exact percentiles in memory that grows with the distinct
 // values (message lengths: thousands), not with the records (millions).
+// Values below denseMax are counted in a slice indexed by value (an add is
+// an increment, not a map assignment), larger ones in a map.
 type Dist struct {
 	N      int64
 	sum    int64
+	dense  []int64
 	counts map[int]int64
 }
 
+const denseMax = 1 << 16
+
 // Add counts one value.
 func (d *Dist) Add(v int) {
+	d.N++
+	d.sum += int64(v)
+	if uint(v) < uint(len(d.dense)) {
+		d.dense[v]++
+		return
+	}
+	d.addSlow(v, 1)
+}
+
+func (d *Dist) addSlow(v int, n int64) {
+	if v >= 0 && v < denseMax {
+		if v >= len(d.dense) {
+			d.dense = slices.Grow(d.dense, min(denseMax, max(64, 2*(v+1)))-len(d.dense))
+			d.dense = d.dense[:cap(d.dense)]
+		}
+		d.dense[v] += n
+		return
+	}
 	if d.counts == nil {
 		d.counts = map[int]int64{}
 	}
-	d.counts[v]++
-	d.N++
-	d.sum += int64(v)
+	d.counts[v] += n
 }
 
 // Merge adds o's values.
@@ -441,11 +483,17 @@ func (d *Dist) Merge(o *Dist) {
 	if o.N == 0 {
 		return
 	}
-	if d.counts == nil {
-		d.counts = map[int]int64{}
+	for v, n := range o.dense {
+		if n > 0 {
+			if v < len(d.dense) {
+				d.dense[v] += n
+			} else {
+				d.addSlow(v, n)
+			}
+		}
 	}
 	for v, n := range o.counts {
-		d.counts[v] += n
+		d.addSlow(v, n)
 	}
 	d.N += o.N
 	d.sum += o.sum
@@ -457,23 +505,32 @@ func (d *Dist) String() string {
 	if d.N == 0 {
 		return "-"
 	}
-	vals := make([]int, 0, len(d.counts))
-	for v := range d.counts {
-		vals = append(vals, v)
+	type vc struct {
+		v int
+		n int64
 	}
-	sort.Ints(vals)
+	var vals []vc
+	for v, n := range d.dense {
+		if n > 0 {
+			vals = append(vals, vc{v, n})
+		}
+	}
+	for v, n := range d.counts {
+		vals = append(vals, vc{v, n})
+	}
+	sort.Slice(vals, func(i, j int) bool { return vals[i].v < vals[j].v })
 	p := func(q float64) int {
 		idx := int64(q * float64(d.N-1))
 		var seen int64
-		for _, v := range vals {
-			seen += d.counts[v]
+		for _, x := range vals {
+			seen += x.n
 			if seen > idx {
-				return v
+				return x.v
 			}
 		}
-		return vals[len(vals)-1]
+		return vals[len(vals)-1].v
 	}
-	return fmt.Sprintf("min %d  p50 %d  p90 %d  p99 %d  max %d  mean %.1f", vals[0], p(0.5), p(0.9), p(0.99), vals[len(vals)-1], float64(d.sum)/float64(d.N))
+	return fmt.Sprintf("min %d  p50 %d  p90 %d  p99 %d  max %d  mean %.1f", vals[0].v, p(0.5), p(0.9), p(0.99), vals[len(vals)-1].v, float64(d.sum)/float64(d.N))
 }
 
 func counts(m map[string]int) string {
