@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"math"
 	"math/bits"
@@ -192,84 +193,91 @@ func (d *distinct) merge(o *distinct) {
 	}
 }
 
-// openingCounts counts openings by the hash of their text; each text is
-// kept once, in an arena.
+// openingCounts counts openings by the hash of their text in an open
+// addressing table of 16-byte slots holding the count (a hit touches one
+// cache line, and the table stays within a core's cache); each text is kept
+// once, in an arena, after its length.
 type openingCounts struct {
-	index map[uint64]int32 // hash -> entry
-	ents  []openingEntry
-	text  []byte
+	slots       []openingSlot // power of two, at most half full
+	used        int
+	text, spare []byte // the arena, and the one prune copies into
+	kept        []openingSlot
 }
 
-type openingEntry struct {
-	hash    uint64
-	n       int
-	off, ln uint32 // the text in the arena
+type openingSlot struct {
+	hash uint64
+	n    uint32 // 0: an empty slot
+	off  uint32 // the text's length (uvarint) and bytes in the arena
 }
 
-func (oc *openingCounts) len() int { return len(oc.ents) }
+func (oc *openingCounts) len() int { return oc.used }
 
-func (oc *openingCounts) textOf(e *openingEntry) []byte { return oc.text[e.off : e.off+e.ln] }
+func (oc *openingCounts) textOf(e *openingSlot) []byte {
+	ln, k := binary.Uvarint(oc.text[e.off:])
+	start := int(e.off) + k
+	return oc.text[start : start+int(ln)]
+}
 
 // add counts n more of the opening text, whose hash is h.
 func (oc *openingCounts) add(h uint64, text []byte, n int) {
-	if i, ok := oc.index[h]; ok {
-		oc.ents[i].n += n
+	if oc.slots == nil {
+		// Sized for the bound at once: no growing (and copying) later.
+		oc.slots = make([]openingSlot, 1<<bits.Len(uint(2*maxOpenings-1)))
+		oc.text = make([]byte, 0, 40*maxOpenings)
+	}
+	e := oc.slot(h)
+	if e.n > 0 {
+		e.n = uint32(min(int(e.n)+n, math.MaxUint32))
 		return
 	}
-	if oc.index == nil {
-		// Sized for the bound at once: no growing (and copying) later.
-		oc.index = make(map[uint64]int32, maxOpenings+1)
-		oc.ents = make([]openingEntry, 0, maxOpenings+1)
-		oc.text = make([]byte, 0, 48*maxOpenings)
-	}
-	oc.index[h] = int32(len(oc.ents))
-	oc.ents = append(oc.ents, openingEntry{hash: h, n: n, off: uint32(len(oc.text)), ln: uint32(len(text))})
+	*e = openingSlot{hash: h, n: uint32(min(n, math.MaxUint32)), off: uint32(len(oc.text))}
+	oc.text = binary.AppendUvarint(oc.text, uint64(len(text)))
 	oc.text = append(oc.text, text...)
-	if len(oc.ents) > maxOpenings {
+	if oc.used++; oc.used > maxOpenings {
 		oc.prune()
+	}
+}
+
+// slot is h's slot, or the empty slot where it goes.
+func (oc *openingCounts) slot(h uint64) *openingSlot {
+	mask := uint64(len(oc.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		if e := &oc.slots[i]; e.n == 0 || e.hash == h {
+			return e
+		}
 	}
 }
 
 // prune drops the openings seen once so far (lossy counting): the counts
 // stay bounded, and an opening that repeats often survives every prune.
 func (oc *openingCounts) prune() {
-	cut := 1
-	if kept := len(oc.ents) - oc.countAtMost(1); kept > maxOpenings/2 {
+	kept := oc.kept[:0]
+	for _, e := range oc.slots {
+		if e.n > 1 {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) > maxOpenings/2 {
 		// Nearly everything repeats: drop the least frequent half.
-		ns := make([]int, 0, len(oc.ents))
-		for _, e := range oc.ents {
-			if e.n > 1 {
-				ns = append(ns, e.n)
-			}
+		ns := make([]uint32, len(kept))
+		for i, e := range kept {
+			ns[i] = e.n
 		}
 		slices.Sort(ns)
-		cut = ns[len(ns)/2]
+		cut := ns[len(ns)/2]
+		kept = slices.DeleteFunc(kept, func(e openingSlot) bool { return e.n <= cut })
 	}
-	// Compacted in place: entries and their texts lie in the same order,
-	// so a kept text only moves down.
-	ents, text := oc.ents[:0], oc.text[:0]
-	clear(oc.index)
-	for _, e := range oc.ents {
-		if e.n <= cut {
-			continue
-		}
+	text := oc.spare[:0]
+	clear(oc.slots)
+	for _, e := range kept {
 		t := oc.textOf(&e)
 		e.off = uint32(len(text))
+		text = binary.AppendUvarint(text, uint64(len(t)))
 		text = append(text, t...)
-		oc.index[e.hash] = int32(len(ents))
-		ents = append(ents, e)
+		*oc.slot(e.hash) = e
 	}
-	oc.ents, oc.text = ents, text
-}
-
-func (oc *openingCounts) countAtMost(n int) int {
-	k := 0
-	for _, e := range oc.ents {
-		if e.n <= n {
-			k++
-		}
-	}
-	return k
+	oc.used, oc.kept = len(kept), kept
+	oc.text, oc.spare = text, oc.text[:0]
 }
 
 // DiversitySummary is Diversity's figures.
@@ -301,31 +309,38 @@ func hash64(s string) uint64 { return maphash.String(hashSeed, strings.TrimSpace
 // on that line would give, joined by single spaces), reading no further.
 func opening(s string) string { return string(appendOpening(nil, s)) }
 
-// appendOpening appends s's opening to b.
+// appendOpening appends s's opening to b in one pass: leading space
+// (newlines too) skipped, then words up to the end of that line.
 func appendOpening(b []byte, s string) []byte {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	words := 0
-	for i := 0; i < len(s) && words < 6; {
-		r, size := rune(s[i]), 1
-		if r >= utf8.RuneSelf {
-			r, size = utf8.DecodeRuneInString(s[i:])
+	i, words := 0, 0
+	for i < len(s) {
+		size := spaceAt(s, i)
+		if size == 0 {
+			break
 		}
-		if unicode.IsSpace(r) {
+		i += size
+	}
+	for i < len(s) && words < 6 {
+		if s[i] == '\n' {
+			break
+		}
+		if size := spaceAt(s, i); size > 0 {
 			i += size
 			continue
 		}
 		j := i
 		for j < len(s) {
-			r, size := rune(s[j]), 1
-			if r >= utf8.RuneSelf {
-				r, size = utf8.DecodeRuneInString(s[j:])
+			if c := s[j]; c < utf8.RuneSelf {
+				if asciiSpace[c] {
+					break
+				}
+				j++
+				continue
 			}
-			if unicode.IsSpace(r) {
+			if spaceAt(s, j) > 0 {
 				break
 			}
+			_, size := utf8.DecodeRuneInString(s[j:])
 			j += size
 		}
 		if words > 0 {
@@ -336,6 +351,23 @@ func appendOpening(b []byte, s string) []byte {
 		i = j
 	}
 	return b
+}
+
+// asciiSpace: the ASCII bytes unicode.IsSpace accepts.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
+
+// spaceAt is the size of the space character at s[i], or 0 when it is none.
+func spaceAt(s string, i int) int {
+	if c := s[i]; c < utf8.RuneSelf {
+		if asciiSpace[c] {
+			return 1
+		}
+		return 0
+	}
+	if r, size := utf8.DecodeRuneInString(s[i:]); unicode.IsSpace(r) {
+		return size
+	}
+	return 0
 }
 
 func hasFence(s string) bool { return strings.Contains(s, "```") || strings.Contains(s, "~~~") }
@@ -382,9 +414,9 @@ func (dv *Diversity) Summary(top int) DiversitySummary {
 	if dv.dialogues > 0 {
 		s.TemplateShare = float64(dv.modelFree) / float64(dv.dialogues)
 	}
-	for i := range dv.openings.ents {
-		if e := &dv.openings.ents[i]; e.n > 1 {
-			s.TopOpenings = append(s.TopOpenings, Opening{string(dv.openings.textOf(e)), e.n})
+	for i := range dv.openings.slots {
+		if e := &dv.openings.slots[i]; e.n > 1 {
+			s.TopOpenings = append(s.TopOpenings, Opening{string(dv.openings.textOf(e)), int(e.n)})
 		}
 	}
 	sort.Slice(s.TopOpenings, func(i, j int) bool {
@@ -405,8 +437,9 @@ func (dv *Diversity) Merge(o *Diversity) {
 	dv.firstUser.merge(&o.firstUser)
 	dv.closing.merge(&o.closing)
 	dv.codelessSet.merge(&o.codelessSet)
-	for i := range o.openings.ents {
-		e := &o.openings.ents[i]
-		dv.openings.add(e.hash, o.openings.textOf(e), e.n)
+	for i := range o.openings.slots {
+		if e := &o.openings.slots[i]; e.n > 0 {
+			dv.openings.add(e.hash, o.openings.textOf(e), int(e.n))
+		}
 	}
 }
