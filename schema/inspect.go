@@ -187,7 +187,7 @@ func newReport(path string) *Report {
 // counted on another and their diversity on a third; a few batches in
 // flight bound the memory.
 func (rep *Report) readRowGroup(r *parquetReader, sample int) error {
-	if c, ok := r.rows.(*columnRows); ok && c.layout != ExportNative {
+	if c, ok := r.rows.(*columnRows); ok {
 		return c.scan(rep, r.row, sample)
 	}
 	type batch struct {

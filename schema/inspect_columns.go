@@ -185,14 +185,8 @@ func (c *columnRows) next() (Dialogue, func() []byte, error) {
 	switch c.layout {
 	case ExportNative:
 		row := ParquetDialogue{ID: id, Messages: msgs}
-		dst := []*string{&row.Stage, &row.Method, &row.Model, &row.PromptVersion, &row.Sources, &row.Labels, &row.MessageMeta, &row.SourceID, &row.Extra}
-		for i, s := range c.flat {
-			if s == nil {
-				continue
-			}
-			if *dst[i], _, err = s.nextString(); err != nil {
-				return Dialogue{}, nil, fmt.Errorf("column %s: %w", nativeFlatColumns[i], noEOF(err))
-			}
+		if err := c.readFlat(&row); err != nil {
+			return Dialogue{}, nil, err
 		}
 		d, err := FromParquet(&row)
 		return d, func() []byte { b, _ := json.Marshal(row); return b }, err
@@ -356,6 +350,9 @@ func (s *colStream) nextString() (string, bool, error) {
 		return "", false, err
 	}
 	b, err := s.bytesAt(k)
+	if s.views {
+		return s.str(b), true, err
+	}
 	return string(b), true, err
 }
 
@@ -422,53 +419,91 @@ func (s *colStream) nextList(dst []string) ([]string, error) {
 	}
 }
 
-// scan counts the row group, of a Code-Feedback layout, into rep without
-// building its rows: contents are views of the page buffers (counted,
-// hashed and copied where kept, never held past their page), roles are
-// interned, and ids are read only while rep still takes samples. It counts
-// what Read and then addDialogue count, bad records included.
+// scan counts the row group into rep without keeping its rows: values are
+// views of the page buffers (counted, hashed, or copied where kept, never
+// held past their page), roles are interned, and a Code-Feedback row's id
+// is read only while rep still takes samples. It counts what Read and then
+// addDialogue count, bad records included.
 func (c *columnRows) scan(rep *Report, firstRow int, sample int) error {
-	c.content.views = true
+	native := c.layout == ExportNative
+	for _, s := range append([]*colStream{c.id, c.content}, c.flat...) {
+		if s != nil {
+			s.views = true
+		}
+	}
 	var msgs []Message
+	var pmsgs []ParquetMessage
+	var row ParquetDialogue
 	for k := int64(0); k < c.numRows; k++ {
-		row := firstRow + int(k) + 1
+		line := firstRow + int(k) + 1
 		// Any id will do for Validate unless a sample shows it: a
 		// Code-Feedback row's id is never empty (its messages' hash when
 		// the column is).
 		id := "-"
-		if len(rep.Samples) < sample {
+		if native || len(rep.Samples) < sample {
 			var err error
 			if id, err = c.readID(); err != nil {
-				return fmt.Errorf("%s: row %d: column id: %w", c.path, row, noEOF(err))
+				return fmt.Errorf("%s: row %d: column id: %w", c.path, line, noEOF(err))
 			}
 		}
 		var err error
 		if c.roles, err = c.role.nextList(c.roles[:0]); err != nil {
-			return fmt.Errorf("%s: row %d: column role: %w", c.path, row, noEOF(err))
+			return fmt.Errorf("%s: row %d: column role: %w", c.path, line, noEOF(err))
 		}
 		if c.contents, err = c.content.nextList(c.contents[:0]); err != nil {
-			return fmt.Errorf("%s: row %d: column content: %w", c.path, row, noEOF(err))
+			return fmt.Errorf("%s: row %d: column content: %w", c.path, line, noEOF(err))
 		}
 		if len(c.roles) != len(c.contents) {
-			return fmt.Errorf("%s: row %d: %d roles for %d contents", c.path, row, len(c.roles), len(c.contents))
+			return fmt.Errorf("%s: row %d: %d roles for %d contents", c.path, line, len(c.roles), len(c.contents))
 		}
-		msgs = msgs[:0]
-		for i := range c.roles {
-			msgs = append(msgs, Message{Role: c.roles[i], Content: c.contents[i]})
+		var d Dialogue
+		if native {
+			pmsgs = pmsgs[:0]
+			for i := range c.roles {
+				pmsgs = append(pmsgs, ParquetMessage{Role: c.roles[i], Content: c.contents[i]})
+			}
+			row = ParquetDialogue{ID: id, Messages: pmsgs}
+			if err := c.readFlat(&row); err != nil {
+				return fmt.Errorf("%s: row %d: %w", c.path, line, err)
+			}
+			d, err = FromParquet(&row)
+		} else {
+			msgs = msgs[:0]
+			for i := range c.roles {
+				msgs = append(msgs, Message{Role: c.roles[i], Content: c.contents[i]})
+			}
+			d = Dialogue{ID: id, Messages: msgs}
+			if strings.TrimSpace(id) == "" {
+				d.ID = DialogueID(msgs)
+			}
 		}
-		d := Dialogue{ID: id, Messages: msgs}
-		if strings.TrimSpace(id) == "" {
-			d.ID = DialogueID(msgs)
+		if err == nil {
+			err = d.Validate()
 		}
-		if err := d.Validate(); err != nil {
+		if err != nil {
 			// Raw is left out: inspect prints the reason only.
-			if err := rep.bad(&RecordError{File: c.path, Unit: "row", Line: row, Reason: err.Error()}); err != nil {
+			if err := rep.bad(&RecordError{File: c.path, Unit: "row", Line: line, Reason: err.Error()}); err != nil {
 				return err
 			}
 			continue
 		}
 		rep.Diversity.Add(&d)
 		rep.addDialogueStats(&d, sample)
+	}
+	return nil
+}
+
+// readFlat reads the native layout's flat columns of the next row into row.
+func (c *columnRows) readFlat(row *ParquetDialogue) error {
+	dst := []*string{&row.Stage, &row.Method, &row.Model, &row.PromptVersion, &row.Sources, &row.Labels, &row.MessageMeta, &row.SourceID, &row.Extra}
+	for i, s := range c.flat {
+		if s == nil {
+			continue
+		}
+		var err error
+		if *dst[i], _, err = s.nextString(); err != nil {
+			return fmt.Errorf("column %s: %w", nativeFlatColumns[i], noEOF(err))
+		}
 	}
 	return nil
 }
