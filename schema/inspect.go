@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,8 +42,9 @@ type Report struct {
 // Inspect reads path as a stream and summarises it; sample records are
 // rendered for reading in a terminal. Sizes are counted per distinct value
 // (exact percentiles in memory that does not grow with the records); the
-// records themselves are not kept.
-func Inspect(path string, sample int) (*Report, error) {
+// records themselves are not kept. It stops with ctx's error once ctx is
+// done.
+func Inspect(ctx context.Context, path string, sample int) (*Report, error) {
 	rep := newReport(path)
 	bad := rep.bad
 	if IsParquet(path) {
@@ -55,7 +57,7 @@ func Inspect(path string, sample int) (*Report, error) {
 			return nil, err
 		}
 		defer f.Close()
-		if err := rep.inspectRowGroups(rgs, sample); err != nil {
+		if err := rep.inspectRowGroups(ctx, rgs, sample); err != nil {
 			return nil, err
 		}
 		return rep, nil
@@ -69,7 +71,12 @@ func Inspect(path string, sample int) (*Report, error) {
 	if raw.array {
 		rep.Format = "json array"
 	}
-	for {
+	for n := 0; ; n++ {
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		rec, err := raw.Next()
 		if err == io.EOF {
 			break
@@ -137,7 +144,7 @@ func Inspect(path string, sample int) (*Report, error) {
 // rep in file order as soon as the ones before it are in (samples and bad
 // records as a sequential read would list them). A row group's slot is
 // freed only once it is added, so at most that many reports exist at once.
-func (rep *Report) inspectRowGroups(rgs []*parquetRowGroup, sample int) error {
+func (rep *Report) inspectRowGroups(ctx context.Context, rgs []*parquetRowGroup, sample int) error {
 	type result struct {
 		part *Report
 		err  error
@@ -163,7 +170,7 @@ func (rep *Report) inspectRowGroups(rgs []*parquetRowGroup, sample int) error {
 			go func() {
 				defer wg.Done()
 				part := newReport(rep.File)
-				err := errors.Join(part.readRowGroup(rg, sample), rg.Close())
+				err := errors.Join(part.readRowGroup(ctx, rg, sample), rg.Close())
 				results[i] <- result{part, err}
 			}()
 		}
@@ -186,9 +193,9 @@ func newReport(path string) *Report {
 // readRowGroup counts one row group: rows are decoded on one goroutine,
 // counted on another and their diversity on a third; a few batches in
 // flight bound the memory.
-func (rep *Report) readRowGroup(r *parquetReader, sample int) error {
+func (rep *Report) readRowGroup(ctx context.Context, r *parquetReader, sample int) error {
 	if c, ok := r.rows.(*columnRows); ok {
-		return c.scan(rep, r.row, sample)
+		return c.scan(ctx, rep, r.row, sample)
 	}
 	type batch struct {
 		ds   []Dialogue
@@ -236,6 +243,9 @@ func (rep *Report) readRowGroup(r *parquetReader, sample int) error {
 	}()
 	defer func() { close(divCh); <-divDone }()
 	for b := range ch {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		divCh <- b
 		for i := range b.ds {
 			if err := b.errs[i]; err != nil {

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -424,7 +425,7 @@ func (s *colStream) nextList(dst []string) ([]string, error) {
 // held past their page), roles are interned, and a Code-Feedback row's id
 // is read only while rep still takes samples. It counts what Read and then
 // addDialogue count, bad records included.
-func (c *columnRows) scan(rep *Report, firstRow int, sample int) error {
+func (c *columnRows) scan(ctx context.Context, rep *Report, firstRow int, sample int) error {
 	native := c.layout == ExportNative
 	for _, s := range append([]*colStream{c.id, c.content}, c.flat...) {
 		if s != nil {
@@ -435,6 +436,11 @@ func (c *columnRows) scan(rep *Report, firstRow int, sample int) error {
 	var pmsgs []ParquetMessage
 	var row ParquetDialogue
 	for k := int64(0); k < c.numRows; k++ {
+		if k%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
 		line := firstRow + int(k) + 1
 		// Any id will do for Validate unless a sample shows it: a
 		// Code-Feedback row's id is never empty (its messages' hash when

@@ -148,7 +148,7 @@ func TestColumnReaderMatchesRowReader(t *testing.T) {
 			if rows == 0 || strings.HasPrefix(name, "bad-records") && (bads == 0 || len(rowRGs) < 4) {
 				t.Fatalf("%d rows, %d bad, %d row groups: the file does not test what it should", rows, bads, len(rowRGs))
 			}
-			got, err := Inspect(path, 5)
+			got, err := Inspect(context.Background(), path, 5)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -200,7 +200,7 @@ func BenchmarkInspectColumnsVsRows(b *testing.B) {
 			b.Fatal(err)
 		}
 		rep := newReport(pq)
-		if err := rep.inspectRowGroups(rgs, 0); err != nil {
+		if err := rep.inspectRowGroups(context.Background(), rgs, 0); err != nil {
 			b.Fatal(err)
 		}
 		f.Close()

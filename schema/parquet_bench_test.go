@@ -182,7 +182,7 @@ func BenchmarkParquetVsDuckDB(b *testing.B) {
 			s, res := duck("write", in, theirs)
 			dw, dwc = append(dw, s), append(dwc, res["cpu"]-startCPU)
 			start, cpu0 = time.Now(), cpuSeconds(b)
-			rep, err := Inspect(ours, 0)
+			rep, err := Inspect(ctx, ours, 0)
 			if err != nil {
 				b.Fatal(err)
 			}
