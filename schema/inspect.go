@@ -190,9 +190,10 @@ func newReport(path string) *Report {
 	return &Report{File: path, Roles: map[string]int{}, Langs: map[string]int{}, Scores: map[string]map[int]int{}, fields: map[string]map[string]int{}}
 }
 
-// readRowGroup counts one row group: rows are decoded on one goroutine,
-// counted on another and their diversity on a third; a few batches in
-// flight bound the memory.
+// readRowGroup counts one row group: by the column scan when the column
+// reader reads it; else rows are decoded on one goroutine, counted on
+// another and their diversity on a third, a few batches in flight bounding
+// the memory.
 func (rep *Report) readRowGroup(ctx context.Context, r *parquetReader, sample int) error {
 	if c, ok := r.rows.(*columnRows); ok {
 		return c.scan(ctx, rep, r.row, sample)

@@ -238,8 +238,8 @@ type colStream struct {
 	// interned keeps one string per distinct value of a column of few
 	// values (roles), sparing an allocation per message.
 	interned map[string]string
-	// views: nextList returns strings that point into the page buffer
-	// (valid until the next page is read) instead of copies.
+	// views: nextList and nextString return strings that point into the
+	// page buffer (valid until the next page is read) instead of copies.
 	views bool
 }
 
