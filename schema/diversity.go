@@ -21,9 +21,9 @@ import (
 // summary says Estimated); openings (the first words) are kept as text,
 // and past maxOpenings distinct ones those seen once so far are dropped,
 // so a repeated opening keeps (nearly) its count and a rare one may be
-// undercounted. Nothing it keeps holds a pointer (hashes, counts, one text
-// arena), so the collector does not scan it and merging two is a few passes
-// over flat slices. Not safe for concurrent use.
+// undercounted. What it keeps holds no pointers inside (hashes, counts, one
+// text arena), so the collector does not scan it, and merging two is a few
+// passes over flat slices. Not safe for concurrent use.
 type Diversity struct {
 	dialogues, modelFree, codeless  int
 	firstUser, closing, codelessSet distinct
