@@ -378,17 +378,15 @@ func checkLeakage(t *testing.T, s *sampleRun, got Data) {
 		}
 		auditName = rec.Name
 		for _, src := range rec.Input {
-			p := filepath.Join(s.runDir, outputs[src])
+			out := outputs[src]
 			if src == pipeline.InputsName {
-				p = filepath.Join(s.runDir, "stages", src, "out.jsonl")
+				out = filepath.Join("stages", src, "out.jsonl.zst")
 			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, l := range strings.Split(string(b), "\n") {
-				var it pipeline.Item
-				if l != "" && json.Unmarshal([]byte(l), &it) == nil && it.Kind == pipeline.KindDialogue {
+			for it, err := range pipeline.ReadOutput(context.Background(), s.runDir, out) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if it.Kind == pipeline.KindDialogue {
 					auditIn++
 				}
 			}

@@ -62,7 +62,13 @@ const checkpointBytes = 512 << 10
 // and the store's size.
 const applyEntries = 1024
 
-var fillPercent = 1.0
+// allocSize is the step by which the bbolt file grows.
+const allocSize = 1 << 20
+
+// fillPercent is how full bbolt packs a leaf page it splits. Its default,
+// half, suits appends in key order; random content-hash keys land all over
+// the tree, so half-full pages would stay half full.
+var fillPercent = 0.5
 
 type putReq struct {
 	bucket, key string
@@ -73,6 +79,9 @@ type putReq struct {
 // maxGroup bounds one group commit, so a transaction stays a few MB.
 const maxGroup = 4096
 
+// ErrBusy means another process holds the store (a run writing to it).
+var ErrBusy = errors.New("store: in use by another process")
+
 // ErrClosed is returned by operations on a closed store.
 var ErrClosed = errors.New("store: closed")
 
@@ -81,9 +90,15 @@ var ErrClosed = errors.New("store: closed")
 // another process holds the file.
 func OpenBolt(path string, readOnly bool) (*Bolt, error) {
 	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 2 * time.Second, ReadOnly: readOnly, FreelistType: bolt.FreelistMapType, NoFreelistSync: true})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("store: open %s: %w", path, ErrBusy)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	// bbolt grows its file in steps of AllocSize (16 MiB by default)
+	// beyond the data; small steps keep the file near what it holds.
+	db.AllocSize = allocSize
 	b := &Bolt{db: db, reqs: make(chan putReq, maxGroup), pending: map[string][]byte{}}
 	if b.packed, err = readFormat(db, readOnly); err != nil {
 		db.Close()
@@ -201,6 +216,7 @@ func (b *Bolt) apply(m map[string][]byte) error {
 					if bk, err = tx.CreateBucketIfNotExists([]byte(bucket)); err != nil {
 						return err
 					}
+					bk.FillPercent = fillPercent
 					cur = bucket
 				}
 				if err := bk.Put([]byte(key), b.stored(m[k])); err != nil {
