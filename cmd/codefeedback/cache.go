@@ -41,7 +41,7 @@ func init() {
 				Name:      "output",
 				Usage:     "print a completed stage's output items (JSONL envelopes: id, kind, data); per-item stages keep them in the store",
 				ArgsUsage: "STAGE",
-				Flags: []cli.Flag{runDir, &cli.StringFlag{Name: "kind", Usage: "only items of this kind (dialogue, query, problem, rating, ...)"}},
+				Flags:     []cli.Flag{runDir, &cli.StringFlag{Name: "kind", Usage: "only items of this kind (dialogue, query, problem, rating, ...)"}},
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 1 {
 						return withCode(exitUsage, fmt.Errorf("cache output: name one stage"))

@@ -65,10 +65,6 @@ const applyEntries = 1024
 // allocSize is the step by which the bbolt file grows.
 const allocSize = 1 << 20
 
-// fillPercent is how full bbolt packs a leaf page it splits. Its default,
-// half, suits appends in key order; random content-hash keys land all over
-// the tree, so half-full pages would stay half full.
-var fillPercent = 0.5
 
 type putReq struct {
 	bucket, key string
@@ -216,7 +212,6 @@ func (b *Bolt) apply(m map[string][]byte) error {
 					if bk, err = tx.CreateBucketIfNotExists([]byte(bucket)); err != nil {
 						return err
 					}
-					bk.FillPercent = fillPercent
 					cur = bucket
 				}
 				if err := bk.Put([]byte(key), b.stored(m[k])); err != nil {
