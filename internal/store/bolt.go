@@ -43,7 +43,8 @@ type Bolt struct {
 	applyDone    chan struct{}     // closed when that checkpoint ends; nil when none ran
 	applyErr     error             // sticky: a failed checkpoint fails later writes
 
-	packed bool // values in bbolt are packed (pack.go)
+	packed bool  // values in bbolt are packed (pack.go)
+	dict   dicts // per-bucket compression dictionaries of a packed store (dict.go)
 }
 
 // checkpointBytes bounds the logged-but-unapplied data kept in memory. It
@@ -99,6 +100,12 @@ func OpenBolt(path string, readOnly bool) (*Bolt, error) {
 	if b.packed, err = readFormat(db, readOnly); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: %s: %w", path, err)
+	}
+	if b.packed {
+		if err := b.dict.load(db); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("store: %s: %w", path, err)
+		}
 	}
 	if err := b.replay([2]string{path + ".wal", path + ".wal.1"}, readOnly); err != nil {
 		db.Close()
@@ -199,6 +206,9 @@ func (b *Bolt) apply(m map[string][]byte) error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	if err := b.train(m, keys); err != nil {
+		return err
+	}
 	for len(keys) > 0 {
 		chunk := keys[:min(applyEntries, len(keys))]
 		keys = keys[len(chunk):]
@@ -214,7 +224,7 @@ func (b *Bolt) apply(m map[string][]byte) error {
 					}
 					cur = bucket
 				}
-				if err := bk.Put([]byte(key), b.stored(m[k])); err != nil {
+				if err := bk.Put([]byte(key), b.stored(bucket, m[k])); err != nil {
 					return err
 				}
 			}
@@ -534,13 +544,14 @@ func (b *Bolt) CopyFrom(src *Bolt) (int, error) {
 				}
 				return sb.ForEach(func(k, v []byte) error {
 					n++
-					if src.packed != b.packed {
-						// The two stores keep values apart: through the plain value.
+					if src.packed != b.packed || (src.packed && len(v) > 0 && v[0] == valueDict) {
+						// The two stores keep values apart (or src's value needs
+						// src's dictionary): through the plain value.
 						plain, err := src.loaded(v)
 						if err != nil {
 							return fmt.Errorf("%s/%s: %w", name, k, err)
 						}
-						v = b.stored(plain)
+						v = b.stored(string(name), plain)
 					}
 					return bk.Put(k, v)
 				})
