@@ -66,7 +66,6 @@ const applyEntries = 1024
 // allocSize is the step by which the bbolt file grows.
 const allocSize = 1 << 20
 
-
 type putReq struct {
 	bucket, key string
 	val         []byte
