@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/codefeedback/codefeedback/internal/store"
 )
 
 // chainAndSet: two per-item stages, then a whole-set stage; the published
@@ -228,5 +230,28 @@ outputs: [{path: $DIR/out.jsonl}]
 	}
 	if got, _ := os.ReadFile(filepath.Join(dir, "out.jsonl")); !bytes.Equal(got, want) {
 		t.Fatal("output differs after the stopped forced run")
+	}
+}
+
+// TestReadOutputWhileRunning: a per-item output cannot be read while a run
+// holds the store; the error says so instead of waiting.
+func TestReadOutputWhileRunning(t *testing.T) {
+	resetCalls()
+	dir, file := setup(t, 5, chainAndSet)
+	m := mustRun(t, file, RunOptions{})
+	run := filepath.Join(dir, "run")
+	db, err := store.OpenBolt(filepath.Join(run, "store.db"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var got error
+	for _, err := range ReadOutput(context.Background(), run, stageRec(t, m, "b").Output) {
+		if got = err; err != nil {
+			break
+		}
+	}
+	if !errors.Is(got, ErrLocked) {
+		t.Fatalf("read while the store is held: %v, want ErrLocked", got)
 	}
 }
