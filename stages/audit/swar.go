@@ -21,20 +21,20 @@ const (
 // byte carries into the next.
 func wordMask(v uint64) uint64 {
 	x := v & lw8
-	y := x | 0x2020202020202020 // letters lowercased
-	z := x ^ 0x5F5F5F5F5F5F5F5F // '_' becomes 0
+	y := x | 0x2020202020202020                              // letters lowercased
+	z := x ^ 0x5F5F5F5F5F5F5F5F                              // '_' becomes 0
 	return ((y+0x1F1F1F1F1F1F1F1F)&^(y+0x0505050505050505) | // 'a'..'z'
 		(x+0x5050505050505050)&^(x+0x4646464646464646) | // '0'..'9'
-		^((z&lw8+lw8)|z)) &^ v & hi8 // '_'
+		^((z&lw8 + lw8) | z)) &^ v & hi8 // '_'
 }
 
 // spaceMask marks the ASCII white-space bytes of v (those of asciiSpace:
 // ' ', '\t', '\n', '\v', '\f', '\r'); bytes from 0x80 are never marked.
 func spaceMask(v uint64) uint64 {
 	x := v & lw8
-	z := x ^ 0x2020202020202020 // ' ' becomes 0
+	z := x ^ 0x2020202020202020                              // ' ' becomes 0
 	return ((x+0x7777777777777777)&^(x+0x7272727272727272) | // '\t'..'\r'
-		^((z&lw8+lw8)|z)) &^ v & hi8 // ' '
+		^((z&lw8 + lw8) | z)) &^ v & hi8 // ' '
 }
 
 // firstByte is the index of the first marked byte of a non-zero mask.
