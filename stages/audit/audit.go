@@ -194,7 +194,6 @@ type scratch struct {
 	gramHits   map[int32]*gramHit
 	// Code tokens of every message and their k-gram hashes per stream.
 	ctoks    []ctok
-	cgh      [nStreams][]uint64
 	ctMsgs   []ctMsg
 	fpStates []fpState // per index
 	// Hashes that passed the filter, tested against each index.
@@ -235,7 +234,6 @@ func (s *scratch) fp(x *Index) *fpState {
 type ctMsg struct {
 	msg    int // message index in the dialogue
 	t0, t1 int // tokens in scratch.ctoks
-	g0, g1 int // k-grams in scratch.cgh[*]
 }
 
 type gramHit struct {
@@ -415,28 +413,14 @@ func gramEvidence(g *gramHit, all int) string {
 	return fmt.Sprintf("%d shared statement n-grams (weight %.2f%s), first: %q", g.count, g.w, whole, g.first)
 }
 
-// candidates keeps the dialogue's line windows and code k-grams that pass
-// the filter, so each index is asked only about those (gramCandidates does
-// the same for the n-grams).
+// candidates keeps the dialogue's line windows that pass the filter, so
+// each index is asked only about those (gramCandidates and
+// kgramCandidates do the same for n-grams and code k-grams).
 func (a *Auditor) candidates(s *scratch) {
 	s.winCand = s.winCand[:0]
 	for wi, h := range s.wh {
 		if a.filter.mayHold(h) {
 			s.winCand = append(s.winCand, int32(wi))
-		}
-	}
-	for st := range nStreams {
-		s.fpCand[st] = s.fpCand[st][:0]
-		if a.opts.Fingerprints.Off {
-			continue
-		}
-		salt := streamSalt[st]
-		for mi, m := range s.ctMsgs {
-			for gi, h := range s.cgh[st][m.g0:m.g1] {
-				if h ^= salt; a.filter.mayHold(h) {
-					s.fpCand[st] = append(s.fpCand[st], fpCand{m: int32(mi), gi: int32(gi), h: h})
-				}
-			}
 		}
 	}
 }

@@ -138,7 +138,7 @@ func codeTokens(text string, buf []ctok) []ctok {
 				i++
 			}
 			// A string prefix: r"...", b'...', f"...", rb'...'.
-			if i < n && codeClass[text[i]] == cQuote && i-start <= 2 && isStrPrefix(text[start:i]) {
+			if i-start <= 2 && i < n && codeClass[text[i]] == cQuote && isStrPrefix(text[start:i]) {
 				end := skipString(text, i)
 				buf = append(buf, ctok{start: int32(start), end: int32(end), exact: stringHash(text, i, end), norm: 0})
 				buf[len(buf)-1].norm = buf[len(buf)-1].exact

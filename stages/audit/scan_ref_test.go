@@ -3,8 +3,10 @@ package audit
 import (
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
@@ -74,7 +76,11 @@ func FuzzScanners(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		checkTokens(t, text)
-		_ = utf8.ValidString(text)
+		checkCodeTokens(t, text)
+		var got, want []byte
+		for _, l := range strings.Split(text, "\n") {
+			checkLine(t, l, []LineOptions{DefaultLineOptions}, &got, &want)
+		}
 	})
 }
 
@@ -131,4 +137,255 @@ func refAppendTokens(buf []span, text string) []span {
 		buf = append(buf, span{start: int32(start), end: int32(i), hash: fmix64(h)})
 	}
 	return buf
+}
+func refNormalizeAppend(dst []byte, s string) []byte {
+	// The output is never longer than s: grow once, then write by index
+	// (an append per byte was most of the line pass's time).
+	dst = slices.Grow(dst, len(s))
+	out := dst[len(dst) : len(dst)+len(s)]
+	o := 0
+	var prevWord, pendingSpace, started bool
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			break
+		}
+		if asciiSpace[c] {
+			pendingSpace = started
+			i++
+			continue
+		}
+		word := asciiWord[c]
+		if pendingSpace && prevWord && word {
+			out[o] = ' '
+			o++
+		}
+		out[o] = c
+		o++
+		pendingSpace, prevWord, started = false, word, true
+		i++
+	}
+	dst = dst[:len(dst)+o]
+	// The rest of a line with non-ASCII text, rune by rune.
+	for i < len(s) {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if asciiSpace[c] {
+				pendingSpace = started
+				i++
+				continue
+			}
+			word := asciiWord[c]
+			if pendingSpace && prevWord && word {
+				dst = append(dst, ' ')
+			}
+			dst = append(dst, c)
+			pendingSpace, prevWord, started = false, word, true
+			i++
+			continue
+		}
+		r, sz := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsSpace(r) {
+			pendingSpace = started
+			i += sz
+			continue
+		}
+		word := isWord(r)
+		if pendingSpace && prevWord && word {
+			dst = append(dst, ' ')
+		}
+		dst = append(dst, s[i:i+sz]...)
+		pendingSpace, prevWord, started = false, word, true
+		i += sz
+	}
+	return dst
+}
+func refKeep(o LineOptions, n string) bool {
+	if len(n) < o.MinChars || n == "" {
+		return false
+	}
+	if len(n) <= maxTrivialLen && trivialLines[n] {
+		return false
+	}
+	if strings.HasPrefix(n, "#") || strings.HasPrefix(n, "//") || strings.HasPrefix(n, "/*") ||
+		strings.HasPrefix(n, "*") || strings.HasPrefix(n, "--") {
+		return false
+	}
+	if !o.KeepImports && (strings.HasPrefix(n, "import ") || strings.HasPrefix(n, "from ") && strings.Contains(n, " import ") ||
+		strings.HasPrefix(n, "#include") || strings.HasPrefix(n, "using ")) {
+		return false
+	}
+	hasWord := false
+	for _, r := range n {
+		if isWord(r) {
+			hasWord = true
+			break
+		}
+	}
+	return hasWord
+}
+func refCodeLike(l string) bool {
+	t := strings.TrimSpace(l)
+	return t != "" && (hasCodePunct(t) || strings.HasSuffix(t, ":") || hasCodeKeyword(t)) && !refProseLike(t)
+}
+func refProseLike(t string) bool {
+	words, fields := 0, 0
+	for i := 0; i < len(t); {
+		for i < len(t) && (t[i] == ' ' || t[i] == '\t') {
+			i++
+		}
+		if i == len(t) {
+			break
+		}
+		start := i
+		for i < len(t) && t[i] != ' ' && t[i] != '\t' {
+			i++
+		}
+		fields++
+		f := strings.TrimRight(t[start:i], ".,;:!?")
+		plain := f != ""
+		for _, r := range f {
+			if !unicode.IsLetter(r) && r != '\'' && r != '-' {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			words++
+		}
+	}
+	return words >= 6 && words*10 >= fields*7
+}
+
+func TestLineScannersMatchReference(t *testing.T) {
+	opts := []LineOptions{DefaultLineOptions, {MinChars: 1}, {MinChars: 6, KeepImports: true}}
+	var got, want []byte
+	for _, text := range scanTexts(t) {
+		for rest := text; ; {
+			l, r, ok := strings.Cut(rest, "\n")
+			checkLine(t, l, opts, &got, &want)
+			if !ok {
+				break
+			}
+			rest = r
+		}
+	}
+	for _, l := range []string{"import os", "from a import b", "from a", "using x;", "#include <x>", "// c", "/* c", "-- c", "* c", "-x = 1",
+		"return True", "else:", "@property", "x" + strings.Repeat(" ", 20) + "y", strings.Repeat(" ", 17) + "return   x", "é = 1", "x = 'é'"} {
+		checkLine(t, l, opts, &got, &want)
+	}
+}
+
+func checkLine(t *testing.T, l string, opts []LineOptions, got, want *[]byte) {
+	t.Helper()
+	*got, *want = normalizeAppend((*got)[:0], l), refNormalizeAppend((*want)[:0], l)
+	if string(*got) != string(*want) {
+		t.Fatalf("normalizeAppend(%q) = %q, want %q", l, *got, *want)
+	}
+	for _, n := range []string{l, string(*want)} {
+		for _, o := range opts {
+			if g, w := o.Keep(n), refKeep(o, n); g != w {
+				t.Fatalf("%+v.Keep(%q) = %v, want %v", o, n, g, w)
+			}
+		}
+	}
+	if g, w := codeLike(l), refCodeLike(l); g != w {
+		t.Fatalf("codeLike(%q) = %v, want %v", l, g, w)
+	}
+}
+func refCodeTokens(text string, buf []ctok) []ctok {
+	n := len(text)
+	base := len(buf)
+	prevDot := false
+	for i := 0; i < n; {
+		c := text[i]
+		switch codeClass[c] {
+		case cSpace:
+			i++
+			continue
+		case cHash:
+			for i < n && text[i] != '\n' {
+				i++
+			}
+			continue
+		case cIdent:
+			start := i
+			// fpHash, computed while scanning.
+			h := uint64(14695981039346656037)
+			for i < n && identChar[text[i]] {
+				h = (h ^ uint64(text[i])) * 1099511628211
+				i++
+			}
+			// A string prefix: r"...", b'...', f"...", rb'...'.
+			if i < n && codeClass[text[i]] == cQuote && i-start <= 2 && isStrPrefix(text[start:i]) {
+				end := skipString(text, i)
+				buf = append(buf, ctok{start: int32(start), end: int32(end), exact: stringHash(text, i, end), norm: 0})
+				buf[len(buf)-1].norm = buf[len(buf)-1].exact
+				i = end
+				prevDot = false
+				continue
+			}
+			h = fmix64(h)
+			nh := h
+			if !prevDot && !keepSet.has(h) {
+				nh = hIdent
+			}
+			buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: nh})
+			prevDot = false
+			continue
+		case cDigit:
+			start := i
+			for i < n && (codeClass[text[i]] == cIdent || codeClass[text[i]] == cDigit || text[i] == '.' && i+1 < n && codeClass[text[i+1]] == cDigit) {
+				i++
+			}
+			h := numberHash(text[start:i])
+			buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: h})
+			prevDot = false
+			continue
+		case cQuote:
+			end := skipString(text, i)
+			if end-i >= 6 && text[i+1] == c && text[i+2] == c && (len(buf) == base || buf[len(buf)-1].exact == hColon) {
+				// A docstring (a triple-quoted string after a header's
+				// ':' or first in the text) is prose, not code: the
+				// tasks' solutions are indexed without theirs, and a copy
+				// with it must give the same k-grams.
+				i = end
+				prevDot = false
+				continue
+			}
+			h := stringHash(text, i, end)
+			buf = append(buf, ctok{start: int32(i), end: int32(end), exact: h, norm: h})
+			i = end
+			prevDot = false
+			continue
+		}
+		// Operators and punctuation.
+		start := i
+		if i+1 < n && twoCharOps[c][text[i+1]] {
+			i += 2
+		} else {
+			i++
+		}
+		h := opHash[c]
+		if i-start == 2 {
+			h = fpHash(text[start:i])
+		}
+		buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: h})
+		prevDot = c == '.' && i-start == 1
+	}
+	return buf
+}
+
+func TestCodeTokensMatchReference(t *testing.T) {
+	for _, text := range scanTexts(t) {
+		checkCodeTokens(t, text)
+	}
+}
+
+func checkCodeTokens(t *testing.T, text string) {
+	t.Helper()
+	if got, want := codeTokens(text, nil), refCodeTokens(text, nil); !reflect.DeepEqual(got, want) {
+		t.Fatalf("codeTokens(%q):\n got %v\nwant %v", text, got, want)
+	}
 }
