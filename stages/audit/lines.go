@@ -488,7 +488,7 @@ var trailingPunct = func() (t [256]bool) {
 	return t
 }()
 
-// plainByte marks the ASCII bytes of a plain word: letters, '\”, '-'.
+// plainByte marks the ASCII bytes of a plain word: letters, apostrophe, hyphen.
 var plainByte = func() (t [utf8.RuneSelf]bool) {
 	for c := range t {
 		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '\'' || c == '-'
