@@ -267,21 +267,35 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 	r.CodeLines = len(s.lh)
 	s.sharedAny = resetBools(s.sharedAny, len(s.lh))
 
-	// Token n-grams of every message (never across messages), also computed
-	// once; msgs[i] holds message i's range in s.toks. The n-grams are
-	// hashed and filtered as the tokens are found, not stored.
+	// Token n-grams of every message (never across messages), and the
+	// code tokens of every user, assistant and system turn, fenced or not
+	// (execution turns hold program output), in one scan of each message,
+	// computed once for all benchmarks; msgs[i] holds message i's range
+	// in s.toks. The n-grams and code k-grams are hashed and filtered as
+	// the tokens are found, not stored.
 	s.toks, s.msgs, s.gramCand = s.toks[:0], s.msgs[:0], s.gramCand[:0]
-	for i := range d.Messages {
-		text := d.Messages[i].Content
-		t0 := len(s.toks)
-		s.toks = appendTokens(s.toks, text)
-		s.msgs = append(s.msgs, msgRange{text: text, msg: i, role: d.Messages[i].Role, tok0: t0, tok1: len(s.toks)})
-		a.gramCandidates(s, len(s.msgs)-1)
+	s.ctoks, s.ctMsgs = s.ctoks[:0], s.ctMsgs[:0]
+	for st := range nStreams {
+		s.fpCand[st] = s.fpCand[st][:0]
 	}
-
-	// Code tokens of every turn, fenced or not, once for all benchmarks.
-	if !a.opts.Fingerprints.Off {
-		a.codeKGrams(d, s)
+	fp, k := !a.opts.Fingerprints.Off, a.opts.Fingerprints.K
+	for i := range d.Messages {
+		m := &d.Messages[i]
+		t0 := len(s.toks)
+		if fp && m.Role != schema.RoleExecution {
+			c0 := len(s.ctoks)
+			s.ctoks, s.toks = codeAndWordTokens(m.Content, s.ctoks, s.toks)
+			if len(s.ctoks)-c0 < k {
+				s.ctoks = s.ctoks[:c0]
+			} else {
+				s.ctMsgs = append(s.ctMsgs, ctMsg{msg: i, t0: c0, t1: len(s.ctoks)})
+				a.kgramCandidates(s, len(s.ctMsgs)-1, k)
+			}
+		} else {
+			s.toks = appendTokens(s.toks, m.Content)
+		}
+		s.msgs = append(s.msgs, msgRange{text: m.Content, msg: i, role: m.Role, tok0: t0, tok1: len(s.toks)})
+		a.gramCandidates(s, len(s.msgs)-1)
 	}
 	a.candidates(s)
 

@@ -476,32 +476,6 @@ func spansText(spans []schema.Span) string {
 	return b.String()
 }
 
-// codeKGrams tokenizes every user, assistant and system turn of d as code
-// (fenced or not: the tokenizer ignores fences), hashes the k-grams of both
-// streams and keeps in s.fpCand those that pass the filter, so each index
-// is asked only about those. Execution turns hold program output.
-func (a *Auditor) codeKGrams(d *schema.Dialogue, s *scratch) {
-	k := a.opts.Fingerprints.K
-	s.ctoks, s.ctMsgs = s.ctoks[:0], s.ctMsgs[:0]
-	for st := range nStreams {
-		s.fpCand[st] = s.fpCand[st][:0]
-	}
-	for i := range d.Messages {
-		m := &d.Messages[i]
-		if m.Role == schema.RoleExecution {
-			continue
-		}
-		t0 := len(s.ctoks)
-		s.ctoks = codeTokens(m.Content, s.ctoks)
-		if len(s.ctoks)-t0 < k {
-			s.ctoks = s.ctoks[:t0]
-			continue
-		}
-		s.ctMsgs = append(s.ctMsgs, ctMsg{msg: i, t0: t0, t1: len(s.ctoks)})
-		a.kgramCandidates(s, len(s.ctMsgs)-1, k)
-	}
-}
-
 // kgramCandidates appends to s.fpCand the k-grams of message ctMsgs[mi]
 // whose salted hash passes the filter, both streams in one pass: the
 // rolling hash of rollingHashes over each form of the tokens.

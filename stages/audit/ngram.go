@@ -30,10 +30,15 @@ func tokenize(text string, buf []span) []span { return appendTokens(buf[:0], tex
 // An ASCII word (nearly every word) is found and hashed eight bytes at a
 // time (wordMask, wordHash); a word with other characters is
 // lowercased into a buffer first.
-func appendTokens(buf []span, text string) []span {
+func appendTokens(buf []span, text string) []span { return appendTokensIn(buf, text, 0, len(text)) }
+
+// appendTokensIn appends the tokens of text[from:to] (offsets relative to
+// text) to buf. No word may run across the bounds: the bytes on at least
+// one side of each are ASCII and not word bytes.
+func appendTokensIn(buf []span, text string, from, to int) []span {
 	var low []byte
-	n := len(text)
-	i := 0
+	n := to
+	i := from
 	for i < n {
 		// Separators are skipped eight bytes at a time, to a word byte
 		// or a non-ASCII byte.
@@ -79,7 +84,7 @@ func appendTokens(buf []span, text string) []span {
 			}
 			i += 8
 		}
-		if i == len(text) || text[i] < utf8.RuneSelf {
+		if i == n || text[i] < utf8.RuneSelf {
 			var h uint64
 			if k := i - start; short && k > 0 {
 				// wordHash's last step, on the bytes already read.
@@ -91,7 +96,7 @@ func appendTokens(buf []span, text string) []span {
 			continue
 		}
 		ascii := true
-		for i < len(text) {
+		for i < n {
 			c := text[i]
 			if c >= utf8.RuneSelf {
 				r, sz := utf8.DecodeRuneInString(text[i:])

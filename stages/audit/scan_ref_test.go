@@ -385,7 +385,18 @@ func TestCodeTokensMatchReference(t *testing.T) {
 
 func checkCodeTokens(t *testing.T, text string) {
 	t.Helper()
-	if got, want := codeTokens(text, nil), refCodeTokens(text, nil); !reflect.DeepEqual(got, want) {
+	want := refCodeTokens(text, nil)
+	if got := codeTokens(text, nil); !reflect.DeepEqual(got, want) {
 		t.Fatalf("codeTokens(%q):\n got %v\nwant %v", text, got, want)
+	}
+	// The fused scan gives both token lists, appended after what the
+	// buffers hold.
+	pre, preWords := []ctok{{start: 1}}, []span{{start: 2}}
+	code, words := codeAndWordTokens(text, pre, preWords)
+	if !slices.Equal(code[1:], want) || code[0] != pre[0] {
+		t.Fatalf("codeAndWordTokens(%q) code tokens:\n got %v\nwant %v", text, code[1:], want)
+	}
+	if wantWords := refAppendTokens(nil, text); !slices.Equal(words[1:], wantWords) || words[0] != preWords[0] {
+		t.Fatalf("codeAndWordTokens(%q) words:\n got %v\nwant %v", text, words[1:], wantWords)
 	}
 }
