@@ -128,11 +128,23 @@ func New(benchmarks []Benchmark, opts Options) (*Auditor, error) {
 			return nil, fmt.Errorf("audit: benchmark %q given twice", b.Name)
 		}
 		seen[b.Name] = true
-		x, err := NewIndex(b, opts.Lines, opts.Window, opts.N, opts.Fingerprints)
+	}
+	// The indexes are independent: built side by side (the CLI waits for
+	// them before the first dialogue), the first error in benchmark order
+	// reported.
+	a.indexes = make([]*Index, len(benchmarks))
+	errs := make([]error, len(benchmarks))
+	var wg sync.WaitGroup
+	for i, b := range benchmarks {
+		wg.Go(func() { a.indexes[i], errs[i] = NewIndex(b, opts.Lines, opts.Window, opts.N, opts.Fingerprints) })
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		a.indexes = append(a.indexes, x)
+	}
+	for _, x := range a.indexes {
 		for _, l := range x.shortLens {
 			if !slices.Contains(a.shortLens, l) {
 				a.shortLens = append(a.shortLens, l)
@@ -581,31 +593,37 @@ type job struct {
 	raw json.RawMessage
 }
 
+// batchSize is the number of dialogues a worker takes at once: one channel
+// hand-off (and at most one goroutine switch) per batch, not per dialogue.
+const batchSize = 16
+
 func (a *Auditor) run(ctx context.Context, src iter.Seq2[job, error], each func(*Result) error) (*Report, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	jobs := make(chan job, a.opts.Workers*4)
-	results := make(chan Result, a.opts.Workers*4)
+	jobs := make(chan []job, a.opts.Workers*2)
+	results := make(chan []Result, a.opts.Workers*2)
 	var wg sync.WaitGroup
 	for range a.opts.Workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			s := newScratch()
-			for j := range jobs {
-				var r Result
-				if j.d == nil {
-					d, err := schema.DecodeDialogue(j.raw)
-					if err != nil {
-						r = Result{Seq: j.seq, Err: fmt.Errorf("audit: record %d: %w", j.seq+1, err)}
+			for batch := range jobs {
+				rs := make([]Result, len(batch))
+				for i, j := range batch {
+					if j.d == nil {
+						d, err := schema.DecodeDialogue(j.raw)
+						if err != nil {
+							rs[i] = Result{Seq: j.seq, Err: fmt.Errorf("audit: record %d: %w", j.seq+1, err)}
+						} else {
+							rs[i] = a.check(ctx, &d, j.seq, s)
+						}
 					} else {
-						r = a.check(ctx, &d, j.seq, s)
+						rs[i] = a.check(ctx, j.d, j.seq, s)
 					}
-				} else {
-					r = a.check(ctx, j.d, j.seq, s)
 				}
 				select {
-				case results <- r:
+				case results <- rs:
 				case <-ctx.Done():
 					return
 				}
@@ -616,6 +634,16 @@ func (a *Auditor) run(ctx context.Context, src iter.Seq2[job, error], each func(
 	go func() {
 		defer close(jobs)
 		seq := 0
+		batch := make([]job, 0, batchSize)
+		send := func() bool {
+			select {
+			case jobs <- batch:
+				batch = make([]job, 0, batchSize)
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
 		for j, err := range src {
 			if err != nil {
 				readErr = fmt.Errorf("audit: read dialogue %d: %w", seq, err)
@@ -623,12 +651,13 @@ func (a *Auditor) run(ctx context.Context, src iter.Seq2[job, error], each func(
 				return
 			}
 			j.seq = seq
-			select {
-			case jobs <- j:
-			case <-ctx.Done():
+			seq++
+			if batch = append(batch, j); len(batch) == batchSize && !send() {
 				return
 			}
-			seq++
+		}
+		if len(batch) > 0 {
+			send()
 		}
 	}()
 	go func() { wg.Wait(); close(results) }()
@@ -639,8 +668,10 @@ func (a *Auditor) run(ctx context.Context, src iter.Seq2[job, error], each func(
 	pending := map[int]Result{}
 	next := 0
 	var eachErr error
-	for r := range results {
-		pending[r.Seq] = r
+	for rs := range results {
+		for _, r := range rs {
+			pending[r.Seq] = r
+		}
 		for {
 			p, ok := pending[next]
 			if !ok {
