@@ -46,3 +46,17 @@ func (t Template) Render(data any) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// Versions names the templates with their text hashes ("a@v1,b@v2"), the
+// part of a stage's cache key that changes when any of its prompts does.
+func Versions(names ...string) (string, error) {
+	vs := make([]string, 0, len(names))
+	for _, n := range names {
+		t, err := Get(n)
+		if err != nil {
+			return "", err
+		}
+		vs = append(vs, n+"@"+t.Version)
+	}
+	return strings.Join(vs, ","), nil
+}

@@ -55,7 +55,7 @@ func benchProblem(i int) schema.Problem {
 func threeIterations(c llmtest.Call) llmtest.Reply {
 	task := c.Request.Messages[min(1, len(c.Request.Messages)-1)].Content
 	fn := strings.Fields(strings.TrimPrefix(task, "Write a function "))[0]
-	switch writerTurn(c) {
+	switch c.AssistantTurns() {
 	case 0:
 		return llmtest.Reply{Text: "Subtract.\n\n" + block("def "+fn+"(a, b):\n    return a - b")}
 	case 1:

@@ -27,9 +27,9 @@ func TestNameErrorThenFixWithJudgeModel(t *testing.T) {
 	ex := sandbox(t, "")
 	var judged []string
 	srv, c := fake(t, func(call llmtest.Call) llmtest.Reply {
-		switch role(call) {
+		switch llmtest.Role(call) {
 		case "writer":
-			if writerTurn(call) == 0 {
+			if call.AssistantTurns() == 0 {
 				return llmtest.Reply{Text: "I will define a total and print it.\n\n" + block("total = 40 + 2\nprint(totl)")}
 			}
 			return llmtest.Reply{Text: "The name was misspelled.\n\n" + block("print(total)")}
@@ -111,10 +111,10 @@ var mbppLike = schema.Problem{
 func TestTestsJudgeNameErrorThenPass(t *testing.T) {
 	ex := sandbox(t, "")
 	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
-		if role(call) != "writer" {
-			t.Errorf("unexpected %s request", role(call))
+		if llmtest.Role(call) != "writer" {
+			t.Errorf("unexpected %s request", llmtest.Role(call))
 		}
-		if writerTurn(call) == 0 {
+		if call.AssistantTurns() == 0 {
 			return llmtest.Reply{Text: "Plan: return the sum.\n\n" + block("def add(a, b):\n    return a + c")}
 		}
 		return llmtest.Reply{Text: "`c` is undefined; it should be `b`.\n\n" + block("def add(a, b):\n    return a + b")}
@@ -185,11 +185,11 @@ func TestNeverConvergesStopsAtLimit(t *testing.T) {
 func TestTimeoutFeedbackTurn(t *testing.T) {
 	ex := sandbox(t, "")
 	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
-		switch role(call) {
+		switch llmtest.Role(call) {
 		case "judge":
 			return llmtest.Reply{Text: `{"correct": true, "reason": "done"}`}
 		}
-		if writerTurn(call) == 0 {
+		if call.AssistantTurns() == 0 {
 			return llmtest.Reply{Text: "Count forever.\n\n" + block("n = 0\nwhile True:\n    n += 1")}
 		}
 		return llmtest.Reply{Text: "The loop never ended; bound it.\n\n" + block("n = sum(range(10))\nprint(n)")}
@@ -223,7 +223,7 @@ func TestTimeoutFeedbackTurn(t *testing.T) {
 func TestTimeoutWithTests(t *testing.T) {
 	ex := sandbox(t, "")
 	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
-		if writerTurn(call) == 0 {
+		if call.AssistantTurns() == 0 {
 			return llmtest.Reply{Text: block("def add(a, b):\n    while True:\n        pass")}
 		}
 		return llmtest.Reply{Text: block("def add(a, b):\n    return a + b")}
@@ -259,12 +259,12 @@ func TestHumanFeedbackRounds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var fbPrompts []string
 			_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
-				switch role(call) {
+				switch llmtest.Role(call) {
 				case "feedback":
 					fbPrompts = append(fbPrompts, call.LastUser())
 					return llmtest.Reply{Text: `{"met": ["functionality"], "missed": ["security"], "feedback": "Please check that both arguments are numbers."}`}
 				case "writer":
-					if writerTurn(call) == 0 {
+					if call.AssistantTurns() == 0 {
 						return llmtest.Reply{Text: block("def add(a, b):\n    return a + b")}
 					}
 					if !requestHas(call, "Please check that both arguments are numbers.") {
@@ -278,7 +278,7 @@ func TestHumanFeedbackRounds(t *testing.T) {
 					}
 					return llmtest.Reply{Text: "Added a check.\n\n" + block(fmt.Sprintf("def add(a, b):\n    if not all(isinstance(x, (int, float)) for x in (a, b)):\n        raise TypeError('numbers only (check %d)')\n    return a + b", round))}
 				}
-				t.Errorf("unexpected %s request", role(call))
+				t.Errorf("unexpected %s request", llmtest.Role(call))
 				return llmtest.Reply{}
 			}, nil)
 			s, err := New(Options{FeedbackRounds: 2, Oracle: tc.oracle, Categories: map[string]float64{"security": 1}}, c, nil, c, ex)

@@ -64,7 +64,7 @@ func TestMBPP50(t *testing.T) {
 	buggy := plantBugs(t, ex, ps)
 	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
 		task := call.Request.Messages[min(1, len(call.Request.Messages)-1)].Content
-		if role(call) == "feedback" {
+		if llmtest.Role(call) == "feedback" {
 			return llmtest.Reply{Text: `{"met": ["functionality"], "missed": ["clarity"], "feedback": "Please explain the approach in a comment."}`}
 		}
 		text, _, _ := strings.Cut(task, "\n\nYour code should pass")
@@ -73,7 +73,7 @@ func TestMBPP50(t *testing.T) {
 			t.Errorf("fake model: unknown task %q", task)
 			return llmtest.Reply{Text: "?"}
 		}
-		if writerTurn(call) == 0 {
+		if call.AssistantTurns() == 0 {
 			return llmtest.Reply{Text: "Here is my solution.\n\n" + block(buggy[p.ID])}
 		}
 		return llmtest.Reply{Text: "Fixed.\n\n" + block(p.Solution)}

@@ -18,7 +18,7 @@ func TestPackedDialogue(t *testing.T) {
 		{Role: schema.RoleUser, Content: "Now print their sum."},
 	}}
 	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
-		if role(call) == "judge" {
+		if llmtest.Role(call) == "judge" {
 			return llmtest.Reply{Text: `{"correct": true, "reason": "fine"}`}
 		}
 		if strings.Contains(call.LastUser(), "print their sum") {

@@ -60,15 +60,7 @@ func promptNames(lang executors.Language) (inject, fix string) {
 
 func promptVersion(lang executors.Language) (string, error) {
 	inject, fix := promptNames(lang)
-	var vs []string
-	for _, n := range []string{inject, fix, "correct_request"} {
-		t, err := prompts.Get(n)
-		if err != nil {
-			return "", err
-		}
-		vs = append(vs, n+"@"+t.Version)
-	}
-	return strings.Join(vs, ","), nil
+	return prompts.Versions(inject, fix, "correct_request")
 }
 
 func render(name string, data any) (string, error) {

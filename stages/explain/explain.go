@@ -86,17 +86,7 @@ func New(chat llm.Chatter, repairs int) (*Explainer, error) {
 }
 
 // PromptVersion names the templates with their text hashes.
-func PromptVersion() (string, error) {
-	var vs []string
-	for _, n := range PromptNames {
-		t, err := prompts.Get(n)
-		if err != nil {
-			return "", err
-		}
-		vs = append(vs, n+"@"+t.Version)
-	}
-	return strings.Join(vs, ","), nil
-}
+func PromptVersion() (string, error) { return prompts.Versions(PromptNames...) }
 
 // HasCode reports whether content holds a fenced code block with code in it.
 func HasCode(content string) bool {

@@ -21,17 +21,7 @@ import (
 var PromptNames = []string{"leetcode_alt_brute", "leetcode_alt_optimal", "leetcode_alt_python", "leetcode_alt_language"}
 
 // PromptVersion names the templates with their text hashes.
-func PromptVersion() (string, error) {
-	var vs []string
-	for _, n := range PromptNames {
-		t, err := prompts.Get(n)
-		if err != nil {
-			return "", err
-		}
-		vs = append(vs, n+"@"+t.Version)
-	}
-	return strings.Join(vs, ","), nil
-}
+func PromptVersion() (string, error) { return prompts.Versions(PromptNames...) }
 
 // ModelGen writes chain and alternative dialogues with a model, judging
 // every Python answer with the problem's tests in simulate's loop. Safe for

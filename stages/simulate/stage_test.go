@@ -61,20 +61,20 @@ func TestStageResumesFromCache(t *testing.T) {
 	srv.Script(func(c llmtest.Call) llmtest.Reply {
 		task := c.Request.Messages[min(1, len(c.Request.Messages)-1)].Content
 		fn := strings.Fields(strings.TrimPrefix(task, "Write a function "))[0]
-		switch role(c) {
+		switch llmtest.Role(c) {
 		case "judge": // calibration
 			return llmtest.Reply{Text: fmt.Sprintf(`{"correct": %v, "reason": "read it"}`, !strings.Contains(c.LastUser(), "a + bb"))}
 		case "feedback":
 			return llmtest.Reply{Text: `{"met": ["functionality"], "missed": ["clarity"], "feedback": "Add a docstring."}`}
 		case "writer":
-			if writerTurn(c) == 0 {
+			if c.AssistantTurns() == 0 {
 				firstAnswers.Add(1)
 				return llmtest.Reply{Text: block("def " + fn + "(a, b):\n    return a + bb")}
 			}
 			if down.Load() {
 				return llmtest.Reply{Fault: llmtest.Fault{Kind: llmtest.Status, Status: 400}}
 			}
-			if writerTurn(c) == 1 {
+			if c.AssistantTurns() == 1 {
 				return llmtest.Reply{Text: block("def " + fn + "(a, b):\n    return a + b")}
 			}
 			return llmtest.Reply{Text: block("def " + fn + "(a, b):\n    \"\"\"Add.\"\"\"\n    return a + b")}
@@ -193,10 +193,10 @@ func TestStageDroppedStatsSurviveCache(t *testing.T) {
 		calls.Add(1)
 		task := c.Request.Messages[min(1, len(c.Request.Messages)-1)].Content
 		fn := strings.Fields(strings.TrimPrefix(task, "Write a function "))[0]
-		if role(c) == "judge" { // calibration: a judge that knows subtraction is wrong
+		if llmtest.Role(c) == "judge" { // calibration: a judge that knows subtraction is wrong
 			return llmtest.Reply{Text: fmt.Sprintf(`{"correct": %v, "reason": "checked"}`, !strings.Contains(c.LastUser(), "a - b"))}
 		}
-		if role(c) == "writer" && fn == "wrong" { // never passes: dropped
+		if llmtest.Role(c) == "writer" && fn == "wrong" { // never passes: dropped
 			return llmtest.Reply{Text: block("def wrong(a, b):\n    return a - b")}
 		}
 		return llmtest.Reply{Text: block("def " + fn + "(a, b):\n    return a + b")}

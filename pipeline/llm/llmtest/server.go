@@ -92,6 +92,18 @@ func (c Call) LastUser() string {
 	return ""
 }
 
+// AssistantTurns is the number of assistant messages in the request: the
+// answers a writer has already given (0 for its first answer).
+func (c Call) AssistantTurns() int {
+	n := 0
+	for _, m := range c.Request.Messages {
+		if m.Role == openai.ChatMessageRoleAssistant {
+			n++
+		}
+	}
+	return n
+}
+
 // Reply is a scripted answer to one chat request.
 type Reply struct {
 	// Text is the assistant message content.
