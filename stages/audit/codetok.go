@@ -183,7 +183,13 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool) ([]ctok, []
 			prevDot = false
 			if wantWords {
 				if or < utf8.RuneSelf {
-					words = append(words, span{start: int32(start), end: int32(i), hash: wordHash(text, start, i)})
+					var wh uint64
+					if k := i - start; k < 8 && start+8 <= n {
+						wh = shortWordHash(load64(text, start), k)
+					} else {
+						wh = wordHash(text, start, i)
+					}
+					words = append(words, span{start: int32(start), end: int32(i), hash: wh})
 				} else {
 					words = appendTokensIn(words, text, start, i)
 				}

@@ -87,8 +87,7 @@ func appendTokensIn(buf []span, text string, from, to int) []span {
 		if i == n || text[i] < utf8.RuneSelf {
 			var h uint64
 			if k := i - start; short && k > 0 {
-				// wordHash's last step, on the bytes already read.
-				h = fmix64(bits.RotateLeft64((tokSeed^uint64(k)*fnvPrime^(v0|lowerBits)&(1<<(8*k)-1))*wordMul, 29))
+				h = shortWordHash(v0, k)
 			} else {
 				h = wordHash(text, start, i)
 			}
@@ -152,6 +151,13 @@ func wordHash(text string, start, end int) uint64 {
 		h = bits.RotateLeft64((h^(v|lower)&mask)*wordMul, 29)
 	}
 	return fmix64(h)
+}
+
+// shortWordHash is wordHash of a word of k < 8 bytes whose bytes (and
+// what follows them) v holds, read as load64 reads them: wordHash's last
+// step on the bytes already read.
+func shortWordHash(v uint64, k int) uint64 {
+	return fmix64(bits.RotateLeft64((tokSeed^uint64(k)*fnvPrime^(v|lowerBits)&(1<<(8*k)-1))*wordMul, 29))
 }
 
 // lowerBits sets bit 5 of every byte: wordHash's lowercasing.
