@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"runtime"
 	"slices"
 	"strings"
@@ -106,6 +107,51 @@ func BenchmarkScanVsReference(b *testing.B) {
 			}
 			slices.Sort(ratios)
 			b.ReportMetric(ratios[len(ratios)/2], p.name+"_new/ref")
+		}
+	}
+}
+
+// BenchmarkCheckLeastCPU reports a check's CPU time per dialogue, with and
+// without fingerprints, as the sum over 20-dialogue chunks of the least
+// thread CPU time of each chunk over repeated passes: on a shared machine
+// the least is the run the other load disturbed least, steadier than a
+// mean. To compare two versions, run it alternately in both (the file
+// copied into the other tree).
+// Run: go test -run '^$' -bench CheckLeastCPU -benchtime 1x ./stages/audit/
+func BenchmarkCheckLeastCPU(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	full := testAuditor(b, Options{})
+	nofp := testAuditor(b, Options{Fingerprints: FingerprintOptions{Off: true}})
+	corpus, _ := syntheticCorpus(b, 1000)
+	var ds []*schema.Dialogue
+	for d := range corpus {
+		ds = append(ds, d)
+	}
+	s := newScratch()
+	const chunk, reps = 20, 6
+	for range b.N {
+		for _, c := range []struct {
+			name string
+			a    *Auditor
+		}{{"check", full}, {"check_no_fingerprints", nofp}} {
+			least := make([]time.Duration, len(ds)/chunk)
+			for r := range reps {
+				for k := range least {
+					t0 := threadCPU()
+					for i := k * chunk; i < (k+1)*chunk; i++ {
+						c.a.check(context.Background(), ds[i], i, s)
+					}
+					if d := threadCPU() - t0; r == 0 || d < least[k] {
+						least[k] = d
+					}
+				}
+			}
+			var sum time.Duration
+			for _, d := range least {
+				sum += d
+			}
+			b.ReportMetric(float64(sum.Nanoseconds())/float64(len(ds)), "cpu-ns/"+c.name)
 		}
 	}
 }
