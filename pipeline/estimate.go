@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"path/filepath"
@@ -136,7 +137,7 @@ func (r *runner) inputShapes(s *StageSpec) (shapes []Shape, predicted, ok bool) 
 		if !fileExists(path) {
 			path = filepath.Join(r.dir, m.Output)
 		}
-		for ln, err := range readLines(path) {
+		for ln, err := range outputLines(context.Background(), r.db, path) {
 			if err != nil {
 				return nil, false, false
 			}

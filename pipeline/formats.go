@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/schema"
 	"github.com/klauspost/compress/zstd"
 )
@@ -103,7 +104,7 @@ func guessFormat(path string) string {
 func init() {
 	// "items" is the engine's own envelope format (stage outputs); every
 	// other input format is a schema adapter.
-	RegisterInput("items", readItems)
+	RegisterInput("items", func(ctx context.Context, path string) iter.Seq2[Item, error] { return readItems(ctx, nil, path) })
 	for _, f := range schema.Formats {
 		RegisterInput(string(f), schemaInput(f))
 	}
@@ -136,10 +137,11 @@ func (d dialogueOut) Write(it Item) error {
 func (d dialogueOut) Close() error { return d.w.Close() }
 func (d dialogueOut) Abort()       { d.w.Abort() }
 
-// readItems reads a JSONL file of Item envelopes.
-func readItems(ctx context.Context, path string) iter.Seq2[Item, error] {
+// readItems reads a stage output's Item envelopes: a JSONL file, or a keys
+// file resolved through db (outputLines).
+func readItems(ctx context.Context, db *store.Bolt, path string) iter.Seq2[Item, error] {
 	return func(yield func(Item, error) bool) {
-		for line, err := range readLines(path) {
+		for line, err := range outputLines(ctx, db, path) {
 			if err != nil {
 				yield(Item{}, err)
 				return

@@ -33,7 +33,7 @@ func newHashWriter(path string) (*hashWriter, error) {
 	}
 	w := &hashWriter{a: a, h: sha256.New()}
 	if strings.HasSuffix(path, ".zst") {
-		if w.zw, err = zstd.NewWriter(a, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest)); err != nil {
+		if w.zw, err = zstd.NewWriter(a, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedBetterCompression)); err != nil {
 			a.Abort()
 			return nil, fmt.Errorf("pipeline: %s: %w", path, err)
 		}

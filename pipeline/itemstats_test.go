@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"maps"
@@ -139,19 +138,17 @@ func TestItemValuesWithoutStats(t *testing.T) {
 	out1, _ := os.ReadFile(filepath.Join(dir, "out.jsonl"))
 
 	// Rewrite the stage's stored values in the old format.
-	refs, err := os.Open(filepath.Join(dir, "run", "stages", "drop", "refs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer refs.Close()
 	db, err := store.OpenBolt(filepath.Join(dir, "run", "store.db"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	rewritten := 0
-	for sc := bufio.NewScanner(refs); sc.Scan(); {
-		bucket, key, _ := strings.Cut(sc.Text(), "\t")
+	for key, err := range readKeys(filepath.Join(dir, "run", "stages", "drop", keysFile)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		bucket := ItemsBucket
 		v, ok, err := db.Get(ctx, bucket, key)
 		if err != nil || !ok {
 			t.Fatalf("get %s: ok %v err %v", key, ok, err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/codefeedback/codefeedback/internal/store"
 )
@@ -47,7 +46,7 @@ func Merge(ctx context.Context, dst string, shards []string) (MergeReport, error
 			return rep, err
 		}
 		rep.Entries += n
-		sets, _ := filepath.Glob(filepath.Join(sd, "sets", "*.jsonl"))
+		sets := setFiles(sd)
 		sidecars, _ := filepath.Glob(filepath.Join(sd, "sets", "*.stats.json"))
 		for _, s := range append(sets, sidecars...) {
 			b, err := os.ReadFile(s)
@@ -57,7 +56,7 @@ func Merge(ctx context.Context, dst string, shards []string) (MergeReport, error
 			if err := writeFileAtomic(filepath.Join(dst, "sets", filepath.Base(s)), b); err != nil {
 				return rep, err
 			}
-			if strings.HasSuffix(s, ".jsonl") {
+			if _, ok := setKeyOf(s); ok {
 				rep.Sets++
 			}
 		}
@@ -91,8 +90,7 @@ func StoreStats(runDir string) (CacheStats, error) {
 		return cs, err
 	}
 	cs.FileBytes, _ = db.FileSize()
-	sets, _ := filepath.Glob(filepath.Join(runDir, "sets", "*.jsonl"))
-	for _, s := range sets {
+	for _, s := range setFiles(runDir) {
 		if st, err := os.Stat(s); err == nil {
 			cs.Sets++
 			cs.SetBytes += st.Size()
@@ -120,9 +118,20 @@ func GC(runDir string) (GCReport, error) {
 	}
 	defer lk.unlock()
 	keep := map[string]bool{}
+	// A per-item stage's output keys (out.keys); a whole-set stage's set
+	// and an earlier version's per-item results (refs).
+	keyFiles, _ := filepath.Glob(filepath.Join(runDir, "stages", "*", keysFile))
 	refFiles, _ := filepath.Glob(filepath.Join(runDir, "stages", "*", "refs"))
-	if len(refFiles) == 0 {
+	if len(refFiles)+len(keyFiles) == 0 {
 		return rep, fmt.Errorf("gc: %s has no completed stage; run the pipeline first", runDir)
+	}
+	for _, kf := range keyFiles {
+		for k, err := range readKeys(kf) {
+			if err != nil {
+				return rep, fmt.Errorf("gc: %w", err)
+			}
+			keep[ItemsBucket+"\t"+k] = true
+		}
 	}
 	for _, rf := range refFiles {
 		f, err := os.Open(rf)
@@ -149,9 +158,8 @@ func GC(runDir string) (GCReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	sets, _ := filepath.Glob(filepath.Join(runDir, "sets", "*.jsonl"))
-	for _, s := range sets {
-		if !keep["set\t"+strings.TrimSuffix(filepath.Base(s), ".jsonl")] {
+	for _, s := range setFiles(runDir) {
+		if k, _ := setKeyOf(s); !keep["set\t"+k] {
 			if os.Remove(s) == nil {
 				rep.SetsRemoved++
 			}
@@ -159,4 +167,14 @@ func GC(runDir string) (GCReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// setFiles lists a run directory's whole-set outputs, compressed or not.
+func setFiles(runDir string) []string {
+	var out []string
+	for _, pat := range []string{"*.jsonl.zst", "*.jsonl"} {
+		m, _ := filepath.Glob(filepath.Join(runDir, "sets", pat))
+		out = append(out, m...)
+	}
+	return out
 }

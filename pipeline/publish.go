@@ -88,7 +88,7 @@ func (r *runner) publishOutputs(ctx context.Context) error {
 			return fmt.Errorf("output %s: %w", o.Path, err)
 		}
 		var n int64
-		for it, err := range readItems(ctx, filepath.Join(r.dir, m.Output)) {
+		for it, err := range readItems(ctx, r.db, filepath.Join(r.dir, m.Output)) {
 			if err != nil {
 				w.Abort()
 				return fmt.Errorf("output %s: %w", o.Path, err)

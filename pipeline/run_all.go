@@ -10,7 +10,6 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/codefeedback/codefeedback/internal/store"
 )
@@ -23,9 +22,12 @@ func (r *runner) runAll(ctx context.Context, s *StageSpec, st *stageCaps, key st
 		return err
 	}
 	setKey := store.Key(key, inHash)
-	rel := filepath.Join("sets", setKey+".jsonl")
+	rel := setFile(setKey)
 	path := filepath.Join(r.dir, rel)
 	force := r.isForced(s.Name)
+	if old := legacySetFile(setKey); !force && !fileExists(path) && fileExists(filepath.Join(r.dir, old)) {
+		rel, path = old, filepath.Join(r.dir, old) // made by an earlier version
+	}
 	if !force && fileExists(path) {
 		n, outHash, err := observeFile(path, st)
 		if err != nil {
@@ -76,7 +78,7 @@ func (r *runner) runAll(ctx context.Context, s *StageSpec, st *stageCaps, key st
 	var in int64
 	seq := func(yield func(Item, error) bool) {
 		for _, src := range srcs {
-			for it, err := range readItems(ctx, src) {
+			for it, err := range readItems(ctx, r.db, src) {
 				if err == nil {
 					in++
 					p.done.Add(1)
@@ -126,6 +128,7 @@ func (r *runner) runAll(ctx context.Context, s *StageSpec, st *stageCaps, key st
 	if err := writeSetStats(path, m.Stats); err != nil {
 		return err
 	}
+	os.Remove(filepath.Join(r.dir, legacySetFile(setKey))) // a forced run replaced it
 	rec.Status, rec.Output = "ran", rel
 	r.done[s.Name] = m
 	if err := r.writeRefs(s.Name, "set\t"+setKey+"\n"); err != nil {
@@ -137,7 +140,8 @@ func (r *runner) runAll(ctx context.Context, s *StageSpec, st *stageCaps, key st
 // setStatsPath is the sidecar holding the statistics a whole-set stage
 // computed when it made the set at setPath.
 func setStatsPath(setPath string) string {
-	return strings.TrimSuffix(setPath, ".jsonl") + ".stats.json"
+	k, _ := setKeyOf(setPath)
+	return filepath.Join(filepath.Dir(setPath), k+".stats.json")
 }
 
 func writeSetStats(setPath string, stats map[string]float64) error {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"time"
@@ -59,6 +60,13 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *stageCaps, key s
 		r.log.Info("stage unchanged", "stage", s.Name, "items", m.Counts.In)
 		return nil
 	}
+	if force && !r.o.DryRun {
+		// A forced run overwrites results in place, and the old output is
+		// those results: if this run stops, no marker may vouch for them.
+		if err := os.Remove(filepath.Join(r.stageDir(s.Name), "done.json")); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("stage %s: %w", s.Name, err)
+		}
+	}
 	e, err := r.newEachRun(s, st, svc)
 	if err != nil {
 		return err
@@ -102,7 +110,7 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *stageCaps, key s
 		e.stopped = true // items in flight were refused for lack of budget
 	}
 	e.c.Retries = e.retries.Load()
-	e.c.Out = e.out.lines
+	e.c.Out = e.sum.lines
 	rec.Counts = e.c
 	if r.o.DryRun {
 		all, predicted, ok := r.inputShapes(s)
@@ -145,20 +153,27 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *stageCaps, key s
 			return err
 		}
 	}
-	for _, f := range []*atomicFile{e.out.a, e.dead, e.refs} {
+	for _, f := range []*atomicFile{e.keys.a, e.dead} {
 		if err := f.Commit(); err != nil {
 			e.abort()
 			return err
 		}
 	}
-	m := &marker{Key: key, InputHash: inHash, OutHash: e.out.sum(), Output: filepath.Join("stages", s.Name, "out.jsonl"), Counts: e.c}
+	m := &marker{Key: key, InputHash: inHash, OutHash: e.sum.sum(), Output: filepath.Join("stages", s.Name, keysFile), Counts: e.c}
 	m.Stats, _ = svc.Stats.Snapshot()
 	r.done[s.Name] = m
 	rec.Output = m.Output
 	if r.o.DryRun {
 		return nil
 	}
-	return r.writeMarker(s.Name, m) // last: the marker says everything above is on disk
+	if err := r.writeMarker(s.Name, m); err != nil { // last: the marker says everything above is on disk
+		return err
+	}
+	// An earlier version's copies of the output: the keys replace both.
+	for _, old := range []string{"out.jsonl", "refs"} {
+		os.Remove(filepath.Join(r.stageDir(s.Name), old))
+	}
+	return nil
 }
 
 // job is one uncached item handed to a worker.
@@ -177,45 +192,39 @@ type eachRun struct {
 	svc *Services
 	p   *progress
 
-	missed     []Shape // dry-run: the shapes of the uncached items
-	out        *hashWriter
-	dead, refs *atomicFile
-	jobs       chan job
-	slots      chan *slot
-	cancel     context.CancelFunc
-	retries    atomic.Int64
-	c          Counts // writer's
-	werr       error  // writer's: fatal store or file failure
-	refBuf     []byte // writer's
-	readErr    error  // dispatcher's
-	stopped    bool   // dispatcher's: --max-cost reached
-	aborted    int    // writer's: items cancelled in flight
+	missed  []Shape     // dry-run: the shapes of the uncached items
+	keys    *keysWriter // the output: its items' keys in input order
+	sum     *lineSum    // the output lines' hash and count
+	dead    *atomicFile
+	jobs    chan job
+	slots   chan *slot
+	cancel  context.CancelFunc
+	retries atomic.Int64
+	c       Counts // writer's
+	werr    error  // writer's: fatal store or file failure
+	readErr error  // dispatcher's
+	stopped bool   // dispatcher's: --max-cost reached
+	aborted int    // writer's: items cancelled in flight
 }
 
 func (r *runner) newEachRun(s *StageSpec, st *stageCaps, svc *Services) (*eachRun, error) {
 	dir := r.stageDir(s.Name)
-	out, err := newHashWriter(filepath.Join(dir, "out.jsonl"))
+	keys, err := newKeysWriter(filepath.Join(dir, keysFile))
 	if err != nil {
 		return nil, err
 	}
 	dead, err := createAtomic(filepath.Join(dir, "dead-letters.jsonl"))
 	if err != nil {
-		out.a.Abort()
+		keys.a.Abort()
 		return nil, err
 	}
-	refs, err := createAtomic(filepath.Join(dir, "refs"))
-	if err != nil {
-		out.a.Abort()
-		dead.Abort()
-		return nil, err
-	}
-	return &eachRun{r: r, s: s, st: st, svc: svc, out: out, dead: dead, refs: refs}, nil
+	return &eachRun{r: r, s: s, st: st, svc: svc, keys: keys, sum: newLineSum(), dead: dead}, nil
 }
 
-func (e *eachRun) abort() { e.out.a.Abort(); e.dead.Abort(); e.refs.Abort() }
+func (e *eachRun) abort() { e.keys.a.Abort(); e.dead.Abort() }
 
 // write takes one slot's result, in input order, once it is durable: counts,
-// store refs, dead letters, item statistics, output lines and Observe.
+// output keys, dead letters, item statistics, output lines and Observe.
 func (e *eachRun) write(sl *slot) {
 	<-sl.done
 	if e.werr != nil {
@@ -249,8 +258,12 @@ func (e *eachRun) write(sl *slot) {
 		p.fresh.Add(1)
 	}
 	if sl.failed == nil || sl.permanent {
-		e.refBuf = append(append(append(e.refBuf[:0], ItemsBucket+"\t"...), sl.key...), '\n')
-		e.refs.Write(e.refBuf)
+		// Permanent failures too: their stored result must outlive gc.
+		if err := e.keys.add(sl.key); err != nil {
+			e.werr = err
+			e.cancel()
+			return
+		}
 	}
 	if sl.failed != nil {
 		c.Failed++
@@ -269,11 +282,7 @@ func (e *eachRun) write(sl *slot) {
 			e.r.log.Warn("item statistics ignored", "stage", e.s.Name, "key", sl.key, "err", err)
 		}
 	}
-	if _, err := e.out.Write(lines); err != nil {
-		e.werr = err
-		e.cancel()
-		return
-	}
+	e.sum.add(lines)
 	if e.st.observe != nil {
 		// sl.val is never modified, so items may alias it.
 		for l := range bytes.Lines(lines) {
@@ -302,7 +311,7 @@ func (e *eachRun) dispatch(ctx context.Context, srcs []string, key string, force
 		return e.flush(ctx, arena, ends, keys, force)
 	}
 	for _, src := range srcs {
-		for ln, err := range readLines(src) {
+		for ln, err := range outputLines(ctx, e.r.db, src) {
 			if err != nil {
 				e.readErr = err
 				return

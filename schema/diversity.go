@@ -1,9 +1,11 @@
 package schema
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -19,25 +21,33 @@ import (
 // summary says Estimated); openings (the first words) are kept as text,
 // and past maxOpenings distinct ones those seen once so far are dropped,
 // so a repeated opening keeps (nearly) its count and a rare one may be
-// undercounted. Not safe for concurrent use.
+// undercounted. What it keeps holds no pointers inside (hashes, counts, one
+// text arena), so the collector does not scan it, and merging two is a few
+// passes over flat slices. Not safe for concurrent use.
 type Diversity struct {
 	dialogues, modelFree, codeless  int
 	firstUser, closing, codelessSet distinct
-	openings                        map[string]int
+	openings                        openingCounts
+	scratch                         []byte // the opening being read
 }
 
 // Bounds of Diversity's memory: about 16 bytes per exact hash, 80 per
-// opening (variables for the tests).
+// opening (variables for the tests). Openings are few enough to stay in the
+// processor's cache: a corpus's most repeated openings come back far more
+// often than once in 16,384 turns.
 var (
 	maxExact    = 1 << 20
-	maxOpenings = 1 << 17
+	maxOpenings = 1 << 14
 )
 
-// distinct counts distinct 64-bit hashes: exactly in a set while it is
-// small, then in a HyperLogLog sketch (2^14 registers).
+// distinct counts distinct 64-bit hashes: exactly while there are few
+// (hashes appended to a slice, sorted and deduplicated whenever it doubles:
+// cheaper than a hash set, whose inserts miss the cache once it outgrows
+// it), then in a HyperLogLog sketch (2^14 registers).
 type distinct struct {
-	set map[uint64]struct{}
-	hll []uint8
+	hs     []uint64 // hs[:sorted] sorted and unique, then appended
+	sorted int
+	hll    []uint8
 }
 
 func (d *distinct) add(h uint64) {
@@ -45,17 +55,85 @@ func (d *distinct) add(h uint64) {
 		d.hllAdd(h)
 		return
 	}
-	if d.set == nil {
-		d.set = map[uint64]struct{}{}
+	d.hs = append(d.hs, h)
+	if len(d.hs) >= max(2*d.sorted, 1<<12) {
+		d.compact()
 	}
-	d.set[h] = struct{}{}
-	if len(d.set) > maxExact {
+}
+
+// compact sorts and deduplicates the hashes, and turns them into a sketch
+// once more than maxExact are distinct.
+func (d *distinct) compact() {
+	if d.hll != nil || d.sorted == len(d.hs) {
+		return
+	}
+	sortHashes(d.hs[d.sorted:])
+	d.hs = mergeUnique(d.hs[:d.sorted], d.hs[d.sorted:])
+	d.sorted = len(d.hs)
+	if len(d.hs) > maxExact {
 		d.hll = make([]uint8, 1<<hllBits)
-		for k := range d.set {
-			d.hllAdd(k)
+		for _, h := range d.hs {
+			d.hllAdd(h)
 		}
-		d.set = nil
+		d.hs, d.sorted = nil, 0
 	}
+}
+
+// sortHashes sorts uniformly distributed hashes: a counting pass on their
+// top bits, then each small bucket in place (linear in practice).
+func sortHashes(hs []uint64) {
+	if len(hs) < 256 {
+		slices.Sort(hs)
+		return
+	}
+	shift := 64 - bits.Len(uint(len(hs)/8))
+	nb := 1 << (64 - shift)
+	starts := make([]int, nb+1)
+	for _, h := range hs {
+		starts[h>>shift+1]++
+	}
+	for i := 1; i <= nb; i++ {
+		starts[i] += starts[i-1]
+	}
+	out := make([]uint64, len(hs))
+	next := slices.Clone(starts[:nb])
+	for _, h := range hs {
+		b := h >> shift
+		out[next[b]] = h
+		next[b]++
+	}
+	for b := 0; b < nb; b++ {
+		slices.Sort(out[starts[b]:starts[b+1]])
+	}
+	copy(hs, out)
+}
+
+// mergeUnique merges two sorted runs that sit next to each other in one
+// slice (a then b) into one sorted run without repeats; b may repeat.
+func mergeUnique(a, b []uint64) []uint64 {
+	out := make([]uint64, 0, len(a)+len(b))
+	i, j := 0, 0
+	push := func(h uint64) {
+		if n := len(out); n == 0 || out[n-1] != h {
+			out = append(out, h)
+		}
+	}
+	for i < len(a) && j < len(b) {
+		if a[i] <= b[j] {
+			push(a[i])
+			i++
+		} else {
+			push(b[j])
+			j++
+		}
+	}
+	for ; i < len(a); i++ {
+		push(a[i])
+	}
+	for ; j < len(b); j++ {
+		push(b[j])
+	}
+	return out
 }
 
 const hllBits = 14
@@ -70,8 +148,9 @@ func (d *distinct) hllAdd(h uint64) {
 
 // count is the exact count, or the sketch's estimate (est true).
 func (d *distinct) count() (n int, est bool) {
+	d.compact()
 	if d.hll == nil {
-		return len(d.set), false
+		return len(d.hs), false
 	}
 	m := float64(len(d.hll))
 	sum, zeros := 0.0, 0
@@ -86,6 +165,119 @@ func (d *distinct) count() (n int, est bool) {
 		e = m * math.Log(m/float64(zeros)) // small range correction
 	}
 	return int(e + 0.5), true
+}
+
+func (d *distinct) merge(o *distinct) {
+	if o.hll == nil {
+		if d.hll != nil {
+			for _, h := range o.hs {
+				d.hllAdd(h)
+			}
+			return
+		}
+		d.hs = append(d.hs, o.hs...)
+		if len(d.hs) >= max(2*d.sorted, 1<<12) {
+			d.compact()
+		}
+		return
+	}
+	if d.hll == nil {
+		d.hll = make([]uint8, 1<<hllBits)
+		for _, h := range d.hs {
+			d.hllAdd(h)
+		}
+		d.hs, d.sorted = nil, 0
+	}
+	for i, r := range o.hll {
+		d.hll[i] = max(d.hll[i], r)
+	}
+}
+
+// openingCounts counts openings by the hash of their text in an open
+// addressing table of 16-byte slots holding the count (a hit touches one
+// cache line, and the table stays within a core's cache); each text is kept
+// once, in an arena, after its length.
+type openingCounts struct {
+	slots       []openingSlot // power of two, at most half full
+	used        int
+	text, spare []byte // the arena, and the one prune copies into
+	kept        []openingSlot
+}
+
+type openingSlot struct {
+	hash uint64
+	n    uint32 // 0: an empty slot
+	off  uint32 // the text's length (uvarint) and bytes in the arena
+}
+
+func (oc *openingCounts) len() int { return oc.used }
+
+func (oc *openingCounts) textOf(e *openingSlot) []byte {
+	ln, k := binary.Uvarint(oc.text[e.off:])
+	start := int(e.off) + k
+	return oc.text[start : start+int(ln)]
+}
+
+// add counts n more of the opening text, whose hash is h.
+func (oc *openingCounts) add(h uint64, text []byte, n int) {
+	if oc.slots == nil {
+		// Sized for the bound at once: no growing (and copying) later.
+		oc.slots = make([]openingSlot, 1<<bits.Len(uint(2*maxOpenings-1)))
+		oc.text = make([]byte, 0, 40*maxOpenings)
+	}
+	e := oc.slot(h)
+	if e.n > 0 {
+		e.n = uint32(min(int(e.n)+n, math.MaxUint32))
+		return
+	}
+	*e = openingSlot{hash: h, n: uint32(min(n, math.MaxUint32)), off: uint32(len(oc.text))}
+	oc.text = binary.AppendUvarint(oc.text, uint64(len(text)))
+	oc.text = append(oc.text, text...)
+	if oc.used++; oc.used > maxOpenings {
+		oc.prune()
+	}
+}
+
+// slot is h's slot, or the empty slot where it goes.
+func (oc *openingCounts) slot(h uint64) *openingSlot {
+	mask := uint64(len(oc.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		if e := &oc.slots[i]; e.n == 0 || e.hash == h {
+			return e
+		}
+	}
+}
+
+// prune drops the openings seen once so far (lossy counting): the counts
+// stay bounded, and an opening that repeats often survives every prune.
+func (oc *openingCounts) prune() {
+	kept := oc.kept[:0]
+	for _, e := range oc.slots {
+		if e.n > 1 {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) > maxOpenings/2 {
+		// Nearly everything repeats: drop the least frequent half.
+		ns := make([]uint32, len(kept))
+		for i, e := range kept {
+			ns[i] = e.n
+		}
+		slices.Sort(ns)
+		cut := ns[len(ns)/2]
+		kept = slices.DeleteFunc(kept, func(e openingSlot) bool { return e.n <= cut })
+	}
+	text := oc.spare[:0]
+	clear(oc.slots)
+	for _, e := range kept {
+		t := oc.textOf(&e)
+		e.off = uint32(len(text))
+		text = binary.AppendUvarint(text, uint64(len(t)))
+		text = append(text, t...)
+		*oc.slot(e.hash) = e
+	}
+	oc.used, oc.kept = len(kept), kept
+	oc.text, oc.spare = text, oc.text[:0]
 }
 
 // DiversitySummary is Diversity's figures.
@@ -115,31 +307,40 @@ func hash64(s string) uint64 { return maphash.String(hashSeed, strings.TrimSpace
 
 // opening is the first six words of a turn's first line (what strings.Fields
 // on that line would give, joined by single spaces), reading no further.
-func opening(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	var b []byte
-	words := 0
-	for i := 0; i < len(s) && words < 6; {
-		r, size := rune(s[i]), 1
-		if r >= utf8.RuneSelf {
-			r, size = utf8.DecodeRuneInString(s[i:])
+func opening(s string) string { return string(appendOpening(nil, s)) }
+
+// appendOpening appends s's opening to b in one pass: leading space
+// (newlines too) skipped, then words up to the end of that line.
+func appendOpening(b []byte, s string) []byte {
+	i, words := 0, 0
+	for i < len(s) {
+		size := spaceAt(s, i)
+		if size == 0 {
+			break
 		}
-		if unicode.IsSpace(r) {
+		i += size
+	}
+	for i < len(s) && words < 6 {
+		if s[i] == '\n' {
+			break
+		}
+		if size := spaceAt(s, i); size > 0 {
 			i += size
 			continue
 		}
 		j := i
 		for j < len(s) {
-			r, size := rune(s[j]), 1
-			if r >= utf8.RuneSelf {
-				r, size = utf8.DecodeRuneInString(s[j:])
+			if c := s[j]; c < utf8.RuneSelf {
+				if asciiSpace[c] {
+					break
+				}
+				j++
+				continue
 			}
-			if unicode.IsSpace(r) {
+			if spaceAt(s, j) > 0 {
 				break
 			}
+			_, size := utf8.DecodeRuneInString(s[j:])
 			j += size
 		}
 		if words > 0 {
@@ -149,16 +350,31 @@ func opening(s string) string {
 		words++
 		i = j
 	}
-	return string(b)
+	return b
+}
+
+// asciiSpace: the ASCII bytes unicode.IsSpace accepts.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
+
+// spaceAt is the size of the space character at s[i], or 0 when it is none.
+func spaceAt(s string, i int) int {
+	if c := s[i]; c < utf8.RuneSelf {
+		if asciiSpace[c] {
+			return 1
+		}
+		return 0
+	}
+	if r, size := utf8.DecodeRuneInString(s[i:]); unicode.IsSpace(r) {
+		return size
+	}
+	return 0
 }
 
 func hasFence(s string) bool { return strings.Contains(s, "```") || strings.Contains(s, "~~~") }
 
-// Add counts one dialogue.
+// Add counts one dialogue. It keeps nothing of d's strings (the Parquet
+// reader passes views of its page buffers).
 func (dv *Diversity) Add(d *Dialogue) {
-	if dv.openings == nil {
-		dv.openings = map[string]int{}
-	}
 	dv.dialogues++
 	if d.Model == "" {
 		dv.modelFree++
@@ -173,11 +389,8 @@ func (dv *Diversity) Add(d *Dialogue) {
 			}
 		case RoleAssistant:
 			lastAssistant = m.Content
-			if o := opening(m.Content); o != "" {
-				dv.openings[o]++
-				if len(dv.openings) > maxOpenings {
-					dv.pruneOpenings()
-				}
+			if dv.scratch = appendOpening(dv.scratch[:0], m.Content); len(dv.scratch) > 0 {
+				dv.openings.add(maphash.Bytes(hashSeed, dv.scratch), dv.scratch, 1)
 			}
 			if !hasFence(m.Content) {
 				dv.codeless++
@@ -201,9 +414,9 @@ func (dv *Diversity) Summary(top int) DiversitySummary {
 	if dv.dialogues > 0 {
 		s.TemplateShare = float64(dv.modelFree) / float64(dv.dialogues)
 	}
-	for t, n := range dv.openings {
-		if n > 1 {
-			s.TopOpenings = append(s.TopOpenings, Opening{t, n})
+	for i := range dv.openings.slots {
+		if e := &dv.openings.slots[i]; e.n > 1 {
+			s.TopOpenings = append(s.TopOpenings, Opening{string(dv.openings.textOf(e)), int(e.n)})
 		}
 	}
 	sort.Slice(s.TopOpenings, func(i, j int) bool {
@@ -216,30 +429,6 @@ func (dv *Diversity) Summary(top int) DiversitySummary {
 	return s
 }
 
-// pruneOpenings drops the openings seen once so far (lossy counting): the
-// map stays bounded, and an opening that repeats often survives every prune.
-func (dv *Diversity) pruneOpenings() {
-	for o, n := range dv.openings {
-		if n <= 1 {
-			delete(dv.openings, o)
-		}
-	}
-	if len(dv.openings) > maxOpenings/2 {
-		// Nearly everything repeats: drop the least frequent half.
-		counts := make([]int, 0, len(dv.openings))
-		for _, n := range dv.openings {
-			counts = append(counts, n)
-		}
-		sort.Ints(counts)
-		cut := counts[len(counts)/2]
-		for o, n := range dv.openings {
-			if n <= cut {
-				delete(dv.openings, o)
-			}
-		}
-	}
-}
-
 // Merge adds the dialogues o counted (o is left as it was).
 func (dv *Diversity) Merge(o *Diversity) {
 	dv.dialogues += o.dialogues
@@ -248,32 +437,9 @@ func (dv *Diversity) Merge(o *Diversity) {
 	dv.firstUser.merge(&o.firstUser)
 	dv.closing.merge(&o.closing)
 	dv.codelessSet.merge(&o.codelessSet)
-	if dv.openings == nil {
-		dv.openings = map[string]int{}
-	}
-	for t, n := range o.openings {
-		dv.openings[t] += n
-		if len(dv.openings) > maxOpenings {
-			dv.pruneOpenings()
+	for i := range o.openings.slots {
+		if e := &o.openings.slots[i]; e.n > 0 {
+			dv.openings.add(e.hash, o.openings.textOf(e), int(e.n))
 		}
-	}
-}
-
-func (d *distinct) merge(o *distinct) {
-	if o.hll == nil {
-		for h := range o.set {
-			d.add(h)
-		}
-		return
-	}
-	if d.hll == nil {
-		d.hll = make([]uint8, 1<<hllBits)
-		for h := range d.set {
-			d.hllAdd(h)
-		}
-		d.set = nil
-	}
-	for i, r := range o.hll {
-		d.hll[i] = max(d.hll[i], r)
 	}
 }

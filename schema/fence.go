@@ -64,22 +64,26 @@ func fenceLang(info string) string {
 }
 
 // FenceLanguages calls f with the language of every fenced block of text
-// that names one, in order; it allocates nothing.
+// that names one, in order; it allocates nothing. It looks for the fences
+// themselves rather than at every line: inspect runs it on every message.
 func FenceLanguages(text string, f func(lang string)) {
 	for pos := 0; pos < len(text); {
-		end := strings.IndexByte(text[pos:], '\n')
-		next := len(text)
-		if end >= 0 {
-			end += pos
-			next = end + 1
-		} else {
-			end = len(text)
+		i := strings.Index(text[pos:], "```")
+		if i < 0 {
+			return
 		}
-		if end-pos > 3 && text[pos] == '`' && text[pos+1] == '`' && text[pos+2] == '`' {
-			if l := fenceLang(text[pos+3 : end]); l != "" {
+		i += pos
+		end := strings.IndexByte(text[i:], '\n')
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += i
+		}
+		if (i == 0 || text[i-1] == '\n') && end-i > 3 {
+			if l := fenceLang(text[i+3 : end]); l != "" {
 				f(l)
 			}
 		}
-		pos = next
+		pos = end + 1 // nothing else on this line starts a fence
 	}
 }

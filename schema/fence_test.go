@@ -37,6 +37,22 @@ func TestFenceLanguagesMatchesRegexp(t *testing.T) {
 	}
 }
 
+func FuzzFenceLanguages(f *testing.F) {
+	for _, text := range fenceTexts {
+		f.Add(text)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		var want, got []string
+		for _, m := range fenceRE.FindAllStringSubmatch(text, -1) {
+			want = append(want, m[1])
+		}
+		FenceLanguages(text, func(l string) { got = append(got, l) })
+		if !slices.Equal(got, want) {
+			t.Errorf("FenceLanguages(%q) = %v, want %v", text, got, want)
+		}
+	})
+}
+
 // BenchmarkFenceScan compares the byte scan with the regular expression
 // inspect used (run both; the ratio is the speed-up), on a message of the
 // size Code-Feedback's assistant turns have.

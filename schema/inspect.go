@@ -1,12 +1,14 @@
 package schema
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -24,6 +26,7 @@ type Report struct {
 	BadCount int
 	Schema   string                    // Parquet schema, or JSON fields with types and presence
 	fields   map[string]map[string]int // field -> JSON type -> count
+	langKeys map[string]string         // fence language -> its key in Langs
 	Turns    Dist                      // per dialogue
 	MsgLen   Dist                      // per message, characters
 	TextLen  Dist                      // per dialogue total, or per problem text
@@ -39,8 +42,9 @@ type Report struct {
 // Inspect reads path as a stream and summarises it; sample records are
 // rendered for reading in a terminal. Sizes are counted per distinct value
 // (exact percentiles in memory that does not grow with the records); the
-// records themselves are not kept.
-func Inspect(path string, sample int) (*Report, error) {
+// records themselves are not kept. It stops with ctx's error once ctx is
+// done.
+func Inspect(ctx context.Context, path string, sample int) (*Report, error) {
 	rep := newReport(path)
 	bad := rep.bad
 	if IsParquet(path) {
@@ -53,7 +57,7 @@ func Inspect(path string, sample int) (*Report, error) {
 			return nil, err
 		}
 		defer f.Close()
-		if err := rep.inspectRowGroups(rgs, sample); err != nil {
+		if err := rep.inspectRowGroups(ctx, rgs, sample); err != nil {
 			return nil, err
 		}
 		return rep, nil
@@ -67,7 +71,12 @@ func Inspect(path string, sample int) (*Report, error) {
 	if raw.array {
 		rep.Format = "json array"
 	}
-	for {
+	for n := 0; ; n++ {
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		rec, err := raw.Next()
 		if err == io.EOF {
 			break
@@ -135,7 +144,7 @@ func Inspect(path string, sample int) (*Report, error) {
 // rep in file order as soon as the ones before it are in (samples and bad
 // records as a sequential read would list them). A row group's slot is
 // freed only once it is added, so at most that many reports exist at once.
-func (rep *Report) inspectRowGroups(rgs []*parquetRowGroup, sample int) error {
+func (rep *Report) inspectRowGroups(ctx context.Context, rgs []*parquetRowGroup, sample int) error {
 	type result struct {
 		part *Report
 		err  error
@@ -161,7 +170,7 @@ func (rep *Report) inspectRowGroups(rgs []*parquetRowGroup, sample int) error {
 			go func() {
 				defer wg.Done()
 				part := newReport(rep.File)
-				err := errors.Join(part.readRowGroup(rg, sample), rg.Close())
+				err := errors.Join(part.readRowGroup(ctx, rg, sample), rg.Close())
 				results[i] <- result{part, err}
 			}()
 		}
@@ -181,10 +190,14 @@ func newReport(path string) *Report {
 	return &Report{File: path, Roles: map[string]int{}, Langs: map[string]int{}, Scores: map[string]map[int]int{}, fields: map[string]map[string]int{}}
 }
 
-// readRowGroup counts one row group: rows are decoded on one goroutine,
-// counted on another and their diversity on a third; a few batches in
-// flight bound the memory.
-func (rep *Report) readRowGroup(r *parquetReader, sample int) error {
+// readRowGroup counts one row group: by the column scan when the column
+// reader reads it; else rows are decoded on one goroutine, counted on
+// another and their diversity on a third, a few batches in flight bounding
+// the memory.
+func (rep *Report) readRowGroup(ctx context.Context, r *parquetReader, sample int) error {
+	if c, ok := r.rows.(*columnRows); ok {
+		return c.scan(ctx, rep, r.row, sample)
+	}
 	type batch struct {
 		ds   []Dialogue
 		errs []error
@@ -231,6 +244,9 @@ func (rep *Report) readRowGroup(r *parquetReader, sample int) error {
 	}()
 	defer func() { close(divCh); <-divDone }()
 	for b := range ch {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		divCh <- b
 		for i := range b.ds {
 			if err := b.errs[i]; err != nil {
@@ -354,7 +370,7 @@ func (rep *Report) addDialogueStats(d *Dialogue, sample int) {
 		rep.Roles[m.Role]++
 		rep.MsgLen.Add(len(m.Content))
 		total += len(m.Content)
-		FenceLanguages(m.Content, func(lang string) { rep.Langs[strings.ToLower(lang)]++ })
+		FenceLanguages(m.Content, rep.countLang)
 	}
 	rep.TextLen.Add(total)
 	if len(rep.Samples) < sample {
@@ -365,6 +381,22 @@ func (rep *Report) addDialogueStats(d *Dialogue, sample int) {
 		}
 		rep.Samples = append(rep.Samples, b.String())
 	}
+}
+
+// countLang counts a fence's language in lower case. lang may point into
+// a page buffer: the map keys are copies, made once per spelling.
+func (rep *Report) countLang(lang string) {
+	k, ok := rep.langKeys[lang]
+	if !ok {
+		k = strings.ToLower(strings.Clone(lang))
+		if rep.langKeys == nil {
+			rep.langKeys = map[string]string{}
+		}
+		if len(rep.langKeys) < 256 {
+			rep.langKeys[strings.Clone(lang)] = k
+		}
+	}
+	rep.Langs[k]++
 }
 
 func (rep *Report) addProblem(m map[string]json.RawMessage, sample int) {
@@ -420,20 +452,41 @@ func parquetSchema(path string) (string, error) {
 // Dist is a distribution of non-negative integers kept as a count per
 // distinct value: exact percentiles in memory that grows with the distinct
 // values (message lengths: thousands), not with the records (millions).
+// Values below denseMax are counted in a slice indexed by value (an add is
+// an increment, not a map assignment), larger ones in a map.
 type Dist struct {
 	N      int64
 	sum    int64
+	dense  []int64
 	counts map[int]int64
 }
 
+const denseMax = 1 << 16
+
 // Add counts one value.
 func (d *Dist) Add(v int) {
+	d.N++
+	d.sum += int64(v)
+	if uint(v) < uint(len(d.dense)) {
+		d.dense[v]++
+		return
+	}
+	d.addSlow(v, 1)
+}
+
+func (d *Dist) addSlow(v int, n int64) {
+	if v >= 0 && v < denseMax {
+		if v >= len(d.dense) {
+			d.dense = slices.Grow(d.dense, min(denseMax, max(64, 2*(v+1)))-len(d.dense))
+			d.dense = d.dense[:cap(d.dense)]
+		}
+		d.dense[v] += n
+		return
+	}
 	if d.counts == nil {
 		d.counts = map[int]int64{}
 	}
-	d.counts[v]++
-	d.N++
-	d.sum += int64(v)
+	d.counts[v] += n
 }
 
 // Merge adds o's values.
@@ -441,11 +494,17 @@ func (d *Dist) Merge(o *Dist) {
 	if o.N == 0 {
 		return
 	}
-	if d.counts == nil {
-		d.counts = map[int]int64{}
+	for v, n := range o.dense {
+		if n > 0 {
+			if v < len(d.dense) {
+				d.dense[v] += n
+			} else {
+				d.addSlow(v, n)
+			}
+		}
 	}
 	for v, n := range o.counts {
-		d.counts[v] += n
+		d.addSlow(v, n)
 	}
 	d.N += o.N
 	d.sum += o.sum
@@ -457,23 +516,32 @@ func (d *Dist) String() string {
 	if d.N == 0 {
 		return "-"
 	}
-	vals := make([]int, 0, len(d.counts))
-	for v := range d.counts {
-		vals = append(vals, v)
+	type vc struct {
+		v int
+		n int64
 	}
-	sort.Ints(vals)
+	var vals []vc
+	for v, n := range d.dense {
+		if n > 0 {
+			vals = append(vals, vc{v, n})
+		}
+	}
+	for v, n := range d.counts {
+		vals = append(vals, vc{v, n})
+	}
+	sort.Slice(vals, func(i, j int) bool { return vals[i].v < vals[j].v })
 	p := func(q float64) int {
 		idx := int64(q * float64(d.N-1))
 		var seen int64
-		for _, v := range vals {
-			seen += d.counts[v]
+		for _, x := range vals {
+			seen += x.n
 			if seen > idx {
-				return v
+				return x.v
 			}
 		}
-		return vals[len(vals)-1]
+		return vals[len(vals)-1].v
 	}
-	return fmt.Sprintf("min %d  p50 %d  p90 %d  p99 %d  max %d  mean %.1f", vals[0], p(0.5), p(0.9), p(0.99), vals[len(vals)-1], float64(d.sum)/float64(d.N))
+	return fmt.Sprintf("min %d  p50 %d  p90 %d  p99 %d  max %d  mean %.1f", vals[0].v, p(0.5), p(0.9), p(0.99), vals[len(vals)-1].v, float64(d.sum)/float64(d.N))
 }
 
 func counts(m map[string]int) string {

@@ -1,12 +1,15 @@
 package schema
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
+	"strings"
+	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -130,6 +133,7 @@ func planLeaf(s *parquet.Schema, kind parquet.Kind, maxRep int, path ...string) 
 type columnRows struct {
 	path              string
 	layout            ExportFormat
+	numRows           int64
 	id, role, content *colStream
 	flat              []*colStream
 	roles, contents   []string
@@ -143,7 +147,7 @@ func newColumnRows(path string, layout ExportFormat, p columnPlan, rg parquet.Ro
 		}
 		return &colStream{pages: chunks[lp.index].Pages(), leafPlan: lp}
 	}
-	c := &columnRows{path: path, layout: layout, id: open(p.id), role: open(p.role), content: open(p.content)}
+	c := &columnRows{path: path, layout: layout, numRows: rg.NumRows(), id: open(p.id), role: open(p.role), content: open(p.content)}
 	c.role.interned = map[string]string{}
 	for _, lp := range p.flat {
 		c.flat = append(c.flat, open(lp))
@@ -182,14 +186,8 @@ func (c *columnRows) next() (Dialogue, func() []byte, error) {
 	switch c.layout {
 	case ExportNative:
 		row := ParquetDialogue{ID: id, Messages: msgs}
-		dst := []*string{&row.Stage, &row.Method, &row.Model, &row.PromptVersion, &row.Sources, &row.Labels, &row.MessageMeta, &row.SourceID, &row.Extra}
-		for i, s := range c.flat {
-			if s == nil {
-				continue
-			}
-			if *dst[i], _, err = s.nextString(); err != nil {
-				return Dialogue{}, nil, fmt.Errorf("column %s: %w", nativeFlatColumns[i], noEOF(err))
-			}
+		if err := c.readFlat(&row); err != nil {
+			return Dialogue{}, nil, err
 		}
 		d, err := FromParquet(&row)
 		return d, func() []byte { b, _ := json.Marshal(row); return b }, err
@@ -213,6 +211,7 @@ func (c *columnRows) close() error {
 	var errs []error
 	for _, s := range append([]*colStream{c.id, c.role, c.content}, c.flat...) {
 		if s != nil {
+			s.release()
 			errs = append(errs, s.pages.Close())
 		}
 	}
@@ -224,6 +223,7 @@ func (c *columnRows) close() error {
 type colStream struct {
 	leafPlan
 	pages parquet.Pages
+	page  parquet.Page // held until the next page is read
 	reps  []byte
 	defs  []byte
 	n, li int // levels in the page, next level
@@ -238,15 +238,29 @@ type colStream struct {
 	// interned keeps one string per distinct value of a column of few
 	// values (roles), sparing an allocation per message.
 	interned map[string]string
+	// views: nextList and nextString return strings that point into the
+	// page buffer (valid until the next page is read) instead of copies.
+	views bool
+}
+
+// release hands the current page's buffers back to parquet-go's pools, for
+// the next page to reuse.
+func (s *colStream) release() {
+	if s.page != nil {
+		parquet.Release(s.page)
+		s.page = nil
+	}
 }
 
 // load reads the next page once the current one is used up.
 func (s *colStream) load() error {
 	for s.li == s.n {
+		s.release()
 		p, err := s.pages.ReadPage()
 		if err != nil {
 			return err // io.EOF after the last page
 		}
+		s.page = p
 		s.n, s.li, s.vi = int(p.NumValues()), 0, 0
 		s.reps, s.defs = p.RepetitionLevels(), p.DefinitionLevels()
 		if s.maxDef > 0 && len(s.defs) < s.n || s.listDef > 0 && len(s.reps) < s.n {
@@ -303,6 +317,12 @@ func (s *colStream) bytesAt(k int) ([]byte, error) {
 }
 
 func (s *colStream) str(b []byte) string {
+	if s.views {
+		if len(b) == 0 {
+			return ""
+		}
+		return unsafe.String(&b[0], len(b))
+	}
 	if s.interned == nil {
 		return string(b)
 	}
@@ -331,6 +351,9 @@ func (s *colStream) nextString() (string, bool, error) {
 		return "", false, err
 	}
 	b, err := s.bytesAt(k)
+	if s.views {
+		return s.str(b), true, err
+	}
 	return string(b), true, err
 }
 
@@ -359,6 +382,7 @@ func (s *colStream) nextList(dst []string) ([]string, error) {
 	if s.reps[s.li] != 0 {
 		return dst, errors.New("row does not start at repetition level 0")
 	}
+	start := len(dst)
 	for {
 		d := s.def()
 		s.li++
@@ -378,6 +402,13 @@ func (s *colStream) nextList(dst []string) ([]string, error) {
 			v = s.str(b)
 		}
 		dst = append(dst, v)
+		if s.views && s.li == s.n {
+			// The row may go on in the next page, and reading it
+			// releases this one: its values so far become copies.
+			for i := start; i < len(dst); i++ {
+				dst[i] = strings.Clone(dst[i])
+			}
+		}
 		if err := s.load(); err == io.EOF {
 			return dst, nil
 		} else if err != nil {
@@ -387,4 +418,108 @@ func (s *colStream) nextList(dst []string) ([]string, error) {
 			return dst, nil
 		}
 	}
+}
+
+// scan counts the row group into rep without keeping its rows: values are
+// views of the page buffers (counted, hashed, or copied where kept, never
+// held past their page), roles are interned, and a Code-Feedback row's id
+// is read only while rep still takes samples. It counts what Read and then
+// addDialogue count, bad records included.
+func (c *columnRows) scan(ctx context.Context, rep *Report, firstRow int, sample int) error {
+	native := c.layout == ExportNative
+	for _, s := range append([]*colStream{c.id, c.content}, c.flat...) {
+		if s != nil {
+			s.views = true
+		}
+	}
+	var msgs []Message
+	var pmsgs []ParquetMessage
+	var row ParquetDialogue
+	for k := int64(0); k < c.numRows; k++ {
+		if k%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		line := firstRow + int(k) + 1
+		// Any id will do for Validate unless a sample shows it: a
+		// Code-Feedback row's id is never empty (its messages' hash when
+		// the column is).
+		id := "-"
+		if native || len(rep.Samples) < sample {
+			var err error
+			if id, err = c.readID(); err != nil {
+				return fmt.Errorf("%s: row %d: column id: %w", c.path, line, noEOF(err))
+			}
+		}
+		var err error
+		if c.roles, err = c.role.nextList(c.roles[:0]); err != nil {
+			return fmt.Errorf("%s: row %d: column role: %w", c.path, line, noEOF(err))
+		}
+		if c.contents, err = c.content.nextList(c.contents[:0]); err != nil {
+			return fmt.Errorf("%s: row %d: column content: %w", c.path, line, noEOF(err))
+		}
+		if len(c.roles) != len(c.contents) {
+			return fmt.Errorf("%s: row %d: %d roles for %d contents", c.path, line, len(c.roles), len(c.contents))
+		}
+		var d Dialogue
+		if native {
+			pmsgs = pmsgs[:0]
+			for i := range c.roles {
+				pmsgs = append(pmsgs, ParquetMessage{Role: c.roles[i], Content: c.contents[i]})
+			}
+			row = ParquetDialogue{ID: id, Messages: pmsgs}
+			if err := c.readFlat(&row); err != nil {
+				return fmt.Errorf("%s: row %d: %w", c.path, line, err)
+			}
+			d, err = FromParquet(&row)
+		} else {
+			msgs = msgs[:0]
+			for i := range c.roles {
+				msgs = append(msgs, Message{Role: c.roles[i], Content: c.contents[i]})
+			}
+			d = Dialogue{ID: id, Messages: msgs}
+			if strings.TrimSpace(id) == "" {
+				d.ID = DialogueID(msgs)
+			}
+		}
+		if err == nil {
+			err = d.Validate()
+		}
+		if err != nil {
+			// Raw is left out: inspect prints the reason only.
+			if err := rep.bad(&RecordError{File: c.path, Unit: "row", Line: line, Reason: err.Error()}); err != nil {
+				return err
+			}
+			continue
+		}
+		rep.Diversity.Add(&d)
+		rep.addDialogueStats(&d, sample)
+	}
+	return nil
+}
+
+// readFlat reads the native layout's flat columns of the next row into row.
+func (c *columnRows) readFlat(row *ParquetDialogue) error {
+	dst := []*string{&row.Stage, &row.Method, &row.Model, &row.PromptVersion, &row.Sources, &row.Labels, &row.MessageMeta, &row.SourceID, &row.Extra}
+	for i, s := range c.flat {
+		if s == nil {
+			continue
+		}
+		var err error
+		if *dst[i], _, err = s.nextString(); err != nil {
+			return fmt.Errorf("column %s: %w", nativeFlatColumns[i], noEOF(err))
+		}
+	}
+	return nil
+}
+
+// readID reads the next id as the row reader renders it.
+func (c *columnRows) readID() (string, error) {
+	if c.layout == "int" {
+		n, _, err := c.id.nextInt64()
+		return strconv.FormatInt(n, 10), err
+	}
+	s, _, err := c.id.nextString()
+	return s, err
 }

@@ -19,7 +19,8 @@ import (
 // the dialogues and errors the reflection row reader gives, and the same
 // inspect report, on the real Code-Feedback sample written by codefeedback
 // (native and Code-Feedback layouts) and by DuckDB (optional, dictionary
-// encoded columns), and on a file of many row groups holding bad records.
+// encoded columns), and on files of many row groups holding bad records
+// (native layout; Code-Feedback with string and with integer ids).
 func TestColumnReaderMatchesRowReader(t *testing.T) {
 	src := sharedtest.Path(t, "codefeedback-sample/code_feedback_sample.jsonl")
 	dir := t.TempDir()
@@ -55,6 +56,50 @@ func TestColumnReaderMatchesRowReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	files["bad-records"] = bad
+	// Code-Feedback layouts, string and integer ids, with bad rows among
+	// the first (the samples skip them) and empty ids (named by hash).
+	cfRow := func(i int) []ParquetMessage {
+		d := variedDialogue(i)
+		var ms []ParquetMessage
+		for _, m := range ToCodeFeedback(&d).Messages {
+			ms = append(ms, ParquetMessage(m))
+		}
+		switch {
+		case i == 0 || i%89 == 7:
+			ms[1].Role = "narrator"
+		case i == 2 || i%89 == 8:
+			ms = nil
+		}
+		return ms
+	}
+	cfStr := filepath.Join(dir, "bad-cf.parquet")
+	sw, err := newParquetWriter(cfStr, func(r *CodeFeedbackRow) int64 { return messagesBytes(r.Messages) }, ParquetCompression("zstd"), RowGroupBytes(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfInt := filepath.Join(dir, "bad-cf-int.parquet")
+	iw, err := newParquetWriter(cfInt, func(r *CodeFeedbackIntRow) int64 { return messagesBytes(r.Messages) }, ParquetCompression("zstd"), RowGroupBytes(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 1200; i++ {
+		id := fmt.Sprint("cf-", i)
+		if i%5 == 3 {
+			id = ""
+		}
+		if err := sw.add(CodeFeedbackRow{ID: id, Messages: cfRow(i)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := iw.add(CodeFeedbackIntRow{ID: int64(1000 + i), Messages: cfRow(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range []interface{ Close() error }{sw, iw} {
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files["bad-records-codefeedback"], files["bad-records-codefeedback-int"] = cfStr, cfInt
 	duck := filepath.Join(dir, "duckdb.parquet")
 	duckdbTimer(t)("write", src, duck)
 	files["sample-duckdb"] = duck
@@ -100,10 +145,10 @@ func TestColumnReaderMatchesRowReader(t *testing.T) {
 				rowRGs[i].Close()
 				colRGs[i].Close()
 			}
-			if rows == 0 || name == "bad-records" && (bads == 0 || len(rowRGs) < 4) {
+			if rows == 0 || strings.HasPrefix(name, "bad-records") && (bads == 0 || len(rowRGs) < 4) {
 				t.Fatalf("%d rows, %d bad, %d row groups: the file does not test what it should", rows, bads, len(rowRGs))
 			}
-			got, err := Inspect(path, 5)
+			got, err := Inspect(context.Background(), path, 5)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,7 +200,7 @@ func BenchmarkInspectColumnsVsRows(b *testing.B) {
 			b.Fatal(err)
 		}
 		rep := newReport(pq)
-		if err := rep.inspectRowGroups(rgs, 0); err != nil {
+		if err := rep.inspectRowGroups(context.Background(), rgs, 0); err != nil {
 			b.Fatal(err)
 		}
 		f.Close()

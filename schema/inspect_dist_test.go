@@ -26,16 +26,27 @@ func TestDistMatchesSortedValues(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, c := range []struct {
 		n, max int
-	}{{0, 1}, {1, 1}, {2, 10}, {7, 3}, {100, 1000}, {1001, 5}, {50000, 100000}} {
-		var d Dist
+	}{{0, 1}, {1, 1}, {2, 10}, {7, 3}, {100, 1000}, {1001, 5}, {50000, 100000}, {3000, 1 << 20}} {
+		// d counts every value; parts count them split three ways and
+		// are merged, as inspect merges its row groups.
+		var d, merged Dist
+		var parts [3]Dist
 		var vals []int
 		for i := 0; i < c.n; i++ {
 			v := r.IntN(c.max + 1)
 			d.Add(v)
+			parts[r.IntN(3)].Add(v)
 			vals = append(vals, v)
 		}
-		if got, want := d.String(), sortedDist(vals); got != want {
+		for i := range parts {
+			merged.Merge(&parts[i])
+		}
+		want := sortedDist(vals)
+		if got := d.String(); got != want {
 			t.Errorf("n=%d max=%d: %s, want %s", c.n, c.max, got, want)
+		}
+		if got := merged.String(); got != want {
+			t.Errorf("n=%d max=%d merged: %s, want %s", c.n, c.max, got, want)
 		}
 	}
 }

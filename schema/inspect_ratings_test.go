@@ -2,6 +2,7 @@ package schema
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +23,7 @@ func TestInspectRatingsHistogram(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Inspect(path, 1)
+	rep, err := Inspect(context.Background(), path, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

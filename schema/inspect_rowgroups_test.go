@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"context"
+	"errors"
 	"io"
 	"path/filepath"
 	"strings"
@@ -49,7 +51,7 @@ func TestInspectRowGroupsMatchSequential(t *testing.T) {
 		if layout == ExportNative && len(rgs) < 4 {
 			t.Fatalf("%s: %d row groups, want several", layout, len(rgs))
 		}
-		got, err := Inspect(path, 7)
+		got, err := Inspect(context.Background(), path, 7)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,5 +78,50 @@ func TestInspectRowGroupsMatchSequential(t *testing.T) {
 		if g.String() != w2.String() {
 			t.Errorf("%s: %d row groups: parallel inspect\n%s\nsequential\n%s", layout, len(rgs), g.String(), w2.String())
 		}
+	}
+}
+
+// TestInspectStopsWhenCancelled: a done context stops inspect with its
+// error, on each path (JSONL; Parquet by the column scan and by the row
+// reader), rather than reading the file to its end.
+func TestInspectStopsWhenCancelled(t *testing.T) {
+	dir := t.TempDir()
+	ds := make([]Dialogue, 2000)
+	for i := range ds {
+		ds[i] = variedDialogue(i)
+	}
+	jl := filepath.Join(dir, "d.jsonl")
+	pq := filepath.Join(dir, "d.parquet")
+	for _, path := range []string{jl, pq} {
+		w, err := NewDialogueWriter(path, ExportOptions{To: ExportNative, Compression: "zstd"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range ds {
+			if err := w.Write(&ds[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, path := range []string{jl, pq} {
+		if rep, err := Inspect(ctx, path, 2); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: cancelled inspect returned %v (report %v), want context.Canceled", filepath.Base(path), err, rep != nil)
+		}
+	}
+	f, rgs, err := openParquetRowGroups(pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := newReport(pq).inspectRowGroups(ctx, rgs, 2); !errors.Is(err, context.Canceled) {
+		t.Errorf("row reader: cancelled inspect returned %v, want context.Canceled", err)
+	}
+	if rep, err := Inspect(context.Background(), pq, 2); err != nil || rep.Records != len(ds) {
+		t.Fatalf("not cancelled: %v, %v", rep, err)
 	}
 }

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,7 +17,7 @@ import (
 // must stay under 512 MiB. Heavy: it runs only when the variable is set.
 func TestInspectPeakRSS(t *testing.T) {
 	if p := os.Getenv("CODEFEEDBACK_INSPECT_CHILD"); p != "" {
-		rep, err := Inspect(p, 5)
+		rep, err := Inspect(context.Background(), p, 5)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"text/tabwriter"
@@ -33,6 +35,36 @@ func init() {
 					tw.Flush()
 					fmt.Fprintf(c.App.Writer, "store file: %d bytes\n", s.FileBytes)
 					return nil
+				},
+			},
+			{
+				Name:      "output",
+				Usage:     "print a completed stage's output items (JSONL envelopes: id, kind, data); per-item stages keep them in the store",
+				ArgsUsage: "STAGE",
+				Flags:     []cli.Flag{runDir, &cli.StringFlag{Name: "kind", Usage: "only items of this kind (dialogue, query, problem, rating, ...)"}},
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return withCode(exitUsage, fmt.Errorf("cache output: name one stage"))
+					}
+					out, err := pipeline.StageOutput(c.String("run-dir"), c.Args().First())
+					if err != nil {
+						return withCode(exitUsage, err)
+					}
+					w := bufio.NewWriterSize(c.App.Writer, 1<<20)
+					for it, err := range pipeline.ReadOutput(c.Context, c.String("run-dir"), out) {
+						if err != nil {
+							return lockedCode(err)
+						}
+						if k := c.String("kind"); k != "" && it.Kind != k {
+							continue
+						}
+						b, err := json.Marshal(it)
+						if err != nil {
+							return fmt.Errorf("cache output: %w", err)
+						}
+						w.Write(append(b, '\n'))
+					}
+					return w.Flush()
 				},
 			},
 			{

@@ -34,8 +34,8 @@ func init() {
 	})
 }
 
-func runInspect(_ context.Context, o inspectOptions) error {
-	rep, err := schema.Inspect(o.file, o.sample)
+func runInspect(ctx context.Context, o inspectOptions) error {
+	rep, err := schema.Inspect(ctx, o.file, o.sample)
 	if err != nil {
 		return withCode(exitBadData, fmt.Errorf("inspect: %w", err))
 	}

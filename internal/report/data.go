@@ -293,37 +293,24 @@ func (d *Data) datasetStage() *pipeline.StageRecord {
 
 // dialogues streams the dialogue items of a stage's output in the run dir.
 func (d *Data) dialogues(ctx context.Context, s *pipeline.StageRecord, each func(schema.Dialogue) error) error {
-	p := filepath.Join(d.RunDir, s.Output)
-	f, err := os.Open(p)
-	if err != nil {
-		return fmt.Errorf("report: stage %s output: %w", s.Name, err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<28)
-	line := 0
-	for sc.Scan() {
-		line++
-		if line%1024 == 0 && ctx.Err() != nil {
-			return ctx.Err()
+	n := 0
+	for it, err := range pipeline.ReadOutput(ctx, d.RunDir, s.Output) {
+		if err != nil {
+			return fmt.Errorf("report: stage %s output: %w", s.Name, err)
 		}
-		var it pipeline.Item
-		if err := json.Unmarshal(sc.Bytes(), &it); err != nil {
-			return fmt.Errorf("report: %s:%d: %w", p, line, err)
+		if n++; n%1024 == 0 && ctx.Err() != nil {
+			return ctx.Err()
 		}
 		if it.Kind != pipeline.KindDialogue {
 			continue
 		}
 		var dl schema.Dialogue
 		if err := it.Decode(&dl); err != nil {
-			return fmt.Errorf("report: %s:%d: %w", p, line, err)
+			return fmt.Errorf("report: stage %s output, item %d: %w", s.Name, n, err)
 		}
 		if err := each(dl); err != nil {
 			return err
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("report: read %s: %w", p, err)
 	}
 	return nil
 }

@@ -269,13 +269,18 @@ func equalCounts(t *testing.T, what string, got, want map[string]int) {
 	}
 }
 
-func countLines(t *testing.T, path string) int64 {
+// countItems counts the items of a stage output (a file, or keys into the
+// run's store).
+func countItems(t *testing.T, runDir, output string) int64 {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	var n int64
+	for _, err := range pipeline.ReadOutput(context.Background(), runDir, output) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
 	}
-	return int64(strings.Count(string(b), "\n"))
+	return n
 }
 
 // TestSampleRunNumbers checks that the report of the sample run shows the
@@ -322,7 +327,7 @@ func TestSampleRunNumbers(t *testing.T) {
 			if rec.Name != st.Name || rec.Output == "" {
 				continue
 			}
-			if n := countLines(t, filepath.Join(s.runDir, rec.Output)); st.Counts.Out != n {
+			if n := countItems(t, s.runDir, rec.Output); st.Counts.Out != n {
 				t.Errorf("stage %s out: report says %d, its output file has %d items", st.Name, st.Counts.Out, n)
 			}
 		}
@@ -378,17 +383,15 @@ func checkLeakage(t *testing.T, s *sampleRun, got Data) {
 		}
 		auditName = rec.Name
 		for _, src := range rec.Input {
-			p := filepath.Join(s.runDir, outputs[src])
+			out := outputs[src]
 			if src == pipeline.InputsName {
-				p = filepath.Join(s.runDir, "stages", src, "out.jsonl")
+				out = filepath.Join("stages", src, "out.jsonl.zst")
 			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, l := range strings.Split(string(b), "\n") {
-				var it pipeline.Item
-				if l != "" && json.Unmarshal([]byte(l), &it) == nil && it.Kind == pipeline.KindDialogue {
+			for it, err := range pipeline.ReadOutput(context.Background(), s.runDir, out) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if it.Kind == pipeline.KindDialogue {
 					auditIn++
 				}
 			}

@@ -43,7 +43,8 @@ type Bolt struct {
 	applyDone    chan struct{}     // closed when that checkpoint ends; nil when none ran
 	applyErr     error             // sticky: a failed checkpoint fails later writes
 
-	packed bool // values in bbolt are packed (pack.go)
+	packed bool  // values in bbolt are packed (pack.go)
+	dict   dicts // per-bucket compression dictionaries of a packed store (dict.go)
 }
 
 // checkpointBytes bounds the logged-but-unapplied data kept in memory. It
@@ -62,7 +63,8 @@ const checkpointBytes = 512 << 10
 // and the store's size.
 const applyEntries = 1024
 
-var fillPercent = 1.0
+// allocSize is the step by which the bbolt file grows.
+const allocSize = 1 << 20
 
 type putReq struct {
 	bucket, key string
@@ -73,6 +75,9 @@ type putReq struct {
 // maxGroup bounds one group commit, so a transaction stays a few MB.
 const maxGroup = 4096
 
+// ErrBusy means another process holds the store (a run writing to it).
+var ErrBusy = errors.New("store: in use by another process")
+
 // ErrClosed is returned by operations on a closed store.
 var ErrClosed = errors.New("store: closed")
 
@@ -81,13 +86,25 @@ var ErrClosed = errors.New("store: closed")
 // another process holds the file.
 func OpenBolt(path string, readOnly bool) (*Bolt, error) {
 	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 2 * time.Second, ReadOnly: readOnly, FreelistType: bolt.FreelistMapType, NoFreelistSync: true})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("store: open %s: %w", path, ErrBusy)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	// bbolt grows its file in steps of AllocSize (16 MiB by default)
+	// beyond the data; small steps keep the file near what it holds.
+	db.AllocSize = allocSize
 	b := &Bolt{db: db, reqs: make(chan putReq, maxGroup), pending: map[string][]byte{}}
 	if b.packed, err = readFormat(db, readOnly); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: %s: %w", path, err)
+	}
+	if b.packed {
+		if err := b.dict.load(db); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("store: %s: %w", path, err)
+		}
 	}
 	if err := b.replay([2]string{path + ".wal", path + ".wal.1"}, readOnly); err != nil {
 		db.Close()
@@ -188,6 +205,9 @@ func (b *Bolt) apply(m map[string][]byte) error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	if err := b.train(m, keys); err != nil {
+		return err
+	}
 	for len(keys) > 0 {
 		chunk := keys[:min(applyEntries, len(keys))]
 		keys = keys[len(chunk):]
@@ -203,7 +223,7 @@ func (b *Bolt) apply(m map[string][]byte) error {
 					}
 					cur = bucket
 				}
-				if err := bk.Put([]byte(key), b.stored(m[k])); err != nil {
+				if err := bk.Put([]byte(key), b.stored(bucket, m[k])); err != nil {
 					return err
 				}
 			}
@@ -523,13 +543,14 @@ func (b *Bolt) CopyFrom(src *Bolt) (int, error) {
 				}
 				return sb.ForEach(func(k, v []byte) error {
 					n++
-					if src.packed != b.packed {
-						// The two stores keep values apart: through the plain value.
+					if src.packed != b.packed || (src.packed && len(v) > 0 && v[0] == valueDict) {
+						// The two stores keep values apart (or src's value needs
+						// src's dictionary): through the plain value.
 						plain, err := src.loaded(v)
 						if err != nil {
 							return fmt.Errorf("%s/%s: %w", name, k, err)
 						}
-						v = b.stored(plain)
+						v = b.stored(string(name), plain)
 					}
 					return bk.Put(k, v)
 				})

@@ -97,7 +97,7 @@ func readFormat(db *bolt.DB, readOnly bool) (bool, error) {
 	err := db.View(func(tx *bolt.Tx) error {
 		if bk := tx.Bucket([]byte(formatBucket)); bk != nil {
 			f := string(bk.Get([]byte(formatKey)))
-			if f != formatPacked {
+			if f != formatPacked && f != formatDict {
 				return fmt.Errorf("store: value format %q unknown to this version", f)
 			}
 			packed = true
@@ -117,16 +117,26 @@ func readFormat(db *bolt.DB, readOnly bool) (bool, error) {
 	return err == nil, err
 }
 
-// stored is v as this store keeps it in bbolt.
-func (b *Bolt) stored(v []byte) []byte {
-	if b.packed {
-		return pack(v)
+// stored is v, a value of bucket, as this store keeps it in bbolt.
+func (b *Bolt) stored(bucket string, v []byte) []byte {
+	if !b.packed {
+		return v
 	}
-	return v
+	if enc := b.dict.encoder(bucket); enc != nil && len(v) >= packMin {
+		out := make([]byte, 1, len(v)/2+16)
+		out[0] = valueDict
+		if out = enc.EncodeAll(v, out); len(out) < len(v)+1 {
+			return out
+		}
+	}
+	return pack(v)
 }
 
 // loaded is a value read from bbolt, in memory of its own.
 func (b *Bolt) loaded(v []byte) ([]byte, error) {
+	if b.packed && len(v) > 0 && v[0] == valueDict {
+		return b.dict.decode(v[1:])
+	}
 	if b.packed {
 		return unpack(v)
 	}

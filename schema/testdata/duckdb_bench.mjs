@@ -1,6 +1,7 @@
 // Times DuckDB on the Parquet benchmark's two paths, in this process:
 //   write IN.jsonl OUT.parquet: COPY the JSONL file to Parquet (zstd)
 //   read  IN.parquet:           scan every message (dialogues, turns, characters)
+//   start:                      nothing (the CPU of node's start and DuckDB's load, to subtract)
 // Prints {"seconds": S, ...} where S excludes node's start and the module load.
 // Module resolution: DUCKDB_NODE_MODULES points at a node_modules holding @duckdb/node-api.
 import { createRequire } from "node:module";
@@ -21,8 +22,8 @@ if (mode === "write") {
   const r = await con.runAndReadAll(`SELECT count(*)::BIGINT AS n, sum(len(messages))::BIGINT AS turns, sum(list_sum(list_transform(messages, x -> length(x.content))))::BIGINT AS chars FROM read_parquet(${lit(a)})`);
   out = r.getRowObjects()[0];
   for (const k in out) out[k] = Number(out[k]);
-} else {
-  console.error("usage: node duckdb_bench.mjs write IN.jsonl OUT.parquet | read IN.parquet");
+} else if (mode !== "start") {
+  console.error("usage: node duckdb_bench.mjs write IN.jsonl OUT.parquet | read IN.parquet | start");
   process.exit(2);
 }
 out.seconds = Number(process.hrtime.bigint() - start) / 1e9;
