@@ -398,20 +398,17 @@ func (o LineOptions) dialogueLines(d *schema.Dialogue, w int, s *scratch) {
 		}
 		first = len(s.lh)
 	}
-	fenced := func(block string) {
-		s.lh, s.nbuf = o.codeLineHashes(block, s.nbuf, s.lh)
-		endBlock()
-	}
 	for i := range d.Messages {
 		m := &d.Messages[i]
 		if m.Role != schema.RoleUser && m.Role != schema.RoleAssistant {
 			continue
 		}
-		if eachFenced(m.Content, fenced) {
+		if o.fencedLines(m.Content, s, endBlock) {
 			continue
 		}
 		if m.Exec != nil && m.Exec.Code != "" {
-			fenced(m.Exec.Code)
+			s.lh, s.nbuf = o.codeLineHashes(m.Exec.Code, s.nbuf, s.lh)
+			endBlock()
 			continue
 		}
 		// The code-like lines of the turn are one block.
@@ -419,11 +416,70 @@ func (o LineOptions) dialogueLines(d *schema.Dialogue, w int, s *scratch) {
 			var l string
 			l, rest, _ = strings.Cut(rest, "\n")
 			if codeLike(l) {
-				s.lh, s.nbuf = o.codeLineHashes(l, s.nbuf, s.lh)
+				s.lh, s.nbuf = o.lineHash(l, s.nbuf, s.lh)
 			}
 		}
 		endBlock()
 	}
+}
+
+// fencedLines is eachFenced with codeLineHashes and endBlock for each
+// block, in one pass over the lines: the lines of a block are hashed as
+// they are read. It reports whether text had a block.
+func (o LineOptions) fencedLines(text string, s *scratch, endBlock func()) bool {
+	found := false
+	in := false
+	var fence string
+	bodyStart := 0
+	for pos := 0; pos < len(text); {
+		end := strings.IndexByte(text[pos:], '\n')
+		next := len(text)
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += pos
+			next = end + 1
+		}
+		// As in eachFenced: only a line starting with a fence character
+		// (or a blank or non-ASCII one) can open or close a block.
+		if k := firstNonBlank(text, pos, end); !(k < end && text[k] < utf8.RuneSelf && text[k] != '`' && text[k] != '~') {
+			t := strings.TrimSpace(text[pos:end])
+			if !in {
+				if f := fenceOf(t); f != "" {
+					in, fence, bodyStart = true, f, next
+				}
+				pos = next
+				continue
+			}
+			if strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "" {
+				endBlock()
+				found = true
+				in = false
+				pos = next
+				continue
+			}
+		}
+		if in {
+			s.lh, s.nbuf = o.lineHash(text[pos:end], s.nbuf, s.lh)
+		}
+		pos = next
+	}
+	if in && bodyStart < len(text) {
+		endBlock()
+		found = true
+	}
+	return found
+}
+
+// lineHash appends the hash of line l to out when Keep accepts its
+// normalised form, reusing buf.
+func (o LineOptions) lineHash(l string, buf []byte, out []uint64) ([]uint64, []byte) {
+	buf = normalizeAppend(buf[:0], l)
+	// The view is only read before buf is next written.
+	if n := unsafe.String(unsafe.SliceData(buf), len(buf)); o.Keep(n) {
+		out = append(out, hashString(n))
+	}
+	return out, buf
 }
 
 // codePunct marks the bytes that make a line look like code.
