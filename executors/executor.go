@@ -132,6 +132,13 @@ type SessionOptions struct {
 // Mount binds a host file or directory into a sandbox at an absolute path.
 // The host side stays owned by the caller; a writable mount's files must
 // belong to the sandbox's user (see SandboxOwner) for it to write them.
+//
+// Target "/" makes a host directory the sandbox's root file system (an
+// InterCode task that writes into / must leave its changes where the host
+// can compare them): the driver still mounts its own /usr, /proc, /dev,
+// /etc, /sys and /tmp over it, creating those mount points (and the /bin,
+// /sbin, /lib links into /usr) in the directory. Drivers that cannot
+// refuse it with ErrNoRootMount.
 type Mount struct {
 	Source   string // absolute host path
 	Target   string // absolute path in the sandbox, outside its system directories and /tmp
@@ -140,6 +147,10 @@ type Mount struct {
 
 // ErrNoMounts: the driver cannot bind host directories into a session.
 var ErrNoMounts = errors.New("executors: this driver cannot mount host directories into a session")
+
+// ErrNoRootMount: the driver cannot make a host directory the sandbox's
+// root (a Mount with Target "/").
+var ErrNoRootMount = errors.New("executors: this driver cannot mount a host directory as the sandbox's root")
 
 // SandboxOwner is implemented by sessions that know the host uid and gid
 // their sandbox runs as: files under a writable mount must belong to them.
@@ -153,8 +164,11 @@ var reservedTargets = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc"
 
 // Validate checks a mount's paths.
 func (m Mount) Validate() error {
-	if !path.IsAbs(m.Source) || !path.IsAbs(m.Target) || path.Clean(m.Target) != m.Target || m.Target == "/" {
-		return fmt.Errorf("executors: bad mount %s -> %s (want absolute paths, a clean target other than /)", m.Source, m.Target)
+	if !path.IsAbs(m.Source) || !path.IsAbs(m.Target) || path.Clean(m.Target) != m.Target || m.Source == "/" {
+		return fmt.Errorf("executors: bad mount %s -> %s (want absolute paths, a clean target, a source other than /)", m.Source, m.Target)
+	}
+	if m.Target == "/" {
+		return nil
 	}
 	for _, r := range reservedTargets {
 		if m.Target == r || strings.HasPrefix(m.Target, r+"/") {

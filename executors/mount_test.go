@@ -11,7 +11,9 @@ func TestMountValidate(t *testing.T) {
 		{Mount{Source: "/srv/ep/t", Target: "/ctf/12", ReadOnly: true}, true},
 		{Mount{Source: "rel", Target: "/testbed"}, false},
 		{Mount{Source: "/x", Target: "testbed"}, false},
-		{Mount{Source: "/x", Target: "/"}, false},
+		{Mount{Source: "/srv/ep/root", Target: "/"}, true}, // the sandbox's root file system
+		{Mount{Source: "/", Target: "/"}, false},           // never the host's own root
+		{Mount{Source: "/", Target: "/testbed"}, false},
 		{Mount{Source: "/x", Target: "/testbed/../etc"}, false},
 		{Mount{Source: "/x", Target: "/usr/bin"}, false},
 		{Mount{Source: "/x", Target: "/tmp"}, false},

@@ -286,6 +286,7 @@ func (l *Launcher) ArgsMounts(argv []string, mounts []executors.Mount) []string 
 }
 
 func (l *Launcher) args(argv []string, cg *cgroup, mounts []executors.Mount) []string {
+	root, mounts := splitRoot(mounts)
 	a := []string{
 		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
 		// The runner is pid 1: the kernel drops signals its children send
@@ -297,14 +298,30 @@ func (l *Launcher) args(argv []string, cg *cgroup, mounts []executors.Mount) []s
 		k, v, _ := strings.Cut(kv, "=")
 		a = append(a, "--setenv", k, v)
 	}
-	a = append(a,
-		"--uid", "1000", "--gid", "1000", "--hostname", "sandbox",
-		"--ro-bind", "/usr", "/usr",
-		"--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
-		"--symlink", "usr/lib", "/lib",
-	)
-	if _, err := os.Stat("/usr/lib64"); err == nil {
-		a = append(a, "--symlink", "usr/lib64", "/lib64")
+	// A sandbox with its own root file system is a container's analogue
+	// (InterCode's run as root): uid 0 of its user namespace, still with
+	// no capability, so it owns its / and nothing else.
+	uid := "1000"
+	if root != nil {
+		uid = "0"
+	}
+	a = append(a, "--uid", uid, "--gid", uid, "--hostname", "sandbox")
+	if root != nil {
+		// The caller's directory is /, mounted first so that everything
+		// below lands on it; /etc and /sys are the sandbox's own (read-only
+		// tmpfs), so nothing written there reaches the caller's directory.
+		// The /bin, /sbin, /lib links are already there (prepareRoot):
+		// bwrap 0.8's --symlink fails on an existing link.
+		op := "--bind"
+		if root.ReadOnly {
+			op = "--ro-bind"
+		}
+		a = append(a, op, root.Source, "/", "--ro-bind", "/usr", "/usr", "--tmpfs", "/etc", "--tmpfs", "/sys")
+	} else {
+		a = append(a, "--ro-bind", "/usr", "/usr")
+		for _, ln := range usrLinks() {
+			a = append(a, "--symlink", "usr/"+ln, "/"+ln)
+		}
 	}
 	// /etc/java-*: the JDK's own configuration (java.security is a symlink
 	// into it); public files the JVM refuses to start without.
@@ -333,7 +350,8 @@ func (l *Launcher) args(argv []string, cg *cgroup, mounts []executors.Mount) []s
 		"--remount-ro", "/dev",
 		"--size", fmt.Sprint(l.disk), "--tmpfs", "/tmp")
 	// Host paths bound in for sessions (a task's /testbed): after /tmp,
-	// before / becomes read-only (a bind keeps its own writability).
+	// before / becomes read-only (a bind keeps its own writability). A
+	// mount at / (the sandbox's root) was bound first.
 	for _, m := range mounts {
 		op := "--bind"
 		if m.ReadOnly {
@@ -341,10 +359,72 @@ func (l *Launcher) args(argv []string, cg *cgroup, mounts []executors.Mount) []s
 		}
 		a = append(a, op, m.Source, m.Target)
 	}
-	a = append(a,
-		"--remount-ro", "/",
-		"--chdir", "/tmp", "--")
+	if root == nil {
+		a = append(a, "--remount-ro", "/")
+	} else {
+		a = append(a, "--remount-ro", "/etc", "--remount-ro", "/sys")
+	}
+	a = append(a, "--chdir", "/tmp", "--")
 	return append(a, argv...)
+}
+
+// usrLinks are the top-level links into /usr the sandbox gets (merged /usr).
+func usrLinks() []string {
+	ls := []string{"bin", "sbin", "lib"}
+	if _, err := os.Stat("/usr/lib64"); err == nil {
+		ls = append(ls, "lib64")
+	}
+	return ls
+}
+
+// splitRoot separates a mount whose target is / (the sandbox's root file
+// system) from the others.
+func splitRoot(mounts []executors.Mount) (*executors.Mount, []executors.Mount) {
+	var root *executors.Mount
+	var rest []executors.Mount
+	for i := range mounts {
+		if mounts[i].Target == "/" {
+			root = &mounts[i]
+			continue
+		}
+		rest = append(rest, mounts[i])
+	}
+	return root, rest
+}
+
+// rootDirs are the mount points args puts in a root directory.
+var rootDirs = []string{"usr", "proc", "dev", "tmp", "etc", "sys"}
+
+// prepareRoot makes dir fit to be a sandbox's root: the mount points args
+// needs are directories and the links into /usr are links, whatever a
+// previous sandbox on that directory left there (bwrap would otherwise
+// follow or fail on them). Nothing runs on dir meanwhile.
+func prepareRoot(dir string) error {
+	for _, n := range rootDirs {
+		p := filepath.Join(dir, n)
+		if st, err := os.Lstat(p); err == nil && st.IsDir() {
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("bwrap: preparing root %s: %w", dir, err)
+		}
+		if err := os.Mkdir(p, 0o755); err != nil {
+			return fmt.Errorf("bwrap: preparing root %s: %w", dir, err)
+		}
+	}
+	for _, n := range usrLinks() {
+		p, want := filepath.Join(dir, n), "usr/"+n
+		if t, err := os.Readlink(p); err == nil && t == want {
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("bwrap: preparing root %s: %w", dir, err)
+		}
+		if err := os.Symlink(want, p); err != nil {
+			return fmt.Errorf("bwrap: preparing root %s: %w", dir, err)
+		}
+	}
+	return nil
 }
 
 // Command is the bwrap command for argv with the pipes Args names (the
@@ -400,6 +480,12 @@ func (l *Launcher) LaunchMounts(ctx context.Context, slot int, argv []string, mo
 		var err error
 		if cg, err = l.cg.create(); err != nil {
 			return nil, fmt.Errorf("bwrap: %w", err)
+		}
+	}
+	if root, _ := splitRoot(mounts); root != nil {
+		if err := prepareRoot(root.Source); err != nil {
+			removeCgroup(cg)
+			return nil, err
 		}
 	}
 	cmd, err := l.command(argv, cg, mounts)

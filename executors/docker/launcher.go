@@ -246,6 +246,12 @@ func (l *Launcher) LaunchMounts(ctx context.Context, slot int, argv []string, mo
 	if len(argv) == 0 {
 		return nil, errors.New("docker: launch: empty argv")
 	}
+	for _, m := range mounts {
+		if m.Target == "/" {
+			// The container's root is its image.
+			return nil, fmt.Errorf("docker: %w", executors.ErrNoRootMount)
+		}
+	}
 	argv = append([]string(nil), argv...)
 	if argv[0] == "python3" {
 		argv[0] = l.python

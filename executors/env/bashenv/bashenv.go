@@ -1,15 +1,49 @@
-// Package bashenv is InterCode's Bash environment (NL2Bash): each episode
-// runs in a bash session whose task paths (/testbed, /system, /workspace,
-// /backup: the top-level directories the variant's setup script creates) are
-// writable host directories bound into the sandbox. A file-system variant is
-// built once by running its setup script in a sandbox and kept as a template;
-// each episode gets a replica resynced to the template, re-copying only the
-// entries the last episode changed (inode state, see tree.go).
+// Package bashenv is InterCode's Bash environment (NL2Bash). A
+// file-system variant is built once by running its setup script in a
+// sandbox and kept as a template; each episode gets a replica resynced to
+// the template, re-copying only the entries the last episode changed
+// (inode state, see tree.go).
+//
+// Where the driver can mount a host directory as the sandbox's / (bwrap),
+// the replica is the whole root the setup script left (/testbed, /system,
+// fs_1's /index.html, the image's empty /root, /home...), and the sandbox
+// runs as uid 0 of its user namespace with no capability, as InterCode's
+// container runs as root: `ln -s X /`, `tar czf x.tgz` in / or `mv
+// /workspace/* /` land in the episode's replica, are compared, and are gone
+// in the next episode. The driver's own /usr, /etc, /sys (read-only) and
+// /tmp (private tmpfs) are mounted over it, so nothing reaches the host's.
+// Elsewhere (docker) only the task paths (/testbed, /system, /workspace,
+// /backup) are writable host directories bound in.
 //
 // The reward is InterCode's: the gold command runs in a second sandbox on a
 // second replica, and both trees are compared on the host (never inside a
-// sandbox the agent controls) as `git status` would list them, plus the
-// changed files' contents and the TF-IDF similarity of the outputs.
+// sandbox the agent controls) as `git status` would list them (InterCode's
+// .gitignore: /usr, /etc, /var, /root and the other system directories are
+// not compared), plus the changed files' contents and the TF-IDF similarity
+// of the outputs.
+//
+// Replaying InterCode's published GPT-4 trajectories (fs_1..fs_4, bwrap;
+// README) gives 101 successes where InterCode logged 97; success agrees on
+// 192 of 200. The 8 that differ depend on the machine or on InterCode's
+// pace, none on the reward rule:
+//   - the network: `curl`, `dig` answered there (fs_2 #49, fs_4 #1);
+//   - the host's /usr on bwrap: c++ and MariaDB's /usr/share/mysql are
+//     installed here, not in InterCode's image (fs_4 #2, fs_3 #24);
+//   - /usr is read-only (bubblewrap 0.8 has no overlay): `cp -r /workspace
+//     /usr` fails here; InterCode's succeeded, uncompared (fs_3 #32);
+//   - the load average and uptime (fs_4 #25);
+//   - what the sandbox may not read: `find` from / prints permission
+//     errors for /proc/1 and host-private directories (fs_1 #30);
+//   - file times: InterCode's containers carry every earlier `git reset
+//     --hard` (restored files get its time; with shell "intercode" a resync
+//     does the same, and the gold runs again at every reward as there), but
+//     its run took an hour and our replay minutes, so `-mmin +5` sees other
+//     files (fs_2 #18).
+//
+// Also different, not seen in that replay: /tmp is the sandbox's own tmpfs,
+// not compared (InterCode's is part of its root and listed by git status);
+// names InterCode's .gitignore lists are ignored only at the top level
+// (git ignores /testbed/x/bin too).
 //
 // Registers the "bash" environment and the "nl2bash" loader.
 package bashenv
@@ -56,6 +90,7 @@ type Env struct {
 
 	shell   string // ShellSession or ShellInterCode
 	workdir string // InterCode's tracked working directory (shell: intercode)
+	rootFS  int    // 1: the driver mounts a replica as the sandbox's /; -1: task paths only; 0: not yet known
 
 	task    env.Task
 	lastObs string
@@ -68,7 +103,8 @@ type Env struct {
 type variant struct {
 	key   string
 	tpl   string   // template root (holds names)
-	names []string // top-level directories, mounted at /<name>
+	names []string // top-level entries: mounted at /<name>, or (root) copied into the replica's /
+	root  bool     // tpl is a whole root file system, mounted at /
 	base  manifest
 	built buildWindow
 }
@@ -141,6 +177,32 @@ func ScratchDir() string {
 	return os.TempDir()
 }
 
+// ignoredTop are the top-level names of a root replica that are not part
+// of the task's file system: InterCode's .gitignore (its image's system
+// directories and .dockerenv; git status never lists them) and the
+// driver's own mount points (/tmp, the /lib64 link), which hold nothing of
+// the episode's on the host. An episode's writes there are not compared;
+// they are still undone before the next episode (except inside the
+// driver's mount points, which are the sandbox's own).
+var ignoredTop = map[string]bool{
+	"bin": true, "boot": true, "dev": true, "etc": true, "home": true, "lib": true, "media": true, "opt": true,
+	"proc": true, "root": true, "run": true, "sbin": true, "srv": true, "sys": true, "usr": true, "var": true,
+	".dockerenv": true, "tmp": true, "lib64": true, "lib32": true, "libx32": true,
+}
+
+// driverTop are the top-level entries the driver puts in a root replica
+// (mount points and the links into /usr, see executors.Mount): a resync
+// leaves them alone.
+var driverTop = map[string]bool{
+	"usr": true, "proc": true, "dev": true, "tmp": true, "etc": true, "sys": true,
+	"bin": true, "sbin": true, "lib": true, "lib64": true,
+}
+
+// imageDirs are the empty top-level directories of InterCode's Ubuntu image
+// that a root replica gets, so that `ls /` and `ln -s X /root` see what
+// they saw there.
+var imageDirs = []string{"boot", "home", "media", "mnt", "opt", "root", "run", "srv", "var"}
+
 // systemDirs are top-level paths a setup script may name that are not
 // task paths.
 var systemDirs = map[string]bool{
@@ -152,8 +214,9 @@ var systemDirs = map[string]bool{
 var absPathRE = regexp.MustCompile(`(?:^|[\s'"=(<>|;&])/([A-Za-z0-9_][A-Za-z0-9_-]*)(?:/|\s|$|['"])`)
 
 // TaskPaths are the top-level directories a setup script writes: absolute
-// paths whose first component is not a system directory. Files directly in
-// / (fs_1's /index.html) are not task paths: the sandbox's / is read-only.
+// paths whose first component is not a system directory: what is bound in
+// where the driver cannot mount a whole root replica. Files directly in /
+// (fs_1's /index.html) are then left out: that sandbox's / is read-only.
 func TaskPaths(script string) []string {
 	seen := map[string]bool{}
 	var out []string
@@ -200,16 +263,24 @@ func (e *Env) openSide(ctx context.Context, name string, v *variant) (*side, err
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
-	if err := os.Mkdir(dir, 0o711); err != nil {
+	mode := os.FileMode(0o711)
+	if v.root {
+		mode = 0o755 // the sandbox's /
+	}
+	if err := os.Mkdir(dir, mode); err != nil {
 		return nil, err
 	}
 	var mounts []executors.Mount
-	for _, n := range v.names {
-		p := filepath.Join(dir, n)
-		if err := os.Mkdir(p, 0o755); err != nil {
-			return nil, err
+	if v.root {
+		mounts = []executors.Mount{{Source: dir, Target: "/"}}
+	} else {
+		for _, n := range v.names {
+			p := filepath.Join(dir, n)
+			if err := os.Mkdir(p, 0o755); err != nil {
+				return nil, err
+			}
+			mounts = append(mounts, executors.Mount{Source: p, Target: "/" + n})
 		}
-		mounts = append(mounts, executors.Mount{Source: p, Target: "/" + n})
 	}
 	s, err := e.ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: e.opts.Limits, Mounts: mounts})
 	if err != nil {
@@ -218,8 +289,14 @@ func (e *Env) openSide(ctx context.Context, name string, v *variant) (*side, err
 	uid, gid := -1, -1
 	if o, ok := s.(executors.SandboxOwner); ok && os.Geteuid() == 0 {
 		uid, gid = o.SandboxOwner()
+		if v.root {
+			if err := os.Chown(dir, uid, gid); err != nil {
+				s.Close()
+				return nil, err
+			}
+		}
 	}
-	sd := &side{s: s, rep: &replica{tpl: v.tpl, dir: dir, names: v.names, uid: uid, gid: gid, retime: v.built.since(time.Now())}}
+	sd := &side{s: s, rep: &replica{tpl: v.tpl, dir: dir, names: v.names, root: v.root, uid: uid, gid: gid, retime: v.built.since(time.Now()), gitTimes: e.shell == ShellInterCode}}
 	if err := sd.reset(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -267,28 +344,52 @@ func (e *Env) closeSides() {
 func (e *Env) variant(ctx context.Context, script string) (*variant, error) {
 	// The layout version is part of the key: templates of an older layout
 	// (with empty directories, no build window) are built again.
-	sum := sha256.Sum256([]byte(templateLayout + "\x00" + script))
+	root, err := e.rootSupported(ctx)
+	if err != nil {
+		return nil, err
+	}
+	layout := templateLayout
+	if root {
+		layout = rootLayout
+	}
+	sum := sha256.Sum256([]byte(layout + "\x00" + script))
 	key := hex.EncodeToString(sum[:8])
 	if v, ok := e.variants[key]; ok {
 		return v, nil
 	}
 	names := TaskPaths(script)
 	tpl := filepath.Join(e.cacheDir, key)
-	if err := env.BuildOnce(tpl, func(tmp string) error { return e.build(ctx, script, names, tmp) }); err != nil {
+	if err := env.BuildOnce(tpl, func(tmp string) error {
+		if root {
+			return e.buildRoot(ctx, script, tmp)
+		}
+		return e.build(ctx, script, names, tmp)
+	}); err != nil {
 		return nil, fmt.Errorf("building file system %s: %w", key, err)
 	}
-	// Keep the names the script populated.
-	var kept []string
-	for _, n := range names {
-		if ents, err := os.ReadDir(filepath.Join(tpl, n)); err == nil && len(ents) > 0 {
-			kept = append(kept, n)
+	v := &variant{key: key, tpl: tpl, root: root}
+	if root {
+		v.tpl = filepath.Join(tpl, "root")
+		ents, err := os.ReadDir(v.tpl)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range ents {
+			v.names = append(v.names, d.Name())
+		}
+	} else {
+		// Keep the names the script populated.
+		for _, n := range names {
+			if ents, err := os.ReadDir(filepath.Join(tpl, n)); err == nil && len(ents) > 0 {
+				v.names = append(v.names, n)
+			}
 		}
 	}
-	m, err := scan(tpl, kept)
+	m, err := scan(v.tpl, compared(v.names, root))
 	if err != nil {
 		return nil, err
 	}
-	v := &variant{key: key, tpl: tpl, names: kept, base: m}
+	v.base = m
 	if b, err := os.ReadFile(filepath.Join(tpl, builtFile)); err == nil {
 		json.Unmarshal(b, &v.built)
 	}
@@ -296,8 +397,133 @@ func (e *Env) variant(ctx context.Context, script string) (*variant, error) {
 	return v, nil
 }
 
-// templateLayout versions what a template holds.
-const templateLayout = "2"
+// templateLayout versions what a template holds: the task paths only;
+// rootLayout: the whole root file system the setup script left (in root/).
+const (
+	templateLayout = "2"
+	rootLayout     = "3-root"
+)
+
+// rootSupported reports (once per Env) whether the executor can mount a
+// replica as the sandbox's root (bwrap can, docker cannot), by opening a
+// sandbox on an empty one.
+func (e *Env) rootSupported(ctx context.Context) (bool, error) {
+	if e.rootFS != 0 {
+		return e.rootFS > 0, nil
+	}
+	dir, err := os.MkdirTemp(e.base, "probe-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return false, err
+	}
+	s, err := e.ex.Open(ctx, executors.Bash, executors.SessionOptions{Mounts: []executors.Mount{{Source: dir, Target: "/"}}})
+	switch {
+	case err == nil:
+		s.Close()
+		e.rootFS = 1
+	case errors.Is(err, executors.ErrNoRootMount):
+		e.rootFS = -1
+	default:
+		return false, fmt.Errorf("opening a sandbox: %w", err)
+	}
+	return e.rootFS > 0, nil
+}
+
+// compared are the top-level names of a replica that the reward compares:
+// all of a root replica's but ignoredTop.
+func compared(names []string, root bool) []string {
+	if !root {
+		return names
+	}
+	var out []string
+	for _, n := range names {
+		if !ignoredTop[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// topNames lists a root replica's top-level entries.
+func topNames(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, d := range ents {
+		out = append(out, d.Name())
+	}
+	return out, nil
+}
+
+// buildRoot runs the setup script in a sandbox whose / is an empty
+// directory, as InterCode's image build does, and keeps everything it left
+// outside the driver's mount points (in tmp/root), without empty
+// directories, plus the image's empty system directories.
+func (e *Env) buildRoot(ctx context.Context, script, tmp string) error {
+	dir, err := os.MkdirTemp(e.base, "build-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	out := filepath.Join(tmp, "root")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		return err
+	}
+	w := buildWindow{Start: time.Now()}
+	if strings.TrimSpace(script) != "" {
+		s, err := e.ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: executors.Limits{Timeout: BuildTimeout}, Mounts: []executors.Mount{{Source: dir, Target: "/"}}})
+		if err != nil {
+			return fmt.Errorf("opening a sandbox: %w", err)
+		}
+		if o, ok := s.(executors.SandboxOwner); ok && os.Geteuid() == 0 {
+			uid, gid := o.SandboxOwner()
+			if err := os.Chown(dir, uid, gid); err != nil {
+				s.Close()
+				return err
+			}
+		}
+		w.Start = time.Now()
+		res, err := s.Exec(ctx, "cd /\n"+script)
+		w.End = time.Now()
+		s.Close()
+		if err != nil {
+			return fmt.Errorf("running the setup script: %w", err)
+		}
+		if res.TimedOut {
+			return errors.New("the setup script timed out")
+		}
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		for _, d := range ents {
+			if driverTop[d.Name()] {
+				continue
+			}
+			if err := copyTree(filepath.Join(dir, d.Name()), filepath.Join(out, d.Name()), -1, -1, nil); err != nil {
+				return fmt.Errorf("saving /%s: %w", d.Name(), err)
+			}
+		}
+		if err := pruneEmptyDirs(out); err != nil {
+			return err
+		}
+	}
+	for _, n := range imageDirs {
+		if err := os.MkdirAll(filepath.Join(out, n), 0o755); err != nil {
+			return err
+		}
+	}
+	b, _ := json.Marshal(w)
+	return os.WriteFile(filepath.Join(tmp, builtFile), b, 0o644)
+}
 
 // builtFile records a template's buildWindow.
 const builtFile = ".built"
@@ -412,14 +638,19 @@ func (e *Env) Score(ctx context.Context, _ string) (env.StepResult, error) {
 	if !e.reset {
 		return env.StepResult{}, errors.New("bashenv: Score before Reset")
 	}
-	if e.goldRes == nil {
+	// InterCode resets its evaluation container and runs the gold again at
+	// every reward, and the reset gives the files it restores a new time
+	// (gitTimes), so a gold with -mtime may act differently the second
+	// time: shell "intercode" does the same. Elsewhere the gold's result
+	// cannot change within an episode and is kept.
+	if e.goldRes == nil || e.shell == ShellInterCode {
 		g, err := e.runGold(ctx)
 		if err != nil {
 			return env.StepResult{}, fmt.Errorf("bashenv: task %s: gold: %w", e.task.ID, err)
 		}
 		e.goldRes = g
 	}
-	tree, err := scan(e.agent.rep.dir, e.cur.names)
+	tree, err := e.agent.rep.scan()
 	if err != nil {
 		return env.StepResult{}, fmt.Errorf("bashenv: task %s: %w", e.task.ID, err)
 	}
@@ -452,7 +683,7 @@ func (e *Env) runGold(ctx context.Context) (*goldResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	tree, err := scan(e.gold.rep.dir, e.cur.names)
+	tree, err := e.gold.rep.scan()
 	if err != nil {
 		return nil, err
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codefeedback/codefeedback/executors/env"
 	"github.com/codefeedback/codefeedback/executors/env/bashenv"
@@ -96,7 +98,9 @@ func TestRewardRules(t *testing.T) {
 		{"extra change", 0, []string{"touch /testbed/extra", "cat /testbed/dir1/a.txt"}, 0.01 + erf1 + 0.33 + 0.33},
 		{"wrong file deleted", 2, []string{"rm /testbed/dir1/a.txt"}, 0.01 + 0 + 0.33 + 0.33},
 		{"modified instead of deleted", 2, []string{"echo x > /testbed/dir1/sub/b.txt"}, 0.01 + 0 + 0.33 + 0.33},
-		{"writes outside the task paths", 1, []string{"echo x > /tmp/new.txt", "echo x > /new.txt", "true"}, 0.01 + erf1 + 0.33 + 0.33},
+		// /tmp is the sandbox's own on every driver; /new.txt is an extra
+		// change where / is a replica (bwrap), refused where it is not.
+		{"writes outside the task paths", 1, []string{"echo x > /tmp/new.txt", "echo x > /new.txt", "true"}, -1},
 		{"symlink instead of content", 1, []string{"ln -s /tmp/x /testbed/new.txt"}, 0.01 + 0.33 + 0 + 0.33},
 		{"submit before acting: the query is the output", 0, nil, 0.01 + 0.33 + 0.33 + math.Round(0.33*bashenv.TFIDFSimilarity(tasks[0].Query, "Hello, World!\n")*100)/100},
 	}
@@ -124,8 +128,15 @@ func TestRewardRules(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if math.Abs(r.Reward-c.want) > 1e-9 || !r.Done {
-					t.Errorf("got reward %v (%+v), want %v", r.Reward, r.Info["reward"], c.want)
+				want := c.want
+				if want < 0 { // the one case that depends on a writable /
+					want = 0.01 + erf1 + 0.33 + 0.33
+					if rootReplica(d) {
+						want = 0.01 + 0 + 0.33 + 0.33 // missing testbed/new.txt, extra new.txt
+					}
+				}
+				if math.Abs(r.Reward-want) > 1e-9 || !r.Done {
+					t.Errorf("got reward %v (%+v), want %v", r.Reward, r.Info["reward"], want)
 				}
 			})
 		}
@@ -167,10 +178,89 @@ func TestFreshFileSystem(t *testing.T) {
 		if !strings.HasPrefix(r.Observation, want) {
 			t.Errorf("after Reset: got\n%s\nwant prefix\n%s", r.Observation, want)
 		}
-		// / itself and /index.html are not task paths: read-only, absent.
-		r, err = e.Step(ctx, "touch /x; ls /index.html")
-		if err != nil || r.Valid || !strings.Contains(r.Observation, "Read-only file system") {
-			t.Errorf("writing /x: %+v, %v; want a read-only error", r, err)
+		if !rootReplica(d) {
+			// / itself and /index.html are not task paths: read-only, absent.
+			r, err = e.Step(ctx, "touch /x; ls /index.html")
+			if err != nil || r.Valid || !strings.Contains(r.Observation, "Read-only file system") {
+				t.Errorf("writing /x: %+v, %v; want a read-only error", r, err)
+			}
+			return
+		}
+		// / is the episode's replica: the setup script's /index.html is
+		// there, and what an episode adds to / is gone in the next.
+		for _, a := range []string{"cat /index.html", "touch /x; ln -s /testbed /lnk; mkdir /root/r; echo gone > /index.html"} {
+			if r, err := e.Step(ctx, a); err != nil || !r.Valid {
+				t.Fatalf("Step(%q): %+v, %v", a, r, err)
+			}
+		}
+		if _, err := e.Reset(ctx, tasks[0]); err != nil {
+			t.Fatal(err)
+		}
+		r, err = e.Step(ctx, "cat /index.html; ls -A / | grep -v -x -e bin -e sbin -e lib -e lib64 -e usr -e proc -e dev -e tmp -e etc -e sys | tr '\\n' ' '; ls -A /root")
+		if want := "<html></html>\nbackup boot home index.html media mnt opt root run srv testbed var "; err != nil || r.Observation != want {
+			t.Errorf("after Reset: / holds %q, want %q (%v)", r.Observation, want, err)
+		}
+	})
+}
+
+// rootReplica: the driver mounts a replica as the sandbox's / (bwrap), so
+// writes into / are the episode's and count as changes.
+func rootReplica(d envtest.Driver) bool { return d.Name == "bwrap" }
+
+// Writes into / land in the episode's replica: the reward sees them on
+// both sides (a gold that links into /), they never reach the host's / or
+// /usr, and the next episode does not see them.
+func TestWritableRoot(t *testing.T) {
+	tasks := loadFixture(t)
+	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
+		if !rootReplica(d) {
+			t.Skipf("%s: / is the image's, read-only", d.Name)
+		}
+		ctx := context.Background()
+		e, err := env.Open(ctx, "bash", d.Ex, env.Options{CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		mark := fmt.Sprintf("cf-root-%d", time.Now().UnixNano())
+		task := env.Task{ID: "link-into-root", Query: "Link /testbed/dir1 into /", Gold: "ln -s /testbed/dir1 /", Setup: tasks[0].Setup}
+		erf1 := math.Round(0.33*(1-math.Erf(1))*100) / 100
+		for _, c := range []struct {
+			name    string
+			actions []string
+			want    float64
+		}{
+			{"gold", []string{"ln -s /testbed/dir1 /"}, 1},
+			{"same name, other target", []string{"cd / && ln -s testbed/dir1 dir1"}, 0.01 + 0.33 + 0 + 0.33},
+			{"nothing", []string{"true"}, 0.01 + erf1 + 0.33 + 0.33},
+			{"link plus a stray file in /", []string{"ln -s /testbed/dir1 /", "touch /" + mark}, 0.01 + erf1 + 0.33 + 0.33},
+			{"link plus writes to /usr, /etc, /tmp", []string{"ln -s /testbed/dir1 /", "touch /usr/bin/" + mark + " /etc/" + mark + " /tmp/" + mark, "true"}, 1},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				if _, err := e.Reset(ctx, task); err != nil {
+					t.Fatal(err)
+				}
+				if r, err := e.Step(ctx, "ls -A / | grep -c -e dir1 -e "+mark); err != nil || r.Observation != "0\n" {
+					t.Fatalf("fresh / holds what an earlier episode wrote: %q, %v", r.Observation, err)
+				}
+				for _, a := range c.actions {
+					if _, err := e.Step(ctx, a); err != nil {
+						t.Fatal(err)
+					}
+				}
+				r, err := e.Step(ctx, "submit")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if math.Abs(r.Reward-c.want) > 1e-9 {
+					t.Errorf("reward %v (%+v), want %v", r.Reward, r.Info["reward"], c.want)
+				}
+			})
+		}
+		for _, p := range []string{"/" + mark, "/usr/bin/" + mark, "/etc/" + mark, "/tmp/" + mark} {
+			if _, err := os.Lstat(p); err == nil {
+				t.Errorf("an episode wrote the host's %s", p)
+			}
 		}
 	})
 }

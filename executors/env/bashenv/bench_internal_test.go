@@ -73,6 +73,31 @@ func BenchmarkFreshFS(b *testing.B) {
 				}
 			}
 		})
+		// The same tree as a root replica (bwrap): the template's / holds
+		// the task path and a file, the replica also the driver's mount
+		// points; the episode also wrote an archive into /.
+		b.Run(fmt.Sprintf("resync-root/%d", n), func(b *testing.B) {
+			os.WriteFile(filepath.Join(tpl, "index.html"), []byte("<html></html>\n"), 0o644)
+			defer os.Remove(filepath.Join(tpl, "index.html"))
+			dir := scratch(b)
+			for _, d := range []string{"usr", "proc", "dev", "tmp", "etc", "sys"} {
+				os.Mkdir(filepath.Join(dir, d), 0o755)
+			}
+			r := &replica{tpl: tpl, dir: dir, names: []string{"index.html", "testbed"}, root: true, uid: -1, gid: -1}
+			if err := r.Sync(); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				dirty(dir)
+				os.WriteFile(filepath.Join(dir, "archive.tgz"), []byte("x"), 0o644)
+				b.StartTimer()
+				if err := r.Sync(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(fmt.Sprintf("naive-copy/%d", n), func(b *testing.B) {
 			dir := scratch(b)
 			for i := 0; i < b.N; i++ {

@@ -2,6 +2,7 @@ package bashenv
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -114,6 +115,55 @@ func TestICPathHash(t *testing.T) {
 	} {
 		if got := icPathHash(m, c.path); got != c.want {
 			t.Errorf("icPathHash(%q) = %q, want %q", c.path, got, c.want)
+		}
+	}
+}
+
+// With gitTimes (shell "intercode") a resync gives what it puts back the
+// time of the resync, as `git reset --hard` does in InterCode's containers;
+// what the episode left alone keeps the template's time. Without, every
+// resync puts the template's times back.
+func TestResyncTimes(t *testing.T) {
+	old := time.Date(2023, 3, 1, 23, 59, 59, 0, time.UTC)
+	for _, git := range []bool{false, true} {
+		tpl, dir := t.TempDir(), t.TempDir()
+		for _, f := range []string{"testbed/a.txt", "testbed/b.txt"} {
+			p := filepath.Join(tpl, f)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(f), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Mkdir(filepath.Join(dir, "testbed"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r := &replica{tpl: tpl, dir: dir, names: []string{"testbed"}, uid: -1, gid: -1, gitTimes: git}
+		if err := r.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(filepath.Join(dir, "testbed/a.txt")); err != nil {
+			t.Fatal(err)
+		}
+		before := time.Now().Add(-time.Second)
+		if err := r.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			file     string
+			restored bool
+		}{{"testbed/a.txt", git}, {"testbed/b.txt", false}} {
+			st, err := os.Stat(filepath.Join(dir, c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := st.ModTime().After(before); got != c.restored || (!c.restored && !st.ModTime().Equal(old)) {
+				t.Errorf("gitTimes %v: %s has time %v, want restored=%v (template %v)", git, c.file, st.ModTime(), c.restored, old)
+			}
 		}
 	}
 }

@@ -370,9 +370,25 @@ func copyFile(src, dst string) error {
 type replica struct {
 	tpl, dir string // template root, replica root (both hold names)
 	names    []string
+	root     bool // dir is the sandbox's /: other top-level entries go too (but driverTop)
 	uid, gid int
 	retime   retimer
 	state    map[string]statKey // after the last sync, by relative path
+	// gitTimes: what a resync puts back gets the time of the resync, as
+	// InterCode's `git reset --hard` writes the files it restores (its
+	// containers carry that history from task to task; see shell
+	// "intercode"). Otherwise everything gets the template's times back.
+	gitTimes bool
+	synced   bool // a first Sync has copied everything
+	now      retimer
+}
+
+// restoreTime is the retimer for what this Sync puts back.
+func (r *replica) restoreTime() retimer {
+	if r.gitTimes && r.synced {
+		return r.now
+	}
+	return r.retime
 }
 
 // Sync makes the replica equal to the template again. The first call copies
@@ -386,7 +402,31 @@ func (r *replica) Sync() error {
 		// points and must keep their inodes); everything below is copied.
 		r.state = map[string]statKey{}
 	}
+	if r.gitTimes && r.synced {
+		now := time.Now()
+		r.now = func(time.Time) time.Time { return now }
+	}
+	defer func() { r.synced = true }()
 	changed := false
+	if r.root {
+		// Entries the episode added to / (a link, an archive) go.
+		want := map[string]bool{}
+		for _, n := range r.names {
+			want[n] = true
+		}
+		have, err := topNames(r.dir)
+		if err != nil {
+			return fmt.Errorf("resyncing /: %w", err)
+		}
+		for _, n := range have {
+			if !want[n] && !driverTop[n] {
+				changed = true
+				if err := os.RemoveAll(filepath.Join(r.dir, n)); err != nil {
+					return fmt.Errorf("resyncing /: %w", err)
+				}
+			}
+		}
+	}
 	for _, n := range r.names {
 		c, err := r.refill(n)
 		if err != nil {
@@ -410,7 +450,7 @@ func (r *replica) refill(rel string) (bool, error) {
 	}
 	dinfo, err := os.Lstat(dst)
 	if errors.Is(err, fs.ErrNotExist) {
-		return true, copyTree(src, dst, r.uid, r.gid, r.retime)
+		return true, copyTree(src, dst, r.uid, r.gid, r.restoreTime())
 	}
 	if err != nil {
 		return false, err
@@ -423,7 +463,7 @@ func (r *replica) refill(rel string) (bool, error) {
 		if err := os.RemoveAll(dst); err != nil {
 			return false, err
 		}
-		return true, copyTree(src, dst, r.uid, r.gid, r.retime)
+		return true, copyTree(src, dst, r.uid, r.gid, r.restoreTime())
 	}
 	changed := false
 	ents, err := os.ReadDir(src)
@@ -465,12 +505,26 @@ func (r *replica) refill(rel string) (bool, error) {
 		if err := os.Chmod(dst, info.Mode().Perm()); err != nil {
 			return false, err
 		}
-		if err := os.Chtimes(dst, r.retime.apply(info.ModTime()), r.retime.apply(info.ModTime())); err != nil {
+		rt := r.restoreTime()
+		if err := os.Chtimes(dst, rt.apply(info.ModTime()), rt.apply(info.ModTime())); err != nil {
 			return false, err
 		}
 		changed = true
 	}
 	return changed, nil
+}
+
+// scan reads what the reward compares of the replica: a root replica's
+// top-level entries but ignoredTop (the episode may have added some).
+func (r *replica) scan() (manifest, error) {
+	if !r.root {
+		return scan(r.dir, r.names)
+	}
+	names, err := topNames(r.dir)
+	if err != nil {
+		return nil, err
+	}
+	return scan(r.dir, compared(names, true))
 }
 
 func (r *replica) record() error {

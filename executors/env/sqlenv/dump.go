@@ -212,7 +212,7 @@ var (
 	onUpdateRE  = regexp.MustCompile(`(?i)\s+ON\s+UPDATE\s+CURRENT_TIMESTAMP(\(\))?`)
 	commentRE   = regexp.MustCompile(`(?i)\s+COMMENT\s+'(?:[^']|'')*'`)
 	textTypeRE  = regexp.MustCompile(`(?i)^("[^"]+"|\S+)\s+(tiny|medium|long)?(text|char|varchar|enum|set)\b`)
-	keyLengthRE = regexp.MustCompile(`\("([^"]+)"\(\d+\)`)
+	keyLengthRE = regexp.MustCompile(`([(,]\s*)"([^"]+)"\s*\(\d+\)`)
 )
 
 func columnToSQLite(d string, ciDefault bool) string {
@@ -232,7 +232,7 @@ func columnToSQLite(d string, ciDefault bool) string {
 	return d
 }
 
-func stripKeyLengths(d string) string { return keyLengthRE.ReplaceAllString(d, `("$1"`) }
+func stripKeyLengths(d string) string { return keyLengthRE.ReplaceAllString(d, `$1"$2"`) }
 
 // walkUnquoted calls fn for each byte of s from start that lies outside
 // quotes ('...' or "...", a doubled quote escapes), with the parenthesis

@@ -49,6 +49,21 @@ func TestParseDump(t *testing.T) {
 	}
 }
 
+// MySQL's key prefix lengths (`col`(255)) go from every column of a key,
+// not only the first (Spider's employee_hire_evaluation has one on its
+// second): SQLite would read them as function calls.
+func TestKeyPrefixLengths(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"CREATE TABLE `t` (\n  `a` int NOT NULL,\n  `b` text,\n  PRIMARY KEY (`a`,`b`(255))\n)", `PRIMARY KEY ("a","b")`},
+		{"CREATE TABLE `t` (\n  `a` text,\n  `b` text,\n  UNIQUE (`a`(10), `b`(20))\n)", `UNIQUE ("a", "b")`},
+		{"CREATE TABLE `t` (\n  `a` text,\n  PRIMARY KEY (`a`(255))\n)", `PRIMARY KEY ("a")`},
+	} {
+		if got := sqlenv.ToSQLite(c.in, true); !strings.Contains(got, c.want) {
+			t.Errorf("ToSQLite(%q) = %s\nwant it to contain %s", c.in, got, c.want)
+		}
+	}
+}
+
 func rows(vals ...any) [][]any {
 	var out [][]any
 	for _, v := range vals {
