@@ -128,11 +128,23 @@ func New(benchmarks []Benchmark, opts Options) (*Auditor, error) {
 			return nil, fmt.Errorf("audit: benchmark %q given twice", b.Name)
 		}
 		seen[b.Name] = true
-		x, err := NewIndex(b, opts.Lines, opts.Window, opts.N, opts.Fingerprints)
+	}
+	// The indexes are independent: built side by side (the CLI waits for
+	// them before the first dialogue), the first error in benchmark order
+	// reported.
+	a.indexes = make([]*Index, len(benchmarks))
+	errs := make([]error, len(benchmarks))
+	var wg sync.WaitGroup
+	for i, b := range benchmarks {
+		wg.Go(func() { a.indexes[i], errs[i] = NewIndex(b, opts.Lines, opts.Window, opts.N, opts.Fingerprints) })
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		a.indexes = append(a.indexes, x)
+	}
+	for _, x := range a.indexes {
 		for _, l := range x.shortLens {
 			if !slices.Contains(a.shortLens, l) {
 				a.shortLens = append(a.shortLens, l)
@@ -194,7 +206,6 @@ type scratch struct {
 	gramHits   map[int32]*gramHit
 	// Code tokens of every message and their k-gram hashes per stream.
 	ctoks    []ctok
-	cgh      [nStreams][]uint64
 	ctMsgs   []ctMsg
 	fpStates []fpState // per index
 	// Hashes that passed the filter, tested against each index.
@@ -235,7 +246,6 @@ func (s *scratch) fp(x *Index) *fpState {
 type ctMsg struct {
 	msg    int // message index in the dialogue
 	t0, t1 int // tokens in scratch.ctoks
-	g0, g1 int // k-grams in scratch.cgh[*]
 }
 
 type gramHit struct {
@@ -269,21 +279,35 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 	r.CodeLines = len(s.lh)
 	s.sharedAny = resetBools(s.sharedAny, len(s.lh))
 
-	// Token n-grams of every message (never across messages), also computed
-	// once; msgs[i] holds message i's range in s.toks. The n-grams are
-	// hashed and filtered as the tokens are found, not stored.
+	// Token n-grams of every message (never across messages), and the
+	// code tokens of every user, assistant and system turn, fenced or not
+	// (execution turns hold program output), in one scan of each message,
+	// computed once for all benchmarks; msgs[i] holds message i's range
+	// in s.toks. The n-grams and code k-grams are hashed and filtered as
+	// the tokens are found, not stored.
 	s.toks, s.msgs, s.gramCand = s.toks[:0], s.msgs[:0], s.gramCand[:0]
-	for i := range d.Messages {
-		text := d.Messages[i].Content
-		t0 := len(s.toks)
-		s.toks = appendTokens(s.toks, text)
-		s.msgs = append(s.msgs, msgRange{text: text, msg: i, role: d.Messages[i].Role, tok0: t0, tok1: len(s.toks)})
-		a.gramCandidates(s, len(s.msgs)-1)
+	s.ctoks, s.ctMsgs = s.ctoks[:0], s.ctMsgs[:0]
+	for st := range nStreams {
+		s.fpCand[st] = s.fpCand[st][:0]
 	}
-
-	// Code tokens of every turn, fenced or not, once for all benchmarks.
-	if !a.opts.Fingerprints.Off {
-		a.codeKGrams(d, s)
+	fp, k := !a.opts.Fingerprints.Off, a.opts.Fingerprints.K
+	for i := range d.Messages {
+		m := &d.Messages[i]
+		t0 := len(s.toks)
+		if fp && m.Role != schema.RoleExecution {
+			c0 := len(s.ctoks)
+			s.ctoks, s.toks = codeAndWordTokens(m.Content, s.ctoks, s.toks)
+			if len(s.ctoks)-c0 < k {
+				s.ctoks = s.ctoks[:c0]
+			} else {
+				s.ctMsgs = append(s.ctMsgs, ctMsg{msg: i, t0: c0, t1: len(s.ctoks)})
+				a.kgramCandidates(s, len(s.ctMsgs)-1, k)
+			}
+		} else {
+			s.toks = appendTokens(s.toks, m.Content)
+		}
+		s.msgs = append(s.msgs, msgRange{text: m.Content, msg: i, role: m.Role, tok0: t0, tok1: len(s.toks)})
+		a.gramCandidates(s, len(s.msgs)-1)
 	}
 	a.candidates(s)
 
@@ -415,28 +439,14 @@ func gramEvidence(g *gramHit, all int) string {
 	return fmt.Sprintf("%d shared statement n-grams (weight %.2f%s), first: %q", g.count, g.w, whole, g.first)
 }
 
-// candidates keeps the dialogue's line windows and code k-grams that pass
-// the filter, so each index is asked only about those (gramCandidates does
-// the same for the n-grams).
+// candidates keeps the dialogue's line windows that pass the filter, so
+// each index is asked only about those (gramCandidates and
+// kgramCandidates do the same for n-grams and code k-grams).
 func (a *Auditor) candidates(s *scratch) {
 	s.winCand = s.winCand[:0]
 	for wi, h := range s.wh {
 		if a.filter.mayHold(h) {
 			s.winCand = append(s.winCand, int32(wi))
-		}
-	}
-	for st := range nStreams {
-		s.fpCand[st] = s.fpCand[st][:0]
-		if a.opts.Fingerprints.Off {
-			continue
-		}
-		salt := streamSalt[st]
-		for mi, m := range s.ctMsgs {
-			for gi, h := range s.cgh[st][m.g0:m.g1] {
-				if h ^= salt; a.filter.mayHold(h) {
-					s.fpCand[st] = append(s.fpCand[st], fpCand{m: int32(mi), gi: int32(gi), h: h})
-				}
-			}
 		}
 	}
 }
@@ -583,31 +593,37 @@ type job struct {
 	raw json.RawMessage
 }
 
+// batchSize is the number of dialogues a worker takes at once: one channel
+// hand-off (and at most one goroutine switch) per batch, not per dialogue.
+const batchSize = 16
+
 func (a *Auditor) run(ctx context.Context, src iter.Seq2[job, error], each func(*Result) error) (*Report, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	jobs := make(chan job, a.opts.Workers*4)
-	results := make(chan Result, a.opts.Workers*4)
+	jobs := make(chan []job, a.opts.Workers*2)
+	results := make(chan []Result, a.opts.Workers*2)
 	var wg sync.WaitGroup
 	for range a.opts.Workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			s := newScratch()
-			for j := range jobs {
-				var r Result
-				if j.d == nil {
-					d, err := schema.DecodeDialogue(j.raw)
-					if err != nil {
-						r = Result{Seq: j.seq, Err: fmt.Errorf("audit: record %d: %w", j.seq+1, err)}
+			for batch := range jobs {
+				rs := make([]Result, len(batch))
+				for i, j := range batch {
+					if j.d == nil {
+						d, err := schema.DecodeDialogue(j.raw)
+						if err != nil {
+							rs[i] = Result{Seq: j.seq, Err: fmt.Errorf("audit: record %d: %w", j.seq+1, err)}
+						} else {
+							rs[i] = a.check(ctx, &d, j.seq, s)
+						}
 					} else {
-						r = a.check(ctx, &d, j.seq, s)
+						rs[i] = a.check(ctx, j.d, j.seq, s)
 					}
-				} else {
-					r = a.check(ctx, j.d, j.seq, s)
 				}
 				select {
-				case results <- r:
+				case results <- rs:
 				case <-ctx.Done():
 					return
 				}
@@ -618,6 +634,16 @@ func (a *Auditor) run(ctx context.Context, src iter.Seq2[job, error], each func(
 	go func() {
 		defer close(jobs)
 		seq := 0
+		batch := make([]job, 0, batchSize)
+		send := func() bool {
+			select {
+			case jobs <- batch:
+				batch = make([]job, 0, batchSize)
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
 		for j, err := range src {
 			if err != nil {
 				readErr = fmt.Errorf("audit: read dialogue %d: %w", seq, err)
@@ -625,12 +651,13 @@ func (a *Auditor) run(ctx context.Context, src iter.Seq2[job, error], each func(
 				return
 			}
 			j.seq = seq
-			select {
-			case jobs <- j:
-			case <-ctx.Done():
+			seq++
+			if batch = append(batch, j); len(batch) == batchSize && !send() {
 				return
 			}
-			seq++
+		}
+		if len(batch) > 0 {
+			send()
 		}
 	}()
 	go func() { wg.Wait(); close(results) }()
@@ -641,8 +668,10 @@ func (a *Auditor) run(ctx context.Context, src iter.Seq2[job, error], each func(
 	pending := map[int]Result{}
 	next := 0
 	var eachErr error
-	for r := range results {
-		pending[r.Seq] = r
+	for rs := range results {
+		for _, r := range rs {
+			pending[r.Seq] = r
+		}
 		for {
 			p, ok := pending[next]
 			if !ok {

@@ -1,6 +1,9 @@
 package audit
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // ctok is one code token: bytes [start, end) of the text, the hash of its
 // exact form (identifiers as written, literals by value) and of its
@@ -115,6 +118,22 @@ var twoCharOps = func() (t [256][256]bool) {
 // swallows at most one line), numbers are hashed by their text without '_'.
 // Prose is tokenized too; its tokens rarely form code-like k-grams.
 func codeTokens(text string, buf []ctok) []ctok {
+	buf, _ = scanCode(text, buf, nil, false)
+	return buf
+}
+
+// codeAndWordTokens is codeTokens and appendTokens in one pass over text:
+// an ASCII identifier is also a word token, and the words of the other code
+// tokens (comments, strings, numbers) are read by appendTokensIn from the
+// token's bytes. Every code token starts and ends next to a byte that is
+// ASCII and no word byte (a space, an operator, a quote, a line end), so no
+// word runs across two tokens and the words come out as appendTokens
+// gives them.
+func codeAndWordTokens(text string, buf []ctok, words []span) ([]ctok, []span) {
+	return scanCode(text, buf, words, true)
+}
+
+func scanCode(text string, buf []ctok, words []span, wantWords bool) ([]ctok, []span) {
 	n := len(text)
 	base := len(buf)
 	prevDot := false
@@ -125,23 +144,32 @@ func codeTokens(text string, buf []ctok) []ctok {
 			i++
 			continue
 		case cHash:
+			start := i
 			for i < n && text[i] != '\n' {
 				i++
+			}
+			if wantWords {
+				words = appendTokensIn(words, text, start, i)
 			}
 			continue
 		case cIdent:
 			start := i
-			// fpHash, computed while scanning.
+			// fpHash, computed while scanning; or marks non-ASCII bytes.
 			h := uint64(14695981039346656037)
+			var or byte
 			for i < n && identChar[text[i]] {
 				h = (h ^ uint64(text[i])) * 1099511628211
+				or |= text[i]
 				i++
 			}
 			// A string prefix: r"...", b'...', f"...", rb'...'.
-			if i < n && codeClass[text[i]] == cQuote && i-start <= 2 && isStrPrefix(text[start:i]) {
+			if i-start <= 2 && i < n && codeClass[text[i]] == cQuote && isStrPrefix(text[start:i]) {
 				end := skipString(text, i)
 				buf = append(buf, ctok{start: int32(start), end: int32(end), exact: stringHash(text, i, end), norm: 0})
 				buf[len(buf)-1].norm = buf[len(buf)-1].exact
+				if wantWords {
+					words = appendTokensIn(words, text, start, end)
+				}
 				i = end
 				prevDot = false
 				continue
@@ -153,6 +181,19 @@ func codeTokens(text string, buf []ctok) []ctok {
 			}
 			buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: nh})
 			prevDot = false
+			if wantWords {
+				if or < utf8.RuneSelf {
+					var wh uint64
+					if k := i - start; k < 8 && start+8 <= n {
+						wh = shortWordHash(load64(text, start), k)
+					} else {
+						wh = wordHash(text, start, i)
+					}
+					words = append(words, span{start: int32(start), end: int32(i), hash: wh})
+				} else {
+					words = appendTokensIn(words, text, start, i)
+				}
+			}
 			continue
 		case cDigit:
 			start := i
@@ -162,9 +203,15 @@ func codeTokens(text string, buf []ctok) []ctok {
 			h := numberHash(text[start:i])
 			buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: h})
 			prevDot = false
+			if wantWords {
+				words = appendTokensIn(words, text, start, i)
+			}
 			continue
 		case cQuote:
 			end := skipString(text, i)
+			if wantWords {
+				words = appendTokensIn(words, text, i, end)
+			}
 			if end-i >= 6 && text[i+1] == c && text[i+2] == c && (len(buf) == base || buf[len(buf)-1].exact == hColon) {
 				// A docstring (a triple-quoted string after a header's
 				// ':' or first in the text) is prose, not code: the
@@ -180,7 +227,7 @@ func codeTokens(text string, buf []ctok) []ctok {
 			prevDot = false
 			continue
 		}
-		// Operators and punctuation.
+		// Operators and punctuation: ASCII, no word bytes.
 		start := i
 		if i+1 < n && twoCharOps[c][text[i+1]] {
 			i += 2
@@ -194,7 +241,7 @@ func codeTokens(text string, buf []ctok) []ctok {
 		buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: h})
 		prevDot = c == '.' && i-start == 1
 	}
-	return buf
+	return buf, words
 }
 
 // opHash is fpHash of every one-byte operator, read from a table: most

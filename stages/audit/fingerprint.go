@@ -476,54 +476,35 @@ func spansText(spans []schema.Span) string {
 	return b.String()
 }
 
-// codeKGrams tokenizes every user, assistant and system turn of d as code
-// (fenced or not: the tokenizer ignores fences) and computes the k-gram
-// hashes of both streams into s. Execution turns hold program output.
-func (a *Auditor) codeKGrams(d *schema.Dialogue, s *scratch) {
-	k := a.opts.Fingerprints.K
-	s.ctoks, s.ctMsgs = s.ctoks[:0], s.ctMsgs[:0]
-	for st := range nStreams {
-		s.cgh[st] = s.cgh[st][:0]
-	}
-	for i := range d.Messages {
-		m := &d.Messages[i]
-		if m.Role == schema.RoleExecution {
-			continue
-		}
-		t0 := len(s.ctoks)
-		s.ctoks = codeTokens(m.Content, s.ctoks)
-		toks := s.ctoks[t0:]
-		if len(toks) < k {
-			s.ctoks = s.ctoks[:t0]
-			continue
-		}
-		g0 := len(s.cgh[0])
-		s.cgh[streamExact], s.cgh[streamRenamed] = rollingTokHashes(toks, k, s.cgh[streamExact], s.cgh[streamRenamed])
-		s.ctMsgs = append(s.ctMsgs, ctMsg{msg: i, t0: t0, t1: len(s.ctoks), g0: g0, g1: len(s.cgh[0])})
-	}
-}
-
-// rollingTokHashes appends the k-gram hashes of toks' exact and renamed
-// forms to ex and nm, as rollingHashes of each form would, in one pass.
-func rollingTokHashes(toks []ctok, k int, ex, nm []uint64) ([]uint64, []uint64) {
-	if k <= 0 || len(toks) < k {
-		return ex, nm
-	}
+// kgramCandidates appends to s.fpCand the k-grams of message ctMsgs[mi]
+// whose salted hash passes the filter, both streams in one pass: the
+// rolling hash of rollingHashes over each form of the tokens.
+func (a *Auditor) kgramCandidates(s *scratch, mi, k int) {
+	m := s.ctMsgs[mi]
+	toks := s.ctoks[m.t0:m.t1]
 	var top uint64 = 1 // B^(k-1)
 	for range k - 1 {
 		top *= rollBase
 	}
 	var he, hn uint64
-	for _, t := range toks[:k] {
+	for _, t := range toks[:k-1] {
 		he = he*rollBase + t.exact
 		hn = hn*rollBase + t.norm
 	}
-	ex, nm = append(ex, he), append(nm, hn)
-	for i := k; i < len(toks); i++ {
-		o, t := &toks[i-k], &toks[i]
-		he = (he-o.exact*top)*rollBase + t.exact
-		hn = (hn-o.norm*top)*rollBase + t.norm
-		ex, nm = append(ex, he), append(nm, hn)
+	se, sn := streamSalt[streamExact], streamSalt[streamRenamed]
+	for i := k - 1; i < len(toks); i++ {
+		t := &toks[i]
+		he = he*rollBase + t.exact
+		hn = hn*rollBase + t.norm
+		gi := int32(i - k + 1)
+		if h := he ^ se; a.filter.mayHold(h) {
+			s.fpCand[streamExact] = append(s.fpCand[streamExact], fpCand{m: int32(mi), gi: gi, h: h})
+		}
+		if h := hn ^ sn; a.filter.mayHold(h) {
+			s.fpCand[streamRenamed] = append(s.fpCand[streamRenamed], fpCand{m: int32(mi), gi: gi, h: h})
+		}
+		o := &toks[i-k+1]
+		he -= o.exact * top
+		hn -= o.norm * top
 	}
-	return ex, nm
 }

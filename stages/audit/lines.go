@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"encoding/binary"
 	"slices"
 	"strings"
 	"unicode"
@@ -61,14 +62,48 @@ func NormalizeLine(s string) string {
 // normalizeAppend appends NormalizeLine(s) to dst without allocating when
 // dst has room.
 func normalizeAppend(dst []byte, s string) []byte {
-	// The output is never longer than s: grow once, then write by index
-	// (an append per byte was most of the line pass's time).
-	dst = slices.Grow(dst, len(s))
-	out := dst[len(dst) : len(dst)+len(s)]
+	// The output is never longer than s: grow once (and 8 bytes more, as
+	// runs are stored eight bytes at a time), then write by index.
+	dst = slices.Grow(dst, len(s)+8)
+	out := dst[len(dst) : len(dst)+len(s)+8]
 	o := 0
 	var prevWord, pendingSpace, started bool
 	i := 0
-	for i < len(s) {
+	n := len(s)
+	// ASCII text eight bytes at a time: the run of non-space bytes up to
+	// the first space is copied at once, and a run of spaces skipped.
+	for i+8 <= n {
+		v := load64(s, i)
+		if v&hi8 != 0 {
+			break
+		}
+		sp := spaceMask(v)
+		k := 8
+		if sp != 0 {
+			k = firstByte(sp)
+		}
+		if k > 0 {
+			if pendingSpace && prevWord && asciiWord[byte(v)] {
+				out[o] = ' '
+				o++
+			}
+			binary.LittleEndian.PutUint64(out[o:o+8], v)
+			o += k
+			prevWord, pendingSpace, started = asciiWord[byte(v>>(8*(k-1)))], false, true
+			i += k
+			if k == 8 {
+				continue
+			}
+		}
+		// Spaces from s[i]: skip to the chunk's next non-space byte.
+		pendingSpace = started
+		if rest := ^sp & hi8 &^ (1<<(8*k+8) - 1); rest != 0 {
+			i += firstByte(rest) - k
+		} else {
+			i += 8 - k
+		}
+	}
+	for i < n {
 		c := s[i]
 		if c >= utf8.RuneSelf {
 			break
@@ -90,7 +125,7 @@ func normalizeAppend(dst []byte, s string) []byte {
 	}
 	dst = dst[:len(dst)+o]
 	// The rest of a line with non-ASCII text, rune by rune.
-	for i < len(s) {
+	for i < n {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if asciiSpace[c] {
@@ -142,26 +177,49 @@ func (o LineOptions) Keep(n string) bool {
 	if len(n) < o.MinChars || n == "" {
 		return false
 	}
-	if len(n) <= maxTrivialLen && trivialLines[n] {
+	if len(n) <= maxTrivialLen && trivialFirst[n[0]] && trivialLines[n] {
 		return false
 	}
-	if strings.HasPrefix(n, "#") || strings.HasPrefix(n, "//") || strings.HasPrefix(n, "/*") ||
-		strings.HasPrefix(n, "*") || strings.HasPrefix(n, "--") {
+	switch n[0] {
+	case '#', '*':
 		return false
-	}
-	if !o.KeepImports && (strings.HasPrefix(n, "import ") || strings.HasPrefix(n, "from ") && strings.Contains(n, " import ") ||
-		strings.HasPrefix(n, "#include") || strings.HasPrefix(n, "using ")) {
-		return false
-	}
-	hasWord := false
-	for _, r := range n {
-		if isWord(r) {
-			hasWord = true
-			break
+	case '/':
+		if strings.HasPrefix(n, "//") || strings.HasPrefix(n, "/*") {
+			return false
+		}
+	case '-':
+		if strings.HasPrefix(n, "--") {
+			return false
+		}
+	case 'i', 'f', 'u':
+		if !o.KeepImports && (strings.HasPrefix(n, "import ") || strings.HasPrefix(n, "from ") && strings.Contains(n, " import ") ||
+			strings.HasPrefix(n, "using ")) {
+			return false
 		}
 	}
-	return hasWord
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; c >= utf8.RuneSelf {
+			for _, r := range n[i:] {
+				if isWord(r) {
+					return true
+				}
+			}
+			return false
+		} else if asciiWord[c] {
+			return true
+		}
+	}
+	return false
 }
+
+// trivialFirst marks the first bytes of the trivial lines: most lines
+// skip the map lookup.
+var trivialFirst = func() (t [256]bool) {
+	for l := range trivialLines {
+		t[l[0]] = true
+	}
+	return t
+}()
 
 // CodeLines normalises every line of a code block and returns the ones Keep
 // accepts, in order.
@@ -340,20 +398,17 @@ func (o LineOptions) dialogueLines(d *schema.Dialogue, w int, s *scratch) {
 		}
 		first = len(s.lh)
 	}
-	fenced := func(block string) {
-		s.lh, s.nbuf = o.codeLineHashes(block, s.nbuf, s.lh)
-		endBlock()
-	}
 	for i := range d.Messages {
 		m := &d.Messages[i]
 		if m.Role != schema.RoleUser && m.Role != schema.RoleAssistant {
 			continue
 		}
-		if eachFenced(m.Content, fenced) {
+		if o.fencedLines(m.Content, s, endBlock) {
 			continue
 		}
 		if m.Exec != nil && m.Exec.Code != "" {
-			fenced(m.Exec.Code)
+			s.lh, s.nbuf = o.codeLineHashes(m.Exec.Code, s.nbuf, s.lh)
+			endBlock()
 			continue
 		}
 		// The code-like lines of the turn are one block.
@@ -361,11 +416,70 @@ func (o LineOptions) dialogueLines(d *schema.Dialogue, w int, s *scratch) {
 			var l string
 			l, rest, _ = strings.Cut(rest, "\n")
 			if codeLike(l) {
-				s.lh, s.nbuf = o.codeLineHashes(l, s.nbuf, s.lh)
+				s.lh, s.nbuf = o.lineHash(l, s.nbuf, s.lh)
 			}
 		}
 		endBlock()
 	}
+}
+
+// fencedLines is eachFenced with codeLineHashes and endBlock for each
+// block, in one pass over the lines: the lines of a block are hashed as
+// they are read. It reports whether text had a block.
+func (o LineOptions) fencedLines(text string, s *scratch, endBlock func()) bool {
+	found := false
+	in := false
+	var fence string
+	bodyStart := 0
+	for pos := 0; pos < len(text); {
+		end := strings.IndexByte(text[pos:], '\n')
+		next := len(text)
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += pos
+			next = end + 1
+		}
+		// As in eachFenced: only a line starting with a fence character
+		// (or a blank or non-ASCII one) can open or close a block.
+		if k := firstNonBlank(text, pos, end); !(k < end && text[k] < utf8.RuneSelf && text[k] != '`' && text[k] != '~') {
+			t := strings.TrimSpace(text[pos:end])
+			if !in {
+				if f := fenceOf(t); f != "" {
+					in, fence, bodyStart = true, f, next
+				}
+				pos = next
+				continue
+			}
+			if strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "" {
+				endBlock()
+				found = true
+				in = false
+				pos = next
+				continue
+			}
+		}
+		if in {
+			s.lh, s.nbuf = o.lineHash(text[pos:end], s.nbuf, s.lh)
+		}
+		pos = next
+	}
+	if in && bodyStart < len(text) {
+		endBlock()
+		found = true
+	}
+	return found
+}
+
+// lineHash appends the hash of line l to out when Keep accepts its
+// normalised form, reusing buf.
+func (o LineOptions) lineHash(l string, buf []byte, out []uint64) ([]uint64, []byte) {
+	buf = normalizeAppend(buf[:0], l)
+	// The view is only read before buf is next written.
+	if n := unsafe.String(unsafe.SliceData(buf), len(buf)); o.Keep(n) {
+		out = append(out, hashString(n))
+	}
+	return out, buf
 }
 
 // codePunct marks the bytes that make a line look like code.
@@ -411,17 +525,51 @@ func proseLike(t string) bool {
 			i++
 		}
 		fields++
-		f := strings.TrimRight(t[start:i], ".,;:!?")
-		plain := f != ""
-		for _, r := range f {
-			if !unicode.IsLetter(r) && r != '\'' && r != '-' {
-				plain = false
-				break
-			}
+		end := i
+		for end > start && trailingPunct[t[end-1]] {
+			end--
 		}
-		if plain {
+		if plainWord(t[start:end]) {
 			words++
 		}
 	}
 	return words >= 6 && words*10 >= fields*7
+}
+
+// trailingPunct are the bytes proseLike trims from the end of a field.
+var trailingPunct = func() (t [256]bool) {
+	for _, c := range []byte(".,;:!?") {
+		t[c] = true
+	}
+	return t
+}()
+
+// plainByte marks the ASCII bytes of a plain word: letters, apostrophe, hyphen.
+var plainByte = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '\'' || c == '-'
+	}
+	return t
+}()
+
+// plainWord reports a non-empty field of letters, apostrophes and hyphens.
+func plainWord(f string) bool {
+	if f == "" {
+		return false
+	}
+	for i := 0; i < len(f); i++ {
+		c := f[i]
+		if c >= utf8.RuneSelf {
+			for _, r := range f[i:] {
+				if !unicode.IsLetter(r) && r != '\'' && r != '-' {
+					return false
+				}
+			}
+			return true
+		}
+		if !plainByte[c] {
+			return false
+		}
+	}
+	return true
 }

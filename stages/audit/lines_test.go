@@ -2,6 +2,7 @@ package audit
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
@@ -123,6 +124,13 @@ func TestDialogueLines(t *testing.T) {
 		{Role: schema.RoleAssistant, Content: "```\nunclosed_fence(1)\nto_the_end(2)"},
 	}}}
 	ds = append(ds, testDialogues(t, sharedtest.Path(t, "codefeedback-sample/code_feedback_sample.jsonl"))...)
+	// Real and random texts (fences, tildes, blank and non-ASCII lines,
+	// unclosed blocks) as turns, two to a dialogue.
+	texts := scanTexts(t)
+	for i := 0; i+1 < len(texts); i += 2 {
+		ds = append(ds, schema.Dialogue{Messages: []schema.Message{{Role: schema.RoleUser, Content: texts[i]}, {Role: schema.RoleAssistant, Content: "```\n" + texts[i+1]}}},
+			schema.Dialogue{Messages: []schema.Message{{Role: schema.RoleAssistant, Content: texts[i] + "\n~~~\n" + texts[i+1] + "\n~~~~\nx = 1\n"}}})
+	}
 	o := DefaultLineOptions
 	s := newScratch()
 	for _, d := range ds {
@@ -141,7 +149,7 @@ func TestDialogueLines(t *testing.T) {
 		if len(lh) == 0 && len(s.lh) == 0 {
 			continue
 		}
-		if !reflect.DeepEqual(lh, s.lh) || !reflect.DeepEqual(wh, s.wh) || !reflect.DeepEqual(starts, s.blockStart) {
+		if !slices.Equal(lh, s.lh) || !slices.Equal(wh, s.wh) || !slices.Equal(starts, s.blockStart) {
 			t.Errorf("dialogue %q: dialogueLines gives %d lines, %d windows; DialogueCode %d, %d", d.ID, len(s.lh), len(s.wh), len(lh), len(wh))
 		}
 	}

@@ -27,13 +27,32 @@ type span struct {
 func tokenize(text string, buf []span) []span { return appendTokens(buf[:0], text) }
 
 // appendTokens appends the tokens of text (offsets relative to text) to buf.
-// An ASCII word (nearly every word) is found by a table scan and hashed
-// eight bytes at a time (wordHash); a word with other characters is
+// An ASCII word (nearly every word) is found and hashed eight bytes at a
+// time (wordMask, wordHash); a word with other characters is
 // lowercased into a buffer first.
-func appendTokens(buf []span, text string) []span {
+func appendTokens(buf []span, text string) []span { return appendTokensIn(buf, text, 0, len(text)) }
+
+// appendTokensIn appends the tokens of text[from:to] (offsets relative to
+// text) to buf. No word may run across the bounds: the bytes on at least
+// one side of each are ASCII and not word bytes.
+func appendTokensIn(buf []span, text string, from, to int) []span {
 	var low []byte
-	i := 0
-	for i < len(text) {
+	n := to
+	i := from
+	for i < n {
+		// Separators are skipped eight bytes at a time, to a word byte
+		// or a non-ASCII byte.
+		for i+8 <= n {
+			v := load64(text, i)
+			if m := wordMask(v) | v&hi8; m != 0 {
+				i += firstByte(m)
+				break
+			}
+			i += 8
+		}
+		if i >= n {
+			break
+		}
 		c := text[i]
 		if !wordByte[c] {
 			if c < utf8.RuneSelf {
@@ -46,15 +65,37 @@ func appendTokens(buf []span, text string) []span {
 			}
 		}
 		start := i
-		for i < len(text) && wordByte[text[i]] {
-			i++
+		// The word's ASCII bytes, eight at a time. v0 keeps the first
+		// eight when the word ends inside them, as most do.
+		var v0 uint64
+		short := false
+		for {
+			if i+8 > n {
+				for i < n && wordByte[text[i]] {
+					i++
+				}
+				break
+			}
+			v := load64(text, i)
+			if m := ^wordMask(v) & hi8; m != 0 {
+				v0, short = v, i == start
+				i += firstByte(m)
+				break
+			}
+			i += 8
 		}
-		if i == len(text) || text[i] < utf8.RuneSelf {
-			buf = append(buf, span{start: int32(start), end: int32(i), hash: wordHash(text, start, i)})
+		if i == n || text[i] < utf8.RuneSelf {
+			var h uint64
+			if k := i - start; short && k > 0 {
+				h = shortWordHash(v0, k)
+			} else {
+				h = wordHash(text, start, i)
+			}
+			buf = append(buf, span{start: int32(start), end: int32(i), hash: h})
 			continue
 		}
 		ascii := true
-		for i < len(text) {
+		for i < n {
 			c := text[i]
 			if c >= utf8.RuneSelf {
 				r, sz := utf8.DecodeRuneInString(text[i:])
@@ -90,7 +131,7 @@ func appendTokens(buf []span, text string) []span {
 // digits alone and maps '_' to DEL, no word byte, so it is one-to-one on
 // words. The word bytes are read as little-endian words of text.
 func wordHash(text string, start, end int) uint64 {
-	const lower = 0x2020202020202020
+	const lower = lowerBits
 	h := tokSeed ^ uint64(end-start)*fnvPrime
 	p := start
 	for ; end-p >= 8; p += 8 {
@@ -111,6 +152,16 @@ func wordHash(text string, start, end int) uint64 {
 	}
 	return fmix64(h)
 }
+
+// shortWordHash is wordHash of a word of k < 8 bytes whose bytes (and
+// what follows them) v holds, read as load64 reads them: wordHash's last
+// step on the bytes already read.
+func shortWordHash(v uint64, k int) uint64 {
+	return fmix64(bits.RotateLeft64((tokSeed^uint64(k)*fnvPrime^(v|lowerBits)&(1<<(8*k)-1))*wordMul, 29))
+}
+
+// lowerBits sets bit 5 of every byte: wordHash's lowercasing.
+const lowerBits = 0x2020202020202020
 
 // wordMul is the multiplier of wordHash's steps (odd, from murmur3).
 const wordMul = 0x87c37b91114253d5
