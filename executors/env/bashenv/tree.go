@@ -69,12 +69,21 @@ func scan(root string, names []string) (manifest, error) {
 	return m, nil
 }
 
+// md5File hashes the regular file at p. The tree belongs to the sandbox,
+// whose processes may still run while the host reads it: a file swapped
+// for a symlink (to a host file) or a FIFO (a host-side hang) after the
+// walk saw it is refused, not followed or blocked on.
 func md5File(p string) (string, error) {
-	f, err := os.Open(p)
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return "", err
+	} else if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%s: not a regular file (%s)", p, st.Mode().Type())
+	}
 	h := md5.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", err
