@@ -186,6 +186,8 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 			stats.Add("mutants/tried/"+a.Operator, 1)
 			if a.Kept {
 				stats.Add("mutants/kept/"+a.Operator, 1)
+			} else if svc.Logger != nil {
+				svc.Logger.Debug("correct: mutant not kept", "problem", p.ID, "operator", a.Operator, "observed", a.Observed)
 			}
 		}
 		if out.Skipped != "" && svc.Logger != nil {
