@@ -135,9 +135,7 @@ func judgeBatch(ctx context.Context, ex executors.Executor, p schema.Problem, op
 	}
 	lim := bo.Limits
 	lim.Timeout = bo.Timeout
-	if lim.CPUTime < lim.Timeout {
-		lim.CPUTime = lim.Timeout
-	}
+	lim.CPUTime = cpuLimit(lim.CPUTime, lim.Timeout)
 	// Each judge keeps its records under outputBudget, plus the
 	// candidate's stdout copy and the batch's own lines.
 	n := max(len(items), 32)

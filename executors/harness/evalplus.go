@@ -124,9 +124,7 @@ func (o PlusOptions) withDefaults() PlusOptions {
 		o.ValueChars = 300
 	}
 	o.Limits.Timeout = o.Timeout
-	if o.Limits.CPUTime < o.Timeout {
-		o.Limits.CPUTime = o.Timeout
-	}
+	o.Limits.CPUTime = cpuLimit(o.Limits.CPUTime, o.Timeout)
 	if o.Limits.OutputBytes < minOutputBytes {
 		o.Limits.OutputBytes = minOutputBytes
 	}

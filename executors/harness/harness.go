@@ -156,6 +156,28 @@ type Options struct {
 	FeedbackFailures int
 }
 
+// cpuLimit is the CPU-time limit of a run bounded by timeout: at least a
+// second past it. A busy loop spends CPU time as fast as wall time on an
+// idle machine, so a CPU limit equal to the timeout raced the deadline and
+// the same endless loop ended as "killed by SIGXCPU" (an error) or as a
+// timeout from one run to the next; the deadline is what ends it now.
+func cpuLimit(cpu, timeout time.Duration) time.Duration {
+	return max(cpu, timeout+time.Second)
+}
+
+// caseTimer is the judge's per-case timer, 0 (unarmed) when it is as long
+// as the whole run: such a timer cannot let a later case run, it only races
+// the run's own deadline, and which of the two fires first follows the
+// machine's load, and with it the feedback's words (a planted endless loop
+// read "timed out after 1s" or "execution timed out after 1s" from one run
+// to the next).
+func caseTimer(o Options) time.Duration {
+	if o.CaseTimeout >= o.Timeout {
+		return 0
+	}
+	return o.CaseTimeout
+}
+
 func (o Options) withDefaults() Options {
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
@@ -176,9 +198,7 @@ func (o Options) withDefaults() Options {
 		o.FeedbackFailures = 3
 	}
 	o.Limits.Timeout = o.Timeout
-	if o.Limits.CPUTime == 0 || o.Limits.CPUTime < o.Timeout {
-		o.Limits.CPUTime = o.Timeout
-	}
+	o.Limits.CPUTime = cpuLimit(o.Limits.CPUTime, o.Timeout)
 	// The summary needs room beside the candidate's stdout copy; the judge
 	// keeps its own output under outputBudget.
 	if o.Limits.OutputBytes == 0 || o.Limits.OutputBytes < minOutputBytes {
@@ -225,7 +245,7 @@ func Build(p schema.Problem, code string, opts Options) (Program, error) {
 	}
 	payload := map[string]any{
 		"value_cap":     opts.ValueChars,
-		"case_timeout":  opts.CaseTimeout.Seconds(),
+		"case_timeout":  caseTimer(opts).Seconds(),
 		"output_budget": outputBudget,
 		"stdout_cap":    opts.StdoutBytes,
 		"entry_point":   strings.TrimSpace(p.EntryPoint),
