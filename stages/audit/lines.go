@@ -257,18 +257,44 @@ func (o LineOptions) codeLineHashes(code string, buf []byte, out []uint64) ([]ui
 // order. An unclosed fence runs to the end of the text, as Markdown renders it.
 func FencedBlocks(text string) []string {
 	var blocks []string
-	eachFenced(text, func(b string) { blocks = append(blocks, b) })
-	return blocks
+	for f := (fenceScanner{text: text}); ; {
+		body, ev := f.next()
+		switch ev {
+		case fenceEnd:
+			blocks = append(blocks, body)
+		case fenceDone:
+			return blocks
+		}
+	}
 }
 
-// eachFenced calls fn with the body of every fenced block of text, in
-// order, and reports whether there was one.
-func eachFenced(text string, fn func(string)) bool {
-	found := false
-	in := false
-	var fence string
-	bodyStart := 0
-	for pos := 0; pos < len(text); {
+// fenceEvent is what fenceScanner.next found.
+type fenceEvent uint8
+
+const (
+	fenceDone fenceEvent = iota // no more blocks
+	fenceLine                   // a line inside a block
+	fenceEnd                    // a block ended; its whole body
+)
+
+// fenceScanner walks the lines of a text and reports the fenced blocks of
+// FencedBlocks line by line, so the check can hash a block's lines as they
+// are read while FencedBlocks keeps whole bodies: one reading of fences for
+// both.
+type fenceScanner struct {
+	text      string
+	pos       int // start of the next line
+	in        bool
+	fence     string // the run that opened the current block
+	bodyStart int
+}
+
+// next returns the next line inside a block (fenceLine), the body of a
+// block that just ended (fenceEnd; after its lines), or fenceDone.
+func (f *fenceScanner) next() (string, fenceEvent) {
+	text := f.text
+	for f.pos < len(text) {
+		pos := f.pos
 		end := strings.IndexByte(text[pos:], '\n')
 		next := len(text)
 		if end < 0 {
@@ -277,29 +303,37 @@ func eachFenced(text string, fn func(string)) bool {
 			end += pos
 			next = end + 1
 		}
-		// Most lines do not start with a fence character: skip them
-		// without trimming (TrimSpace scans both ends).
+		f.pos = next
+		// Most lines do not start with a fence character: only a line
+		// starting with one (or a blank or non-ASCII one) can open or
+		// close a block, so the others skip the trimming (TrimSpace scans
+		// both ends).
 		if k := firstNonBlank(text, pos, end); k < end && text[k] < utf8.RuneSelf && text[k] != '`' && text[k] != '~' {
-			pos = next
+			if f.in {
+				return text[pos:end], fenceLine
+			}
 			continue
 		}
 		t := strings.TrimSpace(text[pos:end])
-		if !in {
-			if f := fenceOf(t); f != "" {
-				in, fence, bodyStart = true, f, next
+		if !f.in {
+			if fe := fenceOf(t); fe != "" {
+				f.in, f.fence, f.bodyStart = true, fe, next
 			}
-		} else if strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "" {
-			fn(strings.TrimSuffix(text[bodyStart:min(pos, len(text))], "\n"))
-			found = true
-			in = false
+			continue
 		}
-		pos = next
+		if strings.HasPrefix(t, f.fence) && strings.Trim(t, f.fence[:1]) == "" {
+			f.in = false
+			return strings.TrimSuffix(text[f.bodyStart:pos], "\n"), fenceEnd
+		}
+		return text[pos:end], fenceLine
 	}
-	if in && bodyStart < len(text) {
-		fn(text[bodyStart:])
-		found = true
+	if f.in {
+		f.in = false
+		if f.bodyStart < len(text) {
+			return text[f.bodyStart:], fenceEnd
+		}
 	}
-	return found
+	return "", fenceDone
 }
 
 // firstNonBlank returns the index of the first byte of text[from:to] that
@@ -423,52 +457,23 @@ func (o LineOptions) dialogueLines(d *schema.Dialogue, w int, s *scratch) {
 	}
 }
 
-// fencedLines is eachFenced with codeLineHashes and endBlock for each
-// block, in one pass over the lines: the lines of a block are hashed as
-// they are read. It reports whether text had a block.
+// fencedLines hashes the lines of each fenced block of text as they are
+// read and calls endBlock after each block. It reports whether text had a
+// block.
 func (o LineOptions) fencedLines(text string, s *scratch, endBlock func()) bool {
 	found := false
-	in := false
-	var fence string
-	bodyStart := 0
-	for pos := 0; pos < len(text); {
-		end := strings.IndexByte(text[pos:], '\n')
-		next := len(text)
-		if end < 0 {
-			end = len(text)
-		} else {
-			end += pos
-			next = end + 1
+	for f := (fenceScanner{text: text}); ; {
+		line, ev := f.next()
+		switch ev {
+		case fenceLine:
+			s.lh, s.nbuf = o.lineHash(line, s.nbuf, s.lh)
+		case fenceEnd:
+			endBlock()
+			found = true
+		case fenceDone:
+			return found
 		}
-		// As in eachFenced: only a line starting with a fence character
-		// (or a blank or non-ASCII one) can open or close a block.
-		if k := firstNonBlank(text, pos, end); !(k < end && text[k] < utf8.RuneSelf && text[k] != '`' && text[k] != '~') {
-			t := strings.TrimSpace(text[pos:end])
-			if !in {
-				if f := fenceOf(t); f != "" {
-					in, fence, bodyStart = true, f, next
-				}
-				pos = next
-				continue
-			}
-			if strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "" {
-				endBlock()
-				found = true
-				in = false
-				pos = next
-				continue
-			}
-		}
-		if in {
-			s.lh, s.nbuf = o.lineHash(text[pos:end], s.nbuf, s.lh)
-		}
-		pos = next
 	}
-	if in && bodyStart < len(text) {
-		endBlock()
-		found = true
-	}
-	return found
 }
 
 // lineHash appends the hash of line l to out when Keep accepts its
