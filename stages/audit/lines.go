@@ -243,11 +243,7 @@ func (o LineOptions) codeLineHashes(code string, buf []byte, out []uint64) ([]ui
 	for rest := code; rest != ""; {
 		var l string
 		l, rest, _ = strings.Cut(rest, "\n")
-		buf = normalizeAppend(buf[:0], l)
-		// The view is only read before buf is next written.
-		if n := unsafe.String(unsafe.SliceData(buf), len(buf)); o.Keep(n) {
-			out = append(out, hashString(n))
-		}
+		out, buf = o.lineHash(l, buf, out)
 	}
 	return out, buf
 }
@@ -258,91 +254,79 @@ func (o LineOptions) codeLineHashes(code string, buf []byte, out []uint64) ([]ui
 func FencedBlocks(text string) []string {
 	var blocks []string
 	for f := (fenceScanner{text: text}); ; {
-		body, ev := f.next()
-		switch ev {
-		case fenceEnd:
-			blocks = append(blocks, body)
-		case fenceDone:
+		body, ok := f.next()
+		if !ok {
 			return blocks
 		}
+		blocks = append(blocks, body)
 	}
 }
 
-// fenceEvent is what fenceScanner.next found.
-type fenceEvent uint8
-
-const (
-	fenceDone fenceEvent = iota // no more blocks
-	fenceLine                   // a line inside a block
-	fenceEnd                    // a block ended; its whole body
-)
-
-// fenceScanner walks the lines of a text and reports the fenced blocks of
-// FencedBlocks line by line, so the check can hash a block's lines as they
-// are read while FencedBlocks keeps whole bodies: one reading of fences for
-// both.
+// fenceScanner finds the fenced blocks of a text one at a time, for
+// FencedBlocks and for the check, which hashes each block's lines without
+// building the list.
 type fenceScanner struct {
-	text      string
-	pos       int // start of the next line
-	in        bool
-	fence     string // the run that opened the current block
-	bodyStart int
+	text string
+	pos  int // start of the next line
 }
 
-// next returns the next line inside a block (fenceLine), the body of a
-// block that just ended (fenceEnd; after its lines), or fenceDone.
-func (f *fenceScanner) next() (string, fenceEvent) {
-	text := f.text
-	for f.pos < len(text) {
-		pos := f.pos
-		end := strings.IndexByte(text[pos:], '\n')
-		next := len(text)
-		if end < 0 {
-			end = len(text)
-		} else {
-			end += pos
-			next = end + 1
+// next returns the body of the next fenced block, or ok false when there
+// is none. A fence line holds '`' or '~' (a block's closing line, its own
+// fence character), so next jumps from one such byte to the next
+// (IndexByte is vectorised) and reads only their lines, not every line.
+func (f *fenceScanner) next() (body string, ok bool) {
+	text, pos := f.text, f.pos
+	tilde := -2 // the next '~' at or after pos: -2 not looked for yet, -1 none
+	for pos < len(text) {
+		c := strings.IndexByte(text[pos:], '`')
+		if c >= 0 {
+			c += pos
 		}
-		f.pos = next
-		// Most lines do not start with a fence character: only a line
-		// starting with one (or a blank or non-ASCII one) can open or
-		// close a block, so the others skip the trimming (TrimSpace scans
-		// both ends).
-		if k := firstNonBlank(text, pos, end); k < end && text[k] < utf8.RuneSelf && text[k] != '`' && text[k] != '~' {
-			if f.in {
-				return text[pos:end], fenceLine
+		// '~' is rare: look for it again only once pos has passed it.
+		if tilde != -1 && tilde < pos {
+			if tilde = strings.IndexByte(text[pos:], '~'); tilde >= 0 {
+				tilde += pos
 			}
+		}
+		if tilde >= 0 && (c < 0 || tilde < c) {
+			c = tilde
+		}
+		if c < 0 {
+			break
+		}
+		start, end, next := lineAround(text, pos, c)
+		pos = next
+		fence := fenceOf(strings.TrimSpace(text[start:end]))
+		if fence == "" {
 			continue
 		}
-		t := strings.TrimSpace(text[pos:end])
-		if !f.in {
-			if fe := fenceOf(t); fe != "" {
-				f.in, f.fence, f.bodyStart = true, fe, next
+		bodyStart := pos
+		for {
+			c := strings.IndexByte(text[pos:], fence[0])
+			if c < 0 {
+				f.pos = len(text)
+				return text[bodyStart:], bodyStart < len(text)
 			}
-			continue
-		}
-		if strings.HasPrefix(t, f.fence) && strings.Trim(t, f.fence[:1]) == "" {
-			f.in = false
-			return strings.TrimSuffix(text[f.bodyStart:pos], "\n"), fenceEnd
-		}
-		return text[pos:end], fenceLine
-	}
-	if f.in {
-		f.in = false
-		if f.bodyStart < len(text) {
-			return text[f.bodyStart:], fenceEnd
+			start, end, next := lineAround(text, pos, pos+c)
+			pos = next
+			if t := strings.TrimSpace(text[start:end]); strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "" {
+				f.pos = pos
+				return strings.TrimSuffix(text[bodyStart:start], "\n"), true
+			}
 		}
 	}
-	return "", fenceDone
+	f.pos = len(text)
+	return "", false
 }
 
-// firstNonBlank returns the index of the first byte of text[from:to] that
-// is not ASCII white space (to when there is none).
-func firstNonBlank(text string, from, to int) int {
-	for from < to && text[from] < utf8.RuneSelf && asciiSpace[text[from]] {
-		from++
+// lineAround returns the bounds of the line of text holding byte c, which
+// lies at or after from, a line start, and the start of the line after it.
+func lineAround(text string, from, c int) (start, end, next int) {
+	start = from + strings.LastIndexByte(text[from:c], '\n') + 1
+	if end = strings.IndexByte(text[c:], '\n'); end < 0 {
+		return start, len(text), len(text)
 	}
-	return from
+	return start, c + end, c + end + 1
 }
 
 // fenceOf returns the fence run ("```", "~~~~") that opens a code block on
@@ -457,22 +441,18 @@ func (o LineOptions) dialogueLines(d *schema.Dialogue, w int, s *scratch) {
 	}
 }
 
-// fencedLines hashes the lines of each fenced block of text as they are
-// read and calls endBlock after each block. It reports whether text had a
-// block.
+// fencedLines hashes the lines of each fenced block of text and calls
+// endBlock after each block. It reports whether text had a block.
 func (o LineOptions) fencedLines(text string, s *scratch, endBlock func()) bool {
 	found := false
 	for f := (fenceScanner{text: text}); ; {
-		line, ev := f.next()
-		switch ev {
-		case fenceLine:
-			s.lh, s.nbuf = o.lineHash(line, s.nbuf, s.lh)
-		case fenceEnd:
-			endBlock()
-			found = true
-		case fenceDone:
+		body, ok := f.next()
+		if !ok {
 			return found
 		}
+		s.lh, s.nbuf = o.codeLineHashes(body, s.nbuf, s.lh)
+		endBlock()
+		found = true
 	}
 }
 

@@ -41,7 +41,7 @@ func scanTexts(t *testing.T) []string {
 // randomTexts draws texts from pieces where the scanners branch.
 func randomTexts(n int) []string {
 	pieces := []string{"a", "Z", "_", "0", "9", "x1", "abcdefgh", "ABCDEFGHIJ", " ", "  ", "        ", "\t", "\n", "\r\n", "\v", "\f",
-		"(", ")", ":", ".", ",", "==", "'", "\"", "\"\"\"", "'''", "#", "`", "```", "~", "~~~", "````", "\n```\n", "\n~~~~ py\n", "@", "[", "{", "\x7f",
+		"(", ")", ":", ".", ",", "==", "'", "\"", "\"\"\"", "'''", "#", "`", "```", "~", "~~~", "````", "\n```\n", "\n~~~~ py\n", "\n~~~~\n", "@", "[", "{", "\x7f",
 		"é", "ß", "—", "\u00a0", "\u2003", "日本", "\xff", "\xc3", "\x80", "r'", "b\"", "1_000", "3.14", "0x1F", "def ", "return ",
 		"import os", "    x = 1", "print(x)", "# c", "if a:", "else:", "pass"}
 	r := rand.New(rand.NewPCG(7, 11))
