@@ -23,6 +23,7 @@ import (
 	"github.com/codefeedback/codefeedback/executors/env"
 	_ "github.com/codefeedback/codefeedback/executors/env/all"
 	"github.com/codefeedback/codefeedback/internal/agent"
+	"github.com/codefeedback/codefeedback/internal/gates"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/prompts"
@@ -47,10 +48,18 @@ type Options struct {
 	MaxObservation int `yaml:"max_observation" json:"max_observation"`
 	// Params are environment settings (e.g. sql's backend).
 	Params map[string]string `yaml:"params" json:"params,omitempty"`
+	// MaxNoAction is the share (0..1) of the model's answers that may hold
+	// no action (prose where a command was asked, an empty or garbled
+	// answer) before the stage fails: a model that cannot play the
+	// environment must stop the run, not thin its yield in silence.
+	MaxNoAction float64 `yaml:"max_no_action" json:"max_no_action"`
 }
 
 // DefaultOptions are the stage's defaults.
-var DefaultOptions = Options{Strategy: agent.TryAgain, Turns: 3, MinReward: 1, MaxObservation: 2000}
+var DefaultOptions = Options{Strategy: agent.TryAgain, Turns: 3, MinReward: 1, MaxObservation: 2000, MaxNoAction: 0.2}
+
+// Gate is the name of the action gate in the stage's statistics.
+const Gate = "action"
 
 // Validate checks the settings.
 func (o Options) Validate() error {
@@ -59,6 +68,9 @@ func (o Options) Validate() error {
 	}
 	if o.MinReward < 0 || o.MinReward > 1 {
 		return fmt.Errorf("interact: min_reward %v outside [0, 1]", o.MinReward)
+	}
+	if o.MaxNoAction < 0 || o.MaxNoAction > 1 {
+		return fmt.Errorf("interact: max_no_action %v: want a share between 0 and 1", o.MaxNoAction)
 	}
 	return nil
 }
@@ -93,6 +105,7 @@ type stage struct {
 	version map[string]any
 	pool    *envPool
 	warned  sync.Once
+	samples *gates.Samples
 }
 
 func newStage(o Options, svc *pipeline.Services) (*stage, error) {
@@ -122,7 +135,7 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	} else {
 		version["model"] = "none"
 	}
-	return &stage{o: o, svc: svc, ag: ag, version: version, pool: &envPool{free: map[string][]env.Env{}}}, nil
+	return &stage{o: o, svc: svc, ag: ag, version: version, pool: &envPool{free: map[string][]env.Env{}}, samples: &gates.Samples{}}, nil
 }
 
 // Version implements pipeline.Versioner.
@@ -193,6 +206,7 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 		return nil, pipeline.Transient(fmt.Errorf("interact: task %s: %s", t.ID, ep.Error))
 	}
 	stats := pipeline.ItemStats(ctx, svc.Stats)
+	st.gateActions(stats, ep)
 	if ep.Reward < o.MinReward || ep.AgentTurns() == 0 {
 		// Recorded with the item so a cached re-run counts it too.
 		stats.Add("dropped/"+t.Env, 1)
@@ -211,6 +225,36 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 		return nil, err
 	}
 	return []pipeline.Item{it}, nil
+}
+
+// gateActions records the action gate's verdict on each answer the model
+// gave (the loop's own submits aside). Counted with the item, so a cached
+// re-run counts the same.
+func (st *stage) gateActions(stats gates.Adder, ep agent.Episode) {
+	for _, s := range ep.Steps {
+		if s.Auto {
+			continue
+		}
+		v := gates.Verdict{}
+		if s.Action == "" && !s.Submit {
+			v = gates.Verdict{Reason: "no_action", Detail: gates.Cut(strings.TrimSpace(s.Answer), 200)}
+			if strings.TrimSpace(s.Answer) == "" {
+				v.Reason = "empty"
+			}
+			st.samples.Add(Gate, ep.Task.ID+": "+v.String())
+		}
+		gates.Record(stats, Gate, v)
+	}
+}
+
+// Check implements pipeline.Checker: the stage fails when more than
+// max_no_action of the model's answers held no action.
+func (st *stage) Check() error {
+	if st.svc.Stats == nil {
+		return nil
+	}
+	vals, _ := st.svc.Stats.Snapshot()
+	return gates.Fail("interact", vals, st.o.MaxNoAction, st.samples)
 }
 
 func modelName(svc *pipeline.Services, endpoint string) string {
