@@ -161,8 +161,14 @@ func (e Episode) closingData() map[string]any {
 				d["RowWord"] = "row"
 			}
 		}
-		if v, ok := singleValue(last.Info["rows"]); ok && quotable(v) {
-			d["Result"] = "`" + v + "`"
+		if v, ok := singleValue(last.Info["rows"]); ok {
+			// Quote the cell as the table above shows it (11.0, not 11).
+			if shown, ok := shownCell(last.Observation); ok {
+				v = shown
+			}
+			if quotable(v) {
+				d["Result"] = "`" + v + "`"
+			}
 		}
 	default:
 		if last == nil || !last.Valid {
@@ -217,6 +223,20 @@ func singleValue(rows any) (string, bool) {
 		return strconv.FormatFloat(f, 'f', -1, 64), true
 	}
 	return strings.TrimSpace(fmt.Sprint(row[0])), true
+}
+
+// shownCell is the value cell of a one-row, one-column text table.
+func shownCell(obs string) (string, bool) {
+	var cells []string
+	for _, l := range strings.Split(obs, "\n") {
+		if strings.HasPrefix(l, "| ") && strings.HasSuffix(l, " |") && len(l) >= 4 {
+			cells = append(cells, strings.TrimSpace(l[2:len(l)-2]))
+		}
+	}
+	if len(cells) != 2 || strings.Contains(cells[1], " | ") {
+		return "", false
+	}
+	return cells[1], true
 }
 
 func observationText(obs string) string {

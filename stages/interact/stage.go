@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"strings"
 	"sync"
 
@@ -340,17 +341,28 @@ func (st *stage) Estimate(in []pipeline.Shape) (pipeline.Usage, []pipeline.Shape
 	}, "agent_system", "agent_"+string(st.o.Strategy))
 	var t pipeline.Tally
 	var out []pipeline.Shape
-	kept := 0
+	kept, solved := 0, 0.0
 	for _, sh := range in {
 		if sh.Kind != KindTask {
 			out = append(out, sh)
 			continue
 		}
+		// Each turn solves an unsolved episode with probability 1/2 and
+		// a solved one asks no more: turn i is asked with 1/2^i.
+		open, calls := 1.0, 0.0
 		for i := range st.o.Turns {
-			t.Add(1, base+sh.Bytes+i*turnBytes, 60)
+			t.Add(open, base+sh.Bytes+i*turnBytes, 60)
+			calls += open
+			open /= 2
 		}
-		if kept++; kept%2 == 0 {
-			n := (st.o.Turns + 1) / 2
+		if st.o.MinReward > 0 {
+			solved += 1 - open
+		} else {
+			solved++ // every episode is kept
+		}
+		if k := int(math.Round(solved)); k > kept {
+			kept = k
+			n := int(math.Round(calls))
 			out = append(out, pipeline.Shape{Kind: pipeline.KindDialogue, UserTurns: 1, CodeTurns: n, Bytes: sh.Bytes + n*turnBytes})
 		}
 	}
