@@ -108,3 +108,45 @@ func TestCleanStale(t *testing.T) {
 		t.Errorf("live mounts: %v; want its area", m)
 	}
 }
+
+// ext4 lists a directory in the order of its name hashes: every area gets
+// the same seed, so the same files list in the same order in every
+// episode, and in the agent's replica as in the gold's.
+func TestExt4Order(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting areas needs root")
+	}
+	s, err := newScratch(t.TempDir(), fsExt4, 4<<20, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	var orders []string
+	for _, name := range []string{"agent", "gold"} {
+		p, err := s.area(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.kind() != fsExt4 {
+			t.Skipf("no ext4 area here (%q)", s.kind())
+		}
+		for i := 0; i < 40; i++ {
+			if err := os.WriteFile(filepath.Join(p, fmt.Sprintf("textfile%d.txt", i)), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, err := f.Readdirnames(-1) // getdents order, unsorted
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		orders = append(orders, fmt.Sprint(names))
+	}
+	if orders[0] != orders[1] {
+		t.Errorf("two areas list the same files in different orders:\n%s\n%s", orders[0], orders[1])
+	}
+}

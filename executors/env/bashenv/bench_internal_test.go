@@ -29,12 +29,24 @@ func BenchmarkFreshFS(b *testing.B) {
 	for _, n := range []int{60, 2000} {
 		tpl := b.TempDir()
 		makeTree(b, tpl, n)
+		// Replicas live in a bounded area (scratch.go): tmpfs as for shell
+		// "session", or ext4 as for "intercode" with
+		// CODEFEEDBACK_EPISODE_FS=ext4 (and CODEFEEDBACK_EPISODE_DIR=/tmp to
+		// put its image where the Env does).
 		scratch := func(b *testing.B) string {
-			d, err := os.MkdirTemp(ScratchDir(), "bench-")
+			kind := fsTmpfs
+			if os.Getenv("CODEFEEDBACK_EPISODE_FS") == fsExt4 {
+				kind = fsExt4
+			}
+			s, err := newScratch(ScratchDir(), kind, DefaultDisk, DefaultDisk/(16<<10))
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { os.RemoveAll(d) })
+			b.Cleanup(func() { s.close() })
+			d, err := s.area("bench", filepath.Join(tpl, "testbed"))
+			if err != nil {
+				b.Fatal(err)
+			}
 			return d
 		}
 		dirty := func(dir string) {

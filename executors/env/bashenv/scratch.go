@@ -340,6 +340,9 @@ func mountExt4(p string, bytes, inodes int64) error {
 	return errors.New("ext4 image: could not size it")
 }
 
+// ext4HashSeed is every image's directory hash seed (any fixed value).
+const ext4HashSeed = "c0de7eed-0000-4000-8000-000000000019"
+
 // makeExt4 creates, formats and mounts an image of size blocks and returns
 // the blocks free to an unprivileged writer.
 func makeExt4(p string, size, inodes int64) (int64, error) {
@@ -355,10 +358,13 @@ func makeExt4(p string, size, inodes int64) (int64, error) {
 	}
 	// No journal (nothing to recover: a crash discards the replica), no
 	// resize reserve, no root reserve, 4 KiB blocks whatever the size (a
-	// small file system would get 1 KiB blocks and 1 KiB directories).
+	// small file system would get 1 KiB blocks and 1 KiB directories), and
+	// a fixed directory hash seed: ext4 lists a directory in hash order, so
+	// a random seed per image would give `ls -f`, `find` and `du` another
+	// order in every episode, and the agent's another than the gold's.
 	out, err := exec.Command("mkfs.ext4", "-q", "-F", "-b", "4096", "-I", "256", "-m", "0",
 		"-N", strconv.FormatInt(inodes, 10), "-O", "^has_journal,^resize_inode",
-		"-E", "nodiscard,lazy_itable_init=1", img).CombinedOutput()
+		"-E", "nodiscard,lazy_itable_init=1,hash_seed="+ext4HashSeed, img).CombinedOutput()
 	if err != nil {
 		return 0, fmt.Errorf("mkfs.ext4: %v: %s", err, strings.TrimSpace(string(out)))
 	}
