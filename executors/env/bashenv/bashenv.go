@@ -22,6 +22,17 @@
 // not compared), plus the changed files' contents and the TF-IDF similarity
 // of the outputs.
 //
+// Disk: every replica (and a setup script's build, and the CTF task
+// directory) is a file system of its own, sized to its template plus an
+// allowance: Params "disk" (default the executor's scratch size, bwrap
+// disk= or docker tmp=, else 256 MiB) and "inodes" (one per 16 KiB). It is
+// a tmpfs, or for shell "intercode" a loop-mounted ext4 image (4096-byte
+// directories, as InterCode's). An agent that writes from many processes
+// over many actions fills its replica (ENOSPC, "No space left on device"),
+// not the host; the reset restores it. Without the privilege to mount
+// (not root), replicas are plain directories, bounded per file only, and a
+// warning says so (scratch.go).
+//
 // Replaying InterCode's published GPT-4 trajectories (fs_1..fs_4, bwrap;
 // README) gives 101 successes where InterCode logged 97; success agrees on
 // 192 of 200. The 8 that differ depend on the machine or on InterCode's

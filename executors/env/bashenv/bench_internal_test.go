@@ -126,3 +126,31 @@ func BenchmarkFreshFS(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkArea: what an Env pays once per sandbox side and file-system
+// variant for a bounded area (scratch.go), against a plain directory.
+func BenchmarkArea(b *testing.B) {
+	tpl := b.TempDir()
+	makeTree(b, tpl, 60)
+	for _, kind := range []string{fsPlain, fsTmpfs, fsExt4} {
+		name := kind
+		if name == fsPlain {
+			name = "plain"
+		}
+		b.Run(name, func(b *testing.B) {
+			s, err := newScratch(ScratchDir(), kind, DefaultDisk, DefaultDisk/(16<<10))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.close()
+			for i := 0; i < b.N; i++ {
+				if _, err := s.area("bench", filepath.Join(tpl, "testbed")); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if s.kind() != kind {
+				b.Fatalf("got %q areas", s.kind())
+			}
+		})
+	}
+}

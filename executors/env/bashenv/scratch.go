@@ -312,8 +312,8 @@ func mountTmpfs(p string, bytes, inodes int64) error {
 // block: at most 15 more per 128 MiB), loop-mounts it at p and unlinks the
 // image: the mount holds the only reference, so unmounting frees it all.
 func mountExt4(p string, bytes, inodes int64) error {
-	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
-		return fmt.Errorf("mkfs.ext4 not found (Debian package e2fsprogs): %w", err)
+	if _, err := mkfsPath(); err != nil {
+		return err
 	}
 	want := (bytes + block - 1) / block
 	n := inodes + 11 // ext4 reserves inodes 1..10; +1 for lost+found's until removed
@@ -340,6 +340,19 @@ func mountExt4(p string, bytes, inodes int64) error {
 	return errors.New("ext4 image: could not size it")
 }
 
+// mkfsPath finds mkfs.ext4, also where PATH lacks the sbin directories.
+func mkfsPath() (string, error) {
+	if p, err := exec.LookPath("mkfs.ext4"); err == nil {
+		return p, nil
+	}
+	for _, p := range []string{"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"} {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("mkfs.ext4 not found (Debian package e2fsprogs)")
+}
+
 // ext4HashSeed is every image's directory hash seed (any fixed value).
 const ext4HashSeed = "c0de7eed-0000-4000-8000-000000000019"
 
@@ -362,7 +375,11 @@ func makeExt4(p string, size, inodes int64) (int64, error) {
 	// a fixed directory hash seed: ext4 lists a directory in hash order, so
 	// a random seed per image would give `ls -f`, `find` and `du` another
 	// order in every episode, and the agent's another than the gold's.
-	out, err := exec.Command("mkfs.ext4", "-q", "-F", "-b", "4096", "-I", "256", "-m", "0",
+	mkfs, err := mkfsPath()
+	if err != nil {
+		return 0, err
+	}
+	out, err := exec.Command(mkfs, "-q", "-F", "-b", "4096", "-I", "256", "-m", "0",
 		"-N", strconv.FormatInt(inodes, 10), "-O", "^has_journal,^resize_inode",
 		"-E", "nodiscard,lazy_itable_init=1,hash_seed="+ext4HashSeed, img).CombinedOutput()
 	if err != nil {
