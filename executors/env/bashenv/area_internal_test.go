@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/codefeedback/codefeedback/executors"
 )
 
 // An area has room for a copy of its template plus the allowance, no more:
@@ -148,5 +150,40 @@ func TestExt4Order(t *testing.T) {
 	}
 	if orders[0] != orders[1] {
 		t.Errorf("two areas list the same files in different orders:\n%s\n%s", orders[0], orders[1])
+	}
+}
+
+// sizedExecutor is an executor that reports its scratch size, as bwrap's
+// (disk=) and docker's (tmp=) do.
+type sizedExecutor struct {
+	executors.Executor
+	disk int64
+}
+
+func (s sizedExecutor) DiskBytes() int64 { return s.disk }
+
+func TestLimitsFrom(t *testing.T) {
+	cases := []struct {
+		name         string
+		ex           executors.Executor
+		params       map[string]string
+		disk, inodes int64
+		wantErr      bool
+	}{
+		{"default", nil, nil, DefaultDisk, DefaultDisk / (16 << 10), false},
+		{"the executor's disk", sizedExecutor{disk: 64 << 20}, nil, 64 << 20, 4096, false},
+		{"the param over the executor", sizedExecutor{disk: 64 << 20}, map[string]string{"disk": "8MiB"}, 8 << 20, 512, false},
+		{"inodes", nil, map[string]string{"disk": "8MiB", "inodes": "100"}, 8 << 20, 100, false},
+		{"bad size", nil, map[string]string{"disk": "lots"}, 0, 0, true},
+		{"too small", nil, map[string]string{"disk": "4KiB"}, 0, 0, true},
+		{"bad inodes", nil, map[string]string{"inodes": "-1"}, 0, 0, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			disk, inodes, err := limitsFrom(c.ex, c.params)
+			if (err != nil) != c.wantErr || disk != c.disk || inodes != c.inodes {
+				t.Errorf("limitsFrom = %d, %d, %v; want %d, %d, error %v", disk, inodes, err, c.disk, c.inodes, c.wantErr)
+			}
+		})
 	}
 }
