@@ -404,7 +404,7 @@ func codeLike(l string) bool {
 // dialogueLines fills s.lh with the hashes of the kept code lines of
 // DialogueCode(d), block after block, s.wh with the hashes of their
 // w-line windows inside a block and s.blockStart with each window's first
-// line. It reads each turn once, without building DialogueCode's blocks.
+// line, without building DialogueCode's list of blocks.
 func (o LineOptions) dialogueLines(d *schema.Dialogue, w int, s *scratch) {
 	s.lh, s.wh, s.blockStart = s.lh[:0], s.wh[:0], s.blockStart[:0]
 	first := 0
