@@ -45,6 +45,22 @@ func TestAreaSize(t *testing.T) {
 			if s.kind() != kind {
 				t.Fatalf("got a %q area, want %s", s.kind(), kind)
 			}
+			if kind == fsExt4 {
+				// The agent's and the gold's areas show one source name
+				// (`df` prints it), not their loop devices'.
+				g, err := s.area("gold")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, a := range []string{p, g} {
+					if src := mountPoints(a)[a]; src != sourceName {
+						t.Errorf("area %s is mounted from %q, want %q", a, src, sourceName)
+					}
+				}
+				if err := s.release(g); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if err := copyTree(filepath.Join(tpl, "testbed"), filepath.Join(p, "testbed"), -1, -1, nil); err != nil {
 				t.Fatal(err)
 			}

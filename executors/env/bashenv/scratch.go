@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -322,13 +323,13 @@ func mountExt4(p string, bytes, inodes int64) error {
 	// which unprivileged writers cannot use.
 	size := want + n*256/block + want/40 + 256
 	for try := 0; try < 3; try++ {
-		avail, err := makeExt4(p, size, n)
+		avail, dev, err := makeExt4(p, size, n)
 		if err != nil {
 			return err
 		}
 		if avail >= want {
 			if avail > want {
-				trimExt4(p, avail-want)
+				trimExt4(dev, avail-want)
 			}
 			return nil
 		}
@@ -357,17 +358,17 @@ func mkfsPath() (string, error) {
 const ext4HashSeed = "c0de7eed-0000-4000-8000-000000000019"
 
 // makeExt4 creates, formats and mounts an image of size blocks and returns
-// the blocks free to an unprivileged writer.
-func makeExt4(p string, size, inodes int64) (int64, error) {
+// the blocks free to an unprivileged writer and its loop device.
+func makeExt4(p string, size, inodes int64) (int64, string, error) {
 	img := p + ".img"
 	f, err := os.OpenFile(img, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	defer os.Remove(img)
 	defer f.Close()
 	if err := f.Truncate(size * block); err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	// No journal (nothing to recover: a crash discards the replica), no
 	// resize reserve, no root reserve, 4 KiB blocks whatever the size (a
@@ -377,46 +378,42 @@ func makeExt4(p string, size, inodes int64) (int64, error) {
 	// order in every episode, and the agent's another than the gold's.
 	mkfs, err := mkfsPath()
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	out, err := exec.Command(mkfs, "-q", "-F", "-b", "4096", "-I", "256", "-m", "0",
 		"-N", strconv.FormatInt(inodes, 10), "-O", "^has_journal,^resize_inode",
 		"-E", "nodiscard,lazy_itable_init=1,hash_seed="+ext4HashSeed, img).CombinedOutput()
 	if err != nil {
-		return 0, fmt.Errorf("mkfs.ext4: %v: %s", err, strings.TrimSpace(string(out)))
+		return 0, "", fmt.Errorf("mkfs.ext4: %v: %s", err, strings.TrimSpace(string(out)))
 	}
 	dev, err := attachLoop(f)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	// noinit_itable: the kernel would otherwise zero every unused inode
 	// table in the background, writing the whole table to the image.
-	err = unix.Mount(dev.Name(), p, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "noinit_itable")
+	err = mountNamed(dev.Name(), p, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "noinit_itable")
 	dev.Close() // with autoclear, the mount now holds the loop device
 	if err != nil {
-		return 0, fmt.Errorf("mounting ext4 on %s: %w", dev.Name(), mountErr(err))
+		return 0, "", fmt.Errorf("mounting ext4 on %s: %w", dev.Name(), mountErr(err))
 	}
 	// InterCode's / holds no lost+found; fsck has no use for it here.
 	if err := os.Remove(filepath.Join(p, "lost+found")); err != nil {
 		unmount(p)
-		return 0, err
+		return 0, "", err
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(p, &st); err != nil {
 		unmount(p)
-		return 0, err
+		return 0, "", err
 	}
-	return int64(st.Bavail), nil
+	return int64(st.Bavail), dev.Name(), nil
 }
 
 // trimExt4 withholds excess blocks from unprivileged writers by raising
 // ext4's reserved clusters (sysfs); on failure the bound is a little
 // looser, never tighter.
-func trimExt4(p string, excess int64) {
-	dev := mountSource(p)
-	if dev == "" {
-		return
-	}
+func trimExt4(dev string, excess int64) {
 	knob := filepath.Join("/sys/fs/ext4", filepath.Base(dev), "reserved_clusters")
 	b, err := os.ReadFile(knob)
 	if err != nil {
@@ -427,6 +424,48 @@ func trimExt4(p string, excess int64) {
 		return
 	}
 	_ = os.WriteFile(knob, []byte(strconv.FormatInt(cur+excess, 10)), 0o644)
+}
+
+// sourceName is the source every ext4 area is mounted under, as mountinfo
+// and so `df` show it: InterCode's container showed "overlay" for its /,
+// and the agent's and the gold's replicas must not differ by a loop
+// device's number.
+const sourceName = "overlay"
+
+// mountNamed mounts the block device dev at p under the source sourceName.
+// The kernel takes a relative source from the mounting thread's working
+// directory and keeps the name as given, so the mount runs on a thread of
+// its own (unshared CLONE_FS: its working directory is not the process's)
+// inside a directory where sourceName links to dev.
+func mountNamed(dev, p, fstype string, flags uintptr, data string) error {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp(filepath.Dir(p), ".dev-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Symlink(dev, filepath.Join(dir, sourceName)); err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread, with its own working directory,
+		// ends with this goroutine instead of serving others.
+		runtime.LockOSThread()
+		if err := unix.Unshare(unix.CLONE_FS); err != nil {
+			errc <- fmt.Errorf("unshare CLONE_FS: %w", err)
+			return
+		}
+		if err := unix.Chdir(dir); err != nil {
+			errc <- err
+			return
+		}
+		errc <- unix.Mount(sourceName, p, fstype, flags, data)
+	}()
+	return <-errc
 }
 
 // attachLoop binds f to a free loop device with autoclear (it detaches
@@ -514,8 +553,6 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
-// mountSource is the source device of the mount at p ("" if none).
-func mountSource(p string) string { return mountPoints(p)[p] }
 
 // cleanStale removes the base directories in parent whose lock is free
 // (their process died without Close), detaching their mounts first. Base
