@@ -46,6 +46,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/codefeedback/codefeedback/executors"
 )
 
@@ -286,7 +288,7 @@ func (l *Launcher) ArgsMounts(argv []string, mounts []executors.Mount) []string 
 }
 
 func (l *Launcher) args(argv []string, cg *cgroup, mounts []executors.Mount) []string {
-	root, mounts := splitRoot(mounts)
+	root, sys, mounts := splitRoot(mounts)
 	a := []string{
 		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
 		// The runner is pid 1: the kernel drops signals its children send
@@ -306,29 +308,52 @@ func (l *Launcher) args(argv []string, cg *cgroup, mounts []executors.Mount) []s
 		uid = "0"
 	}
 	a = append(a, "--uid", uid, "--gid", uid, "--hostname", "sandbox")
+	// usr is the sandbox's /usr: the host's, or a system root's, bound from
+	// a descriptor (sysFD) the caller opened, so the slot's uid need not
+	// reach the system root's path (a user cache under a private home).
+	usr := []string{"--ro-bind", "/usr", "/usr"}
+	if sys != nil {
+		usr = []string{"--ro-bind-fd", sysFD(0), "/usr"}
+	}
 	if root != nil {
 		// The caller's directory is /, mounted first so that everything
 		// below lands on it; /etc and /sys are the sandbox's own (read-only
-		// tmpfs), so nothing written there reaches the caller's directory.
-		// The /bin, /sbin, /lib links are already there (prepareRoot):
-		// bwrap 0.8's --symlink fails on an existing link.
+		// tmpfs, or the system root's read-only /etc), so nothing written
+		// there reaches the caller's directory. The /bin, /sbin, /lib links
+		// are already there (prepareRoot): bwrap 0.8's --symlink fails on an
+		// existing link.
 		op := "--bind"
 		if root.ReadOnly {
 			op = "--ro-bind"
 		}
-		a = append(a, op, root.Source, "/", "--ro-bind", "/usr", "/usr", "--tmpfs", "/etc", "--tmpfs", "/sys")
+		a = append(a, op, root.Source, "/")
+		a = append(a, usr...)
+		if sys == nil {
+			a = append(a, "--tmpfs", "/etc")
+		}
+		a = append(a, "--tmpfs", "/sys")
 	} else {
-		a = append(a, "--ro-bind", "/usr", "/usr")
+		a = append(a, usr...)
 		for _, ln := range usrLinks() {
 			a = append(a, "--symlink", "usr/"+ln, "/"+ln)
 		}
 	}
-	// /etc/java-*: the JDK's own configuration (java.security is a symlink
-	// into it); public files the JVM refuses to start without.
-	for _, f := range []string{"/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl/openssl.cnf", "/etc/java-17-openjdk"} {
-		a = append(a, "--ro-bind-try", f, f)
+	if sys != nil {
+		// The system root's own /etc and /var: its passwd, ld.so.cache,
+		// /var/log. Only name resolution is replaced, so it reads the hosts
+		// file and nothing else.
+		a = append(a, "--ro-bind-fd", sysFD(1), "/etc", "--ro-bind-fd", sysFD(2), "/var")
+	} else {
+		// /etc/java-*: the JDK's own configuration (java.security is a symlink
+		// into it); public files the JVM refuses to start without.
+		for _, f := range []string{"/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl/openssl.cnf", "/etc/java-17-openjdk"} {
+			a = append(a, "--ro-bind-try", f, f)
+		}
 	}
 	for i, f := range etcFiles {
+		if sys != nil && !sysEtc(sys.Source, f.name) {
+			continue
+		}
 		a = append(a, "--ro-bind-data", etcFD(i), "/etc/"+f.name)
 	}
 	if seccompFilter != nil {
@@ -362,10 +387,55 @@ func (l *Launcher) args(argv []string, cg *cgroup, mounts []executors.Mount) []s
 	if root == nil {
 		a = append(a, "--remount-ro", "/")
 	} else {
-		a = append(a, "--remount-ro", "/etc", "--remount-ro", "/sys")
+		if sys == nil {
+			a = append(a, "--remount-ro", "/etc")
+		}
+		a = append(a, "--remount-ro", "/sys")
 	}
 	a = append(a, "--chdir", "/tmp", "--")
 	return append(a, argv...)
+}
+
+// sysDirs are the directories of a system root the sandbox gets, in the
+// order of their descriptors (sysFD).
+var sysDirs = []string{"usr", "etc", "var"}
+
+// sysFD is the descriptor bwrap binds sysDirs[i] from: after the /etc
+// pipes and the seccomp filter.
+func sysFD(i int) string {
+	n := seccompFD + i
+	if seccompFilter != nil {
+		n++
+	}
+	return strconv.Itoa(n)
+}
+
+// sysEtc reports whether the system root has /etc/name, which an
+// etcFiles entry may then replace: its passwd and group are the system's
+// own (its users, as in its image), so only the name-resolution files
+// are replaced.
+func sysEtc(sysRoot, name string) bool {
+	if name == "passwd" || name == "group" {
+		return false
+	}
+	st, err := os.Lstat(filepath.Join(sysRoot, "etc", name))
+	return err == nil && st.Mode().IsRegular()
+}
+
+// openSystem opens the system root's sysDirs for bwrap's --ro-bind-fd
+// (O_PATH: no read permission needed, only the caller's search rights).
+func openSystem(sysRoot string) ([]*os.File, error) {
+	var fs []*os.File
+	for _, d := range sysDirs {
+		p := filepath.Join(sysRoot, d)
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			closeAll(fs)
+			return nil, fmt.Errorf("bwrap: system root %s: %w", p, &os.PathError{Op: "open", Path: p, Err: err})
+		}
+		fs = append(fs, os.NewFile(uintptr(fd), p))
+	}
+	return fs, nil
 }
 
 // usrLinks are the top-level links into /usr the sandbox gets (merged /usr).
@@ -378,18 +448,19 @@ func usrLinks() []string {
 }
 
 // splitRoot separates a mount whose target is / (the sandbox's root file
-// system) from the others.
-func splitRoot(mounts []executors.Mount) (*executors.Mount, []executors.Mount) {
-	var root *executors.Mount
-	var rest []executors.Mount
+// system) and a system root (Mount.System) from the others.
+func splitRoot(mounts []executors.Mount) (root, sys *executors.Mount, rest []executors.Mount) {
 	for i := range mounts {
-		if mounts[i].Target == "/" {
+		switch {
+		case mounts[i].System:
+			sys = &mounts[i]
+		case mounts[i].Target == "/":
 			root = &mounts[i]
-			continue
+		default:
+			rest = append(rest, mounts[i])
 		}
-		rest = append(rest, mounts[i])
 	}
-	return root, rest
+	return root, sys, rest
 }
 
 // rootDirs are the mount points args puts in a root directory.
@@ -446,6 +517,14 @@ func (l *Launcher) command(argv []string, cg *cgroup, mounts []executors.Mount) 
 		}
 		files = append(files, r)
 	}
+	if _, sys, _ := splitRoot(mounts); sys != nil {
+		fs, err := openSystem(sys.Source)
+		if err != nil {
+			closeAll(files)
+			return nil, err
+		}
+		files = append(files, fs...)
+	}
 	cmd := exec.Command(l.bwrap, l.args(argv, cg, mounts)...)
 	cmd.Env = []string{}
 	cmd.Dir = "/"
@@ -482,7 +561,7 @@ func (l *Launcher) LaunchMounts(ctx context.Context, slot int, argv []string, mo
 			return nil, fmt.Errorf("bwrap: %w", err)
 		}
 	}
-	if root, _ := splitRoot(mounts); root != nil {
+	if root, _, _ := splitRoot(mounts); root != nil {
 		if err := prepareRoot(root.Source); err != nil {
 			removeCgroup(cg)
 			return nil, err

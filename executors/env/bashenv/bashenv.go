@@ -88,9 +88,10 @@ type Env struct {
 	agent    *side
 	gold     *side
 
-	shell   string // ShellSession or ShellInterCode
-	workdir string // InterCode's tracked working directory (shell: intercode)
-	rootFS  int    // 1: the driver mounts a replica as the sandbox's /; -1: task paths only; 0: not yet known
+	shell   string     // ShellSession or ShellInterCode
+	sys     SystemRoot // the system directories of a root replica (bwrap); Dir "" is the driver's own
+	workdir string     // InterCode's tracked working directory (shell: intercode)
+	rootFS  int        // 1: the driver mounts a replica as the sandbox's /; -1: task paths only; 0: not yet known
 
 	task    env.Task
 	lastObs string
@@ -161,7 +162,12 @@ func New(ex executors.Executor, opts env.Options) (*Env, error) {
 		os.RemoveAll(base)
 		return nil, fmt.Errorf("bashenv: shell %q: want %s or %s", shell, ShellSession, ShellInterCode)
 	}
-	return &Env{ex: ex, opts: opts, base: base, shell: shell, cacheDir: filepath.Join(cache, "bash"), variants: map[string]*variant{}}, nil
+	sys, err := systemFor(opts.Params["system"])
+	if err != nil {
+		os.RemoveAll(base)
+		return nil, err
+	}
+	return &Env{ex: ex, opts: opts, base: base, shell: shell, sys: sys, cacheDir: filepath.Join(cache, "bash"), variants: map[string]*variant{}}, nil
 }
 
 // ScratchDir is where per-episode replicas live: /dev/shm (a tmpfs: a
@@ -272,7 +278,7 @@ func (e *Env) openSide(ctx context.Context, name string, v *variant) (*side, err
 	}
 	var mounts []executors.Mount
 	if v.root {
-		mounts = []executors.Mount{{Source: dir, Target: "/"}}
+		mounts = e.rootMounts(dir)
 	} else {
 		for _, n := range v.names {
 			p := filepath.Join(dir, n)
@@ -350,7 +356,9 @@ func (e *Env) variant(ctx context.Context, script string) (*variant, error) {
 	}
 	layout := templateLayout
 	if root {
-		layout = rootLayout
+		// The system's tools are the setup script's (InterCode's image
+		// build ran it with its image's).
+		layout = rootLayout + "\x00" + e.sys.Hash
 	}
 	sum := sha256.Sum256([]byte(layout + "\x00" + script))
 	key := hex.EncodeToString(sum[:8])
@@ -460,6 +468,16 @@ func topNames(dir string) ([]string, error) {
 	return out, nil
 }
 
+// rootMounts are the mounts of a sandbox whose / is dir: the system
+// root's directories over it where one is used.
+func (e *Env) rootMounts(dir string) []executors.Mount {
+	ms := []executors.Mount{{Source: dir, Target: "/"}}
+	if e.sys.Dir != "" {
+		ms = append(ms, executors.Mount{Source: e.sys.Dir, Target: "/", ReadOnly: true, System: true})
+	}
+	return ms
+}
+
 // buildRoot runs the setup script in a sandbox whose / is an empty
 // directory, as InterCode's image build does, and keeps everything it left
 // outside the driver's mount points (in tmp/root), without empty
@@ -479,26 +497,8 @@ func (e *Env) buildRoot(ctx context.Context, script, tmp string) error {
 	}
 	w := buildWindow{Start: time.Now()}
 	if strings.TrimSpace(script) != "" {
-		s, err := e.ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: executors.Limits{Timeout: BuildTimeout}, Mounts: []executors.Mount{{Source: dir, Target: "/"}}})
-		if err != nil {
-			return fmt.Errorf("opening a sandbox: %w", err)
-		}
-		if o, ok := s.(executors.SandboxOwner); ok && os.Geteuid() == 0 {
-			uid, gid := o.SandboxOwner()
-			if err := os.Chown(dir, uid, gid); err != nil {
-				s.Close()
-				return err
-			}
-		}
-		w.Start = time.Now()
-		res, err := s.Exec(ctx, "cd /\n"+script)
-		w.End = time.Now()
-		s.Close()
-		if err != nil {
-			return fmt.Errorf("running the setup script: %w", err)
-		}
-		if res.TimedOut {
-			return errors.New("the setup script timed out")
+		if w, err = e.runSetup(ctx, script, e.rootMounts(dir), []string{dir}); err != nil {
+			return err
 		}
 		ents, err := os.ReadDir(dir)
 		if err != nil {
@@ -525,6 +525,35 @@ func (e *Env) buildRoot(ctx context.Context, script, tmp string) error {
 	return os.WriteFile(filepath.Join(tmp, builtFile), b, 0o644)
 }
 
+// runSetup runs a setup script from / in a sandbox with mounts, owned
+// (the directories in own, as root) by the sandbox's user, and returns
+// when it ran.
+func (e *Env) runSetup(ctx context.Context, script string, mounts []executors.Mount, own []string) (buildWindow, error) {
+	s, err := e.ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: executors.Limits{Timeout: BuildTimeout}, Mounts: mounts})
+	if err != nil {
+		return buildWindow{}, fmt.Errorf("opening a sandbox: %w", err)
+	}
+	defer s.Close()
+	if o, ok := s.(executors.SandboxOwner); ok && os.Geteuid() == 0 {
+		uid, gid := o.SandboxOwner()
+		for _, d := range own {
+			if err := os.Chown(d, uid, gid); err != nil {
+				return buildWindow{}, err
+			}
+		}
+	}
+	w := buildWindow{Start: time.Now()}
+	res, err := s.Exec(ctx, "cd /\n"+script)
+	w.End = time.Now()
+	if err != nil {
+		return w, fmt.Errorf("running the setup script: %w", err)
+	}
+	if res.TimedOut {
+		return w, errors.New("the setup script timed out")
+	}
+	return w, nil
+}
+
 // builtFile records a template's buildWindow.
 const builtFile = ".built"
 
@@ -544,35 +573,18 @@ func (e *Env) build(ctx context.Context, script string, names []string, tmp stri
 		return err
 	}
 	var mounts []executors.Mount
+	var own []string
 	for _, n := range names {
 		p := filepath.Join(dir, n)
 		if err := os.Mkdir(p, 0o755); err != nil {
 			return err
 		}
 		mounts = append(mounts, executors.Mount{Source: p, Target: "/" + n})
+		own = append(own, p)
 	}
-	s, err := e.ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: executors.Limits{Timeout: BuildTimeout}, Mounts: mounts})
+	w, err := e.runSetup(ctx, script, mounts, own)
 	if err != nil {
-		return fmt.Errorf("opening a sandbox: %w", err)
-	}
-	if o, ok := s.(executors.SandboxOwner); ok && os.Geteuid() == 0 {
-		uid, gid := o.SandboxOwner()
-		for _, n := range names {
-			if err := os.Chown(filepath.Join(dir, n), uid, gid); err != nil {
-				s.Close()
-				return err
-			}
-		}
-	}
-	w := buildWindow{Start: time.Now()}
-	res, err := s.Exec(ctx, "cd /\n"+script)
-	w.End = time.Now()
-	s.Close()
-	if err != nil {
-		return fmt.Errorf("running the setup script: %w", err)
-	}
-	if res.TimedOut {
-		return errors.New("the setup script timed out")
+		return err
 	}
 	for _, n := range names {
 		if err := copyTree(filepath.Join(dir, n), filepath.Join(tmp, n), -1, -1, nil); err != nil {
