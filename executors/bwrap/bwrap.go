@@ -46,8 +46,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/codefeedback/codefeedback/executors"
 )
 
@@ -308,12 +306,11 @@ func (l *Launcher) args(argv []string, cg *cgroup, mounts []executors.Mount) []s
 		uid = "0"
 	}
 	a = append(a, "--uid", uid, "--gid", uid, "--hostname", "sandbox")
-	// usr is the sandbox's /usr: the host's, or a system root's, bound from
-	// a descriptor (sysFD) the caller opened, so the slot's uid need not
-	// reach the system root's path (a user cache under a private home).
+	// usr is the sandbox's /usr: the host's, or a system root's (whose
+	// path the slot's uid must reach, as any mount source's).
 	usr := []string{"--ro-bind", "/usr", "/usr"}
 	if sys != nil {
-		usr = []string{"--ro-bind-fd", sysFD(0), "/usr"}
+		usr = []string{"--ro-bind", filepath.Join(sys.Source, "usr"), "/usr"}
 	}
 	if root != nil {
 		// The caller's directory is /, mounted first so that everything
@@ -342,7 +339,7 @@ func (l *Launcher) args(argv []string, cg *cgroup, mounts []executors.Mount) []s
 		// The system root's own /etc and /var: its passwd, ld.so.cache,
 		// /var/log. Only name resolution is replaced, so it reads the hosts
 		// file and nothing else.
-		a = append(a, "--ro-bind-fd", sysFD(1), "/etc", "--ro-bind-fd", sysFD(2), "/var")
+		a = append(a, "--ro-bind", filepath.Join(sys.Source, "etc"), "/etc", "--ro-bind", filepath.Join(sys.Source, "var"), "/var")
 	} else {
 		// /etc/java-*: the JDK's own configuration (java.security is a symlink
 		// into it); public files the JVM refuses to start without.
@@ -396,20 +393,6 @@ func (l *Launcher) args(argv []string, cg *cgroup, mounts []executors.Mount) []s
 	return append(a, argv...)
 }
 
-// sysDirs are the directories of a system root the sandbox gets, in the
-// order of their descriptors (sysFD).
-var sysDirs = []string{"usr", "etc", "var"}
-
-// sysFD is the descriptor bwrap binds sysDirs[i] from: after the /etc
-// pipes and the seccomp filter.
-func sysFD(i int) string {
-	n := seccompFD + i
-	if seccompFilter != nil {
-		n++
-	}
-	return strconv.Itoa(n)
-}
-
 // sysEtc reports whether the system root has /etc/name, which an
 // etcFiles entry may then replace: its passwd and group are the system's
 // own (its users, as in its image), so only the name-resolution files
@@ -420,22 +403,6 @@ func sysEtc(sysRoot, name string) bool {
 	}
 	st, err := os.Lstat(filepath.Join(sysRoot, "etc", name))
 	return err == nil && st.Mode().IsRegular()
-}
-
-// openSystem opens the system root's sysDirs for bwrap's --ro-bind-fd
-// (O_PATH: no read permission needed, only the caller's search rights).
-func openSystem(sysRoot string) ([]*os.File, error) {
-	var fs []*os.File
-	for _, d := range sysDirs {
-		p := filepath.Join(sysRoot, d)
-		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-		if err != nil {
-			closeAll(fs)
-			return nil, fmt.Errorf("bwrap: system root %s: %w", p, &os.PathError{Op: "open", Path: p, Err: err})
-		}
-		fs = append(fs, os.NewFile(uintptr(fd), p))
-	}
-	return fs, nil
 }
 
 // usrLinks are the top-level links into /usr the sandbox gets (merged /usr).
@@ -470,8 +437,12 @@ var rootDirs = []string{"usr", "proc", "dev", "tmp", "etc", "sys"}
 // needs are directories and the links into /usr are links, whatever a
 // previous sandbox on that directory left there (bwrap would otherwise
 // follow or fail on them). Nothing runs on dir meanwhile.
-func prepareRoot(dir string) error {
-	for _, n := range rootDirs {
+func prepareRoot(dir string, sys bool) error {
+	dirs := rootDirs
+	if sys {
+		dirs = append(dirs[:len(dirs):len(dirs)], "var") // the system root's /var
+	}
+	for _, n := range dirs {
 		p := filepath.Join(dir, n)
 		if st, err := os.Lstat(p); err == nil && st.IsDir() {
 			continue
@@ -517,14 +488,6 @@ func (l *Launcher) command(argv []string, cg *cgroup, mounts []executors.Mount) 
 		}
 		files = append(files, r)
 	}
-	if _, sys, _ := splitRoot(mounts); sys != nil {
-		fs, err := openSystem(sys.Source)
-		if err != nil {
-			closeAll(files)
-			return nil, err
-		}
-		files = append(files, fs...)
-	}
 	cmd := exec.Command(l.bwrap, l.args(argv, cg, mounts)...)
 	cmd.Env = []string{}
 	cmd.Dir = "/"
@@ -561,8 +524,8 @@ func (l *Launcher) LaunchMounts(ctx context.Context, slot int, argv []string, mo
 			return nil, fmt.Errorf("bwrap: %w", err)
 		}
 	}
-	if root, _, _ := splitRoot(mounts); root != nil {
-		if err := prepareRoot(root.Source); err != nil {
+	if root, sys, _ := splitRoot(mounts); root != nil {
+		if err := prepareRoot(root.Source, sys != nil); err != nil {
 			removeCgroup(cg)
 			return nil, err
 		}

@@ -88,10 +88,11 @@ type Env struct {
 	agent    *side
 	gold     *side
 
-	shell   string     // ShellSession or ShellInterCode
-	sys     SystemRoot // the system directories of a root replica (bwrap); Dir "" is the driver's own
-	workdir string     // InterCode's tracked working directory (shell: intercode)
-	rootFS  int        // 1: the driver mounts a replica as the sandbox's /; -1: task paths only; 0: not yet known
+	shell   string        // ShellSession or ShellInterCode
+	sys     SystemRoot    // the system directories of a root replica (bwrap); Dir "" is the driver's own
+	age     time.Duration // how long before a sandbox opens its file system was built (ImageAge)
+	workdir string        // InterCode's tracked working directory (shell: intercode)
+	rootFS  int           // 1: the driver mounts a replica as the sandbox's /; -1: task paths only; 0: not yet known
 
 	task    env.Task
 	lastObs string
@@ -162,12 +163,39 @@ func New(ex executors.Executor, opts env.Options) (*Env, error) {
 		os.RemoveAll(base)
 		return nil, fmt.Errorf("bashenv: shell %q: want %s or %s", shell, ShellSession, ShellInterCode)
 	}
+	var age time.Duration
 	sys, err := systemFor(opts.Params["system"])
+	if err == nil {
+		age, err = imageAge(opts.Params["age"], shell)
+	}
 	if err != nil {
 		os.RemoveAll(base)
 		return nil, err
 	}
-	return &Env{ex: ex, opts: opts, base: base, shell: shell, sys: sys, cacheDir: filepath.Join(cache, "bash"), variants: map[string]*variant{}}, nil
+	return &Env{ex: ex, opts: opts, base: base, shell: shell, sys: sys, age: age, cacheDir: filepath.Join(cache, "bash"), variants: map[string]*variant{}}, nil
+}
+
+// ImageAge is how long before its run InterCode's image was built, which
+// shell "intercode" gives the files its setup script made: fs_3's
+// trajectories list /backup and /workspace's files at 09:43 and the
+// container's /dev at 10:04 (`ls -l /`, fs_3 #33), 21 minutes apart.
+// `find -mmin +5` sees them as old from the first task on.
+const ImageAge = 21 * time.Minute
+
+// imageAge resolves Params["age"]: a duration, or ImageAge for shell
+// "intercode" and 0 (files made just now) otherwise.
+func imageAge(param, shell string) (time.Duration, error) {
+	if param == "" {
+		if shell == ShellInterCode {
+			return ImageAge, nil
+		}
+		return 0, nil
+	}
+	d, err := time.ParseDuration(param)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("bashenv: age %q: want a duration such as 21m", param)
+	}
+	return d, nil
 }
 
 // ScratchDir is where per-episode replicas live: /dev/shm (a tmpfs: a
@@ -302,7 +330,7 @@ func (e *Env) openSide(ctx context.Context, name string, v *variant) (*side, err
 			}
 		}
 	}
-	sd := &side{s: s, rep: &replica{tpl: v.tpl, dir: dir, names: v.names, root: v.root, uid: uid, gid: gid, retime: v.built.since(time.Now()), gitTimes: e.shell == ShellInterCode}}
+	sd := &side{s: s, rep: &replica{tpl: v.tpl, dir: dir, names: v.names, root: v.root, uid: uid, gid: gid, retime: v.built.since(time.Now().Add(-e.age)), gitTimes: e.shell == ShellInterCode}}
 	if err := sd.reset(ctx); err != nil {
 		s.Close()
 		return nil, err

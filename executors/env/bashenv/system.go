@@ -19,15 +19,24 @@ const SystemRootEnv = "CODEFEEDBACK_NL2BASH_ROOT"
 // root: the hash of its package list.
 const systemMarker = ".codefeedback-nl2bash"
 
+// Image is the docker image of the NL2Bash system (`make nl2bash-image`),
+// which the bash environment's commands open on docker.
+const Image = "codefeedback-sandbox:nl2bash"
+
 // SystemRootTarget is the make target that builds the system root and the
 // docker image.
 const SystemRootTarget = "make nl2bash-image"
 
 // DefaultSystemRoot is where `make nl2bash-image` puts the system root
-// when $CODEFEEDBACK_NL2BASH_ROOT is unset: the user cache.
+// when $CODEFEEDBACK_NL2BASH_ROOT is unset: the user cache, or, for root,
+// /var/cache/codefeedback (bwrap then runs as a slot uid, which must reach
+// the directory: root's home is private).
 func DefaultSystemRoot() (string, error) {
 	if d := os.Getenv(SystemRootEnv); d != "" {
 		return d, nil
+	}
+	if os.Geteuid() == 0 {
+		return "/var/cache/codefeedback/nl2bash/root", nil
 	}
 	d, err := os.UserCacheDir()
 	if err != nil {
