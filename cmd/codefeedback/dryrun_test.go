@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/internal/agent"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
@@ -80,6 +81,25 @@ func sampleSetup(t *testing.T, extra string) string {
 		// A query has no reference: any program the judge then accepts.
 		return "def answer(items):\n    return sorted(items)\n\nprint(answer([3, 1, 2]))\n", "", true
 	}}
+	// InterCode tasks: the gold action, after a look around on every
+	// other task (a real observation that does not solve it yet).
+	golds := map[string]string{}
+	for _, f := range []string{"bash_tasks.jsonl", "sql_tasks.jsonl"} {
+		ts, err := agent.LoadTasks(filepath.Join(root, "data", "intercode", f), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, tk := range ts {
+			golds[strings.TrimSpace(tk.Query)] = tk.Gold
+			if i%2 == 1 {
+				golds["look:"+strings.TrimSpace(tk.Query)] = map[string]string{"bash": "ls -R /testbed", "sql": "SELECT * FROM book LIMIT 3"}[tk.Env]
+			}
+		}
+	}
+	persona.Act = func(query string) (string, string, bool) {
+		g, ok := golds[query]
+		return g, golds["look:"+query], ok
+	}
 	srv.Script(persona.Script())
 	y, err := os.ReadFile(filepath.Join(root, "data", "pipeline.yaml"))
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -90,7 +92,7 @@ func (e Episode) Dialogue(stage string) (schema.Dialogue, error) {
 		if err != nil {
 			return schema.Dialogue{}, err
 		}
-		closing, err := ct.Render(map[string]any{"Env": e.Task.Env})
+		closing, err := ct.Render(e.closingData())
 		if err != nil {
 			return schema.Dialogue{}, err
 		}
@@ -112,6 +114,129 @@ func (e Episode) Dialogue(stage string) (schema.Dialogue, error) {
 		Messages: msgs, Stage: stage, Method: "intercode-" + e.Strategy, Model: e.Model,
 		Sources: []string{e.Task.ID}, Labels: labels,
 	}, nil
+}
+
+// closingData is what the closing turn may say: the result the last run
+// showed (a short output, a single value, counts), never more, so the turn
+// a model is trained on is true of the dialogue it ends.
+func (e Episode) closingData() map[string]any {
+	h := fnv.New32a()
+	h.Write([]byte(e.Task.ID + "\x00" + e.Strategy + "\x00" + e.Model))
+	d := map[string]any{"Env": e.Task.Env, "Variant": int(h.Sum32() % 4), "Result": "", "Rows": 0, "RowWord": "rows",
+		"Lines": 0, "LineWord": "lines", "Quiet": false, "Function": ""}
+	var last, submit *Step
+	for i := range e.Steps {
+		switch s := &e.Steps[i]; {
+		case s.Submit:
+			submit = s
+		case s.Action != "":
+			last = s
+		}
+	}
+	switch e.Task.Env {
+	case "python":
+		if submit != nil {
+			if m := reTestsPassed.FindStringSubmatch(submit.Observation); m != nil && m[1] == m[2] {
+				d["Result"] = "all " + m[2] + " tests"
+				if m[2] == "1" {
+					d["Result"] = "its test"
+				}
+				d["Function"] = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(submit.Action), "submit"))
+			}
+		}
+	case "ctf":
+		if submit != nil {
+			if f := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(submit.Action), "submit")); quotable(f) {
+				d["Result"] = "`" + f + "`"
+			}
+		}
+	case "sql":
+		if last == nil {
+			break
+		}
+		if m := reRowCount.FindStringSubmatch(last.Observation); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			d["Rows"] = n
+			if n == 1 {
+				d["RowWord"] = "row"
+			}
+		}
+		if v, ok := singleValue(last.Info["rows"]); ok {
+			// Quote the cell as the table above shows it (11.0, not 11).
+			if shown, ok := shownCell(last.Observation); ok {
+				v = shown
+			}
+			if quotable(v) {
+				d["Result"] = "`" + v + "`"
+			}
+		}
+	default:
+		if last == nil || !last.Valid {
+			break
+		}
+		out := strings.TrimSpace(last.Observation)
+		switch n := strings.Count(out, "\n") + 1; {
+		case out == "":
+			d["Quiet"] = true
+		case n == 1 && quotable(out):
+			d["Result"] = "`" + out + "`"
+		default:
+			d["Lines"] = n
+			if n == 1 {
+				d["LineWord"] = "line"
+			}
+		}
+	}
+	return d
+}
+
+var (
+	reTestsPassed = regexp.MustCompile(`^(\d+) of (\d+) tests passed`)
+	reRowCount    = regexp.MustCompile(`\((\d+) rows?\)\s*$`)
+)
+
+// quotable: short enough to quote in a sentence, on one line, no backquote.
+func quotable(s string) bool {
+	return s != "" && len(s) <= 60 && !strings.ContainsAny(s, "`\n\r")
+}
+
+// singleValue is the one cell of a one-row, one-column result, as decoded
+// fresh ([][]any) or from a trajectory file ([]any of []any).
+func singleValue(rows any) (string, bool) {
+	var row []any
+	switch r := rows.(type) {
+	case [][]any:
+		if len(r) != 1 {
+			return "", false
+		}
+		row = r[0]
+	case []any:
+		if len(r) != 1 {
+			return "", false
+		}
+		row, _ = r[0].([]any)
+	}
+	if len(row) != 1 || row[0] == nil {
+		return "", false
+	}
+	if f, ok := row[0].(float64); ok {
+		return strconv.FormatFloat(f, 'f', -1, 64), true
+	}
+	return strings.TrimSpace(fmt.Sprint(row[0])), true
+}
+
+// shownCell is the value cell of a one-row, one-column text table.
+func shownCell(obs string) (string, bool) {
+	var cells []string
+	for _, l := range strings.Split(obs, "\n") {
+		if strings.HasPrefix(l, "| ") && strings.HasSuffix(l, " |") && len(l) >= 4 {
+			cells = append(cells, strings.TrimSpace(l[2:len(l)-2]))
+		}
+	}
+	if len(cells) != 2 || strings.Contains(cells[1], " | ") {
+		return "", false
+	}
+	return cells[1], true
 }
 
 func observationText(obs string) string {

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"strings"
 	"sync"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/codefeedback/codefeedback/executors/env"
 	_ "github.com/codefeedback/codefeedback/executors/env/all"
 	"github.com/codefeedback/codefeedback/internal/agent"
+	"github.com/codefeedback/codefeedback/internal/gates"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/prompts"
@@ -47,10 +49,18 @@ type Options struct {
 	MaxObservation int `yaml:"max_observation" json:"max_observation"`
 	// Params are environment settings (e.g. sql's backend).
 	Params map[string]string `yaml:"params" json:"params,omitempty"`
+	// MaxNoAction is the share (0..1) of the model's answers that may hold
+	// no action (prose where a command was asked, an empty or garbled
+	// answer) before the stage fails: a model that cannot play the
+	// environment must stop the run, not thin its yield in silence.
+	MaxNoAction float64 `yaml:"max_no_action" json:"max_no_action"`
 }
 
 // DefaultOptions are the stage's defaults.
-var DefaultOptions = Options{Strategy: agent.TryAgain, Turns: 3, MinReward: 1, MaxObservation: 2000}
+var DefaultOptions = Options{Strategy: agent.TryAgain, Turns: 3, MinReward: 1, MaxObservation: 2000, MaxNoAction: 0.2}
+
+// Gate is the name of the action gate in the stage's statistics.
+const Gate = "action"
 
 // Validate checks the settings.
 func (o Options) Validate() error {
@@ -59,6 +69,9 @@ func (o Options) Validate() error {
 	}
 	if o.MinReward < 0 || o.MinReward > 1 {
 		return fmt.Errorf("interact: min_reward %v outside [0, 1]", o.MinReward)
+	}
+	if o.MaxNoAction < 0 || o.MaxNoAction > 1 {
+		return fmt.Errorf("interact: max_no_action %v: want a share between 0 and 1", o.MaxNoAction)
 	}
 	return nil
 }
@@ -93,6 +106,7 @@ type stage struct {
 	version map[string]any
 	pool    *envPool
 	warned  sync.Once
+	samples *gates.Samples
 }
 
 func newStage(o Options, svc *pipeline.Services) (*stage, error) {
@@ -122,7 +136,7 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	} else {
 		version["model"] = "none"
 	}
-	return &stage{o: o, svc: svc, ag: ag, version: version, pool: &envPool{free: map[string][]env.Env{}}}, nil
+	return &stage{o: o, svc: svc, ag: ag, version: version, pool: &envPool{free: map[string][]env.Env{}}, samples: &gates.Samples{}}, nil
 }
 
 // Version implements pipeline.Versioner.
@@ -193,6 +207,7 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 		return nil, pipeline.Transient(fmt.Errorf("interact: task %s: %s", t.ID, ep.Error))
 	}
 	stats := pipeline.ItemStats(ctx, svc.Stats)
+	st.gateActions(stats, ep)
 	if ep.Reward < o.MinReward || ep.AgentTurns() == 0 {
 		// Recorded with the item so a cached re-run counts it too.
 		stats.Add("dropped/"+t.Env, 1)
@@ -211,6 +226,36 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 		return nil, err
 	}
 	return []pipeline.Item{it}, nil
+}
+
+// gateActions records the action gate's verdict on each answer the model
+// gave (the loop's own submits aside). Counted with the item, so a cached
+// re-run counts the same.
+func (st *stage) gateActions(stats gates.Adder, ep agent.Episode) {
+	for _, s := range ep.Steps {
+		if s.Auto {
+			continue
+		}
+		v := gates.Verdict{}
+		if s.Action == "" && !s.Submit {
+			v = gates.Verdict{Reason: "no_action", Detail: gates.Cut(strings.TrimSpace(s.Answer), 200)}
+			if strings.TrimSpace(s.Answer) == "" {
+				v.Reason = "empty"
+			}
+			st.samples.Add(Gate, ep.Task.ID+": "+v.String())
+		}
+		gates.Record(stats, Gate, v)
+	}
+}
+
+// Check implements pipeline.Checker: the stage fails when more than
+// max_no_action of the model's answers held no action.
+func (st *stage) Check() error {
+	if st.svc.Stats == nil {
+		return nil
+	}
+	vals, _ := st.svc.Stats.Snapshot()
+	return gates.Fail("interact", vals, st.o.MaxNoAction, st.samples)
 }
 
 func modelName(svc *pipeline.Services, endpoint string) string {
@@ -296,17 +341,28 @@ func (st *stage) Estimate(in []pipeline.Shape) (pipeline.Usage, []pipeline.Shape
 	}, "agent_system", "agent_"+string(st.o.Strategy))
 	var t pipeline.Tally
 	var out []pipeline.Shape
-	kept := 0
+	kept, solved := 0, 0.0
 	for _, sh := range in {
 		if sh.Kind != KindTask {
 			out = append(out, sh)
 			continue
 		}
+		// Each turn solves an unsolved episode with probability 1/2 and
+		// a solved one asks no more: turn i is asked with 1/2^i.
+		open, calls := 1.0, 0.0
 		for i := range st.o.Turns {
-			t.Add(1, base+sh.Bytes+i*turnBytes, 60)
+			t.Add(open, base+sh.Bytes+i*turnBytes, 60)
+			calls += open
+			open /= 2
 		}
-		if kept++; kept%2 == 0 {
-			n := (st.o.Turns + 1) / 2
+		if st.o.MinReward > 0 {
+			solved += 1 - open
+		} else {
+			solved++ // every episode is kept
+		}
+		if k := int(math.Round(solved)); k > kept {
+			kept = k
+			n := int(math.Round(calls))
 			out = append(out, pipeline.Shape{Kind: pipeline.KindDialogue, UserTurns: 1, CodeTurns: n, Bytes: sh.Bytes + n*turnBytes})
 		}
 	}

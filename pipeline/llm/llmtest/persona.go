@@ -26,10 +26,12 @@ const (
 	YesJudge Misbehaviour = "yes_judge"
 	// UnreadableRubric answers the effort rubric with prose and no score.
 	UnreadableRubric Misbehaviour = "unreadable_rubric"
+	// NoAction answers an InterCode task in prose, with no action.
+	NoAction Misbehaviour = "no_action"
 )
 
 // Misbehaviours lists every misbehaviour.
-var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric}
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction}
 
 // Persona is a scripted model that recognises which prompt of the pipeline
 // it is answering (writer, explain, judge, feedback, rubric, eval feedback)
@@ -40,13 +42,17 @@ type Persona struct {
 	// turn) and, optionally, a wrong first attempt that runs cleanly; ok is
 	// false for a task the persona cannot solve.
 	Solve func(task string) (good, first string, ok bool)
+	// Act returns the gold action of an InterCode task (its query) and,
+	// optionally, a wrong first action; ok is false for a task the persona
+	// cannot solve.
+	Act func(query string) (gold, first string, ok bool)
 	// Bad is the set of misbehaviours.
 	Bad map[Misbehaviour]bool
 }
 
 // Role names the prompt a chat request carries: "writer", "explain",
 // "judge", "feedback", "rubric_skills", "rubric_effort", "eval_feedback",
-// or "unknown".
+// "agent" (an InterCode episode), or "unknown".
 func Role(c Call) string {
 	msgs := c.Request.Messages
 	first := ""
@@ -58,6 +64,8 @@ func Role(c Call) string {
 	switch {
 	case strings.Contains(first, "You annotate programming conversations"):
 		return "explain"
+	case strings.HasPrefix(first, "You are an agent working in"):
+		return "agent"
 	case strings.Contains(first, "You are a programming assistant working in a"),
 		strings.Contains(first, "careful programming assistant in a conversation"):
 		return "writer"
@@ -86,6 +94,8 @@ func (p *Persona) reply(c Call) Reply {
 		return Reply{Text: p.writer(c)}
 	case "explain":
 		return Reply{Text: p.explain(c)}
+	case "agent":
+		return Reply{Text: p.agent(c)}
 	case "judge":
 		return Reply{Text: p.judge(c)}
 	case "feedback":
@@ -201,6 +211,49 @@ func (p *Persona) writer(c Call) string {
 		revised := addDocstring(prevCode, fmt.Sprintf("Revised after review %d: %s", feedbacks, summary(last)))
 		return fmt.Sprintf("I added a docstring to %s that states what it computes, as you asked; the logic is unchanged, so the tests still pass.", name) + "\n\n" + block(revised)
 	}
+}
+
+var (
+	agentTaskRe = regexp.MustCompile("(?s)Task: (.*?)\n\nAnswer with one ```([A-Za-z0-9_+-]+) block")
+)
+
+// agent plays an InterCode episode: a look around (the wrong first action)
+// when there is one, then the gold action once the observation is back.
+func (p *Persona) agent(c Call) string {
+	msgs := c.Request.Messages
+	if len(msgs) < 2 {
+		return "I need a task."
+	}
+	m := agentTaskRe.FindStringSubmatch(msgs[1].Content)
+	if m == nil || p.Act == nil {
+		return "I cannot tell what the task is."
+	}
+	query, lang := strings.TrimSpace(m[1]), m[2]
+	gold, first, ok := p.Act(query)
+	if !ok {
+		return "I cannot solve this task."
+	}
+	if p.bad(NoAction) {
+		return "I would start by looking at how the data is laid out, then work out the exact command from what is there."
+	}
+	fence := func(code string) string { return "```" + lang + "\n" + strings.TrimSpace(code) + "\n```" }
+	if c.AssistantTurns() == 0 && first != "" {
+		looks := []string{
+			"Before changing anything I want to see what is there.",
+			"First a look at the data, so the real command fits it.",
+			"Let me inspect the relevant part first.",
+		}
+		return looks[variant(query, len(looks))] + "\n\n" + fence(first)
+	}
+	if c.AssistantTurns() == 0 {
+		return "This does it in one step.\n\n" + fence(gold)
+	}
+	nexts := []string{
+		"Now that I have seen the output, this does what the task asks.",
+		"With that in view, the command for the task itself:",
+		"That shows what I needed; here is the action that solves it.",
+	}
+	return nexts[variant(query+c.LastUser(), len(nexts))] + "\n\n" + fence(gold)
 }
 
 func summary(s string) string {
