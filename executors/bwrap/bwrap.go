@@ -2,7 +2,9 @@
 // process with every namespace unshared (no network but a downed loopback),
 // a read-only /usr, a private size-limited tmpfs /tmp, a fresh /proc and
 // /dev, no host environment and no capabilities. The shared runner and pool
-// in package executors do the rest.
+// in package executors do the rest. A session may take its /usr, /etc and
+// /var from a system root instead of the host (executors.Mount.System: the
+// InterCode Bash tasks' own userland), read-only as the host's are.
 //
 // When the host process is root, bwrap is started as an unprivileged uid per
 // pool slot (a block of uids reserved per executor from FirstSlotUID, see
