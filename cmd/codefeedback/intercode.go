@@ -113,7 +113,7 @@ func replayCommand() *cli.Command {
 			&cli.StringFlag{Name: "sql-order", Value: "ordered", Usage: "sql: apply the rank correlation only where the gold has ORDER BY (ordered), or always as InterCode's code does (always; MariaDB orders GROUP BY results unlike InterCode's MySQL 8)", Destination: &o.Order},
 			&cli.StringFlag{Name: "bash-shell", Value: "intercode", Usage: "bash: run each action as InterCode did (intercode: its own `/bin/bash -c \"ACTION\"` split by shlex, only cd carried over) or in our persistent shell (session)", Destination: &o.Shell},
 			&cli.StringFlag{Name: "bash-system", Usage: "bash on bwrap: the system root whose /usr, /etc, /var the tasks see (default: the one `make nl2bash-image` builds, else the host's; host: the host's)", Destination: &o.System},
-			&cli.StringFlag{Name: "bash-age", Usage: "bash: how long before the run the task's files were made (default: 21m with --bash-shell intercode, as InterCode's image was built before its run)", Destination: &o.Age},
+			&cli.StringFlag{Name: "bash-age", Usage: "bash: how long before the run the task's files were made (e.g. 21m, as InterCode's fs_3 image was built before its run; default 0)", Destination: &o.Age},
 			&cli.IntFlag{Name: "limit", Usage: "replay only the first N trajectories", Destination: &o.Limit},
 			&cli.StringFlag{Name: "out", Usage: "write our re-executed trajectories here (InterCode's format)", Destination: &o.Out},
 			&cli.BoolFlag{Name: "json", Usage: "print the per-trajectory results as JSON lines", Destination: &o.JSON},

@@ -113,8 +113,9 @@ func TestSystemRootTools(t *testing.T) {
 	}
 }
 
-// Shell "intercode" gives the setup script's files the age InterCode's
-// image had when its run began (bashenv.ImageAge); "age" sets it.
+// Params "age" gives the setup script's files an age when a sandbox opens
+// (InterCode's image was built before its run: bashenv.ImageAge); none is
+// 0, in either shell.
 func TestImageAge(t *testing.T) {
 	task := env.Task{
 		ID: "age", Env: "bash", Query: "List the files modified more than 5 minutes ago",
@@ -130,8 +131,8 @@ func TestImageAge(t *testing.T) {
 		params map[string]string
 		want   string
 	}{
-		{map[string]string{"shell": "intercode"}, "/testbed/a.txt\n/testbed/old.txt\n"},
-		{map[string]string{"shell": "intercode", "age": "0s"}, "/testbed/old.txt\n"},
+		{map[string]string{"shell": "intercode", "age": bashenv.ImageAge.String()}, "/testbed/a.txt\n/testbed/old.txt\n"},
+		{map[string]string{"shell": "intercode"}, "/testbed/old.txt\n"},
 		{map[string]string{"shell": "session"}, "/testbed/old.txt\n"},
 		{map[string]string{"shell": "session", "age": "6m"}, "/testbed/a.txt\n/testbed/old.txt\n"},
 	}
