@@ -4,14 +4,23 @@
 // the template, re-copying only the entries the last episode changed
 // (inode state, see tree.go).
 //
+// Tasks run on InterCode's userland, not the host's: `make nl2bash-image`
+// debootstraps its image's package list (no compiler, no database server)
+// into a system root (SystemRoot: /var/cache/codefeedback/nl2bash/root for
+// root, else the user cache, or $CODEFEEDBACK_NL2BASH_ROOT) and imports it
+// as the docker image Image. On bwrap the sandbox's /usr, /etc and /var are
+// that root's, read-only (executors.Mount.System); Params{"system": "host"}
+// or a missing root runs on the host's /usr, the latter with a one-line
+// warning. The setup script runs on it too, as InterCode's image build did.
+//
 // Where the driver can mount a host directory as the sandbox's / (bwrap),
 // the replica is the whole root the setup script left (/testbed, /system,
 // fs_1's /index.html, the image's empty /root, /home...), and the sandbox
 // runs as uid 0 of its user namespace with no capability, as InterCode's
 // container runs as root: `ln -s X /`, `tar czf x.tgz` in / or `mv
 // /workspace/* /` land in the episode's replica, are compared, and are gone
-// in the next episode. The driver's own /usr, /etc, /sys (read-only) and
-// /tmp (private tmpfs) are mounted over it, so nothing reaches the host's.
+// in the next episode. The system directories and /tmp (private tmpfs) are
+// mounted over it, so nothing reaches the host's or the system root.
 // Elsewhere (docker) only the task paths (/testbed, /system, /workspace,
 // /backup) are writable host directories bound in.
 //
@@ -22,28 +31,37 @@
 // not compared), plus the changed files' contents and the TF-IDF similarity
 // of the outputs.
 //
-// Replaying InterCode's published GPT-4 trajectories (fs_1..fs_4, bwrap;
-// README) gives 101 successes where InterCode logged 97; success agrees on
-// 192 of 200. The 8 that differ depend on the machine or on InterCode's
-// pace, none on the reward rule:
-//   - the network: `curl`, `dig` answered there (fs_2 #49, fs_4 #1);
-//   - the host's /usr on bwrap: c++ and MariaDB's /usr/share/mysql are
-//     installed here, not in InterCode's image (fs_4 #2, fs_3 #24);
+// Replaying InterCode's published GPT-4 trajectories (fs_1..fs_4, bwrap,
+// shell "intercode"; README) gives 100 successes where InterCode logged 97
+// (101 on the host's /usr); success agrees on 193 of 200 (192). The 7 that
+// differ, none on the reward rule:
+//   - the network, which untrusted code never reaches: `curl`, `dig`
+//     answered there (fs_2 #49, fs_4 #1, #12): 3;
+//   - the uptime: `uptime | awk '{print $10}'` picks the 15-minute load
+//     here, as the gold's `w` does, another field on InterCode's
+//     long-running host (fs_4 #25): 1;
 //   - /usr is read-only (bubblewrap 0.8 has no overlay): `cp -r /workspace
-//     /usr` fails here; InterCode's succeeded, uncompared (fs_3 #32);
-//   - the load average and uptime (fs_4 #25);
-//   - what the sandbox may not read: `find` from / prints permission
-//     errors for /proc/1 and host-private directories (fs_1 #30);
-//   - file times: InterCode's containers carry every earlier `git reset
-//     --hard` (restored files get its time; with shell "intercode" a resync
-//     does the same, and the gold runs again at every reward as there), but
-//     its run took an hour and our replay minutes, so `-mmin +5` sees other
-//     files (fs_2 #18).
+//     /usr` fails here; InterCode's succeeded, uncompared (fs_3 #32): 1;
+//   - InterCode's pace: its run took an hour and our replay minutes, so
+//     `-mmin +5` sees other files restored by earlier resets (fs_2 #18): 1;
+//   - the gold's output in InterCode's container: `find -name '*php' |
+//     xargs cat | wc -l` from / counted other files there (fs_1 #21): 1.
 //
-// Also different, not seen in that replay: /tmp is the sandbox's own tmpfs,
-// not compared (InterCode's is part of its root and listed by git status);
-// names InterCode's .gitignore lists are ignored only at the top level
-// (git ignores /testbed/x/bin too).
+// A writable /usr needs an overlay over the system root per episode, which
+// bwrap 0.8 cannot mount. Mounting one before bwrap, in a user and mount
+// namespace of the slot's own (`unshare -Urm`, upper directory beside the
+// episode's replica), works on this kernel, but the sandbox's root still
+// cannot write through it: the system root's directories belong to the
+// host's root, which is not mapped into the sandbox's user namespace, and
+// making them writable by others would expose the shared root. An
+// idmapped mount of the system root would solve it; not built. Also different, not seen in that replay: /tmp is the
+// sandbox's own tmpfs, not compared (InterCode's is part of its root and
+// listed by git status); names InterCode's .gitignore lists are ignored
+// only at the top level (git ignores /testbed/x/bin too); files are owned
+// by nobody where InterCode's were root's (the system root is not mapped
+// into the sandbox's user namespace); InterCode's image is Ubuntu with its
+// apt's Recommends, ours Debian with procps added (its trajectories ran
+// uptime and w) and nothing else.
 //
 // Registers the "bash" environment and the "nl2bash" loader.
 package bashenv

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
+	_ "github.com/codefeedback/codefeedback/executors/docker"
 	"github.com/codefeedback/codefeedback/executors/env"
 	"github.com/codefeedback/codefeedback/executors/env/bashenv"
-	_ "github.com/codefeedback/codefeedback/executors/docker"
 )
 
 // nl2bashDrivers are the drivers on InterCode's userland: bwrap with the
