@@ -159,3 +159,41 @@ func TestImageAge(t *testing.T) {
 		t.Errorf("age soon: %v", err)
 	}
 }
+
+// A system root is usable only when `make nl2bash-image` finished it; the
+// errors name the target.
+func TestFindSystemRoot(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := bashenv.FindSystemRoot(dir); err == nil || !strings.Contains(err.Error(), bashenv.SystemRootTarget) {
+		t.Errorf("no marker: %v", err)
+	}
+	if err := os.WriteFile(dir+"/.codefeedback-nl2bash", []byte("abc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bashenv.FindSystemRoot(dir); err == nil || !strings.Contains(err.Error(), "incomplete") {
+		t.Errorf("marker only: %v", err)
+	}
+	for _, p := range []string{"usr/bin", "etc", "var"} {
+		if err := os.MkdirAll(dir+"/"+p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"usr/bin/bash", "usr/bin/python3"} {
+		if err := os.WriteFile(dir+"/"+f, nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sr, err := bashenv.FindSystemRoot(dir)
+	if err != nil || sr.Dir != dir || sr.Hash != "abc" {
+		t.Errorf("complete: %+v, %v", sr, err)
+	}
+	// An environment asked for a root that is not there fails to open.
+	ex, err := executors.Open(context.Background(), "bwrap://?pool=1")
+	if err != nil {
+		t.Skipf("bwrap: %v", err)
+	}
+	defer ex.Close()
+	if _, err := env.Open(context.Background(), "bash", ex, env.Options{Params: map[string]string{"system": t.TempDir()}}); err == nil {
+		t.Error("a missing system root was accepted")
+	}
+}
