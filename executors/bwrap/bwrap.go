@@ -114,6 +114,10 @@ func (e *executor) Close() error {
 	return err
 }
 
+// DiskBytes is the scratch size (disk=); InterCode's bash environment bounds
+// an episode's writes into its task files by it too.
+func (e *executor) DiskBytes() int64 { return e.l.disk }
+
 // Config configures a Launcher.
 type Config struct {
 	// Bwrap is the bwrap binary; empty means "bwrap" on PATH.

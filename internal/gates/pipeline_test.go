@@ -21,6 +21,7 @@ import (
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
+	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
 	"github.com/codefeedback/codefeedback/schema"
 	_ "github.com/codefeedback/codefeedback/stages/explain"
 	_ "github.com/codefeedback/codefeedback/stages/filter"
@@ -143,15 +144,7 @@ stages:
   - {stage: dedup, name: dedup-dialogues, settings: {kinds: [dialogue]}}
 outputs: [{path: %s, kind: dialogue}]
 `, filepath.Join(dir, "run"), srv.URL, simSettings, out)
-	file := filepath.Join(dir, "pipeline.yaml")
-	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pipeline.Load(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	man, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{})
+	man, err := pipeline.Run(context.Background(), pipelinetest.Load(t, dir, y), pipeline.RunOptions{})
 	if err != nil {
 		return man, nil, err
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/codefeedback/codefeedback/schema"
 )
 
-// Run writes yaml to dir/pipeline.yaml, loads it (failing the test on any
-// mistake) and runs it with o, failing the test if the run fails.
-func Run(tb testing.TB, dir, yaml string, o pipeline.RunOptions) *pipeline.Manifest {
+// Load writes yaml to dir/pipeline.yaml and loads it, failing the test on
+// any mistake.
+func Load(tb testing.TB, dir, yaml string) *pipeline.Config {
 	tb.Helper()
 	file := filepath.Join(dir, "pipeline.yaml")
 	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
@@ -25,9 +25,16 @@ func Run(tb testing.TB, dir, yaml string, o pipeline.RunOptions) *pipeline.Manif
 	if err != nil {
 		tb.Fatalf("load %s: %v", file, err)
 	}
-	m, err := pipeline.Run(context.Background(), cfg, o)
+	return cfg
+}
+
+// Run loads yaml as Load does and runs it with o, failing the test if the
+// run fails.
+func Run(tb testing.TB, dir, yaml string, o pipeline.RunOptions) *pipeline.Manifest {
+	tb.Helper()
+	m, err := pipeline.Run(context.Background(), Load(tb, dir, yaml), o)
 	if err != nil {
-		tb.Fatalf("run %s: %v", file, err)
+		tb.Fatalf("run %s: %v", filepath.Join(dir, "pipeline.yaml"), err)
 	}
 	return m
 }

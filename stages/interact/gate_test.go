@@ -12,6 +12,7 @@ import (
 	"github.com/codefeedback/codefeedback/internal/agent"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
+	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
 )
 
 // TestNoActionGate: a model that answers in prose where a command was asked
@@ -60,15 +61,7 @@ func TestNoActionGate(t *testing.T) {
 		if err := os.MkdirAll(sub, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		file := filepath.Join(sub, "pipeline.yaml")
-		if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := pipeline.Load(file, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pipeline.Run(context.Background(), cfg, pipeline.RunOptions{})
+		return pipeline.Run(context.Background(), pipelinetest.Load(t, sub, y), pipeline.RunOptions{})
 	}
 	_, err = run("gated", "")
 	// 2 answers of the first task, the second's first: 3 of 4.

@@ -16,6 +16,7 @@ import (
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
+	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -90,14 +91,7 @@ stages:
   - {stage: simulate, concurrency: 3, retries: 0, settings: {feedback_rounds: 1}}
 outputs: [{path: ` + out + `, kind: dialogue}]
 `
-	file := filepath.Join(dir, "pipeline.yaml")
-	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pipeline.Load(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := pipelinetest.Load(t, dir, y)
 	down.Store(true)
 	t0 := time.Now()
 	man, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{})
@@ -110,11 +104,7 @@ outputs: [{path: ` + out + `, kind: dialogue}]
 	}
 
 	down.Store(false)
-	cfg, err = pipeline.Load(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	man, err = pipeline.Run(context.Background(), cfg, pipeline.RunOptions{})
+	man, err = pipeline.Run(context.Background(), pipelinetest.Load(t, dir, y), pipeline.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

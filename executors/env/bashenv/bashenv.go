@@ -31,6 +31,17 @@
 // not compared), plus the changed files' contents and the TF-IDF similarity
 // of the outputs.
 //
+// Disk: every replica (and a setup script's build, and the CTF task
+// directory) is a file system of its own, sized to its template plus an
+// allowance: Params "disk" (default the executor's scratch size, bwrap
+// disk= or docker tmp=, else 256 MiB) and "inodes" (one per 16 KiB). It is
+// a tmpfs, or for shell "intercode" a loop-mounted ext4 image (4096-byte
+// directories, as InterCode's). An agent that writes from many processes
+// over many actions fills its replica (ENOSPC, "No space left on device"),
+// not the host; the reset restores it. Without the privilege to mount
+// (not root), replicas are plain directories, bounded per file only, and a
+// warning says so (scratch.go).
+//
 // Replaying InterCode's published GPT-4 trajectories (fs_1..fs_4, bwrap,
 // shell "intercode"; README) gives 100 successes where InterCode logged 97
 // (101 on the host's /usr); success agrees on 193 of 200 (192). The 7 that
@@ -99,6 +110,7 @@ type Env struct {
 	ex       executors.Executor
 	opts     env.Options
 	base     string // per-Env directory the sandboxes bind from
+	scratch  *scratch
 	cacheDir string
 
 	variants map[string]*variant
@@ -157,29 +169,17 @@ func New(ex executors.Executor, opts env.Options) (*Env, error) {
 		}
 		cache = filepath.Join(d, "codefeedback", "intercode")
 	}
-	// Sandboxes bind from base as the slot's uid (bwrap run by root), so
-	// base must be searchable by others; its entries are owned per slot.
-	scratch := ScratchDir()
-	if opts.Params["shell"] == ShellInterCode && os.Getenv("CODEFEEDBACK_EPISODE_DIR") == "" {
-		// A disk file system, as InterCode's overlay is: a directory's size
-		// (4096, not tmpfs's entry count) is what `find -size +1k` sees.
-		scratch = os.TempDir()
-	}
-	base, err := os.MkdirTemp(scratch, "codefeedback-bash-")
-	if err != nil {
-		return nil, fmt.Errorf("bashenv: %w", err)
-	}
-	if err := os.Chmod(base, 0o711); err != nil {
-		return nil, fmt.Errorf("bashenv: %w", err)
-	}
 	shell := opts.Params["shell"]
 	switch shell {
 	case "":
 		shell = ShellSession
 	case ShellSession, ShellInterCode:
 	default:
-		os.RemoveAll(base)
 		return nil, fmt.Errorf("bashenv: shell %q: want %s or %s", shell, ShellSession, ShellInterCode)
+	}
+	disk, inodes, err := limitsFrom(ex, opts.Params)
+	if err != nil {
+		return nil, fmt.Errorf("bashenv: %w", err)
 	}
 	var age time.Duration
 	sys, err := systemFor(opts.Params["system"])
@@ -187,10 +187,24 @@ func New(ex executors.Executor, opts env.Options) (*Env, error) {
 		age, err = imageAge(opts.Params["age"])
 	}
 	if err != nil {
-		os.RemoveAll(base)
 		return nil, err
 	}
-	return &Env{ex: ex, opts: opts, base: base, shell: shell, sys: sys, age: age, cacheDir: filepath.Join(cache, "bash"), variants: map[string]*variant{}}, nil
+	// Replicas live in areas of bounded size (scratch.go): tmpfs, where a
+	// fresh copy costs memory bandwidth, not disk writes; for shell
+	// "intercode" ext4, as InterCode's overlay is: a directory's size
+	// (4096, not tmpfs's entry count) is what `find -size +1k` sees.
+	parent, fsKind := ScratchDir(), fsTmpfs
+	if shell == ShellInterCode {
+		fsKind = fsExt4
+		if os.Getenv("CODEFEEDBACK_EPISODE_DIR") == "" {
+			parent = os.TempDir() // the sparse images' place
+		}
+	}
+	sc, err := newScratch(parent, fsKind, disk, inodes)
+	if err != nil {
+		return nil, fmt.Errorf("bashenv: %w", err)
+	}
+	return &Env{ex: ex, opts: opts, base: sc.dir, scratch: sc, shell: shell, sys: sys, age: age, cacheDir: filepath.Join(cache, "bash"), variants: map[string]*variant{}}, nil
 }
 
 // ImageAge is how long before its run InterCode's image was built: fs_3's
@@ -215,9 +229,12 @@ func imageAge(param string) (time.Duration, error) {
 	return d, nil
 }
 
-// ScratchDir is where per-episode replicas live: /dev/shm (a tmpfs: a
-// fresh copy costs memory bandwidth, not disk writes) where it is usable,
-// else the temporary directory. $CODEFEEDBACK_EPISODE_DIR overrides it.
+// ScratchDir is where an Env's base directory (the mount points of its
+// bounded areas, see scratch.go) lives: /dev/shm where it is usable (where
+// areas cannot be mounted, replicas are plain directories there: a fresh
+// copy costs memory bandwidth, not disk writes), else the temporary
+// directory. Shell "intercode" uses the temporary directory (its ext4
+// images are sparse files there). $CODEFEEDBACK_EPISODE_DIR overrides both.
 func ScratchDir() string {
 	if d := os.Getenv("CODEFEEDBACK_EPISODE_DIR"); d != "" {
 		return d
@@ -310,15 +327,22 @@ func (e *Env) Reset(ctx context.Context, t env.Task) (string, error) {
 
 // openSide opens a sandbox with v's directories bound in and a synced replica.
 func (e *Env) openSide(ctx context.Context, name string, v *variant) (*side, error) {
-	dir := filepath.Join(e.base, name)
-	if err := os.RemoveAll(dir); err != nil {
+	srcs := []string{v.tpl}
+	if !v.root {
+		srcs = nil
+		for _, n := range v.names {
+			srcs = append(srcs, filepath.Join(v.tpl, n))
+		}
+	}
+	dir, err := e.scratch.area(name, srcs...)
+	if err != nil {
 		return nil, err
 	}
 	mode := os.FileMode(0o711)
 	if v.root {
 		mode = 0o755 // the sandbox's /
 	}
-	if err := os.Mkdir(dir, mode); err != nil {
+	if err := os.Chmod(dir, mode); err != nil {
 		return nil, err
 	}
 	var mounts []executors.Mount
@@ -528,11 +552,11 @@ func (e *Env) rootMounts(dir string) []executors.Mount {
 // outside the driver's mount points (in tmp/root), without empty
 // directories, plus the image's empty system directories.
 func (e *Env) buildRoot(ctx context.Context, script, tmp string) error {
-	dir, err := os.MkdirTemp(e.base, "build-")
+	dir, err := e.scratch.area("build")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer e.scratch.release(dir)
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return err
 	}
@@ -609,11 +633,11 @@ func (e *Env) build(ctx context.Context, script string, names []string, tmp stri
 	if len(names) == 0 || strings.TrimSpace(script) == "" {
 		return nil
 	}
-	dir, err := os.MkdirTemp(e.base, "build-")
+	dir, err := e.scratch.area("build")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer e.scratch.release(dir)
 	if err := os.Chmod(dir, 0o711); err != nil {
 		return err
 	}
@@ -750,5 +774,5 @@ func (e *Env) runGold(ctx context.Context) (*goldResult, error) {
 // Close implements env.Env.
 func (e *Env) Close() error {
 	e.closeSides()
-	return os.RemoveAll(e.base)
+	return e.scratch.close()
 }

@@ -29,12 +29,24 @@ func BenchmarkFreshFS(b *testing.B) {
 	for _, n := range []int{60, 2000} {
 		tpl := b.TempDir()
 		makeTree(b, tpl, n)
+		// Replicas live in a bounded area (scratch.go): tmpfs as for shell
+		// "session", or ext4 as for "intercode" with
+		// CODEFEEDBACK_EPISODE_FS=ext4 (and CODEFEEDBACK_EPISODE_DIR=/tmp to
+		// put its image where the Env does).
 		scratch := func(b *testing.B) string {
-			d, err := os.MkdirTemp(ScratchDir(), "bench-")
+			kind := fsTmpfs
+			if os.Getenv("CODEFEEDBACK_EPISODE_FS") == fsExt4 {
+				kind = fsExt4
+			}
+			s, err := newScratch(ScratchDir(), kind, DefaultDisk, DefaultDisk/(16<<10))
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { os.RemoveAll(d) })
+			b.Cleanup(func() { s.close() })
+			d, err := s.area("bench", filepath.Join(tpl, "testbed"))
+			if err != nil {
+				b.Fatal(err)
+			}
 			return d
 		}
 		dirty := func(dir string) {
@@ -110,6 +122,34 @@ func BenchmarkFreshFS(b *testing.B) {
 				if err := copyTree(filepath.Join(tpl, "testbed"), filepath.Join(dir, "testbed"), -1, -1, nil); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkArea: what an Env pays once per sandbox side and file-system
+// variant for a bounded area (scratch.go), against a plain directory.
+func BenchmarkArea(b *testing.B) {
+	tpl := b.TempDir()
+	makeTree(b, tpl, 60)
+	for _, kind := range []string{fsPlain, fsTmpfs, fsExt4} {
+		name := kind
+		if name == fsPlain {
+			name = "plain"
+		}
+		b.Run(name, func(b *testing.B) {
+			s, err := newScratch(ScratchDir(), kind, DefaultDisk, DefaultDisk/(16<<10))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.close()
+			for i := 0; i < b.N; i++ {
+				if _, err := s.area("bench", filepath.Join(tpl, "testbed")); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if s.kind() != kind {
+				b.Fatalf("got %q areas", s.kind())
 			}
 		})
 	}

@@ -29,10 +29,11 @@ func init() {
 // scores 1 when FLAG equals the gold flag ignoring case. Not safe for
 // concurrent use.
 type CTF struct {
-	ex    executors.Executor
-	opts  env.Options
-	base  string
-	cache string
+	ex      executors.Executor
+	opts    env.Options
+	base    string
+	scratch *scratch
+	cache   string
 
 	key  string // the open session's task directory
 	sd   *side
@@ -55,7 +56,7 @@ func NewCTF(ex executors.Executor, opts env.Options) (*CTF, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &CTF{ex: ex, opts: e.opts, base: e.base, cache: filepath.Join(filepath.Dir(e.cacheDir), "ctf")}, nil
+	return &CTF{ex: ex, opts: e.opts, base: e.base, scratch: e.scratch, cache: filepath.Join(filepath.Dir(e.cacheDir), "ctf")}, nil
 }
 
 // Reset implements env.Env.
@@ -79,12 +80,14 @@ func (c *CTF) Reset(ctx context.Context, t env.Task) (string, error) {
 		if err := env.BuildOnce(tpl, func(tmp string) error { return buildCTFTemplate(dir, tmp, name) }); err != nil {
 			return "", fmt.Errorf("ctf: task %s: %w", t.ID, err)
 		}
-		rdir := filepath.Join(c.base, "ctf")
-		os.RemoveAll(rdir)
-		if err := os.MkdirAll(filepath.Join(rdir, name), 0o755); err != nil {
+		// The task's files plus the bounded allowance (scratch.go).
+		rdir, err := c.scratch.area("ctf", filepath.Join(tpl, name))
+		if err != nil {
+			return "", fmt.Errorf("ctf: task %s: %w", t.ID, err)
+		}
+		if err := os.Mkdir(filepath.Join(rdir, name), 0o755); err != nil {
 			return "", err
 		}
-		os.Chmod(rdir, 0o711)
 		s, err := c.ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: c.opts.Limits,
 			Mounts: []executors.Mount{{Source: filepath.Join(rdir, name), Target: "/ctf/" + name}}})
 		if err != nil {
@@ -165,7 +168,7 @@ func (c *CTF) Close() error {
 		c.sd.s.Close()
 		c.sd = nil
 	}
-	return os.RemoveAll(c.base)
+	return c.scratch.close()
 }
 
 // LoadCTF reads InterCode's ic_ctf.json (task_id, query, gold, setup, source,
