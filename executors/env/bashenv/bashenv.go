@@ -43,9 +43,12 @@
 // warning says so (scratch.go).
 //
 // Replaying InterCode's published GPT-4 trajectories (fs_1..fs_4, bwrap,
-// shell "intercode"; README) gives 100 successes where InterCode logged 97
-// (101 on the host's /usr); success agrees on 193 of 200 (192). The 7 that
+// shell "intercode"; README) gives 99 successes where InterCode logged 97
+// (101 on the host's /usr); success agrees on 192 of 200. The 8 that
 // differ, none on the reward rule:
+//   - the replica's file system: `df .` names each replica's loop device
+//     (scratch.go), the agent's and the gold's differ; InterCode's both
+//     said overlay (fs_4 #16; it agreed on tmpfs replicas): 1;
 //   - the network, which untrusted code never reaches: `curl`, `dig`
 //     answered there (fs_2 #49, fs_4 #1, #12): 3;
 //   - the uptime: `uptime | awk '{print $10}'` picks the 15-minute load
