@@ -1,7 +1,9 @@
 package schema
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -221,6 +223,9 @@ func (p *jsonParser) str() (string, bool) {
 	start := p.i
 	// Plain run: printable ASCII and valid UTF-8 without escapes.
 	for p.i < len(p.b) {
+		if p.i += plainRun(p.b[p.i:]); p.i == len(p.b) {
+			break
+		}
 		c := p.b[p.i]
 		if c == '"' {
 			s := string(p.b[start:p.i])
@@ -230,24 +235,40 @@ func (p *jsonParser) str() (string, bool) {
 		if c == '\\' || c < 0x20 {
 			break
 		}
-		if c < utf8.RuneSelf {
-			p.i++
-			continue
-		}
 		r, size := utf8.DecodeRune(p.b[p.i:])
 		if r == utf8.RuneError && size == 1 {
 			return "", false
 		}
 		p.i += size
 	}
-	out := make([]byte, p.i-start, p.i-start+64)
-	copy(out, p.b[start:p.i])
+	// Unescaping never lengthens the text: size the buffer once for the
+	// string's escaped length (a Builder neither zeroes it nor copies it
+	// into the string).
+	end := p.i
+	for end < len(p.b) {
+		if end += plainRun(p.b[end:]); end >= len(p.b) || p.b[end] == '"' {
+			break
+		}
+		if p.b[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	var out strings.Builder
+	out.Grow(min(end, len(p.b)) - start)
+	out.Write(p.b[start:p.i])
 	for p.i < len(p.b) {
+		if n := plainRun(p.b[p.i:]); n > 0 {
+			out.Write(p.b[p.i : p.i+n])
+			if p.i += n; p.i == len(p.b) {
+				break
+			}
+		}
 		c := p.b[p.i]
 		switch {
 		case c == '"':
 			p.i++
-			return string(out), true
+			return out.String(), true
 		case c < 0x20:
 			return "", false
 		case c == '\\':
@@ -258,17 +279,17 @@ func (p *jsonParser) str() (string, bool) {
 			p.i += 2
 			switch e {
 			case '"', '\\', '/':
-				out = append(out, e)
+				out.WriteByte(e)
 			case 'b':
-				out = append(out, '\b')
+				out.WriteByte('\b')
 			case 'f':
-				out = append(out, '\f')
+				out.WriteByte('\f')
 			case 'n':
-				out = append(out, '\n')
+				out.WriteByte('\n')
 			case 'r':
-				out = append(out, '\r')
+				out.WriteByte('\r')
 			case 't':
-				out = append(out, '\t')
+				out.WriteByte('\t')
 			case 'u':
 				r, ok := hex4(p.b, p.i)
 				if !ok {
@@ -291,23 +312,48 @@ func (p *jsonParser) str() (string, bool) {
 						r = utf8.RuneError
 					}
 				}
-				out = utf8.AppendRune(out, r)
+				out.WriteRune(r)
 			default:
 				return "", false
 			}
-		case c < utf8.RuneSelf:
-			out = append(out, c)
-			p.i++
-		default:
+		default: // not ASCII: plainRun stops at nothing else
 			r, size := utf8.DecodeRune(p.b[p.i:])
 			if r == utf8.RuneError && size == 1 {
 				return "", false
 			}
-			out = append(out, p.b[p.i:p.i+size]...)
+			out.Write(p.b[p.i : p.i+size])
 			p.i += size
 		}
 	}
 	return "", false
+}
+
+// plainRun returns how many bytes at the start of b a JSON string holds
+// as they are (printable ASCII but '"' and '\\'), reading eight bytes at a
+// time: most of a record is such runs, between escaped newlines.
+func plainRun(b []byte) int {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		if notPlain(binary.LittleEndian.Uint64(b[i:])) != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' || c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			break
+		}
+	}
+	return i
+}
+
+const ones, highs = 0x0101010101010101, 0x8080808080808080
+
+// notPlain is non-zero when a byte of v is '"', '\\', a control character
+// or not ASCII (the zero-byte and less-than tests of "Bit Twiddling Hacks":
+// exact about whether such a byte exists, not about which).
+func notPlain(v uint64) uint64 {
+	q, s := v^(ones*'"'), v^(ones*'\\')
+	return ((q-ones)&^q | (s-ones)&^s | (v-ones*0x20)&^v | v) & highs
 }
 
 func hex4(b []byte, i int) (rune, bool) {

@@ -69,3 +69,22 @@ func FuzzFastDialogue(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, rec []byte) { checkFastDialogue(t, rec, nil) })
 }
+
+// plainRun stops at the first byte a JSON string cannot hold as it is,
+// wherever it lies in the eight-byte words it reads.
+func TestPlainRun(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		special := c == '"' || c == '\\' || c < 0x20 || c >= 0x80
+		for k := 0; k < 19; k++ {
+			b := []byte("abcdefghijklmnopqrs")
+			b[k] = byte(c)
+			want := len(b)
+			if special {
+				want = k
+			}
+			if got := plainRun(b); got != want {
+				t.Fatalf("plainRun(%q) = %d, want %d", b, got, want)
+			}
+		}
+	}
+}

@@ -30,14 +30,7 @@ func TestAuditCommand(t *testing.T) {
 		{"id": 2, "messages": []map[string]string{{"role": "user", "content": "Complete this:\n```python\n" + he[0].Prompt + "```"}, {"role": "assistant", "content": "```python\n" + he[0].Prompt + he[0].Solution + "```"}}},
 		{"id": 3, "messages": []map[string]string{{"role": "user", "content": "Write hello world in Go."}, {"role": "assistant", "content": "```go\npackage main\nfunc main() { println(\"hello\") }\n```"}}},
 	}
-	var buf bytes.Buffer
-	for _, r := range recs {
-		b, _ := json.Marshal(r)
-		buf.Write(append(b, '\n'))
-	}
-	if err := os.WriteFile(in, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeJSONL(t, in, recs)
 	out := filepath.Join(dir, "clean.jsonl")
 	run := func(args ...string) (string, error) {
 		app := newApp()
@@ -94,6 +87,22 @@ func TestAuditCommand(t *testing.T) {
 	}
 }
 
+// writeJSONL writes recs to path, one JSON record a line.
+func writeJSONL(t *testing.T, path string, recs []map[string]any) {
+	t.Helper()
+	var buf bytes.Buffer
+	for _, r := range recs {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.Write(append(b, '\n'))
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestAuditCommandJudge runs `codefeedback audit --embed --judge-model` on a
 // reworded HumanEval/11 ("exclusive or" for XOR, no code) among clean
 // dialogues, with a judge scripted on a loopback server: the built-in
@@ -106,14 +115,7 @@ func TestAuditCommandJudge(t *testing.T) {
 		{"id": "para", "messages": []map[string]string{{"role": "user", "content": "Given two equal-length text strings made only of the characters 0 and 1, produce the string you get by combining them position by position with exclusive or."}, {"role": "assistant", "content": "Sure, walk both strings together and compare the characters."}}},
 		{"id": "clean", "messages": []map[string]string{{"role": "user", "content": "How do I read a CSV file with pandas and print the first five rows of it?"}, {"role": "assistant", "content": "Use read_csv and head:\n```python\nimport pandas as pd\nprint(pd.read_csv('data.csv').head())\n```"}}},
 	}
-	var buf bytes.Buffer
-	for _, r := range recs {
-		b, _ := json.Marshal(r)
-		buf.Write(append(b, '\n'))
-	}
-	if err := os.WriteFile(in, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeJSONL(t, in, recs)
 	srv := llmtest.New(t)
 	srv.Script(func(c llmtest.Call) llmtest.Reply {
 		msg := c.LastUser()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,7 +104,7 @@ func TestJudgeBatchStopRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []bool{true, true, true, false, true}; !equalBools(b.Usable, want) {
+	if want := []bool{true, true, true, false, true}; !slices.Equal(b.Usable, want) {
 		t.Errorf("usable %v, want %v", b.Usable, want)
 	}
 	items[0].Code = "def f(a, b):\n    return 0\n" // the gate fails: nothing after it runs
@@ -111,7 +112,7 @@ func TestJudgeBatchStopRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []bool{true, false, false, false, false}; !equalBools(b.Usable, want) {
+	if want := []bool{true, false, false, false, false}; !slices.Equal(b.Usable, want) {
 		t.Errorf("failing gate: usable %v, want %v", b.Usable, want)
 	}
 }
@@ -133,7 +134,7 @@ func TestJudgeBatchFrom(t *testing.T) {
 	if string(b.Data) != `{"made": 3}` || len(b.Items) != 3 || b.Items[1].Code != "def f(a, b):\n    return a * b\n" {
 		t.Fatalf("data %s, items %+v", b.Data, b.Items)
 	}
-	if want := []bool{true, true, false}; !equalBools(b.Usable, want) {
+	if want := []bool{true, true, false}; !slices.Equal(b.Usable, want) {
 		t.Errorf("usable %v, want %v (the third is past the group's quota)", b.Usable, want)
 	}
 	for i := range 2 {
@@ -147,16 +148,4 @@ func TestJudgeBatchFrom(t *testing.T) {
 	if !errors.Is(err, harness.ErrBatchPrelude) || !strings.Contains(err.Error(), "ValueError: no") {
 		t.Errorf("failing prelude: err %v, want ErrBatchPrelude with the traceback", err)
 	}
-}
-
-func equalBools(a, b []bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -2,39 +2,19 @@ package harness_test
 
 import (
 	"context"
-	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
-	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/internal/sandboxtest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
-var (
-	bwrapOnce sync.Once
-	bwrapEx   executors.Executor
-	bwrapErr  error
-)
-
 // sandbox is one real bubblewrap executor shared by the package's tests.
-func sandbox(tb testing.TB) executors.Executor {
-	tb.Helper()
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		tb.Skip("skipping: bubblewrap (bwrap) is not installed")
-	}
-	bwrapOnce.Do(func() {
-		bwrapEx, bwrapErr = executors.Open(context.Background(), "bwrap://?pool=2")
-	})
-	if bwrapErr != nil {
-		tb.Fatalf("open bwrap executor: %v", bwrapErr)
-	}
-	return bwrapEx
-}
+func sandbox(tb testing.TB) executors.Executor { return sandboxtest.Shared(tb) }
 
 func mbpp(tests ...string) schema.Problem {
 	return schema.Problem{Query: schema.Query{ID: "t"}, Tests: tests}

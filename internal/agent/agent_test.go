@@ -2,41 +2,23 @@ package agent_test
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/codefeedback/codefeedback/executors"
-	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/executors/env"
 	_ "github.com/codefeedback/codefeedback/executors/env/all"
 	"github.com/codefeedback/codefeedback/internal/agent"
+	"github.com/codefeedback/codefeedback/internal/sandboxtest"
 	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 )
 
-var (
-	exOnce sync.Once
-	exVal  executors.Executor
-	exErr  error
-)
-
 // sandbox is a shared bwrap executor (2 warm instances: the machine has 2 cores).
-func sandbox(tb testing.TB) executors.Executor {
-	tb.Helper()
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		tb.Skip("skipping: bubblewrap (bwrap) is not installed")
-	}
-	exOnce.Do(func() { exVal, exErr = executors.Open(context.Background(), "bwrap://?pool=2") })
-	if exErr != nil {
-		tb.Fatalf("open bwrap: %v", exErr)
-	}
-	return exVal
-}
+func sandbox(tb testing.TB) executors.Executor { return sandboxtest.Shared(tb) }
 
 func client(tb testing.TB, srv *llmtest.Server, cache store.Cache) *llm.Client {
 	tb.Helper()

@@ -3,6 +3,7 @@ package evaluate_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -88,7 +89,7 @@ func TestScriptedModelRefinement(t *testing.T) {
 	for _, r := range rep.Benchmarks[0].Rounds {
 		got = append(got, r.Passed)
 	}
-	if want := []int{5, 10, 10}; !equalInts(got, want) {
+	if want := []int{5, 10, 10}; !slices.Equal(got, want) {
 		t.Fatalf("passed per round = %v, want %v", got, want)
 	}
 	if r := rep.Benchmarks[0].Rounds; r[0].PassAt1 != 50 || r[1].PassAt1 != 100 {
@@ -144,18 +145,6 @@ func TestScriptedModelRefinement(t *testing.T) {
 	if rep2.CachedSamples != len(tasks) || rep2.Benchmarks[0].Rounds[1].Passed != 10 {
 		t.Errorf("resumed: %d cached samples, round 1 passed %d; want %d and 10", rep2.CachedSamples, rep2.Benchmarks[0].Rounds[1].Passed, len(tasks))
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestHumanFeedback: in human and oracle modes the feedback model sees the

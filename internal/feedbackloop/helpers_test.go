@@ -1,14 +1,11 @@
 package feedbackloop
 
 import (
-	"context"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/codefeedback/codefeedback/executors"
-	_ "github.com/codefeedback/codefeedback/executors/bwrap"
-	_ "github.com/codefeedback/codefeedback/executors/docker"
+	"github.com/codefeedback/codefeedback/internal/sandboxtest"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 )
@@ -16,20 +13,7 @@ import (
 // sandbox opens the real sandbox: bubblewrap, or the URL in
 // $CODEFEEDBACK_SIMULATE_SANDBOX (e.g. docker://codefeedback-sandbox:bookworm).
 func sandbox(tb testing.TB, query string) executors.Executor {
-	tb.Helper()
-	url := os.Getenv("CODEFEEDBACK_SIMULATE_SANDBOX")
-	if url == "" {
-		url = "bwrap://"
-	}
-	if query != "" {
-		url += "?" + query
-	}
-	ex, err := executors.Open(context.Background(), url)
-	if err != nil {
-		tb.Fatalf("open sandbox %s: %v", url, err)
-	}
-	tb.Cleanup(func() { ex.Close() })
-	return ex
+	return sandboxtest.Open(tb, "CODEFEEDBACK_SIMULATE_SANDBOX", query)
 }
 
 // fake starts a scripted model and returns a client for it (cached in cache

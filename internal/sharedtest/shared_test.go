@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The shipped binary must not link this test helper, nor the testing
+// The shipped binary must not link this test helper or sandboxtest, nor the testing
 // package it brings (its flags, its ../shared/data default).
 func TestNotLinkedIntoTheBinary(t *testing.T) {
 	goBin, err := exec.LookPath("go")
@@ -18,7 +18,7 @@ func TestNotLinkedIntoTheBinary(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	for _, p := range strings.Fields(string(out)) {
-		if p == "testing" || p == "github.com/codefeedback/codefeedback/internal/sharedtest" {
+		if p == "testing" || p == "github.com/codefeedback/codefeedback/internal/sharedtest" || p == "github.com/codefeedback/codefeedback/internal/sandboxtest" {
 			t.Errorf("cmd/codefeedback links %s", p)
 		}
 	}

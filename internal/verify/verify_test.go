@@ -2,16 +2,15 @@ package verify
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
-	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/internal/feedbackloop"
+	"github.com/codefeedback/codefeedback/internal/sandboxtest"
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
@@ -20,17 +19,7 @@ import (
 )
 
 func sandbox(t testing.TB) executors.Executor {
-	t.Helper()
-	url := os.Getenv("CODEFEEDBACK_VERIFY_SANDBOX")
-	if url == "" {
-		url = "bwrap://"
-	}
-	ex, err := executors.Open(context.Background(), url)
-	if err != nil {
-		t.Fatalf("open sandbox %s: %v", url, err)
-	}
-	t.Cleanup(func() { ex.Close() })
-	return ex
+	return sandboxtest.Open(t, "CODEFEEDBACK_VERIFY_SANDBOX", "")
 }
 
 func msgs(spec ...string) []schema.Message {

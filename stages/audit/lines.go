@@ -243,11 +243,7 @@ func (o LineOptions) codeLineHashes(code string, buf []byte, out []uint64) ([]ui
 	for rest := code; rest != ""; {
 		var l string
 		l, rest, _ = strings.Cut(rest, "\n")
-		buf = normalizeAppend(buf[:0], l)
-		// The view is only read before buf is next written.
-		if n := unsafe.String(unsafe.SliceData(buf), len(buf)); o.Keep(n) {
-			out = append(out, hashString(n))
-		}
+		out, buf = o.lineHash(l, buf, out)
 	}
 	return out, buf
 }
@@ -257,58 +253,80 @@ func (o LineOptions) codeLineHashes(code string, buf []byte, out []uint64) ([]ui
 // order. An unclosed fence runs to the end of the text, as Markdown renders it.
 func FencedBlocks(text string) []string {
 	var blocks []string
-	eachFenced(text, func(b string) { blocks = append(blocks, b) })
-	return blocks
+	for f := (fenceScanner{text: text}); ; {
+		body, ok := f.next()
+		if !ok {
+			return blocks
+		}
+		blocks = append(blocks, body)
+	}
 }
 
-// eachFenced calls fn with the body of every fenced block of text, in
-// order, and reports whether there was one.
-func eachFenced(text string, fn func(string)) bool {
-	found := false
-	in := false
-	var fence string
-	bodyStart := 0
-	for pos := 0; pos < len(text); {
-		end := strings.IndexByte(text[pos:], '\n')
-		next := len(text)
-		if end < 0 {
-			end = len(text)
-		} else {
-			end += pos
-			next = end + 1
+// fenceScanner finds the fenced blocks of a text one at a time, for
+// FencedBlocks and for the check, which hashes each block's lines without
+// building the list.
+type fenceScanner struct {
+	text string
+	pos  int // start of the next line
+}
+
+// next returns the body of the next fenced block, or ok false when there
+// is none. A fence line holds '`' or '~' (a block's closing line, its own
+// fence character), so next jumps from one such byte to the next
+// (IndexByte is vectorised) and reads only their lines, not every line.
+func (f *fenceScanner) next() (body string, ok bool) {
+	text, pos := f.text, f.pos
+	tilde := -2 // the next '~' at or after pos: -2 not looked for yet, -1 none
+	for pos < len(text) {
+		c := strings.IndexByte(text[pos:], '`')
+		if c >= 0 {
+			c += pos
 		}
-		// Most lines do not start with a fence character: skip them
-		// without trimming (TrimSpace scans both ends).
-		if k := firstNonBlank(text, pos, end); k < end && text[k] < utf8.RuneSelf && text[k] != '`' && text[k] != '~' {
-			pos = next
+		// '~' is rare: look for it again only once pos has passed it.
+		if tilde != -1 && tilde < pos {
+			if tilde = strings.IndexByte(text[pos:], '~'); tilde >= 0 {
+				tilde += pos
+			}
+		}
+		if tilde >= 0 && (c < 0 || tilde < c) {
+			c = tilde
+		}
+		if c < 0 {
+			break
+		}
+		start, end, next := lineAround(text, pos, c)
+		pos = next
+		fence := fenceOf(strings.TrimSpace(text[start:end]))
+		if fence == "" {
 			continue
 		}
-		t := strings.TrimSpace(text[pos:end])
-		if !in {
-			if f := fenceOf(t); f != "" {
-				in, fence, bodyStart = true, f, next
+		bodyStart := pos
+		for {
+			c := strings.IndexByte(text[pos:], fence[0])
+			if c < 0 {
+				f.pos = len(text)
+				return text[bodyStart:], bodyStart < len(text)
 			}
-		} else if strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "" {
-			fn(strings.TrimSuffix(text[bodyStart:min(pos, len(text))], "\n"))
-			found = true
-			in = false
+			start, end, next := lineAround(text, pos, pos+c)
+			pos = next
+			if t := strings.TrimSpace(text[start:end]); strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "" {
+				f.pos = pos
+				return strings.TrimSuffix(text[bodyStart:start], "\n"), true
+			}
 		}
-		pos = next
 	}
-	if in && bodyStart < len(text) {
-		fn(text[bodyStart:])
-		found = true
-	}
-	return found
+	f.pos = len(text)
+	return "", false
 }
 
-// firstNonBlank returns the index of the first byte of text[from:to] that
-// is not ASCII white space (to when there is none).
-func firstNonBlank(text string, from, to int) int {
-	for from < to && text[from] < utf8.RuneSelf && asciiSpace[text[from]] {
-		from++
+// lineAround returns the bounds of the line of text holding byte c, which
+// lies at or after from, a line start, and the start of the line after it.
+func lineAround(text string, from, c int) (start, end, next int) {
+	start = from + strings.LastIndexByte(text[from:c], '\n') + 1
+	if end = strings.IndexByte(text[c:], '\n'); end < 0 {
+		return start, len(text), len(text)
 	}
-	return from
+	return start, c + end, c + end + 1
 }
 
 // fenceOf returns the fence run ("```", "~~~~") that opens a code block on
@@ -386,7 +404,7 @@ func codeLike(l string) bool {
 // dialogueLines fills s.lh with the hashes of the kept code lines of
 // DialogueCode(d), block after block, s.wh with the hashes of their
 // w-line windows inside a block and s.blockStart with each window's first
-// line. It reads each turn once, without building DialogueCode's blocks.
+// line, without building DialogueCode's list of blocks.
 func (o LineOptions) dialogueLines(d *schema.Dialogue, w int, s *scratch) {
 	s.lh, s.wh, s.blockStart = s.lh[:0], s.wh[:0], s.blockStart[:0]
 	first := 0
@@ -423,52 +441,19 @@ func (o LineOptions) dialogueLines(d *schema.Dialogue, w int, s *scratch) {
 	}
 }
 
-// fencedLines is eachFenced with codeLineHashes and endBlock for each
-// block, in one pass over the lines: the lines of a block are hashed as
-// they are read. It reports whether text had a block.
+// fencedLines hashes the lines of each fenced block of text and calls
+// endBlock after each block. It reports whether text had a block.
 func (o LineOptions) fencedLines(text string, s *scratch, endBlock func()) bool {
 	found := false
-	in := false
-	var fence string
-	bodyStart := 0
-	for pos := 0; pos < len(text); {
-		end := strings.IndexByte(text[pos:], '\n')
-		next := len(text)
-		if end < 0 {
-			end = len(text)
-		} else {
-			end += pos
-			next = end + 1
+	for f := (fenceScanner{text: text}); ; {
+		body, ok := f.next()
+		if !ok {
+			return found
 		}
-		// As in eachFenced: only a line starting with a fence character
-		// (or a blank or non-ASCII one) can open or close a block.
-		if k := firstNonBlank(text, pos, end); !(k < end && text[k] < utf8.RuneSelf && text[k] != '`' && text[k] != '~') {
-			t := strings.TrimSpace(text[pos:end])
-			if !in {
-				if f := fenceOf(t); f != "" {
-					in, fence, bodyStart = true, f, next
-				}
-				pos = next
-				continue
-			}
-			if strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "" {
-				endBlock()
-				found = true
-				in = false
-				pos = next
-				continue
-			}
-		}
-		if in {
-			s.lh, s.nbuf = o.lineHash(text[pos:end], s.nbuf, s.lh)
-		}
-		pos = next
-	}
-	if in && bodyStart < len(text) {
+		s.lh, s.nbuf = o.codeLineHashes(body, s.nbuf, s.lh)
 		endBlock()
 		found = true
 	}
-	return found
 }
 
 // lineHash appends the hash of line l to out when Keep accepts its

@@ -88,6 +88,12 @@ func TestFencedBlocks(t *testing.T) {
 		{"unclosed runs to end", "```py\nx = 1\n", []string{"x = 1\n"}},
 		{"inline backticks are not a fence", "use ```x``` here\n", nil},
 		{"indented fence", "  ```\n  code\n  ```", []string{"  code"}},
+		{"tilde block holding backticks", "~~~\ns = `a`\n```\n~~~\nafter", []string{"s = `a`\n```"}},
+		{"backtick block holding tildes", "```\nx = ~y\n~~~\n```", []string{"x = ~y\n~~~"}},
+		{"closing line with text is not a fence", "```\na\n``` b\nc\n```", []string{"a\n``` b\nc"}},
+		{"closing after a non-ASCII space", "```\na\n\u00a0```\nb", []string{"a"}},
+		{"fence character mid-line", "x ~~~\n```\ny = 1 # ```\n```", []string{"y = 1 # ```"}},
+		{"fence on the last line", "text\n```", nil},
 	}
 	for _, c := range cases {
 		got := FencedBlocks(c.in)

@@ -41,7 +41,7 @@ func scanTexts(t *testing.T) []string {
 // randomTexts draws texts from pieces where the scanners branch.
 func randomTexts(n int) []string {
 	pieces := []string{"a", "Z", "_", "0", "9", "x1", "abcdefgh", "ABCDEFGHIJ", " ", "  ", "        ", "\t", "\n", "\r\n", "\v", "\f",
-		"(", ")", ":", ".", ",", "==", "'", "\"", "\"\"\"", "'''", "#", "`", "```", "~", "@", "[", "{", "\x7f",
+		"(", ")", ":", ".", ",", "==", "'", "\"", "\"\"\"", "'''", "#", "`", "```", "~", "~~~", "````", "\n```\n", "\n~~~~ py\n", "\n~~~~\n", "@", "[", "{", "\x7f",
 		"é", "ß", "—", "\u00a0", "\u2003", "日本", "\xff", "\xc3", "\x80", "r'", "b\"", "1_000", "3.14", "0x1F", "def ", "return ",
 		"import os", "    x = 1", "print(x)", "# c", "if a:", "else:", "pass"}
 	r := rand.New(rand.NewPCG(7, 11))
@@ -77,11 +77,74 @@ func FuzzScanners(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
 		checkTokens(t, text)
 		checkCodeTokens(t, text)
+		checkFenced(t, text)
 		var got, want []byte
 		for _, l := range strings.Split(text, "\n") {
 			checkLine(t, l, []LineOptions{DefaultLineOptions}, &got, &want)
 		}
 	})
+}
+
+func TestFencedBlocksMatchReference(t *testing.T) {
+	for _, text := range scanTexts(t) {
+		checkFenced(t, text)
+	}
+}
+
+// checkFenced holds FencedBlocks and the check's line hashing, which share
+// fenceScanner, to the line-by-line reference.
+func checkFenced(t *testing.T, text string) {
+	t.Helper()
+	want := refFencedBlocks(text)
+	if got := FencedBlocks(text); !slices.Equal(got, want) {
+		t.Fatalf("FencedBlocks(%q):\n got %q\nwant %q", text, got, want)
+	}
+	o := LineOptions{MinChars: 1}
+	var wantLH []uint64
+	var ends []int
+	for _, b := range want {
+		wantLH, _ = o.codeLineHashes(b, nil, wantLH)
+		ends = append(ends, len(wantLH))
+	}
+	s := newScratch()
+	var gotEnds []int
+	found := o.fencedLines(text, s, func() { gotEnds = append(gotEnds, len(s.lh)) })
+	if found != (len(want) > 0) || !slices.Equal(s.lh, wantLH) || !slices.Equal(gotEnds, ends) {
+		t.Fatalf("fencedLines(%q): found %v, %d lines, blocks ending at %v; want %d blocks, %d lines ending at %v",
+			text, found, len(s.lh), gotEnds, len(want), len(wantLH), ends)
+	}
+}
+
+// refFencedBlocks trims every line and tests it for a fence.
+func refFencedBlocks(text string) []string {
+	var blocks []string
+	in := false
+	var fence string
+	bodyStart := 0
+	for pos := 0; pos < len(text); {
+		end := strings.IndexByte(text[pos:], '\n')
+		next := len(text)
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += pos
+			next = end + 1
+		}
+		t := strings.TrimSpace(text[pos:end])
+		if !in {
+			if f := fenceOf(t); f != "" {
+				in, fence, bodyStart = true, f, next
+			}
+		} else if strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "" {
+			blocks = append(blocks, strings.TrimSuffix(text[bodyStart:pos], "\n"))
+			in = false
+		}
+		pos = next
+	}
+	if in && bodyStart < len(text) {
+		blocks = append(blocks, text[bodyStart:])
+	}
+	return blocks
 }
 
 func refAppendTokens(buf []span, text string) []span {

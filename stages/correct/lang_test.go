@@ -44,10 +44,6 @@ func multiLang(t *testing.T) (map[string]*schema.Problem, map[string]string) {
 	return probs, bugs
 }
 
-func fenced(lang, code string) string {
-	return "Here is the function.\n\n```" + lang + "\n" + code + "```\n"
-}
-
 // TestModelInjectionLanguages drives the model path on problems of
 // data/multilang.jsonl in two compiled languages (C, Go) and a scripted one
 // (JavaScript): each planted bug must fail in the sandbox as its kind (a
@@ -72,33 +68,27 @@ func TestModelInjectionLanguages(t *testing.T) {
 		return &p
 	}
 	cases := []struct {
-		name      string
-		p         *schema.Problem
-		kind      Kind
-		replies   []string
-		discarded string // reason substring, "" = dialogue wanted
-		observed  string
-		fixBy     string
-		analysis  string // a phrase the analysis must hold
+		injectionCase
+		analysis string // a phrase the analysis must hold
 	}{
-		{"c compile error", probs["ml/add/c"], Syntax, []string{fenced("c", "int add(int a, int b) {\n  return a + b\n}\n")},
-			"", "CompileError", "reference", "main.c:2:15: error: expected"},
-		{"c crash", probs["ml/vowels/c"], Runtime, []string{fenced("c", bugs["ml/vowels/c"])},
-			"", "Segmentation fault", "reference", "Segmentation fault"},
-		{"c unchanged", probs["ml/add/c"], Syntax, []string{fenced("c", probs["ml/add/c"].Solution)},
-			"reference solution unchanged", "", "", ""},
-		{"go panic", probs["ml/average/go"], Runtime, []string{fenced("go", bugs["ml/average/go"])},
-			"", "panic", "reference", "index out of range"},
-		{"go logic fixed by model", noRef("ml/add/go"), Logic, []string{fenced("go", bugs["ml/add/go"]),
+		{injectionCase{"c compile error", probs["ml/add/c"], Syntax, []string{fenced("c", "int add(int a, int b) {\n  return a + b\n}\n")},
+			"", "CompileError", "reference"}, "main.c:2:15: error: expected"},
+		{injectionCase{"c crash", probs["ml/vowels/c"], Runtime, []string{fenced("c", bugs["ml/vowels/c"])},
+			"", "Segmentation fault", "reference"}, "Segmentation fault"},
+		{injectionCase{"c unchanged", probs["ml/add/c"], Syntax, []string{fenced("c", probs["ml/add/c"].Solution)},
+			"reference solution unchanged", "", ""}, ""},
+		{injectionCase{"go panic", probs["ml/average/go"], Runtime, []string{fenced("go", bugs["ml/average/go"])},
+			"", "panic", "reference"}, "index out of range"},
+		{injectionCase{"go logic fixed by model", noRef("ml/add/go"), Logic, []string{fenced("go", bugs["ml/add/go"]),
 			"The subtraction should be an addition.\n\n```go\n" + probs["ml/add/go"].Solution + "```"},
-			"", ObservedWrongAnswer, "model", "add(2, 3)"},
-		{"js type error", probs["ml/vowels/javascript"], Type, []string{fenced("javascript", bugs["ml/vowels/javascript"])},
-			"", "TypeError", "reference", "is not a function"},
-		{"js name error", probs["ml/vowels/javascript"], Name, []string{fenced("javascript",
+			"", ObservedWrongAnswer, "model"}, "add(2, 3)"},
+		{injectionCase{"js type error", probs["ml/vowels/javascript"], Type, []string{fenced("javascript", bugs["ml/vowels/javascript"])},
+			"", "TypeError", "reference"}, "is not a function"},
+		{injectionCase{"js name error", probs["ml/vowels/javascript"], Name, []string{fenced("javascript",
 			"function countVowels(s) {\n  let n = 0;\n  for (const c of s) if ('aeiou'.includes(c)) m++;\n  return n;\n}\n")},
-			"", "ReferenceError", "reference", "m is not defined"},
-		{"js wrong kind", probs["ml/vowels/javascript"], Name, []string{fenced("javascript", bugs["ml/vowels/javascript"])},
-			"another kind", "", "", ""},
+			"", "ReferenceError", "reference"}, "m is not defined"},
+		{injectionCase{"js wrong kind", probs["ml/vowels/javascript"], Name, []string{fenced("javascript", bugs["ml/vowels/javascript"])},
+			"another kind", "", ""}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,40 +102,19 @@ func TestModelInjectionLanguages(t *testing.T) {
 				}
 				t.Skipf("no %s toolchain in the sandbox", lang)
 			}
-			srv := llmtest.New(t)
-			srv.Script(func(c llmtest.Call) llmtest.Reply {
-				if c.N > len(tc.replies) {
-					t.Errorf("unexpected model call %d", c.N)
-					return llmtest.Reply{Text: "no more answers"}
-				}
-				return llmtest.Reply{Text: tc.replies[c.N-1]}
-			})
-			g := modelGenerator(t, srv)
 			// Compilers are slow on a loaded machine; the limits only bound.
-			g.Checker.Timeout = 60 * time.Second
-			g.Checker.LoopTimeout = 5 * time.Second
-			d, err := g.Generate(context.Background(), tc.p, tc.kind)
-			reqs := srv.Requests()
-			if len(reqs) == 0 {
-				t.Fatalf("no model call; err %v", err)
-			}
+			d, g, reqs := tc.run(t, func(g *ModelGenerator) {
+				g.Checker.Timeout = 60 * time.Second
+				g.Checker.LoopTimeout = 5 * time.Second
+			})
 			ask := reqs[0].Chat.Messages[0].Content
 			if name := langName(lang); !strings.Contains(ask, "Write a "+name+" solution") || !strings.Contains(ask, "```"+string(lang)+" block") ||
 				!strings.Contains(ask, "at least one "+string(tc.kind)+" error: ") || strings.Contains(ask, "Python") ||
 				strings.Contains(ask, "error: a "+string(tc.kind)+" error") {
 				t.Errorf("injection prompt does not ask for %s code with a %s error:\n%s", name, tc.kind, ask)
 			}
-			if tc.discarded != "" {
-				if !IsDiscarded(err) || !strings.Contains(err.Error(), tc.discarded) {
-					t.Fatalf("got err %v, want a discard for %q", err, tc.discarded)
-				}
+			if d == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.Labels["observed"] != tc.observed || d.Labels["fix_by"] != tc.fixBy || d.Labels["bug_kind"] != string(tc.kind) {
-				t.Errorf("labels %v, want observed %s fix_by %s", d.Labels, tc.observed, tc.fixBy)
 			}
 			if !strings.Contains(d.Messages[0].Content, "```"+string(lang)+"\n"+tc.p.Tests[0]) {
 				t.Errorf("the request does not show the tests in a %s fence:\n%s", lang, d.Messages[0].Content)
@@ -175,10 +144,7 @@ func TestModelInjectionLanguages(t *testing.T) {
 					t.Errorf("the fix prompt does not ask for %s:\n%s", lang, fix)
 				}
 			}
-			if err := Verify(context.Background(), g.Checker, &d); err != nil {
-				t.Errorf("verify: %v", err)
-			}
-			tampered := d
+			tampered := *d
 			tampered.Labels = map[string]string{"bug_kind": string(Logic), "observed": d.Labels["observed"]}
 			if tc.kind != Logic {
 				if err := Verify(context.Background(), g.Checker, &tampered); err == nil || !strings.Contains(err.Error(), "of bug kind") {

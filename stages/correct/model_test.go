@@ -10,19 +10,73 @@ import (
 	"github.com/codefeedback/codefeedback/schema"
 )
 
-func modelGenerator(t *testing.T, srv *llmtest.Server) *ModelGenerator {
+// injectionCase is one run of the model path with a scripted model that
+// gives replies in order: the run is discarded for a reason holding
+// discarded, or ("" there) yields a dialogue labelled with observed and
+// fixBy.
+type injectionCase struct {
+	name      string
+	p         *schema.Problem
+	kind      Kind
+	replies   []string
+	discarded string
+	observed  string
+	fixBy     string
+}
+
+// run drives the case through a ModelGenerator on the test sandbox; tune,
+// when not nil, adjusts the generator first. It fails the test on a model
+// call past the replies, a discard other than the one wanted, an error,
+// labels other than the case's or a dialogue that does not verify on a
+// re-run. It returns the dialogue (nil after the wanted discard), the
+// generator and the requests the model saw.
+func (tc injectionCase) run(t *testing.T, tune func(*ModelGenerator)) (*schema.Dialogue, *ModelGenerator, []llmtest.Recorded) {
 	t.Helper()
+	srv := llmtest.New(t)
+	srv.Script(func(c llmtest.Call) llmtest.Reply {
+		if c.N > len(tc.replies) {
+			t.Errorf("unexpected model call %d", c.N)
+			return llmtest.Reply{Text: "no more answers"}
+		}
+		return llmtest.Reply{Text: tc.replies[c.N-1]}
+	})
 	c, err := llm.New(llm.Config{Stage: "correct", BaseURL: srv.URL, APIKeyEnv: "CODEFEEDBACK_TEST_NO_KEY",
 		Params: llm.Params{Model: "fake-chat"}, MaxAttempts: 1}, llm.Options{HTTPClient: srv.Client()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ex := sandbox(t)
-	return &ModelGenerator{Chat: c, Exec: ex, Checker: &Checker{Exec: ex, LoopTimeout: 1500e6}}
+	g := &ModelGenerator{Chat: c, Exec: ex, Checker: &Checker{Exec: ex, LoopTimeout: 1500e6}}
+	if tune != nil {
+		tune(g)
+	}
+	d, err := g.Generate(context.Background(), tc.p, tc.kind)
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		t.Fatalf("no model call; err %v", err)
+	}
+	if tc.discarded != "" {
+		if !IsDiscarded(err) || !strings.Contains(err.Error(), tc.discarded) {
+			t.Fatalf("got err %v, want a discard for %q", err, tc.discarded)
+		}
+		return nil, g, reqs
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Labels["observed"] != tc.observed || d.Labels["fix_by"] != tc.fixBy || d.Labels["bug_kind"] != string(tc.kind) {
+		t.Errorf("labels %v, want observed %s fix_by %s", d.Labels, tc.observed, tc.fixBy)
+	}
+	if err := Verify(context.Background(), g.Checker, &d); err != nil {
+		t.Errorf("verify: %v", err)
+	}
+	return &d, g, reqs
 }
 
-func answer(code string) string {
-	return "Here is the function.\n\n```python\n" + code + "```\n"
+// fenced is a model's answer: a sentence and the code in a block tagged
+// lang.
+func fenced(lang, code string) string {
+	return "Here is the function.\n\n```" + lang + "\n" + code + "```\n"
 }
 
 // TestModelInjection drives the model path with a scripted fake model: an
@@ -35,54 +89,28 @@ func TestModelInjection(t *testing.T) {
 	noRef := &schema.Problem{Query: withRef.Query, Tests: withRef.Tests}
 	ok := "def add(a, b):\n    return a + b\n"
 	nameBug := "def add(a, b):\n    total = a + b\n    return totl\n"
-	cases := []struct {
-		name      string
-		p         *schema.Problem
-		kind      Kind
-		replies   []string
-		discarded string // reason substring, "" = dialogue wanted
-		observed  string
-		fixBy     string
-	}{
-		{"no bite", withRef, Name, []string{answer(ok)}, "did not fail", ObservedPass, ""},
-		{"wrong kind", withRef, Type, []string{answer(nameBug)}, "another kind", "NameError", ""},
-		{"name with reference", withRef, Name, []string{answer(nameBug)}, "", "NameError", "reference"},
-		{"logic fixed by model", noRef, Logic, []string{answer("def add(a, b):\n    return a - b\n"),
+	cases := []injectionCase{
+		{"no bite", withRef, Name, []string{fenced("python", ok)}, "did not fail", ObservedPass, ""},
+		{"wrong kind", withRef, Type, []string{fenced("python", nameBug)}, "another kind", "NameError", ""},
+		{"name with reference", withRef, Name, []string{fenced("python", nameBug)}, "", "NameError", "reference"},
+		{"logic fixed by model", noRef, Logic, []string{fenced("python", "def add(a, b):\n    return a - b\n"),
 			"The subtraction should be an addition.\n\n```python\n" + ok + "```"}, "", ObservedWrongAnswer, "model"},
-		{"bad model fix", noRef, Logic, []string{answer("def add(a, b):\n    return a - b\n"),
+		{"bad model fix", noRef, Logic, []string{fenced("python", "def add(a, b):\n    return a - b\n"),
 			"Fixed.\n\n```python\ndef add(a, b):\n    return a * b\n```"}, "fix does not pass", ObservedWrongAnswer, ""},
-		{"timeout", withRef, Timeout, []string{answer("def add(a, b):\n    while a != b:\n        a += 0\n    return a + b\n")}, "", ObservedTimeout, "reference"},
+		{"timeout", withRef, Timeout, []string{fenced("python", "def add(a, b):\n    while a != b:\n        a += 0\n    return a + b\n")}, "", ObservedTimeout, "reference"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := llmtest.New(t)
-			srv.Script(func(c llmtest.Call) llmtest.Reply {
-				if c.N > len(tc.replies) {
-					t.Errorf("unexpected model call %d", c.N)
-					return llmtest.Reply{Text: "no more answers"}
-				}
-				return llmtest.Reply{Text: tc.replies[c.N-1]}
-			})
-			g := modelGenerator(t, srv)
-			d, err := g.Generate(context.Background(), tc.p, tc.kind)
-			if tc.discarded != "" {
-				if !IsDiscarded(err) || !strings.Contains(err.Error(), tc.discarded) {
-					t.Fatalf("got err %v, want a discard for %q", err, tc.discarded)
-				}
+			d, g, reqs := tc.run(t, nil)
+			if d == nil {
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			first := srv.Requests()[0].Chat.Messages[0].Content
+			first := reqs[0].Chat.Messages[0].Content
 			if !strings.Contains(first, string(tc.kind)+" error") && !strings.Contains(first, "never ends") {
 				t.Errorf("injection prompt does not ask for a %s error:\n%s", tc.kind, first)
 			}
 			if d.Messages[0].Content != strings.TrimSpace(UserPrompt(tc.p)) {
 				t.Errorf("first user turn %q, want the plain request %q", d.Messages[0].Content, UserPrompt(tc.p))
-			}
-			if d.Labels["observed"] != tc.observed || d.Labels["fix_by"] != tc.fixBy || d.Labels["bug_kind"] != string(tc.kind) {
-				t.Errorf("labels %v, want observed %s fix_by %s", d.Labels, tc.observed, tc.fixBy)
 			}
 			if d.Method != "model-injection" || d.Model != "fake-chat" || d.Prompt == "" {
 				t.Errorf("method/model/prompt %q/%q/%q", d.Method, d.Model, d.Prompt)
@@ -90,11 +118,8 @@ func TestModelInjection(t *testing.T) {
 			if tc.observed == "NameError" && !strings.Contains(d.Messages[2].Content, "NameError: name 'totl' is not defined") {
 				t.Errorf("feedback turn lacks the real error:\n%s", d.Messages[2].Content)
 			}
-			if err := Verify(context.Background(), g.Checker, &d); err != nil {
-				t.Errorf("verify: %v", err)
-			}
 			// A record or label that no longer tells what the run showed is caught.
-			tampered := d
+			tampered := *d
 			tampered.Messages = append([]schema.Message(nil), d.Messages...)
 			rec := *d.Messages[2].Exec
 			rec.Exception = "ValueError"
@@ -102,7 +127,7 @@ func TestModelInjection(t *testing.T) {
 			if err := Verify(context.Background(), g.Checker, &tampered); err == nil || !strings.Contains(err.Error(), "re-run shows") {
 				t.Errorf("verify of a tampered record: %v, want a re-run mismatch", err)
 			}
-			tampered = d
+			tampered = *d
 			tampered.Labels = map[string]string{"bug_kind": string(tc.kind), "observed": "ValueError"}
 			if err := Verify(context.Background(), g.Checker, &tampered); err == nil || !strings.Contains(err.Error(), "labelled ValueError") {
 				t.Errorf("verify of a tampered label: %v, want a label mismatch", err)

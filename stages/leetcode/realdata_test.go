@@ -3,15 +3,13 @@ package leetcode
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/codefeedback/codefeedback/executors"
-	_ "github.com/codefeedback/codefeedback/executors/bwrap"
-	_ "github.com/codefeedback/codefeedback/executors/docker"
 	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/internal/sandboxtest"
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline/embed"
 	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
@@ -21,17 +19,7 @@ import (
 // sandbox opens the real sandbox: bubblewrap, or the URL in
 // $CODEFEEDBACK_LEETCODE_SANDBOX (e.g. docker://codefeedback-sandbox:bookworm).
 func sandbox(tb testing.TB) executors.Executor {
-	tb.Helper()
-	url := os.Getenv("CODEFEEDBACK_LEETCODE_SANDBOX")
-	if url == "" {
-		url = "bwrap://"
-	}
-	ex, err := executors.Open(context.Background(), url)
-	if err != nil {
-		tb.Fatalf("open sandbox %s: %v", url, err)
-	}
-	tb.Cleanup(func() { ex.Close() })
-	return ex
+	return sandboxtest.Open(tb, "CODEFEEDBACK_LEETCODE_SANDBOX", "")
 }
 
 func loadLeetCode(tb testing.TB, rel string) []schema.Problem {

@@ -214,23 +214,10 @@ func JSON(text string, v any) error {
 // honouring JSON strings, or -1.
 func balanced(text string, start int) int {
 	depth := 0
-	inStr, esc := false, false
 	for i := start; i < len(text); i++ {
-		c := text[i]
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
-			continue
-		}
-		switch c {
+		switch text[i] {
 		case '"':
-			inStr = true
+			i = stringEnd(text, i) - 1
 		case '{', '[':
 			depth++
 		case '}', ']':
@@ -243,27 +230,34 @@ func balanced(text string, start int) int {
 	return -1
 }
 
+// stringEnd returns the index just past the JSON string whose opening
+// quote is s[i], or len(s) when it is not closed.
+func stringEnd(s string, i int) int {
+	esc := false
+	for j := i + 1; j < len(s); j++ {
+		switch c := s[j]; {
+		case esc:
+			esc = false
+		case c == '\\':
+			esc = true
+		case c == '"':
+			return j + 1
+		}
+	}
+	return len(s)
+}
+
 // dropTrailingCommas removes commas directly before } or ] outside strings.
 func dropTrailingCommas(s string) (string, bool) {
 	var b bytes.Buffer
 	changed := false
-	inStr, esc := false, false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
-			b.WriteByte(c)
-			continue
-		}
 		if c == '"' {
-			inStr = true
+			j := stringEnd(s, i)
+			b.WriteString(s[i:j])
+			i = j - 1
+			continue
 		}
 		if c == ',' {
 			j := i + 1

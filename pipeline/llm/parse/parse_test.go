@@ -84,6 +84,12 @@ func TestJSON(t *testing.T) {
 			t.Errorf("JSON(%q): got %+v, %v; want %+v", text, got, err, want)
 		}
 	}
+	// Escaped quotes, brackets and ",}" inside a string neither end the
+	// value nor lose their comma; the trailing comma outside goes.
+	var quoted feedback
+	if err := JSON(`Sure! {"feedback": "say \"a,}\" [{\\", "score": 4,} done`, &quoted); err != nil || quoted.Feedback != `say "a,}" [{\` || quoted.Score != 4 {
+		t.Errorf("JSON with escapes in a string: got %+v, %v", quoted, err)
+	}
 	var list []int
 	if err := JSON("The ids are [3, 1, 2].", &list); err != nil || !reflect.DeepEqual(list, []int{3, 1, 2}) {
 		t.Errorf("JSON list: got %v, %v", list, err)
