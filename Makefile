@@ -6,7 +6,7 @@ BIN := bin/codefeedback
 SANDBOX_IMAGE ?= codefeedback-sandbox:bookworm
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test setup setup-run sandbox-image ctf-image image vet bench clean
+.PHONY: build run test setup setup-run sandbox-image ctf-image nl2bash-image image vet bench clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/codefeedback
@@ -66,6 +66,40 @@ ctf-image: sandbox-image
 	  docker commit -c 'LABEL codefeedback.ctf=$(CTF_HASH)' $$cid $(CTF_IMAGE) >/dev/null; docker rm $$cid >/dev/null; \
 	  docker run --rm --network none $(CTF_IMAGE) sh -c 'for t in file xxd strings objdump unzip exiftool fls gdb nc pdftotext hexdump; do command -v $$t >/dev/null || { echo "ctf-image: $$t missing"; exit 1; }; done'; \
 	  echo "ctf image $(CTF_IMAGE) built"; fi
+
+# The system InterCode's Bash (NL2Bash) tasks ran on: its image's package
+# list (docker/nl2bash.Dockerfile: Ubuntu + bash python3 psmisc bsdmainutils
+# cron imagemagick dnsutils git tree net-tools iputils-ping coreutils curl
+# cpio jq; no compiler; plus procps, which its apt pulled in: its trajectories
+# ran uptime and w) on Debian bookworm minbase, debootstrapped into
+# NL2BASH_ROOT (the bwrap driver's system directories for the bash
+# environment: its /usr, /etc, /var; for root under /var/cache, which the
+# sandbox's slot uids can reach, else the user cache) and imported as
+# NL2BASH_IMAGE (the docker driver's), both labelled with a hash of the
+# list; skipped when present. Its system files are made readable by all:
+# InterCode's tasks ran as root and read them (`find /` printed no
+# permission error), while the sandbox's root has no capability.
+NL2BASH_IMAGE ?= codefeedback-sandbox:nl2bash
+NL2BASH_ROOT ?= $(or $(CODEFEEDBACK_NL2BASH_ROOT),$(if $(filter 0,$(shell id -u)),/var/cache,$(or $(XDG_CACHE_HOME),$(HOME)/.cache))/codefeedback/nl2bash/root)
+NL2BASH_PACKAGES := bash,python3,psmisc,bsdmainutils,cron,imagemagick,dnsutils,git,tree,net-tools,iputils-ping,coreutils,curl,cpio,jq,procps
+NL2BASH_HASH := $(shell printf '%s' '$(NL2BASH_PACKAGES)' | sha256sum | cut -c1-12)
+nl2bash-image:
+	@if [ "$$(cat $(NL2BASH_ROOT)/.codefeedback-nl2bash 2>/dev/null)" = "$(NL2BASH_HASH)" ]; then echo "nl2bash root $(NL2BASH_ROOT) present ($(NL2BASH_HASH))"; else \
+	  set -e; mkdir -p $$(dirname $(NL2BASH_ROOT)); dir=$$(mktemp -d -p $$(dirname $(NL2BASH_ROOT))); \
+	  echo "building the nl2bash root $(NL2BASH_ROOT) with debootstrap (packages $(NL2BASH_HASH); a few minutes)"; \
+	  debootstrap --variant=minbase --include=$(NL2BASH_PACKAGES) bookworm $$dir >/tmp/codefeedback-nl2bash.log 2>&1 || { tail -20 /tmp/codefeedback-nl2bash.log; rm -rf $$dir; exit 1; }; \
+	  rm -rf $$dir/var/cache/apt/archives/*.deb $$dir/var/lib/apt/lists/* $$dir/etc/resolv.conf; \
+	  for t in bash python3 git tree convert dig ping jq curl cpio killall cal crontab ifconfig uptime w ps; do chroot $$dir sh -c "command -v $$t" >/dev/null || { echo "nl2bash-image: $$t missing"; rm -rf $$dir; exit 1; }; done; \
+	  ! chroot $$dir sh -c 'command -v cc || command -v c++ || command -v gcc' >/dev/null || { echo "nl2bash-image: a compiler slipped in"; rm -rf $$dir; exit 1; }; \
+	  printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' > $$dir/etc/hosts; \
+	  chmod -R go+rX $$dir/usr $$dir/etc $$dir/var; \
+	  echo $(NL2BASH_HASH) > $$dir/.codefeedback-nl2bash; chmod 755 $$dir; \
+	  rm -rf $(NL2BASH_ROOT).old; [ ! -e $(NL2BASH_ROOT) ] || mv $(NL2BASH_ROOT) $(NL2BASH_ROOT).old; mv $$dir $(NL2BASH_ROOT); rm -rf $(NL2BASH_ROOT).old; \
+	  echo "nl2bash root $(NL2BASH_ROOT) built"; fi
+	@if ! docker info >/dev/null 2>&1; then echo "nl2bash-image: no docker engine; $(NL2BASH_IMAGE) not built (bwrap uses $(NL2BASH_ROOT))"; \
+	elif [ "$$(docker image inspect -f '{{index .Config.Labels "codefeedback.nl2bash"}}' $(NL2BASH_IMAGE) 2>/dev/null)" = "$(NL2BASH_HASH)" ]; then echo "nl2bash image $(NL2BASH_IMAGE) present ($(NL2BASH_HASH))"; else \
+	  tar -C $(NL2BASH_ROOT) --exclude=./.codefeedback-nl2bash -c . | docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' -c 'LABEL codefeedback.nl2bash=$(NL2BASH_HASH)' - $(NL2BASH_IMAGE) >/dev/null; \
+	  echo "nl2bash image $(NL2BASH_IMAGE) built"; fi
 
 # codefeedback itself as an image (for the Kubernetes and Slurm examples),
 # built offline like the sandbox image: debootstrap of Debian minbase with

@@ -139,10 +139,17 @@ type SessionOptions struct {
 // /etc, /sys and /tmp over it, creating those mount points (and the /bin,
 // /sbin, /lib links into /usr) in the directory. Drivers that cannot
 // refuse it with ErrNoRootMount.
+//
+// System (Target "/") names a root file system (a debootstrap, an exported
+// image) whose /usr, /etc and /var the sandbox gets, read-only, instead of
+// the driver's own: an InterCode task must see its image's tools, not the
+// host's. Drivers whose system comes from an image refuse it with
+// ErrNoRootMount.
 type Mount struct {
 	Source   string // absolute host path
 	Target   string // absolute path in the sandbox, outside its system directories and /tmp
 	ReadOnly bool
+	System   bool
 }
 
 // ErrNoMounts: the driver cannot bind host directories into a session.
@@ -169,6 +176,9 @@ func (m Mount) Validate() error {
 	}
 	if m.Target == "/" {
 		return nil
+	}
+	if m.System {
+		return fmt.Errorf("executors: system mount %s -> %s: want target /", m.Source, m.Target)
 	}
 	for _, r := range reservedTargets {
 		if m.Target == r || strings.HasPrefix(m.Target, r+"/") {

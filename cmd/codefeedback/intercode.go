@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"path/filepath"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/env"
 	_ "github.com/codefeedback/codefeedback/executors/env/all"
+	"github.com/codefeedback/codefeedback/executors/env/bashenv"
 	"github.com/codefeedback/codefeedback/executors/env/icdata"
 )
 
@@ -89,6 +91,8 @@ type replayOptions struct {
 	Backend string
 	Order   string
 	Shell   string
+	System  string
+	Age     string
 	Limit   int
 	Out     string
 	JSON    bool
@@ -108,6 +112,8 @@ func replayCommand() *cli.Command {
 			&cli.StringFlag{Name: "sql-backend", Value: "mariadb", Usage: "sql: mariadb (InterCode's MySQL semantics) or sqlite", Destination: &o.Backend},
 			&cli.StringFlag{Name: "sql-order", Value: "ordered", Usage: "sql: apply the rank correlation only where the gold has ORDER BY (ordered), or always as InterCode's code does (always; MariaDB orders GROUP BY results unlike InterCode's MySQL 8)", Destination: &o.Order},
 			&cli.StringFlag{Name: "bash-shell", Value: "intercode", Usage: "bash: run each action as InterCode did (intercode: its own `/bin/bash -c \"ACTION\"` split by shlex, only cd carried over) or in our persistent shell (session)", Destination: &o.Shell},
+			&cli.StringFlag{Name: "bash-system", Usage: "bash on bwrap: the system root whose /usr, /etc, /var the tasks see (default: the one `make nl2bash-image` builds, else the host's; host: the host's)", Destination: &o.System},
+			&cli.StringFlag{Name: "bash-age", Usage: "bash: how long before the run the task's files were made (e.g. 21m, as InterCode's fs_3 image was built before its run; default 0)", Destination: &o.Age},
 			&cli.IntFlag{Name: "limit", Usage: "replay only the first N trajectories", Destination: &o.Limit},
 			&cli.StringFlag{Name: "out", Usage: "write our re-executed trajectories here (InterCode's format)", Destination: &o.Out},
 			&cli.BoolFlag{Name: "json", Usage: "print the per-trajectory results as JSON lines", Destination: &o.JSON},
@@ -159,14 +165,14 @@ func runReplay(ctx context.Context, o replayOptions, path string, w, progress io
 	if err != nil {
 		return fmt.Errorf("replay: %w (run `codefeedback intercode fetch` first, or pass --data/--tasks)", err)
 	}
-	raw, err := executors.WithDefaults(env.ExecutorURL(envName, o.Driver), "pool", "2")
+	raw, err := executors.WithDefaults(o.Driver, "pool", "2")
 	if err == nil {
 		err = executors.Check(raw)
 	}
 	if err != nil {
 		return withCode(exitUsage, fmt.Errorf("replay: --executor: %w", err))
 	}
-	ex, err := executors.Open(ctx, raw)
+	ex, err := openEnvExecutor(ctx, envName, raw, progress)
 	if err != nil {
 		return err
 	}
@@ -176,7 +182,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, w, progress io
 	case "sql":
 		params["backend"], params["order"] = o.Backend, o.Order
 	case "bash":
-		params["shell"] = o.Shell
+		params["shell"], params["system"], params["age"] = o.Shell, o.System, o.Age
 	}
 	e, err := env.Open(ctx, envName, ex, env.Options{Params: params})
 	if err != nil {
@@ -252,4 +258,37 @@ func clip(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// openEnvExecutor opens the executor for envName: ctf on docker runs the
+// CTF image (env.ExecutorURL), bash on docker the NL2Bash image (`make
+// nl2bash-image`: the tools InterCode's Bash image had, no compiler), or,
+// where that image is missing, the one the user named, with a warning.
+func openEnvExecutor(ctx context.Context, envName, raw string, warn io.Writer) (executors.Executor, error) {
+	u := env.ExecutorURL(envName, raw)
+	if envName == "bash" {
+		u = withDockerImage(raw, bashenv.Image)
+	}
+	ex, err := executors.Open(ctx, u)
+	if err == nil || u == raw {
+		return ex, err
+	}
+	if envName != "bash" {
+		return nil, err
+	}
+	fmt.Fprintf(warn, "warning: %v; bash tasks run on %s (%s builds InterCode's image)\n", err, raw, bashenv.SystemRootTarget)
+	return executors.Open(ctx, raw)
+}
+
+// withDockerImage names image in a docker URL that names none.
+func withDockerImage(raw, image string) string {
+	u, err := executors.ParseURL(raw)
+	if err != nil || u.Scheme != "docker" || u.Host != "" || u.Path != "" || u.Opaque != "" {
+		return raw
+	}
+	if q, _ := url.ParseQuery(u.RawQuery); q.Get("image") != "" {
+		return raw
+	}
+	u.Host = image
+	return executors.FormatURL(u)
 }

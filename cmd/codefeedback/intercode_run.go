@@ -128,18 +128,20 @@ func runIntercode(ctx context.Context, o intercodeRunOptions, stdout, stderr io.
 	if err != nil {
 		return withCode(2, err)
 	}
-	driver := o.Driver
-	if len(tasks) > 0 && allEnv(tasks, tasks[0].Env) {
-		driver = env.ExecutorURL(tasks[0].Env, driver) // ctf on docker: the CTF image
-	}
-	raw, err := executors.WithDefaults(driver, "pool", strconv.Itoa(o.Concurrency))
+	raw, err := executors.WithDefaults(o.Driver, "pool", strconv.Itoa(o.Concurrency))
 	if err == nil {
 		err = executors.Check(raw)
 	}
 	if err != nil {
 		return withCode(2, fmt.Errorf("intercode run: --executor: %w", err))
 	}
-	ex, err := executors.Open(ctx, raw)
+	var ex executors.Executor
+	if len(tasks) > 0 && allEnv(tasks, tasks[0].Env) {
+		// ctf on docker: the CTF image; bash: the NL2Bash image
+		ex, err = openEnvExecutor(ctx, tasks[0].Env, raw, os.Stderr)
+	} else {
+		ex, err = executors.Open(ctx, raw)
+	}
 	if err != nil {
 		return fmt.Errorf("intercode run: sandbox: %w", err)
 	}

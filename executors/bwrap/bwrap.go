@@ -2,7 +2,9 @@
 // process with every namespace unshared (no network but a downed loopback),
 // a read-only /usr, a private size-limited tmpfs /tmp, a fresh /proc and
 // /dev, no host environment and no capabilities. The shared runner and pool
-// in package executors do the rest.
+// in package executors do the rest. A session may take its /usr, /etc and
+// /var from a system root instead of the host (executors.Mount.System: the
+// InterCode Bash tasks' own userland), read-only as the host's are.
 //
 // When the host process is root, bwrap is started as an unprivileged uid per
 // pool slot (a block of uids reserved per executor from FirstSlotUID, see
@@ -290,7 +292,7 @@ func (l *Launcher) ArgsMounts(argv []string, mounts []executors.Mount) []string 
 }
 
 func (l *Launcher) args(argv []string, cg *cgroup, mounts []executors.Mount) []string {
-	root, mounts := splitRoot(mounts)
+	root, sys, mounts := splitRoot(mounts)
 	a := []string{
 		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
 		// The runner is pid 1: the kernel drops signals its children send
@@ -310,29 +312,51 @@ func (l *Launcher) args(argv []string, cg *cgroup, mounts []executors.Mount) []s
 		uid = "0"
 	}
 	a = append(a, "--uid", uid, "--gid", uid, "--hostname", "sandbox")
+	// usr is the sandbox's /usr: the host's, or a system root's (whose
+	// path the slot's uid must reach, as any mount source's).
+	usr := []string{"--ro-bind", "/usr", "/usr"}
+	if sys != nil {
+		usr = []string{"--ro-bind", filepath.Join(sys.Source, "usr"), "/usr"}
+	}
 	if root != nil {
 		// The caller's directory is /, mounted first so that everything
 		// below lands on it; /etc and /sys are the sandbox's own (read-only
-		// tmpfs), so nothing written there reaches the caller's directory.
-		// The /bin, /sbin, /lib links are already there (prepareRoot):
-		// bwrap 0.8's --symlink fails on an existing link.
+		// tmpfs, or the system root's read-only /etc), so nothing written
+		// there reaches the caller's directory. The /bin, /sbin, /lib links
+		// are already there (prepareRoot): bwrap 0.8's --symlink fails on an
+		// existing link.
 		op := "--bind"
 		if root.ReadOnly {
 			op = "--ro-bind"
 		}
-		a = append(a, op, root.Source, "/", "--ro-bind", "/usr", "/usr", "--tmpfs", "/etc", "--tmpfs", "/sys")
+		a = append(a, op, root.Source, "/")
+		a = append(a, usr...)
+		if sys == nil {
+			a = append(a, "--tmpfs", "/etc")
+		}
+		a = append(a, "--tmpfs", "/sys")
 	} else {
-		a = append(a, "--ro-bind", "/usr", "/usr")
+		a = append(a, usr...)
 		for _, ln := range usrLinks() {
 			a = append(a, "--symlink", "usr/"+ln, "/"+ln)
 		}
 	}
-	// /etc/java-*: the JDK's own configuration (java.security is a symlink
-	// into it); public files the JVM refuses to start without.
-	for _, f := range []string{"/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl/openssl.cnf", "/etc/java-17-openjdk"} {
-		a = append(a, "--ro-bind-try", f, f)
+	if sys != nil {
+		// The system root's own /etc and /var: its passwd, ld.so.cache,
+		// /var/log. Only name resolution is replaced, so it reads the hosts
+		// file and nothing else.
+		a = append(a, "--ro-bind", filepath.Join(sys.Source, "etc"), "/etc", "--ro-bind", filepath.Join(sys.Source, "var"), "/var")
+	} else {
+		// /etc/java-*: the JDK's own configuration (java.security is a symlink
+		// into it); public files the JVM refuses to start without.
+		for _, f := range []string{"/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives", "/etc/ssl/openssl.cnf", "/etc/java-17-openjdk"} {
+			a = append(a, "--ro-bind-try", f, f)
+		}
 	}
 	for i, f := range etcFiles {
+		if sys != nil && !sysEtc(sys.Source, f.name) {
+			continue
+		}
 		a = append(a, "--ro-bind-data", etcFD(i), "/etc/"+f.name)
 	}
 	if seccompFilter != nil {
@@ -366,10 +390,25 @@ func (l *Launcher) args(argv []string, cg *cgroup, mounts []executors.Mount) []s
 	if root == nil {
 		a = append(a, "--remount-ro", "/")
 	} else {
-		a = append(a, "--remount-ro", "/etc", "--remount-ro", "/sys")
+		if sys == nil {
+			a = append(a, "--remount-ro", "/etc")
+		}
+		a = append(a, "--remount-ro", "/sys")
 	}
 	a = append(a, "--chdir", "/tmp", "--")
 	return append(a, argv...)
+}
+
+// sysEtc reports whether the system root has /etc/name, which an
+// etcFiles entry may then replace: its passwd and group are the system's
+// own (its users, as in its image), so only the name-resolution files
+// are replaced.
+func sysEtc(sysRoot, name string) bool {
+	if name == "passwd" || name == "group" {
+		return false
+	}
+	st, err := os.Lstat(filepath.Join(sysRoot, "etc", name))
+	return err == nil && st.Mode().IsRegular()
 }
 
 // usrLinks are the top-level links into /usr the sandbox gets (merged /usr).
@@ -382,18 +421,19 @@ func usrLinks() []string {
 }
 
 // splitRoot separates a mount whose target is / (the sandbox's root file
-// system) from the others.
-func splitRoot(mounts []executors.Mount) (*executors.Mount, []executors.Mount) {
-	var root *executors.Mount
-	var rest []executors.Mount
+// system) and a system root (Mount.System) from the others.
+func splitRoot(mounts []executors.Mount) (root, sys *executors.Mount, rest []executors.Mount) {
 	for i := range mounts {
-		if mounts[i].Target == "/" {
+		switch {
+		case mounts[i].System:
+			sys = &mounts[i]
+		case mounts[i].Target == "/":
 			root = &mounts[i]
-			continue
+		default:
+			rest = append(rest, mounts[i])
 		}
-		rest = append(rest, mounts[i])
 	}
-	return root, rest
+	return root, sys, rest
 }
 
 // rootDirs are the mount points args puts in a root directory.
@@ -403,8 +443,12 @@ var rootDirs = []string{"usr", "proc", "dev", "tmp", "etc", "sys"}
 // needs are directories and the links into /usr are links, whatever a
 // previous sandbox on that directory left there (bwrap would otherwise
 // follow or fail on them). Nothing runs on dir meanwhile.
-func prepareRoot(dir string) error {
-	for _, n := range rootDirs {
+func prepareRoot(dir string, sys bool) error {
+	dirs := rootDirs
+	if sys {
+		dirs = append(dirs[:len(dirs):len(dirs)], "var") // the system root's /var
+	}
+	for _, n := range dirs {
 		p := filepath.Join(dir, n)
 		if st, err := os.Lstat(p); err == nil && st.IsDir() {
 			continue
@@ -486,8 +530,8 @@ func (l *Launcher) LaunchMounts(ctx context.Context, slot int, argv []string, mo
 			return nil, fmt.Errorf("bwrap: %w", err)
 		}
 	}
-	if root, _ := splitRoot(mounts); root != nil {
-		if err := prepareRoot(root.Source); err != nil {
+	if root, sys, _ := splitRoot(mounts); root != nil {
+		if err := prepareRoot(root.Source, sys != nil); err != nil {
 			removeCgroup(cg)
 			return nil, err
 		}

@@ -4,14 +4,23 @@
 // the template, re-copying only the entries the last episode changed
 // (inode state, see tree.go).
 //
+// Tasks run on InterCode's userland, not the host's: `make nl2bash-image`
+// debootstraps its image's package list (no compiler, no database server)
+// into a system root (SystemRoot: /var/cache/codefeedback/nl2bash/root for
+// root, else the user cache, or $CODEFEEDBACK_NL2BASH_ROOT) and imports it
+// as the docker image Image. On bwrap the sandbox's /usr, /etc and /var are
+// that root's, read-only (executors.Mount.System); Params{"system": "host"}
+// or a missing root runs on the host's /usr, the latter with a one-line
+// warning. The setup script runs on it too, as InterCode's image build did.
+//
 // Where the driver can mount a host directory as the sandbox's / (bwrap),
 // the replica is the whole root the setup script left (/testbed, /system,
 // fs_1's /index.html, the image's empty /root, /home...), and the sandbox
 // runs as uid 0 of its user namespace with no capability, as InterCode's
 // container runs as root: `ln -s X /`, `tar czf x.tgz` in / or `mv
 // /workspace/* /` land in the episode's replica, are compared, and are gone
-// in the next episode. The driver's own /usr, /etc, /sys (read-only) and
-// /tmp (private tmpfs) are mounted over it, so nothing reaches the host's.
+// in the next episode. The system directories and /tmp (private tmpfs) are
+// mounted over it, so nothing reaches the host's or the system root.
 // Elsewhere (docker) only the task paths (/testbed, /system, /workspace,
 // /backup) are writable host directories bound in.
 //
@@ -33,28 +42,40 @@
 // (not root), replicas are plain directories, bounded per file only, and a
 // warning says so (scratch.go).
 //
-// Replaying InterCode's published GPT-4 trajectories (fs_1..fs_4, bwrap;
-// README) gives 101 successes where InterCode logged 97; success agrees on
-// 192 of 200. The 8 that differ depend on the machine or on InterCode's
-// pace, none on the reward rule:
-//   - the network: `curl`, `dig` answered there (fs_2 #49, fs_4 #1);
-//   - the host's /usr on bwrap: c++ and MariaDB's /usr/share/mysql are
-//     installed here, not in InterCode's image (fs_4 #2, fs_3 #24);
+// Replaying InterCode's published GPT-4 trajectories (fs_1..fs_4, bwrap,
+// shell "intercode"; README) gives 99 successes where InterCode logged 97
+// (101 on the host's /usr); success agrees on 192 of 200. The 8 that
+// differ, none on the reward rule:
+//   - the replica's file system: `df .` names each replica's loop device
+//     (scratch.go), the agent's and the gold's differ; InterCode's both
+//     said overlay (fs_4 #16; it agreed on tmpfs replicas): 1;
+//   - the network, which untrusted code never reaches: `curl`, `dig`
+//     answered there (fs_2 #49, fs_4 #1, #12): 3;
+//   - the uptime: `uptime | awk '{print $10}'` picks the 15-minute load
+//     here, as the gold's `w` does, another field on InterCode's
+//     long-running host (fs_4 #25): 1;
 //   - /usr is read-only (bubblewrap 0.8 has no overlay): `cp -r /workspace
-//     /usr` fails here; InterCode's succeeded, uncompared (fs_3 #32);
-//   - the load average and uptime (fs_4 #25);
-//   - what the sandbox may not read: `find` from / prints permission
-//     errors for /proc/1 and host-private directories (fs_1 #30);
-//   - file times: InterCode's containers carry every earlier `git reset
-//     --hard` (restored files get its time; with shell "intercode" a resync
-//     does the same, and the gold runs again at every reward as there), but
-//     its run took an hour and our replay minutes, so `-mmin +5` sees other
-//     files (fs_2 #18).
+//     /usr` fails here; InterCode's succeeded, uncompared (fs_3 #32): 1;
+//   - InterCode's pace: its run took an hour and our replay minutes, so
+//     `-mmin +5` sees other files restored by earlier resets (fs_2 #18): 1;
+//   - the gold's output in InterCode's container: `find -name '*php' |
+//     xargs cat | wc -l` from / counted other files there (fs_1 #21): 1.
 //
-// Also different, not seen in that replay: /tmp is the sandbox's own tmpfs,
-// not compared (InterCode's is part of its root and listed by git status);
-// names InterCode's .gitignore lists are ignored only at the top level
-// (git ignores /testbed/x/bin too).
+// A writable /usr needs an overlay over the system root per episode, which
+// bwrap 0.8 cannot mount. Mounting one before bwrap, in a user and mount
+// namespace of the slot's own (`unshare -Urm`, upper directory beside the
+// episode's replica), works on this kernel, but the sandbox's root still
+// cannot write through it: the system root's directories belong to the
+// host's root, which is not mapped into the sandbox's user namespace, and
+// making them writable by others would expose the shared root. An
+// idmapped mount of the system root would solve it; not built. Also different, not seen in that replay: /tmp is the
+// sandbox's own tmpfs, not compared (InterCode's is part of its root and
+// listed by git status); names InterCode's .gitignore lists are ignored
+// only at the top level (git ignores /testbed/x/bin too); files are owned
+// by nobody where InterCode's were root's (the system root is not mapped
+// into the sandbox's user namespace); InterCode's image is Ubuntu with its
+// apt's Recommends, ours Debian with procps added (its trajectories ran
+// uptime and w) and nothing else.
 //
 // Registers the "bash" environment and the "nl2bash" loader.
 package bashenv
@@ -100,9 +121,11 @@ type Env struct {
 	agent    *side
 	gold     *side
 
-	shell   string // ShellSession or ShellInterCode
-	workdir string // InterCode's tracked working directory (shell: intercode)
-	rootFS  int    // 1: the driver mounts a replica as the sandbox's /; -1: task paths only; 0: not yet known
+	shell   string        // ShellSession or ShellInterCode
+	sys     SystemRoot    // the system directories of a root replica (bwrap); Dir "" is the driver's own
+	age     time.Duration // how long before a sandbox opens its file system was built (Params "age")
+	workdir string        // InterCode's tracked working directory (shell: intercode)
+	rootFS  int           // 1: the driver mounts a replica as the sandbox's /; -1: task paths only; 0: not yet known
 
 	task    env.Task
 	lastObs string
@@ -161,6 +184,14 @@ func New(ex executors.Executor, opts env.Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bashenv: %w", err)
 	}
+	var age time.Duration
+	sys, err := systemFor(opts.Params["system"])
+	if err == nil {
+		age, err = imageAge(opts.Params["age"])
+	}
+	if err != nil {
+		return nil, err
+	}
 	// Replicas live in areas of bounded size (scratch.go): tmpfs, where a
 	// fresh copy costs memory bandwidth, not disk writes; for shell
 	// "intercode" ext4, as InterCode's overlay is: a directory's size
@@ -176,7 +207,29 @@ func New(ex executors.Executor, opts env.Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bashenv: %w", err)
 	}
-	return &Env{ex: ex, opts: opts, base: sc.dir, scratch: sc, shell: shell, cacheDir: filepath.Join(cache, "bash"), variants: map[string]*variant{}}, nil
+	return &Env{ex: ex, opts: opts, base: sc.dir, scratch: sc, shell: shell, sys: sys, age: age, cacheDir: filepath.Join(cache, "bash"), variants: map[string]*variant{}}, nil
+}
+
+// ImageAge is how long before its run InterCode's image was built: fs_3's
+// trajectories list /backup and /workspace's files at 09:43 and the
+// container's /dev at 10:04 (`ls -l /`, fs_3 #33), 21 minutes apart (fs_4's
+// were built the minute its run began). Params{"age": "21m"} gives the
+// setup script's files that age when a sandbox opens. It is not the
+// default: replaying fs_2 and fs_3 with it changed no success and no step
+// agreement beyond noise (589 of 644 steps agree either way; README).
+const ImageAge = 21 * time.Minute
+
+// imageAge resolves Params["age"]: a duration; none is 0 (the files were
+// made just before the first episode).
+func imageAge(param string) (time.Duration, error) {
+	if param == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(param)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("bashenv: age %q: want a duration such as 21m", param)
+	}
+	return d, nil
 }
 
 // ScratchDir is where an Env's base directory (the mount points of its
@@ -297,7 +350,7 @@ func (e *Env) openSide(ctx context.Context, name string, v *variant) (*side, err
 	}
 	var mounts []executors.Mount
 	if v.root {
-		mounts = []executors.Mount{{Source: dir, Target: "/"}}
+		mounts = e.rootMounts(dir)
 	} else {
 		for _, n := range v.names {
 			p := filepath.Join(dir, n)
@@ -321,7 +374,7 @@ func (e *Env) openSide(ctx context.Context, name string, v *variant) (*side, err
 			}
 		}
 	}
-	sd := &side{s: s, rep: &replica{tpl: v.tpl, dir: dir, names: v.names, root: v.root, uid: uid, gid: gid, retime: v.built.since(time.Now()), gitTimes: e.shell == ShellInterCode}}
+	sd := &side{s: s, rep: &replica{tpl: v.tpl, dir: dir, names: v.names, root: v.root, uid: uid, gid: gid, retime: v.built.since(time.Now().Add(-e.age)), gitTimes: e.shell == ShellInterCode}}
 	if err := sd.reset(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -375,7 +428,9 @@ func (e *Env) variant(ctx context.Context, script string) (*variant, error) {
 	}
 	layout := templateLayout
 	if root {
-		layout = rootLayout
+		// The system's tools are the setup script's (InterCode's image
+		// build ran it with its image's).
+		layout = rootLayout + "\x00" + e.sys.Hash
 	}
 	sum := sha256.Sum256([]byte(layout + "\x00" + script))
 	key := hex.EncodeToString(sum[:8])
@@ -485,6 +540,16 @@ func topNames(dir string) ([]string, error) {
 	return out, nil
 }
 
+// rootMounts are the mounts of a sandbox whose / is dir: the system
+// root's directories over it where one is used.
+func (e *Env) rootMounts(dir string) []executors.Mount {
+	ms := []executors.Mount{{Source: dir, Target: "/"}}
+	if e.sys.Dir != "" {
+		ms = append(ms, executors.Mount{Source: e.sys.Dir, Target: "/", ReadOnly: true, System: true})
+	}
+	return ms
+}
+
 // buildRoot runs the setup script in a sandbox whose / is an empty
 // directory, as InterCode's image build does, and keeps everything it left
 // outside the driver's mount points (in tmp/root), without empty
@@ -504,26 +569,8 @@ func (e *Env) buildRoot(ctx context.Context, script, tmp string) error {
 	}
 	w := buildWindow{Start: time.Now()}
 	if strings.TrimSpace(script) != "" {
-		s, err := e.ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: executors.Limits{Timeout: BuildTimeout}, Mounts: []executors.Mount{{Source: dir, Target: "/"}}})
-		if err != nil {
-			return fmt.Errorf("opening a sandbox: %w", err)
-		}
-		if o, ok := s.(executors.SandboxOwner); ok && os.Geteuid() == 0 {
-			uid, gid := o.SandboxOwner()
-			if err := os.Chown(dir, uid, gid); err != nil {
-				s.Close()
-				return err
-			}
-		}
-		w.Start = time.Now()
-		res, err := s.Exec(ctx, "cd /\n"+script)
-		w.End = time.Now()
-		s.Close()
-		if err != nil {
-			return fmt.Errorf("running the setup script: %w", err)
-		}
-		if res.TimedOut {
-			return errors.New("the setup script timed out")
+		if w, err = e.runSetup(ctx, script, e.rootMounts(dir), []string{dir}); err != nil {
+			return err
 		}
 		ents, err := os.ReadDir(dir)
 		if err != nil {
@@ -550,6 +597,35 @@ func (e *Env) buildRoot(ctx context.Context, script, tmp string) error {
 	return os.WriteFile(filepath.Join(tmp, builtFile), b, 0o644)
 }
 
+// runSetup runs a setup script from / in a sandbox with mounts, owned
+// (the directories in own, as root) by the sandbox's user, and returns
+// when it ran.
+func (e *Env) runSetup(ctx context.Context, script string, mounts []executors.Mount, own []string) (buildWindow, error) {
+	s, err := e.ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: executors.Limits{Timeout: BuildTimeout}, Mounts: mounts})
+	if err != nil {
+		return buildWindow{}, fmt.Errorf("opening a sandbox: %w", err)
+	}
+	defer s.Close()
+	if o, ok := s.(executors.SandboxOwner); ok && os.Geteuid() == 0 {
+		uid, gid := o.SandboxOwner()
+		for _, d := range own {
+			if err := os.Chown(d, uid, gid); err != nil {
+				return buildWindow{}, err
+			}
+		}
+	}
+	w := buildWindow{Start: time.Now()}
+	res, err := s.Exec(ctx, "cd /\n"+script)
+	w.End = time.Now()
+	if err != nil {
+		return w, fmt.Errorf("running the setup script: %w", err)
+	}
+	if res.TimedOut {
+		return w, errors.New("the setup script timed out")
+	}
+	return w, nil
+}
+
 // builtFile records a template's buildWindow.
 const builtFile = ".built"
 
@@ -569,35 +645,18 @@ func (e *Env) build(ctx context.Context, script string, names []string, tmp stri
 		return err
 	}
 	var mounts []executors.Mount
+	var own []string
 	for _, n := range names {
 		p := filepath.Join(dir, n)
 		if err := os.Mkdir(p, 0o755); err != nil {
 			return err
 		}
 		mounts = append(mounts, executors.Mount{Source: p, Target: "/" + n})
+		own = append(own, p)
 	}
-	s, err := e.ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: executors.Limits{Timeout: BuildTimeout}, Mounts: mounts})
+	w, err := e.runSetup(ctx, script, mounts, own)
 	if err != nil {
-		return fmt.Errorf("opening a sandbox: %w", err)
-	}
-	if o, ok := s.(executors.SandboxOwner); ok && os.Geteuid() == 0 {
-		uid, gid := o.SandboxOwner()
-		for _, n := range names {
-			if err := os.Chown(filepath.Join(dir, n), uid, gid); err != nil {
-				s.Close()
-				return err
-			}
-		}
-	}
-	w := buildWindow{Start: time.Now()}
-	res, err := s.Exec(ctx, "cd /\n"+script)
-	w.End = time.Now()
-	s.Close()
-	if err != nil {
-		return fmt.Errorf("running the setup script: %w", err)
-	}
-	if res.TimedOut {
-		return errors.New("the setup script timed out")
+		return err
 	}
 	for _, n := range names {
 		if err := copyTree(filepath.Join(dir, n), filepath.Join(tmp, n), -1, -1, nil); err != nil {

@@ -43,7 +43,16 @@ type CTF struct {
 
 // NewCTF returns a CTF environment over ex (whose driver must support mounts).
 func NewCTF(ex executors.Executor, opts env.Options) (*CTF, error) {
-	e, err := New(ex, opts) // for its directories
+	// New for its directories only: CTF tasks run on the driver's own
+	// system (the CTF tools), not on the NL2Bash system root.
+	params := map[string]string{"system": "host"}
+	for k, v := range opts.Params {
+		if k != "system" {
+			params[k] = v
+		}
+	}
+	opts.Params = params
+	e, err := New(ex, opts)
 	if err != nil {
 		return nil, err
 	}
