@@ -553,7 +553,6 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
-
 // cleanStale removes the base directories in parent whose lock is free
 // (their process died without Close), detaching their mounts first. Base
 // directories without a lock (older versions, or being made) are left.
