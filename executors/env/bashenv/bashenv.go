@@ -43,17 +43,16 @@
 // warning says so (scratch.go).
 //
 // Replaying InterCode's published GPT-4 trajectories (fs_1..fs_4, bwrap,
-// shell "intercode"; README) gives 99 successes where InterCode logged 97
-// (101 on the host's /usr); success agrees on 192 of 200. The 8 that
-// differ, none on the reward rule:
-//   - the replica's file system: `df .` names each replica's loop device
-//     (scratch.go), the agent's and the gold's differ; InterCode's both
-//     said overlay (fs_4 #16; it agreed on tmpfs replicas): 1;
+// shell "intercode"; README) gives 100 successes where InterCode logged 97
+// (101 on the host's /usr, 99 in a run under load); success agrees on 193
+// of 200. Every replica's mount is named "overlay" as InterCode's / was,
+// so `df .` prints the same for the agent and the gold (fs_4 #16 differed
+// while it printed their loop devices). The 7 that differ, none on the
+// reward rule:
 //   - the network, which untrusted code never reaches: `curl`, `dig`
 //     answered there (fs_2 #49, fs_4 #1, #12): 3;
-//   - the uptime: `uptime | awk '{print $10}'` picks the 15-minute load
-//     here, as the gold's `w` does, another field on InterCode's
-//     long-running host (fs_4 #25): 1;
+//   - the load average: the agent's /proc/loadavg field against the gold's
+//     `w`, equal or not by the machine's load (fs_4 #25): 1;
 //   - /usr is read-only (bubblewrap 0.8 has no overlay): `cp -r /workspace
 //     /usr` fails here; InterCode's succeeded, uncompared (fs_3 #32): 1;
 //   - InterCode's pace: its run took an hour and our replay minutes, so
