@@ -63,7 +63,7 @@ func (r *runner) services(s *StageSpec) *Services {
 		Name:     s.Name,
 	}
 	if r.cfg.Executor != "" {
-		svc.Executor = r.executor
+		svc.Executor, svc.ExecutorURL = r.executor, r.cfg.Executor
 	}
 	return svc
 }

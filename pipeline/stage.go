@@ -168,6 +168,9 @@ type Services struct {
 	// when the file names none. Opened lazily: a stage that does not call it
 	// costs nothing.
 	Executor func(ctx context.Context) (executors.Executor, error)
+	// ExecutorURL is that executor's URL as the pipeline file gives it, for
+	// a stage that must open a variant of it (another image) itself.
+	ExecutorURL string
 	// Model is the run's model service, built by the service builder
 	// registered for the pipeline file's top-level `model:` section (see
 	// RegisterService), or nil when absent. Stages get their client from it

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"path/filepath"
 	"strings"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/env"
 	_ "github.com/codefeedback/codefeedback/executors/env/all"
-	"github.com/codefeedback/codefeedback/executors/env/bashenv"
 	"github.com/codefeedback/codefeedback/executors/env/icdata"
 )
 
@@ -260,35 +258,8 @@ func clip(s string, n int) string {
 	return s
 }
 
-// openEnvExecutor opens the executor for envName: ctf on docker runs the
-// CTF image (env.ExecutorURL), bash on docker the NL2Bash image (`make
-// nl2bash-image`: the tools InterCode's Bash image had, no compiler), or,
-// where that image is missing, the one the user named, with a warning.
+// openEnvExecutor opens the executor for envName (env.OpenExecutor: ctf
+// and bash on docker run their images), warnings to warn.
 func openEnvExecutor(ctx context.Context, envName, raw string, warn io.Writer) (executors.Executor, error) {
-	u := env.ExecutorURL(envName, raw)
-	if envName == "bash" {
-		u = withDockerImage(raw, bashenv.Image)
-	}
-	ex, err := executors.Open(ctx, u)
-	if err == nil || u == raw {
-		return ex, err
-	}
-	if envName != "bash" {
-		return nil, err
-	}
-	fmt.Fprintf(warn, "warning: %v; bash tasks run on %s (%s builds InterCode's image)\n", err, raw, bashenv.SystemRootTarget)
-	return executors.Open(ctx, raw)
-}
-
-// withDockerImage names image in a docker URL that names none.
-func withDockerImage(raw, image string) string {
-	u, err := executors.ParseURL(raw)
-	if err != nil || u.Scheme != "docker" || u.Host != "" || u.Path != "" || u.Opaque != "" {
-		return raw
-	}
-	if q, _ := url.ParseQuery(u.RawQuery); q.Get("image") != "" {
-		return raw
-	}
-	u.Host = image
-	return executors.FormatURL(u)
+	return env.OpenExecutor(ctx, envName, raw, func(msg string) { fmt.Fprintf(warn, "warning: %s\n", msg) })
 }

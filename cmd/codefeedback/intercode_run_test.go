@@ -2,9 +2,7 @@ package main
 
 import (
 	"strings"
-	"testing"
 
-	"github.com/codefeedback/codefeedback/executors/env/bashenv"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -38,20 +36,4 @@ func fakeAgentReply(msgs []openai.ChatCompletionMessage) (llmtest.Reply, bool) {
 		}
 	}
 	return llmtest.Reply{Text: "I cannot tell which task this is."}, true
-}
-
-// Bash on docker runs the NL2Bash image unless the URL names one.
-func TestWithDockerImage(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{"docker", "docker://codefeedback-sandbox:nl2bash"},
-		{"docker://?pool=2", "docker://codefeedback-sandbox:nl2bash?pool=2"},
-		{"docker://mine:1", "docker://mine:1"},
-		{"docker://?image=mine:1", "docker://?image=mine:1"},
-		{"bwrap://?pool=2", "bwrap://?pool=2"},
-	}
-	for _, c := range cases {
-		if got := withDockerImage(c.in, bashenv.Image); got != c.want {
-			t.Errorf("withDockerImage(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
 }

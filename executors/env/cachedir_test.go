@@ -72,7 +72,13 @@ func TestExecutorURL(t *testing.T) {
 		{"ctf", "docker://?pool=4", "docker://" + env.CTFImage + "?pool=4"},
 		{"ctf", "docker://python:3.12-slim", "docker://python:3.12-slim"},
 		{"ctf", "bwrap://", "bwrap://"},
-		{"bash", "docker", "docker"},
+		{"bash", "docker", "docker://" + env.BashImage},
+		{"bash", "docker://?pool=2", "docker://" + env.BashImage + "?pool=2"},
+		{"bash", "docker://mine:1", "docker://mine:1"},
+		{"bash", "docker://?image=mine:1", "docker://?image=mine:1"},
+		{"bash", "bwrap://?pool=2", "bwrap://?pool=2"},
+		{"sql", "docker", "docker"},
+		{"python", "docker://?pool=2", "docker://?pool=2"},
 	} {
 		if got := env.ExecutorURL(c.env, c.in); got != c.want {
 			t.Errorf("ExecutorURL(%q, %q) = %q, want %q", c.env, c.in, got, c.want)

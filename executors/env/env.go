@@ -259,13 +259,27 @@ func Round2(x float64) float64 {
 // ctf-image`): the sandbox image plus the tools CTF tasks use.
 const CTFImage = "codefeedback-sandbox:ctf"
 
+// BashImage is the docker image of InterCode's Bash userland (`make
+// nl2bash-image`: the tools its image had, no compiler), which the bash
+// environment runs in on docker.
+const BashImage = "codefeedback-sandbox:nl2bash"
+
 // ExecutorURL is the executor URL to open for envName given the one the
-// user chose: ctf on docker with no image named runs CTFImage; everything
-// else is unchanged.
+// user chose: on docker with no image named, ctf runs CTFImage and bash
+// BashImage; everything else is unchanged.
 func ExecutorURL(envName, raw string) string {
-	if envName != "ctf" {
-		return raw
+	switch envName {
+	case "ctf":
+		return DockerImage(raw, CTFImage)
+	case "bash":
+		return DockerImage(raw, BashImage)
 	}
+	return raw
+}
+
+// DockerImage names image in a docker URL that names none; any other URL
+// is returned as it is.
+func DockerImage(raw, image string) string {
 	u, err := executors.ParseURL(raw)
 	if err != nil || u.Scheme != "docker" || u.Host != "" || u.Path != "" || u.Opaque != "" {
 		return raw
@@ -273,6 +287,22 @@ func ExecutorURL(envName, raw string) string {
 	if q, _ := url.ParseQuery(u.RawQuery); q.Get("image") != "" {
 		return raw
 	}
-	u.Host = CTFImage
+	u.Host = image
 	return executors.FormatURL(u)
+}
+
+// OpenExecutor opens ExecutorURL(envName, raw). Where the bash image is
+// missing it opens raw instead and says so through warn (the tasks then
+// see the image the user named); a missing CTF image is an error, since
+// CTF tasks need its tools.
+func OpenExecutor(ctx context.Context, envName, raw string, warn func(string)) (executors.Executor, error) {
+	u := ExecutorURL(envName, raw)
+	ex, err := executors.Open(ctx, u)
+	if err == nil || u == raw || envName != "bash" {
+		return ex, err
+	}
+	if warn != nil {
+		warn(fmt.Sprintf("%v; bash tasks run on %s (`make nl2bash-image` builds InterCode's image)", err, raw))
+	}
+	return executors.Open(ctx, raw)
 }

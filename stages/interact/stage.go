@@ -107,6 +107,8 @@ type stage struct {
 	pool    *envPool
 	warned  sync.Once
 	samples *gates.Samples
+	exMu    sync.Mutex
+	own     map[string]executors.Executor // executors opened for an environment's image
 }
 
 func newStage(o Options, svc *pipeline.Services) (*stage, error) {
@@ -136,7 +138,7 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	} else {
 		version["model"] = "none"
 	}
-	return &stage{o: o, svc: svc, ag: ag, version: version, pool: &envPool{free: map[string][]env.Env{}}, samples: &gates.Samples{}}, nil
+	return &stage{o: o, svc: svc, ag: ag, version: version, pool: &envPool{free: map[string][]env.Env{}}, samples: &gates.Samples{}, own: map[string]executors.Executor{}}, nil
 }
 
 // Version implements pipeline.Versioner.
@@ -148,8 +150,45 @@ func (st *stage) UsesExecutor() bool { return true }
 // UsesModel implements pipeline.ModelUser.
 func (st *stage) UsesModel() bool { return st.ag != nil }
 
-// Close implements io.Closer: the idle environments are closed.
-func (st *stage) Close() error { return st.pool.close() }
+// Close implements io.Closer: the idle environments are closed, then the
+// executors the stage opened itself.
+func (st *stage) Close() error {
+	err := st.pool.close()
+	st.exMu.Lock()
+	defer st.exMu.Unlock()
+	for name, ex := range st.own {
+		if ex != nil {
+			err = errors.Join(err, ex.Close())
+		}
+		delete(st.own, name)
+	}
+	return err
+}
+
+// executor is the sandbox for envName's tasks: on docker, bash and ctf run
+// their own images (env.ExecutorURL), opened once by the stage; everything
+// else the pipeline's executor.
+func (st *stage) executor(ctx context.Context, envName string) (executors.Executor, error) {
+	raw := st.svc.ExecutorURL
+	if raw == "" || env.ExecutorURL(envName, raw) == raw {
+		return st.svc.Executor(ctx)
+	}
+	st.exMu.Lock()
+	defer st.exMu.Unlock()
+	if ex, ok := st.own[envName]; ok {
+		return ex, nil
+	}
+	ex, err := env.OpenExecutor(ctx, envName, raw, func(msg string) {
+		if st.svc.Logger != nil {
+			st.svc.Logger.Warn("interact: " + msg)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	st.own[envName] = ex
+	return ex, nil
+}
 
 // Observe implements pipeline.Observer.
 func (st *stage) Observe(out pipeline.Item) {
@@ -189,7 +228,7 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 	if svc.Executor == nil {
 		return nil, pipeline.Permanent(errors.New("interact: needs a sandbox; add a top-level `executor:` (e.g. bwrap://) to the pipeline file"))
 	}
-	ex, err := svc.Executor(ctx)
+	ex, err := st.executor(ctx, t.Env)
 	if err != nil {
 		return nil, pipeline.Transient(fmt.Errorf("interact: open sandbox: %w", err))
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/codefeedback/codefeedback/executors/env"
 )
 
 // SystemRootEnv names the environment variable that points at the NL2Bash
@@ -21,7 +23,7 @@ const systemMarker = ".codefeedback-nl2bash"
 
 // Image is the docker image of the NL2Bash system (`make nl2bash-image`),
 // which the bash environment's commands open on docker.
-const Image = "codefeedback-sandbox:nl2bash"
+const Image = env.BashImage
 
 // SystemRootTarget is the make target that builds the system root and the
 // docker image.
