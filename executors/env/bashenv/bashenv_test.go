@@ -428,6 +428,10 @@ func TestSessionEnv(t *testing.T) {
 			if r, err = e.Step(ctx, `echo "$X $(pwd)"`); err != nil || r.Observation != "1 "+home+"\n" {
 				t.Errorf("episode %d: the session kept %q, want \"1 %s\" (%v)", i, r.Observation, home, err)
 			}
+			// ps shows the runner's command line, not its source.
+			if r, err = e.Step(ctx, `for f in /proc/[0-9]*/cmdline; do tr -d '\0' < $f | wc -c; done | sort -n | tail -n 1`); err != nil || len(r.Observation) > 4 {
+				t.Errorf("episode %d: the longest command line has %q characters, want under 1000 (%v)", i, r.Observation, err)
+			}
 		}
 	})
 }
