@@ -308,6 +308,9 @@ func (p *Persona) explain(c Call) string {
 	if p.bad(CodeForExplanation) {
 		return "Good point. Here's the updated code:\n\n" + block(code)
 	}
+	if lang := lastFenceLang(reply); lang == "bash" || lang == "sh" || lang == "sql" {
+		return explainCommand(lang, code, last)
+	}
 	name := fnName(code)
 	var vars []string
 	seen := map[string]bool{}
@@ -335,6 +338,60 @@ func (p *Persona) explain(c Call) string {
 	}
 	s := fmt.Sprintf(f, name, detail)
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+var (
+	fenceLangRe = regexp.MustCompile("(?s)```([A-Za-z0-9_+-]*)\n.*?```")
+	// the first word of each pipeline stage: the commands a line runs
+	cmdWordRe = regexp.MustCompile(`(?:^|[|;&(]\s*)([a-z][a-z0-9_.-]*)`)
+	// the tables a query reads
+	tableRe = regexp.MustCompile(`(?i)\b(?:FROM|JOIN)\s+([A-Za-z_][A-Za-z0-9_]*)`)
+)
+
+// lastFenceLang is the language tag of the last fenced block in s.
+func lastFenceLang(s string) string {
+	m := fenceLangRe.FindAllStringSubmatch(s, -1)
+	if len(m) == 0 {
+		return ""
+	}
+	return strings.ToLower(m[len(m)-1][1])
+}
+
+// explainCommand prefaces a shell command or a SQL query as such (not as a
+// Python function): the commands it runs, or the tables it reads.
+func explainCommand(lang, code, key string) string {
+	// The first absolute path the command names: what it works on.
+	where := "the paths the task names"
+	for _, f := range strings.Fields(code) {
+		if f = strings.Trim(f, `'"`); strings.HasPrefix(f, "/") && len(f) > 1 {
+			where = "`" + f + "`"
+			break
+		}
+	}
+	re, forms := cmdWordRe, []string{
+		"The command runs %s on " + where + "; what it prints, or the files it changes, is the answer.",
+		"One line of shell does it: %s on " + where + ", each stage working on what the one before it produced.",
+		"This uses %s on " + where + " and touches nothing else.",
+	}
+	if lang == "sql" {
+		re, forms = tableRe, []string{
+			"The query reads %s and returns only the rows and columns the question asks about.",
+			"This selects from %s; its conditions and ordering are the question's.",
+			"Reading %s is enough here: the query keeps the rows the question describes and nothing else.",
+		}
+	}
+	var words []string
+	seen := map[string]bool{}
+	for _, m := range re.FindAllStringSubmatch(code, -1) {
+		if w := strings.ToLower(m[1]); !seen[w] && len(words) < 3 {
+			seen[w] = true
+			words = append(words, "`"+m[1]+"`")
+		}
+	}
+	if len(words) == 0 {
+		words = []string{"the tools at hand"}
+	}
+	return fmt.Sprintf(forms[variant(code+key, len(forms))], strings.Join(words, ", "))
 }
 
 // promptPart returns the text after marker up to the next fence or blank
