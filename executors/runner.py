@@ -263,6 +263,64 @@ def write_files(scratch, files):
             f.write(base64.b64decode(b64))
 
 
+def anon_file(name, data=b""):
+    """A read-write, close-on-exec file that no path names: a memfd, else an
+    unlinked file in ROOT. The runner's own files (a run's stdin, a
+    session's captured output, bash's saved state) are kept this way because
+    the code it runs has the runner's uid: a file with a path would show in
+    its find /tmp, and hand it the harness's state."""
+    try:
+        fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        fd, path = tempfile.mkstemp(dir=ROOT)
+        os.unlink(path)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def read_only(fd):
+    """A read-only descriptor of fd's file at offset 0 (a program must not
+    write into what the runner handed it), or fd itself without /proc."""
+    try:
+        return os.open("/proc/self/fd/%d" % fd, os.O_RDONLY)
+    except OSError:
+        return fd
+
+
+def capture_file(name):
+    """A session's stdout or stderr: O_APPEND, so every writer (subprocesses,
+    leftover background jobs) writes at the end, and a truncation by the
+    runner rewinds them all."""
+    import fcntl
+    fd = anon_file(name)
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
+    return fd
+
+
+def place_fds(pairs):
+    """In a child about to exec: puts each source descriptor at its target
+    number (pairs: {target: source}), whatever the overlaps between them, and
+    closes every other descriptor but 0-2."""
+    targets = set(pairs)
+    burned, fresh = [], {}
+    for t, src in pairs.items():
+        n = os.dup(src)
+        while n in targets:  # a free number that is some other pair's target
+            burned.append(n)
+            n = os.dup(src)
+        fresh[t] = n
+    for t, n in fresh.items():
+        os.dup2(n, t)  # inheritable
+    lo = 3
+    for t in sorted(targets) + [1 << 16]:
+        if t > lo:
+            os.closerange(lo, t)
+        lo = t + 1
+
+
 def set_limits(lim, cpu=True):
     def lim1(res, v):
         if res is not None and v and v > 0:
@@ -437,14 +495,13 @@ def child_python(code):
     os._exit(rc)
 
 
-def child(req, scratch, stdin_path, out_w, err_w, plan=None):
+def child(req, scratch, stdin_fd, out_w, err_w, plan=None):
     """Runs in the forked child; never returns."""
     try:
         os.setsid()
         set_dumpable(1)
         prefer_oom_kill()
-        fd = os.open(stdin_path, os.O_RDONLY)
-        os.dup2(fd, 0)
+        os.dup2(read_only(stdin_fd), 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
         os.closerange(3, 1 << 16)
@@ -727,14 +784,16 @@ def do_run(req):
     timeout = float(lim.get("timeout_seconds") or 10)
     budget = int(lim.get("run_memory_bytes") or 0)
     scratch = tempfile.mkdtemp(prefix="run-", dir=ROOT)
-    stdin_path = scratch + ".stdin"
+    stdin = [None]
+
+    def close_stdin():
+        if stdin[0] is not None:
+            os.close(stdin[0])
+            stdin[0] = None
 
     def remove_scratch():
         remove_tree(scratch)
-        try:
-            os.unlink(stdin_path)
-        except OSError:
-            pass
+        close_stdin()
 
     try:
         write_files(scratch, req.get("files"))
@@ -746,8 +805,9 @@ def do_run(req):
         elif lang == "bash":
             with open(os.path.join(scratch, "main.sh"), "w", encoding="utf-8", errors="surrogatepass") as f:
                 f.write(code)
-        with open(stdin_path, "w", encoding="utf-8", errors="surrogatepass") as f:
-            f.write(req.get("stdin") or "")
+        # The program's stdin is the runner's, not the program's: a file
+        # without a path, so the run cannot find it next to its scratch.
+        stdin[0] = anon_file("stdin", (req.get("stdin") or "").encode("utf-8", "surrogatepass"))
         plan = lang_prepare(req, scratch) if lang in LANGS else None  # langs.py: compile
         if plan is not None and "argv" not in plan:
             remove_scratch()
@@ -778,8 +838,9 @@ def do_run(req):
     gc.freeze()
     pid = os.fork()
     if pid == 0:
-        child(req, scratch, stdin_path, out_w, err_w, plan)
+        child(req, scratch, stdin[0], out_w, err_w, plan)
     gc.unfreeze()
+    close_stdin()
     start = time.monotonic()
     os.close(out_w)
     os.close(err_w)
@@ -856,20 +917,87 @@ def do_run(req):
 
 # ------------------------------------------------------------------ sessions
 
+# A bash cell runs in a fresh `/bin/bash -c CELL` whose BASH_ENV (read
+# before the cell, through /proc/self/fd: no path in the sandbox's file
+# system names it) is BASH_PROLOGUE: it restores the state the last cell
+# saved and sets an EXIT trap that saves the state again. Every file the
+# runner gives bash is a descriptor without a path (anon_file); only the
+# one the trap writes to is open while the cell runs. The trap writes the
+# cell's end time as a comment line first (the save is not the cell's
+# time), then the state, then SAVED: a state without that last line (bash
+# killed mid-save) is dropped and the previous one kept.
+#
+# The state, in the order it is restored: shell options (shopt: extglob
+# must be on before a function using it is read back), variables,
+# functions, aliases, the working directory, then set's options (errexit,
+# xtrace and the like last, so nothing before them runs under them).
+# Restored at the top level, `declare` makes globals. Builtins are called
+# through `builtin`, and IFS is the default, so a cell's own function
+# named printf or its IFS does not break the save.
 BASH_SAVE = r'''
 __cf_save() {
-  local __cf_n
-  for __cf_n in $(compgen -v); do
+  local __cf_n IFS=$' \t\n'
+  builtin shopt -p
+  for __cf_n in $(builtin compgen -v); do
     case $__cf_n in
       BASH*|EUID|PPID|UID|SHELLOPTS|FUNCNAME|GROUPS|RANDOM|SRANDOM|SECONDS|LINENO|HISTCMD|EPOCH*|DIRSTACK|PIPESTATUS|_|__cf_*|COMP*|OPT*|PWD|OLDPWD|SHLVL|HOSTNAME|HOSTTYPE|MACHTYPE|OSTYPE|IFS|PS4|PS1|PS2) ;;
-      *) declare -p "$__cf_n" 2>/dev/null ;;
+      *) builtin declare -p "$__cf_n" 2>/dev/null ;;
     esac
-  done | sed -e 's/^declare -\([a-zA-Z]*\)/declare -g\1/' -e 's/^declare -g-/declare -g/'
-  declare -f
-  alias -p
-  printf 'cd -- %q\n' "$PWD"
+  done
+  builtin declare -f
+  builtin alias -p
+  builtin printf 'cd -- %q\n' "$PWD"
+  builtin set +o
+  case $__cf_flags in *e*) builtin echo 'set -e' ;; esac
+  case $__cf_flags in *u*) builtin echo 'set -u' ;; esac
+  case $__cf_flags in *v*) builtin echo 'set -v' ;; esac
+  case $__cf_flags in *x*) builtin echo 'set -x' ;; esac
 }
 '''
+
+SAVED = b"#saved\n"
+
+# The prologue's tail, formatted with bash_fds(): %(new)d is the
+# descriptor the trap writes to; %(prologue)d and %(state)d are closed
+# before the cell runs. The trap first turns off errexit, nounset, xtrace
+# and verbose (keeping them in __cf_flags) with its own stderr on
+# /dev/null, so the save is never traced into the cell's output. The
+# restore is the prologue's last command: past it, nothing more of the
+# prologue is read or traced.
+BASH_PROLOGUE_TAIL = r'''
+unset BASH_ENV
+__cf_exit() {
+  builtin printf '#%%s\n' "$EPOCHREALTIME" >&%(new)d
+  __cf_save >&%(new)d 2>/dev/null && builtin printf '#saved\n' >&%(new)d
+  builtin exit $__cf_rc
+}
+trap '{ __cf_rc=$? __cf_flags=$-; set +euvx; } 2>/dev/null; __cf_exit' EXIT
+{ . /proc/self/fd/%(state)d; exec %(state)d<&- %(prologue)d<&-; } >/dev/null 2>&1
+'''
+
+
+# A cell is passed to bash as its -c argument, so bash names errors as it
+# does InterCode's `/bin/bash -c` ("/bin/bash: line 2: ..."). The kernel
+# bounds one argument to 128 KiB (MAX_ARG_STRLEN) and forbids NUL bytes:
+# such a cell is sourced from a descriptor instead.
+BASH_ARG_MAX = 96 << 10
+
+
+def bash_fds():
+    """The descriptor numbers bash's files take in a cell: (prologue,
+    state, new state, large cell). High, out of the way of the 3-9 users
+    pick and of the 10 and up bash takes for its own redirections, below
+    255 (bash's own for a script it runs), and under the open-files limit,
+    which dup2 obeys. Capped at 256 so the numbers a cell may see do not
+    change with the limit."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    top = 256 if soft == resource.RLIM_INFINITY or soft > 256 else soft
+    return top - 4, top - 3, top - 2, top - 5
+
+
+def bash_prologue(fds):
+    prologue, state, new, _ = fds
+    return (BASH_SAVE + BASH_PROLOGUE_TAIL % {"prologue": prologue, "state": state, "new": new}).encode()
 
 
 def compile_cell(code, lines, name):
@@ -920,11 +1048,8 @@ class Session:
         self.limits = req.get("limits") or {}
         self.cap = int(self.limits.get("output_bytes") or 65536)
         self.n = 0
-        self.private = tempfile.mkdtemp(prefix="session-", dir=ROOT)
-        os.chmod(self.private, 0o700)
-        self.out_path = os.path.join(self.private, "out")
-        self.err_path = os.path.join(self.private, "err")
         self.out = self.err = None
+        self.state = self.prologue = None  # bash: descriptors (anon_file)
         if self.lang == "javascript":
             lang_set_limits("javascript", self.limits, cpu=False)  # langs.py: V8 needs RLIMIT_DATA
         else:
@@ -937,9 +1062,10 @@ class Session:
         os.chdir(self.scratch)
         os.environ.clear()
         os.environ.update(child_env(self.scratch))
-        self.state = os.path.join(self.private, "state.sh")
-        if os.path.exists(self.state):
-            os.unlink(self.state)
+        if self.lang == "bash":
+            if self.state is not None:
+                os.close(self.state)
+            self.state = anon_file("state")
         import types
         mod = types.ModuleType("__main__")
         mod.__builtins__ = __builtins__
@@ -963,23 +1089,25 @@ class Session:
         remove_tree(self.scratch)
         self.start()
 
+    def open_capture(self):
+        """Puts fd 1 and 2 on the capture files, for the whole session (the
+        protocol uses other descriptors)."""
+        if self.out is not None:
+            return
+        self.out = capture_file("stdout")
+        self.err = capture_file("stderr")
+        os.dup2(self.out, 1)
+        os.dup2(self.err, 2)
+        self.so = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
+        self.se = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                   errors="backslashreplace", line_buffering=True)
+
     def cell(self, req):
         if os.getpid() == 1:
             reap()
         self.n += 1
         code = req.get("code", "")
-        # fd 1 and 2 stay on the capture files for the whole session (the
-        # protocol uses other descriptors); O_APPEND lets a truncate rewind
-        # them for every writer, subprocesses included.
-        if self.out is None:
-            flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-            self.out = os.open(self.out_path, flags, 0o600)
-            self.err = os.open(self.err_path, flags, 0o600)
-            os.dup2(self.out, 1)
-            os.dup2(self.err, 2)
-            self.so = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
-            self.se = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
-                                       errors="backslashreplace", line_buffering=True)
+        self.open_capture()
         # A cell's output is what its capture files gained: they are only
         # appended to (O_APPEND) and truncated once they grow large, since
         # truncating them for every cell cost more than the cell's I/O.
@@ -1059,20 +1187,17 @@ class Session:
         return rc
 
     def bash_cell(self, code):
-        cell = os.path.join(self.private, "cell.sh")
-        with open(cell, "w", encoding="utf-8", errors="surrogatepass") as f:
-            f.write(code)
-        script = BASH_SAVE + (
-            '[ -f "$1" ] && . "$1" >/dev/null 2>&1\n'
-            # The cell ends where the trap starts: the state save is not its time.
-            "trap '__cf_rc=$?; printf %s \"$EPOCHREALTIME\" >\"$1.end\"; "
-            "__cf_save >\"$1.new\" 2>/dev/null; mv -f \"$1.new\" \"$1\"; exit $__cf_rc' EXIT\n"
-            '. "$2"\n')
-        end_path = self.state + ".end"
-        try:
-            os.unlink(end_path)
-        except OSError:
-            pass
+        fds = bash_fds()
+        if self.prologue is None:
+            self.prologue = anon_file("prologue", bash_prologue(fds))
+        src = code.encode("utf-8", "surrogatepass")
+        new = anon_file("state")
+        pairs = {fds[0]: self.prologue, fds[1]: self.state, fds[2]: new}
+        big = None
+        if len(src) > BASH_ARG_MAX or b"\0" in src:
+            big = anon_file("cell", src)
+            pairs[fds[3]] = big
+            src = b". /proc/self/fd/%d" % fds[3]
         began = time.time()
         pid = os.fork()
         if pid == 0:
@@ -1080,18 +1205,30 @@ class Session:
                 os.setsid()
                 reset_signals(False)
                 prefer_oom_kill()
-                null = os.open("/dev/null", os.O_RDONLY)
-                os.dup2(null, 0)
-                os.execve("/bin/bash", ["bash", "-c", script, "cell", self.state, cell], dict(os.environ))
+                os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
+                place_fds(pairs)
+                env = dict(os.environ)
+                env["BASH_ENV"] = "/proc/self/fd/%d" % fds[0]
+                os.execve("/bin/bash", ["/bin/bash", "-c", src], env)
             finally:
                 os._exit(127)
+        if big is not None:
+            os.close(big)
         _, status = os.waitpid(pid, 0)
-        self.cell_seconds = None
+        self.cell_seconds, saved = None, False
         try:
-            with open(end_path) as f:
-                self.cell_seconds = max(0.0, float(f.read()) - began)
+            size = os.fstat(new).st_size
+            first = os.pread(new, 64, 0).split(b"\n", 1)[0]
+            if first.startswith(b"#"):
+                self.cell_seconds = max(0.0, float(first[1:]) - began)
+            saved = size >= len(SAVED) and os.pread(new, len(SAVED), size - len(SAVED)) == SAVED
         except (OSError, ValueError):
             pass
+        if saved:
+            os.close(self.state)
+            self.state = new
+        else:
+            os.close(new)
         if os.WIFSIGNALED(status):
             return 128 + os.WTERMSIG(status), signame(os.WTERMSIG(status))
         return os.WEXITSTATUS(status), ""
