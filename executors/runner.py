@@ -985,9 +985,13 @@ trap '{ __cf_rc=$? __cf_flags=$-; set +euvx; } 2>/dev/null; __cf_exit' EXIT
 
 # A cell is passed to bash as its -c argument, so bash names errors as it
 # does InterCode's `/bin/bash -c` ("/bin/bash: line 2: ..."). The kernel
-# bounds one argument to 128 KiB (MAX_ARG_STRLEN) and forbids NUL bytes:
-# such a cell is sourced from a descriptor instead.
+# bounds one argument to 128 KiB (MAX_ARG_STRLEN): a larger cell is read
+# from a descriptor (%(fd)d) and run by an eval on the -c string's first
+# line, so its errors read the same. (Under a restored xtrace such a cell
+# shows as one `+ eval '...'` line.)
 BASH_ARG_MAX = 96 << 10
+BASH_BIG_CELL = (b"{ IFS= read -r -d '' __cf_cell </proc/self/fd/%(fd)d || :; exec %(fd)d<&-; } 2>/dev/null; "
+                 b"eval \"$__cf_cell\"")
 
 
 def bash_fds():
@@ -1197,14 +1201,15 @@ class Session:
         fds = bash_fds()
         if self.prologue is None:
             self.prologue = anon_file("prologue", bash_prologue(fds))
-        src = code.encode("utf-8", "surrogatepass")
+        # An argument cannot hold a NUL byte, and bash drops those it reads.
+        src = code.encode("utf-8", "surrogatepass").replace(b"\0", b"")
         new = anon_file("state")
         pairs = {fds[0]: self.prologue, fds[1]: self.state, fds[2]: new}
         big = None
-        if len(src) > BASH_ARG_MAX or b"\0" in src:
+        if len(src) > BASH_ARG_MAX:
             big = anon_file("cell", src)
             pairs[fds[3]] = big
-            src = b". /proc/self/fd/%d" % fds[3]
+            src = BASH_BIG_CELL % {b"fd": fds[3]}
         began = time.time()
         pid = os.fork()
         if pid == 0:

@@ -65,6 +65,20 @@ func testRunnerFiles(t *testing.T, ex executors.Executor) {
 		if r := exec("echo $((x + 1)) $m; greet you; basename \"$PWD\""); r.Stdout != fmt.Sprintf("42 %s\nhi you\nd\n", marker) {
 			t.Errorf("third cell: got %q, want the variables, the function and the cwd carried", r.Stdout)
 		}
+		// Options carry too, as in one shell (they did not before).
+		exec("set -o pipefail; shopt -s nullglob")
+		if r := exec("false | true; echo $?; echo no-such-file*"); r.Stdout != "1\n\n" {
+			t.Errorf("options: got %q, want pipefail's 1 and nullglob's empty line", r.Stdout)
+		}
+		// A cell past the kernel's bound on one argument (128 KiB) runs.
+		big := strings.Repeat("a", 150<<10)
+		if r := exec("v=$(cat <<'EOF'\n" + big + "\nEOF\n)\necho ${#v} $x\nno_such_command_cf\nunset v"); r.Stdout != fmt.Sprintf("%d 41\n", len(big)) || !strings.Contains(r.Stderr, "line 6: no_such_command_cf") || strings.Contains(r.Stderr, "/proc/") {
+			t.Errorf("a 150 KiB cell: got stdout %q stderr %q, want %d 41 and line 6's error as bash -c names it", r.Stdout, r.Stderr, len(big))
+		}
+		// A NUL byte, which no argument can hold, is dropped as bash drops it.
+		if r := exec("echo a\x00b"); r.Stdout != "ab\n" {
+			t.Errorf("a cell with a NUL byte: got %q stderr %q, want ab", r.Stdout, r.Stderr)
+		}
 		// A command bash cannot find is named as bash -c names it, with no
 		// runner path in the message.
 		if r := exec("no_such_command_cf"); !strings.Contains(r.Stderr, "line 1: no_such_command_cf: command not found") || strings.Contains(r.Stderr, "/tmp") {
