@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -29,8 +30,18 @@ func (f *fakeLauncher) Launch(ctx context.Context, slot int, argv []string) (Con
 	go func() {
 		defer outW.Close()
 		enc := json.NewEncoder(outW)
+		// The runner's source comes first (RunnerInput): a length line and
+		// that many bytes; the runner is ready once it has them.
+		br := bufio.NewReaderSize(inR, 1<<16)
+		var n int64
+		if _, err := fmt.Fscanf(br, "%d\n", &n); err != nil {
+			return
+		}
+		if _, err := io.CopyN(io.Discard, br, n); err != nil {
+			return
+		}
 		enc.Encode(map[string]any{"ready": true, "pid": 1, "python": "3", "hash_seed": "0"})
-		sc := bufio.NewScanner(inR)
+		sc := bufio.NewScanner(br)
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
 			var req wireRequest

@@ -29,15 +29,46 @@ var RunnerSource = langsPy + "\n" + runnerPy
 
 // RunnerArgv is the argv the pool passes to Launcher.Launch:
 //
-//	python3 -u -s -c <RunnerSource>
+//	python3 -u -s -c <runnerBoot>
 //
+// runnerBoot reads RunnerSource from stdin (RunnerInput, which the pool
+// writes first) and runs it, rather than the source riding in argv: argv is
+// /proc/1/cmdline, and `ps aux` in a sandbox printed the whole runner, a
+// hundred kilobytes of harness, into the dialogue (InterCode's fs_4 #5).
 // It needs only python3 on PATH inside the sandbox and nothing written into
 // the image. Launchers start it with RunnerEnv and nothing else from the
 // host (not -I: isolated mode would ignore PYTHONHASHSEED). The runner keeps its scratch under /tmp/cf, so /tmp must be a
 // private writable tmpfs; it treats pid 1 and its own ancestors as the
 // sandbox and SIGKILLs every other process after each run.
 func RunnerArgv() []string {
-	return []string{"python3", "-u", "-s", "-c", RunnerSource}
+	return []string{"python3", "-u", "-s", "-c", runnerBoot}
+}
+
+// runnerBoot reads a decimal length line and that many bytes from fd 0,
+// unbuffered, so that the protocol lines after them stay in the pipe for
+// the runner, and runs them as __main__.
+const runnerBoot = `import os
+n = b""
+while not n.endswith(b"\n"):
+    c = os.read(0, 1)
+    if not c:
+        raise SystemExit("runner: no source on stdin")
+    n += c
+n, src = int(n), []
+while n > 0:
+    c = os.read(0, min(n, 1 << 16))
+    if not c:
+        raise SystemExit("runner: source cut short")
+    src.append(c)
+    n -= len(c)
+del n, c
+exec(compile(b"".join(src), "runner", "exec"))
+`
+
+// RunnerInput is what a launched runner must read first on its stdin: the
+// length of RunnerSource, a newline, and the source.
+func RunnerInput() []byte {
+	return []byte(fmt.Sprintf("%d\n%s", len(RunnerSource), RunnerSource))
 }
 
 // RunnerEnv is the runner's whole environment, as NAME=VALUE. A fixed hash
@@ -168,6 +199,9 @@ func startInstance(ctx context.Context, l Launcher, slot int, wait time.Duration
 	}
 	in := &instance{conn: conn, slot: slot, lines: make(chan []byte, 1), done: make(chan struct{})}
 	go in.readLoop()
+	// In the background: a runner that never reads ends as "not ready"
+	// (the timer below), and a failed write as the runner's early exit.
+	go func() { _, _ = conn.Write(RunnerInput()) }()
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {

@@ -131,6 +131,8 @@ type replaySummary struct {
 	Trajectories, Steps, StepsAgree   int
 	LoggedSuccess, OurSuccess, Agreed int
 	SkippedTasks                      int
+	// Of the trajectories that needed the network (ReplayResult.Network).
+	Network, NetLogged, NetOurs, NetAgreed int
 }
 
 func runReplay(ctx context.Context, o replayOptions, path string, w, progress io.Writer) error {
@@ -225,6 +227,12 @@ func runReplay(ctx context.Context, o replayOptions, path string, w, progress io
 		if res.LoggedSuccess == res.OurSuccess {
 			sum.Agreed++
 		}
+		if res.Network {
+			sum.Network++
+			sum.NetLogged += b2i(res.LoggedSuccess)
+			sum.NetOurs += b2i(res.OurSuccess)
+			sum.NetAgreed += b2i(res.LoggedSuccess == res.OurSuccess)
+		}
 		ours = append(ours, res.Ours)
 		if progress != nil && sum.Trajectories%25 == 0 {
 			fmt.Fprintf(progress, "replayed %d/%d (successes: InterCode %d, ours %d)\n", sum.Trajectories, len(trs), sum.LoggedSuccess, sum.OurSuccess)
@@ -247,7 +255,19 @@ func runReplay(ctx context.Context, o replayOptions, path string, w, progress io
 	fmt.Fprintf(w, "%s (%s, %s): %d trajectories, %d steps\n", filepath.Base(path), envName, taskFile, sum.Trajectories, sum.Steps)
 	fmt.Fprintf(w, "step rewards agree: %d/%d (%.1f%%, within %.2f)\n", sum.StepsAgree, sum.Steps, pct(sum.StepsAgree, sum.Steps), env.RewardTolerance)
 	fmt.Fprintf(w, "successes: InterCode %d, ours %d; success agrees on %d/%d (%.1f%%)\n", sum.LoggedSuccess, sum.OurSuccess, sum.Agreed, sum.Trajectories, pct(sum.Agreed, sum.Trajectories))
+	if sum.Network > 0 {
+		n := sum.Trajectories - sum.Network
+		fmt.Fprintf(w, "needed the network, which sandboxes never reach (InterCode's containers did): %d; without them: InterCode %d, ours %d; success agrees on %d/%d (%.1f%%)\n",
+			sum.Network, sum.LoggedSuccess-sum.NetLogged, sum.OurSuccess-sum.NetOurs, sum.Agreed-sum.NetAgreed, n, pct(sum.Agreed-sum.NetAgreed, n))
+	}
 	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func clip(s string, n int) string {

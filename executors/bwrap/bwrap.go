@@ -543,8 +543,14 @@ func (l *Launcher) LaunchMounts(ctx context.Context, slot int, argv []string, mo
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if l.ids != nil {
-		id := uint32(l.ids.UID(slot))
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: id, Gid: id, Groups: []uint32{}}
+		id := l.ids.UID(slot)
+		if t := probeTimeNS(); t != nil {
+			// Still root here: unshare and setpriv drop to the slot's uid.
+			argv := t.wrap(Uptime, id, cmd.Args)
+			cmd.Path, cmd.Args = argv[0], argv
+		} else {
+			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(id), Gid: uint32(id), Groups: []uint32{}}
+		}
 	}
 	files := cmd.ExtraFiles
 	// Plain pipes rather than StdinPipe/StdoutPipe: Wait must not close our

@@ -3,7 +3,10 @@ package bwrap_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,4 +223,39 @@ func TestSessionCellOutputIsItsOwn(t *testing.T) {
 			t.Errorf("cell %d: stdout %q stderr %q (truncated %v), want %q and %q", i, r.Stdout, r.Stderr, r.StdoutTruncated, c.stdout, c.stderr)
 		}
 	}
+}
+
+// TestUptimeIsTheSandboxs: as root, a sandbox's /proc/uptime starts at
+// bwrap.Uptime (its own time namespace), whatever the host's uptime, and
+// the sandbox still runs as its slot's unprivileged uid.
+func TestUptimeIsTheSandboxs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("time namespaces need root; unprivileged sandboxes read the host's uptime")
+	}
+	ex := openBwrap(t, "bwrap://?pool=1")
+	defer ex.Close()
+	r := runOK(t, ex, executors.Request{Language: executors.Bash, Code: "cut -d' ' -f1 /proc/uptime; uptime; id -u; cat /proc/self/status | grep -i '^CapEff'"})
+	lines := strings.Split(r.Stdout, "\n")
+	up, err := strconv.ParseFloat(lines[0], 64)
+	if err != nil {
+		t.Fatalf("output %q: %v", r.Stdout, err)
+	}
+	// The sandbox may have waited in the pool for a while under load.
+	if d := time.Duration(up * float64(time.Second)); d < bwrap.Uptime || d > bwrap.Uptime+10*time.Minute {
+		t.Errorf("sandbox uptime %v, want %v plus the sandbox's age (host: %s)", d, bwrap.Uptime, hostUptime(t))
+	}
+	if !strings.Contains(lines[1], "up 1 day,") {
+		t.Errorf("uptime printed %q, want 'up 1 day, ...'", lines[1])
+	}
+	if len(lines) < 4 || lines[2] == "0" || !strings.HasSuffix(lines[3], "0000000000000000") {
+		t.Errorf("sandbox ids and capabilities: %q, want an unprivileged uid with no capability", r.Stdout)
+	}
+}
+
+func hostUptime(t *testing.T) string {
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(b))[0] + "s"
 }

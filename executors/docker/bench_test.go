@@ -224,6 +224,9 @@ func BenchmarkLaunch(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		if _, err := c.Write(executors.RunnerInput()); err != nil {
+			b.Fatal(err)
+		}
 		line := make([]byte, 1)
 		if _, err := io.ReadFull(c, line); err != nil { // first byte of the ready line
 			b.Fatal(err)

@@ -17,6 +17,7 @@ type StepAgreement struct {
 	Skipped   string  `json:"skipped,omitempty"` // why the turn was not executed
 	OurObs    string  `json:"our_observation,omitempty"`
 	LoggedObs string  `json:"logged_observation,omitempty"`
+	GoldObs   string  `json:"gold_observation,omitempty"` // the gold's output here, where the environment reports it
 }
 
 // ReplayResult is one trajectory re-executed.
@@ -25,7 +26,12 @@ type ReplayResult struct {
 	Steps         []StepAgreement `json:"steps"`
 	LoggedSuccess bool            `json:"logged_success"`
 	OurSuccess    bool            `json:"our_success"`
-	Ours          Trajectory      `json:"trajectory"` // our re-execution in InterCode's format
+	// Network: the gold's or the agent's output here shows a command that
+	// found no network (NetworkFailure) where InterCode's logged output did
+	// not: sandboxes never reach it, InterCode's containers did, so this
+	// trajectory cannot be reproduced and is reported apart.
+	Network bool       `json:"network,omitempty"`
+	Ours    Trajectory `json:"trajectory"` // our re-execution in InterCode's format
 }
 
 // RewardTolerance is how far a re-executed reward may be from the logged
@@ -87,6 +93,11 @@ func Replay(ctx context.Context, e Env, envName string, tr Trajectory) (ReplayRe
 		}
 		sa.Ours = r.Reward
 		sa.OurObs = r.Observation
+		g, _ := r.Info["gold_obs"].(string)
+		sa.GoldObs = g
+		if (NetworkFailure(g) || NetworkFailure(r.Observation)) && !NetworkFailure(loggedObs) {
+			res.Network = true
+		}
 		sa.Agree = math.Abs(sa.Ours-sa.Logged) <= RewardTolerance
 		res.Steps = append(res.Steps, sa)
 		res.Ours.Add(action, r.Observation, r.Reward, r.Valid)
@@ -102,6 +113,18 @@ func Replay(ctx context.Context, e Env, envName string, tr Trajectory) (ReplayRe
 	}
 	return res, nil
 }
+
+// networkRE matches what the usual network clients print when no network
+// is there: name resolution and connection failures of curl, wget, dig,
+// host, nslookup, ping, git and Python.
+var networkRE = regexp.MustCompile(`(?m)(Could not resolve host|Failed to connect to|unable to resolve host address|` +
+	`no servers could be reached|communications error to|couldn't get address for|` +
+	`Temporary failure in name resolution|Name or service not known|Network is unreachable|` +
+	`Cannot assign requested address|Could not resolve hostname|nodename nor servname)`)
+
+// NetworkFailure reports whether an output shows a command that needed the
+// network and found none.
+func NetworkFailure(out string) bool { return networkRE.MatchString(out) }
 
 var executeRE = regexp.MustCompile(`(?s)^\s*execute\[(.*)\]\s*$`)
 
@@ -156,6 +179,12 @@ func replayStep(ctx context.Context, e Env, envName, action string) (StepResult,
 			return sc, err
 		}
 		st.Reward = sc.Reward
+		if g, ok := sc.Info["gold_obs"]; ok {
+			if st.Info == nil {
+				st.Info = map[string]any{}
+			}
+			st.Info["gold_obs"] = g
+		}
 		return st, nil
 	}
 }

@@ -147,7 +147,40 @@ type variant struct {
 type side struct {
 	s      executors.Session
 	rep    *replica
-	cdRoot bool // the next command starts with cd /
+	cdRoot bool     // the next command starts with cd / (and sets env)
+	env    []string // the container's environment, NAME=VALUE (containerEnv)
+}
+
+// containerEnv is the environment of InterCode's nl2bash containers, which
+// actions print (`env`, fs_4 #4): docker's HOSTNAME, HOME and PATH and the
+// image's two ENV lines, not the runner's (HOME and TMPDIR in its scratch
+// directory, PYTHONHASHSEED, LANG). The host name stands for the container
+// id docker gives, one per side, as InterCode's agent and evaluation
+// containers had two. HOME is root's where the replica is the sandbox's /
+// (its root user), else /tmp, the one place an unprivileged user can write.
+func containerEnv(side string, v *variant, fs string) []string {
+	id := sha256.Sum256([]byte("codefeedback/" + side + "/" + v.key))
+	home := "/tmp"
+	if v.root {
+		home = "/root"
+	}
+	vars := []string{"HOSTNAME=" + hex.EncodeToString(id[:6]), "HOME=" + home, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	if n, ok := strings.CutPrefix(fs, "fs_"); ok {
+		vars = append(vars, "file_system_version="+n, "script=setup_nl2b_fs_"+n+".sh")
+	}
+	return vars
+}
+
+// envInit is a shell line that replaces the session's exported variables
+// with vars.
+func envInit(vars []string) string {
+	var b strings.Builder
+	b.WriteString("unset $(compgen -e) 2>/dev/null; export")
+	for _, kv := range vars {
+		b.WriteString(" " + shQuote(kv))
+	}
+	b.WriteString("\n")
+	return b.String()
 }
 
 type goldResult struct {
@@ -323,6 +356,8 @@ func (e *Env) Reset(ctx context.Context, t env.Task) (string, error) {
 			return "", fmt.Errorf("bashenv: task %s: %w", t.ID, err)
 		}
 	}
+	e.agent.env = containerEnv("agent", v, t.Setup[env.SetupFS])
+	e.gold.env = containerEnv("gold", v, t.Setup[env.SetupFS])
 	e.task, e.lastObs, e.goldRes, e.reset, e.done, e.workdir = t, t.Query, nil, true, false, "/"
 	return t.Query, nil
 }
@@ -398,7 +433,7 @@ func (sd *side) reset(ctx context.Context) error {
 // since a reset (one cell instead of two).
 func (sd *side) run(ctx context.Context, cmd string) (string, executors.Result, error) {
 	if sd.cdRoot {
-		cmd = "cd /\n" + cmd
+		cmd = envInit(sd.env) + "cd /\n" + cmd
 	}
 	obs, res, err := run(ctx, sd.s, cmd)
 	if err == nil && !res.TimedOut {

@@ -288,6 +288,10 @@ func TestInterCodeShell(t *testing.T) {
 		{`pwd`, `OCI runtime exec failed: exec failed: unable to start container process: chdir to cwd ("/testbed && true") set in config.json failed: no such file or directory: unknown` + "\r\n", false},
 		{`cd /testbed/dir1`, "", true},
 		{`ls`, "a.txt\nsub\n", true},
+		// The container's environment (docker's and the image's ENV), not
+		// the runner's; the host name stands for a container id, and HOME
+		// is /tmp where the sandbox's user is not root (docker).
+		{`env | sort | sed 's/^HOSTNAME=[0-9a-f]\{12\}$/HOSTNAME=id/; s/^HOME=\/tmp$/HOME=\/root/'`, "HOME=/root\nHOSTNAME=id\nPATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nPWD=/testbed/dir1\nSHLVL=1\n_=/usr/bin/env\nfile_system_version=1\nscript=setup_nl2b_fs_1.sh\n", true},
 	}
 	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
 		ctx := context.Background()
@@ -394,4 +398,40 @@ func TestReplayReAct(t *testing.T) {
 	if got := res.Ours.TurnHistory.Thoughts; strings.Join(got, "|") != strings.Join(tr.TurnHistory.Thoughts, "|") {
 		t.Errorf("our log's thoughts = %q", got)
 	}
+}
+
+// TestSessionEnv: our persistent shell has the container's environment
+// too, from the first command of each episode: nothing of the runner's
+// (its scratch HOME, TMPDIR, Python settings) reaches the agent.
+func TestSessionEnv(t *testing.T) {
+	tasks := loadFixture(t)
+	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
+		ctx := context.Background()
+		e, err := env.Open(ctx, "bash", d.Ex, env.Options{CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		for i := 0; i < 2; i++ {
+			if _, err := e.Reset(ctx, tasks[0]); err != nil {
+				t.Fatal(err)
+			}
+			r, err := e.Step(ctx, `export X=1; cd; pwd; echo "${TMPDIR-none} ${PYTHONHASHSEED-none} $file_system_version"; env | grep -c /tmp/cf`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Root's home where the replica is / (bwrap), else /tmp.
+			home := map[string]string{"bwrap": "/root", "docker": "/tmp"}[d.Name]
+			if want := home + "\nnone none 1\n0\n"; r.Observation != want {
+				t.Errorf("episode %d: %q, want %q", i, r.Observation, want)
+			}
+			if r, err = e.Step(ctx, `echo "$X $(pwd)"`); err != nil || r.Observation != "1 "+home+"\n" {
+				t.Errorf("episode %d: the session kept %q, want \"1 %s\" (%v)", i, r.Observation, home, err)
+			}
+			// ps shows the runner's command line, not its source.
+			if r, err = e.Step(ctx, `for f in /proc/[0-9]*/cmdline; do tr -d '\0' < $f | wc -c; done | sort -n | tail -n 1`); err != nil || len(r.Observation) > 4 {
+				t.Errorf("episode %d: the longest command line has %q characters, want under 1000 (%v)", i, r.Observation, err)
+			}
+		}
+	})
 }

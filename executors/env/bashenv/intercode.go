@@ -172,11 +172,10 @@ func icExec(ctx context.Context, sd *side, dir, action string) (icResult, error)
 	var b strings.Builder
 	// The cell runs in /, then enters dir: a missing dir is docker's error.
 	fmt.Fprintf(&b, "cd -- %s 2>/dev/null || { printf '%%s' %s; exit 126; }\n", shQuote(dir), shQuote(ociChdirFailure(dir)))
-	for i, a := range argv {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(shQuote(a))
+	// docker exec gives the command the container's environment only.
+	b.WriteString("env -i")
+	for _, a := range append(sd.env, argv...) {
+		b.WriteString(" " + shQuote(a))
 	}
 	sd.cdRoot = false // the cell does its own cd
 	res, err := sd.s.Exec(ctx, "exec 2>&1\n"+b.String())

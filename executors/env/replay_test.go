@@ -1,0 +1,95 @@
+package env_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/executors/env"
+)
+
+func TestNetworkFailure(t *testing.T) {
+	cases := []struct {
+		out  string
+		want bool
+	}{
+		{"curl: (6) Could not resolve host: example.com\n", true},
+		{";; communications error to ::1#53: connection refused\n", true},
+		{";; connection timed out; no servers could be reached\n", true},
+		{"ping: google.com: Temporary failure in name resolution\n", true},
+		{"wget: unable to resolve host address 'example.com'\n", true},
+		{"connect: Network is unreachable\n", true},
+		{"142.251.40.110\n", false},
+		{"", false},
+		{"grep: host: No such file or directory\n", false},
+		{"resolved 3 hosts\n", false},
+	}
+	for _, c := range cases {
+		if got := env.NetworkFailure(c.out); got != c.want {
+			t.Errorf("NetworkFailure(%q) = %v, want %v", c.out, got, c.want)
+		}
+	}
+}
+
+// scripted is an Env whose actions print a fixed output and whose gold
+// prints another; the reward is 1 when the two are equal.
+type scripted struct {
+	out  map[string]string
+	gold string
+	last string
+}
+
+func (s *scripted) Reset(context.Context, env.Task) (string, error) { return "", nil }
+func (s *scripted) Step(_ context.Context, a string) (env.StepResult, error) {
+	s.last = s.out[a]
+	return env.StepResult{Observation: s.last, Valid: true}, nil
+}
+func (s *scripted) Score(context.Context, string) (env.StepResult, error) {
+	r := 0.0
+	if s.last == s.gold {
+		r = 1
+	}
+	return env.StepResult{Reward: r, Info: map[string]any{"gold_obs": s.gold}}, nil
+}
+func (s *scripted) Close() error { return nil }
+
+// TestReplayNetwork: a trajectory is set apart as needing the network when
+// a command here found none where InterCode's logged output shows it had
+// one, through the gold's output or the agent's; not when InterCode's
+// output failed alike.
+func TestReplayNetwork(t *testing.T) {
+	noDNS := ";; communications error to ::1#53: connection refused\n"
+	cases := []struct {
+		name      string
+		out       map[string]string
+		gold      string
+		loggedObs string
+		want      bool
+	}{
+		{"gold and agent fail alike here, answered there", map[string]string{"dig x": noDNS}, noDNS, "x. 120 IN A 1.2.3.4\n", true},
+		{"agent fails here, gold filters it out", map[string]string{"dig x": noDNS}, "\n", "1.2.3.4\n", true},
+		{"failed there too", map[string]string{"dig x": noDNS}, noDNS, noDNS, false},
+		{"no network used", map[string]string{"ls": "a\n"}, "a\n", "a\n", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var action string
+			for a := range c.out {
+				action = a
+			}
+			tr := env.Trajectory{Environment: "ic_bash", TaskID: 3}
+			tr.TurnHistory.Actions = []string{action}
+			tr.TurnHistory.Observations = []string{c.loggedObs}
+			tr.TurnHistory.Rewards = []float64{1}
+			res, err := env.Replay(context.Background(), &scripted{out: c.out, gold: c.gold}, "bash", tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Network != c.want {
+				t.Errorf("Network = %v, want %v", res.Network, c.want)
+			}
+			if len(res.Steps) != 1 || res.Steps[0].GoldObs != c.gold {
+				t.Errorf("steps %+v, want the gold's output %q recorded", res.Steps, c.gold)
+			}
+		})
+	}
+}
