@@ -272,11 +272,13 @@ def lang_prepare(req, scratch):
     src = lang_source_name(req)
     with open(os.path.join(scratch, src), "w", encoding="utf-8", errors="surrogatepass") as f:
         f.write(req.get("code", ""))
+    extra = []  # the runner's files for the compiler, not the program's
     for name, text in (spec.get("extra") or {}).items():
         path = os.path.join(scratch, name)
         if not os.path.exists(path):
             with open(path, "w") as f:
                 f.write(text)
+            extra.append(path)
     info = {}
     if spec.get("compile"):
         art = req.get("artifact")
@@ -306,6 +308,11 @@ def lang_prepare(req, scratch):
             if got is not None:
                 info["artifact"] = got
         remove_tree(os.path.join(scratch, ".cache"))
+    for path in extra:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
     return {"argv": lang_subst(spec["run"], values), "env": lang_env(lang, scratch), "info": info}
 
 

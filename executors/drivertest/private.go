@@ -124,6 +124,15 @@ func testRunnerFiles(t *testing.T, ex executors.Executor) {
 		}
 	})
 
+	t.Run("typescript run", func(t *testing.T) {
+		// The type shim tsc is given is the runner's: gone before the run.
+		skipMissing(t, available(t, ex), executors.TypeScript)
+		r := langRun(t, ex, executors.TypeScript, "console.log(require('fs').readdirSync('.').sort().join(' '));\n", compileLimits)
+		if r.Stdout != "main.js main.ts\n" || r.ExitCode != 0 {
+			t.Errorf("a typescript run's scratch: got %q exit %d stderr %q, want only its source and its compiled main.js", r.Stdout, r.ExitCode, clip(r.Stderr))
+		}
+	})
+
 	t.Run("run", func(t *testing.T) {
 		// A one-shot run sees its own scratch (its program is its own file)
 		// and nothing else: not the stdin the runner handed it.
