@@ -25,8 +25,10 @@
 # replaces the instance before its next run.
 #
 # Session mode turns this process into a kernel: python cells run in one
-# globals dict in-process (fd 1/2 redirected to files per cell), bash cells in
-# a fresh bash that sources a state snapshot, sql cells on one database file.
+# globals dict in-process (fd 1/2 on the session's capture files), bash cells
+# in a fresh bash that restores a state snapshot, sql cells on one database
+# file. The runner's own files (captures, snapshots, a run's stdin) have no
+# path (anon_file): the code it runs has its uid and would find them.
 
 # ast, copy and tokenize are not the runner's: the test judge
 # (executors/harness) and correct's mutation script import them on every
@@ -1002,7 +1004,7 @@ def bash_fds():
     which dup2 obeys. Capped at 256 so the numbers a cell may see do not
     change with the limit."""
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    top = 256 if soft == resource.RLIM_INFINITY or soft > 256 else soft
+    top = 256 if soft == resource.RLIM_INFINITY or soft > 256 else max(soft, 8)
     return top - 4, top - 3, top - 2, top - 5
 
 
