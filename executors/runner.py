@@ -924,10 +924,12 @@ def do_run(req):
 # system names it) is BASH_PROLOGUE: it restores the state the last cell
 # saved and sets an EXIT trap that saves the state again. Every file the
 # runner gives bash is a descriptor without a path (anon_file); only the
-# one the trap writes to is open while the cell runs. The trap writes the
-# cell's end time as a comment line first (the save is not the cell's
-# time), then the state, then SAVED: a state without that last line (bash
-# killed mid-save) is dropped and the previous one kept.
+# one the trap writes to is open while the cell runs. The cell's time is
+# its own: the prologue writes the time the restore ended as a comment
+# line, the trap the time the cell ended (neither restoring nor saving a
+# large state counts against the cell's timeout), then the state, then
+# SAVED: a state without that last line (bash killed mid-save) is dropped
+# and the previous one kept.
 #
 # The state, in the order it is restored: shell options (shopt: extglob
 # must be on before a function using it is read back), variables,
@@ -980,8 +982,8 @@ __cf_exit() {
   __cf_save >&%(new)d 2>/dev/null && builtin printf '#saved\n' >&%(new)d
   builtin exit $__cf_rc
 }
-trap '{ __cf_rc=$? __cf_flags=$-; set +euvx; } 2>/dev/null; __cf_exit' EXIT
-{ . /proc/self/fd/%(state)d; exec %(state)d<&- %(prologue)d<&-; } >/dev/null 2>&1
+trap '%(trap)s' EXIT
+{ . /proc/self/fd/%(state)d; exec %(state)d<&- %(prologue)d<&-; builtin printf '#%%s\n' "$EPOCHREALTIME" >&%(new)d; } >/dev/null 2>&1
 '''
 
 
@@ -1010,7 +1012,15 @@ def bash_fds():
 
 def bash_prologue(fds):
     prologue, state, new, _ = fds
-    return (BASH_SAVE + BASH_PROLOGUE_TAIL % {"prologue": prologue, "state": state, "new": new}).encode()
+    return (BASH_SAVE + BASH_PROLOGUE_TAIL % {"prologue": prologue, "state": state, "new": new,
+                                              "trap": BASH_TRAP}).encode()
+
+
+# The EXIT trap's action. Under `set -v` bash echoes it as it reads it,
+# after everything the cell printed: the runner cuts that exact line off
+# the end of the cell's stdout or stderr (BASH_TRAP_ECHO).
+BASH_TRAP = "{ __cf_rc=$? __cf_flags=$-; set +euvx; } 2>/dev/null; __cf_exit"
+BASH_TRAP_ECHO = (BASH_TRAP + "\n").encode()
 
 
 def compile_cell(code, lines, name):
@@ -1156,7 +1166,10 @@ class Session:
             if size < at:  # the cell truncated its own stream
                 at = 0
             size -= at
-            data = os.pread(fd, self.cap, at)
+            n = len(BASH_TRAP_ECHO)
+            if self.lang == "bash" and size >= n and os.pread(fd, n, at + size - n) == BASH_TRAP_ECHO:
+                size -= n
+            data = os.pread(fd, min(self.cap, size), at)
             res[key] = decode(data, self.cap, size > self.cap)
             res[key + "_truncated"] = size > self.cap
         if rc != 0 and "MemoryError" in res["stderr"][-4096:]:
@@ -1212,7 +1225,6 @@ class Session:
             big = anon_file("cell", src)
             pairs[fds[3]] = big
             src = BASH_BIG_CELL % {b"fd": fds[3]}
-        began = time.time()
         pid = os.fork()
         if pid == 0:
             try:
@@ -1232,9 +1244,9 @@ class Session:
         self.cell_seconds, saved = None, False
         try:
             size = os.fstat(new).st_size
-            first = os.pread(new, 64, 0).split(b"\n", 1)[0]
-            if first.startswith(b"#"):
-                self.cell_seconds = max(0.0, float(first[1:]) - began)
+            times = os.pread(new, 128, 0).split(b"\n", 2)[:2]
+            if len(times) == 2 and all(t.startswith(b"#") for t in times):
+                self.cell_seconds = max(0.0, float(times[1][1:]) - float(times[0][1:]))
             saved = size >= len(SAVED) and os.pread(new, len(SAVED), size - len(SAVED)) == SAVED
         except (OSError, ValueError):
             pass

@@ -108,6 +108,12 @@ func testRunnerFiles(t *testing.T, ex executors.Executor) {
 			t.Errorf("after Reset: got %q, want an empty state", r.Stdout)
 		}
 		seesNothing(t, "after Reset", exec(probe))
+		// Tracing carries, and shows the cell's commands, not the
+		// runner's restore and save around them.
+		exec("set -xv")
+		if r := exec("echo hi"); r.Stdout != "hi\n" || r.Stderr != "echo hi\n+ echo hi\n" {
+			t.Errorf("under set -xv: got stdout %q stderr %q, want the cell's own line echoed and traced", r.Stdout, r.Stderr)
+		}
 	})
 
 	t.Run("python session", func(t *testing.T) {
