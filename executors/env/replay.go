@@ -95,7 +95,11 @@ func Replay(ctx context.Context, e Env, envName string, tr Trajectory) (ReplayRe
 		sa.OurObs = r.Observation
 		g, _ := r.Info["gold_obs"].(string)
 		sa.GoldObs = g
-		if (NetworkFailure(g) || NetworkFailure(r.Observation)) && !NetworkFailure(loggedObs) {
+		// InterCode's run had the network where its logged output shows no
+		// failure; then a gold that found none here, or an agent whose
+		// output differs because it found none, cannot be reproduced.
+		agentNet := (NetworkFailure(r.Observation) || networkTimeout(action, r.Observation)) && r.Observation != loggedObs
+		if !NetworkFailure(loggedObs) && (NetworkFailure(g) || agentNet) {
 			res.Network = true
 		}
 		sa.Agree = math.Abs(sa.Ours-sa.Logged) <= RewardTolerance
@@ -125,6 +129,16 @@ var networkRE = regexp.MustCompile(`(?m)(Could not resolve host|Failed to connec
 // NetworkFailure reports whether an output shows a command that needed the
 // network and found none.
 func NetworkFailure(out string) bool { return networkRE.MatchString(out) }
+
+// networkClientRE names the network clients that wait out their retries
+// when no server answers (dig tries 3 times 5 s) rather than fail at once.
+var networkClientRE = regexp.MustCompile(`\b(curl|wget|dig|nslookup|ping|traceroute|telnet|ssh|ftp)\b`)
+
+// networkTimeout: an action that runs a network client was cut at the time
+// limit, which is how a client that waits for an absent server ends.
+func networkTimeout(action, out string) bool {
+	return out == "Command timed out" && networkClientRE.MatchString(action)
+}
 
 var executeRE = regexp.MustCompile(`(?s)^\s*execute\[(.*)\]\s*$`)
 

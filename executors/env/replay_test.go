@@ -69,6 +69,9 @@ func TestReplayNetwork(t *testing.T) {
 		{"agent fails here, gold filters it out", map[string]string{"dig x": noDNS}, "\n", "1.2.3.4\n", true},
 		{"failed there too", map[string]string{"dig x": noDNS}, noDNS, noDNS, false},
 		{"no network used", map[string]string{"ls": "a\n"}, "a\n", "a\n", false},
+		{"a client waits out its retries", map[string]string{"dig +short x": "Command timed out"}, "Command timed out", "1.2.3.4\n", true},
+		{"a timeout without a network client", map[string]string{"sleep 20": "Command timed out"}, "Command timed out", "", false},
+		{"the same output there", map[string]string{"dig x | grep -c y": "0\n"}, "0\n", "0\n", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
