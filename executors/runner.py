@@ -921,78 +921,68 @@ def do_run(req):
 
 # A bash cell runs in a fresh `/bin/bash -c CELL` whose BASH_ENV (read
 # before the cell, through /proc/self/fd: no path in the sandbox's file
-# system names it) is BASH_PROLOGUE: it restores the state the last cell
+# system names it) is the prologue: it restores the state the last cell
 # saved and sets an EXIT trap that saves the state again. Every file the
 # runner gives bash is a descriptor without a path (anon_file); only the
-# one the trap writes to is open while the cell runs. The cell's time is
-# its own: the prologue writes the time the restore ended as a comment
-# line, the trap the time the cell ended (neither restoring nor saving a
-# large state counts against the cell's timeout), then the state, then
-# SAVED: a state without that last line (bash killed mid-save) is dropped
-# and the previous one kept.
+# one the trap writes to is open while the cell runs. The trap is one line
+# of builtins, defining no function, so a cell's `set` or `declare -f`
+# lists nothing of the runner's. The cell's time is its own: the prologue
+# writes the time the restore ended as a comment line, the trap the time
+# the cell ended (neither restoring nor saving a large state counts
+# against the cell's timeout), then the state, then SAVED: a state without
+# that last line (bash killed mid-save) is dropped and the previous one
+# kept.
 #
 # The state, in the order it is restored: shell options (shopt: extglob
 # must be on before a function using it is read back), variables,
 # functions, aliases, the working directory, then set's options (errexit,
 # xtrace and the like last, so nothing before them runs under them).
 # Restored at the top level, `declare` makes globals. Builtins are called
-# through `builtin`, and IFS is the default, so a cell's own function
-# named printf or its IFS does not break the save.
-BASH_SAVE = r'''
-__cf_save() {
-  local __cf_n IFS=$' \t\n'
-  builtin shopt -p
-  for __cf_n in @NAMES@; do
-    case $__cf_n in
-      BASH*|EUID|PPID|UID|SHELLOPTS|FUNCNAME|GROUPS|RANDOM|SRANDOM|SECONDS|LINENO|HISTCMD|EPOCH*|DIRSTACK|PIPESTATUS|_|__cf_*|COMP*|OPT*|PWD|OLDPWD|SHLVL|HOSTNAME|HOSTTYPE|MACHTYPE|OSTYPE|IFS|PS4|PS1|PS2) ;;
-      *) builtin declare -p "$__cf_n" 2>/dev/null ;;
-    esac
-  done
-  builtin declare -f
-  builtin alias -p
-  builtin printf 'cd -- %q\n' "$PWD"
-  builtin set +o
-  case $__cf_flags in *e*) builtin echo 'set -e' ;; esac
-  case $__cf_flags in *u*) builtin echo 'set -u' ;; esac
-  case $__cf_flags in *v*) builtin echo 'set -v' ;; esac
-  case $__cf_flags in *x*) builtin echo 'set -x' ;; esac
-}
-'''
-
-# Every variable's name, as compgen -v lists them, without forking a
-# command substitution for it (forks are most of a bash cell's cost):
-# ${!X*} expands to the names that begin with X, and a name begins with a
-# letter or _.
-BASH_SAVE = BASH_SAVE.replace("@NAMES@", " ".join(
-    "${!%s*}" % c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"))
+# through `builtin`, and IFS is the default, so a cell's own function named
+# printf or its IFS does not break the save. Variable names come from
+# ${!X*} (the names that begin with X; a name begins with a letter or _),
+# not from forking for $(compgen -v): forks are most of a cell's cost.
+BASH_SKIP = ("BASH*|EUID|PPID|UID|SHELLOPTS|FUNCNAME|GROUPS|RANDOM|SRANDOM|SECONDS|LINENO|HISTCMD|EPOCH*|"
+             "DIRSTACK|PIPESTATUS|_|__cf_*|COMP*|OPT*|PWD|OLDPWD|SHLVL|HOSTNAME|HOSTTYPE|MACHTYPE|OSTYPE|"
+             "IFS|PS4|PS1|PS2")
+BASH_SAVE = (
+    "builtin shopt -p; "
+    "for __cf_n in " + " ".join("${!%s*}" % c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_") +
+    "; do case $__cf_n in " + BASH_SKIP + ") ;; *) builtin declare -p \"$__cf_n\" ;; esac; done; "
+    "builtin declare -f; builtin alias -p; builtin printf 'cd -- %q\\n' \"$PWD\"; builtin set +o; " +
+    "".join("case $__cf_flags in *%s*) builtin echo 'set -%s' ;; esac; " % (f, f) for f in "euvx"))
 
 SAVED = b"#saved\n"
 
-# The prologue's tail, formatted with bash_fds(): %(new)d is the
-# descriptor the trap writes to; %(prologue)d and %(state)d are closed
-# before the cell runs. The trap first turns off errexit, nounset, xtrace
-# and verbose (keeping them in __cf_flags) with its own stderr on
-# /dev/null, so the save is never traced into the cell's output. The
-# restore is the prologue's last command: past it, nothing more of the
-# prologue is read or traced.
-BASH_PROLOGUE_TAIL = r'''
-unset BASH_ENV
-__cf_exit() {
-  builtin printf '#%%s\n' "$EPOCHREALTIME" >&%(new)d
-  __cf_save >&%(new)d 2>/dev/null && builtin printf '#saved\n' >&%(new)d
-  builtin exit $__cf_rc
-}
-trap '%(trap)s' EXIT
-{ . /proc/self/fd/%(state)d; exec %(state)d<&- %(prologue)d<&-; builtin printf '#%%s\n' "$EPOCHREALTIME" >&%(new)d; } >/dev/null 2>&1
-'''
+
+def bash_trap(new):
+    """The EXIT trap's action, saving into descriptor new. It first turns
+    off errexit, nounset, xtrace and verbose (keeping them in __cf_flags)
+    with its own stderr on /dev/null, so nothing of it is traced into the
+    cell's output. Under a `set -v` bash still echoes this line as it
+    reads it, after all the cell printed: Session.cell cuts it off."""
+    return ("{ __cf_rc=$? __cf_flags=$-; set +euvx; } 2>/dev/null; IFS=$' \\t\\n'; "
+            "{ builtin printf '#%s\\n' \"$EPOCHREALTIME\"; { " + BASH_SAVE + "} 2>/dev/null && "
+            "builtin printf '#saved\\n'; } >&" + str(new) + "; builtin exit $__cf_rc")
+
+
+def bash_prologue(fds):
+    """BASH_ENV: the trap, then the restore, the prologue's last command
+    (past it nothing more of the prologue is read or traced), which closes
+    the state's and the prologue's descriptors and marks the cell's start."""
+    prologue, state, new, _ = fds
+    return ("unset BASH_ENV\n"
+            "trap '" + bash_trap(new).replace("'", "'\\''") + "' EXIT\n"
+            "{ . /proc/self/fd/%d; exec %d<&- %d<&-; builtin printf '#%%s\\n' \"$EPOCHREALTIME\" >&%d; } >/dev/null 2>&1\n"
+            % (state, state, prologue, new)).encode()
 
 
 # A cell is passed to bash as its -c argument, so bash names errors as it
 # does InterCode's `/bin/bash -c` ("/bin/bash: line 2: ..."). The kernel
 # bounds one argument to 128 KiB (MAX_ARG_STRLEN): a larger cell is read
-# from a descriptor (%(fd)d) and run by an eval on the -c string's first
-# line, so its errors read the same. (Under a restored xtrace such a cell
-# shows as one `+ eval '...'` line.)
+# from a descriptor and run by an eval on the -c string's first line, so
+# its errors read the same. (Under a restored xtrace such a cell shows as
+# one `+ eval '...'` line.)
 BASH_ARG_MAX = 96 << 10
 BASH_BIG_CELL = (b"{ IFS= read -r -d '' __cf_cell </proc/self/fd/%(fd)d || :; exec %(fd)d<&-; } 2>/dev/null; "
                  b"eval \"$__cf_cell\"")
@@ -1008,19 +998,6 @@ def bash_fds():
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     top = 256 if soft == resource.RLIM_INFINITY or soft > 256 else max(soft, 8)
     return top - 4, top - 3, top - 2, top - 5
-
-
-def bash_prologue(fds):
-    prologue, state, new, _ = fds
-    return (BASH_SAVE + BASH_PROLOGUE_TAIL % {"prologue": prologue, "state": state, "new": new,
-                                              "trap": BASH_TRAP}).encode()
-
-
-# The EXIT trap's action. Under `set -v` bash echoes it as it reads it,
-# after everything the cell printed: the runner cuts that exact line off
-# the end of the cell's stdout or stderr (BASH_TRAP_ECHO).
-BASH_TRAP = "{ __cf_rc=$? __cf_flags=$-; set +euvx; } 2>/dev/null; __cf_exit"
-BASH_TRAP_ECHO = (BASH_TRAP + "\n").encode()
 
 
 def compile_cell(code, lines, name):
@@ -1073,6 +1050,7 @@ class Session:
         self.n = 0
         self.out = self.err = None
         self.state = self.prologue = None  # bash: descriptors (anon_file)
+        self.trap_echo = None
         if self.lang == "javascript":
             lang_set_limits("javascript", self.limits, cpu=False)  # langs.py: V8 needs RLIMIT_DATA
         else:
@@ -1166,9 +1144,9 @@ class Session:
             if size < at:  # the cell truncated its own stream
                 at = 0
             size -= at
-            n = len(BASH_TRAP_ECHO)
-            if self.lang == "bash" and size >= n and os.pread(fd, n, at + size - n) == BASH_TRAP_ECHO:
-                size -= n
+            echo = self.trap_echo
+            if echo and size >= len(echo) and os.pread(fd, len(echo), at + size - len(echo)) == echo:
+                size -= len(echo)  # set -v's echo of the bash trap (bash_trap)
             data = os.pread(fd, min(self.cap, size), at)
             res[key] = decode(data, self.cap, size > self.cap)
             res[key + "_truncated"] = size > self.cap
@@ -1216,6 +1194,7 @@ class Session:
         fds = bash_fds()
         if self.prologue is None:
             self.prologue = anon_file("prologue", bash_prologue(fds))
+            self.trap_echo = (bash_trap(fds[2]) + "\n").encode()
         # An argument cannot hold a NUL byte, and bash drops those it reads.
         src = code.encode("utf-8", "surrogatepass").replace(b"\0", b"")
         new = anon_file("state")

@@ -62,8 +62,9 @@ func testRunnerFiles(t *testing.T, ex executors.Executor) {
 		// the captured output.
 		exec(fmt.Sprintf("m=%s; echo $m; x=41; greet() { echo \"hi $1\"; }; mkdir -p d && cd d", marker))
 		seesNothing(t, "second cell", exec(probe))
-		if r := exec("echo $((x + 1)) $m; greet you; basename \"$PWD\""); r.Stdout != fmt.Sprintf("42 %s\nhi you\nd\n", marker) {
-			t.Errorf("third cell: got %q, want the variables, the function and the cwd carried", r.Stdout)
+		// The shell's functions are the cell's alone: the runner defines none.
+		if r := exec("echo $((x + 1)) $m; greet you; basename \"$PWD\"; declare -F"); r.Stdout != fmt.Sprintf("42 %s\nhi you\nd\ndeclare -f greet\n", marker) {
+			t.Errorf("third cell: got %q, want the variables, the function and the cwd carried, and no function of the runner's", r.Stdout)
 		}
 		// Options carry too, as in one shell (they did not before).
 		exec("set -o pipefail; shopt -s nullglob")
