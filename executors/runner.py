@@ -1058,6 +1058,7 @@ class Session:
         self.start()
 
     def start(self):
+        os.makedirs(ROOT, mode=0o700, exist_ok=True)  # a cell may have removed it
         self.scratch = tempfile.mkdtemp(prefix="scratch-", dir=ROOT)
         write_files(self.scratch, self.files)
         os.chdir(self.scratch)
@@ -1212,6 +1213,15 @@ class Session:
                 prefer_oom_kill()
                 os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
                 place_fds(pairs)
+                try:
+                    os.getcwd()
+                except OSError:
+                    # An earlier cell removed the directory the runner is
+                    # in (rm -rf /tmp/*): a fresh bash started there would
+                    # begin every cell with "shell-init: error retrieving
+                    # current directory"; the saved cwd is restored if it
+                    # still exists.
+                    os.chdir("/")
                 env = dict(os.environ)
                 env["BASH_ENV"] = "/proc/self/fd/%d" % fds[0]
                 os.execve("/bin/bash", ["/bin/bash", "-c", src], env)

@@ -101,7 +101,13 @@ func testRunnerFiles(t *testing.T, ex executors.Executor) {
 			t.Errorf("after a timeout: got %q stderr %q, want a working, restarted session", r.Stdout, clip(r.Stderr))
 		}
 		seesNothing(t, "after a timeout", exec(probe))
-		exec("x=1")
+		// A cell that removes every file it can reach, the session's own
+		// directory included (InterCode's fs_2 #12 ends with rm -rf /tmp/*):
+		// the next cell starts without a complaint about its directory.
+		exec("x=1; rm -rf /tmp/* 2>/dev/null; true")
+		if r := exec("echo ok $x"); r.Stdout != "ok 1\n" || r.Stderr != "" {
+			t.Errorf("after rm -rf /tmp/*: got stdout %q stderr %q, want ok 1 and nothing on stderr", r.Stdout, r.Stderr)
+		}
 		if err := s.Reset(ctx); err != nil {
 			t.Fatal(err)
 		}
