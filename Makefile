@@ -83,12 +83,26 @@ NL2BASH_IMAGE ?= codefeedback-sandbox:nl2bash
 NL2BASH_ROOT ?= $(or $(CODEFEEDBACK_NL2BASH_ROOT),$(if $(filter 0,$(shell id -u)),/var/cache,$(or $(XDG_CACHE_HOME),$(HOME)/.cache))/codefeedback/nl2bash/root)
 NL2BASH_PACKAGES := bash,python3,psmisc,bsdmainutils,cron,imagemagick,dnsutils,git,tree,net-tools,iputils-ping,coreutils,curl,cpio,jq,procps
 NL2BASH_SUITE ?= bookworm
-NL2BASH_HASH := $(shell printf '%s' '$(NL2BASH_SUITE):$(NL2BASH_PACKAGES)' | sha256sum | cut -c1-12)
+# bash from this suite replaces the base suite's: Ubuntu 22.04's bash is 5.1
+# (bullseye's), whose messages InterCode logged; bookworm's 5.2 words syntax
+# errors differently and skips . and .. in globs (.* matched them there).
+# Empty keeps the base suite's; where the suite cannot be reached the build
+# says so and keeps it too.
+NL2BASH_BASH_SUITE ?= bullseye
+NL2BASH_HASH := $(shell printf '%s' '$(NL2BASH_SUITE):$(NL2BASH_BASH_SUITE):$(NL2BASH_PACKAGES)' | sha256sum | cut -c1-12)
 nl2bash-image:
 	@if [ "$$(cat $(NL2BASH_ROOT)/.codefeedback-nl2bash 2>/dev/null)" = "$(NL2BASH_HASH)" ]; then echo "nl2bash root $(NL2BASH_ROOT) present ($(NL2BASH_HASH))"; else \
 	  set -e; mkdir -p $$(dirname $(NL2BASH_ROOT)); dir=$$(mktemp -d -p $$(dirname $(NL2BASH_ROOT))); \
 	  echo "building the nl2bash root $(NL2BASH_ROOT) with debootstrap (packages $(NL2BASH_HASH); a few minutes)"; \
 	  debootstrap --variant=minbase --include=$(NL2BASH_PACKAGES) $(NL2BASH_SUITE) $$dir >/tmp/codefeedback-nl2bash.log 2>&1 || { tail -20 /tmp/codefeedback-nl2bash.log; rm -rf $$dir; exit 1; }; \
+	  if [ -n "$(NL2BASH_BASH_SUITE)" ]; then \
+	    sed -n 's/^deb \([^ ]*\) $(NL2BASH_SUITE) main$$/deb \1 $(NL2BASH_BASH_SUITE) main/p' $$dir/etc/apt/sources.list > $$dir/etc/apt/sources.list.d/bash.list; \
+	    cp -L /etc/resolv.conf $$dir/etc/resolv.conf 2>/dev/null || true; \
+	    if chroot $$dir apt-get -qq update >>/tmp/codefeedback-nl2bash.log 2>&1 && chroot $$dir apt-get -qq install -y --allow-downgrades bash/$(NL2BASH_BASH_SUITE) >>/tmp/codefeedback-nl2bash.log 2>&1; \
+	    then echo "nl2bash-image: bash $$(chroot $$dir dpkg-query -W -f '$${Version}' bash) from $(NL2BASH_BASH_SUITE)"; \
+	    else echo "nl2bash-image: no bash from $(NL2BASH_BASH_SUITE) (see /tmp/codefeedback-nl2bash.log); keeping $(NL2BASH_SUITE)'s, whose messages differ from InterCode's"; fi; \
+	    rm -f $$dir/etc/apt/sources.list.d/bash.list; \
+	  fi; \
 	  rm -rf $$dir/var/cache/apt/archives/*.deb $$dir/var/lib/apt/lists/* $$dir/etc/resolv.conf; \
 	  for t in bash python3 git tree convert dig ping jq curl cpio killall cal crontab ifconfig uptime w ps; do chroot $$dir sh -c "command -v $$t" >/dev/null || { echo "nl2bash-image: $$t missing"; rm -rf $$dir; exit 1; }; done; \
 	  ! chroot $$dir sh -c 'command -v cc || command -v c++ || command -v gcc' >/dev/null || { echo "nl2bash-image: a compiler slipped in"; rm -rf $$dir; exit 1; }; \

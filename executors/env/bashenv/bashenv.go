@@ -43,16 +43,16 @@
 // warning says so (scratch.go).
 //
 // Replaying InterCode's published GPT-4 trajectories (fs_1..fs_4, bwrap,
-// shell "intercode"; README) gives 100 successes where InterCode logged 97
-// (101 on the host's /usr, 99 in a run under load); success agrees on 193
-// of 200. Every replica's mount is named "overlay" as InterCode's / was,
-// so `df .` prints the same for the agent and the gold (fs_4 #16 differed
-// while it printed their loop devices). The 7 that differ, none on the
-// reward rule:
+// shell "intercode"; README) gives 99 successes where InterCode logged 97,
+// 97 and 96 without the 3 that needed the network; success agrees on 194
+// of 200. Actions see InterCode's container environment (containerEnv),
+// the root's bash is 5.1 as Ubuntu 22.04's (Makefile), every replica's
+// mount is named "overlay" as InterCode's / was (`df .`), and bwrap gives
+// sandboxes an uptime of their own. The 6 that differ, none on the reward
+// rule:
 //   - the network, which untrusted code never reaches: `curl`, `dig`
-//     answered there (fs_2 #49, fs_4 #1, #12): 3;
-//   - the load average: the agent's /proc/loadavg field against the gold's
-//     `w`, equal or not by the machine's load (fs_4 #25): 1;
+//     answered there (fs_2 #49, fs_4 #1, #12; the replay counts them
+//     apart): 3;
 //   - /usr is read-only (bubblewrap 0.8 has no overlay): `cp -r /workspace
 //     /usr` fails here; InterCode's succeeded, uncompared (fs_3 #32): 1;
 //   - InterCode's pace: its run took an hour and our replay minutes, so

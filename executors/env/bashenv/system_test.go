@@ -78,6 +78,9 @@ func TestSystemRootTools(t *testing.T) {
 				{"command -v c++ gcc cc mariadbd mysql || echo none", "none\n"},
 				{"ls -d /usr/share/mysql 2>&1 | grep -c 'No such file'", "1\n"},
 				{"command -v tree convert dig uptime ps git jq", "/usr/bin/tree\n/usr/bin/convert\n/usr/bin/dig\n/usr/bin/uptime\n/usr/bin/ps\n/usr/bin/git\n/usr/bin/jq\n"},
+				// Ubuntu 22.04's bash, whose messages InterCode logged
+				// (Makefile: NL2BASH_BASH_SUITE).
+				{"echo ${BASH_VERSINFO[0]}.${BASH_VERSINFO[1]}", "5.1\n"},
 			}
 			if name == "bwrap" {
 				steps = append(steps, struct{ action, want string }{"find / -path /proc -prune -o -print 2>&1 >/dev/null | head -3", ""})
