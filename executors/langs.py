@@ -272,11 +272,13 @@ def lang_prepare(req, scratch):
     src = lang_source_name(req)
     with open(os.path.join(scratch, src), "w", encoding="utf-8", errors="surrogatepass") as f:
         f.write(req.get("code", ""))
+    extra = []  # the runner's files for the compiler, not the program's
     for name, text in (spec.get("extra") or {}).items():
         path = os.path.join(scratch, name)
         if not os.path.exists(path):
             with open(path, "w") as f:
                 f.write(text)
+            extra.append(path)
     info = {}
     if spec.get("compile"):
         art = req.get("artifact")
@@ -306,6 +308,11 @@ def lang_prepare(req, scratch):
             if got is not None:
                 info["artifact"] = got
         remove_tree(os.path.join(scratch, ".cache"))
+    for path in extra:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
     return {"argv": lang_subst(spec["run"], values), "env": lang_env(lang, scratch), "info": info}
 
 
@@ -370,25 +377,11 @@ process.stdin.on('data', (d) => {
 """
 
 
-def node_capture(sess):
-    """Opens the session's capture files on fds 1 and 2 (as Session.cell
-    does on its first cell) so node can inherit them."""
-    if sess.out is None:
-        flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-        sess.out = os.open(sess.out_path, flags, 0o600)
-        sess.err = os.open(sess.err_path, flags, 0o600)
-        os.dup2(sess.out, 1)
-        os.dup2(sess.err, 2)
-        sess.so = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
-        sess.se = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
-                                   errors="backslashreplace", line_buffering=True)
-
-
 def node_session_start(sess):
     miss = lang_missing("javascript")
     if miss:
         raise RuntimeError("no javascript toolchain in this sandbox: %s not found on PATH" % miss)
-    node_capture(sess)
+    sess.open_capture()  # runner.py: node inherits fds 1 and 2
     values = lang_values({"lang": "javascript", "limits": sess.limits}, sess.scratch)
     argv = ["node", "--max-old-space-size=" + values["heap_mb"], "--stack-size=4000", "-e", NODE_KERNEL]
     cmd_r, cmd_w = os.pipe()

@@ -52,6 +52,27 @@ func BenchmarkPaths(b *testing.B) {
 	b.Logf("\n%s", rates.Table("python3-c"))
 }
 
+// BenchmarkBashSession measures cells/s of a bash session, whose every
+// cell restores the shell state the last one saved and saves it again:
+//
+//	go test -run '^$' -bench BashSession -benchtime 500x ./executors/bwrap
+func BenchmarkBashSession(b *testing.B) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		b.Skip("bubblewrap not installed")
+	}
+	l, err := bwrap.NewLauncher(bwrap.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range drivertest.BashBenchCells {
+		b.Run(c.Name, func(b *testing.B) {
+			ex := executors.NewPool(l, executors.PoolOptions{Size: 1})
+			defer ex.Close()
+			drivertest.BenchSessionCells(b, ex, executors.Bash, c.Code)
+		})
+	}
+}
+
 // benchBwrap starts a fresh sandbox running argv b.N times, one after another.
 func benchBwrap(b *testing.B, l *bwrap.Launcher, argv []string) float64 {
 	start := time.Now()

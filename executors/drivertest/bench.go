@@ -90,11 +90,25 @@ func BenchRuns(b *testing.B, ex executors.Executor, code string, concurrency int
 	return rate
 }
 
+// BashBenchCells are bash session cells for benchmarks: a trivial echo, and
+// a cell that changes the shell state every time (a counter, a function,
+// the working directory) as an agent's commands do.
+var BashBenchCells = []BenchProgram{
+	{Name: "echo", Code: "echo hi\n"},
+	{Name: "state", Code: "n=$((n + 1)); last=\"cell $n\"; show() { echo \"$last\"; }; mkdir -p d; cd d; cd ..; show\n"},
+}
+
 // BenchCells runs code b.N times as cells of one Python session and
 // reports cells/s.
 func BenchCells(b *testing.B, ex executors.Executor, code string) float64 {
+	return BenchSessionCells(b, ex, executors.Python, code)
+}
+
+// BenchSessionCells runs code b.N times as cells of one session of lang
+// and reports cells/s.
+func BenchSessionCells(b *testing.B, ex executors.Executor, lang executors.Language, code string) float64 {
 	ctx := context.Background()
-	s, err := ex.Open(ctx, executors.Python, executors.SessionOptions{})
+	s, err := ex.Open(ctx, lang, executors.SessionOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -385,6 +385,9 @@ func testNodeSession(t *testing.T, ex executors.Executor, ok map[executors.Langu
 		{"console.log(fs.readFileSync('out.txt', 'utf8'), fs.readFileSync('in.txt', 'utf8'));", "kept seed\n"},
 		{"Promise.resolve(total * 7)", "42\n"},
 		{"({ a: [1, 'x'] })", "{ a: [ 1, 'x' ] }\n"},
+		// None of the runner's files (node's captured output) is in reach;
+		// the session's own are under $HOME.
+		{"void process.stdout.write(require('child_process').execSync('find /tmp /dev/shm -type f ! -path \"$HOME/*\"').toString())", ""},
 	} {
 		if r := exec(c.code); r.Stdout != c.stdout || r.ExitCode != 0 {
 			t.Errorf("cell %.40q: got stdout %q exit %d stderr %q, want %q", c.code, r.Stdout, r.ExitCode, clip(r.Stderr), c.stdout)
