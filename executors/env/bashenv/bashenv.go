@@ -171,15 +171,15 @@ func containerEnv(side string, v *variant, fs string) []string {
 	return vars
 }
 
-// envInit is a shell line that replaces the session's exported variables
-// with vars.
+// envInit is shell (ending in "; ") that replaces the session's exported
+// variables with vars.
 func envInit(vars []string) string {
 	var b strings.Builder
 	b.WriteString("unset $(compgen -e) 2>/dev/null; export")
 	for _, kv := range vars {
 		b.WriteString(" " + shQuote(kv))
 	}
-	b.WriteString("\n")
+	b.WriteString("; ")
 	return b.String()
 }
 
@@ -433,7 +433,7 @@ func (sd *side) reset(ctx context.Context) error {
 // since a reset (one cell instead of two).
 func (sd *side) run(ctx context.Context, cmd string) (string, executors.Result, error) {
 	if sd.cdRoot {
-		cmd = envInit(sd.env) + "cd /\n" + cmd
+		cmd = envInit(sd.env) + "cd /; " + cmd
 	}
 	obs, res, err := run(ctx, sd.s, cmd)
 	if err == nil && !res.TimedOut {
@@ -740,7 +740,9 @@ func (e *Env) Step(ctx context.Context, action string) (env.StepResult, error) {
 // run executes a command with stderr merged into stdout in order, as
 // InterCode's docker exec output is.
 func run(ctx context.Context, s executors.Session, cmd string) (string, executors.Result, error) {
-	res, err := s.Exec(ctx, "exec 2>&1\n"+cmd)
+	// One line ahead of cmd, so bash's errors name the agent's own line
+	// numbers ("line 1" for a one-line command).
+	res, err := s.Exec(ctx, "exec 2>&1; "+cmd)
 	if err != nil {
 		return "", res, err
 	}

@@ -288,6 +288,9 @@ func TestInterCodeShell(t *testing.T) {
 		{`pwd`, `OCI runtime exec failed: exec failed: unable to start container process: chdir to cwd ("/testbed && true") set in config.json failed: no such file or directory: unknown` + "\r\n", false},
 		{`cd /testbed/dir1`, "", true},
 		{`ls`, "a.txt\nsub\n", true},
+		// docker exec read until the last writer was gone: a job left in
+		// the background still prints into the step's output.
+		{`(sleep 0.3; echo late) &`, "late\n", true},
 		// The container's environment (docker's and the image's ENV), not
 		// the runner's; the host name stands for a container id, HOME is
 		// /tmp where the sandbox's user is not root (docker), and SHLVL is
@@ -429,6 +432,10 @@ func TestSessionEnv(t *testing.T) {
 			}
 			if r, err = e.Step(ctx, `echo "$X $(pwd)"`); err != nil || r.Observation != "1 "+home+"\n" {
 				t.Errorf("episode %d: the session kept %q, want \"1 %s\" (%v)", i, r.Observation, home, err)
+			}
+			// bash's errors count the agent's lines, not the set-up's.
+			if r, err = e.Step(ctx, "no_such_command_x"); err != nil || r.Observation != "/bin/bash: line 1: no_such_command_x: command not found\n" {
+				t.Errorf("episode %d: an unknown command printed %q (%v)", i, r.Observation, err)
 			}
 			// ps shows the runner's command line, not its source.
 			if r, err = e.Step(ctx, `for f in /proc/[0-9]*/cmdline; do tr -d '\0' < $f | wc -c; done | sort -n | tail -n 1`); err != nil || len(r.Observation) > 4 {

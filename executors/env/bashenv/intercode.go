@@ -172,11 +172,15 @@ func icExec(ctx context.Context, sd *side, dir, action string) (icResult, error)
 	var b strings.Builder
 	// The cell runs in /, then enters dir: a missing dir is docker's error.
 	fmt.Fprintf(&b, "cd -- %s 2>/dev/null || { printf '%%s' %s; exit 126; }\n", shQuote(dir), shQuote(ociChdirFailure(dir)))
-	// docker exec gives the command the container's environment only.
+	// docker exec gives the command the container's environment only, and
+	// reads its output until every writer is gone: a gold ending in `&`
+	// (fs_1 #11) prints after its shell has exited, so the output goes
+	// through cat, which waits for those writers too.
 	b.WriteString("env -i")
 	for _, a := range append(sd.env, argv...) {
 		b.WriteString(" " + shQuote(a))
 	}
+	b.WriteString(" 2>&1 | cat; exit ${PIPESTATUS[0]}")
 	sd.cdRoot = false // the cell does its own cd
 	res, err := sd.s.Exec(ctx, "exec 2>&1\n"+b.String())
 	if err != nil {
