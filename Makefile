@@ -89,7 +89,13 @@ NL2BASH_SUITE ?= bookworm
 # Empty keeps the base suite's; where the suite cannot be reached the build
 # says so and keeps it too.
 NL2BASH_BASH_SUITE ?= bullseye
-NL2BASH_HASH := $(shell printf '%s' '$(NL2BASH_SUITE):$(NL2BASH_BASH_SUITE):$(NL2BASH_PACKAGES)' | sha256sum | cut -c1-12)
+# Every time in the root is clamped to this one (as reproducible builds
+# clamp to SOURCE_DATE_EPOCH): the root's times no longer depend on when it
+# was built, and its logs are as old as an image's are by the time it runs
+# (`find /var/log -mtime +1` found them in InterCode's). 2023-04-25 14:06
+# UTC is the date `ls -l /` showed in InterCode's Ubuntu image.
+NL2BASH_EPOCH := 1682431560
+NL2BASH_HASH := $(shell printf '%s' '$(NL2BASH_SUITE):$(NL2BASH_BASH_SUITE):$(NL2BASH_EPOCH):$(NL2BASH_PACKAGES)' | sha256sum | cut -c1-12)
 nl2bash-image:
 	@if [ "$$(cat $(NL2BASH_ROOT)/.codefeedback-nl2bash 2>/dev/null)" = "$(NL2BASH_HASH)" ]; then echo "nl2bash root $(NL2BASH_ROOT) present ($(NL2BASH_HASH))"; else \
 	  set -e; mkdir -p $$(dirname $(NL2BASH_ROOT)); dir=$$(mktemp -d -p $$(dirname $(NL2BASH_ROOT))); \
@@ -108,6 +114,7 @@ nl2bash-image:
 	  ! chroot $$dir sh -c 'command -v cc || command -v c++ || command -v gcc' >/dev/null || { echo "nl2bash-image: a compiler slipped in"; rm -rf $$dir; exit 1; }; \
 	  printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' > $$dir/etc/hosts; \
 	  chmod -R go+rX $$dir/usr $$dir/etc $$dir/var; \
+	  find $$dir -xdev -newermt @$(NL2BASH_EPOCH) -exec touch -h -d @$(NL2BASH_EPOCH) {} +; \
 	  echo $(NL2BASH_HASH) > $$dir/.codefeedback-nl2bash; chmod 755 $$dir; \
 	  rm -rf $(NL2BASH_ROOT).old; [ ! -e $(NL2BASH_ROOT) ] || mv $(NL2BASH_ROOT) $(NL2BASH_ROOT).old; mv $$dir $(NL2BASH_ROOT); rm -rf $(NL2BASH_ROOT).old; \
 	  echo "nl2bash root $(NL2BASH_ROOT) built"; fi
