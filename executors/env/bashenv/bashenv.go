@@ -43,16 +43,17 @@
 // warning says so (scratch.go).
 //
 // Replaying InterCode's published GPT-4 trajectories (fs_1..fs_4, bwrap,
-// shell "intercode"; README) gives 99 successes where InterCode logged 97,
-// 97 and 96 without the 3 that needed the network; success agrees on 194
-// of 200. Actions see InterCode's container environment (containerEnv),
-// the root's bash is 5.1 as Ubuntu 22.04's (Makefile), every replica's
-// mount is named "overlay" as InterCode's / was (`df .`), and bwrap gives
-// sandboxes an uptime of their own. The 6 that differ, none on the reward
-// rule:
-//   - the network, which untrusted code never reaches: `curl`, `dig`
-//     answered there (fs_2 #49, fs_4 #1, #12; the replay counts them
-//     apart): 3;
+// shell "intercode"; README) gives 98 successes where InterCode logged 97
+// (99 in runs where fs_2 #49's curl, with no network, fails alike for agent
+// and gold), 97 and 96 without the 3 that needed the network; success
+// agrees on 195 of 200. Actions see InterCode's container environment
+// (containerEnv) and their output is read to its last writer, the root's
+// bash is 5.1 as Ubuntu 22.04's and its times are clamped (Makefile), every
+// replica's mount is named "overlay" as InterCode's / was (`df .`), and
+// bwrap gives sandboxes an uptime of their own. The 5 that differ, none on
+// the reward rule:
+//   - the network, which untrusted code never reaches: `dig` answered there
+//     (fs_4 #1, #12; the replay counts them apart, with fs_2 #49): 2;
 //   - /usr is read-only (bubblewrap 0.8 has no overlay): `cp -r /workspace
 //     /usr` fails here; InterCode's succeeded, uncompared (fs_3 #32): 1;
 //   - InterCode's pace: its run took an hour and our replay minutes, so
