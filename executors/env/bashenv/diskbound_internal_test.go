@@ -118,11 +118,18 @@ func attack(t *testing.T, e env.Env, dir string, targets []string, inodes bool) 
 	return grown, obs
 }
 
+// extentSlack is ext4's extent-tree blocks: st_blocks counts them with a
+// file's data, and files written by many processes at once fragment into
+// more extents than an inode holds (one run under load measured 4 KiB past
+// the area's slack).
+const extentSlack = 64 << 10
+
 // checkBound asserts the attack stayed within the bound (plus the area's
-// slack, and ext4's rounding of inodes to a whole table block) and said so.
+// slack, ext4's extent blocks, and its rounding of inodes to a whole table
+// block) and said so.
 func checkBound(t *testing.T, grown usage, obs []string) {
 	t.Helper()
-	if grown.bytes > testDisk+areaSlackBytes {
+	if grown.bytes > testDisk+areaSlackBytes+extentSlack {
 		t.Errorf("the attack landed %d KiB on the host; bound %d KiB", grown.bytes>>10, testDisk>>10)
 	}
 	if grown.entries > testInodes+areaSlackInodes+15 {
