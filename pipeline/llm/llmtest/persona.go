@@ -28,10 +28,13 @@ const (
 	UnreadableRubric Misbehaviour = "unreadable_rubric"
 	// NoAction answers an InterCode task in prose, with no action.
 	NoAction Misbehaviour = "no_action"
+	// UnparseableJSON answers a prompt that asks for JSON (feedback,
+	// judge) with prose around a broken object.
+	UnparseableJSON Misbehaviour = "unparseable_json"
 )
 
 // Misbehaviours lists every misbehaviour.
-var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction}
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON}
 
 // Persona is a scripted model that recognises which prompt of the pipeline
 // it is answering (writer, explain, judge, feedback, rubric, eval feedback)
@@ -48,6 +51,10 @@ type Persona struct {
 	Act func(query string) (gold, first string, ok bool)
 	// Bad is the set of misbehaviours.
 	Bad map[Misbehaviour]bool
+	// Rate, when above 0, is the share of answers (drawn per request from
+	// a hash of its messages, so a repair prompt draws anew) on which a
+	// misbehaviour in Bad shows; 0 means on every answer.
+	Rate float64
 }
 
 // Role names the prompt a chat request carries: "writer", "explain",
@@ -86,7 +93,22 @@ func Role(c Call) string {
 // Script returns the persona as a Script for Server.Script.
 func (p *Persona) Script() Script { return p.reply }
 
-func (p *Persona) bad(m Misbehaviour) bool { return p.Bad[m] }
+// bad reports whether the persona misbehaves in way m on call c.
+func (p *Persona) bad(m Misbehaviour, c Call) bool {
+	if !p.Bad[m] {
+		return false
+	}
+	if p.Rate <= 0 {
+		return true
+	}
+	h := fnv.New64a()
+	h.Write([]byte(m))
+	for _, msg := range c.Request.Messages {
+		h.Write([]byte{0})
+		h.Write([]byte(msg.Content))
+	}
+	return float64(h.Sum64()>>11)/(1<<53) < p.Rate
+}
 
 func (p *Persona) reply(c Call) Reply {
 	switch Role(c) {
@@ -105,7 +127,7 @@ func (p *Persona) reply(c Call) Reply {
 	case "rubric_skills":
 		return Reply{Text: "Score: 4\nReason: it needs a real algorithm and care with edge cases."}
 	case "rubric_effort":
-		if p.bad(UnreadableRubric) {
+		if p.bad(UnreadableRubric, c) {
 			return Reply{Text: "That depends entirely on who writes it and how much time they have."}
 		}
 		return Reply{Text: `{"score": 4, "reason": "several cases to handle"}`}
@@ -205,7 +227,7 @@ func (p *Persona) writer(c Call) string {
 		}
 		return fmt.Sprintf(fixes[variant(task+last, len(fixes))], name) + "\n\n" + block(good)
 	default: // feedback
-		if p.bad(UnchangedRevision) {
+		if p.bad(UnchangedRevision, c) {
 			return "You're right, thanks for pointing that out. The solution is correct.\n\n" + block(prevCode)
 		}
 		revised := addDocstring(prevCode, fmt.Sprintf("Revised after review %d: %s", feedbacks, summary(last)))
@@ -233,7 +255,7 @@ func (p *Persona) agent(c Call) string {
 	if !ok {
 		return "I cannot solve this task."
 	}
-	if p.bad(NoAction) {
+	if p.bad(NoAction, c) {
 		return "I would start by looking at how the data is laid out, then work out the exact command from what is there."
 	}
 	fence := func(code string) string { return "```" + lang + "\n" + strings.TrimSpace(code) + "\n```" }
@@ -305,7 +327,7 @@ func (p *Persona) explain(c Call) string {
 		reply = reply[i:]
 	}
 	code := lastCode(reply)
-	if p.bad(CodeForExplanation) {
+	if p.bad(CodeForExplanation, c) {
 		return "Good point. Here's the updated code:\n\n" + block(code)
 	}
 	if lang := lastFenceLang(reply); lang == "bash" || lang == "sh" || lang == "sql" {
@@ -410,8 +432,11 @@ func promptPart(s, marker string) string {
 
 // judge says whether the code in the request is the persona's good code.
 func (p *Persona) judge(c Call) string {
-	if p.bad(YesJudge) {
+	if p.bad(YesJudge, c) {
 		return `{"correct": true, "reason": "The code ran and looks right."}`
+	}
+	if p.bad(UnparseableJSON, c) {
+		return `My verdict: {correct: probably, reason: "it seems fine"`
 	}
 	last := c.LastUser()
 	task := promptPart(last, "Task:\n")
@@ -482,7 +507,7 @@ func (p *Persona) feedback(c Call) string {
 	openers := []string{"The code works, but please %s.", "Could you %s?", "One thing I'd like changed: %s.", "Before I use this, %s, please.", "It passes, though I want you to %s."}
 	text := fmt.Sprintf(openers[variant(last, len(openers))], fmt.Sprintf(ask, name))
 	said := cat
-	if p.bad(WrongCategory) {
+	if p.bad(WrongCategory, c) {
 		for _, o := range others {
 			if o != cat {
 				said = o
@@ -490,8 +515,11 @@ func (p *Persona) feedback(c Call) string {
 			}
 		}
 	}
-	if p.bad(CodeInFeedback) {
+	if p.bad(CodeInFeedback, c) {
 		text += " Like this:\n```python\n" + code + "\n```"
+	}
+	if p.bad(UnparseableJSON, c) {
+		return "Feedback (" + said + "): " + text + " {unmet: [" + said + "]"
 	}
 	b, _ := json.Marshal(map[string]any{
 		"category": said, "achieved_goals": []string{"functionality"}, "unmet_goals": []string{said}, "feedback": text})
@@ -508,7 +536,7 @@ func (p *Persona) evalFeedback(c Call) string {
 		}
 	}
 	text := fmt.Sprintf("The tests fail because %s returns the wrong value for the example cases. Check the expression it returns against the task statement.", fnName(code))
-	if p.bad(CodeInFeedback) {
+	if p.bad(CodeInFeedback, c) {
 		good := code
 		if p.Solve != nil {
 			if g, _, ok := p.Solve(promptPart(last, "Task:\n")); ok {
