@@ -40,6 +40,8 @@ type Stats struct {
 	item  bool
 	sets  map[string]float64
 	stage *Stats
+	// rejects are what gates turned away (see Reject).
+	rejects []Rejection
 }
 
 // NewStats returns empty stats (the engine makes one per stage).

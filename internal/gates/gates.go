@@ -52,7 +52,15 @@ func isGateKey(k string) (gate string, ok bool) {
 // statistics both have this method.
 type Adder interface{ Add(key string, v float64) }
 
-// Record counts v for gate in s.
+// Rejecter is what quarantines a rejected answer: *pipeline.Stats has
+// this method (the engine writes what it receives to the quarantine file).
+type Rejecter interface {
+	Reject(gate, reason, detail string)
+}
+
+// Record counts v for gate in s and, when v rejects and s can quarantine
+// (a Rejecter), hands it v's reason and detail: record with the item's
+// recorder (pipeline.ItemStats) so the rejection is kept with the item.
 func Record(s Adder, gate string, v Verdict) {
 	if s == nil {
 		return
@@ -61,6 +69,9 @@ func Record(s Adder, gate string, v Verdict) {
 	if !v.OK() {
 		s.Add(RejectedKey(gate), 1)
 		s.Add(ReasonKey(gate, v.Reason), 1)
+		if r, ok := s.(Rejecter); ok {
+			r.Reject(gate, v.Reason, v.Detail)
+		}
 	}
 }
 
