@@ -63,7 +63,7 @@ func (r *runner) process(ctx context.Context, s *StageSpec, st *stageCaps, stats
 				buf = append(buf, '\n')
 			}
 			if err == nil {
-				buf, err = sl.stats.appendDelta(buf)
+				buf, err = sl.stats.appendDelta(buf, s.Name, in.ID)
 			}
 			if err == nil {
 				sl.val = buf

@@ -53,6 +53,9 @@ type StageOptions struct {
 	Concurrency int           `yaml:"concurrency" json:"concurrency"` // parallel Each calls
 	Retries     int           `yaml:"retries" json:"retries"`         // extra attempts after a transient error
 	Timeout     time.Duration `yaml:"timeout" json:"timeout"`         // per item attempt; 0 = none
+	// GateMinChecks is the sample a quality gate needs before it may trip
+	// the stage (see Gated): fewer checks never trip it.
+	GateMinChecks int `yaml:"gate_min_checks" json:"gate_min_checks,omitempty"`
 }
 
 // StageSpec is one stage instance of a pipeline file.
@@ -88,7 +91,7 @@ type rawConfig struct {
 }
 
 // DefaultStageOptions apply where neither the stage nor `defaults:` say.
-var DefaultStageOptions = StageOptions{Concurrency: 8, Retries: 3}
+var DefaultStageOptions = StageOptions{Concurrency: 8, Retries: 3, GateMinChecks: 50}
 
 // Load reads and checks a pipeline file. All mistakes found are returned
 // together as ConfigErrors, each with file:line. Relative input paths are
@@ -369,6 +372,9 @@ func mergeOptions(base, over StageOptions) StageOptions {
 	}
 	if over.Timeout != 0 {
 		base.Timeout = over.Timeout
+	}
+	if over.GateMinChecks != 0 {
+		base.GateMinChecks = over.GateMinChecks
 	}
 	return base
 }

@@ -66,6 +66,7 @@ type runner struct {
 	shapes  map[string][]Shape // dry-run: predicted output shapes of stages that would run
 	model   ModelService
 	embed   any
+	trips   []GateTrip // gates that tripped a stage in this run
 	execMu  sync.Mutex
 	exec    executors.Executor
 	execErr error
@@ -123,6 +124,9 @@ func Run(ctx context.Context, cfg *Config, o RunOptions) (*Manifest, error) {
 	case errors.Is(err, ErrStopped):
 		r.man.Status = "stopped"
 		r.man.Message = err.Error()
+	case errors.Is(err, ErrGateTripped):
+		r.man.Status = "gate-tripped"
+		r.man.Message = err.Error()
 	case err != nil:
 		r.man.Status = "failed"
 		r.man.Message = err.Error()
@@ -155,7 +159,21 @@ func (r *runner) run(ctx context.Context) error {
 		}
 	}
 	waiting := map[string]bool{}
-	var deadFiles, tooMany []string
+	var deadFiles, quarFiles, tooMany []string
+	// Dead letters and the quarantine are published whatever ends the run:
+	// a failed stage's dead letters are what its user needs most.
+	published := false
+	publishSide := func() error {
+		if published || r.o.DryRun {
+			return nil
+		}
+		published = true
+		if err := r.publishDeadLetters(deadFiles); err != nil {
+			return err
+		}
+		return r.publishQuarantine(quarFiles)
+	}
+	defer publishSide()
 	for _, s := range r.cfg.Stages {
 		rec := StageRecord{Name: s.Name, Type: s.Type, Input: s.Input, Settings: s.Settings}
 		if !selected[s.Name] {
@@ -247,6 +265,9 @@ func (r *runner) run(ctx context.Context) error {
 		r.man.Estimate = r.man.Estimate.add(rec.Estimate)
 		r.man.Extra = r.serviceReport()
 		r.man.DeadCount += rec.Counts.DeadLettered
+		if q := filepath.Join(r.outDir, "stages", s.Name, quarantineFile); rec.Status != "not-selected" && fileSize(q) > 0 {
+			quarFiles = append(quarFiles, q)
+		}
 		if rec.Counts.DeadLettered > 0 {
 			deadFiles = append(deadFiles, filepath.Join(r.outDir, "stages", s.Name, "dead-letters.jsonl"))
 			if msg := r.tooManyFailed(s.Name, st.usesModel, rec.Counts); msg != "" && !r.o.DryRun {
@@ -265,7 +286,7 @@ func (r *runner) run(ctx context.Context) error {
 	if r.o.DryRun {
 		return nil
 	}
-	if err := r.publishDeadLetters(deadFiles); err != nil {
+	if err := publishSide(); err != nil {
 		return err
 	}
 	if len(tooMany) > 0 {
@@ -274,9 +295,35 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	if r.o.Shard.Enabled() {
 		r.log.Info("sharded run: outputs are published by the run after `codefeedback merge`", "shard", r.o.Shard.String())
+		return r.tripError()
+	}
+	if err := r.publishOutputs(ctx); err != nil {
+		return err
+	}
+	return r.tripError()
+}
+
+// tripError is the run's error when gates tripped: what was published is
+// what passed every gate; the rest is in the quarantine.
+func (r *runner) tripError() error {
+	if len(r.trips) == 0 {
 		return nil
 	}
-	return r.publishOutputs(ctx)
+	r.man.Gates = r.trips
+	msgs := make([]string, len(r.trips))
+	for i, t := range r.trips {
+		msgs[i] = t.Message() + quarantineSamples(filepath.Join(r.stageDir(t.Stage), quarantineFile), t.Gate, 3)
+	}
+	return fmt.Errorf("%w: %s; published only what passed every gate; rejected answers and unprocessed items with their reasons: %s",
+		ErrGateTripped, strings.Join(msgs, "; "), r.man.QuarantineFile)
+}
+
+func fileSize(p string) int64 {
+	st, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
 }
 
 func closeStage(st *stageCaps) {

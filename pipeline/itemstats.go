@@ -55,8 +55,9 @@ const statsPrefix = "#stats "
 
 // itemDelta is the stored form of an item recorder's figures.
 type itemDelta struct {
-	Add map[string]float64 `json:"add,omitempty"`
-	Set map[string]float64 `json:"set,omitempty"`
+	Add     map[string]float64 `json:"add,omitempty"`
+	Set     map[string]float64 `json:"set,omitempty"`
+	Rejects []Rejection        `json:"rejects,omitempty"`
 }
 
 // reset empties an item recorder for a new attempt, keeping its maps.
@@ -65,18 +66,23 @@ func (s *Stats) reset(stage *Stats) {
 	s.item, s.stage = true, stage
 	clear(s.vals)
 	clear(s.sets)
+	s.rejects = s.rejects[:0]
 	s.mu.Unlock()
 }
 
 // appendDelta appends the recorder's statistics line to dst, or nothing when
-// the attempt recorded nothing.
-func (s *Stats) appendDelta(dst []byte) ([]byte, error) {
+// the attempt recorded nothing; its rejections are stamped with the stage
+// and item.
+func (s *Stats) appendDelta(dst []byte, stage, itemID string) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.vals) == 0 && len(s.sets) == 0 {
+	if len(s.vals) == 0 && len(s.sets) == 0 && len(s.rejects) == 0 {
 		return dst, nil
 	}
-	b, err := json.Marshal(itemDelta{Add: s.vals, Set: s.sets}) // maps: sorted keys
+	for i := range s.rejects {
+		s.rejects[i].Stage, s.rejects[i].ItemID = stage, itemID
+	}
+	b, err := json.Marshal(itemDelta{Add: s.vals, Set: s.sets, Rejects: s.rejects}) // maps: sorted keys
 	if err != nil {
 		return dst, fmt.Errorf("encode item stats: %w", err)
 	}
@@ -99,11 +105,11 @@ func splitDelta(lines []byte) (items, delta []byte) {
 }
 
 // replayDelta applies a stored statistics line to the stage's statistics:
-// adds, then sets.
-func replayDelta(stats *Stats, delta []byte) error {
+// adds, then sets. It returns the item's rejections.
+func replayDelta(stats *Stats, delta []byte) ([]Rejection, error) {
 	var d itemDelta
 	if err := json.Unmarshal(delta, &d); err != nil {
-		return fmt.Errorf("decode item stats: %w", err)
+		return nil, fmt.Errorf("decode item stats: %w", err)
 	}
 	for k, v := range d.Add {
 		stats.Add(k, v)
@@ -111,5 +117,5 @@ func replayDelta(stats *Stats, delta []byte) error {
 	for k, v := range d.Set {
 		stats.Set(k, v)
 	}
-	return nil
+	return d.Rejects, nil
 }

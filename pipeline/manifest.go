@@ -11,24 +11,29 @@ import (
 // Manifest is the run's record, RUN/manifest.json, rewritten atomically after
 // every stage. The report reads it.
 type Manifest struct {
-	Program   string          `json:"program"`
-	Version   string          `json:"version"`
-	Pipeline  string          `json:"pipeline"`
-	RunDir    string          `json:"run_dir"`
-	Status    string          `json:"status"` // running, complete, partial, stopped, failed, dry-run
-	Message   string          `json:"message,omitempty"`
-	Started   time.Time       `json:"started"`
-	Finished  time.Time       `json:"finished,omitzero"`
-	Options   RunFlags        `json:"options"`
-	Executor  string          `json:"executor,omitempty"`
-	Inputs    []InputRecord   `json:"inputs"`
-	Stages    []StageRecord   `json:"stages"`
-	Outputs   []OutputRecord  `json:"outputs,omitempty"`
-	Usage     Usage           `json:"usage"`
-	Estimate  *Estimate       `json:"estimate,omitempty"` // dry-run: the stages' estimates summed
-	DeadCount int64           `json:"dead_lettered"`
-	DeadFile  string          `json:"dead_letters,omitempty"`
-	Extra     json.RawMessage `json:"extra,omitempty"`
+	Program   string         `json:"program"`
+	Version   string         `json:"version"`
+	Pipeline  string         `json:"pipeline"`
+	RunDir    string         `json:"run_dir"`
+	Status    string         `json:"status"` // running, complete, partial, stopped, failed, dry-run
+	Message   string         `json:"message,omitempty"`
+	Started   time.Time      `json:"started"`
+	Finished  time.Time      `json:"finished,omitzero"`
+	Options   RunFlags       `json:"options"`
+	Executor  string         `json:"executor,omitempty"`
+	Inputs    []InputRecord  `json:"inputs"`
+	Stages    []StageRecord  `json:"stages"`
+	Outputs   []OutputRecord `json:"outputs,omitempty"`
+	Usage     Usage          `json:"usage"`
+	Estimate  *Estimate      `json:"estimate,omitempty"` // dry-run: the stages' estimates summed
+	DeadCount int64          `json:"dead_lettered"`
+	DeadFile  string         `json:"dead_letters,omitempty"`
+	// Quarantine is what quality gates rejected (QuarantineFile, one
+	// Rejection a line) and Gates the gates that tripped a stage.
+	QuarantineCount int64           `json:"quarantined"`
+	QuarantineFile  string          `json:"quarantine,omitempty"`
+	Gates           []GateTrip      `json:"gates_tripped,omitempty"`
+	Extra           json.RawMessage `json:"extra,omitempty"`
 	// History lists the earlier runs on this run directory, oldest first
 	// (at most historyKeep); Total adds every earlier run and this one, so
 	// an unchanged re-run that costs nothing does not erase what the
@@ -72,7 +77,7 @@ type StageRecord struct {
 	Input    []string           `json:"input"`
 	Settings json.RawMessage    `json:"settings"`
 	Key      string             `json:"key"`    // hash of type, settings, version
-	Status   string             `json:"status"` // ran, unchanged, not-selected, waiting-for-merge, stopped, failed, dry-run
+	Status   string             `json:"status"` // ran, unchanged, gate-tripped, not-selected, waiting-for-merge, stopped, failed, dry-run
 	Counts   Counts             `json:"counts"`
 	Seconds  float64            `json:"seconds"`
 	Usage    Usage              `json:"usage"`
@@ -80,6 +85,7 @@ type StageRecord struct {
 	Output   string             `json:"output,omitempty"`
 	Error    string             `json:"error,omitempty"`
 	Estimate *Estimate          `json:"estimate,omitempty"` // dry-run: predicted usage of uncached items
+	Gate     *GateTrip          `json:"gate,omitempty"`     // the gate that tripped the stage
 }
 
 // Counts are a stage's item counts. In = Cached + Fresh + Failed (+ items
@@ -93,6 +99,11 @@ type Counts struct {
 	DeadLettered int64 `json:"dead_lettered"`
 	Retries      int64 `json:"retries"`
 	WouldRun     int64 `json:"would_run,omitempty"` // dry-run: uncached items
+	// Skipped items were not processed because a gate tripped (passed on
+	// unchanged by a Bypasser, else quarantined); the next run does them.
+	Skipped int64 `json:"skipped,omitempty"`
+	// Quarantined counts the rejections written to the quarantine.
+	Quarantined int64 `json:"quarantined,omitempty"`
 }
 
 // OutputRecord is one published output.

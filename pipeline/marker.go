@@ -18,6 +18,9 @@ type marker struct {
 	Output    string             `json:"output"` // relative to the run dir
 	Counts    Counts             `json:"counts"`
 	Stats     map[string]float64 `json:"stats,omitempty"`
+	// Tripped: a gate tripped the stage; its output is partial and the next
+	// run runs it again (from the cache, but for the skipped items).
+	Tripped bool `json:"tripped,omitempty"`
 	// Inputs, on the inputs' marker only: what was imported, for the
 	// manifest of a run that reuses the import.
 	Inputs []InputRecord `json:"inputs,omitempty"`

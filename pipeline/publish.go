@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -40,6 +41,32 @@ func (r *runner) publishDeadLetters(files []string) error {
 		return err
 	}
 	r.man.DeadFile = path
+	return nil
+}
+
+// publishQuarantine gathers the stages' quarantine files into the run's
+// quarantine.jsonl (written, possibly empty, on every run that ran a
+// stage, so the manifest, the report and the file always agree).
+func (r *runner) publishQuarantine(files []string) error {
+	path := filepath.Join(r.dir, quarantineFile)
+	a, err := createAtomic(path)
+	if err != nil {
+		return err
+	}
+	var n int64
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			a.Abort()
+			return fmt.Errorf("pipeline: %w", err)
+		}
+		n += int64(bytes.Count(b, []byte{'\n'}))
+		a.Write(b)
+	}
+	if err := a.Commit(); err != nil {
+		return err
+	}
+	r.man.QuarantineFile, r.man.QuarantineCount = path, n
 	return nil
 }
 

@@ -49,6 +49,7 @@ func (r *runner) runAll(ctx context.Context, s *StageSpec, st *stageCaps, key st
 		if r.o.DryRun {
 			return nil
 		}
+		r.settleAllGates(s, st, m.Stats, rec)
 		if err := r.writeRefs(s.Name, "set\t"+setKey+"\n"); err != nil {
 			return err
 		}
@@ -113,6 +114,9 @@ func (r *runner) runAll(ctx context.Context, s *StageSpec, st *stageCaps, key st
 	err = st.all.All(ctx, iter.Seq2[Item, error](seq), emit)
 	p.finish()
 	rec.Counts = Counts{In: in, Out: w.lines, Fresh: in}
+	if qerr := r.writeAllQuarantine(s, svc.Stats.takeRejects(), rec); qerr != nil && err == nil {
+		err = qerr
+	}
 	if err == nil && st.check != nil {
 		err = st.check.Check()
 	}
@@ -130,6 +134,7 @@ func (r *runner) runAll(ctx context.Context, s *StageSpec, st *stageCaps, key st
 	}
 	os.Remove(filepath.Join(r.dir, legacySetFile(setKey))) // a forced run replaced it
 	rec.Status, rec.Output = "ran", rel
+	r.settleAllGates(s, st, m.Stats, rec)
 	r.done[s.Name] = m
 	if err := r.writeRefs(s.Name, "set\t"+setKey+"\n"); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/codefeedback/codefeedback/internal/store"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -26,6 +27,11 @@ type slot struct {
 	attempts  int
 	aborted   bool // cancelled in flight: neither output nor failure
 	missed    bool // dry-run: not cached
+	// skipped: not processed because a gate tripped; bypassKey, when the
+	// stage passed it on (Bypasser), is where that output is stored.
+	skipped   bool
+	bypassKey string
+	windowed  bool // holds a place in the gated stage's window
 	wait      func() error
 	// stats records the attempt's item statistics (ItemStats); ictx hands
 	// it to Each. Both live here so a call allocates nothing for them.
@@ -52,7 +58,7 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *stageCaps, key s
 		return err
 	}
 	force := r.isForced(s.Name)
-	if m, err := r.readMarker(s.Name); err == nil && !force && !r.o.DryRun && m.Key == key && m.InputHash == inHash && m.Counts.Failed == 0 {
+	if m, err := r.readMarker(s.Name); err == nil && !force && !r.o.DryRun && m.Key == key && m.InputHash == inHash && m.Counts.Failed == 0 && !m.Tripped {
 		r.done[s.Name] = m
 		rec.Status = "unchanged"
 		rec.Output = m.Output
@@ -71,6 +77,13 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *stageCaps, key s
 	if err != nil {
 		return err
 	}
+	e.watch = newGateWatch(s.Name, st.gated, s.GateMinChecks)
+	if e.watch != nil {
+		// A gated stage's work may run only this far ahead of the writer,
+		// which judges the gates in input order: when a gate trips, at
+		// most this many more items were sent to the model.
+		e.window = make(chan struct{}, 2*s.Concurrency)
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	e.cancel = cancel
@@ -83,6 +96,12 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *stageCaps, key s
 	for range s.Concurrency {
 		g.Go(func() error {
 			for j := range e.jobs {
+				if e.tripped.Load() {
+					// A gate tripped while this job waited: no model call.
+					e.skip(j.sl, j.data)
+					close(j.sl.done)
+					continue
+				}
 				if n := r.process(gctx, s, st, svc.Stats, j.data, j.sl); n > 0 {
 					e.retries.Add(int64(n))
 				}
@@ -146,14 +165,15 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *stageCaps, key s
 		rec.Status = "dry-run"
 	}
 	if st.check != nil && !r.o.DryRun {
-		// A quality gate over the whole output: no marker when it fails.
+		// A check over the whole output: no marker when it fails.
 		if err := st.check.Check(); err != nil {
 			e.abort()
 			rec.Status = "failed"
 			return err
 		}
 	}
-	for _, f := range []*atomicFile{e.keys.a, e.dead} {
+	trip := e.finalTrip()
+	for _, f := range []*atomicFile{e.keys.a, e.dead, e.quar} {
 		if err := f.Commit(); err != nil {
 			e.abort()
 			return err
@@ -161,6 +181,11 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *stageCaps, key s
 	}
 	m := &marker{Key: key, InputHash: inHash, OutHash: e.sum.sum(), Output: filepath.Join("stages", s.Name, keysFile), Counts: e.c}
 	m.Stats, _ = svc.Stats.Snapshot()
+	if trip != nil && !r.o.DryRun {
+		m.Tripped = true
+		rec.Status, rec.Gate = "gate-tripped", trip
+		r.trips = append(r.trips, *trip)
+	}
 	r.done[s.Name] = m
 	rec.Output = m.Output
 	if r.o.DryRun {
@@ -196,6 +221,11 @@ type eachRun struct {
 	keys    *keysWriter // the output: its items' keys in input order
 	sum     *lineSum    // the output lines' hash and count
 	dead    *atomicFile
+	quar    *atomicFile // what gates rejected, in input order
+	watch   *gateWatch  // nil: the stage has no gates
+	trip    *GateTrip   // writer's: the gate that tripped the stage
+	tripped atomic.Bool // set by the writer once trip is: no new work
+	window  chan struct{}
 	jobs    chan job
 	slots   chan *slot
 	cancel  context.CancelFunc
@@ -218,15 +248,120 @@ func (r *runner) newEachRun(s *StageSpec, st *stageCaps, svc *Services) (*eachRu
 		keys.a.Abort()
 		return nil, err
 	}
-	return &eachRun{r: r, s: s, st: st, svc: svc, keys: keys, sum: newLineSum(), dead: dead}, nil
+	quar, err := createAtomic(filepath.Join(dir, quarantineFile))
+	if err != nil {
+		keys.a.Abort()
+		dead.Abort()
+		return nil, err
+	}
+	return &eachRun{r: r, s: s, st: st, svc: svc, keys: keys, sum: newLineSum(), dead: dead, quar: quar}, nil
 }
 
-func (e *eachRun) abort() { e.keys.a.Abort(); e.dead.Abort() }
+// abort drops the unfinished output; what failed and what gates rejected
+// so far are kept, whatever ended the stage.
+func (e *eachRun) abort() {
+	e.keys.a.Abort()
+	if err := e.dead.Commit(); err != nil {
+		e.r.log.Warn("dead letters not written", "stage", e.s.Name, "err", err)
+	}
+	if err := e.quar.Commit(); err != nil {
+		e.r.log.Warn("quarantine not written", "stage", e.s.Name, "err", err)
+	}
+}
+
+// skip handles an item the stage will not process because a gate tripped:
+// a Bypasser's outputs for it (stored under a key of their own, so the
+// next run still does the work), else nothing: the writer quarantines it.
+func (e *eachRun) skip(sl *slot, data []byte) {
+	sl.skipped = true
+	sl.id = itemID(data)
+	if e.st.bypass == nil {
+		return
+	}
+	in, err := parseItem(bytes.Clone(data))
+	if err != nil {
+		sl.failed = fmt.Errorf("decode item: %w", err)
+		return
+	}
+	outs, err := e.st.bypass.Bypass(in)
+	if err != nil {
+		sl.failed = fmt.Errorf("pass on after gate tripped: %w", err)
+		return
+	}
+	buf := []byte{valOK}
+	for _, o := range outs {
+		if buf, err = appendItem(buf, o); err != nil {
+			sl.failed = fmt.Errorf("encode output %s: %w", o.ID, err)
+			return
+		}
+		buf = append(buf, '\n')
+	}
+	sl.val = buf
+	sl.bypassKey = store.Key("bypass/v1", sl.key)
+	sl.wait = e.r.db.PutAsync(ItemsBucket, sl.bypassKey, buf)
+}
+
+// quarantine writes one rejection.
+func (e *eachRun) quarantine(rj Rejection) {
+	if rj.Stage == "" {
+		rj.Stage = e.s.Name
+	}
+	if r, ok := e.watch.rule(rj.Gate); ok && rj.Setting == "" {
+		rj.Setting = r.Setting
+	}
+	b, err := json.Marshal(rj)
+	if err != nil {
+		return
+	}
+	e.quar.Write(append(b, '\n'))
+	e.c.Quarantined++
+}
+
+// watchGates trips the stage when a gate is clearly over its rule.
+func (e *eachRun) watchGates() {
+	if e.watch == nil || e.trip != nil {
+		return
+	}
+	if t := e.watch.check(e.svc.Stats.gateSnapshot(), true); t != nil {
+		e.trip = t
+		e.tripped.Store(true)
+		e.r.log.Warn("QUALITY GATE TRIPPED: the stage stops calling the model; work in flight finishes, the rest is "+
+			map[bool]string{true: "passed on without this stage's work", false: "quarantined"}[e.st.bypass != nil],
+			"stage", e.s.Name, "gate", t.Gate, "rejected", t.Rejected, "checked", t.Checked, "allowed", t.MaxShare, "setting", t.Setting)
+	}
+}
+
+// finalTrip settles the stage's gates once every item is written: an early
+// trip with the final figures, or a gate over its rule at the end.
+func (e *eachRun) finalTrip() *GateTrip {
+	if e.watch == nil {
+		return nil
+	}
+	stats := e.svc.Stats.gateSnapshot()
+	if e.trip == nil {
+		e.trip = e.watch.check(stats, false)
+		if e.trip == nil {
+			return nil
+		}
+	} else {
+		for _, f := range gateFigures(stats) {
+			if f.gate == e.trip.Gate {
+				e.trip.Checked, e.trip.Rejected, e.trip.Reasons = f.checked, f.rejected, f.reasons
+			}
+		}
+	}
+	e.trip.Skipped = e.c.Skipped
+	e.trip.Bypassed = e.st.bypass != nil && e.c.Skipped > 0
+	return e.trip
+}
 
 // write takes one slot's result, in input order, once it is durable: counts,
 // output keys, dead letters, item statistics, output lines and Observe.
 func (e *eachRun) write(sl *slot) {
 	<-sl.done
+	if sl.windowed {
+		<-e.window
+	}
 	if e.werr != nil {
 		return
 	}
@@ -242,6 +377,34 @@ func (e *eachRun) write(sl *slot) {
 		return
 	}
 	c, p := &e.c, e.p
+	if sl.skipped {
+		c.In++
+		c.Skipped++
+		p.done.Add(1)
+		switch {
+		case sl.failed != nil:
+			c.Failed++
+			c.DeadLettered++
+			p.failed.Add(1)
+			b, _ := json.Marshal(deadLetter{Stage: e.s.Name, ItemID: sl.id, Error: sl.failed.Error(), Time: time.Now().UTC()})
+			e.dead.Write(append(b, '\n'))
+		case sl.bypassKey != "":
+			if err := e.keys.add(sl.bypassKey); err != nil {
+				e.werr = err
+				e.cancel()
+				return
+			}
+			e.addLines(sl.val[1:])
+		default:
+			gate := ""
+			if e.trip != nil {
+				gate = e.trip.Gate
+			}
+			e.quarantine(Rejection{ItemID: sl.id, Gate: gate, Reason: "not_processed",
+				Detail: "the stage stopped calling the model after gate " + gate + " tripped; the next run processes this item"})
+		}
+		return
+	}
 	if sl.missed {
 		c.In++
 		c.WouldRun++
@@ -278,16 +441,34 @@ func (e *eachRun) write(sl *slot) {
 	if delta != nil {
 		// Fresh and cached items alike, in input order, so both runs add
 		// up the same figures.
-		if err := replayDelta(e.svc.Stats, delta); err != nil {
+		rejects, err := replayDelta(e.svc.Stats, delta)
+		if err != nil {
 			e.r.log.Warn("item statistics ignored", "stage", e.s.Name, "key", sl.key, "err", err)
 		}
+		for _, rj := range rejects {
+			e.quarantine(rj)
+		}
 	}
+	e.addLines(lines)
+	e.watchGates()
+}
+
+// addLines adds output lines to the output's hash and observes them.
+func (e *eachRun) addLines(lines []byte) {
 	e.sum.add(lines)
 	if e.st.observe != nil {
 		// sl.val is never modified, so items may alias it.
 		for l := range bytes.Lines(lines) {
 			if it, err := parseItem(l[:len(l)-1]); err == nil {
 				e.st.observe.Observe(it)
+				// Gates recorded from Observe (on the stage's statistics)
+				// quarantine what they reject with the item observed.
+				for _, rj := range e.svc.Stats.takeRejects() {
+					if rj.ItemID == "" {
+						rj.ItemID = it.ID
+					}
+					e.quarantine(rj)
+				}
 			}
 		}
 	}
@@ -373,6 +554,20 @@ func (e *eachRun) flush(ctx context.Context, arena []byte, ends []int, keys []st
 		if e.r.o.DryRun {
 			e.missed = append(e.missed, shapeOfLine(data))
 			sl.missed = true
+			close(sl.done)
+			e.slots <- sl
+			continue
+		}
+		if e.window != nil {
+			select {
+			case e.window <- struct{}{}:
+				sl.windowed = true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		if e.tripped.Load() {
+			e.skip(sl, data)
 			close(sl.done)
 			e.slots <- sl
 			continue

@@ -125,6 +125,8 @@ type stageCaps struct {
 	estimate  Estimator
 	observe   Observer
 	check     Checker
+	gated     Gated
+	bypass    Bypasser
 	executes  bool
 	usesModel bool
 	closer    io.Closer
@@ -144,6 +146,8 @@ func capsOf(name string, st Stage) (*stageCaps, error) {
 	c.estimate, _ = st.(Estimator)
 	c.observe, _ = st.(Observer)
 	c.check, _ = st.(Checker)
+	c.gated, _ = st.(Gated)
+	c.bypass, _ = st.(Bypasser)
 	if u, ok := st.(ExecutorUser); ok {
 		c.executes = u.UsesExecutor()
 	}

@@ -36,6 +36,7 @@ const (
 	exitUnreachable = 5 // a model endpoint or the sandbox could not be reached or opened
 	exitLeak        = 6 // audit --fail-on-leak flagged a dialogue
 	exitBadData     = 7 // an input record or file cannot be read (file and line named)
+	exitGate        = 8 // run: a quality gate tripped a stage; what passed every gate was published, the rest quarantined
 )
 
 // exitError carries a specific exit code from a command.

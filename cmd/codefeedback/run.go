@@ -33,7 +33,8 @@ func init() {
 		Description: "Stages run in order; each item's result is stored in the run directory under a hash of the stage,\n" +
 			"its settings, its prompts and the item, so a re-run after a change, a crash or new inputs computes only\n" +
 			"what is missing. Exit codes: 1 a stage failed or too many of its items failed (--max-failed), 2 bad\n" +
-			"pipeline file or flags, 3 run directory in use, 4 stopped at --max-cost.",
+			"pipeline file or flags, 3 run directory in use, 4 stopped at --max-cost, 8 a quality gate tripped a stage (what\n" +
+			"passed every gate is published; the rest, with reasons, in RUN/quarantine.jsonl).",
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "only", Usage: "run only these stages (comma-separated); their inputs must exist"},
 			&cli.StringFlag{Name: "from", Usage: "run this stage and every stage after it"},
@@ -119,6 +120,8 @@ func runPipeline(ctx context.Context, o runOptions) error {
 		return withCode(exitStopped, err)
 	case errors.Is(err, pipeline.ErrUsage):
 		return withCode(exitUsage, err)
+	case errors.Is(err, pipeline.ErrGateTripped):
+		return withCode(exitGate, err)
 	}
 	return err
 }
@@ -154,6 +157,12 @@ func printSummary(w io.Writer, m *pipeline.Manifest) {
 	}
 	if m.DeadCount > 0 {
 		fmt.Fprintf(w, "%d items failed; see %s (the next run retries them)\n", m.DeadCount, m.DeadFile)
+	}
+	if m.QuarantineCount > 0 {
+		fmt.Fprintf(w, "%d model answers or items rejected by quality gates; see %s (never published)\n", m.QuarantineCount, m.QuarantineFile)
+	}
+	for _, g := range m.Gates {
+		fmt.Fprintf(w, "GATE TRIPPED: %s\n", g.Message())
 	}
 	for _, o := range m.Outputs {
 		fmt.Fprintf(w, "wrote %s (%d items)\n", o.Path, o.Items)

@@ -139,14 +139,16 @@ func (st *stage) Observe(out pipeline.Item) {
 	}
 }
 
-// Check implements pipeline.Checker: the stage fails when more than
+// Gates implements pipeline.Gated: the stage trips when more than
 // max_rejected of the code turns were left unexplained by the gate.
-func (st *stage) Check() error {
-	if st.svc.Stats == nil {
-		return nil
-	}
-	vals, _ := st.svc.Stats.Snapshot()
-	return gates.Fail("explain", vals, st.maxRejected, st.samples)
+func (st *stage) Gates() []pipeline.GateRule {
+	return []pipeline.GateRule{{Gate: Gate, MaxShare: st.maxRejected, Setting: "max_rejected"}}
+}
+
+// Bypass implements pipeline.Bypasser: once the gate tripped, dialogues go
+// on as they came, without prefaces (their code and outputs stand alone).
+func (st *stage) Bypass(in pipeline.Item) ([]pipeline.Item, error) {
+	return []pipeline.Item{in}, nil
 }
 
 // Each implements pipeline.EachStage.
@@ -180,6 +182,11 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 	}
 	if svc.Stats != nil && rep.Repairs > 0 {
 		svc.Stats.Add("repairs", float64(rep.Repairs))
+	}
+	// The gate's figures come from the labels (Observe); the rejected
+	// prefaces themselves go to the quarantine with the item.
+	for _, v := range rep.Rejected {
+		pipeline.ItemStats(ctx, nil).Reject(Gate, v.Reason, v.Detail)
 	}
 	if rep.Turns == 0 && len(rep.Rejected) == 0 {
 		return []pipeline.Item{in}, nil

@@ -364,7 +364,7 @@ func (st *filterStage) Observe(out pipeline.Item) {
 		v := gates.Verdict{}
 		if rt.Score == 0 {
 			bucket = "unrated"
-			v = gates.Verdict{Reason: "unreadable"}
+			v = gates.Verdict{Reason: "unreadable", Detail: rt.Rubric + " rubric for " + rt.QueryID + ": " + rt.Raw}
 			st.samples.Add("rubric_"+rt.Rubric, rt.QueryID+": "+rt.Raw)
 		}
 		gates.Record(svc.Stats, "rubric_"+rt.Rubric, v)
@@ -389,12 +389,11 @@ func (st *filterStage) Observe(out pipeline.Item) {
 	}
 }
 
-// Check implements pipeline.Checker: a rubric unreadable for more than
-// max_unrated of the queries fails the stage instead of dropping them all
+// Gates implements pipeline.Gated: a rubric unreadable for more than
+// max_unrated of the queries trips the stage instead of dropping them all
 // quietly.
-func (st *filterStage) Check() error {
-	vals, _ := st.svc.Stats.Snapshot()
-	return gates.Fail("filter", vals, st.o.MaxUnrated, &st.samples)
+func (st *filterStage) Gates() []pipeline.GateRule {
+	return []pipeline.GateRule{{MaxShare: st.o.MaxUnrated, Setting: "max_unrated"}}
 }
 
 // promptText returns a template's text, for estimates.

@@ -287,14 +287,10 @@ func (st *stage) gateActions(stats gates.Adder, ep agent.Episode) {
 	}
 }
 
-// Check implements pipeline.Checker: the stage fails when more than
+// Gates implements pipeline.Gated: the stage trips when more than
 // max_no_action of the model's answers held no action.
-func (st *stage) Check() error {
-	if st.svc.Stats == nil {
-		return nil
-	}
-	vals, _ := st.svc.Stats.Snapshot()
-	return gates.Fail("interact", vals, st.o.MaxNoAction, st.samples)
+func (st *stage) Gates() []pipeline.GateRule {
+	return []pipeline.GateRule{{Gate: Gate, MaxShare: st.o.MaxNoAction, Setting: "max_no_action"}}
 }
 
 func modelName(svc *pipeline.Services, endpoint string) string {

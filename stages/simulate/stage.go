@@ -88,8 +88,14 @@ func (st *stage) Observe(out pipeline.Item) {
 	}
 }
 
-// Check implements pipeline.Checker: the feedback-round gates and the
-// judge's calibration against the tests.
+// Gates implements pipeline.Gated: the feedback-round gates trip the stage
+// when they reject more than max_rejected of the rounds.
+func (st *stage) Gates() []pipeline.GateRule {
+	return []pipeline.GateRule{{MaxShare: st.o.MaxRejected, Setting: "max_rejected"}}
+}
+
+// Check implements pipeline.Checker: the judge's calibration against the
+// tests.
 func (st *stage) Check() error {
 	svc := st.svc
 	if svc.Stats == nil {
@@ -301,15 +307,11 @@ func recordGates(stats gates.Adder, d schema.Dialogue) {
 	}
 }
 
-// CheckGates fails the stage when the feedback-round gates rejected more
-// than o.MaxRejected of the rounds, or when the judge model agreed with the
-// tests on less than o.MinAgreement of at least o.CalibrationMin
-// calibration verdicts.
+// CheckGates fails the stage when the judge model agreed with the tests on
+// less than o.MinAgreement of at least o.CalibrationMin calibration
+// verdicts. (The feedback-round gates are the engine's: see Gates.)
 func CheckGates(vals map[string]float64, o Options, samples *gates.Samples) error {
 	var errs []error
-	if err := gates.Fail("simulate", vals, o.MaxRejected, samples); err != nil {
-		errs = append(errs, err)
-	}
 	n := vals["calibration/verdicts"]
 	if n > 0 && n >= float64(o.CalibrationMin) {
 		agree := vals["calibration/agree"] / n
