@@ -60,6 +60,12 @@ type Data struct {
 	// Gates are the quality gates' figures per stage (internal/gates).
 	Gates     []GateRow `json:"gates"`
 	DeadTotal int64     `json:"dead_total"`
+	// Tripped are the gates that tripped a stage (from the manifest);
+	// Quarantine the first rejections of RUN/quarantine.jsonl.
+	Tripped         []TripRow            `json:"gates_tripped"`
+	Quarantine      []pipeline.Rejection `json:"quarantine"`
+	QuarantineTotal int64                `json:"quarantine_total"`
+	QuarantineFile  string               `json:"quarantine_file,omitempty"`
 	SampleIDs []string  `json:"sample_ids"`
 
 	sample  []schema.Dialogue
@@ -75,6 +81,12 @@ type GateRow struct {
 	Rejected float64            `json:"rejected"`
 	Share    float64            `json:"share"`
 	Reasons  map[string]float64 `json:"reasons,omitempty"`
+}
+
+// TripRow is a tripped gate with its message.
+type TripRow struct {
+	pipeline.GateTrip
+	Message string `json:"message"`
 }
 
 // StageSummary is one row of the stage table.
@@ -222,6 +234,9 @@ func Collect(ctx context.Context, runDir string, o Options) (*Data, error) {
 	if err := d.readDead(); err != nil {
 		return nil, err
 	}
+	if err := d.readQuarantine(); err != nil {
+		return nil, err
+	}
 	if err := d.readDataset(ctx); err != nil {
 		return nil, err
 	}
@@ -251,6 +266,36 @@ func (d *Data) readDead() error {
 		var dl DeadLetter
 		if json.Unmarshal(sc.Bytes(), &dl) == nil {
 			d.Dead = append(d.Dead, dl)
+		}
+	}
+	return sc.Err()
+}
+
+// readQuarantine reads the tripped gates and the first rejections.
+func (d *Data) readQuarantine() error {
+	for _, g := range d.Manifest.Gates {
+		d.Tripped = append(d.Tripped, TripRow{GateTrip: g, Message: g.Message()})
+	}
+	d.QuarantineTotal = d.Manifest.QuarantineCount
+	p := d.Manifest.QuarantineFile
+	if p == "" || !fileExists(p) {
+		p = filepath.Join(d.RunDir, "quarantine.jsonl")
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	defer f.Close()
+	d.QuarantineFile = p
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<26)
+	for sc.Scan() && len(d.Quarantine) < maxDeadShown {
+		var rj pipeline.Rejection
+		if json.Unmarshal(sc.Bytes(), &rj) == nil {
+			d.Quarantine = append(d.Quarantine, rj)
 		}
 	}
 	return sc.Err()
