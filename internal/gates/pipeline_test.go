@@ -134,6 +134,7 @@ func runPipeline(t *testing.T, c *corpus, persona *llmtest.Persona, simSettings 
 	y := fmt.Sprintf(`run_dir: %s
 executor: bwrap://?pool=2
 model: {base_url: "%s", model: persona, concurrency: 16}
+defaults: {gate_min_checks: 1}  # a few problems: every check counts
 inputs:
   - {path: problems.jsonl, format: mbpp}
   - {path: queries.jsonl}

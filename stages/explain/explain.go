@@ -246,6 +246,12 @@ func (e *Explainer) preface(ctx context.Context, before []schema.Message, reply 
 	if errors.As(err, &ge) {
 		return "", ge.v, rep, nil // out of repairs: the turn stays unexplained
 	}
+	var pe *llm.ParseError
+	if errors.As(err, &pe) {
+		// Empty or a refusal after every repair: this turn stays
+		// unexplained; the dialogue is not lost for it.
+		return "", gates.Verdict{Reason: "unreadable", Detail: pe.Raw}, rep, nil
+	}
 	if err != nil {
 		return "", gates.Verdict{}, rep, err
 	}

@@ -321,7 +321,13 @@ var identRe = regexp.MustCompile(`\b[a-z_][a-z0-9_]{2,}\b`)
 // explain writes a preface for the reply in the request, naming its
 // function and a few of its variables, in one of several phrasings.
 func (p *Persona) explain(c Call) string {
+	// The request holds the reply; a repair prompt after it does not.
 	last := c.LastUser()
+	for _, m := range c.Request.Messages {
+		if m.Role == "user" && strings.Contains(m.Content, "<reply>") {
+			last = m.Content
+		}
+	}
 	reply := last
 	if i := strings.Index(reply, "<reply>"); i >= 0 {
 		reply = reply[i:]
