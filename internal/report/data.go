@@ -66,7 +66,7 @@ type Data struct {
 	Quarantine      []pipeline.Rejection `json:"quarantine"`
 	QuarantineTotal int64                `json:"quarantine_total"`
 	QuarantineFile  string               `json:"quarantine_file,omitempty"`
-	SampleIDs []string  `json:"sample_ids"`
+	SampleIDs       []string             `json:"sample_ids"`
 
 	sample  []schema.Dialogue
 	options Options
