@@ -33,7 +33,7 @@ var ErrUsage = errors.New("bad run options")
 type RunOptions struct {
 	Only    []string // run only these stages (their inputs must exist)
 	From    string   // run this stage and every stage after it
-	Limit   int      // use only the first N input items (after sharding)
+	Limit   int      // use only the first N input items (of the whole input, before sharding)
 	DryRun  bool     // show what would run and what is cached; change nothing
 	Force   []string // recompute these stages, ignoring cached results
 	Shard   Shard

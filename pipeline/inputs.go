@@ -107,7 +107,7 @@ func (r *runner) materializeInputs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var n int64
+	var n, seen int64
 	var buf []byte
 	for i, in := range r.cfg.Inputs {
 		rec := &recs[i]
@@ -118,7 +118,11 @@ func (r *runner) materializeInputs(ctx context.Context) error {
 				return fmt.Errorf("input %s: %w", in.Path, err)
 			}
 			rec.Items++
-			if !r.o.Shard.Has(it.ID) || (r.o.Limit > 0 && n >= int64(r.o.Limit)) {
+			// --limit N takes the first N items of the whole input, then
+			// the shard its share of them: N shards of a --limit run
+			// together hold exactly the unsharded run's items.
+			seen++
+			if (r.o.Limit > 0 && seen > int64(r.o.Limit)) || !r.o.Shard.Has(it.ID) {
 				continue
 			}
 			buf, err = appendItem(buf[:0], it)
@@ -151,7 +155,11 @@ func (r *runner) inputsKey(recs []InputRecord) string {
 	for i, rec := range recs {
 		parts[i] = part{rec.Path, rec.Format, rec.SHA256}
 	}
-	return store.Key("inputs", importVersion, r.o.Version, parts, r.o.Shard.String(), r.o.Limit)
+	var limit any = r.o.Limit
+	if r.o.Shard.Enabled() && r.o.Limit > 0 {
+		limit = fmt.Sprint(r.o.Limit, " of the whole input") // since --limit applies before --shard
+	}
+	return store.Key("inputs", importVersion, r.o.Version, parts, r.o.Shard.String(), limit)
 }
 
 func fileSHA256(path string) (string, int64, error) {

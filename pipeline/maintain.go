@@ -3,9 +3,11 @@ package pipeline
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/codefeedback/codefeedback/internal/store"
 )
@@ -22,11 +24,23 @@ type MergeReport struct {
 // whole-set stages on all items. Shard directories are opened read-only.
 func Merge(ctx context.Context, dst string, shards []string) (MergeReport, error) {
 	var rep MergeReport
+	// A directory in use says so first; a refused shard set creates nothing.
+	_, statErr := os.Stat(dst)
+	if statErr != nil {
+		if err := CheckShards(shards); err != nil {
+			return rep, err
+		}
+	}
 	lk, err := lockRunDir(dst)
 	if err != nil {
 		return rep, err
 	}
 	defer lk.unlock()
+	if statErr == nil {
+		if err := CheckShards(shards); err != nil {
+			return rep, err
+		}
+	}
 	db, err := store.OpenBolt(filepath.Join(dst, "store.db"), false)
 	if err != nil {
 		return rep, err
@@ -62,6 +76,64 @@ func Merge(ctx context.Context, dst string, shards []string) (MergeReport, error
 		}
 	}
 	return rep, nil
+}
+
+// ErrBadShards is wrapped by Merge's error when the shard directories are
+// not one complete, finished set: nothing was merged.
+var ErrBadShards = errors.New("bad shard set")
+
+// CheckShards checks that dirs are the finished runs of shards 0..N-1 of
+// one N, each once: a failed or unfinished shard, a shard given twice (or
+// the same directory twice) and a missing shard are refused, named.
+func CheckShards(dirs []string) error {
+	seen := map[string]string{} // shard -> dir
+	abs := map[string]bool{}
+	count := 0
+	for _, d := range dirs {
+		a, err := filepath.Abs(d)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrBadShards, d, err)
+		}
+		if abs[a] {
+			return fmt.Errorf("%w: %s is given twice", ErrBadShards, d)
+		}
+		abs[a] = true
+		m, err := ReadManifest(d)
+		if err != nil {
+			return fmt.Errorf("%w: %s is not a finished run directory: %w", ErrBadShards, d, err)
+		}
+		if m.Status != "complete" && m.Status != "gate-tripped" {
+			msg := m.Message
+			if msg == "" {
+				msg = "no message"
+			}
+			return fmt.Errorf("%w: shard %s in %s did not finish (status %s: %s); run it again before merging",
+				ErrBadShards, m.Options.Shard, d, m.Status, msg)
+		}
+		sh, err := ParseShard(m.Options.Shard)
+		if err != nil || !sh.Enabled() {
+			return fmt.Errorf("%w: %s is not a shard's run (its manifest says shard %q)", ErrBadShards, d, m.Options.Shard)
+		}
+		if count == 0 {
+			count = sh.Count
+		} else if sh.Count != count {
+			return fmt.Errorf("%w: %s is shard %s, but an earlier directory is one of %d shards", ErrBadShards, d, sh, count)
+		}
+		if prev, ok := seen[sh.String()]; ok {
+			return fmt.Errorf("%w: shard %s is given twice: %s and %s", ErrBadShards, sh, prev, d)
+		}
+		seen[sh.String()] = d
+	}
+	var missing []string
+	for i := range count {
+		if _, ok := seen[Shard{Index: i, Count: count}.String()]; !ok {
+			missing = append(missing, Shard{Index: i, Count: count}.String())
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: shard %s missing (want all %d shards of the run)", ErrBadShards, strings.Join(missing, ", "), count)
+	}
+	return nil
 }
 
 // CacheStats describes a run directory's store.

@@ -15,13 +15,18 @@ func init() {
 		ArgsUsage: "SHARD_RUN_DIR...",
 		Description: "Copies every shard's stored results into --into. Then run the same pipeline file with\n" +
 			"--run-dir INTO and no --shard: per-item stages find all results in the store (nothing is\n" +
-			"recomputed), whole-set stages (pack, dedup, audit) run on all items, and outputs are published.",
+			"recomputed), whole-set stages (pack, dedup, audit) run on all items, and outputs are published.\n" +
+			"The directories must be the finished runs of shards 0..N-1, each once: a failed, unfinished,\n" +
+			"duplicated or missing shard is refused (exit 2, naming it) and nothing is merged.",
 		Flags: []cli.Flag{&cli.StringFlag{Name: "into", Required: true, Usage: "run directory to merge into"}},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return withCode(exitUsage, errors.New("merge: want at least one shard run directory"))
 			}
 			r, err := pipeline.Merge(c.Context, c.String("into"), c.Args().Slice())
+			if errors.Is(err, pipeline.ErrBadShards) {
+				return withCode(exitUsage, fmt.Errorf("merge: %w", err))
+			}
 			if err != nil {
 				return lockedCode(err)
 			}
