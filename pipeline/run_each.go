@@ -77,12 +77,13 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *stageCaps, key s
 	if err != nil {
 		return err
 	}
+	workers := r.workers(s, st, total)
 	e.watch = newGateWatch(s.Name, st.gated, s.GateMinChecks)
 	if e.watch != nil {
 		// A gated stage's work may run only this far ahead of the writer,
 		// which judges the gates in input order: when a gate trips, at
 		// most this many more items were sent to the model.
-		e.window = make(chan struct{}, 2*s.Concurrency)
+		e.window = make(chan struct{}, 2*workers)
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -92,8 +93,8 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *stageCaps, key s
 	// fresh goroutines regrow their stacks on every item (measurable with
 	// instant stages), and the bound on concurrency is the same.
 	g, gctx := errgroup.WithContext(sctx)
-	e.jobs = make(chan job, s.Concurrency)
-	for range s.Concurrency {
+	e.jobs = make(chan job, workers)
+	for range workers {
 		g.Go(func() error {
 			for j := range e.jobs {
 				if e.tripped.Load() {
@@ -111,7 +112,7 @@ func (r *runner) runEach(ctx context.Context, s *StageSpec, st *stageCaps, key s
 	}
 	// A deep window lets many results await one group commit (fsync)
 	// without stalling workers; its memory is bounded, not per-run.
-	e.slots = make(chan *slot, 4096+2*s.Concurrency)
+	e.slots = make(chan *slot, 4096+2*workers)
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)

@@ -215,6 +215,26 @@ type ModelService interface {
 	KeyParams(stage, endpoint string) (any, error)
 }
 
+// BatchSizer is implemented by model services that can send a stage's
+// requests through a provider's batch API: BatchSize is how many requests
+// one batch may hold for that stage, or 0 when its requests go live. The
+// engine then keeps up to that many of the stage's items in flight (not
+// just its concurrency), so a batch holds every item that is ready.
+type BatchSizer interface{ BatchSize(stage string) int }
+
+// workers is how many items of a per-item stage run at once: its
+// concurrency, or for a model stage in batch mode as many as one batch
+// holds (at most the stage's item count).
+func (r *runner) workers(s *StageSpec, st *stageCaps, total int64) int {
+	n := s.Concurrency
+	if bs, ok := r.model.(BatchSizer); ok && st.usesModel {
+		if b := bs.BatchSize(s.Name); b > 0 {
+			n = max(n, int(min(int64(b), total)))
+		}
+	}
+	return n
+}
+
 // ModelKey returns what of the model endpoint this stage uses ("" = its
 // default) belongs in the stage's Version: the endpoint's KeyParams, or
 // "none" when the run has no model service.

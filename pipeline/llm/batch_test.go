@@ -7,13 +7,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
+	"github.com/codefeedback/codefeedback/schema"
 )
 
 // answerOf is the scripted model: a deterministic answer per question.
@@ -221,4 +224,71 @@ func runOffline(t *testing.T, in string) {
 		out.Write(append(line, '\n'))
 	}
 	os.WriteFile(strings.TrimSuffix(in, ".jsonl")+".output.jsonl", out.Bytes(), 0o644)
+}
+
+// TestBatchStageFillsOneBatch: a batch-mode stage's items all wait in one
+// batch, not in batches of the stage's concurrency (issue 32: 20 items made
+// 3 batches). The batch is sent when batch_size requests are pending; the
+// window is an hour, so only the size can send it.
+func TestBatchStageFillsOneBatch(t *testing.T) {
+	clearModelEnv(t)
+	srv := llmtest.New(t)
+	srv.Script(func(c llmtest.Call) llmtest.Reply { return llmtest.Reply{Text: answerOf(c.LastUser())} })
+	file, dir := writeRun(t, 20, `
+inputs: [{path: q.jsonl}]
+model: {base_url: `+srv.URL+`, model: base-model, batch: true, batch_size: 20, batch_window: 1h, batch_poll: 5ms}
+stages:
+  - {stage: llm-batch-ask, name: ask, concurrency: 2}
+outputs: [{path: $DIR/out.jsonl}]
+`)
+	cfg, err := pipeline.Load(file, filepath.Join(dir, "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only a regression waits: then the hour-long window would hold every
+	// batch of 2; the deadline turns that into a failure.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	m, err := pipeline.Run(ctx, cfg, pipeline.RunOptions{})
+	if err != nil {
+		t.Fatalf("run: %v (batches created: %d)", err, srv.Calls("/v1/batches"))
+	}
+	if c := m.Stages[0].Counts; c.Out != 20 {
+		t.Fatalf("stage out %d, want 20", c.Out)
+	}
+	if n := srv.Calls("/v1/batches"); n != 1 {
+		t.Errorf("%d batches created for 20 items of a stage with concurrency 2, want 1", n)
+	}
+	if n := srv.Calls("/v1/chat/completions"); n != 0 {
+		t.Errorf("%d live calls, want every answer from the batch", n)
+	}
+}
+
+// batchAsk is a model stage (it says so: UsesModel) answering each query.
+type batchAsk struct{ svc *pipeline.Services }
+
+func (b batchAsk) UsesModel() bool { return true }
+
+func (b batchAsk) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
+	q, err := pipeline.As[schema.Query](in, pipeline.KindQuery)
+	if err != nil {
+		return nil, pipeline.Permanent(err)
+	}
+	chat, err := llm.ForStage(b.svc, "")
+	if err != nil {
+		return nil, pipeline.Permanent(err)
+	}
+	r, err := chat.Chat(ctx, llm.Request{Messages: []llm.Message{llm.User(q.Text)}})
+	if err != nil {
+		return nil, err
+	}
+	q.Metadata = map[string]string{"answer": r.Text}
+	out, err := pipeline.QueryItem(q)
+	return []pipeline.Item{out}, err
+}
+
+func init() {
+	pipeline.Register("llm-batch-ask", askOptions{}, func(o askOptions, svc *pipeline.Services) (batchAsk, error) {
+		return batchAsk{svc}, nil
+	})
 }

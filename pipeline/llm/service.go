@@ -237,6 +237,16 @@ func (m *Models) Params(stage, endpoint string) (Params, error) {
 // KeyParams implements pipeline.ModelService: Params, for a stage's key.
 func (m *Models) KeyParams(stage, endpoint string) (any, error) { return m.Params(stage, endpoint) }
 
+// BatchSize implements pipeline.BatchSizer: the stage's default endpoint's
+// batch_size when it is in batch mode, else 0.
+func (m *Models) BatchSize(stage string) int {
+	cfg, _, err := m.resolve(stage, "")
+	if err != nil || !cfg.Batch {
+		return 0
+	}
+	return cfg.BatchSize
+}
+
 // EstimateCost implements pipeline.Pricer for --dry-run: the tokens priced
 // with the run's price table for the model of stage's default endpoint,
 // live and at that endpoint's batch discount, and whether it batches.
