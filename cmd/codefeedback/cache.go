@@ -20,11 +20,17 @@ func init() {
 			{
 				Name:  "stats",
 				Usage: "entries and bytes per bucket (items: stage results; llm, exec: model requests and executions)",
-				Flags: []cli.Flag{runDir},
+				Flags: []cli.Flag{runDir, &cli.BoolFlag{Name: "json", Usage: "print the figures as JSON"}},
 				Action: func(c *cli.Context) error {
+					if err := checkRunDir("cache stats", c.String("run-dir")); err != nil {
+						return err
+					}
 					s, err := pipeline.StoreStats(c.String("run-dir"))
 					if err != nil {
 						return lockedCode(err)
+					}
+					if c.Bool("json") {
+						return writeJSON(c.App.Writer, s)
 					}
 					tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', tabwriter.AlignRight)
 					fmt.Fprintln(tw, "bucket\tentries\tbytes\t")
@@ -45,6 +51,9 @@ func init() {
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 1 {
 						return withCode(exitUsage, fmt.Errorf("cache output: name one stage"))
+					}
+					if err := checkRunDir("cache output", c.String("run-dir")); err != nil {
+						return err
 					}
 					out, err := pipeline.StageOutput(c.String("run-dir"), c.Args().First())
 					if err != nil {
@@ -72,6 +81,9 @@ func init() {
 				Usage: "remove stage results that the latest run of each stage did not use",
 				Flags: []cli.Flag{runDir},
 				Action: func(c *cli.Context) error {
+					if err := checkRunDir("cache gc", c.String("run-dir")); err != nil {
+						return err
+					}
 					r, err := pipeline.GC(c.String("run-dir"))
 					if err != nil {
 						return lockedCode(err)
