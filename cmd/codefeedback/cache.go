@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/urfave/cli/v2"
 )
@@ -30,6 +31,9 @@ func init() {
 						return lockedCode(err)
 					}
 					if c.Bool("json") {
+						if s.Buckets == nil {
+							s.Buckets = []store.BucketStats{} // [] rather than null: a list to loop over
+						}
 						return writeJSON(c.App.Writer, s)
 					}
 					tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -30,7 +30,7 @@ func init() {
 			if err != nil {
 				var ce pipeline.ConfigErrors
 				if errors.As(err, &ce) {
-					return withCode(exitUsage, fmt.Errorf("%d mistakes:\n%w", len(ce), err))
+					return withCode(exitUsage, fmt.Errorf("%s:\n%w", plural(len(ce), "mistake"), err))
 				}
 				return withCode(loadCode(err), err)
 			}
@@ -67,7 +67,15 @@ func validateJSON(w io.Writer, file string, cfg *pipeline.Config, err error) err
 		return werr
 	}
 	if err != nil {
-		return withCode(loadCode(err), fmt.Errorf("%s: %d mistakes", file, len(r.Mistakes)))
+		return withCode(loadCode(err), fmt.Errorf("%s: %s", file, plural(len(r.Mistakes), "mistake")))
 	}
 	return nil
+}
+
+// plural is "1 mistake", "2 mistakes".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
