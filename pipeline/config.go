@@ -106,7 +106,7 @@ func Load(path, runDir string) (*Config, error) {
 	l := &errList{file: path}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(src, &doc); err != nil {
-		return nil, ConfigErrors{{File: path, Msg: cleanYAMLError(err)}}
+		return nil, ConfigErrors{syntaxError(path, err)}
 	}
 	if len(doc.Content) == 0 {
 		return nil, ConfigErrors{{File: path, Msg: "empty pipeline file"}}

@@ -86,6 +86,23 @@ stages:
     retries: 1
     retries: 2
 `, []string{`p.yaml:6:5: key "retries" given twice`}},
+		// YAML syntax errors name the 1-based line: yaml.v3 prints a parser
+		// error's line 0-based (the unclosed mapping opens on line 4), a
+		// scanner error's 1-based (the tab is on line 4).
+		{"unclosed flow mapping", `
+inputs: [{path: q.jsonl, format: native}]
+stages:
+  - {stage: t-suffix
+  - {stage: t-suffix}
+`, []string{`p.yaml:4: YAML syntax: did not find expected ',' or '}' (in what starts on this line)`}},
+		{"block sequence indented wrong", `
+inputs: [{path: q.jsonl, format: native}]
+stages:
+  - stage: t-suffix
+   retries: 1
+`, []string{`p.yaml:4: YAML syntax: did not find expected '-' indicator (in what starts on this line)`}},
+		{"tab in indentation", "\ninputs: [{path: q.jsonl, format: native}]\nstages:\n\t- stage: t-suffix\n",
+			[]string{`p.yaml:4: YAML syntax: found character that cannot start any token`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

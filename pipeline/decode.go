@@ -4,7 +4,9 @@ import (
 	"encoding"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -12,15 +14,18 @@ import (
 
 // ConfigError is one mistake in a pipeline file, with its position.
 type ConfigError struct {
-	File string
-	Line int
-	Col  int
-	Msg  string
+	File string `json:"file"`
+	Line int    `json:"line,omitempty"` // 1-based; 0 when the mistake has no place
+	Col  int    `json:"column,omitempty"`
+	Msg  string `json:"message"`
 }
 
 func (e ConfigError) Error() string {
-	if e.Line == 0 {
+	switch {
+	case e.Line == 0:
 		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	case e.Col == 0:
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
 	}
 	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
 }
@@ -210,6 +215,35 @@ func describeNode(n *yaml.Node) string {
 		}
 		return fmt.Sprintf("%q", n.Value)
 	}
+}
+
+// yamlParserProblems are the messages of yaml.v3's parser (parserc.go), as
+// opposed to its scanner's. For a parser error yaml.v3 prints the 0-based
+// line of the construct being parsed ("while parsing a flow mapping"), one
+// line early; for a scanner error it prints the 1-based line.
+var yamlParserProblems = []string{
+	"did not find expected ',' or ']'", "did not find expected ',' or '}'",
+	"did not find expected '-' indicator", "did not find expected <document start>",
+	"did not find expected <stream-start>", "did not find expected key",
+	"did not find expected node content", "found duplicate %TAG directive",
+	"found duplicate %YAML directive", "found incompatible YAML document",
+	"found undefined tag handle",
+}
+
+// syntaxError makes a YAML syntax error a ConfigError with the 1-based line
+// (yaml.v3 reports a parser error's line 0-based; see yamlParserProblems).
+func syntaxError(file string, err error) ConfigError {
+	s := strings.TrimPrefix(err.Error(), "yaml: ")
+	num, msg, ok := strings.Cut(strings.TrimPrefix(s, "line "), ": ")
+	line, convErr := strconv.Atoi(num)
+	if !strings.HasPrefix(s, "line ") || !ok || convErr != nil {
+		return ConfigError{File: file, Msg: "YAML syntax: " + s}
+	}
+	if slices.Contains(yamlParserProblems, msg) {
+		line++
+		msg += " (in what starts on this line)"
+	}
+	return ConfigError{File: file, Line: line, Msg: "YAML syntax: " + msg}
 }
 
 // cleanYAMLError drops yaml.v3's "yaml: unmarshal errors:\n  line N: " prefix;

@@ -56,10 +56,10 @@ func init() {
 			"its line score against one task exceeds --line-threshold. Benchmarks are read from --bench-dir, else\n" +
 			"$" + benchmarks.EnvDir + ", else the user cache filled by `codefeedback bench fetch` (or --download);\n" +
 			"known files are checked against their SHA-256.",
-		Flags: []cli.Flag{
+		Flags: append(concurrencyFlags("dialogues audited at once", 0, "number of CPUs", "workers"),
 			&cli.StringSliceFlag{Name: "against", Value: cli.NewStringSlice("humaneval", "mbpp"), Usage: "benchmarks: humaneval, mbpp, humaneval+, mbpp+, or problem FILE paths (comma-separated or repeated)"},
 			&cli.StringFlag{Name: "bench-dir", Usage: "directory holding the benchmark files (humaneval/HumanEval.jsonl.gz, mbpp/mbpp.jsonl, evalplus/...); default $" + benchmarks.EnvDir + ", else the user cache"},
-			&cli.BoolFlag{Name: "download", Usage: "first fetch the named known benchmarks that are missing (as `codefeedback bench fetch` does)"},
+			&cli.BoolFlag{Name: "download", Usage: "first fetch the named known benchmarks that are missing (as 'codefeedback bench fetch' does)"},
 			&cli.BoolFlag{Name: "skip-checksum", Usage: "accept known benchmark files whose SHA-256 differs from the published file"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON (settings, per-benchmark figures, all findings) instead of a table"},
 			&cli.StringFlag{Name: "decontaminate", Usage: "write the dataset without the flagged dialogues to `OUT` (same record format; .parquet stays Parquet)"},
@@ -73,7 +73,6 @@ func init() {
 			&cli.BoolFlag{Name: "keep-imports", Usage: "count import lines as code lines"},
 			&cli.IntFlag{Name: "top-lines", Value: audit.DefaultOptions.TopLines, Usage: "shared lines listed per benchmark"},
 			&cli.IntFlag{Name: "show", Value: 50, Usage: "findings listed in the table (-1: all)"},
-			&cli.IntFlag{Name: "workers", Usage: "parallel workers (default: number of CPUs)"},
 			&cli.BoolFlag{Name: "embed", Usage: "also run the paraphrase check: TF-IDF cosine of each dialogue's first user turn with every task statement"},
 			&cli.Float64Flag{Name: "embed-threshold", Value: audit.DefaultEmbedThreshold, Usage: "flag when the --embed cosine is at least this (without --judge-model)"},
 			&cli.StringFlag{Name: "judge-model", Usage: "with --embed: a model (any OpenAI-compatible endpoint) decides same task or not for each dialogue's --top-k nearest statements"},
@@ -81,7 +80,7 @@ func init() {
 			&cli.StringFlag{Name: "base-url", Usage: "judge endpoint including /v1 (default $OPENAI_BASE_URL or OpenAI)"},
 			&cli.StringFlag{Name: "api-key-env", Value: llm.DefaultAPIKeyEnv, Usage: "variable holding the judge's API key"},
 			&cli.StringFlag{Name: "judge-cache", Usage: "store of the judge's answers (default: the user cache's codefeedback/audit-judge.db)"},
-		},
+		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 {
 				return withCode(exitUsage, errors.New("audit: want DATASET"))
@@ -103,7 +102,7 @@ func init() {
 				measures: audit.Options{
 					Lines:  audit.LineOptions{MinChars: c.Int("min-chars"), KeepImports: c.Bool("keep-imports")},
 					Window: c.Int("window"), N: c.Int("ngram"), LineThreshold: c.Float64("line-threshold"),
-					MinNGrams: c.Int("min-ngrams"), Workers: c.Int("workers"), TopLines: c.Int("top-lines"),
+					MinNGrams: c.Int("min-ngrams"), Workers: concurrency(c, "workers"), TopLines: c.Int("top-lines"),
 				},
 				stdout: outWriter(c.App.Writer), stderr: errWriter(c.App.ErrWriter),
 			})
@@ -135,6 +134,9 @@ func runAudit(ctx context.Context, o auditOptions) error {
 		if err := audit.RefuseSameFile(o.dataset, o.decontaminate, o.removed); err != nil {
 			return withCode(exitUsage, err)
 		}
+	}
+	if err := checkInputFile("audit", o.dataset); err != nil {
+		return err
 	}
 	dir, err := benchmarks.Dir(o.benchDir)
 	if err != nil {
@@ -186,11 +188,11 @@ func runAudit(ctx context.Context, o auditOptions) error {
 		rep, err = a.RunRecords(ctx, audit.RawRecords(ctx, o.dataset), flagged.Add)
 	}
 	if err != nil {
-		var re *schema.RecordError
-		if errors.As(err, &re) {
-			return withCode(exitBadData, fmt.Errorf("audit: %w", err))
+		var ae *audit.RecordError
+		if errors.As(err, &ae) {
+			err = locateRecord(o.dataset, ae)
 		}
-		return fmt.Errorf("audit: %w", err)
+		return inputOr("audit", o.dataset, err, exitFailed)
 	}
 	fmt.Fprintf(o.stderr, "audit: %d dialogues in %.1fs against %s\n", rep.Dialogues, time.Since(start).Seconds(), benchNames(benches))
 	if acct != nil {
@@ -253,6 +255,24 @@ func auditJudge(o auditOptions) (llm.Chatter, *store.Bolt, *llm.Accountant, erro
 		return nil, nil, nil, withCode(2, fmt.Errorf("audit: judge: %w", err))
 	}
 	return c, db, acct, nil
+}
+
+// locateRecord turns a record the auditor could not decode (its position
+// in the stream) into the file's line or element, as schema's readers
+// name a bad record: the workers decode in parallel and only know the
+// position, so the file is read again up to that record (on failure only).
+func locateRecord(path string, ae *audit.RecordError) error {
+	raw, err := schema.OpenRaw(path)
+	if err != nil {
+		return err
+	}
+	defer raw.Close()
+	for i := 0; i <= ae.Seq; i++ {
+		if _, err := raw.Next(); err != nil {
+			return fmt.Errorf("%s: record %d: %w", path, ae.Seq+1, ae.Err)
+		}
+	}
+	return raw.Errorf("%v", ae.Err)
 }
 
 func benchNames(bs []audit.Benchmark) string {

@@ -20,6 +20,7 @@ import (
 // Code-Feedback file holding one HumanEval task among clean dialogues.
 func TestAuditCommand(t *testing.T) {
 	he, err := schema.LoadProblems(sharedtest.Path(t, "humaneval/HumanEval.jsonl.gz"))
+	benchDir := sharedtest.BenchDir(t, "humaneval/HumanEval.jsonl.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func TestAuditCommand(t *testing.T) {
 		return stdout.String(), err
 	}
 
-	stdout, err := run(in, "--against", "humaneval", "--bench-dir", sharedtest.DataDir(), "--json", "--decontaminate", out, "--fail-on-leak")
+	stdout, err := run(in, "--against", "humaneval", "--bench-dir", benchDir, "--json", "--decontaminate", out, "--fail-on-leak")
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != exitLeak {
 		t.Fatalf("got error %v, want exit code %d", err, exitLeak)
@@ -68,7 +69,7 @@ func TestAuditCommand(t *testing.T) {
 	}
 
 	// Flags before DATASET work too; the table is the default output.
-	stdout, err = run("--against", "humaneval", "--bench-dir", sharedtest.DataDir(), in)
+	stdout, err = run("--against", "humaneval", "--bench-dir", benchDir, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestAuditCommand(t *testing.T) {
 			t.Errorf("args %q: got %v, want exit code 2", args, err)
 		}
 	}
-	if _, err := run(in, "--against", "nonesuch", "--bench-dir", sharedtest.DataDir()); !errors.As(err, &ee) || ee.code != exitBadData {
+	if _, err := run(in, "--against", "nonesuch", "--bench-dir", benchDir); !errors.As(err, &ee) || ee.code != exitBadData {
 		t.Errorf("unknown benchmark: got %v, want exit code %d", err, exitBadData)
 	}
 }
@@ -109,6 +110,7 @@ func writeJSONL(t *testing.T, path string, recs []map[string]any) {
 // retriever must bring HumanEval/11 to the judge, the finding must name it,
 // and a second run must take every answer from the judge cache.
 func TestAuditCommandJudge(t *testing.T) {
+	benchDir := sharedtest.BenchDir(t, "humaneval/HumanEval.jsonl.gz", "mbpp/mbpp.jsonl") // skips without the shared data
 	dir := t.TempDir()
 	in := filepath.Join(dir, "dialogues.jsonl")
 	recs := []map[string]any{
@@ -129,7 +131,7 @@ func TestAuditCommandJudge(t *testing.T) {
 		app := newApp()
 		var stdout, stderr bytes.Buffer
 		app.Writer, app.ErrWriter = &stdout, &stderr
-		err := runApp(context.Background(), app, []string{"codefeedback", "audit", in, "--against", "humaneval,mbpp", "--bench-dir", sharedtest.DataDir(),
+		err := runApp(context.Background(), app, []string{"codefeedback", "audit", in, "--against", "humaneval,mbpp", "--bench-dir", benchDir,
 			"--json", "--embed", "--judge-model", "fake-chat", "--base-url", srv.URL, "--api-key-env", "FAKE_JUDGE_KEY", "--judge-cache", filepath.Join(dir, "judge.db")})
 		if err != nil {
 			t.Fatalf("audit: %v\n%s", err, stderr.String())

@@ -48,9 +48,9 @@ func init() {
 			{
 				Name:  "list",
 				Usage: "the known benchmarks, their files and whether the benchmark directory holds them (checksum verified)",
-				Flags: []cli.Flag{dir},
+				Flags: []cli.Flag{dir, &cli.BoolFlag{Name: "json", Usage: "print the list as JSON"}},
 				Action: func(c *cli.Context) error {
-					return runBenchList(c.String("bench-dir"), outWriter(c.App.Writer))
+					return runBenchList(c.String("bench-dir"), c.Bool("json"), outWriter(c.App.Writer))
 				},
 			},
 		},
@@ -100,27 +100,53 @@ func runBenchFetch(ctx context.Context, o benchFetchOptions) error {
 	return nil
 }
 
-func runBenchList(dirFlag string, w io.Writer) error {
+// benchEntry is one line of `bench list` (--json: one element).
+type benchEntry struct {
+	Name   string `json:"name"`
+	File   string `json:"file"`
+	Status string `json:"status"` // ok, missing, wrong checksum
+	About  string `json:"about"`
+}
+
+func runBenchList(dirFlag string, asJSON bool, w io.Writer) error {
 	dir, err := benchmarks.Dir(dirFlag)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	fmt.Fprintf(w, "benchmark directory: %s\n", dir)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "name\tfile\tstatus\tabout")
+	var list []benchEntry
 	missing := false
 	for _, s := range benchmarks.Known {
 		status := "ok"
 		if err := benchmarks.Verify(s.Path(dir), s); errors.Is(err, benchmarks.ErrMissing) {
 			status, missing = "missing", true
 		} else if err != nil {
-			status, missing = "WRONG CHECKSUM", true
+			status, missing = "wrong checksum", true
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.File, status, s.About)
+		list = append(list, benchEntry{Name: s.Name, File: s.File, Status: status, About: s.About})
+	}
+	if asJSON {
+		return writeJSON(w, struct {
+			Dir        string       `json:"dir"`
+			Benchmarks []benchEntry `json:"benchmarks"`
+		}{dir, list})
+	}
+	fmt.Fprintf(w, "benchmark directory: %s\n", dir)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "name\tfile\tstatus\tabout")
+	for _, e := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, e.File, displayStatus(e.Status), e.About)
 	}
 	tw.Flush()
 	if missing {
 		fmt.Fprintf(w, "%s to fill it\n", benchmarks.FetchHint)
 	}
 	return nil
+}
+
+// displayStatus shouts the one status that needs action beyond a fetch.
+func displayStatus(s string) string {
+	if s == "wrong checksum" {
+		return "WRONG CHECKSUM"
+	}
+	return s
 }

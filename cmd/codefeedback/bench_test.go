@@ -40,7 +40,7 @@ func TestBenchFetchThenAudit(t *testing.T) {
 	t.Setenv(benchmarks.EnvDir, "")
 
 	var out bytes.Buffer
-	if err := runBenchList("", &out); err != nil || !strings.Contains(out.String(), "missing") || !strings.Contains(out.String(), "bench fetch") {
+	if err := runBenchList("", false, &out); err != nil || !strings.Contains(out.String(), "missing") || !strings.Contains(out.String(), "bench fetch") {
 		t.Errorf("list on an empty cache: %v\n%s", err, out.String())
 	}
 	out.Reset()

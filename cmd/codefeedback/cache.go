@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/urfave/cli/v2"
 )
@@ -20,11 +21,20 @@ func init() {
 			{
 				Name:  "stats",
 				Usage: "entries and bytes per bucket (items: stage results; llm, exec: model requests and executions)",
-				Flags: []cli.Flag{runDir},
+				Flags: []cli.Flag{runDir, &cli.BoolFlag{Name: "json", Usage: "print the figures as JSON"}},
 				Action: func(c *cli.Context) error {
+					if err := checkRunDir("cache stats", c.String("run-dir")); err != nil {
+						return err
+					}
 					s, err := pipeline.StoreStats(c.String("run-dir"))
 					if err != nil {
 						return lockedCode(err)
+					}
+					if c.Bool("json") {
+						if s.Buckets == nil {
+							s.Buckets = []store.BucketStats{} // [] rather than null: a list to loop over
+						}
+						return writeJSON(c.App.Writer, s)
 					}
 					tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', tabwriter.AlignRight)
 					fmt.Fprintln(tw, "bucket\tentries\tbytes\t")
@@ -45,6 +55,9 @@ func init() {
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 1 {
 						return withCode(exitUsage, fmt.Errorf("cache output: name one stage"))
+					}
+					if err := checkRunDir("cache output", c.String("run-dir")); err != nil {
+						return err
 					}
 					out, err := pipeline.StageOutput(c.String("run-dir"), c.Args().First())
 					if err != nil {
@@ -72,6 +85,9 @@ func init() {
 				Usage: "remove stage results that the latest run of each stage did not use",
 				Flags: []cli.Flag{runDir},
 				Action: func(c *cli.Context) error {
+					if err := checkRunDir("cache gc", c.String("run-dir")); err != nil {
+						return err
+					}
 					r, err := pipeline.GC(c.String("run-dir"))
 					if err != nil {
 						return lockedCode(err)

@@ -65,7 +65,7 @@ func init() {
 			&cli.StringFlag{Name: "api-key-env", Usage: "environment variable holding the API key", Value: llm.DefaultAPIKeyEnv, Destination: &o.APIKeyEnv},
 			&cli.IntFlag{Name: "concurrency", Usage: "samples in flight (also the sandbox pool size)", Value: 4, Destination: &o.Concurrency},
 			&cli.StringFlag{Name: "out", Usage: "output directory", Value: "eval-out", Destination: &o.Out},
-			&cli.StringFlag{Name: "bench-dir", Aliases: []string{"data"}, Usage: "benchmark directory (humaneval/, mbpp/, evalplus/); default $" + benchmarks.EnvDir + ", else the user cache filled by `codefeedback bench fetch`", Destination: &o.Data},
+			&cli.StringFlag{Name: "bench-dir", Aliases: []string{"data"}, Usage: "benchmark directory (humaneval/, mbpp/, evalplus/); default $" + benchmarks.EnvDir + ", else the user cache filled by 'codefeedback bench fetch'", Destination: &o.Data},
 			executorFlag(&o.Driver),
 			&cli.IntFlag{Name: "seed", Usage: "sampling seed sent to the model", Value: 0, Destination: &o.Seed},
 			&cli.IntFlag{Name: "max-tokens", Usage: "answer length limit (0: the server's default)", Destination: &o.MaxTokens},

@@ -79,11 +79,13 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 	var err error
 	if o.File == "-" {
 		code, err = budget.read(in, "the program on stdin")
+	} else if err = checkInputFile("exec", o.File); err != nil {
+		return err
 	} else {
 		code, err = budget.readFile(o.File)
 	}
 	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("exec: reading program: %w", err))
+		return withCode(readCode(err), fmt.Errorf("exec: reading program: %w", err))
 	}
 	mem, err := executors.ParseBytes(o.Memory)
 	if err != nil {
@@ -98,12 +100,12 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 	if o.Stdin != "" {
 		b, err := budget.readFile(o.Stdin)
 		if err != nil {
-			return withCode(exitUsage, fmt.Errorf("exec: --stdin: %w", err))
+			return withCode(readCode(err), fmt.Errorf("exec: --stdin: %w", err))
 		}
 		req.Stdin = string(b)
 	}
 	if req.Files, err = execFiles(o, budget); err != nil {
-		return withCode(exitUsage, err)
+		return withCode(readCode(err), err)
 	}
 	if err := req.Validate(); err != nil {
 		return withCode(exitUsage, err)

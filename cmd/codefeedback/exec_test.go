@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -88,13 +89,19 @@ func TestExecCommand(t *testing.T) {
 		}
 	})
 	t.Run("bad requests", func(t *testing.T) {
-		for _, o := range []execOptions{
-			{Lang: "cobol"},
-			{Lang: "python", Files: []string{"no-equals-sign"}},
-			{Lang: "python", Files: []string{"x=" + filepath.Join(dir, "missing")}},
-			{Lang: "python", Driver: "no-such-driver"},
-			{Lang: "python", Memory: "lots"},
+		type badRequest struct {
+			execOptions
+			want int // exit code; 0 means exitUsage
+		}
+		for _, o := range []badRequest{
+			{execOptions: execOptions{Lang: "cobol"}},
+			{execOptions: execOptions{Lang: "python", Files: []string{"no-equals-sign"}}},
+			{execOptions: execOptions{Lang: "python", Files: []string{"x=" + filepath.Join(dir, "missing")}}, want: exitBadData}, // a named file that is not there
+			{execOptions: execOptions{Lang: "python", Driver: "no-such-driver"}},
+			{execOptions: execOptions{Lang: "python", Memory: "lots"}},
 		} {
+			want := cmp.Or(o.want, exitUsage)
+			o := o.execOptions
 			if o.Driver == "" {
 				o.Driver = "bwrap"
 			}
@@ -105,8 +112,8 @@ func TestExecCommand(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			err := runExec(context.Background(), o, strings.NewReader("print(1)"), &stdout, &stderr)
 			var ee *exitError
-			if !errors.As(err, &ee) || ee.code != 2 || stdout.Len() != 0 {
-				t.Errorf("%+v: got error %v stdout %q, want exit code 2 and nothing run", o, err, stdout.String())
+			if !errors.As(err, &ee) || ee.code != want || stdout.Len() != 0 {
+				t.Errorf("%+v: got error %v stdout %q, want exit code %d and nothing run", o, err, stdout.String(), want)
 			}
 		}
 	})

@@ -70,16 +70,15 @@ func runExport(ctx context.Context, o exportOptions) error {
 	if rej != nil {
 		opts.OnRecordError = rej.add
 	}
+	if err := checkInputFile("export", o.in); err != nil {
+		return err
+	}
 	st, err := schema.Export(ctx, o.in, o.out, opts)
 	if err != nil {
 		if rej != nil {
 			rej.abort()
 		}
-		var re *schema.RecordError
-		if errors.As(err, &re) {
-			return withCode(exitBadData, fmt.Errorf("export: %w", err))
-		}
-		return fmt.Errorf("export: %w", err)
+		return inputOr("export", o.in, err, exitFailed)
 	}
 	if rej != nil {
 		if err := rej.close(); err != nil {

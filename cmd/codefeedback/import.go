@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -27,7 +26,7 @@ func init() {
 		Name:      "import",
 		Usage:     "read a benchmark, query pool or Code-Feedback file into codefeedback records",
 		ArgsUsage: "IN OUT",
-		Description: "IN may be JSONL, a JSON array (.json), CSV, plain or .gz/.zst. OUT is JSONL (.jsonl, .gz, .zst);\n" +
+		Description: "IN may be JSONL, a JSON array (.json), CSV, plain or .gz/.zst, or Parquet dialogues. OUT is JSONL (.jsonl, .gz, .zst);\n" +
 			"dialogue inputs may also be written as .parquet. Problems keep every source field (unmapped ones in \"extra\").",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "auto", Usage: "input format: " + formatNames()},
@@ -115,13 +114,20 @@ func runImport(ctx context.Context, o importOptions) error {
 	if o.format != "" && !slices.Contains(schema.Formats, schema.Format(o.format)) {
 		return withCode(exitUsage, fmt.Errorf("import: unknown --format %q (want one of %v)", o.format, schema.Formats))
 	}
+	if err := checkInputFile("import", o.in); err != nil {
+		return err
+	}
+	if schema.IsParquet(o.in) {
+		// Parquet holds dialogues only (what export and run write); the
+		// format detection below reads text and would call it invalid UTF-8.
+		if o.format != "" && o.format != "auto" {
+			return withCode(exitUsage, fmt.Errorf("import: %s: a Parquet file holds dialogues; --format %s applies to JSON and CSV inputs", o.in, o.format))
+		}
+		return importParquet(ctx, o, rej)
+	}
 	src, err := schema.OpenSource(o.in, schema.ImportOptions{Format: schema.Format(o.format), Mapping: mapping})
 	if err != nil {
-		code := exitBadData // the file is there but its records cannot be read
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			code = exitFailed
-		}
-		return withCode(code, fmt.Errorf("import: %w", err))
+		return badInput("import", o.in, err) // the file is there but its records cannot be read
 	}
 	defer src.Close()
 	var write func(schema.Record) error
@@ -167,7 +173,11 @@ func runImport(ctx context.Context, o importOptions) error {
 			continue
 		}
 		if err != nil {
-			return fail(err, exitBadData)
+			abort()
+			if rej != nil {
+				rej.abort()
+			}
+			return inputOr("import", o.in, err, exitBadData)
 		}
 		if err := write(r); err != nil {
 			return fail(err, exitFailed)
@@ -183,6 +193,57 @@ func runImport(ctx context.Context, o importOptions) error {
 		}
 	}
 	fmt.Fprintf(o.stderr, "imported %d records (format %s) into %s\n", n, src.Format(), o.out)
+	if rej != nil && rej.n > 0 {
+		fmt.Fprintf(o.stderr, "rejected %d records, see %s\n", rej.n, rej.path)
+	}
+	return nil
+}
+
+// importParquet copies the dialogues of a Parquet file into OUT (JSONL or
+// Parquet), with the same record checks and --on-error handling as text.
+func importParquet(ctx context.Context, o importOptions, rej *rejectsFile) error {
+	r, err := schema.OpenReader[schema.Dialogue](o.in)
+	if err != nil {
+		return badInput("import", o.in, err)
+	}
+	defer r.Close()
+	w, err := schema.CreateWriter[schema.Dialogue](o.out)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	fail := func(err error) error {
+		w.Abort()
+		if rej != nil {
+			rej.abort()
+		}
+		return inputOr("import", o.in, err, exitFailed)
+	}
+	n := 0
+	for d, err := range schema.All(ctx, r) {
+		var re *schema.RecordError
+		if errors.As(err, &re) && rej != nil {
+			if err := rej.add(re); err != nil {
+				return fail(err)
+			}
+			continue
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if err := w.Write(d); err != nil {
+			return fail(err)
+		}
+		n++
+	}
+	if err := w.Close(); err != nil {
+		return fail(err)
+	}
+	if rej != nil {
+		if err := rej.close(); err != nil {
+			return withCode(exitFailed, fmt.Errorf("import: %w", err))
+		}
+	}
+	fmt.Fprintf(o.stderr, "imported %d records (format parquet) into %s\n", n, o.out)
 	if rej != nil && rej.n > 0 {
 		fmt.Fprintf(o.stderr, "rejected %d records, see %s\n", rej.n, rej.path)
 	}

@@ -109,8 +109,8 @@ func replayCommand() *cli.Command {
 			executorFlag(&o.Driver),
 			&cli.StringFlag{Name: "sql-backend", Value: "mariadb", Usage: "sql: mariadb (InterCode's MySQL semantics) or sqlite", Destination: &o.Backend},
 			&cli.StringFlag{Name: "sql-order", Value: "ordered", Usage: "sql: apply the rank correlation only where the gold has ORDER BY (ordered), or always as InterCode's code does (always; MariaDB orders GROUP BY results unlike InterCode's MySQL 8)", Destination: &o.Order},
-			&cli.StringFlag{Name: "bash-shell", Value: "intercode", Usage: "bash: run each action as InterCode did (intercode: its own `/bin/bash -c \"ACTION\"` split by shlex, only cd carried over) or in our persistent shell (session)", Destination: &o.Shell},
-			&cli.StringFlag{Name: "bash-system", Usage: "bash on bwrap: the system root whose /usr, /etc, /var the tasks see (default: the one `make nl2bash-image` builds, else the host's; host: the host's)", Destination: &o.System},
+			&cli.StringFlag{Name: "bash-shell", Value: "intercode", Usage: "bash: run each action as InterCode did (intercode: its own /bin/bash -c 'ACTION' split by shlex, only cd carried over) or in our persistent shell (session)", Destination: &o.Shell},
+			&cli.StringFlag{Name: "bash-system", Usage: "bash on bwrap: the system root whose /usr, /etc, /var the tasks see (default: the one 'make nl2bash-image' builds, else the host's; host: the host's)", Destination: &o.System},
 			&cli.StringFlag{Name: "bash-age", Usage: "bash: how long before the run the task's files were made (e.g. 21m, as InterCode's fs_3 image was built before its run; default 0)", Destination: &o.Age},
 			&cli.IntFlag{Name: "limit", Usage: "replay only the first N trajectories", Destination: &o.Limit},
 			&cli.StringFlag{Name: "out", Usage: "write our re-executed trajectories here (InterCode's format)", Destination: &o.Out},
@@ -136,12 +136,15 @@ type replaySummary struct {
 }
 
 func runReplay(ctx context.Context, o replayOptions, path string, w, progress io.Writer) error {
+	if err := checkInputFile("intercode replay", path); err != nil {
+		return err
+	}
 	trs, err := env.ReadTrajectories(path)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return inputOr("intercode replay", path, err, exitBadData) // the file is there: its content is wrong
 	}
 	if len(trs) == 0 {
-		return withCode(exitUsage, fmt.Errorf("replay: %s holds no trajectories", path))
+		return withCode(exitBadData, fmt.Errorf("intercode replay: %s holds no trajectories", path))
 	}
 	if o.Limit > 0 && len(trs) > o.Limit {
 		trs = trs[:o.Limit]
@@ -163,7 +166,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, w, progress io
 	}
 	tasks, err := env.LoadTasks(taskFile, "")
 	if err != nil {
-		return fmt.Errorf("replay: %w (run `codefeedback intercode fetch` first, or pass --data/--tasks)", err)
+		return withCode(readCode(err), fmt.Errorf("intercode replay: %w (run `codefeedback intercode fetch` first, or pass --data/--tasks)", err))
 	}
 	raw, err := executors.WithDefaults(o.Driver, "pool", "2")
 	if err == nil {

@@ -83,9 +83,12 @@ func runIntercode(ctx context.Context, o intercodeRunOptions, stdout, stderr io.
 	if err := aopts.Validate(); err != nil {
 		return withCode(2, err)
 	}
+	if err := checkInputFile("intercode run", o.Dataset); err != nil {
+		return err
+	}
 	tasks, err := agent.LoadTasks(o.Dataset, o.Format)
 	if err != nil {
-		return withCode(2, err)
+		return inputOr("intercode run", o.Dataset, err, exitUsage)
 	}
 	for _, t := range tasks {
 		if o.Env != "" && t.Env != o.Env {

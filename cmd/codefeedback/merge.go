@@ -23,6 +23,11 @@ func init() {
 			if c.NArg() == 0 {
 				return withCode(exitUsage, errors.New("merge: want at least one shard run directory"))
 			}
+			for _, d := range c.Args().Slice() {
+				if err := checkRunDir("merge", d); err != nil {
+					return err
+				}
+			}
 			r, err := pipeline.Merge(c.Context, c.String("into"), c.Args().Slice())
 			if errors.Is(err, pipeline.ErrBadShards) {
 				return withCode(exitUsage, fmt.Errorf("merge: %w", err))

@@ -20,6 +20,7 @@ type modelsCheckOptions struct {
 	model     string
 	apiKeyEnv string
 	timeout   time.Duration
+	json      bool
 	out       io.Writer
 }
 
@@ -38,20 +39,39 @@ func init() {
 				&cli.StringFlag{Name: "model", Usage: "model for the test calls (default: the first one listed)"},
 				&cli.StringFlag{Name: "api-key-env", Usage: "environment variable holding the API key", Value: llm.DefaultAPIKeyEnv},
 				&cli.DurationFlag{Name: "timeout", Usage: "timeout of each call", Value: 30 * time.Second},
+				&cli.BoolFlag{Name: "json", Usage: "print the findings as one JSON object (also when the check fails)"},
 			},
 			Action: func(c *cli.Context) error {
 				return runModelsCheck(c.Context, modelsCheckOptions{
 					baseURL: c.String("base-url"), model: c.String("model"), apiKeyEnv: c.String("api-key-env"),
-					timeout: c.Duration("timeout"), out: c.App.Writer,
+					timeout: c.Duration("timeout"), json: c.Bool("json"), out: outWriter(c.App.Writer),
 				})
 			},
 		}},
 	})
 }
 
+// modelsCheck is what `models check` found, printed as lines or --json.
+type modelsCheck struct {
+	Endpoint  string   `json:"endpoint"`
+	APIKeyEnv string   `json:"api_key_env"`
+	APIKeySet bool     `json:"api_key_set"`
+	Models    []string `json:"models"`
+	ListMS    int64    `json:"list_ms"`
+	Model     string   `json:"model,omitempty"`
+	Answer    string   `json:"chat_answer,omitempty"`
+	ChatMS    int64    `json:"chat_ms,omitempty"`
+	Prompt    int      `json:"prompt_tokens,omitempty"`
+	Complete  int      `json:"completion_tokens,omitempty"`
+	JSONMode  string   `json:"json_mode,omitempty"` // works, not supported, not json
+	JSONNote  string   `json:"json_mode_note,omitempty"`
+	Error     string   `json:"error,omitempty"`
+}
+
 // runModelsCheck reports on one endpoint. It fails (exit 5) when the
 // endpoint cannot be listed or cannot answer a chat call; a missing JSON
-// mode is reported, not fatal.
+// mode is reported, not fatal. With --json the findings so far are
+// printed as one object even when it fails.
 func runModelsCheck(ctx context.Context, o modelsCheckOptions) error {
 	if o.apiKeyEnv == "" {
 		o.apiKeyEnv = llm.DefaultAPIKeyEnv
@@ -63,25 +83,34 @@ func runModelsCheck(ctx context.Context, o modelsCheckOptions) error {
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
+	r := modelsCheck{Endpoint: o.baseURL, APIKeyEnv: o.apiKeyEnv, APIKeySet: os.Getenv(o.apiKeyEnv) != ""}
+	p := &checkPrinter{out: o.out, json: o.json}
 	keyState := "not set (no Authorization header)"
-	if os.Getenv(o.apiKeyEnv) != "" {
+	if r.APIKeySet {
 		keyState = "set"
 	}
-	fmt.Fprintf(o.out, "endpoint:  %s\napi key:   $%s %s\n", o.baseURL, o.apiKeyEnv, keyState)
+	p.line("endpoint:  %s\napi key:   $%s %s\n", o.baseURL, o.apiKeyEnv, keyState)
+	fail := func(err error) error {
+		r.Error = err.Error()
+		p.done(&r)
+		return withCode(exitUnreachable, err)
+	}
 
 	start := time.Now()
 	names, err := client.Models(ctx)
 	if err != nil {
-		return withCode(exitUnreachable, fmt.Errorf("endpoint %s unreachable: %w", o.baseURL, err))
+		return fail(fmt.Errorf("endpoint %s unreachable: %w", o.baseURL, err))
 	}
-	fmt.Fprintf(o.out, "models:    %d listed in %s: %s\n", len(names), since(start), strings.Join(names, ", "))
+	r.Models, r.ListMS = names, since(start).Milliseconds()
+	p.line("models:    %d listed in %s: %s\n", len(names), since(start), strings.Join(names, ", "))
 	model := o.model
 	if model == "" {
 		if len(names) == 0 {
-			return withCode(exitUnreachable, fmt.Errorf("endpoint %s lists no models; pass --model", o.baseURL))
+			return fail(fmt.Errorf("endpoint %s lists no models; pass --model", o.baseURL))
 		}
 		model = names[0]
 	}
+	r.Model = model
 
 	zero := 0.0
 	start = time.Now()
@@ -90,9 +119,10 @@ func runModelsCheck(ctx context.Context, o modelsCheckOptions) error {
 		Params:   llm.Params{Model: model, MaxTokens: 16, Temperature: &zero},
 	})
 	if err != nil {
-		return withCode(exitUnreachable, fmt.Errorf("chat with %s failed: %w", model, err))
+		return fail(fmt.Errorf("chat with %s failed: %w", model, err))
 	}
-	fmt.Fprintf(o.out, "chat:      %s answered %q in %s (%d+%d tokens)\n", model, oneLine(resp.Text, 60),
+	r.Answer, r.ChatMS, r.Prompt, r.Complete = resp.Text, since(start).Milliseconds(), resp.PromptTokens, resp.CompletionTokens
+	p.line("chat:      %s answered %q in %s (%d+%d tokens)\n", model, oneLine(resp.Text, 60),
 		since(start), resp.PromptTokens, resp.CompletionTokens)
 
 	start = time.Now()
@@ -103,11 +133,34 @@ func runModelsCheck(ctx context.Context, o modelsCheckOptions) error {
 	var obj map[string]any
 	switch {
 	case err != nil:
-		fmt.Fprintf(o.out, "json mode: not supported (%v)\n", err)
+		r.JSONMode, r.JSONNote = "not supported", err.Error()
+		p.line("json mode: not supported (%v)\n", err)
 	case parse.JSON(resp.Text, &obj) != nil:
-		fmt.Fprintf(o.out, "json mode: accepted, but the answer is not JSON: %q\n", oneLine(resp.Text, 60))
+		r.JSONMode, r.JSONNote = "not json", resp.Text
+		p.line("json mode: accepted, but the answer is not JSON: %q\n", oneLine(resp.Text, 60))
 	default:
-		fmt.Fprintf(o.out, "json mode: works (%s)\n", since(start))
+		r.JSONMode = "works"
+		p.line("json mode: works (%s)\n", since(start))
+	}
+	return p.done(&r)
+}
+
+// checkPrinter prints models check's lines as they come, or with --json
+// only the whole result at the end.
+type checkPrinter struct {
+	out  io.Writer
+	json bool
+}
+
+func (p *checkPrinter) line(format string, args ...any) {
+	if !p.json {
+		fmt.Fprintf(p.out, format, args...)
+	}
+}
+
+func (p *checkPrinter) done(r *modelsCheck) error {
+	if p.json {
+		return writeJSON(p.out, r)
 	}
 	return nil
 }

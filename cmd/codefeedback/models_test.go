@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http/httptest"
 	"strings"
@@ -69,5 +70,37 @@ func TestModelsCheckFailures(t *testing.T) {
 		if strings.Contains(err.Error(), key) || strings.Contains(out.String(), key) {
 			t.Errorf("%s: key leaked: %v\n%s", name, err, out.String())
 		}
+	}
+}
+
+// TestModelsCheckJSON: --json prints one object with what was found, also
+// when the check fails (exit 5), and never the key.
+func TestModelsCheckJSON(t *testing.T) {
+	const key = "sk-models-json-secret"
+	t.Setenv("MC_KEY", key)
+	srv := llmtest.New(t, llmtest.WithKey(key), llmtest.WithModels("m-one"))
+	var out bytes.Buffer
+	if err := runModelsCheck(context.Background(), modelsCheckOptions{baseURL: srv.URL, apiKeyEnv: "MC_KEY", timeout: 5 * time.Second, json: true, out: &out}); err != nil {
+		t.Fatalf("got %v\n%s", err, out.String())
+	}
+	var r modelsCheck
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, out.String())
+	}
+	if !r.APIKeySet || len(r.Models) != 1 || r.Model != "m-one" || r.JSONMode != "works" || r.Error != "" || !strings.Contains(r.Answer, "pong") {
+		t.Errorf("got %+v, want the key set, m-one listed and answering, JSON mode working", r)
+	}
+
+	dead := httptest.NewServer(nil)
+	dead.Close()
+	out.Reset()
+	err := runModelsCheck(context.Background(), modelsCheckOptions{baseURL: dead.URL + "/v1", apiKeyEnv: "MC_KEY", timeout: 2 * time.Second, json: true, out: &out})
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitUnreachable {
+		t.Fatalf("unreachable: got %v, want exit %d", err, exitUnreachable)
+	}
+	r = modelsCheck{}
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || !strings.Contains(r.Error, "unreachable") || strings.Contains(out.String(), key) {
+		t.Errorf("unreachable: got %q (%v), want one JSON object with the error and no key", out.String(), err)
 	}
 }

@@ -69,7 +69,7 @@ func runPush(ctx context.Context, o pushOptions, stderr io.Writer) error {
 	}
 	files, err := cardFiles(o.Dir)
 	if err != nil {
-		return withCode(2, fmt.Errorf("push: %w", err))
+		return withCode(exitBadData, fmt.Errorf("push: %w", err)) // DIR, its card or a file it names cannot be read
 	}
 	c := &hub.Client{Endpoint: o.Endpoint, Token: o.Token}
 	if err := c.CreateRepo(ctx, o.Repo, o.Private); err != nil {

@@ -30,7 +30,7 @@ func init() {
 			"RUN_DIR/report.html (self-contained, works offline) and README.md (a Hugging Face dataset card)\n" +
 			"beside every published JSONL dialogue output. Relative output paths are resolved against the\n" +
 			"current directory, as the run wrote them. `codefeedback run` writes both at the end of every run.\n" +
-			"Exit codes: 1 failure, 2 RUN_DIR has no manifest.",
+			"Exit codes: 1 failure, 7 RUN_DIR has no manifest.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "sample", Usage: "dialogues rendered in the report (0: 100; negative: none)"},
 			&cli.StringFlag{Name: "license", Value: "unknown", Usage: "license field of the dataset card (a Hub license id, e.g. apache-2.0)"},
@@ -53,7 +53,7 @@ func runReport(ctx context.Context, o reportOptions) error {
 		o.stdout = os.Stdout
 	}
 	if _, err := os.Stat(o.runDir + "/manifest.json"); errors.Is(err, fs.ErrNotExist) {
-		return withCode(exitUsage, fmt.Errorf("report: %s has no manifest.json: not a run directory (or the run has not started)", o.runDir))
+		return withCode(exitBadData, fmt.Errorf("report: %s has no manifest.json: not a run directory (or the run has not started)", o.runDir))
 	}
 	w, err := report.Build(ctx, o.runDir, report.Options{Sample: o.sample, License: o.license})
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 )
 
 // TestReportCommand rebuilds the report and card of a hand-made run
-// directory, and refuses a directory without a manifest (exit 2).
+// directory, and refuses a directory without a manifest (exit 7, bad input).
 func TestReportCommand(t *testing.T) {
 	dir := t.TempDir()
 	run := filepath.Join(dir, "run")
@@ -50,7 +50,7 @@ func TestReportCommand(t *testing.T) {
 
 	err = runReport(context.Background(), reportOptions{runDir: t.TempDir(), stdout: &stdout})
 	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != 2 {
-		t.Errorf("report on an empty directory: got %v, want exit code 2", err)
+	if !errors.As(err, &ee) || ee.code != exitBadData {
+		t.Errorf("report on an empty directory: got %v, want exit code %d", err, exitBadData)
 	}
 }

@@ -31,21 +31,42 @@ func Root() (string, error) {
 	}
 }
 
-// DataDir returns ../shared/data relative to the repo root, or "" if absent.
-// CODEFEEDBACK_SHARED_DATA overrides the location.
+// EnvDataDir overrides where the shared data is. Pointing it at a directory
+// that does not exist (CODEFEEDBACK_SHARED_DATA=/nonexistent) runs the tests
+// as on a user's clone, with every test that needs the data skipping.
+const EnvDataDir = "CODEFEEDBACK_SHARED_DATA"
+
+// DataDir returns ../shared/data relative to the repo root (or $EnvDataDir
+// when set), or "" if that directory is absent.
 func DataDir() string {
-	if d := os.Getenv("CODEFEEDBACK_SHARED_DATA"); d != "" {
-		return d
+	d := os.Getenv(EnvDataDir)
+	if d == "" {
+		root, err := Root()
+		if err != nil {
+			return ""
+		}
+		d = filepath.Join(root, "..", "shared", "data")
 	}
-	root, err := Root()
-	if err != nil {
-		return ""
-	}
-	d := filepath.Join(root, "..", "shared", "data")
 	if st, err := os.Stat(d); err == nil && st.IsDir() {
 		return d
 	}
 	return ""
+}
+
+// BenchDir returns the shared data directory as a benchmark directory
+// (--bench-dir) after checking that each named file is there under it,
+// skipping the test with a clear message otherwise. An empty --bench-dir
+// would fall back to the user's cache, which a test must not depend on.
+func BenchDir(tb testing.TB, files ...string) string {
+	tb.Helper()
+	for _, f := range files {
+		Path(tb, f)
+	}
+	d := DataDir()
+	if d == "" {
+		tb.Skipf("skipping: ../shared/data is not present beside the repository (needed as the benchmark directory)")
+	}
+	return d
 }
 
 // Path returns a file under the shared data dir or skips the test with a clear

@@ -586,6 +586,17 @@ func (a *Auditor) RunRecords(ctx context.Context, recs iter.Seq2[json.RawMessage
 	}, each)
 }
 
+// RecordError is a raw record RunRecords could not decode. Seq is its
+// 0-based position in the stream; the caller, who knows the file, can turn
+// it into a line (the CLI does).
+type RecordError struct {
+	Seq int
+	Err error
+}
+
+func (e *RecordError) Error() string { return fmt.Sprintf("audit: record %d: %v", e.Seq+1, e.Err) }
+func (e *RecordError) Unwrap() error { return e.Err }
+
 // job is one dialogue to audit: decoded, or a raw record to decode.
 type job struct {
 	seq int
@@ -614,7 +625,7 @@ func (a *Auditor) run(ctx context.Context, src iter.Seq2[job, error], each func(
 					if j.d == nil {
 						d, err := schema.DecodeDialogue(j.raw)
 						if err != nil {
-							rs[i] = Result{Seq: j.seq, Err: fmt.Errorf("audit: record %d: %w", j.seq+1, err)}
+							rs[i] = Result{Seq: j.seq, Err: &RecordError{Seq: j.seq, Err: err}}
 						} else {
 							rs[i] = a.check(ctx, &d, j.seq, s)
 						}
