@@ -2,6 +2,8 @@ package verify
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 
 	"github.com/codefeedback/codefeedback/schema"
 )
@@ -38,16 +40,61 @@ func (g *group) absorb(d *schema.Dialogue) bool {
 	return true
 }
 
+// isPrefix reports whether the messages of a start those of b. The last
+// message of a may be an assistant turn laid out differently with the same
+// words and code: openai-tools moves a block the next turn runs into a tool
+// call, which reads back at the end of the text, so a sample cut before
+// that execution shows its own code where the next shows the call's.
 func isPrefix(a, b []schema.Message) bool {
 	if len(a) == 0 || len(a) > len(b) {
 		return false
 	}
-	for i := range a {
+	last := len(a) - 1
+	for i := range a[:last] {
 		if !sameMessage(&a[i], &b[i]) {
 			return false
 		}
 	}
-	return true
+	x, y := &a[last], &b[last]
+	return sameMessage(x, y) || (x.Role == schema.RoleAssistant && y.Role == schema.RoleAssistant &&
+		x.Exec == nil && y.Exec == nil && sameWords(x.Content, y.Content))
+}
+
+// sameWords reports whether two texts hold the same prose (whitespace
+// aside) and the same code blocks (in any order).
+func sameWords(a, b string) bool {
+	pa, ca := proseAndCode(a)
+	pb, cb := proseAndCode(b)
+	slices.Sort(ca)
+	slices.Sort(cb)
+	return pa == pb && slices.Equal(ca, cb)
+}
+
+func proseAndCode(text string) (string, []string) {
+	var prose []string
+	var code []string
+	var cur *strings.Builder
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			if cur == nil {
+				cur = &strings.Builder{}
+				cur.WriteString(strings.TrimSpace(l) + "\n")
+			} else {
+				code = append(code, strings.TrimSpace(cur.String()))
+				cur = nil
+			}
+			continue
+		}
+		if cur != nil {
+			cur.WriteString(l + "\n")
+		} else {
+			prose = append(prose, strings.Fields(l)...)
+		}
+	}
+	if cur != nil {
+		code = append(code, strings.TrimSpace(cur.String()))
+	}
+	return strings.Join(prose, " "), code
 }
 
 func sameMessage(a, b *schema.Message) bool {
