@@ -203,6 +203,11 @@ func (c *Checker) rerunJudged(ctx context.Context, d *schema.Dialogue, st step, 
 	if t != nil {
 		t = tests[t.turn]
 	}
+	if (t == nil || len(t.tests) == 0) && (compileFailRe.MatchString(st.text) || loadFailRe.MatchString(st.text)) {
+		// No test ran: the verdict is the code's own failure to load, which
+		// any test shows alike.
+		t = &visibleTests{tests: []string{"pass"}}
+	}
 	switch {
 	case t == nil:
 		unverifiable(whyNoTests)

@@ -224,7 +224,9 @@ func (c *Checker) check(ctx context.Context, g *group, prep prepared, rep *Repor
 	*rep = Report{Dialogues: len(g.members), Distinct: 1, Messages: len(d.Messages), Blocks: prep.blocks}
 	rep.Mismatches = append(rep.Mismatches, g.roles()...)
 	rep.Mismatches = append(rep.Mismatches, prep.mismatches...)
-	defer sort.SliceStable(rep.Mismatches, func(i, j int) bool { return rep.Mismatches[i].Turn < rep.Mismatches[j].Turn })
+	defer func() {
+		sort.SliceStable(rep.Mismatches, func(i, j int) bool { return rep.Mismatches[i].Turn < rep.Mismatches[j].Turn })
+	}()
 	hasRecords := false
 	for _, m := range d.Messages {
 		hasRecords = hasRecords || (m.Exec != nil && isExecution(m))

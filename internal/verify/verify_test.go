@@ -275,7 +275,7 @@ func TestJudgeRecords(t *testing.T) {
 	} {
 		d := schema.Dialogue{ID: tc.name, Messages: []schema.Message{
 			{Role: "user", Content: "Write f."},
-			{Role: "assistant", Content: "```python\ndef f(a, b):\n    return a + b\n```"},
+			{Role: "assistant", Content: "```python\n" + tc.e.Code + "```"}, // the code the record ran
 			{Role: "execution", Content: "output", Exec: tc.e},
 			{Role: "assistant", Content: "Done."},
 		}}
@@ -317,23 +317,28 @@ func TestTextAndRecordEdits(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		edit  func(d *schema.Dialogue)
-		check string
+		check string // without a re-run
+		rerun string // with one
 	}{
-		{"untouched", func(*schema.Dialogue) {}, ""},
+		{"untouched", func(*schema.Dialogue) {}, "", ""},
 		{"text edited", func(d *schema.Dialogue) {
 			d.Messages[2].Content = strings.Replace(d.Messages[2].Content, "got 2", "got 3", 1)
-		}, CheckText},
+		}, CheckText, CheckText + "," + CheckOutput},
 		{"tests edited", func(d *schema.Dialogue) {
 			j := *d.Messages[2].Exec.Judge
 			j.Tests = []string{"assert f(1, 2) == 2"}
 			d.Messages[2].Exec.Judge = &j
-		}, CheckRecord},
+		}, "", CheckRecord},
+		{"code edited", func(d *schema.Dialogue) {
+			d.Messages[1].Content = strings.Replace(d.Messages[1].Content, "a * b", "a + b", 1)
+		}, "", CheckCode},
 	} {
 		d := dialogue()
 		tc.edit(&d)
 		for _, noRerun := range []bool{true, false} {
-			if noRerun && tc.check == CheckRecord {
-				continue // found by the re-run
+			want := tc.rerun
+			if noRerun {
+				want = tc.check
 			}
 			rep, err := (&Checker{Exec: ex, Opts: Options{NoRerun: noRerun}}).Dialogue(ctx, &d)
 			if err != nil {
@@ -343,7 +348,7 @@ func TestTextAndRecordEdits(t *testing.T) {
 			for _, m := range rep.Mismatches {
 				got = append(got, m.Check)
 			}
-			if want := tc.check; strings.Join(got, ",") != want {
+			if strings.Join(got, ",") != want {
 				t.Errorf("%s (no re-run %v): mismatches %v, want %q", tc.name, noRerun, rep.Mismatches, want)
 			}
 			if rep.Texts != 1 {
@@ -353,24 +358,24 @@ func TestTextAndRecordEdits(t *testing.T) {
 	}
 }
 
-// TestPlainTestVerdicts: in the Code-Feedback layout a test verdict cannot be
-// re-run without the tests, so it is counted with its reason, never a
-// mismatch; a compile failure and an exception while loading are what the
-// code does on its own and are compared.
+// TestPlainTestVerdicts: in the Code-Feedback layout a test verdict whose
+// request does not show the tests cannot be re-run: it is counted with its
+// reason, never a mismatch; a compile failure and an exception while
+// loading are what the code does on its own and are re-run and compared.
 func TestPlainTestVerdicts(t *testing.T) {
 	ex := sandbox(t)
-	d := schema.Dialogue{ID: "cf", Messages: []schema.Message{
-		{Role: "user", Content: "Write f."},
-		{Role: "assistant", Content: "```python\ndef f(a, b):\n    return a * b\n```"},
-		{Role: "user", Content: "Execution result: \n1 of 2 tests failed.\n\nTest failed for input f(1, 2): expected 3, got 2\n    assert f(1, 2) == 3"},
-		{Role: "assistant", Content: "```python\ndef f(a, b)\n    return a + b\n```"},
-		{Role: "user", Content: "Execution result: \nThe code does not compile (SyntaxError at line 1):\n  File \"<candidate>\", line 1\n    def f(a, b)\n               ^\nSyntaxError: expected ':'"},
-		{Role: "assistant", Content: "```python\nx = 1 / 0\n```"},
-		{Role: "user", Content: "Execution result: \nThe code raised an exception before any test ran:\nTraceback (most recent call last):\n  File \"<candidate>\", line 1, in <module>\nZeroDivisionError: division by zero"},
-		{Role: "assistant", Content: "```python\ndef f(a, b):\n    return a + b\n```"},
-		{Role: "user", Content: "Execution result: \nAll 2 tests passed."},
-		{Role: "assistant", Content: "Done."},
-	}}
+	p := schema.Problem{Query: schema.Query{ID: "f"}, Tests: []string{"assert f(1, 2) == 3", "assert f(2, 2) == 4"}}
+	var msgs []schema.Message
+	msgs = append(msgs, schema.Message{Role: "user", Content: "Write f."})
+	for _, code := range []string{"def f(a, b):\n    return a * b\n", "def f(a, b)\n    return a + b\n", "x = 1 / 0\n", "def f(a, b):\n    return a + b\n"} {
+		v, err := harness.Judge(context.Background(), ex, p, code, harness.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, schema.Message{Role: "assistant", Content: "```python\n" + code + "```"},
+			schema.Message{Role: "user", Content: schema.ExecutionPrefix + strings.TrimRight(v.Feedback, "\n")})
+	}
+	d := schema.Dialogue{ID: "cf", Messages: append(msgs, schema.Message{Role: "assistant", Content: "Done."})}
 	rep, err := (&Checker{Exec: ex}).Dialogue(context.Background(), &d)
 	if err != nil {
 		t.Fatal(err)
@@ -379,8 +384,8 @@ func TestPlainTestVerdicts(t *testing.T) {
 		t.Errorf("report %+v, want 2 agreeing re-runs, 2 unverifiable test verdicts, no mismatch", rep)
 	}
 	for _, u := range rep.Unverifiable {
-		if !strings.Contains(u.Reason, "tests the file does not carry") {
-			t.Errorf("unverifiable turn %d: reason %q", u.Turn, u.Reason)
+		if u.Reason != whyNoTests || (u.Turn != 2 && u.Turn != 8) {
+			t.Errorf("unverifiable turn %d: reason %q, want turns 2 and 8: %q", u.Turn, u.Reason, whyNoTests)
 		}
 	}
 }
