@@ -2,6 +2,8 @@ package verify
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -387,5 +389,59 @@ func TestPlainTestVerdicts(t *testing.T) {
 		if u.Reason != whyNoTests || (u.Turn != 2 && u.Turn != 8) {
 			t.Errorf("unverifiable turn %d: reason %q, want turns 2 and 8: %q", u.Turn, u.Reason, whyNoTests)
 		}
+	}
+}
+
+// runnerPatch is a notebook cell that patches the session runner's own
+// objects so that every later cell of the session reports success.
+const runnerPatch = `import gc
+for _o in gc.get_objects():
+    if type(_o).__name__ == "Session" and hasattr(_o, "python_cell"):
+        _o.python_cell = lambda code: 0
+print("patched")`
+
+// runnerReachable probes whether a cell can still change the outcome the
+// runner reports for the next cell of its session.
+func runnerReachable(t *testing.T, ex executors.Executor) bool {
+	t.Helper()
+	ctx := context.Background()
+	sess, err := ex.Open(ctx, executors.Python, executors.SessionOptions{Limits: executors.Limits{Timeout: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if _, err := sess.Exec(ctx, runnerPatch); err != nil {
+		t.Fatal(err)
+	}
+	res, err := sess.Exec(ctx, "assert 1 == 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.OK()
+}
+
+// TestForgedRunnerPatch: a 6-message Code-Feedback file whose first code
+// block patches the runner and whose second is `assert 1 == 2` with a
+// recorded pass must be reported, the dialogue verified in sessions of its
+// own.
+func TestForgedRunnerPatch(t *testing.T) {
+	ex := sandbox(t)
+	forged := `{"id": 1, "messages": [` +
+		`{"role": "user", "content": "Check that 1 equals 2."},` +
+		`{"role": "assistant", "content": "First some set-up:\n` + "```python\\n" + strings.ReplaceAll(strings.ReplaceAll(runnerPatch, `"`, `\"`), "\n", `\n`) + "\\n```" + `"},` +
+		`{"role": "user", "content": "Execution result: \npatched"},` +
+		`{"role": "assistant", "content": "Now the check:\n` + "```python\\nassert 1 == 2\\n```" + `"},` +
+		`{"role": "user", "content": "Execution result: \n[the code ran without printing anything]"},` +
+		`{"role": "assistant", "content": "1 equals 2."}]}` + "\n"
+	path := filepath.Join(t.TempDir(), "forged.jsonl")
+	if err := os.WriteFile(path, []byte(forged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if runnerReachable(t, ex) {
+		t.Skip("needs the sandbox fix of issue 31 (branch sandbox: the session runner out of the cell's reach): a cell still patches the runner here, so the re-run itself is forged")
+	}
+	rep := verifyFile(t, &Checker{Exec: ex}, path)
+	if rep.Dialogues != 1 || rep.Executions != 2 || len(rep.Mismatches) != 1 || rep.Mismatches[0].Turn != 4 || rep.Mismatches[0].Check != CheckRerun {
+		t.Errorf("report %+v, want the pass recorded at turn 4 reported as a re-run mismatch", rep)
 	}
 }
