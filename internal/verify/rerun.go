@@ -24,8 +24,12 @@ type outcome string
 // its cells run in them in order (state crosses cells, as it did when the
 // dialogue was made).
 type sessions struct {
-	ex   executors.Executor
-	open map[executors.Language]executors.Session
+	ex      executors.Executor
+	open    map[executors.Language]executors.Session
+	timeout map[executors.Language]time.Duration
+	// ran lists the cells run in each session, to replay them in a fresh
+	// one when a turn's other candidate block is tried.
+	ran map[executors.Language][]string
 }
 
 // get returns the dialogue's session for lang, opened with timeout as its
@@ -39,7 +43,23 @@ func (s *sessions) get(ctx context.Context, lang executors.Language, timeout tim
 	if err != nil {
 		return nil, fmt.Errorf("verify: open %s session: %w", lang, err)
 	}
-	s.open[lang] = sess
+	s.open[lang], s.timeout[lang] = sess, timeout
+	return sess, nil
+}
+
+// fork opens a fresh session for lang holding the state of the current
+// one: its cells replayed in order (their results are not compared again).
+func (s *sessions) fork(ctx context.Context, lang executors.Language) (executors.Session, error) {
+	sess, err := s.ex.Open(ctx, lang, executors.SessionOptions{Limits: executors.Limits{Timeout: s.timeout[lang]}})
+	if err != nil {
+		return nil, fmt.Errorf("verify: open %s session: %w", lang, err)
+	}
+	for _, cell := range s.ran[lang] {
+		if _, err := sess.Exec(ctx, cell); err != nil {
+			sess.Close()
+			return nil, fmt.Errorf("verify: replay a cell: %w", err)
+		}
+	}
 	return sess, nil
 }
 
@@ -50,7 +70,8 @@ func (s *sessions) close() {
 }
 
 func newSessions(ex executors.Executor) *sessions {
-	return &sessions{ex: ex, open: map[executors.Language]executors.Session{}}
+	return &sessions{ex: ex, open: map[executors.Language]executors.Session{},
+		timeout: map[executors.Language]time.Duration{}, ran: map[executors.Language][]string{}}
 }
 
 // cellOutcome classifies a session cell's result.
@@ -159,20 +180,51 @@ func (c *Checker) rerunStep(ctx context.Context, d *schema.Dialogue, st step, te
 	if err != nil {
 		return err
 	}
-	code := st.code
-	if st.rec == nil && st.lang == executors.Python {
-		code = magicLineRe.ReplaceAllString(code, "")
-	}
-	res, err := sess.Exec(ctx, code)
-	if err != nil {
-		return fmt.Errorf("verify: re-run %s turn %d: %w", d.ID, st.turn, err)
-	}
 	want := textCellOutcome(st.text)
 	if st.rec != nil {
 		want = recordedOutcome(st.rec)
 	}
-	fresh := feedbackloop.RenderResult(res, timeout, cellChars)
-	c.compare(d, st, want, cellOutcome(res), res, fresh, rep)
+	cell := func(sess executors.Session, code string) (Report, string, error) {
+		if st.rec == nil && st.lang == executors.Python {
+			code = magicLineRe.ReplaceAllString(code, "")
+		}
+		res, err := sess.Exec(ctx, code)
+		if err != nil {
+			return Report{}, code, fmt.Errorf("verify: re-run %s turn %d: %w", d.ID, st.turn, err)
+		}
+		var r Report
+		c.compare(d, st, want, cellOutcome(res), res, feedbackloop.RenderResult(res, timeout, cellChars), &r)
+		return r, code, nil
+	}
+	r, ran, err := cell(sess, st.code)
+	if err != nil {
+		return err
+	}
+	for _, alt := range st.alts {
+		if r.Agreed > 0 {
+			break
+		}
+		// Another block of the turn may be the one that ran (a tool call's
+		// code sits at the end of the turn): tried in a fresh session
+		// holding the same state, adopted only if it shows the turn.
+		fork, err := ss.fork(ctx, st.lang)
+		if err != nil {
+			return err
+		}
+		r2, ran2, err := cell(fork, alt)
+		if err != nil || r2.Agreed == 0 {
+			fork.Close()
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		ss.open[st.lang].Close()
+		ss.open[st.lang] = fork
+		r, ran = r2, ran2
+	}
+	ss.ran[st.lang] = append(ss.ran[st.lang], ran)
+	rep.add(&r)
 	return nil
 }
 
@@ -253,16 +305,30 @@ func (c *Checker) rerunJudged(ctx context.Context, d *schema.Dialogue, st step, 
 	// A fenced block loses its code's final newline, which moves the
 	// carets under a traceback's last line: correct judged its code with
 	// it, simulate without (parse.Code). Both are the visible code.
-	var v harness.Verdict
-	for _, code := range []string{strings.TrimRight(st.code, "\n") + "\n", strings.TrimRight(st.code, "\n")} {
-		if v, err = harness.JudgeIn(ctx, c.Exec, st.lang, p, code, opts); err != nil {
-			return fmt.Errorf("verify: re-run %s turn %d: %w", d.ID, st.turn, err)
+	// Another block of the turn may be the one that ran (a tool call's
+	// code sits at the end of the turn): tried when the first disagrees.
+	var first Report
+	for k, block := range append([]string{st.code}, st.alts...) {
+		var v harness.Verdict
+		for _, code := range []string{strings.TrimRight(block, "\n") + "\n", strings.TrimRight(block, "\n")} {
+			if v, err = harness.JudgeIn(ctx, c.Exec, st.lang, p, code, opts); err != nil {
+				return fmt.Errorf("verify: re-run %s turn %d: %w", d.ID, st.turn, err)
+			}
+			if sameOutput(st.text, v.Feedback) || !strings.Contains(v.Feedback, "^") {
+				break
+			}
 		}
-		if sameOutput(st.text, v.Feedback) || !strings.Contains(v.Feedback, "^") {
-			break
+		var r Report
+		c.compareText(d, st, strings.TrimRight(v.Feedback, "\n"), v.Result, &r)
+		if r.Agreed > 0 {
+			rep.add(&r)
+			return nil
+		}
+		if k == 0 {
+			first = r
 		}
 	}
-	c.compareText(d, st, strings.TrimRight(v.Feedback, "\n"), v.Result, rep)
+	rep.add(&first)
 	return nil
 }
 
@@ -346,7 +412,7 @@ func (c *Checker) compareText(d *schema.Dialogue, st step, fresh string, res exe
 	}
 	rep.Executions++
 	rep.Mismatches = append(rep.Mismatches, Mismatch{DialogueID: d.ID, Turn: st.turn, Check: CheckOutput,
-		Detail: "the re-run printed something else: " + firstDiff(seen, got)})
+		Detail: "the re-run printed something else: " + partDiff(seen, got, "the re-run shows")})
 }
 
 // foreignTraceback reports a traceback this tool's runner did not print

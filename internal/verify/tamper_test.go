@@ -173,6 +173,12 @@ var notebookCells = []string{"x = 6 * 7\nprint(x)", "y = x + 1\nprint(y)\nprint(
 // notebookDialogue is a notebook dialogue as simulate writes one: each
 // cell the next of one session, its real output rendered as the turn.
 func notebookDialogue(t *testing.T, ex executors.Executor, id string) schema.Dialogue {
+	return notebookDialogueWith(t, ex, id, "")
+}
+
+// notebookDialogueWith is notebookDialogue with more text after the first
+// cell: another block there is shown, not run (simulate runs the first).
+func notebookDialogueWith(t *testing.T, ex executors.Executor, id, more string) schema.Dialogue {
 	t.Helper()
 	ctx := context.Background()
 	sess, err := ex.Open(ctx, executors.Python, executors.SessionOptions{Limits: executors.Limits{Timeout: 10 * time.Second}})
@@ -181,7 +187,7 @@ func notebookDialogue(t *testing.T, ex executors.Executor, id string) schema.Dia
 	}
 	defer sess.Close()
 	d := schema.Dialogue{ID: id, Stage: "simulate", Messages: []schema.Message{{Role: schema.RoleUser, Content: "Compute 6*7, then divide the next number by zero."}}}
-	for _, cell := range notebookCells {
+	for k, cell := range notebookCells {
 		res, err := sess.Exec(ctx, cell)
 		if err != nil {
 			t.Fatal(err)
@@ -189,7 +195,7 @@ func notebookDialogue(t *testing.T, ex executors.Executor, id string) schema.Dia
 		e := schema.Execution{Language: "python", Code: cell, Driver: res.Driver, TimeoutMS: 10000, ExitCode: res.ExitCode,
 			Exception: res.Exception, ErrorLine: res.ErrorLine, Stdout: res.Stdout, Stderr: res.Stderr}
 		d.Messages = append(d.Messages,
-			schema.Message{Role: schema.RoleAssistant, Content: "Let me run it:\n```python\n" + cell + "\n```"},
+			schema.Message{Role: schema.RoleAssistant, Content: "Let me run it:\n```python\n" + cell + "\n```" + map[bool]string{true: more}[k == 0]},
 			schema.Message{Role: schema.RoleExecution, Content: feedbackloop.RenderResult(res, 10*time.Second, 2000), Exec: &e})
 	}
 	d.Messages = append(d.Messages, schema.Message{Role: schema.RoleAssistant, Content: "Dividing by zero raises ZeroDivisionError."})
@@ -410,7 +416,10 @@ func TestUntouchedSampleRun(t *testing.T) {
 		}
 		ds = append(ds, out.Dialogues...)
 	}
-	ds = append(ds, judgedDialogue(t, ex, "judged"), notebookDialogue(t, ex, "notebook"))
+	ds = append(ds, judgedDialogue(t, ex, "judged"), notebookDialogue(t, ex, "notebook"),
+		// openai-tools moves the block that ran into the tool call, read
+		// back after the one that did not.
+		notebookDialogueWith(t, ex, "two-blocks", "\nThe same in one line:\n```python\nprint('in one line', 6 * 7)\n```"))
 	if len(ds) < 6 {
 		t.Fatalf("%d dialogues, want at least 6", len(ds))
 	}

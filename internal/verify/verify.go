@@ -352,8 +352,13 @@ func texts(d *schema.Dialogue, rep *Report) {
 	}
 }
 
-// firstDiff describes where two texts part.
-func firstDiff(got, want string) string {
+// firstDiff describes where two texts part: the visible one, and what its
+// record renders.
+func firstDiff(got, want string) string { return partDiff(got, want, "the record renders") }
+
+// partDiff describes where the visible text got and the text want (named
+// by other) part.
+func partDiff(got, want, other string) string {
 	n := 0
 	for n < len(got) && n < len(want) && got[n] == want[n] {
 		n++
@@ -365,7 +370,7 @@ func firstDiff(got, want string) string {
 		}
 		return fmt.Sprintf("%q", s)
 	}
-	return fmt.Sprintf("at byte %d the text has %s, the record renders %s", n, clip(got), clip(want))
+	return fmt.Sprintf("at byte %d the text has %s, %s %s", n, clip(got), other, clip(want))
 }
 
 // Verdict texts the harness writes (see harness.Feedback): a test verdict

@@ -23,6 +23,11 @@ type step struct {
 	// the first block of the language, else the first unlabelled one).
 	code string
 	lang executors.Language
+	// alts are the turn's other blocks that may be the one that ran: the
+	// last block of the language when it is not code (a tool call's code,
+	// as Code-Feedback and the openai-tools layout place it). Only for
+	// turns without a record, which names the code itself.
+	alts []string
 	// judged: the result is a test verdict (a judge record, or a text in
 	// the words of harness.Feedback).
 	judged bool
@@ -112,6 +117,21 @@ func plan(d *schema.Dialogue, st *step) {
 		return
 	}
 	st.code = b
+	if last, ok := lastBlock(content, string(st.lang)); ok && last != b {
+		st.alts = []string{last}
+	}
+}
+
+// lastBlock is the last closed, non-empty block of lang of a turn.
+func lastBlock(text, lang string) (string, bool) {
+	lang = parse.NormLang(lang)
+	blocks := parse.CodeBlocks(text)
+	for i := len(blocks) - 1; i >= 0; i-- {
+		if b := blocks[i]; !b.Unclosed && b.Lang == lang && strings.TrimSpace(b.Code) != "" {
+			return b.Code, true
+		}
+	}
+	return "", false
 }
 
 // pickBlock is the block the stages run of an assistant turn
