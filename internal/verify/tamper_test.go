@@ -423,6 +423,14 @@ func TestUntouchedSampleRun(t *testing.T) {
 	if len(ds) < 6 {
 		t.Fatalf("%d dialogues, want at least 6", len(ds))
 	}
+	execs := 0
+	for _, d := range ds {
+		for _, m := range d.Messages {
+			if m.Role == schema.RoleExecution {
+				execs++
+			}
+		}
+	}
 	dir := t.TempDir()
 	c := &Checker{Exec: ex}
 	for _, l := range layouts {
@@ -435,6 +443,11 @@ func TestUntouchedSampleRun(t *testing.T) {
 			all := rep.Executions + len(rep.Unverifiable)
 			if all == 0 || float64(len(rep.Unverifiable)) >= 0.05*float64(all) {
 				t.Errorf("%d of %d executions not re-runnable (%v), want under 5%%", len(rep.Unverifiable), all, rep.Reasons())
+			}
+			if all != execs {
+				// Each distinct execution once: a turn-split sample's
+				// earlier turns are not run again.
+				t.Errorf("%d executions verified, want the dialogues' %d", all, execs)
 			}
 			if rep.Distinct != len(ds) {
 				t.Errorf("%d distinct dialogues verified of %d samples, want %d", rep.Distinct, rep.Dialogues, len(ds))

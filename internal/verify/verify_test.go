@@ -445,3 +445,36 @@ func TestForgedRunnerPatch(t *testing.T) {
 		t.Errorf("report %+v, want the pass recorded at turn 4 reported as a re-run mismatch", rep)
 	}
 }
+
+// TestFreshSessionPerDialogue: a dialogue's cells share their session, but
+// no state crosses into the next dialogue: a value printed there from an
+// earlier dialogue's cell is reported.
+func TestFreshSessionPerDialogue(t *testing.T) {
+	ex := sandbox(t)
+	cf := func(id, request string, cells ...string) *schema.Dialogue {
+		d := &schema.Dialogue{ID: id, Messages: []schema.Message{{Role: "user", Content: request}}}
+		for i := 0; i+1 < len(cells); i += 2 {
+			d.Messages = append(d.Messages, schema.Message{Role: "assistant", Content: "```python\n" + cells[i] + "\n```"},
+				schema.Message{Role: "user", Content: schema.ExecutionPrefix + cells[i+1]})
+		}
+		d.Messages = append(d.Messages, schema.Message{Role: "assistant", Content: "Done."})
+		return d
+	}
+	ds := []*schema.Dialogue{
+		cf("a", "Set a value and use it.", "leak = 41", "[the code ran without printing anything]", "print(leak + 1)", "42"),
+		cf("b", "Print the value.", "print(leak + 1)", "42"),
+	}
+	rep, err := (&Checker{Exec: ex, Opts: Options{Parallel: 1}}).Dataset(context.Background(), func(yield func(*schema.Dialogue, error) bool) {
+		for _, d := range ds {
+			if !yield(d, nil) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Executions != 3 || rep.Agreed != 2 || len(rep.Mismatches) != 1 || rep.Mismatches[0].DialogueID != "b" || rep.Mismatches[0].Rerun != "NameError" {
+		t.Errorf("report %+v, want a's two cells agreeing and b's reported (NameError in a fresh session)", rep)
+	}
+}
