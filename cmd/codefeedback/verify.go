@@ -29,17 +29,20 @@ func init() {
 	var o verifyOptions
 	register(&cli.Command{
 		Name:      "verify",
-		Usage:     "re-check a dialogue dataset: turn order, code that compiles, executions that re-run the same",
+		Usage:     "re-check a dialogue dataset as a trainer reads it: turn order, code that compiles, executions that re-run the same",
 		ArgsUsage: "DATASET",
-		Description: "Reads every layout `export` writes (native, Code-Feedback, ShareGPT, OpenAI, OpenAI tools; " +
-			"JSONL, JSON array, Parquet; .gz/.zst) and any Code-Feedback-style file. Checks that roles alternate " +
-			"sensibly, that every python code block compiles (in the sandbox), that each visible execution text " +
-			"is what its record renders (native files), and that every execution re-runs to the same outcome " +
-			"(pass/fail, exception type, timeout): from its record (native files; judge programs are rebuilt " +
-			"from the record's tests), or as notebook cells (other layouts), where a result that is a verdict of " +
-			"tests the file does not carry is counted as not re-runnable, with the reason. Prints one line per " +
-			"mismatch (dialogue id and turn) and a summary. Exit status 1 when there are mismatches, 2 for " +
-			"usage errors, 3 when the file or the sandbox fails.",
+		Description: "Reads every layout `export` and the pipeline's outputs write (native, Code-Feedback, ShareGPT, OpenAI, " +
+			"OpenAI tools; dialogue, turn-split and weighted samples; JSONL, JSON array, Parquet; .gz/.zst) and any " +
+			"Code-Feedback-style file. Checks that roles alternate sensibly, that every python code block compiles (in " +
+			"the sandbox), that each visible execution text is what its record renders (native files), and that every " +
+			"execution turn is what the code shown in the assistant turn before it prints when it runs again: a test " +
+			"verdict is re-judged against the tests the request shows (\"Your code should pass these tests:\"; native " +
+			"files: the record's tests, and the record must name the very code the turn shows), a notebook cell runs as " +
+			"the next cell of sessions opened fresh for its dialogue. The verdict and the printed output are compared with " +
+			"the visible text, normalised for times, durations and memory addresses only. An execution that cannot be " +
+			"re-run is counted with the reason. Turn-split samples that repeat a dialogue's earlier turns are verified " +
+			"once, as the longest. Prints one line per mismatch (sample id and turn) and a summary. Exit status 1 when " +
+			"there are mismatches, 2 for usage errors, 3 when the file or the sandbox fails.",
 		Flags: []cli.Flag{
 			executorFlag(&o.Executor),
 			&cli.DurationFlag{Name: "timeout", Usage: "per-cell limit for runs whose record names none", Value: 10 * time.Second, Destination: &o.Timeout},
@@ -93,8 +96,8 @@ func runVerify(ctx context.Context, o verifyOptions, stdout io.Writer) error {
 		for _, r := range keys {
 			fmt.Fprintf(stdout, "%d turns not re-runnable: %s\n", reasons[r], r)
 		}
-		fmt.Fprintf(stdout, "%d dialogues, %d messages, %d code blocks compiled, %d execution texts checked against their records, %d executions re-run (%d agreed, %d not re-runnable), %d mismatches\n",
-			rep.Dialogues, rep.Messages, rep.Blocks, rep.Texts, rep.Executions, rep.Agreed, len(rep.Unverifiable), len(rep.Mismatches))
+		fmt.Fprintf(stdout, "%d dialogues (%d distinct), %d messages, %d code blocks compiled, %d execution texts checked against their records, %d executions re-run (%d agreed, %d not re-runnable), %d mismatches\n",
+			rep.Dialogues, rep.Distinct, rep.Messages, rep.Blocks, rep.Texts, rep.Executions, rep.Agreed, len(rep.Unverifiable), len(rep.Mismatches))
 	}
 	if len(rep.Mismatches) > 0 {
 		return withCode(exitFailed, fmt.Errorf("verify: %d mismatches in %s", len(rep.Mismatches), o.Path))

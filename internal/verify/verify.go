@@ -1,22 +1,25 @@
-// Package verify re-checks a finished dataset (this tool's dialogues or any
-// Code-Feedback-style file): roles alternate sensibly, every Python code
-// block compiles (in the sandbox, compile only), and every recorded
-// execution re-runs in the sandbox to the same outcome (same pass/fail, same
-// exception type, same timeout). Each mismatch is reported by dialogue id
-// and turn.
+// Package verify re-checks a finished dataset (this tool's dialogues in
+// any layout export writes, or any Code-Feedback-style file) as a trainer
+// reads it: roles alternate sensibly, every Python code block compiles (in
+// the sandbox, compile only), and every execution turn is what the code
+// the turn before it shows prints when it runs again in the sandbox.
 //
-// Recorded executions are found two ways. A message with a schema.Execution
-// record is re-run from the record: a self-contained program (Passed set:
-// a test run) with a one-shot run, a notebook cell (Passed unset) as the next
-// cell of one session per dialogue, in order. In a plain Code-Feedback file
-// (no records), an assistant turn with a Python block followed by an
-// "Execution result:" turn is re-run as a session cell and compared with the
-// outcome the recorded output shows (a traceback's exception, or success).
+// An execution is re-run from the visible text: the code block of the
+// assistant turn (the block the stages run: parse.Code's rule) and, for a
+// test verdict, the tests the request shows ("Your code should pass these
+// tests:"), judged as the stages judge; a native file's record adds what
+// the text leaves out (the tests, the limits) and must name the very code
+// the turn shows. The re-run's verdict and printed output are compared
+// with the visible text, normalised for times, durations and memory
+// addresses only. Notebook cells of one dialogue run in order in sessions
+// of their own, opened fresh for that dialogue. An execution that cannot be
+// re-run is counted with the reason. A turn-split export repeats each
+// dialogue's earlier turns in every later sample: samples that are
+// prefixes of one another are verified once, as the longest.
 package verify
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -28,7 +31,6 @@ import (
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/internal/agent"
-	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -90,11 +92,14 @@ type Unverifiable struct {
 
 // Report is the result of checking a dataset.
 type Report struct {
-	Dialogues  int `json:"dialogues"`
+	Dialogues int `json:"dialogues"` // samples read
+	// Distinct counts the dialogues verified: samples that repeat another's
+	// turns (a turn-split export) are verified as part of the longest.
+	Distinct   int `json:"distinct_dialogues"`
 	Messages   int `json:"messages"`
 	Blocks     int `json:"code_blocks"` // python blocks compiled
-	Executions int `json:"executions"`  // recorded executions re-run
-	Agreed     int `json:"agreed"`      // re-runs with the recorded outcome
+	Executions int `json:"executions"`  // executions re-run (or found edited without a run)
+	Agreed     int `json:"agreed"`      // re-runs with the visible verdict and output
 	// Texts counts execution turns whose visible text was compared with
 	// what their record renders; Unrendered those whose record names no
 	// renderer (a notebook cell's record), so their text is not checked.
@@ -115,6 +120,7 @@ func (r *Report) Reasons() map[string]int {
 
 func (r *Report) add(o *Report) {
 	r.Dialogues += o.Dialogues
+	r.Distinct += o.Distinct
 	r.Messages += o.Messages
 	r.Blocks += o.Blocks
 	r.Executions += o.Executions
@@ -132,95 +138,111 @@ type Checker struct {
 	Opts Options
 }
 
-// Dataset checks every dialogue dialogues yields, Parallel at a time, and
-// returns the report with mismatches in dataset order. An error means the
-// file could not be read or the sandbox failed; mismatches are not errors.
+// Dataset checks every dialogue dialogues yields and returns the report
+// with mismatches in dataset order. Consecutive samples that are prefixes
+// of one another (a turn-split export's samples of one dialogue) are
+// verified once, as the longest; a mismatch names the first sample that
+// shows the turn. Windows of dialogues share one compile run; their
+// re-runs go Parallel at a time. An error means the file could not be
+// read or the sandbox failed; mismatches are not errors.
 func (c *Checker) Dataset(ctx context.Context, dialogues func(yield func(*schema.Dialogue, error) bool)) (Report, error) {
 	o := c.Opts.withDefaults()
 	var total Report
 	const window = 64
-	batch := make([]*schema.Dialogue, 0, window)
+	batch := make([]*group, 0, window)
 	flush := func() error {
-		reps := make([]Report, len(batch))
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(o.Parallel)
-		for i, d := range batch {
-			g.Go(func() error {
-				r, err := c.Dialogue(gctx, d)
-				reps[i] = r
-				return err
-			})
+		if len(batch) == 0 {
+			return nil
 		}
-		if err := g.Wait(); err != nil {
-			return err
-		}
+		reps, err := c.groups(ctx, batch, o)
 		for i := range reps {
 			total.add(&reps[i])
 		}
 		batch = batch[:0]
-		return nil
+		return err
 	}
+	var cur *group
 	for d, err := range dialogues {
 		if err != nil {
 			return total, err
 		}
-		batch = append(batch, d)
-		if len(batch) == window {
-			if err := flush(); err != nil {
-				return total, err
+		if cur != nil && cur.absorb(d) {
+			continue
+		}
+		if cur != nil {
+			batch = append(batch, cur)
+			if len(batch) == window {
+				if err := flush(); err != nil {
+					return total, err
+				}
 			}
 		}
+		cur = newGroup(d)
+	}
+	if cur != nil {
+		batch = append(batch, cur)
 	}
 	return total, flush()
 }
 
 // Dialogue checks one dialogue.
 func (c *Checker) Dialogue(ctx context.Context, d *schema.Dialogue) (Report, error) {
-	o := c.Opts.withDefaults()
-	rep := Report{Dialogues: 1, Messages: len(d.Messages)}
-	rep.Mismatches = append(rep.Mismatches, Roles(d)...)
+	reps, err := c.groups(ctx, []*group{newGroup(d)}, c.Opts.withDefaults())
+	if len(reps) == 0 {
+		return Report{}, err
+	}
+	return reps[0], err
+}
 
-	recorded := map[int]bool{} // assistant turns whose code ran with a SyntaxError on record
-	hasRecords := false
-	for i, m := range d.Messages {
-		if m.Exec != nil && isExecution(m) {
-			hasRecords = true
-			if isSyntax(m.Exec.Exception) || isSyntax(exceptionIn(m.Exec.Stderr)) || isSyntax(exceptionIn(m.Content)) {
-				if j := prevAssistant(d, i); j >= 0 {
-					recorded[j] = true
-				}
-			}
-		} else if isExecution(m) && isSyntax(shownException(m.Content)) {
-			if j := prevAssistant(d, i); j >= 0 {
-				recorded[j] = true
-			}
-		}
+// groups checks a window of dialogues: one compile run for all, then each
+// dialogue's re-runs, Parallel at a time.
+func (c *Checker) groups(ctx context.Context, gs []*group, o Options) ([]Report, error) {
+	ds := make([]*schema.Dialogue, len(gs))
+	for i, g := range gs {
+		ds[i] = g.d
 	}
-	ms, n, err := c.compile(ctx, d, recorded)
+	preps, err := c.prepare(ctx, ds)
 	if err != nil {
-		return rep, err
+		return nil, err
 	}
-	rep.Blocks += n
-	rep.Mismatches = append(rep.Mismatches, ms...)
+	reps := make([]Report, len(gs))
+	eg, gctx := errgroup.WithContext(ctx)
+	eg.SetLimit(o.Parallel)
+	for i, g := range gs {
+		eg.Go(func() error {
+			err := c.check(gctx, g, preps[i], &reps[i], o)
+			g.attribute(&reps[i])
+			return err
+		})
+	}
+	return reps, eg.Wait()
+}
+
+// check verifies one dialogue (the longest sample of its group).
+func (c *Checker) check(ctx context.Context, g *group, prep prepared, rep *Report, o Options) error {
+	d := g.d
+	*rep = Report{Dialogues: len(g.members), Distinct: 1, Messages: len(d.Messages), Blocks: prep.blocks}
+	rep.Mismatches = append(rep.Mismatches, g.roles()...)
+	rep.Mismatches = append(rep.Mismatches, prep.mismatches...)
+	defer func() {
+		sort.SliceStable(rep.Mismatches, func(i, j int) bool { return rep.Mismatches[i].Turn < rep.Mismatches[j].Turn })
+	}()
+	hasRecords := false
+	for _, m := range d.Messages {
+		hasRecords = hasRecords || (m.Exec != nil && isExecution(m))
+	}
 	if hasRecords {
-		texts(d, &rep)
+		texts(d, rep)
 	}
 	if o.NoRerun {
-		sort.SliceStable(rep.Mismatches, func(i, j int) bool { return rep.Mismatches[i].Turn < rep.Mismatches[j].Turn })
-		return rep, nil
+		return nil
 	}
-	switch {
-	case agent.IsInteract(d):
+	if agent.IsInteract(d) {
 		// An InterCode episode: its actions need the task's prepared
 		// environment, so they are replayed there rather than run bare.
-		err = c.replayInteract(ctx, d, &rep)
-	case hasRecords:
-		err = c.rerunRecords(ctx, d, &rep)
-	default:
-		err = c.rerunPlain(ctx, d, &rep)
+		return c.replayInteract(ctx, d, rep)
 	}
-	sort.SliceStable(rep.Mismatches, func(i, j int) bool { return rep.Mismatches[i].Turn < rep.Mismatches[j].Turn })
-	return rep, err
+	return c.rerun(ctx, d, steps(d), prep.tests, rep)
 }
 
 // isExecution reports whether m is an execution turn: the execution role,
@@ -330,8 +352,13 @@ func texts(d *schema.Dialogue, rep *Report) {
 	}
 }
 
-// firstDiff describes where two texts part.
-func firstDiff(got, want string) string {
+// firstDiff describes where two texts part: the visible one, and what its
+// record renders.
+func firstDiff(got, want string) string { return partDiff(got, want, "the record renders") }
+
+// partDiff describes where the visible text got and the text want (named
+// by other) part.
+func partDiff(got, want, other string) string {
 	n := 0
 	for n < len(got) && n < len(want) && got[n] == want[n] {
 		n++
@@ -343,14 +370,14 @@ func firstDiff(got, want string) string {
 		}
 		return fmt.Sprintf("%q", s)
 	}
-	return fmt.Sprintf("at byte %d the text has %s, the record renders %s", n, clip(got), clip(want))
+	return fmt.Sprintf("at byte %d the text has %s, %s %s", n, clip(got), other, clip(want))
 }
 
 // Verdict texts the harness writes (see harness.Feedback): a test verdict
 // comes from tests a Code-Feedback-layout file does not carry; a load
 // failure names the exception the code raises on its own.
 var (
-	testsVerdictRe = regexp.MustCompile(`\A(?:All \d+ tests? passed\.|(?:Execution timed out after \S+\.\n)?\d+ of \d+ tests? failed\.)`)
+	testsVerdictRe = regexp.MustCompile(`\A(?:All \d+ tests? passed\.|(?:Execution timed out after \S+\.\n)?\d+ of \d+ tests? failed[.;])`)
 	compileFailRe  = regexp.MustCompile(`\AThe code does not compile \(([A-Za-z]+Error) at line \d+\):`)
 	loadFailRe     = regexp.MustCompile(`\AThe code raised an exception before any test ran:`)
 	setupFailRe    = regexp.MustCompile(`\A(?:An exception was raised in |Execution timed out after \S+ while running )`)
@@ -401,63 +428,4 @@ func exceptionIn(text string) string {
 		exc = exc[i+1:]
 	}
 	return exc
-}
-
-// compileProgram compiles each block it is given (a JSON list on stdin)
-// and prints one JSON list of [ok, error] pairs.
-const compileProgram = `import json, sys
-out = []
-for src in json.load(sys.stdin):
-    try:
-        compile(src, "<block>", "exec")
-        out.append([True, ""])
-    except (SyntaxError, ValueError) as e:
-        out.append([False, "%s: %s (line %s)" % (type(e).__name__, getattr(e, "msg", str(e)), getattr(e, "lineno", "?"))])
-print(json.dumps(out))
-`
-
-// compile compiles every python block of the assistant turns in one sandbox
-// run. Blocks of turns in skip (their code is on record as not compiling)
-// are not held against the dialogue. IPython magics and shell escapes
-// (lines starting with % or !) are blanked first.
-func (c *Checker) compile(ctx context.Context, d *schema.Dialogue, skip map[int]bool) ([]Mismatch, int, error) {
-	type ref struct{ turn int }
-	var srcs []string
-	var refs []ref
-	for i, m := range d.Messages {
-		if m.Role != schema.RoleAssistant || skip[i] {
-			continue
-		}
-		for _, b := range parse.CodeBlocks(m.Content) {
-			if b.Lang != "python" || b.Unclosed || strings.TrimSpace(b.Code) == "" {
-				continue
-			}
-			srcs = append(srcs, magicLineRe.ReplaceAllString(b.Code, ""))
-			refs = append(refs, ref{i})
-		}
-	}
-	if len(srcs) == 0 {
-		return nil, 0, nil
-	}
-	in, err := json.Marshal(srcs)
-	if err != nil {
-		return nil, 0, fmt.Errorf("verify: encode blocks: %w", err)
-	}
-	res, err := c.Exec.Run(ctx, executors.Request{Language: executors.Python, Code: compileProgram, Stdin: string(in),
-		Limits: executors.Limits{Timeout: 30 * time.Second, OutputBytes: 1 << 20}})
-	if err != nil {
-		return nil, 0, fmt.Errorf("verify: compile blocks of %s: %w", d.ID, err)
-	}
-	var got [][2]any
-	if !res.OK() || json.Unmarshal([]byte(strings.TrimSpace(res.Stdout)), &got) != nil || len(got) != len(srcs) {
-		return nil, 0, fmt.Errorf("verify: compile blocks of %s: the compiler run failed: %s", d.ID, strings.TrimSpace(res.Stderr))
-	}
-	var out []Mismatch
-	for i, g := range got {
-		if ok, _ := g[0].(bool); !ok {
-			msg, _ := g[1].(string)
-			out = append(out, Mismatch{DialogueID: d.ID, Turn: refs[i].turn, Check: CheckParse, Detail: "python block does not compile: " + msg})
-		}
-	}
-	return out, len(srcs), nil
 }

@@ -2,6 +2,8 @@ package verify
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -275,7 +277,7 @@ func TestJudgeRecords(t *testing.T) {
 	} {
 		d := schema.Dialogue{ID: tc.name, Messages: []schema.Message{
 			{Role: "user", Content: "Write f."},
-			{Role: "assistant", Content: "```python\ndef f(a, b):\n    return a + b\n```"},
+			{Role: "assistant", Content: "```python\n" + tc.e.Code + "```"}, // the code the record ran
 			{Role: "execution", Content: "output", Exec: tc.e},
 			{Role: "assistant", Content: "Done."},
 		}}
@@ -317,23 +319,28 @@ func TestTextAndRecordEdits(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		edit  func(d *schema.Dialogue)
-		check string
+		check string // without a re-run
+		rerun string // with one
 	}{
-		{"untouched", func(*schema.Dialogue) {}, ""},
+		{"untouched", func(*schema.Dialogue) {}, "", ""},
 		{"text edited", func(d *schema.Dialogue) {
 			d.Messages[2].Content = strings.Replace(d.Messages[2].Content, "got 2", "got 3", 1)
-		}, CheckText},
+		}, CheckText, CheckText + "," + CheckOutput},
 		{"tests edited", func(d *schema.Dialogue) {
 			j := *d.Messages[2].Exec.Judge
 			j.Tests = []string{"assert f(1, 2) == 2"}
 			d.Messages[2].Exec.Judge = &j
-		}, CheckRecord},
+		}, "", CheckRecord},
+		{"code edited", func(d *schema.Dialogue) {
+			d.Messages[1].Content = strings.Replace(d.Messages[1].Content, "a * b", "a + b", 1)
+		}, "", CheckCode},
 	} {
 		d := dialogue()
 		tc.edit(&d)
 		for _, noRerun := range []bool{true, false} {
-			if noRerun && tc.check == CheckRecord {
-				continue // found by the re-run
+			want := tc.rerun
+			if noRerun {
+				want = tc.check
 			}
 			rep, err := (&Checker{Exec: ex, Opts: Options{NoRerun: noRerun}}).Dialogue(ctx, &d)
 			if err != nil {
@@ -343,7 +350,7 @@ func TestTextAndRecordEdits(t *testing.T) {
 			for _, m := range rep.Mismatches {
 				got = append(got, m.Check)
 			}
-			if want := tc.check; strings.Join(got, ",") != want {
+			if strings.Join(got, ",") != want {
 				t.Errorf("%s (no re-run %v): mismatches %v, want %q", tc.name, noRerun, rep.Mismatches, want)
 			}
 			if rep.Texts != 1 {
@@ -353,24 +360,24 @@ func TestTextAndRecordEdits(t *testing.T) {
 	}
 }
 
-// TestPlainTestVerdicts: in the Code-Feedback layout a test verdict cannot be
-// re-run without the tests, so it is counted with its reason, never a
-// mismatch; a compile failure and an exception while loading are what the
-// code does on its own and are compared.
+// TestPlainTestVerdicts: in the Code-Feedback layout a test verdict whose
+// request does not show the tests cannot be re-run: it is counted with its
+// reason, never a mismatch; a compile failure and an exception while
+// loading are what the code does on its own and are re-run and compared.
 func TestPlainTestVerdicts(t *testing.T) {
 	ex := sandbox(t)
-	d := schema.Dialogue{ID: "cf", Messages: []schema.Message{
-		{Role: "user", Content: "Write f."},
-		{Role: "assistant", Content: "```python\ndef f(a, b):\n    return a * b\n```"},
-		{Role: "user", Content: "Execution result: \n1 of 2 tests failed.\n\nTest failed for input f(1, 2): expected 3, got 2\n    assert f(1, 2) == 3"},
-		{Role: "assistant", Content: "```python\ndef f(a, b)\n    return a + b\n```"},
-		{Role: "user", Content: "Execution result: \nThe code does not compile (SyntaxError at line 1):\n  File \"<candidate>\", line 1\n    def f(a, b)\n               ^\nSyntaxError: expected ':'"},
-		{Role: "assistant", Content: "```python\nx = 1 / 0\n```"},
-		{Role: "user", Content: "Execution result: \nThe code raised an exception before any test ran:\nTraceback (most recent call last):\n  File \"<candidate>\", line 1, in <module>\nZeroDivisionError: division by zero"},
-		{Role: "assistant", Content: "```python\ndef f(a, b):\n    return a + b\n```"},
-		{Role: "user", Content: "Execution result: \nAll 2 tests passed."},
-		{Role: "assistant", Content: "Done."},
-	}}
+	p := schema.Problem{Query: schema.Query{ID: "f"}, Tests: []string{"assert f(1, 2) == 3", "assert f(2, 2) == 4"}}
+	var msgs []schema.Message
+	msgs = append(msgs, schema.Message{Role: "user", Content: "Write f."})
+	for _, code := range []string{"def f(a, b):\n    return a * b\n", "def f(a, b)\n    return a + b\n", "x = 1 / 0\n", "def f(a, b):\n    return a + b\n"} {
+		v, err := harness.Judge(context.Background(), ex, p, code, harness.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, schema.Message{Role: "assistant", Content: "```python\n" + code + "```"},
+			schema.Message{Role: "user", Content: schema.ExecutionPrefix + strings.TrimRight(v.Feedback, "\n")})
+	}
+	d := schema.Dialogue{ID: "cf", Messages: append(msgs, schema.Message{Role: "assistant", Content: "Done."})}
 	rep, err := (&Checker{Exec: ex}).Dialogue(context.Background(), &d)
 	if err != nil {
 		t.Fatal(err)
@@ -379,8 +386,95 @@ func TestPlainTestVerdicts(t *testing.T) {
 		t.Errorf("report %+v, want 2 agreeing re-runs, 2 unverifiable test verdicts, no mismatch", rep)
 	}
 	for _, u := range rep.Unverifiable {
-		if !strings.Contains(u.Reason, "tests the file does not carry") {
-			t.Errorf("unverifiable turn %d: reason %q", u.Turn, u.Reason)
+		if u.Reason != whyNoTests || (u.Turn != 2 && u.Turn != 8) {
+			t.Errorf("unverifiable turn %d: reason %q, want turns 2 and 8: %q", u.Turn, u.Reason, whyNoTests)
 		}
+	}
+}
+
+// runnerPatch is a notebook cell that patches the session runner's own
+// objects so that every later cell of the session reports success.
+const runnerPatch = `import gc
+for _o in gc.get_objects():
+    if type(_o).__name__ == "Session" and hasattr(_o, "python_cell"):
+        _o.python_cell = lambda code: 0
+print("patched")`
+
+// runnerReachable probes whether a cell can still change the outcome the
+// runner reports for the next cell of its session.
+func runnerReachable(t *testing.T, ex executors.Executor) bool {
+	t.Helper()
+	ctx := context.Background()
+	sess, err := ex.Open(ctx, executors.Python, executors.SessionOptions{Limits: executors.Limits{Timeout: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if _, err := sess.Exec(ctx, runnerPatch); err != nil {
+		t.Fatal(err)
+	}
+	res, err := sess.Exec(ctx, "assert 1 == 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.OK()
+}
+
+// TestForgedRunnerPatch: a 6-message Code-Feedback file whose first code
+// block patches the runner and whose second is `assert 1 == 2` with a
+// recorded pass must be reported, the dialogue verified in sessions of its
+// own.
+func TestForgedRunnerPatch(t *testing.T) {
+	ex := sandbox(t)
+	forged := `{"id": 1, "messages": [` +
+		`{"role": "user", "content": "Check that 1 equals 2."},` +
+		`{"role": "assistant", "content": "First some set-up:\n` + "```python\\n" + strings.ReplaceAll(strings.ReplaceAll(runnerPatch, `"`, `\"`), "\n", `\n`) + "\\n```" + `"},` +
+		`{"role": "user", "content": "Execution result: \npatched"},` +
+		`{"role": "assistant", "content": "Now the check:\n` + "```python\\nassert 1 == 2\\n```" + `"},` +
+		`{"role": "user", "content": "Execution result: \n[the code ran without printing anything]"},` +
+		`{"role": "assistant", "content": "1 equals 2."}]}` + "\n"
+	path := filepath.Join(t.TempDir(), "forged.jsonl")
+	if err := os.WriteFile(path, []byte(forged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if runnerReachable(t, ex) {
+		t.Skip("needs the sandbox fix of issue 31 (branch sandbox: the session runner out of the cell's reach): a cell still patches the runner here, so the re-run itself is forged")
+	}
+	rep := verifyFile(t, &Checker{Exec: ex}, path)
+	if rep.Dialogues != 1 || rep.Executions != 2 || len(rep.Mismatches) != 1 || rep.Mismatches[0].Turn != 4 || rep.Mismatches[0].Check != CheckRerun {
+		t.Errorf("report %+v, want the pass recorded at turn 4 reported as a re-run mismatch", rep)
+	}
+}
+
+// TestFreshSessionPerDialogue: a dialogue's cells share their session, but
+// no state crosses into the next dialogue: a value printed there from an
+// earlier dialogue's cell is reported.
+func TestFreshSessionPerDialogue(t *testing.T) {
+	ex := sandbox(t)
+	cf := func(id, request string, cells ...string) *schema.Dialogue {
+		d := &schema.Dialogue{ID: id, Messages: []schema.Message{{Role: "user", Content: request}}}
+		for i := 0; i+1 < len(cells); i += 2 {
+			d.Messages = append(d.Messages, schema.Message{Role: "assistant", Content: "```python\n" + cells[i] + "\n```"},
+				schema.Message{Role: "user", Content: schema.ExecutionPrefix + cells[i+1]})
+		}
+		d.Messages = append(d.Messages, schema.Message{Role: "assistant", Content: "Done."})
+		return d
+	}
+	ds := []*schema.Dialogue{
+		cf("a", "Set a value and use it.", "leak = 41", "[the code ran without printing anything]", "print(leak + 1)", "42"),
+		cf("b", "Print the value.", "print(leak + 1)", "42"),
+	}
+	rep, err := (&Checker{Exec: ex, Opts: Options{Parallel: 1}}).Dataset(context.Background(), func(yield func(*schema.Dialogue, error) bool) {
+		for _, d := range ds {
+			if !yield(d, nil) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Executions != 3 || rep.Agreed != 2 || len(rep.Mismatches) != 1 || rep.Mismatches[0].DialogueID != "b" || rep.Mismatches[0].Rerun != "NameError" {
+		t.Errorf("report %+v, want a's two cells agreeing and b's reported (NameError in a fresh session)", rep)
 	}
 }

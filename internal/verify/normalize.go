@@ -1,0 +1,37 @@
+package verify
+
+import (
+	"regexp"
+	"strings"
+)
+
+// What may differ between two honest runs of the same code, and nothing
+// else: clock times and dates, durations, and memory addresses (object
+// reprs). A printed value that changed is never normalised away.
+var (
+	timestampRe = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b`)
+	clockRe     = regexp.MustCompile(`\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b`)
+	// Go-style ("1.5s", "2m30s", "250ms", "3µs") and worded ("0.12 seconds").
+	durationRe = regexp.MustCompile(`\b\d+(?:\.\d+)?(?:h|m|s|ms|us|µs|ns)(?:\d+(?:\.\d+)?(?:h|m|s|ms|us|µs|ns))*\b|\b\d+(?:\.\d+)?(?:e-?\d+)? ?(?:seconds?|secs?|milliseconds?|microseconds?|nanoseconds?|minutes?|mins?|hours?)\b`)
+	addressRe  = regexp.MustCompile(`\b0x[0-9a-fA-F]{4,}\b`)
+)
+
+// normalize prepares an execution text for comparison: colour codes,
+// trailing blanks and line-ending differences go, then times, durations
+// and addresses are replaced by placeholders.
+func normalize(s string) string {
+	s = ansiRe.ReplaceAllString(s, "")
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \t\r")
+	}
+	s = strings.Trim(strings.Join(lines, "\n"), "\n")
+	s = timestampRe.ReplaceAllString(s, "<time>")
+	s = clockRe.ReplaceAllString(s, "<time>")
+	s = durationRe.ReplaceAllString(s, "<duration>")
+	return addressRe.ReplaceAllString(s, "0x<address>")
+}
+
+// sameOutput reports whether two execution texts agree after normalize.
+func sameOutput(a, b string) bool { return normalize(a) == normalize(b) }
