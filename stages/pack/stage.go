@@ -238,9 +238,13 @@ func packed(items []pipeline.Item, texts []string, vecs *neighbors.Vectors, g []
 	return d
 }
 
-// answerAll answers the dialogues in place, o.Concurrency at a time. A
-// dialogue whose answering fails stays unanswered with the error in its
-// labels; only a spent budget or a cancelled run stops the stage.
+// answerAll answers the dialogues in place, o.Concurrency at a time. Each
+// dialogue is a unit under the engine's per-item rules (pipeline.Retry): a
+// transient model or sandbox error is retried up to the stage's `retries`;
+// a dialogue that still fails is a failed unit, never an unanswered
+// dialogue in the output: the stage then fails with its dead letters and
+// is not cached, and the next run answers it again. A spent budget or a
+// cancelled run stops the stage at once.
 func answerAll(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Template,
 	dialogues []schema.Dialogue, items []pipeline.Item, groups [][]int) error {
 	writer, err := llm.ForStage(svc, o.Endpoint)
@@ -267,6 +271,7 @@ func answerAll(ctx context.Context, o Options, svc *pipeline.Services, tmpl prom
 		return err
 	}
 	w := &Writer{Chat: writer, Exec: ex, System: system, Language: executors.Language(o.Language), Timeout: o.Timeout}
+	var failed pipeline.Failures
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.Concurrency)
 	for i := range dialogues {
@@ -279,12 +284,16 @@ func answerAll(ctx context.Context, o Options, svc *pipeline.Services, tmpl prom
 				}
 				turns[k] = q
 			}
-			d, err := w.Answer(gctx, turns)
+			var d schema.Dialogue
+			attempts, err := pipeline.Retry(gctx, svc, dialogues[i].ID, func(ctx context.Context) (err error) {
+				d, err = w.Answer(ctx, turns)
+				return err
+			})
 			switch {
 			case errors.Is(err, llm.ErrBudgetExceeded) || gctx.Err() != nil:
 				return err
 			case err != nil:
-				dialogues[i].Labels["answer_error"] = err.Error()
+				failed.Add(dialogues[i].ID, attempts, err)
 				svc.Stats.Add("answer_failed", 1)
 				return nil
 			}
@@ -294,7 +303,13 @@ func answerAll(ctx context.Context, o Options, svc *pipeline.Services, tmpl prom
 			return nil
 		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := failed.Err(svc); err != nil {
+		return fmt.Errorf("pack: answering: %w", err)
+	}
+	return nil
 }
 
 // Writer answers a packed dialogue turn by turn. Safe for concurrent use.
