@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"iter"
 	"log/slog"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -250,7 +251,7 @@ type Output struct {
 
 // AltVerdict is the alternatives gate's verdict on one dialogue.
 type AltVerdict struct {
-	ID string
+	ID, Kind string // the dialogue and its alternative kind
 	gates.Verdict
 }
 
@@ -411,12 +412,13 @@ func (g *Generator) runModel(ctx context.Context, mg *ModelGen, ps []schema.Prob
 		case res[i] != nil:
 			out.Alternatives++
 			out.Dialogues = append(out.Dialogues, *res[i])
-			out.AltVerdicts = append(out.AltVerdicts, AltVerdict{ID: res[i].ID})
+			out.AltVerdicts = append(out.AltVerdicts, AltVerdict{ID: res[i].ID, Kind: j.kind})
 		case failed[i] && j.chain != nil:
 			out.ChainsFailed++
 		case failed[i]:
 			out.AltFailed++
 			v := altVerdict(rejected[i], errs[i])
+			v.Kind = j.kind
 			if out.AltRejected == nil {
 				out.AltRejected = map[string]int{}
 			}
@@ -434,23 +436,25 @@ const (
 )
 
 // altVerdict is the alternatives gate's verdict on a dialogue that was not
-// kept (d nil when err says why): its reason and, as detail, the last
-// answer it saw.
+// kept (d nil when err says why): its reason and, as detail, the answer
+// the gate judged (the last assistant turn with code).
 func altVerdict(d *schema.Dialogue, err error) AltVerdict {
 	if d == nil {
 		return AltVerdict{Verdict: gates.Verdict{Reason: RejectUnreadable, Detail: fmt.Sprint(err)}}
 	}
 	v := AltVerdict{ID: d.ID, Verdict: gates.Verdict{Reason: d.Labels["rejected"]}}
-	if v.Reason == "" {
+	switch v.Reason {
+	case RejectSame, RejectNoComplexity, RejectUnjudged, RejectLangFailed:
+	default:
+		// The write-run-fix loop's label is a sentence, not a reason: the
+		// Python solution still failed its tests.
 		v.Reason = RejectTestsFailed
+		v.Detail = d.Labels["rejected"] + "\n"
 	}
-	for k := len(d.Messages) - 1; k >= 0; k-- {
-		if d.Messages[k].Role == schema.RoleAssistant {
-			v.Detail = d.Messages[k].Content
-			break
-		}
+	if ans := turnAnswers(d.Messages); len(ans) > 0 {
+		v.Detail += ans[len(ans)-1].Content
 	}
-	if v.Detail == "" {
+	if strings.TrimSpace(v.Detail) == "" {
 		v.Detail = d.ID
 	}
 	return v
