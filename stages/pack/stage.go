@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -109,11 +110,13 @@ func run(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Te
 	// the search itself.
 	var items []pipeline.Item
 	var texts []string
+	kinds := map[string]int{}
 	for it, err := range in {
 		if err != nil {
 			return err
 		}
 		if it.Kind != pipeline.KindQuery {
+			kinds[it.Kind]++
 			if err := emit(it); err != nil { // other records pass through
 				return err
 			}
@@ -129,6 +132,14 @@ func run(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Te
 	}
 	svc.Stats.Set("queries", float64(len(items)))
 	if len(items) == 0 {
+		n := 0
+		for _, c := range kinds {
+			n += c
+		}
+		if n > 0 {
+			pipeline.PassThrough(svc, "no_queries", float64(n), fmt.Sprintf("none of its input items is a query (%s), so nothing was packed "+
+				"(records with tests are problems; to pack instruction/output pairs import them as queries: `as: query` on the input, or `import --as query`)", kindList(kinds)))
+		}
 		return nil
 	}
 	emb, err := embed.ForStage(svc)
@@ -184,6 +195,16 @@ func run(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Te
 		}
 	}
 	return nil
+}
+
+// kindList renders item counts by kind: "34 problem, 2 dialogue".
+func kindList(kinds map[string]int) string {
+	var parts []string
+	for k, n := range kinds {
+		parts = append(parts, strconv.Itoa(n)+" "+k)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
 }
 
 // embedChunk is how many texts are embedded at once: each chunk's dense
