@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	"github.com/codefeedback/codefeedback/schema"
@@ -163,5 +164,62 @@ outputs: [{path: OUT, format: items}]
 				t.Errorf("got warnings %q, want one saying %q with reason=%s", warns, want, tc.why)
 			}
 		})
+	}
+}
+
+// TestNewCodeAlpacaRatedAndPacked imports the first 300 records of the real
+// new_codealpaca file (instruction, input, response, output: the
+// instruction/output pairs of issue 30) with the default settings: every
+// record is a query with its reference answer, filter rates each on both
+// rubrics and pack packs them.
+func TestNewCodeAlpacaRatedAndPacked(t *testing.T) {
+	clearEnv(t)
+	path := sharedtest.Path(t, "queries/new_codealpaca.json.gz")
+	srv := llmtest.New(t, llmtest.WithoutRecording())
+	srv.Script((&llmtest.Persona{}).Script())
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.items.jsonl")
+	y := `inputs: [{path: ` + path + `}]
+model: {base_url: ` + srv.URL + `, model: rater-1}
+stages:
+  - {stage: filter}
+  - {stage: pack}
+outputs: [{path: ` + out + `, format: items}]
+`
+	file := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pipeline.Load(file, filepath.Join(dir, "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	m, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{Limit: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "out.limit-300.items.jsonl")) // a limited run's outputs say so
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []pipeline.Item
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var it pipeline.Item
+		if err := json.Unmarshal([]byte(line), &it); err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, it)
+	}
+	ds, left := dialogues(t, items)
+	fs, ps := stageStats(m, "filter"), stageStats(m, "pack")
+	turns := 0
+	for _, d := range ds {
+		turns += len(d.Sources)
+	}
+	t.Logf("%d records: filter rated %.0f (%.0f ratings checked), kept %.0f; pack: %.0f queries, %d dialogues (%d queries), %d single",
+		n, fs["rated"], fs["gate/rubric_skills/checked"]+fs["gate/rubric_effort/checked"], fs["kept"], ps["queries"], len(ds), turns, len(left))
+	if fs["rated"] != n || fs["kept"] != n || ps["queries"] != n || turns+len(left) != n || len(ds) == 0 {
+		t.Errorf("filter %v, pack %v: want all %d records rated, kept and packed or left single", fs, ps, n)
 	}
 }
