@@ -120,7 +120,9 @@ func (f *Failures) Len() int {
 	return len(f.list)
 }
 
-// Err returns nil when no unit failed. Otherwise it writes the failed units
+// Err returns nil when no unit failed (and removes the dead letters an
+// earlier run of the stage left: they were computed again). Otherwise it
+// writes the failed units
 // to the stage's dead letters (RUN/stages/NAME/dead-letters.jsonl, in the
 // per-item stages' format, sorted by unit), counts them in the stage's
 // statistics ("failed"), and returns an error wrapping ErrUnitsFailed that
@@ -131,6 +133,9 @@ func (f *Failures) Err(svc *Services) error {
 	list := append([]deadLetter(nil), f.list...)
 	f.mu.Unlock()
 	if len(list) == 0 {
+		if ru := rulesOf(svc); ru.dir != "" {
+			os.Remove(filepath.Join(ru.dir, "dead-letters.jsonl"))
+		}
 		return nil
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].ItemID < list[j].ItemID })

@@ -160,6 +160,9 @@ func TestPackAnswerExhaustedIsDeadLetter(t *testing.T) {
 	if got != 2 || gaps != 0 || m.Stages[0].Status != "ran" {
 		t.Errorf("re-run: %s with %d answered and %d unanswered dialogues, want ran, 2 and 0", m.Stages[0].Status, got, gaps)
 	}
+	if _, err := os.Stat(filepath.Join(dir, "run", "stages", "pack", "dead-letters.jsonl")); !os.IsNotExist(err) {
+		t.Errorf("the dead letters of the failed run are still there after the re-run answered them (stat: %v)", err)
+	}
 	// The answered dialogue's two turns come from the cache: only the
 	// failed dialogue's two turns are asked again.
 	if n := srv.Calls("/v1/chat/completions") - before; n != 2 {
