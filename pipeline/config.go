@@ -13,6 +13,7 @@ import (
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/internal/remote"
+	"github.com/codefeedback/codefeedback/schema"
 	"gopkg.in/yaml.v3"
 )
 
@@ -36,7 +37,11 @@ type Config struct {
 type InputSpec struct {
 	Path   string `yaml:"path" json:"path"`
 	Format string `yaml:"format" json:"format"`
-	node   *yaml.Node
+	// As says what the file's records become (schema.As): auto (default: a
+	// record with tests is a problem, one without tests a query, its output
+	// kept as the reference answer), query or problem.
+	As   string `yaml:"as" json:"as,omitempty"`
+	node *yaml.Node
 }
 
 // OutputSpec is one published output file.
@@ -154,6 +159,9 @@ func Load(path, runDir string) (*Config, error) {
 		}
 		if _, ok := lookupFormat(in.Format); !ok {
 			l.at(orNode(child(n, "format"), n), "unknown input format %q%s", in.Format, didYouMean(in.Format, InputFormats()))
+		}
+		if _, err := schema.ParseAs(in.As); err != nil {
+			l.at(orNode(child(n, "as"), n), "input %v", err)
 		}
 		in.node = n
 		c.Inputs = append(c.Inputs, in)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/codefeedback/codefeedback/internal/remote"
 	"github.com/codefeedback/codefeedback/internal/store"
+	"github.com/codefeedback/codefeedback/schema"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -59,7 +60,8 @@ const importedFile = "out.jsonl.zst"
 
 // importVersion names the adapters' output: bump it when an input format
 // would import the same file as different items, so a re-run imports again.
-const importVersion = "2"
+// 3: records without tests import as queries (InputSpec.As).
+const importVersion = "3"
 
 // materializeInputs reads every input through its format, applies the shard
 // and --limit, and writes the items as the "inputs" pseudo-stage's output.
@@ -112,10 +114,18 @@ func (r *runner) materializeInputs(ctx context.Context) error {
 	for i, in := range r.cfg.Inputs {
 		rec := &recs[i]
 		f, _ := lookupFormat(in.Format)
+		as, _ := schema.ParseAs(in.As) // checked by Load
+		queries := 0
 		for it, err := range f(ctx, locals[i]) {
+			if err == nil {
+				it, err = asKind(it, as)
+			}
 			if err != nil {
 				w.a.Abort()
 				return fmt.Errorf("input %s: %w", in.Path, err)
+			}
+			if it.Kind == KindQuery {
+				queries++
 			}
 			rec.Items++
 			// --limit N takes the first N items of the whole input, then
@@ -133,6 +143,7 @@ func (r *runner) materializeInputs(ctx context.Context) error {
 			w.Write(append(buf, '\n'))
 			n++
 		}
+		r.log.Info("input imported", "input", in.Path, "format", in.Format, "as", string(as), "items", rec.Items, "queries", queries)
 	}
 	r.man.Inputs = append(r.man.Inputs, recs...)
 	if err := w.a.Commit(); err != nil {
@@ -147,13 +158,33 @@ func (r *runner) materializeInputs(ctx context.Context) error {
 	return r.writeMarker(InputsName, m)
 }
 
+// asKind applies an input's `as` choice to one of its items: a problem the
+// choice makes a query becomes a query item with the same id, its solution
+// kept as the reference answer. Other items are returned as they are.
+func asKind(it Item, as schema.As) (Item, error) {
+	if it.Kind != KindProblem || as == schema.AsProblem {
+		return it, nil
+	}
+	var p schema.Problem
+	if err := it.Decode(&p); err != nil {
+		return it, err
+	}
+	if !as.IsQuery(&p) {
+		return it, nil
+	}
+	q := p.AsQuery()
+	q.ID = it.ID
+	return QueryItem(q)
+}
+
 // inputsKey identifies an import: every input's path, format and content
 // hash, the shard, the limit and the program that imports.
 func (r *runner) inputsKey(recs []InputRecord) string {
-	type part struct{ Path, Format, SHA256 string }
+	type part struct{ Path, Format, As, SHA256 string }
 	parts := make([]part, len(recs))
 	for i, rec := range recs {
-		parts[i] = part{rec.Path, rec.Format, rec.SHA256}
+		as, _ := schema.ParseAs(r.cfg.Inputs[i].As)
+		parts[i] = part{rec.Path, rec.Format, string(as), rec.SHA256}
 	}
 	var limit any = r.o.Limit
 	if r.o.Shard.Enabled() && r.o.Limit > 0 {

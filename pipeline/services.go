@@ -65,6 +65,7 @@ func (r *runner) services(s *StageSpec) *Services {
 	if r.cfg.Executor != "" {
 		svc.Executor, svc.ExecutorURL = r.executor, r.cfg.Executor
 	}
+	r.bindUnits(svc, s) // Retry and Failures (call.go) for whole-set stages' model calls
 	return svc
 }
 

@@ -17,7 +17,7 @@ type Format string
 // record (or the .csv extension).
 const (
 	FormatAuto         Format = "auto"
-	FormatAlpaca       Format = "alpaca"         // {"instruction","input","output"}: Code Alpaca
+	FormatAlpaca       Format = "alpaca"         // instruction(+input) + output/response: Code Alpaca, Evol-Instruct, Magicoder
 	FormatMBPP         Format = "mbpp"           // text/code/test_list/... (mbpp.jsonl)
 	FormatMBPPSanitize Format = "mbpp-sanitized" // prompt/code/test_imports/test_list (sanitized-mbpp.json)
 	FormatHumanEval    Format = "humaneval"      // prompt/canonical_solution/test/entry_point
@@ -84,7 +84,11 @@ type adapter struct {
 var adapters = map[Format]*adapter{
 	FormatAlpaca: {
 		format: FormatAlpaca, source: "code_alpaca",
-		fields: []fieldMap{{src: "instruction", dst: TargetText}, {src: "output", dst: TargetSolution}},
+		// Code Alpaca and Evol-Instruct: instruction/output; Magicoder's
+		// Evol-Instruct: instruction/response; Magicoder OSS-Instruct:
+		// problem/solution. The first field present wins.
+		fields: []fieldMap{{src: "instruction", dst: TargetText}, {src: "problem", dst: TargetText},
+			{src: "output", dst: TargetSolution}, {src: "response", dst: TargetSolution}, {src: "solution", dst: TargetSolution}},
 		post: func(p *Problem, rec map[string]json.RawMessage) {
 			var in string
 			if json.Unmarshal(rec["input"], &in) == nil && strings.TrimSpace(in) != "" {
@@ -445,7 +449,7 @@ func detect(rec map[string]json.RawMessage) (Format, error) {
 		return FormatMBPP, nil
 	case has("prompt", "code", "test_list"):
 		return FormatMBPPSanitize, nil
-	case has("instruction"):
+	case has("instruction"), has("problem", "solution"):
 		return FormatAlpaca, nil
 	case has("id", "text"):
 		return FormatNative, nil
@@ -485,4 +489,70 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..." + strconv.Itoa(len(s)-n) + " more bytes"
+}
+
+// As says what an imported record becomes: a query (a request to answer,
+// rated by filter and packed by pack) or a problem (judged by its tests).
+type As string
+
+// The choices of As. AsAuto makes a record with tests a problem and one
+// without tests a query: an instruction/output pair (Code Alpaca,
+// Evol-Instruct, Magicoder) has an answer but nothing that can judge
+// another, so it is a query whose output is kept as its reference answer.
+const (
+	AsAuto    As = "auto"
+	AsQuery   As = "query"
+	AsProblem As = "problem"
+)
+
+// ParseAs checks an `as` choice ("" is AsAuto).
+func ParseAs(s string) (As, error) {
+	switch As(s) {
+	case "", AsAuto:
+		return AsAuto, nil
+	case AsQuery, AsProblem:
+		return As(s), nil
+	}
+	return "", fmt.Errorf("as %q: want auto, query or problem", s)
+}
+
+// IsQuery reports whether p is imported as a query under the choice a.
+func (a As) IsQuery(p *Problem) bool {
+	switch a {
+	case AsQuery:
+		return true
+	case AsProblem:
+		return p.Solution == "" && len(p.Tests) == 0 // nothing to judge with: a query whatever is asked
+	}
+	return len(p.Tests) == 0
+}
+
+// ExtraReference is the Extra key of a query's reference answer: the
+// output of the instruction/output pair it was imported from.
+const ExtraReference = "reference_answer"
+
+// AsQuery returns p as a query, its solution (if any) kept as the
+// reference answer (ReferenceAnswer).
+func (p *Problem) AsQuery() Query {
+	q := p.Query
+	if strings.TrimSpace(p.Solution) != "" {
+		b, _ := json.Marshal(p.Solution)
+		extra := make(map[string]json.RawMessage, len(q.Extra)+1)
+		for k, v := range q.Extra {
+			extra[k] = v
+		}
+		extra[ExtraReference] = b
+		q.Extra = extra
+	}
+	return q
+}
+
+// ReferenceAnswer returns the reference answer a query carries (see
+// AsQuery), or "".
+func ReferenceAnswer(q Query) string {
+	var s string
+	if raw, ok := q.Extra[ExtraReference]; ok {
+		_ = json.Unmarshal(raw, &s)
+	}
+	return s
 }

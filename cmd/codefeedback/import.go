@@ -16,6 +16,7 @@ import (
 type importOptions struct {
 	in, out string
 	format  string
+	as      string
 	maps    []string
 	onError string
 	stderr  io.Writer
@@ -30,6 +31,7 @@ func init() {
 			"dialogue inputs may also be written as .parquet. Problems keep every source field (unmapped ones in \"extra\").",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "auto", Usage: "input format: " + formatNames()},
+			&cli.StringFlag{Name: "as", Value: "auto", Usage: "what records become: auto (a record with tests is a problem, one without a query whose output is kept as its reference answer: Code Alpaca, Evol-Instruct, Magicoder), query or problem"},
 			&cli.StringSliceFlag{Name: "map", Usage: "field mapping target=source[,target=source] (targets: id, text, solution, tests, test_import, setup, entry_point, prompt, language)"},
 			&cli.StringFlag{Name: "on-error", Value: "fail", Usage: "fail: stop at the first bad record; skip: write bad records to OUT.rejects.jsonl and go on"},
 		},
@@ -37,7 +39,7 @@ func init() {
 			if c.NArg() != 2 {
 				return withCode(exitUsage, errors.New("import: want IN OUT"))
 			}
-			return runImport(c.Context, importOptions{in: c.Args().Get(0), out: c.Args().Get(1), format: c.String("format"),
+			return runImport(c.Context, importOptions{in: c.Args().Get(0), out: c.Args().Get(1), format: c.String("format"), as: c.String("as"),
 				maps: c.StringSlice("map"), onError: c.String("on-error"), stderr: errWriter(c.App.ErrWriter)})
 		},
 	})
@@ -111,6 +113,10 @@ func runImport(ctx context.Context, o importOptions) error {
 	if err != nil {
 		return err
 	}
+	as, err := schema.ParseAs(o.as)
+	if err != nil {
+		return withCode(exitUsage, fmt.Errorf("import: --%w", err))
+	}
 	if o.format != "" && !slices.Contains(schema.Formats, schema.Format(o.format)) {
 		return withCode(exitUsage, fmt.Errorf("import: unknown --format %q (want one of %v)", o.format, schema.Formats))
 	}
@@ -131,6 +137,7 @@ func runImport(ctx context.Context, o importOptions) error {
 	}
 	defer src.Close()
 	var write func(schema.Record) error
+	var queries int
 	var commit func() error
 	var abort func()
 	if src.Dialogues() {
@@ -147,7 +154,13 @@ func runImport(ctx context.Context, o importOptions) error {
 		if err != nil {
 			return err
 		}
-		write, commit, abort = func(r schema.Record) error { return w.Write(*r.Problem) }, w.Close, w.Abort
+		write, commit, abort = func(r schema.Record) error {
+			if as.IsQuery(r.Problem) {
+				queries++
+				return w.Write(schema.Problem{Query: r.Problem.AsQuery()})
+			}
+			return w.Write(*r.Problem)
+		}, w.Close, w.Abort
 	}
 	n := 0
 	fail := func(err error, code int) error {
@@ -192,7 +205,11 @@ func runImport(ctx context.Context, o importOptions) error {
 			return withCode(exitFailed, fmt.Errorf("import: %w", err))
 		}
 	}
-	fmt.Fprintf(o.stderr, "imported %d records (format %s) into %s\n", n, src.Format(), o.out)
+	if src.Dialogues() {
+		fmt.Fprintf(o.stderr, "imported %d records (format %s) into %s\n", n, src.Format(), o.out)
+	} else {
+		fmt.Fprintf(o.stderr, "imported %d records (format %s, as %s: %d queries, %d problems) into %s\n", n, src.Format(), as, queries, n-queries, o.out)
+	}
 	if rej != nil && rej.n > 0 {
 		fmt.Fprintf(o.stderr, "rejected %d records, see %s\n", rej.n, rej.path)
 	}

@@ -256,11 +256,7 @@ func (st *filterStage) getRater() (*Rater, error) {
 	st.once.Do(func() {
 		chat, err := llm.ForStage(svc, o.Endpoint)
 		if err != nil {
-			st.raterErr = err
-			if errors.Is(err, llm.ErrNoModel) && svc.Logger != nil {
-				svc.Logger.Warn("filter: no model, so queries pass through unrated (nothing is dropped); " +
-					"to rate them " + llm.NoModelHint)
-			}
+			st.raterErr = err // no model: Check says once that every query passed through
 			return
 		}
 		st.rater, st.raterErr = NewRater(chat, st.model, o.Rubrics, o.Repairs)
@@ -275,6 +271,7 @@ func (st *filterStage) getRater() (*Rater, error) {
 func (st *filterStage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, error) {
 	o, svc, rule := st.o, st.svc, st.rule
 	if in.Kind != pipeline.KindQuery {
+		pipeline.ItemStats(ctx, svc.Stats).Add(statNotQuery, 1)
 		return []pipeline.Item{in}, nil
 	}
 	q, err := pipeline.As[schema.Query](in, pipeline.KindQuery)
@@ -283,7 +280,7 @@ func (st *filterStage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.I
 	}
 	r, err := st.getRater()
 	if errors.Is(err, llm.ErrNoModel) {
-		svc.Stats.Add("skipped_no_model", 1)
+		pipeline.ItemStats(ctx, svc.Stats).Add("skipped_no_model", 1)
 		return []pipeline.Item{in}, nil
 	}
 	if err != nil {
@@ -395,6 +392,28 @@ func (st *filterStage) Observe(out pipeline.Item) {
 func (st *filterStage) Gates() []pipeline.GateRule {
 	return []pipeline.GateRule{{MaxShare: st.o.MaxUnrated, Setting: "max_unrated"}}
 }
+
+// Check implements pipeline.Checker: a stage that rated nothing (no model,
+// or no query among its items) says so once (pipeline.PassThrough). The
+// rubric gates are the engine's (Gates).
+func (st *filterStage) Check() error {
+	vals, _ := st.svc.Stats.Snapshot()
+	noModel, other := vals["skipped_no_model"], vals[statNotQuery]
+	switch {
+	case noModel > 0:
+		pipeline.PassThrough(st.svc, "no_model", noModel+other,
+			"no model, so no query was rated and nothing was dropped; to rate them "+llm.NoModelHint)
+	case vals["queries"] == 0 && other > 0:
+		pipeline.PassThrough(st.svc, "no_queries", other,
+			"none of its input items is a query, so nothing was rated (records with tests are problems; "+
+				"to rate instruction/output pairs import them as queries: `as: query` on the input, or `import --as query`)")
+	}
+	return nil
+}
+
+// statNotQuery counts the items filter passed on because they are not
+// queries.
+const statNotQuery = "passed_through/not_query"
 
 // promptText returns a template's text, for estimates.
 func promptText(name string) (string, error) {

@@ -28,6 +28,17 @@ func TestComplexityGate(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
 		}
 	}
+	// The optimal turn needed a fix after a failed run: its complexity was
+	// stated by the first answer of the turn, not repeated by the fix.
+	fixed := append(dlg(brute, optimal), schema.Message{Role: schema.RoleExecution, Content: "AssertionError"},
+		schema.Message{Role: schema.RoleAssistant, Content: "The last element is not the maximum here; fixed:\n```python\ndef f(xs):\n    xs = sorted(xs)\n    return xs[-1] + xs[-1]\n```"})
+	if got := complexityGate(fixed); got != "" {
+		t.Errorf("fixed optimal turn: got %q, want accepted (the turn's first answer states its complexity)", got)
+	}
+	silentFix := append(dlg(brute, silent), fixed[len(fixed)-2:]...)
+	if got := complexityGate(silentFix); got != RejectNoComplexity {
+		t.Errorf("a turn no answer of which states a complexity: got %q, want %q", got, RejectNoComplexity)
+	}
 }
 
 func TestTranslateTests(t *testing.T) {

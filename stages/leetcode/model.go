@@ -152,10 +152,37 @@ func complexityGate(msgs []schema.Message) string {
 	if err1 != nil || err2 != nil || normalizeCode(first) == normalizeCode(second) {
 		return RejectSame
 	}
-	if !statesComplexity(ans[0].Content) || !statesComplexity(ans[len(ans)-1].Content) {
+	// A turn states its complexity when any of its answers does: after a
+	// failed run the fix need not repeat what the first answer said.
+	said := turnTexts(msgs)
+	if !statesComplexity(said[0]) || !statesComplexity(said[len(said)-1]) {
 		return RejectNoComplexity
 	}
 	return ""
+}
+
+// turnTexts returns, for each user turn that has answers, all its
+// assistant messages' text joined.
+func turnTexts(msgs []schema.Message) []string {
+	var out []string
+	var cur strings.Builder
+	flush := func() {
+		if cur.Len() > 0 {
+			out = append(out, cur.String())
+			cur.Reset()
+		}
+	}
+	for _, m := range msgs {
+		switch m.Role {
+		case schema.RoleUser:
+			flush()
+		case schema.RoleAssistant:
+			cur.WriteString(m.Content)
+			cur.WriteByte('\n')
+		}
+	}
+	flush()
+	return out
 }
 
 // otherLanguages asks for the solution in each configured language and

@@ -56,6 +56,11 @@ type Options struct {
 	// KeepProblems also passes the problem items on (they are consumed
 	// otherwise); items of other kinds always pass through.
 	KeepProblems bool `yaml:"keep_problems" json:"keep_problems"`
+	// MaxRejected is the share (0..1) of the alternatives dialogues the
+	// model finished that the alternatives gate may reject (same code
+	// twice, no complexity stated, another language unjudged or failing,
+	// tests still failing) before the stage fails loudly; 1 never fails.
+	MaxRejected float64 `yaml:"max_rejected" json:"max_rejected"`
 }
 
 // DefaultOptions are the stage's defaults.
@@ -71,6 +76,7 @@ var DefaultOptions = Options{
 	MaxIterations: 3,
 	Timeout:       10 * time.Second,
 	Parallel:      4,
+	MaxRejected:   0.2,
 }
 
 // Validate checks the settings.
@@ -99,6 +105,9 @@ func (o Options) Validate() error {
 	}
 	if o.Neighbors < 1 || o.Parallel < 1 || o.MaxIterations < 1 {
 		errs = append(errs, errors.New("leetcode: neighbors, parallel and max_iterations must be at least 1"))
+	}
+	if o.MaxRejected < 0 || o.MaxRejected > 1 {
+		errs = append(errs, fmt.Errorf("leetcode: max_rejected %v: want a share between 0 and 1", o.MaxRejected))
 	}
 	if o.Floor < 0 || o.TagWeight < 0 || o.Timeout < 0 || o.MaxAlternatives < 0 {
 		errs = append(errs, errors.New("leetcode: floor, tag_weight, timeout and max_alternatives must not be negative"))

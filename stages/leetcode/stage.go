@@ -7,12 +7,14 @@ import (
 	"hash/fnv"
 	"iter"
 	"log/slog"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/internal/gates"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/embed"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
@@ -54,6 +56,24 @@ type stage struct {
 	svc     *pipeline.Services
 	chat    llm.Chatter
 	version map[string]any
+	samples gates.Samples // rejected alternatives, for Check's error
+}
+
+// AltGate is the alternatives gate's name in the statistics and the report.
+const AltGate = "alternatives"
+
+// Check implements pipeline.Checker: the alternatives gate rejecting more
+// than max_rejected of the dialogues the model finished fails the stage
+// loudly, instead of a run that quietly keeps none.
+func (st *stage) Check() error {
+	if st.svc.Stats == nil {
+		return nil
+	}
+	vals, _ := st.svc.Stats.Snapshot()
+	if err := gates.Fail("leetcode", vals, st.o.MaxRejected, &st.samples); err != nil {
+		return fmt.Errorf("%w; the limit is the leetcode stage's setting max_rejected (%g): raise it, up to 1 to never fail", err, st.o.MaxRejected)
+	}
+	return nil
 }
 
 // Version implements pipeline.Versioner.
@@ -67,7 +87,7 @@ func (st *stage) UsesModel() bool { return st.chat != nil }
 
 // All implements pipeline.AllStage.
 func (st *stage) All(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
-	return run(ctx, st.o, st.svc, st.chat, in, emit)
+	return run(ctx, st.o, st.svc, st.chat, in, emit, &st.samples)
 }
 
 // Observe implements pipeline.Observer.
@@ -112,7 +132,7 @@ type Summary struct {
 }
 
 func run(ctx context.Context, o Options, svc *pipeline.Services, chat llm.Chatter,
-	in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
+	in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error, samples *gates.Samples) error {
 	log := svc.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -159,13 +179,19 @@ func run(ctx context.Context, o Options, svc *pipeline.Services, chat llm.Chatte
 	if err != nil {
 		return fmt.Errorf("leetcode: open sandbox: %w", err)
 	}
-	g := &Generator{Opts: o, Exec: ex, Embedder: nil, Chat: chat}
+	g := &Generator{Opts: o, Exec: ex, Embedder: nil, Chat: chat, Svc: svc}
 	if g.Embedder, err = embed.ForStage(svc); err != nil {
 		return fmt.Errorf("leetcode: %w", err)
 	}
 	out, err := g.Generate(ctx, ps)
 	if err != nil {
 		return err
+	}
+	for _, v := range out.AltVerdicts {
+		gates.Record(pipeline.ItemStats(ctx, stats), AltGate, v.Verdict)
+		if !v.OK() {
+			samples.Add(AltGate, v.ID+" "+v.Reason+": "+v.Detail)
+		}
 	}
 	sum = out.Summary(sum)
 	stats.Set("problems/input", float64(sum.Problems))
@@ -201,6 +227,9 @@ type Generator struct {
 	Embedder embed.Embedder
 	// Chat is the model, nil for the model-free path.
 	Chat llm.Chatter
+	// Svc, when set, gives each model dialogue the engine's retry rules for
+	// the stage (pipeline.Retry); nil: the defaults of a stage.
+	Svc *pipeline.Services
 }
 
 // Output is what Generate made.
@@ -215,6 +244,15 @@ type Output struct {
 	AltRejected     map[string]int // failed alternatives by the gate's reason (alternatives.go)
 	AltSkipped      bool
 	Eligible        int
+	// AltVerdicts are the alternatives gate's verdicts, in job order: one
+	// per alternatives dialogue the model finished.
+	AltVerdicts []AltVerdict
+}
+
+// AltVerdict is the alternatives gate's verdict on one dialogue.
+type AltVerdict struct {
+	ID, Kind string // the dialogue and its alternative kind
+	gates.Verdict
 }
 
 // Summary folds the output into s.
@@ -309,12 +347,19 @@ type modelJob struct {
 }
 
 // runModel builds the model-path dialogues with at most Parallel in flight,
-// returned in job order; dialogues whose code still fails are left out and
-// counted. It stops on a budget or cancellation error.
+// returned in job order; dialogues whose code still fails, or that the
+// alternatives gate rejects, are left out and counted. Each dialogue is a
+// unit under the engine's retry rules (pipeline.Retry): a transient model
+// or sandbox error is retried up to the stage's `retries`, and a dialogue
+// that still fails is a failed unit (an error wrapping
+// pipeline.ErrUnitsFailed, after the others are built), never a silently
+// missing dialogue. It stops at once on a budget or cancellation error.
 func (g *Generator) runModel(ctx context.Context, mg *ModelGen, ps []schema.Problem, jobs []modelJob, out *Output) error {
 	res := make([]*schema.Dialogue, len(jobs))
 	failed := make([]bool, len(jobs))
-	rejected := make([]string, len(jobs))
+	rejected := make([]*schema.Dialogue, len(jobs))
+	errs := make([]error, len(jobs))
+	var units pipeline.Failures
 	eg, gctx := errgroup.WithContext(ctx)
 	eg.SetLimit(g.Opts.Parallel)
 	for i, j := range jobs {
@@ -322,27 +367,34 @@ func (g *Generator) runModel(ctx context.Context, mg *ModelGen, ps []schema.Prob
 			var (
 				d      schema.Dialogue
 				passed bool
-				err    error
 			)
+			unit := "alternatives of " + ps[j.alt].ID
 			if j.chain != nil {
-				chain := make([]schema.Problem, len(j.chain))
-				for k, x := range j.chain {
-					chain[k] = ps[x]
-				}
-				d, passed, err = mg.Chain(gctx, chain)
-			} else {
-				d, passed, err = mg.Alternative(gctx, ps[j.alt], j.kind)
+				unit = "chain of " + ps[j.chain[0]].ID
 			}
-			if err != nil {
-				if fatal(gctx, err) {
-					return err
+			attempts, err := pipeline.Retry(gctx, g.Svc, unit, func(ctx context.Context) (err error) {
+				if j.chain != nil {
+					chain := make([]schema.Problem, len(j.chain))
+					for k, x := range j.chain {
+						chain[k] = ps[x]
+					}
+					d, passed, err = mg.Chain(ctx, chain)
+				} else {
+					d, passed, err = mg.Alternative(ctx, ps[j.alt], j.kind)
 				}
-				failed[i] = true // unreadable answers or a model that kept failing: drop this one
+				return err
+			})
+			switch {
+			case err != nil && fatal(gctx, err):
+				return err
+			case err != nil && pipeline.IsTransient(err):
+				units.Add(unit, attempts, err) // the model or sandbox kept failing
 				return nil
-			}
-			if !passed {
-				failed[i] = true
-				rejected[i] = d.Labels["rejected"]
+			case err != nil:
+				failed[i], errs[i] = true, err // unreadable answers: drop this one
+				return nil
+			case !passed:
+				failed[i], rejected[i] = true, &d
 				return nil
 			}
 			res[i] = &d
@@ -360,17 +412,50 @@ func (g *Generator) runModel(ctx context.Context, mg *ModelGen, ps []schema.Prob
 		case res[i] != nil:
 			out.Alternatives++
 			out.Dialogues = append(out.Dialogues, *res[i])
+			out.AltVerdicts = append(out.AltVerdicts, AltVerdict{ID: res[i].ID, Kind: j.kind})
 		case failed[i] && j.chain != nil:
 			out.ChainsFailed++
 		case failed[i]:
 			out.AltFailed++
-			if rejected[i] != "" {
-				if out.AltRejected == nil {
-					out.AltRejected = map[string]int{}
-				}
-				out.AltRejected[rejected[i]]++
+			v := altVerdict(rejected[i], errs[i])
+			v.Kind = j.kind
+			if out.AltRejected == nil {
+				out.AltRejected = map[string]int{}
 			}
+			out.AltRejected[v.Reason]++
+			out.AltVerdicts = append(out.AltVerdicts, v)
 		}
 	}
-	return nil
+	return units.Err(g.Svc)
+}
+
+// Reasons of the alternatives gate besides the checks of alternatives.go.
+const (
+	RejectTestsFailed = "tests_failed" // the Python solution still failed its tests after the loop
+	RejectUnreadable  = "unreadable"   // the model's answers could not be used (after repairs)
+)
+
+// altVerdict is the alternatives gate's verdict on a dialogue that was not
+// kept (d nil when err says why): its reason and, as detail, the answer
+// the gate judged (the last assistant turn with code).
+func altVerdict(d *schema.Dialogue, err error) AltVerdict {
+	if d == nil {
+		return AltVerdict{Verdict: gates.Verdict{Reason: RejectUnreadable, Detail: fmt.Sprint(err)}}
+	}
+	v := AltVerdict{ID: d.ID, Verdict: gates.Verdict{Reason: d.Labels["rejected"]}}
+	switch v.Reason {
+	case RejectSame, RejectNoComplexity, RejectUnjudged, RejectLangFailed:
+	default:
+		// The write-run-fix loop's label is a sentence, not a reason: the
+		// Python solution still failed its tests.
+		v.Reason = RejectTestsFailed
+		v.Detail = d.Labels["rejected"] + "\n"
+	}
+	if ans := turnAnswers(d.Messages); len(ans) > 0 {
+		v.Detail += ans[len(ans)-1].Content
+	}
+	if strings.TrimSpace(v.Detail) == "" {
+		v.Detail = d.ID
+	}
+	return v
 }

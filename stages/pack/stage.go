@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -109,11 +110,13 @@ func run(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Te
 	// the search itself.
 	var items []pipeline.Item
 	var texts []string
+	kinds := map[string]int{}
 	for it, err := range in {
 		if err != nil {
 			return err
 		}
 		if it.Kind != pipeline.KindQuery {
+			kinds[it.Kind]++
 			if err := emit(it); err != nil { // other records pass through
 				return err
 			}
@@ -129,6 +132,14 @@ func run(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Te
 	}
 	svc.Stats.Set("queries", float64(len(items)))
 	if len(items) == 0 {
+		n := 0
+		for _, c := range kinds {
+			n += c
+		}
+		if n > 0 {
+			pipeline.PassThrough(svc, "no_queries", float64(n), fmt.Sprintf("none of its input items is a query (%s), so nothing was packed "+
+				"(records with tests are problems; to pack instruction/output pairs import them as queries: `as: query` on the input, or `import --as query`)", kindList(kinds)))
+		}
 		return nil
 	}
 	emb, err := embed.ForStage(svc)
@@ -186,6 +197,16 @@ func run(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Te
 	return nil
 }
 
+// kindList renders item counts by kind: "34 problem, 2 dialogue".
+func kindList(kinds map[string]int) string {
+	var parts []string
+	for k, n := range kinds {
+		parts = append(parts, strconv.Itoa(n)+" "+k)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
 // embedChunk is how many texts are embedded at once: each chunk's dense
 // vectors are turned into the compact set before the next is made.
 const embedChunk = 8192
@@ -238,9 +259,13 @@ func packed(items []pipeline.Item, texts []string, vecs *neighbors.Vectors, g []
 	return d
 }
 
-// answerAll answers the dialogues in place, o.Concurrency at a time. A
-// dialogue whose answering fails stays unanswered with the error in its
-// labels; only a spent budget or a cancelled run stops the stage.
+// answerAll answers the dialogues in place, o.Concurrency at a time. Each
+// dialogue is a unit under the engine's per-item rules (pipeline.Retry): a
+// transient model or sandbox error is retried up to the stage's `retries`;
+// a dialogue that still fails is a failed unit, never an unanswered
+// dialogue in the output: the stage then fails with its dead letters and
+// is not cached, and the next run answers it again. A spent budget or a
+// cancelled run stops the stage at once.
 func answerAll(ctx context.Context, o Options, svc *pipeline.Services, tmpl prompts.Template,
 	dialogues []schema.Dialogue, items []pipeline.Item, groups [][]int) error {
 	writer, err := llm.ForStage(svc, o.Endpoint)
@@ -267,6 +292,7 @@ func answerAll(ctx context.Context, o Options, svc *pipeline.Services, tmpl prom
 		return err
 	}
 	w := &Writer{Chat: writer, Exec: ex, System: system, Language: executors.Language(o.Language), Timeout: o.Timeout}
+	var failed pipeline.Failures
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.Concurrency)
 	for i := range dialogues {
@@ -279,12 +305,16 @@ func answerAll(ctx context.Context, o Options, svc *pipeline.Services, tmpl prom
 				}
 				turns[k] = q
 			}
-			d, err := w.Answer(gctx, turns)
+			var d schema.Dialogue
+			attempts, err := pipeline.Retry(gctx, svc, dialogues[i].ID, func(ctx context.Context) (err error) {
+				d, err = w.Answer(ctx, turns)
+				return err
+			})
 			switch {
 			case errors.Is(err, llm.ErrBudgetExceeded) || gctx.Err() != nil:
 				return err
 			case err != nil:
-				dialogues[i].Labels["answer_error"] = err.Error()
+				failed.Add(dialogues[i].ID, attempts, err)
 				svc.Stats.Add("answer_failed", 1)
 				return nil
 			}
@@ -294,7 +324,13 @@ func answerAll(ctx context.Context, o Options, svc *pipeline.Services, tmpl prom
 			return nil
 		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := failed.Err(svc); err != nil {
+		return fmt.Errorf("pack: answering: %w", err)
+	}
+	return nil
 }
 
 // Writer answers a packed dialogue turn by turn. Safe for concurrent use.
