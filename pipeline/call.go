@@ -8,12 +8,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"time"
-	"weak"
 )
 
 // Whole-set stages (pack with answer: true, leetcode with a model) make
@@ -38,23 +36,17 @@ type unitRules struct {
 	dir     string // the stage's directory (dead letters)
 }
 
-var unitRulesOf sync.Map // weak.Pointer[Services] -> *unitRules
-
-// bindUnits records s's retry settings and directory for Retry and
-// Failures.Err on svc. The entry goes when svc is collected.
+// bindUnits gives svc s's retry settings and directory, for Retry and
+// Failures.Err.
 func (r *runner) bindUnits(svc *Services, s *StageSpec) {
-	k := weak.Make(svc)
-	unitRulesOf.Store(k, &unitRules{retries: s.Retries, policy: r.retry, log: r.log, dir: r.stageDir(s.Name)})
-	runtime.AddCleanup(svc, func(k weak.Pointer[Services]) { unitRulesOf.Delete(k) }, k)
+	svc.units = &unitRules{retries: s.Retries, policy: r.retry, log: r.log, dir: r.stageDir(s.Name)}
 }
 
 // rulesOf returns svc's rules; outside a run (unit tests calling a stage
 // directly) the defaults of a stage and of a run, and no directory.
 func rulesOf(svc *Services) *unitRules {
-	if svc != nil {
-		if v, ok := unitRulesOf.Load(weak.Make(svc)); ok {
-			return v.(*unitRules)
-		}
+	if svc != nil && svc.units != nil {
+		return svc.units
 	}
 	return &unitRules{retries: DefaultStageOptions.Retries, policy: DefaultRetryPolicy}
 }

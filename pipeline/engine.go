@@ -124,7 +124,7 @@ func Run(ctx context.Context, cfg *Config, o RunOptions) (*Manifest, error) {
 	case errors.Is(err, ErrStopped):
 		r.man.Status = "stopped"
 		r.man.Message = err.Error()
-	case errors.Is(err, ErrGateTripped):
+	case errors.Is(err, ErrGateTripped) && !errors.Is(err, ErrUnitsFailed):
 		r.man.Status = "gate-tripped"
 		r.man.Message = err.Error()
 	case err != nil:
@@ -160,6 +160,8 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	waiting := map[string]bool{}
 	var deadFiles, quarFiles, tooMany []string
+	failedStages := map[string]bool{} // stages whose units failed (ErrUnitsFailed), and those they block
+	var unitErrs []error
 	// Dead letters and the quarantine are published whatever ends the run:
 	// a failed stage's dead letters are what its user needs most.
 	published := false
@@ -210,11 +212,24 @@ func (r *runner) run(ctx context.Context) error {
 			return err
 		}
 		rec.Key = key
-		blocked := ""
+		blocked, failedIn := "", ""
 		for _, src := range s.Input {
 			if waiting[src] {
 				blocked = src
 			}
+			if failedStages[src] {
+				failedIn = src
+			}
+		}
+		if failedIn != "" {
+			// Its input stage failed some units and has no output: the
+			// stages that do not depend on it still run.
+			failedStages[s.Name] = true
+			rec.Status = "blocked"
+			rec.Error = "input stage " + failedIn + " failed"
+			r.man.Stages = append(r.man.Stages, rec)
+			closeStage(st)
+			continue
 		}
 		if (st.all != nil && r.o.Shard.Enabled()) || blocked != "" {
 			waiting[s.Name] = true
@@ -260,6 +275,16 @@ func (r *runner) run(ctx context.Context) error {
 				rec.Status = "failed"
 			}
 		}
+		if errors.Is(err, ErrUnitsFailed) && ctx.Err() == nil {
+			// Units of a whole-set stage failed after their retries: they
+			// are its dead letters, its output is not cached, and the run
+			// goes on without it (the stages after it are blocked).
+			n := int64(rec.Stats["failed"])
+			rec.Counts.Failed, rec.Counts.DeadLettered = n, n
+			failedStages[s.Name] = true
+			unitErrs = append(unitErrs, fmt.Errorf("stage %s: %w", s.Name, err))
+			err = nil
+		}
 		r.man.Stages = append(r.man.Stages, rec)
 		r.man.Usage = r.man.Usage.Add(rec.Usage)
 		r.man.Estimate = r.man.Estimate.add(rec.Estimate)
@@ -295,10 +320,15 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	if r.o.Shard.Enabled() {
 		r.log.Info("sharded run: outputs are published by the run after `codefeedback merge`", "shard", r.o.Shard.String())
-		return r.tripError()
+		return errors.Join(append(unitErrs, r.tripError())...)
 	}
 	if err := r.publishOutputs(ctx); err != nil {
 		return err
+	}
+	if len(unitErrs) > 0 {
+		// Outputs of the stages that completed are published; the failed
+		// stage's units are retried by the next run.
+		return errors.Join(append(unitErrs, r.tripError())...)
 	}
 	return r.tripError()
 }

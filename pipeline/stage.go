@@ -191,7 +191,8 @@ type Services struct {
 	// Name is the stage's instance name in the pipeline file.
 	Name string
 
-	progress *progress // the running whole-set stage's display
+	progress *progress  // the running whole-set stage's display
+	units    *unitRules // the stage's retry rules, for Retry and Failures (call.go)
 }
 
 // Phase shows what a whole-set stage is doing now ("embedding", "searching

@@ -120,7 +120,7 @@ func runPipeline(ctx context.Context, o runOptions) error {
 		return withCode(exitStopped, err)
 	case errors.Is(err, pipeline.ErrUsage):
 		return withCode(exitUsage, err)
-	case errors.Is(err, pipeline.ErrGateTripped):
+	case errors.Is(err, pipeline.ErrGateTripped) && !errors.Is(err, pipeline.ErrUnitsFailed):
 		return withCode(exitGate, err)
 	}
 	return err
