@@ -88,7 +88,7 @@ executor: bwrap://
 model: {base_url: "` + srv.URL + `", model: fake-chat, max_attempts: 1}
 inputs: [{path: p.jsonl, format: mbpp}]
 stages:
-  - {stage: simulate, concurrency: 3, retries: 0, settings: {feedback_rounds: 1}}
+  - {stage: simulate, concurrency: 3, retries: 0, settings: {feedback_rounds: 1, followups: 0, closing: template}}
 outputs: [{path: ` + out + `, kind: dialogue}]
 `
 	cfg := pipelinetest.Load(t, dir, y)
@@ -196,7 +196,7 @@ executor: bwrap://
 model: {base_url: "` + srv.URL + `", model: fake-chat, max_attempts: 1}
 inputs: [{path: p.jsonl, format: mbpp}]
 stages:
-  - {stage: simulate, retries: 0, settings: {feedback_rounds: 0, max_iterations: 2}}
+  - {stage: simulate, retries: 0, settings: {feedback_rounds: 0, followups: 0, closing: template, max_iterations: 2}}
 `
 	file := filepath.Join(dir, "pipeline.yaml")
 	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
