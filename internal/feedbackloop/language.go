@@ -51,8 +51,14 @@ func RequestedLanguage(text string) string {
 	}
 	best, at := "", len(text)+1
 	for _, m := range langMentions {
-		if loc := m.re.FindStringIndex(text); loc != nil && loc[0] < at {
-			best, at = m.lang, loc[0]
+		for _, loc := range m.re.FindAllStringIndex(text, -1) {
+			if m.lang == "c" && loc[1] < len(text) && (text[loc[1]] == '+' || text[loc[1]] == '#') {
+				continue // "in C++", "in C#"
+			}
+			if loc[0] < at {
+				best, at = m.lang, loc[0]
+			}
+			break
 		}
 	}
 	return best
