@@ -1,6 +1,8 @@
 package llmtest
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -57,8 +59,9 @@ type Persona struct {
 	// Bad is the set of misbehaviours.
 	Bad map[Misbehaviour]bool
 	// Rate, when above 0, is the share of answers (drawn per request from
-	// a hash of its messages, so a repair prompt draws anew) on which a
-	// misbehaviour in Bad shows; 0 means on every answer.
+	// a hash of its messages, so a repair prompt draws anew) that
+	// misbehave, each in one of the ways in Bad that fit the answer; 0
+	// means every answer misbehaves in every way in Bad that fits.
 	Rate float64
 }
 
@@ -97,10 +100,66 @@ func Role(c Call) string {
 	return "unknown"
 }
 
+// firstUser is the first user message of a request: the prompt of a
+// one-shot JSON request (judge, feedback, follow-up), whatever repairs
+// follow it.
+func firstUser(c Call) string {
+	for _, m := range c.Request.Messages {
+		if m.Role == "user" {
+			return m.Content
+		}
+	}
+	return ""
+}
+
 // Script returns the persona as a Script for Server.Script.
 func (p *Persona) Script() Script { return p.reply }
 
-// bad reports whether the persona misbehaves in way m on call c.
+// applicable lists the misbehaviours that can show in an answer to c.
+func applicable(c Call) []Misbehaviour {
+	switch Role(c) {
+	case "writer":
+		last := c.LastUser()
+		switch {
+		case strings.HasPrefix(last, "Execution result:") || strings.HasPrefix(last, "The run above is accepted"):
+			return []Misbehaviour{ThanksToOutput}
+		case len(c.Request.Messages) > 2 && !strings.Contains(last, "is not correct"):
+			return []Misbehaviour{UnchangedRevision}
+		}
+	case "judge":
+		return []Misbehaviour{YesJudge, UnparseableJSON}
+	case "feedback", "followup":
+		return []Misbehaviour{WrongCategory, CodeInFeedback, UnparseableJSON}
+	case "eval_feedback":
+		return []Misbehaviour{CodeInFeedback}
+	case "explain":
+		return []Misbehaviour{CodeForExplanation}
+	case "rubric_effort":
+		return []Misbehaviour{UnreadableRubric}
+	case "agent":
+		return []Misbehaviour{NoAction}
+	}
+	return nil
+}
+
+// draw maps the request's messages (and salt) to a number in [0, 1),
+// uniformly: a cryptographic hash, since FNV's high bits are skewed on
+// short inputs (a Rate of 0.3 showed on 22% of answers).
+func draw(c Call, salt string) float64 {
+	h := sha256.New()
+	h.Write([]byte(salt))
+	for _, msg := range c.Request.Messages {
+		h.Write([]byte{0})
+		h.Write([]byte(msg.Content))
+	}
+	return float64(binary.BigEndian.Uint64(h.Sum(nil))>>11) / (1 << 53)
+}
+
+// bad reports whether the persona misbehaves in way m on call c. With a
+// Rate, one draw per answer decides whether it misbehaves at all, and a
+// second which of the misbehaviours in Bad that can show in it does, so
+// Rate is the share of answers that misbehave; a repair prompt changes the
+// request and draws anew.
 func (p *Persona) bad(m Misbehaviour, c Call) bool {
 	if !p.Bad[m] {
 		return false
@@ -108,13 +167,19 @@ func (p *Persona) bad(m Misbehaviour, c Call) bool {
 	if p.Rate <= 0 {
 		return true
 	}
-	h := fnv.New64a()
-	h.Write([]byte(m))
-	for _, msg := range c.Request.Messages {
-		h.Write([]byte{0})
-		h.Write([]byte(msg.Content))
+	if draw(c, "misbehave") >= p.Rate {
+		return false
 	}
-	return float64(h.Sum64()>>11)/(1<<53) < p.Rate
+	var on []Misbehaviour
+	for _, x := range applicable(c) {
+		if p.Bad[x] {
+			on = append(on, x)
+		}
+	}
+	if len(on) == 0 {
+		return false
+	}
+	return on[int(draw(c, "which")*float64(len(on)))] == m
 }
 
 func (p *Persona) reply(c Call) Reply {
@@ -535,7 +600,7 @@ func (p *Persona) judge(c Call) string {
 	if p.bad(UnparseableJSON, c) {
 		return `My verdict: {correct: probably, reason: "it seems fine"`
 	}
-	last := c.LastUser()
+	last := firstUser(c)
 	task := promptPart(last, "Task:\n")
 	code := ""
 	if i := strings.Index(last, "Code:\n"); i >= 0 {
@@ -584,7 +649,7 @@ var (
 // goals met and missed (under the names real models used), and a request
 // for one change in words.
 func (p *Persona) feedback(c Call) string {
-	last := c.LastUser()
+	last := firstUser(c)
 	cat := "clarity"
 	if m := aimRe.FindStringSubmatch(last); m != nil {
 		cat = m[1]
@@ -632,7 +697,7 @@ var (
 // followup plays the user who asks for more: JSON with the kind asked for
 // and a request in words.
 func (p *Persona) followup(c Call) string {
-	last := c.LastUser()
+	last := firstUser(c)
 	kind := "tests"
 	if m := kindRe.FindStringSubmatch(last); m != nil {
 		kind = m[1]
