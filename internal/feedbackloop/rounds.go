@@ -343,6 +343,15 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 		r.reject(m, gate, label, v)
 		return false, nil
 	}
+	// The first answer was checked with repairs; a fix after it may have
+	// gone back to the code before the round, which teaches "agree and
+	// change nothing" just the same.
+	if kind != "explain" {
+		if v := revisionVerdict(before, r.code, asked, r.answersSince(m)); !v.OK() {
+			r.reject(m, gate, label, v)
+			return false, nil
+		}
+	}
 	r.check(gate, gates.Verdict{})
 	if err := r.close(ctx, turn); err != nil {
 		return false, err
@@ -378,6 +387,17 @@ func (r *run) rollback(m mark, label string, v gates.Verdict) {
 	if r.sample == "" {
 		r.sample = gates.Cut(v.Detail, 160)
 	}
+}
+
+// answersSince joins the assistant turns added after m.
+func (r *run) answersSince(m mark) string {
+	var b strings.Builder
+	for _, msg := range r.msgs[m.msgs:] {
+		if msg.Role == schema.RoleAssistant {
+			b.WriteString(msg.Content + "\n")
+		}
+	}
+	return b.String()
 }
 
 // revisionVerdict checks a revision: code equal to the code before (after

@@ -392,3 +392,39 @@ func TestQueryLanguageHonoured(t *testing.T) {
 		})
 	}
 }
+
+// A revision that fails and is then "fixed" back to the code before the
+// round changed nothing: the round is dropped.
+func TestRevisionFixedBackToOriginalDropped(t *testing.T) {
+	ex := sandbox(t, "")
+	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+		switch llmtest.Role(call) {
+		case "feedback":
+			return llmtest.Reply{Text: `{"met": [], "missed": ["security"], "feedback": "Please check that both arguments are numbers."}`}
+		case "writer":
+			switch {
+			case call.AssistantTurns() == 0:
+				return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+			case strings.HasPrefix(call.LastUser(), "Execution result:"):
+				return llmtest.Reply{Text: "The check used an undefined name; back to the plain sum.\n\n" + block("def add(a, b):\n    return a + b")}
+			}
+			return llmtest.Reply{Text: "Added a check.\n\n" + block("def add(a, b):\n    check_numbers(a, b)\n    return a + b")}
+		}
+		return llmtest.Reply{}
+	}, nil)
+	s, err := New(Options{FeedbackRounds: 1}, c, nil, c, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _ := s.TaskFromProblem(mbppLike)
+	res, err := s.Run(context.Background(), task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Passed || len(userTurns(res.Dialogue)) != 1 {
+		t.Fatalf("passed=%v user turns %q, want the dialogue without the round", res.Passed, userTurns(res.Dialogue))
+	}
+	if got := strings.Join(rejections(res), " "); got != "feedback_round=unchanged_revision" {
+		t.Errorf("rejections %q, want feedback_round=unchanged_revision", got)
+	}
+}

@@ -469,7 +469,13 @@ func addDocstring(code, doc string) string {
 		// a one-line def: document the module instead
 		return `"""` + doc + `"""` + "\n" + code
 	}
-	indent := lines[at+1][:len(lines[at+1])-len(strings.TrimLeft(lines[at+1], " \t"))]
+	// the body's indentation is that of its first statement (comments
+	// and blank lines may sit at any column)
+	body := at + 1
+	for body < len(lines)-1 && (strings.TrimSpace(lines[body]) == "" || strings.HasPrefix(strings.TrimSpace(lines[body]), "#")) {
+		body++
+	}
+	indent := lines[body][:len(lines[body])-len(strings.TrimLeft(lines[body], " \t"))]
 	if indent == "" {
 		indent = "    "
 	}
