@@ -517,10 +517,11 @@ func dump(t *testing.T, name string, ds []schema.Dialogue) {
 // TestImperfectModelKeepsDialogues scripts the model to misbehave on 30% of
 // its answers in every way the simulate stage's gates catch (wrong
 // categories, unparseable JSON, unchanged revisions, code in feedback, a
-// judge that says yes, thanks to a program's output): bad rounds are
-// repaired or dropped, never the dialogue, so the run publishes at least
-// 60% of what a well-behaved model publishes and no published turn shows a
-// misbehaviour. (Code for an explanation is explain's gate, measured there.)
+// judge that says yes, thanks to a program's output), and explain's (code
+// for an explanation): bad rounds are repaired or dropped, never the
+// dialogue, so the run publishes at least 60% of what a well-behaved model
+// publishes, with at most twice its simulate requests, and no published
+// turn shows a misbehaviour.
 func TestImperfectModelKeepsDialogues(t *testing.T) {
 	n := 8
 	if v, err := strconv.Atoi(os.Getenv("CODEFEEDBACK_GATES_N")); err == nil {
@@ -533,7 +534,7 @@ func TestImperfectModelKeepsDialogues(t *testing.T) {
 		t.Fatalf("good model: %v", err)
 	}
 	bad := map[llmtest.Misbehaviour]bool{llmtest.WrongCategory: true, llmtest.UnparseableJSON: true, llmtest.UnchangedRevision: true,
-		llmtest.CodeInFeedback: true, llmtest.YesJudge: true, llmtest.ThanksToOutput: true}
+		llmtest.CodeInFeedback: true, llmtest.YesJudge: true, llmtest.ThanksToOutput: true, llmtest.CodeForExplanation: true}
 	man, ds, err := runPipeline(t, c, &llmtest.Persona{Solve: c.solve, Bad: bad, Rate: 0.3}, settings)
 	if err != nil {
 		t.Fatalf("a model misbehaving on 30%% of its answers failed the run: %v", err)

@@ -491,6 +491,13 @@ var identRe = regexp.MustCompile(`\b[a-z_][a-z0-9_]{2,}\b`)
 func (p *Persona) explain(c Call) string {
 	last := c.LastUser()
 	reply := last
+	// a repair prompt follows the request: the reply is in the request
+	for i := len(c.Request.Messages) - 1; i >= 0; i-- {
+		if m := c.Request.Messages[i]; m.Role == "user" && strings.Contains(m.Content, "<reply>") {
+			reply = m.Content
+			break
+		}
+	}
 	if i := strings.Index(reply, "<reply>"); i >= 0 {
 		reply = reply[i:]
 	}
