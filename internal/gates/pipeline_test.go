@@ -370,7 +370,7 @@ func TestMisbehavingModelFailsItsGate(t *testing.T) {
 		{llmtest.UnchangedRevision, "{feedback_rounds: 1, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "unchanged_revision"}},
 		{llmtest.WrongCategory, "{feedback_rounds: 1, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "feedback_category"}},
 		{llmtest.CodeInFeedback, "{feedback_rounds: 1, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "feedback_code"}},
-		{llmtest.YesJudge, "{feedback_rounds: 0, calibrate: 1, calibration_min: 4}", []string{"stage simulate", "judge model agrees with the tests on", "accepted"}},
+		{llmtest.YesJudge, "{feedback_rounds: 0, followups: 0, calibrate: 1, calibration_min: 4}", []string{"stage simulate", "judge model agrees with the tests on", "accepted", "min_agreement"}},
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.bad), func(t *testing.T) {
@@ -380,7 +380,24 @@ func TestMisbehavingModelFailsItsGate(t *testing.T) {
 			}
 			c := loadCorpus(t, 4, buggy)
 			persona := &llmtest.Persona{Solve: c.solve, Bad: map[llmtest.Misbehaviour]bool{tc.bad: true}}
-			_, _, err := runPipeline(t, c, persona, tc.settings)
+			man, ds, err := runPipeline(t, c, persona, tc.settings)
+			if err == nil && tc.bad == llmtest.YesJudge {
+				// An uncalibrated judge fails the run only when model-judged
+				// dialogues went out before the calibration decided (which
+				// depends on the order items finish); otherwise they are
+				// withheld and only test-judged ones published.
+				for _, d := range ds {
+					if d.Labels["judge"] == "model" {
+						t.Errorf("%s: model-judged dialogue published by a judge that fails its calibration", d.ID)
+					}
+				}
+				for _, s := range man.Stages {
+					if s.Type == "simulate" && (s.Stats["calibration/judge_untrusted"] != 1 || s.Stats["calibration/withheld"] == 0) {
+						t.Errorf("simulate stats %v, want the judge untrusted and model-judged dialogues withheld", s.Stats)
+					}
+				}
+				return
+			}
 			if err == nil {
 				t.Fatalf("the run passed with a model that misbehaves (%s)", tc.bad)
 			}
