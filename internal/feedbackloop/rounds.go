@@ -352,6 +352,24 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 			return false, nil
 		}
 	}
+	// Tests show that a revision still works, not that it does what the
+	// user asked ("guard against wrong types" answered with a docstring
+	// passes them): the judge model reads the request and the revision.
+	// On untested turns it has done so already, in the loop.
+	if r.judged == "tests" && r.s.Judge != nil {
+		ok, reason, jv, err := r.judge(ctx, request, r.code, r.output, true)
+		if err != nil {
+			return false, err
+		}
+		if !jv.OK() { // counted by the judge
+			r.rollback(m, label, jv)
+			return false, nil
+		}
+		if !ok {
+			r.reject(m, gate, label, gates.Verdict{Reason: "request_not_met", Detail: fmt.Sprintf("request: %s\njudge: %s\nanswer: %s", asked, reason, gates.Cut(r.answersSince(m), 600))})
+			return false, nil
+		}
+	}
 	r.check(gate, gates.Verdict{})
 	if err := r.close(ctx, turn); err != nil {
 		return false, err

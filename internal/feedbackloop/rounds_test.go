@@ -2,6 +2,7 @@ package feedbackloop
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -426,5 +427,54 @@ func TestRevisionFixedBackToOriginalDropped(t *testing.T) {
 	}
 	if got := strings.Join(rejections(res), " "); got != "feedback_round=unchanged_revision" {
 		t.Errorf("rejections %q, want feedback_round=unchanged_revision", got)
+	}
+}
+
+// On a test-judged turn the tests only show that a revision still works;
+// the judge model decides whether it does what the user asked, and a
+// revision that does not is dropped with its round.
+func TestTestedRoundJudgedForTheRequest(t *testing.T) {
+	ex := sandbox(t, "")
+	for _, tc := range []struct {
+		name      string
+		addresses bool
+		want      string
+	}{{"met", true, ""}, {"not met", false, "feedback_round=request_not_met"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var judged []string
+			_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+				switch llmtest.Role(call) {
+				case "feedback":
+					return llmtest.Reply{Text: `{"met": [], "missed": ["bugs"], "feedback": "Please reject arguments that are not numbers."}`}
+				case "judge":
+					judged = append(judged, call.LastUser())
+					return llmtest.Reply{Text: fmt.Sprintf(`{"correct": %v, "reason": "checked the type guard"}`, tc.addresses)}
+				case "writer":
+					if call.AssistantTurns() == 0 {
+						return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+					}
+					return llmtest.Reply{Text: "Documented it.\n\n" + block("def add(a, b):\n    \"\"\"Add two numbers.\"\"\"\n    return a + b")}
+				}
+				return llmtest.Reply{}
+			}, nil)
+			s, err := New(Options{FeedbackRounds: 1}, c, c, c, ex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			task, _ := s.TaskFromProblem(mbppLike)
+			res, err := s.Run(context.Background(), task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(rejections(res), " "); got != tc.want || !res.Passed {
+				t.Errorf("passed=%v rejections %q, want %q", res.Passed, got, tc.want)
+			}
+			if wantTurns := map[bool]int{true: 2, false: 1}[tc.addresses]; len(userTurns(res.Dialogue)) != wantTurns {
+				t.Errorf("user turns %q, want %d", userTurns(res.Dialogue), wantTurns)
+			}
+			if len(judged) != 1 || !strings.Contains(judged[0], "The user then asked: Please reject arguments that are not numbers.") || !strings.Contains(judged[0], "All 2 tests passed") {
+				t.Errorf("judge requests %q, want one with the request and the test run", judged)
+			}
+		})
 	}
 }
