@@ -12,7 +12,7 @@ import (
 )
 
 // promptNames are the templates the stage uses, all in prompts/.
-var promptNames = []string{"simulate_writer", "simulate_task", "simulate_closing", "judge_request", "feedback_request"}
+var promptNames = []string{"simulate_writer", "simulate_task", "simulate_closing", "simulate_summary", "judge_request", "feedback_request", "followup_request"}
 
 func isPromptName(n string) bool { return slices.Contains(promptNames, n) }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/codefeedback/codefeedback/executors"
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/internal/feedbackloop"
 	"github.com/codefeedback/codefeedback/internal/gates"
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline"
@@ -48,7 +50,10 @@ func loadCorpus(t *testing.T, n int, buggyEvery int) *corpus {
 	}
 	c := &corpus{problems: ps, tested: map[string]bool{}, byText: map[string]*schema.Problem{}, buggy: map[string]string{}}
 	for i := range ps {
-		ps[i].Solution = strings.ReplaceAll(ps[i].Solution, "\r\n", "\n")
+		// MBPP's solutions have CRLF line ends and some a stray CR at the
+		// end, which the persona's answers would carry differently from
+		// turn to turn.
+		ps[i].Solution = strings.ReplaceAll(strings.ReplaceAll(ps[i].Solution, "\r\n", "\n"), "\r", "")
 		c.byText[strings.TrimSpace(ps[i].Text)] = &ps[i]
 		c.tested[ps[i].ID] = i%2 == 0
 		if buggyEvery > 0 && i%buggyEvery == 0 {
@@ -131,6 +136,7 @@ func runPipeline(t *testing.T, c *corpus, persona *llmtest.Persona, simSettings 
 		srv.Script(srvScript)
 	}
 	out := filepath.Join(dir, "out.jsonl")
+	lastSimulated = filepath.Join(dir, "simulated.jsonl")
 	y := fmt.Sprintf(`run_dir: %s
 executor: bwrap://?pool=2
 model: {base_url: "%s", model: persona, concurrency: 16}
@@ -143,13 +149,22 @@ stages:
   - {stage: simulate, concurrency: 4, retries: 0, settings: %s}
   - {stage: explain, concurrency: 8, retries: 0}
   - {stage: dedup, name: dedup-dialogues, settings: {kinds: [dialogue]}}
-outputs: [{path: %s, kind: dialogue}]
-`, filepath.Join(dir, "run"), srv.URL, simSettings, out)
+outputs: [{path: %s, kind: dialogue}, {path: %s, kind: dialogue, from: simulate}]
+`, filepath.Join(dir, "run"), srv.URL, simSettings, out, lastSimulated)
 	man, err := pipeline.Run(context.Background(), pipelinetest.Load(t, dir, y), pipeline.RunOptions{})
 	if err != nil {
 		return man, nil, err
 	}
-	f, err := os.Open(out)
+	ds, err := readDialogues(t, out)
+	return man, ds, err
+}
+
+// lastSimulated is the simulate stage's own output of the last runPipeline.
+var lastSimulated string
+
+func readDialogues(t *testing.T, path string) ([]schema.Dialogue, error) {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +179,7 @@ outputs: [{path: %s, kind: dialogue}]
 		}
 		ds = append(ds, d)
 	}
-	return man, ds, sc.Err()
+	return ds, sc.Err()
 }
 
 var srvScript llmtest.Script
@@ -300,6 +315,29 @@ func TestGoodPersonaPassesEveryGate(t *testing.T) {
 			}
 		}
 	}
+	sim, err := readDialogues(t, lastSimulated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump(t, "good", sim)
+	cf := codeFeedbackShape(t)
+	for _, x := range []struct {
+		name string
+		sh   shape
+	}{{"Code-Feedback sample", cf}, {"simulate output", shapeOf(sim)}, {"published (after explain)", shapeOf(ds)}} {
+		t.Logf("shape of %s: %s", x.name, x.sh)
+	}
+	for name, sh := range map[string]shape{"simulate output": shapeOf(sim), "published": shapeOf(ds)} {
+		if r := share(sh.request2, sh.dialogues); r < 0.6 {
+			t.Errorf("%s: %.0f%% of dialogues carry a second user request, want at least 60%%", name, 100*r)
+		}
+		if sh.medianProse < 150 {
+			t.Errorf("%s: median assistant turn has %d characters of prose outside code, want at least 150", name, sh.medianProse)
+		}
+		if sh.thanksToOutput > 0 {
+			t.Errorf("%s: %d assistant turns thank a program's output", name, sh.thanksToOutput)
+		}
+	}
 	f := measure(t, c, ds)
 	t.Logf("%d dialogues; first turns opening like a feedback reply %d/%d; unchanged feedback rounds %d/%d; distinct code-less assistant turns %d/%d; model-judged finals passing the tests %d/%d",
 		f.dialogues, f.feedbackOpen, f.firstTurns, f.unchanged, f.rounds, f.distinctCodeless, f.codeless, f.passing, f.modelJudged)
@@ -333,7 +371,7 @@ func TestMisbehavingModelFailsItsGate(t *testing.T) {
 		{llmtest.UnchangedRevision, "{feedback_rounds: 1, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "unchanged_revision"}},
 		{llmtest.WrongCategory, "{feedback_rounds: 1, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "feedback_category"}},
 		{llmtest.CodeInFeedback, "{feedback_rounds: 1, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "feedback_code"}},
-		{llmtest.YesJudge, "{feedback_rounds: 0, calibrate: 1, calibration_min: 4}", []string{"stage simulate", "judge model agrees with the tests on", "accepted"}},
+		{llmtest.YesJudge, "{feedback_rounds: 0, followups: 0, calibrate: 1, calibration_min: 4}", []string{"stage simulate", "judge model agrees with the tests on", "accepted", "min_agreement"}},
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.bad), func(t *testing.T) {
@@ -343,7 +381,24 @@ func TestMisbehavingModelFailsItsGate(t *testing.T) {
 			}
 			c := loadCorpus(t, 4, buggy)
 			persona := &llmtest.Persona{Solve: c.solve, Bad: map[llmtest.Misbehaviour]bool{tc.bad: true}}
-			_, _, err := runPipeline(t, c, persona, tc.settings)
+			man, ds, err := runPipeline(t, c, persona, tc.settings)
+			if err == nil && tc.bad == llmtest.YesJudge {
+				// An uncalibrated judge fails the run only when model-judged
+				// dialogues went out before the calibration decided (which
+				// depends on the order items finish); otherwise they are
+				// withheld and only test-judged ones published.
+				for _, d := range ds {
+					if d.Labels["judge"] == "model" {
+						t.Errorf("%s: model-judged dialogue published by a judge that fails its calibration", d.ID)
+					}
+				}
+				for _, s := range man.Stages {
+					if s.Type == "simulate" && (s.Stats["calibration/judge_untrusted"] != 1 || s.Stats["calibration/withheld"] == 0) {
+						t.Errorf("simulate stats %v, want the judge untrusted and model-judged dialogues withheld", s.Stats)
+					}
+				}
+				return
+			}
 			if err == nil {
 				t.Fatalf("the run passed with a model that misbehaves (%s)", tc.bad)
 			}
@@ -355,4 +410,218 @@ func TestMisbehavingModelFailsItsGate(t *testing.T) {
 			t.Logf("%s: %v", tc.bad, err)
 		})
 	}
+}
+
+// shape is how a corpus looks next to Code-Feedback, computed the same way
+// for both: user turns that are not execution results ("Execution result:"
+// turns in Code-Feedback, execution turns here) are requests.
+type shape struct {
+	dialogues int
+	// second: dialogues with a user turn after the first (feedback
+	// included); request2: those whose later user turn is a request, not
+	// category feedback (Code-Feedback does not tell them apart).
+	second, request2 int
+	// medianProse is the median, over assistant turns, of the characters
+	// outside fenced code; medianChars the median characters per dialogue.
+	medianProse, medianChars int
+	// thanksToOutput counts assistant turns that answer an execution
+	// result with thanks or "You're right".
+	thanksToOutput int
+}
+
+func (s shape) String() string {
+	return fmt.Sprintf("%d dialogues, second user turn %.0f%%, second request (not feedback) %.0f%%, median prose outside code per assistant turn %d chars, median chars per dialogue %d, thanks to program output %d",
+		s.dialogues, 100*share(s.second, s.dialogues), 100*share(s.request2, s.dialogues), s.medianProse, s.medianChars, s.thanksToOutput)
+}
+
+var fencedRe = regexp.MustCompile("(?s)```[^\n]*\n.*?(```|$)")
+
+// prose is the number of characters of text outside fenced code blocks.
+func prose(s string) int {
+	return len([]rune(strings.TrimSpace(fencedRe.ReplaceAllString(s, ""))))
+}
+
+func median(xs []int) int {
+	if len(xs) == 0 {
+		return 0
+	}
+	sort.Ints(xs)
+	return xs[len(xs)/2]
+}
+
+func shapeOf(ds []schema.Dialogue) shape {
+	var sh shape
+	var proses, chars []int
+	for _, d := range ds {
+		sh.dialogues++
+		users, requests, total := 0, 0, 0
+		for i, m := range d.Messages {
+			total += len([]rune(m.Content))
+			switch m.Role {
+			case schema.RoleUser:
+				users++
+				if m.Feedback == nil {
+					requests++
+				}
+			case schema.RoleAssistant:
+				proses = append(proses, prose(m.Content))
+				if i > 0 && d.Messages[i-1].Role == schema.RoleExecution && feedbackloop.ThanksOutput(m.Content) {
+					sh.thanksToOutput++
+				}
+			}
+		}
+		chars = append(chars, total)
+		if users >= 2 {
+			sh.second++
+		}
+		if requests >= 2 {
+			sh.request2++
+		}
+	}
+	sh.medianProse, sh.medianChars = median(proses), median(chars)
+	return sh
+}
+
+// codeFeedbackShape measures the Code-Feedback sample the same way.
+func codeFeedbackShape(t *testing.T) shape {
+	t.Helper()
+	f, err := os.Open(sharedtest.Path(t, "codefeedback-sample/code_feedback_sample.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var ds []schema.Dialogue
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var r struct {
+			Messages []struct{ Role, Content string }
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		var d schema.Dialogue
+		for _, m := range r.Messages {
+			role := m.Role
+			if role == schema.RoleUser && strings.HasPrefix(m.Content, strings.TrimSpace(schema.ExecutionPrefix)) {
+				role = schema.RoleExecution
+			}
+			d.Messages = append(d.Messages, schema.Message{Role: role, Content: m.Content})
+		}
+		ds = append(ds, d)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return shapeOf(ds)
+}
+
+// dump writes ds to $CODEFEEDBACK_GATES_DUMP/<name>.jsonl, to read them.
+func dump(t *testing.T, name string, ds []schema.Dialogue) {
+	dir := os.Getenv("CODEFEEDBACK_GATES_DUMP")
+	if dir == "" {
+		return
+	}
+	var b strings.Builder
+	for _, d := range ds {
+		j, _ := json.Marshal(d)
+		b.Write(append(j, '\n'))
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".jsonl"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestImperfectModelKeepsDialogues scripts the model to misbehave on 30% of
+// its answers in every way the simulate stage's gates catch (wrong
+// categories, unparseable JSON, unchanged revisions, code in feedback, a
+// judge that says yes, thanks to a program's output), and explain's (code
+// for an explanation): bad rounds are repaired or dropped, never the
+// dialogue, so the run publishes at least 60% of what a well-behaved model
+// publishes, with at most twice its simulate requests, and no published
+// turn shows a misbehaviour.
+func TestImperfectModelKeepsDialogues(t *testing.T) {
+	n := 8
+	if v, err := strconv.Atoi(os.Getenv("CODEFEEDBACK_GATES_N")); err == nil {
+		n = v
+	}
+	c := loadCorpus(t, n, 3)
+	settings := "{calibrate: 1, calibration_min: 10}"
+	manGood, good, err := runPipeline(t, c, &llmtest.Persona{Solve: c.solve}, settings)
+	if err != nil {
+		t.Fatalf("good model: %v", err)
+	}
+	bad := map[llmtest.Misbehaviour]bool{llmtest.WrongCategory: true, llmtest.UnparseableJSON: true, llmtest.UnchangedRevision: true,
+		llmtest.CodeInFeedback: true, llmtest.YesJudge: true, llmtest.ThanksToOutput: true, llmtest.CodeForExplanation: true}
+	man, ds, err := runPipeline(t, c, &llmtest.Persona{Solve: c.solve, Bad: bad, Rate: 0.3}, settings)
+	if err != nil {
+		t.Fatalf("a model misbehaving on 30%% of its answers failed the run: %v", err)
+	}
+	sim, err := readDialogues(t, lastSimulated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump(t, "imperfect", sim)
+	for _, s := range man.Stages {
+		for _, f := range gates.Figures(s.Stats) {
+			t.Logf("stage %s gate %s: %.0f checked, %.0f rejected %v", s.Name, f.Gate, f.Checked, f.Rejected, f.Reasons)
+		}
+		if s.Type == "simulate" {
+			t.Logf("simulate: calibration %.0f verdicts, agreement %.3f, model-judged withheld %.0f", s.Stats["calibration/verdicts"], s.Stats["calibration/agreement"], s.Stats["calibration/withheld"])
+		}
+	}
+	t.Logf("published: %d of a good model's %d (%.0f%%); shape %s", len(ds), len(good), 100*share(len(ds), len(good)), shapeOf(sim))
+	requests := func(m *pipeline.Manifest) int64 {
+		for _, s := range m.Stages {
+			if s.Type == "simulate" {
+				return s.Usage.Requests
+			}
+		}
+		return 0
+	}
+	rg, rb := requests(manGood), requests(man)
+	t.Logf("simulate requests: %d with the good model, %d with the imperfect one (%.2fx)", rg, rb, float64(rb)/float64(max(rg, 1)))
+	if rb > 2*rg {
+		t.Errorf("the imperfect model cost %d simulate requests, more than twice the good model's %d", rb, rg)
+	}
+	if share(len(ds), len(good)) < 0.6 {
+		t.Errorf("published %d dialogues, want at least 60%% of the good model's %d", len(ds), len(good))
+	}
+	for _, d := range sim {
+		prev := ""
+		for i, m := range d.Messages {
+			switch {
+			case m.Feedback != nil && gates.HasCode(m.Content):
+				t.Errorf("%s: feedback turn with code published: %q", d.ID, gates.Cut(m.Content, 120))
+			case m.Role == schema.RoleAssistant && i > 0 && d.Messages[i-1].Role == schema.RoleExecution && feedbackloop.ThanksOutput(m.Content):
+				t.Errorf("%s: reply thanking a program's output published: %q", d.ID, gates.Cut(m.Content, 120))
+			case m.Role == schema.RoleUser && i > 0 && prev != "" && m.Feedback != nil:
+				// a feedback round's revision must differ from the code before it
+				after := d.Messages[i+1:]
+				if gates.SameCode(prev, lastCode(after)) && !gates.ExplainsNoChange(lastAssistant(after)) {
+					t.Errorf("%s: unchanged revision published after %q", d.ID, gates.Cut(m.Content, 80))
+				}
+			}
+			if m.Role == schema.RoleAssistant {
+				if bs := parse.CodeBlocks(m.Content); len(bs) > 0 {
+					prev = bs[len(bs)-1].Code
+				}
+			}
+		}
+	}
+	f := measure(t, c, ds)
+	t.Logf("model-judged finals passing the real tests: %d/%d", f.passing, f.modelJudged)
+	if f.modelJudged > 0 && share(f.passing, f.modelJudged) < 0.97 {
+		t.Errorf("%d of %d model-judged finals pass the real tests, want at least 97%% (or only test-judged ones shipped)", f.passing, f.modelJudged)
+	}
+}
+
+// lastAssistant is the text of the first assistant turn of msgs holding code.
+func lastAssistant(msgs []schema.Message) string {
+	for _, m := range msgs {
+		if m.Role == schema.RoleAssistant && len(parse.CodeBlocks(m.Content)) > 0 {
+			return m.Content
+		}
+	}
+	return ""
 }

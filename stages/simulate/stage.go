@@ -30,7 +30,7 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	version := map[string]any{"prompts": pv, "loop": "v2-gated", "judge": harness.Version()}
+	version := map[string]any{"prompts": pv, "loop": "v4-rounds-judged", "judge": harness.Version()}
 	if svc.Model != nil {
 		for role, ep := range map[string]string{"writer": o.Writer, "judge": o.Judge, "feedback": o.Feedback} {
 			p, err := svc.ModelKey(ep)
@@ -53,6 +53,8 @@ type stage struct {
 	sim    *feedbackloop.Simulator
 	simErr error
 	warned sync.Once
+	// untrusted is logged once when the judge fails its calibration.
+	untrusted sync.Once
 	// samples are rejected rounds and judge mistakes, for Check's error.
 	samples *gates.Samples
 }
@@ -78,8 +80,12 @@ func (st *stage) Observe(out pipeline.Item) {
 	}
 	ObserveDialogue(svc.Stats, d)
 	if rs := d.Labels[feedbackloop.LabelRejected]; rs != "" {
-		_, reason, _ := strings.Cut(strings.Fields(rs)[0], "=")
-		st.samples.Add(FeedbackGate, d.ID+" ("+reason+"): "+d.Labels[feedbackloop.LabelRejectedSample])
+		round, reason, _ := strings.Cut(strings.Fields(rs)[0], "=")
+		gate := FeedbackGate
+		if strings.HasPrefix(round, "fu") {
+			gate = feedbackloop.GateFollowup
+		}
+		st.samples.Add(gate, d.ID+" ("+reason+"): "+d.Labels[feedbackloop.LabelRejectedSample])
 	}
 	for _, c := range strings.Fields(d.Labels[feedbackloop.LabelCalibration]) {
 		if c == "fail:pass" {
@@ -88,14 +94,19 @@ func (st *stage) Observe(out pipeline.Item) {
 	}
 }
 
-// Gates implements pipeline.Gated: the feedback-round gates trip the stage
-// when they reject more than max_rejected of the rounds.
+// Gates implements pipeline.Gated: each gate (rounds, judge, writer,
+// closing answers) trips the stage when it rejects clearly more than
+// max_rejected of its checks.
 func (st *stage) Gates() []pipeline.GateRule {
 	return []pipeline.GateRule{{MaxShare: st.o.MaxRejected, Setting: "max_rejected"}}
 }
 
 // Check implements pipeline.Checker: the judge's calibration against the
-// tests.
+// tests. A judge that fails its calibration does not fail the stage: from
+// the decision on, model-judged dialogues are quarantined and only
+// test-judged ones shipped (see Each); Check says so loudly, and fails only
+// when model-judged dialogues were shipped before the calibration could
+// decide.
 func (st *stage) Check() error {
 	svc := st.svc
 	if svc.Stats == nil {
@@ -105,7 +116,23 @@ func (st *stage) Check() error {
 	if n := vals["calibration/verdicts"]; n > 0 {
 		svc.Stats.Set("calibration/agreement", vals["calibration/agree"]/n)
 	}
+	if untrusted(vals, st.o) {
+		svc.Stats.Set("calibration/judge_untrusted", 1)
+		if svc.Logger != nil {
+			svc.Logger.Warn("simulate: the judge model FAILED its calibration against the tests; only test-judged dialogues were shipped",
+				"agreement", vals["calibration/agree"]/vals["calibration/verdicts"], "min_agreement", st.o.MinAgreement,
+				"verdicts", vals["calibration/verdicts"], "model_judged_quarantined", vals["calibration/withheld"],
+				"model_judged_shipped_before_decision", vals["calibration/shipped_undecided"])
+		}
+	}
 	return CheckGates(vals, st.o, st.samples)
+}
+
+// untrusted reports whether the judge model failed its calibration: at
+// least CalibrationMin verdicts compared and agreement under MinAgreement.
+func untrusted(vals map[string]float64, o Options) bool {
+	n := vals["calibration/verdicts"]
+	return n > 0 && n >= float64(o.CalibrationMin) && vals["calibration/agree"]/n < o.MinAgreement
 }
 
 // simulator builds the simulator on first use: the sandbox opens lazily and
@@ -188,16 +215,47 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 		return nil, err // the engine knows a model error's class
 	}
 	// Gate and calibration figures go with the item (kept or dropped), so a
-	// cached re-run counts the same.
-	recordGates(pipeline.ItemStats(ctx, svc.Stats), res.Dialogue)
+	// cached re-run counts the same; a rejected answer's text goes to the
+	// quarantine.
+	stats := pipeline.ItemStats(ctx, svc.Stats)
+	for _, c := range res.Checks {
+		gates.Record(stats, c.Gate, c.Verdict)
+	}
+	recordGates(stats, res.Dialogue)
+	lang := res.Dialogue.Labels["language"]
+	stats.Add("language/"+lang, 1)
+	if res.Dialogue.Labels[feedbackloop.LabelExecutable] == "false" {
+		stats.Add("not_executable/"+lang, 1)
+	}
 	var out []pipeline.Item
 	if o.KeepInputs {
 		out = append(out, in)
 	}
+	if res.Passed && res.Dialogue.Labels["judge"] == "model" && svc.Stats != nil {
+		// The judge model's verdicts are trusted only while it agrees with
+		// the tests; the stage's calibration so far (items before this one,
+		// in input order, cached ones included) decides.
+		vals, _ := svc.Stats.Snapshot()
+		switch {
+		case untrusted(vals, o):
+			n := vals["calibration/verdicts"]
+			detail := fmt.Sprintf("the judge model agrees with the tests on %.0f%% of %.0f calibration verdicts (min_agreement %.0f%%): model-judged dialogue %s not shipped",
+				100*vals["calibration/agree"]/n, n, 100*o.MinAgreement, res.Dialogue.ID)
+			stats.Reject(CalibrationGate, "judge_untrusted", detail)
+			stats.Add("calibration/withheld", 1)
+			st.untrusted.Do(func() {
+				if svc.Logger != nil {
+					svc.Logger.Warn("simulate: the judge model failed its calibration; from now on only test-judged dialogues are shipped and model-judged ones quarantined (raise calibrate or fix the judge model; min_agreement sets the bar)", "detail", detail)
+				}
+			})
+			return out, nil
+		case vals["calibration/verdicts"] < float64(o.CalibrationMin):
+			stats.Add("calibration/shipped_undecided", 1)
+		}
+	}
 	if !res.Passed && o.Failed == feedbackloop.FailedDrop {
 		// Recorded with the item so a cached re-run counts them too:
 		// Observe never sees a dropped dialogue.
-		stats := pipeline.ItemStats(ctx, svc.Stats)
 		stats.Add("dialogues/dropped", 1)
 		observeOutcomes(stats, res.Dialogue)
 		if svc.Logger != nil {
@@ -223,7 +281,7 @@ func buildSimulator(ctx context.Context, o Options, svc *pipeline.Services) (*fe
 		return nil, fmt.Errorf("simulate: judge model: %w", err)
 	}
 	var feedback llm.Chatter
-	if o.FeedbackRounds > 0 {
+	if o.FeedbackRounds > 0 || o.Followups > 0 { // the feedback model also plays the user who follows up
 		if feedback, err = llm.ForStage(svc, o.Feedback); err != nil {
 			return nil, fmt.Errorf("simulate: feedback model: %w", err)
 		}
@@ -275,20 +333,16 @@ const (
 	CalibrationGate = "judge_calibration"
 )
 
-// recordGates counts a dialogue's feedback rounds (kept and rejected, by
-// reason) and its judge calibrations.
+// recordGates counts a dialogue's judge calibrations and its follow-ups
+// (the gates' verdicts come from Result.Checks).
 func recordGates(stats gates.Adder, d schema.Dialogue) {
 	if stats == nil {
 		return
 	}
-	if cats := d.Labels["feedback_categories"]; cats != "" {
-		for range strings.Split(cats, ",") {
-			gates.Record(stats, FeedbackGate, gates.Verdict{})
+	if k := d.Labels[feedbackloop.LabelFollowups]; k != "" {
+		for _, kind := range strings.Split(k, ",") {
+			stats.Add("followup/kind/"+kind, 1)
 		}
-	}
-	for _, r := range strings.Fields(d.Labels[feedbackloop.LabelRejected]) {
-		_, reason, _ := strings.Cut(r, "=")
-		gates.Record(stats, FeedbackGate, gates.Verdict{Reason: reason})
 	}
 	for _, c := range strings.Fields(d.Labels[feedbackloop.LabelCalibration]) {
 		tests, judge, _ := strings.Cut(c, ":")
@@ -307,18 +361,17 @@ func recordGates(stats gates.Adder, d schema.Dialogue) {
 	}
 }
 
-// CheckGates fails the stage when the judge model agreed with the tests on
-// less than o.MinAgreement of at least o.CalibrationMin calibration
-// verdicts. (The feedback-round gates are the engine's: see Gates.)
+// CheckGates: a judge model that fails its calibration (agreement with the tests under o.MinAgreement on at
+// least o.CalibrationMin verdicts) fails it only when model-judged
+// dialogues were shipped before the calibration decided; otherwise they
+// were quarantined and the test-judged ones shipped.
 func CheckGates(vals map[string]float64, o Options, samples *gates.Samples) error {
 	var errs []error
-	n := vals["calibration/verdicts"]
-	if n > 0 && n >= float64(o.CalibrationMin) {
-		agree := vals["calibration/agree"] / n
-		if agree < o.MinAgreement {
-			errs = append(errs, fmt.Errorf("simulate: the judge model agrees with the tests on %.0f%% of %.0f calibration verdicts (minimum %.0f%%): it accepted %.0f of %.0f programs that fail their tests and rejected %.0f that pass; its verdicts on untested turns cannot be trusted%s",
-				100*agree, n, 100*o.MinAgreement, vals["calibration/false_accept"], vals["calibration/tests_fail"], vals["calibration/false_reject"], samples.For(CalibrationGate)))
-		}
+	if untrusted(vals, o) && vals["calibration/shipped_undecided"] > 0 {
+		n := vals["calibration/verdicts"]
+		errs = append(errs, fmt.Errorf("simulate: the judge model agrees with the tests on %.0f%% of %.0f calibration verdicts (min_agreement %.0f%%): it accepted %.0f of %.0f programs that fail their tests and rejected %.0f that pass; %.0f model-judged dialogues were quarantined, but %.0f were shipped before calibration_min (%d) verdicts were in; put tested problems first in the input or lower calibration_min%s",
+			100*vals["calibration/agree"]/n, n, 100*o.MinAgreement, vals["calibration/false_accept"], vals["calibration/tests_fail"], vals["calibration/false_reject"],
+			vals["calibration/withheld"], vals["calibration/shipped_undecided"], o.CalibrationMin, samples.For(CalibrationGate)))
 	}
 	return errors.Join(errs...)
 }
@@ -331,13 +384,15 @@ const (
 	estExecBytes     = 300
 	estVerdictTokens = 40
 	estFeedbackBytes = 300
+	estClosingBytes  = 400
 	estFixRate       = 0.3
 )
 
 // Estimate implements pipeline.Estimator. Per request of a task (a query,
 // a problem, each user turn of a packed dialogue): the writer answers, a
 // fix follows estFixRate of the time, the judge model sees every run of an
-// untested task and Calibrate of a tested one's; then each feedback round
+// untested task and Calibrate of a tested one's, and the writer replies to
+// the accepted run (closing: model); then each follow-up and feedback round
 // asks the feedback model and the writer again. Every dialogue is assumed
 // to pass (none dropped), so the stages after this one see the most they
 // may get. Prompts grow with the conversation.
@@ -353,6 +408,12 @@ func (st *stage) Estimate(in []pipeline.Shape) (pipeline.Usage, []pipeline.Shape
 	writerT := pipeline.TemplateBytes(get, "simulate_writer", "simulate_task")
 	judgeT := pipeline.TemplateBytes(get, "judge_request")
 	feedbackT := pipeline.TemplateBytes(get, "feedback_request")
+	followupT := pipeline.TemplateBytes(get, "followup_request")
+	summaryT := pipeline.TemplateBytes(get, "simulate_summary")
+	closings := 0.0 // the writer's prose reply to each accepted run
+	if o.Closing == feedbackloop.ClosingModel {
+		closings = 1
+	}
 	var t pipeline.Tally
 	var out []pipeline.Shape
 	fixes := 0.0 // fix turns owed, carried over so that the total is right
@@ -390,17 +451,32 @@ func (st *stage) Estimate(in []pipeline.Shape) (pipeline.Usage, []pipeline.Shape
 				fixes--
 			}
 		}
-		for range o.FeedbackRounds {
-			t.Add(1, feedbackT+per+estAnswerBytes, estFeedbackBytes/4)
-			conv += estFeedbackBytes
-			t.Add(runs, writerT+conv, estAnswerBytes/4)
-			if sh.Tested {
-				t.Add(runs*o.Calibrate, judgeT+per+estAnswerBytes, estVerdictTokens)
-			} else {
-				t.Add(runs, judgeT+per+estAnswerBytes, estVerdictTokens)
+		closing := func() {
+			t.Add(closings, writerT+summaryT+conv, estClosingBytes/4)
+			conv += int(closings * estClosingBytes)
+		}
+		for range turns {
+			closing()
+		}
+		// follow-ups and feedback rounds: the user's turn, the writer's
+		// revision (judged like the first answer), the reply to its run
+		for _, r := range []struct {
+			n    int
+			tmpl int
+		}{{o.Followups, followupT}, {o.FeedbackRounds, feedbackT}} {
+			for range r.n {
+				t.Add(1, r.tmpl+per+estAnswerBytes, estFeedbackBytes/4)
+				conv += estFeedbackBytes
+				t.Add(runs, writerT+conv, estAnswerBytes/4)
+				if sh.Tested {
+					t.Add(runs*o.Calibrate, judgeT+per+estAnswerBytes, estVerdictTokens)
+				} else {
+					t.Add(runs, judgeT+per+estAnswerBytes, estVerdictTokens)
+				}
+				conv += estAnswerBytes + estExecBytes
+				d.CodeTurns++
+				closing()
 			}
-			conv += estAnswerBytes + estExecBytes
-			d.CodeTurns++
 		}
 		d.Bytes = conv
 		out = append(out, d)

@@ -88,7 +88,7 @@ executor: bwrap://
 model: {base_url: "` + srv.URL + `", model: fake-chat, max_attempts: 1}
 inputs: [{path: p.jsonl, format: mbpp}]
 stages:
-  - {stage: simulate, concurrency: 3, retries: 0, settings: {feedback_rounds: 1}}
+  - {stage: simulate, concurrency: 3, retries: 0, settings: {feedback_rounds: 1, followups: 0, closing: template}}
 outputs: [{path: ` + out + `, kind: dialogue}]
 `
 	cfg := pipelinetest.Load(t, dir, y)
@@ -196,7 +196,7 @@ executor: bwrap://
 model: {base_url: "` + srv.URL + `", model: fake-chat, max_attempts: 1}
 inputs: [{path: p.jsonl, format: mbpp}]
 stages:
-  - {stage: simulate, retries: 0, settings: {feedback_rounds: 0, max_iterations: 2}}
+  - {stage: simulate, retries: 0, settings: {feedback_rounds: 0, followups: 0, closing: template, max_iterations: 2}}
 `
 	file := filepath.Join(dir, "pipeline.yaml")
 	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
@@ -229,5 +229,74 @@ stages:
 	}
 	if fmt.Sprint(again.Stats) != fmt.Sprint(first.Stats) {
 		t.Errorf("re-run stats %v, want %v as in the first run", again.Stats, first.Stats)
+	}
+}
+
+// TestUncalibratedJudgeShipsTestJudgedOnly: a judge model that accepts
+// code its tests fail is not trusted once calibration_min verdicts are in;
+// the run does not fail, the test-judged dialogues are shipped and the
+// model-judged ones after the decision are withheld (quarantined), loudly.
+func TestUncalibratedJudgeShipsTestJudgedOnly(t *testing.T) {
+	dir := t.TempDir()
+	var probs, queries []string
+	fns := []string{"add", "plus", "sum2", "total"}
+	for i, fn := range fns {
+		rec := map[string]any{"task_id": i + 1, "text": "Write a function " + fn + " that adds two numbers.",
+			"code": "def " + fn + "(a, b):\n    return a + b\n", "test_setup_code": "", "challenge_test_list": []string{},
+			"test_list": []string{"assert " + fn + "(1, 2) == 3", "assert " + fn + "(2, 2) == 4"}}
+		b, _ := json.Marshal(rec)
+		probs = append(probs, string(b))
+	}
+	for i, fn := range []string{"twice", "thrice"} {
+		b, _ := json.Marshal(schema.Query{ID: fmt.Sprintf("q%d", i), Text: "Write a function " + fn + " that adds two numbers and print add(1, 2)."})
+		queries = append(queries, string(b))
+	}
+	for name, lines := range map[string][]string{"p.jsonl": probs, "q.jsonl": queries} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := llmtest.New(t)
+	srv.Script(func(c llmtest.Call) llmtest.Reply {
+		task := c.Request.Messages[min(1, len(c.Request.Messages)-1)].Content
+		fn := strings.Fields(strings.TrimPrefix(task, "Write a function "))[0]
+		switch llmtest.Role(c) {
+		case "judge": // says yes to everything
+			return llmtest.Reply{Text: `{"correct": true, "reason": "looks fine"}`}
+		case "writer":
+			if c.AssistantTurns() == 0 { // runs cleanly, fails the tests
+				return llmtest.Reply{Text: block("def " + fn + "(a, b):\n    return a - b\n\nprint(" + fn + "(1, 2))")}
+			}
+			return llmtest.Reply{Text: block("def " + fn + "(a, b):\n    return a + b\n\nprint(" + fn + "(1, 2))")}
+		}
+		return llmtest.Reply{Text: "?"}
+	})
+	out := filepath.Join(dir, "out.jsonl")
+	y := `run_dir: ` + filepath.Join(dir, "run") + `
+executor: bwrap://
+model: {base_url: "` + srv.URL + `", model: fake-chat, max_attempts: 1}
+inputs: [{path: p.jsonl, format: mbpp}, {path: q.jsonl}]
+stages:
+  - {stage: simulate, concurrency: 1, retries: 0, settings: {feedback_rounds: 0, followups: 0, closing: template, calibrate: 1, calibration_min: 4}}
+outputs: [{path: ` + out + `, kind: dialogue}]
+`
+	man, err := pipeline.Run(context.Background(), pipelinetest.Load(t, dir, y), pipeline.RunOptions{})
+	if err != nil {
+		t.Fatalf("an uncalibrated judge failed the run: %v", err)
+	}
+	ds := readDialogues(t, out)
+	for _, d := range ds {
+		if d.Labels["judge"] != "tests" {
+			t.Errorf("dialogue %s judged by %q shipped, want only test-judged ones", d.ID, d.Labels["judge"])
+		}
+	}
+	if len(ds) != len(fns) {
+		t.Errorf("got %d dialogues, want the %d test-judged ones", len(ds), len(fns))
+	}
+	st := man.Stages[0].Stats
+	for key, want := range map[string]float64{"calibration/withheld": 2, "calibration/judge_untrusted": 1, "calibration/verdicts": 8, "calibration/agree": 4} {
+		if st[key] != want {
+			t.Errorf("stat %s = %v, want %v (stats %v)", key, st[key], want, st)
+		}
 	}
 }

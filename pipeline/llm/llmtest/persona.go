@@ -1,11 +1,15 @@
 package llmtest
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"regexp"
 	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
 )
 
 // Misbehaviour names one way a Persona answers badly, the way real models
@@ -29,12 +33,15 @@ const (
 	// NoAction answers an InterCode task in prose, with no action.
 	NoAction Misbehaviour = "no_action"
 	// UnparseableJSON answers a prompt that asks for JSON (feedback,
-	// judge) with prose around a broken object.
+	// follow-up, judge) with prose around a broken object.
 	UnparseableJSON Misbehaviour = "unparseable_json"
+	// ThanksToOutput opens the writer's reply to a program's execution
+	// output with "You're right, thanks", as if a person had spoken.
+	ThanksToOutput Misbehaviour = "thanks_to_output"
 )
 
 // Misbehaviours lists every misbehaviour.
-var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON}
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput}
 
 // Persona is a scripted model that recognises which prompt of the pipeline
 // it is answering (writer, explain, judge, feedback, rubric, eval feedback)
@@ -52,14 +59,15 @@ type Persona struct {
 	// Bad is the set of misbehaviours.
 	Bad map[Misbehaviour]bool
 	// Rate, when above 0, is the share of answers (drawn per request from
-	// a hash of its messages, so a repair prompt draws anew) on which a
-	// misbehaviour in Bad shows; 0 means on every answer.
+	// a hash of its messages, so a repair prompt draws anew) that
+	// misbehave, each in one of the ways in Bad that fit the answer; 0
+	// means every answer misbehaves in every way in Bad that fits.
 	Rate float64
 }
 
 // Role names the prompt a chat request carries: "writer", "explain",
-// "judge", "feedback", "rubric_skills", "rubric_effort", "eval_feedback",
-// "agent" (an InterCode episode), or "unknown".
+// "judge", "feedback", "followup", "rubric_skills", "rubric_effort",
+// "eval_feedback", "agent" (an InterCode episode), or "unknown".
 func Role(c Call) string {
 	msgs := c.Request.Messages
 	first := ""
@@ -73,13 +81,15 @@ func Role(c Call) string {
 		return "explain"
 	case strings.HasPrefix(first, "You are an agent working in"):
 		return "agent"
-	case strings.Contains(first, "You are a programming assistant working in a"),
+	case strings.HasPrefix(first, "You are a programming assistant"),
 		strings.Contains(first, "careful programming assistant in a conversation"):
 		return "writer"
 	case strings.Contains(all, "You check whether a piece of code does what a task asked for"):
 		return "judge"
 	case strings.Contains(all, "You play a demanding user"):
 		return "feedback"
+	case strings.Contains(all, "You play the user who asked a programming assistant"):
+		return "followup"
 	case strings.Contains(all, "The assistant's code does not pass the tests yet"):
 		return "eval_feedback"
 	case strings.Contains(all, "You grade programming requests"):
@@ -90,10 +100,66 @@ func Role(c Call) string {
 	return "unknown"
 }
 
+// firstUser is the first user message of a request: the prompt of a
+// one-shot JSON request (judge, feedback, follow-up), whatever repairs
+// follow it.
+func firstUser(c Call) string {
+	for _, m := range c.Request.Messages {
+		if m.Role == "user" {
+			return m.Content
+		}
+	}
+	return ""
+}
+
 // Script returns the persona as a Script for Server.Script.
 func (p *Persona) Script() Script { return p.reply }
 
-// bad reports whether the persona misbehaves in way m on call c.
+// applicable lists the misbehaviours that can show in an answer to c.
+func applicable(c Call) []Misbehaviour {
+	switch Role(c) {
+	case "writer":
+		last := c.LastUser()
+		switch {
+		case strings.HasPrefix(last, "Execution result:") || strings.HasPrefix(last, "The run above is accepted"):
+			return []Misbehaviour{ThanksToOutput}
+		case len(c.Request.Messages) > 2 && !strings.Contains(last, "is not correct"):
+			return []Misbehaviour{UnchangedRevision}
+		}
+	case "judge":
+		return []Misbehaviour{YesJudge, UnparseableJSON}
+	case "feedback", "followup":
+		return []Misbehaviour{WrongCategory, CodeInFeedback, UnparseableJSON}
+	case "eval_feedback":
+		return []Misbehaviour{CodeInFeedback}
+	case "explain":
+		return []Misbehaviour{CodeForExplanation}
+	case "rubric_effort":
+		return []Misbehaviour{UnreadableRubric}
+	case "agent":
+		return []Misbehaviour{NoAction}
+	}
+	return nil
+}
+
+// draw maps the request's messages (and salt) to a number in [0, 1),
+// uniformly: a cryptographic hash, since FNV's high bits are skewed on
+// short inputs (a Rate of 0.3 showed on 22% of answers).
+func draw(c Call, salt string) float64 {
+	h := sha256.New()
+	h.Write([]byte(salt))
+	for _, msg := range c.Request.Messages {
+		h.Write([]byte{0})
+		h.Write([]byte(msg.Content))
+	}
+	return float64(binary.BigEndian.Uint64(h.Sum(nil))>>11) / (1 << 53)
+}
+
+// bad reports whether the persona misbehaves in way m on call c. With a
+// Rate, one draw per answer decides whether it misbehaves at all, and a
+// second which of the misbehaviours in Bad that can show in it does, so
+// Rate is the share of answers that misbehave; a repair prompt changes the
+// request and draws anew.
 func (p *Persona) bad(m Misbehaviour, c Call) bool {
 	if !p.Bad[m] {
 		return false
@@ -101,13 +167,19 @@ func (p *Persona) bad(m Misbehaviour, c Call) bool {
 	if p.Rate <= 0 {
 		return true
 	}
-	h := fnv.New64a()
-	h.Write([]byte(m))
-	for _, msg := range c.Request.Messages {
-		h.Write([]byte{0})
-		h.Write([]byte(msg.Content))
+	if draw(c, "misbehave") >= p.Rate {
+		return false
 	}
-	return float64(h.Sum64()>>11)/(1<<53) < p.Rate
+	var on []Misbehaviour
+	for _, x := range applicable(c) {
+		if p.Bad[x] {
+			on = append(on, x)
+		}
+	}
+	if len(on) == 0 {
+		return false
+	}
+	return on[int(draw(c, "which")*float64(len(on)))] == m
 }
 
 func (p *Persona) reply(c Call) Reply {
@@ -122,6 +194,8 @@ func (p *Persona) reply(c Call) Reply {
 		return Reply{Text: p.judge(c)}
 	case "feedback":
 		return Reply{Text: p.feedback(c)}
+	case "followup":
+		return Reply{Text: p.followup(c)}
 	case "eval_feedback":
 		return Reply{Text: p.evalFeedback(c)}
 	case "rubric_skills":
@@ -173,11 +247,27 @@ func fnName(code string) string {
 
 func block(code string) string { return "```python\n" + strings.TrimRight(code, "\n") + "\n```" }
 
+// repairRe starts a pipeline's repair message: the answer before it is
+// taken back and the request before that asked again.
+var repairRe = regexp.MustCompile(`^Your (answer|reply|previous answer) could not be (used|read)`)
+
+// unrepaired drops the (answer, repair) pairs at the end of msgs: the
+// persona answers the request they repair afresh (the draw of a
+// misbehaviour still sees the whole request, so a repair draws anew).
+func unrepaired(msgs []openai.ChatCompletionMessage) []openai.ChatCompletionMessage {
+	for len(msgs) >= 2 && msgs[len(msgs)-1].Role == "user" && repairRe.MatchString(msgs[len(msgs)-1].Content) {
+		msgs = msgs[:len(msgs)-2]
+	}
+	return msgs
+}
+
 // writer plays the simulate writer: a plan and code for the task (the wrong
 // first attempt when there is one), a fix after a failed run or a judge's
-// rejection, a revision after feedback.
+// rejection, a revision after feedback or a follow-up request, a prose
+// reply to an accepted run; each answer with code explains before it and
+// sums up after it.
 func (p *Persona) writer(c Call) string {
-	msgs := c.Request.Messages
+	msgs := unrepaired(c.Request.Messages)
 	task := ""
 	if len(msgs) > 1 {
 		task = msgs[1].Content
@@ -204,35 +294,107 @@ func (p *Persona) writer(c Call) string {
 			}
 		}
 	}
-	last := c.LastUser()
+	last := ""
+	if len(msgs) > 0 {
+		last = msgs[len(msgs)-1].Content
+	}
 	name := fnName(good)
+	thanks := ""
+	if strings.HasPrefix(last, "Execution result:") && p.bad(ThanksToOutput, c) {
+		thanks = "You're right, thanks for running it! "
+	}
 	switch {
+	case strings.HasPrefix(last, "The run above is accepted"):
+		return thanks + p.closing(last, prevCode, task)
 	case answers == 0:
 		code := good
 		if first != "" {
 			code = first
 		}
 		plans := []string{
-			"I'll write %s so it follows the task directly and check it against the example.",
-			"The plan: implement %s step by step, then run it once to see the result.",
-			"To solve this I define %s, keeping the logic small and easy to test.",
-			"I will build %s around the case in the example and make sure it covers the general case too.",
+			"I'll write %s so it follows the task directly: read the arguments, apply the rule the task states step by step, and return the result. The example in the task is the first check, and the general case must work the same way.",
+			"The plan: implement %s in small steps, keeping each intermediate value in a named variable so the logic is easy to follow. Then I run it once so we can see that the result matches what the task expects.",
+			"To solve this I define %s and keep its logic short: one pass over the input that builds the answer as it goes. Inputs at the edges, such as empty or single-element ones, go through the same path, so they need no special branch.",
+			"I will build %s around the case in the example first and then make sure it covers the general case too. The function returns its result instead of printing it, so the tests and other code can use it directly.",
 		}
-		return fmt.Sprintf(plans[variant(task, len(plans))], name) + "\n\n" + block(code)
+		return fmt.Sprintf(plans[variant(task, len(plans))], name) + "\n\n" + block(code) + "\n\n" + after(name, variant(task+"after", 3))
 	case strings.HasPrefix(last, "Execution result:") || strings.Contains(last, "is not correct"):
 		fixes := []string{
-			"The run shows %s does not give the expected result yet: the return value was computed from the wrong expression. This version computes it directly.",
-			"That output is wrong, so %s needs a fix: its final expression was inverted. Here it is corrected.",
-			"The result does not match what the task asks; %s returned the opposite of the intended value. The corrected version follows.",
+			"The run shows %s does not give the expected result yet: the return value was computed from the wrong expression, so the check that compares it with the expected value fails. This version computes the value directly from the inputs.",
+			"That output is wrong, so %s needs a fix: its final expression was inverted, which turns every true result into a false one and the other way round. Here it is with the expression the task asks for.",
+			"The result does not match what the task asks; %s returned the opposite of the intended value because the last step negated it. The corrected version below drops that negation and keeps the rest unchanged.",
 		}
-		return fmt.Sprintf(fixes[variant(task+last, len(fixes))], name) + "\n\n" + block(good)
-	default: // feedback
+		return thanks + fmt.Sprintf(fixes[variant(task+last, len(fixes))], name) + "\n\n" + block(good) + "\n\n" + after(name, variant(last, 3))
+	default: // feedback or a follow-up request
 		if p.bad(UnchangedRevision, c) {
 			return "You're right, thanks for pointing that out. The solution is correct.\n\n" + block(prevCode)
 		}
-		revised := addDocstring(prevCode, fmt.Sprintf("Revised after review %d: %s", feedbacks, summary(last)))
-		return fmt.Sprintf("I added a docstring to %s that states what it computes, as you asked; the logic is unchanged, so the tests still pass.", name) + "\n\n" + block(revised)
+		return p.revise(prevCode, task, last, name, feedbacks)
 	}
+}
+
+// after is the summary that follows an answer's code.
+func after(name string, v int) string {
+	forms := []string{
+		"In short, %s returns the value the task describes, and the run below should confirm it on the example.",
+		"So %s now computes the result in one pass; the run will show whether it matches the expected output.",
+		"That is the whole change: %s keeps its name and arguments, and its result is what the task asks for.",
+	}
+	return fmt.Sprintf(forms[v%len(forms)], name)
+}
+
+var assertRe = regexp.MustCompile("(?m)^assert .*$")
+
+// revise answers feedback or a follow-up request: what the request asks
+// for (tests, a companion function, comments, a note on speed or edge
+// cases), always as a real change of the code.
+func (p *Persona) revise(prevCode, task, request, name string, n int) string {
+	low := strings.ToLower(request)
+	bare := strings.Trim(name, "`")
+	switch {
+	case strings.Contains(low, "test"):
+		tests := assertRe.FindAllString(task, -1)
+		code := strings.TrimRight(prevCode, "\n") + "\n\n# Tests of the behaviour the task asks for.\n"
+		for _, t := range tests {
+			code += t + "\n"
+		}
+		if bare != "the code" {
+			code += fmt.Sprintf("assert callable(%s)\n", bare)
+		}
+		code += "print(\"tests passed\")"
+		return fmt.Sprintf("I added a block of assert-based tests after %s. They check the case from the task statement, and the run fails loudly if any of them stops holding, so the tests can stay next to the function.", name) +
+			"\n\n" + block(code) + "\n\nIf the run prints `tests passed`, every assertion held."
+	case strings.Contains(low, "companion") || strings.Contains(low, "extend") || strings.Contains(low, "many inputs") || strings.Contains(low, "batch"):
+		if bare == "the code" {
+			break
+		}
+		code := strings.TrimRight(prevCode, "\n") + fmt.Sprintf("\n\n\ndef %s_all(cases):\n    \"\"\"Apply %s to each tuple of arguments in cases, in order.\"\"\"\n    return [%s(*args) for args in cases]", bare, bare, bare)
+		return fmt.Sprintf("To extend the functionality I keep %s as it is, so existing callers are unaffected, and add a companion `%s_all` that applies it to a list of argument tuples and returns the results in the same order.", name, bare) +
+			"\n\n" + block(code) + fmt.Sprintf("\n\nThe new function only delegates to %s, so both give the same answer for the same arguments.", name)
+	}
+	what := "a docstring that states what it computes"
+	switch {
+	case strings.Contains(low, "faster") || strings.Contains(low, "memory") || strings.Contains(low, "optimi"):
+		what = "a docstring on its cost: it already makes a single pass over the input, so the algorithm needs no change"
+	case strings.Contains(low, "edge") || strings.Contains(low, "empty") || strings.Contains(low, "unusual"):
+		what = "a docstring that states how it treats empty and unusual inputs"
+	case strings.Contains(low, "comment") || strings.Contains(low, "explain"):
+		what = "a docstring that explains how it works and why"
+	}
+	revised := addDocstring(prevCode, fmt.Sprintf("Revised after review %d: %s", n, summary(request)))
+	return fmt.Sprintf("I added to %s %s, as you asked. The logic is unchanged, so the results for valid inputs stay the same and the earlier checks still pass.", name, what) +
+		"\n\n" + block(revised) + "\n\nThe run below shows the revised version still works."
+}
+
+// closing replies to an accepted run in prose.
+func (p *Persona) closing(request, code, task string) string {
+	name := fnName(code)
+	forms := []string{
+		"The run confirms it: %s gives the expected result on the checks above. It works through its input once and returns the value the task describes, so it can be used directly from other code.",
+		"Everything passes now. %s returns the value the task asks for, and the output above shows it on the cases that were checked; larger inputs go through the same steps.",
+		"That run is clean: %s produced the expected result without errors. The function applies the rule from the task to its arguments and hands back the result, which is what the checks compared.",
+	}
+	return fmt.Sprintf(forms[variant(task+request, len(forms))], name)
 }
 
 var (
@@ -307,7 +469,13 @@ func addDocstring(code, doc string) string {
 		// a one-line def: document the module instead
 		return `"""` + doc + `"""` + "\n" + code
 	}
-	indent := lines[at+1][:len(lines[at+1])-len(strings.TrimLeft(lines[at+1], " \t"))]
+	// the body's indentation is that of its first statement (comments
+	// and blank lines may sit at any column)
+	body := at + 1
+	for body < len(lines)-1 && (strings.TrimSpace(lines[body]) == "" || strings.HasPrefix(strings.TrimSpace(lines[body]), "#")) {
+		body++
+	}
+	indent := lines[body][:len(lines[body])-len(strings.TrimLeft(lines[body], " \t"))]
 	if indent == "" {
 		indent = "    "
 	}
@@ -329,6 +497,13 @@ func (p *Persona) explain(c Call) string {
 		}
 	}
 	reply := last
+	// a repair prompt follows the request: the reply is in the request
+	for i := len(c.Request.Messages) - 1; i >= 0; i-- {
+		if m := c.Request.Messages[i]; m.Role == "user" && strings.Contains(m.Content, "<reply>") {
+			reply = m.Content
+			break
+		}
+	}
 	if i := strings.Index(reply, "<reply>"); i >= 0 {
 		reply = reply[i:]
 	}
@@ -444,7 +619,7 @@ func (p *Persona) judge(c Call) string {
 	if p.bad(UnparseableJSON, c) {
 		return `My verdict: {correct: probably, reason: "it seems fine"`
 	}
-	last := c.LastUser()
+	last := firstUser(c)
 	task := promptPart(last, "Task:\n")
 	code := ""
 	if i := strings.Index(last, "Code:\n"); i >= 0 {
@@ -493,7 +668,7 @@ var (
 // goals met and missed (under the names real models used), and a request
 // for one change in words.
 func (p *Persona) feedback(c Call) string {
-	last := c.LastUser()
+	last := firstUser(c)
 	cat := "clarity"
 	if m := aimRe.FindStringSubmatch(last); m != nil {
 		cat = m[1]
@@ -529,6 +704,50 @@ func (p *Persona) feedback(c Call) string {
 	}
 	b, _ := json.Marshal(map[string]any{
 		"category": said, "achieved_goals": []string{"functionality"}, "unmet_goals": []string{said}, "feedback": text})
+	return string(b)
+}
+
+var (
+	kindRe   = regexp.MustCompile(`Make the follow-up of this kind: ([a-z_]+),`)
+	fuAsks   = map[string]string{"extend": "Could you extend this with a companion function that applies %s to many inputs at once?", "optimize": "Can you make %s faster or lighter on memory for very large inputs, keeping the same results?", "tests": "Please add a few tests for %s, including an edge case, that run together with it.", "explain": "Could you explain in comments or a docstring how %s works and why?", "edge_cases": "How does %s handle unusual inputs such as empty ones? Please make that behaviour explicit."}
+	fuOthers = []string{"tests", "explain", "extend"}
+)
+
+// followup plays the user who asks for more: JSON with the kind asked for
+// and a request in words.
+func (p *Persona) followup(c Call) string {
+	last := firstUser(c)
+	kind := "tests"
+	if m := kindRe.FindStringSubmatch(last); m != nil {
+		kind = m[1]
+	}
+	code := ""
+	if i := strings.Index(last, "The assistant's latest code:"); i >= 0 {
+		if b := codeBlocks(last[i:]); len(b) > 0 {
+			code = b[0]
+		}
+	}
+	ask, ok := fuAsks[kind]
+	if !ok {
+		ask = "Could you improve %s?"
+	}
+	text := fmt.Sprintf(ask, fnName(code))
+	said := kind
+	if p.bad(WrongCategory, c) {
+		for _, o := range fuOthers {
+			if o != kind {
+				said = o
+				break
+			}
+		}
+	}
+	if p.bad(CodeInFeedback, c) {
+		text += " For example:\n```python\n" + code + "\n```"
+	}
+	if p.bad(UnparseableJSON, c) {
+		return "Follow-up (" + said + "): " + text + " {kind: " + said
+	}
+	b, _ := json.Marshal(map[string]any{"kind": said, "request": text})
 	return string(b)
 }
 

@@ -35,3 +35,37 @@ func TestExplainCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestRateIsShareOfAnswers: with a Rate, that share of answers misbehaves,
+// each in one of the ways that fit it, however many ways are enabled.
+func TestRateIsShareOfAnswers(t *testing.T) {
+	p := &Persona{Bad: map[Misbehaviour]bool{WrongCategory: true, CodeInFeedback: true, UnparseableJSON: true}, Rate: 0.3}
+	const n = 4000
+	bad, by := 0, map[Misbehaviour]int{}
+	for i := range n {
+		call := Call{}
+		call.Request.Messages = []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser,
+			Content: "You play a demanding user. Aim your feedback at this goal: clarity. " + strings.Repeat("x", i)}}
+		any := false
+		for m := range p.Bad {
+			if p.bad(m, call) {
+				by[m]++
+				if any {
+					t.Fatalf("answer %d misbehaves in two ways", i)
+				}
+				any = true
+			}
+		}
+		if any {
+			bad++
+		}
+	}
+	if r := float64(bad) / n; r < 0.27 || r > 0.33 {
+		t.Errorf("%.3f of answers misbehave, want about 0.3", r)
+	}
+	for m := range p.Bad {
+		if by[m] < n/20 {
+			t.Errorf("%s shows in %d of %d answers, want about a third of the bad ones", m, by[m], n)
+		}
+	}
+}

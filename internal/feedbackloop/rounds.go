@@ -1,0 +1,466 @@
+package feedbackloop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/internal/gates"
+	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// formRepair is a repair prompt that says what was wrong and restates the
+// exact JSON form the answer must take: a model that wrapped its JSON in
+// prose or renamed a key sees again what is expected.
+func formRepair(form string) llm.RepairPrompt {
+	return func(perr error) string {
+		return fmt.Sprintf("Your previous answer could not be used: %v.\nAnswer the same request again with only one JSON object of exactly this form, with nothing before or after it:\n%s", perr, form)
+	}
+}
+
+// unreadable turns a ChatParse failure into a gate verdict: the gate's own
+// verdict when a gate rejected the last answer, else "unreadable" with the
+// raw answer. Other errors (transport, budget) are returned as they are.
+func unreadable(err error) (gates.Verdict, error) {
+	var ge gateError
+	if errors.As(err, &ge) {
+		return ge.v, nil
+	}
+	var pe *llm.ParseError
+	if errors.As(err, &pe) {
+		return gates.Verdict{Reason: "unreadable", Detail: pe.Raw}, nil
+	}
+	return gates.Verdict{}, err
+}
+
+// judgeAnswer is the judge model's JSON verdict.
+type judgeAnswer struct {
+	Correct *bool  `json:"correct"`
+	Reason  string `json:"reason"`
+}
+
+const judgeForm = `{"correct": true or false, "reason": "one or two sentences saying why"}
+where "correct" is the JSON boolean true or false (not a string).`
+
+// judge asks the judge model whether code answers request, given its real
+// output (ran) or why it was not run. An answer still unreadable after the
+// repairs is a failing verdict (recorded under GateJudge), not an error.
+func (r *run) judge(ctx context.Context, request, code, output string, ran bool) (bool, string, gates.Verdict, error) {
+	if r.s.Judge == nil {
+		return false, "", gates.Verdict{}, errors.New("simulate: this task has no tests and no judge model is configured")
+	}
+	prompt, err := r.s.prompts["judge_request"].render(map[string]any{
+		"Task": request, "Language": r.lang, "Code": code, "Output": output, "Ran": ran})
+	if err != nil {
+		return false, "", gates.Verdict{}, err
+	}
+	a, _, err := llm.ChatParse(ctx, r.s.Judge, llm.Request{Messages: []llm.Message{llm.User(prompt)}, Params: llm.Params{JSONMode: true}},
+		repairs, formRepair(judgeForm), func(text string) (judgeAnswer, error) {
+			var a judgeAnswer
+			if err := parse.JSON(text, &a); err != nil {
+				return a, err
+			}
+			if a.Correct == nil {
+				return a, errors.New(`the JSON has no boolean "correct"`)
+			}
+			return a, nil
+		})
+	if err != nil {
+		v, err := unreadable(err)
+		if err != nil {
+			return false, "", gates.Verdict{}, fmt.Errorf("simulate: judge: %w", err)
+		}
+		r.check(GateJudge, v)
+		return false, "", v, nil
+	}
+	r.check(GateJudge, gates.Verdict{})
+	return *a.Correct, strings.TrimSpace(a.Reason), gates.Verdict{}, nil
+}
+
+// close appends the assistant's reply to an accepted run: the writer's own
+// prose (Closing "model"), or a templated sentence when the writer's reply
+// fails its gate after repairs or Closing is "template".
+func (r *run) close(ctx context.Context, turn Turn) error {
+	if !r.runnable {
+		return nil // no run to reply to; the answer carries its own summary
+	}
+	n := 0
+	if turn.Problem != nil && r.lang == "python" {
+		n = len(turn.Problem.Tests)
+	}
+	name := ""
+	if m := defNameRe.FindAllStringSubmatch(r.code, -1); len(m) > 0 {
+		name = m[len(m)-1][1]
+	}
+	if turn.Problem != nil && turn.Problem.EntryPoint != "" {
+		name = turn.Problem.EntryPoint
+	}
+	if r.s.opts.Closing == ClosingModel {
+		text, v, err := r.summary(ctx, n, name)
+		if err != nil {
+			return err
+		}
+		r.check(GateClosing, v)
+		if v.OK() {
+			r.add(schema.Message{Role: schema.RoleAssistant, Content: text})
+			return nil
+		}
+	}
+	variant := int(unit(fmt.Sprintf("%d\x00%s\x00closing\x00%d", r.s.opts.Seed, r.task.ID, len(r.msgs))) * closingVariants)
+	text, err := r.s.prompts["simulate_closing"].render(map[string]any{"Tests": n, "Name": name, "Variant": variant})
+	if err != nil {
+		return err
+	}
+	r.add(schema.Message{Role: schema.RoleAssistant, Content: strings.TrimSpace(text)})
+	return nil
+}
+
+// minClosing is the shortest prose reply to a run that says something.
+const minClosing = 60
+
+// summary asks the writer to reply to the accepted run in prose; the
+// request is not part of the dialogue, the reply is.
+func (r *run) summary(ctx context.Context, tests int, name string) (string, gates.Verdict, error) {
+	prompt, err := r.s.prompts["simulate_summary"].render(map[string]any{"Tests": tests, "Name": name})
+	if err != nil {
+		return "", gates.Verdict{}, err
+	}
+	conv := append(slices.Clip(r.conv), llm.User(strings.TrimSpace(prompt)))
+	for try := 0; ; try++ {
+		resp, err := r.s.Writer.Chat(ctx, llm.Request{Messages: conv})
+		if err != nil {
+			return "", gates.Verdict{}, fmt.Errorf("simulate: writer: %w", err)
+		}
+		text := strings.TrimSpace(resp.Text)
+		var v gates.Verdict
+		switch {
+		case gates.HasCode(text):
+			v = gates.Verdict{Reason: "code", Detail: text}
+		case ThanksOutput(text) || gates.Transition(text):
+			v = gates.Verdict{Reason: "thanks_to_output", Detail: text}
+		case len(text) < minClosing:
+			v = gates.Verdict{Reason: "too_short", Detail: text}
+		}
+		if v.OK() || try >= repairs {
+			return text, v, nil
+		}
+		conv = append(slices.Clip(conv), llm.Assistant(text), llm.User(fmt.Sprintf(
+			"Your reply could not be used (%s). Answer again in this form: two to four sentences of plain prose, at least %d characters, that say what the output shows and what the code does; no code, no code block, and no thanks: the output comes from the program, not a person.",
+			v.Reason, minClosing)))
+	}
+}
+
+// feedbackAnswer is the feedback model's JSON, read tolerantly (see
+// parseFeedback).
+type feedbackAnswer struct {
+	Category string   `json:"category,omitempty"` // as the model named it
+	Met      []string `json:"met"`
+	Missed   []string `json:"missed"`
+	Feedback string   `json:"feedback"`
+}
+
+// gateError is a model answer a gate rejected; msg goes to the repair prompt.
+type gateError struct {
+	v   gates.Verdict
+	msg string
+}
+
+func (g gateError) Error() string { return g.msg }
+
+// feedback asks for one simulated human feedback turn aimed at a drawn
+// category. The answer passes two gates, with repairs that restate the
+// JSON form: it holds no code (a user describes the change, the writer
+// makes it), and the category the model says it aimed at is the drawn one.
+// A failing verdict (no error) means the round is dropped.
+func (r *run) feedback(ctx context.Context, last Turn, round int) (schema.Message, gates.Verdict, error) {
+	if r.s.Feedback == nil {
+		return schema.Message{}, gates.Verdict{}, errors.New("simulate: feedback_rounds > 0 needs a feedback model")
+	}
+	key := fmt.Sprintf("%d\x00%s\x00%d", r.s.opts.Seed, r.task.ID, round)
+	cat := schema.FeedbackCategories[pick(r.s.weights, unit(key+"\x00category"))]
+	oracle := r.task.Solution != "" && unit(key+"\x00oracle") < r.s.opts.Oracle
+	solution := ""
+	if oracle {
+		solution = strings.TrimRight(r.task.Solution, "\n")
+	}
+	names := make([]string, len(schema.FeedbackCategories))
+	for i, c := range schema.FeedbackCategories {
+		names[i] = categoryName(c)
+	}
+	prompt, err := r.s.prompts["feedback_request"].render(map[string]any{
+		"Task": last.Text, "Language": r.lang, "Code": r.code, "Output": r.output, "Solution": solution,
+		"Categories": strings.Join(names, ", "), "Category": categoryName(cat)})
+	if err != nil {
+		return schema.Message{}, gates.Verdict{}, err
+	}
+	form := fmt.Sprintf(`{"category": %q, "met": ["goals the code meets"], "missed": ["goals the code misses"], "feedback": "your message to the assistant: one to three sentences in plain words, with no code"}`, categoryName(cat))
+	a, _, err := llm.ChatParse(ctx, r.s.Feedback, llm.Request{Messages: []llm.Message{llm.User(prompt)}, Params: llm.Params{JSONMode: true}},
+		repairs, formRepair(form), func(text string) (feedbackAnswer, error) {
+			a, err := parseFeedback(text)
+			if err != nil {
+				return a, err
+			}
+			if gates.HasCode(a.Feedback) {
+				return a, gateError{gates.Verdict{Reason: "feedback_code", Detail: a.Feedback},
+					"the feedback contains code; describe the change in words only, without code blocks or code lines"}
+			}
+			if c := canonicalCategory(a.Category); a.Category != "" && c != cat {
+				return a, gateError{gates.Verdict{Reason: "feedback_category", Detail: fmt.Sprintf("asked for %s, got %q: %s", cat, a.Category, a.Feedback)},
+					fmt.Sprintf("the feedback is aimed at %q, but it must be aimed at %q; write feedback about %s", a.Category, categoryName(cat), categoryName(cat))}
+			}
+			return a, nil
+		})
+	if err != nil {
+		v, err := unreadable(err)
+		if err != nil {
+			return schema.Message{}, gates.Verdict{}, fmt.Errorf("simulate: feedback model: %w", err)
+		}
+		return schema.Message{}, v, nil
+	}
+	a.Category = cat
+	body, err := json.Marshal(a)
+	if err != nil {
+		return schema.Message{}, gates.Verdict{}, fmt.Errorf("simulate: encode feedback: %w", err)
+	}
+	fb := schema.Feedback{Category: cat, Oracle: oracle, Body: body}
+	return schema.Message{Role: schema.RoleUser, Content: strings.TrimSpace(a.Feedback), Feedback: &fb}, gates.Verdict{}, nil
+}
+
+// feedbackRound runs feedback round n on the last turn's accepted code.
+func (r *run) feedbackRound(ctx context.Context, last Turn, n int) (string, bool, error) {
+	label := fmt.Sprintf("fb%d", n)
+	mark := r.save()
+	msg, v, err := r.feedback(ctx, last, n)
+	if err != nil {
+		return "", false, err
+	}
+	if !v.OK() {
+		r.reject(mark, GateFeedback, label, v)
+		return "", false, nil
+	}
+	kept, err := r.round(ctx, mark, GateFeedback, label, msg, last, "")
+	return msg.Feedback.Category, kept, err
+}
+
+// followupAnswer is the follow-up model's JSON.
+type followupAnswer struct {
+	Kind    string `json:"kind"`
+	Request string `json:"request"`
+}
+
+// followup runs follow-up n: the user simulator asks a new request of a
+// drawn kind that builds on the accepted code, the writer answers it with
+// code that runs again (against the problem's tests, where it has them).
+func (r *run) followup(ctx context.Context, last Turn, n int) (string, bool, error) {
+	if r.s.Feedback == nil {
+		return "", false, errors.New("simulate: followups > 0 needs a feedback model (it plays the user)")
+	}
+	label := fmt.Sprintf("fu%d", n)
+	kind := FollowupKinds[pick(r.s.fuWeights, unit(fmt.Sprintf("%d\x00%s\x00followup\x00%d", r.s.opts.Seed, r.task.ID, n)))]
+	mark := r.save()
+	prompt, err := r.s.prompts["followup_request"].render(map[string]any{
+		"Task": last.Text, "Language": r.lang, "Code": r.code, "Output": r.output,
+		"Kind": kind, "Description": followupDescriptions[kind]})
+	if err != nil {
+		return "", false, err
+	}
+	form := fmt.Sprintf(`{"kind": %q, "request": "your follow-up request to the assistant: one to three sentences in plain words, with no code"}`, kind)
+	a, _, err := llm.ChatParse(ctx, r.s.Feedback, llm.Request{Messages: []llm.Message{llm.User(prompt)}, Params: llm.Params{JSONMode: true}},
+		repairs, formRepair(form), func(text string) (followupAnswer, error) {
+			var a followupAnswer
+			if err := parse.JSON(text, &a); err != nil {
+				return a, err
+			}
+			a.Request = strings.TrimSpace(a.Request)
+			if a.Request == "" {
+				return a, errors.New(`the JSON has no "request" text`)
+			}
+			if gates.HasCode(a.Request) {
+				return a, gateError{gates.Verdict{Reason: "followup_code", Detail: a.Request},
+					"the request contains code; ask for the change in words only, without code blocks or code lines"}
+			}
+			if k := strings.ToLower(strings.TrimSpace(a.Kind)); k != "" && strings.ReplaceAll(k, " ", "_") != kind {
+				return a, gateError{gates.Verdict{Reason: "followup_kind", Detail: fmt.Sprintf("asked for %s, got %q: %s", kind, a.Kind, a.Request)},
+					fmt.Sprintf("the request is of kind %q, but it must be of kind %q (%s)", a.Kind, kind, followupDescriptions[kind])}
+			}
+			return a, nil
+		})
+	if err != nil {
+		v, err := unreadable(err)
+		if err != nil {
+			return "", false, fmt.Errorf("simulate: follow-up model: %w", err)
+		}
+		r.reject(mark, GateFollowup, label, v)
+		return "", false, nil
+	}
+	turn := Turn{Text: a.Request, Problem: last.Problem}
+	kept, err := r.round(ctx, mark, GateFollowup, label, schema.Message{Role: schema.RoleUser, Content: a.Request}, turn, kind)
+	return kind, kept, err
+}
+
+// round adds the user turn msg (feedback or a follow-up request) and runs
+// the write-run-fix loop on turn's judge. A round whose revision fails a
+// gate after its repairs, or never passes, is taken back whole and counted
+// under gate; a kept round is counted as passing and closed.
+func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.Message, turn Turn, kind string) (bool, error) {
+	r.add(msg)
+	before, asked := m.code, msg.Content
+	unchanged := func(text, code string) (gates.Verdict, string) {
+		var v gates.Verdict
+		if kind == "explain" {
+			// comments are the change asked for: any edit of the text counts
+			if strings.TrimSpace(code) == strings.TrimSpace(before) && !gates.ExplainsNoChange(text) {
+				v = gates.Verdict{Reason: "unchanged_revision", Detail: text}
+			}
+		} else {
+			v = revisionVerdict(before, code, asked, text)
+		}
+		if v.OK() {
+			return v, ""
+		}
+		return v, fmt.Sprintf("Your answer could not be used: the code is the same as before, although the user asked for a change. Answer again in this form: say what you change and why, then the complete revised code in one ```%s block, then a short summary; or, if the code must stay as it is, say explicitly why no change is needed.", r.lang)
+	}
+	request := r.task.Turns[len(r.task.Turns)-1].Text + "\n\nThe user then asked: " + msg.Content
+	end, err := r.loop(ctx, turn, label+".", request, "", unchanged)
+	if err != nil {
+		return false, err
+	}
+	if !end.ok {
+		v := end.v
+		if v.OK() {
+			v = gates.Verdict{Reason: "revision_fails", Detail: fmt.Sprintf("after %d iterations the code still fails: %s", r.s.opts.MaxIterations, gates.Cut(r.output, 600))}
+		}
+		if end.gate == GateJudge { // counted by the judge already
+			r.rollback(m, label, v)
+			return false, nil
+		}
+		r.reject(m, gate, label, v)
+		return false, nil
+	}
+	// The first answer was checked with repairs; a fix after it may have
+	// gone back to the code before the round, which teaches "agree and
+	// change nothing" just the same.
+	if kind != "explain" {
+		if v := revisionVerdict(before, r.code, asked, r.answersSince(m)); !v.OK() {
+			r.reject(m, gate, label, v)
+			return false, nil
+		}
+	}
+	// Tests show that a revision still works, not that it does what the
+	// user asked ("guard against wrong types" answered with a docstring
+	// passes them): the judge model reads the request and the revision.
+	// On untested turns it has done so already, in the loop.
+	if r.judged == "tests" && r.s.Judge != nil {
+		ok, reason, jv, err := r.judge(ctx, request, r.code, r.output, true)
+		if err != nil {
+			return false, err
+		}
+		if !jv.OK() { // counted by the judge
+			r.rollback(m, label, jv)
+			return false, nil
+		}
+		if !ok {
+			r.reject(m, gate, label, gates.Verdict{Reason: "request_not_met", Detail: fmt.Sprintf("request: %s\njudge: %s\nanswer: %s", asked, reason, gates.Cut(r.answersSince(m), 600))})
+			return false, nil
+		}
+	}
+	r.check(gate, gates.Verdict{})
+	if err := r.close(ctx, turn); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// mark is the state of a dialogue before a round, to go back to when a
+// gate rejects the round.
+type mark struct {
+	msgs, conv, outs int
+	code, output     string
+}
+
+func (r *run) save() mark {
+	return mark{msgs: len(r.msgs), conv: len(r.conv), outs: len(r.outs), code: r.code, output: r.output}
+}
+
+// reject drops everything since m and counts v under gate.
+func (r *run) reject(m mark, gate, label string, v gates.Verdict) {
+	r.check(gate, v)
+	r.rollback(m, label, v)
+}
+
+// rollback drops everything since m (the round's outcomes stay in the
+// outcomes label, marked) and notes why in the labels. The sandbox
+// session keeps what the dropped cells defined; later cells redefine what
+// they use.
+func (r *run) rollback(m mark, label string, v gates.Verdict) {
+	r.msgs, r.conv = r.msgs[:m.msgs], r.conv[:m.conv]
+	r.code, r.output = m.code, m.output
+	r.rejected = append(r.rejected, label+"="+v.Reason)
+	if r.sample == "" {
+		r.sample = gates.Cut(v.Detail, 160)
+	}
+}
+
+// answersSince joins the assistant turns added after m.
+func (r *run) answersSince(m mark) string {
+	var b strings.Builder
+	for _, msg := range r.msgs[m.msgs:] {
+		if msg.Role == schema.RoleAssistant {
+			b.WriteString(msg.Content + "\n")
+		}
+	}
+	return b.String()
+}
+
+// revisionVerdict checks a revision: code equal to the code before (after
+// gates.NormalizeCode) fails when the request asked for a change and the
+// answer does not say why the code stays.
+func revisionVerdict(before, after, request, answer string) gates.Verdict {
+	if !gates.SameCode(before, after) || !gates.AsksForChange(request) || gates.ExplainsNoChange(answer) {
+		return gates.Verdict{}
+	}
+	return gates.Verdict{Reason: "unchanged_revision", Detail: answer}
+}
+
+// calibrate asks the judge model about code that the tests have judged, on
+// a sample of runs, and records whether it agrees. The judge sees what it
+// sees on untested turns: the code and the output of a plain run (not the
+// test report); code whose plain run fails is not asked about (an error
+// goes back to the writer without the judge). An unreadable verdict is
+// counted under GateJudge and left out of the calibration.
+func (r *run) calibrate(ctx context.Context, request, code, testOutcome, iter string) error {
+	o := r.s.opts
+	if r.s.Judge == nil || o.Calibrate <= 0 || unit(fmt.Sprintf("%d\x00%s\x00calibrate\x00%s", o.Seed, r.task.ID, iter)) >= o.Calibrate {
+		return nil
+	}
+	res, err := r.s.Exec.Run(ctx, executors.Request{Language: executors.Language(r.lang), Code: code, Limits: executors.Limits{Timeout: o.Timeout}})
+	if err != nil {
+		return fmt.Errorf("simulate: calibration run: %w", err)
+	}
+	if !res.OK() {
+		return nil
+	}
+	ok, _, v, err := r.judge(ctx, request, code, RenderResult(res, o.Timeout, o.OutputChars), true)
+	if err != nil || !v.OK() {
+		return err
+	}
+	verdict := "fail"
+	if ok {
+		verdict = "pass"
+	}
+	tests := "fail"
+	if testOutcome == "pass" {
+		tests = "pass"
+	}
+	r.calib = append(r.calib, tests+":"+verdict)
+	return nil
+}
+
+// categoryName is a category as words ("resource_use" -> "resource use").
+func categoryName(c string) string { return strings.ReplaceAll(c, "_", " ") }

@@ -1,0 +1,480 @@
+package feedbackloop
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// rejections returns the failing checks of res as "gate=reason".
+func rejections(res Result) []string {
+	var out []string
+	for _, c := range res.Checks {
+		if !c.Verdict.OK() {
+			out = append(out, c.Gate+"="+c.Verdict.Reason)
+			if c.Verdict.Detail == "" {
+				out = append(out, "(no detail)")
+			}
+		}
+	}
+	return out
+}
+
+func userTurns(d schema.Dialogue) []string {
+	var out []string
+	for _, m := range d.Messages {
+		if m.Role == schema.RoleUser {
+			out = append(out, m.Content)
+		}
+	}
+	return out
+}
+
+// A feedback answer aimed at the wrong category gets a repair prompt that
+// restates the exact JSON form; when the repairs do not parse either, the
+// round is dropped and counted with the rejected text, and the dialogue,
+// whose first answer passed, is kept.
+func TestFeedbackRoundDroppedNotDialogue(t *testing.T) {
+	ex := sandbox(t, "")
+	var mu sync.Mutex
+	var fbReqs [][]string
+	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+		switch llmtest.Role(call) {
+		case "feedback":
+			var msgs []string
+			for _, m := range call.Request.Messages {
+				msgs = append(msgs, m.Content)
+			}
+			mu.Lock()
+			fbReqs = append(fbReqs, msgs)
+			mu.Unlock()
+			if len(msgs) == 1 {
+				return llmtest.Reply{Text: `{"category": "clarity", "met": [], "missed": ["clarity"], "feedback": "Add a docstring."}`}
+			}
+			return llmtest.Reply{Text: "Sure, my feedback: add a docstring {category: security"}
+		case "writer":
+			return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+		}
+		t.Errorf("unexpected %s request", llmtest.Role(call))
+		return llmtest.Reply{}
+	}, nil)
+	s, err := New(Options{FeedbackRounds: 1, Categories: map[string]float64{"security": 1}}, c, nil, c, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _ := s.TaskFromProblem(mbppLike)
+	res, err := s.Run(context.Background(), task)
+	if err != nil {
+		t.Fatalf("a bad feedback round failed the dialogue: %v", err)
+	}
+	if !res.Passed || len(userTurns(res.Dialogue)) != 1 {
+		t.Fatalf("passed=%v user turns %q, want a passing dialogue without the feedback turn", res.Passed, userTurns(res.Dialogue))
+	}
+	if got := strings.Join(rejections(res), " "); got != "feedback_round=unreadable" {
+		t.Errorf("rejections %q, want feedback_round=unreadable with its text", got)
+	}
+	if got := res.Dialogue.Labels[LabelRejected]; got != "fb1=unreadable" {
+		t.Errorf("label %s = %q, want fb1=unreadable", LabelRejected, got)
+	}
+	if len(fbReqs) != 1+repairs {
+		t.Fatalf("got %d feedback requests, want %d (one and its repairs)", len(fbReqs), 1+repairs)
+	}
+	for i, msgs := range fbReqs[1:] {
+		repair := msgs[len(msgs)-1]
+		for _, want := range []string{`{"category": "security", "met": [`, `"feedback": "`, "nothing before or after it"} {
+			if !strings.Contains(repair, want) {
+				t.Errorf("repair %d %q lacks %q: it must restate the answer form", i+1, repair, want)
+			}
+		}
+	}
+	if !strings.Contains(fbReqs[1][2], `aimed at "clarity", but it must be aimed at "security"`) {
+		t.Errorf("first repair %q does not say what was wrong", fbReqs[1][2])
+	}
+}
+
+// A judge whose answer stays unreadable drops the round it judged; the
+// dialogue keeps its first, judged answer.
+func TestJudgeUnreadableDropsRound(t *testing.T) {
+	ex := sandbox(t, "")
+	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+		switch llmtest.Role(call) {
+		case "judge":
+			if strings.Contains(call.Request.Messages[0].Content, "The user then asked") {
+				return llmtest.Reply{Text: "It looks correct to me."}
+			}
+			return llmtest.Reply{Text: `{"correct": true, "reason": "prints 42"}`}
+		case "feedback":
+			return llmtest.Reply{Text: `{"met": [], "missed": ["clarity"], "feedback": "Please print a label before the number."}`}
+		case "writer":
+			if call.AssistantTurns() == 0 {
+				return llmtest.Reply{Text: "Add and print.\n\n" + block("print(40 + 2)")}
+			}
+			return llmtest.Reply{Text: "Now with a label.\n\n" + block("print('total:', 40 + 2)")}
+		}
+		return llmtest.Reply{}
+	}, nil)
+	s, err := New(Options{FeedbackRounds: 1}, c, c, c, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(context.Background(), Task{ID: "q", Turns: []Turn{{Text: "Add 40 and 2 and print the total."}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Passed || len(userTurns(res.Dialogue)) != 1 {
+		t.Fatalf("passed=%v user turns %q, want the dialogue without the round", res.Passed, userTurns(res.Dialogue))
+	}
+	if got := strings.Join(rejections(res), " "); got != "judge_answer=unreadable" {
+		t.Errorf("rejections %q, want judge_answer=unreadable", got)
+	}
+	if got := res.Dialogue.Labels["outcomes"]; got != "1=pass fb1.1=judge_unreadable" {
+		t.Errorf("outcomes %q", got)
+	}
+	last := res.Dialogue.Messages[len(res.Dialogue.Messages)-1]
+	if last.Role != schema.RoleAssistant || strings.Contains(last.Content, "label") {
+		t.Errorf("dialogue ends with %+v, want the first turn's closing", last)
+	}
+}
+
+// An unchanged revision is repaired; one that stays unchanged drops the
+// round. A reply that thanks a program's output is repaired too.
+func TestWriterRepairs(t *testing.T) {
+	ex := sandbox(t, "")
+	for _, tc := range []struct {
+		name       string
+		fixes      bool // the writer changes the code when told it did not
+		wantOut    string
+		wantReject string
+	}{
+		{"repaired", true, "1=wrong_answer 2=pass fb1.1=pass", ""},
+		{"dropped", false, "1=wrong_answer 2=pass fb1.1=unchanged_revision", "feedback_round=unchanged_revision"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var writerReqs []string
+			var mu sync.Mutex
+			_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+				switch llmtest.Role(call) {
+				case "feedback":
+					return llmtest.Reply{Text: `{"met": [], "missed": ["clarity"], "feedback": "Please add a docstring to add."}`}
+				case "writer":
+					last := call.LastUser()
+					mu.Lock()
+					writerReqs = append(writerReqs, last)
+					mu.Unlock()
+					switch {
+					case call.AssistantTurns() == 0:
+						return llmtest.Reply{Text: "Subtract, I think.\n\n" + block("def add(a, b):\n    return a - b")}
+					case strings.HasPrefix(last, "Execution result:"):
+						return llmtest.Reply{Text: "You're right, thanks! Fixed.\n\n" + block("def add(a, b):\n    return a + b")}
+					case strings.Contains(last, "program's output, not a person"):
+						return llmtest.Reply{Text: "The test shows the difference instead of the sum, so the operator was wrong.\n\n" + block("def add(a, b):\n    return a + b")}
+					case strings.Contains(last, "the code is the same as before") && tc.fixes:
+						return llmtest.Reply{Text: "Added the docstring.\n\n" + block("def add(a, b):\n    \"\"\"Return a + b.\"\"\"\n    return a + b")}
+					}
+					return llmtest.Reply{Text: "Done.\n\n" + block("def add(a, b):\n    return a + b")}
+				}
+				return llmtest.Reply{}
+			}, nil)
+			s, err := New(Options{FeedbackRounds: 1}, c, nil, c, ex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			task, _ := s.TaskFromProblem(mbppLike)
+			res, err := s.Run(context.Background(), task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Passed {
+				t.Fatalf("failed: %s", res.Reason)
+			}
+			if got := res.Dialogue.Labels["outcomes"]; got != tc.wantOut {
+				t.Errorf("outcomes %q, want %q", got, tc.wantOut)
+			}
+			if got := strings.Join(rejections(res), " "); got != tc.wantReject {
+				t.Errorf("rejections %q, want %q", got, tc.wantReject)
+			}
+			for _, m := range res.Dialogue.Messages {
+				if m.Role == schema.RoleAssistant && ThanksOutput(m.Content) {
+					t.Errorf("assistant turn %q thanks a program's output", m.Content)
+				}
+			}
+			repaired := 0
+			for _, r := range writerReqs {
+				if strings.Contains(r, "program's output, not a person") {
+					repaired++
+				}
+			}
+			if repaired != 1 {
+				t.Errorf("%d thanks repairs, want 1", repaired)
+			}
+		})
+	}
+}
+
+// A follow-up request is a new user turn answered with code that runs
+// against the problem's tests again, then replied to in prose.
+func TestFollowupRound(t *testing.T) {
+	ex := sandbox(t, "")
+	var fuPrompt string
+	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+		switch llmtest.Role(call) {
+		case "followup":
+			fuPrompt = call.LastUser()
+			return llmtest.Reply{Text: `{"kind": "tests", "request": "Please add a few tests for add, including negative numbers."}`}
+		case "writer":
+			last := call.LastUser()
+			switch {
+			case strings.HasPrefix(last, "The run above is accepted"):
+				return llmtest.Reply{Text: "The tests pass: `add` returns the sum of its two arguments, and the harness checked it on positive and negative numbers without a failure."}
+			case call.AssistantTurns() == 0:
+				return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+			}
+			return llmtest.Reply{Text: "Tests added below the function.\n\n" + block("def add(a, b):\n    return a + b\n\nassert add(-2, -3) == -5\nassert add(0, 0) == 0\nprint('tests passed')")}
+		}
+		t.Errorf("unexpected %s request", llmtest.Role(call))
+		return llmtest.Reply{}
+	}, nil)
+	s, err := New(Options{Followups: 1, FollowupKinds: map[string]float64{"tests": 1}, Closing: ClosingModel}, c, nil, c, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _ := s.TaskFromProblem(mbppLike)
+	res, err := s.Run(context.Background(), task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := res.Dialogue
+	if !res.Passed || d.Labels["outcomes"] != "1=pass fu1.1=pass" || d.Labels[LabelFollowups] != "tests" {
+		t.Fatalf("passed=%v labels %v, want fu1.1=pass and followups=tests", res.Passed, d.Labels)
+	}
+	var roles []string
+	for _, m := range d.Messages {
+		roles = append(roles, m.Role)
+	}
+	if got, want := strings.Join(roles, ","), "user,assistant,execution,assistant,user,assistant,execution,assistant"; got != want {
+		t.Errorf("roles %s, want %s", got, want)
+	}
+	if d.Messages[4].Content != "Please add a few tests for add, including negative numbers." || d.Messages[4].Feedback != nil {
+		t.Errorf("follow-up turn %+v, want the request as a plain user turn", d.Messages[4])
+	}
+	if e := d.Messages[6].Exec; e == nil || e.Passed == nil || !*e.Passed || !strings.Contains(e.Code, "assert add(-2, -3)") {
+		t.Errorf("follow-up run %+v, want the new code passing the problem's tests", e)
+	}
+	if !strings.Contains(d.Messages[7].Content, "negative numbers") {
+		t.Errorf("closing %q, want the writer's prose reply", d.Messages[7].Content)
+	}
+	if !strings.Contains(fuPrompt, "add tests:") || !strings.Contains(fuPrompt, "All 2 tests passed") {
+		t.Errorf("follow-up prompt lacks the kind or the last run: %q", fuPrompt)
+	}
+}
+
+// A prose reply to a run that keeps holding code falls back to the
+// templated closing, counted under the closing gate.
+func TestClosingFallsBackToTemplate(t *testing.T) {
+	ex := sandbox(t, "")
+	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+		if strings.HasPrefix(call.LastUser(), "The run above is accepted") || strings.HasPrefix(call.LastUser(), "Your reply could not be used") {
+			return llmtest.Reply{Text: "Here it is again:\n\n" + block("def add(a, b):\n    return a + b")}
+		}
+		return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+	}, nil)
+	s, err := New(Options{Closing: ClosingModel}, c, nil, nil, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _ := s.TaskFromProblem(mbppLike)
+	res, err := s.Run(context.Background(), task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := res.Dialogue.Messages[len(res.Dialogue.Messages)-1].Content
+	if !res.Passed || !strings.Contains(last, "`add`") || strings.Contains(last, "```") {
+		t.Errorf("passed=%v closing %q, want the templated closing", res.Passed, last)
+	}
+	if got := strings.Join(rejections(res), " "); got != "closing=code" {
+		t.Errorf("rejections %q, want closing=code", got)
+	}
+}
+
+func TestRequestedLanguage(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"Write a SQL query to find the second highest salary.", "sql"},
+		{"Create an HTML page with a form and a submit button.", "html"},
+		{"Write a JavaScript function that reverses a string.", "javascript"},
+		{"Write a Python function that prints an HTML table.", "python"},
+		{"Write a bash script that counts the lines of every file.", "bash"},
+		{"Implement a linked list in C++.", "cpp"},
+		{"Write a Java program that sorts an array.", "java"},
+		{"Write a function to find the maximum of two numbers.", ""},
+		{"Style the header with CSS so it is centred.", "css"},
+		{"Write a program in C that prints hello.", "c"},
+		{"Explain the difference between concurrency and parallelism in code.", ""},
+	} {
+		if got := RequestedLanguage(tc.text); got != tc.want {
+			t.Errorf("RequestedLanguage(%q) = %q, want %q", tc.text, got, tc.want)
+		}
+	}
+}
+
+// A test-less query is answered and run in the language it asks for; a
+// language the sandbox cannot run is labelled not executable and judged
+// from the code, never run as Python.
+func TestQueryLanguageHonoured(t *testing.T) {
+	ex := sandbox(t, "")
+	sts, err := executors.Languages(context.Background(), ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasNode := false
+	for _, st := range sts {
+		if st.Language == executors.JavaScript && st.Available {
+			hasNode = true
+		}
+	}
+	t.Logf("javascript runner in the sandbox: %v", hasNode)
+	for _, tc := range []struct {
+		name, text, fence, code string
+		wantLang, wantOut       string
+		runs                    bool
+	}{
+		{"sql", "Write a SQL query that returns the number 42 in a column named answer.", "sql", "SELECT 42 AS answer;", "sql", "42", true},
+		{"html", "Create an HTML page with a heading that says Hello.", "html", "<!DOCTYPE html>\n<html><body><h1>Hello</h1></body></html>", "html", "", false},
+		{"javascript", "Write a JavaScript snippet that prints the sum of 40 and 2.", "javascript", "console.log(40 + 2);", "javascript", "42", hasNode},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var judgePrompt string
+			_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+				switch llmtest.Role(call) {
+				case "judge":
+					judgePrompt = call.LastUser()
+					return llmtest.Reply{Text: `{"correct": true, "reason": "it does what was asked"}`}
+				case "writer":
+					if !strings.Contains(call.Request.Messages[0].Content, "```"+tc.wantLang) {
+						t.Errorf("writer system prompt does not ask for %s: %q", tc.wantLang, call.Request.Messages[0].Content)
+					}
+					return llmtest.Reply{Text: "This does it.\n\n```" + tc.fence + "\n" + tc.code + "\n```"}
+				}
+				return llmtest.Reply{}
+			}, nil)
+			s, err := New(Options{}, c, c, nil, ex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Run(context.Background(), Task{ID: tc.name, Turns: []Turn{{Text: tc.text}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := res.Dialogue
+			if !res.Passed || d.Labels["language"] != tc.wantLang {
+				t.Fatalf("passed=%v labels %v, want language %s", res.Passed, d.Labels, tc.wantLang)
+			}
+			runs := execTurns(d)
+			if tc.runs {
+				if len(runs) != 1 || runs[0].Exec == nil || runs[0].Exec.Language != tc.wantLang || !strings.Contains(runs[0].Content, tc.wantOut) {
+					t.Fatalf("runs %+v, want one %s run printing %s", runs, tc.wantLang, tc.wantOut)
+				}
+				if d.Labels[LabelExecutable] != "" {
+					t.Errorf("a run dialogue is labelled %v", d.Labels)
+				}
+				return
+			}
+			if len(runs) != 0 || d.Labels[LabelExecutable] != "false" || d.Labels[LabelNotExecutable] == "" {
+				t.Fatalf("runs %d labels %v, want no run and executable=false with a reason", len(runs), d.Labels)
+			}
+			if !strings.Contains(judgePrompt, "The code was not run") || !strings.Contains(judgePrompt, "in the language it asks for ("+tc.wantLang+")") {
+				t.Errorf("judge prompt %q, want it told the code did not run and the language asked for", judgePrompt)
+			}
+		})
+	}
+}
+
+// A revision that fails and is then "fixed" back to the code before the
+// round changed nothing: the round is dropped.
+func TestRevisionFixedBackToOriginalDropped(t *testing.T) {
+	ex := sandbox(t, "")
+	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+		switch llmtest.Role(call) {
+		case "feedback":
+			return llmtest.Reply{Text: `{"met": [], "missed": ["security"], "feedback": "Please check that both arguments are numbers."}`}
+		case "writer":
+			switch {
+			case call.AssistantTurns() == 0:
+				return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+			case strings.HasPrefix(call.LastUser(), "Execution result:"):
+				return llmtest.Reply{Text: "The check used an undefined name; back to the plain sum.\n\n" + block("def add(a, b):\n    return a + b")}
+			}
+			return llmtest.Reply{Text: "Added a check.\n\n" + block("def add(a, b):\n    check_numbers(a, b)\n    return a + b")}
+		}
+		return llmtest.Reply{}
+	}, nil)
+	s, err := New(Options{FeedbackRounds: 1}, c, nil, c, ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _ := s.TaskFromProblem(mbppLike)
+	res, err := s.Run(context.Background(), task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Passed || len(userTurns(res.Dialogue)) != 1 {
+		t.Fatalf("passed=%v user turns %q, want the dialogue without the round", res.Passed, userTurns(res.Dialogue))
+	}
+	if got := strings.Join(rejections(res), " "); got != "feedback_round=unchanged_revision" {
+		t.Errorf("rejections %q, want feedback_round=unchanged_revision", got)
+	}
+}
+
+// On a test-judged turn the tests only show that a revision still works;
+// the judge model decides whether it does what the user asked, and a
+// revision that does not is dropped with its round.
+func TestTestedRoundJudgedForTheRequest(t *testing.T) {
+	ex := sandbox(t, "")
+	for _, tc := range []struct {
+		name      string
+		addresses bool
+		want      string
+	}{{"met", true, ""}, {"not met", false, "feedback_round=request_not_met"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var judged []string
+			_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+				switch llmtest.Role(call) {
+				case "feedback":
+					return llmtest.Reply{Text: `{"met": [], "missed": ["bugs"], "feedback": "Please reject arguments that are not numbers."}`}
+				case "judge":
+					judged = append(judged, call.LastUser())
+					return llmtest.Reply{Text: fmt.Sprintf(`{"correct": %v, "reason": "checked the type guard"}`, tc.addresses)}
+				case "writer":
+					if call.AssistantTurns() == 0 {
+						return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+					}
+					return llmtest.Reply{Text: "Documented it.\n\n" + block("def add(a, b):\n    \"\"\"Add two numbers.\"\"\"\n    return a + b")}
+				}
+				return llmtest.Reply{}
+			}, nil)
+			s, err := New(Options{FeedbackRounds: 1}, c, c, c, ex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			task, _ := s.TaskFromProblem(mbppLike)
+			res, err := s.Run(context.Background(), task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(rejections(res), " "); got != tc.want || !res.Passed {
+				t.Errorf("passed=%v rejections %q, want %q", res.Passed, got, tc.want)
+			}
+			if wantTurns := map[bool]int{true: 2, false: 1}[tc.addresses]; len(userTurns(res.Dialogue)) != wantTurns {
+				t.Errorf("user turns %q, want %d", userTurns(res.Dialogue), wantTurns)
+			}
+			if len(judged) != 1 || !strings.Contains(judged[0], "The user then asked: Please reject arguments that are not numbers.") || !strings.Contains(judged[0], "All 2 tests passed") {
+				t.Errorf("judge requests %q, want one with the request and the test run", judged)
+			}
+		})
+	}
+}
