@@ -140,20 +140,10 @@ func TestFlagPlaceholders(t *testing.T) {
 // TestOneConcurrencyFlag: parallelism is --concurrency everywhere; audit's
 // old --workers still works, hidden from --help.
 func TestOneConcurrencyFlag(t *testing.T) {
-	// verify.go belongs to another change under way; its --parallel is
-	// renamed there (concurrencyFlags(..., "parallel")). The test fails
-	// when the entry is no longer needed, so it does not outlive the rename.
-	pending := map[string]string{"verify": "parallel"}
-	for path, old := range pending {
-		c := allCommands(newApp().Commands, "")[path]
-		if c == nil || !slices.ContainsFunc(c.Flags, func(f cli.Flag) bool { return f.Names()[0] == old && isVisible(f) }) {
-			t.Errorf("%s has no visible --%s any more: remove it from pending", path, old)
-		}
-	}
 	for path, c := range allCommands(newApp().Commands, "") {
 		for _, f := range c.Flags {
 			n := f.Names()[0]
-			if isVisible(f) && slices.Contains([]string{"workers", "parallel", "jobs", "threads"}, n) && pending[path] != n {
+			if isVisible(f) && slices.Contains([]string{"workers", "parallel", "jobs", "threads"}, n) {
 				t.Errorf("%s --%s: want --concurrency (the old name hidden)", path, n)
 			}
 		}

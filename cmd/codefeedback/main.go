@@ -24,7 +24,7 @@ var commands []*cli.Command
 // register adds a command; called from each command file's init.
 func register(c *cli.Command) { commands = append(commands, c) }
 
-// Exit codes, one table for every command (README "Exit codes"). exec is
+// Exit codes, one table for every command (docs/reference.md "Exit codes"). exec is
 // the one exception: it exits with the program's own status (124 on a
 // timeout) once the program ran.
 const (
@@ -35,7 +35,7 @@ const (
 	exitStopped     = 4 // stopped on purpose at --max-cost; the next run resumes
 	exitUnreachable = 5 // a model endpoint or the sandbox could not be reached or opened
 	exitLeak        = 6 // audit --fail-on-leak flagged a dialogue
-	exitBadData     = 7 // an input record or file cannot be read (file and line named)
+	exitBadData     = 7 // bad input: a named file is missing, empty, a directory or unreadable, or a record is malformed (file and line named; inputs.go)
 	exitGate        = 8 // run: a quality gate tripped a stage; what passed every gate was published, the rest quarantined
 )
 

@@ -33,8 +33,9 @@ func init() {
 		Description: "Stages run in order; each item's result is stored in the run directory under a hash of the stage,\n" +
 			"its settings, its prompts and the item, so a re-run after a change, a crash or new inputs computes only\n" +
 			"what is missing. Exit codes: 1 a stage failed or too many of its items failed (--max-failed), 2 bad\n" +
-			"pipeline file or flags, 3 run directory in use, 4 stopped at --max-cost, 8 a quality gate tripped a stage (what\n" +
-			"passed every gate is published; the rest, with reasons, in RUN/quarantine.jsonl).",
+			"pipeline file or flags, 3 run directory in use, 4 stopped at --max-cost, 7 the pipeline file cannot be read,\n" +
+			"8 a quality gate tripped a stage (what passed every gate is published; the rest, with reasons, in\n" +
+			"RUN/quarantine.jsonl).",
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "only", Usage: "run only these stages (comma-separated); their inputs must exist"},
 			&cli.StringFlag{Name: "from", Usage: "run this stage and every stage after it"},
@@ -102,9 +103,12 @@ func runPipeline(ctx context.Context, o runOptions) error {
 	if err != nil {
 		return withCode(exitUsage, fmt.Errorf("run: %w", err))
 	}
+	if err := checkPipelineFile("run", o.file); err != nil {
+		return err
+	}
 	cfg, err := pipeline.Load(o.file, o.runDir)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return withCode(loadCode(err), err)
 	}
 	m, err := pipeline.Run(ctx, cfg, o.opts)
 	if m != nil {
@@ -152,7 +156,7 @@ func printSummary(w io.Writer, m *pipeline.Manifest) {
 			fmt.Fprintln(w)
 		}
 		if e := m.Estimate; e != nil && e.Predicted {
-			fmt.Fprintln(w, "counts and calls after an uncached stage are predicted from its inputs: every item kept (see README, Estimates)")
+			fmt.Fprintln(w, "counts and calls after an uncached stage are predicted from its inputs: every item kept (see docs/guide.md, Estimates)")
 		}
 	}
 	if m.DeadCount > 0 {

@@ -42,27 +42,27 @@ func init() {
 			"the visible text, normalised for times, durations and memory addresses only. An execution that cannot be " +
 			"re-run is counted with the reason. Turn-split samples that repeat a dialogue's earlier turns are verified " +
 			"once, as the longest. Prints one line per mismatch (sample id and turn) and a summary. Exit status 1 when " +
-			"there are mismatches, 2 for usage errors, 3 when the file or the sandbox fails.",
-		Flags: []cli.Flag{
+			"there are mismatches, 2 for usage errors, 5 when the sandbox cannot be opened, 7 when DATASET is missing or cannot be read.",
+		Flags: append(concurrencyFlags("dialogues checked at once", 4, "", "parallel"),
 			executorFlag(&o.Executor),
 			&cli.DurationFlag{Name: "timeout", Usage: "per-cell limit for runs whose record names none", Value: 10 * time.Second, Destination: &o.Timeout},
-			&cli.IntFlag{Name: "parallel", Usage: "dialogues checked at once", Value: 4, Destination: &o.Parallel},
 			&cli.BoolFlag{Name: "no-rerun", Usage: "check roles and parsing only", Destination: &o.NoRerun},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON", Destination: &o.JSON},
-		},
+		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return withCode(exitUsage, fmt.Errorf("verify: want one DATASET, got %d arguments", c.NArg()))
 			}
 			o.Path = c.Args().First()
+			o.Parallel = concurrency(c, "parallel")
 			return runVerify(c.Context, o, os.Stdout)
 		},
 	})
 }
 
 func runVerify(ctx context.Context, o verifyOptions, stdout io.Writer) error {
-	if _, err := os.Stat(o.Path); err != nil {
-		return withCode(exitUsage, fmt.Errorf("verify: %w", err))
+	if err := checkInputFile("verify", o.Path); err != nil {
+		return err
 	}
 	if err := executors.Check(o.Executor); err != nil {
 		return withCode(exitUsage, fmt.Errorf("verify: --executor: %w", err))
@@ -75,7 +75,7 @@ func runVerify(ctx context.Context, o verifyOptions, stdout io.Writer) error {
 	c := &verify.Checker{Exec: ex, Opts: verify.Options{Timeout: o.Timeout, Parallel: o.Parallel, NoRerun: o.NoRerun}}
 	rep, err := c.Dataset(ctx, schema.ReadShipped(ctx, o.Path))
 	if err != nil {
-		return withCode(exitBadData, fmt.Errorf("verify %s: %w", o.Path, err))
+		return inputOr("verify", o.Path, err, exitFailed)
 	}
 	if o.JSON {
 		enc := json.NewEncoder(stdout)
