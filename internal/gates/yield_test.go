@@ -40,9 +40,17 @@ type yieldRun struct {
 // runDefaultShape runs filter -> pack -> simulate, correct, explain, audit,
 // dialogue dedup (data/pipeline.yaml without interact) with the persona
 // as every model.
-func runDefaultShape(t *testing.T, c *corpus, persona *llmtest.Persona, minChecks int) yieldRun {
+func runDefaultShape(t *testing.T, c *corpus, persona *llmtest.Persona, minChecks int, name string) yieldRun {
 	t.Helper()
 	dir := t.TempDir()
+	if d := os.Getenv("CODEFEEDBACK_YIELD_DUMP"); d != "" {
+		// Keep the run (outputs, quarantine, report) to read it.
+		dir = filepath.Join(d, name)
+		os.RemoveAll(dir)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	c.write(t, dir)
 	srv := llmtest.New(t)
 	srv.Script(persona.Script())
@@ -115,7 +123,8 @@ func modelMade(ds []schema.Dialogue) (model, free int) {
 // first 100 checks, the model-free stage's dialogues are still published,
 // and the run exits with ErrGateTripped naming the setting.
 // CODEFEEDBACK_YIELD_N sets the number of MBPP problems (default 24; the
-// issue's figure is 200, with gate_min_checks 50).
+// issue's figure is 200, with gate_min_checks 50); CODEFEEDBACK_YIELD_DUMP
+// keeps the three runs' directories there.
 func TestCorpusYieldWithImperfectModel(t *testing.T) {
 	n, minChecks := 24, 8
 	if v, err := strconv.Atoi(os.Getenv("CODEFEEDBACK_YIELD_N")); err == nil {
@@ -123,7 +132,7 @@ func TestCorpusYieldWithImperfectModel(t *testing.T) {
 	}
 	c := loadCorpus(t, n, 3)
 
-	good := runDefaultShape(t, c, &llmtest.Persona{Solve: c.solve}, minChecks)
+	good := runDefaultShape(t, c, &llmtest.Persona{Solve: c.solve}, minChecks, "good")
 	if good.err != nil {
 		t.Fatalf("a well-behaved model's run failed: %v", good.err)
 	}
@@ -131,7 +140,7 @@ func TestCorpusYieldWithImperfectModel(t *testing.T) {
 	t.Logf("good model: %d dialogues published (%d model-made, %d model-free), %d requests, %d quarantined",
 		len(good.dialogues), goodModel, goodFree, good.requests, len(good.quarantine))
 
-	bad30 := runDefaultShape(t, c, &llmtest.Persona{Solve: c.solve, Bad: allBad, Rate: 0.3}, minChecks)
+	bad30 := runDefaultShape(t, c, &llmtest.Persona{Solve: c.solve, Bad: allBad, Rate: 0.3}, minChecks, "bad30")
 	m30, f30 := modelMade(bad30.dialogues)
 	t.Logf("30%% misbehaving: err %v; %d dialogues published (%d model-made, %d model-free), %d requests (%.2fx the good run), %d quarantined",
 		bad30.err, len(bad30.dialogues), m30, f30, bad30.requests, float64(bad30.requests)/float64(max(good.requests, 1)), len(bad30.quarantine))
@@ -156,7 +165,7 @@ func TestCorpusYieldWithImperfectModel(t *testing.T) {
 		}
 	}
 
-	bad90 := runDefaultShape(t, c, &llmtest.Persona{Solve: c.solve, Bad: allBad, Rate: 0.9}, minChecks)
+	bad90 := runDefaultShape(t, c, &llmtest.Persona{Solve: c.solve, Bad: allBad, Rate: 0.9}, minChecks, "bad90")
 	m90, f90 := modelMade(bad90.dialogues)
 	t.Logf("90%% misbehaving: %d dialogues published (%d model-made, %d model-free), %d requests, %d quarantined; err: %v",
 		len(bad90.dialogues), m90, f90, bad90.requests, len(bad90.quarantine), bad90.err)
