@@ -41,11 +41,13 @@ import ctypes
 import gc
 import io
 import json
+import marshal
 import os
 import resource
 import selectors
 import shutil
 import signal
+import socket
 import sqlite3
 import sys
 import tempfile
@@ -206,15 +208,23 @@ def proc_stat(pid):
         return None
 
 
+# Exit statuses that reap() collected for processes the runner waits on
+# itself (a python session's kernel), by pid.
+REAPED = {}
+WATCHED = set()
+
+
 def reap():
     """As pid 1 the runner inherits orphans: collect their exit statuses."""
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
+        if pid in WATCHED:
+            REAPED[pid] = status
 
 
 def sweep(pgid):
@@ -1037,6 +1047,295 @@ def compile_cell(code, lines, name):
     return [compile(tree, name, "exec")], last
 
 
+# ------------------------------------------------------------ python kernel
+#
+# A python session's cells run in a kernel process of their own, forked from
+# the runner when the session starts, never in the runner: a cell can patch
+# anything in the process it runs in (builtins, sys.exit, os._exit, the
+# runner's own functions found through gc.get_objects or sys.modules,
+# sys.stdout, atexit, signal handlers), and those patches stay for later
+# cells. The runner keeps the protocol, compiles each cell, reads the
+# output from the capture files and builds the result; the kernel gets
+# compiled code (marshal) on a socket and answers one status line per cell.
+#
+# The kernel loop binds every name it uses before the first cell runs, as
+# locals of a frame that never returns: a later rebinding of a module
+# attribute or a builtin, or a new __code__ for a function, does not reach
+# it. The kernel holds none of the runner's descriptors. Its answer comes
+# on a SOCK_SEQPACKET socket whose messages carry the sender's pid
+# (SCM_CREDENTIALS, filled in by the kernel), and quotes a nonce drawn
+# for that cell only: a process a cell left behind, or a cell writing into
+# the socket, cannot answer for a later cell. A kernel that ends during a
+# cell (os._exit, a signal, the OOM killer) gives the cell its real
+# status and the session restarts empty. What stays open: code that runs
+# inside the kernel during a later cell and reads the loop's own frame (a
+# thread a cell left running, a trace or audit hook, ctypes) could read
+# that cell's nonce; none of the plain patching routes can.
+
+def kernel_start(sess):
+    sess.open_capture()
+    req_k, req_r = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    st_k, st_r = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    st_r.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    for f in (sess.so, sess.se):
+        f.flush()
+    gc.freeze()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            kernel_child(sess, req_k.fileno(), st_k.fileno())
+        finally:
+            os._exit(127)
+    gc.unfreeze()
+    req_k.close()
+    st_k.close()
+    WATCHED.add(pid)
+    sess.kernel = (pid, req_r, st_r, os.pidfd_open(pid))
+
+
+def kernel_stop(sess):
+    k, sess.kernel = sess.kernel, None
+    if k is None:
+        return
+    pid, req, st, pidfd = k
+    for f in (req.close, st.close, lambda: os.close(pidfd)):
+        try:
+            f()
+        except OSError:
+            pass
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    kernel_wait(pid)
+
+
+def kernel_wait(pid):
+    """The kernel's exit status (None when someone else reaped it)."""
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        status = REAPED.pop(pid, None)
+    WATCHED.discard(pid)
+    REAPED.pop(pid, None)
+    return status
+
+
+def kernel_call(sess, name, code, body, last):
+    """Sends one compiled cell; returns ("ok", exit code) from the
+    kernel's answer or ("died", wait status or None) when it ended."""
+    pid, req, st, pidfd = sess.kernel
+    nonce = os.urandom(16)
+    blob = marshal.dumps((name, code, body, last))
+    data = memoryview(len(blob).to_bytes(8, "big") + nonce + blob)
+    # The kernel is idle, reading: a blocking send does not wait long. A
+    # kernel that is gone fails it (no SIGPIPE: the runner would die).
+    try:
+        while data:
+            data = data[req.send(data, socket.MSG_NOSIGNAL):]
+    except OSError:
+        pass
+    sel = selectors.DefaultSelector()
+    sel.register(st, selectors.EVENT_READ)
+    sel.register(pidfd, selectors.EVENT_READ)
+    try:
+        while True:
+            for key, _ in sel.select():
+                if key.fileobj is st:
+                    rc = kernel_answer(st, pid, nonce)
+                    if rc is not None:
+                        return "ok", rc
+                else:
+                    # An answer sent just before the kernel ended still counts.
+                    rc = kernel_answer(st, pid, nonce, block=False)
+                    sess.kernel = None
+                    for f in (req.close, st.close, lambda: os.close(pidfd)):
+                        try:
+                            f()
+                        except OSError:
+                            pass
+                    status = kernel_wait(pid)
+                    if rc is not None:
+                        return "ok", rc
+                    return "died", status
+    finally:
+        sel.close()
+
+
+def kernel_answer(st, pid, nonce, block=True):
+    """Reads answers until one comes from the kernel's pid with this cell's
+    nonce; returns its exit code, or None when no such answer is queued.
+    Anything else on the socket (from another process, or not this cell's)
+    is dropped."""
+    import struct
+    while True:
+        try:
+            data, anc, _, _ = st.recvmsg(256, socket.CMSG_SPACE(12),
+                                         0 if block else socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError:
+            return None
+        block = False
+        if not data:
+            return None
+        sender = None
+        for level, kind, cdata in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(cdata) >= 12:
+                sender = struct.unpack("iII", cdata[:12])[0]
+        if sender != pid or not data.startswith(nonce.hex().encode() + b" "):
+            continue
+        try:
+            return int(data.split()[1])
+        except (IndexError, ValueError):
+            continue
+
+
+def kernel_child(sess, req_fd, st_fd):
+    """The kernel process: the session's fds 1 and 2, its two sockets and
+    nothing else of the runner's; then the loop, which never returns."""
+    os.setsid()
+    reset_signals(True)
+    prefer_oom_kill()
+    # Not dumpable: processes a cell leaves behind cannot read the kernel's
+    # memory (a cell's nonce) through /proc/PID/mem.
+    set_dumpable(0)
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(sess.out, 1)
+    os.dup2(sess.err, 2)
+    keep = sorted({req_fd, st_fd})
+    lo = 3
+    for fd in keep + [1 << 16]:
+        if fd > lo:
+            os.closerange(lo, fd)
+        lo = fd + 1
+    for fd in keep:
+        os.set_inheritable(fd, False)
+    so = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
+    se = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                          errors="backslashreplace", line_buffering=True)
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    sys.stdout, sys.stderr = so, se
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, so, se
+    g = sess.globals
+    sess = None  # nothing of the runner's session object is needed past here
+    exit_ = os._exit
+    try:
+        kernel_loop(req_fd, st_fd, g, so, se)
+    finally:
+        exit_(70)
+
+
+def kernel_loop(req_fd, st_fd, g, so, se):
+    """Runs cells until the request socket ends. Everything it calls is
+    bound here, before any cell runs (see the section's comment)."""
+    import linecache
+    read, write, exit_, loads = os.read, os.write, os._exit, marshal.loads
+    exec_, eval_, repr_, len_, int_, str_, type_, isinstance_ = exec, eval, repr, len, int, str, type, isinstance
+    from_bytes = int.from_bytes
+    base_exc, sys_exit, os_error = BaseException, SystemExit, OSError
+    sysmod, lines_cache = sys, linecache.cache
+    settrace, setprofile = sys.settrace, sys.setprofile
+    show = traceback.print_exception
+    so_write, so_flush, se_write, se_flush = so.write, so.flush, se.write, se.flush
+    while True:
+        # Between cells only the request is read. A signal handler or an
+        # audit hook an earlier cell left may raise here: that is dropped,
+        # and the read goes on where it was.
+        # The request: its length (8 bytes), the cell's nonce (16 bytes),
+        # then the marshalled cell.
+        head, parts, need = b"", [], -1
+        while need != 0:
+            try:
+                if need < 0:
+                    chunk = read(req_fd, 24 - len_(head))
+                else:
+                    chunk = read(req_fd, need if need < 1048576 else 1048576)
+            except os_error:
+                exit_(70)  # the socket is gone (a cell closed it): nothing more to run
+            except base_exc:
+                continue
+            if not chunk:
+                exit_(0)
+            if need < 0:
+                head += chunk
+                if len_(head) == 24:
+                    need = from_bytes(head[:8], "big")
+            else:
+                parts.append(chunk)
+                need -= len_(chunk)
+        rc, nonce, name = 1, head[8:], None
+        try:
+            name, code, body, last = loads(b"".join(parts))
+            parts = head = chunk = None
+            lines_cache[name] = (len_(code), None, code.splitlines(True), name)
+            sysmod.stdout, sysmod.stderr = so, se
+            settrace(None)
+            setprofile(None)
+            for co in body:
+                exec_(co, g)
+            if last is not None:
+                v = eval_(last, g)
+                if v is not None:
+                    g["_"] = v
+                    so_write(repr_(v))
+                    so_write("\n")
+                v = None
+            rc = 0
+        except sys_exit as e:
+            # A SystemExit counts only when the cell's own code raised it
+            # (its frame is on the traceback): one an audit hook or a
+            # signal handler raises before the cell starts is a failure.
+            tb, own = e.__traceback__, False
+            while tb is not None:
+                if tb.tb_frame.f_code.co_filename == name:
+                    own = True
+                tb = tb.tb_next
+            c = e.code
+            if not own:
+                rc = 1
+                try:
+                    se_write("[sandbox: SystemExit raised outside the cell's code]\n")
+                except base_exc:
+                    pass
+            elif c is None:
+                rc = 0
+            elif isinstance_(c, int_):
+                rc = c & 0xFF
+            else:
+                rc = 1
+                try:
+                    se_write(str_(c) + "\n")
+                except base_exc:
+                    pass
+            e = tb = None
+        except base_exc as e:
+            rc = 1
+            try:
+                sysmod.stderr = se
+                show(type_(e), e, e.__traceback__.tb_next, file=se)
+            except base_exc:
+                pass
+            e = None
+        for flush in (so_flush, se_flush):
+            try:
+                flush()
+            except base_exc:
+                pass
+        while True:
+            try:
+                write(st_fd, nonce.hex().encode() + b" %d\n" % rc)
+                break
+            except os_error:
+                exit_(70)
+            except base_exc:
+                continue
+
 # Size past which a session's capture file is truncated before a cell.
 CAPTURE_ROTATE = 8 << 20
 
@@ -1051,6 +1350,7 @@ class Session:
         self.out = self.err = None
         self.state = self.prologue = None  # bash: descriptors (anon_file)
         self.trap_echo = None
+        self.kernel = None  # python: (pid, request socket, status socket, pidfd)
         if self.lang == "javascript":
             lang_set_limits("javascript", self.limits, cpu=False)  # langs.py: V8 needs RLIMIT_DATA
         else:
@@ -1076,6 +1376,7 @@ class Session:
         self.db = open_db(self.scratch) if self.lang == "sql" else None
         if self.lang == "python":
             sys.path.insert(0, self.scratch)
+            kernel_start(self)  # the cells' own process; the runner stays out of their reach
         if self.lang == "javascript":
             node_session_start(self)  # langs.py
 
@@ -1087,6 +1388,8 @@ class Session:
         os.chdir("/")
         if self.lang == "javascript":
             node_session_stop(self)  # langs.py
+        if self.lang == "python":
+            kernel_stop(self)
         sweep(-1)
         remove_tree(self.scratch)
         self.start()
@@ -1125,8 +1428,9 @@ class Session:
         ooms = oom_kills()
         start = time.monotonic()
         rc, sig = 0, ""
+        died = False
         if self.lang == "python":
-            rc = self.python_cell(code)
+            rc, sig, died = self.python_cell(code)
         elif self.lang == "bash":
             rc, sig = self.bash_cell(code)
             if self.cell_seconds is not None:
@@ -1139,7 +1443,7 @@ class Session:
             self.se.flush()
         duration = time.monotonic() - start
         res = {"id": req.get("id"), "exit_code": rc, "signal": sig, "timed_out": False,
-               "oom": False, "killed": bool(sig), "duration_ns": int(duration * 1e9)}
+               "oom": False, "killed": bool(sig) or died, "duration_ns": int(duration * 1e9)}
         for (key, fd), at in zip((("stdout", self.out), ("stderr", self.err)), begin):
             size = os.fstat(fd).st_size
             if size < at:  # the cell truncated its own stream
@@ -1158,38 +1462,52 @@ class Session:
         return res
 
     def python_cell(self, code):
+        """Compiles the cell here and runs it in the session's kernel
+        process (kernel_loop), which reports its exit status. Returns
+        (exit code, signal name, whether the kernel died and the session
+        was restarted)."""
         import linecache
         name = "<cell-%d>" % self.n
         lines = code.splitlines(True)
-        linecache.cache[name] = (len(code), None, lines, name)
-        so, se = self.so, self.se
-        sys.stdout, sys.stderr = so, se
-        rc = 0
         try:
+            body, last = compile_cell(code, lines, name)
+        except (SyntaxError, ValueError) as e:
+            linecache.cache[name] = (len(code), None, lines, name)
+            sys.stdout, sys.stderr = self.so, self.se
             try:
-                body, last = compile_cell(code, lines, name)
-            except (SyntaxError, ValueError) as e:
                 print_exception(e, 99)
-                return 1
-            for co in body:
-                exec(co, self.globals)
-            if last is not None:
-                v = eval(last, self.globals)
-                if v is not None:
-                    self.globals["_"] = v
-                    print(repr(v))
-        except SystemExit as e:
-            rc = exit_status(e)
-        except BaseException as e:
-            print_exception(e, 1)
-            rc = 1
-        finally:
-            for s in (so, se):
-                try:
-                    s.flush()
-                except BaseException:
-                    pass
-        return rc
+            finally:
+                self.se.flush()
+                linecache.cache.pop(name, None)
+            return 1, "", False
+        if self.kernel is not None and pidfd_ready(self.kernel[3]):
+            # The kernel ended between cells (a signal from a process an
+            # earlier cell left, say): not this cell's doing. It runs in
+            # a fresh session, and says so.
+            kernel_stop(self)
+            os.write(self.err, b"[sandbox: the session's process ended between cells; "
+                     b"the session was restarted and its state is lost]\n")
+            self.reset()
+        if self.kernel is None:
+            kernel_start(self)
+        status = kernel_call(self, name, code, body, last)
+        if status[0] == "ok":
+            return status[1], "", False
+        # The kernel ended during the cell (os._exit, a crash, the OOM
+        # killer): its status is the cell's, and the session starts again
+        # empty, as a notebook whose kernel died.
+        st = status[1]
+        if st is None:
+            rc, sig, what = 137, "SIGKILL", "ended"
+        elif os.WIFSIGNALED(st):
+            rc, sig = 128 + os.WTERMSIG(st), signame(os.WTERMSIG(st))
+            what = "was killed by %s" % sig
+        else:
+            rc, sig, what = os.WEXITSTATUS(st), "", "exited with status %d" % os.WEXITSTATUS(st)
+        note = "[sandbox: the cell's process %s; the session was restarted and its state is lost]\n" % what
+        os.write(self.err, note.encode())
+        self.reset()
+        return rc, sig, True
 
     def bash_cell(self, code):
         fds = bash_fds()
