@@ -62,8 +62,9 @@ OOM_HINTS = (b"MemoryError", b"Cannot allocate memory", b"cannot allocate memory
              b"std::bad_alloc", b"out of memory", b"OutOfMemoryError", b"memory allocation of",
              b"Array buffer allocation failed", b"Allowed memory size of", b"not enough memory")
 # The sandbox's own cgroup OOM-kill counter (cgroup v2, then v1). Docker mounts
-# the container's cgroup at /sys/fs/cgroup; bwrap mounts no /sys, so there a
-# run's OOM is only seen through its rlimit (OOM_HINTS).
+# the container's cgroup at /sys/fs/cgroup; bwrap binds the instance's cgroup
+# there where it made one (else a run's OOM shows only through its rlimit,
+# OOM_HINTS, or the runner's accounting).
 OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
 
 # -c puts the working directory first on sys.path; the runner imports only
@@ -164,7 +165,12 @@ def oom_killed_since(before, signaled):
     if before is None:
         return False
     after = oom_kills()
-    if after is not None and after == before and signaled:
+    # The kernel counts the kill after it sent SIGKILL and logged its
+    # report, which on a loaded machine takes a while: wait up to 250 ms,
+    # and only for a run that SIGKILL ended.
+    for _ in range(50):
+        if after is None or after != before or not signaled:
+            break
         time.sleep(0.005)
         after = oom_kills()
     return after is not None and after > before
@@ -340,7 +346,7 @@ def set_limits(lim, cpu=True):
                 resource.setrlimit(res, (v, v))
             except (ValueError, OSError):
                 pass
-    lim1(resource.RLIMIT_AS, lim.get("memory_bytes"))
+    lim1(resource.RLIMIT_AS, address_space(lim))
     if cpu and lim.get("cpu_seconds"):
         c = int(lim["cpu_seconds"])
         try:
@@ -356,6 +362,21 @@ def set_limits(lim, cpu=True):
 
 
 MSGQUEUE_BYTES = 1 << 20
+
+
+def address_space(lim):
+    """The address-space rlimit for a run's processes. An address-space
+    limit counts reservations, not memory: at the memory limit itself
+    ThreadPoolExecutor(32) failed under 512 MiB (each thread's stack and
+    malloc arena reserve tens of MiB). Where the instance's memory cgroup
+    holds the run's memory, the limit is relaxed to twice the memory plus
+    512 MiB: reservations fit, and an allocation far past the limit still
+    fails at once with MemoryError rather than after the kernel's slow
+    reclaim and OOM kill. Without the cgroup it stays the memory limit."""
+    mem = lim.get("memory_bytes")
+    if mem and mem > 0 and lim.get("cgroup_memory"):
+        return 2 * mem + (512 << 20)
+    return mem
 
 
 def reset_signals(python):
@@ -552,15 +573,20 @@ def child(req, scratch, stdin_fd, out_w, err_w, plan=None):
     os._exit(127)
 
 
-# How often the runner adds up a run's memory where no cgroup bounds the
-# instance (the accounting fallback); runs shorter than this are never polled.
+# How often the runner looks at a run's whole-run limits (memory where no
+# cgroup bounds the instance, CPU time, files created); runs shorter than
+# this are never polled.
 ACCOUNT_EVERY = 0.02
 
+# Files and directories a run may leave for the cleanup; past it the
+# instance is replaced rather than cleaned.
+CLEAN_MAX = 2000
 
-def collect(fds, cap, deadline, pidfd, budget=0):
+
+def collect(fds, cap, deadline, pidfd, watch=None):
     """Reads the child's pipes (capped) until the child exits, the deadline
-    passes or (budget > 0) the run's memory exceeds budget bytes. Returns
-    (bufs, truncated, exited, open_fds, over_budget)."""
+    passes or watch (a RunWatch) finds a whole-run limit passed. Returns
+    (bufs, truncated, exited, open_fds, the limit passed or None)."""
     sel = selectors.DefaultSelector()
     bufs = {fd: bytearray() for fd in fds}
     trunc = {fd: False for fd in fds}
@@ -568,9 +594,8 @@ def collect(fds, cap, deadline, pidfd, budget=0):
         os.set_blocking(fd, False)
         sel.register(fd, selectors.EVENT_READ)
     sel.register(pidfd, selectors.EVENT_READ)
-    exited = over = False
+    exited, over = False, None
     open_fds = set(fds)
-    next_check = time.monotonic() + ACCOUNT_EVERY
     try:
         while True:
             now = time.monotonic()
@@ -579,13 +604,11 @@ def collect(fds, cap, deadline, pidfd, budget=0):
                 # A program that ended exactly at its deadline is not late.
                 exited = pidfd_ready(pidfd)
                 break
-            if budget:
-                if now >= next_check:
-                    if run_memory() > budget:
-                        over = True
-                        break
-                    next_check = now + ACCOUNT_EVERY
-                left = min(left, max(0.0, next_check - now))
+            if watch is not None:
+                over = watch.check(now)
+                if over:
+                    break
+                left = min(left, max(0.0, watch.next - now))
             for key, _ in sel.select(left):
                 fd = key.fd
                 if fd == pidfd:
@@ -656,6 +679,127 @@ def run_memory():
         if name.isdigit() and int(name) not in KEEP:
             total += pss_anon(int(name))
     return total + fs_used("/tmp") + fs_used("/dev/shm") + sysv_shm_bytes()
+
+
+# The instance's own CPU counter (cgroup v2 cpu.stat, v1 cpuacct.usage),
+# as the sandbox sees it: Docker mounts the container's cgroups at
+# /sys/fs/cgroup; bwrap binds the instance's there. It counts every process
+# of the instance, the runner included.
+CPU_COUNTERS = (("/sys/fs/cgroup/cpu.stat", 1e-6), ("/sys/fs/cgroup/cpuacct/cpuacct.usage", 1e-9),
+                ("/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage", 1e-9))
+CLOCK_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def read_cgroup_cpu(path, scale):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    try:
+        if path.endswith("cpu.stat"):
+            for line in data.split(b"\n"):
+                if line.startswith(b"usage_usec "):
+                    return int(line.split()[1]) * scale
+            return None
+        return int(data) * scale
+    except (ValueError, IndexError):
+        return None
+
+
+def find_cpu_counter():
+    for path, scale in CPU_COUNTERS:
+        if read_cgroup_cpu(path, scale) is not None:
+            return path, scale
+    return None
+
+
+CPU_COUNTER = find_cpu_counter()
+
+
+def self_cpu():
+    t = os.times()
+    return t.user + t.system
+
+
+def proc_cpu():
+    """CPU seconds of every process but the runner and its ancestors, each
+    with what its reaped children used, plus what the runner's reaped
+    children used: the fallback where no cgroup counts the instance."""
+    total = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in KEEP:
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            total += sum(int(x) for x in fields[11:15])
+        except (OSError, ValueError, IndexError):
+            pass
+    t = os.times()
+    return total / CLOCK_TICK + t.children_user + t.children_system
+
+
+def run_cpu():
+    """CPU seconds the instance used so far, less the runner's own."""
+    if CPU_COUNTER is not None:
+        v = read_cgroup_cpu(*CPU_COUNTER)
+        if v is not None:
+            return v - self_cpu()
+    return proc_cpu()
+
+
+def inodes_used():
+    """Files and directories on the instance's writable tmpfs mounts."""
+    total = 0
+    for path in ("/tmp", "/dev/shm"):
+        try:
+            st = os.statvfs(path)
+        except OSError:
+            continue
+        total += st.f_files - st.f_ffree
+    return total
+
+
+class RunWatch:
+    """A run's limits that hold for all its processes together and that
+    no kernel mechanism enforces here: memory where no cgroup bounds the
+    instance (the accounting fallback), CPU time (the cgroup's counter,
+    else /proc), and the files and directories it may create. check() is
+    called from collect; next is when it wants to look again."""
+
+    def __init__(self, lim, start):
+        self.budget = int(lim.get("run_memory_bytes") or 0)
+        self.cpu = float(lim.get("run_cpu_seconds") or 0)
+        self.inodes = int(lim.get("inodes") or 0)
+        self.cpu0 = run_cpu() if self.cpu else 0
+        self.inodes0 = inodes_used() if self.inodes else 0
+        # CPU cannot pass its limit before this many seconds of wall time
+        # on every CPU the run may use: no polling of short runs.
+        ncpu = len(os.sched_getaffinity(0)) or 1
+        self.cpu_from = start + self.cpu / ncpu * 0.9 if self.cpu else float("inf")
+        self.next = start + ACCOUNT_EVERY
+        self.used_cpu = 0.0
+        self.used_inodes = 0
+
+    def active(self):
+        return bool(self.budget or self.cpu or self.inodes)
+
+    def check(self, now):
+        if now < self.next:
+            return None
+        self.next = now + ACCOUNT_EVERY
+        if self.inodes:
+            self.used_inodes = inodes_used() - self.inodes0
+            if self.used_inodes > self.inodes:
+                return "inodes"
+        if self.budget and run_memory() > self.budget:
+            return "memory"
+        if self.cpu and now >= self.cpu_from:
+            self.used_cpu = run_cpu() - self.cpu0
+            if self.used_cpu > self.cpu:
+                return "cpu"
+        return None
 
 
 def read_into(fd, bufs, trunc, cap, sel, open_fds):
@@ -795,6 +939,7 @@ def do_run(req):
     cap = int(lim.get("output_bytes") or 65536)
     timeout = float(lim.get("timeout_seconds") or 10)
     budget = int(lim.get("run_memory_bytes") or 0)
+    inodes = int(lim.get("inodes") or 0)
     scratch = tempfile.mkdtemp(prefix="run-", dir=ROOT)
     stdin = [None]
 
@@ -847,6 +992,7 @@ def do_run(req):
     # inherited, writing to each and so copying most of the runner's heap
     # page by page: a third of a judged run's CPU. Frozen objects are not
     # walked; the runner unfreezes its own at once and collects as before.
+    watch = RunWatch(lim, time.monotonic())
     gc.freeze()
     pid = os.fork()
     if pid == 0:
@@ -857,7 +1003,8 @@ def do_run(req):
     os.close(out_w)
     os.close(err_w)
     pidfd = os.pidfd_open(pid)
-    bufs, trunc, exited, open_fds, over = collect([out_r, err_r], cap, start + timeout, pidfd, budget)
+    bufs, trunc, exited, open_fds, over = collect([out_r, err_r], cap, start + timeout, pidfd,
+                                                  watch if watch.active() else None)
     timed_out = not exited and not over
     if not exited:
         try:
@@ -885,8 +1032,11 @@ def do_run(req):
     os.close(err_r)
 
     res = {"id": req.get("id"), "exit_code": 0, "signal": "", "timed_out": timed_out,
-           "oom": over, "killed": over, "duration_ns": int(duration * 1e9)}
-    if os.WIFSIGNALED(status):
+           "oom": over == "memory", "killed": bool(over), "duration_ns": int(duration * 1e9)}
+    if over == "cpu":
+        # As the per-process CPU rlimit ends a process: SIGXCPU.
+        res["signal"], res["exit_code"] = "SIGXCPU", 128 + signal.SIGXCPU
+    elif os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         res["signal"] = signame(sig)
         res["exit_code"] = 128 + sig
@@ -902,9 +1052,15 @@ def do_run(req):
     # counter tells (any process of the run: the sweep has ended them all).
     if oom_killed_since(ooms, res["signal"] == "SIGKILL" or res["exit_code"] == 137):
         res["oom"] = True
-    if over:
+    if over == "memory":
         err += (b"\n[sandbox: the run's processes together used more than %d bytes of memory "
                 b"and were killed]\n" % budget)
+    elif over == "cpu":
+        err += (b"\n[sandbox: the run's processes together used more than %g CPU-seconds "
+                b"and were killed]\n" % watch.cpu)
+    elif over == "inodes":
+        err += (b"\n[sandbox: the run created more than %d files and directories "
+                b"and was killed]\n" % inodes)
     res["stdout"] = decode(out, cap, trunc[out_r])
     res["stderr"] = decode(err, cap, trunc[err_r])
     res["stdout_truncated"] = trunc[out_r]
@@ -914,6 +1070,15 @@ def do_run(req):
 
     def cleanup():
         n = strays + sweep(pid)
+        # Removing many files takes long (140k directories: 30 s) and would
+        # hold up the next run on this instance: past CLEAN_MAX the
+        # instance is replaced instead, so the run that made them pays.
+        left = inodes_used() - watch.inodes0 if inodes else 0
+        if left > CLEAN_MAX:
+            close_stdin()
+            done = {"id": req.get("id"), "done": True, "tainted": True,
+                    "taint": "the run left %d files and directories: replaced rather than cleaned" % left}
+            return done
         remove_scratch()
         problems = check_taint()
         if n:

@@ -161,6 +161,14 @@ func TestWholeRunMemoryFallback(t *testing.T) {
 	drivertest.WholeRunMemory(t, ex)
 }
 
+// TestWholeRunCPUFallback: without cgroups the runner adds up the CPU
+// time of a run's processes from /proc and kills the run past its limit.
+func TestWholeRunCPUFallback(t *testing.T) {
+	ex := openBwrap(t, "bwrap://?pool=1&cgroup=off")
+	defer ex.Close()
+	drivertest.WholeRunCPU(t, ex)
+}
+
 // TestInstanceCgroupFollowsRun: where this host lets the driver make
 // cgroups, each run's memory and process limits are its instance's cgroup
 // limits (plus the runner's headroom), as the run itself can read.

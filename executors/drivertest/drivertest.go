@@ -184,6 +184,12 @@ func testLimits(t *testing.T, ex executors.Executor) {
 			t.Errorf("got stdout of %d bytes ending %q, want 1000 bytes and a marker", len(r.Stdout), r.Stdout[max(0, len(r.Stdout)-80):])
 		}
 	})
+	t.Run("32 threads under the default limits", func(t *testing.T) {
+		r := run(t, ex, executors.Request{Language: executors.Python, Code: manyThreads, Limits: executors.Limits{Timeout: 60 * time.Second}})
+		if r.Stdout != "10416 33\n" || !r.OK() {
+			t.Errorf("ThreadPoolExecutor(32): got stdout %q exit %d stderr %q, want 10416 and a clean exit", r.Stdout, r.ExitCode, clip(r.Stderr))
+		}
+	})
 	t.Run("cpu", func(t *testing.T) {
 		r := run(t, ex, executors.Request{Language: executors.Python, Code: "while True: pass",
 			Limits: executors.Limits{CPUTime: time.Second, Timeout: 20 * time.Second}})
