@@ -210,7 +210,7 @@ func (p *pool) Run(ctx context.Context, req Request) (Result, error) {
 		p.release(slot, inst, false)
 		return Result{}, fmt.Errorf("executors: %s: %w: %s", p.info.Driver, ErrNoToolchain, resp.Error)
 	case err == nil && resp.Error != "":
-		p.release(slot, inst, false)
+		p.release(slot, inst, resp.Tainted)
 		return Result{}, fmt.Errorf("executors: %s runner: %s", p.info.Driver, resp.Error)
 	case err == nil:
 		res = resp.result()

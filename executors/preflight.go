@@ -29,7 +29,8 @@ func Preflight(ctx context.Context, ex Executor) error {
 	lim := ex.Info().Limits
 	res, err := ex.Run(ctx, Request{Language: Python, Code: preflightCode})
 	if err != nil {
-		return fmt.Errorf("executors: %s pre-flight: a trivial program could not run: %w", ex.Info().Driver, err)
+		return fmt.Errorf("executors: %s pre-flight: a trivial program could not run (%s): %w; %s",
+			ex.Info().Driver, limitsText(lim), err, preflightCause(Result{Stderr: err.Error()}, lim))
 	}
 	if res.OK() && res.Stdout == "ok\n" {
 		return nil

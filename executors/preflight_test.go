@@ -36,7 +36,9 @@ func TestPreflight(t *testing.T) {
 			"exit 1: BlockingIOError: [Errno 11] Resource temporarily unavailable; the process limit (pids=1) is too low"},
 		{"timeout", fakeRunner{res: Result{ExitCode: -1, TimedOut: true, Killed: true}}, "timed out; the time limit (timeout=10s)"},
 		{"wrong output", fakeRunner{res: Result{Stdout: "\n"}}, "exit 0; check the executor URL's limits"},
-		{"sandbox error", fakeRunner{err: errors.New("launching sandbox instance 0: boom")}, "a trivial program could not run: launching sandbox instance 0: boom"},
+		{"sandbox error", fakeRunner{err: errors.New("launching sandbox instance 0: boom")}, "launching sandbox instance 0: boom; check the executor URL's limits"},
+		{"set-up error", fakeRunner{err: errors.New("executors: bwrap runner: the sandbox could not start the program: runner: OSError: [Errno 24] Too many open files")},
+			"could not start the program: runner: OSError: [Errno 24] Too many open files; the open-files limit (nofile=3) is too low"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := Preflight(context.Background(), c.ex)

@@ -472,24 +472,14 @@ def print_exception(e, skip):
     traceback.print_exception(type(e), e, tb)
 
 
-def exit_status(e):
-    """The exit code Python gives a SystemExit, printing its message if any."""
-    code = e.code
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    try:
-        sys.stderr.write(str(code) + "\n")
-    except Exception:
-        pass
-    return 1
-
-
-def child_python(code):
+def child_python(code, setup_fd=None):
     import atexit
     import threading
     import types
+    # Bound before the program runs: it may rebind os._exit, sys.exit or
+    # the runner's own functions, and its exit status must not follow.
+    exit_, show, base_exc, sys_exit, isinstance_, int_, str_ = (
+        os._exit, traceback.print_exception, BaseException, SystemExit, isinstance, int, str)
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8", errors="surrogateescape")
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
@@ -501,35 +491,58 @@ def child_python(code):
     sys.modules["__main__"] = mod
     sys.argv = ["main.py"]
     sys.path.insert(0, os.getcwd())
+    if setup_fd is not None:
+        os.close(setup_fd)  # set up: the program starts
     rc = 0
     try:
         try:
             obj = compile(code, "main.py", "exec")
         except (SyntaxError, ValueError) as e:
-            print_exception(e, 99)
+            show(type(e), e, None)
             rc = 1
         else:
             exec(obj, mod.__dict__)
             threading._shutdown()
-    except SystemExit as e:
-        rc = exit_status(e)
-    except BaseException as e:
-        print_exception(e, 1)
+    except sys_exit as e:
+        c = e.code
+        if c is None:
+            rc = 0
+        elif isinstance_(c, int_):
+            rc = c & 0xFF
+        else:
+            rc = 1
+            try:
+                sys.stderr.write(str_(c) + "\n")
+            except base_exc:
+                pass
+    except base_exc as e:
+        try:
+            show(type(e), e, e.__traceback__.tb_next)
+        except base_exc:
+            pass
         rc = 1
     try:
         atexit._run_exitfuncs()
-    except BaseException:
+    except base_exc:
         pass
     for s in (sys.stdout, sys.stderr):
         try:
             s.flush()
-        except BaseException:
+        except base_exc:
             pass
-    os._exit(rc)
+    exit_(rc)
 
 
-def child(req, scratch, stdin_fd, out_w, err_w, plan=None):
-    """Runs in the forked child; never returns."""
+# In a run's child until its program starts: where a failure of the
+# runner's own set-up is reported (close-on-exec, so an exec closes it).
+SETUP_FD = 3
+
+
+def child(req, scratch, stdin_fd, out_w, err_w, plan=None, setup_w=None):
+    """Runs in the forked child; never returns. A failure before the
+    program starts is the sandbox's, not the program's: it goes to
+    SETUP_FD, which the runner turns into an error."""
+    setup = False
     try:
         os.setsid()
         set_dumpable(1)
@@ -537,7 +550,11 @@ def child(req, scratch, stdin_fd, out_w, err_w, plan=None):
         os.dup2(read_only(stdin_fd), 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
-        os.closerange(3, 1 << 16)
+        if setup_w is not None:
+            os.dup2(setup_w, SETUP_FD)
+            os.set_inheritable(SETUP_FD, False)
+            setup = True
+        os.closerange(SETUP_FD + 1 if setup else 3, 1 << 16)
         os.chdir(scratch)
         env = child_env(scratch)
         os.environ.clear()
@@ -551,10 +568,13 @@ def child(req, scratch, stdin_fd, out_w, err_w, plan=None):
         code = req.get("code", "")
         reset_signals(lang == "python")
         if lang == "python":
-            child_python(code)
+            child_python(code, SETUP_FD if setup else None)
         elif lang == "bash":
             os.execve("/bin/bash", ["bash", "main.sh"], env)
         elif lang == "sql":
+            if setup:
+                os.close(SETUP_FD)
+                setup = False
             conn = open_db(scratch)
             out = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="replace")
             err = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="replace")
@@ -566,10 +586,14 @@ def child(req, scratch, stdin_fd, out_w, err_w, plan=None):
             os.write(2, b"unknown language\n")
             os._exit(2)
     except BaseException as e:
+        msg = ("runner: %s: %s\n" % (type(e).__name__, e)).encode()
         try:
-            os.write(2, ("runner: %s: %s\n" % (type(e).__name__, e)).encode())
+            os.write(SETUP_FD if setup else 2, msg)
         except BaseException:
-            pass
+            try:
+                os.write(2, msg)
+            except BaseException:
+                pass
     os._exit(127)
 
 
@@ -993,11 +1017,13 @@ def do_run(req):
     # page by page: a third of a judged run's CPU. Frozen objects are not
     # walked; the runner unfreezes its own at once and collects as before.
     watch = RunWatch(lim, time.monotonic())
+    setup_r, setup_w = os.pipe()
     gc.freeze()
     pid = os.fork()
     if pid == 0:
-        child(req, scratch, stdin[0], out_w, err_w, plan)
+        child(req, scratch, stdin[0], out_w, err_w, plan, setup_w)
     gc.unfreeze()
+    os.close(setup_w)
     close_stdin()
     start = time.monotonic()
     os.close(out_w)
@@ -1030,6 +1056,12 @@ def do_run(req):
     drain(list(open_fds), bufs, trunc, cap, time.monotonic() + 0.5)
     os.close(out_r)
     os.close(err_r)
+    os.set_blocking(setup_r, False)
+    try:
+        setup_err = os.read(setup_r, 4096)
+    except OSError:
+        setup_err = b""
+    os.close(setup_r)
 
     res = {"id": req.get("id"), "exit_code": 0, "signal": "", "timed_out": timed_out,
            "oom": over == "memory", "killed": bool(over), "duration_ns": int(duration * 1e9)}
@@ -1089,6 +1121,17 @@ def do_run(req):
             done["taint"] = "; ".join(problems)
         return done
 
+    if setup_err:
+        # The runner could not start the program (the run's limits leave
+        # it no descriptor or process to do so, say): a sandbox error, not
+        # the program's result. The cleanup comes first; the error says
+        # whether the instance is still clean.
+        done = cleanup()
+        err_res = {"id": req.get("id"), "error": "the sandbox could not start the program: %s" %
+                   setup_err.decode("utf-8", "replace").strip()}
+        if done.get("tainted"):
+            err_res["tainted"], err_res["taint"] = True, done.get("taint")
+        return err_res, None
     return res, cleanup
 
 

@@ -139,6 +139,16 @@ func testForgedCells(t *testing.T, ex executors.Executor) {
 			}
 		})
 	}
+	// A one-shot run's exit status does not follow what the program
+	// rebinds either: the same patches, then the assert, in one program.
+	t.Run("one-shot runs", func(t *testing.T) {
+		for _, f := range forgeries[:2] {
+			r := run(t, ex, py(f.cell+"\nassert 1 == 2"))
+			if r.ExitCode != 1 || r.OK() {
+				t.Errorf("%s, then assert 1 == 2 in one run: got exit %d ok %v (stderr %q), want exit 1", f.name, r.ExitCode, r.OK(), clip(r.Stderr))
+			}
+		}
+	})
 	// A cell's own exits are still its outcome.
 	t.Run("own exits", func(t *testing.T) {
 		s, err := ex.Open(ctx, executors.Python, executors.SessionOptions{Limits: executors.Limits{Timeout: 20 * time.Second}})
