@@ -230,7 +230,9 @@ func Drivers() []string {
 }
 
 // Open opens an executor by URL (see ParseURL). The URL is checked first
-// (Check), so a bad option fails here and not on the first run.
+// (Check), so a bad option fails here and not on the first run; then a
+// trivial program must run under the URL's limits (Preflight), so a
+// sandbox that cannot run anything fails here too, naming the cause.
 func Open(ctx context.Context, rawURL string) (Executor, error) {
 	if err := Check(rawURL); err != nil {
 		return nil, err
@@ -239,5 +241,13 @@ func Open(ctx context.Context, rawURL string) (Executor, error) {
 	mu.Lock()
 	o := drivers[u.Scheme]
 	mu.Unlock()
-	return o(ctx, u)
+	ex, err := o(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	if err := Preflight(ctx, ex); err != nil {
+		ex.Close()
+		return nil, err
+	}
+	return ex, nil
 }

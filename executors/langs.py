@@ -144,6 +144,8 @@ def lang_set_limits(lang, lim, cpu=True):
     set_limits(rest, cpu=cpu)
     if mem and mem > 0:
         res = resource.RLIMIT_AS if LANGS[lang]["mem"] == "as" else resource.RLIMIT_DATA
+        if res == resource.RLIMIT_AS:
+            mem = address_space(lim)  # runner.py: relaxed where the memory cgroup holds
         try:
             resource.setrlimit(res, (mem, mem))
         except (ValueError, OSError):

@@ -28,8 +28,8 @@ type PoolOptions struct {
 // which enforces the deadline itself, before it kills the instance.
 const grace = 5 * time.Second
 
-// sessionGrace is grace for session cells, which the runner cannot stop at
-// their deadline (python cells run in its own interpreter).
+// sessionGrace is grace for session cells, which the runner does not stop
+// at their deadline: past it the pool replaces the instance.
 const sessionGrace = 2 * time.Second
 
 // cleanupWait bounds the runner's cleanup after a run (killing leftovers,
@@ -184,6 +184,8 @@ func (p *pool) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	if fallback {
 		wl.RunMemoryBytes = lim.MemoryBytes
+	} else {
+		wl.CgroupMemory = true
 	}
 	start := time.Now()
 	inst.runs++
@@ -208,7 +210,7 @@ func (p *pool) Run(ctx context.Context, req Request) (Result, error) {
 		p.release(slot, inst, false)
 		return Result{}, fmt.Errorf("executors: %s: %w: %s", p.info.Driver, ErrNoToolchain, resp.Error)
 	case err == nil && resp.Error != "":
-		p.release(slot, inst, false)
+		p.release(slot, inst, resp.Tainted)
 		return Result{}, fmt.Errorf("executors: %s runner: %s", p.info.Driver, resp.Error)
 	case err == nil:
 		res = resp.result()
@@ -369,11 +371,14 @@ func (s *session) start(ctx context.Context) error {
 	}
 	// A session's cells share one instance: its whole-instance limits are
 	// the session's (no accounting fallback: cells keep their rlimits).
-	if _, err := setRunLimits(ctx, inst.conn, s.lim); err != nil {
+	fallback, err := setRunLimits(ctx, inst.conn, s.lim)
+	if err != nil {
 		inst.close()
 		return fmt.Errorf("executors: %s session: setting limits: %w", s.p.info.Driver, err)
 	}
-	resp, err := inst.call(ctx, wireRequest{Op: "session", Lang: s.lang, Files: s.files, Limits: toWire(s.lim)}, s.p.opts.StartTimeout)
+	wl := toWire(s.lim)
+	wl.CgroupMemory = !fallback
+	resp, err := inst.call(ctx, wireRequest{Op: "session", Lang: s.lang, Files: s.files, Limits: wl}, s.p.opts.StartTimeout)
 	if err == nil && resp.Error != "" {
 		err = errors.New(resp.Error)
 	}

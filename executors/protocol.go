@@ -93,13 +93,30 @@ type wireLimits struct {
 	// processes, tmpfs and SysV shared memory) and kill the run past it: the
 	// fallback where no cgroup bounds the instance.
 	RunMemoryBytes int64 `json:"run_memory_bytes,omitempty"`
+	// RunCPUSeconds bounds the CPU time of all the run's processes
+	// together (the instance's cgroup counter, else the runner adds up
+	// /proc); CPUSeconds stays each process's RLIMIT_CPU.
+	RunCPUSeconds float64 `json:"run_cpu_seconds,omitempty"`
+	// Inodes bounds the files and directories a run creates on its tmpfs
+	// mounts; past it the run is killed.
+	Inodes int `json:"inodes,omitempty"`
+	// CgroupMemory says the instance's memory cgroup holds the run's
+	// memory limit, so no process gets an address-space rlimit.
+	CgroupMemory bool `json:"cgroup_memory,omitempty"`
 }
+
+// RunInodes is how many files and directories one run may create on the
+// sandbox's tmpfs mounts (its scratch, /tmp, /dev/shm). Far more than
+// programs under test write; it stops a run that fills the tmpfs with
+// empty directories, whose removal held up the next run by half a minute.
+const RunInodes = 16384
 
 func toWire(l Limits) *wireLimits {
 	cpu := int64((l.CPUTime + time.Second - 1) / time.Second)
 	return &wireLimits{
 		TimeoutSeconds: l.Timeout.Seconds(), MemoryBytes: l.MemoryBytes, CPUSeconds: cpu,
 		Processes: l.Processes, FileBytes: l.FileBytes, OpenFiles: l.OpenFiles, OutputBytes: l.OutputBytes,
+		RunCPUSeconds: l.CPUTime.Seconds(), Inodes: RunInodes,
 	}
 }
 

@@ -41,11 +41,13 @@ import ctypes
 import gc
 import io
 import json
+import marshal
 import os
 import resource
 import selectors
 import shutil
 import signal
+import socket
 import sqlite3
 import sys
 import tempfile
@@ -60,8 +62,9 @@ OOM_HINTS = (b"MemoryError", b"Cannot allocate memory", b"cannot allocate memory
              b"std::bad_alloc", b"out of memory", b"OutOfMemoryError", b"memory allocation of",
              b"Array buffer allocation failed", b"Allowed memory size of", b"not enough memory")
 # The sandbox's own cgroup OOM-kill counter (cgroup v2, then v1). Docker mounts
-# the container's cgroup at /sys/fs/cgroup; bwrap mounts no /sys, so there a
-# run's OOM is only seen through its rlimit (OOM_HINTS).
+# the container's cgroup at /sys/fs/cgroup; bwrap binds the instance's cgroup
+# there where it made one (else a run's OOM shows only through its rlimit,
+# OOM_HINTS, or the runner's accounting).
 OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
 
 # -c puts the working directory first on sys.path; the runner imports only
@@ -162,7 +165,12 @@ def oom_killed_since(before, signaled):
     if before is None:
         return False
     after = oom_kills()
-    if after is not None and after == before and signaled:
+    # The kernel counts the kill after it sent SIGKILL and logged its
+    # report, which on a loaded machine takes a while: wait up to 250 ms,
+    # and only for a run that SIGKILL ended.
+    for _ in range(50):
+        if after is None or after != before or not signaled:
+            break
         time.sleep(0.005)
         after = oom_kills()
     return after is not None and after > before
@@ -206,15 +214,23 @@ def proc_stat(pid):
         return None
 
 
+# Exit statuses that reap() collected for processes the runner waits on
+# itself (a python session's kernel), by pid.
+REAPED = {}
+WATCHED = set()
+
+
 def reap():
     """As pid 1 the runner inherits orphans: collect their exit statuses."""
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
+        if pid in WATCHED:
+            REAPED[pid] = status
 
 
 def sweep(pgid):
@@ -330,7 +346,7 @@ def set_limits(lim, cpu=True):
                 resource.setrlimit(res, (v, v))
             except (ValueError, OSError):
                 pass
-    lim1(resource.RLIMIT_AS, lim.get("memory_bytes"))
+    lim1(resource.RLIMIT_AS, address_space(lim))
     if cpu and lim.get("cpu_seconds"):
         c = int(lim["cpu_seconds"])
         try:
@@ -346,6 +362,21 @@ def set_limits(lim, cpu=True):
 
 
 MSGQUEUE_BYTES = 1 << 20
+
+
+def address_space(lim):
+    """The address-space rlimit for a run's processes. An address-space
+    limit counts reservations, not memory: at the memory limit itself
+    ThreadPoolExecutor(32) failed under 512 MiB (each thread's stack and
+    malloc arena reserve tens of MiB). Where the instance's memory cgroup
+    holds the run's memory, the limit is relaxed to twice the memory plus
+    512 MiB: reservations fit, and an allocation far past the limit still
+    fails at once with MemoryError rather than after the kernel's slow
+    reclaim and OOM kill. Without the cgroup it stays the memory limit."""
+    mem = lim.get("memory_bytes")
+    if mem and mem > 0 and lim.get("cgroup_memory"):
+        return 2 * mem + (512 << 20)
+    return mem
 
 
 def reset_signals(python):
@@ -441,24 +472,14 @@ def print_exception(e, skip):
     traceback.print_exception(type(e), e, tb)
 
 
-def exit_status(e):
-    """The exit code Python gives a SystemExit, printing its message if any."""
-    code = e.code
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    try:
-        sys.stderr.write(str(code) + "\n")
-    except Exception:
-        pass
-    return 1
-
-
-def child_python(code):
+def child_python(code, setup_fd=None):
     import atexit
     import threading
     import types
+    # Bound before the program runs: it may rebind os._exit, sys.exit or
+    # the runner's own functions, and its exit status must not follow.
+    exit_, show, base_exc, sys_exit, isinstance_, int_, str_ = (
+        os._exit, traceback.print_exception, BaseException, SystemExit, isinstance, int, str)
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8", errors="surrogateescape")
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
@@ -470,35 +491,58 @@ def child_python(code):
     sys.modules["__main__"] = mod
     sys.argv = ["main.py"]
     sys.path.insert(0, os.getcwd())
+    if setup_fd is not None:
+        os.close(setup_fd)  # set up: the program starts
     rc = 0
     try:
         try:
             obj = compile(code, "main.py", "exec")
         except (SyntaxError, ValueError) as e:
-            print_exception(e, 99)
+            show(type(e), e, None)
             rc = 1
         else:
             exec(obj, mod.__dict__)
             threading._shutdown()
-    except SystemExit as e:
-        rc = exit_status(e)
-    except BaseException as e:
-        print_exception(e, 1)
+    except sys_exit as e:
+        c = e.code
+        if c is None:
+            rc = 0
+        elif isinstance_(c, int_):
+            rc = c & 0xFF
+        else:
+            rc = 1
+            try:
+                sys.stderr.write(str_(c) + "\n")
+            except base_exc:
+                pass
+    except base_exc as e:
+        try:
+            show(type(e), e, e.__traceback__.tb_next)
+        except base_exc:
+            pass
         rc = 1
     try:
         atexit._run_exitfuncs()
-    except BaseException:
+    except base_exc:
         pass
     for s in (sys.stdout, sys.stderr):
         try:
             s.flush()
-        except BaseException:
+        except base_exc:
             pass
-    os._exit(rc)
+    exit_(rc)
 
 
-def child(req, scratch, stdin_fd, out_w, err_w, plan=None):
-    """Runs in the forked child; never returns."""
+# In a run's child until its program starts: where a failure of the
+# runner's own set-up is reported (close-on-exec, so an exec closes it).
+SETUP_FD = 3
+
+
+def child(req, scratch, stdin_fd, out_w, err_w, plan=None, setup_w=None):
+    """Runs in the forked child; never returns. A failure before the
+    program starts is the sandbox's, not the program's: it goes to
+    SETUP_FD, which the runner turns into an error."""
+    setup = False
     try:
         os.setsid()
         set_dumpable(1)
@@ -506,7 +550,11 @@ def child(req, scratch, stdin_fd, out_w, err_w, plan=None):
         os.dup2(read_only(stdin_fd), 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
-        os.closerange(3, 1 << 16)
+        if setup_w is not None:
+            os.dup2(setup_w, SETUP_FD)
+            os.set_inheritable(SETUP_FD, False)
+            setup = True
+        os.closerange(SETUP_FD + 1 if setup else 3, 1 << 16)
         os.chdir(scratch)
         env = child_env(scratch)
         os.environ.clear()
@@ -520,10 +568,13 @@ def child(req, scratch, stdin_fd, out_w, err_w, plan=None):
         code = req.get("code", "")
         reset_signals(lang == "python")
         if lang == "python":
-            child_python(code)
+            child_python(code, SETUP_FD if setup else None)
         elif lang == "bash":
             os.execve("/bin/bash", ["bash", "main.sh"], env)
         elif lang == "sql":
+            if setup:
+                os.close(SETUP_FD)
+                setup = False
             conn = open_db(scratch)
             out = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="replace")
             err = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="replace")
@@ -535,22 +586,31 @@ def child(req, scratch, stdin_fd, out_w, err_w, plan=None):
             os.write(2, b"unknown language\n")
             os._exit(2)
     except BaseException as e:
+        msg = ("runner: %s: %s\n" % (type(e).__name__, e)).encode()
         try:
-            os.write(2, ("runner: %s: %s\n" % (type(e).__name__, e)).encode())
+            os.write(SETUP_FD if setup else 2, msg)
         except BaseException:
-            pass
+            try:
+                os.write(2, msg)
+            except BaseException:
+                pass
     os._exit(127)
 
 
-# How often the runner adds up a run's memory where no cgroup bounds the
-# instance (the accounting fallback); runs shorter than this are never polled.
+# How often the runner looks at a run's whole-run limits (memory where no
+# cgroup bounds the instance, CPU time, files created); runs shorter than
+# this are never polled.
 ACCOUNT_EVERY = 0.02
 
+# Files and directories a run may leave for the cleanup; past it the
+# instance is replaced rather than cleaned.
+CLEAN_MAX = 2000
 
-def collect(fds, cap, deadline, pidfd, budget=0):
+
+def collect(fds, cap, deadline, pidfd, watch=None):
     """Reads the child's pipes (capped) until the child exits, the deadline
-    passes or (budget > 0) the run's memory exceeds budget bytes. Returns
-    (bufs, truncated, exited, open_fds, over_budget)."""
+    passes or watch (a RunWatch) finds a whole-run limit passed. Returns
+    (bufs, truncated, exited, open_fds, the limit passed or None)."""
     sel = selectors.DefaultSelector()
     bufs = {fd: bytearray() for fd in fds}
     trunc = {fd: False for fd in fds}
@@ -558,9 +618,8 @@ def collect(fds, cap, deadline, pidfd, budget=0):
         os.set_blocking(fd, False)
         sel.register(fd, selectors.EVENT_READ)
     sel.register(pidfd, selectors.EVENT_READ)
-    exited = over = False
+    exited, over = False, None
     open_fds = set(fds)
-    next_check = time.monotonic() + ACCOUNT_EVERY
     try:
         while True:
             now = time.monotonic()
@@ -569,13 +628,11 @@ def collect(fds, cap, deadline, pidfd, budget=0):
                 # A program that ended exactly at its deadline is not late.
                 exited = pidfd_ready(pidfd)
                 break
-            if budget:
-                if now >= next_check:
-                    if run_memory() > budget:
-                        over = True
-                        break
-                    next_check = now + ACCOUNT_EVERY
-                left = min(left, max(0.0, next_check - now))
+            if watch is not None:
+                over = watch.check(now)
+                if over:
+                    break
+                left = min(left, max(0.0, watch.next - now))
             for key, _ in sel.select(left):
                 fd = key.fd
                 if fd == pidfd:
@@ -646,6 +703,127 @@ def run_memory():
         if name.isdigit() and int(name) not in KEEP:
             total += pss_anon(int(name))
     return total + fs_used("/tmp") + fs_used("/dev/shm") + sysv_shm_bytes()
+
+
+# The instance's own CPU counter (cgroup v2 cpu.stat, v1 cpuacct.usage),
+# as the sandbox sees it: Docker mounts the container's cgroups at
+# /sys/fs/cgroup; bwrap binds the instance's there. It counts every process
+# of the instance, the runner included.
+CPU_COUNTERS = (("/sys/fs/cgroup/cpu.stat", 1e-6), ("/sys/fs/cgroup/cpuacct/cpuacct.usage", 1e-9),
+                ("/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage", 1e-9))
+CLOCK_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def read_cgroup_cpu(path, scale):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    try:
+        if path.endswith("cpu.stat"):
+            for line in data.split(b"\n"):
+                if line.startswith(b"usage_usec "):
+                    return int(line.split()[1]) * scale
+            return None
+        return int(data) * scale
+    except (ValueError, IndexError):
+        return None
+
+
+def find_cpu_counter():
+    for path, scale in CPU_COUNTERS:
+        if read_cgroup_cpu(path, scale) is not None:
+            return path, scale
+    return None
+
+
+CPU_COUNTER = find_cpu_counter()
+
+
+def self_cpu():
+    t = os.times()
+    return t.user + t.system
+
+
+def proc_cpu():
+    """CPU seconds of every process but the runner and its ancestors, each
+    with what its reaped children used, plus what the runner's reaped
+    children used: the fallback where no cgroup counts the instance."""
+    total = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in KEEP:
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            total += sum(int(x) for x in fields[11:15])
+        except (OSError, ValueError, IndexError):
+            pass
+    t = os.times()
+    return total / CLOCK_TICK + t.children_user + t.children_system
+
+
+def run_cpu():
+    """CPU seconds the instance used so far, less the runner's own."""
+    if CPU_COUNTER is not None:
+        v = read_cgroup_cpu(*CPU_COUNTER)
+        if v is not None:
+            return v - self_cpu()
+    return proc_cpu()
+
+
+def inodes_used():
+    """Files and directories on the instance's writable tmpfs mounts."""
+    total = 0
+    for path in ("/tmp", "/dev/shm"):
+        try:
+            st = os.statvfs(path)
+        except OSError:
+            continue
+        total += st.f_files - st.f_ffree
+    return total
+
+
+class RunWatch:
+    """A run's limits that hold for all its processes together and that
+    no kernel mechanism enforces here: memory where no cgroup bounds the
+    instance (the accounting fallback), CPU time (the cgroup's counter,
+    else /proc), and the files and directories it may create. check() is
+    called from collect; next is when it wants to look again."""
+
+    def __init__(self, lim, start):
+        self.budget = int(lim.get("run_memory_bytes") or 0)
+        self.cpu = float(lim.get("run_cpu_seconds") or 0)
+        self.inodes = int(lim.get("inodes") or 0)
+        self.cpu0 = run_cpu() if self.cpu else 0
+        self.inodes0 = inodes_used() if self.inodes else 0
+        # CPU cannot pass its limit before this many seconds of wall time
+        # on every CPU the run may use: no polling of short runs.
+        ncpu = len(os.sched_getaffinity(0)) or 1
+        self.cpu_from = start + self.cpu / ncpu * 0.9 if self.cpu else float("inf")
+        self.next = start + ACCOUNT_EVERY
+        self.used_cpu = 0.0
+        self.used_inodes = 0
+
+    def active(self):
+        return bool(self.budget or self.cpu or self.inodes)
+
+    def check(self, now):
+        if now < self.next:
+            return None
+        self.next = now + ACCOUNT_EVERY
+        if self.inodes:
+            self.used_inodes = inodes_used() - self.inodes0
+            if self.used_inodes > self.inodes:
+                return "inodes"
+        if self.budget and run_memory() > self.budget:
+            return "memory"
+        if self.cpu and now >= self.cpu_from:
+            self.used_cpu = run_cpu() - self.cpu0
+            if self.used_cpu > self.cpu:
+                return "cpu"
+        return None
 
 
 def read_into(fd, bufs, trunc, cap, sel, open_fds):
@@ -785,6 +963,7 @@ def do_run(req):
     cap = int(lim.get("output_bytes") or 65536)
     timeout = float(lim.get("timeout_seconds") or 10)
     budget = int(lim.get("run_memory_bytes") or 0)
+    inodes = int(lim.get("inodes") or 0)
     scratch = tempfile.mkdtemp(prefix="run-", dir=ROOT)
     stdin = [None]
 
@@ -837,17 +1016,21 @@ def do_run(req):
     # inherited, writing to each and so copying most of the runner's heap
     # page by page: a third of a judged run's CPU. Frozen objects are not
     # walked; the runner unfreezes its own at once and collects as before.
+    watch = RunWatch(lim, time.monotonic())
+    setup_r, setup_w = os.pipe()
     gc.freeze()
     pid = os.fork()
     if pid == 0:
-        child(req, scratch, stdin[0], out_w, err_w, plan)
+        child(req, scratch, stdin[0], out_w, err_w, plan, setup_w)
     gc.unfreeze()
+    os.close(setup_w)
     close_stdin()
     start = time.monotonic()
     os.close(out_w)
     os.close(err_w)
     pidfd = os.pidfd_open(pid)
-    bufs, trunc, exited, open_fds, over = collect([out_r, err_r], cap, start + timeout, pidfd, budget)
+    bufs, trunc, exited, open_fds, over = collect([out_r, err_r], cap, start + timeout, pidfd,
+                                                  watch if watch.active() else None)
     timed_out = not exited and not over
     if not exited:
         try:
@@ -873,10 +1056,19 @@ def do_run(req):
     drain(list(open_fds), bufs, trunc, cap, time.monotonic() + 0.5)
     os.close(out_r)
     os.close(err_r)
+    os.set_blocking(setup_r, False)
+    try:
+        setup_err = os.read(setup_r, 4096)
+    except OSError:
+        setup_err = b""
+    os.close(setup_r)
 
     res = {"id": req.get("id"), "exit_code": 0, "signal": "", "timed_out": timed_out,
-           "oom": over, "killed": over, "duration_ns": int(duration * 1e9)}
-    if os.WIFSIGNALED(status):
+           "oom": over == "memory", "killed": bool(over), "duration_ns": int(duration * 1e9)}
+    if over == "cpu":
+        # As the per-process CPU rlimit ends a process: SIGXCPU.
+        res["signal"], res["exit_code"] = "SIGXCPU", 128 + signal.SIGXCPU
+    elif os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         res["signal"] = signame(sig)
         res["exit_code"] = 128 + sig
@@ -892,9 +1084,15 @@ def do_run(req):
     # counter tells (any process of the run: the sweep has ended them all).
     if oom_killed_since(ooms, res["signal"] == "SIGKILL" or res["exit_code"] == 137):
         res["oom"] = True
-    if over:
+    if over == "memory":
         err += (b"\n[sandbox: the run's processes together used more than %d bytes of memory "
                 b"and were killed]\n" % budget)
+    elif over == "cpu":
+        err += (b"\n[sandbox: the run's processes together used more than %g CPU-seconds "
+                b"and were killed]\n" % watch.cpu)
+    elif over == "inodes":
+        err += (b"\n[sandbox: the run created more than %d files and directories "
+                b"and was killed]\n" % inodes)
     res["stdout"] = decode(out, cap, trunc[out_r])
     res["stderr"] = decode(err, cap, trunc[err_r])
     res["stdout_truncated"] = trunc[out_r]
@@ -904,6 +1102,15 @@ def do_run(req):
 
     def cleanup():
         n = strays + sweep(pid)
+        # Removing many files takes long (140k directories: 30 s) and would
+        # hold up the next run on this instance: past CLEAN_MAX the
+        # instance is replaced instead, so the run that made them pays.
+        left = inodes_used() - watch.inodes0 if inodes else 0
+        if left > CLEAN_MAX:
+            close_stdin()
+            done = {"id": req.get("id"), "done": True, "tainted": True,
+                    "taint": "the run left %d files and directories: replaced rather than cleaned" % left}
+            return done
         remove_scratch()
         problems = check_taint()
         if n:
@@ -914,6 +1121,17 @@ def do_run(req):
             done["taint"] = "; ".join(problems)
         return done
 
+    if setup_err:
+        # The runner could not start the program (the run's limits leave
+        # it no descriptor or process to do so, say): a sandbox error, not
+        # the program's result. The cleanup comes first; the error says
+        # whether the instance is still clean.
+        done = cleanup()
+        err_res = {"id": req.get("id"), "error": "the sandbox could not start the program: %s" %
+                   setup_err.decode("utf-8", "replace").strip()}
+        if done.get("tainted"):
+            err_res["tainted"], err_res["taint"] = True, done.get("taint")
+        return err_res, None
     return res, cleanup
 
 
@@ -1037,6 +1255,295 @@ def compile_cell(code, lines, name):
     return [compile(tree, name, "exec")], last
 
 
+# ------------------------------------------------------------ python kernel
+#
+# A python session's cells run in a kernel process of their own, forked from
+# the runner when the session starts, never in the runner: a cell can patch
+# anything in the process it runs in (builtins, sys.exit, os._exit, the
+# runner's own functions found through gc.get_objects or sys.modules,
+# sys.stdout, atexit, signal handlers), and those patches stay for later
+# cells. The runner keeps the protocol, compiles each cell, reads the
+# output from the capture files and builds the result; the kernel gets
+# compiled code (marshal) on a socket and answers one status line per cell.
+#
+# The kernel loop binds every name it uses before the first cell runs, as
+# locals of a frame that never returns: a later rebinding of a module
+# attribute or a builtin, or a new __code__ for a function, does not reach
+# it. The kernel holds none of the runner's descriptors. Its answer comes
+# on a SOCK_SEQPACKET socket whose messages carry the sender's pid
+# (SCM_CREDENTIALS, filled in by the kernel), and quotes a nonce drawn
+# for that cell only: a process a cell left behind, or a cell writing into
+# the socket, cannot answer for a later cell. A kernel that ends during a
+# cell (os._exit, a signal, the OOM killer) gives the cell its real
+# status and the session restarts empty. What stays open: code that runs
+# inside the kernel during a later cell and reads the loop's own frame (a
+# thread a cell left running, a trace or audit hook, ctypes) could read
+# that cell's nonce; none of the plain patching routes can.
+
+def kernel_start(sess):
+    sess.open_capture()
+    req_k, req_r = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    st_k, st_r = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    st_r.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    for f in (sess.so, sess.se):
+        f.flush()
+    gc.freeze()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            kernel_child(sess, req_k.fileno(), st_k.fileno())
+        finally:
+            os._exit(127)
+    gc.unfreeze()
+    req_k.close()
+    st_k.close()
+    WATCHED.add(pid)
+    sess.kernel = (pid, req_r, st_r, os.pidfd_open(pid))
+
+
+def kernel_stop(sess):
+    k, sess.kernel = sess.kernel, None
+    if k is None:
+        return
+    pid, req, st, pidfd = k
+    for f in (req.close, st.close, lambda: os.close(pidfd)):
+        try:
+            f()
+        except OSError:
+            pass
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    kernel_wait(pid)
+
+
+def kernel_wait(pid):
+    """The kernel's exit status (None when someone else reaped it)."""
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        status = REAPED.pop(pid, None)
+    WATCHED.discard(pid)
+    REAPED.pop(pid, None)
+    return status
+
+
+def kernel_call(sess, name, code, body, last):
+    """Sends one compiled cell; returns ("ok", exit code) from the
+    kernel's answer or ("died", wait status or None) when it ended."""
+    pid, req, st, pidfd = sess.kernel
+    nonce = os.urandom(16)
+    blob = marshal.dumps((name, code, body, last))
+    data = memoryview(len(blob).to_bytes(8, "big") + nonce + blob)
+    # The kernel is idle, reading: a blocking send does not wait long. A
+    # kernel that is gone fails it (no SIGPIPE: the runner would die).
+    try:
+        while data:
+            data = data[req.send(data, socket.MSG_NOSIGNAL):]
+    except OSError:
+        pass
+    sel = selectors.DefaultSelector()
+    sel.register(st, selectors.EVENT_READ)
+    sel.register(pidfd, selectors.EVENT_READ)
+    try:
+        while True:
+            for key, _ in sel.select():
+                if key.fileobj is st:
+                    rc = kernel_answer(st, pid, nonce)
+                    if rc is not None:
+                        return "ok", rc
+                else:
+                    # An answer sent just before the kernel ended still counts.
+                    rc = kernel_answer(st, pid, nonce, block=False)
+                    sess.kernel = None
+                    for f in (req.close, st.close, lambda: os.close(pidfd)):
+                        try:
+                            f()
+                        except OSError:
+                            pass
+                    status = kernel_wait(pid)
+                    if rc is not None:
+                        return "ok", rc
+                    return "died", status
+    finally:
+        sel.close()
+
+
+def kernel_answer(st, pid, nonce, block=True):
+    """Reads answers until one comes from the kernel's pid with this cell's
+    nonce; returns its exit code, or None when no such answer is queued.
+    Anything else on the socket (from another process, or not this cell's)
+    is dropped."""
+    import struct
+    while True:
+        try:
+            data, anc, _, _ = st.recvmsg(256, socket.CMSG_SPACE(12),
+                                         0 if block else socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError:
+            return None
+        block = False
+        if not data:
+            return None
+        sender = None
+        for level, kind, cdata in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(cdata) >= 12:
+                sender = struct.unpack("iII", cdata[:12])[0]
+        if sender != pid or not data.startswith(nonce.hex().encode() + b" "):
+            continue
+        try:
+            return int(data.split()[1])
+        except (IndexError, ValueError):
+            continue
+
+
+def kernel_child(sess, req_fd, st_fd):
+    """The kernel process: the session's fds 1 and 2, its two sockets and
+    nothing else of the runner's; then the loop, which never returns."""
+    os.setsid()
+    reset_signals(True)
+    prefer_oom_kill()
+    # Not dumpable: processes a cell leaves behind cannot read the kernel's
+    # memory (a cell's nonce) through /proc/PID/mem.
+    set_dumpable(0)
+    null = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(sess.out, 1)
+    os.dup2(sess.err, 2)
+    keep = sorted({req_fd, st_fd})
+    lo = 3
+    for fd in keep + [1 << 16]:
+        if fd > lo:
+            os.closerange(lo, fd)
+        lo = fd + 1
+    for fd in keep:
+        os.set_inheritable(fd, False)
+    so = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
+    se = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                          errors="backslashreplace", line_buffering=True)
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    sys.stdout, sys.stderr = so, se
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, so, se
+    g = sess.globals
+    sess = None  # nothing of the runner's session object is needed past here
+    exit_ = os._exit
+    try:
+        kernel_loop(req_fd, st_fd, g, so, se)
+    finally:
+        exit_(70)
+
+
+def kernel_loop(req_fd, st_fd, g, so, se):
+    """Runs cells until the request socket ends. Everything it calls is
+    bound here, before any cell runs (see the section's comment)."""
+    import linecache
+    read, write, exit_, loads = os.read, os.write, os._exit, marshal.loads
+    exec_, eval_, repr_, len_, int_, str_, type_, isinstance_ = exec, eval, repr, len, int, str, type, isinstance
+    from_bytes = int.from_bytes
+    base_exc, sys_exit, os_error = BaseException, SystemExit, OSError
+    sysmod, lines_cache = sys, linecache.cache
+    settrace, setprofile = sys.settrace, sys.setprofile
+    show = traceback.print_exception
+    so_write, so_flush, se_write, se_flush = so.write, so.flush, se.write, se.flush
+    while True:
+        # Between cells only the request is read. A signal handler or an
+        # audit hook an earlier cell left may raise here: that is dropped,
+        # and the read goes on where it was.
+        # The request: its length (8 bytes), the cell's nonce (16 bytes),
+        # then the marshalled cell.
+        head, parts, need = b"", [], -1
+        while need != 0:
+            try:
+                if need < 0:
+                    chunk = read(req_fd, 24 - len_(head))
+                else:
+                    chunk = read(req_fd, need if need < 1048576 else 1048576)
+            except os_error:
+                exit_(70)  # the socket is gone (a cell closed it): nothing more to run
+            except base_exc:
+                continue
+            if not chunk:
+                exit_(0)
+            if need < 0:
+                head += chunk
+                if len_(head) == 24:
+                    need = from_bytes(head[:8], "big")
+            else:
+                parts.append(chunk)
+                need -= len_(chunk)
+        rc, nonce, name = 1, head[8:], None
+        try:
+            name, code, body, last = loads(b"".join(parts))
+            parts = head = chunk = None
+            lines_cache[name] = (len_(code), None, code.splitlines(True), name)
+            sysmod.stdout, sysmod.stderr = so, se
+            settrace(None)
+            setprofile(None)
+            for co in body:
+                exec_(co, g)
+            if last is not None:
+                v = eval_(last, g)
+                if v is not None:
+                    g["_"] = v
+                    so_write(repr_(v))
+                    so_write("\n")
+                v = None
+            rc = 0
+        except sys_exit as e:
+            # A SystemExit counts only when the cell's own code raised it
+            # (its frame is on the traceback): one an audit hook or a
+            # signal handler raises before the cell starts is a failure.
+            tb, own = e.__traceback__, False
+            while tb is not None:
+                if tb.tb_frame.f_code.co_filename == name:
+                    own = True
+                tb = tb.tb_next
+            c = e.code
+            if not own:
+                rc = 1
+                try:
+                    se_write("[sandbox: SystemExit raised outside the cell's code]\n")
+                except base_exc:
+                    pass
+            elif c is None:
+                rc = 0
+            elif isinstance_(c, int_):
+                rc = c & 0xFF
+            else:
+                rc = 1
+                try:
+                    se_write(str_(c) + "\n")
+                except base_exc:
+                    pass
+            e = tb = None
+        except base_exc as e:
+            rc = 1
+            try:
+                sysmod.stderr = se
+                show(type_(e), e, e.__traceback__.tb_next, file=se)
+            except base_exc:
+                pass
+            e = None
+        for flush in (so_flush, se_flush):
+            try:
+                flush()
+            except base_exc:
+                pass
+        while True:
+            try:
+                write(st_fd, nonce.hex().encode() + b" %d\n" % rc)
+                break
+            except os_error:
+                exit_(70)
+            except base_exc:
+                continue
+
 # Size past which a session's capture file is truncated before a cell.
 CAPTURE_ROTATE = 8 << 20
 
@@ -1051,6 +1558,7 @@ class Session:
         self.out = self.err = None
         self.state = self.prologue = None  # bash: descriptors (anon_file)
         self.trap_echo = None
+        self.kernel = None  # python: (pid, request socket, status socket, pidfd)
         if self.lang == "javascript":
             lang_set_limits("javascript", self.limits, cpu=False)  # langs.py: V8 needs RLIMIT_DATA
         else:
@@ -1076,6 +1584,7 @@ class Session:
         self.db = open_db(self.scratch) if self.lang == "sql" else None
         if self.lang == "python":
             sys.path.insert(0, self.scratch)
+            kernel_start(self)  # the cells' own process; the runner stays out of their reach
         if self.lang == "javascript":
             node_session_start(self)  # langs.py
 
@@ -1087,6 +1596,8 @@ class Session:
         os.chdir("/")
         if self.lang == "javascript":
             node_session_stop(self)  # langs.py
+        if self.lang == "python":
+            kernel_stop(self)
         sweep(-1)
         remove_tree(self.scratch)
         self.start()
@@ -1125,8 +1636,9 @@ class Session:
         ooms = oom_kills()
         start = time.monotonic()
         rc, sig = 0, ""
+        died = False
         if self.lang == "python":
-            rc = self.python_cell(code)
+            rc, sig, died = self.python_cell(code)
         elif self.lang == "bash":
             rc, sig = self.bash_cell(code)
             if self.cell_seconds is not None:
@@ -1139,7 +1651,7 @@ class Session:
             self.se.flush()
         duration = time.monotonic() - start
         res = {"id": req.get("id"), "exit_code": rc, "signal": sig, "timed_out": False,
-               "oom": False, "killed": bool(sig), "duration_ns": int(duration * 1e9)}
+               "oom": False, "killed": bool(sig) or died, "duration_ns": int(duration * 1e9)}
         for (key, fd), at in zip((("stdout", self.out), ("stderr", self.err)), begin):
             size = os.fstat(fd).st_size
             if size < at:  # the cell truncated its own stream
@@ -1158,38 +1670,52 @@ class Session:
         return res
 
     def python_cell(self, code):
+        """Compiles the cell here and runs it in the session's kernel
+        process (kernel_loop), which reports its exit status. Returns
+        (exit code, signal name, whether the kernel died and the session
+        was restarted)."""
         import linecache
         name = "<cell-%d>" % self.n
         lines = code.splitlines(True)
-        linecache.cache[name] = (len(code), None, lines, name)
-        so, se = self.so, self.se
-        sys.stdout, sys.stderr = so, se
-        rc = 0
         try:
+            body, last = compile_cell(code, lines, name)
+        except (SyntaxError, ValueError) as e:
+            linecache.cache[name] = (len(code), None, lines, name)
+            sys.stdout, sys.stderr = self.so, self.se
             try:
-                body, last = compile_cell(code, lines, name)
-            except (SyntaxError, ValueError) as e:
                 print_exception(e, 99)
-                return 1
-            for co in body:
-                exec(co, self.globals)
-            if last is not None:
-                v = eval(last, self.globals)
-                if v is not None:
-                    self.globals["_"] = v
-                    print(repr(v))
-        except SystemExit as e:
-            rc = exit_status(e)
-        except BaseException as e:
-            print_exception(e, 1)
-            rc = 1
-        finally:
-            for s in (so, se):
-                try:
-                    s.flush()
-                except BaseException:
-                    pass
-        return rc
+            finally:
+                self.se.flush()
+                linecache.cache.pop(name, None)
+            return 1, "", False
+        if self.kernel is not None and pidfd_ready(self.kernel[3]):
+            # The kernel ended between cells (a signal from a process an
+            # earlier cell left, say): not this cell's doing. It runs in
+            # a fresh session, and says so.
+            kernel_stop(self)
+            os.write(self.err, b"[sandbox: the session's process ended between cells; "
+                     b"the session was restarted and its state is lost]\n")
+            self.reset()
+        if self.kernel is None:
+            kernel_start(self)
+        status = kernel_call(self, name, code, body, last)
+        if status[0] == "ok":
+            return status[1], "", False
+        # The kernel ended during the cell (os._exit, a crash, the OOM
+        # killer): its status is the cell's, and the session starts again
+        # empty, as a notebook whose kernel died.
+        st = status[1]
+        if st is None:
+            rc, sig, what = 137, "SIGKILL", "ended"
+        elif os.WIFSIGNALED(st):
+            rc, sig = 128 + os.WTERMSIG(st), signame(os.WTERMSIG(st))
+            what = "was killed by %s" % sig
+        else:
+            rc, sig, what = os.WEXITSTATUS(st), "", "exited with status %d" % os.WEXITSTATUS(st)
+        note = "[sandbox: the cell's process %s; the session was restarted and its state is lost]\n" % what
+        os.write(self.err, note.encode())
+        self.reset()
+        return rc, sig, True
 
     def bash_cell(self, code):
         fds = bash_fds()

@@ -364,6 +364,10 @@ func (l *Launcher) args(argv []string, cg *cgroup, mounts []executors.Mount) []s
 	}
 	if cg != nil {
 		a = append(a, "--ro-bind", cg.mem, cg.bindTarget())
+		if cg.cpu != "" {
+			// The runner reads the run's CPU time from cpuacct.usage.
+			a = append(a, "--ro-bind", cg.cpu, "/sys/fs/cgroup/cpuacct")
+		}
 	}
 	a = append(a,
 		"--proc", "/proc",

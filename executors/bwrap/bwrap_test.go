@@ -161,6 +161,36 @@ func TestWholeRunMemoryFallback(t *testing.T) {
 	drivertest.WholeRunMemory(t, ex)
 }
 
+// TestPreflightFailsOpen: a sandbox whose limits let nothing run fails to
+// open, naming the limit, instead of failing every run later.
+func TestPreflightFailsOpen(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("bubblewrap not installed")
+	}
+	for _, c := range []struct{ url, want string }{
+		{"bwrap://?pool=1&pids=1&nofile=3", "the open-files limit (nofile=3) is too low"},
+		{"bwrap://?pool=1&pids=1", "the process limit (pids=1) is too low"},
+	} {
+		ex, err := executors.Open(context.Background(), c.url)
+		if err == nil {
+			ex.Close()
+			t.Errorf("Open(%s): no error, want one naming %q", c.url, c.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "pre-flight") {
+			t.Errorf("Open(%s): got %v, want a pre-flight error naming %q", c.url, err, c.want)
+		}
+	}
+}
+
+// TestWholeRunCPUFallback: without cgroups the runner adds up the CPU
+// time of a run's processes from /proc and kills the run past its limit.
+func TestWholeRunCPUFallback(t *testing.T) {
+	ex := openBwrap(t, "bwrap://?pool=1&cgroup=off")
+	defer ex.Close()
+	drivertest.WholeRunCPU(t, ex)
+}
+
 // TestInstanceCgroupFollowsRun: where this host lets the driver make
 // cgroups, each run's memory and process limits are its instance's cgroup
 // limits (plus the runner's headroom), as the run itself can read.

@@ -40,6 +40,7 @@ type cgroups struct {
 	v2         bool
 	memParent  string // directory under which instance cgroups are made (v1 memory, or v2)
 	pidsParent string // v1 pids directory; "" on v2 (same directory as memory)
+	cpuParent  string // v1 cpuacct directory, "" without one; v2 counts CPU in every cgroup (cpu.stat)
 	prefix     string // unique to this process: cf-PID-STARTTIME
 }
 
@@ -66,7 +67,20 @@ func findCgroups() (*cgroups, error) {
 			pidsParent: filepath.Join("/sys/fs/cgroup/pids", pids),
 			prefix:     prefix,
 		}
-		return cg, cg.probe()
+		// A cpuacct cgroup per instance gives the runner the run's CPU
+		// time (a whole-run CPU limit); without one it adds up /proc.
+		if cpu, ok := own["cpuacct"]; ok {
+			dir := filepath.Join("/sys/fs/cgroup/cpuacct", cpu)
+			if _, err := os.Stat(filepath.Join(dir, "cpuacct.usage")); err == nil {
+				cg.cpuParent = dir
+			}
+		}
+		err := cg.probe()
+		if err != nil && cg.cpuParent != "" {
+			cg.cpuParent = "" // not writable: the runner's /proc accounting counts CPU
+			err = cg.probe()
+		}
+		return cg, err
 	}
 	if p, ok := own[""]; ok {
 		dir := filepath.Join("/sys/fs/cgroup", p)
@@ -126,7 +140,7 @@ func ownCgroups() (map[string]string, error) {
 // open and not at the first run. It also removes instance cgroups left by
 // processes that no longer exist (a crash or kill -9 skips Close).
 func (c *cgroups) probe() error {
-	for _, parent := range uniq(c.memParent, c.pidsParent) {
+	for _, parent := range []string{c.memParent, c.pidsParent, c.cpuParent} {
 		if parent == "" {
 			continue
 		}
@@ -156,6 +170,7 @@ func (c *cgroups) probe() error {
 type cgroup struct {
 	v2        bool
 	mem, pids string // directories; pids == mem on v2
+	cpu       string // v1 cpuacct directory, or ""
 
 	mu        sync.Mutex
 	mem0      int64 // limits last written
@@ -179,6 +194,14 @@ func (c *cgroups) create() (*cgroup, error) {
 		os.Remove(g.mem)
 		return nil, fmt.Errorf("cgroup: %w", err)
 	}
+	if c.cpuParent != "" {
+		g.cpu = filepath.Join(c.cpuParent, name)
+		if err := os.Mkdir(g.cpu, 0o755); err != nil {
+			os.Remove(g.mem)
+			os.Remove(g.pids)
+			return nil, fmt.Errorf("cgroup: %w", err)
+		}
+	}
 	return g, nil
 }
 
@@ -194,7 +217,7 @@ func (g *cgroup) bindTarget() string {
 // enter moves pids (whole thread groups) into the cgroup.
 func (g *cgroup) enter(pids []int) error {
 	for _, pid := range pids {
-		for _, dir := range uniq(g.mem, g.pids) {
+		for _, dir := range g.dirs() {
 			err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
 			if err != nil && !errors.Is(err, os.ErrNotExist) && !isESRCH(err) {
 				return fmt.Errorf("cgroup: moving %d into %s: %w", pid, dir, err)
@@ -202,6 +225,15 @@ func (g *cgroup) enter(pids []int) error {
 		}
 	}
 	return nil
+}
+
+// dirs are the cgroup's directories, one per hierarchy.
+func (g *cgroup) dirs() []string {
+	ds := uniq(g.mem, g.pids)
+	if g.cpu != "" {
+		ds = append(ds, g.cpu)
+	}
+	return ds
 }
 
 func uniq(a, b string) []string {
@@ -272,7 +304,7 @@ func (g *cgroup) remove() error {
 	var err error
 	for i := 0; i < 100; i++ {
 		err = nil
-		for _, dir := range uniq(g.mem, g.pids) {
+		for _, dir := range g.dirs() {
 			if e := os.Remove(dir); e != nil && !errors.Is(e, os.ErrNotExist) {
 				err = e
 			}

@@ -376,8 +376,11 @@ func (l *Launcher) containerConfig(slot int, argv []string, init bool) (*contain
 		Tmpfs: map[string]string{
 			// exec: compiled languages run their binaries from the scratch
 			// (Docker's tmpfs default is noexec).
-			"/tmp":     fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", l.cfg.TmpBytes),
-			"/dev/shm": fmt.Sprintf("rw,nosuid,nodev,noexec,size=%d,mode=1777", l.cfg.ShmBytes),
+			// nr_inodes: a hard cap on files and directories past the
+			// runner's per-run cap (executors.RunInodes, polled), with room
+			// for the runner's own.
+			"/tmp":     fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777,nr_inodes=%d", l.cfg.TmpBytes, executors.RunInodes+4096),
+			"/dev/shm": fmt.Sprintf("rw,nosuid,nodev,noexec,size=%d,mode=1777,nr_inodes=%d", l.cfg.ShmBytes, executors.RunInodes+4096),
 		},
 		Resources: container.Resources{
 			Memory:     l.cfg.Memory,

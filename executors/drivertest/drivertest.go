@@ -29,6 +29,7 @@ func Run(t *testing.T, open func(t *testing.T) executors.Executor) {
 	t.Run("Basics", func(t *testing.T) { testBasics(t, ex) })
 	t.Run("Limits", func(t *testing.T) { testLimits(t, ex) })
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, ex) })
+	t.Run("ForgedCells", func(t *testing.T) { testForgedCells(t, ex) }) // forge.go
 	t.Run("RunnerFiles", func(t *testing.T) { testRunnerFiles(t, ex) }) // private.go
 	t.Run("BadRequests", func(t *testing.T) { testBadRequests(t, ex) })
 	t.Run("Attacks", func(t *testing.T) { testAttacks(t, ex, h) })
@@ -181,6 +182,12 @@ func testLimits(t *testing.T, ex executors.Executor) {
 		}
 		if !strings.HasPrefix(r.Stdout, strings.Repeat("a", 1000)) || !strings.Contains(r.Stdout, "output truncated at 1000 bytes") || len(r.Stdout) > 1100 {
 			t.Errorf("got stdout of %d bytes ending %q, want 1000 bytes and a marker", len(r.Stdout), r.Stdout[max(0, len(r.Stdout)-80):])
+		}
+	})
+	t.Run("32 threads under the default limits", func(t *testing.T) {
+		r := run(t, ex, executors.Request{Language: executors.Python, Code: manyThreads, Limits: executors.Limits{Timeout: 60 * time.Second}})
+		if r.Stdout != "10416 33\n" || !r.OK() {
+			t.Errorf("ThreadPoolExecutor(32): got stdout %q exit %d stderr %q, want 10416 and a clean exit", r.Stdout, r.ExitCode, clip(r.Stderr))
 		}
 	})
 	t.Run("cpu", func(t *testing.T) {

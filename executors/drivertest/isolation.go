@@ -34,6 +34,8 @@ func Isolation(t *testing.T, open func(t *testing.T) executors.Executor) {
 		})
 	}
 	t.Run("whole-run memory", func(t *testing.T) { WholeRunMemory(t, ex) })
+	t.Run("whole-run CPU", func(t *testing.T) { WholeRunCPU(t, ex) })      // wholerun.go
+	t.Run("files and directories", func(t *testing.T) { InodeCap(t, ex) }) // wholerun.go
 }
 
 // generous leaves room for a loaded machine: these cases are about state,

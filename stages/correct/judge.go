@@ -217,3 +217,50 @@ func (r Run) Execution(info executors.Info) *schema.Execution {
 func normalizeNewlines(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
 }
+
+// ProveTimeout re-checks code whose run timed out under limit, so that a
+// "loop never ends" label rests on more than the wall clock (which a
+// loaded machine stretches): a re-run with a CPU-time limit of twice
+// limit (1 s to 4 s) and a wall-clock limit of four times that plus 2 s,
+// with no per-test timer. An endless loop spends its CPU time and is
+// stopped by that limit (SIGXCPU), or, waiting without spending CPU, by
+// the long deadline: proven. Code that only ran out of wall time finishes
+// this time, and the returned run, with its real outcome, replaces the
+// timeout.
+func (c *Checker) ProveTimeout(ctx context.Context, p *schema.Problem, code string, limit time.Duration) (proof Run, proven bool, err error) {
+	cpu := min(max(2*limit, time.Second), 4*time.Second)
+	wall := 4*cpu + 2*time.Second
+	opts := harness.Options{Timeout: wall, CaseTimeout: wall}
+	lang, err := LanguageOf(p)
+	if err != nil {
+		return Run{}, false, err
+	}
+	var req executors.Request
+	var decode func(executors.Result) harness.Verdict
+	if lang == executors.Python {
+		pr, err := harness.Build(*p, code, opts)
+		if err != nil {
+			return Run{}, false, fmt.Errorf("correct: prove timeout: %w", err)
+		}
+		req, decode = pr.Request(), pr.Decode
+	} else {
+		lp, err := harness.BuildIn(lang, *p, code, opts)
+		if err != nil {
+			return Run{}, false, fmt.Errorf("correct: prove timeout: %w", err)
+		}
+		req, decode = lp.Request(), lp.Decode
+	}
+	// The harness keeps CPU time past the deadline (harness.cpuLimit); the
+	// proof wants the CPU limit to end an endless loop first.
+	req.Limits.CPUTime = cpu
+	at := time.Now().UTC()
+	res, err := c.Exec.Run(ctx, req)
+	if err != nil {
+		return Run{}, false, fmt.Errorf("correct: prove timeout: %w", err)
+	}
+	proof = newRun(decode(res), at)
+	if lang != executors.Python {
+		proof.Lang = lang
+	}
+	return proof, res.Signal == "SIGXCPU" || res.TimedOut || proof.Observed == ObservedTimeout, nil
+}

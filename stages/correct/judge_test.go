@@ -115,3 +115,59 @@ func TestLoopLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestProveTimeout: a timeout label must hold on a longer re-check with
+// CPU time. A real endless loop is proven; code that only outlasted the
+// loop limit (it sleeps, then fails) finishes on the re-check, which
+// names its real outcome.
+func TestProveTimeout(t *testing.T) {
+	c := &Checker{Exec: sandbox(t)}
+	p := &schema.Problem{Query: schema.Query{ID: "t/add"}, Tests: []string{"assert add(1, 2) == 3"}}
+	cases := []struct {
+		name, code string
+		proven     bool
+		want       string // the proof's outcome when not proven
+	}{
+		{"endless loop", "def add(a, b):\n    while True:\n        pass\n", true, ""},
+		{"slow, then IndexError", "import time\ndef add(a, b):\n    time.sleep(1)\n    return [a][b]\n", false, "IndexError"},
+	}
+	const limit = 500 * time.Millisecond
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			first, err := c.CheckWithin(context.Background(), p, tc.code, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first.Observed != ObservedTimeout {
+				t.Fatalf("first check: observed %q, want a timeout under %v", first.Observed, limit)
+			}
+			proof, proven, err := c.ProveTimeout(context.Background(), p, tc.code, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := proof.Verdict.Result
+			t.Logf("proof: proven %v observed %q signal %q timed out %v after %v", proven, proof.Observed, res.Signal, res.TimedOut, res.Duration)
+			if proven != tc.proven {
+				t.Fatalf("proven %v, want %v (observed %q, output %q)", proven, tc.proven, proof.Observed, proof.Output())
+			}
+			if !proven && proof.Observed != tc.want {
+				t.Errorf("the re-check observed %q, want %q", proof.Observed, tc.want)
+			}
+		})
+	}
+}
+
+// TestReferenceRetried: a reference that runs out of time is run again
+// with a doubled limit rather than lost.
+func TestReferenceRetried(t *testing.T) {
+	g := &Generator{Checker: &Checker{Exec: sandbox(t), Timeout: time.Second}}
+	p := &schema.Problem{Query: schema.Query{ID: "t/add"}, Tests: []string{"assert add(1, 2) == 3"}}
+	code := "import time\ndef add(a, b):\n    time.sleep(1.2)\n    return a + b\n"
+	r, err := g.checkReference(context.Background(), p, code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Observed != ObservedPass {
+		t.Errorf("observed %q, want pass once the limit is doubled (output %q)", r.Observed, r.Output())
+	}
+}
