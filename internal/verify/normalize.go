@@ -12,8 +12,10 @@ var (
 	timestampRe = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b`)
 	clockRe     = regexp.MustCompile(`\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b`)
 	// Go-style ("1.5s", "2m30s", "250ms", "3µs") and worded ("0.12 seconds").
-	durationRe = regexp.MustCompile(`\b\d+(?:\.\d+)?(?:h|m|s|ms|us|µs|ns)(?:\d+(?:\.\d+)?(?:h|m|s|ms|us|µs|ns))*\b|\b\d+(?:\.\d+)?(?:e-?\d+)? ?(?:seconds?|secs?|milliseconds?|microseconds?|nanoseconds?|minutes?|mins?|hours?)\b`)
-	addressRe  = regexp.MustCompile(`\b0x[0-9a-fA-F]{4,}\b`)
+	durationRe = regexp.MustCompile(`\b\d+(?:\.\d+)?(?:(?:h|m|s|ms|us|µs|ns)(?:\d+(?:\.\d+)?(?:h|m|s|ms|us|µs|ns))*| (?:ms|us|µs|ns|s))\b|\b\d+(?:\.\d+)?(?:e-?\d+)? ?(?:seconds?|secs?|milliseconds?|microseconds?|nanoseconds?|minutes?|mins?|hours?)\b`)
+	// An object's address as reprs print it ("<Foo object at 0x7f..>"); a
+	// hex value the code prints is a value.
+	addressRe = regexp.MustCompile(`\bat 0x[0-9a-fA-F]+\b`)
 )
 
 // normalize prepares an execution text for comparison: colour codes,
@@ -30,7 +32,7 @@ func normalize(s string) string {
 	s = timestampRe.ReplaceAllString(s, "<time>")
 	s = clockRe.ReplaceAllString(s, "<time>")
 	s = durationRe.ReplaceAllString(s, "<duration>")
-	return addressRe.ReplaceAllString(s, "0x<address>")
+	return addressRe.ReplaceAllString(s, "at 0x<address>")
 }
 
 // sameOutput reports whether two execution texts agree after normalize.

@@ -324,12 +324,16 @@ func TestTamperMatrix(t *testing.T) {
 	ex := sandbox(t)
 	judged := judgedDialogue(t, ex, "judged")
 	notebook := notebookDialogue(t, ex, "notebook")
+	// A turn with a second block the cell did not run (simulate runs the
+	// first; a tool call's code is read back last): either block may be
+	// taken for the one that ran, so edits must be caught all the same.
+	twoBlocks := notebookDialogueWith(t, ex, "two-blocks", "\nThe same in one line:\n```python\nprint('in one line', 6 * 7)\n```")
 	var ds []schema.Dialogue
 	cases := map[string]string{} // dialogue id -> what was done to it
 	for _, base := range []struct {
 		d       schema.Dialogue
 		tampers []tamper
-	}{{judged, judgedTampers}, {notebook, notebookTampers}} {
+	}{{judged, judgedTampers}, {notebook, notebookTampers}, {twoBlocks, notebookTampers}} {
 		ds = append(ds, base.d)
 		for k, tm := range base.tampers {
 			for _, rec := range []bool{false, true} {
@@ -348,7 +352,23 @@ func TestTamperMatrix(t *testing.T) {
 	c := &Checker{Exec: ex}
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
-			path, samples := export(t, dir, l, ds)
+			file := ds
+			if l.opts.To != schema.ExportNative {
+				// A trainer file holds no records: editing it edits the
+				// text alone. (With a record, openai-tools would put the
+				// code the record ran in the tool call, whatever the text.)
+				file = make([]schema.Dialogue, len(ds))
+				for i, d := range ds {
+					file[i] = d
+					if cases[d.ID] != "" {
+						file[i] = clone(d)
+						for k := range file[i].Messages {
+							file[i].Messages[k].Exec = nil
+						}
+					}
+				}
+			}
+			path, samples := export(t, dir, l, file)
 			rep := verifyFile(t, c, path)
 			caught := map[string]bool{}
 			for _, m := range rep.Mismatches {

@@ -478,3 +478,25 @@ func TestFreshSessionPerDialogue(t *testing.T) {
 		t.Errorf("report %+v, want a's two cells agreeing and b's reported (NameError in a fresh session)", rep)
 	}
 }
+
+func TestNormalize(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{"took 0.52s", "took 1.3s", true},
+		{"elapsed 12 ms\n", "elapsed 7 ms", true},
+		{"Execution timed out after 2s.", "Execution timed out after 10s.", true},
+		{"<__main__.Node object at 0x7f3a2c1b4d90>", "<__main__.Node object at 0x7f11aa0b2e50>", true},
+		{"now 2026-12-04 21:49:04.2036", "now 2025-01-01 00:00:00.1", true},
+		{"\x1b[0;31mZeroDivisionError\x1b[0m  \r\n", "ZeroDivisionError", true},
+		{"42", "41", false},
+		{"0x3e418", "0x3e419", false},
+		{"got -1", "got -2", false},
+		{"a3b1c2", "a3b1c3", false},
+	} {
+		if got := sameOutput(tc.a, tc.b); got != tc.same {
+			t.Errorf("sameOutput(%q, %q) = %v, want %v (normalised %q and %q)", tc.a, tc.b, got, tc.same, normalize(tc.a), normalize(tc.b))
+		}
+	}
+}
