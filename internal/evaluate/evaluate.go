@@ -158,13 +158,13 @@ type Round struct {
 	// (HumanEval, MBPP), or for the plus benchmarks EvalPlus's base_input
 	// judged as EvalPlus judges it. PlusPassed is the verdict of EvalPlus's
 	// plus_input (plus benchmarks, when the base set passes).
-	BasePassed bool `json:"base_passed"`
+	BasePassed bool  `json:"base_passed"`
 	PlusPassed *bool `json:"plus_passed,omitempty"`
 	// Base is the test-case verdict (HumanEval, MBPP only); Plus the
 	// differential verdict on both EvalPlus sets (plus benchmarks only).
 	Base harness.Verdict      `json:"base,omitzero"`
 	Plus *harness.PlusVerdict `json:"plus,omitempty"`
-	Exec       schema.Execution     `json:"exec"`
+	Exec schema.Execution     `json:"exec"`
 	// Feedback is the text sent back to the model after this round (empty
 	// for the last round); FeedbackBy is "execution" or the feedback model's
 	// mode.
