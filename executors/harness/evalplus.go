@@ -110,7 +110,7 @@ func inputList(raw json.RawMessage) ([]json.RawMessage, error) {
 // PlusOptions tune a differential judgement. Zero fields take the defaults.
 type PlusOptions struct {
 	// Timeout bounds the whole run: the reference on every input, then the
-	// candidate on each set (default 240s; a backstop, the limits below
+	// candidate on each set (default 300s; a backstop, the limits below
 	// decide).
 	Timeout time.Duration
 	// MinCaseTimeout is the least time the candidate gets per input
@@ -139,7 +139,7 @@ func (o PlusOptions) Resolved() PlusOptions { return o.withDefaults() }
 
 func (o PlusOptions) withDefaults() PlusOptions {
 	if o.Timeout <= 0 {
-		o.Timeout = 240 * time.Second
+		o.Timeout = 300 * time.Second
 	}
 	if o.MinCaseTimeout <= 0 {
 		o.MinCaseTimeout = 4 * time.Second
@@ -348,6 +348,7 @@ type plusLoadRec struct {
 	Exception string `json:"exception"`
 	Message   string `json:"message"`
 	Traceback string `json:"traceback"`
+	Line      int    `json:"line"`
 }
 
 type plusFailRec struct {
@@ -421,7 +422,7 @@ func (pr Program) DecodePlus(res executors.Result) PlusVerdict {
 		if kind == "" {
 			kind = KindException
 		}
-		v.Load = &LoadFailure{Stage: load.Stage, Kind: kind, Exception: load.Exception, Message: load.Message, Traceback: load.Traceback}
+		v.Load = &LoadFailure{Stage: load.Stage, Kind: kind, Exception: load.Exception, Message: load.Message, Traceback: load.Traceback, Line: load.Line}
 	}
 	if !v.Complete && v.Load == nil {
 		// Cut short: the run as a whole timed out or died mid-way.

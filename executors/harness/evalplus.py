@@ -9,7 +9,7 @@
 # 2. Each input set (base_input, then plus_input) is judged like one
 #    EvalPlus untrusted_check: the candidate's code is loaded afresh, each
 #    input gets max(min_limit, factor * reference time) seconds, the set as a
-#    whole min(cap, sum of limits) + 1, and outputs are compared by
+#    whole min(cap, sum of limits) + 1 (see below), and outputs are compared by
 #    unsafe_execute's rules: exact equality, MBPP's special oracles, then for
 #    floats (atol 0 becomes 1e-6 once an expected output is a float, and
 #    stays so for the rest of the set, as in EvalPlus) numpy.allclose with
@@ -132,7 +132,10 @@ def _cf_plus(P):
             return "<str() failed>"
 
     def tb_of(e):
-        frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == "solution.py"]
+        # lookup_lines=False: only solution.py's lines are needed (cached
+        # below), and the guard has taken open() away.
+        frames = [f for f in traceback.StackSummary.extract(traceback.walk_tb(e.__traceback__), lookup_lines=False)
+                  if f.filename == "solution.py"]
         if not frames:
             return ""
         return trim("Traceback (most recent call last):\n" +
@@ -160,6 +163,31 @@ def _cf_plus(P):
                 if k not in bsnap:
                     del bd[k]
             bd.update(bsnap)
+
+    def guard():
+        """evalplus/eval/utils.py reliability_guard, less its memory limit
+        (the sandbox has its own) and faulthandler."""
+        try:
+            import builtins as b
+            import shutil
+            import subprocess
+        except Exception:
+            return
+        b.exit = None
+        b.quit = None
+        b.open = None
+        b.help = None
+        os.environ["OMP_NUM_THREADS"] = "1"
+        for n in ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid", "fork",
+                  "forkpty", "killpg", "rename", "renames", "truncate", "replace", "unlink", "fchmod",
+                  "fchown", "chmod", "chown", "chroot", "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
+            setattr(os, n, None)
+        shutil.rmtree = None
+        shutil.move = None
+        shutil.chown = None
+        subprocess.Popen = None
+        for n in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
+            sys.modules[n] = None
 
     # ---- decoding: EvalPlus stores MBPP+ inputs as JSON, so tuples, sets
     # and complex numbers arrive as lists or strings; these tasks' functions
@@ -339,6 +367,17 @@ def _cf_plus(P):
             return "a result other than None" if exp else "None"
         return show(exp)
 
+    # ---- 0. code that does not compile fails before any input is run
+    try:
+        compile(P["code"], "solution.py", "exec")
+    except _BaseException as e:
+        syn = _isinstance(e, SyntaxError)
+        emit("load", {"ok": 0, "stage": "solution", "kind": "syntax" if syn else "exception",
+                      "exception": exc_name(e), "message": exc_msg(e),
+                      "line": (getattr(e, "lineno", 0) or 0) if syn else 0,
+                      "traceback": trim("".join(traceback.format_exception_only(_type(e), e)), 3000) if syn else ""})
+        return
+
     # ---- 1. expected outputs: the reference alone, before the candidate
     inputs = json.loads(P["inputs"])
     if _isinstance(inputs, dict):
@@ -372,7 +411,12 @@ def _cf_plus(P):
     del refns, ref
     sys.setrecursionlimit(rec_limit)  # EvalPlus computes these in another process
 
-    # ---- 2. the candidate, one fresh load per input set
+    # ---- 2. the candidate, one fresh load per input set, with what
+    # EvalPlus's reliability_guard takes away taken away here too (a
+    # solution calling open() or exit() fails there, so it fails here).
+    guard()
+    if bsnap is not None:
+        bsnap = dict(builtins.__dict__)
     base_n = P["base_count"]
     sets = []
     if base_n > 0:
@@ -383,7 +427,11 @@ def _cf_plus(P):
     loaded_once = False
     for name, lo, hi in sets:
         limits = [max(min_limit, factor * ref_time[i]) for i in range(lo, hi)]
-        budget = min(set_cap, sum(limits)) + 1
+        # EvalPlus's budget for the set; on a machine so slow that the
+        # reference alone needs over half of it, twice the reference's time
+        # instead (there EvalPlus would fail its own canonical solutions:
+        # Mbpp/599 sums 10**8 numbers some 30 times).
+        budget = max(min(set_cap, sum(limits)), 2 * sum(ref_time[lo:hi])) + 1
         t_set = _monotonic()
         candns, err, _ = timed(lambda: load(P["code"], "solution.py", "__main__"), P["load_timeout"])
         cand = candns.get(entry) if err is None else None

@@ -369,6 +369,13 @@ func (e *Evaluator) answer(ctx context.Context, t Task, msgs []llm.Message) (str
 	return resp.Text, "", nil
 }
 
+// JudgeAnswer judges answer as the first answer to t: the code is
+// extracted and run against the task's tests exactly as in Run. It checks
+// the judge itself (see the EvalPlus differential test).
+func (e *Evaluator) JudgeAnswer(ctx context.Context, t Task, answer string) (Round, error) {
+	return e.judge(ctx, t, 0, answer, "")
+}
+
 // judge extracts the code from answer and runs the tests.
 func (e *Evaluator) judge(ctx context.Context, t Task, r int, answer, how string) (Round, error) {
 	code, ex := Extract(answer, t.EntryPoint)
