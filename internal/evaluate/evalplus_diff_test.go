@@ -34,10 +34,10 @@ var evalplusOracle string
 // task instead of the sample (about half an hour on 2 loaded cores).
 const envFullSweep = "CODEFEEDBACK_EVALPLUS_FULL"
 
-// diffSample are the tasks of the default run: EvalPlus's special cases
-// (find_zero, set equality and tuple decoding, output-not-None,
-// tuple decoding, Mbpp/120's assertion text without `import math`,
-// Mbpp/793's `plus_input: {}`) and a plain task of each benchmark.
+// diffSample are the tasks of the default run, EvalPlus's special cases:
+// find_zero's oracle, set equality and tuple decoding (Mbpp/2), Mbpp/120's
+// assertion text without `import math`, output-not-None (Mbpp/737) and
+// Mbpp/793's `plus_input: {}`.
 var diffSample = []string{"HumanEval/32", "Mbpp/2", "Mbpp/120", "Mbpp/737", "Mbpp/793"}
 
 // candidate is one solution to judge, with how it was made.
