@@ -168,7 +168,7 @@ func TestJudgePlusEvalPlusRules(t *testing.T) {
 		{name: "a float where a close int is expected fails the type check", p: intsOnly,
 			code: "def f(x):\n    return 1e20 + 1e5\n", sets: "base", want: []string{"expected 100000000000000000000, got 1.000000000000001e+20"}},
 		{name: "NaN equals nothing", p: nan, code: nan.Prompt + nan.Solution, sets: "base,plus",
-			want: []string{"got nan, which prints like the expected value but does not compare equal to it (NaN equals nothing)"},
+			want:    []string{"got nan, which prints like the expected value but does not compare equal to it (NaN equals nothing)"},
 			wantNot: []string{"expected nan, got nan"}},
 		{name: "an empty plus_input object is no input", p: empty, code: empty.Solution, passed: true, sets: "base,plus"},
 		{name: "no input still needs the code to load", p: empty, code: "import no_such_module\n", loadFail: true},
