@@ -122,7 +122,7 @@ type PlusOptions struct {
 	// included (default 60s, EvalPlus's EVALPLUS_TIMEOUT_PER_TASK); the set
 	// gets min(SetTimeout, sum of its per-input limits) + 1s.
 	SetTimeout time.Duration
-	// RefTimeout bounds the reference per input (default 20s; EvalPlus
+	// RefTimeout bounds the reference per input (default 60s; EvalPlus
 	// sets none); an input on which the reference fails or times out is
 	// skipped and counted in Skipped.
 	RefTimeout time.Duration
@@ -151,7 +151,7 @@ func (o PlusOptions) withDefaults() PlusOptions {
 		o.TimeFactor = 4
 	}
 	if o.RefTimeout <= 0 {
-		o.RefTimeout = 20 * time.Second
+		o.RefTimeout = 60 * time.Second
 	}
 	if o.MaxFailures <= 0 {
 		o.MaxFailures = 3

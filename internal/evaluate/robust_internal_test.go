@@ -28,8 +28,8 @@ func TestCaseLimits(t *testing.T) {
 		{"unset", 0, three, 0, 0, 0, 0},
 		{"short", 2 * time.Second, three, 2 * time.Second, 10 * time.Second, 0, 0},
 		{"slow reference", 20 * time.Second, three, 20 * time.Second, 100 * time.Second, 0, 0},
-		{"plus short", 2 * time.Second, plus, 2 * time.Second, 10 * time.Second, 20 * time.Second, 300 * time.Second},
-		{"plus", 30 * time.Second, plus, 30 * time.Second, 150 * time.Second, 30 * time.Second, 600 * time.Second},
+		{"plus short", 2 * time.Second, plus, 2 * time.Second, 10 * time.Second, 60 * time.Second, 300 * time.Second},
+		{"plus", 90 * time.Second, plus, 90 * time.Second, 450 * time.Second, 90 * time.Second, 1800 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &Evaluator{opts: Options{CaseTimeout: tc.ct}}
