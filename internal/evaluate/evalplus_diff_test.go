@@ -151,6 +151,16 @@ func rawRecords(t *testing.T, rel string) map[string]json.RawMessage {
 func TestEvalPlusDifferential(t *testing.T) {
 	full := os.Getenv(envFullSweep) != ""
 	ex := sandbox(t)
+	if full {
+		// A wider pool for the sweep: most of its time is waiting for a
+		// loaded CPU.
+		wide, err := executors.Open(context.Background(), "bwrap://?pool=3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { wide.Close() })
+		ex = wide
+	}
 	ev, err := evaluate.New(evaluate.Options{Model: evaluate.CanonicalModel}, nil, nil, ex, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -182,6 +192,9 @@ func TestEvalPlusDifferential(t *testing.T) {
 			}
 			g, ctx := errgroup.WithContext(context.Background())
 			g.SetLimit(2)
+			if full {
+				g.SetLimit(3)
+			}
 			for n, task := range tasks {
 				g.Go(func() error {
 					id := task.Problem.ID
@@ -192,13 +205,26 @@ func TestEvalPlusDifferential(t *testing.T) {
 					if err != nil {
 						return fmt.Errorf("%s: mutate: %w", id, err)
 					}
-					// Three mutants a task, the operators taken in turn
-					// across tasks so that every one is used.
-					for i := range min(3, len(ms)) {
+					// Three mutants a task (two in the full sweep), the
+					// operators taken in turn across tasks so that every
+					// one is used; the full sweep takes half of the
+					// hand-made ones, in turn too.
+					nMut, hand := 3, wrongByHand(program, task.EntryPoint)
+					if full {
+						nMut = 2
+						half := hand[:0:0]
+						for i, c := range hand {
+							if (i+n)%2 == 0 {
+								half = append(half, c)
+							}
+						}
+						hand = half
+					}
+					for i := range min(nMut, len(ms)) {
 						m := ms[(n+i)%len(ms)]
 						cands = append(cands, candidate{"mutant " + m.Operator, m.Code})
 					}
-					cands = append(cands, wrongByHand(program, task.EntryPoint)...)
+					cands = append(cands, hand...)
 					rounds := make([]evaluate.Round, len(cands))
 					codes := make([]string, len(cands))
 					for i, c := range cands {
