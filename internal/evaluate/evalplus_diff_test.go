@@ -92,7 +92,11 @@ func runOracle(ctx context.Context, ex executors.Executor, rec json.RawMessage, 
 	// encoding/json would refuse.
 	in := `{"task": ` + string(rec) + `, ` + string(rest[1:])
 	res, err := ex.Run(ctx, executors.Request{Language: executors.Python, Code: evalplusOracle, Stdin: in,
-		Limits: executors.Limits{Timeout: 30 * time.Minute, CPUTime: 31 * time.Minute, OutputBytes: 1 << 20}})
+		// 4 GiB: EvalPlus's own limit per process. Its fork shares the
+		// expected outputs copy-on-write, and touching them copies them:
+		// HumanEval/130's reach some 500 MB, so the sandbox's default
+		// 512 MiB kills the child, which EvalPlus reads as a timeout.
+		Limits: executors.Limits{Timeout: 30 * time.Minute, CPUTime: 31 * time.Minute, OutputBytes: 1 << 20, MemoryBytes: 4 << 30}})
 	if err != nil {
 		return nil, err
 	}
