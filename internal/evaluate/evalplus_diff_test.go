@@ -151,7 +151,8 @@ func rawRecords(t *testing.T, rel string) map[string]json.RawMessage {
 // harness judged. Every canonical solution must pass both with no input
 // skipped, and the two verdicts (base, and base+plus) must agree on every
 // candidate. The default run takes diffSample; CODEFEEDBACK_EVALPLUS_FULL=1
-// takes every task, CODEFEEDBACK_EVALPLUS_TASKS=Mbpp/2,HumanEval/5 those.
+// takes every task, CODEFEEDBACK_EVALPLUS_TASKS=Mbpp/2,HumanEval/5 those
+// (with the full sweep's choice of candidates when both are set).
 func TestEvalPlusDifferential(t *testing.T) {
 	full := os.Getenv(envFullSweep) != ""
 	ex := sandbox(t)
@@ -184,12 +185,13 @@ func TestEvalPlusDifferential(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			recs := rawRecords(t, b.file)
 			tasks := load(t, b.name, 0)
-			if full && len(tasks) != len(recs) {
+			ids := os.Getenv(envTasks)
+			if full && ids == "" && len(tasks) != len(recs) {
 				t.Errorf("%d tasks loaded from %d records: none may be skipped", len(tasks), len(recs))
 			}
-			if !full {
+			if !full || ids != "" {
 				sample := diffSample
-				if ids := os.Getenv(envTasks); ids != "" {
+				if ids != "" {
 					sample = strings.Split(ids, ",")
 				}
 				tasks = slices.DeleteFunc(tasks, func(tk evaluate.Task) bool { return !slices.Contains(sample, tk.Problem.ID) })
