@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"os"
@@ -56,5 +58,77 @@ func TestEvalCommand(t *testing.T) {
 	}
 	if err := runEval(context.Background(), evalOptions{Model: "x", Benchmarks: "nope", Out: out}, &stdout, &stderr); err == nil {
 		t.Error("unknown benchmark: want an error")
+	}
+}
+
+// TestEvalCanonicalMBPPPlusQuirks runs `eval --model canonical` on the
+// MBPP+ records the harness once got wrong (Mbpp/120's assertion without
+// `import math`; 737, 787, 794 returning re.search(...); 793's
+// `plus_input: {}`), cut from the real release into a benchmark directory:
+// all pass and none is skipped.
+func TestEvalCanonicalMBPPPlusQuirks(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("skipping: bwrap is not installed")
+	}
+	src := sharedtest.Path(t, "evalplus/MbppPlus.jsonl.gz")
+	ids := []string{"Mbpp/120", "Mbpp/737", "Mbpp/787", "Mbpp/794", "Mbpp/793"}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "evalplus"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept bytes.Buffer
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
+	for sc.Scan() {
+		for _, id := range ids {
+			if bytes.Contains(sc.Bytes(), []byte(`"task_id": "`+id+`"`)) {
+				kept.Write(sc.Bytes())
+				kept.WriteByte('\n')
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(kept.Bytes(), []byte("\n")); n != len(ids) {
+		t.Fatalf("found %d of the %d records in %s", n, len(ids), src)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write(kept.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "evalplus", "MbppPlus.jsonl.gz"), gz.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	err = runEval(context.Background(), evalOptions{Model: "canonical", Benchmarks: "mbpp+", Rounds: 0,
+		Feedback: "execution", Concurrency: 2, Out: t.TempDir(), Data: dir, Driver: "bwrap"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("eval: %v\n%s", err, stderr.String())
+	}
+	found := false
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		if f := strings.Fields(line); len(f) == 5 && f[0] == "mbpp+" {
+			found = true
+			if got, want := strings.Join(f[1:], " "), "0 5 5 100.0"; got != want {
+				t.Errorf("mbpp+ row = %q, want %q", got, want)
+			}
+		}
+	}
+	if !found || strings.Contains(stdout.String(), "skipped") || strings.Contains(stdout.String(), "never passed") {
+		t.Errorf("table:\n%s", stdout.String())
 	}
 }

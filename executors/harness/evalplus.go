@@ -45,21 +45,26 @@ type PlusTests struct {
 }
 
 // PlusTestsOf reads EvalPlus's base_input, plus_input and atol from p.Extra
-// (the EvalPlus adapter keeps them there). withBase puts base_input first;
-// without it only plus_input is tested (base_input repeats the problem's
-// Tests, which Judge already runs). It fails with ErrNoPlusInputs when p
-// has none.
+// (the EvalPlus adapter keeps them there). withBase puts base_input first,
+// judged as its own set the way EvalPlus judges it (expected outputs from
+// the reference, not the record's assertion text); without it only
+// plus_input is tested. It fails with ErrNoPlusInputs when p has none.
+//
+// A plus_input that is a JSON object is iterated the way EvalPlus's Python
+// iterates it: MbppPlus v0.2.0's Mbpp/793 has `{}`, which is no input at all
+// (the candidate must still load); a non-empty object is an error.
 func PlusTestsOf(p schema.Problem, withBase bool) (PlusTests, error) {
 	plusRaw, ok := p.Extra["plus_input"]
 	if !ok {
 		return PlusTests{}, fmt.Errorf("%w (problem %q)", ErrNoPlusInputs, p.ID)
 	}
-	var base, plus []json.RawMessage
-	if err := json.Unmarshal(plusRaw, &plus); err != nil {
+	plus, err := inputList(plusRaw)
+	if err != nil {
 		return PlusTests{}, fmt.Errorf("harness: problem %q: plus_input: %w", p.ID, err)
 	}
+	var base []json.RawMessage
 	if raw, ok := p.Extra["base_input"]; ok && withBase {
-		if err := json.Unmarshal(raw, &base); err != nil {
+		if base, err = inputList(raw); err != nil {
 			return PlusTests{}, fmt.Errorf("harness: problem %q: base_input: %w", p.ID, err)
 		}
 	}
@@ -84,17 +89,42 @@ func PlusTestsOf(p schema.Problem, withBase bool) (PlusTests, error) {
 		Reference: p.Program(), Inputs: all, BaseCount: len(base), Atol: atol}, nil
 }
 
+// inputList decodes a list of argument lists; an empty object is an empty
+// list (see PlusTestsOf).
+func inputList(raw json.RawMessage) ([]json.RawMessage, error) {
+	var list []json.RawMessage
+	err := json.Unmarshal(raw, &list)
+	if err == nil {
+		return list, nil
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) == nil {
+		if len(obj) == 0 {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("an object with %d keys where a list of argument lists was expected", len(obj))
+	}
+	return nil, err
+}
+
 // PlusOptions tune a differential judgement. Zero fields take the defaults.
 type PlusOptions struct {
-	// Timeout bounds the whole run (default 60s).
+	// Timeout bounds the whole run: the reference on every input, then the
+	// candidate on each set (default 300s; a backstop, the limits below
+	// decide).
 	Timeout time.Duration
 	// MinCaseTimeout is the least time the candidate gets per input
-	// (default 1s); it gets TimeFactor (default 4) times what the reference
-	// took when that is more, as EvalPlus does.
+	// (default 4s, EvalPlus's DEFAULT_MIN_TIME_LIMIT); it gets TimeFactor
+	// (default 4) times what the reference took when that is more.
 	MinCaseTimeout time.Duration
 	TimeFactor     float64
-	// RefTimeout bounds the reference per input (default 5s); an input on
-	// which the reference fails or times out is skipped.
+	// SetTimeout caps the candidate's time on one input set, loading
+	// included (default 60s, EvalPlus's EVALPLUS_TIMEOUT_PER_TASK); the set
+	// gets min(SetTimeout, sum of its per-input limits) + 1s.
+	SetTimeout time.Duration
+	// RefTimeout bounds the reference per input (default 60s; EvalPlus
+	// sets none); an input on which the reference fails or times out is
+	// skipped and counted in Skipped.
 	RefTimeout time.Duration
 	// MaxFailures stops the run after this many failing inputs (default 3).
 	MaxFailures int
@@ -104,18 +134,24 @@ type PlusOptions struct {
 	Limits executors.Limits
 }
 
+// Resolved returns o with its defaults filled in.
+func (o PlusOptions) Resolved() PlusOptions { return o.withDefaults() }
+
 func (o PlusOptions) withDefaults() PlusOptions {
 	if o.Timeout <= 0 {
-		o.Timeout = 60 * time.Second
+		o.Timeout = 300 * time.Second
 	}
 	if o.MinCaseTimeout <= 0 {
-		o.MinCaseTimeout = time.Second
+		o.MinCaseTimeout = 4 * time.Second
+	}
+	if o.SetTimeout <= 0 {
+		o.SetTimeout = 60 * time.Second
 	}
 	if o.TimeFactor <= 0 {
 		o.TimeFactor = 4
 	}
 	if o.RefTimeout <= 0 {
-		o.RefTimeout = 5 * time.Second
+		o.RefTimeout = 60 * time.Second
 	}
 	if o.MaxFailures <= 0 {
 		o.MaxFailures = 3
@@ -145,11 +181,27 @@ type PlusFailure struct {
 	Traceback string `json:"traceback,omitempty"`
 }
 
+// PlusSet is the verdict on one input set (EvalPlus's "base" or "plus"),
+// the counterpart of one EvalPlus untrusted_check status.
+type PlusSet struct {
+	Name    string `json:"set"`
+	Inputs  int    `json:"inputs"`
+	Total   int    `json:"total"`
+	Passed  int    `json:"passed"`
+	Skipped int    `json:"skipped"`
+	// OK is EvalPlus's "pass": the code loaded and every input it was
+	// tested on agreed.
+	OK bool `json:"ok"`
+}
+
 // PlusVerdict is the judgement of one candidate on EvalPlus inputs.
 type PlusVerdict struct {
 	// Passed is true only when the run completed, the code loaded and it
-	// agreed with the reference on every input the reference could answer.
+	// agreed with the reference on every input of every set (the base set
+	// first, when there is one; the plus set runs only after a base pass).
 	Passed bool `json:"passed"`
+	// Sets are the per-set verdicts, in the order run.
+	Sets []PlusSet `json:"sets,omitempty"`
 	// Inputs is how many inputs there are; Total how many were tested
 	// (fewer when the run stopped at MaxFailures), PassedCount how many
 	// agreed, Skipped how many the reference itself failed on.
@@ -163,7 +215,73 @@ type PlusVerdict struct {
 	// Stopped is true when the run ended early at MaxFailures.
 	Stopped bool             `json:"stopped,omitempty"`
 	Result  executors.Result `json:"result"`
+	Limits  executors.Limits `json:"limits"`
 	Program string           `json:"-"`
+	code    string
+}
+
+// Set returns the verdict of the named set ("base" or "plus") and whether
+// it ran.
+func (v PlusVerdict) Set(name string) (PlusSet, bool) {
+	for _, s := range v.Sets {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return PlusSet{}, false
+}
+
+// SetPassed reports whether the named set ran and passed: EvalPlus's
+// base_status (or plus_status) == "pass".
+func (v PlusVerdict) SetPassed(name string) bool {
+	s, ok := v.Set(name)
+	return ok && s.OK && v.Load == nil
+}
+
+// Execution is the verdict as an execution record: the candidate's code,
+// the sandbox result, and the first failure's exception and message.
+func (v PlusVerdict) Execution() schema.Execution {
+	passed := v.Passed
+	e := schema.Execution{
+		Language:  string(executors.Python),
+		Code:      v.code,
+		Driver:    v.Result.Driver,
+		Image:     v.Result.Image,
+		TimeoutMS: v.Limits.Timeout.Milliseconds(),
+		MemoryB:   v.Limits.MemoryBytes,
+		ExitCode:  v.Result.ExitCode,
+		TimedOut:  v.Result.TimedOut,
+		OOM:       v.Result.OOM,
+		Stderr:    v.Result.Stderr,
+		Passed:    &passed,
+		Duration:  v.Result.Duration,
+	}
+	if e.Code == "" {
+		e.Code = v.Program
+	}
+	switch {
+	case v.Load != nil:
+		e.Exception, e.ErrorLine = v.Load.Exception, v.Load.Message
+		e.TimedOut = e.TimedOut || v.Load.Kind == KindTimeout
+	case len(v.Failures) > 0:
+		f := v.Failures[0]
+		e.Exception, e.ErrorLine = f.Exception, f.Message
+		if f.Kind == KindWrongAnswer {
+			e.ErrorLine = firstLineOf(plusFailureText(f))
+		}
+		if f.Kind == KindTimeout {
+			e.TimedOut = true
+			if e.ErrorLine == "" {
+				e.ErrorLine = "timed out"
+			}
+		}
+	}
+	return e
+}
+
+func firstLineOf(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
 }
 
 // BuildPlus generates the differential judge program for code.
@@ -184,6 +302,7 @@ func BuildPlus(pt PlusTests, code string, opts PlusOptions) (Program, error) {
 		"max_failures":     opts.MaxFailures,
 		"min_case_timeout": opts.MinCaseTimeout.Seconds(),
 		"time_factor":      opts.TimeFactor,
+		"set_timeout":      opts.SetTimeout.Seconds(),
 		"ref_timeout":      opts.RefTimeout.Seconds(),
 		"load_timeout":     min(opts.RefTimeout, opts.Timeout).Seconds(),
 		"atol":             pt.Atol,
@@ -203,7 +322,8 @@ func BuildPlus(pt PlusTests, code string, opts PlusOptions) (Program, error) {
 		return Program{}, fmt.Errorf("harness: encode plus payload: %w", err)
 	}
 	src := plusSource + "\n_cf_plus(" + lit + ")\n"
-	return Program{Source: src, marker: marker, opts: Options{Timeout: opts.Timeout, Limits: opts.Limits}}, nil
+	return Program{Source: src, marker: marker, opts: Options{Timeout: opts.Timeout, Limits: opts.Limits},
+		code: code, plusBase: pt.BaseCount > 0}, nil
 }
 
 // JudgePlus runs code against pt in ex. A failing candidate is a verdict,
@@ -228,6 +348,7 @@ type plusLoadRec struct {
 	Exception string `json:"exception"`
 	Message   string `json:"message"`
 	Traceback string `json:"traceback"`
+	Line      int    `json:"line"`
 }
 
 type plusFailRec struct {
@@ -242,6 +363,15 @@ type plusFailRec struct {
 	Traceback string `json:"traceback"`
 }
 
+type plusSetRec struct {
+	Set     string `json:"set"`
+	Inputs  int    `json:"inputs"`
+	Total   int    `json:"total"`
+	Passed  int    `json:"passed"`
+	Skipped int    `json:"skipped"`
+	OK      bool   `json:"ok"`
+}
+
 type plusDoneRec struct {
 	Total   int  `json:"total"`
 	Passed  int  `json:"passed"`
@@ -253,7 +383,7 @@ type plusDoneRec struct {
 // DecodePlus turns a BuildPlus program's result into a verdict. Only lines
 // with this program's marker count; a run without its final record fails.
 func (pr Program) DecodePlus(res executors.Result) PlusVerdict {
-	v := PlusVerdict{Result: res, Program: pr.Source}
+	v := PlusVerdict{Result: res, Program: pr.Source, Limits: pr.opts.Limits, code: pr.code}
 	var load *plusLoadRec
 	for kind, body := range pr.records(res.Stdout) {
 		switch kind {
@@ -267,6 +397,11 @@ func (pr Program) DecodePlus(res executors.Result) PlusVerdict {
 			if json.Unmarshal(body, &r) == nil {
 				v.Failures = append(v.Failures, PlusFailure{Index: r.I, Set: r.Set, Kind: r.Kind, Input: r.Input,
 					Expected: r.Expected, Actual: r.Actual, Exception: r.Exception, Message: r.Message, Traceback: r.Traceback})
+			}
+		case "set":
+			var r plusSetRec
+			if json.Unmarshal(body, &r) == nil {
+				v.Sets = append(v.Sets, PlusSet{Name: r.Set, Inputs: r.Inputs, Total: r.Total, Passed: r.Passed, Skipped: r.Skipped, OK: r.OK})
 			}
 		case "done":
 			var r plusDoneRec
@@ -287,7 +422,7 @@ func (pr Program) DecodePlus(res executors.Result) PlusVerdict {
 		if kind == "" {
 			kind = KindException
 		}
-		v.Load = &LoadFailure{Stage: load.Stage, Kind: kind, Exception: load.Exception, Message: load.Message, Traceback: load.Traceback}
+		v.Load = &LoadFailure{Stage: load.Stage, Kind: kind, Exception: load.Exception, Message: load.Message, Traceback: load.Traceback, Line: load.Line}
 	}
 	if !v.Complete && v.Load == nil {
 		// Cut short: the run as a whole timed out or died mid-way.
@@ -298,7 +433,14 @@ func (pr Program) DecodePlus(res executors.Result) PlusVerdict {
 		}
 		v.Failures = append(v.Failures, PlusFailure{Index: -1, Kind: kind, Message: msg})
 	}
+	want := []string{"plus"}
+	if pr.plusBase {
+		want = []string{"base", "plus"}
+	}
 	v.Passed = v.Complete && v.Load == nil && len(v.Failures) == 0 && v.PassedCount == v.Total
+	for _, name := range want {
+		v.Passed = v.Passed && v.SetPassed(name)
+	}
 	return v
 }
 
@@ -308,12 +450,12 @@ func PlusFeedback(v PlusVerdict) string {
 	var b strings.Builder
 	switch {
 	case v.Passed:
-		fmt.Fprintf(&b, "All %d extra inputs agree with the reference.\n", v.Total)
+		fmt.Fprintf(&b, "All %d %s agree with the reference.\n", v.Total, setsNoun(v))
 	case v.Load != nil:
 		writeLoad(&b, v.Load, Options{}.withDefaults())
 	default:
 		if v.Complete {
-			fmt.Fprintf(&b, "%d of %d extra inputs tested failed", len(v.Failures), v.Total)
+			fmt.Fprintf(&b, "%d of %d %s tested failed", len(v.Failures), v.Total, setsNoun(v))
 			if v.Stopped {
 				b.WriteString(" (testing stopped at the first failures)")
 			}
@@ -321,29 +463,64 @@ func PlusFeedback(v PlusVerdict) string {
 		}
 		for _, f := range v.Failures {
 			b.WriteString("\n")
-			switch f.Kind {
-			case KindWrongAnswer:
-				fmt.Fprintf(&b, "Test failed for input %s: expected %s, got %s\n", f.Input, f.Expected, f.Actual)
-			case KindTimeout:
-				if f.Input != "" {
-					fmt.Fprintf(&b, "Test timed out for input %s (%s)\n", f.Input, f.Message)
-				} else {
-					b.WriteString(f.Message + "\n")
-				}
-			default:
-				if f.Input != "" {
-					fmt.Fprintf(&b, "Test raised an exception for input %s:\n", f.Input)
-				}
-				switch {
-				case f.Traceback != "":
-					b.WriteString(strings.TrimRight(f.Traceback, "\n") + "\n")
-				case f.Exception != "":
-					fmt.Fprintf(&b, "%s: %s\n", f.Exception, f.Message)
-				default:
-					b.WriteString(f.Message + "\n")
-				}
-			}
+			b.WriteString(plusFailureText(f))
 		}
 	}
 	return cut(b.String(), feedbackChars)
+}
+
+// setsNoun names the inputs of the sets that ran: "base and plus inputs".
+func setsNoun(v PlusVerdict) string {
+	var names []string
+	for _, s := range v.Sets {
+		names = append(names, s.Name)
+	}
+	if len(names) == 0 {
+		return "extra inputs"
+	}
+	return strings.Join(names, " and ") + " inputs"
+}
+
+// plusFailureText is one failure's feedback. A wrong answer whose value
+// prints exactly like the expected one says why they differ instead of
+// "expected X, got X".
+func plusFailureText(f PlusFailure) string {
+	var b strings.Builder
+	switch f.Kind {
+	case KindWrongAnswer:
+		switch {
+		case f.Expected == f.Actual:
+			fmt.Fprintf(&b, "Test failed for input %s: got %s, which %s\n", f.Input, f.Actual, plusNote(f.Message, "does not equal the expected value"))
+		case f.Message != "":
+			fmt.Fprintf(&b, "Test failed for input %s: expected %s, got %s (%s)\n", f.Input, f.Expected, f.Actual, f.Message)
+		default:
+			fmt.Fprintf(&b, "Test failed for input %s: expected %s, got %s\n", f.Input, f.Expected, f.Actual)
+		}
+	case KindTimeout:
+		if f.Input != "" {
+			fmt.Fprintf(&b, "Test timed out for input %s (%s)\n", f.Input, f.Message)
+		} else {
+			b.WriteString(f.Message + "\n")
+		}
+	default:
+		if f.Input != "" {
+			fmt.Fprintf(&b, "Test raised an exception for input %s:\n", f.Input)
+		}
+		switch {
+		case f.Traceback != "":
+			b.WriteString(strings.TrimRight(f.Traceback, "\n") + "\n")
+		case f.Exception != "":
+			fmt.Fprintf(&b, "%s: %s\n", f.Exception, f.Message)
+		default:
+			b.WriteString(f.Message + "\n")
+		}
+	}
+	return b.String()
+}
+
+func plusNote(msg, fallback string) string {
+	if msg == "" {
+		return fallback
+	}
+	return msg
 }

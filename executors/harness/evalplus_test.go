@@ -120,3 +120,99 @@ func TestPlusCanonicalSample(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgePlusEvalPlusRules: EvalPlus's comparison rules and quirks
+// (evalplus/eval/__init__.py unsafe_execute), each with the verdict EvalPlus
+// gives written down, and feedback that never says "expected X, got X".
+func TestJudgePlusEvalPlusRules(t *testing.T) {
+	ex := sandbox(t)
+	ctx := context.Background()
+	// Mbpp/737's shape: the reference returns a match object or None, and
+	// EvalPlus keeps only whether it is None.
+	match := plusProblem("Mbpp/737", "check_str", "",
+		"import re\ndef check_str(s):\n    return re.search('^[aeiou]', s)\n",
+		`[["annie"], ["dawood"]]`, `[["else"], ["xyz"], ["u"]]`, "0")
+	// atol 0, but the first expected value is a float: from then on EvalPlus
+	// compares within 1e-6 (rtol 1e-7) for the rest of the set.
+	sticky := plusProblem("HumanEval/902", "f", "def f(x):\n", "    return x / 2 if x < 10 else 10 ** 18\n",
+		`[[1]]`, `[[3], [50]]`, "0")
+	intsOnly := plusProblem("HumanEval/903", "f", "def f(x):\n", "    return 10 ** 20\n", `[[1]]`, `[[3]]`, "0")
+	nan := plusProblem("HumanEval/904", "f", "def f(x):\n", "    return float('nan') if x else 1.0\n", `[[0]]`, `[[1]]`, "0")
+	empty := plusProblem("Mbpp/793", "last", "", "def last(arr, x):\n    return len(arr) - arr[::-1].index(x) - 1\n",
+		`[[[1, 2, 3], 1]]`, `{}`, "0")
+	// With a task atol, a result that is not equal goes to numpy.allclose,
+	// which broadcasts a 2x1 nest against a 2x2 one.
+	grid := plusProblem("HumanEval/905", "g", "def g(n):\n", "    return [[float(i)] * 2 for i in range(n)]\n",
+		`[[2]]`, `[[3]]`, "1e-9")
+	tests := []struct {
+		name     string
+		p        schema.Problem
+		code     string
+		passed   bool
+		sets     string   // the sets that ran, "base,plus"
+		want     []string // substrings of the feedback
+		wantNot  []string
+		loadFail bool
+	}{
+		{name: "match objects judged as not-None", p: match, code: match.Solution, passed: true, sets: "base,plus"},
+		{name: "a bool for a match object", p: match,
+			code: "def check_str(s):\n    return s[0] in 'aeiou'\n", passed: true, sets: "base,plus"},
+		{name: "None where a match is expected", p: match, code: "def check_str(s):\n    return None\n", sets: "base",
+			want: []string{"check_str('annie'): expected a result other than None, got None"}},
+		{name: "atol sticks after a float", p: sticky,
+			code: "def f(x):\n    return x / 2 if x < 10 else 10 ** 18 + 1\n", passed: true, sets: "base,plus"},
+		{name: "ints alone compare exactly", p: intsOnly, code: "def f(x):\n    return 10 ** 20 + 1\n", sets: "base",
+			want: []string{"expected 100000000000000000000, got 100000000000000000001"}},
+		{name: "an int for a float that equals it", p: sticky,
+			code: "def f(x):\n    return 0.5 if x == 1 else (1.5 if x == 3 else 10 ** 18)\n", passed: true, sets: "base,plus"},
+		{name: "a float where a close int is expected fails the type check", p: intsOnly,
+			code: "def f(x):\n    return 1e20 + 1e5\n", sets: "base", want: []string{"expected 100000000000000000000, got 1.000000000000001e+20"}},
+		{name: "NaN equals nothing", p: nan, code: nan.Prompt + nan.Solution, sets: "base,plus",
+			want:    []string{"got nan, which prints like the expected value but does not compare equal to it (NaN equals nothing)"},
+			wantNot: []string{"expected nan, got nan"}},
+		{name: "an empty plus_input object is no input", p: empty, code: empty.Solution, passed: true, sets: "base,plus"},
+		{name: "no input still needs the code to load", p: empty, code: "import no_such_module\n", loadFail: true},
+		{name: "nested lists broadcast in allclose", p: grid,
+			code: "def g(n):\n    return [[float(i)] for i in range(n)]\n", passed: true, sets: "base,plus"},
+		{name: "open() is taken away as in EvalPlus", p: intsOnly,
+			code: "def f(x):\n    open('/dev/null')\n    return 10 ** 20\n", sets: "base", want: []string{"TypeError"}},
+		{name: "a base failure leaves the plus set unrun", p: sticky,
+			code: "def f(x):\n    return 0\n", sets: "base", want: []string{"1 of 1 base inputs tested failed"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pt, err := harness.PlusTestsOf(tc.p, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := harness.JudgePlus(ctx, ex, pt, tc.code, harness.PlusOptions{MinCaseTimeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fb := harness.PlusFeedback(v)
+			if v.Passed != tc.passed {
+				t.Fatalf("passed = %v, want %v; feedback:\n%s\nstderr: %s", v.Passed, tc.passed, fb, v.Result.Stderr)
+			}
+			if tc.loadFail != (v.Load != nil) {
+				t.Errorf("load failure = %+v, want one: %v", v.Load, tc.loadFail)
+			}
+			var sets []string
+			for _, s := range v.Sets {
+				sets = append(sets, s.Name)
+			}
+			if got := strings.Join(sets, ","); !tc.loadFail && got != tc.sets {
+				t.Errorf("sets run = %q, want %q", got, tc.sets)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(fb, w) {
+					t.Errorf("feedback %q does not contain %q", fb, w)
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(fb, w) {
+					t.Errorf("feedback %q contains %q", fb, w)
+				}
+			}
+		})
+	}
+}

@@ -100,6 +100,10 @@ func writeCase(b *strings.Builder, c CaseResult) {
 	switch c.Kind {
 	case KindWrongAnswer:
 		switch {
+		case c.Input != "" && (c.Op == "==" || c.Op == "") && c.Expected == c.Actual && c.Expected != "":
+			// Never "expected X, got X": the values print alike but differ
+			// (NaN, a type with its own __eq__, a float's last digits cut).
+			fmt.Fprintf(b, "Test failed for input %s: got %s, which prints like the expected value but does not compare equal to it\n", c.Input, c.Actual)
 		case c.Input != "" && (c.Op == "==" || c.Op == ""):
 			fmt.Fprintf(b, "Test failed for input %s: expected %s, got %s\n", c.Input, c.Expected, c.Actual)
 		case c.Input != "":

@@ -228,6 +228,8 @@ type Program struct {
 	problem schema.Problem
 	code    string
 	built   bool
+	// plusBase: a BuildPlus program whose inputs start with a base set.
+	plusBase bool
 }
 
 // Build generates the judge program for a candidate. code is the complete

@@ -44,7 +44,8 @@ type Task struct {
 	// EntryPoint is the function under test (for MBPP, found in the tests
 	// and the reference solution).
 	EntryPoint string
-	// Plus holds EvalPlus's extra inputs (plus benchmarks only).
+	// Plus holds EvalPlus's inputs, base_input then plus_input (plus
+	// benchmarks only); they replace the problem's own tests.
 	Plus *harness.PlusTests
 }
 
@@ -69,8 +70,9 @@ func Load(dir, name string, limit int) ([]Task, error) {
 }
 
 // LoadSkipping reads a benchmark's tasks like Load, but a record that
-// cannot become a task (MbppPlus's Mbpp/793 has `plus_input: {}`) is
-// skipped and returned with its reason instead of failing the benchmark.
+// cannot become a task is skipped and returned with its reason instead of
+// failing the benchmark. (MbppPlus's Mbpp/793, whose `plus_input` is `{}`,
+// is a task with no plus inputs, as EvalPlus reads it.)
 func LoadSkipping(dir, name string, limit int) ([]Task, []Skipped, error) {
 	spec, ok := benchmarks.Lookup(name)
 	if !ok || !Supported(spec.Name) {
@@ -99,7 +101,7 @@ func LoadSkipping(dir, name string, limit int) ([]Task, []Skipped, error) {
 			t.EntryPoint = mbppEntryPoint(p)
 		}
 		if name == HumanEvalPlus || name == MBPPPlus {
-			pt, err := harness.PlusTestsOf(p, false)
+			pt, err := harness.PlusTestsOf(p, true)
 			if err != nil {
 				skipped = append(skipped, Skipped{Benchmark: name, TaskID: p.ID, Reason: err.Error()})
 				continue

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/internal/evaluate"
 )
 
@@ -66,26 +67,31 @@ func TestCanonical(t *testing.T) {
 }
 
 // TestCanonicalPlus runs a slice of HumanEval+ and MBPP+ canonical
-// solutions through base tests and EvalPlus inputs.
+// solutions through EvalPlus's base and plus inputs (the full set is the
+// differential test's CODEFEEDBACK_EVALPLUS_FULL sweep).
 func TestCanonicalPlus(t *testing.T) {
 	for _, name := range []string{evaluate.HumanEvalPlus, evaluate.MBPPPlus} {
 		t.Run(name, func(t *testing.T) {
 			ss, wall := canonical(t, name, 24)
 			for _, s := range ss {
 				r := s.Rounds[0]
-				if slices.Contains(knownSlow[name], s.TaskID) && !s.Passed {
-					t.Logf("%s (known slow) did not finish: %s", s.TaskID, r.Base.Feedback)
+				if r.Plus == nil {
+					t.Errorf("%s: no EvalPlus verdict", s.TaskID)
 					continue
 				}
-				if !s.Passed {
-					fb := r.Base.Feedback
-					if r.Plus != nil {
-						fb += "\n" + r.Plus.Failures[0].Message
-					}
-					t.Errorf("%s canonical fails: %s", s.TaskID, fb)
+				fb := harness.PlusFeedback(*r.Plus)
+				if slices.Contains(knownSlow[name], s.TaskID) && !s.Passed {
+					t.Logf("%s (known slow) did not finish: %s", s.TaskID, fb)
+					continue
 				}
-				if r.BasePassed && (r.Plus == nil || r.Plus.Total == 0) {
-					t.Errorf("%s: no EvalPlus inputs were tested", s.TaskID)
+				if !s.Passed || !r.BasePassed || r.PlusPassed == nil || !*r.PlusPassed {
+					t.Errorf("%s canonical fails (base %v): %s", s.TaskID, r.BasePassed, fb)
+				}
+				if b, ok := r.Plus.Set("base"); !ok || b.Total == 0 {
+					t.Errorf("%s: no EvalPlus base inputs were tested: %+v", s.TaskID, r.Plus.Sets)
+				}
+				if r.Plus.Skipped != 0 {
+					t.Errorf("%s: %d inputs skipped (the reference failed on them)", s.TaskID, r.Plus.Skipped)
 				}
 			}
 			t.Logf("%s: %d canonical solutions in %s", name, len(ss), wall.Round(time.Millisecond))

@@ -49,7 +49,7 @@ const SampleBucket = "eval.sample"
 
 // judgeVersion names the judging logic in sample cache keys; bump it when
 // extraction or judging changes what a stored sample would say.
-const judgeVersion = "eval-judge/1"
+const judgeVersion = "eval-judge/2"
 
 // Options configure an evaluation.
 type Options struct {
@@ -154,13 +154,17 @@ type Round struct {
 	Code       string `json:"code"`       // the program judged
 	Extraction string `json:"extraction"` // how Code was taken from Answer (Extract*)
 	Passed     bool   `json:"passed"`
-	// BasePassed is the verdict of the problem's own tests; PlusPassed of
-	// EvalPlus's extra inputs (plus benchmarks, when the base tests pass).
-	BasePassed bool                 `json:"base_passed"`
-	PlusPassed *bool                `json:"plus_passed,omitempty"`
-	Base       harness.Verdict      `json:"base"`
-	Plus       *harness.PlusVerdict `json:"plus,omitempty"`
-	Exec       schema.Execution     `json:"exec"`
+	// BasePassed is the verdict of the base tests: the problem's own tests
+	// (HumanEval, MBPP), or for the plus benchmarks EvalPlus's base_input
+	// judged as EvalPlus judges it. PlusPassed is the verdict of EvalPlus's
+	// plus_input (plus benchmarks, when the base set passes).
+	BasePassed bool  `json:"base_passed"`
+	PlusPassed *bool `json:"plus_passed,omitempty"`
+	// Base is the test-case verdict (HumanEval, MBPP only); Plus the
+	// differential verdict on both EvalPlus sets (plus benchmarks only).
+	Base harness.Verdict      `json:"base,omitzero"`
+	Plus *harness.PlusVerdict `json:"plus,omitempty"`
+	Exec schema.Execution     `json:"exec"`
 	// Feedback is the text sent back to the model after this round (empty
 	// for the last round); FeedbackBy is "execution" or the feedback model's
 	// mode.
@@ -365,6 +369,13 @@ func (e *Evaluator) answer(ctx context.Context, t Task, msgs []llm.Message) (str
 	return resp.Text, "", nil
 }
 
+// JudgeAnswer judges answer as the first answer to t: the code is
+// extracted and run against the task's tests exactly as in Run. It checks
+// the judge itself (see the EvalPlus differential test).
+func (e *Evaluator) JudgeAnswer(ctx context.Context, t Task, answer string) (Round, error) {
+	return e.judge(ctx, t, 0, answer, "")
+}
+
 // judge extracts the code from answer and runs the tests.
 func (e *Evaluator) judge(ctx context.Context, t Task, r int, answer, how string) (Round, error) {
 	code, ex := Extract(answer, t.EntryPoint)
@@ -380,31 +391,34 @@ func (e *Evaluator) judge(ctx context.Context, t Task, r int, answer, how string
 	}
 	rd := Round{Round: r, Answer: answer, Code: code, Extraction: how}
 	jo, po := e.caseLimits(t)
+	if t.Plus != nil {
+		// EvalPlus judges both sets by the reference's outputs; it never
+		// runs the record's assertion or test text (Mbpp/120's assertion
+		// calls math.isclose without importing math).
+		pv, err := harness.JudgePlus(ctx, e.ex, *t.Plus, code, po)
+		if err != nil {
+			return Round{}, fmt.Errorf("evaluate: judge EvalPlus inputs: %w", err)
+		}
+		rd.Exec = pv.Execution()
+		pv.Result.Stdout = "" // the raw judge output; the verdict holds what it said
+		rd.Plus = &pv
+		rd.BasePassed = t.Plus.BaseCount == 0 || pv.SetPassed("base")
+		if rd.BasePassed {
+			passed := pv.Passed
+			rd.PlusPassed = &passed
+		}
+		rd.Passed = pv.Passed
+		return rd, nil
+	}
 	v, err := harness.Judge(ctx, e.ex, t.Problem, code, jo)
 	if err != nil {
 		return Round{}, fmt.Errorf("evaluate: judge: %w", err)
 	}
 	rd.Base, rd.BasePassed, rd.Exec = v, v.Passed, v.Execution()
 	rd.Passed = v.Passed
-	if t.Plus != nil && v.Passed {
-		pv, err := harness.JudgePlus(ctx, e.ex, *t.Plus, code, po)
-		if err != nil {
-			return Round{}, fmt.Errorf("evaluate: judge plus inputs: %w", err)
-		}
-		passed := pv.Passed
-		rd.Plus, rd.PlusPassed = &pv, &passed
-		rd.Passed = pv.Passed
-		if !pv.Passed {
-			rd.Exec.Passed = &passed
-			rd.Exec.ErrorLine = "EvalPlus inputs: " + firstLine(harness.PlusFeedback(pv))
-		}
-	}
 	// The execution record's program is the base judge program; the
 	// stored verdict need not repeat the raw judge output too.
 	rd.Base.Result.Stdout = ""
-	if rd.Plus != nil {
-		rd.Plus.Result.Stdout = ""
-	}
 	return rd, nil
 }
 
@@ -412,17 +426,17 @@ func (e *Evaluator) judge(ctx context.Context, t Task, r int, answer, how string
 // the execution turn.
 func (e *Evaluator) executionText(rd Round) string {
 	if rd.Plus != nil {
-		return rd.Base.Feedback + "\nEvalPlus inputs: " + harness.PlusFeedback(*rd.Plus)
+		return "EvalPlus inputs: " + harness.PlusFeedback(*rd.Plus)
 	}
 	return rd.Base.Feedback
 }
 
 // feedbackFor writes the feedback on a failed round: the execution
-// feedback of the failing tests (the base tests, or EvalPlus's inputs when
-// only those fail), or a feedback model's words about it.
+// feedback of the failing tests (the base tests, or EvalPlus's inputs),
+// or a feedback model's words about it.
 func (e *Evaluator) feedbackFor(ctx context.Context, t Task, rd Round) (string, string, error) {
 	text := rd.Base.Feedback
-	if rd.BasePassed && rd.Plus != nil {
+	if rd.Plus != nil {
 		text = harness.PlusFeedback(*rd.Plus)
 	}
 	if e.opts.Feedback == FeedbackExecution {

@@ -17,7 +17,9 @@ type Skipped struct {
 // caseLimits are the harness options for t: with Options.CaseTimeout set,
 // each case gets that long, and the whole run enough for every case plus
 // loading (a run bounded by the default 10 s would cut a slow reference
-// short however long its cases may take).
+// short however long its cases may take). For EvalPlus inputs it raises
+// the reference's limit per input; the candidate's limits stay EvalPlus's
+// (4 x the reference's time, at least 4 s).
 func (e *Evaluator) caseLimits(t Task) (harness.Options, harness.PlusOptions) {
 	jo, po := e.opts.Judge, e.opts.Plus
 	ct := e.opts.CaseTimeout
@@ -27,10 +29,10 @@ func (e *Evaluator) caseLimits(t Task) (harness.Options, harness.PlusOptions) {
 	jo.CaseTimeout = ct
 	whole := ct * time.Duration(len(t.Problem.Tests)+2)
 	jo.Timeout = max(jo.Timeout, whole, 10*time.Second)
-	po.RefTimeout = max(po.RefTimeout, ct)
-	po.MinCaseTimeout = max(po.MinCaseTimeout, min(ct, 5*time.Second))
 	if t.Plus != nil {
-		po.Timeout = max(po.Timeout, 60*time.Second, 4*whole)
+		po = po.Resolved()
+		po.RefTimeout = max(po.RefTimeout, ct)
+		po.Timeout = max(po.Timeout, 4*whole)
 	}
 	return jo, po
 }

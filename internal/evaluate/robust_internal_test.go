@@ -10,7 +10,8 @@ import (
 
 // TestCaseLimits: --case-timeout sets each case's limit and grows the whole
 // run's limit with the number of cases; unset, the harness's own defaults
-// stay.
+// stay. EvalPlus inputs keep the harness's limits for the candidate and
+// raise only the reference's limit and the whole run's.
 func TestCaseLimits(t *testing.T) {
 	three := Task{Problem: schema.Problem{Tests: []string{"a", "b", "c"}}}
 	plus := three
@@ -25,9 +26,10 @@ func TestCaseLimits(t *testing.T) {
 		wantPlusAll time.Duration
 	}{
 		{"unset", 0, three, 0, 0, 0, 0},
-		{"short", 2 * time.Second, three, 2 * time.Second, 10 * time.Second, 2 * time.Second, 0},
-		{"slow reference", 20 * time.Second, three, 20 * time.Second, 100 * time.Second, 20 * time.Second, 0},
-		{"plus", 20 * time.Second, plus, 20 * time.Second, 100 * time.Second, 20 * time.Second, 400 * time.Second},
+		{"short", 2 * time.Second, three, 2 * time.Second, 10 * time.Second, 0, 0},
+		{"slow reference", 20 * time.Second, three, 20 * time.Second, 100 * time.Second, 0, 0},
+		{"plus short", 2 * time.Second, plus, 2 * time.Second, 10 * time.Second, 60 * time.Second, 300 * time.Second},
+		{"plus", 90 * time.Second, plus, 90 * time.Second, 450 * time.Second, 90 * time.Second, 1800 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &Evaluator{opts: Options{CaseTimeout: tc.ct}}
