@@ -496,8 +496,16 @@ func Analysis(bug Run, buggy string) string {
 				" A value has a different type than the operation expects.", " The types of the operands do not fit together."))
 		}
 	case Logic:
-		b.WriteString(v("logic", "The code runs without an exception, but it returns a wrong result", "Nothing crashes, yet the result is wrong",
-			"The function returns a value, just not the right one", "The tests run to the end but the answer is off"))
+		if f, ok := firstFailure(bug.Verdict); ok && f.Actual == "None" && f.Expected != "None" {
+			// Say only what the output shows: nothing came back.
+			b.WriteString(v("logic", "The code runs without an exception, but the function returns None instead of a result",
+				"Nothing crashes, yet the call gives back None where a result is expected",
+				"The function returns nothing (None), so every comparison with the expected value fails",
+				"The tests run to the end, but the answer is None"))
+		} else {
+			b.WriteString(v("logic", "The code runs without an exception, but it returns a wrong result", "Nothing crashes, yet the result is wrong",
+				"The function returns a value, just not the right one", "The tests run to the end but the answer is off"))
+		}
 		if bug.FailedTest != "" {
 			fmt.Fprintf(&b, v("failed", ": the test `%s` fails", "; `%s` does not hold", ", as `%s` shows"), bug.FailedTest)
 		}

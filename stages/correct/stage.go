@@ -102,7 +102,7 @@ func newStage(o StageOptions, svc *pipeline.Services) (*stage, error) {
 		return nil, err
 	}
 	kinds, _ := o.kinds()
-	version := map[string]any{"mutate": shortHash(mutateScript), "judge": harness.Version(), "dialogue": "v3"}
+	version := map[string]any{"mutate": shortHash(mutateScript), "judge": harness.Version(), "dialogue": "v4"}
 	if o.Method == "model" {
 		pv, err := PromptVersion()
 		if err != nil {
