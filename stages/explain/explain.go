@@ -29,8 +29,9 @@ import (
 
 // Label keys the stage sets on an explained dialogue.
 const (
-	LabelExplained = "explained_turns"  // number of turns that got a preface
-	LabelRejected  = "explain_rejected" // turns left unexplained because every preface failed the gate
+	LabelExplained = "explained_turns"     // number of turns that got a preface
+	LabelRejected  = "explain_rejected"    // turns left unexplained because every preface failed the gate
+	LabelOwnProse  = "explained_by_writer" // turns whose own prose already explained the code (no preface added)
 	LabelReasons   = "explain_rejected_reasons"
 	LabelSample    = "explain_rejected_sample" // the first rejected preface, cut short
 	LabelModel     = "explain_model"
@@ -61,6 +62,7 @@ type Explainer struct {
 // Report says what Explain did to one dialogue.
 type Report struct {
 	Turns    int // assistant turns that got a preface
+	Already  int // turns whose own prose before the code already explains it (no call made)
 	Rejected []gates.Verdict
 	Repairs  int // repair requests sent
 	Model    string
@@ -112,6 +114,12 @@ func (e *Explainer) Explain(ctx context.Context, d schema.Dialogue) (schema.Dial
 		if m.Role != schema.RoleAssistant || !HasCode(m.Content) {
 			continue
 		}
+		if Explained(m.Content, e.MinChars) {
+			// The writer already explained its code before it: a second
+			// preface would only repeat it.
+			rep.Already++
+			continue
+		}
 		pre, v, r, err := e.preface(ctx, out.Messages[:i], m.Content)
 		rep.Repairs += r.Repairs
 		if r.Model != "" {
@@ -131,12 +139,15 @@ func (e *Explainer) Explain(ctx context.Context, d schema.Dialogue) (schema.Dial
 		}
 		out.Messages[i].Content = content
 	}
-	if rep.Turns > 0 || len(rep.Rejected) > 0 {
-		labels := make(map[string]string, len(d.Labels)+5)
+	if rep.Turns > 0 || len(rep.Rejected) > 0 || rep.Already > 0 {
+		labels := make(map[string]string, len(d.Labels)+6)
 		for k, v := range d.Labels {
 			labels[k] = v
 		}
 		labels[LabelExplained] = fmt.Sprint(rep.Turns)
+		if rep.Already > 0 {
+			labels[LabelOwnProse] = fmt.Sprint(rep.Already)
+		}
 		if n := len(rep.Rejected); n > 0 {
 			labels[LabelRejected] = fmt.Sprint(n)
 			var rs []string
@@ -152,6 +163,30 @@ func (e *Explainer) Explain(ctx context.Context, d schema.Dialogue) (schema.Dial
 		out.Labels = labels
 	}
 	return out, rep, nil
+}
+
+// alreadyChars is how much prose before a turn's first code block counts
+// as the turn's own explanation (a one-line lead-in such as "Here is the
+// function:" does not).
+const alreadyChars = 120
+
+// Explained reports whether content already opens with an explanation of
+// its code: at least alreadyChars of prose before the first code block that
+// pass the preface gate (prose, not a transition, naming the code).
+func Explained(content string, minChars int) bool {
+	i := strings.Index(content, "```")
+	if i < 0 {
+		return false
+	}
+	pre := strings.TrimSpace(content[:i])
+	if len(pre) < max(alreadyChars, minChars) {
+		return false
+	}
+	var code strings.Builder
+	for _, b := range parse.CodeBlocks(content) {
+		code.WriteString(b.Code + "\n")
+	}
+	return gates.Preface(pre, code.String(), minChars).OK()
 }
 
 // SameCode checks that explained ends with original byte for byte and holds

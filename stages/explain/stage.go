@@ -58,7 +58,7 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	version := map[string]any{"prompts": pv, "explain": "v2-gated"}
+	version := map[string]any{"prompts": pv, "explain": "v3-own-prose"}
 	chat, chatErr := llm.ForStage(svc, o.Endpoint)
 	if chatErr != nil && !errors.Is(chatErr, llm.ErrNoModel) {
 		if svc.Model != nil {
@@ -188,7 +188,7 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 	for _, v := range rep.Rejected {
 		pipeline.ItemStats(ctx, nil).Reject(Gate, v.Reason, v.Detail)
 	}
-	if rep.Turns == 0 && len(rep.Rejected) == 0 {
+	if rep.Turns == 0 && len(rep.Rejected) == 0 && rep.Already == 0 {
 		return []pipeline.Item{in}, nil
 	}
 	it, err := pipeline.DialogueItem(out)
