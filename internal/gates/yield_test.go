@@ -175,12 +175,19 @@ func TestCorpusYieldWithImperfectModel(t *testing.T) {
 	if f90 == 0 || f90 < goodFree*9/10 {
 		t.Errorf("90%% misbehaving published %d model-free dialogues, want about the good run's %d", f90, goodFree)
 	}
+	tripped := map[string]bool{}
 	for _, g := range bad90.man.Gates {
+		tripped[g.Stage+"/"+g.Gate] = true
 		if g.Setting == "" {
 			t.Errorf("tripped gate %+v names no setting", g)
 		}
 		if g.Early && g.Checked > 100 {
 			t.Errorf("stage %s stopped after %.0f checks, want within 100", g.Stage, g.Checked)
+		}
+	}
+	for _, want := range []string{"explain/preface", "simulate/feedback_round"} {
+		if !tripped[want] {
+			t.Errorf("90%% misbehaving: gate %s did not trip (tripped: %v)", want, tripped)
 		}
 	}
 	checkPublished(t, bad90)
