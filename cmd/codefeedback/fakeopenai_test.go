@@ -198,8 +198,18 @@ func fakeModelReply(c llmtest.Call) llmtest.Reply {
 		return llmtest.Reply{Text: "This version defines " + fn + " with a short, direct approach and prints a small example so the run shows what it returns. It keeps to built-in operations, so it handles the empty case without special code."}
 	case strings.Contains(last, "Score:"):
 		return llmtest.Reply{Text: "Score: 5\nReason: it asks for a complete function with edge cases to handle."}
-	case strings.Contains(last, "Does the code solve the task correctly"):
+	case strings.Contains(last, "Does the code solve the task correctly"),
+		strings.Contains(last, "You check whether a piece of code does what a task asked for"):
 		return fakeJSON(map[string]any{"correct": true, "reason": "The code does what the task asks and the printed output confirms it."})
+	case strings.Contains(last, "You play the user who asked a programming assistant"):
+		// A follow-up request (simulate's followups): its kind is the one asked.
+		kind := "extend"
+		if _, rest, ok := strings.Cut(last, "Make the follow-up of this kind: "); ok {
+			kind, _, _ = strings.Cut(rest, ",")
+		}
+		return fakeJSON(map[string]any{"kind": kind, "request": "Please also print a line saying the example ran."})
+	case strings.Contains(last, "Reply to it for the user in two to four sentences of plain prose"):
+		return llmtest.Reply{Text: "The output shows the function gives the expected result for the example. It applies the rule the task states directly to its argument, so the same steps handle other inputs too."}
 	case strings.Contains(last, "You play a demanding user"):
 		return fakeJSON(map[string]any{
 			"met":      []string{"correctness"},
@@ -221,6 +231,9 @@ func fakeModelReply(c llmtest.Call) llmtest.Reply {
 	}
 	if sawError && strings.Contains(last, "NameError") {
 		return llmtest.Reply{Text: "The run failed with a NameError because `totl` is a typo for `total`; appending `total` fixes it.\n\n```python\n" + sol.code + "\n```"}
+	}
+	if strings.Contains(last, "print a line saying the example ran") { // the follow-up: the revision prints it
+		return llmtest.Reply{Text: "I kept the function and added a line that says the example ran.\n\n```python\n" + sol.code + "\nprint('example ran')\n```"}
 	}
 	if strings.Contains(last, "add a docstring") { // the feedback round: the revision adds it
 		doc := strings.Replace(sol.code, "):\n", "):\n    \"\"\"Return the result the task asks for.\"\"\"\n", 1)
