@@ -3,6 +3,7 @@ package interact_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,7 +57,7 @@ func TestNoActionGate(t *testing.T) {
 		y := "run_dir: " + filepath.Join(sub, "run") + "\nexecutor: bwrap://?pool=2\n" +
 			"model: {base_url: \"" + srv.URL + "\", model: fake-agent, max_attempts: 1}\n" +
 			"inputs: [{path: " + tasks + ", format: intercode}]\n" +
-			"stages:\n  - {stage: interact, settings: {strategy: tryagain, turns: 2" + extra + "}}\n" +
+			"stages:\n  - {stage: interact, gate_min_checks: 1, settings: {strategy: tryagain, turns: 2" + extra + "}}\n" +
 			"outputs: [{path: " + filepath.Join(sub, "d.jsonl") + ", format: jsonl, kind: dialogue}]\n"
 		if err := os.MkdirAll(sub, 0o755); err != nil {
 			t.Fatal(err)
@@ -65,7 +66,7 @@ func TestNoActionGate(t *testing.T) {
 	}
 	_, err = run("gated", "")
 	// 2 answers of the first task, the second's first: 3 of 4.
-	if err == nil || !strings.Contains(err.Error(), "gate action rejected 3 of 4") || !strings.Contains(err.Error(), "no_action 3") ||
+	if !errors.Is(err, pipeline.ErrGateTripped) || !strings.Contains(err.Error(), "max_no_action") || !strings.Contains(err.Error(), "gate action rejected 3 of 4") || !strings.Contains(err.Error(), "no_action 3") ||
 		!strings.Contains(err.Error(), "schema of the library") {
 		t.Fatalf("run error %v: want the action gate to fail the stage with its figures and a sample", err)
 	}
