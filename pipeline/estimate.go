@@ -23,7 +23,15 @@ type Shape struct {
 	// that are neither an execution result nor feedback) and its assistant
 	// messages holding a code block.
 	UserTurns, CodeTurns int
+	// ExplainedTurns of the CodeTurns already open with prose that explains
+	// their code (explain adds no preface to those).
+	ExplainedTurns int
 }
+
+// ownProseChars is how much prose before a turn's first code block counts
+// as the turn's own explanation in an estimate (explain.Explained also
+// checks that the prose names the code).
+const ownProseChars = 120
 
 // ShapeOf reads an item's shape from its record.
 func ShapeOf(it Item) Shape {
@@ -50,6 +58,9 @@ func ShapeOf(it Item) Shape {
 		switch {
 		case m.Role == "assistant" && strings.Contains(m.Content, "```"):
 			sh.CodeTurns++
+			if i := strings.Index(m.Content, "```"); len(strings.TrimSpace(m.Content[:i])) >= ownProseChars {
+				sh.ExplainedTurns++
+			}
 		case m.Role == "user" && len(m.Exec) == 0 && len(m.Feedback) == 0:
 			sh.UserTurns++
 		}

@@ -266,7 +266,8 @@ func (st *stage) Estimate(in []pipeline.Shape) (pipeline.Usage, []pipeline.Shape
 		for range len(st.kinds) * perKind {
 			kept += keptShare
 			for ; kept >= 1; kept-- {
-				out = append(out, pipeline.Shape{Kind: pipeline.KindDialogue, UserTurns: 1, CodeTurns: 2, Bytes: sh.Bytes + 1200})
+				// The fix turn opens with the analysis of the failure: its own explanation.
+				out = append(out, pipeline.Shape{Kind: pipeline.KindDialogue, UserTurns: 1, CodeTurns: 2, ExplainedTurns: 1, Bytes: sh.Bytes + 1200})
 			}
 		}
 	}

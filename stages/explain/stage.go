@@ -199,7 +199,7 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 }
 
 // Estimate implements pipeline.Estimator: one call per assistant turn with
-// code (a repair only after a rejected preface, not counted), its prompt
+// code and no explanation of its own (a repair only after a rejected preface, not counted), its prompt
 // the templates and the conversation up to that turn, each earlier turn cut
 // at ContextChars; the preface runs to about 80 tokens.
 func (st *stage) Estimate(in []pipeline.Shape) (pipeline.Usage, []pipeline.Shape) {
@@ -212,14 +212,16 @@ func (st *stage) Estimate(in []pipeline.Shape) (pipeline.Usage, []pipeline.Shape
 	}, "explain_system", "explain_request")
 	var t pipeline.Tally
 	for _, sh := range in {
-		if sh.Kind != pipeline.KindDialogue || sh.CodeTurns == 0 {
+		if sh.Kind != pipeline.KindDialogue || sh.CodeTurns-sh.ExplainedTurns <= 0 {
 			continue
 		}
 		ctx := sh.Bytes
 		if c := st.ex.ContextChars; c > 0 {
 			ctx = min(ctx, c*(sh.UserTurns+2*sh.CodeTurns))
 		}
-		for i := 1; i <= sh.CodeTurns; i++ {
+		// One call per code turn that lacks its own explanation, taken
+		// as the later ones (the writer's first answers explain most).
+		for i := 1 + sh.ExplainedTurns; i <= sh.CodeTurns; i++ {
 			t.Add(1, tmpl+ctx*i/sh.CodeTurns, 80)
 		}
 	}

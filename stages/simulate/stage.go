@@ -479,6 +479,7 @@ func (st *stage) Estimate(in []pipeline.Shape) (pipeline.Usage, []pipeline.Shape
 			}
 		}
 		d.Bytes = conv
+		d.ExplainedTurns = d.CodeTurns // the writer is asked to explain its code before it
 		out = append(out, d)
 	}
 	return t.Usage(), out
