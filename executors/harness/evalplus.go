@@ -42,6 +42,11 @@ type PlusTests struct {
 	Inputs    json.RawMessage
 	BaseCount int
 	Atol      float64
+	// NonFinite: the record held Python's bare NaN/Infinity/-Infinity,
+	// which the loader turned into the strings "NaN", "Infinity" and
+	// "-Infinity" (schema.MetaPythonNonFinite); the judge turns them back
+	// into floats, as EvalPlus reads them (Mbpp/404's -Infinity).
+	NonFinite bool
 }
 
 // PlusTestsOf reads EvalPlus's base_input, plus_input and atol from p.Extra
@@ -86,7 +91,8 @@ func PlusTestsOf(p schema.Problem, withBase bool) (PlusTests, error) {
 		return PlusTests{}, fmt.Errorf("harness: problem %q has EvalPlus inputs but no entry point", p.ID)
 	}
 	return PlusTests{TaskID: p.ID, Dataset: ds, EntryPoint: strings.TrimSpace(p.EntryPoint),
-		Reference: p.Program(), Inputs: all, BaseCount: len(base), Atol: atol}, nil
+		Reference: p.Program(), Inputs: all, BaseCount: len(base), Atol: atol,
+		NonFinite: p.Metadata[schema.MetaPythonNonFinite] == "true"}, nil
 }
 
 // inputList decodes a list of argument lists; an empty object is an empty
@@ -105,6 +111,18 @@ func inputList(raw json.RawMessage) ([]json.RawMessage, error) {
 		return nil, fmt.Errorf("an object with %d keys where a list of argument lists was expected", len(obj))
 	}
 	return nil, err
+}
+
+// pythonInputs is pt's inputs as Python's json module wrote them: with
+// NonFinite, the loader's "NaN", "Infinity" and "-Infinity" strings become
+// the bare tokens again (json.loads reads them as floats). A whole JSON
+// string is matched, quotes included, so no other string changes.
+func pythonInputs(pt PlusTests) string {
+	s := string(pt.Inputs)
+	if pt.NonFinite {
+		s = strings.NewReplacer(`"-Infinity"`, `-Infinity`, `"Infinity"`, `Infinity`, `"NaN"`, `NaN`).Replace(s)
+	}
+	return s
 }
 
 // PlusOptions tune a differential judgement. Zero fields take the defaults.
@@ -131,8 +149,14 @@ type PlusOptions struct {
 	// ValueChars caps each reported value (default 300).
 	ValueChars int
 	// Limits are the sandbox limits; their Timeout is replaced by Timeout.
+	// MemoryBytes defaults to 4 GiB, EvalPlus's limit per process: the
+	// expected outputs of every input are held at once (Mbpp/255's need
+	// more than the sandbox's usual 512 MiB).
 	Limits executors.Limits
 }
+
+// plusMemory is the default memory limit of a plus run.
+const plusMemory = 4 << 30
 
 // Resolved returns o with its defaults filled in.
 func (o PlusOptions) Resolved() PlusOptions { return o.withDefaults() }
@@ -161,6 +185,9 @@ func (o PlusOptions) withDefaults() PlusOptions {
 	}
 	o.Limits.Timeout = o.Timeout
 	o.Limits.CPUTime = cpuLimit(o.Limits.CPUTime, o.Timeout)
+	if o.Limits.MemoryBytes <= 0 {
+		o.Limits.MemoryBytes = plusMemory
+	}
 	if o.Limits.OutputBytes < minOutputBytes {
 		o.Limits.OutputBytes = minOutputBytes
 	}
@@ -308,7 +335,7 @@ func BuildPlus(pt PlusTests, code string, opts PlusOptions) (Program, error) {
 		"atol":             pt.Atol,
 		"base_count":       pt.BaseCount,
 		// A string, decoded by json.loads inside: JSON's true/null are not Python.
-		"inputs":    string(pt.Inputs),
+		"inputs":    pythonInputs(pt),
 		"reference": pt.Reference,
 		"code":      code,
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -212,6 +214,41 @@ func TestJudgePlusEvalPlusRules(t *testing.T) {
 				if strings.Contains(fb, w) {
 					t.Errorf("feedback %q contains %q", fb, w)
 				}
+			}
+		})
+	}
+}
+
+// TestPlusRealQuirks: real records whose inputs need EvalPlus's reading to
+// be tested at all: Mbpp/404's -Infinity (a float, not the loader's
+// string) and Mbpp/255's expected outputs, beyond 512 MiB. The canonical
+// solution passes with no input skipped. Mbpp/255 takes most of a minute
+// on a loaded machine: it runs with CODEFEEDBACK_EVALPLUS_FULL set.
+func TestPlusRealQuirks(t *testing.T) {
+	ex := sandbox(t)
+	ids := []string{"Mbpp/404"}
+	if os.Getenv("CODEFEEDBACK_EVALPLUS_FULL") != "" {
+		ids = append(ids, "Mbpp/255")
+	}
+	ps, err := schema.LoadProblems(sharedtest.Path(t, "evalplus/MbppPlus.jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if !slices.Contains(ids, p.ID) {
+			continue
+		}
+		t.Run(p.ID, func(t *testing.T) {
+			pt, err := harness.PlusTestsOf(p, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := harness.JudgePlus(context.Background(), ex, pt, p.Program(), harness.PlusOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !v.Passed || v.Skipped != 0 || v.Total != v.Inputs {
+				t.Errorf("passed %v, %d of %d inputs tested, %d skipped; want all tested: %s", v.Passed, v.Total, v.Inputs, v.Skipped, harness.PlusFeedback(v))
 			}
 		})
 	}
