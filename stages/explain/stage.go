@@ -71,7 +71,7 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	} else if version["model"], err = svc.ModelKey(o.Endpoint); err != nil {
 		return nil, fmt.Errorf("explain: %w", err)
 	}
-	st := &stage{svc: svc, version: version, noModel: noModel, maxRejected: o.MaxRejected, samples: &gates.Samples{}}
+	st := &stage{svc: svc, version: version, noModel: noModel, maxRejected: o.MaxRejected}
 	if !noModel {
 		if st.ex, err = New(chat, o.Repairs); err != nil {
 			return nil, err
@@ -91,9 +91,8 @@ type stage struct {
 	noModel bool
 	once    sync.Once
 	ex      *Explainer
-	// maxRejected and samples serve the preface gate (Check).
+	// maxRejected is the preface gate's limit (Gates).
 	maxRejected float64
-	samples     *gates.Samples
 }
 
 // Version implements pipeline.Versioner.
@@ -130,7 +129,6 @@ func (st *stage) Observe(out pipeline.Item) {
 			for _, r := range strings.Split(d.Labels[LabelReasons], ",") {
 				svc.Stats.Add(gates.ReasonKey(Gate, r), 1)
 			}
-			st.samples.Add(Gate, d.ID+": "+d.Labels[LabelSample])
 		}
 	case noModel:
 		svc.Stats.Add("skipped/no_model", 1)

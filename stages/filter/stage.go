@@ -242,7 +242,6 @@ type filterStage struct {
 	// Observe's state: ratings of one query come before its query item.
 	pending        string // query id whose ratings were seen last
 	pendingUnrated bool
-	samples        gates.Samples // unreadable answers, for Check's error
 }
 
 // Version implements pipeline.Versioner.
@@ -362,7 +361,6 @@ func (st *filterStage) Observe(out pipeline.Item) {
 		if rt.Score == 0 {
 			bucket = "unrated"
 			v = gates.Verdict{Reason: "unreadable", Detail: rt.Rubric + " rubric for " + rt.QueryID + ": " + rt.Raw}
-			st.samples.Add("rubric_"+rt.Rubric, rt.QueryID+": "+rt.Raw)
 		}
 		gates.Record(svc.Stats, "rubric_"+rt.Rubric, v)
 		svc.Stats.Add("score/"+rt.Rubric+"/"+bucket, 1)

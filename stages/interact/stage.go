@@ -106,7 +106,6 @@ type stage struct {
 	version map[string]any
 	pool    *envPool
 	warned  sync.Once
-	samples *gates.Samples
 	exMu    sync.Mutex
 	own     map[string]executors.Executor // executors opened for an environment's image
 }
@@ -138,7 +137,7 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	} else {
 		version["model"] = "none"
 	}
-	return &stage{o: o, svc: svc, ag: ag, version: version, pool: &envPool{free: map[string][]env.Env{}}, samples: &gates.Samples{}, own: map[string]executors.Executor{}}, nil
+	return &stage{o: o, svc: svc, ag: ag, version: version, pool: &envPool{free: map[string][]env.Env{}}, own: map[string]executors.Executor{}}, nil
 }
 
 // Version implements pipeline.Versioner.
@@ -281,7 +280,6 @@ func (st *stage) gateActions(stats gates.Adder, ep agent.Episode) {
 			if strings.TrimSpace(s.Answer) == "" {
 				v.Reason = "empty"
 			}
-			st.samples.Add(Gate, ep.Task.ID+": "+v.String())
 		}
 		gates.Record(stats, Gate, v)
 	}

@@ -39,7 +39,7 @@ executor: bwrap://
 model: {base_url: ` + url + `, model: fake-chat}
 inputs: [{path: lc.jsonl, format: leetcode}]
 stages:
-  - {stage: leetcode, retries: ` + strconv.Itoa(retries) + `, settings: ` + settings + `}
+  - {stage: leetcode, gate_min_checks: 1, retries: ` + strconv.Itoa(retries) + `, settings: ` + settings + `}
 outputs: [{path: ` + out + `, kind: dialogue}]
 `
 	cfg := pipelinetest.Load(t, dir, y)

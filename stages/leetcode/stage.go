@@ -56,24 +56,17 @@ type stage struct {
 	svc     *pipeline.Services
 	chat    llm.Chatter
 	version map[string]any
-	samples gates.Samples // rejected alternatives, for Check's error
 }
 
 // AltGate is the alternatives gate's name in the statistics and the report.
 const AltGate = "alternatives"
 
-// Check implements pipeline.Checker: the alternatives gate rejecting more
-// than max_rejected of the dialogues the model finished fails the stage
-// loudly, instead of a run that quietly keeps none.
-func (st *stage) Check() error {
-	if st.svc.Stats == nil {
-		return nil
-	}
-	vals, _ := st.svc.Stats.Snapshot()
-	if err := gates.Fail("leetcode", vals, st.o.MaxRejected, &st.samples); err != nil {
-		return fmt.Errorf("%w; the limit is the leetcode stage's setting max_rejected (%g): raise it, up to 1 to never fail", err, st.o.MaxRejected)
-	}
-	return nil
+// Gates implements pipeline.Gated: the alternatives gate rejecting more
+// than max_rejected of the dialogues the model finished trips the stage
+// loudly (the engine names the setting and quarantines the rejects),
+// instead of a run that quietly keeps none.
+func (st *stage) Gates() []pipeline.GateRule {
+	return []pipeline.GateRule{{Gate: AltGate, MaxShare: st.o.MaxRejected, Setting: "max_rejected"}}
 }
 
 // Version implements pipeline.Versioner.
@@ -87,7 +80,7 @@ func (st *stage) UsesModel() bool { return st.chat != nil }
 
 // All implements pipeline.AllStage.
 func (st *stage) All(ctx context.Context, in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
-	return run(ctx, st.o, st.svc, st.chat, in, emit, &st.samples)
+	return run(ctx, st.o, st.svc, st.chat, in, emit)
 }
 
 // Observe implements pipeline.Observer.
@@ -132,7 +125,7 @@ type Summary struct {
 }
 
 func run(ctx context.Context, o Options, svc *pipeline.Services, chat llm.Chatter,
-	in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error, samples *gates.Samples) error {
+	in iter.Seq2[pipeline.Item, error], emit func(pipeline.Item) error) error {
 	log := svc.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -190,7 +183,6 @@ func run(ctx context.Context, o Options, svc *pipeline.Services, chat llm.Chatte
 	for _, v := range out.AltVerdicts {
 		gates.Record(pipeline.ItemStats(ctx, stats), AltGate, v.Verdict)
 		if !v.OK() {
-			samples.Add(AltGate, v.ID+" "+v.Reason+": "+v.Detail)
 		}
 	}
 	sum = out.Summary(sum)
