@@ -34,7 +34,16 @@ def _cf_plus(P):
     import time
     import traceback
 
+    import mmap
+    import select
+    import struct
+
     _write, _dup, _dup2 = os.write, os.dup, os.dup2
+    # The guard takes fork and kill away from the candidate; the judge keeps
+    # its own copies to run each input set in a child it can kill.
+    _fork, _pipe, _kill, _waitpid, _read, _close, _exit = (
+        os.fork, os.pipe, os.kill, os.waitpid, os.read, os.close, os._exit)
+    _select, _SIGKILL = select.select, signal.SIGKILL
     _dumps, _repr, _len, _type, _isinstance = json.dumps, repr, len, type, isinstance
     _setitimer, _signal, _ITIMER, _SIGALRM = (
         signal.setitimer, signal.signal, signal.ITIMER_REAL, signal.SIGALRM)
@@ -67,10 +76,12 @@ def _cf_plus(P):
     except Exception:
         pass
 
+    out = [real_fd]  # where records go: the set's child writes to a pipe
+
     def emit(kind, obj):
         b = (marker + " " + kind + " " + _dumps(obj, ensure_ascii=True) + "\n").encode()
         while b:
-            n = _write(real_fd, b)
+            n = _write(out[0], b)
             b = b[n:]
 
     def trim(s, n):
@@ -425,14 +436,17 @@ def _cf_plus(P):
     total = passed = skipped = failed = 0
     stopped = False
     loaded_once = False
-    for name, lo, hi in sets:
-        limits = [max(min_limit, factor * ref_time[i]) for i in range(lo, hi)]
-        # EvalPlus's budget for the set; on a machine so slow that the
-        # reference alone needs over half of it, twice the reference's time
-        # instead (there EvalPlus would fail its own canonical solutions:
-        # Mbpp/599 sums 10**8 numbers some 30 times).
-        budget = max(min(set_cap, sum(limits)), 2 * sum(ref_time[lo:hi])) + 1
-        t_set = _monotonic()
+    # Progress of the set's child, shared so the judge still knows how far
+    # it got when it has to kill it: total, passed, skipped, failed, and
+    # whether the code loaded.
+    shm = mmap.mmap(-1, 40)
+
+    def progress(*v):
+        struct.pack_into("5q", shm, 0, *v)
+
+    def judge_set(name, lo, hi, limits, budget, t_set):
+        """One EvalPlus untrusted_check, in the set's own process. Returns
+        "return" (first load failed), "break" or "next"."""
         candns, err, _ = timed(lambda: load(P["code"], "solution.py", "__main__"), P["load_timeout"])
         cand = candns.get(entry) if err is None else None
         if err is not None or not callable(cand):
@@ -447,19 +461,21 @@ def _cf_plus(P):
             restore()
             if not loaded_once:
                 emit("load", rec)
-                return
-            failed += 1
+                return "return", False
+            progress(0, 0, 0, 1, 0)
             emit("fail", {"i": -1, "set": name, "kind": rec["kind"], "exception": rec["exception"],
                           "message": "loading the code again for the %s inputs failed: %s" % (name, rec["message"])})
             emit("set", {"set": name, "inputs": hi - lo, "total": 0, "passed": 0, "skipped": 0, "ran": True, "ok": False})
-            break
+            return "break", False
+        progress(0, 0, 0, 0, 1)
         if not loaded_once:
             emit("load", {"ok": 1})
-            loaded_once = True
         restore()  # undo what loading the candidate did to builtins
         checker = Checker()
         s_total = s_passed = s_skipped = s_failed = 0
+        s_stopped = False
         for k, i in enumerate(range(lo, hi)):
+            progress(s_total, s_passed, s_skipped, s_failed, 1)
             if not ref_ok[i]:
                 # The reference itself fails or runs too long here: there is
                 # no expected output, so the input does not count.
@@ -475,7 +491,7 @@ def _cf_plus(P):
             else:
                 limit = min(limits[k], left)
                 # The candidate gets the input itself, not a copy, as in EvalPlus.
-                out, err, _ = timed(lambda: cand(*args), limit)
+                out_v, err, _ = timed(lambda: cand(*args), limit)
                 restore()
                 if err is not None:
                     if _isinstance(err, _Timeout):
@@ -484,15 +500,15 @@ def _cf_plus(P):
                         rec = {"kind": "exception", "exception": exc_name(err), "message": exc_msg(err),
                                "traceback": tb_of(err)}
                 else:
-                    res, err, _ = timed(lambda: checker.check(args, exp, out), max(min_limit, 1.0))
+                    res, err, _ = timed(lambda: checker.check(args, exp, out_v), max(min_limit, 1.0))
                     restore()
                     if err is not None or not res[0]:
-                        rec = {"kind": "wrong_answer", "expected": expected_text(exp), "actual": show(out)}
+                        rec = {"kind": "wrong_answer", "expected": expected_text(exp), "actual": show(out_v)}
                         note = "" if err is not None else res[1]
                         if err is not None and not _isinstance(err, _Timeout):
                             note = "comparing it raised %s: %s" % (exc_name(err), exc_msg(err))
                         if rec["expected"] == rec["actual"]:
-                            te, to = type_name(exp), type_name(out)
+                            te, to = type_name(exp), type_name(out_v)
                             why = "prints like the expected value but does not compare equal to it"
                             if te != to:
                                 why += " (expected a %s, got a %s)" % (te, to)
@@ -508,16 +524,113 @@ def _cf_plus(P):
             rec.update({"i": i, "set": name, "input": trim(shown, vcap)})
             emit("fail", rec)
             if failed + s_failed >= max_fail or rec["kind"] == "timeout":
-                stopped = True
+                s_stopped = True
                 break
+        progress(s_total, s_passed, s_skipped, s_failed, 1)
+        emit("set", {"set": name, "inputs": hi - lo, "total": s_total, "passed": s_passed,
+                     "skipped": s_skipped, "ran": True, "ok": s_failed == 0 and not s_stopped})
+        return ("break" if (s_failed or s_stopped) else "next"), s_stopped
+
+    for name, lo, hi in sets:
+        limits = [max(min_limit, factor * ref_time[i]) for i in range(lo, hi)]
+        # EvalPlus's budget for the set; on a machine so slow that the
+        # reference alone needs over half of it, twice the reference's time
+        # instead (there EvalPlus would fail its own canonical solutions:
+        # Mbpp/599 sums 10**8 numbers some 30 times).
+        budget = max(min(set_cap, sum(limits)), 2 * sum(ref_time[lo:hi])) + 1
+        t_set = _monotonic()
+        # The set runs in a child, as EvalPlus runs each untrusted_check in
+        # its own process: a candidate stuck inside C code (a regex, a huge
+        # str * int) ignores the timer's signal, so the judge kills the
+        # child at the set's deadline (EvalPlus joins for budget + 1 s).
+        progress(0, 0, 0, 0, 0)
+        rfd, wfd = _pipe()
+        pid = _fork()
+        if pid == 0:
+            _close(rfd)
+            out[0] = wfd
+            code = 0
+            try:
+                what, s_stopped = judge_set(name, lo, hi, limits, budget, t_set)
+                emit("step", {"next": what, "stopped": s_stopped})
+            except _BaseException:
+                code = 3
+            try:
+                sys.stdout.flush()
+            except _BaseException:
+                pass
+            _exit(code)
+        _close(wfd)
+        deadline = t_set + budget + 1
+        buf, what, s_stopped, killed = b"", None, False, False
+        while True:
+            left = deadline - _monotonic()
+            if left <= 0:
+                _kill(pid, _SIGKILL)
+                killed = True
+                break
+            try:
+                ready, _, _ = _select([rfd], [], [], left)
+            except InterruptedError:
+                continue
+            if not ready:
+                continue
+            chunk = _read(rfd, 65536)
+            if not chunk:
+                break
+            buf += chunk
+            # Pass whole records on at once; the step record stays here.
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                head = (marker + " step ").encode()
+                if line.startswith(head):
+                    try:
+                        step = json.loads(line[len(head):].decode())
+                        what, s_stopped = step["next"], step["stopped"] is True
+                    except Exception:
+                        what = None
+                    continue
+                b = line + b"\n"
+                while b:
+                    n = _write(real_fd, b)
+                    b = b[n:]
+        _close(rfd)
+        _, status = _waitpid(pid, 0)
+        s_total, s_passed, s_skipped, s_failed, s_loaded = struct.unpack_from("5q", shm, 0)
+        if what == "return":
+            return
+        if what is None:
+            # Killed at the deadline, or the process ended without a word.
+            if killed:
+                rec = {"kind": "timeout", "message": "the %s inputs together ran past EvalPlus's %.3gs for the set" % (name, budget)}
+            else:
+                rec = {"kind": "exception", "exception": "SystemExit",
+                       "message": "the process ended (status %d) before the %s inputs were all tested" % (status, name)}
+            if not loaded_once and not s_loaded:
+                # It never got past loading the code.
+                rec.update({"ok": 0, "stage": "solution"})
+                emit("load", rec)
+                return
+            loaded_once = True
+            rec.update({"i": -1, "set": name})
+            emit("fail", rec)
+            s_failed += 1
+            total += s_total
+            passed += s_passed
+            skipped += s_skipped
+            failed += s_failed
+            stopped = True
+            emit("set", {"set": name, "inputs": hi - lo, "total": s_total, "passed": s_passed,
+                         "skipped": s_skipped, "ran": True, "ok": False})
+            break
+        loaded_once = True
         total += s_total
         passed += s_passed
         skipped += s_skipped
         failed += s_failed
-        emit("set", {"set": name, "inputs": hi - lo, "total": s_total, "passed": s_passed,
-                     "skipped": s_skipped, "ran": True, "ok": s_failed == 0 and not stopped})
-        if s_failed or stopped:
-            break  # a plus pass needs a base pass
+        stopped = stopped or s_stopped
+        if what == "break":
+            break
     try:
         sys.stdout.flush()
     except Exception:

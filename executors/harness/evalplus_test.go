@@ -52,6 +52,15 @@ func TestJudgePlus(t *testing.T) {
 			want: []string{"exception for input add(10, -10)", "ZeroDivisionError"}},
 		{name: "timeout per input", p: add, code: "def add(a, b):\n    while a == 3: pass\n    return a + b\n",
 			kind: harness.KindTimeout, want: []string{"timed out for input add(3, 4)"}},
+		// A loop inside C code never sees the timer's signal: the set's
+		// process is killed at the set's deadline, as EvalPlus kills its
+		// untrusted_check process, long before the run's own limit.
+		{name: "stuck in C code", p: add, code: "import itertools\ndef add(a, b):\n    return sum(itertools.count())\n",
+			kind: harness.KindTimeout, want: []string{"ran past EvalPlus's"}},
+		{name: "stuck in C code while loading", p: add, code: "import itertools\nsum(itertools.count())\ndef add(a, b):\n    return a + b\n",
+			loadStage: "solution"},
+		{name: "ends the process", p: add, code: "import os\n_end = os._exit\ndef add(a, b):\n    _end(0)\n",
+			kind: harness.KindException, want: []string{"process ended"}},
 		{name: "syntax error", p: add, code: "def add(a, b)\n    return a\n", loadStage: "solution", want: []string{"does not compile"}},
 		{name: "missing entry point", p: add, code: "def plus(a, b):\n    return a + b\n", loadStage: "entry_point"},
 		// MBPP+ task 2 gets tuples back, and compares outputs as sets.
@@ -71,6 +80,9 @@ func TestJudgePlus(t *testing.T) {
 				t.Fatal(err)
 			}
 			fb := harness.PlusFeedback(v)
+			if v.Result.TimedOut {
+				t.Fatalf("the run hit its overall limit; want the set's deadline to end it; feedback:\n%s", fb)
+			}
 			if v.Passed != tc.passed {
 				t.Fatalf("passed = %v, want %v; feedback:\n%s\nstderr: %s", v.Passed, tc.passed, fb, v.Result.Stderr)
 			}

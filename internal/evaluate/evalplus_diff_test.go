@@ -74,17 +74,24 @@ func wrongByHand(program, entry string) []candidate {
 	}
 }
 
+// timerProof is a solution no timer's signal can stop: it blocks SIGALRM
+// and sleeps. EvalPlus kills the set's process at its deadline, and so must
+// the harness (a loop inside C code is the same case, spinning a CPU).
+func timerProof(program, entry string) candidate {
+	return candidate{"timer-proof", program + "\n\n_cf_orig = " + entry + "\n\n\ndef " + entry + "(*args, **kwargs):\n" +
+		"    import signal, time\n    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})\n    time.sleep(10 ** 6)\n"}
+}
+
 type oracleVerdict struct {
 	Base string `json:"base"`
 	Plus string `json:"plus"`
 }
 
 // runOracle gives EvalPlus's verdicts on codes for the raw record rec.
-func runOracle(ctx context.Context, ex executors.Executor, rec json.RawMessage, dataset string, codes []string) ([]oracleVerdict, error) {
-	rest, err := json.Marshal(map[string]any{"dataset": dataset, "candidates": codes,
-		// EvalPlus's 60 s per set is its EVALPLUS_TIMEOUT_PER_TASK; a
-		// loaded machine needs more for Mbpp/599's canonical solution.
-		"timeout_per_task": 600})
+// perSet is the oracle's EVALPLUS_TIMEOUT_PER_TASK (EvalPlus's default is
+// 60 s; a loaded machine needs more for Mbpp/599's canonical solution).
+func runOracle(ctx context.Context, ex executors.Executor, rec json.RawMessage, dataset string, codes []string, perSet int) ([]oracleVerdict, error) {
+	rest, err := json.Marshal(map[string]any{"dataset": dataset, "candidates": codes, "timeout_per_task": perSet})
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +154,7 @@ func rawRecords(t *testing.T, rel string) map[string]json.RawMessage {
 }
 
 // TestEvalPlusDifferential judges the canonical solution of each task, the
-// mutants of stages/correct's operators (all but the timeout ones) and the
+// mutants of stages/correct's operators (the timeout ones included) and the
 // hand-made wrong solutions above twice: with this harness, through the
 // evaluator exactly as `eval` judges an answer, and with EvalPlus's own
 // evaluation code (testdata/evalplus_oracle.py) on the very code the
@@ -174,7 +181,7 @@ func TestEvalPlusDifferential(t *testing.T) {
 		t.Fatal(err)
 	}
 	mut := &correct.Mutator{Exec: ex, PerOperator: 1}
-	ops := correct.Operators(correct.Syntax, correct.Name, correct.Type, correct.Logic)
+	ops := correct.Operators(correct.Syntax, correct.Name, correct.Type, correct.Logic, correct.Timeout)
 	var (
 		mu                    sync.Mutex
 		checked, differ, pass int
@@ -234,6 +241,12 @@ func TestEvalPlusDifferential(t *testing.T) {
 						cands = append(cands, candidate{"mutant " + m.Operator, m.Code})
 					}
 					cands = append(cands, hand...)
+					// One timer-proof solution in the sample, one in 25
+					// tasks in the sweep: each waits out a set's deadline.
+					timerTask := id == "Mbpp/2" || full && n%25 == 0
+					if timerTask {
+						cands = append(cands, timerProof(program, task.EntryPoint))
+					}
 					rounds := make([]evaluate.Round, len(cands))
 					codes := make([]string, len(cands))
 					for i, c := range cands {
@@ -244,9 +257,23 @@ func TestEvalPlusDifferential(t *testing.T) {
 						rounds[i], codes[i] = rd, rd.Code
 					}
 					tOurs := time.Since(t0)
-					want, err := runOracle(ctx, ex, recs[id], b.dataset, codes)
+					nTimed := len(codes)
+					if timerTask {
+						nTimed--
+					}
+					want, err := runOracle(ctx, ex, recs[id], b.dataset, codes[:nTimed], 600)
 					if err != nil {
 						return fmt.Errorf("%s: %w", id, err)
+					}
+					if timerTask {
+						// Its own oracle run, with a short deadline: the
+						// verdict of a solution that never ends does not
+						// depend on it.
+						w, err := runOracle(ctx, ex, recs[id], b.dataset, codes[nTimed:], 5)
+						if err != nil {
+							return fmt.Errorf("%s: %w", id, err)
+						}
+						want = append(want, w...)
 					}
 					t.Logf("%s: %d candidates, harness %s, EvalPlus %s", id, len(cands), tOurs.Round(time.Millisecond), (time.Since(t0) - tOurs).Round(time.Millisecond))
 					mu.Lock()
