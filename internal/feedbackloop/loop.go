@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -193,15 +194,37 @@ func (s *Simulator) Run(ctx context.Context, task Task) (Result, error) {
 	}()
 
 	passed, reason := true, ""
+	sources, last := task.Sources, task.Turns[len(task.Turns)-1]
 	for i, turn := range task.Turns {
+		m := r.save()
 		r.add(schema.Message{Role: schema.RoleUser, Content: turn.Text})
 		prefix := "" // iterations of the first turn are "1", "2", ...; later turns "t2.1", ...
 		if i > 0 {
 			prefix = fmt.Sprintf("t%d.", i+1)
 		}
-		end, err := r.loop(ctx, turn, prefix, turn.Text, GateWriter, nil)
+		var first checkFn
+		if i > 0 {
+			first = r.newRequestCheck()
+		}
+		end, err := r.loop(ctx, turn, prefix, turn.Text, GateWriter, first)
 		if err != nil {
 			return Result{}, err
+		}
+		if !end.ok && i > 0 {
+			// A later request of a packed dialogue that fails is taken
+			// back with what follows it; the requests before it stand on
+			// their own (their sources only, so lineage stays true).
+			v := end.v
+			if v.OK() {
+				v = gates.Verdict{Reason: "turn_fails", Detail: gates.Cut(r.output, 600)}
+			}
+			r.rollback(m, fmt.Sprintf("t%d", i+1), v)
+			if len(sources) == len(task.Turns) {
+				sources = sources[:i]
+			}
+			r.labels[LabelTurnsDropped] = strconv.Itoa(len(task.Turns) - i)
+			last = task.Turns[i-1]
+			break
 		}
 		if !end.ok {
 			passed = false
@@ -219,7 +242,6 @@ func (s *Simulator) Run(ctx context.Context, task Task) (Result, error) {
 			return Result{}, err
 		}
 	}
-	last := task.Turns[len(task.Turns)-1]
 	var cats, kinds []string
 	// Follow-ups and feedback need a run to ground them: code that cannot
 	// be run is answered once and judged, nothing more.
@@ -286,10 +308,26 @@ func (s *Simulator) Run(ctx context.Context, task Task) (Result, error) {
 		Method:   method,
 		Model:    r.model,
 		Prompt:   s.prompts.Version(),
-		Sources:  task.Sources,
+		Sources:  sources,
 		Labels:   r.labels,
 	}
 	return Result{Dialogue: d, Passed: passed, Reason: reason, Checks: r.checks}, nil
+}
+
+// newRequestCheck rejects an answer to a packed dialogue's next request
+// whose code is the previous answer's again, give or take comments and
+// docstrings: a new task answered with the old code (a merge sort handed
+// back, with a docstring, for "now a counting sort") teaches the model to
+// ignore what it was asked.
+func (r *run) newRequestCheck() checkFn {
+	before := r.code
+	return func(text, code string) (gates.Verdict, string) {
+		if before == "" || !gates.SameLogic(before, code) || gates.ExplainsNoChange(text) {
+			return gates.Verdict{}, ""
+		}
+		return gates.Verdict{Reason: "old_code_for_new_request", Detail: text},
+			fmt.Sprintf("Your answer could not be used: its code is the code of your previous answer, but the user made a new request. Answer the new request: say how you solve it, then the complete code in one ```%s block, then a short summary.", r.lang)
+	}
 }
 
 // add appends m to the dialogue and to the writer's view of it.
@@ -505,6 +543,9 @@ const (
 	// LabelRejected lists rounds removed by a gate: "fb1=feedback_code fu1=unchanged_revision".
 	LabelRejected       = "feedback_rejected"
 	LabelRejectedSample = "feedback_rejected_sample"
+	// LabelTurnsDropped counts a packed dialogue's last requests taken back
+	// because the first of them failed (its reason is in LabelRejected).
+	LabelTurnsDropped = "turns_dropped"
 	// LabelCalibration lists "<tests>:<judge>" pairs, e.g. "fail:pass" for a
 	// program the tests fail and the judge model accepted.
 	LabelCalibration = "judge_calibration"

@@ -319,7 +319,7 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 				v = gates.Verdict{Reason: "unchanged_revision", Detail: text}
 			}
 		} else {
-			v = revisionVerdict(before, code, asked, text)
+			v = revisionVerdict(before, code, asked, text, kind)
 		}
 		if v.OK() {
 			return v, ""
@@ -347,7 +347,7 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 	// gone back to the code before the round, which teaches "agree and
 	// change nothing" just the same.
 	if kind != "explain" {
-		if v := revisionVerdict(before, r.code, asked, r.answersSince(m)); !v.OK() {
+		if v := revisionVerdict(before, r.code, asked, r.answersSince(m), kind); !v.OK() {
 			r.reject(m, gate, label, v)
 			return false, nil
 		}
@@ -420,9 +420,16 @@ func (r *run) answersSince(m mark) string {
 
 // revisionVerdict checks a revision: code equal to the code before (after
 // gates.NormalizeCode) fails when the request asked for a change and the
-// answer does not say why the code stays.
-func revisionVerdict(before, after, request, answer string) gates.Verdict {
-	if !gates.SameCode(before, after) || !gates.AsksForChange(request) || gates.ExplainsNoChange(answer) {
+// answer does not say why the code stays. A follow-up of a kind that asks
+// for new behaviour (faster, more inputs, more capability, tests) is not
+// met by a docstring either, so those compare with gates.SameLogic.
+func revisionVerdict(before, after, request, answer, kind string) gates.Verdict {
+	same := gates.SameCode(before, after)
+	switch kind {
+	case "optimize", "edge_cases", "extend", "tests":
+		same = gates.SameLogic(before, after)
+	}
+	if !same || !gates.AsksForChange(request) || gates.ExplainsNoChange(answer) {
 		return gates.Verdict{}
 	}
 	return gates.Verdict{Reason: "unchanged_revision", Detail: answer}

@@ -368,6 +368,57 @@ func Preface(text, code string, minChars int) Verdict {
 	return Verdict{}
 }
 
+// SameLogic reports whether two programs differ at most in layout,
+// comments and docstrings: a revision asked to make the code faster, to
+// handle more inputs or to answer a new request that only adds a docstring
+// is no revision.
+func SameLogic(a, b string) bool {
+	return NormalizeCode(StripDocstrings(a)) == NormalizeCode(StripDocstrings(b))
+}
+
+// StripDocstrings drops Python statements that are only a string literal
+// (docstrings, and strings used as block comments), single- or
+// triple-quoted, spanning lines or not. It works on lines: a literal that
+// starts a line and is the whole statement goes; anything else stays.
+func StripDocstrings(code string) string {
+	lines := strings.Split(strings.ReplaceAll(code, "\r\n", "\n"), "\n")
+	out := lines[:0:0]
+	for i := 0; i < len(lines); i++ {
+		t := strings.TrimSpace(lines[i])
+		body := strings.TrimLeft(t, "rRuUbB")
+		if len(t)-len(body) > 2 {
+			body = t
+		}
+		var q string
+		switch {
+		case strings.HasPrefix(body, `"""`), strings.HasPrefix(body, "'''"):
+			q = body[:3]
+		case strings.HasPrefix(body, `"`), strings.HasPrefix(body, "'"):
+			q = body[:1]
+		default:
+			out = append(out, lines[i])
+			continue
+		}
+		rest := body[len(q):]
+		j := i
+		if len(q) == 3 {
+			// Find the closing quotes, on this line or a later one.
+			for !strings.Contains(rest, q) && j+1 < len(lines) {
+				j++
+				rest = lines[j]
+			}
+		}
+		k := strings.Index(rest, q)
+		if k < 0 || strings.TrimSpace(rest[k+len(q):]) != "" && !strings.HasPrefix(strings.TrimSpace(rest[k+len(q):]), "#") {
+			// Unclosed, or the literal is part of a longer statement.
+			out = append(out, lines[i])
+			continue
+		}
+		i = j
+	}
+	return strings.Join(out, "\n")
+}
+
 // NormalizeCode makes two versions of a program comparable: comments and
 // blank lines dropped, trailing space removed, line endings unified. Two
 // programs equal after NormalizeCode differ only in layout and comments.

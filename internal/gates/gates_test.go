@@ -120,3 +120,26 @@ func TestFail(t *testing.T) {
 		t.Errorf("limit 1 never fails: got %v", err)
 	}
 }
+
+func TestSameLogic(t *testing.T) {
+	const base = "def f(xs):\n    return sorted(xs)\n"
+	for _, tc := range []struct {
+		name string
+		b    string
+		want bool
+	}{
+		{"identical", base, true},
+		{"comment added", "def f(xs):\n    # sort them\n    return sorted(xs)\n", true},
+		{"one-line docstring", "def f(xs):\n    \"\"\"Sorts xs.\"\"\"\n    return sorted(xs)\n", true},
+		{"multi-line docstring", "def f(xs):\n    '''Sorts xs.\n\n    Faster now.\n    '''\n    return sorted(xs)\n", true},
+		{"raw docstring", "def f(xs):\n    r\"\"\"Sorts \\d.\"\"\"\n    return sorted(xs)\n", true},
+		{"string statement as comment", "def f(xs):\n    'tally first'\n    return sorted(xs)\n", true},
+		{"logic changed", "def f(xs):\n    return sorted(xs, reverse=True)\n", false},
+		{"string assigned is code", "def f(xs):\n    s = \"\"\"x\"\"\"\n    return sorted(xs)\n", false},
+		{"string expression continues", "def f(xs):\n    \"a\" + print(1)\n    return sorted(xs)\n", false},
+	} {
+		if got := SameLogic(base, tc.b); got != tc.want {
+			t.Errorf("%s: SameLogic = %v, want %v\n%s", tc.name, got, tc.want, StripDocstrings(tc.b))
+		}
+	}
+}

@@ -325,12 +325,31 @@ func (p *Persona) writer(c Call) string {
 			"The result does not match what the task asks; %s returned the opposite of the intended value because the last step negated it. The corrected version below drops that negation and keeps the rest unchanged.",
 		}
 		return thanks + fmt.Sprintf(fixes[variant(task+last, len(fixes))], name) + "\n\n" + block(good) + "\n\n" + after(name, variant(last, 3))
-	default: // feedback or a follow-up request
+	default: // a packed dialogue's next request, feedback or a follow-up request
+		if next, nfirst, ok := p.Solve(last); ok && normalize(next) != normalize(good) && !p.catchAll() {
+			// A new task of its own: answered afresh, as a good model
+			// answers the next query of a packed dialogue.
+			code := next
+			if nfirst != "" {
+				code = nfirst
+			}
+			nname := fnName(next)
+			return fmt.Sprintf("This is a new task, so I write %s from scratch rather than changing the code above: it follows the new statement directly, and the run will check it.", nname) +
+				"\n\n" + block(code) + "\n\n" + after(nname, variant(last+"after", 3))
+		}
 		if p.bad(UnchangedRevision, c) {
 			return "You're right, thanks for pointing that out. The solution is correct.\n\n" + block(prevCode)
 		}
 		return p.revise(prevCode, task, last, name, feedbacks)
 	}
+}
+
+// catchAll reports a Solve that answers any text at all: it cannot tell a
+// packed dialogue's next task from feedback, so every later request is
+// answered as feedback.
+func (p *Persona) catchAll() bool {
+	_, _, ok := p.Solve("\x00 not a task \x00")
+	return ok
 }
 
 // after is the summary that follows an answer's code.
@@ -372,17 +391,19 @@ func (p *Persona) revise(prevCode, task, request, name string, n int) string {
 		return fmt.Sprintf("To extend the functionality I keep %s as it is, so existing callers are unaffected, and add a companion `%s_all` that applies it to a list of argument tuples and returns the results in the same order.", name, bare) +
 			"\n\n" + block(code) + fmt.Sprintf("\n\nThe new function only delegates to %s, so both give the same answer for the same arguments.", name)
 	}
-	what := "a docstring that states what it computes"
+	what, why := "a docstring that states what it computes", ""
 	switch {
 	case strings.Contains(low, "faster") || strings.Contains(low, "memory") || strings.Contains(low, "optimi"):
-		what = "a docstring on its cost: it already makes a single pass over the input, so the algorithm needs no change"
+		what = "a docstring on its cost"
+		why = " No code change is needed for speed: it already makes a single pass over the input and keeps no copies, so a faster version would have the same cost."
 	case strings.Contains(low, "edge") || strings.Contains(low, "empty") || strings.Contains(low, "unusual"):
 		what = "a docstring that states how it treats empty and unusual inputs"
+		why = " No code change is needed for them: the same path already handles empty and single-element inputs."
 	case strings.Contains(low, "comment") || strings.Contains(low, "explain"):
 		what = "a docstring that explains how it works and why"
 	}
 	revised := addDocstring(prevCode, fmt.Sprintf("Revised after review %d: %s", n, summary(request)))
-	return fmt.Sprintf("I added to %s %s, as you asked. The logic is unchanged, so the results for valid inputs stay the same and the earlier checks still pass.", name, what) +
+	return fmt.Sprintf("I added to %s %s, as you asked.%s The logic is unchanged, so the results for valid inputs stay the same and the earlier checks still pass.", name, what, why) +
 		"\n\n" + block(revised) + "\n\nThe run below shows the revised version still works."
 }
 
