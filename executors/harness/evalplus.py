@@ -45,8 +45,12 @@ def _cf_plus(P):
         os.fork, os.pipe, os.kill, os.waitpid, os.read, os.close, os._exit)
     _select, _SIGKILL = select.select, signal.SIGKILL
     _dumps, _repr, _len, _type, _isinstance = json.dumps, repr, len, type, isinstance
+    # Per-input limits count the process's CPU time (ITIMER_PROF), so a
+    # loaded machine does not turn a correct solution into a timeout; what
+    # the CPU timer cannot see (sleeping, blocking the signal, a loop in C)
+    # is ended by the set's wall-clock deadline in the parent below.
     _setitimer, _signal, _ITIMER, _SIGALRM = (
-        signal.setitimer, signal.signal, signal.ITIMER_REAL, signal.SIGALRM)
+        signal.setitimer, signal.signal, signal.ITIMER_PROF, signal.SIGPROF)
     _monotonic, _deepcopy, _BaseException = time.monotonic, copy.deepcopy, BaseException
     _bool, _int, _float, _complex, _abs = bool, int, float, complex, abs
     if hasattr(sys, "set_int_max_str_digits"):
@@ -114,7 +118,7 @@ def _cf_plus(P):
     _signal(_SIGALRM, on_alarm)
 
     def timed(fn, limit):
-        """Runs fn under a wall-clock timer: (value, None, seconds) or
+        """Runs fn under a CPU-time timer: (value, None, seconds) or
         (None, exception, seconds)."""
         t0 = _monotonic()
         try:
@@ -495,7 +499,7 @@ def _cf_plus(P):
                 restore()
                 if err is not None:
                     if _isinstance(err, _Timeout):
-                        rec = {"kind": "timeout", "message": "timed out after %.3gs" % limit}
+                        rec = {"kind": "timeout", "message": "timed out after %.3gs of CPU time" % limit}
                     else:
                         rec = {"kind": "exception", "exception": exc_name(err), "message": exc_msg(err),
                                "traceback": tb_of(err)}

@@ -74,12 +74,12 @@ func wrongByHand(program, entry string) []candidate {
 	}
 }
 
-// timerProof is a solution no timer's signal can stop: it blocks SIGALRM
+// timerProof is a solution no timer's signal can stop: it blocks SIGALRM and SIGPROF
 // and sleeps. EvalPlus kills the set's process at its deadline, and so must
 // the harness (a loop inside C code is the same case, spinning a CPU).
 func timerProof(program, entry string) candidate {
 	return candidate{"timer-proof", program + "\n\n_cf_orig = " + entry + "\n\n\ndef " + entry + "(*args, **kwargs):\n" +
-		"    import signal, time\n    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})\n    time.sleep(10 ** 6)\n"}
+		"    import signal, time\n    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGPROF})\n    time.sleep(10 ** 6)\n"}
 }
 
 type oracleVerdict struct {
