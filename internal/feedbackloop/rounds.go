@@ -420,9 +420,11 @@ func (r *run) answersSince(m mark) string {
 
 // revisionVerdict checks a revision: code equal to the code before (after
 // gates.NormalizeCode) fails when the request asked for a change and the
-// answer does not say why the code stays. A follow-up of a kind that asks
-// for new behaviour (faster, more inputs, more capability, tests) is not
-// met by a docstring either, so those compare with gates.SameLogic.
+// answer does not say why the code stays. kind is the follow-up's kind
+// ("" for feedback): one that asks for new behaviour (faster, more inputs,
+// more capability, tests) is not met by a docstring either, so those
+// compare with gates.SameLogic. Feedback may ask for documentation in any
+// category; the judge reads whether a revision meets it.
 func revisionVerdict(before, after, request, answer, kind string) gates.Verdict {
 	same := gates.SameCode(before, after)
 	switch kind {

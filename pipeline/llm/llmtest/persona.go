@@ -391,18 +391,26 @@ func (p *Persona) revise(prevCode, task, request, name string, n int) string {
 		return fmt.Sprintf("To extend the functionality I keep %s as it is, so existing callers are unaffected, and add a companion `%s_all` that applies it to a list of argument tuples and returns the results in the same order.", name, bare) +
 			"\n\n" + block(code) + fmt.Sprintf("\n\nThe new function only delegates to %s, so both give the same answer for the same arguments.", name)
 	}
-	what, why := "a docstring that states what it computes", ""
+	what, why := "a docstring that states what it computes", " No code change is needed for the rest: the code already does what the task asks, and the checks below show it."
+	docs := []string{"Return the value the task describes for the given arguments.",
+		"Compute the task's result from the arguments, without side effects.",
+		"Return the task's result; the arguments are left unmodified."}
+	doc := docs[n%len(docs)]
 	switch {
 	case strings.Contains(low, "faster") || strings.Contains(low, "memory") || strings.Contains(low, "optimi"):
 		what = "a docstring on its cost"
-		why = " No code change is needed for speed: it already makes a single pass over the input and keeps no copies, so a faster version would have the same cost."
+		why = " No code change is needed for speed: it already makes a single pass over the input, so a faster version would have the same cost."
+		doc = "Return the result in a single pass over the input."
 	case strings.Contains(low, "edge") || strings.Contains(low, "empty") || strings.Contains(low, "unusual"):
 		what = "a docstring that states how it treats empty and unusual inputs"
 		why = " No code change is needed for them: the same path already handles empty and single-element inputs."
-	case strings.Contains(low, "comment") || strings.Contains(low, "explain"):
-		what = "a docstring that explains how it works and why"
+		doc = "Return the result; empty and single-element inputs take the same path as any other."
+	case strings.Contains(low, "comment") || strings.Contains(low, "explain") || strings.Contains(low, "docstring"):
+		what, why = "a docstring that explains how it works and why", ""
+		doc = []string{"Return the value the task describes, built step by step from the arguments.",
+			"Build the result in steps: each intermediate value has a name, and the last one is returned."}[n%2]
 	}
-	revised := addDocstring(prevCode, fmt.Sprintf("Revised after review %d: %s", n, summary(request)))
+	revised := addDocstring(prevCode, doc)
 	return fmt.Sprintf("I added to %s %s, as you asked.%s The logic is unchanged, so the results for valid inputs stay the same and the earlier checks still pass.", name, what, why) +
 		"\n\n" + block(revised) + "\n\nThe run below shows the revised version still works."
 }
@@ -461,15 +469,6 @@ func (p *Persona) agent(c Call) string {
 	return nexts[variant(query+c.LastUser(), len(nexts))] + "\n\n" + fence(gold)
 }
 
-func summary(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	s = strings.NewReplacer(`"`, "'", `\`, "/").Replace(s)
-	if len(s) > 60 {
-		s = s[:60]
-	}
-	return strings.TrimSpace(s)
-}
-
 // addDocstring puts a docstring under the last top-level def of code.
 func addDocstring(code, doc string) string {
 	lines := strings.Split(code, "\n")
@@ -502,7 +501,11 @@ func addDocstring(code, doc string) string {
 	}
 	out := append([]string{}, lines[:at+1]...)
 	out = append(out, indent+`"""`+doc+`"""`)
-	return strings.Join(append(out, lines[at+1:]...), "\n")
+	rest := lines[at+1:]
+	if t := strings.TrimSpace(rest[0]); len(t) >= 6 && strings.HasPrefix(t, `"""`) && strings.HasSuffix(t, `"""`) {
+		rest = rest[1:] // a one-line docstring already there is replaced, not stacked
+	}
+	return strings.Join(append(out, rest...), "\n")
 }
 
 var identRe = regexp.MustCompile(`\b[a-z_][a-z0-9_]{2,}\b`)
