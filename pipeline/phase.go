@@ -350,6 +350,15 @@ func MergePhase(ctx context.Context, cfg *Config, root string, k, n int, o RunOp
 	o.Only = append(slices.Clone(ph.Each), ph.All...)
 	o.From, o.Shard, o.Phase, o.StageKeys, o.NoPublish = "", Shard{}, &k, keys, !last
 	res.Manifest, err = Run(ctx, &c, o)
+	if res.Manifest != nil && !o.DryRun {
+		// The merged directory's manifest is the last merge's: each
+		// merge's own is kept beside it (what it ran, and how long).
+		if b, jerr := json.MarshalIndent(res.Manifest, "", "  "); jerr == nil {
+			if werr := writeFileAtomic(filepath.Join(res.Dir, "merge-"+strconv.Itoa(k)+".manifest.json"), b); werr != nil && err == nil {
+				err = werr
+			}
+		}
+	}
 	if err != nil && !(errors.Is(err, ErrGateTripped) && !errors.Is(err, ErrUnitsFailed)) {
 		return res, err
 	}
