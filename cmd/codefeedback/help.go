@@ -64,6 +64,7 @@ var examples = map[string][]string{
 	"plan": {
 		"codefeedback plan data/pipeline.yaml --shards 8",
 		"codefeedback plan data/pipeline.yaml --shards 8 --run-root /shared/runs/big --slurm > submit.sh && bash submit.sh",
+		"codefeedback plan my.yaml --shards 8 --kubernetes --image registry.example/codefeedback:1 > jobs.yaml",
 	},
 	"models": {"codefeedback models check --base-url http://127.0.0.1:8000/v1"},
 	"models check": {

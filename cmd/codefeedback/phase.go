@@ -28,13 +28,16 @@ func init() {
 			"(`run --phase K --shard i/N --run-root ROOT`); then `merge --phase K` combines them, runs the\n" +
 			"whole-set stages after them and hands their output to phase K+1's tasks. The last merge publishes the\n" +
 			"outputs, byte-identical to an unsharded run. --slurm prints a bash script that submits one job array\n" +
-			"per phase and one merge job after it, each depending on the step before.",
+			"per phase and one merge job after it, each depending on the step before; --kubernetes prints an\n" +
+			"Indexed Job per phase and a merge Job after it, for pipeline/deploy/k8s/run-phases.sh.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "shards", Value: 1, Usage: "tasks per phase"},
 			&cli.StringFlag{Name: "run-root", Usage: "directory of the phased run's run directories (for --slurm)"},
 			&cli.IntFlag{Name: "limit", Usage: "use only the first N input items (passed to every task and merge)"},
 			&cli.BoolFlag{Name: "slurm", Usage: "print a Slurm submission script for the plan"},
 			&cli.StringFlag{Name: "bin", Value: "codefeedback", Usage: "with --slurm: the codefeedback program the jobs run"},
+			&cli.BoolFlag{Name: "kubernetes", Usage: "print the plan as Kubernetes Jobs (an Indexed Job per phase, a merge Job after it) for pipeline/deploy/k8s/run-phases.sh"},
+			&cli.StringFlag{Name: "image", Value: "codefeedback:latest", Usage: "with --kubernetes: the image (`make image`)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the phases as JSON"},
 		},
 		Action: func(c *cli.Context) error {
@@ -60,6 +63,9 @@ func init() {
 				}
 				return writeSlurmScript(c.App.Writer, slurmPlan{File: file, Root: c.String("run-root"), Bin: c.String("bin"),
 					Shards: c.Int("shards"), Limit: c.Int("limit"), Phases: phases})
+			case c.Bool("kubernetes"):
+				return writeK8sJobs(c.App.Writer, k8sPlan{File: file, Image: c.String("image"), Shards: c.Int("shards"),
+					Limit: c.Int("limit"), Phases: phases})
 			case c.Bool("json"):
 				e := json.NewEncoder(c.App.Writer)
 				e.SetIndent("", "  ")

@@ -173,6 +173,9 @@ func stageSeconds(t *testing.T, root string) (tasks, merges float64) {
 		s := 0.0
 		for _, st := range m.Stages {
 			s += st.Seconds
+			if st.Seconds > 0 {
+				t.Logf("%s: %s %s %.2fs", filepath.Base(filepath.Dir(path))+"/"+filepath.Base(path), st.Name, st.Status, st.Seconds)
+			}
 		}
 		return s
 	}
