@@ -183,9 +183,6 @@ func runPhaseTask(ctx context.Context, o runOptions, k int, root string) error {
 	if sh.Count == 0 {
 		return withCode(exitUsage, errors.New("run --phase: want --shard i/N (or --shards N with SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX)"))
 	}
-	if sh.Count == 1 {
-		sh = pipeline.Shard{Index: 0, Count: 1}
-	}
 	cfg, err := loadForPhase("run", o)
 	if err != nil {
 		return err
