@@ -63,9 +63,11 @@ stages:
   - {stage: t-regroup, name: regroup}
   - {stage: t-suffix, name: b, settings: {prompt: "?"}}
   - {stage: t-suffix, name: c, settings: {prompt: "#"}}
-  - {stage: t-count, name: total}
+  - {stage: t-suffix, name: d, input: [a], settings: {prompt: "%"}}
+  - {stage: t-count, name: total, input: [c]}
 outputs:
   - {path: $DIR/out/c.jsonl, format: jsonl, from: c}
+  - {path: $DIR/out/d.jsonl, format: jsonl, from: d}
   - {path: $DIR/out/regroup.jsonl, format: jsonl, from: regroup}
   - {path: $DIR/out/total.jsonl, format: jsonl, from: total}
 `
@@ -79,7 +81,7 @@ func TestPlanSplitsAtWholeSetStages(t *testing.T) {
 	got := Plan(cfg)
 	want := []Phase{
 		{Index: 0, Each: []string{"a"}, All: []string{"regroup"}},
-		{Index: 1, Each: []string{"b", "c"}, All: []string{"total"}, Seeds: []string{"regroup"}},
+		{Index: 1, Each: []string{"b", "c", "d"}, All: []string{"total"}, Seeds: []string{"regroup", "a"}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("plan got %+v want %+v", got, want)
@@ -124,7 +126,7 @@ func TestPhasedRunEqualsUnsharded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outs := []string{"c.jsonl", "regroup.jsonl", "total.jsonl"}
+	outs := []string{"c.jsonl", "d.jsonl", "regroup.jsonl", "total.jsonl"}
 	if _, err := Run(context.Background(), cfg, RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -185,9 +187,10 @@ func TestPhasedRunEqualsUnsharded(t *testing.T) {
 			}
 		}
 	}
-	// Each per-item stage ran once per item, in the tasks: a (31 inputs),
-	// b and c (16 regrouped items), the same as unsharded.
-	for s, want := range map[string]int64{"a": 31, "b": 16, "c": 16, "regroup": 1, "total": 1} {
+	// Each per-item stage ran once per item, in the tasks: a and d (31
+	// inputs; d reads a's output, handed over by merge 0), b and c (16
+	// regrouped items), the same as unsharded.
+	for s, want := range map[string]int64{"a": 31, "b": 16, "c": 16, "d": 31, "regroup": 1, "total": 1} {
 		if got := callCount(s); got != want {
 			t.Errorf("stage %s called %d times in the phased run, want %d", s, got, want)
 		}
