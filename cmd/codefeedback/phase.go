@@ -214,6 +214,11 @@ func mergePhase(ctx context.Context, o runOptions, k int, root string) error {
 	}
 	if res.Manifest != nil {
 		printSummary(o.stdout, res.Manifest)
+		if len(res.Manifest.Outputs) > 0 {
+			// The last merge published: the report and the dataset card,
+			// as after an unsharded run.
+			reportAfterRun(ctx, o.stdout, o.stderr, res.Manifest)
+		}
 		fmt.Fprintf(o.stdout, "merge %d: %d tasks, %d stored results merged into %s: %s\n", k, res.Tasks, res.Merged.Entries, res.Dir, res.Manifest.Status)
 	}
 	return runExit(err)
