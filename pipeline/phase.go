@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -330,9 +331,19 @@ func MergePhase(ctx context.Context, cfg *Config, root string, k, n int, o RunOp
 				return res, fmt.Errorf("%w: %s is not a task of phase %d with --limit %d (its manifest: phase %v, limit %d)",
 					ErrBadShards, d, k, o.Limit, phaseLabel(m.Options.Phase), m.Options.Limit)
 			}
+			if m.Version != o.Version {
+				return res, fmt.Errorf("%w: %s was made by codefeedback %s, this is %s: run the phase's tasks again with this version",
+					ErrBadShards, d, m.Version, o.Version)
+			}
 			for _, s := range m.Stages {
 				if !slices.Contains(ph.Each, s.Name) || s.Key == "" {
 					continue
+				}
+				// The merge takes the tasks' stage keys: they must be of
+				// the pipeline file as it is now.
+				if spec := stageSpec(cfg, s.Name); spec == nil || spec.Type != s.Type || !sameJSON(spec.Settings, s.Settings) {
+					return res, fmt.Errorf("%w: stage %s in %s ran with other settings than the pipeline file's now: run the phase's tasks again",
+						ErrBadShards, s.Name, d)
 				}
 				if prev, ok := keys[s.Name]; ok && prev != s.Key {
 					return res, fmt.Errorf("%w: the tasks ran stage %s with different settings or sandboxes (%s differs)", ErrBadShards, s.Name, d)
@@ -368,6 +379,21 @@ func MergePhase(ctx context.Context, cfg *Config, root string, k, n int, o RunOp
 		}
 	}
 	return res, err
+}
+
+func stageSpec(cfg *Config, name string) *StageSpec {
+	for _, s := range cfg.Stages {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// sameJSON compares two JSON texts ignoring layout (a manifest indents).
+func sameJSON(a, b []byte) bool {
+	var ca, cb bytes.Buffer
+	return json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
 func phaseLabel(p *int) string {

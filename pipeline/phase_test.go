@@ -240,6 +240,20 @@ func TestMergePhaseRefusesMissingTask(t *testing.T) {
 	if !errors.Is(err, ErrBadShards) || !strings.Contains(err.Error(), "--limit 5") {
 		t.Fatalf("merge with another --limit: %v, want ErrBadShards", err)
 	}
+	// The pipeline file changed after the tasks ran: their results are not
+	// the stage's any more, and the merge says so instead of replaying them.
+	writePipeline(t, file, dir, strings.Replace(phasedYAML, `prompt: "!"`, `prompt: "!!"`, 1))
+	if cfg, err = Load(file, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err = MergePhase(context.Background(), cfg, root, 0, 3, RunOptions{})
+	if !errors.Is(err, ErrBadShards) || !strings.Contains(err.Error(), "stage a in ") || !strings.Contains(err.Error(), "other settings") {
+		t.Fatalf("merge after the pipeline changed: %v, want ErrBadShards naming stage a", err)
+	}
+	_, err = MergePhase(context.Background(), cfg, root, 0, 3, RunOptions{Version: "other"})
+	if !errors.Is(err, ErrBadShards) || !strings.Contains(err.Error(), "this is other") {
+		t.Fatalf("merge by another version: %v, want ErrBadShards", err)
+	}
 }
 
 // TestPhasedRunOneTask: a phase of one task is a shard set of one.
