@@ -133,7 +133,9 @@ type TaskResult struct {
 // phases read what the previous merge handed over. A task that completed
 // before with the same pipeline file, program version, shard, limit and
 // inputs is skipped without opening anything (a resubmitted phase redoes
-// only its unfinished tasks, and those resume from their stores).
+// only its unfinished tasks, and those resume from their stores); not with
+// --force or --dry-run. The skip does not open the sandbox, so it does not
+// see a rebuilt sandbox image: --force the stages that run code then.
 func RunPhaseTask(ctx context.Context, cfg *Config, root string, k int, sh Shard, o RunOptions) (TaskResult, error) {
 	ph, _, err := phaseOf(cfg, k)
 	if err != nil {
@@ -151,7 +153,7 @@ func RunPhaseTask(ctx context.Context, cfg *Config, root string, k int, sh Shard
 	if err != nil {
 		return res, err
 	}
-	if m, err := ReadManifest(dir); err == nil && m.Status == "complete" && m.PhaseKey == key {
+	if m, err := ReadManifest(dir); err == nil && m.Status == "complete" && m.PhaseKey == key && len(o.Force) == 0 && !o.DryRun {
 		res.Skipped, res.Manifest = true, m
 		return res, nil
 	}
