@@ -72,9 +72,14 @@ type StageSpec struct {
 	Settings json.RawMessage // decoded options as JSON (cache key, manifest)
 	Line     int
 
-	reg  registered
-	opts reflect.Value // *O
+	whole bool // a whole-set stage (AllStage): phases split at it
+	reg   registered
+	opts  reflect.Value // *O
 }
+
+// WholeSet reports whether the stage needs the whole set at once (an
+// AllStage: pack, dedup, audit, leetcode) rather than one item at a time.
+func (s *StageSpec) WholeSet() bool { return s.whole }
 
 type rawStage struct {
 	Stage        string   `yaml:"stage"`
@@ -256,6 +261,7 @@ func Load(path, runDir string) (*Config, error) {
 		if err != nil {
 			l.at(orNode(child(n, "settings"), n), "stage %s: %v", s.Name, err)
 		} else {
+			s.whole = st.all != nil
 			closeStage(st)
 		}
 	}

@@ -44,6 +44,19 @@ type RunOptions struct {
 	// are only dead-lettered.
 	MaxFailed *FailThreshold
 
+	// Phased runs (phase.go) set these. Phase is the phase whose task or
+	// merge this run is (nil: not a phased run); PhaseKey identifies what
+	// a task's work depends on, so a resubmitted task that completed with
+	// the same key is skipped; StageKeys are the stage keys the phase's
+	// tasks computed, which its merge takes instead of opening the
+	// executor only to identify it (the merge replays the tasks' stored
+	// results and needs no sandbox); NoPublish leaves the outputs to the
+	// last phase's merge.
+	Phase     *int
+	PhaseKey  string
+	StageKeys map[string]string
+	NoPublish bool
+
 	Version          string       // program version for the manifest
 	Logger           *slog.Logger // nil: discard
 	Progress         io.Writer    // terminal for bars; nil or a non-terminal: log lines
@@ -109,9 +122,13 @@ func Run(ctx context.Context, cfg *Config, o RunOptions) (*Manifest, error) {
 	r.man = &Manifest{Program: "codefeedback", Version: o.Version, Pipeline: cfg.File, RunDir: r.dir,
 		Status: "running", Started: time.Now().UTC(), Executor: cfg.Executor,
 		Options: RunFlags{Only: o.Only, From: o.From, Limit: o.Limit, Force: o.Force, Shard: o.Shard.String(), MaxCost: o.MaxCost, DryRun: o.DryRun}}
-	if o.Shard.Enabled() {
+	r.man.Options.Phase, r.man.PhaseKey = o.Phase, o.PhaseKey
+	switch {
+	case o.Shard.Enabled():
 		r.man.Options.Shard = o.Shard.String()
-	} else {
+	case o.Phase != nil && o.Shard.Count == 1:
+		r.man.Options.Shard = "0/1" // a phase of one task: still one of a shard set
+	default:
 		r.man.Options.Shard = ""
 	}
 	err = r.run(ctx)
@@ -197,7 +214,8 @@ func (r *runner) run(ctx context.Context) error {
 			rec.Kind = "all"
 		}
 		var exec *executors.Info
-		if st.executes && r.cfg.Executor != "" {
+		key, fromTasks := r.o.StageKeys[s.Name]
+		if st.executes && r.cfg.Executor != "" && !fromTasks {
 			ex, err := r.executor(ctx)
 			if err != nil {
 				closeStage(st)
@@ -206,10 +224,11 @@ func (r *runner) run(ctx context.Context) error {
 			info := ex.Info()
 			exec = &info
 		}
-		key, err := stageKey(s, st, exec)
-		if err != nil {
-			closeStage(st)
-			return err
+		if !fromTasks {
+			if key, err = stageKey(s, st, exec); err != nil {
+				closeStage(st)
+				return err
+			}
 		}
 		rec.Key = key
 		blocked, failedIn := "", ""
@@ -318,8 +337,12 @@ func (r *runner) run(ctx context.Context) error {
 		return fmt.Errorf("%w: %s; all dead letters in %s; outputs not published (--max-failed)",
 			ErrTooManyFailed, strings.Join(tooMany, "; "), r.man.DeadFile)
 	}
-	if r.o.Shard.Enabled() {
+	if r.o.Shard.Enabled() && r.o.Phase == nil {
 		r.log.Info("sharded run: outputs are published by the run after `codefeedback merge`", "shard", r.o.Shard.String())
+		return errors.Join(append(unitErrs, r.tripError())...)
+	}
+	if r.o.NoPublish || (r.o.Phase != nil && r.o.Shard.Count > 0) {
+		// A phase's task, or a merge before the last phase.
 		return errors.Join(append(unitErrs, r.tripError())...)
 	}
 	if err := r.publishOutputs(ctx); err != nil {

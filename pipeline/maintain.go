@@ -111,7 +111,7 @@ func CheckShards(dirs []string) error {
 				ErrBadShards, m.Options.Shard, d, m.Status, msg)
 		}
 		sh, err := ParseShard(m.Options.Shard)
-		if err != nil || !sh.Enabled() {
+		if err != nil || (!sh.Enabled() && m.Options.Phase == nil) {
 			return fmt.Errorf("%w: %s is not a shard's run (its manifest says shard %q)", ErrBadShards, d, m.Options.Shard)
 		}
 		if count == 0 {

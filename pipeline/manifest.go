@@ -20,6 +20,7 @@ type Manifest struct {
 	Started   time.Time      `json:"started"`
 	Finished  time.Time      `json:"finished,omitzero"`
 	Options   RunFlags       `json:"options"`
+	PhaseKey  string         `json:"phase_key,omitempty"` // a phase task's inputs and settings (phase.go)
 	Executor  string         `json:"executor,omitempty"`
 	Inputs    []InputRecord  `json:"inputs"`
 	Stages    []StageRecord  `json:"stages"`
@@ -52,6 +53,7 @@ type RunFlags struct {
 	Limit   int      `json:"limit,omitempty"`
 	Force   []string `json:"force,omitempty"`
 	Shard   string   `json:"shard,omitempty"`
+	Phase   *int     `json:"phase,omitempty"` // a phased run's task or merge (phase.go)
 	MaxCost float64  `json:"max_cost,omitempty"`
 	DryRun  bool     `json:"dry_run,omitempty"`
 }

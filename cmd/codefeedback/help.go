@@ -57,7 +57,15 @@ var examples = map[string][]string{
 	"intercode run": {
 		"codefeedback intercode run --dataset data/intercode/bash_tasks.jsonl --model qwen2.5-coder-7b --base-url http://127.0.0.1:8000/v1",
 	},
-	"merge":  {"codefeedback merge --into runs/all runs/shard-0 runs/shard-1"},
+	"merge": {
+		"codefeedback merge --into runs/all runs/shard-0 runs/shard-1",
+		"codefeedback merge data/pipeline.yaml --phase 0 --run-root /shared/runs/big",
+	},
+	"plan": {
+		"codefeedback plan data/pipeline.yaml --shards 8",
+		"codefeedback plan data/pipeline.yaml --shards 8 --run-root /shared/runs/big --slurm > submit.sh && bash submit.sh",
+		"codefeedback plan my.yaml --shards 8 --kubernetes --image registry.example/codefeedback:1 > jobs.yaml",
+	},
 	"models": {"codefeedback models check --base-url http://127.0.0.1:8000/v1"},
 	"models check": {
 		"codefeedback models check --base-url http://127.0.0.1:8000/v1 --model qwen2.5-coder-7b",
@@ -69,6 +77,7 @@ var examples = map[string][]string{
 		"codefeedback run data/pipeline.yaml",
 		"codefeedback run my.yaml --dry-run",
 		"codefeedback run my.yaml --only correct --limit 10 --max-cost 5",
+		"codefeedback run data/pipeline.yaml --phase 1 --shard 3/8 --run-root /shared/runs/big",
 	},
 	"validate": {"codefeedback validate my.yaml", "codefeedback validate --json my.yaml"},
 	"verify":   {"codefeedback verify out/dialogues.jsonl", "codefeedback verify --no-rerun out/code_feedback.parquet"},

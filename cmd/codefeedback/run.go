@@ -45,6 +45,8 @@ func init() {
 			&cli.StringFlag{Name: "shard", Usage: "process a stable 1/N of the items: i/N (default from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID)"},
 			&cli.IntFlag{Name: "shards", Usage: "total shards N when the index comes from the environment (or CODEFEEDBACK_SHARDS)"},
 			&cli.StringFlag{Name: "run-dir", Usage: "run directory (store, stage outputs, manifest); overrides run_dir in the file"},
+			&cli.IntFlag{Name: "phase", Value: -1, Usage: "run one task of this phase of a phased run (see `codefeedback plan`): its per-item stages on --shard i/N, in RUN_ROOT/phase-K/shard-I-of-N"},
+			&cli.StringFlag{Name: "run-root", Usage: "with --phase: the phased run's directory (every task and merge sees it)"},
 			&cli.Float64Flag{Name: "max-cost", Usage: "stop cleanly once model cost reaches this many USD"},
 			&cli.Float64Flag{Name: "max-failed", Usage: "fail the run (exit 1, outputs not published) when more than this share (0-1) of a stage's items failed " +
 				"(default: any item in a stage with no model, 5% in a stage with one)"},
@@ -66,6 +68,10 @@ func init() {
 				}
 				o.opts.MaxFailed = &pipeline.FailThreshold{NoModel: f, Model: f}
 			}
+			if k := c.Int("phase"); k >= 0 {
+				setLogging(&o)
+				return runPhaseTask(c.Context, o, k, c.String("run-root"))
+			}
 			return runPipeline(c.Context, o)
 		},
 	})
@@ -85,23 +91,10 @@ func splitList(in []string) []string {
 }
 
 func runPipeline(ctx context.Context, o runOptions) error {
-	if o.stdout == nil {
-		o.stdout = os.Stdout
-	}
-	level := slog.LevelInfo
-	if o.verbose {
-		level = slog.LevelDebug
-	}
-	o.opts.Logger = slog.New(slog.NewTextHandler(o.stderr, &slog.HandlerOptions{Level: level}))
-	o.opts.Progress = o.stderr
+	setLogging(&o)
 	var err error
-	if o.shard != "" {
-		o.opts.Shard, err = pipeline.ParseShard(o.shard)
-	} else {
-		o.opts.Shard, err = pipeline.ShardFromEnv(os.Getenv, o.shards)
-	}
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("run: %w", err))
+	if o.opts.Shard, err = shardOf(o); err != nil {
+		return err
 	}
 	if err := checkPipelineFile("run", o.file); err != nil {
 		return err
@@ -115,6 +108,42 @@ func runPipeline(ctx context.Context, o runOptions) error {
 		printSummary(o.stdout, m)
 		reportAfterRun(ctx, o.stdout, o.stderr, m)
 	}
+	return runExit(err)
+}
+
+// setLogging sends the run's log and progress to o.stderr.
+func setLogging(o *runOptions) {
+	if o.stdout == nil {
+		o.stdout = os.Stdout
+	}
+	if o.stderr == nil {
+		o.stderr = os.Stderr
+	}
+	level := slog.LevelInfo
+	if o.verbose {
+		level = slog.LevelDebug
+	}
+	o.opts.Logger = slog.New(slog.NewTextHandler(o.stderr, &slog.HandlerOptions{Level: level}))
+	o.opts.Progress = o.stderr
+}
+
+// shardOf is --shard, else the shard a scheduler's environment names.
+func shardOf(o runOptions) (pipeline.Shard, error) {
+	var sh pipeline.Shard
+	var err error
+	if o.shard != "" {
+		sh, err = pipeline.ParseShard(o.shard)
+	} else {
+		sh, err = pipeline.ShardFromEnv(os.Getenv, o.shards)
+	}
+	if err != nil {
+		return sh, withCode(exitUsage, fmt.Errorf("run: %w", err))
+	}
+	return sh, nil
+}
+
+// runExit maps a run's error to its exit code.
+func runExit(err error) error {
 	switch {
 	case err == nil:
 		return nil
