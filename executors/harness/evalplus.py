@@ -25,6 +25,7 @@
 
 def _cf_plus(P):
     import copy
+    import io
     import json
     import math
     import os
@@ -52,6 +53,7 @@ def _cf_plus(P):
     _setitimer, _signal, _ITIMER, _SIGALRM = (
         signal.setitimer, signal.signal, signal.ITIMER_PROF, signal.SIGPROF)
     _monotonic, _deepcopy, _BaseException = time.monotonic, copy.deepcopy, BaseException
+    _cpu = time.process_time
     _bool, _int, _float, _complex, _abs = bool, int, float, complex, abs
     if hasattr(sys, "set_int_max_str_digits"):
         sys.set_int_max_str_digits(0)
@@ -448,6 +450,17 @@ def _cf_plus(P):
     def progress(*v):
         struct.pack_into("5q", shm, 0, *v)
 
+    tick = float(os.sysconf("SC_CLK_TCK"))
+
+    def child_cpu(pid):
+        """The child's CPU seconds so far (user + system), from /proc."""
+        try:
+            with io.open("/proc/%d/stat" % pid, "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, ValueError, IndexError):
+            return 0.0
+
     def judge_set(name, lo, hi, limits, budget, t_set):
         """One EvalPlus untrusted_check, in the set's own process. Returns
         "return" (first load failed), "break" or "next"."""
@@ -488,7 +501,7 @@ def _cf_plus(P):
             s_total += 1
             args, exp = args_of[i], expected[i]
             shown = "%s(%s)" % (entry, ", ".join(show(x) for x in args))
-            left = budget - (_monotonic() - t_set)
+            left = budget - (_cpu() - t_set)
             rec = None
             if left <= 0:
                 rec = {"kind": "timeout", "message": "the %s inputs together ran past EvalPlus's %.3gs for the set" % (name, budget)}
@@ -542,11 +555,13 @@ def _cf_plus(P):
         # instead (there EvalPlus would fail its own canonical solutions:
         # Mbpp/599 sums 10**8 numbers some 30 times).
         budget = max(min(set_cap, sum(limits)), 2 * sum(ref_time[lo:hi])) + 1
-        t_set = _monotonic()
         # The set runs in a child, as EvalPlus runs each untrusted_check in
         # its own process: a candidate stuck inside C code (a regex, a huge
         # str * int) ignores the timer's signal, so the judge kills the
         # child at the set's deadline (EvalPlus joins for budget + 1 s).
+        # The deadline counts the child's CPU time, as the per-input limits
+        # do, so load does not fail a correct solution; a child that spends
+        # no CPU (sleeping, blocked) meets a wall-clock cap instead.
         progress(0, 0, 0, 0, 0)
         rfd, wfd = _pipe()
         pid = _fork()
@@ -555,7 +570,7 @@ def _cf_plus(P):
             out[0] = wfd
             code = 0
             try:
-                what, s_stopped = judge_set(name, lo, hi, limits, budget, t_set)
+                what, s_stopped = judge_set(name, lo, hi, limits, budget, _cpu())
                 emit("step", {"next": what, "stopped": s_stopped})
             except _BaseException:
                 code = 3
@@ -565,16 +580,16 @@ def _cf_plus(P):
                 pass
             _exit(code)
         _close(wfd)
-        deadline = t_set + budget + 1
-        buf, what, s_stopped, killed = b"", None, False, False
+        wall_cap = _monotonic() + 4 * budget + 10
+        buf, what, s_stopped, killed, used = b"", None, False, "", 0.0
         while True:
-            left = deadline - _monotonic()
-            if left <= 0:
+            used = child_cpu(pid)
+            if used > budget + 1 or _monotonic() > wall_cap:
                 _kill(pid, _SIGKILL)
-                killed = True
+                killed = "cpu" if used > budget + 1 else "wall"
                 break
             try:
-                ready, _, _ = _select([rfd], [], [], left)
+                ready, _, _ = _select([rfd], [], [], 0.25)
             except InterruptedError:
                 continue
             if not ready:
@@ -605,8 +620,11 @@ def _cf_plus(P):
             return
         if what is None:
             # Killed at the deadline, or the process ended without a word.
-            if killed:
+            if killed == "cpu":
                 rec = {"kind": "timeout", "message": "the %s inputs together ran past EvalPlus's %.3gs for the set" % (name, budget)}
+            elif killed:
+                rec = {"kind": "timeout", "message": "the %s inputs were still running after %.3gs of wall-clock time, having used %.3gs of CPU" % (
+                    name, 4 * budget + 10, used)}
             else:
                 rec = {"kind": "exception", "exception": "SystemExit",
                        "message": "the process ended (status %d) before the %s inputs were all tested" % (status, name)}

@@ -56,7 +56,9 @@ func TestJudgePlus(t *testing.T) {
 		// process is killed at the set's deadline, as EvalPlus kills its
 		// untrusted_check process, long before the run's own limit.
 		{name: "stuck in C code", p: add, code: "import itertools\ndef add(a, b):\n    return sum(itertools.count())\n",
-			kind: harness.KindTimeout, want: []string{"ran past EvalPlus's"}},
+			// Which limit ends it (the set's CPU budget or its wall-clock
+			// cap) depends on the machine's load; both are the set's.
+			kind: harness.KindTimeout, want: []string{"the base inputs"}},
 		{name: "stuck in C code while loading", p: add, code: "import itertools\nsum(itertools.count())\ndef add(a, b):\n    return a + b\n",
 			loadStage: "solution"},
 		{name: "ends the process", p: add, code: "import os\n_end = os._exit\ndef add(a, b):\n    _end(0)\n",
