@@ -101,7 +101,11 @@ func (a attempt) failure() string {
 		parts = append(parts, "out of memory")
 	}
 	if e.Exception != "" || e.ErrorLine != "" {
-		parts = append(parts, strings.TrimPrefix(strings.TrimSpace(e.Exception+": "+e.ErrorLine), ": "))
+		parts = append(parts, strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(e.Exception+": "+e.ErrorLine), ": "), ":"))
+	}
+	if e.ErrorLine == "" && len(j.Shown) > 0 && j.Shown[0].Input != "" { // a wrong answer: what the test saw
+		c := j.Shown[0]
+		parts = append(parts, fmt.Sprintf("%s expected %s, got %s", c.Input, c.Expected, c.Actual))
 	}
 	if len(parts) == 0 && (j.Load != nil || len(j.Shown) > 0) {
 		parts = append(parts, "tests failed")
