@@ -174,12 +174,22 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	case <-ctx.Done():
 		if r.Context().Err() != nil {
-			s.m.cancelled.Add(1)
+			s.m.abandoned.Add(1)
 			return false // nobody to answer
 		}
 		s.m.busy.Add(1)
 		httpError(w, http.StatusServiceUnavailable, "all sandboxes busy; retry")
 		return false
+	}
+}
+
+// gone counts a run whose client went away: cancelled when the run was
+// stopped by it, abandoned when the run ended on its own first.
+func (s *Server) gone(err error) {
+	if errors.Is(err, context.Canceled) {
+		s.m.cancelled.Add(1)
+	} else {
+		s.m.abandoned.Add(1)
 	}
 }
 
@@ -314,8 +324,8 @@ func (s *Server) runCode(w http.ResponseWriter, r *http.Request) {
 	s.m.runs.Add(1)
 	s.m.runNS.Add(int64(time.Since(start)))
 	if r.Context().Err() != nil {
-		s.m.cancelled.Add(1)
-		return // the client went away; the run was cancelled with its context
+		s.gone(err)
+		return // nobody to answer
 	}
 	resp := RunCodeResponseOf(lang, res, err)
 	resp.Notes = notes
@@ -430,7 +440,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	s.m.runs.Add(1)
 	s.m.runNS.Add(int64(time.Since(start)))
 	if r.Context().Err() != nil {
-		s.m.cancelled.Add(1)
+		s.gone(err)
 		return
 	}
 	if err != nil {
@@ -506,10 +516,11 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 }
 
 type metrics struct {
-	requests, submits, runs, runNS, queueWaitNS         atomic.Int64
-	inFlight, queued                                    atomic.Int64
-	success, failed, sandboxError                       atomic.Int64
-	badRequest, tooLarge, unauthorized, busy, cancelled atomic.Int64
+	requests, submits, runs, runNS, queueWaitNS atomic.Int64
+	inFlight, queued                            atomic.Int64
+	success, failed, sandboxError               atomic.Int64
+	badRequest, tooLarge, unauthorized, busy    atomic.Int64
+	cancelled, abandoned                        atomic.Int64
 }
 
 func (m *metrics) count(status string) {
@@ -543,6 +554,7 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 		`codefeedback_serve_refused_total{reason="unauthorized"}`: float64(m.unauthorized.Load()),
 		`codefeedback_serve_refused_total{reason="busy"}`:         float64(m.busy.Load()),
 		"codefeedback_serve_cancelled_total":                      float64(m.cancelled.Load()),
+		"codefeedback_serve_abandoned_total":                      float64(m.abandoned.Load()),
 	}
 	keys := make([]string, 0, len(vals))
 	for k := range vals {
