@@ -196,6 +196,10 @@ func TestTrainingExports(t *testing.T) {
 						t.Errorf("skipped %q: got %d want %d (all: %v)", r, st.Training.Skipped[r], n, st.Training.Skipped)
 					}
 				}
+				card := schema.TrainingCardSection(out, schema.ExportOptions{To: to, Style: style}, st)
+				if !strings.HasPrefix(card, "## ") || !strings.Contains(card, fmt.Sprintf("%d ", w.records)) || !strings.Contains(card, "verify") {
+					t.Errorf("card section: got %q, want a heading, the record count and how to verify", card)
+				}
 				recs := readJSONL(t, out)
 				for i, rec := range recs {
 					if err := checkRecord(rec, to, style); err != nil {

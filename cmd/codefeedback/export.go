@@ -92,6 +92,11 @@ func runExport(ctx context.Context, o exportOptions) error {
 	}
 	if opts.To.Training() {
 		printTraining(o.stderr, opts.To, st, o.out)
+		card, err := schema.WriteTrainingCard(o.out, opts, st)
+		if err != nil {
+			return fmt.Errorf("export: dataset card section: %w", err)
+		}
+		fmt.Fprintf(o.stderr, "dataset card section in %s\n", card)
 	} else if st.Written != st.Read {
 		fmt.Fprintf(o.stderr, "exported %d dialogues as %d samples (%s) into %s\n", st.Read, st.Written, o.to, o.out)
 	} else {
