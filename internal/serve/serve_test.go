@@ -467,3 +467,64 @@ func TestSubmit(t *testing.T) {
 		t.Errorf("no tests: got HTTP %d want 400", code)
 	}
 }
+
+// TestMeasureThroughput (CODEFEEDBACK_SERVE_MEASURE=1 only) compares the
+// pool's direct throughput with the server's at 64 concurrent clients, for
+// docs/serve.md. It logs; it asserts nothing about time.
+func TestMeasureThroughput(t *testing.T) {
+	if os.Getenv("CODEFEEDBACK_SERVE_MEASURE") == "" {
+		t.Skip("skipping: set CODEFEEDBACK_SERVE_MEASURE=1 to measure")
+	}
+	ex := sandboxtest.Shared(t)
+	_, hs := start(t, Config{Exec: ex, Concurrency: 2})
+	const n, clients = 256, 64
+	ctx := context.Background()
+	measure := func(one func(i int) error) time.Duration {
+		begin := time.Now()
+		var wg sync.WaitGroup
+		next := make(chan int, n)
+		for i := 0; i < n; i++ {
+			next <- i
+		}
+		close(next)
+		for c := 0; c < clients; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					if err := one(i); err != nil {
+						t.Error(err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return time.Since(begin)
+	}
+	code := func(i int) string { return fmt.Sprintf("print(%d)\n", i) }
+	direct := measure(func(i int) error {
+		res, err := ex.Run(ctx, executors.Request{Language: executors.Python, Code: code(i)})
+		if err == nil && res.Stdout != fmt.Sprintf("%d\n", i) {
+			err = fmt.Errorf("direct %d: got %q", i, res.Stdout)
+		}
+		return err
+	})
+	served := measure(func(i int) error {
+		b, _ := json.Marshal(sfRequest{Code: code(i), Language: "python"})
+		resp, err := http.Post(hs.URL+"/run_code", "application/json", bytes.NewReader(b))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var r sfResponse
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+			return err
+		}
+		if r.RunResult == nil || r.RunResult.Stdout != fmt.Sprintf("%d\n", i) {
+			return fmt.Errorf("served %d: got %+v", i, r.RunResult)
+		}
+		return nil
+	})
+	t.Logf("%d python runs, %d clients: direct %v (%.1f/s), served %v (%.1f/s): %.0f%% of direct",
+		n, clients, direct, n/direct.Seconds(), served, n/served.Seconds(), 100*direct.Seconds()/served.Seconds())
+}
