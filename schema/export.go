@@ -672,6 +672,11 @@ func OutputLayouts() map[string]ExportOptions {
 		"openai-turns":       {To: ExportOpenAI, Split: SplitTurns},
 		"openai-weights":     {To: ExportOpenAI, Split: SplitWeights},
 		"codefeedback-turns": {To: ExportCodeFeedback, Split: SplitTurns},
+		// Training records mined from test verdicts (training.go); a
+		// dialogue yields zero or more of them.
+		"dpo": {To: ExportDPO},
+		"kto": {To: ExportKTO},
+		"rl":  {To: ExportRL},
 	}
 }
 
