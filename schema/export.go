@@ -388,6 +388,9 @@ type ExportOptions struct {
 	ExecAs      ExecAs // sharegpt: user (default) or tool (observation turns)
 	Split       Split
 	Compression string // Parquet codec: snappy (default) or zstd
+	// Style of the training layouts (dpo, kto, rl): conversational
+	// (default) or standard.
+	Style Style
 	// OnRecordError, when set, receives each bad input record and decides
 	// whether to go on (nil) or stop (an error); when nil the first bad
 	// record stops the export.
@@ -412,10 +415,24 @@ func (o ExportOptions) Normalize(out string) (ExportOptions, error) {
 	if o.Split == "" {
 		o.Split = SplitDialogue
 	}
+	if o.Style == "" {
+		o.Style = StyleConversational
+	}
 	switch o.To {
 	case ExportCodeFeedback, ExportNative, ExportShareGPT, ExportOpenAI, ExportOpenAITools:
+	case ExportDPO, ExportKTO, ExportRL:
+		// Records are mined per judged attempt; there is nothing to split.
+		if o.Split != SplitDialogue {
+			return o, fmt.Errorf("split %q: the %s layout makes its own records from each dialogue's test verdicts", o.Split, o.To)
+		}
+		switch o.Style {
+		case StyleConversational, StyleStandard:
+		default:
+			return o, fmt.Errorf("style %q: want conversational or standard", o.Style)
+		}
+		return o, nil
 	default:
-		return o, fmt.Errorf("unknown export format %q (want codefeedback, native, sharegpt, openai or openai-tools)", o.To)
+		return o, fmt.Errorf("unknown export format %q (want codefeedback, native, sharegpt, openai, openai-tools, dpo, kto or rl)", o.To)
 	}
 	switch o.ExecAs {
 	case ExecAsUser, ExecAsTool:
@@ -438,7 +455,10 @@ func (o ExportOptions) Normalize(out string) (ExportOptions, error) {
 }
 
 // ExportStats counts an export.
-type ExportStats struct{ Read, Written, Rejected int }
+type ExportStats struct {
+	Read, Written, Rejected int
+	Training                TrainingReport // the training layouts' skips
+}
 
 // Export streams the dialogues of in (Code-Feedback/dialogue JSONL, plain or
 // compressed, or Parquet) into out in the chosen format. out appears only
@@ -484,6 +504,7 @@ func Export(ctx context.Context, in, out string, opts ExportOptions) (ExportStat
 		}
 	}
 	st.Written = w.Samples()
+	st.Training = w.Training()
 	return st, w.Close()
 }
 
@@ -494,6 +515,7 @@ type DialogueWriter struct {
 	close   func() error
 	abort   func()
 	samples int
+	report  func() TrainingReport
 }
 
 // Write renders d and writes its sample(s).
@@ -515,6 +537,9 @@ func NewDialogueWriter(out string, opts ExportOptions) (*DialogueWriter, error) 
 	o, err := opts.Normalize(out)
 	if err != nil {
 		return nil, err
+	}
+	if o.To.Training() {
+		return newTrainingWriter(out, o)
 	}
 	w := &DialogueWriter{}
 	var put func(*Dialogue) error
@@ -647,6 +672,11 @@ func OutputLayouts() map[string]ExportOptions {
 		"openai-turns":       {To: ExportOpenAI, Split: SplitTurns},
 		"openai-weights":     {To: ExportOpenAI, Split: SplitWeights},
 		"codefeedback-turns": {To: ExportCodeFeedback, Split: SplitTurns},
+		// Training records mined from test verdicts (training.go); a
+		// dialogue yields zero or more of them.
+		"dpo": {To: ExportDPO},
+		"kto": {To: ExportKTO},
+		"rl":  {To: ExportRL},
 	}
 }
 

@@ -22,6 +22,10 @@ import (
 func ReadShipped(ctx context.Context, path string) iter.Seq2[*Dialogue, error] {
 	return func(yield func(*Dialogue, error) bool) {
 		if IsParquet(path) {
+			if recs, err := trainingParquet(path); err != nil || recs != nil {
+				yieldTraining(yield, recs, err)
+				return
+			}
 			r, err := openParquetDialogues(path)
 			if err != nil {
 				yield(nil, err)
@@ -53,6 +57,19 @@ func ReadShipped(ctx context.Context, path string) iter.Seq2[*Dialogue, error] {
 			if err != nil {
 				yield(nil, err)
 				return
+			}
+			if IsTrainingRecord(rec) { // dpo, kto, rl: one or two dialogues a record
+				ds, err := DecodeTraining(rec)
+				if err != nil {
+					yield(nil, raw.Errorf("%v", err))
+					return
+				}
+				for i := range ds {
+					if !yield(&ds[i], nil) {
+						return
+					}
+				}
+				continue
 			}
 			d, err := DecodeShipped(rec, n)
 			if err != nil {
@@ -158,4 +175,24 @@ func fromOpenAI(rec json.RawMessage, n int) (Dialogue, error) {
 		}
 	}
 	return d, nil
+}
+
+// yieldTraining yields the dialogues of a training layout's Parquet rows.
+func yieldTraining(yield func(*Dialogue, error) bool, recs []json.RawMessage, err error) {
+	if err != nil {
+		yield(nil, err)
+		return
+	}
+	for i, rec := range recs {
+		ds, err := DecodeTraining(rec)
+		if err != nil {
+			yield(nil, fmt.Errorf("row %d: %w", i+1, err))
+			return
+		}
+		for j := range ds {
+			if !yield(&ds[j], nil) {
+				return
+			}
+		}
+	}
 }

@@ -42,6 +42,12 @@ var examples = map[string][]string{
 	"export": {
 		"codefeedback export out/dialogues.jsonl train.parquet",
 		"codefeedback export --to sharegpt out/dialogues.jsonl sharegpt.json",
+		"codefeedback export --to dpo out/dialogues.jsonl pairs.jsonl",
+		"codefeedback export --to rl out/dialogues.jsonl rl.parquet",
+	},
+	"serve": {
+		"codefeedback serve --concurrency 4                  # 127.0.0.1:8080",
+		"CODEFEEDBACK_SERVE_API_KEY=... codefeedback serve --listen 0.0.0.0:8080",
 	},
 	"import": {
 		"codefeedback import mbpp.jsonl problems.jsonl",
