@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -101,8 +102,11 @@ func (r *run) close(ctx context.Context, turn Turn) error {
 	if turn.Problem != nil && turn.Problem.EntryPoint != "" {
 		name = turn.Problem.EntryPoint
 	}
+	// A test-less run that printed nothing shows nothing: its closing may
+	// say the code ran and what it defines, never that an output matched.
+	silent := n == 0 && strings.TrimSpace(r.output) == SilentRun
 	if r.s.opts.Closing == ClosingModel {
-		text, v, err := r.summary(ctx, n, name)
+		text, v, err := r.summary(ctx, n, name, silent)
 		if err != nil {
 			return err
 		}
@@ -113,7 +117,7 @@ func (r *run) close(ctx context.Context, turn Turn) error {
 		}
 	}
 	variant := int(unit(fmt.Sprintf("%d\x00%s\x00closing\x00%d", r.s.opts.Seed, r.task.ID, len(r.msgs))) * closingVariants)
-	text, err := r.s.prompts["simulate_closing"].render(map[string]any{"Tests": n, "Name": name, "Variant": variant})
+	text, err := r.s.prompts["simulate_closing"].render(map[string]any{"Tests": n, "Name": name, "Variant": variant, "Silent": silent})
 	if err != nil {
 		return err
 	}
@@ -121,13 +125,43 @@ func (r *run) close(ctx context.Context, turn Turn) error {
 	return nil
 }
 
+// A closing may claim only what the run showed: tests where none ran, or
+// an output where the run printed nothing, teach a model to report checks
+// it never made.
+var (
+	claimsChecksRe = regexp.MustCompile(`(?i)\b(all|every|each|the|its|both|three|two) (of the )?(tests?|checks?|assertions?|test cases?)\b[^.]*\b(pass|passed|passes|hold|held|succeed)|\b(tests?|checks?) (above |below )?(pass|passed|confirm)|\beverything passes\b|\bthe (checks?|tests?) (above|below|compared|confirm\w*|show\w*)`)
+	// outputTellsTestsRe: a run whose own output reports checks (code with
+	// its own asserts printing "tests passed") may be closed by naming them.
+	outputTellsTestsRe = regexp.MustCompile(`(?i)\b(tests?|checks?|assert\w*|pass(ed)?|ok)\b`)
+	claimsOutputRe     = regexp.MustCompile(`(?i)\b(output|printed|prints|result shown|shows the (expected|correct|right))\b[^.]*\b(match|matches|matched|expected|correct|confirms?|shows?)\b|\b(the output|what it printed) (confirms|shows|matches)|\b(gives|gave|produced|produces) the (expected|correct|right) (result|value|output|answer)`)
+)
+
+// closingVerdict checks a prose reply to an accepted run: tests is the
+// number of tests that ran, output the run's execution turn.
+func closingVerdict(text string, tests int, output string) gates.Verdict {
+	silent := tests == 0 && strings.TrimSpace(output) == SilentRun
+	switch {
+	case gates.HasCode(text):
+		return gates.Verdict{Reason: "code", Detail: text}
+	case ThanksOutput(text) || gates.Transition(text):
+		return gates.Verdict{Reason: "thanks_to_output", Detail: text}
+	case len(text) < minClosing:
+		return gates.Verdict{Reason: "too_short", Detail: text}
+	case tests == 0 && claimsChecksRe.MatchString(text) && !outputTellsTestsRe.MatchString(output):
+		return gates.Verdict{Reason: "claims_unrun_tests", Detail: text}
+	case silent && claimsOutputRe.MatchString(text):
+		return gates.Verdict{Reason: "claims_unseen_output", Detail: text}
+	}
+	return gates.Verdict{}
+}
+
 // minClosing is the shortest prose reply to a run that says something.
 const minClosing = 60
 
 // summary asks the writer to reply to the accepted run in prose; the
 // request is not part of the dialogue, the reply is.
-func (r *run) summary(ctx context.Context, tests int, name string) (string, gates.Verdict, error) {
-	prompt, err := r.s.prompts["simulate_summary"].render(map[string]any{"Tests": tests, "Name": name})
+func (r *run) summary(ctx context.Context, tests int, name string, silent bool) (string, gates.Verdict, error) {
+	prompt, err := r.s.prompts["simulate_summary"].render(map[string]any{"Tests": tests, "Name": name, "Silent": silent})
 	if err != nil {
 		return "", gates.Verdict{}, err
 	}
@@ -138,15 +172,7 @@ func (r *run) summary(ctx context.Context, tests int, name string) (string, gate
 			return "", gates.Verdict{}, fmt.Errorf("simulate: writer: %w", err)
 		}
 		text := strings.TrimSpace(resp.Text)
-		var v gates.Verdict
-		switch {
-		case gates.HasCode(text):
-			v = gates.Verdict{Reason: "code", Detail: text}
-		case ThanksOutput(text) || gates.Transition(text):
-			v = gates.Verdict{Reason: "thanks_to_output", Detail: text}
-		case len(text) < minClosing:
-			v = gates.Verdict{Reason: "too_short", Detail: text}
-		}
+		v := closingVerdict(text, tests, r.output)
 		if v.OK() || try >= repairs {
 			return text, v, nil
 		}

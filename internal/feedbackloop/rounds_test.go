@@ -478,3 +478,26 @@ func TestTestedRoundJudgedForTheRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestClosingClaimsOnlyWhatRan: a closing may not claim tests where none
+// ran, nor an output where the run printed nothing.
+func TestClosingClaimsOnlyWhatRan(t *testing.T) {
+	const printed = "[1, 4, 9]"
+	for _, tc := range []struct {
+		name, text, output string
+		tests              int
+		want               string
+	}{
+		{"tests ran and pass", "All 3 tests pass now: `squares` returns the squares of the numbers it is given, in order.", "All 3 tests passed.", 3, ""},
+		{"no tests, claims them", "Everything passes now. `is_monotonic` returns the value the task asks for on every input.", printed, 0, "claims_unrun_tests"},
+		{"no tests, checks above", "The run confirms it: `pos_count` gives the expected result on the checks above, in one pass.", printed, 0, "claims_unrun_tests"},
+		{"own asserts printed", "All the tests pass: the asserts added after `pos_count` hold, and the run printed tests passed.", "tests passed", 0, ""},
+		{"silent, claims output", "That run is clean: `is_samepatterns` produced the expected result without errors on its input.", SilentRun, 0, "claims_unseen_output"},
+		{"silent, honest", "The code ran without errors and defines `is_monotonic`, which is true when a list never falls or never rises.", SilentRun, 0, ""},
+		{"printed, output shown", "The output shows the squares of 1, 2 and 3, which is what `squares` computes from its argument.", printed, 0, ""},
+	} {
+		if got := closingVerdict(tc.text, tc.tests, tc.output).Reason; got != tc.want {
+			t.Errorf("%s: reason %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -72,6 +72,9 @@ func resultOutcome(res executors.Result) string {
 // RenderResult is the text of an execution turn for a cell: its stdout,
 // then its stderr (the traceback), each cut to keep at most chars bytes
 // (head and tail, with a marker saying how much was cut), and a line for a
+// SilentRun is the execution turn of a clean run that printed nothing.
+const SilentRun = "[the code ran without printing anything]"
+
 // timeout. Everything shown is the run's own output.
 func RenderResult(res executors.Result, timeout time.Duration, chars int) string {
 	var b strings.Builder
@@ -91,7 +94,7 @@ func RenderResult(res executors.Result, timeout time.Duration, chars int) string
 	}
 	if b.Len() == 0 {
 		if res.OK() {
-			return "[the code ran without printing anything]"
+			return SilentRun
 		}
 		fmt.Fprintf(&b, "[no output; exit status %d]\n", res.ExitCode)
 	}

@@ -418,10 +418,23 @@ func (p *Persona) revise(prevCode, task, request, name string, n int) string {
 // closing replies to an accepted run in prose.
 func (p *Persona) closing(request, code, task string) string {
 	name := fnName(code)
+	// It claims only what the request says the run showed.
 	forms := []string{
 		"The run confirms it: %s gives the expected result on the checks above. It works through its input once and returns the value the task describes, so it can be used directly from other code.",
 		"Everything passes now. %s returns the value the task asks for, and the output above shows it on the cases that were checked; larger inputs go through the same steps.",
 		"That run is clean: %s produced the expected result without errors. The function applies the rule from the task to its arguments and hands back the result, which is what the checks compared.",
+	}
+	switch {
+	case strings.Contains(request, "nothing was printed"):
+		forms = []string{
+			"The code ran without errors and printed nothing, because it only defines %s. Call it with your own arguments to get its result; it works through its input once.",
+			"No errors: the run loads the code and defines %s, which hands back its result to the caller instead of printing it.",
+		}
+	case strings.Contains(request, "no tests ran"):
+		forms = []string{
+			"The output above is what %s computes for the arguments in the example call. It works through its input once and returns the value the task describes.",
+			"The printed value comes from calling %s on the example; the function applies the rule from the task to its arguments and hands back the result.",
+		}
 	}
 	return fmt.Sprintf(forms[variant(task+request, len(forms))], name)
 }
