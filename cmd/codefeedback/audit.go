@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/codefeedback/codefeedback/internal/benchmarks"
+	"github.com/codefeedback/codefeedback/internal/leak"
 	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/pipeline/embed"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/schema"
-	"github.com/codefeedback/codefeedback/stages/audit"
 	"github.com/urfave/cli/v2"
 )
 
@@ -39,7 +39,7 @@ type auditOptions struct {
 	apiKeyEnv     string
 	judgeCache    string
 	topK          int
-	measures      audit.Options
+	measures      leak.Options
 	stdout        io.Writer
 	stderr        io.Writer
 }
@@ -65,16 +65,16 @@ func init() {
 			&cli.StringFlag{Name: "decontaminate", Usage: "write the dataset without the flagged dialogues to `OUT` (same record format; .parquet stays Parquet)"},
 			&cli.StringFlag{Name: "removed", Usage: "write what was removed and why to `FILE` (JSONL; default OUT.removed.jsonl)"},
 			&cli.BoolFlag{Name: "fail-on-leak", Usage: fmt.Sprintf("exit with code %d when any dialogue is flagged", exitLeak)},
-			&cli.IntFlag{Name: "window", Value: audit.DefaultOptions.Window, Usage: "consecutive code lines that must match (1 = per line)"},
-			&cli.IntFlag{Name: "ngram", Value: audit.DefaultOptions.N, Usage: "n-gram length in word tokens"},
-			&cli.Float64Flag{Name: "line-threshold", Value: audit.DefaultOptions.LineThreshold, Usage: "flag when the covered share of a task's solution or test lines exceeds this"},
-			&cli.IntFlag{Name: "min-ngrams", Value: audit.DefaultOptions.MinNGrams, Usage: "flag when a dialogue shares at least this many distinct n-grams with one task"},
-			&cli.IntFlag{Name: "min-chars", Value: audit.DefaultLineOptions.MinChars, Usage: "ignore normalised code lines shorter than this"},
+			&cli.IntFlag{Name: "window", Value: leak.DefaultOptions.Window, Usage: "consecutive code lines that must match (1 = per line)"},
+			&cli.IntFlag{Name: "ngram", Value: leak.DefaultOptions.N, Usage: "n-gram length in word tokens"},
+			&cli.Float64Flag{Name: "line-threshold", Value: leak.DefaultOptions.LineThreshold, Usage: "flag when the covered share of a task's solution or test lines exceeds this"},
+			&cli.IntFlag{Name: "min-ngrams", Value: leak.DefaultOptions.MinNGrams, Usage: "flag when a dialogue shares at least this many distinct n-grams with one task"},
+			&cli.IntFlag{Name: "min-chars", Value: leak.DefaultLineOptions.MinChars, Usage: "ignore normalised code lines shorter than this"},
 			&cli.BoolFlag{Name: "keep-imports", Usage: "count import lines as code lines"},
-			&cli.IntFlag{Name: "top-lines", Value: audit.DefaultOptions.TopLines, Usage: "shared lines listed per benchmark"},
+			&cli.IntFlag{Name: "top-lines", Value: leak.DefaultOptions.TopLines, Usage: "shared lines listed per benchmark"},
 			&cli.IntFlag{Name: "show", Value: 50, Usage: "findings listed in the table (-1: all)"},
 			&cli.BoolFlag{Name: "embed", Usage: "also run the paraphrase check: TF-IDF cosine of each dialogue's first user turn with every task statement"},
-			&cli.Float64Flag{Name: "embed-threshold", Value: audit.DefaultEmbedThreshold, Usage: "flag when the --embed cosine is at least this (without --judge-model)"},
+			&cli.Float64Flag{Name: "embed-threshold", Value: leak.DefaultEmbedThreshold, Usage: "flag when the --embed cosine is at least this (without --judge-model)"},
 			&cli.StringFlag{Name: "judge-model", Usage: "with --embed: a model (any OpenAI-compatible endpoint) decides same task or not for each dialogue's --top-k nearest statements"},
 			&cli.IntFlag{Name: "top-k", Value: 5, Usage: "candidates per dialogue sent to the judge"},
 			&cli.StringFlag{Name: "base-url", Usage: "judge endpoint including /v1 (default $OPENAI_BASE_URL or OpenAI)"},
@@ -99,8 +99,8 @@ func init() {
 				show: c.Int("show"), embed: c.Bool("embed"), embThreshold: c.Float64("embed-threshold"),
 				judgeModel: c.String("judge-model"), baseURL: c.String("base-url"), apiKeyEnv: c.String("api-key-env"),
 				judgeCache: c.String("judge-cache"), topK: c.Int("top-k"),
-				measures: audit.Options{
-					Lines:  audit.LineOptions{MinChars: c.Int("min-chars"), KeepImports: c.Bool("keep-imports")},
+				measures: leak.Options{
+					Lines:  leak.LineOptions{MinChars: c.Int("min-chars"), KeepImports: c.Bool("keep-imports")},
 					Window: c.Int("window"), N: c.Int("ngram"), LineThreshold: c.Float64("line-threshold"),
 					MinNGrams: c.Int("min-ngrams"), Workers: concurrency(c, "workers"), TopLines: c.Int("top-lines"),
 				},
@@ -131,7 +131,7 @@ func runAudit(ctx context.Context, o auditOptions) error {
 		if o.removed == "" {
 			o.removed = o.decontaminate + ".removed.jsonl"
 		}
-		if err := audit.RefuseSameFile(o.dataset, o.decontaminate, o.removed); err != nil {
+		if err := leak.RefuseSameFile(o.dataset, o.decontaminate, o.removed); err != nil {
 			return withCode(exitUsage, err)
 		}
 	}
@@ -152,11 +152,11 @@ func runAudit(ctx context.Context, o auditOptions) error {
 			}
 		}
 	}
-	benches, err := audit.Load(o.against, audit.LoadOptions{Dir: dir, SkipChecksum: o.skipChecksum})
+	benches, err := leak.Load(o.against, leak.LoadOptions{Dir: dir, SkipChecksum: o.skipChecksum})
 	if err != nil {
 		return withCode(exitBadData, err)
 	}
-	a, err := audit.New(benches, m)
+	a, err := leak.New(benches, m)
 	if err != nil {
 		return withCode(exitBadData, err)
 	}
@@ -165,7 +165,7 @@ func runAudit(ctx context.Context, o auditOptions) error {
 	}
 	var acct *llm.Accountant
 	if o.embed {
-		po := audit.ParaphraseOptions{Threshold: o.embThreshold, TopK: o.topK}
+		po := leak.ParaphraseOptions{Threshold: o.embThreshold, TopK: o.topK}
 		if o.judgeModel != "" {
 			judge, db, a2, err := auditJudge(o)
 			if err != nil {
@@ -174,21 +174,21 @@ func runAudit(ctx context.Context, o auditOptions) error {
 			defer db.Close()
 			po.Judge, acct = judge, a2
 		}
-		if err := a.EnableParaphrase(ctx, embed.NewTFIDF(audit.ParaphraseDim), po); err != nil {
+		if err := a.EnableParaphrase(ctx, embed.NewTFIDF(leak.ParaphraseDim), po); err != nil {
 			return err
 		}
 	}
-	flagged := audit.FlaggedBySeq{}
+	flagged := leak.FlaggedBySeq{}
 	start := time.Now()
-	var rep *audit.Report
+	var rep *leak.Report
 	if schema.IsParquet(o.dataset) {
-		rep, err = a.Run(ctx, audit.ReadDialogues(ctx, o.dataset), flagged.Add)
+		rep, err = a.Run(ctx, leak.ReadDialogues(ctx, o.dataset), flagged.Add)
 	} else {
 		// JSONL: the workers decode the records in parallel.
-		rep, err = a.RunRecords(ctx, audit.RawRecords(ctx, o.dataset), flagged.Add)
+		rep, err = a.RunRecords(ctx, leak.RawRecords(ctx, o.dataset), flagged.Add)
 	}
 	if err != nil {
-		var ae *audit.RecordError
+		var ae *leak.RecordError
 		if errors.As(err, &ae) {
 			err = locateRecord(o.dataset, ae)
 		}
@@ -208,12 +208,12 @@ func runAudit(ctx context.Context, o auditOptions) error {
 		if err := enc.Encode(rep); err != nil {
 			return fmt.Errorf("audit: write report: %w", err)
 		}
-	} else if err := audit.WriteTable(o.stdout, rep, o.show); err != nil {
+	} else if err := leak.WriteTable(o.stdout, rep, o.show); err != nil {
 		return fmt.Errorf("audit: write report: %w", err)
 	}
 	if o.decontaminate != "" {
 		removed := o.removed
-		kept, err := audit.Decontaminate(ctx, o.dataset, o.decontaminate, removed, flagged)
+		kept, err := leak.Decontaminate(ctx, o.dataset, o.decontaminate, removed, flagged)
 		if err != nil {
 			return err
 		}
@@ -261,7 +261,7 @@ func auditJudge(o auditOptions) (llm.Chatter, *store.Bolt, *llm.Accountant, erro
 // in the stream) into the file's line or element, as schema's readers
 // name a bad record: the workers decode in parallel and only know the
 // position, so the file is read again up to that record (on failure only).
-func locateRecord(path string, ae *audit.RecordError) error {
+func locateRecord(path string, ae *leak.RecordError) error {
 	raw, err := schema.OpenRaw(path)
 	if err != nil {
 		return err
@@ -275,7 +275,7 @@ func locateRecord(path string, ae *audit.RecordError) error {
 	return raw.Errorf("%v", ae.Err)
 }
 
-func benchNames(bs []audit.Benchmark) string {
+func benchNames(bs []leak.Benchmark) string {
 	n := make([]string, len(bs))
 	for i, b := range bs {
 		n[i] = fmt.Sprintf("%s (%d)", b.Name, len(b.Problems))

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/codefeedback/codefeedback/internal/leak"
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	"github.com/codefeedback/codefeedback/schema"
-	"github.com/codefeedback/codefeedback/stages/audit"
 )
 
 // TestAuditCommand runs `codefeedback audit DATASET --flags...` on a small
@@ -46,7 +46,7 @@ func TestAuditCommand(t *testing.T) {
 	if !errors.As(err, &ee) || ee.code != exitLeak {
 		t.Fatalf("got error %v, want exit code %d", err, exitLeak)
 	}
-	var rep audit.Report
+	var rep leak.Report
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("--json output: %v\n%s", err, stdout)
 	}
@@ -60,7 +60,7 @@ func TestAuditCommand(t *testing.T) {
 	if len(kept) != 2 {
 		t.Errorf("decontaminated file has %d records, want 2", len(kept))
 	}
-	removed, err := schema.ReadAll[audit.Removed](out + ".removed.jsonl")
+	removed, err := schema.ReadAll[leak.Removed](out + ".removed.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestAuditCommandJudge(t *testing.T) {
 		return llmtest.Reply{Text: "different - other tasks."}
 	})
 	t.Setenv("FAKE_JUDGE_KEY", "unused")
-	run := func() audit.Report {
+	run := func() leak.Report {
 		app := newApp()
 		var stdout, stderr bytes.Buffer
 		app.Writer, app.ErrWriter = &stdout, &stderr
@@ -137,7 +137,7 @@ func TestAuditCommandJudge(t *testing.T) {
 			t.Fatalf("audit: %v\n%s", err, stderr.String())
 		}
 		t.Logf("stderr: %s", stderr.String())
-		var rep audit.Report
+		var rep leak.Report
 		if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 			t.Fatalf("--json output: %v", err)
 		}
@@ -145,12 +145,12 @@ func TestAuditCommandJudge(t *testing.T) {
 	}
 	rep := run()
 	if len(rep.FlaggedIDs) != 1 || rep.FlaggedIDs[0] != "para" || len(rep.Findings) != 1 ||
-		rep.Findings[0].TaskID != "HumanEval/11" || rep.Findings[0].Method != audit.MethodEmbedding {
+		rep.Findings[0].TaskID != "HumanEval/11" || rep.Findings[0].Method != leak.MethodEmbedding {
 		t.Fatalf("flagged %v with %+v, want para against HumanEval/11 by the judge", rep.FlaggedIDs, rep.Findings)
 	}
 	calls := srv.Calls("/v1/chat/completions")
-	if calls == 0 || calls > 2*audit.DefaultParaphraseTopK {
-		t.Errorf("%d judge calls, want 1 to %d (top %d per dialogue)", calls, 2*audit.DefaultParaphraseTopK, audit.DefaultParaphraseTopK)
+	if calls == 0 || calls > 2*leak.DefaultParaphraseTopK {
+		t.Errorf("%d judge calls, want 1 to %d (top %d per dialogue)", calls, 2*leak.DefaultParaphraseTopK, leak.DefaultParaphraseTopK)
 	}
 	if again := run(); len(again.FlaggedIDs) != 1 || srv.Calls("/v1/chat/completions") != calls {
 		t.Errorf("re-run: flagged %v with %d more judge calls, want the same finding from the cache", again.FlaggedIDs, srv.Calls("/v1/chat/completions")-calls)

@@ -1,4 +1,4 @@
-package audit
+package leak
 
 import (
 	"strings"

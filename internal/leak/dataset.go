@@ -1,4 +1,4 @@
-package audit
+package leak
 
 import (
 	"context"
@@ -146,7 +146,7 @@ func Decontaminate(ctx context.Context, in, out, removed string, flagged map[int
 			return nil
 		}
 		fs := flagged[at]
-		return rw.Write(Removed{DialogueID: id, Seq: at, Reason: reason(fs), Findings: fs})
+		return rw.Write(Removed{DialogueID: id, Seq: at, Reason: Reason(fs), Findings: fs})
 	}
 	if schema.IsParquet(in) {
 		w, err := schema.CreateWriter[schema.Dialogue](out)

@@ -1,4 +1,4 @@
-// Package audit measures how much of a dialogue corpus leaks benchmark
+// Package leak measures how much of a dialogue corpus leaks benchmark
 // problems (HumanEval, MBPP, their EvalPlus versions, or any problem file)
 // and finds the dialogues to remove.
 //
@@ -26,7 +26,7 @@
 //
 // A dialogue is flagged when it shares at least MinNGrams n-grams with one
 // task, or its line score against one task exceeds LineThreshold.
-package audit
+package leak
 
 import (
 	"cmp"
@@ -832,8 +832,9 @@ func Slice(ds []schema.Dialogue) iter.Seq2[*schema.Dialogue, error] {
 	}
 }
 
-// String renders a finding's reason for the removed-dialogues file.
-func reason(fs []schema.Finding) string {
+// Reason renders a dialogue's findings as one line, for the removed-dialogues
+// file and the stage's "audit" label.
+func Reason(fs []schema.Finding) string {
 	parts := make([]string, len(fs))
 	for i, f := range fs {
 		parts[i] = fmt.Sprintf("%s %s %s (%.3g)", f.Method, f.Benchmark, f.TaskID, f.Score)
