@@ -49,6 +49,8 @@ const (
 	MethodNGram       = "ngram"
 	MethodEmbedding   = "embedding"
 	MethodFingerprint = "fingerprint"
+	MethodStatements  = "statements"
+	MethodLiteral     = "literal"
 )
 
 // Options are the measures' settings. Zero fields take the defaults of
@@ -56,6 +58,7 @@ const (
 type Options struct {
 	Lines         LineOptions        `json:"lines"`
 	Fingerprints  FingerprintOptions `json:"fingerprints"`
+	Statements    StatementOptions   `json:"statements"`
 	Window        int                `json:"window"`         // consecutive code lines that must match (default 2)
 	N             int                `json:"ngram"`          // n-gram length in word tokens (default 13)
 	LineThreshold float64            `json:"line_threshold"` // flag when a task's covered-line fraction exceeds this (default 0.5)
@@ -74,6 +77,7 @@ type Options struct {
 var DefaultOptions = Options{
 	Lines:         DefaultLineOptions,
 	Fingerprints:  DefaultFingerprintOptions,
+	Statements:    DefaultStatementOptions,
 	Window:        2,
 	N:             DefaultN,
 	LineThreshold: 0.5,
@@ -91,6 +95,9 @@ func (o Options) withDefaults() Options {
 	o.TopLines = cmp.Or(o.TopLines, d.TopLines)
 	if !o.Fingerprints.Off {
 		o.Fingerprints = o.Fingerprints.withDefaults()
+	}
+	if !o.Statements.Off {
+		o.Statements = o.Statements.withDefaults()
 	}
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
@@ -136,7 +143,7 @@ func New(benchmarks []Benchmark, opts Options) (*Auditor, error) {
 	errs := make([]error, len(benchmarks))
 	var wg sync.WaitGroup
 	for i, b := range benchmarks {
-		wg.Go(func() { a.indexes[i], errs[i] = NewIndex(b, opts.Lines, opts.Window, opts.N, opts.Fingerprints) })
+		wg.Go(func() { a.indexes[i], errs[i] = newIndex(b, opts) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -213,6 +220,14 @@ type scratch struct {
 	one      []uint64
 	gramCand []gramCand
 	fpCand   [nStreams][]fpCand
+	// Statements and literal keys of every message (ranges in ctMsg).
+	sts    []stmt
+	lks    []literalKey
+	stSeen map[int32]bool
+	stHits map[int32]*stHit
+	stBest map[int32]*stHit
+	stBody []uint64 // one message's statement hashes, imports left out
+	stWin  []uint64
 }
 
 // gramCand is a token n-gram (or a short statement's length of tokens) of
@@ -246,6 +261,8 @@ func (s *scratch) fp(x *Index) *fpState {
 type ctMsg struct {
 	msg    int // message index in the dialogue
 	t0, t1 int // tokens in scratch.ctoks
+	s0, s1 int // statements in scratch.sts (token offsets from t0)
+	l0, l1 int // literal keys in scratch.lks (token offsets from t0)
 }
 
 type gramHit struct {
@@ -257,7 +274,8 @@ type gramHit struct {
 }
 
 func newScratch() *scratch {
-	return &scratch{cover: map[int32][]uint64{}, gramHits: map[int32]*gramHit{}}
+	return &scratch{cover: map[int32][]uint64{}, gramHits: map[int32]*gramHit{},
+		stSeen: map[int32]bool{}, stHits: map[int32]*stHit{}, stBest: map[int32]*stHit{}}
 }
 
 // Check audits one dialogue. seq is its position in the input. ctx is only
@@ -291,17 +309,33 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 		s.fpCand[st] = s.fpCand[st][:0]
 	}
 	fp, k := !a.opts.Fingerprints.Off, a.opts.Fingerprints.K
+	stOn := !a.opts.Statements.Off
+	if !fp {
+		k = minStmtMsgTokens
+	}
+	s.sts, s.lks = s.sts[:0], s.lks[:0]
 	for i := range d.Messages {
 		m := &d.Messages[i]
 		t0 := len(s.toks)
-		if fp && m.Role != schema.RoleExecution {
+		if (fp || stOn) && m.Role != schema.RoleExecution {
 			c0 := len(s.ctoks)
 			s.ctoks, s.toks = codeAndWordTokens(m.Content, s.ctoks, s.toks)
 			if len(s.ctoks)-c0 < k {
 				s.ctoks = s.ctoks[:c0]
 			} else {
-				s.ctMsgs = append(s.ctMsgs, ctMsg{msg: i, t0: c0, t1: len(s.ctoks)})
-				a.kgramCandidates(s, len(s.ctMsgs)-1, k)
+				cm := ctMsg{msg: i, t0: c0, t1: len(s.ctoks), s0: len(s.sts), l0: len(s.lks)}
+				if stOn {
+					// Statements first: they rename the bound builtins
+					// in the norm form the renamed k-grams hash.
+					toks := s.ctoks[c0:]
+					s.sts = codeStatements(m.Content, toks, s.sts)
+					s.lks = literalKeys(m.Content, toks, a.opts.Statements.MinTable, a.opts.Statements.MinString, s.lks)
+				}
+				cm.s1, cm.l1 = len(s.sts), len(s.lks)
+				s.ctMsgs = append(s.ctMsgs, cm)
+				if fp {
+					a.kgramCandidates(s, len(s.ctMsgs)-1, a.opts.Fingerprints.K)
+				}
 			}
 		} else {
 			s.toks = appendTokens(s.toks, m.Content)
@@ -314,6 +348,9 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 	for bi, x := range a.indexes {
 		if !a.opts.Fingerprints.Off {
 			a.matchFingerprints(x, d, id, s, &r)
+		}
+		if stOn {
+			a.matchStatements(x, d, id, s, &r)
 		}
 		// Lines.
 		s.shared = resetBools(s.shared, len(s.lh))

@@ -227,6 +227,18 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool) ([]ctok, []
 			prevDot = false
 			continue
 		}
+		// A backslash that ends a line continues it (Python): no token,
+		// so `a = \<newline> b` reads as `a = b`.
+		if c == '\\' {
+			j := i + 1
+			for j < n && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r') {
+				j++
+			}
+			if j == n || text[j] == '\n' {
+				i = j
+				continue
+			}
+		}
 		// Operators and punctuation: ASCII, no word bytes.
 		start := i
 		if i+1 < n && twoCharOps[c][text[i+1]] {

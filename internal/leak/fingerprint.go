@@ -179,6 +179,7 @@ func (x *Index) buildFingerprints(parts [][nParts]string, o FingerprintOptions) 
 	x.fpTotals = make([]fpTotals, len(parts))
 	var toks []ctok
 	var th, gh, sel []uint64
+	var sts []stmt
 	type key struct {
 		h    uint64
 		part uint8
@@ -204,6 +205,9 @@ func (x *Index) buildFingerprints(parts [][nParts]string, o FingerprintOptions) 
 		seen := map[key]bool{}
 		for p, code := range ps {
 			toks = codeTokens(code, toks[:0])
+			// The builtin names the code binds are renamed as in a
+			// dialogue's code (see unbindNames).
+			sts = codeStatements(code, toks, sts[:0])
 			// namedGram: the exact k-grams of this part holding a rare token.
 			clear(namedGram)
 			rare = rare[:0]

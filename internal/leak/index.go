@@ -63,6 +63,16 @@ type Index struct {
 	fpIndex   *hashTable
 	fpEntries []fpEntry
 	fpTotals  []fpTotals
+	// Solution statements and literals (see StatementOptions): stIndex
+	// maps a statement hash to its entry in stEntries, stTotal is each
+	// task's statement weight, litIndex maps a literal key to the one
+	// task holding it.
+	stOpts    StatementOptions
+	stIndex   *hashTable
+	stEntries []stEntry
+	stTotal   []float32
+	stList    [][]uint64 // each task's statement hashes, sorted (imports left out)
+	litIndex  *hashTable
 }
 
 // keyFilter is a blocked Bloom filter over the keys of every index
@@ -96,8 +106,10 @@ func newKeyFilter(xs []*Index) keyFilter {
 	keys := 0
 	for _, x := range xs {
 		keys += x.windows.Len() + x.grams.Len()
-		if x.fpIndex != nil {
-			keys += x.fpIndex.Len()
+		for _, t := range []*hashTable{x.fpIndex, x.stIndex, x.litIndex} {
+			if t != nil {
+				keys += t.Len()
+			}
 		}
 	}
 	n := uint(4) // log2 of the number of words
@@ -109,8 +121,10 @@ func newKeyFilter(xs []*Index) keyFilter {
 	for _, x := range xs {
 		x.windows.each(set)
 		x.grams.each(set)
-		if x.fpIndex != nil {
-			x.fpIndex.each(set)
+		for _, t := range []*hashTable{x.fpIndex, x.stIndex, x.litIndex} {
+			if t != nil {
+				t.each(set)
+			}
 		}
 	}
 	return f
@@ -191,10 +205,10 @@ func promptDocstrings(p *schema.Problem) string {
 // all its tokens (in user turns, where a statement is pasted).
 const minShortTokens = 6
 
-// NewIndex builds the line-window, n-gram and code-fingerprint index of a
-// benchmark. window is the number of consecutive code lines that must match
-// (>= 1) and n the n-gram length (>= 1).
-func NewIndex(b Benchmark, lo LineOptions, window, n int, fo FingerprintOptions) (*Index, error) {
+// newIndex builds the line-window, n-gram, code-fingerprint, statement
+// and literal index of a benchmark with o's settings (defaults applied).
+func newIndex(b Benchmark, o Options) (*Index, error) {
+	lo, window, n, fo := o.Lines, o.Window, o.N, o.Fingerprints
 	if window < 1 || n < 1 {
 		return nil, fmt.Errorf("audit: index %s: window %d and n %d must be >= 1", b.Name, window, n)
 	}
@@ -277,6 +291,13 @@ func NewIndex(b Benchmark, lo LineOptions, window, n int, fo FingerprintOptions)
 			parts[ti] = [nParts]string{taskSolution(p), strings.Join(p.Tests, "\n"), p.Setup}
 		}
 		x.buildFingerprints(parts, fo.withDefaults())
+	}
+	if !o.Statements.Off {
+		sols := make([]string, len(b.Problems))
+		for ti := range b.Problems {
+			sols[ti] = taskSolution(&b.Problems[ti])
+		}
+		x.buildStatements(sols, o.Statements)
 	}
 	return x, nil
 }
