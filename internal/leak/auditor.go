@@ -228,6 +228,7 @@ type scratch struct {
 	stBest map[int32]*stHit
 	stBody []uint64 // one message's statement hashes, imports left out
 	stWin  []uint64
+	stPos  []int
 }
 
 // gramCand is a token n-gram (or a short statement's length of tokens) of

@@ -72,6 +72,16 @@ type Index struct {
 	stEntries []stEntry
 	stTotal   []float32
 	stList    [][]uint64 // each task's statement hashes, sorted (imports left out)
+	// Whole solutions (see wholeMatches): fnIndex maps the order-free
+	// key of a solution's statements to the tasks with that solution
+	// (fnTasks), fnFirst holds the solutions' first statements, fnLens
+	// their lengths in statements and fnTok each task's tokens.
+	fnIndex *hashTable
+	fnTasks [][]int32
+	fnFirst *hashTable
+	fnLens  []int
+	fnTok   []int32
+	fnInfo  []float32 // fnTok with textbook statements at genericWeight
 	litIndex  *hashTable
 }
 

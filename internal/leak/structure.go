@@ -51,12 +51,17 @@ type StatementOptions struct {
 	MinString int `json:"min_string"`
 	// MinTable is the least number of literals in a row that make a table.
 	MinTable int `json:"min_table"`
+	// MinWhole is the least evidence behind a whole-solution match (all
+	// its statements in one run, in any order): the solution's code
+	// tokens (a textbook statement's at genericWeight) divided by the
+	// tasks whose solutions are the same statements.
+	MinWhole float64 `json:"min_whole"`
 	// Off turns both measures off.
 	Off bool `json:"off,omitempty"`
 }
 
 // DefaultStatementOptions are the documented defaults.
-var DefaultStatementOptions = StatementOptions{Threshold: 0.8, MinInfo: 8, MinString: 8, MinTable: 4}
+var DefaultStatementOptions = StatementOptions{Threshold: 0.8, MinInfo: 8, MinString: 8, MinTable: 4, MinWhole: 14}
 
 func (o StatementOptions) withDefaults() StatementOptions {
 	d := DefaultStatementOptions
@@ -71,6 +76,9 @@ func (o StatementOptions) withDefaults() StatementOptions {
 	}
 	if o.MinTable <= 0 {
 		o.MinTable = d.MinTable
+	}
+	if o.MinWhole <= 0 {
+		o.MinWhole = d.MinWhole
 	}
 	return o
 }
@@ -468,9 +476,14 @@ func codeStatements(text string, toks []ctok, out []stmt) []stmt {
 // stEntry is one statement of the benchmark's solutions: the tasks
 // holding it and its weight, tokens / tasks.
 type stEntry struct {
-	tasks []int32
-	w     float32
+	tasks   []int32
+	w       float32
+	generic bool // a textbook statement (generic.py)
 }
+
+// genericWeight scales a textbook statement's weight: alone it is no
+// evidence, but a solution's combination of them, whole, is some.
+const genericWeight = 0.25
 
 // maxStmtTasks is the most tasks a statement may be shared by and still
 // be looked up (`return result`, `for i in range(len(x)):`): it stays in
@@ -492,14 +505,14 @@ func (x *Index) buildStatements(solutions []string, o StatementOptions) {
 		toks = codeTokens(code, toks[:0])
 		sts = codeStatements(code, toks, sts[:0])
 		for _, s := range sts {
-			if f := toks[s.t0].exact; f == hImport || f == hFrom || genericKeys[s.h] {
+			if f := toks[s.t0].exact; f == hImport || f == hFrom {
 				continue
 			}
 			ei, ok := stIdx[s.h]
 			if !ok {
 				ei = int32(len(entries))
 				stIdx[s.h] = ei
-				entries = append(entries, stEntry{})
+				entries = append(entries, stEntry{generic: genericKeys[s.h]})
 				ntok = append(ntok, s.t1-s.t0)
 			}
 			if ts := entries[ei].tasks; len(ts) == 0 || ts[len(ts)-1] != int32(ti) {
@@ -517,19 +530,49 @@ func (x *Index) buildStatements(solutions []string, o StatementOptions) {
 	}
 	x.stTotal = make([]float32, len(solutions))
 	x.stList = make([][]uint64, len(solutions))
+	x.fnTok = make([]int32, len(solutions))
+	x.fnInfo = make([]float32, len(solutions))
+	wholes := map[uint64][]int32{}
+	firsts := map[uint64]bool{}
 	for ti, code := range solutions {
 		toks = codeTokens(code, toks[:0])
+		var sum uint64
 		for _, s := range codeStatements(code, toks, sts[:0]) {
 			if f := toks[s.t0].exact; f != hImport && f != hFrom {
+				if len(x.stList[ti]) == 0 {
+					firsts[s.h] = true
+				}
 				x.stList[ti] = append(x.stList[ti], s.h)
+				x.fnTok[ti] += s.t1 - s.t0
+				w := float32(s.t1 - s.t0)
+				if genericKeys[s.h] {
+					w *= genericWeight
+				}
+				x.fnInfo[ti] += w
+				sum += wholeHash(s.h)
+			}
+		}
+		if n := len(x.stList[ti]); n > 0 && n <= maxWholeStatements {
+			k := sum ^ uint64(n)*rollBase
+			wholes[k] = append(wholes[k], int32(ti))
+			if !slices.Contains(x.fnLens, n) {
+				x.fnLens = append(x.fnLens, n)
 			}
 		}
 		slices.Sort(x.stList[ti])
+	}
+	x.fnIndex, x.fnTasks = freeze(wholes)
+	x.fnFirst = newHashTable(len(firsts))
+	for h := range firsts {
+		x.fnFirst.put(h, 0)
 	}
 	x.stIndex = newHashTable(len(entries))
 	for h, ei := range stIdx {
 		e := &entries[ei]
 		e.w = float32(ntok[ei]) / float32(len(e.tasks))
+		if e.generic {
+			e.w *= genericWeight
+		}
 		for _, t := range e.tasks {
 			x.stTotal[t] += e.w
 		}
@@ -557,7 +600,64 @@ type stHit struct {
 	w     float32 // matched weight
 	n     int     // matched statements
 	msg   int     // ctMsgs index
+	whole bool    // the whole solution, as one run (wholeMatches)
 	spans []schema.Span
+}
+
+// maxWholeStatements is the longest solution, in statements, matched
+// whole by wholeMatches (longer ones have statements enough for the
+// share).
+const maxWholeStatements = 40
+
+// wholeHash mixes a statement hash into the order-free sum that keys a
+// whole solution.
+func wholeHash(h uint64) uint64 { return fmix64(h ^ 0x3C6EF372FE94F82B) }
+
+// wholeMatches finds the tasks whose whole solution one message holds as
+// a run of statements in some order, starting where a solution starts:
+// the evidence of a short solution made of common statements is their
+// combination, weighed by its length in tokens over the tasks that share
+// it (StatementOptions.MinWhole).
+func (s *scratch) wholeMatches(x *Index, o StatementOptions, mi int, cm ctMsg, toks []ctok) {
+	body := s.stBody
+	sts := s.sts[cm.s0:cm.s1]
+	// The body's statements in sts (imports left out), for the spans.
+	s.stPos = s.stPos[:0]
+	for i, st := range sts {
+		if f := toks[st.t0].exact; f != hImport && f != hFrom {
+			s.stPos = append(s.stPos, i)
+		}
+	}
+	for j := range body {
+		if _, ok := x.fnFirst.get(body[j]); !ok {
+			continue
+		}
+		var sum uint64
+		for l := 1; l <= maxWholeStatements && j+l <= len(body); l++ {
+			sum += wholeHash(body[j+l-1])
+			if !slices.Contains(x.fnLens, l) {
+				continue
+			}
+			fi, ok := x.fnIndex.get(sum ^ uint64(l)*rollBase)
+			if !ok {
+				continue
+			}
+			ts := x.fnTasks[fi]
+			for _, t := range ts {
+				if len(x.stList[t]) != l || float64(x.fnInfo[t])/float64(len(ts)) < o.MinWhole {
+					continue
+				}
+				h := &stHit{w: x.stTotal[t], n: l, msg: mi, whole: true}
+				for k := j; k < j+l; k++ {
+					st := sts[s.stPos[k]]
+					h.spans = addSpan(h.spans, schema.Span{Message: cm.msg, Start: int(toks[st.t0].start), End: int(toks[st.t1-1].end)})
+				}
+				if b := s.stBest[t]; b == nil || !b.whole {
+					s.stBest[t] = h
+				}
+			}
+		}
+	}
 }
 
 // matchStatements adds the statement and literal findings of the
@@ -605,6 +705,7 @@ func (a *Auditor) matchStatements(x *Index, d *schema.Dialogue, id string, s *sc
 			}
 		}
 		s.stBody = body
+		s.wholeMatches(x, o, mi, cm, toks)
 		for t, h := range s.stHits {
 			if tot := x.stTotal[t]; tot == 0 || float64(h.w/tot) < o.Threshold-1e-6 || float64(h.w) < o.MinInfo {
 				continue
@@ -612,7 +713,7 @@ func (a *Auditor) matchStatements(x *Index, d *schema.Dialogue, id string, s *sc
 			if !s.holdsRun(body, x.stList[t]) {
 				continue
 			}
-			if b := s.stBest[t]; b == nil || h.w > b.w {
+			if b := s.stBest[t]; b == nil || h.w > b.w && !b.whole {
 				s.stBest[t] = h
 			}
 		}
@@ -647,8 +748,7 @@ func (a *Auditor) matchStatements(x *Index, d *schema.Dialogue, id string, s *sc
 		share := min(float64(h.w/x.stTotal[t]), 1)
 		r.Findings = append(r.Findings, schema.Finding{
 			DialogueID: id, Benchmark: x.name, TaskID: x.tasks[t].id, Method: MethodStatements, Score: share,
-			Evidence: fmt.Sprintf("%d solution statements in one turn, renamed form (weighted share %.2f, evidence %.1f); %s",
-				h.n, share, h.w, spansText(h.spans)),
+			Evidence: stEvidence(h, share, x.fnTok[t]),
 			Spans: slices.Clone(h.spans),
 		})
 	}
@@ -708,4 +808,13 @@ func common(a, b []uint64) int {
 		}
 	}
 	return n
+}
+
+func stEvidence(h *stHit, share float64, tokens int32) string {
+	if h.whole {
+		return fmt.Sprintf("the whole solution (%d statements, %d tokens) in one run of one turn, renamed form, in any order; %s",
+			h.n, tokens, spansText(h.spans))
+	}
+	return fmt.Sprintf("%d solution statements in one turn, renamed form (weighted share %.2f, evidence %.1f); %s",
+		h.n, share, h.w, spansText(h.spans))
 }
