@@ -290,6 +290,9 @@ func (x *Index) buildFingerprints(parts [][nParts]string, o FingerprintOptions) 
 	// to flag (MinRenamedTokens) can never decide anything either: its ref
 	// leaves too, and so does an entry left without refs. Renamed forms of
 	// common code are what dialogues hit most.
+	// The renamed k-grams of textbook code (generic.py) decide nothing:
+	// a prime loop or a bubble sort is no copy of the task that uses one.
+	generic := genericKGrams(o.K)
 	x.fpIndex = newHashTable(len(fpIndex))
 	for h, ei := range fpIndex {
 		e := &x.fpEntries[ei]
@@ -299,7 +302,7 @@ func (x *Index) buildFingerprints(parts [][nParts]string, o FingerprintOptions) 
 		}
 		refs := e.refs[:0]
 		for _, r := range e.refs {
-			if r.stream == streamRenamed && x.fpTotals[r.task].tokens[r.part] < int32(o.MinRenamedTokens) {
+			if r.stream == streamRenamed && (x.fpTotals[r.task].tokens[r.part] < int32(o.MinRenamedTokens) || generic[h]) {
 				continue
 			}
 			refs = append(refs, r)
@@ -511,4 +514,20 @@ func (a *Auditor) kgramCandidates(s *scratch, mi, k int) {
 		he -= o.exact * top
 		hn -= o.norm * top
 	}
+}
+
+// genericKGrams returns the salted renamed-form k-gram hashes of
+// generic.py.
+func genericKGrams(k int) map[uint64]bool {
+	toks := codeTokens(genericCode, nil)
+	codeStatements(genericCode, toks, nil)
+	th := make([]uint64, len(toks))
+	for i, t := range toks {
+		th[i] = t.norm
+	}
+	m := map[uint64]bool{}
+	for _, h := range rollingHashes(th, k, nil) {
+		m[h^streamSalt[streamRenamed]] = true
+	}
+	return m
 }

@@ -228,7 +228,7 @@ func (o LineOptions) CodeLines(code string) []string {
 	var buf []byte
 	for rest := code; rest != ""; {
 		var l string
-		l, rest, _ = strings.Cut(rest, "\n")
+		l, rest = nextLine(rest)
 		buf = normalizeAppend(buf[:0], l)
 		if n := unsafe.String(unsafe.SliceData(buf), len(buf)); o.Keep(n) {
 			out = append(out, string(buf))
@@ -242,10 +242,32 @@ func (o LineOptions) CodeLines(code string) []string {
 func (o LineOptions) codeLineHashes(code string, buf []byte, out []uint64) ([]uint64, []byte) {
 	for rest := code; rest != ""; {
 		var l string
-		l, rest, _ = strings.Cut(rest, "\n")
+		l, rest = nextLine(rest)
 		out, buf = o.lineHash(l, buf, out)
 	}
 	return out, buf
+}
+
+// nextLine cuts the first logical line off code: a line ending in a
+// backslash continues on the next (Python), and the two are one line,
+// the backslash and line break read as a space.
+func nextLine(code string) (line, rest string) {
+	line, rest, _ = strings.Cut(code, "\n")
+	t := strings.TrimRight(line, " \t\r")
+	if !strings.HasSuffix(t, "\\") || rest == "" {
+		return line, rest
+	}
+	var b strings.Builder
+	for {
+		b.WriteString(strings.TrimSuffix(t, "\\"))
+		b.WriteByte(' ')
+		line, rest, _ = strings.Cut(rest, "\n")
+		t = strings.TrimRight(line, " \t\r")
+		if !strings.HasSuffix(t, "\\") || rest == "" {
+			b.WriteString(line)
+			return b.String(), rest
+		}
+	}
 }
 
 // FencedBlocks returns the bodies of the Markdown fenced code blocks (``` or

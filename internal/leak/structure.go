@@ -61,7 +61,7 @@ type StatementOptions struct {
 }
 
 // DefaultStatementOptions are the documented defaults.
-var DefaultStatementOptions = StatementOptions{Threshold: 0.8, MinInfo: 8, MinString: 8, MinTable: 4, MinWhole: 14}
+var DefaultStatementOptions = StatementOptions{Threshold: 0.8, MinInfo: 10, MinString: 8, MinTable: 4, MinWhole: 12}
 
 func (o StatementOptions) withDefaults() StatementOptions {
 	d := DefaultStatementOptions
