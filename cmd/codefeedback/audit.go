@@ -175,6 +175,9 @@ func runAudit(ctx context.Context, o auditOptions) error {
 			po.Judge, acct = judge, a2
 		}
 		if err := a.EnableParaphrase(ctx, embed.NewTFIDF(leak.ParaphraseDim), po); err != nil {
+			if errors.Is(err, leak.ErrJudgeUntrusted) {
+				return withCode(exitFailed, err)
+			}
 			return err
 		}
 	}
@@ -195,11 +198,13 @@ func runAudit(ctx context.Context, o auditOptions) error {
 		return inputOr("audit", o.dataset, err, exitFailed)
 	}
 	fmt.Fprintf(o.stderr, "audit: %d dialogues in %.1fs against %s\n", rep.Dialogues, time.Since(start).Seconds(), benchNames(benches))
+	var unknown int64
 	if acct != nil {
-		n, same, bad := a.JudgeCounts()
+		var n, same int64
+		n, same, unknown = a.JudgeCounts()
 		u := acct.Snapshot().Total
-		fmt.Fprintf(o.stderr, "audit: judge saw %d candidate pairs, called %d the same task (%d unreadable answers); %d requests, %d+%d tokens, $%.4f\n",
-			n, same, bad, u.Requests, u.PromptTokens, u.CompletionTokens, u.Cost)
+		fmt.Fprintf(o.stderr, "audit: judge saw %d candidate pairs, called %d the same task (%d unknown: unreadable after a repair request); %d requests, %d+%d tokens, $%.4f\n",
+			n, same, unknown, u.Requests, u.PromptTokens, u.CompletionTokens, u.Cost)
 	}
 	if o.json {
 		enc := json.NewEncoder(o.stdout)
@@ -218,6 +223,12 @@ func runAudit(ctx context.Context, o auditOptions) error {
 			return err
 		}
 		fmt.Fprintf(o.stderr, "audit: wrote %d dialogues to %s, %d removed (reasons in %s)\n", kept, o.decontaminate, len(flagged), removed)
+	}
+	if unknown > 0 {
+		// Fail closed: an unknown answer is an undecided pair, not a
+		// "different" one; the report and the cleaned file are written,
+		// and the exit says the audit is incomplete.
+		return withCode(exitFailed, fmt.Errorf("audit: the paraphrase judge gave %d answers in no readable form (listed in the report): the audit is incomplete", unknown))
 	}
 	if o.failOnLeak && rep.Flagged > 0 {
 		return withCode(exitLeak, fmt.Errorf("audit: %d of %d dialogues flagged", rep.Flagged, rep.Dialogues))

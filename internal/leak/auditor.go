@@ -574,6 +574,8 @@ type BenchReport struct {
 	NGramFlagged int `json:"ngram_flagged"`
 	EmbedFlagged int `json:"embedding_flagged,omitempty"`
 	FPFlagged    int `json:"fingerprint_flagged"`
+	StmtFlagged  int `json:"statements_flagged"`
+	LitFlagged   int `json:"literal_flagged"`
 	Flagged      int `json:"flagged"`
 	// Tasks matched by at least one flagged dialogue.
 	TasksHit int         `json:"tasks_hit"`
@@ -592,6 +594,8 @@ type Report struct {
 	Findings    []schema.Finding `json:"findings"` // in input order, then benchmark, method, task
 	// FlaggedIDs are the flagged dialogues' ids in input order.
 	FlaggedIDs []string `json:"flagged_ids"`
+	// Judge is what the paraphrase judge did (nil without one).
+	Judge *JudgeReport `json:"judge,omitempty"`
 }
 
 // Run audits a stream of dialogues with Options.Workers goroutines and
@@ -787,7 +791,7 @@ func (g *aggregate) add(r *Result) {
 		for _, h := range r.sharedLines[i] {
 			g.lineHits[i][h]++
 		}
-		var byLines, byGram, byEmb, byFP bool
+		var byLines, byGram, byEmb, byFP, bySt, byLit bool
 		for _, f := range r.Findings {
 			if f.Benchmark != b.Name {
 				continue
@@ -797,6 +801,14 @@ func (g *aggregate) add(r *Result) {
 			byGram = byGram || f.Method == MethodNGram
 			byEmb = byEmb || f.Method == MethodEmbedding
 			byFP = byFP || f.Method == MethodFingerprint
+			bySt = bySt || f.Method == MethodStatements
+			byLit = byLit || f.Method == MethodLiteral
+		}
+		if bySt {
+			b.StmtFlagged++
+		}
+		if byLit {
+			b.LitFlagged++
 		}
 		if byFP {
 			b.FPFlagged++
@@ -810,7 +822,7 @@ func (g *aggregate) add(r *Result) {
 		if byGram {
 			b.NGramFlagged++
 		}
-		if byLines || byGram || byEmb || byFP {
+		if byLines || byGram || byEmb || byFP || bySt || byLit {
 			b.Flagged++
 		}
 	}
@@ -849,6 +861,7 @@ func (g *aggregate) report() *Report {
 	if rep.FlaggedIDs == nil {
 		rep.FlaggedIDs = []string{}
 	}
+	rep.Judge = g.a.Judge()
 	return &rep
 }
 

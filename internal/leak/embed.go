@@ -2,9 +2,14 @@ package leak
 
 import (
 	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unicode"
 
@@ -44,7 +49,65 @@ type ParaphraseOptions struct {
 	Floor     float64 `json:"floor"` // least cosine (or BM25 share) of a judged candidate (default 0.1)
 	// Judge, when set, decides same task or not; it is asked once per
 	// (statement, turn) pair and its answers are cached by the client.
+	// Before the audit trusts it, it answers the labelled pairs of
+	// judge_calibration.jsonl; below MinAgreement, EnableParaphrase fails
+	// with the figure (ErrJudgeUntrusted).
 	Judge llm.Chatter `json:"-"`
+	// MinAgreement is the least share of the calibration pairs the judge
+	// must answer right (default DefaultMinAgreement).
+	MinAgreement float64 `json:"min_agreement,omitempty"`
+}
+
+// DefaultMinAgreement is the share of the labelled calibration pairs a
+// judge must get right to be trusted.
+const DefaultMinAgreement = 0.8
+
+// ErrJudgeUntrusted means the judge failed its calibration: its answers
+// would decide nothing reliably, so the audit does not run on them.
+var ErrJudgeUntrusted = errors.New("paraphrase judge failed its calibration")
+
+// JudgeReport is what the paraphrase judge did, for the report: a judge
+// that fails closed shows its unreadable answers here, never as
+// "different".
+type JudgeReport struct {
+	// Calibration: labelled pairs answered right, of all.
+	CalibrationAgreed int `json:"calibration_agreed"`
+	CalibrationPairs  int `json:"calibration_pairs"`
+	// Pairs judged during the audit, called the same task, and answered
+	// in no readable form even after one repair request.
+	Pairs   int64 `json:"pairs"`
+	Same    int64 `json:"same"`
+	Unknown int64 `json:"unknown"`
+	// UnknownPairs lists the (dialogue, task) pairs of the unknown
+	// answers (at most maxUnknownListed).
+	UnknownPairs []schema.Finding `json:"unknown_pairs,omitempty"`
+}
+
+// maxUnknownListed bounds JudgeReport.UnknownPairs.
+const maxUnknownListed = 100
+
+//go:embed judge_calibration.jsonl
+var calibrationFile string
+
+// CalibrationPair is one labelled pair the judge must answer right.
+type CalibrationPair struct {
+	Statement string `json:"statement"`
+	Turn      string `json:"turn"`
+	Same      bool   `json:"same"`
+}
+
+// CalibrationPairs returns the labelled pairs the judge is calibrated on
+// (written for the audit, on tasks of no benchmark).
+func CalibrationPairs() []CalibrationPair {
+	var out []CalibrationPair
+	for _, l := range strings.Split(strings.TrimSpace(calibrationFile), "\n") {
+		var p CalibrationPair
+		if err := json.Unmarshal([]byte(l), &p); err != nil {
+			panic(fmt.Sprintf("leak: judge_calibration.jsonl: %v", err)) // embedded, checked by a test
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // DefaultParaphraseTopK is the number of candidates per dialogue the
@@ -61,6 +124,9 @@ type embedIndex struct {
 	lex        *lexIndex // candidate retrieval for the judge when the embedder is the built-in TF-IDF
 	// Judge counters, for the report and the stage's stats.
 	judged, same, unreadable atomic.Int64
+	calAgreed, calPairs      int
+	unknownMu                sync.Mutex
+	unknown                  []schema.Finding
 }
 
 // EnableEmbedding turns on the paraphrase check without a judge: a turn is
@@ -84,6 +150,9 @@ func (a *Auditor) EnableParaphrase(ctx context.Context, e embed.Embedder, o Para
 	if o.Floor <= 0 {
 		o.Floor = 0.1
 	}
+	if o.MinAgreement <= 0 {
+		o.MinAgreement = DefaultMinAgreement
+	}
 	ix := &embedIndex{e: e, o: o}
 	if o.Judge != nil {
 		t, err := prompts.Get("audit_same_task")
@@ -91,6 +160,9 @@ func (a *Auditor) EnableParaphrase(ctx context.Context, e embed.Embedder, o Para
 			return err
 		}
 		ix.tmpl = t
+		if err := ix.calibrate(ctx); err != nil {
+			return err
+		}
 	}
 	var texts []string
 	for _, x := range a.indexes {
@@ -126,12 +198,55 @@ func (a *Auditor) EnableParaphrase(ctx context.Context, e embed.Embedder, o Para
 }
 
 // JudgeCounts returns how many candidate pairs the judge saw, how many it
-// called the same task, and how many answers could not be read.
-func (a *Auditor) JudgeCounts() (judged, same, unreadable int64) {
+// called the same task, and how many answers could not be read even after
+// a repair request (unknown: neither same nor different).
+func (a *Auditor) JudgeCounts() (judged, same, unknown int64) {
 	if a.emb == nil {
 		return 0, 0, 0
 	}
 	return a.emb.judged.Load(), a.emb.same.Load(), a.emb.unreadable.Load()
+}
+
+// Judge returns the judge's report, or nil without a judge.
+func (a *Auditor) Judge() *JudgeReport {
+	if a.emb == nil || a.emb.o.Judge == nil {
+		return nil
+	}
+	ix := a.emb
+	ix.unknownMu.Lock()
+	defer ix.unknownMu.Unlock()
+	return &JudgeReport{CalibrationAgreed: ix.calAgreed, CalibrationPairs: ix.calPairs,
+		Pairs: ix.judged.Load(), Same: ix.same.Load(), Unknown: ix.unreadable.Load(),
+		UnknownPairs: slices.Clone(ix.unknown)}
+}
+
+// calibrate asks the judge about the labelled pairs and fails with
+// ErrJudgeUntrusted below the agreement threshold. An unreadable answer
+// counts as wrong.
+func (ix *embedIndex) calibrate(ctx context.Context) error {
+	pairs := CalibrationPairs()
+	agreed := 0
+	var wrong []string
+	for i, p := range pairs {
+		v, _, err := ix.ask(ctx, p.Statement, p.Turn)
+		if err != nil {
+			return fmt.Errorf("paraphrase judge calibration: %w", err)
+		}
+		if v == "same" && p.Same || v == "different" && !p.Same {
+			agreed++
+		} else if len(wrong) < 3 {
+			if v == "" {
+				v = "unreadable"
+			}
+			wrong = append(wrong, fmt.Sprintf("pair %d (want same=%v): %s", i+1, p.Same, v))
+		}
+	}
+	ix.calAgreed, ix.calPairs = agreed, len(pairs)
+	if share := float64(agreed) / float64(len(pairs)); share < ix.o.MinAgreement {
+		return fmt.Errorf("audit: %w: agreed with %d of %d labelled pairs (%.0f%%, want >= %.0f%%; %s)",
+			ErrJudgeUntrusted, agreed, len(pairs), 100*share, 100*ix.o.MinAgreement, strings.Join(wrong, "; "))
+	}
+	return nil
 }
 
 // statementText is a task's statement without its code: MBPP's text as it
@@ -234,11 +349,18 @@ func (ix *embedIndex) check(ctx context.Context, d *schema.Dialogue, id string, 
 		return err
 	}
 	for _, c := range candidates(lists, user, ix.o.TopK) {
-		same, why, err := ix.judge(ctx, ix.statements[c.bench][c.task], turns[c.turn])
+		verdict, why, err := ix.judge(ctx, ix.statements[c.bench][c.task], turns[c.turn])
 		if err != nil {
 			return err
 		}
-		if same {
+		if verdict == "" {
+			ix.unknownMu.Lock()
+			if len(ix.unknown) < maxUnknownListed {
+				ix.unknown = append(ix.unknown, ix.finding(id, indexes, c, at, turns, "judge: no readable answer after a repair request"))
+			}
+			ix.unknownMu.Unlock()
+		}
+		if verdict == "same" {
 			r.Findings = append(r.Findings, ix.finding(id, indexes, c, at, turns, fmt.Sprintf("judge: same task as turn %d (%s %.3f): %s", at[c.turn], ix.scoreName(), c.cos, why)))
 		}
 	}
@@ -383,29 +505,50 @@ func (ix *embedIndex) finding(id string, indexes []*Index, c candidate, at []int
 // maxJudgeChars bounds each text shown to the judge.
 const maxJudgeChars = 4000
 
-// judge asks whether statement and turn are the same task. An answer that
-// says neither "same" nor "different" first counts as different and is
-// counted as unreadable.
-func (ix *embedIndex) judge(ctx context.Context, statement, turn string) (bool, string, error) {
+// judge asks whether statement and turn are the same task and counts the
+// answer: "same", "different", or "" (unknown: unreadable even after a
+// repair request). An unknown answer is never taken as "different".
+func (ix *embedIndex) judge(ctx context.Context, statement, turn string) (string, string, error) {
 	ix.judged.Add(1)
-	msg, err := ix.tmpl.Render(map[string]string{"Statement": clip(statement, maxJudgeChars), "Turn": clip(turn, maxJudgeChars)})
+	v, why, err := ix.ask(ctx, statement, turn)
 	if err != nil {
-		return false, "", err
+		return "", "", err
 	}
-	resp, err := ix.o.Judge.Chat(ctx, llm.Request{Messages: []llm.Message{llm.User(msg)}, Params: llm.Params{Temperature: ptr(0.0)}})
-	if err != nil {
-		return false, "", fmt.Errorf("paraphrase judge: %w", err)
-	}
-	verdict, why := readVerdict(resp.Text)
-	switch verdict {
+	switch v {
 	case "same":
 		ix.same.Add(1)
-		return true, why, nil
-	case "different":
-		return false, why, nil
+	case "":
+		ix.unreadable.Add(1)
 	}
-	ix.unreadable.Add(1)
-	return false, "", nil
+	return v, why, nil
+}
+
+// repairRequest is sent after an answer that starts with neither word.
+const repairRequest = `Your answer did not start with "same" or "different". Reply with exactly one word: same or different.`
+
+// ask renders the prompt, asks the judge and reads its verdict; an
+// unreadable answer is asked once more, with the answer and repairRequest
+// in the conversation.
+func (ix *embedIndex) ask(ctx context.Context, statement, turn string) (string, string, error) {
+	msg, err := ix.tmpl.Render(map[string]string{"Statement": clip(statement, maxJudgeChars), "Turn": clip(turn, maxJudgeChars)})
+	if err != nil {
+		return "", "", err
+	}
+	req := llm.Request{Messages: []llm.Message{llm.User(msg)}, Params: llm.Params{Temperature: ptr(0.0)}}
+	resp, err := ix.o.Judge.Chat(ctx, req)
+	if err != nil {
+		return "", "", fmt.Errorf("paraphrase judge: %w", err)
+	}
+	if v, why := readVerdict(resp.Text); v != "" {
+		return v, why, nil
+	}
+	req.Messages = append(req.Messages, llm.Assistant(resp.Text), llm.User(repairRequest))
+	resp, err = ix.o.Judge.Chat(ctx, req)
+	if err != nil {
+		return "", "", fmt.Errorf("paraphrase judge: %w", err)
+	}
+	v, why := readVerdict(resp.Text)
+	return v, why, nil
 }
 
 // readVerdict reads the answer's first word, "same" or "different", and

@@ -185,6 +185,9 @@ func sameTaskJudge(t *testing.T, recipes map[string]leakRecipe) (*llmtest.Server
 		msg := c.LastUser()
 		a := between(msg, "Request A (a benchmark problem):\n", "\n\nRequest B")
 		b := between(msg, "Request B (a turn of a training dialogue):\n", "\n\nAnswer with")
+		if v, ok := calibrationAnswer(a, b); ok {
+			return llmtest.Reply{Text: v}
+		}
 		if s, ok := want[b]; ok && s == a {
 			return llmtest.Reply{Text: "same\nBoth ask for the same computation."}
 		}
@@ -196,6 +199,20 @@ func sameTaskJudge(t *testing.T, recipes map[string]leakRecipe) (*llmtest.Server
 		t.Fatal(err)
 	}
 	return srv, c
+}
+
+// calibrationAnswer is a good judge's answer to a calibration pair (ok
+// false for other pairs).
+func calibrationAnswer(statement, turn string) (string, bool) {
+	for _, p := range CalibrationPairs() {
+		if p.Statement == statement && p.Turn == turn {
+			if p.Same {
+				return "same\nThe same computation, reworded.", true
+			}
+			return "different\nAnother computation.", true
+		}
+	}
+	return "", false
 }
 
 func between(s, from, to string) string {

@@ -27,6 +27,10 @@ func WriteTable(w io.Writer, rep *Report, maxFindings int) error {
 		fp = fmt.Sprintf(" or code fingerprints (%d-token k-grams) covering >= %.2f of a task's solution or tests (renamed: >= %.2f)",
 			o.Fingerprints.K, o.Fingerprints.Threshold, o.Fingerprints.RenamedThreshold)
 	}
+	if !o.Statements.Off {
+		fp += fmt.Sprintf(" or solution statements (renamed, any order) covering >= %.2f of a task's solution, or a table or string only one task holds",
+			o.Statements.Threshold)
+	}
 	fmt.Fprintf(&b, "audit: %d dialogues, %d code lines (windows of %d lines, lines >= %d chars, imports %s; %d-grams; flag: line score > %.2f or statement n-grams weighing >= %d%s%s)\n\n",
 		rep.Dialogues, rep.CodeLines, o.Window, o.Lines.MinChars, imports, o.N, o.LineThreshold, o.MinNGrams, fp, emb)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -34,12 +38,12 @@ func WriteTable(w io.Writer, rep *Report, maxFindings int) error {
 	if o.EmbedThreshold > 0 {
 		embHead, embCell = "\tflagged by embedding", func(br BenchReport) string { return fmt.Sprintf("\t%d", br.EmbedFlagged) }
 	}
-	fmt.Fprintln(tw, "benchmark\ttasks\tshared lines\tline ratio\tflagged by lines\tflagged by n-gram\tflagged by fingerprint"+embHead+"\tflagged\ttasks hit")
+	fmt.Fprintln(tw, "benchmark\ttasks\tshared lines\tline ratio\tflagged by lines\tflagged by n-gram\tflagged by fingerprint\tflagged by statements\tflagged by literal"+embHead+"\tflagged\ttasks hit")
 	for _, br := range rep.Benchmarks {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f%%\t%d\t%d\t%d%s\t%d\t%d\n", br.Name, br.Tasks, br.SharedLines, 100*br.LineRatio,
-			br.LineFlagged, br.NGramFlagged, br.FPFlagged, embCell(br), br.Flagged, br.TasksHit)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f%%\t%d\t%d\t%d\t%d\t%d%s\t%d\t%d\n", br.Name, br.Tasks, br.SharedLines, 100*br.LineRatio,
+			br.LineFlagged, br.NGramFlagged, br.FPFlagged, br.StmtFlagged, br.LitFlagged, embCell(br), br.Flagged, br.TasksHit)
 	}
-	pad := "\t\t\t"
+	pad := "\t\t\t\t\t"
 	if o.EmbedThreshold > 0 {
 		pad += "\t"
 	}
@@ -52,6 +56,13 @@ func WriteTable(w io.Writer, rep *Report, maxFindings int) error {
 		fmt.Fprintf(&b, "\nmost shared lines with %s (dialogues: line):\n", br.Name)
 		for _, l := range br.TopLines {
 			fmt.Fprintf(&b, "  %6d  %s\n", l.Dialogues, l.Line)
+		}
+	}
+	if j := rep.Judge; j != nil {
+		fmt.Fprintf(&b, "\nparaphrase judge: calibrated on %d of %d labelled pairs; %d pairs judged, %d the same task, %d unknown (unreadable after a repair request)\n",
+			j.CalibrationAgreed, j.CalibrationPairs, j.Pairs, j.Same, j.Unknown)
+		for _, f := range j.UnknownPairs {
+			fmt.Fprintf(&b, "  unknown: %s vs %s %s\n", f.DialogueID, f.Benchmark, f.TaskID)
 		}
 	}
 	if len(rep.Findings) > 0 {

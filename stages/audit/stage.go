@@ -105,7 +105,7 @@ func (o StageOptions) Validate() error {
 
 // stageVersion is the algorithm's version for the cache key; bump it when
 // a change alters which dialogues are flagged.
-const stageVersion = "audit-v3"
+const stageVersion = "audit-v4"
 
 func init() {
 	pipeline.Register("audit", DefaultStageOptions, newStage)
@@ -363,15 +363,21 @@ func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, judge
 			n, same, bad := a.JudgeCounts()
 			s.Set("judge/pairs", float64(n))
 			s.Set("judge/same", float64(same))
-			s.Set("judge/unreadable", float64(bad))
+			s.Set("judge/unknown", float64(bad))
 		}
 		for _, b := range rep.Benchmarks {
 			s.Set("line_ratio/"+b.Name, b.LineRatio)
 			s.Set("flagged/"+b.Name, float64(b.Flagged))
 		}
 	}
+	// A judge that fails closed: an answer it gave in no readable form is
+	// a pair nobody decided, so the audit does not pass.
+	var unknownErr error
+	if _, _, bad := a.JudgeCounts(); bad > 0 {
+		unknownErr = fmt.Errorf("audit: paraphrase judge: %d of the pairs it was asked got no readable answer after a repair request (listed in the report); the audit is incomplete", bad)
+	}
 	if svc.RunDir == "" {
-		return nil
+		return unknownErr
 	}
 	name := svc.Name
 	if name == "" {
@@ -387,5 +393,5 @@ func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, judge
 	if err := schema.WriteAll(filepath.Join(svc.RunDir, name+".removed.jsonl"), removed); err != nil {
 		return fmt.Errorf("audit: write removed list: %w", err)
 	}
-	return nil
+	return unknownErr
 }
