@@ -408,7 +408,7 @@ func codeLikeLines(text string) string {
 	var b strings.Builder
 	for rest := text; rest != ""; {
 		var l string
-		l, rest, _ = strings.Cut(rest, "\n")
+		l, rest = nextLine(rest)
 		if codeLike(l) {
 			b.WriteString(l)
 			b.WriteByte('\n')
@@ -454,7 +454,7 @@ func (o LineOptions) dialogueLines(d *schema.Dialogue, w int, s *scratch) {
 		// The code-like lines of the turn are one block.
 		for rest := m.Content; rest != ""; {
 			var l string
-			l, rest, _ = strings.Cut(rest, "\n")
+			l, rest = nextLine(rest)
 			if codeLike(l) {
 				s.lh, s.nbuf = o.lineHash(l, s.nbuf, s.lh)
 			}

@@ -24,27 +24,45 @@ func alpacaDialogues(t testing.TB, file, prefix string) []schema.Dialogue {
 	return out
 }
 
-// realCorpusMaxFlags is the measured number of dialogues of the two Code
-// Alpaca files (6,552) flagged against HumanEval and MBPP: three copied
-// MBPP statements (realCorpusLeaks), a GCD request answered with
-// HumanEval/13's Euclid loop (the same task and code), and a primes-in-a-
-// range loop shaped like HumanEval/96's (the same idea, another task).
-const realCorpusMaxFlags = 5
+// realCorpusLabels are the flags of the two Code Alpaca files (6,552
+// dialogues) against HumanEval and MBPP, read by hand: leak true when the
+// dialogue asks for the flagged task itself (copied or reworded, whatever
+// its code), false when it is another task that shares code with it. A
+// flag not listed here fails the test: read it and label it. Labels of
+// dialogues flagged by earlier settings stay, for the record.
+var realCorpusLabels = map[string]struct {
+	task string
+	leak bool
+	note string
+}{
+	"newalpaca-code_alpaca-81759f5eaee49506": {"Mbpp/395", true, "statement copied word for word"},
+	"newalpaca-code_alpaca-bc3b2a12019d714c": {"Mbpp/395", true, "statement copied word for word"},
+	"newalpaca-code_alpaca-12e202d0a0392460": {"Mbpp/32", true, "statement copied word for word"},
+	"newalpaca-code_alpaca-9e55e0a31cccc0f2": {"HumanEval/13", true, "GCD asked, answered with HumanEval/13's Euclid loop"},
+	"alpaca2k-code_alpaca-4a153328baf8925e":  {"Mbpp/474", true, "replace a letter with another in a string: the task, its code renamed"},
+	"alpaca2k-code_alpaca-16385c24971c4e41":  {"HumanEval/156", true, "number to roman numeral, HumanEval/156's value table"},
+	"newalpaca-code_alpaca-8cf9864c3c3d765b": {"Mbpp/961", true, "roman numeral to integer, Mbpp/961's symbol table"},
+	"newalpaca-code_alpaca-99494297c3025f43": {"Mbpp/263", true, "merge two dictionaries: the task, copy() then update()"},
+	"newalpaca-code_alpaca-7672586dd7287735": {"Mbpp/654", true, "perimeter of a rectangle: the task, 2*(l+w)"},
+	"alpaca2k-code_alpaca-7d924104195ba00f":  {"HumanEval/96", false, "primes in a range by the textbook loop; HumanEval/96 asks for the primes below n"},
+	"newalpaca-code_alpaca-c0cb3a820f8d833f": {"Mbpp/253", false, "sum of integers; Mbpp/253 counts them (one isinstance line shared)"},
+}
 
-// realCorpusLeaks are the real leaks in the files: MBPP statements copied
-// word for word (dialogue id -> task).
-var realCorpusLeaks = map[string]string{
-	"newalpaca-code_alpaca-81759f5eaee49506": "Mbpp/395",
-	"newalpaca-code_alpaca-bc3b2a12019d714c": "Mbpp/395",
-	"newalpaca-code_alpaca-12e202d0a0392460": "Mbpp/32",
+// realCorpusLeaks are the flags labelled leaks that must be found.
+var realCorpusLeaks = []string{
+	"newalpaca-code_alpaca-81759f5eaee49506", "newalpaca-code_alpaca-bc3b2a12019d714c", "newalpaca-code_alpaca-12e202d0a0392460",
+	"newalpaca-code_alpaca-9e55e0a31cccc0f2", "alpaca2k-code_alpaca-4a153328baf8925e", "alpaca2k-code_alpaca-16385c24971c4e41",
+	"newalpaca-code_alpaca-8cf9864c3c3d765b", "newalpaca-code_alpaca-99494297c3025f43",
 }
 
 // TestRealCorpusFlags audits the Code Alpaca files of the shared data
 // against HumanEval and MBPP, logs every finding with the user's request
-// (for reading), and checks the real leaks are found and little else is.
+// (for reading), and checks the precision on the labelled flags
+// (realCorpusLabels: at least 80% leaks, no unlabelled flag) and that the
+// known leaks are found.
 func TestRealCorpusFlags(t *testing.T) {
 	a := testAuditor(t, Options{})
-	flagged, found := 0, map[string]bool{}
+	flagged, leaks, found := 0, 0, map[string]bool{}
 	for _, c := range []struct{ file, prefix string }{{"queries/code_alpaca_2k.json", "alpaca2k-"}, {"queries/new_codealpaca.json.gz", "newalpaca-"}} {
 		ds := alpacaDialogues(t, c.file, c.prefix)
 		rep, err := a.Run(context.Background(), Slice(ds), nil)
@@ -58,18 +76,27 @@ func TestRealCorpusFlags(t *testing.T) {
 			byID[ds[i].ID] = &ds[i]
 		}
 		for _, f := range rep.Findings {
-			if realCorpusLeaks[f.DialogueID] == f.TaskID {
-				found[f.DialogueID] = true
-			}
 			t.Logf("  %s %s %s %.2f %s\n    user: %.200q", f.DialogueID, f.Method, f.TaskID, f.Score, f.Evidence, byID[f.DialogueID].Messages[0].Content)
 		}
-	}
-	for id, task := range realCorpusLeaks {
-		if !found[id] {
-			t.Errorf("real leak %s (%s) not found", id, task)
+		for _, id := range rep.FlaggedIDs {
+			l, ok := realCorpusLabels[id]
+			if !ok {
+				t.Errorf("%s flagged but not labelled: read it and add it to realCorpusLabels", id)
+				continue
+			}
+			found[id] = true
+			if l.leak {
+				leaks++
+			}
 		}
 	}
-	if flagged > realCorpusMaxFlags {
-		t.Errorf("%d dialogues flagged, want <= %d", flagged, realCorpusMaxFlags)
+	for _, id := range realCorpusLeaks {
+		if !found[id] {
+			t.Errorf("real leak %s (%s: %s) not found", id, realCorpusLabels[id].task, realCorpusLabels[id].note)
+		}
+	}
+	t.Logf("precision on the labelled flags: %d of %d flags are leaks", leaks, flagged)
+	if flagged > 0 && float64(leaks) < 0.8*float64(flagged) {
+		t.Errorf("%d of %d flags are leaks, want >= 80%%", leaks, flagged)
 	}
 }

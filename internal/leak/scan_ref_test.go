@@ -423,6 +423,14 @@ func refCodeTokens(text string, buf []ctok) []ctok {
 			prevDot = false
 			continue
 		}
+		// A line continuation: a backslash, then only blanks to the line's end.
+		if c == '\\' {
+			rest, _, _ := strings.Cut(text[i+1:], "\n")
+			if strings.Trim(rest, " \t\r") == "" {
+				i += 1 + len(rest)
+				continue
+			}
+		}
 		// Operators and punctuation.
 		start := i
 		if i+1 < n && twoCharOps[c][text[i+1]] {
