@@ -246,6 +246,11 @@ def digits_and_letters():
     months = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
     print("Hello, World!")
     print("Hello World")
+    text = "The quick brown fox jumps over the lazy dog"
+    text = "The quick brown fox jumps over the lazy dog."
+    text = "the quick brown fox jumps over the lazy dog"
+    text = "Lorem ipsum dolor sit amet"
+    text = "Lorem ipsum dolor sit amet, consectetur adipiscing elit."
 
 
 def list_basics(lst):

@@ -378,10 +378,12 @@ func containsHash(hs []uint64, h uint64) bool {
 	return false
 }
 
-// proseString reports a string literal made of letters, spaces and
-// sentence punctuation only ("Valid Email", "AEIOUaeiou", a pangram):
-// words any program prints, no evidence of one task. A regex, a format or
-// a string with digits or symbols is not prose.
+// proseString reports a short string literal made of letters, spaces and
+// sentence punctuation only, under four words ("Valid Email", "Not
+// matched!", "AEIOUaeiou"): words any program prints, no evidence of one
+// task. A regex, a format, a string with digits or symbols, or a sentence
+// of four or more words is not (generic.py lists the sentences every
+// tutorial prints).
 func proseString(lit string) bool {
 	body := strings.TrimLeft(lit, "rRbBfFuU")
 	body = strings.Trim(body, `"'`)
@@ -390,7 +392,7 @@ func proseString(lit string) bool {
 			return false
 		}
 	}
-	return true
+	return len(strings.Fields(body)) < 4
 }
 
 // progression reports a table of numbers in arithmetic progression

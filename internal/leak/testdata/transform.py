@@ -10,8 +10,10 @@ JSON object of variants (null where a variant does not apply):
   renamed_reordered both
   continued         the longest line broken with a backslash continuation
   split             a bracketed line split after a comma
-  literal_rewrite   a different function body that keeps only the task's
-                    literal-bearing statements (a table, a regex, a format)
+  literal_rewrite   a different function body that keeps only the
+                    statements holding a literal no other task's solution
+                    holds (a table of four or more constants, a string of
+                    eight or more characters: a regex, a format, a message)
 
 It works on the source text with Python's own tokenizer and ast, so it is
 independent of the Go code it measures. Only the standard library is used.
@@ -202,10 +204,25 @@ def split(src):
     return None
 
 
-def literal_statements(src):
-    """The simple statements holding a table (a list, tuple, set or dict
-    display of four or more constants) or a string constant of eight or
-    more characters that is not a docstring."""
+def literals_of(node):
+    """The tables (list, tuple, set or dict displays of four or more
+    constants) and the string constants of eight or more characters under
+    node, as hashable values."""
+    out = []
+    for m in ast.walk(node):
+        if isinstance(m, (ast.List, ast.Tuple, ast.Set)) and len(m.elts) >= 4 and all(isinstance(e, ast.Constant) for e in m.elts):
+            out.append(("table", tuple(repr(e.value) for e in m.elts)))
+        if isinstance(m, ast.Dict) and len(m.keys) >= 4 and all(isinstance(e, ast.Constant) for e in m.keys if e is not None):
+            out.append(("dict", tuple(repr(k.value) for k in m.keys if k is not None)))
+        if isinstance(m, ast.Constant) and isinstance(m.value, str) and len(m.value) >= 8 and not m.value.isspace():
+            out.append(("str", m.value))
+    return out
+
+
+def literal_statements(src, unique=None):
+    """The simple statements holding a literal (see literals_of) that is
+    not a docstring and, when unique is given, is in it (held by this
+    task's solution only)."""
     tree = ast.parse(src)
     lines = src.splitlines(keepends=True)
     out = []
@@ -218,22 +235,15 @@ def literal_statements(src):
     for n in ast.walk(tree):
         if not isinstance(n, (ast.Assign, ast.Return, ast.Expr, ast.AugAssign)) or id(n) in docs:
             continue
-        good = False
-        for m in ast.walk(n):
-            if isinstance(m, (ast.List, ast.Tuple, ast.Set)) and len(m.elts) >= 4 and all(isinstance(e, ast.Constant) for e in m.elts):
-                good = True
-            if isinstance(m, ast.Dict) and len(m.keys) >= 4 and all(isinstance(e, ast.Constant) for e in m.keys if e is not None):
-                good = True
-            if isinstance(m, ast.Constant) and isinstance(m.value, str) and len(m.value) >= 8 and not m.value.isspace():
-                good = True
-        if good:
+        lits = literals_of(n)
+        if lits and (unique is None or any(l in unique for l in lits)):
             seg = "".join(lines[n.lineno - 1:n.end_lineno])
             out.append((n, seg))
     return out
 
 
-def literal_rewrite(src):
-    stmts = literal_statements(src)
+def literal_rewrite(src, unique):
+    stmts = literal_statements(src, unique)
     if not stmts:
         return None
     body = []
@@ -264,18 +274,36 @@ def safe(f, src):
         return None
 
 
+def task_literals(src):
+    try:
+        return set(literals_of(ast.parse(src)))
+    except (SyntaxError, ValueError):
+        return set()
+
+
 def main():
     out = {}
-    for t in json.load(sys.stdin):
+    tasks = json.load(sys.stdin)
+    srcs = {}
+    for t in tasks:
         src = t["code"].replace("\r\n", "\n").replace("\t", "    ")
         if not src.endswith("\n"):
             src += "\n"
+        srcs[t["id"]] = src
+    # A literal is unique when one task's solution holds it.
+    holders = {}
+    for i, src in srcs.items():
+        for l in task_literals(src):
+            holders.setdefault(l, set()).add(i)
+    for t in tasks:
+        src = srcs[t["id"]]
+        unique = {l for l in task_literals(src) if len(holders[l]) == 1}
         v = {
             "renamed": safe(rename, src),
             "reordered": safe(reorder, src),
             "continued": safe(continued, src),
             "split": safe(split, src),
-            "literal_rewrite": safe(literal_rewrite, src),
+            "literal_rewrite": safe(lambda s: literal_rewrite(s, unique), src) if unique else None,
         }
         v["renamed_reordered"] = safe(rename, v["reordered"]) if v["reordered"] else None
         out[t["id"]] = v
