@@ -39,6 +39,7 @@ type auditOptions struct {
 	apiKeyEnv     string
 	judgeCache    string
 	topK          int
+	minAgreement  float64
 	measures      leak.Options
 	stdout        io.Writer
 	stderr        io.Writer
@@ -52,8 +53,12 @@ func init() {
 		Description: "DATASET is Code-Feedback-style JSONL / JSON array (plain, .gz, .zst) or Parquet.\n" +
 			"Measures: the share of code lines in windows of consecutive lines that also occur in a benchmark's\n" +
 			"solutions and tests (per benchmark and overall, with the most shared lines), and 13-gram overlap of the\n" +
-			"dialogue text with each benchmark problem. A dialogue is flagged when it shares an n-gram with a task or\n" +
-			"its line score against one task exceeds --line-threshold. Benchmarks are read from --bench-dir, else\n" +
+			"dialogue text with each benchmark problem; code fingerprints (exact and renamed); solution statements in\n" +
+			"the renamed form, any order (a copy whose names, statement order or line breaks changed); tables and\n" +
+			"strings only one task's solution holds. A dialogue is flagged when it shares an n-gram with a task, its\n" +
+			"line score against one task exceeds --line-threshold, or a code measure attributes it to one task.\n" +
+			"With --judge-model, the judge is calibrated on labelled pairs first and fails closed: an unreadable\n" +
+			"answer is asked again, then reported as unknown and the exit is 1. Benchmarks are read from --bench-dir, else\n" +
 			"$" + benchmarks.EnvDir + ", else the user cache filled by `codefeedback bench fetch` (or --download);\n" +
 			"known files are checked against their SHA-256.",
 		Flags: append(concurrencyFlags("dialogues audited at once", 0, "number of CPUs", "workers"),
@@ -72,6 +77,9 @@ func init() {
 			&cli.IntFlag{Name: "min-chars", Value: leak.DefaultLineOptions.MinChars, Usage: "ignore normalised code lines shorter than this"},
 			&cli.BoolFlag{Name: "keep-imports", Usage: "count import lines as code lines"},
 			&cli.IntFlag{Name: "top-lines", Value: leak.DefaultOptions.TopLines, Usage: "shared lines listed per benchmark"},
+			&cli.Float64Flag{Name: "statement-share", Value: leak.DefaultStatementOptions.Threshold, Usage: "flag when one turn holds this weighted share of a task's solution statements (renamed, any order)"},
+			&cli.BoolFlag{Name: "no-statements", Usage: "turn off the statement and literal measures (renamed/reordered solutions, unique tables and strings)"},
+			&cli.Float64Flag{Name: "judge-min-agreement", Value: leak.DefaultMinAgreement, Usage: "share of the labelled calibration pairs the judge must answer right before the audit trusts it"},
 			&cli.IntFlag{Name: "show", Value: 50, Usage: "findings listed in the table (-1: all)"},
 			&cli.BoolFlag{Name: "embed", Usage: "also run the paraphrase check: TF-IDF cosine of each dialogue's first user turn with every task statement"},
 			&cli.Float64Flag{Name: "embed-threshold", Value: leak.DefaultEmbedThreshold, Usage: "flag when the --embed cosine is at least this (without --judge-model)"},
@@ -103,8 +111,10 @@ func init() {
 					Lines:  leak.LineOptions{MinChars: c.Int("min-chars"), KeepImports: c.Bool("keep-imports")},
 					Window: c.Int("window"), N: c.Int("ngram"), LineThreshold: c.Float64("line-threshold"),
 					MinNGrams: c.Int("min-ngrams"), Workers: concurrency(c, "workers"), TopLines: c.Int("top-lines"),
+					Statements: leak.StatementOptions{Threshold: c.Float64("statement-share"), Off: c.Bool("no-statements")},
 				},
-				stdout: outWriter(c.App.Writer), stderr: errWriter(c.App.ErrWriter),
+				minAgreement: c.Float64("judge-min-agreement"),
+				stdout:       outWriter(c.App.Writer), stderr: errWriter(c.App.ErrWriter),
 			})
 		},
 	})
@@ -121,8 +131,9 @@ func outWriter(w io.Writer) io.Writer {
 // with --decontaminate, writes the cleaned dataset and the removed file.
 func runAudit(ctx context.Context, o auditOptions) error {
 	m := o.measures
-	if m.Window < 1 || m.N < 1 || m.MinNGrams < 1 || m.Lines.MinChars < 1 || m.LineThreshold <= 0 || m.LineThreshold > 1 {
-		return withCode(exitUsage, errors.New("audit: --window, --ngram, --min-ngrams and --min-chars must be >= 1, --line-threshold in (0, 1]"))
+	if m.Window < 1 || m.N < 1 || m.MinNGrams < 1 || m.Lines.MinChars < 1 || m.LineThreshold <= 0 || m.LineThreshold > 1 ||
+		m.Statements.Threshold <= 0 || m.Statements.Threshold > 1 || o.minAgreement < 0 || o.minAgreement > 1 {
+		return withCode(exitUsage, errors.New("audit: --window, --ngram, --min-ngrams and --min-chars must be >= 1, --line-threshold and --statement-share in (0, 1], --judge-min-agreement in [0, 1]"))
 	}
 	if o.removed != "" && o.decontaminate == "" {
 		return withCode(exitUsage, errors.New("audit: --removed needs --decontaminate"))
@@ -165,7 +176,7 @@ func runAudit(ctx context.Context, o auditOptions) error {
 	}
 	var acct *llm.Accountant
 	if o.embed {
-		po := leak.ParaphraseOptions{Threshold: o.embThreshold, TopK: o.topK}
+		po := leak.ParaphraseOptions{Threshold: o.embThreshold, TopK: o.topK, MinAgreement: o.minAgreement}
 		if o.judgeModel != "" {
 			judge, db, a2, err := auditJudge(o)
 			if err != nil {
