@@ -109,14 +109,15 @@ func cpuSeconds(tb testing.TB) float64 {
 }
 
 // BenchmarkAudit68k audits 68,000 synthetic dialogues against HumanEval
-// and MBPP, first with the code fingerprints off (the measures the audit
-// had before them: lines and n-grams) as the baseline, then with every
+// and MBPP, first with the code fingerprints and statements off (the
+// measures the audit had before them: lines and n-grams) as the baseline,
+// then without the statement and literal measures, then with every
 // model-free measure, and reports for each the seconds, CPU seconds
 // (building the dialogues included; s_corpus_only is that part alone,
 // and cpu_s_net the audit's CPU seconds without it),
 // dialogues/s and the peak RSS so far, and the ratio of the full audit's
 // time to the baseline's, both measured in this run.
-// Run: go test -run '^$' -bench Audit68k -benchtime 1x ./stages/audit/
+// Run: go test -run '^$' -bench Audit68k -benchtime 1x ./internal/leak/
 func BenchmarkAudit68k(b *testing.B) {
 	const n = 68000
 	for range b.N {
@@ -138,7 +139,11 @@ func BenchmarkAudit68k(b *testing.B) {
 		for _, c := range []struct {
 			name string
 			o    Options
-		}{{"baseline", Options{Fingerprints: FingerprintOptions{Off: true}}}, {"full", Options{}}} {
+		}{
+			{"baseline", Options{Fingerprints: FingerprintOptions{Off: true}, Statements: StatementOptions{Off: true}}},
+			{"nostatements", Options{Statements: StatementOptions{Off: true}}},
+			{"full", Options{}},
+		} {
 			a := testAuditor(b, c.o)
 			corpus, avg := syntheticCorpus(b, n)
 			runtime.GC()
@@ -161,7 +166,7 @@ func BenchmarkAudit68k(b *testing.B) {
 			b.Logf("%s: avg dialogue %d bytes; flagged %d", c.name, avg, rep.Flagged)
 			if base == 0 {
 				base, cpuBase = el, cpu
-			} else {
+			} else if c.name == "full" {
 				b.ReportMetric(el/base, "time_full/baseline")
 				b.ReportMetric(cpu/cpuBase, "cpu_full/baseline")
 			}
@@ -173,7 +178,7 @@ func BenchmarkAudit68k(b *testing.B) {
 // goroutine (ns/op is per dialogue, MB/s over message text) and reports the
 // ratio to a baseline pass over the same text with strings.Fields, measured
 // in the same run, which is less sensitive to other load on the machine.
-// Run: go test -run '^$' -bench Check -benchtime 5000x ./stages/audit/
+// Run: go test -run '^$' -bench Check -benchtime 5000x ./internal/leak/
 func BenchmarkCheck(b *testing.B) {
 	a := testAuditor(b, Options{})
 	corpus, _ := syntheticCorpus(b, 1000)
@@ -213,7 +218,7 @@ func BenchmarkCheck(b *testing.B) {
 // fingerprints. cpu-ns/op is process CPU time per dialogue, steadier than
 // ns/op on a shared machine (a waiting process accrues no CPU time), and
 // x_fields its ratio to a reference pass run alternately with it.
-// Run: go test -run '^$' -bench Phases -benchtime 2000x -count 5 ./stages/audit/
+// Run: go test -run '^$' -bench Phases -benchtime 2000x -count 5 ./internal/leak/
 func BenchmarkPhases(b *testing.B) {
 	full, base := testAuditor(b, Options{}), testAuditor(b, Options{Fingerprints: FingerprintOptions{Off: true}})
 	corpus, _ := syntheticCorpus(b, 1000)

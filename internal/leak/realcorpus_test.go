@@ -100,3 +100,23 @@ func TestRealCorpusFlags(t *testing.T) {
 		t.Errorf("%d of %d flags are leaks, want >= 80%%", leaks, flagged)
 	}
 }
+
+// TestCodeFeedbackSample audits the 10 real Code-Feedback records of the
+// shared data: record 13462 asks for HumanEval/19 reworded (sort number
+// words) and answers with its code, so it is flagged against HumanEval/19
+// (by the task's word-to-number table); no other record is flagged.
+func TestCodeFeedbackSample(t *testing.T) {
+	ds := testDialogues(t, sharedtest.Path(t, "codefeedback-sample/code_feedback_sample.jsonl"))
+	rep, err := testAuditor(t, Options{}).Run(context.Background(), Slice(ds), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range rep.Findings {
+		t.Logf("%s %s %s %s", f.DialogueID, f.Method, f.TaskID, f.Evidence)
+		found = found || f.DialogueID == "13462" && f.TaskID == "HumanEval/19"
+	}
+	if !found || rep.Flagged != 1 {
+		t.Errorf("flagged %v, want only 13462 against HumanEval/19", rep.FlaggedIDs)
+	}
+}

@@ -96,22 +96,12 @@ var (
 	hImport, hFrom, hGlobal, hNonlocal    = fpHash("import"), fpHash("from"), fpHash("global"), fpHash("nonlocal")
 	hEq, hComma, hDot, hSemi, hWalrus     = fpHash("="), fpHash(","), fpHash("."), fpHash(";"), fpHash(":=")
 	hLParen, hStar, hStarStar, hMinus     = fpHash("("), fpHash("*"), fpHash("**"), fpHash("-")
-	augAssign                             = func() map[uint64]bool {
-		m := map[uint64]bool{}
-		for _, op := range strings.Fields(`+= -= *= /= //= %= &= |= ^= **= >>= <<=`) {
-			m[fpHash(op)] = true
-		}
-		return m
-	}()
-	blockWords = func() map[uint64]bool {
-		m := map[uint64]bool{}
-		for _, w := range strings.Fields(`if elif else for while def class try except finally with async`) {
-			m[fpHash(w)] = true
-		}
-		return m
-	}()
-	openers = map[uint64]bool{fpHash("("): true, fpHash("["): true, fpHash("{"): true}
-	closers = map[uint64]bool{fpHash(")"): true, fpHash("]"): true, fpHash("}"): true}
+	hLBrack, hLBrace, hRParen, hRBrack    = fpHash("["), fpHash("{"), fpHash(")"), fpHash("]")
+	hRBrace                               = fpHash("}")
+	// Sets of token hashes (wordSet: a probe is far cheaper than a map's,
+	// and these are asked for every code token).
+	augAssign  = newWordSet(`+= -= *= /= //= %= &= |= ^= **= >>= <<=`)
+	blockWords = newWordSet(`if elif else for while def class try except finally with async`)
 )
 
 // lineBreak reports whether the gap text[a:b] between two tokens holds a
@@ -171,13 +161,13 @@ func statements(text string, toks []ctok, out []stmt) []stmt {
 			}
 		}
 		if i == start {
-			header = blockWords[t.exact]
+			header = blockWords.has(t.exact)
 		}
 		h = h*rollBase + t.norm
 		switch {
-		case openers[t.exact]:
+		case opener(t.exact):
 			depth++
-		case closers[t.exact]:
+		case closer(t.exact):
 			depth = max(0, depth-1)
 		case depth == 0 && t.exact == hSemi:
 			flush(i + 1)
@@ -218,11 +208,11 @@ func unbindNames(text string, toks []ctok, sts []stmt) {
 		for k := range ts {
 			e := ts[k].exact
 			switch {
-			case openers[e]:
+			case opener(e):
 				depth++
-			case closers[e]:
+			case closer(e):
 				depth = max(0, depth-1)
-			case depth == 0 && assignAt < 0 && (e == hEq || augAssign[e]):
+			case depth == 0 && assignAt < 0 && (e == hEq || augAssign.has(e)):
 				assignAt = k
 			case e == hWalrus && k > 0:
 				bind(int(s.t0) + k - 1)
@@ -230,9 +220,9 @@ func unbindNames(text string, toks []ctok, sts []stmt) {
 		}
 		// Targets: the names before a top-level '=' not called,
 		// indexed or followed by an attribute.
-		if assignAt > 0 && !blockWords[first] {
+		if assignAt > 0 && !blockWords.has(first) {
 			for k := 0; k < assignAt; k++ {
-				if k+1 < len(ts) && (openers[ts[k+1].exact] || ts[k+1].exact == hDot) {
+				if k+1 < len(ts) && (opener(ts[k+1].exact) || ts[k+1].exact == hDot) {
 					continue
 				}
 				bind(int(s.t0) + k)
@@ -250,9 +240,9 @@ func unbindNames(text string, toks []ctok, sts []stmt) {
 					d := 0
 					for j := k + 1; j < len(ts); j++ {
 						e := ts[j].exact
-						if openers[e] {
+						if opener(e) {
 							d++
-						} else if closers[e] {
+						} else if closer(e) {
 							if d--; d == 0 {
 								break
 							}
@@ -820,3 +810,6 @@ func stEvidence(h *stHit, share float64, tokens int32) string {
 	return fmt.Sprintf("%d solution statements in one turn, renamed form (weighted share %.2f, evidence %.1f); %s",
 		h.n, share, h.w, spansText(h.spans))
 }
+
+func opener(h uint64) bool { return h == hLParen || h == hLBrack || h == hLBrace }
+func closer(h uint64) bool { return h == hRParen || h == hRBrack || h == hRBrace }
