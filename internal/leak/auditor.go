@@ -2,7 +2,7 @@
 // problems (HumanEval, MBPP, their EvalPlus versions, or any problem file)
 // and finds the dialogues to remove.
 //
-// Two measures run on every dialogue:
+// Two text measures run on every dialogue:
 //
 //   - Lines (the OpenCodeInterpreter paper's method). The code of a dialogue
 //     (fenced blocks of user and assistant turns) and of each benchmark task
@@ -24,8 +24,16 @@
 //     are indexed: at least 3 distinct tokens of 2+ characters with a letter
 //     that are not common keywords (see minInformative).
 //
+// Three code measures run too: rename-invariant k-gram fingerprints
+// (fingerprint.go), solution statements in the renamed form, matched as a
+// set so renaming, reordering and re-wrapping change nothing, and tables
+// and strings only one task holds (structure.go); textbook code
+// (generic.py) is no evidence. The paraphrase check (embed.go) asks a
+// judge that is calibrated first and fails closed.
+//
 // A dialogue is flagged when it shares at least MinNGrams n-grams with one
-// task, or its line score against one task exceeds LineThreshold.
+// task, its line score against one task exceeds LineThreshold, or a code
+// measure attributes it to one task.
 package leak
 
 import (

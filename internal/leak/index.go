@@ -76,13 +76,13 @@ type Index struct {
 	// key of a solution's statements to the tasks with that solution
 	// (fnTasks), fnFirst holds the solutions' first statements, fnLens
 	// their lengths in statements and fnTok each task's tokens.
-	fnIndex *hashTable
-	fnTasks [][]int32
-	fnFirst *hashTable
-	fnLens  []int
-	fnTok   []int32
-	fnInfo  []float32 // fnTok with textbook statements at genericWeight
-	litIndex  *hashTable
+	fnIndex  *hashTable
+	fnTasks  [][]int32
+	fnFirst  *hashTable
+	fnLens   [maxWholeStatements + 1]bool // lengths of the solutions keyed
+	fnTok    []int32
+	fnInfo   []float32 // fnTok with textbook statements at genericWeight
+	litIndex *hashTable
 }
 
 // keyFilter is a blocked Bloom filter over the keys of every index
@@ -116,7 +116,7 @@ func newKeyFilter(xs []*Index) keyFilter {
 	keys := 0
 	for _, x := range xs {
 		keys += x.windows.Len() + x.grams.Len()
-		for _, t := range []*hashTable{x.fpIndex, x.stIndex, x.litIndex} {
+		for _, t := range []*hashTable{x.fpIndex, x.stIndex, x.litIndex, x.fnIndex} {
 			if t != nil {
 				keys += t.Len()
 			}
@@ -131,7 +131,7 @@ func newKeyFilter(xs []*Index) keyFilter {
 	for _, x := range xs {
 		x.windows.each(set)
 		x.grams.each(set)
-		for _, t := range []*hashTable{x.fpIndex, x.stIndex, x.litIndex} {
+		for _, t := range []*hashTable{x.fpIndex, x.stIndex, x.litIndex, x.fnIndex} {
 			if t != nil {
 				t.each(set)
 			}

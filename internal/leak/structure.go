@@ -547,9 +547,7 @@ func (x *Index) buildStatements(solutions []string, o StatementOptions) {
 		if n := len(x.stList[ti]); n > 0 && n <= maxWholeStatements {
 			k := sum ^ uint64(n)*rollBase
 			wholes[k] = append(wholes[k], int32(ti))
-			if !slices.Contains(x.fnLens, n) {
-				x.fnLens = append(x.fnLens, n)
-			}
+			x.fnLens[n] = true
 		}
 		slices.Sort(x.stList[ti])
 	}
@@ -610,7 +608,7 @@ func wholeHash(h uint64) uint64 { return fmix64(h ^ 0x3C6EF372FE94F82B) }
 // the evidence of a short solution made of common statements is their
 // combination, weighed by its length in tokens over the tasks that share
 // it (StatementOptions.MinWhole).
-func (s *scratch) wholeMatches(x *Index, o StatementOptions, mi int, cm ctMsg, toks []ctok) {
+func (s *scratch) wholeMatches(x *Index, filter *keyFilter, o StatementOptions, mi int, cm ctMsg, toks []ctok) {
 	body := s.stBody
 	sts := s.sts[cm.s0:cm.s1]
 	// The body's statements in sts (imports left out), for the spans.
@@ -627,10 +625,14 @@ func (s *scratch) wholeMatches(x *Index, o StatementOptions, mi int, cm ctMsg, t
 		var sum uint64
 		for l := 1; l <= maxWholeStatements && j+l <= len(body); l++ {
 			sum += wholeHash(body[j+l-1])
-			if !slices.Contains(x.fnLens, l) {
+			if !x.fnLens[l] {
 				continue
 			}
-			fi, ok := x.fnIndex.get(sum ^ uint64(l)*rollBase)
+			k := sum ^ uint64(l)*rollBase
+			if !filter.mayHold(k) {
+				continue
+			}
+			fi, ok := x.fnIndex.get(k)
 			if !ok {
 				continue
 			}
@@ -697,7 +699,7 @@ func (a *Auditor) matchStatements(x *Index, d *schema.Dialogue, id string, s *sc
 			}
 		}
 		s.stBody = body
-		s.wholeMatches(x, o, mi, cm, toks)
+		s.wholeMatches(x, &a.filter, o, mi, cm, toks)
 		for t, h := range s.stHits {
 			if tot := x.stTotal[t]; tot == 0 || float64(h.w/tot) < o.Threshold-1e-6 || float64(h.w) < o.MinInfo {
 				continue
@@ -741,7 +743,7 @@ func (a *Auditor) matchStatements(x *Index, d *schema.Dialogue, id string, s *sc
 		r.Findings = append(r.Findings, schema.Finding{
 			DialogueID: id, Benchmark: x.name, TaskID: x.tasks[t].id, Method: MethodStatements, Score: share,
 			Evidence: stEvidence(h, share, x.fnTok[t]),
-			Spans: slices.Clone(h.spans),
+			Spans:    slices.Clone(h.spans),
 		})
 	}
 }
