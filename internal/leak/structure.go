@@ -377,12 +377,21 @@ func containsHash(hs []uint64, h uint64) bool {
 func proseString(lit string) bool {
 	body := strings.TrimLeft(lit, "rRbBfFuU")
 	body = strings.Trim(body, `"'`)
+	words, inWord := 0, false
 	for _, r := range body {
-		if !unicode.IsLetter(r) && !strings.ContainsRune(" ,.!?;:'-", r) {
+		if r == ' ' {
+			inWord = false
+			continue
+		}
+		if !unicode.IsLetter(r) && !strings.ContainsRune(",.!?;:'-", r) {
 			return false
 		}
+		if !inWord {
+			words++
+			inWord = true
+		}
 	}
-	return len(strings.Fields(body)) < 4
+	return words < 4
 }
 
 // progression reports a table of numbers in arithmetic progression
