@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/codefeedback/codefeedback/internal/benchmarks"
+	"github.com/codefeedback/codefeedback/internal/leak"
 	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/pipeline/embed"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/schema"
-	"github.com/codefeedback/codefeedback/stages/audit"
 	"github.com/urfave/cli/v2"
 )
 
@@ -39,7 +39,8 @@ type auditOptions struct {
 	apiKeyEnv     string
 	judgeCache    string
 	topK          int
-	measures      audit.Options
+	minAgreement  float64
+	measures      leak.Options
 	stdout        io.Writer
 	stderr        io.Writer
 }
@@ -52,8 +53,12 @@ func init() {
 		Description: "DATASET is Code-Feedback-style JSONL / JSON array (plain, .gz, .zst) or Parquet.\n" +
 			"Measures: the share of code lines in windows of consecutive lines that also occur in a benchmark's\n" +
 			"solutions and tests (per benchmark and overall, with the most shared lines), and 13-gram overlap of the\n" +
-			"dialogue text with each benchmark problem. A dialogue is flagged when it shares an n-gram with a task or\n" +
-			"its line score against one task exceeds --line-threshold. Benchmarks are read from --bench-dir, else\n" +
+			"dialogue text with each benchmark problem; code fingerprints (exact and renamed); solution statements in\n" +
+			"the renamed form, any order (a copy whose names, statement order or line breaks changed); tables and\n" +
+			"strings only one task's solution holds. A dialogue is flagged when it shares an n-gram with a task, its\n" +
+			"line score against one task exceeds --line-threshold, or a code measure attributes it to one task.\n" +
+			"With --judge-model, the judge is calibrated on labelled pairs first and fails closed: an unreadable\n" +
+			"answer is asked again, then reported as unknown and the exit is 1. Benchmarks are read from --bench-dir, else\n" +
 			"$" + benchmarks.EnvDir + ", else the user cache filled by `codefeedback bench fetch` (or --download);\n" +
 			"known files are checked against their SHA-256.",
 		Flags: append(concurrencyFlags("dialogues audited at once", 0, "number of CPUs", "workers"),
@@ -65,16 +70,19 @@ func init() {
 			&cli.StringFlag{Name: "decontaminate", Usage: "write the dataset without the flagged dialogues to `OUT` (same record format; .parquet stays Parquet)"},
 			&cli.StringFlag{Name: "removed", Usage: "write what was removed and why to `FILE` (JSONL; default OUT.removed.jsonl)"},
 			&cli.BoolFlag{Name: "fail-on-leak", Usage: fmt.Sprintf("exit with code %d when any dialogue is flagged", exitLeak)},
-			&cli.IntFlag{Name: "window", Value: audit.DefaultOptions.Window, Usage: "consecutive code lines that must match (1 = per line)"},
-			&cli.IntFlag{Name: "ngram", Value: audit.DefaultOptions.N, Usage: "n-gram length in word tokens"},
-			&cli.Float64Flag{Name: "line-threshold", Value: audit.DefaultOptions.LineThreshold, Usage: "flag when the covered share of a task's solution or test lines exceeds this"},
-			&cli.IntFlag{Name: "min-ngrams", Value: audit.DefaultOptions.MinNGrams, Usage: "flag when a dialogue shares at least this many distinct n-grams with one task"},
-			&cli.IntFlag{Name: "min-chars", Value: audit.DefaultLineOptions.MinChars, Usage: "ignore normalised code lines shorter than this"},
+			&cli.IntFlag{Name: "window", Value: leak.DefaultOptions.Window, Usage: "consecutive code lines that must match (1 = per line)"},
+			&cli.IntFlag{Name: "ngram", Value: leak.DefaultOptions.N, Usage: "n-gram length in word tokens"},
+			&cli.Float64Flag{Name: "line-threshold", Value: leak.DefaultOptions.LineThreshold, Usage: "flag when the covered share of a task's solution or test lines exceeds this"},
+			&cli.IntFlag{Name: "min-ngrams", Value: leak.DefaultOptions.MinNGrams, Usage: "flag when a dialogue shares at least this many distinct n-grams with one task"},
+			&cli.IntFlag{Name: "min-chars", Value: leak.DefaultLineOptions.MinChars, Usage: "ignore normalised code lines shorter than this"},
 			&cli.BoolFlag{Name: "keep-imports", Usage: "count import lines as code lines"},
-			&cli.IntFlag{Name: "top-lines", Value: audit.DefaultOptions.TopLines, Usage: "shared lines listed per benchmark"},
+			&cli.IntFlag{Name: "top-lines", Value: leak.DefaultOptions.TopLines, Usage: "shared lines listed per benchmark"},
+			&cli.Float64Flag{Name: "statement-share", Value: leak.DefaultStatementOptions.Threshold, Usage: "flag when one turn holds this weighted share of a task's solution statements (renamed, any order)"},
+			&cli.BoolFlag{Name: "no-statements", Usage: "turn off the statement and literal measures (renamed/reordered solutions, unique tables and strings)"},
+			&cli.Float64Flag{Name: "judge-min-agreement", Value: leak.DefaultMinAgreement, Usage: "share of the labelled calibration pairs the judge must answer right before the audit trusts it"},
 			&cli.IntFlag{Name: "show", Value: 50, Usage: "findings listed in the table (-1: all)"},
 			&cli.BoolFlag{Name: "embed", Usage: "also run the paraphrase check: TF-IDF cosine of each dialogue's first user turn with every task statement"},
-			&cli.Float64Flag{Name: "embed-threshold", Value: audit.DefaultEmbedThreshold, Usage: "flag when the --embed cosine is at least this (without --judge-model)"},
+			&cli.Float64Flag{Name: "embed-threshold", Value: leak.DefaultEmbedThreshold, Usage: "flag when the --embed cosine is at least this (without --judge-model)"},
 			&cli.StringFlag{Name: "judge-model", Usage: "with --embed: a model (any OpenAI-compatible endpoint) decides same task or not for each dialogue's --top-k nearest statements"},
 			&cli.IntFlag{Name: "top-k", Value: 5, Usage: "candidates per dialogue sent to the judge"},
 			&cli.StringFlag{Name: "base-url", Usage: "judge endpoint including /v1 (default $OPENAI_BASE_URL or OpenAI)"},
@@ -99,12 +107,14 @@ func init() {
 				show: c.Int("show"), embed: c.Bool("embed"), embThreshold: c.Float64("embed-threshold"),
 				judgeModel: c.String("judge-model"), baseURL: c.String("base-url"), apiKeyEnv: c.String("api-key-env"),
 				judgeCache: c.String("judge-cache"), topK: c.Int("top-k"),
-				measures: audit.Options{
-					Lines:  audit.LineOptions{MinChars: c.Int("min-chars"), KeepImports: c.Bool("keep-imports")},
+				measures: leak.Options{
+					Lines:  leak.LineOptions{MinChars: c.Int("min-chars"), KeepImports: c.Bool("keep-imports")},
 					Window: c.Int("window"), N: c.Int("ngram"), LineThreshold: c.Float64("line-threshold"),
 					MinNGrams: c.Int("min-ngrams"), Workers: concurrency(c, "workers"), TopLines: c.Int("top-lines"),
+					Statements: leak.StatementOptions{Threshold: c.Float64("statement-share"), Off: c.Bool("no-statements")},
 				},
-				stdout: outWriter(c.App.Writer), stderr: errWriter(c.App.ErrWriter),
+				minAgreement: c.Float64("judge-min-agreement"),
+				stdout:       outWriter(c.App.Writer), stderr: errWriter(c.App.ErrWriter),
 			})
 		},
 	})
@@ -121,8 +131,9 @@ func outWriter(w io.Writer) io.Writer {
 // with --decontaminate, writes the cleaned dataset and the removed file.
 func runAudit(ctx context.Context, o auditOptions) error {
 	m := o.measures
-	if m.Window < 1 || m.N < 1 || m.MinNGrams < 1 || m.Lines.MinChars < 1 || m.LineThreshold <= 0 || m.LineThreshold > 1 {
-		return withCode(exitUsage, errors.New("audit: --window, --ngram, --min-ngrams and --min-chars must be >= 1, --line-threshold in (0, 1]"))
+	if m.Window < 1 || m.N < 1 || m.MinNGrams < 1 || m.Lines.MinChars < 1 || m.LineThreshold <= 0 || m.LineThreshold > 1 ||
+		m.Statements.Threshold <= 0 || m.Statements.Threshold > 1 || o.minAgreement < 0 || o.minAgreement > 1 {
+		return withCode(exitUsage, errors.New("audit: --window, --ngram, --min-ngrams and --min-chars must be >= 1, --line-threshold and --statement-share in (0, 1], --judge-min-agreement in [0, 1]"))
 	}
 	if o.removed != "" && o.decontaminate == "" {
 		return withCode(exitUsage, errors.New("audit: --removed needs --decontaminate"))
@@ -131,7 +142,7 @@ func runAudit(ctx context.Context, o auditOptions) error {
 		if o.removed == "" {
 			o.removed = o.decontaminate + ".removed.jsonl"
 		}
-		if err := audit.RefuseSameFile(o.dataset, o.decontaminate, o.removed); err != nil {
+		if err := leak.RefuseSameFile(o.dataset, o.decontaminate, o.removed); err != nil {
 			return withCode(exitUsage, err)
 		}
 	}
@@ -152,11 +163,11 @@ func runAudit(ctx context.Context, o auditOptions) error {
 			}
 		}
 	}
-	benches, err := audit.Load(o.against, audit.LoadOptions{Dir: dir, SkipChecksum: o.skipChecksum})
+	benches, err := leak.Load(o.against, leak.LoadOptions{Dir: dir, SkipChecksum: o.skipChecksum})
 	if err != nil {
 		return withCode(exitBadData, err)
 	}
-	a, err := audit.New(benches, m)
+	a, err := leak.New(benches, m)
 	if err != nil {
 		return withCode(exitBadData, err)
 	}
@@ -165,7 +176,7 @@ func runAudit(ctx context.Context, o auditOptions) error {
 	}
 	var acct *llm.Accountant
 	if o.embed {
-		po := audit.ParaphraseOptions{Threshold: o.embThreshold, TopK: o.topK}
+		po := leak.ParaphraseOptions{Threshold: o.embThreshold, TopK: o.topK, MinAgreement: o.minAgreement}
 		if o.judgeModel != "" {
 			judge, db, a2, err := auditJudge(o)
 			if err != nil {
@@ -174,32 +185,37 @@ func runAudit(ctx context.Context, o auditOptions) error {
 			defer db.Close()
 			po.Judge, acct = judge, a2
 		}
-		if err := a.EnableParaphrase(ctx, embed.NewTFIDF(audit.ParaphraseDim), po); err != nil {
+		if err := a.EnableParaphrase(ctx, embed.NewTFIDF(leak.ParaphraseDim), po); err != nil {
+			if errors.Is(err, leak.ErrJudgeUntrusted) {
+				return withCode(exitFailed, err)
+			}
 			return err
 		}
 	}
-	flagged := audit.FlaggedBySeq{}
+	flagged := leak.FlaggedBySeq{}
 	start := time.Now()
-	var rep *audit.Report
+	var rep *leak.Report
 	if schema.IsParquet(o.dataset) {
-		rep, err = a.Run(ctx, audit.ReadDialogues(ctx, o.dataset), flagged.Add)
+		rep, err = a.Run(ctx, leak.ReadDialogues(ctx, o.dataset), flagged.Add)
 	} else {
 		// JSONL: the workers decode the records in parallel.
-		rep, err = a.RunRecords(ctx, audit.RawRecords(ctx, o.dataset), flagged.Add)
+		rep, err = a.RunRecords(ctx, leak.RawRecords(ctx, o.dataset), flagged.Add)
 	}
 	if err != nil {
-		var ae *audit.RecordError
+		var ae *leak.RecordError
 		if errors.As(err, &ae) {
 			err = locateRecord(o.dataset, ae)
 		}
 		return inputOr("audit", o.dataset, err, exitFailed)
 	}
 	fmt.Fprintf(o.stderr, "audit: %d dialogues in %.1fs against %s\n", rep.Dialogues, time.Since(start).Seconds(), benchNames(benches))
+	var unknown int64
 	if acct != nil {
-		n, same, bad := a.JudgeCounts()
+		var n, same int64
+		n, same, unknown = a.JudgeCounts()
 		u := acct.Snapshot().Total
-		fmt.Fprintf(o.stderr, "audit: judge saw %d candidate pairs, called %d the same task (%d unreadable answers); %d requests, %d+%d tokens, $%.4f\n",
-			n, same, bad, u.Requests, u.PromptTokens, u.CompletionTokens, u.Cost)
+		fmt.Fprintf(o.stderr, "audit: judge saw %d candidate pairs, called %d the same task (%d unknown: unreadable after a repair request); %d requests, %d+%d tokens, $%.4f\n",
+			n, same, unknown, u.Requests, u.PromptTokens, u.CompletionTokens, u.Cost)
 	}
 	if o.json {
 		enc := json.NewEncoder(o.stdout)
@@ -208,16 +224,22 @@ func runAudit(ctx context.Context, o auditOptions) error {
 		if err := enc.Encode(rep); err != nil {
 			return fmt.Errorf("audit: write report: %w", err)
 		}
-	} else if err := audit.WriteTable(o.stdout, rep, o.show); err != nil {
+	} else if err := leak.WriteTable(o.stdout, rep, o.show); err != nil {
 		return fmt.Errorf("audit: write report: %w", err)
 	}
 	if o.decontaminate != "" {
 		removed := o.removed
-		kept, err := audit.Decontaminate(ctx, o.dataset, o.decontaminate, removed, flagged)
+		kept, err := leak.Decontaminate(ctx, o.dataset, o.decontaminate, removed, flagged)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(o.stderr, "audit: wrote %d dialogues to %s, %d removed (reasons in %s)\n", kept, o.decontaminate, len(flagged), removed)
+	}
+	if unknown > 0 {
+		// Fail closed: an unknown answer is an undecided pair, not a
+		// "different" one; the report and the cleaned file are written,
+		// and the exit says the audit is incomplete.
+		return withCode(exitFailed, fmt.Errorf("audit: the paraphrase judge gave %d answers in no readable form (listed in the report): the audit is incomplete", unknown))
 	}
 	if o.failOnLeak && rep.Flagged > 0 {
 		return withCode(exitLeak, fmt.Errorf("audit: %d of %d dialogues flagged", rep.Flagged, rep.Dialogues))
@@ -261,7 +283,7 @@ func auditJudge(o auditOptions) (llm.Chatter, *store.Bolt, *llm.Accountant, erro
 // in the stream) into the file's line or element, as schema's readers
 // name a bad record: the workers decode in parallel and only know the
 // position, so the file is read again up to that record (on failure only).
-func locateRecord(path string, ae *audit.RecordError) error {
+func locateRecord(path string, ae *leak.RecordError) error {
 	raw, err := schema.OpenRaw(path)
 	if err != nil {
 		return err
@@ -275,7 +297,7 @@ func locateRecord(path string, ae *audit.RecordError) error {
 	return raw.Errorf("%v", ae.Err)
 }
 
-func benchNames(bs []audit.Benchmark) string {
+func benchNames(bs []leak.Benchmark) string {
 	n := make([]string, len(bs))
 	for i, b := range bs {
 		n[i] = fmt.Sprintf("%s (%d)", b.Name, len(b.Problems))

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/codefeedback/codefeedback/internal/leak"
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	"github.com/codefeedback/codefeedback/schema"
-	"github.com/codefeedback/codefeedback/stages/audit"
 )
 
 // TestAuditCommand runs `codefeedback audit DATASET --flags...` on a small
@@ -46,7 +46,7 @@ func TestAuditCommand(t *testing.T) {
 	if !errors.As(err, &ee) || ee.code != exitLeak {
 		t.Fatalf("got error %v, want exit code %d", err, exitLeak)
 	}
-	var rep audit.Report
+	var rep leak.Report
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("--json output: %v\n%s", err, stdout)
 	}
@@ -60,7 +60,7 @@ func TestAuditCommand(t *testing.T) {
 	if len(kept) != 2 {
 		t.Errorf("decontaminated file has %d records, want 2", len(kept))
 	}
-	removed, err := schema.ReadAll[audit.Removed](out + ".removed.jsonl")
+	removed, err := schema.ReadAll[leak.Removed](out + ".removed.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,13 +121,16 @@ func TestAuditCommandJudge(t *testing.T) {
 	srv := llmtest.New(t)
 	srv.Script(func(c llmtest.Call) llmtest.Reply {
 		msg := c.LastUser()
+		if v, ok := calibrationReply(msg); ok {
+			return llmtest.Reply{Text: v}
+		}
 		if strings.Contains(msg, "Perform binary XOR") && strings.Contains(msg, "exclusive or") {
 			return llmtest.Reply{Text: "same - both XOR two binary strings."}
 		}
 		return llmtest.Reply{Text: "different - other tasks."}
 	})
 	t.Setenv("FAKE_JUDGE_KEY", "unused")
-	run := func() audit.Report {
+	run := func() leak.Report {
 		app := newApp()
 		var stdout, stderr bytes.Buffer
 		app.Writer, app.ErrWriter = &stdout, &stderr
@@ -137,7 +140,7 @@ func TestAuditCommandJudge(t *testing.T) {
 			t.Fatalf("audit: %v\n%s", err, stderr.String())
 		}
 		t.Logf("stderr: %s", stderr.String())
-		var rep audit.Report
+		var rep leak.Report
 		if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 			t.Fatalf("--json output: %v", err)
 		}
@@ -145,14 +148,84 @@ func TestAuditCommandJudge(t *testing.T) {
 	}
 	rep := run()
 	if len(rep.FlaggedIDs) != 1 || rep.FlaggedIDs[0] != "para" || len(rep.Findings) != 1 ||
-		rep.Findings[0].TaskID != "HumanEval/11" || rep.Findings[0].Method != audit.MethodEmbedding {
+		rep.Findings[0].TaskID != "HumanEval/11" || rep.Findings[0].Method != leak.MethodEmbedding {
 		t.Fatalf("flagged %v with %+v, want para against HumanEval/11 by the judge", rep.FlaggedIDs, rep.Findings)
 	}
 	calls := srv.Calls("/v1/chat/completions")
-	if calls == 0 || calls > 2*audit.DefaultParaphraseTopK {
-		t.Errorf("%d judge calls, want 1 to %d (top %d per dialogue)", calls, 2*audit.DefaultParaphraseTopK, audit.DefaultParaphraseTopK)
+	cal := len(leak.CalibrationPairs())
+	if calls <= cal || calls > cal+2*leak.DefaultParaphraseTopK {
+		t.Errorf("%d judge calls, want %d calibration calls and 1 to %d (top %d per dialogue)", calls, cal, 2*leak.DefaultParaphraseTopK, leak.DefaultParaphraseTopK)
 	}
 	if again := run(); len(again.FlaggedIDs) != 1 || srv.Calls("/v1/chat/completions") != calls {
 		t.Errorf("re-run: flagged %v with %d more judge calls, want the same finding from the cache", again.FlaggedIDs, srv.Calls("/v1/chat/completions")-calls)
+	}
+}
+
+// calibrationReply answers a calibration pair of the judge prompt msg as a
+// good judge does (ok false for other prompts).
+func calibrationReply(msg string) (string, bool) {
+	for _, p := range leak.CalibrationPairs() {
+		if strings.Contains(msg, p.Statement) && strings.Contains(msg, p.Turn) {
+			if p.Same {
+				return "same - one computation, reworded.", true
+			}
+			return "different - other computations.", true
+		}
+	}
+	return "", false
+}
+
+// TestAuditCommandJudgeFailsClosed: a judge that answers in an unexpected
+// form must never pass the audit. Garbage from the start fails its
+// calibration (exit 1, the agreement figure named); a judge that passes
+// calibration but then answers garbage, even after the repair request,
+// leaves its pairs unknown: the report lists them and the exit is 1, not 0.
+func TestAuditCommandJudgeFailsClosed(t *testing.T) {
+	benchDir := sharedtest.BenchDir(t, "humaneval/HumanEval.jsonl.gz", "mbpp/mbpp.jsonl") // skips without the shared data
+	dir := t.TempDir()
+	in := filepath.Join(dir, "dialogues.jsonl")
+	writeJSONL(t, in, []map[string]any{
+		{"id": "para", "messages": []map[string]string{{"role": "user", "content": "Given two equal-length text strings made only of the characters 0 and 1, produce the string you get by combining them position by position with exclusive or."}, {"role": "assistant", "content": "Sure, walk both strings together and compare the characters."}}},
+	})
+	t.Setenv("FAKE_JUDGE_KEY", "unused")
+	for _, c := range []struct {
+		name       string
+		calibrated bool // the judge answers the calibration pairs right
+		want       string
+	}{
+		{"garbage throughout", false, "failed its calibration: agreed with 0 of"},
+		{"garbage after calibration", true, "answers in no readable form"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := llmtest.New(t)
+			srv.Script(func(call llmtest.Call) llmtest.Reply {
+				if v, ok := calibrationReply(call.LastUser()); ok && c.calibrated {
+					return llmtest.Reply{Text: v}
+				}
+				return llmtest.Reply{Text: `{"verdict": 1}`}
+			})
+			app := newApp()
+			var stdout, stderr bytes.Buffer
+			app.Writer, app.ErrWriter = &stdout, &stderr
+			err := runApp(context.Background(), app, []string{"codefeedback", "audit", in, "--against", "humaneval,mbpp", "--bench-dir", benchDir,
+				"--json", "--embed", "--judge-model", "fake-chat", "--base-url", srv.URL, "--api-key-env", "FAKE_JUDGE_KEY", "--judge-cache", filepath.Join(dir, c.name+".db")})
+			if err == nil || exitCode(err) != exitFailed || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("audit with a garbage judge: got %v (exit %d), want exit %d saying %q", err, exitCode(err), exitFailed, c.want)
+			}
+			if !c.calibrated {
+				return
+			}
+			var rep leak.Report
+			if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+				t.Fatalf("--json output: %v", err)
+			}
+			if rep.Judge == nil || rep.Judge.Unknown == 0 || len(rep.Judge.UnknownPairs) != int(rep.Judge.Unknown) || rep.Judge.Same != 0 {
+				t.Errorf("report judge section %+v, want unknown pairs counted and listed, none the same", rep.Judge)
+			}
+			// Each unknown pair was asked twice: the question and the repair request.
+			if calls := srv.Calls("/v1/chat/completions"); calls != len(leak.CalibrationPairs())+2*int(rep.Judge.Pairs) {
+				t.Errorf("%d judge calls, want %d calibration and 2 per judged pair (%d)", calls, len(leak.CalibrationPairs()), rep.Judge.Pairs)
+			}
+		})
 	}
 }

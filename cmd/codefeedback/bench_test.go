@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/codefeedback/codefeedback/internal/benchmarks"
+	"github.com/codefeedback/codefeedback/internal/leak"
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
-	"github.com/codefeedback/codefeedback/stages/audit"
 )
 
 // `bench fetch` fills an empty cache from a loopback mirror of the shared
@@ -91,8 +91,8 @@ func exitCode(err error) int {
 	return 0
 }
 
-func defaultMeasures() audit.Options {
-	o := audit.DefaultOptions
+func defaultMeasures() leak.Options {
+	o := leak.DefaultOptions
 	o.Workers = 2
 	return o
 }

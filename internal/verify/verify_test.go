@@ -12,12 +12,12 @@ import (
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/internal/feedbackloop"
+	"github.com/codefeedback/codefeedback/internal/leak"
 	"github.com/codefeedback/codefeedback/internal/sandboxtest"
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	"github.com/codefeedback/codefeedback/schema"
-	"github.com/codefeedback/codefeedback/stages/audit"
 )
 
 func sandbox(t testing.TB) executors.Executor {
@@ -223,7 +223,7 @@ func TestPlainCodeFeedback(t *testing.T) {
 func TestCodeFeedbackSample(t *testing.T) {
 	path := sharedtest.Path(t, "codefeedback-sample/code_feedback_sample.jsonl")
 	c := &Checker{Exec: sandbox(t)}
-	rep, err := c.Dataset(context.Background(), audit.ReadDialogues(context.Background(), path))
+	rep, err := c.Dataset(context.Background(), leak.ReadDialogues(context.Background(), path))
 	if err != nil {
 		t.Fatal(err)
 	}

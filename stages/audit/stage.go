@@ -1,3 +1,7 @@
+// Package audit is the "audit" pipeline stage: it audits every dialogue
+// against the benchmarks with internal/leak, passes the clean ones on in
+// order, drops (or labels) the flagged ones and writes the report and the
+// removed list into the run directory.
 package audit
 
 import (
@@ -15,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/codefeedback/codefeedback/internal/benchmarks"
+	"github.com/codefeedback/codefeedback/internal/leak"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/embed"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
@@ -63,11 +68,11 @@ type StageOptions struct {
 // flagged.
 var DefaultStageOptions = StageOptions{
 	Against:        []string{"humaneval", "mbpp"},
-	Threshold:      DefaultOptions.LineThreshold,
+	Threshold:      leak.DefaultOptions.LineThreshold,
 	Decontaminate:  true,
-	NGram:          DefaultN,
-	Window:         DefaultOptions.Window,
-	EmbedThreshold: DefaultEmbedThreshold,
+	NGram:          leak.DefaultN,
+	Window:         leak.DefaultOptions.Window,
+	EmbedThreshold: leak.DefaultEmbedThreshold,
 	TopK:           5,
 	Missing:        "fail",
 }
@@ -100,7 +105,7 @@ func (o StageOptions) Validate() error {
 
 // stageVersion is the algorithm's version for the cache key; bump it when
 // a change alters which dialogues are flagged.
-const stageVersion = "audit-v3"
+const stageVersion = "audit-v4"
 
 func init() {
 	pipeline.Register("audit", DefaultStageOptions, newStage)
@@ -191,7 +196,7 @@ func newStage(o StageOptions, svc *pipeline.Services) (pipeline.Stage, error) {
 	if o.Embedding {
 		version["embedder"] = embed.Identity(svc.Embedder)
 		if svc.Embedder == nil {
-			version["embedder"] = fmt.Sprintf("tfidf/%d", ParaphraseDim)
+			version["embedder"] = fmt.Sprintf("tfidf/%d", leak.ParaphraseDim)
 		}
 	}
 	if o.Judge {
@@ -260,22 +265,22 @@ func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, judge
 	if err != nil {
 		return err
 	}
-	benches, err := Load(o.Against, LoadOptions{Dir: dir})
+	benches, err := leak.Load(o.Against, leak.LoadOptions{Dir: dir})
 	if err != nil {
 		return err
 	}
-	a, err := New(benches, Options{Window: o.Window, N: o.NGram, LineThreshold: o.Threshold})
+	a, err := leak.New(benches, leak.Options{Window: o.Window, N: o.NGram, LineThreshold: o.Threshold})
 	if err != nil {
 		return err
 	}
 	if o.Embedding {
-		var e embed.Embedder = embed.NewTFIDF(ParaphraseDim)
+		var e embed.Embedder = embed.NewTFIDF(leak.ParaphraseDim)
 		if svc.Embedder != nil {
 			if e, err = embed.ForStage(svc); err != nil {
 				return err
 			}
 		}
-		if err := a.EnableParaphrase(ctx, e, ParaphraseOptions{Threshold: o.EmbedThreshold, TopK: o.TopK, Judge: judge}); err != nil {
+		if err := a.EnableParaphrase(ctx, e, leak.ParaphraseOptions{Threshold: o.EmbedThreshold, TopK: o.TopK, Judge: judge}); err != nil {
 			return err
 		}
 	}
@@ -323,8 +328,8 @@ func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, judge
 			}
 		}
 	}
-	var removed []Removed
-	rep, err := a.Run(ctx, dialogues, func(r *Result) error {
+	var removed []leak.Removed
+	rep, err := a.Run(ctx, dialogues, func(r *leak.Result) error {
 		mu.Lock()
 		h := pending[r.Seq]
 		delete(pending, r.Seq)
@@ -332,7 +337,7 @@ func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, judge
 		if !r.Flagged() {
 			return emitOne(h.item)
 		}
-		removed = append(removed, Removed{DialogueID: r.DialogueID, Seq: r.Seq, Reason: reason(r.Findings), Findings: r.Findings})
+		removed = append(removed, leak.Removed{DialogueID: r.DialogueID, Seq: r.Seq, Reason: leak.Reason(r.Findings), Findings: r.Findings})
 		if o.Decontaminate {
 			return nil
 		}
@@ -340,7 +345,7 @@ func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, judge
 		if d.Labels == nil {
 			d.Labels = map[string]string{}
 		}
-		d.Labels["audit"] = reason(r.Findings)
+		d.Labels["audit"] = leak.Reason(r.Findings)
 		it, err := pipeline.DialogueItem(*d)
 		if err != nil {
 			return err
@@ -358,15 +363,21 @@ func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, judge
 			n, same, bad := a.JudgeCounts()
 			s.Set("judge/pairs", float64(n))
 			s.Set("judge/same", float64(same))
-			s.Set("judge/unreadable", float64(bad))
+			s.Set("judge/unknown", float64(bad))
 		}
 		for _, b := range rep.Benchmarks {
 			s.Set("line_ratio/"+b.Name, b.LineRatio)
 			s.Set("flagged/"+b.Name, float64(b.Flagged))
 		}
 	}
+	// A judge that fails closed: an answer it gave in no readable form is
+	// a pair nobody decided, so the audit does not pass.
+	var unknownErr error
+	if _, _, bad := a.JudgeCounts(); bad > 0 {
+		unknownErr = fmt.Errorf("audit: paraphrase judge: %d of the pairs it was asked got no readable answer after a repair request (listed in the report); the audit is incomplete", bad)
+	}
 	if svc.RunDir == "" {
-		return nil
+		return unknownErr
 	}
 	name := svc.Name
 	if name == "" {
@@ -382,5 +393,5 @@ func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, judge
 	if err := schema.WriteAll(filepath.Join(svc.RunDir, name+".removed.jsonl"), removed); err != nil {
 		return fmt.Errorf("audit: write removed list: %w", err)
 	}
-	return nil
+	return unknownErr
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/codefeedback/codefeedback/internal/benchmarks"
+	"github.com/codefeedback/codefeedback/internal/leak"
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/schema"
@@ -58,7 +61,7 @@ func TestStage(t *testing.T) {
 	if vals["flagged"] != float64(len(planted)) || vals["dialogues"] != float64(len(ds)) {
 		t.Errorf("stats: flagged %v of %v, want %d of %d", vals["flagged"], vals["dialogues"], len(planted), len(ds))
 	}
-	rm, err := schema.ReadAll[Removed](filepath.Join(svc.RunDir, "audit.removed.jsonl"))
+	rm, err := schema.ReadAll[leak.Removed](filepath.Join(svc.RunDir, "audit.removed.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,4 +198,52 @@ func TestStagePassesOtherKinds(t *testing.T) {
 	if !got[q.ID] || !got[clean.ID] || got[leak.ID] || len(got) != 2 {
 		t.Errorf("got items %v, want the query and the clean dialogue, not the leaked one", got)
 	}
+}
+
+// plantedCorpus is 200 Code Alpaca dialogues with four benchmark tasks
+// copied in between (the stage's own check; the matching is tested in
+// internal/leak).
+func plantedCorpus(t *testing.T) (ds []schema.Dialogue, planted map[string]bool) {
+	t.Helper()
+	load := func(name string) []schema.Problem {
+		s, _ := benchmarks.Lookup(name)
+		sharedtest.Path(t, s.File) // skips when the shared data is absent
+		bs, err := leak.Load([]string{name}, leak.LoadOptions{Dir: sharedtest.DataDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bs[0].Problems
+	}
+	he, mb := load("humaneval"), load("mbpp")
+	ps, err := schema.LoadProblems(sharedtest.Path(t, "queries/code_alpaca_2k.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fence := func(s string) string { return "```python\n" + s + "\n```" }
+	plants := []schema.Dialogue{
+		{ID: "planted-" + he[3].ID, Messages: []schema.Message{
+			{Role: schema.RoleUser, Content: "Can you complete this Python function for me?\n\n" + fence(he[3].Prompt)},
+			{Role: schema.RoleAssistant, Content: "Sure:\n\n" + fence(he[3].Prompt+he[3].Solution)}}},
+		{ID: "planted-" + mb[20].ID, Messages: []schema.Message{
+			{Role: schema.RoleUser, Content: mb[20].Text + " Your code should pass these tests:\n\n" + strings.Join(mb[20].Tests, "\n")},
+			{Role: schema.RoleAssistant, Content: fence(mb[20].Solution)}}},
+		{ID: "planted-" + he[100].ID, Messages: []schema.Message{
+			{Role: schema.RoleUser, Content: "Can you complete this Python function for me?\n\n" + fence(he[100].Prompt)},
+			{Role: schema.RoleAssistant, Content: "Sure:\n\n" + fence(he[100].Prompt+he[100].Solution)}}},
+		{ID: "planted-" + mb[500].ID, Messages: []schema.Message{
+			{Role: schema.RoleUser, Content: mb[500].Text + " Your code should pass these tests:\n\n" + strings.Join(mb[500].Tests, "\n")},
+			{Role: schema.RoleAssistant, Content: fence(mb[500].Solution)}}},
+	}
+	planted = map[string]bool{}
+	for i, p := range ps[:200] {
+		ds = append(ds, schema.Dialogue{ID: "alpaca-" + p.ID, Messages: []schema.Message{
+			{Role: schema.RoleUser, Content: p.Text},
+			{Role: schema.RoleAssistant, Content: "```\n" + p.Solution + "\n```"},
+		}})
+		if i%50 == 7 {
+			ds = append(ds, plants[i/50])
+			planted[plants[i/50].ID] = true
+		}
+	}
+	return ds, planted
 }

@@ -1,0 +1,346 @@
+package leak
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// ctok is one code token: bytes [start, end) of the text, the hash of its
+// exact form (identifiers as written, literals by value) and of its
+// rename-invariant form (user identifiers all alike).
+type ctok struct {
+	start, end int32
+	exact      uint64
+	norm       uint64
+}
+
+// Token hashes of the normalised classes. Keywords, builtins and attribute
+// names (after '.') keep their own hash in both forms: renaming a solution
+// changes its variables and functions, not `len`, `range` or `.append`.
+var (
+	hColon  = fpHash(":")
+	hIdent  = fpHash("\x00I")
+	keepSet = newWordSet(`False None True and as assert async await break class continue def del elif else except
+		finally for from global if import in is lambda nonlocal not or pass raise return try while with yield match case
+		self cls abs all any bin bool bytes callable chr dict dir divmod enumerate eval filter float format frozenset
+		getattr hasattr hash hex id input int isinstance issubclass iter len list map max min next object oct open ord
+		pow print range repr reversed round set setattr slice sorted str sum super tuple type zip Exception ValueError
+		TypeError KeyError IndexError math re collections itertools heapq bisect functools operator string sys os random
+		typing List Dict Tuple Optional Set Any Counter defaultdict deque inf nan
+		function var let const new null undefined this public private static void std vector int long char double boolean
+		include using namespace cout cin endl printf scanf return`)
+)
+
+// wordSet is a small open-addressed set of word hashes: the tokenizer asks
+// it for every identifier, and a map probe would cost several times more.
+type wordSet struct {
+	slots [1 << 10]uint64
+}
+
+func newWordSet(words string) *wordSet {
+	s := &wordSet{}
+	for _, w := range strings.Fields(words) {
+		h := fpHash(w)
+		i := h & (uint64(len(s.slots)) - 1)
+		for s.slots[i] != 0 && s.slots[i] != h {
+			i = (i + 1) & (uint64(len(s.slots)) - 1)
+		}
+		s.slots[i] = h
+	}
+	return s
+}
+
+func (s *wordSet) has(h uint64) bool {
+	i := h & (uint64(len(s.slots)) - 1)
+	for {
+		switch s.slots[i] {
+		case h:
+			return true
+		case 0:
+			return false
+		}
+		i = (i + 1) & (uint64(len(s.slots)) - 1)
+	}
+}
+
+// Byte classes of the code tokenizer.
+const (
+	cSpace = iota // also backticks: Markdown fences and inline code are not code tokens
+	cIdent
+	cDigit
+	cQuote
+	cHash
+	cOp
+)
+
+var codeClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '`':
+			t[c] = cSpace
+		case c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c >= 0x80:
+			t[c] = cIdent
+		case '0' <= c && c <= '9':
+			t[c] = cDigit
+		case c == '"' || c == '\'':
+			t[c] = cQuote
+		case c == '#':
+			t[c] = cHash
+		default:
+			t[c] = cOp
+		}
+	}
+	return t
+}()
+
+// identChar marks the bytes of an identifier after its first.
+var identChar = func() (t [256]bool) {
+	for c := range t {
+		t[c] = codeClass[c] == cIdent || codeClass[c] == cDigit
+	}
+	return t
+}()
+
+// twoCharOps are the operators read as one token.
+var twoCharOps = func() (t [256][256]bool) {
+	for _, op := range strings.Fields(`== != <= >= ** // -> += -= *= /= %= &= |= ^= << >> && || ++ -- := :: =>`) {
+		t[op[0]][op[1]] = true
+	}
+	return t
+}()
+
+// codeTokens appends the code tokens of text to buf. It reads any
+// language well enough for fingerprints and Python exactly: whitespace,
+// indentation and line breaks are not tokens (so reformatting changes
+// nothing), '#' comments are dropped, string literals are one token hashed
+// by their content (docstrings are dropped; quote style and r/b/f prefixes do not matter; a
+// single-quoted string ends at the line's end, so an apostrophe in prose
+// swallows at most one line), numbers are hashed by their text without '_'.
+// Prose is tokenized too; its tokens rarely form code-like k-grams.
+func codeTokens(text string, buf []ctok) []ctok {
+	buf, _ = scanCode(text, buf, nil, false)
+	return buf
+}
+
+// codeAndWordTokens is codeTokens and appendTokens in one pass over text:
+// an ASCII identifier is also a word token, and the words of the other code
+// tokens (comments, strings, numbers) are read by appendTokensIn from the
+// token's bytes. Every code token starts and ends next to a byte that is
+// ASCII and no word byte (a space, an operator, a quote, a line end), so no
+// word runs across two tokens and the words come out as appendTokens
+// gives them.
+func codeAndWordTokens(text string, buf []ctok, words []span) ([]ctok, []span) {
+	return scanCode(text, buf, words, true)
+}
+
+func scanCode(text string, buf []ctok, words []span, wantWords bool) ([]ctok, []span) {
+	n := len(text)
+	base := len(buf)
+	prevDot := false
+	for i := 0; i < n; {
+		c := text[i]
+		switch codeClass[c] {
+		case cSpace:
+			i++
+			continue
+		case cHash:
+			start := i
+			for i < n && text[i] != '\n' {
+				i++
+			}
+			if wantWords {
+				words = appendTokensIn(words, text, start, i)
+			}
+			continue
+		case cIdent:
+			start := i
+			// fpHash, computed while scanning; or marks non-ASCII bytes.
+			h := uint64(14695981039346656037)
+			var or byte
+			for i < n && identChar[text[i]] {
+				h = (h ^ uint64(text[i])) * 1099511628211
+				or |= text[i]
+				i++
+			}
+			// A string prefix: r"...", b'...', f"...", rb'...'.
+			if i-start <= 2 && i < n && codeClass[text[i]] == cQuote && isStrPrefix(text[start:i]) {
+				end := skipString(text, i)
+				buf = append(buf, ctok{start: int32(start), end: int32(end), exact: stringHash(text, i, end), norm: 0})
+				buf[len(buf)-1].norm = buf[len(buf)-1].exact
+				if wantWords {
+					words = appendTokensIn(words, text, start, end)
+				}
+				i = end
+				prevDot = false
+				continue
+			}
+			h = fmix64(h)
+			nh := h
+			if !prevDot && !keepSet.has(h) {
+				nh = hIdent
+			}
+			buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: nh})
+			prevDot = false
+			if wantWords {
+				if or < utf8.RuneSelf {
+					var wh uint64
+					if k := i - start; k < 8 && start+8 <= n {
+						wh = shortWordHash(load64(text, start), k)
+					} else {
+						wh = wordHash(text, start, i)
+					}
+					words = append(words, span{start: int32(start), end: int32(i), hash: wh})
+				} else {
+					words = appendTokensIn(words, text, start, i)
+				}
+			}
+			continue
+		case cDigit:
+			start := i
+			for i < n && (codeClass[text[i]] == cIdent || codeClass[text[i]] == cDigit || text[i] == '.' && i+1 < n && codeClass[text[i+1]] == cDigit) {
+				i++
+			}
+			h := numberHash(text[start:i])
+			buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: h})
+			prevDot = false
+			if wantWords {
+				words = appendTokensIn(words, text, start, i)
+			}
+			continue
+		case cQuote:
+			end := skipString(text, i)
+			if wantWords {
+				words = appendTokensIn(words, text, i, end)
+			}
+			if end-i >= 6 && text[i+1] == c && text[i+2] == c && (len(buf) == base || buf[len(buf)-1].exact == hColon) {
+				// A docstring (a triple-quoted string after a header's
+				// ':' or first in the text) is prose, not code: the
+				// tasks' solutions are indexed without theirs, and a copy
+				// with it must give the same k-grams.
+				i = end
+				prevDot = false
+				continue
+			}
+			h := stringHash(text, i, end)
+			buf = append(buf, ctok{start: int32(i), end: int32(end), exact: h, norm: h})
+			i = end
+			prevDot = false
+			continue
+		}
+		// A backslash that ends a line continues it (Python): no token,
+		// so `a = \<newline> b` reads as `a = b`.
+		if c == '\\' {
+			j := i + 1
+			for j < n && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r') {
+				j++
+			}
+			if j == n || text[j] == '\n' {
+				i = j
+				continue
+			}
+		}
+		// Operators and punctuation: ASCII, no word bytes.
+		start := i
+		if i+1 < n && twoCharOps[c][text[i+1]] {
+			i += 2
+		} else {
+			i++
+		}
+		h := opHash[c]
+		if i-start == 2 {
+			h = fpHash(text[start:i])
+		}
+		buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: h})
+		prevDot = c == '.' && i-start == 1
+	}
+	return buf, words
+}
+
+// opHash is fpHash of every one-byte operator, read from a table: most
+// code tokens are punctuation.
+var opHash = func() (t [256]uint64) {
+	for c := range t {
+		t[c] = fpHash(string([]byte{byte(c)}))
+	}
+	return t
+}()
+
+func isStrPrefix(p string) bool {
+	for i := 0; i < len(p); i++ {
+		switch p[i] | 0x20 {
+		case 'r', 'b', 'f', 'u':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// skipString returns the end of the string literal whose opening quote is
+// at text[i]: triple-quoted strings run to their closing triple quote (or
+// the text's end), others to their closing quote or the line's end.
+func skipString(text string, i int) int {
+	q := text[i]
+	n := len(text)
+	if i+2 < n && text[i+1] == q && text[i+2] == q {
+		close := string([]byte{q, q, q})
+		if k := strings.Index(text[i+3:], close); k >= 0 {
+			return i + 3 + k + 3
+		}
+		return n
+	}
+	for j := i + 1; j < n; j++ {
+		switch text[j] {
+		case '\\':
+			j++
+		case q:
+			return j + 1
+		case '\n':
+			return j
+		}
+	}
+	return n
+}
+
+// stringHash hashes a literal's content, without quotes, so 'a' and "a"
+// are one token.
+func stringHash(text string, i, end int) uint64 {
+	q := text[i]
+	s := text[i+1 : end]
+	if i+2 < len(text) && text[i+1] == q && text[i+2] == q && end-i >= 6 {
+		s = text[i+3 : end-3]
+	} else if len(s) > 0 && s[len(s)-1] == q {
+		s = s[:len(s)-1]
+	}
+	return fpHash("\x00S") ^ fpHash(s)*0x9E3779B97F4A7C15
+}
+
+// numberHash hashes a number's text without digit separators.
+func numberHash(s string) uint64 {
+	if strings.IndexByte(s, '_') >= 0 {
+		s = strings.ReplaceAll(s, "_", "")
+	}
+	return fpHash("\x00N") ^ fpHash(strings.ToLower(s))*0xC2B2AE3D27D4EB4F
+}
+
+// fpHash hashes a code token with a fixed function (FNV-1a, then a
+// murmur3 finaliser to spread the bits): winnowing keeps the smallest
+// hashes, so a per-process random seed would pick other fingerprints, and
+// other findings near the thresholds, on every run.
+func fpHash(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return fmix64(h)
+}
+
+func fmix64(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}

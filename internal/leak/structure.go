@@ -1,0 +1,826 @@
+package leak
+
+import (
+	_ "embed"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// Statements and literals: the two code measures that survive what
+// k-gram fingerprints do not.
+//
+//   - Statements (MethodStatements). Code is cut into logical statements
+//     (a line break outside brackets, a ';', the ':' closing a block
+//     header; a backslash continuation or a break inside brackets is no
+//     cut) and each is hashed in the renamed form, with the builtin names
+//     the code binds (`sum = 0`, `def f(str)`) renamed too (unbindNames).
+//     A task's solution is the set of its statements, each weighing its
+//     tokens / (tasks holding it); a message holding most of that weight
+//     is a copy whatever its names and statement order. So renaming,
+//     reordering independent statements and re-wrapping lines change
+//     nothing, and short solutions are matched whole, with the evidence
+//     bar (MinInfo) counted in rare tokens rather than in k-grams.
+//   - Literals (MethodLiteral). A table (four or more literals in a row,
+//     as in a list or dict display) or a long string literal (a regex, a
+//     format) that only one task's solution holds attributes a message
+//     that holds it to that task, whatever code surrounds it.
+//
+// Generic code is no evidence: the statements and literals of textbook
+// idioms (generic.py: prime tests, sorts, gcd, fibonacci, vowels) weigh
+// nothing, whichever task also holds them.
+
+// StatementOptions set the statement and literal measures. Zero fields
+// take DefaultStatementOptions.
+type StatementOptions struct {
+	// Threshold is the least weighted share of a task's solution
+	// statements one message must hold.
+	Threshold float64 `json:"threshold"`
+	// MinInfo is the least evidence behind a statement match: the matched
+	// statements' tokens, each statement's divided by the tasks holding
+	// it, must add up to this, so a two-line solution of generic
+	// statements (`return a + b`) is not attributed to its task.
+	MinInfo float64 `json:"min_info"`
+	// MinString is the least length in bytes of a string literal that
+	// attributes a message to the one task whose solution holds it.
+	MinString int `json:"min_string"`
+	// MinTable is the least number of literals in a row that make a table.
+	MinTable int `json:"min_table"`
+	// MinWhole is the least evidence behind a whole-solution match (all
+	// its statements in one run, in any order): the solution's code
+	// tokens (a textbook statement's at genericWeight) divided by the
+	// tasks whose solutions are the same statements.
+	MinWhole float64 `json:"min_whole"`
+	// Off turns both measures off.
+	Off bool `json:"off,omitempty"`
+}
+
+// DefaultStatementOptions are the documented defaults.
+var DefaultStatementOptions = StatementOptions{Threshold: 0.8, MinInfo: 10, MinString: 8, MinTable: 4, MinWhole: 12}
+
+func (o StatementOptions) withDefaults() StatementOptions {
+	d := DefaultStatementOptions
+	if o.Threshold <= 0 {
+		o.Threshold = d.Threshold
+	}
+	if o.MinInfo <= 0 {
+		o.MinInfo = d.MinInfo
+	}
+	if o.MinString <= 0 {
+		o.MinString = d.MinString
+	}
+	if o.MinTable <= 0 {
+		o.MinTable = d.MinTable
+	}
+	if o.MinWhole <= 0 {
+		o.MinWhole = d.MinWhole
+	}
+	return o
+}
+
+// Salts separating statement and literal keys from the other keys of the
+// shared filter.
+const (
+	stmtSalt = 0x452821E638D01377
+	litSalt  = 0xBE5466CF34E90C6C
+)
+
+// Token hashes the statement cutter and unbindNames look for.
+var (
+	hDef, hClass, hFor, hIn, hAs, hLambda = fpHash("def"), fpHash("class"), fpHash("for"), fpHash("in"), fpHash("as"), fpHash("lambda")
+	hImport, hFrom, hGlobal, hNonlocal    = fpHash("import"), fpHash("from"), fpHash("global"), fpHash("nonlocal")
+	hEq, hComma, hDot, hSemi, hWalrus     = fpHash("="), fpHash(","), fpHash("."), fpHash(";"), fpHash(":=")
+	hLParen, hStar, hStarStar, hMinus     = fpHash("("), fpHash("*"), fpHash("**"), fpHash("-")
+	hLBrack, hLBrace, hRParen, hRBrack    = fpHash("["), fpHash("{"), fpHash(")"), fpHash("]")
+	hRBrace                               = fpHash("}")
+	// Sets of token hashes (wordSet: a probe is far cheaper than a map's,
+	// and these are asked for every code token).
+	augAssign  = newWordSet(`+= -= *= /= //= %= &= |= ^= **= >>= <<=`)
+	blockWords = newWordSet(`if elif else for while def class try except finally with async`)
+)
+
+// lineBreak reports whether the gap text[a:b] between two tokens holds a
+// line break that is not a backslash continuation, and whether it holds a
+// blank line.
+func lineBreak(text string, a, b int) (brk, blank bool) {
+	nl := 0
+	for i := a; i < b; i++ {
+		if text[i] != '\n' {
+			continue
+		}
+		j := i - 1
+		for j >= a && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r') {
+			j--
+		}
+		if j >= a && text[j] == '\\' {
+			continue
+		}
+		brk = true
+		if nl++; nl >= 2 {
+			blank = true
+		}
+	}
+	return brk, blank
+}
+
+// stmt is one logical statement: tokens [t0, t1) of a token slice, and
+// the hash of their renamed form.
+type stmt struct {
+	t0, t1 int32
+	h      uint64
+}
+
+// maxStmtTokens cuts a statement that runs on (an unclosed bracket in
+// prose) so it cannot swallow the rest of a message.
+const maxStmtTokens = 400
+
+// statements appends the logical statements of toks (the code tokens of
+// text) to out.
+func statements(text string, toks []ctok, out []stmt) []stmt {
+	depth := 0
+	start := 0
+	header := false
+	var h uint64
+	flush := func(end int) {
+		if end > start {
+			out = append(out, stmt{t0: int32(start), t1: int32(end), h: h ^ stmtSalt})
+		}
+		start, h, depth, header = end, 0, 0, false
+	}
+	for i := range toks {
+		t := &toks[i]
+		if i > start {
+			brk, blank := lineBreak(text, int(toks[i-1].end), int(t.start))
+			if brk && (depth == 0 || blank) || i-start >= maxStmtTokens {
+				flush(i)
+			}
+		}
+		if i == start {
+			header = blockWords.has(t.exact)
+		}
+		h = h*rollBase + t.norm
+		switch {
+		case opener(t.exact):
+			depth++
+		case closer(t.exact):
+			depth = max(0, depth-1)
+		case depth == 0 && t.exact == hSemi:
+			flush(i + 1)
+		case depth == 0 && header && t.exact == hColon:
+			flush(i + 1)
+		}
+	}
+	flush(len(toks))
+	return out
+}
+
+// unbindNames renames (in the norm form) the kept names, builtins such as
+// sum, str, list and max, that the code binds: a parameter, an assignment
+// target, a loop or comprehension variable, an `as` or lambda name, a
+// def. A solution that uses `sum` as its accumulator is renamed with it.
+// Attributes (after '.') keep their names.
+func unbindNames(text string, toks []ctok, sts []stmt) {
+	var bound []uint64
+	bind := func(k int) {
+		t := &toks[k]
+		if t.norm == hIdent || t.norm != t.exact || !isName(text, t) || (k > 0 && toks[k-1].exact == hDot) {
+			return
+		}
+		for _, b := range bound {
+			if b == t.exact {
+				return
+			}
+		}
+		bound = append(bound, t.exact)
+	}
+	for _, s := range sts {
+		ts := toks[s.t0:s.t1]
+		first := ts[0].exact
+		if first == hImport || first == hFrom {
+			continue
+		}
+		depth, assignAt := 0, -1
+		for k := range ts {
+			e := ts[k].exact
+			switch {
+			case opener(e):
+				depth++
+			case closer(e):
+				depth = max(0, depth-1)
+			case depth == 0 && assignAt < 0 && (e == hEq || augAssign.has(e)):
+				assignAt = k
+			case e == hWalrus && k > 0:
+				bind(int(s.t0) + k - 1)
+			}
+		}
+		// Targets: the names before a top-level '=' not called,
+		// indexed or followed by an attribute.
+		if assignAt > 0 && !blockWords.has(first) {
+			for k := 0; k < assignAt; k++ {
+				if k+1 < len(ts) && (opener(ts[k+1].exact) || ts[k+1].exact == hDot) {
+					continue
+				}
+				bind(int(s.t0) + k)
+			}
+		}
+		for k := 0; k < len(ts); k++ {
+			switch ts[k].exact {
+			case hDef, hClass:
+				if k+1 < len(ts) {
+					bind(int(s.t0) + k + 1)
+				}
+				if ts[k].exact == hDef {
+					// Parameters: a name after '(' ',' '*' or '**' inside
+					// the def's parentheses.
+					d := 0
+					for j := k + 1; j < len(ts); j++ {
+						e := ts[j].exact
+						if opener(e) {
+							d++
+						} else if closer(e) {
+							if d--; d == 0 {
+								break
+							}
+						} else if d == 1 {
+							p := ts[j-1].exact
+							if p == hLParen || p == hComma || p == hStar || p == hStarStar {
+								bind(int(s.t0) + j)
+							}
+						}
+					}
+				}
+			case hFor:
+				for j := k + 1; j < len(ts) && ts[j].exact != hIn; j++ {
+					bind(int(s.t0) + j)
+				}
+			case hAs, hGlobal, hNonlocal:
+				for j := k + 1; j < len(ts) && (j == k+1 || ts[j-1].exact == hComma); j++ {
+					bind(int(s.t0) + j)
+				}
+			case hLambda:
+				for j := k + 1; j < len(ts) && ts[j].exact != hColon; j++ {
+					bind(int(s.t0) + j)
+				}
+			}
+		}
+	}
+	if len(bound) == 0 {
+		return
+	}
+	for k := range toks {
+		t := &toks[k]
+		if t.norm == hIdent || k > 0 && toks[k-1].exact == hDot {
+			continue
+		}
+		for _, b := range bound {
+			if t.exact == b {
+				t.norm = hIdent
+				break
+			}
+		}
+	}
+}
+
+// isName reports whether t is an identifier (not a keyword the tokenizer
+// keeps, a literal or an operator).
+func isName(text string, t *ctok) bool {
+	c := text[t.start]
+	if codeClass[c] != cIdent || codeClass[text[t.end-1]] == cQuote {
+		return false
+	}
+	return !keywords.has(t.exact)
+}
+
+// keywords are Python's reserved words: never bound, never renamed.
+var keywords = newWordSet(`False None True and as assert async await break class continue def del elif else except
+	finally for from global if import in is lambda nonlocal not or pass raise return try while with yield`)
+
+// literalKey is a table or a long string literal of a token slice: its
+// hash and its tokens.
+type literalKey struct {
+	h      uint64
+	t0, t1 int32
+}
+
+// literalKeys appends the tables (runs of at least minTable literals
+// separated by ',' or ':', a '-' sign allowed, with at least three
+// distinct values) and the string literals of at least minString bytes
+// of toks to out.
+func literalKeys(text string, toks []ctok, minTable, minString int, out []literalKey) []literalKey {
+	isLit := func(k int) bool {
+		c := text[toks[k].start]
+		return codeClass[c] == cDigit || codeClass[c] == cQuote || codeClass[text[toks[k].end-1]] == cQuote
+	}
+	for k := 0; k < len(toks); k++ {
+		if !isLit(k) {
+			continue
+		}
+		t := &toks[k]
+		if codeClass[text[t.end-1]] == cQuote || codeClass[text[t.start]] == cQuote {
+			if strLen(text, t) >= minString && !proseString(text[t.start:t.end]) {
+				out = append(out, literalKey{h: t.exact ^ litSalt, t0: int32(k), t1: int32(k + 1)})
+			}
+		}
+		// A table starting here (only at its first literal).
+		if k >= 2 && (toks[k-1].exact == hComma || toks[k-1].exact == hColon) && isLit(k-2) {
+			continue
+		}
+		var h uint64
+		var vals [3]uint64
+		nv, n, j := 0, 0, k
+		for j < len(toks) && isLit(j) {
+			h = h*rollBase + toks[j].exact
+			if nv < 3 && !containsHash(vals[:nv], toks[j].exact) {
+				vals[nv] = toks[j].exact
+				nv++
+			}
+			n++
+			if j+2 < len(toks) && (toks[j+1].exact == hComma || toks[j+1].exact == hColon) {
+				nx := j + 2
+				if toks[nx].exact == hMinus && nx+1 < len(toks) {
+					nx++
+				}
+				if isLit(nx) {
+					j = nx
+					continue
+				}
+			}
+			break
+		}
+		if n >= minTable && nv >= 3 && !progression(text, toks[k:j+1]) {
+			out = append(out, literalKey{h: h ^ litSalt ^ uint64(n), t0: int32(k), t1: int32(j + 1)})
+		}
+	}
+	return out
+}
+
+func containsHash(hs []uint64, h uint64) bool {
+	for _, x := range hs {
+		if x == h {
+			return true
+		}
+	}
+	return false
+}
+
+// proseString reports a short string literal made of letters, spaces and
+// sentence punctuation only, under four words ("Valid Email", "Not
+// matched!", "AEIOUaeiou"): words any program prints, no evidence of one
+// task. A regex, a format, a string with digits or symbols, or a sentence
+// of four or more words is not (generic.py lists the sentences every
+// tutorial prints).
+func proseString(lit string) bool {
+	body := strings.TrimLeft(lit, "rRbBfFuU")
+	body = strings.Trim(body, `"'`)
+	words, inWord := 0, false
+	for _, r := range body {
+		if r == ' ' {
+			inWord = false
+			continue
+		}
+		if !unicode.IsLetter(r) && !strings.ContainsRune(",.!?;:'-", r) {
+			return false
+		}
+		if !inWord {
+			words++
+			inWord = true
+		}
+	}
+	return words < 4
+}
+
+// progression reports a table of numbers in arithmetic progression
+// ([1, 3, 5, 7, 9], [10, 20, 30, 40]): sample data, no evidence of a task.
+func progression(text string, toks []ctok) bool {
+	var vals []float64
+	neg := false
+	for _, t := range toks {
+		switch {
+		case t.exact == hMinus:
+			neg = true
+		case t.exact == hComma || t.exact == hColon:
+		default:
+			v, err := strconv.ParseFloat(strings.ReplaceAll(text[t.start:t.end], "_", ""), 64)
+			if err != nil {
+				return false
+			}
+			if neg {
+				v = -v
+			}
+			vals = append(vals, v)
+			neg = false
+		}
+	}
+	for i := 2; i < len(vals); i++ {
+		if vals[i]-vals[i-1] != vals[1]-vals[0] {
+			return false
+		}
+	}
+	return len(vals) >= 3
+}
+
+// strLen is the length of a string literal's content, without its prefix
+// and quotes.
+func strLen(text string, t *ctok) int {
+	s := text[t.start:t.end]
+	s = strings.TrimLeft(s, "rRbBfFuU")
+	q := 1
+	if strings.HasPrefix(s, `"""`) || strings.HasPrefix(s, `'''`) {
+		q = 3
+	}
+	return max(0, len(s)-2*q)
+}
+
+//go:embed generic.py
+var genericCode string
+
+// genericKeys are the statement and literal keys of textbook code
+// (generic.py): no evidence of any task.
+var genericKeys = func() map[uint64]bool {
+	m := map[uint64]bool{}
+	toks := codeTokens(genericCode, nil)
+	sts := statements(genericCode, toks, nil)
+	unbindNames(genericCode, toks, sts)
+	sts = statements(genericCode, toks, sts[:0])
+	for _, s := range sts {
+		m[s.h] = true
+	}
+	for _, l := range literalKeys(genericCode, toks, DefaultStatementOptions.MinTable, DefaultStatementOptions.MinString, nil) {
+		m[l.h] = true
+	}
+	return m
+}()
+
+// codeStatements cuts toks (the code tokens of text) into statements,
+// renames the builtin names the code binds (unbindNames, which changes
+// toks' norm form) and hashes the statements in that form.
+func codeStatements(text string, toks []ctok, out []stmt) []stmt {
+	base := len(out)
+	out = statements(text, toks, out)
+	unbindNames(text, toks, out[base:])
+	for i := base; i < len(out); i++ {
+		s := &out[i]
+		var h uint64
+		for _, t := range toks[s.t0:s.t1] {
+			h = h*rollBase + t.norm
+		}
+		s.h = h ^ stmtSalt
+	}
+	return out
+}
+
+// stEntry is one statement of the benchmark's solutions: the tasks
+// holding it and its weight, tokens / tasks.
+type stEntry struct {
+	tasks   []int32
+	w       float32
+	generic bool // a textbook statement (generic.py)
+}
+
+// genericWeight scales a textbook statement's weight: alone it is no
+// evidence, but a solution's combination of them, whole, is some.
+const genericWeight = 0.25
+
+// maxStmtTasks is the most tasks a statement may be shared by and still
+// be looked up (`return result`, `for i in range(len(x)):`): it stays in
+// the tasks' totals.
+const maxStmtTasks = 16
+
+// buildStatements fills x's statement and literal tables from the tasks'
+// solutions.
+func (x *Index) buildStatements(solutions []string, o StatementOptions) {
+	x.stOpts = o
+	stIdx := map[uint64]int32{}
+	var entries []stEntry
+	var ntok []int32
+	lits := map[uint64][]int32{}
+	var toks []ctok
+	var sts []stmt
+	var lks []literalKey
+	for ti, code := range solutions {
+		toks = codeTokens(code, toks[:0])
+		sts = codeStatements(code, toks, sts[:0])
+		for _, s := range sts {
+			if f := toks[s.t0].exact; f == hImport || f == hFrom {
+				continue
+			}
+			ei, ok := stIdx[s.h]
+			if !ok {
+				ei = int32(len(entries))
+				stIdx[s.h] = ei
+				entries = append(entries, stEntry{generic: genericKeys[s.h]})
+				ntok = append(ntok, s.t1-s.t0)
+			}
+			if ts := entries[ei].tasks; len(ts) == 0 || ts[len(ts)-1] != int32(ti) {
+				entries[ei].tasks = append(ts, int32(ti))
+			}
+		}
+		for _, l := range literalKeys(code, toks, o.MinTable, o.MinString, lks[:0]) {
+			if genericKeys[l.h] {
+				continue
+			}
+			if ts := lits[l.h]; len(ts) == 0 || ts[len(ts)-1] != int32(ti) {
+				lits[l.h] = append(ts, int32(ti))
+			}
+		}
+	}
+	x.stTotal = make([]float32, len(solutions))
+	x.stList = make([][]uint64, len(solutions))
+	x.fnTok = make([]int32, len(solutions))
+	x.fnInfo = make([]float32, len(solutions))
+	wholes := map[uint64][]int32{}
+	firsts := map[uint64]bool{}
+	for ti, code := range solutions {
+		toks = codeTokens(code, toks[:0])
+		var sum uint64
+		for _, s := range codeStatements(code, toks, sts[:0]) {
+			if f := toks[s.t0].exact; f != hImport && f != hFrom {
+				if len(x.stList[ti]) == 0 {
+					firsts[s.h] = true
+				}
+				x.stList[ti] = append(x.stList[ti], s.h)
+				x.fnTok[ti] += s.t1 - s.t0
+				w := float32(s.t1 - s.t0)
+				if genericKeys[s.h] {
+					w *= genericWeight
+				}
+				x.fnInfo[ti] += w
+				sum += wholeHash(s.h)
+			}
+		}
+		if n := len(x.stList[ti]); n > 0 && n <= maxWholeStatements {
+			k := sum ^ uint64(n)*rollBase
+			wholes[k] = append(wholes[k], int32(ti))
+			x.fnLens[n] = true
+		}
+		slices.Sort(x.stList[ti])
+	}
+	x.fnIndex, x.fnTasks = freeze(wholes)
+	x.fnFirst = newHashTable(len(firsts))
+	for h := range firsts {
+		x.fnFirst.put(h, 0)
+	}
+	x.stIndex = newHashTable(len(entries))
+	for h, ei := range stIdx {
+		e := &entries[ei]
+		e.w = float32(ntok[ei]) / float32(len(e.tasks))
+		if e.generic {
+			e.w *= genericWeight
+		}
+		for _, t := range e.tasks {
+			x.stTotal[t] += e.w
+		}
+		if len(e.tasks) <= maxStmtTasks {
+			x.stIndex.put(h, ei)
+		}
+	}
+	x.stEntries = entries
+	// Only a literal one task holds attributes.
+	x.litIndex = newHashTable(len(lits))
+	for h, ts := range lits {
+		if len(ts) == 1 {
+			x.litIndex.put(h, ts[0])
+		}
+	}
+}
+
+// minStmtMsgTokens is the fewest code tokens a message needs for the
+// statement measure when the fingerprints (whose k sets it otherwise)
+// are off.
+const minStmtMsgTokens = 9
+
+// stHit is what one message shares with one task's statements.
+type stHit struct {
+	w     float32 // matched weight
+	n     int     // matched statements
+	msg   int     // ctMsgs index
+	whole bool    // the whole solution, as one run (wholeMatches)
+	spans []schema.Span
+}
+
+// maxWholeStatements is the longest solution, in statements, matched
+// whole by wholeMatches (longer ones have statements enough for the
+// share).
+const maxWholeStatements = 40
+
+// wholeHash mixes a statement hash into the order-free sum that keys a
+// whole solution.
+func wholeHash(h uint64) uint64 { return fmix64(h ^ 0x3C6EF372FE94F82B) }
+
+// wholeMatches finds the tasks whose whole solution one message holds as
+// a run of statements in some order, starting where a solution starts:
+// the evidence of a short solution made of common statements is their
+// combination, weighed by its length in tokens over the tasks that share
+// it (StatementOptions.MinWhole).
+func (s *scratch) wholeMatches(x *Index, filter *keyFilter, o StatementOptions, mi int, cm ctMsg, toks []ctok) {
+	body := s.stBody
+	sts := s.sts[cm.s0:cm.s1]
+	// The body's statements in sts (imports left out), for the spans.
+	s.stPos = s.stPos[:0]
+	for i, st := range sts {
+		if f := toks[st.t0].exact; f != hImport && f != hFrom {
+			s.stPos = append(s.stPos, i)
+		}
+	}
+	for j := range body {
+		if _, ok := x.fnFirst.get(body[j]); !ok {
+			continue
+		}
+		var sum uint64
+		for l := 1; l <= maxWholeStatements && j+l <= len(body); l++ {
+			sum += wholeHash(body[j+l-1])
+			if !x.fnLens[l] {
+				continue
+			}
+			k := sum ^ uint64(l)*rollBase
+			if !filter.mayHold(k) {
+				continue
+			}
+			fi, ok := x.fnIndex.get(k)
+			if !ok {
+				continue
+			}
+			ts := x.fnTasks[fi]
+			for _, t := range ts {
+				if len(x.stList[t]) != l || float64(x.fnInfo[t])/float64(len(ts)) < o.MinWhole {
+					continue
+				}
+				h := &stHit{w: x.stTotal[t], n: l, msg: mi, whole: true}
+				for k := j; k < j+l; k++ {
+					st := sts[s.stPos[k]]
+					h.spans = addSpan(h.spans, schema.Span{Message: cm.msg, Start: int(toks[st.t0].start), End: int(toks[st.t1-1].end)})
+				}
+				if b := s.stBest[t]; b == nil || !b.whole {
+					s.stBest[t] = h
+				}
+			}
+		}
+	}
+}
+
+// matchStatements adds the statement and literal findings of the
+// dialogue against x to r: for each task, the message holding the largest
+// share of its solution's statement weight, and the first literal only
+// that task holds.
+func (a *Auditor) matchStatements(x *Index, d *schema.Dialogue, id string, s *scratch, r *Result) {
+	if x.stIndex == nil {
+		return
+	}
+	o := x.stOpts
+	clear(s.stBest)
+	litFound := map[int32]bool{}
+	for mi, cm := range s.ctMsgs {
+		text := d.Messages[cm.msg].Content
+		toks := s.ctoks[cm.t0:cm.t1]
+		clear(s.stSeen)
+		clear(s.stHits)
+		for _, st := range s.sts[cm.s0:cm.s1] {
+			if !a.filter.mayHold(st.h) {
+				continue
+			}
+			ei, ok := x.stIndex.get(st.h)
+			if !ok || s.stSeen[ei] {
+				continue
+			}
+			s.stSeen[ei] = true
+			e := &x.stEntries[ei]
+			sp := schema.Span{Message: cm.msg, Start: int(toks[st.t0].start), End: int(toks[st.t1-1].end)}
+			for _, t := range e.tasks {
+				h := s.stHits[t]
+				if h == nil {
+					h = &stHit{msg: mi}
+					s.stHits[t] = h
+				}
+				h.w += e.w
+				h.n++
+				h.spans = addSpan(h.spans, sp)
+			}
+		}
+		body := s.stBody[:0]
+		for _, st := range s.sts[cm.s0:cm.s1] {
+			if f := toks[st.t0].exact; f != hImport && f != hFrom {
+				body = append(body, st.h)
+			}
+		}
+		s.stBody = body
+		s.wholeMatches(x, &a.filter, o, mi, cm, toks)
+		for t, h := range s.stHits {
+			if tot := x.stTotal[t]; tot == 0 || float64(h.w/tot) < o.Threshold-1e-6 || float64(h.w) < o.MinInfo {
+				continue
+			}
+			if !s.holdsRun(body, x.stList[t]) {
+				continue
+			}
+			if b := s.stBest[t]; b == nil || h.w > b.w && !b.whole {
+				s.stBest[t] = h
+			}
+		}
+		for _, l := range s.lks[cm.l0:cm.l1] {
+			if !a.filter.mayHold(l.h) {
+				continue
+			}
+			t, ok := x.litIndex.get(l.h)
+			if !ok || litFound[t] {
+				continue
+			}
+			litFound[t] = true
+			lit := text[toks[l.t0].start:toks[l.t1-1].end]
+			kind := "string"
+			if l.t1-l.t0 > 1 {
+				kind = fmt.Sprintf("table of %d literals", (l.t1-l.t0+1)/2)
+			}
+			r.Findings = append(r.Findings, schema.Finding{
+				DialogueID: id, Benchmark: x.name, TaskID: x.tasks[t].id, Method: MethodLiteral, Score: 1,
+				Evidence: fmt.Sprintf("a %s only this task's solution holds: %s", kind, clip(strings.Join(strings.Fields(lit), " "), 80)),
+				Spans:    []schema.Span{{Message: cm.msg, Start: int(toks[l.t0].start), End: int(toks[l.t1-1].end)}},
+			})
+		}
+	}
+	tasks := make([]int32, 0, len(s.stBest))
+	for t := range s.stBest {
+		tasks = append(tasks, t)
+	}
+	slices.Sort(tasks)
+	for _, t := range tasks {
+		h := s.stBest[t]
+		share := min(float64(h.w/x.stTotal[t]), 1)
+		r.Findings = append(r.Findings, schema.Finding{
+			DialogueID: id, Benchmark: x.name, TaskID: x.tasks[t].id, Method: MethodStatements, Score: share,
+			Evidence: stEvidence(h, share, x.fnTok[t]),
+			Spans:    slices.Clone(h.spans),
+		})
+	}
+}
+
+// wholeStatements: a task whose solution has fewer statements is matched
+// only whole, all its statements (the def line and a bare `return x`
+// included) one after the other in some order, as a copied function is:
+// its few statements are each common enough in other code (`return
+// list(set(x))`, `Counter(words)`) that the share alone is no evidence.
+// A longer solution needs runShare of its statements within a run of its
+// length: its statements together, not one long statement of it among
+// unrelated code.
+const (
+	wholeStatements = 6
+	runShare        = 0.7
+)
+
+// holdsRun reports whether some run of len(want) consecutive statements
+// of body holds enough of want (sorted; see wholeStatements), counted as
+// multisets.
+func (s *scratch) holdsRun(body, want []uint64) bool {
+	n := len(want)
+	need := n
+	if n >= wholeStatements {
+		need = int(math.Ceil(runShare * float64(n)))
+	}
+	if len(body) < need {
+		return false
+	}
+	for j := 0; j+need <= len(body); j++ {
+		if _, ok := slices.BinarySearch(want, body[j]); !ok {
+			continue
+		}
+		s.stWin = append(s.stWin[:0], body[j:min(j+n, len(body))]...)
+		slices.Sort(s.stWin)
+		if common(s.stWin, want) >= need {
+			return true
+		}
+	}
+	return false
+}
+
+// common counts the elements two sorted slices share, as multisets.
+func common(a, b []uint64) int {
+	n, i, j := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
+			n++
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return n
+}
+
+func stEvidence(h *stHit, share float64, tokens int32) string {
+	if h.whole {
+		return fmt.Sprintf("the whole solution (%d statements, %d tokens) in one run of one turn, renamed form, in any order; %s",
+			h.n, tokens, spansText(h.spans))
+	}
+	return fmt.Sprintf("%d solution statements in one turn, renamed form (weighted share %.2f, evidence %.1f); %s",
+		h.n, share, h.w, spansText(h.spans))
+}
+
+func opener(h uint64) bool { return h == hLParen || h == hLBrack || h == hLBrace }
+func closer(h uint64) bool { return h == hRParen || h == hRBrack || h == hRBrace }
