@@ -49,6 +49,15 @@ const (
 	SetupSourceFile = "source_file" // the data file the task came from
 )
 
+// StepResult.Info keys of a sql statement that returned rows: how many it
+// returned and how many of them the observation's table shows (fewer when
+// the table was cut). Closing turns state counts from these, never from
+// the rendered text.
+const (
+	InfoRowCount  = "row_count"
+	InfoRowsShown = "rows_shown"
+)
+
 // StepResult is what one action yields.
 type StepResult struct {
 	Observation string         `json:"observation"` // what the agent sees (output, error, rows as a table)

@@ -174,6 +174,10 @@ func (e *Env) Step(ctx context.Context, action string) (env.StepResult, error) {
 	obs := ""
 	if res.HasRows {
 		obs = RenderTable(res.Cols, res.Rows, DefaultTableLimits)
+		// What the table shows, as numbers: a closing turn states the
+		// count from here, never from the rendered text.
+		info[env.InfoRowCount] = len(res.Rows)
+		info[env.InfoRowsShown] = ShownRows(len(res.Rows), DefaultTableLimits)
 	}
 	return env.StepResult{Observation: obs, Valid: true, Info: info}, nil
 }
