@@ -96,3 +96,18 @@ func TestReplayNetwork(t *testing.T) {
 		})
 	}
 }
+
+func TestLoggedDataset(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"/root/.cache/codefeedback/intercode/c3e46d827cfc/data/sql/spider/ic_spider_dev.json", "./data/sql/spider/ic_spider_dev.json"},
+		{"/tmp/icdata/data/nl2bash/nl2bash_fs_1.json", "./data/nl2bash/nl2bash_fs_1.json"},
+		{"data/python/mbpp/ic_mbpp.json", "./data/python/mbpp/ic_mbpp.json"},
+		{"./data/ctf/ic_ctf.json", "./data/ctf/ic_ctf.json"},
+		{"/home/u/tasks.jsonl", "./tasks.jsonl"},
+		{"/a/database/x.json", "./x.json"},
+	} {
+		if got := env.LoggedDataset(c.in); got != c.want {
+			t.Errorf("LoggedDataset(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
