@@ -58,6 +58,14 @@ const (
 	InfoRowsShown = "rows_shown"
 )
 
+// StepResult.Info keys of a sql score: the gold's own error where it does
+// not run, and how many answers the gold's ORDER BY ... LIMIT allows where
+// its sort keys tie across the cut (any of them scores 1).
+const (
+	InfoGoldError = "gold_error"
+	InfoTies      = "tied_answers"
+)
+
 // StepResult is what one action yields.
 type StepResult struct {
 	Observation string         `json:"observation"` // what the agent sees (output, error, rows as a table)

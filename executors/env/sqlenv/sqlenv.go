@@ -264,11 +264,10 @@ func (e *Env) Score(ctx context.Context, _ string) (env.StepResult, error) {
 	return env.StepResult{Observation: "", Reward: r, Valid: true, Info: info}, nil
 }
 
-// Score's Info keys: the gold's own error where it does not run, and how
-// many answers the gold's cut allows where its sort keys tie across it.
+// Score's Info keys (env's).
 const (
-	InfoGoldError = "gold_error"
-	InfoTies      = "tied_answers"
+	InfoGoldError = env.InfoGoldError
+	InfoTies      = env.InfoTies
 )
 
 // tieSet is the current gold's tied cut (nil: none, or not a cut gold),
