@@ -77,10 +77,11 @@ func CheckGold(ctx context.Context, e Env, t Task) (GoldCheck, error) {
 	return gc, nil
 }
 
-// clockRE: shell that reads the time or ages (date, find -mmin/-mtime/
-// -newer, stat and find -printf times, ls -t and full times, uptime, ps,
-// tar's member times, /proc's counters).
-var clockRE = regexp.MustCompile(`\bdate\b|-[am]min\b|-[am]time\b|-newer|%[TtAaCc]|\bstat\b|\bls\b[^|;&]*-[a-zA-Z]*t|--full-time|\buptime\b|\bps\b|\btop\b|\btar\b|/proc/|\$RANDOM|\bmktemp\b|\bw\b`)
+// clockRE: shell whose result depends on the moment or the machine: times
+// and ages (date, find -mmin/-mtime/-newer, -printf and stat times, ls -t
+// and full times, tar's member times), uptime, processes, free space,
+// /proc's counters, random names.
+var clockRE = regexp.MustCompile(`\bdate\b|-[am]min\b|-[am]time\b|-newer|%[TtAaCc]|\bstat\b|\bls\b[^|;&]*\s-[a-zA-Z]*t|--full-time|\btar\b|\buptime\b|\bps\b|\btop\b|\bfree\b|\bdf\b|\bdu\b|/proc/|\$RANDOM|\bmktemp\b|\bwho\b|\bhostname\b`)
 
 func goldCause(t Task, step, score StepResult) (string, string) {
 	if g, ok := score.Info[InfoGoldError].(string); ok && g != "" {

@@ -111,3 +111,70 @@ func TestLoggedDataset(t *testing.T) {
 		}
 	}
 }
+
+// fixed is an Env whose every score is reward with info.
+type fixed struct {
+	obs    string
+	reward float64
+	info   map[string]any
+}
+
+func (f *fixed) Reset(context.Context, env.Task) (string, error) { return "", nil }
+func (f *fixed) Step(context.Context, string) (env.StepResult, error) {
+	return env.StepResult{Observation: f.obs, Valid: true}, nil
+}
+func (f *fixed) Score(context.Context, string) (env.StepResult, error) {
+	return env.StepResult{Reward: f.reward, Info: f.info}, nil
+}
+func (f *fixed) Close() error { return nil }
+
+// TestReplayCauses: every disagreement with InterCode's logged reward is
+// given its cause, and a success disagreement the cause of the step where
+// one side first succeeded.
+func TestReplayCauses(t *testing.T) {
+	syntax := "{'error': 'Error: invalid syntax (<string>, line 6)'}"
+	cases := []struct {
+		name, envName, action, loggedObs string
+		logged                           float64
+		e                                *fixed
+		want                             string
+	}{
+		{"python: InterCode rewarded code its log shows failing", "python", "def f(x):\n    return x  print(f(1))", syntax, 1,
+			&fixed{reward: 0}, env.DisagreeLog},
+		{"python: a clean log, our reward differs", "python", "def f(x):\n    return x", "{'output': '', 'error': ''}", 1,
+			&fixed{reward: 0}, env.DisagreeOurs},
+		{"python: ours higher over an error log", "python", "def f(x):\n    return x", syntax, 0,
+			&fixed{reward: 1}, env.DisagreeOurs},
+		{"bash: the clock", "bash", "date +%s", "1688000000\n", 1, &fixed{obs: "1765000000\n", reward: 0}, env.DisagreeMachine},
+		{"bash: a time limit on one side", "bash", "find / -name x", "/x\n", 1, &fixed{obs: "Command timed out", reward: 0}, env.DisagreeMachine},
+		{"bash: the network", "bash", "curl -s example.com | wc -c", "1256\n", 1,
+			&fixed{obs: "curl: (6) Could not resolve host: example.com\n", reward: 0}, env.DisagreeNetwork},
+		{"bash: unexplained", "bash", "ls /testbed", "a\n", 1, &fixed{obs: "b\n", reward: 0}, env.DisagreeOurs},
+		{"sql: a tied cut", "sql", "SELECT a FROM t GROUP BY a ORDER BY count(*) DESC LIMIT 1", "| 2 |", 0,
+			&fixed{obs: "| 3 |", reward: 1, info: map[string]any{env.InfoTies: 2}}, env.DisagreeTie},
+		{"sql: a gold that does not run here", "sql", "SELECT 1", "| 1 |", 0,
+			&fixed{obs: "| 1 |", reward: 1, info: map[string]any{env.InfoGoldError: "1064 (42000)"}}, env.DisagreeGold},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr := env.Trajectory{Environment: env.ICName(c.envName), TaskID: 7}
+			tr.TurnHistory.Actions = []string{c.action}
+			tr.TurnHistory.Observations = []string{c.loggedObs}
+			tr.TurnHistory.Rewards = []float64{c.logged}
+			tr.Summary.MaxReward = c.logged
+			res, err := env.Replay(context.Background(), c.e, c.envName, tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Steps) != 1 || res.Steps[0].Agree || res.Steps[0].Cause != c.want {
+				t.Fatalf("steps %+v, want one disagreeing step of cause %s", res.Steps, c.want)
+			}
+			if res.LoggedSuccess == res.OurSuccess || res.Cause != c.want {
+				t.Errorf("success logged %v ours %v cause %q, want a disagreement of cause %s", res.LoggedSuccess, res.OurSuccess, res.Cause, c.want)
+			}
+			if env.Unreproducible(c.want) == (c.want == env.DisagreeOurs) {
+				t.Errorf("Unreproducible(%s) = %v", c.want, env.Unreproducible(c.want))
+			}
+		})
+	}
+}
