@@ -240,6 +240,9 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		if err != nil {
 			return fmt.Errorf("eval: intercode: %w", err)
 		}
+		if msg := agent.GoldErrorWarning(eps); msg != "" {
+			fmt.Fprintf(stderr, "WARNING: eval: %s\n", msg)
+		}
 		rep.AddInterCode(eps)
 		if err := agent.WriteRun(o.Out, eps, rep.InterCode); err != nil {
 			return err

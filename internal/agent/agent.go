@@ -159,6 +159,34 @@ type Episode struct {
 	// tries it again.
 	Error  string `json:"error,omitempty"`
 	Cached bool   `json:"-"`
+	// GoldError is the task's gold's own error where it does not run in
+	// its environment (a SQL gold no engine parses: WikiSQL's): no answer
+	// of the episode can then be proven right, and the run warns.
+	GoldError string `json:"gold_error,omitempty"`
+}
+
+// GoldErrorWarning says how many episodes' golds did not run in their
+// environment, naming a few with the first error ("" for none).
+func GoldErrorWarning(eps []Episode) string {
+	var ids []string
+	first := ""
+	for _, e := range eps {
+		if e.GoldError != "" {
+			ids = append(ids, e.Task.ID)
+			if first == "" {
+				first = e.GoldError
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	ex := ids
+	if len(ex) > 3 {
+		ex = ex[:3]
+	}
+	return fmt.Sprintf("%d of %d tasks' golds do not run in their environment (%s: %s): they score every answer 0; "+
+		"`codefeedback intercode check-golds TASKFILE` lists them", len(ids), len(eps), strings.Join(ex, ", "), first)
 }
 
 // AgentTurns counts the actions the agent chose (not the loop's submit).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/codefeedback/codefeedback/executors/env"
 	"github.com/codefeedback/codefeedback/internal/agent"
+	"github.com/codefeedback/codefeedback/pipeline/llm"
 )
 
 // sqlClosing runs action as the last step of a solved episode of t in e
@@ -168,4 +169,37 @@ func tailLines(s string, n int) string {
 		ls = ls[len(ls)-n:]
 	}
 	return strings.Join(ls, "\n")
+}
+
+type answerChatter string
+
+func (a answerChatter) Chat(context.Context, llm.Request) (llm.Response, error) {
+	return llm.Response{Text: string(a)}, nil
+}
+
+// TestGoldErrorIsReported: a task whose gold does not run (WikiSQL's
+// pseudo-SQL) scores an empty answer 0, not InterCode's 1, and the episode
+// says why, so runs warn.
+func TestGoldErrorIsReported(t *testing.T) {
+	task := tasks(t, "sql_tasks.jsonl")[0]
+	task.Gold = "SELECT name FROM item WHERE School/Club_Team = Butler CC (KS)"
+	e, err := env.Open(context.Background(), "sql", sandbox(t), env.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	a, err := agent.New(agent.Options{Strategy: agent.TryAgain, Turns: 1, Model: "m"}, answerChatter("```sql\nSELECT name FROM item WHERE price > 1000\n```"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := a.Run(context.Background(), e, task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.Success || ep.GoldError == "" {
+		t.Fatalf("success %v, gold error %q; want a failure that names the gold's error", ep.Success, ep.GoldError)
+	}
+	if w := agent.GoldErrorWarning([]agent.Episode{ep, {}}); !strings.Contains(w, "1 of 2 tasks' golds do not run") || !strings.Contains(w, task.ID) {
+		t.Errorf("warning %q", w)
+	}
 }
