@@ -41,7 +41,7 @@ func checkGoldsCommand() *cli.Command {
 		ArgsUsage: "TASKFILE",
 		Description: "A gold that fails itself cannot tell a right answer from a wrong one. Causes: gold_error (the gold\n" +
 			"does not run here: MySQL-8-only syntax on MariaDB, WikiSQL's pseudo-SQL), network (sandboxes never\n" +
-			"reach it), timeout, clock (the result depends on when it runs), differs (anything else). SQL golds\n" +
+			"reach it), timeout, machine (the result depends on when or where it runs: date, processes, host name), differs (anything else). SQL golds\n" +
 			"whose ORDER BY ... LIMIT cuts through tied sort keys are counted as ambiguous: any tied answer\n" +
 			"scores 1. --keep writes the tasks whose gold passes (JSON Lines of tasks, for --dataset and\n" +
 			"--intercode). Exits 1 when a gold fails.",

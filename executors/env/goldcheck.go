@@ -33,9 +33,11 @@ const (
 	CauseNetwork = "network"
 	// CauseTimeout: the gold ran out of time.
 	CauseTimeout = "timeout"
-	// CauseClock: the gold's result depends on when it runs (date, file
-	// ages, process times): agent and gold runs differ by their moments.
-	CauseClock = "clock"
+	// CauseMachine: the gold's result depends on when or where it runs
+	// (date, file ages, processes, the host name `env` prints): the agent's
+	// and the gold's runs differ by their moments and sandboxes, as
+	// InterCode's two containers did.
+	CauseMachine = "machine"
 	// CauseDiffers: none of the above; the reward rule sees a difference.
 	CauseDiffers = "differs"
 )
@@ -80,8 +82,8 @@ func CheckGold(ctx context.Context, e Env, t Task) (GoldCheck, error) {
 // clockRE: shell whose result depends on the moment or the machine: times
 // and ages (date, find -mmin/-mtime/-newer, -printf and stat times, ls -t
 // and full times, tar's member times), uptime, processes, free space,
-// /proc's counters, random names.
-var clockRE = regexp.MustCompile(`\bdate\b|-[am]min\b|-[am]time\b|-newer|%[TtAaCc]|\bstat\b|\bls\b[^|;&]*\s-[a-zA-Z]*t|--full-time|\btar\b|\buptime\b|\bps\b|\btop\b|\bfree\b|\bdf\b|\bdu\b|/proc/|\$RANDOM|\bmktemp\b|\bwho\b|\bhostname\b`)
+// /proc's counters, random names, the environment and host name.
+var clockRE = regexp.MustCompile(`\bdate\b|-[am]min\b|-[am]time\b|-newer|%[TtAaCc]|\bstat\b|\bls\b[^|;&]*\s-[a-zA-Z]*t|--full-time|--time-style|\btar\b|\buptime\b|\bps\b|\btop\b|\bfree\b|\bdf\b|\bdu\b|/proc/|\$RANDOM|\bmktemp\b|\bwho\b|\bhostname\b|\benv\b|\bprintenv\b|\bpstree\b`)
 
 func goldCause(t Task, step, score StepResult) (string, string) {
 	if g, ok := score.Info[InfoGoldError].(string); ok && g != "" {
@@ -98,7 +100,7 @@ func goldCause(t Task, step, score StepResult) (string, string) {
 	case strings.Contains(obs, "timed out") || strings.Contains(goldObs, "timed out"):
 		return CauseTimeout, firstLine(obs)
 	case t.Env == "bash" && clockRE.MatchString(t.Gold):
-		return CauseClock, clip(obs, 200)
+		return CauseMachine, clip(obs, 200)
 	}
 	return CauseDiffers, clip(obs, 200)
 }

@@ -120,7 +120,12 @@ type fixed struct {
 }
 
 func (f *fixed) Reset(context.Context, env.Task) (string, error) { return "", nil }
-func (f *fixed) Step(context.Context, string) (env.StepResult, error) {
+func (f *fixed) Step(ctx context.Context, a string) (env.StepResult, error) {
+	if _, ok := env.SubmitArg(a); ok {
+		r, err := f.Score(ctx, "")
+		r.Done = true
+		return r, err
+	}
 	return env.StepResult{Observation: f.obs, Valid: true}, nil
 }
 func (f *fixed) Score(context.Context, string) (env.StepResult, error) {
@@ -176,5 +181,35 @@ func TestReplayCauses(t *testing.T) {
 				t.Errorf("Unreproducible(%s) = %v", c.want, env.Unreproducible(c.want))
 			}
 		})
+	}
+}
+
+// TestCheckGoldCauses: a gold that does not score 1 against itself is
+// given its cause.
+func TestCheckGoldCauses(t *testing.T) {
+	cases := []struct {
+		name, envName, gold string
+		e                   *fixed
+		pass                bool
+		cause               string
+		ties                int
+	}{
+		{"passes", "bash", "ls", &fixed{obs: "a\n", reward: 1}, true, "", 0},
+		{"ambiguous but passes", "sql", "SELECT a FROM t ORDER BY b LIMIT 1", &fixed{reward: 1, info: map[string]any{env.InfoTies: 3}}, true, "", 3},
+		{"sql gold does not run", "sql", "SELECT avg(Attendance) FROM SHOW", &fixed{reward: 0, info: map[string]any{env.InfoGoldError: "1064 (42000): syntax"}}, false, env.CauseGoldError, 0},
+		{"network", "bash", "curl -s example.com", &fixed{obs: "curl: (6) Could not resolve host: example.com\n", reward: 0.5}, false, env.CauseNetwork, 0},
+		{"timeout", "bash", "sleep 99", &fixed{obs: "[execution timed out]", reward: 0}, false, env.CauseTimeout, 0},
+		{"clock", "bash", "date; ls", &fixed{obs: "Fri\n", reward: 0.9}, false, env.CauseMachine, 0},
+		{"host name", "bash", "env", &fixed{obs: "HOSTNAME=1\n", reward: 0.99}, false, env.CauseMachine, 0},
+		{"anything else", "bash", "cat x", &fixed{obs: "y\n", reward: 0.5}, false, env.CauseDiffers, 0},
+	}
+	for _, c := range cases {
+		gc, err := env.CheckGold(context.Background(), c.e, env.Task{ID: "t/1", Env: c.envName, Gold: c.gold})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gc.Pass != c.pass || gc.Cause != c.cause || gc.Ties != c.ties {
+			t.Errorf("%s: pass %v cause %q ties %d, want %v %q %d", c.name, gc.Pass, gc.Cause, gc.Ties, c.pass, c.cause, c.ties)
+		}
 	}
 }
