@@ -90,6 +90,7 @@ type replayOptions struct {
 	Backend string
 	Order   string
 	Ties    string
+	PyEntry string
 	Shell   string
 	System  string
 	Age     string
@@ -112,6 +113,7 @@ func replayCommand() *cli.Command {
 			&cli.StringFlag{Name: "sql-backend", Value: "mariadb", Usage: "sql: mariadb (InterCode's MySQL semantics) or sqlite", Destination: &o.Backend},
 			&cli.StringFlag{Name: "sql-order", Value: "ordered", Usage: "sql: apply the rank correlation only where the gold has ORDER BY (ordered), or always as InterCode's code does (always; MariaDB orders GROUP BY results unlike InterCode's MySQL 8)", Destination: &o.Order},
 			&cli.StringFlag{Name: "sql-ties", Value: "any", Usage: "sql: where the gold's ORDER BY ... LIMIT cuts through tied sort keys, accept any tied answer (any) or only the rows the gold's run returned (gold; InterCode's MySQL picked arbitrarily among them)", Destination: &o.Ties},
+			&cli.StringFlag{Name: "python-entry", Value: "first", Usage: "python: bind the submitted function to the gold's first def as InterCode did (first; where that is a helper the tests never call, a correct function under another name fails) or to the function the tests call (tested)", Destination: &o.PyEntry},
 			&cli.StringFlag{Name: "bash-shell", Value: "intercode", Usage: "bash: run each action as InterCode did (intercode: its own /bin/bash -c 'ACTION' split by shlex, only cd carried over) or in our persistent shell (session)", Destination: &o.Shell},
 			&cli.StringFlag{Name: "bash-system", Usage: "bash on bwrap: the system root whose /usr, /etc, /var the tasks see (default: the one 'make nl2bash-image' builds, else the host's; host: the host's)", Destination: &o.System},
 			&cli.StringFlag{Name: "bash-age", Usage: "bash: how long before the run the task's files were made (e.g. 21m, as InterCode's fs_3 image was built before its run; default 0)", Destination: &o.Age},
@@ -194,6 +196,8 @@ func runReplay(ctx context.Context, o replayOptions, path string, w, progress io
 		// A gold that does not run scores as an empty result, as
 		// InterCode's did (WikiSQL): the replay reproduces its rule.
 		params["backend"], params["order"], params["ties"], params["gold_errors"] = o.Backend, o.Order, o.Ties, "empty"
+	case "python":
+		params["entry"] = o.PyEntry
 	case "bash":
 		params["shell"], params["system"], params["age"] = o.Shell, o.System, o.Age
 	}

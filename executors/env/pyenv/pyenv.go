@@ -31,6 +31,11 @@ var judgeSource string
 
 func init() {
 	env.Register("python", func(ctx context.Context, ex executors.Executor, opts env.Options) (env.Env, error) {
+		switch v := opts.Params["entry"]; v {
+		case "", "tested", EntryFirst:
+		default:
+			return nil, fmt.Errorf("pyenv: entry %q (want tested or first)", v)
+		}
 		return New(ex, opts), nil
 	})
 	env.RegisterLoader("ic_mbpp", "python", LoadMBPP)
@@ -55,13 +60,21 @@ type Env struct {
 	reset bool
 }
 
-// New returns a python environment over ex.
+// New returns a python environment over ex. opts.Params "entry" names
+// what the submitted function is bound to: "tested" (default: the gold
+// function the tests call, GoldName) or "first" (InterCode's rule: the
+// gold's first def, even a helper the tests never call, so a correct
+// function under another name fails; replays use it).
 func New(ex executors.Executor, opts env.Options) *Env {
 	if opts.Limits.Timeout == 0 {
 		opts.Limits.Timeout = 10 * time.Second
 	}
 	return &Env{ex: ex, opts: opts}
 }
+
+// EntryFirst is Params["entry"] for InterCode's binding of the submitted
+// function to the gold's first def.
+const EntryFirst = "first"
 
 var defRE = regexp.MustCompile(`def\s+(\w+)\s*\(`)
 
@@ -98,6 +111,11 @@ func (e *Env) Reset(ctx context.Context, t env.Task) (string, error) {
 	entry := t.Setup[env.SetupEntryPoint]
 	if entry == "" {
 		entry = GoldName(t.Gold, tests)
+	}
+	if e.opts.Params["entry"] == EntryFirst {
+		if m := defRE.FindStringSubmatch(t.Gold); m != nil {
+			entry = m[1]
+		}
 	}
 	if entry == "" {
 		return "", fmt.Errorf("pyenv: task %s: no entry point and no def in the gold code", t.ID)
