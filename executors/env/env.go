@@ -66,6 +66,11 @@ const (
 	InfoTies      = "tied_answers"
 )
 
+// InfoFirstDef, in a python score's Info, is the gold's first def, to which
+// InterCode bound the submitted function (beside "entry", the function the
+// tests call, and "submitted_function").
+const InfoFirstDef = "first_def"
+
 // StepResult is what one action yields.
 type StepResult struct {
 	Observation string         `json:"observation"` // what the agent sees (output, error, rows as a table)

@@ -41,6 +41,11 @@ const (
 	DisagreeTie = "tie"
 	// DisagreeGold: the gold does not run here (MySQL-8-only syntax).
 	DisagreeGold = "gold_error"
+	// DisagreeAlias: InterCode bound the submitted function to the gold's
+	// first def, a helper its tests never call, so the tests called a name
+	// the agent's code never defined and failed; ours binds the function
+	// the tests call.
+	DisagreeAlias = "intercode_alias"
 	// DisagreeOurs: none of the above: a difference of ours.
 	DisagreeOurs = "ours"
 )
@@ -174,6 +179,16 @@ func successCause(res ReplayResult) string {
 	return DisagreeOurs
 }
 
+// helperBound: InterCode bound the submitted function to a helper: the
+// gold's first def is not the function the tests call, and the submitted
+// function is not named as the tested one.
+func helperBound(info map[string]any) bool {
+	first, _ := info[InfoFirstDef].(string)
+	entry, _ := info["entry"].(string)
+	sub, _ := info["submitted_function"].(string)
+	return first != "" && entry != "" && first != entry && sub != entry
+}
+
 // pyErrorRE: InterCode's python observation of code that failed,
 // {'error': 'Error: invalid syntax (<string>, line 6)'}.
 var pyErrorRE = regexp.MustCompile(`'error': '(Error: )?[^']`)
@@ -185,6 +200,8 @@ func stepCause(envName string, sa StepAgreement, r StepResult) string {
 		return DisagreeLog
 	case NetworkFailure(sa.OurObs) && !NetworkFailure(sa.LoggedObs), NetworkFailure(sa.GoldObs):
 		return DisagreeNetwork
+	case envName == "python" && sa.Ours > sa.Logged && helperBound(r.Info):
+		return DisagreeAlias
 	}
 	if _, ok := r.Info[InfoGoldError]; ok {
 		return DisagreeGold

@@ -150,6 +150,8 @@ func TestReplayCauses(t *testing.T) {
 			&fixed{reward: 0}, env.DisagreeOurs},
 		{"python: ours higher over an error log", "python", "def f(x):\n    return x", syntax, 0,
 			&fixed{reward: 1}, env.DisagreeOurs},
+		{"python: InterCode bound a helper", "python", "def remove_chars(a, b):\n    return a", "Test case did not pass. Please try again.", 0,
+			&fixed{reward: 1, info: map[string]any{env.InfoFirstDef: "str_to_list", "entry": "remove_dirty_chars", "submitted_function": "remove_chars"}}, env.DisagreeAlias},
 		{"bash: the clock", "bash", "date +%s", "1688000000\n", 1, &fixed{obs: "1765000000\n", reward: 0}, env.DisagreeMachine},
 		{"bash: a time limit on one side", "bash", "find / -name x", "/x\n", 1, &fixed{obs: "Command timed out", reward: 0}, env.DisagreeMachine},
 		{"bash: the network", "bash", "curl -s example.com | wc -c", "1256\n", 1,

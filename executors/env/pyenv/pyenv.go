@@ -72,6 +72,15 @@ func New(ex executors.Executor, opts env.Options) *Env {
 	return &Env{ex: ex, opts: opts}
 }
 
+// firstDef is the gold's first def (InterCode binds the submitted
+// function to it).
+func firstDef(gold string) string {
+	if m := defRE.FindStringSubmatch(gold); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
 // EntryFirst is Params["entry"] for InterCode's binding of the submitted
 // function to the gold's first def.
 const EntryFirst = "first"
@@ -206,7 +215,7 @@ func (e *Env) Score(ctx context.Context, arg string) (env.StepResult, error) {
 		Observation: obs,
 		Reward:      reward,
 		Valid:       true,
-		Info:        map[string]any{"verdicts": verdicts, "submitted_function": arg, "entry": e.entry},
+		Info:        map[string]any{"verdicts": verdicts, "submitted_function": arg, "entry": e.entry, env.InfoFirstDef: firstDef(e.task.Gold)},
 	}, nil
 }
 
