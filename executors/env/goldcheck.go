@@ -2,10 +2,19 @@ package env
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 )
+
+// ErrGold marks an environment error that comes from the gold's own
+// evaluation (a python gold that exceeds the time limit), not from the
+// sandbox: the gold self-check lists the task instead of stopping.
+var ErrGold = errors.New("the gold's evaluation failed")
+
+// ErrGoldTimeout is ErrGold by the time limit.
+var ErrGoldTimeout = fmt.Errorf("%w: time limit", ErrGold)
 
 // GoldCheck is a task's gold played as the agent's action in its own
 // environment: the reward must be 1, or the task cannot tell a right answer
@@ -63,6 +72,13 @@ func CheckGold(ctx context.Context, e Env, t Task) (GoldCheck, error) {
 		if step, err = e.Step(ctx, t.Gold); err == nil {
 			score, err = e.Step(ctx, "submit")
 		}
+	}
+	if errors.Is(err, ErrGold) {
+		gc.Cause, gc.Detail = CauseGoldError, clip(err.Error(), 200)
+		if errors.Is(err, ErrGoldTimeout) {
+			gc.Cause = CauseTimeout
+		}
+		return gc, nil
 	}
 	if err != nil {
 		return gc, fmt.Errorf("task %s: %w", t.ID, err)

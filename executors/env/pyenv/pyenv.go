@@ -279,7 +279,12 @@ func Judge(ctx context.Context, ex executors.Executor, sub Submission) ([]Verdic
 		Verdicts []Verdict `json:"verdicts"`
 	}
 	if err := json.Unmarshal([]byte(lastLine(jres.Stdout)), &out); err != nil || len(out.Verdicts) != len(sub.Tests) {
-		return nil, fmt.Errorf("judge gave no verdicts (exit %d, timed out %v): %s", jres.ExitCode, jres.TimedOut, tail(jres.Stderr))
+		// This process runs no agent code: the gold's own evaluation failed.
+		cause := env.ErrGold
+		if jres.TimedOut {
+			cause = env.ErrGoldTimeout
+		}
+		return nil, fmt.Errorf("%w: judge gave no verdicts (exit %d): %s", cause, jres.ExitCode, tail(jres.Stderr))
 	}
 	return out.Verdicts, nil
 }
