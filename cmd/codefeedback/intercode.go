@@ -306,7 +306,9 @@ func runReplay(ctx context.Context, o replayOptions, path string, w, progress io
 const causeLegend = "log_inconsistent: InterCode rewarded code whose own logged observation is an error; " +
 	"network: needed the network sandboxes never reach; machine: times, clocks or a time limit; " +
 	"tie: the gold's LIMIT cuts through tied rows; gold_error: the gold does not run here; " +
-	"intercode_alias: InterCode bound the submitted function to the gold's first def, a helper its tests never call; ours: unexplained"
+	"intercode_alias: InterCode bound the submitted function to the gold's first def, a helper its tests never call; " +
+	"engine: the statement gave other rows (or an error) here than on InterCode's MySQL 8; " +
+	"gold_there: the same rows scored differently, so the gold's result differed there; ours: unexplained"
 
 // causeEvidence quotes what names a success disagreement's cause: the
 // first disagreeing step's logged observation where the log contradicts

@@ -56,6 +56,9 @@ const (
 const (
 	InfoRowCount  = "row_count"
 	InfoRowsShown = "rows_shown"
+	// InfoPyRows: the rows as InterCode's observation shows them (Python's
+	// str() of the row tuples), for results of at most 200 rows.
+	InfoPyRows = "py_rows"
 )
 
 // StepResult.Info keys of a sql score: the gold's own error where it does

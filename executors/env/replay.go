@@ -46,6 +46,15 @@ const (
 	// the agent's code never defined and failed; ours binds the function
 	// the tests call.
 	DisagreeAlias = "intercode_alias"
+	// DisagreeEngine: MariaDB is not InterCode's MySQL 8: the statement
+	// gave other rows there, or failed on one engine only (MySQL 8's
+	// ONLY_FULL_GROUP_BY, date functions).
+	DisagreeEngine = "engine"
+	// DisagreeGoldThere: the statement gave the same rows there, so the
+	// gold's result differed there: an empty answer InterCode scored 1
+	// proves its gold returned nothing or failed (which InterCode scores
+	// as empty), while here it returns rows.
+	DisagreeGoldThere = "gold_there"
 	// DisagreeOurs: none of the above: a difference of ours.
 	DisagreeOurs = "ours"
 )
@@ -179,6 +188,29 @@ func successCause(res ReplayResult) string {
 	return DisagreeOurs
 }
 
+// sqlEngineCause compares a sql step's result with InterCode's logged
+// observation of the same statement: an error on one side only, or other
+// rows, is the engine's; the same rows scored differently, the gold's
+// result there.
+func sqlEngineCause(sa StepAgreement, r StepResult) string {
+	loggedErr := strings.HasPrefix(sa.LoggedObs, "Error executing query")
+	_, oursErr := r.Info["error"]
+	if loggedErr != oursErr {
+		return DisagreeEngine
+	}
+	if loggedErr {
+		return ""
+	}
+	rows, ok := r.Info[InfoPyRows].(string)
+	if !ok {
+		return ""
+	}
+	if rows != strings.TrimSpace(sa.LoggedObs) {
+		return DisagreeEngine
+	}
+	return DisagreeGoldThere
+}
+
 // helperBound: InterCode bound the submitted function to a helper: the
 // gold's first def is not the function the tests call, and the submitted
 // function is not named as the tested one.
@@ -208,6 +240,11 @@ func stepCause(envName string, sa StepAgreement, r StepResult) string {
 	}
 	if n, _ := r.Info[InfoTies].(int); n > 1 {
 		return DisagreeTie
+	}
+	if envName == "sql" {
+		if c := sqlEngineCause(sa, r); c != "" {
+			return c
+		}
 	}
 	timedOut := func(s string) bool {
 		return strings.Contains(s, "timed out") || strings.Contains(s, "Timeout") || strings.Contains(s, "TimeoutError")

@@ -126,7 +126,7 @@ func (f *fixed) Step(ctx context.Context, a string) (env.StepResult, error) {
 		r.Done = true
 		return r, err
 	}
-	return env.StepResult{Observation: f.obs, Valid: true}, nil
+	return env.StepResult{Observation: f.obs, Valid: true, Info: f.info}, nil
 }
 func (f *fixed) Score(context.Context, string) (env.StepResult, error) {
 	return env.StepResult{Reward: f.reward, Info: f.info}, nil
@@ -152,6 +152,12 @@ func TestReplayCauses(t *testing.T) {
 			&fixed{reward: 1}, env.DisagreeOurs},
 		{"python: InterCode bound a helper", "python", "def remove_chars(a, b):\n    return a", "Test case did not pass. Please try again.", 0,
 			&fixed{reward: 1, info: map[string]any{env.InfoFirstDef: "str_to_list", "entry": "remove_dirty_chars", "submitted_function": "remove_chars"}}, env.DisagreeAlias},
+		{"sql: other rows there", "sql", "SELECT Title FROM cartoon ORDER BY STR_TO_DATE(d, '%M%d,%Y')", "[('The Rise',), ('Terror',)]", 1,
+			&fixed{reward: 0.5, info: map[string]any{env.InfoPyRows: "[('Terror',), ('The Rise',)]"}}, env.DisagreeEngine},
+		{"sql: an error there only", "sql", "SELECT MIN(v), code FROM templates", "Error executing query: In aggregated query without GROUP BY", 0,
+			&fixed{reward: 1, info: map[string]any{env.InfoPyRows: "[(0, 'PP')]"}}, env.DisagreeEngine},
+		{"sql: the same rows, the gold's differed there", "sql", "SELECT id FROM tv_channel GROUP BY id HAVING COUNT(*) > 2", "[]", 1,
+			&fixed{reward: 0, info: map[string]any{env.InfoPyRows: "[]"}}, env.DisagreeGoldThere},
 		{"bash: the clock", "bash", "date +%s", "1688000000\n", 1, &fixed{obs: "1765000000\n", reward: 0}, env.DisagreeMachine},
 		{"bash: a time limit on one side", "bash", "find / -name x", "/x\n", 1, &fixed{obs: "Command timed out", reward: 0}, env.DisagreeMachine},
 		{"bash: the network", "bash", "curl -s example.com | wc -c", "1256\n", 1,

@@ -209,6 +209,9 @@ func (e *Env) Step(ctx context.Context, action string) (env.StepResult, error) {
 		// count from here, never from the rendered text.
 		info[env.InfoRowCount] = len(res.Rows)
 		info[env.InfoRowsShown] = ShownRows(len(res.Rows), DefaultTableLimits)
+		if len(res.Rows) <= pyRowsMax {
+			info[env.InfoPyRows] = PyRows(res.Rows)
+		}
 	}
 	return env.StepResult{Observation: obs, Valid: true, Info: info}, nil
 }
@@ -350,6 +353,25 @@ func RowKey(row []any) string {
 		b.WriteByte(',')
 	}
 	b.WriteByte(')')
+	return b.String()
+}
+
+// pyRowsMax bounds the rows Step renders as InterCode logged them.
+const pyRowsMax = 200
+
+// PyRows is rows as InterCode's SQL observation shows them: Python's str()
+// of the list of row tuples mysql-connector returns ("[('a', 1)]"), so a
+// replay can tell whether a statement gave here the rows it gave there.
+func PyRows(rows [][]any) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(RowKey(r))
+	}
+	b.WriteByte(']')
 	return b.String()
 }
 
