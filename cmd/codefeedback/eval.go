@@ -79,6 +79,11 @@ func init() {
 			if c.NArg() > 0 {
 				return withCode(exitUsage, fmt.Errorf("eval: unexpected arguments %v", c.Args().Slice()))
 			}
+			// Only the asked benchmarks are needed: --intercode alone
+			// does not ask for the default HumanEval and MBPP.
+			if !c.IsSet("benchmarks") && len(o.InterCode.Value()) > 0 {
+				o.Benchmarks = "intercode"
+			}
 			return runEval(c.Context, o, os.Stdout, os.Stderr)
 		},
 	})
@@ -234,6 +239,9 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		})
 		if err != nil {
 			return fmt.Errorf("eval: intercode: %w", err)
+		}
+		if msg := agent.GoldErrorWarning(eps); msg != "" {
+			fmt.Fprintf(stderr, "WARNING: eval: %s\n", msg)
 		}
 		rep.AddInterCode(eps)
 		if err := agent.WriteRun(o.Out, eps, rep.InterCode); err != nil {

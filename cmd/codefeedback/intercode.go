@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -88,6 +89,8 @@ type replayOptions struct {
 	Driver  string
 	Backend string
 	Order   string
+	Ties    string
+	PyEntry string
 	Shell   string
 	System  string
 	Age     string
@@ -109,6 +112,8 @@ func replayCommand() *cli.Command {
 			executorFlag(&o.Driver),
 			&cli.StringFlag{Name: "sql-backend", Value: "mariadb", Usage: "sql: mariadb (InterCode's MySQL semantics) or sqlite", Destination: &o.Backend},
 			&cli.StringFlag{Name: "sql-order", Value: "ordered", Usage: "sql: apply the rank correlation only where the gold has ORDER BY (ordered), or always as InterCode's code does (always; MariaDB orders GROUP BY results unlike InterCode's MySQL 8)", Destination: &o.Order},
+			&cli.StringFlag{Name: "sql-ties", Value: "any", Usage: "sql: where the gold's ORDER BY ... LIMIT cuts through tied sort keys, accept any tied answer (any) or only the rows the gold's run returned (gold; InterCode's MySQL picked arbitrarily among them)", Destination: &o.Ties},
+			&cli.StringFlag{Name: "python-entry", Value: "tested", Usage: "python: bind the submitted function to the function the tests call (tested) or to the gold's first def as InterCode's code does (first; InterCode's logs also show effects of running the gold in the agent's interpreter, which first does not reproduce: it agrees less); disagreements from InterCode's binding are reported as intercode_alias", Destination: &o.PyEntry},
 			&cli.StringFlag{Name: "bash-shell", Value: "intercode", Usage: "bash: run each action as InterCode did (intercode: its own /bin/bash -c 'ACTION' split by shlex, only cd carried over) or in our persistent shell (session)", Destination: &o.Shell},
 			&cli.StringFlag{Name: "bash-system", Usage: "bash on bwrap: the system root whose /usr, /etc, /var the tasks see (default: the one 'make nl2bash-image' builds, else the host's; host: the host's)", Destination: &o.System},
 			&cli.StringFlag{Name: "bash-age", Usage: "bash: how long before the run the task's files were made (e.g. 21m, as InterCode's fs_3 image was built before its run; default 0)", Destination: &o.Age},
@@ -133,6 +138,11 @@ type replaySummary struct {
 	SkippedTasks                      int
 	// Of the trajectories that needed the network (ReplayResult.Network).
 	Network, NetLogged, NetOurs, NetAgreed int
+	// Success disagreements and disagreeing steps by cause
+	// (env.Disagree*); of the trajectories whose success disagrees for a
+	// cause a replay cannot reproduce (env.Unreproducible).
+	Causes, StepCauses                  map[string]int
+	Unrepro, UnreproLogged, UnreproOurs int
 }
 
 func runReplay(ctx context.Context, o replayOptions, path string, w, progress io.Writer) error {
@@ -183,7 +193,11 @@ func runReplay(ctx context.Context, o replayOptions, path string, w, progress io
 	params := map[string]string{}
 	switch envName {
 	case "sql":
-		params["backend"], params["order"] = o.Backend, o.Order
+		// A gold that does not run scores as an empty result, as
+		// InterCode's did (WikiSQL): the replay reproduces its rule.
+		params["backend"], params["order"], params["ties"], params["gold_errors"] = o.Backend, o.Order, o.Ties, "empty"
+	case "python":
+		params["entry"] = o.PyEntry
 	case "bash":
 		params["shell"], params["system"], params["age"] = o.Shell, o.System, o.Age
 	}
@@ -192,7 +206,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, w, progress io
 		return err
 	}
 	defer e.Close()
-	var sum replaySummary
+	sum := replaySummary{Causes: map[string]int{}, StepCauses: map[string]int{}}
 	var ours []env.Trajectory
 	enc := json.NewEncoder(w)
 	for _, tr := range trs {
@@ -217,8 +231,22 @@ func runReplay(ctx context.Context, o replayOptions, path string, w, progress io
 			sum.Steps++
 			if s.Agree {
 				sum.StepsAgree++
-			} else if o.Verbose && !o.JSON {
-				fmt.Fprintf(w, "task %d: %q: logged %.2f, ours %.2f\n  ours: %s\n", tr.TaskID, clip(s.Action, 120), s.Logged, s.Ours, clip(s.OurObs, 300))
+				continue
+			}
+			sum.StepCauses[s.Cause]++
+			if o.Verbose && !o.JSON {
+				fmt.Fprintf(w, "task %d: %q: logged %.2f, ours %.2f (%s)\n  ours: %s\n  logged: %s\n", tr.TaskID, clip(s.Action, 120), s.Logged, s.Ours, s.Cause, clip(s.OurObs, 300), clip(s.LoggedObs, 300))
+			}
+		}
+		if res.Cause != "" {
+			sum.Causes[res.Cause]++
+			if !o.JSON {
+				fmt.Fprintf(w, "task %d: success InterCode %v, ours %v: %s%s\n", tr.TaskID, res.LoggedSuccess, res.OurSuccess, res.Cause, causeEvidence(res))
+			}
+			if env.Unreproducible(res.Cause) {
+				sum.Unrepro++
+				sum.UnreproLogged += b2i(res.LoggedSuccess)
+				sum.UnreproOurs += b2i(res.OurSuccess)
 			}
 		}
 		if res.LoggedSuccess {
@@ -258,12 +286,61 @@ func runReplay(ctx context.Context, o replayOptions, path string, w, progress io
 	fmt.Fprintf(w, "%s (%s, %s): %d trajectories, %d steps\n", filepath.Base(path), envName, taskFile, sum.Trajectories, sum.Steps)
 	fmt.Fprintf(w, "step rewards agree: %d/%d (%.1f%%, within %.2f)\n", sum.StepsAgree, sum.Steps, pct(sum.StepsAgree, sum.Steps), env.RewardTolerance)
 	fmt.Fprintf(w, "successes: InterCode %d, ours %d; success agrees on %d/%d (%.1f%%)\n", sum.LoggedSuccess, sum.OurSuccess, sum.Agreed, sum.Trajectories, pct(sum.Agreed, sum.Trajectories))
+	if len(sum.Causes) > 0 {
+		fmt.Fprintf(w, "success disagreements by cause: %s (%s)\n", countsText(sum.Causes), causeLegend)
+		fmt.Fprintf(w, "disagreeing steps by cause: %s\n", countsText(sum.StepCauses))
+		n := sum.Trajectories - sum.Unrepro
+		fmt.Fprintf(w, "without the %d unreproducible (all causes but ours): InterCode %d, ours %d (%+.1f%%); success agrees on %d/%d (%.1f%%)\n",
+			sum.Unrepro, sum.LoggedSuccess-sum.UnreproLogged, sum.OurSuccess-sum.UnreproOurs,
+			pctDiff(sum.OurSuccess-sum.UnreproOurs, sum.LoggedSuccess-sum.UnreproLogged), sum.Agreed, n, pct(sum.Agreed, n))
+	}
 	if sum.Network > 0 {
 		n := sum.Trajectories - sum.Network
 		fmt.Fprintf(w, "needed the network, which sandboxes never reach (InterCode's containers did): %d; without them: InterCode %d, ours %d; success agrees on %d/%d (%.1f%%)\n",
 			sum.Network, sum.LoggedSuccess-sum.NetLogged, sum.OurSuccess-sum.NetOurs, sum.Agreed-sum.NetAgreed, n, pct(sum.Agreed-sum.NetAgreed, n))
 	}
 	return nil
+}
+
+// causeLegend explains the cause names of a replay's report.
+const causeLegend = "log_inconsistent: InterCode rewarded code whose own logged observation is an error; " +
+	"network: needed the network sandboxes never reach; machine: times, clocks or a time limit; " +
+	"tie: the gold's LIMIT cuts through tied rows; gold_error: the gold does not run here; " +
+	"intercode_alias: InterCode bound the submitted function to the gold's first def, a helper its tests never call; " +
+	"engine: the statement gave other rows (or an error) here than on InterCode's MySQL 8; " +
+	"gold_there: the same rows scored differently, so the gold's result differed there; ours: unexplained"
+
+// causeEvidence quotes what names a success disagreement's cause: the
+// first disagreeing step's logged observation where the log contradicts
+// itself.
+func causeEvidence(res env.ReplayResult) string {
+	for _, s := range res.Steps {
+		if !s.Agree && s.Cause == res.Cause && s.Cause == env.DisagreeLog {
+			return fmt.Sprintf(" (logged reward %.2f over its own observation %s)", s.Logged, clip(s.LoggedObs, 100))
+		}
+	}
+	return ""
+}
+
+func countsText(m map[string]int) string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	var out []string
+	for _, k := range ks {
+		out = append(out, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(out, ", ")
+}
+
+// pctDiff is how far ours is from InterCode's, in percent of InterCode's.
+func pctDiff(ours, logged int) float64 {
+	if logged == 0 {
+		return 0
+	}
+	return 100 * float64(ours-logged) / float64(logged)
 }
 
 func b2i(b bool) int {

@@ -173,6 +173,9 @@ func runIntercode(ctx context.Context, o intercodeRunOptions, stdout, stderr io.
 	if err := agent.WriteRun(o.Out, eps, ms); err != nil {
 		return err
 	}
+	if msg := agent.GoldErrorWarning(eps); msg != "" {
+		fmt.Fprintf(stderr, "WARNING: intercode run: %s\n", msg)
+	}
 	if o.JSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -49,6 +49,31 @@ const (
 	SetupSourceFile = "source_file" // the data file the task came from
 )
 
+// StepResult.Info keys of a sql statement that returned rows: how many it
+// returned and how many of them the observation's table shows (fewer when
+// the table was cut). Closing turns state counts from these, never from
+// the rendered text.
+const (
+	InfoRowCount  = "row_count"
+	InfoRowsShown = "rows_shown"
+	// InfoPyRows: the rows as InterCode's observation shows them (Python's
+	// str() of the row tuples), for results of at most 200 rows.
+	InfoPyRows = "py_rows"
+)
+
+// StepResult.Info keys of a sql score: the gold's own error where it does
+// not run, and how many answers the gold's ORDER BY ... LIMIT allows where
+// its sort keys tie across the cut (any of them scores 1).
+const (
+	InfoGoldError = "gold_error"
+	InfoTies      = "tied_answers"
+)
+
+// InfoFirstDef, in a python score's Info, is the gold's first def, to which
+// InterCode bound the submitted function (beside "entry", the function the
+// tests call, and "submitted_function").
+const InfoFirstDef = "first_def"
+
 // StepResult is what one action yields.
 type StepResult struct {
 	Observation string         `json:"observation"` // what the agent sees (output, error, rows as a table)

@@ -18,7 +18,50 @@ type StepAgreement struct {
 	OurObs    string  `json:"our_observation,omitempty"`
 	LoggedObs string  `json:"logged_observation,omitempty"`
 	GoldObs   string  `json:"gold_observation,omitempty"` // the gold's output here, where the environment reports it
+	// Cause names why a step disagrees (one of the Disagree constants);
+	// "" where it agrees.
+	Cause string `json:"cause,omitempty"`
 }
+
+// Why a replayed step's reward differs from InterCode's logged one.
+const (
+	// DisagreeLog: InterCode's log is inconsistent with itself: it
+	// rewarded code whose own logged observation is an error (a syntax
+	// error: the function could not have been defined from that code).
+	DisagreeLog = "log_inconsistent"
+	// DisagreeNetwork: the step or the gold needed the network, which
+	// InterCode's containers had and sandboxes never reach.
+	DisagreeNetwork = "network"
+	// DisagreeMachine: the result depends on the machine or the moment:
+	// times, ages and clocks (date, -mmin, ps, uptime), or a time limit
+	// reached on one side only.
+	DisagreeMachine = "machine"
+	// DisagreeTie: the gold's ORDER BY ... LIMIT cuts through tied sort
+	// keys; which tied rows InterCode's MySQL returned is arbitrary.
+	DisagreeTie = "tie"
+	// DisagreeGold: the gold does not run here (MySQL-8-only syntax).
+	DisagreeGold = "gold_error"
+	// DisagreeAlias: InterCode bound the submitted function to the gold's
+	// first def, a helper its tests never call, so the tests called a name
+	// the agent's code never defined and failed; ours binds the function
+	// the tests call.
+	DisagreeAlias = "intercode_alias"
+	// DisagreeEngine: MariaDB is not InterCode's MySQL 8: the statement
+	// gave other rows there, or failed on one engine only (MySQL 8's
+	// ONLY_FULL_GROUP_BY, date functions).
+	DisagreeEngine = "engine"
+	// DisagreeGoldThere: the statement gave the same rows there, so the
+	// gold's result differed there: an empty answer InterCode scored 1
+	// proves its gold returned nothing or failed (which InterCode scores
+	// as empty), while here it returns rows.
+	DisagreeGoldThere = "gold_there"
+	// DisagreeOurs: none of the above: a difference of ours.
+	DisagreeOurs = "ours"
+)
+
+// Unreproducible reports whether a cause lies outside what a replay can
+// reproduce (all but DisagreeOurs).
+func Unreproducible(cause string) bool { return cause != "" && cause != DisagreeOurs }
 
 // ReplayResult is one trajectory re-executed.
 type ReplayResult struct {
@@ -30,8 +73,11 @@ type ReplayResult struct {
 	// found no network (NetworkFailure) where InterCode's logged output did
 	// not: sandboxes never reach it, InterCode's containers did, so this
 	// trajectory cannot be reproduced and is reported apart.
-	Network bool       `json:"network,omitempty"`
-	Ours    Trajectory `json:"trajectory"` // our re-execution in InterCode's format
+	Network bool `json:"network,omitempty"`
+	// Cause names why success disagrees (the cause of the step where one
+	// side first reached reward 1); "" where it agrees.
+	Cause string     `json:"cause,omitempty"`
+	Ours  Trajectory `json:"trajectory"` // our re-execution in InterCode's format
 }
 
 // RewardTolerance is how far a re-executed reward may be from the logged
@@ -103,6 +149,9 @@ func Replay(ctx context.Context, e Env, envName string, tr Trajectory) (ReplayRe
 			res.Network = true
 		}
 		sa.Agree = math.Abs(sa.Ours-sa.Logged) <= RewardTolerance
+		if !sa.Agree {
+			sa.Cause = stepCause(envName, sa, r)
+		}
 		res.Steps = append(res.Steps, sa)
 		res.Ours.Add(action, r.Observation, r.Reward, r.Valid)
 		if react && i < len(h.Thoughts) {
@@ -115,7 +164,98 @@ func Replay(ctx context.Context, e Env, envName string, tr Trajectory) (ReplayRe
 			break
 		}
 	}
+	if res.LoggedSuccess != res.OurSuccess {
+		res.Cause = successCause(res)
+	}
 	return res, nil
+}
+
+// successCause is the cause of a success disagreement: that of the first
+// step where the side that succeeded reached reward 1 and the other did
+// not; a trajectory that needed the network is the network's.
+func successCause(res ReplayResult) string {
+	if res.Network {
+		return DisagreeNetwork
+	}
+	for _, s := range res.Steps {
+		if s.Agree {
+			continue
+		}
+		if (res.LoggedSuccess && s.Logged >= 1) || (res.OurSuccess && s.Ours >= 1) {
+			return s.Cause
+		}
+	}
+	return DisagreeOurs
+}
+
+// sqlEngineCause compares a sql step's result with InterCode's logged
+// observation of the same statement: an error on one side only, or other
+// rows, is the engine's; the same rows scored differently, the gold's
+// result there.
+func sqlEngineCause(sa StepAgreement, r StepResult) string {
+	loggedErr := strings.HasPrefix(sa.LoggedObs, "Error executing query")
+	_, oursErr := r.Info["error"]
+	if loggedErr != oursErr {
+		return DisagreeEngine
+	}
+	if loggedErr {
+		return ""
+	}
+	rows, ok := r.Info[InfoPyRows].(string)
+	if !ok {
+		return ""
+	}
+	if rows != strings.TrimSpace(sa.LoggedObs) {
+		return DisagreeEngine
+	}
+	return DisagreeGoldThere
+}
+
+// helperBound: InterCode bound the submitted function to a helper: the
+// gold's first def is not the function the tests call, and the submitted
+// function is not named as the tested one.
+func helperBound(info map[string]any) bool {
+	first, _ := info[InfoFirstDef].(string)
+	entry, _ := info["entry"].(string)
+	sub, _ := info["submitted_function"].(string)
+	return first != "" && entry != "" && first != entry && sub != entry
+}
+
+// pyErrorRE: InterCode's python observation of code that failed,
+// {'error': 'Error: invalid syntax (<string>, line 6)'}.
+var pyErrorRE = regexp.MustCompile(`'error': '(Error: )?[^']`)
+
+// stepCause names why a step's reward differs from the logged one.
+func stepCause(envName string, sa StepAgreement, r StepResult) string {
+	switch {
+	case envName == "python" && sa.Logged > sa.Ours && pyErrorRE.MatchString(sa.LoggedObs):
+		return DisagreeLog
+	case NetworkFailure(sa.OurObs) && !NetworkFailure(sa.LoggedObs), NetworkFailure(sa.GoldObs):
+		return DisagreeNetwork
+	case envName == "python" && sa.Ours > sa.Logged && helperBound(r.Info):
+		return DisagreeAlias
+	}
+	if _, ok := r.Info[InfoGoldError]; ok {
+		return DisagreeGold
+	}
+	if n, _ := r.Info[InfoTies].(int); n > 1 {
+		return DisagreeTie
+	}
+	if envName == "sql" {
+		if c := sqlEngineCause(sa, r); c != "" {
+			return c
+		}
+	}
+	timedOut := func(s string) bool {
+		return strings.Contains(s, "timed out") || strings.Contains(s, "Timeout") || strings.Contains(s, "TimeoutError")
+	}
+	if timedOut(sa.OurObs) != timedOut(sa.LoggedObs) {
+		return DisagreeMachine
+	}
+	if (envName == "bash" || envName == "ctf") && clockRE.MatchString(sa.Action) {
+		return DisagreeMachine
+	}
+	return DisagreeOurs
 }
 
 // networkRE matches what the usual network clients print when no network
@@ -193,11 +333,13 @@ func replayStep(ctx context.Context, e Env, envName, action string) (StepResult,
 			return sc, err
 		}
 		st.Reward = sc.Reward
-		if g, ok := sc.Info["gold_obs"]; ok {
-			if st.Info == nil {
-				st.Info = map[string]any{}
+		for _, k := range []string{"gold_obs", InfoGoldError, InfoTies} {
+			if v, ok := sc.Info[k]; ok {
+				if st.Info == nil {
+					st.Info = map[string]any{}
+				}
+				st.Info[k] = v
 			}
-			st.Info["gold_obs"] = g
 		}
 		return st, nil
 	}

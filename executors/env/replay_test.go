@@ -96,3 +96,128 @@ func TestReplayNetwork(t *testing.T) {
 		})
 	}
 }
+
+func TestLoggedDataset(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"/root/.cache/codefeedback/intercode/c3e46d827cfc/data/sql/spider/ic_spider_dev.json", "./data/sql/spider/ic_spider_dev.json"},
+		{"/tmp/icdata/data/nl2bash/nl2bash_fs_1.json", "./data/nl2bash/nl2bash_fs_1.json"},
+		{"data/python/mbpp/ic_mbpp.json", "./data/python/mbpp/ic_mbpp.json"},
+		{"./data/ctf/ic_ctf.json", "./data/ctf/ic_ctf.json"},
+		{"/home/u/tasks.jsonl", "./tasks.jsonl"},
+		{"/a/database/x.json", "./x.json"},
+	} {
+		if got := env.LoggedDataset(c.in); got != c.want {
+			t.Errorf("LoggedDataset(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// fixed is an Env whose every score is reward with info.
+type fixed struct {
+	obs    string
+	reward float64
+	info   map[string]any
+}
+
+func (f *fixed) Reset(context.Context, env.Task) (string, error) { return "", nil }
+func (f *fixed) Step(ctx context.Context, a string) (env.StepResult, error) {
+	if _, ok := env.SubmitArg(a); ok {
+		r, err := f.Score(ctx, "")
+		r.Done = true
+		return r, err
+	}
+	return env.StepResult{Observation: f.obs, Valid: true, Info: f.info}, nil
+}
+func (f *fixed) Score(context.Context, string) (env.StepResult, error) {
+	return env.StepResult{Reward: f.reward, Info: f.info}, nil
+}
+func (f *fixed) Close() error { return nil }
+
+// TestReplayCauses: every disagreement with InterCode's logged reward is
+// given its cause, and a success disagreement the cause of the step where
+// one side first succeeded.
+func TestReplayCauses(t *testing.T) {
+	syntax := "{'error': 'Error: invalid syntax (<string>, line 6)'}"
+	cases := []struct {
+		name, envName, action, loggedObs string
+		logged                           float64
+		e                                *fixed
+		want                             string
+	}{
+		{"python: InterCode rewarded code its log shows failing", "python", "def f(x):\n    return x  print(f(1))", syntax, 1,
+			&fixed{reward: 0}, env.DisagreeLog},
+		{"python: a clean log, our reward differs", "python", "def f(x):\n    return x", "{'output': '', 'error': ''}", 1,
+			&fixed{reward: 0}, env.DisagreeOurs},
+		{"python: ours higher over an error log", "python", "def f(x):\n    return x", syntax, 0,
+			&fixed{reward: 1}, env.DisagreeOurs},
+		{"python: InterCode bound a helper", "python", "def remove_chars(a, b):\n    return a", "Test case did not pass. Please try again.", 0,
+			&fixed{reward: 1, info: map[string]any{env.InfoFirstDef: "str_to_list", "entry": "remove_dirty_chars", "submitted_function": "remove_chars"}}, env.DisagreeAlias},
+		{"sql: other rows there", "sql", "SELECT Title FROM cartoon ORDER BY STR_TO_DATE(d, '%M%d,%Y')", "[('The Rise',), ('Terror',)]", 1,
+			&fixed{reward: 0.5, info: map[string]any{env.InfoPyRows: "[('Terror',), ('The Rise',)]"}}, env.DisagreeEngine},
+		{"sql: an error there only", "sql", "SELECT MIN(v), code FROM templates", "Error executing query: In aggregated query without GROUP BY", 0,
+			&fixed{reward: 1, info: map[string]any{env.InfoPyRows: "[(0, 'PP')]"}}, env.DisagreeEngine},
+		{"sql: the same rows, the gold's differed there", "sql", "SELECT id FROM tv_channel GROUP BY id HAVING COUNT(*) > 2", "[]", 1,
+			&fixed{reward: 0, info: map[string]any{env.InfoPyRows: "[]"}}, env.DisagreeGoldThere},
+		{"bash: the clock", "bash", "date +%s", "1688000000\n", 1, &fixed{obs: "1765000000\n", reward: 0}, env.DisagreeMachine},
+		{"bash: a time limit on one side", "bash", "find / -name x", "/x\n", 1, &fixed{obs: "Command timed out", reward: 0}, env.DisagreeMachine},
+		{"bash: the network", "bash", "curl -s example.com | wc -c", "1256\n", 1,
+			&fixed{obs: "curl: (6) Could not resolve host: example.com\n", reward: 0}, env.DisagreeNetwork},
+		{"bash: unexplained", "bash", "ls /testbed", "a\n", 1, &fixed{obs: "b\n", reward: 0}, env.DisagreeOurs},
+		{"sql: a tied cut", "sql", "SELECT a FROM t GROUP BY a ORDER BY count(*) DESC LIMIT 1", "| 2 |", 0,
+			&fixed{obs: "| 3 |", reward: 1, info: map[string]any{env.InfoTies: 2}}, env.DisagreeTie},
+		{"sql: a gold that does not run here", "sql", "SELECT 1", "| 1 |", 0,
+			&fixed{obs: "| 1 |", reward: 1, info: map[string]any{env.InfoGoldError: "1064 (42000)"}}, env.DisagreeGold},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr := env.Trajectory{Environment: env.ICName(c.envName), TaskID: 7}
+			tr.TurnHistory.Actions = []string{c.action}
+			tr.TurnHistory.Observations = []string{c.loggedObs}
+			tr.TurnHistory.Rewards = []float64{c.logged}
+			tr.Summary.MaxReward = c.logged
+			res, err := env.Replay(context.Background(), c.e, c.envName, tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Steps) != 1 || res.Steps[0].Agree || res.Steps[0].Cause != c.want {
+				t.Fatalf("steps %+v, want one disagreeing step of cause %s", res.Steps, c.want)
+			}
+			if res.LoggedSuccess == res.OurSuccess || res.Cause != c.want {
+				t.Errorf("success logged %v ours %v cause %q, want a disagreement of cause %s", res.LoggedSuccess, res.OurSuccess, res.Cause, c.want)
+			}
+			if env.Unreproducible(c.want) == (c.want == env.DisagreeOurs) {
+				t.Errorf("Unreproducible(%s) = %v", c.want, env.Unreproducible(c.want))
+			}
+		})
+	}
+}
+
+// TestCheckGoldCauses: a gold that does not score 1 against itself is
+// given its cause.
+func TestCheckGoldCauses(t *testing.T) {
+	cases := []struct {
+		name, envName, gold string
+		e                   *fixed
+		pass                bool
+		cause               string
+		ties                int
+	}{
+		{"passes", "bash", "ls", &fixed{obs: "a\n", reward: 1}, true, "", 0},
+		{"ambiguous but passes", "sql", "SELECT a FROM t ORDER BY b LIMIT 1", &fixed{reward: 1, info: map[string]any{env.InfoTies: 3}}, true, "", 3},
+		{"sql gold does not run", "sql", "SELECT avg(Attendance) FROM SHOW", &fixed{reward: 0, info: map[string]any{env.InfoGoldError: "1064 (42000): syntax"}}, false, env.CauseGoldError, 0},
+		{"network", "bash", "curl -s example.com", &fixed{obs: "curl: (6) Could not resolve host: example.com\n", reward: 0.5}, false, env.CauseNetwork, 0},
+		{"timeout", "bash", "sleep 99", &fixed{obs: "[execution timed out]", reward: 0}, false, env.CauseTimeout, 0},
+		{"clock", "bash", "date; ls", &fixed{obs: "Fri\n", reward: 0.9}, false, env.CauseMachine, 0},
+		{"host name", "bash", "env", &fixed{obs: "HOSTNAME=1\n", reward: 0.99}, false, env.CauseMachine, 0},
+		{"anything else", "bash", "cat x", &fixed{obs: "y\n", reward: 0.5}, false, env.CauseDiffers, 0},
+	}
+	for _, c := range cases {
+		gc, err := env.CheckGold(context.Background(), c.e, env.Task{ID: "t/1", Env: c.envName, Gold: c.gold})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gc.Pass != c.pass || gc.Cause != c.cause || gc.Ties != c.ties {
+			t.Errorf("%s: pass %v cause %q ties %d, want %v %q %d", c.name, gc.Pass, gc.Cause, gc.Ties, c.pass, c.cause, c.ties)
+		}
+	}
+}

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Trajectory is one episode in InterCode's log format (the files under
@@ -41,6 +43,25 @@ type Summary struct {
 	MaxRewardIdx int     `json:"max_reward_idx"`
 	TurnsTaken   int     `json:"turns_taken"`
 	TurnsMax     int     `json:"turns_max"`
+}
+
+// LoggedDataset is a task file's path as InterCode logs it in a
+// trajectory: relative to its repository, "./data/..." (a task file under a
+// checkout or the fetch cache, /cache/intercode/data/sql/spider/x.json, is
+// "./data/sql/spider/x.json"), never the absolute path of this machine; a
+// file outside such a layout is logged by its name.
+func LoggedDataset(path string) string {
+	p := filepath.ToSlash(path)
+	if strings.HasPrefix(p, "./data/") {
+		return p
+	}
+	if p == "" {
+		return ""
+	}
+	if i := strings.LastIndex("/"+p, "/data/"); i >= 0 {
+		return "./" + ("/" + p)[i+1:]
+	}
+	return "./" + filepath.Base(path)
 }
 
 // EnvName maps InterCode's environment names ("ic_sql") to ours ("sql").

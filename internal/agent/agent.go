@@ -159,6 +159,34 @@ type Episode struct {
 	// tries it again.
 	Error  string `json:"error,omitempty"`
 	Cached bool   `json:"-"`
+	// GoldError is the task's gold's own error where it does not run in
+	// its environment (a SQL gold no engine parses: WikiSQL's): no answer
+	// of the episode can then be proven right, and the run warns.
+	GoldError string `json:"gold_error,omitempty"`
+}
+
+// GoldErrorWarning says how many episodes' golds did not run in their
+// environment, naming a few with the first error ("" for none).
+func GoldErrorWarning(eps []Episode) string {
+	var ids []string
+	first := ""
+	for _, e := range eps {
+		if e.GoldError != "" {
+			ids = append(ids, e.Task.ID)
+			if first == "" {
+				first = e.GoldError
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	ex := ids
+	if len(ex) > 3 {
+		ex = ex[:3]
+	}
+	return fmt.Sprintf("%d of %d tasks' golds do not run in their environment (%s: %s): they score every answer 0; "+
+		"`codefeedback intercode check-golds TASKFILE` lists them", len(ids), len(eps), strings.Join(ex, ", "), first)
 }
 
 // AgentTurns counts the actions the agent chose (not the loop's submit).
@@ -199,7 +227,7 @@ func (e Episode) Trajectory() env.Trajectory {
 	t := env.Trajectory{Environment: env.ICName(e.Task.Env), Dataset: e.Task.Dataset, TaskID: e.Task.Index,
 		Query: e.Task.Query, Hardness: e.Task.Setup[env.SetupHardness]}
 	if f := e.Task.Setup[env.SetupSourceFile]; f != "" {
-		t.Dataset = f
+		t.Dataset = env.LoggedDataset(f)
 	}
 	t.TurnHistory = env.TurnHistory{Actions: []string{}, Observations: []string{}, Rewards: []float64{}, ValidAction: []*bool{}}
 	for _, s := range e.Steps {
@@ -225,6 +253,7 @@ func (e Episode) Trajectory() env.Trajectory {
 // the environment failed or ctx ended; a model that fails on every retry
 // ends the episode with Episode.Error set.
 func (a *Agent) Run(ctx context.Context, e env.Env, t env.Task) (Episode, error) {
+	ctx = context.WithValue(ctx, taskKey{}, t)
 	ep := Episode{Task: t, Strategy: a.opts.Strategy, Model: a.opts.Model, TurnsMax: a.opts.Turns}
 	if _, err := e.Reset(ctx, t); err != nil { // environments build their caches once across processes (env.BuildOnce)
 		return ep, fmt.Errorf("agent: reset %s: %w", t.ID, err)
@@ -252,6 +281,17 @@ func (a *Agent) Run(ctx context.Context, e env.Env, t env.Task) (Episode, error)
 	}
 	ep.finish()
 	return ep, err
+}
+
+type taskKey struct{}
+
+// TaskOf is the task whose episode a model call belongs to, from the
+// context Run passes to the model: a stand-in model that answers from the
+// task (the canonical answers of `eval --model canonical`) finds it by its
+// id this way, not by searching the conversation for its query.
+func TaskOf(ctx context.Context) (env.Task, bool) {
+	t, ok := ctx.Value(taskKey{}).(env.Task)
+	return t, ok
 }
 
 // modelError is a model call that failed for good: the episode ends.

@@ -56,7 +56,19 @@ func TestClosing(t *testing.T) {
 			Info: map[string]any{"rows": [][]any{{11.0}}}}}, []string{"`11.0`"}, nil},
 		{"sql rows", "sql", []agent.Step{{Action: "SELECT a, b FROM t", Observation: "...\n(3 rows)\n", Valid: true, Reward: 1,
 			Info: map[string]any{"rows": [][]any{{1, 2}, {3, 4}, {5, 6}}}}}, []string{"3 rows"}, []string{"`"}},
-		{"sql none", "sql", []agent.Step{{Action: "SELECT a FROM t WHERE 0", Observation: "(0 rows)\n", Valid: true, Reward: 1}}, []string{"no row"}, nil},
+		{"sql none", "sql", []agent.Step{{Action: "SELECT a FROM t WHERE 0", Observation: "(0 rows)\n", Valid: true, Reward: 1,
+			Info: map[string]any{"rows": [][]any{}, env.InfoRowCount: 0, env.InfoRowsShown: 0}}}, []string{"no row"}, nil},
+		// A cut table: the footer is not "(N rows)", and the count comes
+		// from the result, not the text (it said "No row matches").
+		{"sql cut", "sql", []agent.Step{{Action: "SELECT a FROM t", Observation: "| 1 |\n(58 rows, first 50 shown)\n", Valid: true, Reward: 1,
+			Info: map[string]any{"rows": make([][]any, 58), env.InfoRowCount: 58, env.InfoRowsShown: 50}}}, []string{"58 rows", "first 50"}, []string{"no row", "empty"}},
+		{"sql cut from file", "sql", []agent.Step{{Action: "SELECT a FROM t", Observation: "(58 rows, first 50 shown)\n", Valid: true, Reward: 1,
+			Info: map[string]any{env.InfoRowCount: float64(58), env.InfoRowsShown: float64(50)}}}, []string{"58 rows", "first 50"}, []string{"no row", "empty", "the 58 rows above"}},
+		// Stored before the counts were recorded: the rows say how many.
+		{"sql cut legacy", "sql", []agent.Step{{Action: "SELECT a FROM t", Observation: "(58 rows, first 50 shown)\n", Valid: true, Reward: 1,
+			Info: map[string]any{"rows": jsonRows(t, make([][]any, 58))}}}, []string{"58 rows"}, []string{"no row", "empty", "above"}},
+		// No result set known: nothing is claimed about rows.
+		{"sql no result set", "sql", []agent.Step{{Action: "SELECT a FROM t WHERE 0", Observation: "(0 rows)\n", Valid: true, Reward: 1}}, []string{"question"}, []string{"row", "empty"}},
 		{"python submit", "python", []agent.Step{{Action: "def f(x): return x", Observation: "", Valid: true},
 			{Action: "submit f", Observation: "3 of 3 tests passed.", Valid: true, Reward: 1, Submit: true}}, []string{"`f`", "3 tests"}, nil},
 		{"ctf flag", "ctf", []agent.Step{{Action: "cat flag.txt", Observation: "picoCTF{x}\n", Valid: true},

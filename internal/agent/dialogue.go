@@ -123,7 +123,8 @@ func (e Episode) closingData() map[string]any {
 	h := fnv.New32a()
 	h.Write([]byte(e.Task.ID + "\x00" + e.Strategy + "\x00" + e.Model))
 	d := map[string]any{"Env": e.Task.Env, "Variant": int(h.Sum32() % 4), "Result": "", "Rows": 0, "RowWord": "rows",
-		"Lines": 0, "LineWord": "lines", "Quiet": false, "Function": ""}
+		"Lines": 0, "LineWord": "lines", "Quiet": false, "Function": "",
+		"Counted": false, "Shown": 0, "Cut": false}
 	var last, submit *Step
 	for i := range e.Steps {
 		switch s := &e.Steps[i]; {
@@ -154,9 +155,10 @@ func (e Episode) closingData() map[string]any {
 		if last == nil {
 			break
 		}
-		if m := reRowCount.FindStringSubmatch(last.Observation); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			d["Rows"] = n
+		// The counts come from the result itself (sqlenv's Info), never
+		// from the rendered table, whose footer may say it was cut.
+		if n, shown, ok := rowCounts(last.Info); ok {
+			d["Counted"], d["Rows"], d["Shown"], d["Cut"] = true, n, shown, shown < n
 			if n == 1 {
 				d["RowWord"] = "row"
 			}
@@ -192,8 +194,55 @@ func (e Episode) closingData() map[string]any {
 
 var (
 	reTestsPassed = regexp.MustCompile(`^(\d+) of (\d+) tests passed`)
-	reRowCount    = regexp.MustCompile(`\((\d+) rows?\)\s*$`)
 )
+
+// rowCounts reads how many rows a sql step returned and how many its table
+// shows from the step's Info: env.InfoRowCount and env.InfoRowsShown, as
+// numbers fresh or from a trajectory file. An episode stored before those
+// keys existed gives the length of its rows; its table showed them all up
+// to legacyShown rows, else an unknown number (shown 0: the closing then
+// does not point at the table). ok is false when the step returned no
+// result set.
+func rowCounts(info map[string]any) (n, shown int, ok bool) {
+	if n, ok = intValue(info[env.InfoRowCount]); ok {
+		shown, sok := intValue(info[env.InfoRowsShown])
+		if !sok || shown > n {
+			shown = n
+		}
+		return n, shown, true
+	}
+	switch r := info["rows"].(type) {
+	case [][]any:
+		ok, n = r != nil, len(r)
+	case []any:
+		ok, n = r != nil, len(r)
+	}
+	if !ok {
+		return 0, 0, false
+	}
+	if n <= legacyShown {
+		shown = n
+	}
+	return n, shown, true
+}
+
+// legacyShown is how many rows sqlenv's tables showed before Info said so.
+const legacyShown = 50
+
+func intValue(v any) (int, bool) {
+	switch x := v.(type) {
+	case int:
+		return x, true
+	case int64:
+		return int(x), true
+	case float64:
+		return int(x), x == float64(int(x))
+	case json.Number:
+		n, err := x.Int64()
+		return int(n), err == nil
+	}
+	return 0, false
+}
 
 // quotable: short enough to quote in a sentence, on one line, no backquote.
 func quotable(s string) bool {

@@ -98,6 +98,7 @@ func (r *run) act(ctx context.Context, answer string, score bool, st Step) (Step
 			return st, true, fmt.Errorf("agent: %s: %w", r.ep.Task.ID, err)
 		}
 		st.Observation, st.Reward, st.Valid, st.Info = res.Observation, res.Reward, res.Valid, res.Info
+		r.noteGold(res)
 		r.ep.Steps = append(r.ep.Steps, st)
 		return st, true, nil
 	}
@@ -122,9 +123,17 @@ func (r *run) act(ctx context.Context, answer string, score bool, st Step) (Step
 			return st, false, fmt.Errorf("agent: %s: score: %w", r.ep.Task.ID, err)
 		}
 		st.Reward = sc.Reward
+		r.noteGold(sc)
 	}
 	r.ep.Steps = append(r.ep.Steps, st)
 	return st, false, nil
+}
+
+// noteGold records a score's report that the gold itself does not run.
+func (r *run) noteGold(sc env.StepResult) {
+	if g, _ := sc.Info[env.InfoGoldError].(string); g != "" && r.ep.GoldError == "" {
+		r.ep.GoldError = g
+	}
 }
 
 func (r *run) single(ctx context.Context) error {
@@ -213,6 +222,7 @@ func (r *run) autoSubmit(ctx context.Context) error {
 		return fmt.Errorf("agent: %s: submit: %w", r.ep.Task.ID, err)
 	}
 	st.Observation, st.Reward, st.Valid, st.Info = res.Observation, res.Reward, res.Valid, res.Info
+	r.noteGold(res)
 	r.ep.Steps = append(r.ep.Steps, st)
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/codefeedback/codefeedback/executors/env"
 	"github.com/codefeedback/codefeedback/internal/agent"
@@ -39,7 +38,7 @@ func (e *Evaluator) RunInterCode(ctx context.Context, tasks []env.Task, o InterC
 	}
 	var model llm.Chatter = e.model
 	if model == nil {
-		model = goldChatter{tasks: tasks}
+		model = newGoldChatter(tasks)
 	}
 	a, err := agent.New(agent.Options{Strategy: o.Strategy, Turns: e.opts.Rounds + 1, Model: e.opts.Model,
 		Seed: e.opts.Seed, MaxTokens: e.opts.MaxTokens}, model)
@@ -50,22 +49,33 @@ func (e *Evaluator) RunInterCode(ctx context.Context, tasks []env.Task, o InterC
 	return r.Run(ctx, tasks)
 }
 
-// goldChatter answers an InterCode task with its gold action, found by the
-// task's query in the conversation.
-type goldChatter struct{ tasks []env.Task }
+// goldChatter answers an InterCode task with its gold action. The task is
+// the episode's own (agent.TaskOf), found by its id: a query can hold
+// another task's query (Spider task 780's holds 603's), so searching the
+// conversation answered some tasks with another's gold.
+type goldChatter struct{ tasks map[string]env.Task }
 
-func (g goldChatter) Chat(_ context.Context, req llm.Request) (llm.Response, error) {
-	for _, m := range req.Messages {
-		for _, t := range g.tasks {
-			if m.Role == llm.RoleUser && strings.Contains(m.Content, t.Query) {
-				if t.Env == "ctf" {
-					return llm.Response{Text: "submit " + t.Gold}, nil
-				}
-				return llm.Response{Text: "```" + agent.Lang(t.Env) + "\n" + t.Gold + "\n```"}, nil
-			}
-		}
+func newGoldChatter(tasks []env.Task) goldChatter {
+	g := goldChatter{tasks: map[string]env.Task{}}
+	for _, t := range tasks {
+		g.tasks[t.ID] = t
 	}
-	return llm.Response{}, errors.New("evaluate: canonical: no task matches the conversation")
+	return g
+}
+
+func (g goldChatter) Chat(ctx context.Context, _ llm.Request) (llm.Response, error) {
+	cur, ok := agent.TaskOf(ctx)
+	if !ok {
+		return llm.Response{}, errors.New("evaluate: canonical: the model call carries no task")
+	}
+	t, ok := g.tasks[cur.ID]
+	if !ok {
+		return llm.Response{}, fmt.Errorf("evaluate: canonical: task %s is not among the evaluated tasks", cur.ID)
+	}
+	if t.Env == "ctf" {
+		return llm.Response{Text: "submit " + t.Gold}, nil
+	}
+	return llm.Response{Text: "```" + agent.Lang(t.Env) + "\n" + t.Gold + "\n```"}, nil
 }
 
 // AddInterCode adds one benchmark per environment to the report: success

@@ -106,8 +106,10 @@ type stage struct {
 	version map[string]any
 	pool    *envPool
 	warned  sync.Once
-	exMu    sync.Mutex
-	own     map[string]executors.Executor // executors opened for an environment's image
+	// goldWarned: the warning that a gold does not run, once per run.
+	goldWarned sync.Once
+	exMu       sync.Mutex
+	own        map[string]executors.Executor // executors opened for an environment's image
 }
 
 func newStage(o Options, svc *pipeline.Services) (*stage, error) {
@@ -246,6 +248,17 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 	}
 	stats := pipeline.ItemStats(ctx, svc.Stats)
 	st.gateActions(stats, ep)
+	if ep.GoldError != "" {
+		// A gold that does not run proves no answer right (WikiSQL's
+		// pseudo-SQL): counted, and said once per run.
+		stats.Add("gold_error/"+t.Env, 1)
+		st.goldWarned.Do(func() {
+			if svc.Logger != nil {
+				svc.Logger.Warn("interact: a task's gold does not run in its environment; its episodes score 0 "+
+					"(`codefeedback intercode check-golds TASKFILE` lists such tasks)", "task", t.ID, "error", ep.GoldError)
+			}
+		})
+	}
 	if ep.Reward < o.MinReward || ep.AgentTurns() == 0 {
 		// Recorded with the item so a cached re-run counts it too.
 		stats.Add("dropped/"+t.Env, 1)

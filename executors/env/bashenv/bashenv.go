@@ -344,8 +344,12 @@ func (e *Env) Reset(ctx context.Context, t env.Task) (string, error) {
 	}
 	if v != e.cur {
 		e.closeSides()
-		if e.agent, err = e.openSide(ctx, "agent", v); err == nil {
-			e.gold, err = e.openSide(ctx, "gold", v)
+		// Both sides' files get the same times: a gold that archives or
+		// prints times (tar, find -printf %T@) must find the agent's copy
+		// as old as its own, or it fails against itself.
+		opened := time.Now()
+		if e.agent, err = e.openSide(ctx, "agent", v, opened); err == nil {
+			e.gold, err = e.openSide(ctx, "gold", v, opened)
 		}
 		if err != nil {
 			e.closeSides()
@@ -363,8 +367,9 @@ func (e *Env) Reset(ctx context.Context, t env.Task) (string, error) {
 	return t.Query, nil
 }
 
-// openSide opens a sandbox with v's directories bound in and a synced replica.
-func (e *Env) openSide(ctx context.Context, name string, v *variant) (*side, error) {
+// openSide opens a sandbox with v's directories bound in and a synced
+// replica whose build-time files are dated as if built just before opened.
+func (e *Env) openSide(ctx context.Context, name string, v *variant, opened time.Time) (*side, error) {
 	srcs := []string{v.tpl}
 	if !v.root {
 		srcs = nil
@@ -409,7 +414,7 @@ func (e *Env) openSide(ctx context.Context, name string, v *variant) (*side, err
 			}
 		}
 	}
-	sd := &side{s: s, rep: &replica{tpl: v.tpl, dir: dir, names: v.names, root: v.root, uid: uid, gid: gid, retime: v.built.since(time.Now().Add(-e.age)), gitTimes: e.shell == ShellInterCode}}
+	sd := &side{s: s, rep: &replica{tpl: v.tpl, dir: dir, names: v.names, root: v.root, uid: uid, gid: gid, retime: v.built.since(opened.Add(-e.age)), gitTimes: e.shell == ShellInterCode}}
 	if err := sd.reset(ctx); err != nil {
 		s.Close()
 		return nil, err

@@ -444,3 +444,37 @@ func TestSessionEnv(t *testing.T) {
 		}
 	})
 }
+
+// TestGoldsPassThemselves: every gold played as the agent's action scores
+// 1, including golds that print the files' times or archive them: the
+// agent's and the gold's replicas get the same file times (they were
+// dated by when each side's sandbox opened, so `%T@` differed).
+func TestGoldsPassThemselves(t *testing.T) {
+	tasks := loadFixture(t)
+	timed := tasks[0]
+	for _, g := range []string{
+		"find /testbed -printf '%T@ %p\\n' | sort",
+		"tar czf /testbed/all.tgz -C /testbed dir1 dir2 && tar tvzf /testbed/all.tgz | sort",
+		"ls -l --time-style=full-iso /testbed/dir1",
+	} {
+		timed.Gold, timed.ID = g, "timed/"+g
+		tasks = append(tasks, timed)
+	}
+	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
+		ctx := context.Background()
+		e, err := env.Open(ctx, "bash", d.Ex, env.Options{CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		for _, task := range tasks {
+			gc, err := env.CheckGold(ctx, e, task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !gc.Pass {
+				t.Errorf("%s: gold %q scores %v against itself (%s: %s)", task.ID, task.Gold, gc.Reward, gc.Cause, gc.Detail)
+			}
+		}
+	})
+}

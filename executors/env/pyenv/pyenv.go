@@ -31,6 +31,11 @@ var judgeSource string
 
 func init() {
 	env.Register("python", func(ctx context.Context, ex executors.Executor, opts env.Options) (env.Env, error) {
+		switch v := opts.Params["entry"]; v {
+		case "", "tested", EntryFirst:
+		default:
+			return nil, fmt.Errorf("pyenv: entry %q (want tested or first)", v)
+		}
 		return New(ex, opts), nil
 	})
 	env.RegisterLoader("ic_mbpp", "python", LoadMBPP)
@@ -55,13 +60,30 @@ type Env struct {
 	reset bool
 }
 
-// New returns a python environment over ex.
+// New returns a python environment over ex. opts.Params "entry" names
+// what the submitted function is bound to: "tested" (default: the gold
+// function the tests call, GoldName) or "first" (InterCode's rule: the
+// gold's first def, even a helper the tests never call, so a correct
+// function under another name fails; replays use it).
 func New(ex executors.Executor, opts env.Options) *Env {
 	if opts.Limits.Timeout == 0 {
 		opts.Limits.Timeout = 10 * time.Second
 	}
 	return &Env{ex: ex, opts: opts}
 }
+
+// firstDef is the gold's first def (InterCode binds the submitted
+// function to it).
+func firstDef(gold string) string {
+	if m := defRE.FindStringSubmatch(gold); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// EntryFirst is Params["entry"] for InterCode's binding of the submitted
+// function to the gold's first def.
+const EntryFirst = "first"
 
 var defRE = regexp.MustCompile(`def\s+(\w+)\s*\(`)
 
@@ -98,6 +120,11 @@ func (e *Env) Reset(ctx context.Context, t env.Task) (string, error) {
 	entry := t.Setup[env.SetupEntryPoint]
 	if entry == "" {
 		entry = GoldName(t.Gold, tests)
+	}
+	if e.opts.Params["entry"] == EntryFirst {
+		if m := defRE.FindStringSubmatch(t.Gold); m != nil {
+			entry = m[1]
+		}
 	}
 	if entry == "" {
 		return "", fmt.Errorf("pyenv: task %s: no entry point and no def in the gold code", t.ID)
@@ -188,7 +215,7 @@ func (e *Env) Score(ctx context.Context, arg string) (env.StepResult, error) {
 		Observation: obs,
 		Reward:      reward,
 		Valid:       true,
-		Info:        map[string]any{"verdicts": verdicts, "submitted_function": arg, "entry": e.entry},
+		Info:        map[string]any{"verdicts": verdicts, "submitted_function": arg, "entry": e.entry, env.InfoFirstDef: firstDef(e.task.Gold)},
 	}, nil
 }
 
@@ -252,7 +279,12 @@ func Judge(ctx context.Context, ex executors.Executor, sub Submission) ([]Verdic
 		Verdicts []Verdict `json:"verdicts"`
 	}
 	if err := json.Unmarshal([]byte(lastLine(jres.Stdout)), &out); err != nil || len(out.Verdicts) != len(sub.Tests) {
-		return nil, fmt.Errorf("judge gave no verdicts (exit %d, timed out %v): %s", jres.ExitCode, jres.TimedOut, tail(jres.Stderr))
+		// This process runs no agent code: the gold's own evaluation failed.
+		cause := env.ErrGold
+		if jres.TimedOut {
+			cause = env.ErrGoldTimeout
+		}
+		return nil, fmt.Errorf("%w: judge gave no verdicts (exit %d): %s", cause, jres.ExitCode, tail(jres.Stderr))
 	}
 	return out.Verdicts, nil
 }

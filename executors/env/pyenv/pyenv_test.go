@@ -178,3 +178,39 @@ func TestGoldName(t *testing.T) {
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// TestEntryFirst: InterCode binds the submitted function to the gold's
+// first def; where that is a helper (task 1's gold defines helper, then
+// uniq), a correct uniq under another name fails there and passes under
+// the default rule, which binds the function the tests call.
+func TestEntryFirst(t *testing.T) {
+	task := loadFixture(t)[1]
+	d := envtest.Drivers(t)[0]
+	ctx := context.Background()
+	for _, c := range []struct {
+		entry string
+		want  float64
+	}{{"", 1}, {"tested", 1}, {pyenv.EntryFirst, 0}} {
+		e, err := env.Open(ctx, "python", d.Ex, env.Options{Params: map[string]string{"entry": c.entry}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Reset(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Step(ctx, "def distinct_sorted(xs):\n    return sorted(set(xs))"); err != nil {
+			t.Fatal(err)
+		}
+		r, err := e.Step(ctx, "submit distinct_sorted")
+		e.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Reward != c.want {
+			t.Errorf("entry %q: reward %v (%s), want %v", c.entry, r.Reward, r.Observation, c.want)
+		}
+	}
+	if _, err := env.Open(ctx, "python", d.Ex, env.Options{Params: map[string]string{"entry": "last"}}); err == nil {
+		t.Error("entry last: no error")
+	}
+}

@@ -89,12 +89,28 @@ type Env struct {
 	reset   bool
 	done    bool
 	backend string
+	// ties: accept any answer the gold's ORDER BY ... LIMIT allows (see
+	// ties.go); tie is the current task's, computed at its first score.
+	ties    bool
+	tie     *tieSet
+	tieDone bool
+	tieNote string
+	// goldEmpty: a gold that fails scores as an empty result, as
+	// InterCode's does (then any empty answer scores 1); otherwise it
+	// scores every answer 0 and says so (Info "gold_error").
+	goldEmpty bool
 }
 
 // New opens the SQL environment. opts.Params: "backend" = sqlite (default)
 // or mariadb; "dsn" for mariadb (default root over the local socket, see
 // mariadb.go); "order" = ordered (default) or always; "statement_time"
-// (default 10s).
+// (default 10s); "ties" = any (default: an answer the gold's ORDER BY ...
+// LIMIT allows through tied sort keys scores as the gold, ties.go) or gold
+// (InterCode: only the rows the gold's run happened to return);
+// "gold_errors" = fail (default: a gold that does not run scores every
+// answer 0, Info "gold_error" says why) or empty (InterCode: it scores as
+// an empty result, so any empty answer scores 1; WikiSQL's pseudo-SQL
+// golds do that).
 func New(ctx context.Context, ex executors.Executor, opts env.Options) (*Env, error) {
 	p := opts.Params
 	stmt := 10 * time.Second
@@ -112,6 +128,20 @@ func New(ctx context.Context, ex executors.Executor, opts env.Options) (*Env, er
 	e := &Env{order: p["order"], backend: p["backend"]}
 	if e.order == "" {
 		e.order = "ordered"
+	}
+	switch p["ties"] {
+	case "", "any":
+		e.ties = true
+	case "gold":
+	default:
+		return nil, fmt.Errorf("sqlenv: ties %q (want any or gold)", p["ties"])
+	}
+	switch p["gold_errors"] {
+	case "", "fail":
+	case "empty":
+		e.goldEmpty = true
+	default:
+		return nil, fmt.Errorf("sqlenv: gold_errors %q (want fail or empty)", p["gold_errors"])
 	}
 	if e.order != "ordered" && e.order != "always" {
 		return nil, fmt.Errorf("sqlenv: order %q (want ordered or always)", e.order)
@@ -146,6 +176,7 @@ func (e *Env) Reset(ctx context.Context, t env.Task) (string, error) {
 		return "", fmt.Errorf("sqlenv: task %s: %w", t.ID, err)
 	}
 	e.task, e.last, e.gold, e.reset, e.done = t, nil, nil, true, false
+	e.tie, e.tieDone, e.tieNote = nil, false, ""
 	return t.Query, nil
 }
 
@@ -174,6 +205,13 @@ func (e *Env) Step(ctx context.Context, action string) (env.StepResult, error) {
 	obs := ""
 	if res.HasRows {
 		obs = RenderTable(res.Cols, res.Rows, DefaultTableLimits)
+		// What the table shows, as numbers: a closing turn states the
+		// count from here, never from the rendered text.
+		info[env.InfoRowCount] = len(res.Rows)
+		info[env.InfoRowsShown] = ShownRows(len(res.Rows), DefaultTableLimits)
+		if len(res.Rows) <= pyRowsMax {
+			info[env.InfoPyRows] = PyRows(res.Rows)
+		}
 	}
 	return env.StepResult{Observation: obs, Valid: true, Info: info}, nil
 }
@@ -191,6 +229,9 @@ func (e *Env) Score(ctx context.Context, _ string) (env.StepResult, error) {
 		e.gold = &g
 	}
 	info := map[string]any{"corrupt_gold": e.gold.Err != ""}
+	if e.gold.Err != "" {
+		info[InfoGoldError] = e.gold.Err
+	}
 	var agentRows [][]any
 	agentOK := e.last != nil && e.last.Err == "" && e.last.HasRows
 	if agentOK {
@@ -198,13 +239,73 @@ func (e *Env) Score(ctx context.Context, _ string) (env.StepResult, error) {
 	}
 	applyTau := e.order == "always" || HasOrderBy(e.task.Gold)
 	r := 0.0
-	if agentOK {
+	switch {
+	case !agentOK:
+	case e.gold.Err != "" && !e.goldEmpty:
+		// A gold that does not run proves no answer right.
+	default:
 		// InterCode scores a failed gold query as an empty result.
 		r = Reward(agentRows, e.gold.Rows, applyTau)
+		if e.ties && e.gold.Err == "" {
+			ts, err := e.tieSet(ctx)
+			if err != nil {
+				return env.StepResult{}, err
+			}
+			if ts != nil {
+				info[InfoTies] = ts.alternatives()
+				if r < 1 {
+					r = max(r, Reward(agentRows, ts.goldFor(agentRows), applyTau))
+				}
+			}
+		}
+	}
+	if e.tieNote != "" {
+		info["ties_unchecked"] = e.tieNote
 	}
 	info["gold_rows"] = len(e.gold.Rows)
 	info["rank_correlation_applied"] = applyTau
 	return env.StepResult{Observation: "", Reward: r, Valid: true, Info: info}, nil
+}
+
+// Score's Info keys (env's).
+const (
+	InfoGoldError = env.InfoGoldError
+	InfoTies      = env.InfoTies
+)
+
+// tieSet is the current gold's tied cut (nil: none, or not a cut gold),
+// computed once per episode. A keyed query the engine refuses (an ORDER
+// BY naming a select alias) leaves ties unchecked, noted in tieNote.
+func (e *Env) tieSet(ctx context.Context) (*tieSet, error) {
+	if e.tieDone {
+		return e.tie, nil
+	}
+	e.tieDone = true
+	lq, ok := parseLimitQuery(e.task.Gold)
+	if !ok {
+		return nil, nil
+	}
+	full, err := e.b.gold(ctx, e.task.Setup[env.SetupDBFile], e.task.Setup[env.SetupDB], lq.keyed())
+	if err != nil {
+		return nil, fmt.Errorf("sqlenv: task %s: gold's ties: %w", e.task.ID, err)
+	}
+	if full.Err != "" {
+		e.tieNote = full.Err
+		return nil, nil
+	}
+	e.tie = ties(full.Rows, len(full.Cols)-len(lq.keys), lq)
+	return e.tie, nil
+}
+
+// Ties reports whether t's gold cuts its ordered rows where several share
+// the sort key, and how many answers that allows; e must be reset to t.
+// The gold self-check marks such tasks ambiguous.
+func (e *Env) Ties(ctx context.Context) (int, error) {
+	ts, err := e.tieSet(ctx)
+	if err != nil || ts == nil {
+		return 0, err
+	}
+	return ts.alternatives(), nil
 }
 
 // Close implements env.Env.
@@ -252,6 +353,25 @@ func RowKey(row []any) string {
 		b.WriteByte(',')
 	}
 	b.WriteByte(')')
+	return b.String()
+}
+
+// pyRowsMax bounds the rows Step renders as InterCode logged them.
+const pyRowsMax = 200
+
+// PyRows is rows as InterCode's SQL observation shows them: Python's str()
+// of the list of row tuples mysql-connector returns ("[('a', 1)]"), so a
+// replay can tell whether a statement gave here the rows it gave there.
+func PyRows(rows [][]any) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(RowKey(r))
+	}
+	b.WriteByte(']')
 	return b.String()
 }
 

@@ -249,3 +249,89 @@ func TestObservation(t *testing.T) {
 		}
 	})
 }
+
+// TestTiesAndBrokenGolds: an answer that picks other rows of a tie the
+// gold's LIMIT cuts through scores as the gold (any tied answer); a gold
+// that does not run scores every answer 0 unless gold_errors=empty
+// (InterCode's rule, where any empty answer scored 1).
+func TestTiesAndBrokenGolds(t *testing.T) {
+	tasks := loadFixture(t)
+	school, shop := tasks[4], tasks[0]
+	with := func(base env.Task, gold string) env.Task {
+		base.Gold = gold
+		return base
+	}
+	cases := []struct {
+		name    string
+		task    env.Task
+		params  map[string]string
+		actions []string
+		want    float64
+		ties    int // Info tied_answers (0: none)
+	}{
+		{"tie: the gold's pick", with(school, "SELECT name FROM student ORDER BY grade LIMIT 2"), nil,
+			[]string{"SELECT name FROM student WHERE name IN ('Cy', 'Bo') ORDER BY grade"}, 1, 2},
+		{"tie: the other tied row", with(school, "SELECT name FROM student ORDER BY grade LIMIT 2"), nil,
+			[]string{"SELECT name FROM student WHERE name IN ('Cy', 'Ed') ORDER BY grade"}, 1, 2},
+		{"tie: a row outside the tie", with(school, "SELECT name FROM student ORDER BY grade LIMIT 2"), nil,
+			[]string{"SELECT name FROM student WHERE name IN ('Cy', 'Di') ORDER BY grade"}, 0.33, 2},
+		{"tie: ties=gold takes the gold's rows only", with(school, "SELECT name FROM student ORDER BY grade LIMIT 2"), map[string]string{"ties": "gold"},
+			[]string{"SELECT name FROM student WHERE name IN ('Cy', 'Ada') ORDER BY grade"}, 0.33, 0},
+		{"tie: grouped counts", with(shop, "SELECT shop_id FROM item GROUP BY shop_id ORDER BY count(*) DESC LIMIT 1"), nil,
+			[]string{"SELECT 2"}, 1, 2},
+		{"tie: grouped counts, the other", with(shop, "SELECT shop_id FROM item GROUP BY shop_id ORDER BY count(*) DESC LIMIT 1"), nil,
+			[]string{"SELECT 1"}, 1, 2},
+		{"no tie at the cut", with(school, "SELECT name FROM student ORDER BY grade DESC LIMIT 1"), nil,
+			[]string{"SELECT 'Ada'"}, 0, 0},
+		{"broken gold: an empty answer scores 0", with(shop, "SELECT name FROM item WHERE Position = Guard"), nil,
+			[]string{"SELECT name FROM item WHERE price > 100"}, 0, 0},
+		{"broken gold, gold_errors=empty: InterCode's 1", with(shop, "SELECT name FROM item WHERE Position = Guard"), map[string]string{"gold_errors": "empty"},
+			[]string{"SELECT name FROM item WHERE price > 100"}, 1, 0},
+	}
+	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
+		for _, b := range backends(t) {
+			if b.name == "mariadb" && d.Name != "bwrap" {
+				continue
+			}
+			t.Run(b.name, func(t *testing.T) {
+				ctx := context.Background()
+				cache := t.TempDir()
+				for _, c := range cases {
+					t.Run(c.name, func(t *testing.T) {
+						params := map[string]string{}
+						for k, v := range b.params {
+							params[k] = v
+						}
+						for k, v := range c.params {
+							params[k] = v
+						}
+						e, err := env.Open(ctx, "sql", d.Ex, env.Options{CacheDir: cache, Params: params})
+						if err != nil {
+							t.Fatal(err)
+						}
+						defer e.Close()
+						if _, err := e.Reset(ctx, c.task); err != nil {
+							t.Fatal(err)
+						}
+						for _, a := range c.actions {
+							if _, err := e.Step(ctx, a); err != nil {
+								t.Fatal(err)
+							}
+						}
+						r, err := e.Step(ctx, "submit")
+						if err != nil {
+							t.Fatal(err)
+						}
+						ties, _ := r.Info[sqlenv.InfoTies].(int)
+						if math.Abs(r.Reward-c.want) > 0.011 || ties != c.ties {
+							t.Errorf("got reward %v, %d tied answers (%v); want %v, %d", r.Reward, ties, r.Info, c.want, c.ties)
+						}
+						if broken := strings.Contains(c.name, "broken"); broken != (r.Info[sqlenv.InfoGoldError] != nil) {
+							t.Errorf("gold_error %v", r.Info[sqlenv.InfoGoldError])
+						}
+					})
+				}
+			})
+		}
+	})
+}

@@ -15,6 +15,14 @@ type TableLimits struct {
 // DefaultTableLimits keep an observation readable.
 var DefaultTableLimits = TableLimits{Rows: 50, Width: 60}
 
+// ShownRows is how many of n rows RenderTable shows under lim.
+func ShownRows(n int, lim TableLimits) int {
+	if lim.Rows > 0 && n > lim.Rows {
+		return lim.Rows
+	}
+	return n
+}
+
 // RenderTable draws rows as a text table that stays a table whatever the
 // values hold: newlines, tabs and other control characters are shown
 // escaped (\n), NULL as NULL, and wide values are cut.
@@ -22,10 +30,7 @@ func RenderTable(cols []string, rows [][]any, lim TableLimits) string {
 	if len(cols) == 0 {
 		return ""
 	}
-	n := len(rows)
-	if lim.Rows > 0 && n > lim.Rows {
-		n = lim.Rows
-	}
+	n := ShownRows(len(rows), lim)
 	cells := make([][]string, 0, n+1)
 	head := make([]string, len(cols))
 	for i, c := range cols {
