@@ -21,7 +21,7 @@ const EpisodeBucket = "intercode.episode"
 
 // loopVersion names the episode loop in cache keys; bump it when the loop
 // changes what a stored episode would hold.
-const loopVersion = "intercode-agent/1"
+const loopVersion = "intercode-agent/2"
 
 // Runner runs an Agent over many tasks.
 type Runner struct {
