@@ -399,9 +399,16 @@ func dockerContainers(ctx context.Context) map[string]bool {
 func containersCPU(ids []string) float64 {
 	var s float64
 	for _, id := range ids {
-		if b, err := os.ReadFile("/sys/fs/cgroup/cpuacct/docker/" + id + "/cpuacct.usage"); err == nil {
-			v, _ := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
-			s += v / 1e9
+		found := false
+		for _, p := range []string{"/sys/fs/cgroup/cpuacct/docker/" + id, "/sys/fs/cgroup/cpuacct/" + id} {
+			if b, err := os.ReadFile(p + "/cpuacct.usage"); err == nil {
+				v, _ := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+				s += v / 1e9
+				found = true
+				break
+			}
+		}
+		if found {
 			continue
 		}
 		for _, p := range []string{"/sys/fs/cgroup/system.slice/docker-" + id + ".scope/cpu.stat", "/sys/fs/cgroup/docker/" + id + "/cpu.stat"} {
