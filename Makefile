@@ -6,7 +6,7 @@ BIN := bin/codefeedback
 SANDBOX_IMAGE ?= codefeedback-sandbox:bookworm
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test setup setup-run sandbox-image ctf-image nl2bash-image image vet bench clean
+.PHONY: build run test setup setup-run sandbox-image ctf-image nl2bash-image image vet bench bench-all clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/codefeedback
@@ -138,9 +138,18 @@ image:
 	    -c 'ENTRYPOINT ["/usr/local/bin/codefeedback"]' -c 'LABEL org.opencontainers.image.version=$(VERSION)' - $(IMAGE) >/dev/null; \
 	  rm -rf $$dir; docker run --rm --network none $(IMAGE) --version
 
-# Every Go benchmark once; one table of figures and of ratios to the
-# baseline each benchmark measures in the same run (raw output: bench.out).
-bench:
+# A small set of representative measurements, each against a baseline
+# measured back to back in the same process (cmd/perfbench): one table of
+# CPU-second and wall ratios with the load average. A few minutes on a quiet
+# machine; BENCH_SCALE=0.2 for a smoke run, BENCH_ONLY=rerun,pool for some.
+BENCH_SCALE ?= 1
+BENCH_ONLY ?=
+bench: build
+	$(GO) run ./cmd/perfbench -bin $(BIN) -scale $(BENCH_SCALE) -only '$(BENCH_ONLY)'
+
+# Every Go benchmark in the repository once (long: tens of minutes under
+# load), figures and ratios in one table (raw output: bench.out).
+bench-all:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./... | tee bench.out | $(GO) run ./cmd/benchtable
 
 clean:

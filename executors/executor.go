@@ -234,14 +234,7 @@ func Drivers() []string {
 // trivial program must run under the URL's limits (Preflight), so a
 // sandbox that cannot run anything fails here too, naming the cause.
 func Open(ctx context.Context, rawURL string) (Executor, error) {
-	if err := Check(rawURL); err != nil {
-		return nil, err
-	}
-	u, _ := ParseURL(rawURL)
-	mu.Lock()
-	o := drivers[u.Scheme]
-	mu.Unlock()
-	ex, err := o(ctx, u)
+	ex, err := OpenUnchecked(ctx, rawURL)
 	if err != nil {
 		return nil, err
 	}
@@ -250,4 +243,18 @@ func Open(ctx context.Context, rawURL string) (Executor, error) {
 		return nil, err
 	}
 	return ex, nil
+}
+
+// OpenUnchecked is Open without the pre-flight run, for a caller that runs
+// one program and calls Preflight only when that program fails (`codefeedback
+// exec`): a working sandbox then costs one run instead of two.
+func OpenUnchecked(ctx context.Context, rawURL string) (Executor, error) {
+	if err := Check(rawURL); err != nil {
+		return nil, err
+	}
+	u, _ := ParseURL(rawURL)
+	mu.Lock()
+	o := drivers[u.Scheme]
+	mu.Unlock()
+	return o(ctx, u)
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,11 +10,38 @@ import (
 )
 
 // Cached per-item values: 'O' + output lines (+ an optional last line of
-// item statistics, see statsPrefix), or 'F' + a permanent error.
+// item statistics, see statsPrefix), 'F' + a permanent error, or 'S' (+ the
+// optional statistics line): the output is the input line itself, which
+// the item's key already stands for, so the store keeps no copy of it (the
+// stage's keys file holds the line: keysMagicV2).
 const (
 	valOK   = 'O'
 	valFail = 'F'
+	valSame = 'S'
 )
+
+// sameValue returns the stored form of an 'O' value whose only output is
+// the input line itself ('S' and the statistics line), and whether it is
+// one.
+func sameValue(val, in []byte) ([]byte, bool) {
+	lines := val[1:]
+	if len(lines) <= len(in) || lines[len(in)] != '\n' || !bytes.Equal(lines[:len(in)], in) {
+		return nil, false
+	}
+	rest := lines[len(in)+1:]
+	if len(rest) > 0 && !bytes.HasPrefix(rest, []byte(statsPrefix)) {
+		return nil, false // more output lines
+	}
+	return append([]byte{valSame}, rest...), true
+}
+
+// expandSame turns a stored 'S' value back into the 'O' value it stands
+// for, given the item's input line.
+func expandSame(v, in []byte) []byte {
+	out := make([]byte, 0, 2+len(in)+len(v))
+	out = append(append(append(out, valOK), in...), '\n')
+	return append(out, v[1:]...)
+}
 
 func itemID(line []byte) string {
 	var it struct {
@@ -67,7 +95,17 @@ func (r *runner) process(ctx context.Context, s *StageSpec, st *stageCaps, stats
 			}
 			if err == nil {
 				sl.val = buf
-				sl.wait = r.db.PutAsync(ItemsBucket, sl.key, sl.val)
+				stored := buf
+				if len(outs) == 1 {
+					// Passed through unchanged: the store says so in a byte
+					// and the keys file keeps the line (line is unchanged:
+					// stages never modify their input's bytes).
+					stored, sl.same = sameValue(buf, line)
+					if !sl.same {
+						stored = buf
+					}
+				}
+				sl.wait = r.db.PutAsync(ItemsBucket, sl.key, stored)
 				return retries
 			}
 		}

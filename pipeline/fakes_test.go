@@ -106,6 +106,26 @@ func init() {
 			},
 		}, nil
 	})
+	// t-pass passes every item on unchanged (counting it in the item's
+	// statistics), except that an item whose id is in fail_ids also gets a
+	// copy with id ID-copy: that item's output is not its input alone.
+	Register("t-pass", fakeOptions{}, func(o fakeOptions, svc *Services) (*testEach, error) {
+		return &testEach{
+			version: map[string]string{"prompt": o.Prompt},
+			each: func(ctx context.Context, in Item) ([]Item, error) {
+				countCall(svc.Name)
+				ItemStats(ctx, svc.Stats).Add("passed", 1)
+				for _, id := range o.FailIDs {
+					if id == in.ID {
+						cp := in
+						cp.ID += "-copy"
+						return []Item{in, cp}, nil
+					}
+				}
+				return []Item{in}, nil
+			},
+		}, nil
+	})
 	// t-count is a whole-set stage emitting one item with the input count.
 	Register("t-count", fakeOptions{}, func(o fakeOptions, svc *Services) (*testAll, error) {
 		return &testAll{

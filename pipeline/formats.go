@@ -309,10 +309,13 @@ func (a *atomicFile) Abort() { a.af.Abort() }
 
 // writeFileAtomic writes b to path atomically.
 func writeFileAtomic(path string, b []byte) error {
-	a, err := createAtomic(path)
+	af, err := schema.CreateAtomic(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("pipeline: %w", err)
 	}
+	// A buffer of the file's size, not createAtomic's 1 MiB: manifests and
+	// markers are small and written several times per run.
+	a := &atomicFile{af: af, w: bufio.NewWriterSize(af, max(len(b), 16))}
 	if _, err := a.Write(b); err != nil {
 		a.Abort()
 		return err

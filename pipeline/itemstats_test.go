@@ -157,7 +157,11 @@ func TestItemValuesWithoutStats(t *testing.T) {
 		if delta == nil {
 			t.Fatalf("value %q has no statistics line", v)
 		}
-		if err := db.Put(ctx, bucket, key, append([]byte{valOK}, items...)); err != nil {
+		old := append([]byte{valOK}, items...)
+		if v[0] == valSame {
+			old = []byte{valSame} // passed through: the line is the stage's input
+		}
+		if err := db.Put(ctx, bucket, key, old); err != nil {
 			t.Fatal(err)
 		}
 		rewritten++

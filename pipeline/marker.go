@@ -75,3 +75,15 @@ func (r *runner) isForced(name string) bool { return slices.Contains(r.o.Force, 
 func (r *runner) writeRefs(name, content string) error {
 	return writeFileAtomic(filepath.Join(r.stageDir(name), "refs"), []byte(content))
 }
+
+// StageOutHash is the hash of the output lines of a stage that completed in
+// runDir (its completion marker's), or "" when it has not: readers that
+// summarise an output can keep their summary under it.
+func StageOutHash(runDir, stage string) string {
+	r := &runner{dir: runDir, outDir: runDir}
+	m, err := r.readMarker(stage)
+	if err != nil {
+		return ""
+	}
+	return m.OutHash
+}

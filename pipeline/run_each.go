@@ -32,6 +32,7 @@ type slot struct {
 	skipped   bool
 	bypassKey string
 	windowed  bool // holds a place in the gated stage's window
+	same      bool // the output is the input line, stored as valSame
 	wait      func() error
 	// stats records the attempt's item statistics (ItemStats); ictx hands
 	// it to Each. Both live here so a call allocates nothing for them.
@@ -421,7 +422,14 @@ func (e *eachRun) write(sl *slot) {
 		c.Fresh++
 		p.fresh.Add(1)
 	}
-	if sl.failed == nil || sl.permanent {
+	if sl.same {
+		lines, _ := splitDelta(sl.val[1:])
+		if err := e.keys.addLine(sl.key, lines[:len(lines)-1]); err != nil {
+			e.werr = err
+			e.cancel()
+			return
+		}
+	} else if sl.failed == nil || sl.permanent {
 		// Permanent failures too: their stored result must outlive gc.
 		if err := e.keys.add(sl.key); err != nil {
 			e.werr = err
@@ -543,6 +551,9 @@ func (e *eachRun) flush(ctx context.Context, arena []byte, ends []int, keys []st
 		if v := vals; v != nil && len(v[i]) > 0 {
 			sl.cached = true
 			sl.val = v[i]
+			if v[i][0] == valSame {
+				sl.val, sl.same = expandSame(v[i], data), true
+			}
 			if v[i][0] == valFail {
 				sl.failed = errors.New(string(v[i][1:]))
 				sl.permanent = true

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/codefeedback/codefeedback/internal/store"
+	"github.com/klauspost/compress/zstd"
 )
 
 // A per-item stage's output is its items' results, which are already in the
@@ -30,14 +32,29 @@ import (
 // keysFile is a per-item stage's output in its stage directory.
 const keysFile = "out.keys"
 
-// keysMagic starts a keys file; 32-byte SHA-256 keys follow, binary (half
-// the size of their hex form).
+// keysMagic starts a keys file of earlier versions: 32-byte SHA-256 keys
+// follow, binary (half the size of their hex form).
 var keysMagic = []byte("codefeedback item keys v1\n")
+
+// keysMagicV2 starts a keys file that may hold items itself: a zstd stream
+// of records follows, each a key ('K' and 32 bytes: the result is in the
+// store) or a passed-through item ('L', 32 bytes of key, a uvarint length
+// and the item line). An item a stage passed on unchanged is kept here,
+// in a compressed stream, and its store entry is one byte (valSame)
+// saying so: a stage that passes its items through costs a fraction of
+// its input instead of a second, per-value compressed copy in the store.
+var keysMagicV2 = []byte("codefeedback item keys v2\n")
+
+const (
+	recKey  = 'K'
+	recLine = 'L'
+)
 
 // keysWriter writes a keys file atomically.
 type keysWriter struct {
 	a   *atomicFile
-	buf [sha256.Size]byte
+	zw  *zstd.Encoder
+	buf []byte
 }
 
 func newKeysWriter(path string) (*keysWriter, error) {
@@ -45,48 +62,136 @@ func newKeysWriter(path string) (*keysWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.Write(keysMagic)
-	return &keysWriter{a: a}, nil
+	a.Write(keysMagicV2)
+	zw, err := zstd.NewWriter(a, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
+	if err != nil {
+		a.Abort()
+		return nil, fmt.Errorf("pipeline: %s: %w", path, err)
+	}
+	a.flush = zw.Close // Commit ends the stream before the file
+	return &keysWriter{a: a, zw: zw}, nil
 }
 
-// add appends one item key (hex SHA-256, as keyHasher makes them).
-func (w *keysWriter) add(key string) error {
+// record appends one record: a key and, for a passed-through item, its line.
+func (w *keysWriter) record(key string, line []byte, pass bool) error {
 	if len(key) != 2*sha256.Size {
 		return fmt.Errorf("pipeline: item key %q is not a SHA-256", key)
 	}
-	if _, err := hex.Decode(w.buf[:], []byte(key)); err != nil {
+	tag := byte(recKey)
+	if pass {
+		tag = recLine
+	}
+	var k [sha256.Size]byte
+	if _, err := hex.Decode(k[:], []byte(key)); err != nil {
 		return fmt.Errorf("pipeline: item key %q: %w", key, err)
 	}
-	_, err := w.a.Write(w.buf[:])
+	w.buf = append(append(w.buf[:0], tag), k[:]...)
+	if pass {
+		w.buf = binary.AppendUvarint(w.buf, uint64(len(line)))
+		w.buf = append(w.buf, line...)
+	}
+	_, err := w.zw.Write(w.buf)
 	return err
+}
+
+// add appends one item key (hex SHA-256, as keyHasher makes them) whose
+// result is in the store.
+func (w *keysWriter) add(key string) error { return w.record(key, nil, false) }
+
+// addLine appends the key of an item the stage passed through unchanged,
+// with the item's line.
+func (w *keysWriter) addLine(key string, line []byte) error { return w.record(key, line, true) }
+
+// keyRecord is one entry of a keys file: line is nil when the result is
+// in the store.
+type keyRecord struct {
+	key  string
+	line []byte
+}
+
+// readKeyRecords yields the records of a keys file (either version) in
+// order. A record's line is valid until the next record.
+func readKeyRecords(path string) iter.Seq2[keyRecord, error] {
+	return func(yield func(keyRecord, error) bool) {
+		f, err := os.Open(path)
+		if err != nil {
+			yield(keyRecord{}, fmt.Errorf("pipeline: %w", err))
+			return
+		}
+		defer f.Close()
+		br := bufio.NewReaderSize(f, 64<<10)
+		head := make([]byte, len(keysMagic))
+		if _, err := io.ReadFull(br, head); err != nil || (!bytes.Equal(head, keysMagic) && !bytes.Equal(head, keysMagicV2)) {
+			yield(keyRecord{}, fmt.Errorf("pipeline: %s is not a keys file", path))
+			return
+		}
+		var r *bufio.Reader
+		v2 := bytes.Equal(head, keysMagicV2)
+		if v2 {
+			zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1))
+			if err != nil {
+				yield(keyRecord{}, fmt.Errorf("pipeline: %s: %w", path, err))
+				return
+			}
+			defer zr.Close()
+			r = bufio.NewReaderSize(zr, 64<<10)
+		} else {
+			r = br
+		}
+		var k [sha256.Size]byte
+		var line []byte
+		for {
+			tag := byte(recKey)
+			if v2 {
+				if tag, err = r.ReadByte(); err == io.EOF {
+					return
+				} else if err != nil {
+					yield(keyRecord{}, fmt.Errorf("pipeline: %s: %w", path, err))
+					return
+				}
+			}
+			_, err := io.ReadFull(r, k[:])
+			if err == io.EOF && !v2 {
+				return
+			}
+			if err != nil {
+				yield(keyRecord{}, fmt.Errorf("pipeline: %s: truncated: %w", path, err))
+				return
+			}
+			rec := keyRecord{key: hex.EncodeToString(k[:])}
+			switch tag {
+			case recKey:
+			case recLine:
+				n, err := binary.ReadUvarint(r)
+				if err != nil || n > 1<<31 {
+					yield(keyRecord{}, fmt.Errorf("pipeline: %s: truncated line record", path))
+					return
+				}
+				if uint64(cap(line)) < n {
+					line = make([]byte, n)
+				}
+				line = line[:n]
+				if _, err := io.ReadFull(r, line); err != nil {
+					yield(keyRecord{}, fmt.Errorf("pipeline: %s: truncated: %w", path, err))
+					return
+				}
+				rec.line = line
+			default:
+				yield(keyRecord{}, fmt.Errorf("pipeline: %s: unknown record %q", path, tag))
+				return
+			}
+			if !yield(rec, nil) {
+				return
+			}
+		}
+	}
 }
 
 // readKeys yields the hex keys of a keys file in order.
 func readKeys(path string) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
-		f, err := os.Open(path)
-		if err != nil {
-			yield("", fmt.Errorf("pipeline: %w", err))
-			return
-		}
-		defer f.Close()
-		r := bufio.NewReaderSize(f, 64<<10)
-		head := make([]byte, len(keysMagic))
-		if _, err := io.ReadFull(r, head); err != nil || !bytes.Equal(head, keysMagic) {
-			yield("", fmt.Errorf("pipeline: %s is not a keys file", path))
-			return
-		}
-		var k [sha256.Size]byte
-		for {
-			_, err := io.ReadFull(r, k[:])
-			if err == io.EOF {
-				return
-			}
-			if err != nil {
-				yield("", fmt.Errorf("pipeline: %s: truncated: %w", path, err))
-				return
-			}
-			if !yield(hex.EncodeToString(k[:]), nil) {
+		for rec, err := range readKeyRecords(path) {
+			if !yield(rec.key, err) || err != nil {
 				return
 			}
 		}
@@ -123,45 +228,87 @@ func outputLines(ctx context.Context, db *store.Bolt, path string) iter.Seq2[lin
 			yield(line{}, fmt.Errorf("pipeline: %s is a stage's item keys: read it with its run directory (pipeline.ReadOutput)", path))
 			return
 		}
-		keys := make([]string, 0, batchLines)
+		// A batch of records, in order: the store is asked for the keys'
+		// results in one transaction; passed-through lines are copied into
+		// one arena.
+		type entry struct {
+			key       int // index into keys; -1: a line record
+			from, end int // the line in arena
+		}
+		var (
+			keys    = make([]string, 0, batchLines)
+			entries = make([]entry, 0, batchLines)
+			arena   []byte
+		)
 		no := 0
-		flush := func() bool {
-			vals, err := db.GetMany(ctx, ItemsBucket, keys)
-			if err != nil {
-				yield(line{}, fmt.Errorf("pipeline: %s: %w", path, err))
+		emit := func(l []byte) bool {
+			no++
+			if t := trimSpace(l); len(t) > 0 && !yield(line{no, t}, nil) {
 				return false
 			}
-			for i, v := range vals {
+			return true
+		}
+		flush := func() bool {
+			var vals [][]byte
+			if len(keys) > 0 {
+				var err error
+				if vals, err = db.GetMany(ctx, ItemsBucket, keys); err != nil {
+					yield(line{}, fmt.Errorf("pipeline: %s: %w", path, err))
+					return false
+				}
+			}
+			for _, en := range entries {
+				if en.key < 0 {
+					if !emit(arena[en.from:en.end:en.end]) {
+						return false
+					}
+					continue
+				}
+				v := vals[en.key]
 				if len(v) == 0 {
 					// GC keeps every key a keys file names; a missing one
 					// means the store was replaced or edited.
-					yield(line{}, fmt.Errorf("pipeline: %s: result %s is not in the store (run the stage again with --force)", path, keys[i]))
+					yield(line{}, fmt.Errorf("pipeline: %s: result %s is not in the store (run the stage again with --force)", path, keys[en.key]))
 					return false
 				}
-				if v[0] == valFail {
+				switch v[0] {
+				case valFail:
 					continue // a permanent failure: dead-lettered, no output
+				case valSame:
+					yield(line{}, fmt.Errorf("pipeline: %s: result %s passes its input through, but the keys file does not hold it (run the stage again with --force)", path, keys[en.key]))
+					return false
 				}
 				items, _ := splitDelta(v[1:])
 				for l := range bytes.Lines(items) {
-					no++
-					if t := trimSpace(l); len(t) > 0 && !yield(line{no, t}, nil) {
+					if !emit(l) {
 						return false
 					}
 				}
 			}
-			keys = keys[:0]
+			keys, entries, arena = keys[:0], entries[:0], nil
 			return ctx.Err() == nil
 		}
-		for k, err := range readKeys(path) {
+		for rec, err := range readKeyRecords(path) {
 			if err != nil {
 				yield(line{}, err)
 				return
 			}
-			if keys = append(keys, k); len(keys) == batchLines && !flush() {
+			if rec.line != nil {
+				if arena == nil {
+					arena = make([]byte, 0, 64<<10)
+				}
+				from := len(arena)
+				arena = append(arena, rec.line...)
+				entries = append(entries, entry{key: -1, from: from, end: len(arena)})
+			} else {
+				entries = append(entries, entry{key: len(keys)})
+				keys = append(keys, rec.key)
+			}
+			if len(entries) == batchLines && !flush() {
 				return
 			}
 		}
-		if len(keys) > 0 {
+		if len(entries) > 0 {
 			flush()
 		}
 		if err := ctx.Err(); err != nil {

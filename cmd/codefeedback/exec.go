@@ -118,12 +118,20 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 	if err != nil {
 		return withCode(exitUsage, fmt.Errorf("exec: --executor: %w", err))
 	}
-	ex, err := executors.Open(ctx, raw)
+	// No pre-flight run first: a program that ran fine needs no other
+	// proof that the sandbox works. Only a failure is checked, so that a
+	// sandbox that cannot run anything says so instead of blaming the program.
+	ex, err := executors.OpenUnchecked(ctx, raw)
 	if err != nil {
 		return err
 	}
 	defer ex.Close()
 	res, err := ex.Run(ctx, req)
+	if (err != nil && !errors.Is(err, executors.ErrNoToolchain)) || (err == nil && !res.OK()) {
+		if perr := executors.Preflight(ctx, ex); perr != nil {
+			return perr
+		}
+	}
 	if errors.Is(err, executors.ErrNoToolchain) {
 		return withCode(2, fmt.Errorf("exec: %w (see codefeedback exec --lang list; Debian packages: %s)", err, strings.Join(lang.DebianPackages(), " ")))
 	}

@@ -546,15 +546,11 @@ func (l *Launcher) LaunchMounts(ctx context.Context, slot int, argv []string, mo
 		return nil, err
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	timeNS := false
 	if l.ids != nil {
 		id := l.ids.UID(slot)
-		if t := probeTimeNS(); t != nil {
-			// Still root here: unshare and setpriv drop to the slot's uid.
-			argv := t.wrap(Uptime, id, cmd.Args)
-			cmd.Path, cmd.Args = argv[0], argv
-		} else {
-			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(id), Gid: uint32(id), Groups: []uint32{}}
-		}
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(id), Gid: uint32(id), Groups: []uint32{}}
+		timeNS = probeTimeNS()
 	}
 	files := cmd.ExtraFiles
 	// Plain pipes rather than StdinPipe/StdoutPipe: Wait must not close our
@@ -575,7 +571,12 @@ func (l *Launcher) LaunchMounts(ctx context.Context, slot int, argv []string, mo
 	}
 	cmd.Stdin, cmd.Stdout = inR, outW
 	cmd.Stderr = &limitedBuffer{max: 4096}
-	err = cmd.Start()
+	var waited <-chan error
+	if timeNS {
+		waited, err = startInTimeNS(cmd, Uptime)
+	} else {
+		err = cmd.Start()
+	}
 	closeAll(files)
 	inR.Close()
 	outW.Close()
@@ -587,7 +588,11 @@ func (l *Launcher) LaunchMounts(ctx context.Context, slot int, argv []string, mo
 	}
 	c := &conn{cmd: cmd, stdin: inW, stdout: outR, done: make(chan struct{}), cg: cg}
 	go func() {
-		c.waitErr = cmd.Wait()
+		if waited != nil {
+			c.waitErr = <-waited
+		} else {
+			c.waitErr = cmd.Wait()
+		}
 		close(c.done)
 	}()
 	return c, nil

@@ -112,8 +112,11 @@ type Launcher struct {
 	imageID string // sha256:..., containers are created from the ID so a re-tag cannot change them
 	owner   string
 	python  string // the interpreter name that replaces argv[0] "python3"
-	id      string // LabelLauncher value
-	ids     *executors.IDBlock
+	// cgroupParent is where containers' cgroups go: "/" under the cgroupfs
+	// driver (see NewLauncher), else the daemon's default.
+	cgroupParent string
+	id           string // LabelLauncher value
+	ids          *executors.IDBlock
 
 	launches atomic.Uint64 // LabelLaunch values
 
@@ -142,6 +145,17 @@ func NewLauncher(ctx context.Context, cli *client.Client, cfg Config, pull bool)
 	if l.python, err = l.findPython(ctx, "python3", "python"); err != nil {
 		ids.Release()
 		return nil, err
+	}
+	// Under the cgroupfs driver every container's cgroup is a child of
+	// /docker, whose CPU weight is that of one process: on a loaded host
+	// all containers together got one process's share, and the pool ran at
+	// a third of bwrap's (whose processes each weigh as one). A container
+	// directly under the root weighs as one process, as a bwrap sandbox's
+	// runner does. Only CPU scheduling changes: the container's own memory,
+	// pids and CPU quota limits are as before. (The systemd driver places
+	// containers in slices, which it names; left as it is.)
+	if info, err := cli.Info(ctx); err == nil && info.CgroupDriver == "cgroupfs" {
+		l.cgroupParent = "/"
 	}
 	return l, nil
 }
@@ -383,10 +397,11 @@ func (l *Launcher) containerConfig(slot int, argv []string, init bool) (*contain
 			"/dev/shm": fmt.Sprintf("rw,nosuid,nodev,noexec,size=%d,mode=1777,nr_inodes=%d", l.cfg.ShmBytes, executors.RunInodes+4096),
 		},
 		Resources: container.Resources{
-			Memory:     l.cfg.Memory,
-			MemorySwap: l.cfg.Memory,
-			NanoCPUs:   l.cfg.NanoCPUs,
-			PidsLimit:  &pids,
+			CgroupParent: l.cgroupParent,
+			Memory:       l.cfg.Memory,
+			MemorySwap:   l.cfg.Memory,
+			NanoCPUs:     l.cfg.NanoCPUs,
+			PidsLimit:    &pids,
 			Ulimits: []*container.Ulimit{
 				{Name: "nofile", Soft: l.cfg.OpenFiles, Hard: l.cfg.OpenFiles},
 				{Name: "fsize", Soft: l.cfg.FileBytes, Hard: l.cfg.FileBytes},

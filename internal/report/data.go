@@ -382,6 +382,81 @@ func (d *Data) readDataset(ctx context.Context) error {
 	if want == 0 {
 		want = DefaultSample
 	}
+	// The summary is a function of the output's lines and the sample size:
+	// an unchanged re-run takes it from the last report instead of decoding
+	// every dialogue again (which was most of such a run's CPU).
+	key := datasetKey(d.RunDir, s, want)
+	if d.loadDataset(key) {
+		return nil
+	}
+	if err := d.scanDataset(ctx, s, want); err != nil {
+		return err
+	}
+	d.saveDataset(key)
+	return nil
+}
+
+// datasetCacheFile keeps the last dataset summary in the run directory.
+const datasetCacheFile = ".report-dataset.json"
+
+// datasetCacheVersion: bump when scanDataset counts differently.
+const datasetCacheVersion = "1"
+
+type datasetCache struct {
+	Key     string            `json:"key"`
+	Dataset DatasetStats      `json:"dataset"`
+	Sample  []schema.Dialogue `json:"sample"`
+}
+
+// datasetKey names a stage output's summary: "" (no caching) when the
+// output's hash is unknown.
+func datasetKey(runDir string, s *pipeline.StageRecord, want int) string {
+	h := pipeline.StageOutHash(runDir, s.Name)
+	if h == "" {
+		return ""
+	}
+	return strings.Join([]string{datasetCacheVersion, s.Name, s.Output, h, strconv.Itoa(want)}, "\t")
+}
+
+func (d *Data) loadDataset(key string) bool {
+	if key == "" {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(d.RunDir, datasetCacheFile))
+	if err != nil {
+		return false
+	}
+	var c datasetCache
+	if json.Unmarshal(b, &c) != nil || c.Key != key {
+		return false
+	}
+	d.Dataset, d.sample = c.Dataset, c.Sample
+	for _, dl := range d.sample {
+		d.SampleIDs = append(d.SampleIDs, dl.ID)
+	}
+	return true
+}
+
+// saveDataset keeps the summary for the next report; failing to is not an
+// error (the next report scans again).
+func (d *Data) saveDataset(key string) {
+	if key == "" {
+		return
+	}
+	b, err := json.Marshal(datasetCache{Key: key, Dataset: d.Dataset, Sample: d.sample})
+	if err != nil {
+		return
+	}
+	p := filepath.Join(d.RunDir, datasetCacheFile)
+	tmp := p + ".tmp"
+	if os.WriteFile(tmp, b, 0o644) != nil || os.Rename(tmp, p) != nil {
+		os.Remove(tmp)
+	}
+}
+
+// scanDataset reads the dataset stage's output into d.Dataset and the sample.
+func (d *Data) scanDataset(ctx context.Context, s *pipeline.StageRecord, want int) error {
+	ds := &d.Dataset
 	var rest []schema.Dialogue
 	groups := map[string]bool{}
 	var dv schema.Diversity
