@@ -59,7 +59,9 @@ var examples = map[string][]string{
 		"codefeedback intercode fetch",
 		"codefeedback intercode fetch --only data/sql/spider/ --dir /data/intercode",
 	},
-	"intercode replay": {"codefeedback intercode replay --limit 20 ic_bash_trajectories.json"},
+	"intercode replay":      {"codefeedback intercode replay --limit 20 ic_bash_trajectories.json"},
+	"intercode check-golds": {"codefeedback intercode check-golds --env-param backend=mariadb --keep golds-ok.jsonl ic_spider_dev.json"},
+	"intercode step":        {"codefeedback intercode step --task 3 data/intercode/bash_tasks.jsonl 'ls -la' 'wc -l *.txt'"},
 	"intercode run": {
 		"codefeedback intercode run --dataset data/intercode/bash_tasks.jsonl --model qwen2.5-coder-7b --base-url http://127.0.0.1:8000/v1",
 	},

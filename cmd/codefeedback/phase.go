@@ -37,7 +37,7 @@ func init() {
 			&cli.BoolFlag{Name: "slurm", Usage: "print a Slurm submission script for the plan"},
 			&cli.StringFlag{Name: "bin", Value: "codefeedback", Usage: "with --slurm: the codefeedback program the jobs run"},
 			&cli.BoolFlag{Name: "kubernetes", Usage: "print the plan as Kubernetes Jobs (an Indexed Job per phase, a merge Job after it) for pipeline/deploy/k8s/run-phases.sh"},
-			&cli.StringFlag{Name: "image", Value: "codefeedback:latest", Usage: "with --kubernetes: the image (`make image`)"},
+			&cli.StringFlag{Name: "image", Value: "codefeedback:latest", Usage: "with --kubernetes: the IMAGE (built by make image)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the phases as JSON"},
 		},
 		Action: func(c *cli.Context) error {

@@ -45,7 +45,7 @@ func init() {
 			&cli.StringFlag{Name: "shard", Usage: "process a stable 1/N of the items: i/N (default from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID)"},
 			&cli.IntFlag{Name: "shards", Usage: "total shards N when the index comes from the environment (or CODEFEEDBACK_SHARDS)"},
 			&cli.StringFlag{Name: "run-dir", Usage: "run directory (store, stage outputs, manifest); overrides run_dir in the file"},
-			&cli.IntFlag{Name: "phase", Value: -1, Usage: "run one task of this phase of a phased run (see `codefeedback plan`): its per-item stages on --shard i/N, in RUN_ROOT/phase-K/shard-I-of-N"},
+			&cli.IntFlag{Name: "phase", Value: -1, Usage: "run one task of this phase of a phased run (see codefeedback plan): its per-item stages on --shard i/N, in RUN_ROOT/phase-K/shard-I-of-N"},
 			&cli.StringFlag{Name: "run-root", Usage: "with --phase: the phased run's directory (every task and merge sees it)"},
 			&cli.Float64Flag{Name: "max-cost", Usage: "stop cleanly once model cost reaches this many USD"},
 			&cli.Float64Flag{Name: "max-failed", Usage: "fail the run (exit 1, outputs not published) when more than this share (0-1) of a stage's items failed " +
