@@ -227,14 +227,18 @@ def lang_compile(lang, argv, scratch, lim):
     """Runs the compiler; returns (exit_code, signal, timed_out, output, truncated, seconds)."""
     cap = int(lim.get("output_bytes") or 65536)
     timeout = float(lim.get("timeout_seconds") or 60)
+    wall = max(float(lim.get("wall_seconds") or 0), timeout)
     r, w = os.pipe()
     start = time.monotonic()
+    # The compile's time limit counts CPU time too (RunWatch), with the
+    # wall clock as a cap: a loaded machine must not fail a compile.
+    watch = RunWatch({}, start, timeout)
     pid = os.fork()
     if pid == 0:
         lang_compile_child(lang, argv, scratch, lim, w)
     os.close(w)
     pidfd = os.pidfd_open(pid)
-    bufs, trunc, exited, open_fds, _ = collect([r], cap, start + timeout, pidfd)
+    bufs, trunc, exited, open_fds, _ = collect([r], cap, start + wall, pidfd, watch)
     if not exited:
         for f in (os.killpg, os.kill):
             try:

@@ -792,22 +792,26 @@ class RunWatch:
     else /proc), and the files and directories it may create. check() is
     called from collect; next is when it wants to look again."""
 
-    def __init__(self, lim, start):
+    def __init__(self, lim, start, time_limit=0.0):
         self.budget = int(lim.get("run_memory_bytes") or 0)
         self.cpu = float(lim.get("run_cpu_seconds") or 0)
+        # The run's time limit, in CPU-seconds of all its processes: a
+        # timeout, where passing cpu is SIGXCPU.
+        self.time = float(time_limit or 0)
         self.inodes = int(lim.get("inodes") or 0)
-        self.cpu0 = run_cpu() if self.cpu else 0
+        self.cpu0 = run_cpu() if self.cpu or self.time else 0
         self.inodes0 = inodes_used() if self.inodes else 0
         # CPU cannot pass its limit before this many seconds of wall time
         # on every CPU the run may use: no polling of short runs.
         ncpu = len(os.sched_getaffinity(0)) or 1
-        self.cpu_from = start + self.cpu / ncpu * 0.9 if self.cpu else float("inf")
+        first = min(x for x in (self.cpu, self.time, float("inf")) if x > 0)
+        self.cpu_from = start + first / ncpu * 0.9 if first != float("inf") else float("inf")
         self.next = start + ACCOUNT_EVERY
         self.used_cpu = 0.0
         self.used_inodes = 0
 
     def active(self):
-        return bool(self.budget or self.cpu or self.inodes)
+        return bool(self.budget or self.cpu or self.time or self.inodes)
 
     def check(self, now):
         if now < self.next:
@@ -819,10 +823,12 @@ class RunWatch:
                 return "inodes"
         if self.budget and run_memory() > self.budget:
             return "memory"
-        if self.cpu and now >= self.cpu_from:
+        if (self.cpu or self.time) and now >= self.cpu_from:
             self.used_cpu = run_cpu() - self.cpu0
-            if self.used_cpu > self.cpu:
+            if self.cpu and self.used_cpu > self.cpu:
                 return "cpu"
+            if self.time and self.used_cpu > self.time:
+                return "time"
         return None
 
 
@@ -962,6 +968,9 @@ def do_run(req):
     lim = req.get("limits") or {}
     cap = int(lim.get("output_bytes") or 65536)
     timeout = float(lim.get("timeout_seconds") or 10)
+    # The time limit counts CPU time (RunWatch); the wall clock only caps
+    # a run that waits instead of computing.
+    wall = max(float(lim.get("wall_seconds") or 0), timeout)
     budget = int(lim.get("run_memory_bytes") or 0)
     inodes = int(lim.get("inodes") or 0)
     scratch = tempfile.mkdtemp(prefix="run-", dir=ROOT)
@@ -1016,7 +1025,7 @@ def do_run(req):
     # inherited, writing to each and so copying most of the runner's heap
     # page by page: a third of a judged run's CPU. Frozen objects are not
     # walked; the runner unfreezes its own at once and collects as before.
-    watch = RunWatch(lim, time.monotonic())
+    watch = RunWatch(lim, time.monotonic(), timeout)
     setup_r, setup_w = os.pipe()
     gc.freeze()
     pid = os.fork()
@@ -1029,9 +1038,9 @@ def do_run(req):
     os.close(out_w)
     os.close(err_w)
     pidfd = os.pidfd_open(pid)
-    bufs, trunc, exited, open_fds, over = collect([out_r, err_r], cap, start + timeout, pidfd,
+    bufs, trunc, exited, open_fds, over = collect([out_r, err_r], cap, start + wall, pidfd,
                                                   watch if watch.active() else None)
-    timed_out = not exited and not over
+    timed_out = (not exited and not over) or over == "time"
     if not exited:
         try:
             os.killpg(pid, signal.SIGKILL)

@@ -150,14 +150,33 @@ func testBasics(t *testing.T, ex executors.Executor) {
 }
 
 func testLimits(t *testing.T, ex executors.Executor) {
+	// The time limit counts CPU time: a loop is stopped by it, a program
+	// that waits by the wall-clock cap, and waiting alone never reaches it.
 	t.Run("timeout", func(t *testing.T) {
-		r := run(t, ex, executors.Request{Language: executors.Python, Code: "import time\nprint('start', flush=True)\ntime.sleep(30)",
+		r := run(t, ex, executors.Request{Language: executors.Python, Code: "print('start', flush=True)\nwhile True: pass",
 			Limits: executors.Limits{Timeout: time.Second}})
+		if !r.TimedOut || r.OK() || r.Stdout != "start\n" || r.Signal == "SIGXCPU" {
+			t.Errorf("got timed out %v ok %v signal %q stdout %q, want a timed-out run that kept its output", r.TimedOut, r.OK(), r.Signal, r.Stdout)
+		}
+		if r.Duration < time.Second {
+			t.Errorf("got duration %v, want at least the 1 s of CPU time", r.Duration)
+		}
+	})
+	t.Run("wall-clock cap", func(t *testing.T) {
+		r := run(t, ex, executors.Request{Language: executors.Python, Code: "import time\nprint('start', flush=True)\ntime.sleep(60)",
+			Limits: executors.Limits{Timeout: time.Second, WallTimeout: 2 * time.Second}})
 		if !r.TimedOut || r.OK() || r.Stdout != "start\n" {
 			t.Errorf("got timed out %v ok %v stdout %q, want a timed-out run that kept its output", r.TimedOut, r.OK(), r.Stdout)
 		}
-		if r.Duration < time.Second || r.Duration > 10*time.Second {
-			t.Errorf("got duration %v, want about 1s", r.Duration)
+		if r.Duration < 2*time.Second || r.Duration > 30*time.Second {
+			t.Errorf("got duration %v, want about the 2 s cap", r.Duration)
+		}
+	})
+	t.Run("waiting is not computing", func(t *testing.T) {
+		r := run(t, ex, executors.Request{Language: executors.Python, Code: "import time\ntime.sleep(2)\nprint('done')",
+			Limits: executors.Limits{Timeout: time.Second, WallTimeout: 60 * time.Second}})
+		if !r.OK() || r.Stdout != "done\n" {
+			t.Errorf("got ok %v timed out %v stdout %q, want a 2 s sleep to pass a 1 s CPU-time limit", r.OK(), r.TimedOut, r.Stdout)
 		}
 	})
 	t.Run("memory", func(t *testing.T) {
