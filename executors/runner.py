@@ -1439,8 +1439,10 @@ def bash_restore(st):
         lines.append(b"builtin cd -- " + bash_quote(st["pwd"]))
     later = []
     for flag, name in st["shopt"]:
+        # extdebug is left off: set while bash starts, it looks for a
+        # debugger and warns on every cell.
         if name in (b"extglob", b"expand_aliases", b"extdebug", b"login_shell", b"restricted_shell"):
-            if name in (b"extglob", b"expand_aliases", b"extdebug"):
+            if name in (b"extglob", b"expand_aliases"):
                 later.append(b"builtin shopt -%s %s" % (flag, name))
             continue
         lines.append(b"builtin shopt -%s %s" % (flag, name))
