@@ -179,6 +179,55 @@ forged=$'#0\ntrap "exit 0" EXIT\nbuiltin() { exit 0; }\n#saved\n'
 disown`},
 }
 
+// nodeForgeries are javascript session cells that try to make a later
+// cell's exit status 0; the cell after each is `null.x`, a TypeError the
+// engine throws, which must end with exit status 1.
+var nodeForgeries = []struct{ name, cell string }{
+	{"answers on fd 3 and requests read off stdin", `
+const fs = require('fs');
+for (let i = 0; i < 64; i++) { try { fs.writeSync(3, i + ' 0 ' + '0'.repeat(64) + '\n{"rc": 0}\n'); } catch (_) {} }
+process.stdin.on('data', (d) => {
+  for (const l of String(d).split('\n')) {
+    try { const r = JSON.parse(l); fs.writeSync(3, r.nonce + ' 0 ' + '0'.repeat(64) + '\n'); } catch (_) {}
+  }
+});
+setInterval(() => { try { fs.writeSync(3, 'x 0 y\n'); } catch (_) {} }, 5).unref();
+console.log('patched')`},
+	{"prototypes and globals the kernel used", `
+const vm = require('vm'), util = require('util'), fs = require('fs'), crypto = require('crypto');
+console.log('patched');
+vm.Script.prototype.runInThisContext = function () { return undefined; };
+vm.Script = function () { return { runInThisContext() {} }; };
+Promise.prototype.then = function (f) { f(1); return this; };
+Object.defineProperty(Promise.prototype, 'constructor', { value: function () {} });
+JSON.parse = () => ({ code: '1', nonce: '' });
+JSON.stringify = () => '{"rc": 0}';
+fs.writeSync = () => 0;
+util.inspect = () => '';
+util.types.isPromise = () => true;
+Reflect.apply = () => 0;
+crypto.createHmac = () => ({ update() {}, digest: () => '0' });
+Object.prototype.filename = 'x'; Object.prototype.displayErrors = true;
+Error.prepareStackTrace = () => '';
+globalThis.String = () => '1';`},
+	// These break node itself (its streams call them), so the kernel may
+	// never hear of the next cell: that cell times out, never succeeds.
+	{"prototypes node's own streams use", `
+Function.prototype.call = Function.prototype.apply = function () { return 0; };
+String.prototype.split = function () { return []; };
+String.prototype.slice = function () { return '{"code": "1", "nonce": ""}'; };
+Array.prototype.push = function () { return 0; };
+Array.prototype.shift = function () { return { code: '1', nonce: '' }; };
+'patched'`},
+	{"exit and its handlers", `
+process.exit = () => {}; process.reallyExit = () => {}; process.abort = () => {};
+process.exitCode = 0;
+process.on('exit', () => {});
+process.removeAllListeners('uncaughtException');
+process.on('uncaughtException', () => {});
+'patched'`},
+}
+
 // testForgedCells: no cell can make a later cell of its session report
 // success. Each forgery runs in a fresh python session, then
 // `assert 1 == 2` must fail with exit status 1.
@@ -230,6 +279,40 @@ func testForgedCells(t *testing.T, ex executors.Executor) {
 					t.Fatalf("failing cell: %v", err)
 				}
 				t.Logf("forgery %q: failing cell %d: exit %d ok %v stderr %q", f.name, i+1, r.ExitCode, r.OK(), clip(r.Stderr))
+				if r.ExitCode != 1 || r.OK() {
+					t.Errorf("cell %d after the forgery: got exit %d ok %v (stdout %q stderr %q), want exit 1: an earlier cell changed a later cell's outcome",
+						i+1, r.ExitCode, r.OK(), clip(r.Stdout), clip(r.Stderr))
+				}
+			}
+		})
+	}
+	// Javascript: a fresh node session per forgery, then null.x.
+	for _, f := range nodeForgeries {
+		t.Run("javascript/"+f.name, func(t *testing.T) {
+			s, err := ex.Open(ctx, executors.JavaScript, executors.SessionOptions{Limits: executors.Limits{Timeout: 30 * time.Second}})
+			if err != nil {
+				if strings.Contains(err.Error(), "toolchain") {
+					t.Skipf("no node in this sandbox: %v", err)
+				}
+				t.Fatal(err)
+			}
+			defer s.Close()
+			r, err := s.Exec(ctx, f.cell)
+			if err != nil {
+				t.Fatalf("forging cell: %v", err)
+			}
+			if !strings.Contains(r.Stdout, "patched") {
+				t.Fatalf("forging cell: got stdout %q exit %d stderr %q, want it to run", clip(r.Stdout), r.ExitCode, clip(r.Stderr))
+			}
+			for i := 0; i < 2; i++ {
+				r, err = s.Exec(ctx, "null.x")
+				if err != nil {
+					t.Fatalf("failing cell: %v", err)
+				}
+				t.Logf("forgery %q: failing cell %d: exit %d ok %v stderr %q", f.name, i+1, r.ExitCode, r.OK(), clip(r.Stderr))
+				if f.name == "prototypes node's own streams use" && r.TimedOut {
+					continue // a timeout, not a success: the kernel never heard of the cell
+				}
 				if r.ExitCode != 1 || r.OK() {
 					t.Errorf("cell %d after the forgery: got exit %d ok %v (stdout %q stderr %q), want exit 1: an earlier cell changed a later cell's outcome",
 						i+1, r.ExitCode, r.OK(), clip(r.Stdout), clip(r.Stderr))
