@@ -1209,9 +1209,13 @@ def bash_trap(new):
     command in the cell's shell: the save is a subshell, and `|| (( 1 ))`
     keeps a failed save from ending the shell under errexit with the
     save's status. The subshell records $- and the shell options first,
-    then turns off alias expansion and runs BASH_DUMP."""
-    return ("( __cf_f=$-; \\builtin shopt -p; \\builtin printf \"\\0\"; \\builtin shopt -u expand_aliases extdebug; "
-            "\\builtin eval '" + BASH_DUMP + "' ) 2>/dev/null >&" + str(new) + " || (( 1 ))")
+    then turns off alias expansion and runs BASH_DUMP. It runs inside a
+    second subshell whose stderr is /dev/null: a save killed by a signal
+    (its file-size limit, say) is reported by the shell that waits for
+    it, and that report quotes the save's source. (The second subshell
+    has a command after the first, or bash would not fork for it.)"""
+    return ("( ( __cf_f=$-; \\builtin shopt -p; \\builtin printf \"\\0\"; \\builtin shopt -u expand_aliases extdebug; "
+            "\\builtin eval '" + BASH_DUMP + "' ) >&" + str(new) + "; (( 1 )) ) 2>/dev/null || (( 1 ))")
 
 
 def bash_prologue(fds, restore, functions):
