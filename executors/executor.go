@@ -31,13 +31,30 @@ const (
 
 // Limits bound one run. Zero fields take the driver's defaults.
 type Limits struct {
-	Timeout     time.Duration `json:"timeout"`      // wall clock
+	// Timeout is the run's time limit, counted in CPU time of all its
+	// processes together: a loaded machine stretches wall time, and a
+	// correct program must not time out for it. WallTimeout caps the wall
+	// clock (a program that sleeps or waits spends no CPU); zero means
+	// WallCap's generous default.
+	Timeout     time.Duration `json:"timeout"`
+	WallTimeout time.Duration `json:"wall_timeout,omitempty"`
 	MemoryBytes int64         `json:"memory_bytes"` // address space / cgroup memory
 	CPUTime     time.Duration `json:"cpu_time"`
 	Processes   int           `json:"processes"`
 	FileBytes   int64         `json:"file_bytes"`   // largest file a run may write
 	OpenFiles   int           `json:"open_files"`   //
 	OutputBytes int           `json:"output_bytes"` // per stream; beyond it output is cut with a marker
+}
+
+// WallCap is the run's wall-clock limit: WallTimeout, else four times
+// Timeout plus 10 s. A run that computes is ended by its CPU time long
+// before; the cap ends one that waits, and leaves a CPU-bound program
+// a fourfold slowdown from load and more for short limits.
+func (l Limits) WallCap() time.Duration {
+	if l.WallTimeout > 0 {
+		return max(l.WallTimeout, l.Timeout)
+	}
+	return 4*l.Timeout + 10*time.Second
 }
 
 // DefaultLimits are used where a request leaves a limit at zero.

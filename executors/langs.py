@@ -227,14 +227,18 @@ def lang_compile(lang, argv, scratch, lim):
     """Runs the compiler; returns (exit_code, signal, timed_out, output, truncated, seconds)."""
     cap = int(lim.get("output_bytes") or 65536)
     timeout = float(lim.get("timeout_seconds") or 60)
+    wall = max(float(lim.get("wall_seconds") or 0), timeout)
     r, w = os.pipe()
     start = time.monotonic()
+    # The compile's time limit counts CPU time too (RunWatch), with the
+    # wall clock as a cap: a loaded machine must not fail a compile.
+    watch = RunWatch({}, start, timeout)
     pid = os.fork()
     if pid == 0:
         lang_compile_child(lang, argv, scratch, lim, w)
     os.close(w)
     pidfd = os.pidfd_open(pid)
-    bufs, trunc, exited, open_fds, _ = collect([r], cap, start + timeout, pidfd)
+    bufs, trunc, exited, open_fds, _ = collect([r], cap, start + wall, pidfd, watch)
     if not exited:
         for f in (os.killpg, os.kill):
             try:
@@ -337,44 +341,97 @@ def lang_exec(req, plan):
 # files (fd 1 and 2) and answers each cell on fd 3. A cell that ends the
 # process (process.exit, a crash) reports its status; the next cell starts a
 # fresh node, its state lost.
+#
+# The cells share the kernel's process, so no cell may change how a later
+# cell's status is made or reported. The kernel takes every function it
+# uses (running a script, settling a promise, JSON, writing, HMAC) before
+# the first cell, as locals of its closure: a cell that patches
+# vm.Script.prototype, Promise.prototype.then or constructor, JSON or fs
+# changes what cells call, not the kernel. It waits on a promise through
+# the original then (no await: await reads the promise's patchable
+# constructor). Each answer quotes the cell's nonce and carries an HMAC
+# under a key the kernel drew at start and sent before any cell ran, so a
+# cell that writes into fd 3, or reads a later request off stdin, cannot
+# answer for a later cell; the runner drops such lines. What stays open:
+# code that reaches the kernel's closure (the inspector module) could
+# read the key.
 
 NODE_KERNEL = r"""
 (() => {
-const vm = require('vm'), util = require('util'), fs = require('fs');
+const vm = require('vm'), util = require('util'), fs = require('fs'), crypto = require('crypto');
+const Script = vm.Script, run = vm.Script.prototype.runInThisContext, apply = Reflect.apply;
+const writeSync = fs.writeSync, parse = JSON.parse, inspect = util.inspect, isPromise = util.types.isPromise;
+const then = Promise.prototype.then, hmacOf = crypto.createHmac, String_ = String;
+const update = crypto.Hmac.prototype.update, digest = crypto.Hmac.prototype.digest;
+const key = crypto.createSecretKey(crypto.randomBytes(32));
+const keyHex = key.export().toString('hex');
+const split = String.prototype.split, slice = String.prototype.slice, indexOf = String.prototype.indexOf;
+const findIndex = Array.prototype.findIndex, join = Array.prototype.join, test = RegExp.prototype.test;
+const shift = Array.prototype.shift, push = Array.prototype.push;
 Object.assign(globalThis, { require, module, exports, __filename: '', __dirname: process.cwd() });
+const kernelFrame = /^\s+at (?:Script\.runInThisContext|new Script) /;
 // The kernel's own frames (below the cell's script) are noise in a trace.
 const trace = (e) => {
-  if (!(e && e.stack)) return 'Uncaught ' + util.inspect(e);
-  const lines = String(e.stack).split('\n');
-  const cut = lines.findIndex((l) => /^\s+at (?:Script\.runInThisContext|new Script) /.test(l));
-  return (cut > 0 ? lines.slice(0, cut) : lines).join('\n');
+  if (!(e && e.stack)) return 'Uncaught ' + inspect(e);
+  const lines = apply(split, String_(e.stack), ['\n']);
+  const cut = apply(findIndex, lines, [(l) => apply(test, kernelFrame, [l])]);
+  return apply(join, cut > 0 ? apply(Array.prototype.slice, lines, [0, cut]) : lines, ['\n']);
 };
-const report = (e) => { try { fs.writeSync(2, trace(e) + '\n'); } catch (_) {} };
+const report = (e) => { try { writeSync(2, trace(e) + '\n'); } catch (_) {} };
 process.on('uncaughtException', report);
 process.on('unhandledRejection', report);
-let n = 0, buf = '', queue = Promise.resolve();
-async function cell(code) {
-  n++;
-  let rc = 0;
+const answer = (nonce, rc) => {
+  let mac = '';
   try {
-    let v = new vm.Script(code, { filename: 'cell-' + n + '.js' }).runInThisContext({ displayErrors: false });
-    if (v && typeof v.then === 'function') v = await v;
-    if (v !== undefined) process.stdout.write(util.inspect(v) + '\n');
-  } catch (e) {
-    rc = 1;
-    report(e);
+    const h = hmacOf('sha256', key);
+    apply(update, h, [nonce + ' ' + rc]);
+    mac = apply(digest, h, ['hex']);
+  } catch (_) {}
+  for (;;) {
+    try { writeSync(3, nonce + ' ' + rc + ' ' + mac + '\n'); return; } catch (_) {}
   }
-  fs.writeSync(3, JSON.stringify({ rc }) + '\n');
-}
+};
+let n = 0, buf = '', busy = false;
+const queue = [];
+const next = () => {
+  if (busy || queue.length === 0) return;
+  busy = true;
+  const req = apply(shift, queue, []);
+  n++;
+  const done = (rc, v, shown) => {
+    if (shown) {
+      try { if (v !== undefined) writeSync(1, inspect(v) + '\n'); } catch (e) { rc = 1; report(e); }
+    }
+    answer(req.nonce, rc);
+    busy = false;
+    next();
+  };
+  let v;
+  try {
+    v = apply(run, new Script(req.code, { __proto__: null, filename: 'cell-' + n + '.js' }), [{ __proto__: null, displayErrors: false }]);
+  } catch (e) {
+    report(e);
+    return done(1, undefined, false);
+  }
+  if (!isPromise(v)) return done(0, v, true);
+  try {
+    apply(then, v, [(r) => done(0, r, true), (e) => { report(e); done(1, undefined, false); }]);
+  } catch (e) {
+    report(e);
+    done(1, undefined, false);
+  }
+};
 process.stdin.setEncoding('utf8');
 process.stdin.on('data', (d) => {
   buf += d;
-  for (let i; (i = buf.indexOf('\n')) >= 0; ) {
-    const code = JSON.parse(buf.slice(0, i)).code;
-    buf = buf.slice(i + 1);
-    queue = queue.then(() => cell(code));
+  for (let i; (i = apply(indexOf, buf, ['\n'])) >= 0; ) {
+    const req = parse(apply(slice, buf, [0, i]));
+    buf = apply(slice, buf, [i + 1]);
+    apply(push, queue, [{ code: String_(req.code), nonce: String_(req.nonce) }]);
   }
+  next();
 });
+writeSync(3, 'key ' + keyHex + '\n');
 })();
 """
 
@@ -404,7 +461,19 @@ def node_session_start(sess):
             os._exit(127)
     os.close(cmd_r)
     os.close(rep_w)
-    sess.node = (pid, cmd_w, os.fdopen(rep_r, "rb"))
+    rep = os.fdopen(rep_r, "rb")
+    # The kernel's first line, before any cell ran: its HMAC key.
+    line = rep.readline(256)
+    if not line.startswith(b"key ") or len(line.split()) != 2:
+        rep.close()
+        os.close(cmd_w)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        os.waitpid(pid, 0)
+        raise RuntimeError("the node session kernel did not start")
+    sess.node = (pid, cmd_w, rep, bytes.fromhex(line.split()[1].decode()))
 
 
 def node_session_stop(sess):
@@ -412,7 +481,7 @@ def node_session_stop(sess):
     sess.node = None
     if node is None:
         return
-    pid, cmd_w, rep = node
+    pid, cmd_w, rep, _ = node
     for close in (lambda: os.close(cmd_w), rep.close):
         try:
             close()
@@ -432,17 +501,29 @@ def node_session_cell(sess, code):
     """Runs one cell; returns (exit_code, signal)."""
     if getattr(sess, "node", None) is None:
         node_session_start(sess)
-    pid, cmd_w, rep = sess.node
+    import hashlib
+    import hmac
+    pid, cmd_w, rep, key = sess.node
+    nonce = os.urandom(16).hex()
     try:
-        os.write(cmd_w, (json.dumps({"code": code}) + "\n").encode())
-        line = rep.readline()
+        os.write(cmd_w, (json.dumps({"code": code, "nonce": nonce}) + "\n").encode())
     except OSError:
-        line = b""
-    if line:
+        pass
+    # The answer is the line with this cell's nonce and a valid HMAC;
+    # anything else a cell wrote into fd 3 is dropped.
+    while True:
         try:
-            return int(json.loads(line).get("rc", 1)), ""
-        except ValueError:
-            return 1, ""
+            line = rep.readline(8192)
+        except OSError:
+            line = b""
+        if not line:
+            break
+        parts = line.split()
+        if len(parts) != 3 or parts[0] != nonce.encode() or not parts[1].isdigit():
+            continue
+        want = hmac.new(key, parts[0] + b" " + parts[1], hashlib.sha256).hexdigest().encode()
+        if hmac.compare_digest(want, parts[2]):
+            return int(parts[1]), ""
     # Node ended during the cell: its status is the cell's.
     _, status = os.waitpid(pid, 0)
     sess.node = None

@@ -16,7 +16,8 @@ import (
 // Options are the settings every driver URL accepts, parsed in one place:
 //
 //	memory=512MiB  address-space limit per run (also k, M, G, KiB, MiB, GiB)
-//	timeout=5s     wall-clock limit per run or cell
+//	timeout=5s     time limit per run (CPU time of its processes) or cell
+//	wall=60s       wall-clock cap per run (default 4x timeout + 10s)
 //	cpu=5s         CPU-time limit per run
 //	pids=64        process limit per run (RLIMIT_NPROC)
 //	output=64KiB   output cap per stream
@@ -57,6 +58,8 @@ func ParseOptions(u *url.URL, extraKeys ...string) (Options, error) {
 			o.Limits.MemoryBytes, err = ParseBytes(v)
 		case "timeout":
 			o.Limits.Timeout, err = parseDuration(v)
+		case "wall":
+			o.Limits.WallTimeout, err = parseDuration(v)
 		case "cpu":
 			o.Limits.CPUTime, err = parseDuration(v)
 		case "pids":
@@ -75,7 +78,7 @@ func ParseOptions(u *url.URL, extraKeys ...string) (Options, error) {
 			o.Image = v
 		default:
 			if !allowed[k] {
-				known := append([]string{"cpu", "file", "image", "memory", "nofile", "output", "pids", "pool", "timeout"}, extraKeys...)
+				known := append([]string{"cpu", "file", "image", "memory", "nofile", "output", "pids", "pool", "timeout", "wall"}, extraKeys...)
 				slices.Sort(known)
 				bad = append(bad, fmt.Sprintf("unknown option %q in %s URL (known: %s)", k, u.Scheme, strings.Join(known, ", ")))
 				continue
@@ -153,6 +156,7 @@ func parsePositive(s string) (int, error) {
 // WithDefaults fills l's zero fields from d.
 func (l Limits) WithDefaults(d Limits) Limits {
 	l.Timeout = cmp.Or(l.Timeout, d.Timeout)
+	l.WallTimeout = cmp.Or(l.WallTimeout, d.WallTimeout)
 	l.MemoryBytes = cmp.Or(l.MemoryBytes, d.MemoryBytes)
 	l.CPUTime = cmp.Or(l.CPUTime, d.CPUTime)
 	l.Processes = cmp.Or(l.Processes, d.Processes)
@@ -167,6 +171,8 @@ func (l Limits) Validate() error {
 	switch {
 	case l.Timeout < 0:
 		return fmt.Errorf("executors: negative timeout %v", l.Timeout)
+	case l.WallTimeout < 0:
+		return fmt.Errorf("executors: negative wall-clock cap %v", l.WallTimeout)
 	case l.MemoryBytes < 0:
 		return fmt.Errorf("executors: negative memory limit %d", l.MemoryBytes)
 	case l.CPUTime < 0:

@@ -192,7 +192,7 @@ func (p *pool) Run(ctx context.Context, req Request) (Result, error) {
 	wreq := wireRequest{
 		Op: "run", Lang: req.Language, Code: req.Code, Stdin: req.Stdin, Files: req.Files, Limits: wl,
 	}
-	wait := lim.Timeout + grace
+	wait := lim.WallCap() + grace
 	if req.Language.Compiled() {
 		clim := req.CompileLimits.WithDefaults(DefaultCompileLimits)
 		wreq.CompileLimits, wreq.Artifact = toWire(clim), p.arts.get(artKey)

@@ -82,7 +82,10 @@ func RunnerEnv() []string {
 const maxLine = 64 << 20
 
 type wireLimits struct {
+	// TimeoutSeconds is the run's time limit in CPU-seconds of all its
+	// processes (a timeout, not SIGXCPU); WallSeconds caps its wall time.
 	TimeoutSeconds float64 `json:"timeout_seconds"`
+	WallSeconds    float64 `json:"wall_seconds,omitempty"`
 	MemoryBytes    int64   `json:"memory_bytes"`
 	CPUSeconds     int64   `json:"cpu_seconds"`
 	Processes      int     `json:"processes"`
@@ -114,7 +117,7 @@ const RunInodes = 16384
 func toWire(l Limits) *wireLimits {
 	cpu := int64((l.CPUTime + time.Second - 1) / time.Second)
 	return &wireLimits{
-		TimeoutSeconds: l.Timeout.Seconds(), MemoryBytes: l.MemoryBytes, CPUSeconds: cpu,
+		TimeoutSeconds: l.Timeout.Seconds(), WallSeconds: l.WallCap().Seconds(), MemoryBytes: l.MemoryBytes, CPUSeconds: cpu,
 		Processes: l.Processes, FileBytes: l.FileBytes, OpenFiles: l.OpenFiles, OutputBytes: l.OutputBytes,
 		RunCPUSeconds: l.CPUTime.Seconds(), Inodes: RunInodes,
 	}

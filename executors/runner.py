@@ -792,22 +792,26 @@ class RunWatch:
     else /proc), and the files and directories it may create. check() is
     called from collect; next is when it wants to look again."""
 
-    def __init__(self, lim, start):
+    def __init__(self, lim, start, time_limit=0.0):
         self.budget = int(lim.get("run_memory_bytes") or 0)
         self.cpu = float(lim.get("run_cpu_seconds") or 0)
+        # The run's time limit, in CPU-seconds of all its processes: a
+        # timeout, where passing cpu is SIGXCPU.
+        self.time = float(time_limit or 0)
         self.inodes = int(lim.get("inodes") or 0)
-        self.cpu0 = run_cpu() if self.cpu else 0
+        self.cpu0 = run_cpu() if self.cpu or self.time else 0
         self.inodes0 = inodes_used() if self.inodes else 0
         # CPU cannot pass its limit before this many seconds of wall time
         # on every CPU the run may use: no polling of short runs.
         ncpu = len(os.sched_getaffinity(0)) or 1
-        self.cpu_from = start + self.cpu / ncpu * 0.9 if self.cpu else float("inf")
+        first = min(x for x in (self.cpu, self.time, float("inf")) if x > 0)
+        self.cpu_from = start + first / ncpu * 0.9 if first != float("inf") else float("inf")
         self.next = start + ACCOUNT_EVERY
         self.used_cpu = 0.0
         self.used_inodes = 0
 
     def active(self):
-        return bool(self.budget or self.cpu or self.inodes)
+        return bool(self.budget or self.cpu or self.time or self.inodes)
 
     def check(self, now):
         if now < self.next:
@@ -819,10 +823,12 @@ class RunWatch:
                 return "inodes"
         if self.budget and run_memory() > self.budget:
             return "memory"
-        if self.cpu and now >= self.cpu_from:
+        if (self.cpu or self.time) and now >= self.cpu_from:
             self.used_cpu = run_cpu() - self.cpu0
-            if self.used_cpu > self.cpu:
+            if self.cpu and self.used_cpu > self.cpu:
                 return "cpu"
+            if self.time and self.used_cpu > self.time:
+                return "time"
         return None
 
 
@@ -962,6 +968,9 @@ def do_run(req):
     lim = req.get("limits") or {}
     cap = int(lim.get("output_bytes") or 65536)
     timeout = float(lim.get("timeout_seconds") or 10)
+    # The time limit counts CPU time (RunWatch); the wall clock only caps
+    # a run that waits instead of computing.
+    wall = max(float(lim.get("wall_seconds") or 0), timeout)
     budget = int(lim.get("run_memory_bytes") or 0)
     inodes = int(lim.get("inodes") or 0)
     scratch = tempfile.mkdtemp(prefix="run-", dir=ROOT)
@@ -1016,7 +1025,7 @@ def do_run(req):
     # inherited, writing to each and so copying most of the runner's heap
     # page by page: a third of a judged run's CPU. Frozen objects are not
     # walked; the runner unfreezes its own at once and collects as before.
-    watch = RunWatch(lim, time.monotonic())
+    watch = RunWatch(lim, time.monotonic(), timeout)
     setup_r, setup_w = os.pipe()
     gc.freeze()
     pid = os.fork()
@@ -1029,9 +1038,9 @@ def do_run(req):
     os.close(out_w)
     os.close(err_w)
     pidfd = os.pidfd_open(pid)
-    bufs, trunc, exited, open_fds, over = collect([out_r, err_r], cap, start + timeout, pidfd,
+    bufs, trunc, exited, open_fds, over = collect([out_r, err_r], cap, start + wall, pidfd,
                                                   watch if watch.active() else None)
-    timed_out = not exited and not over
+    timed_out = (not exited and not over) or over == "time"
     if not exited:
         try:
             os.killpg(pid, signal.SIGKILL)
@@ -1139,60 +1148,336 @@ def do_run(req):
 
 # A bash cell runs in a fresh `/bin/bash -c CELL` whose BASH_ENV (read
 # before the cell, through /proc/self/fd: no path in the sandbox's file
-# system names it) is the prologue: it restores the state the last cell
-# saved and sets an EXIT trap that saves the state again. Every file the
-# runner gives bash is a descriptor without a path (anon_file); only the
-# one the trap writes to is open while the cell runs. The trap is one line
-# of builtins, defining no function, so a cell's `set` or `declare -f`
-# lists nothing of the runner's. The cell's time is its own: the prologue
-# writes the time the restore ended as a comment line, the trap the time
-# the cell ended (neither restoring nor saving a large state counts
-# against the cell's timeout), then the state, then SAVED: a state without
-# that last line (bash killed mid-save) is dropped and the previous one
-# kept.
+# system names it) is the prologue: it sets an EXIT trap that saves the
+# shell's state, then restores the state the last cell saved. Every file
+# the runner gives bash is a descriptor without a path (anon_file); the
+# prologue's is sealed, and only the one the trap writes to is open while
+# the cell runs.
 #
-# The state, in the order it is restored: shell options (shopt: extglob
-# must be on before a function using it is read back), variables,
-# functions, aliases, the working directory, then set's options (errexit,
-# xtrace and the like last, so nothing before them runs under them).
-# Restored at the top level, `declare` makes globals. Builtins are called
-# through `builtin`, and IFS is the default, so a cell's own function named
-# printf or its IFS does not break the save. Variable names come from
-# ${!X*} (the names that begin with X; a name begins with a letter or _),
-# not from forking for $(compgen -v): forks are most of a cell's cost.
+# Nothing a cell leaves can change a later cell's exit status:
+# - The status is bash's own wait status, which the runner reads. The
+#   trap never calls `exit`: bash keeps the status it had when the trap
+#   began, and the trap's only work, the save, runs in a subshell (a
+#   fork), so a function named `builtin`, `set` or `printf`, an alias or
+#   errexit inside the save cannot touch it.
+# - The saved state is data, never code the next cell runs as written.
+#   The trap writes it as NUL-separated fields (bash_parse reads them) and
+#   the runner writes the next prologue from those fields alone: names
+#   checked, values quoted byte by byte, options from a list. A cell can
+#   write anything into the trap's descriptor, or replace the trap; what
+#   it writes is read as data too. Function bodies are the one part that
+#   is code: each is read back by a clean bash (bash_check_functions)
+#   through bash's own function import, which accepts exactly one
+#   function definition, and the definition bash prints back is what the
+#   prologue holds; the functions come last in the prologue, after the
+#   last command it runs.
+# - Options that would stop a later cell's commands from running (noexec,
+#   onecmd) are not restored: an interactive shell ignores them too.
+#
+# The trap turns off alias expansion before the save's code is parsed (an
+# eval in the subshell): the cell's aliases cannot reach it. Under a
+# `set -v` bash echoes the trap's line as it reads it, after all the cell
+# printed: Session.cell cuts it off.
 BASH_SKIP = ("BASH*|EUID|PPID|UID|SHELLOPTS|FUNCNAME|GROUPS|RANDOM|SRANDOM|SECONDS|LINENO|HISTCMD|EPOCH*|"
              "DIRSTACK|PIPESTATUS|_|__cf_*|COMP*|OPT*|PWD|OLDPWD|SHLVL|HOSTNAME|HOSTTYPE|MACHTYPE|OSTYPE|"
              "IFS|PS4|PS1|PS2")
-BASH_SAVE = (
-    "builtin shopt -p; "
+# The save, run by eval in the trap's subshell with aliases off; no single
+# quote in it (it sits in one). Variables: V name attrs value, U name attrs
+# (declared, no value), A name attrs count keys... values..., R `declare -p`
+# of a nameref. Then P the working directory, N `declare -F`, D `declare
+# -f`, L `alias -p`.
+BASH_DUMP = (
+    "\\builtin set +euvx; \\builtin unset IFS; "
+    "\\builtin printf \"%s\\0%s\\0\" \"$EPOCHREALTIME\" \"$__cf_f\"; \\builtin set +o; \\builtin printf \"\\0\"; "
     "for __cf_n in " + " ".join("${!%s*}" % c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_") +
-    "; do case $__cf_n in " + BASH_SKIP + ") ;; *) builtin declare -p \"$__cf_n\" ;; esac; done; "
-    "builtin declare -f; builtin alias -p; builtin printf 'cd -- %q\\n' \"$PWD\"; builtin set +o; " +
-    "".join("case $__cf_flags in *%s*) builtin echo 'set -%s' ;; esac; " % (f, f) for f in "euvx"))
+    "; do case $__cf_n in " + BASH_SKIP + ") ;; *) "
+    "if [[ -R $__cf_n ]]; then \\builtin printf \"R\\0\"; \\builtin declare -p \"$__cf_n\"; \\builtin printf \"\\0\"; "
+    "else __cf_a=${!__cf_n@a}; case $__cf_a in "
+    "*[aA]*) \\builtin declare -n __cf_r=$__cf_n; "
+    "\\builtin printf \"A\\0%s\\0%s\\0%s\\0\" \"$__cf_n\" \"$__cf_a\" \"${#__cf_r[@]}\"; "
+    "if ((${#__cf_r[@]})); then \\builtin printf \"%s\\0\" \"${!__cf_r[@]}\" \"${__cf_r[@]}\"; fi ;; "
+    "*) if [[ -v $__cf_n ]]; then \\builtin printf \"V\\0%s\\0%s\\0%s\\0\" \"$__cf_n\" \"$__cf_a\" \"${!__cf_n}\"; "
+    "else \\builtin printf \"U\\0%s\\0%s\\0\" \"$__cf_n\" \"$__cf_a\"; fi ;; esac; fi ;; esac; done; "
+    "\\builtin printf \"P\\0%s\\0N\\0\" \"$PWD\"; \\builtin declare -F; \\builtin printf \"\\0D\\0\"; \\builtin declare -f; "
+    "\\builtin printf \"\\0L\\0\"; \\builtin alias -p; \\builtin printf \"\\0#saved\\n\"")
 
 SAVED = b"#saved\n"
 
 
 def bash_trap(new):
-    """The EXIT trap's action, saving into descriptor new. It first turns
-    off errexit, nounset, xtrace and verbose (keeping them in __cf_flags)
-    with its own stderr on /dev/null, so nothing of it is traced into the
-    cell's output. Under a `set -v` bash still echoes this line as it
-    reads it, after all the cell printed: Session.cell cuts it off."""
-    return ("{ __cf_rc=$? __cf_flags=$-; set +euvx; } 2>/dev/null; IFS=$' \\t\\n'; "
-            "{ builtin printf '#%s\\n' \"$EPOCHREALTIME\"; { " + BASH_SAVE + "} 2>/dev/null && "
-            "builtin printf '#saved\\n'; } >&" + str(new) + "; builtin exit $__cf_rc")
+    """The EXIT trap's action, saving into descriptor new. It runs no
+    command in the cell's shell: the save is a subshell, and `|| (( 1 ))`
+    keeps a failed save from ending the shell under errexit with the
+    save's status. The subshell records $- and the shell options first,
+    then turns off alias expansion and runs BASH_DUMP. It runs inside a
+    second subshell whose stderr is /dev/null: a save killed by a signal
+    (its file-size limit, say) is reported by the shell that waits for
+    it, and that report quotes the save's source. (The second subshell
+    has a command after the first, or bash would not fork for it.)"""
+    return ("( ( __cf_f=$-; \\builtin shopt -p; \\builtin printf \"\\0\"; \\builtin shopt -u expand_aliases extdebug; "
+            "\\builtin eval '" + BASH_DUMP + "' ) >&" + str(new) + "; (( 1 )) ) 2>/dev/null || (( 1 ))")
 
 
-def bash_prologue(fds):
-    """BASH_ENV: the trap, then the restore, the prologue's last command
-    (past it nothing more of the prologue is read or traced), which closes
-    the state's and the prologue's descriptors and marks the cell's start."""
-    prologue, state, new, _ = fds
-    return ("unset BASH_ENV\n"
-            "trap '" + bash_trap(new).replace("'", "'\\''") + "' EXIT\n"
-            "{ . /proc/self/fd/%d; exec %d<&- %d<&-; builtin printf '#%%s\\n' \"$EPOCHREALTIME\" >&%d; } >/dev/null 2>&1\n"
-            % (state, state, prologue, new)).encode()
+def bash_prologue(fds, restore, functions):
+    """BASH_ENV: the trap, then the state (restore: commands written by
+    bash_restore; functions: definitions from bash_check_functions), in
+    one group parsed before any of it runs (so no alias the state defines
+    applies to it, and with extglob on, which function bodies may need).
+    The group closes the prologue's descriptor and marks the cell's start
+    before the functions are defined: after them it runs no command."""
+    prologue, _, new, _ = fds
+    return (b"builtin unset BASH_ENV\n"
+            b"builtin trap -- '" + bash_trap(new).replace("'", "'\\''").encode() + b"' EXIT\n"
+            b"builtin shopt -s extglob\n"
+            b"{\n" + restore +
+            b"builtin exec %d<&-\nbuiltin printf '#%%s\\n' \"$EPOCHREALTIME\" >&%d\n" % (prologue, new) +
+            functions + b"} >/dev/null 2>&1\n")
+
+
+def bash_quote(data):
+    """data (bytes) as one bash word that expands to exactly those bytes:
+    $'...' with everything but letters, digits and a few marks escaped."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogateescape")
+    out = bytearray(b"$'")
+    for c in data:
+        if 48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c in b"_./-:,@%+=":
+            out.append(c)
+        else:
+            out += b"\\x%02x" % c
+    return bytes(out) + b"'"
+
+
+BASH_NAME = None  # compiled on first use (re is the runner's only for bash)
+# set -o options a cell may leave on; noexec and onecmd would stop a later
+# cell's commands from running (an interactive shell ignores both), and
+# errexit, nounset, verbose and xtrace come from $- (the trap turned them
+# off before set +o ran).
+BASH_SET_OPTIONS = {"allexport", "braceexpand", "emacs", "errtrace", "functrace", "hashall", "histexpand",
+                    "history", "ignoreeof", "interactive-comments", "keyword", "monitor", "noclobber",
+                    "noglob", "nolog", "notify", "physical", "pipefail", "posix", "privileged", "vi"}
+BASH_FLAGS = {"e": "errexit", "u": "nounset", "v": "verbose", "x": "xtrace"}
+BASH_INT = None
+
+
+def bash_parse(data):
+    """The state a cell's trap saved (everything after the start line),
+    as a dict, or None when it is incomplete or malformed. Nothing in it
+    is trusted: a cell may have written it."""
+    import re
+    global BASH_NAME, BASH_INT
+    if BASH_NAME is None:
+        BASH_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*\Z")
+        BASH_INT = re.compile(rb"-?[0-9]+\Z")
+    if not data.endswith(b"\0" + SAVED):
+        return None
+    tok = data[:-len(SAVED) - 1].split(b"\0")
+    if len(tok) < 4:
+        return None
+    st = {"shopt": [], "set": [], "vars": [], "pwd": None, "fnames": [], "ftext": b"", "aliases": []}
+    for line in tok[0].split(b"\n"):
+        m = re.match(rb"shopt -([su]) ([a-z_0-9]+)\Z", line)
+        if m:
+            st["shopt"].append((m.group(1), m.group(2)))
+    try:
+        st["end"] = float(tok[1])
+    except ValueError:
+        st["end"] = None
+    st["flags"] = bytes(c for c in tok[2] if chr(c) in BASH_FLAGS)
+    for line in tok[3].split(b"\n"):
+        m = re.match(rb"set ([-+])o ([a-z-]+)\Z", line)
+        if m and m.group(2).decode() in BASH_SET_OPTIONS:
+            st["set"].append((m.group(1), m.group(2)))
+    i = 4
+    n = len(tok)
+    ok_attrs = set(b"aAilrtux")
+    while i < n:
+        tag = tok[i]
+        if tag == b"V" and i + 3 < n:
+            name, attrs, value = tok[i + 1:i + 4]
+            i += 4
+            if BASH_NAME.match(name) and set(attrs) <= ok_attrs and not set(attrs) & set(b"aA"):
+                if b"i" in attrs and not BASH_INT.match(value):
+                    continue
+                st["vars"].append((b"-" + (attrs or b"-"), name, bash_quote(value)))
+        elif tag == b"U" and i + 2 < n:
+            name, attrs = tok[i + 1:i + 3]
+            i += 3
+            if BASH_NAME.match(name) and set(attrs) <= ok_attrs and not set(attrs) & set(b"aA"):
+                st["vars"].append((b"-" + (attrs or b"-"), name, None))
+        elif tag == b"A" and i + 3 < n:
+            name, attrs = tok[i + 1:i + 3]
+            try:
+                count = int(tok[i + 3])
+            except ValueError:
+                return None
+            keys, values = tok[i + 4:i + 4 + count], tok[i + 4 + count:i + 4 + 2 * count]
+            i += 4 + 2 * count
+            if len(values) != count or not BASH_NAME.match(name) or not set(attrs) <= ok_attrs:
+                continue
+            assoc = b"A" in attrs
+            if b"i" in attrs and not all(BASH_INT.match(v) for v in values):
+                continue
+            if not assoc and not all(k.isdigit() for k in keys):
+                continue
+            if assoc and not all(keys):
+                continue
+            items = b" ".join(b"[" + (bash_quote(k) if assoc else k) + b"]=" + bash_quote(v) for k, v in zip(keys, values))
+            st["vars"].append((b"-" + attrs, name, b"(" + items + b")"))
+        elif tag == b"R" and i + 1 < n:
+            m = re.match(rb"declare -([a-zA-Z]*n[a-zA-Z]*) ([A-Za-z_][A-Za-z0-9_]*)=\"([A-Za-z_][A-Za-z0-9_]*)\"\n?\Z", tok[i + 1])
+            i += 2
+            if m and set(m.group(1)) <= set(b"nrtx"):
+                st["vars"].append((b"-" + m.group(1), m.group(2), bash_quote(m.group(3))))
+        elif tag == b"P" and i + 1 < n:
+            st["pwd"] = tok[i + 1]
+            i += 2
+        elif tag == b"N" and i + 1 < n:
+            for line in tok[i + 1].split(b"\n"):
+                m = re.match(rb"declare -f([a-z]*) (\S+)\Z", line)
+                if m:
+                    st["fnames"].append((m.group(2), m.group(1)))
+            i += 2
+        elif tag == b"D" and i + 1 < n:
+            st["ftext"] = tok[i + 1]
+            i += 2
+        elif tag == b"L" and i + 1 < n:
+            for m in re.finditer(rb"^alias ([^\s=/$`'\"\\]+)='((?:[^']|'\\\\'')*)'$", tok[i + 1], re.M):
+                st["aliases"].append((m.group(1), m.group(2).replace(b"'\\''", b"'")))
+            i += 2
+        else:
+            return None
+    return st
+
+
+# A function name the prologue writes as is: no quoting, globbing or
+# expansion can apply to it.
+BASH_FUNC_NAME = None
+
+
+def bash_split_functions(st):
+    """{name: the `declare -f` text of that function} from a parsed state:
+    `declare -f` prints the functions in `declare -F`'s order, each
+    starting `NAME () ` on a line of its own. A split a function body
+    could fool only loses functions: each piece is checked on its own."""
+    import re
+    global BASH_FUNC_NAME
+    if BASH_FUNC_NAME is None:
+        BASH_FUNC_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_.:@+,%^~-]*\Z")
+    text, out, pos, names = st["ftext"], {}, 0, []
+    for name, _ in st["fnames"]:
+        if BASH_FUNC_NAME.match(name) and not name.startswith(b"__cf_"):
+            names.append(name)
+    starts = []
+    for name in names:
+        head = name + b" () \n"
+        at = text.find(head, pos) if text.startswith(head, pos) else text.find(b"\n" + head, pos)
+        if at < 0:
+            starts.append(None)
+            continue
+        if not text.startswith(head, at):
+            at += 1
+        starts.append(at)
+        pos = at + len(head)
+    bounds = [s for s in starts if s is not None] + [len(text)]
+    for name, s in zip(names, starts):
+        if s is None:
+            continue
+        end = min(b for b in bounds if b > s)
+        out[name] = text[s + len(name) + 4:end].lstrip(b"\n").rstrip(b"\n")
+    return out
+
+
+def bash_check_functions(bodies, known):
+    """{name: definition} for the function bodies ({name: "{ ... }"}) that
+    bash imports as exactly one function definition: a clean bash, with
+    extglob on and no state, imports each from its environment under a
+    name of its own and prints it back; that printed definition, under
+    the function's name, is what the next prologue holds. known caches
+    earlier answers (body -> definition)."""
+    import subprocess
+    out, todo = {}, {}
+    for name, body in bodies.items():
+        if body in known:
+            if known[body] is not None:
+                out[name] = name + b" () \n" + known[body]
+        else:
+            todo[name] = body
+    if not todo:
+        return out
+    env = {"PATH": PATH, "LC_ALL": "C.UTF-8"}
+    order = list(todo)
+    for k, name in enumerate(order):
+        env["BASH_FUNC___cf_%d%%%%" % k] = (b"() " + todo[name]).decode("utf-8", "surrogateescape")
+    script = ("for __cf_n in %s; do builtin declare -F \"$__cf_n\" >/dev/null && "
+              "builtin printf '%%s\\0' \"$__cf_n\" && builtin declare -f \"$__cf_n\" && builtin printf '\\0'; done"
+              % " ".join("__cf_%d" % k for k in range(len(order))))
+    try:
+        p = subprocess.run(["/bin/bash", "-O", "extglob", "-c", script], env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60, close_fds=True)
+        tok = p.stdout.split(b"\0")
+    except (OSError, subprocess.SubprocessError):
+        return out
+    got = {}
+    for j in range(0, len(tok) - 1, 2):
+        k, text = tok[j], tok[j + 1]
+        head = k + b" () \n"
+        if k.startswith(b"__cf_") and text.startswith(head):
+            got[k.decode()] = text[len(head):].rstrip(b"\n") + b"\n"
+    for k, name in enumerate(order):
+        body = got.get("__cf_%d" % k)
+        if len(known) > 4096:
+            known.clear()
+        known[todo[name]] = body
+        if body is not None:
+            out[name] = name + b" () \n" + body
+    return out
+
+
+def bash_restore(st):
+    """The prologue's commands for a parsed state (bash_parse), up to the
+    function definitions, and those definitions (bash_check_functions
+    fills st["functions"])."""
+    lines = []
+    if st["pwd"]:
+        lines.append(b"builtin cd -- " + bash_quote(st["pwd"]))
+    later = []
+    for flag, name in st["shopt"]:
+        # extdebug is left off: set while bash starts, it looks for a
+        # debugger and warns on every cell.
+        if name in (b"extglob", b"expand_aliases", b"extdebug", b"login_shell", b"restricted_shell"):
+            if name in (b"extglob", b"expand_aliases"):
+                later.append(b"builtin shopt -%s %s" % (flag, name))
+            continue
+        lines.append(b"builtin shopt -%s %s" % (flag, name))
+    # declare itself, not through builtin: only then does bash read
+    # name=(...) as an array. No function exists yet to stand in for it.
+    for attrs, name, value in st["vars"]:
+        if value is None:
+            lines.append(b"declare %s %s" % (attrs, name))
+        else:
+            lines.append(b"declare %s %s=%s" % (attrs, name, value))
+    for name, value in st["aliases"]:
+        lines.append(b"builtin alias -- " + bash_quote(name + b"=" + value))
+    for flag, name in st["set"]:
+        lines.append(b"builtin set %so %s" % (flag, name))
+    if not any(name == b"extglob" for _, name in st["shopt"]):
+        later.append(b"builtin shopt -u extglob")  # the prologue turned it on to read functions
+    lines += later
+    for f in st["flags"]:
+        lines.append(b"builtin set -" + bytes([f]))
+    restore = b"".join(l + b"\n" for l in lines)
+    funcs = st.get("functions") or {}
+    defs = b"".join(funcs[name] for name in sorted(funcs))
+    # Attributes of functions (exported, traced) can only be set after
+    # they exist, when a function named builtin would run instead.
+    if funcs and b"builtin" not in funcs:
+        attrs = dict(st["fnames"])
+        for flag in b"xt":
+            names = [n for n in sorted(funcs) if bytes([flag]) in attrs.get(n, b"")]
+            if names:
+                defs += b"builtin declare -f%s %s\n" % (bytes([flag]), b" ".join(names))
+    return restore, defs
 
 
 # A cell is passed to bash as its -c argument, so bash names errors as it
@@ -1202,8 +1487,11 @@ def bash_prologue(fds):
 # its errors read the same. (Under a restored xtrace such a cell shows as
 # one `+ eval '...'` line.)
 BASH_ARG_MAX = 96 << 10
-BASH_BIG_CELL = (b"{ IFS= read -r -d '' __cf_cell </proc/self/fd/%(fd)d || :; exec %(fd)d<&-; } 2>/dev/null; "
-                 b"eval \"$__cf_cell\"")
+# Its words are quoted so that no alias of the state's applies; with a
+# function named builtin in the state the cell runs as a file instead
+# (Session.bash_cell).
+BASH_BIG_CELL = (b"IFS= \\builtin read -r -d '' __cf_cell </proc/self/fd/%(fd)d 2>/dev/null || \\builtin :; "
+                 b"\\builtin exec %(fd)d<&- 2>/dev/null; \\builtin eval \"$__cf_cell\"")
 
 
 def bash_fds():
@@ -1556,7 +1844,9 @@ class Session:
         self.cap = int(self.limits.get("output_bytes") or 65536)
         self.n = 0
         self.out = self.err = None
-        self.state = self.prologue = None  # bash: descriptors (anon_file)
+        self.prologue = None  # bash: the sealed prologue (bash_prologue)
+        self.bash_state = None  # bash: (restore, functions) of the last saved state
+        self.bash_known = {}  # bash: checked function bodies (bash_check_functions)
         self.trap_echo = None
         self.kernel = None  # python: (pid, request socket, status socket, pidfd)
         if self.lang == "javascript":
@@ -1573,9 +1863,7 @@ class Session:
         os.environ.clear()
         os.environ.update(child_env(self.scratch))
         if self.lang == "bash":
-            if self.state is not None:
-                os.close(self.state)
-            self.state = anon_file("state")
+            self.set_bash_state(None)
         import types
         mod = types.ModuleType("__main__")
         mod.__builtins__ = __builtins__
@@ -1717,20 +2005,37 @@ class Session:
         self.reset()
         return rc, sig, True
 
+    def set_bash_state(self, state):
+        """Makes state ((restore, functions), None for a fresh shell) the
+        next cell's, in a new sealed prologue when it changed."""
+        if state is None:
+            state = (b"builtin shopt -u extglob\n", b"")
+        if state == self.bash_state and self.prologue is not None:
+            return
+        if self.prologue is not None:
+            os.close(self.prologue)
+        self.bash_state = state
+        self.prologue = sealed_file("prologue", bash_prologue(bash_fds(), *state))
+
     def bash_cell(self, code):
         fds = bash_fds()
-        if self.prologue is None:
-            self.prologue = anon_file("prologue", bash_prologue(fds))
+        if self.trap_echo is None:
             self.trap_echo = (bash_trap(fds[2]) + "\n").encode()
         # An argument cannot hold a NUL byte, and bash drops those it reads.
         src = code.encode("utf-8", "surrogatepass").replace(b"\0", b"")
         new = anon_file("state")
-        pairs = {fds[0]: self.prologue, fds[1]: self.state, fds[2]: new}
+        pairs = {fds[0]: self.prologue, fds[2]: new}
         big = None
+        argv = ["/bin/bash", "-c", src]
         if len(src) > BASH_ARG_MAX:
-            big = anon_file("cell", src)
+            big = sealed_file("cell", src)
             pairs[fds[3]] = big
-            src = BASH_BIG_CELL % {b"fd": fds[3]}
+            if b"builtin () \n" in self.bash_state[1]:
+                # The state's own builtin would run the wrapper: the cell
+                # runs as a file (its errors then name that file).
+                argv = ["/bin/bash", "/proc/self/fd/%d" % fds[3]]
+            else:
+                argv = ["/bin/bash", "-c", BASH_BIG_CELL % {b"fd": fds[3]}]
         pid = os.fork()
         if pid == 0:
             try:
@@ -1750,29 +2055,55 @@ class Session:
                     os.chdir("/")
                 env = dict(os.environ)
                 env["BASH_ENV"] = "/proc/self/fd/%d" % fds[0]
-                os.execve("/bin/bash", ["/bin/bash", "-c", src], env)
+                os.execve("/bin/bash", argv, env)
             finally:
                 os._exit(127)
         if big is not None:
             os.close(big)
         _, status = os.waitpid(pid, 0)
-        self.cell_seconds, saved = None, False
+        self.cell_seconds = None
         try:
             size = os.fstat(new).st_size
-            times = os.pread(new, 128, 0).split(b"\n", 2)[:2]
-            if len(times) == 2 and all(t.startswith(b"#") for t in times):
-                self.cell_seconds = max(0.0, float(times[1][1:]) - float(times[0][1:]))
-            saved = size >= len(SAVED) and os.pread(new, len(SAVED), size - len(SAVED)) == SAVED
-        except (OSError, ValueError):
-            pass
-        if saved:
-            os.close(self.state)
-            self.state = new
-        else:
-            os.close(new)
+            data = os.pread(new, min(size, BASH_STATE_MAX), 0) if size <= BASH_STATE_MAX else b""
+        except OSError:
+            data = b""
+        os.close(new)
+        start, _, rest = data.partition(b"\n")
+        st = bash_parse(rest) if start.startswith(b"#") else None
+        if st is not None:
+            try:
+                if st["end"] is not None:
+                    self.cell_seconds = max(0.0, st["end"] - float(start[1:]))
+            except ValueError:
+                pass
+            st["functions"] = bash_check_functions(bash_split_functions(st), self.bash_known)
+            self.set_bash_state(bash_restore(st))
         if os.WIFSIGNALED(status):
             return 128 + os.WTERMSIG(status), signame(os.WTERMSIG(status))
         return os.WEXITSTATUS(status), ""
+
+
+# The largest state a bash cell may save; past it the last state is kept.
+BASH_STATE_MAX = 64 << 20
+
+
+def sealed_file(name, data):
+    """anon_file with data no one can change: a sealed memfd (a process a
+    cell leaves behind could otherwise reopen it through /proc and write
+    the next cell's prologue), else a read-only unlinked file."""
+    import fcntl
+    try:
+        fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    except (AttributeError, OSError):
+        fd = anon_file(name, data)
+        os.fchmod(fd, 0o400)
+        return fd
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE)
+    return fd
 
 
 BASELINE = {}

@@ -183,7 +183,7 @@ except OSError as e:
 					t.Errorf("got truncated %v timed out %v %d bytes, want capped output and a timeout", r.StdoutTruncated, r.TimedOut, len(r.Stdout))
 				}
 			}},
-		{name: "sleep past deadline", lang: executors.Bash, code: "sleep 60", lim: executors.Limits{Timeout: time.Second}, check: wantTimedOut},
+		{name: "sleep past deadline", lang: executors.Bash, code: "sleep 60", lim: executors.Limits{Timeout: time.Second, WallTimeout: 2 * time.Second}, check: wantTimedOut},
 		{name: "daemon outlives run", lang: executors.Python, daemon: true, code: `
 import os, time
 if os.fork() == 0:

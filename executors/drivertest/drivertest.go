@@ -13,6 +13,7 @@ package drivertest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -150,14 +151,33 @@ func testBasics(t *testing.T, ex executors.Executor) {
 }
 
 func testLimits(t *testing.T, ex executors.Executor) {
+	// The time limit counts CPU time: a loop is stopped by it, a program
+	// that waits by the wall-clock cap, and waiting alone never reaches it.
 	t.Run("timeout", func(t *testing.T) {
-		r := run(t, ex, executors.Request{Language: executors.Python, Code: "import time\nprint('start', flush=True)\ntime.sleep(30)",
+		r := run(t, ex, executors.Request{Language: executors.Python, Code: "print('start', flush=True)\nwhile True: pass",
 			Limits: executors.Limits{Timeout: time.Second}})
+		if !r.TimedOut || r.OK() || r.Stdout != "start\n" || r.Signal == "SIGXCPU" {
+			t.Errorf("got timed out %v ok %v signal %q stdout %q, want a timed-out run that kept its output", r.TimedOut, r.OK(), r.Signal, r.Stdout)
+		}
+		if r.Duration < time.Second {
+			t.Errorf("got duration %v, want at least the 1 s of CPU time", r.Duration)
+		}
+	})
+	t.Run("wall-clock cap", func(t *testing.T) {
+		r := run(t, ex, executors.Request{Language: executors.Python, Code: "import time\nprint('start', flush=True)\ntime.sleep(60)",
+			Limits: executors.Limits{Timeout: time.Second, WallTimeout: 2 * time.Second}})
 		if !r.TimedOut || r.OK() || r.Stdout != "start\n" {
 			t.Errorf("got timed out %v ok %v stdout %q, want a timed-out run that kept its output", r.TimedOut, r.OK(), r.Stdout)
 		}
-		if r.Duration < time.Second || r.Duration > 10*time.Second {
-			t.Errorf("got duration %v, want about 1s", r.Duration)
+		if r.Duration < 2*time.Second || r.Duration > 30*time.Second {
+			t.Errorf("got duration %v, want about the 2 s cap", r.Duration)
+		}
+	})
+	t.Run("waiting is not computing", func(t *testing.T) {
+		r := run(t, ex, executors.Request{Language: executors.Python, Code: "import time\ntime.sleep(2)\nprint('done')",
+			Limits: executors.Limits{Timeout: time.Second, WallTimeout: 60 * time.Second}})
+		if !r.OK() || r.Stdout != "done\n" {
+			t.Errorf("got ok %v timed out %v stdout %q, want a 2 s sleep to pass a 1 s CPU-time limit", r.OK(), r.TimedOut, r.Stdout)
 		}
 	})
 	t.Run("memory", func(t *testing.T) {
@@ -263,6 +283,50 @@ func testSessions(t *testing.T, ex executors.Executor) {
 		}
 		if r := exec(t, s, "echo $x"); r.Stdout != "41\n" {
 			t.Errorf("got %q, want state after a failing cell", r.Stdout)
+		}
+	})
+	// What a cell leaves is restored from data (see runner.py's bash
+	// section): every kind of variable, functions (extglob ones too),
+	// aliases, options and the directory, byte for byte.
+	t.Run("bash state", func(t *testing.T) {
+		s, err := ex.Open(ctx, executors.Bash, executors.SessionOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		exec(t, s, `s=$'tab\tnl\nq\'d"q\\$HOME'; a=(x "y z" '' $'\x01'); a[9]=nine; declare -A h=([k]=v ["a b]c"]='$(id)' [$'\n']=nl)
+declare -i n=6*7; declare -r ro=const; declare -n ref=s; declare -x ex=exported; declare -l low=MiXed
+shopt -s extglob
+shop() { case $1 in +(a)) echo many-a;; *) echo other;; esac; }; shopt -u extglob
+f2() { cat <<END
+f2 body $1
+END
+}; export -f f2
+shopt -s expand_aliases; alias say='echo said'; set -o pipefail; mkdir -p 'dir with space' && cd 'dir with space'`)
+		cases := []struct{ code, want string }{
+			{`printf '%q\n' "$s"`, `$'tab\tnl\nq\'d"q\\$HOME'` + "\n"},
+			{`echo "${#a[@]} ${!a[*]} [${a[1]}] [${a[2]}] ${a[9]}"; printf '%q\n' "${a[3]}"`, "5 0 1 2 3 9 [y z] [] nine\n$'\\001'\n"},
+			{`for k in "${!h[@]}"; do printf '%q=%q\n' "$k" "${h[$k]}"; done | sort`, "$'\\n'=nl\na\\ b\\]c=\\$\\(id\\)\nk=v\n"},
+			{`echo $n $ro $low; printf '%q\n' "$ref"; declare -p n ro ref ex low 2>&1 | cut -d= -f1`, "42 const mixed\n$'tab\\tnl\\nq\\'d\"q\\\\$HOME'\ndeclare -i n\ndeclare -r ro\ndeclare -n ref\ndeclare -x ex\ndeclare -l low\n"},
+			{`shop aaa; shopt -s extglob; shop aaa; shop b; shopt -q extglob && echo on || echo off; f2 arg; bash -c 'f2 child'`, "other\nmany-a\nother\non\nf2 body arg\nf2 body child\n"},
+			{`say it; false | true; echo $?; basename "$PWD"`, "said it\n1\ndir with space\n"},
+		}
+		for _, c := range cases {
+			r := exec(t, s, c.code)
+			if r.Stdout != c.want || r.ExitCode != 0 {
+				t.Errorf("%s: got %q exit %d stderr %q, want %q", c.code, r.Stdout, r.ExitCode, clip(r.Stderr), c.want)
+			}
+		}
+		// errexit, nounset and xtrace persist, and trace only the cell.
+		exec(t, s, "set -eux")
+		if r := exec(t, s, "echo one; false; echo two"); r.ExitCode != 1 || r.Stdout != "one\n" || r.Stderr != "+ echo one\n+ false\n" {
+			t.Errorf("under set -eux: got exit %d stdout %q stderr %q, want exit 1 after one and a trace of the cell only", r.ExitCode, r.Stdout, r.Stderr)
+		}
+		exec(t, s, "set +eux")
+		// A cell past the argument limit runs as well, with the state.
+		big := "x=" + strings.Repeat("y", 200<<10) + "\necho ${#x} $n"
+		if r := exec(t, s, big); r.Stdout != fmt.Sprintf("%d 42\n", 200<<10) || r.ExitCode != 0 {
+			t.Errorf("large cell: got %q exit %d stderr %q", clip(r.Stdout), r.ExitCode, clip(r.Stderr))
 		}
 	})
 	t.Run("sql", func(t *testing.T) {

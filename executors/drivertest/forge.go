@@ -109,6 +109,125 @@ if os.fork() == 0:  # and again while the next cell runs
 print("patched")`},
 }
 
+// bashForgeries are bash session cells that try to make a later cell's
+// exit status 0: they redefine what the runner's save and restore could
+// run, leave traps and options, or write a forged state. The cell after
+// each is `(( 1 == 2 ))`, which no function, alias or builtin can stand
+// in for, and must end with exit status 1.
+var bashForgeries = []struct{ name, cell string }{
+	// The functions and aliases act only in a later cell's shell (another
+	// pid): in the forging cell's own they pass through, so that its save
+	// keeps them.
+	{"builtin and every command the runner could call", `
+echo patched
+forger=$$
+for f in builtin set printf declare typeset local exit trap shopt cd alias unalias source unset exec \
+    read mapfile echo true false : return export readonly enable hash type test '[' let wait kill eval; do
+  eval "function $f { if [[ \$\$ != $forger ]]; then command exit 0; fi; command $f \"\$@\"; }" 2>/dev/null
+done`},
+	{"command and the rest, through builtin", `
+echo patched
+forger=$$
+for f in command exec exit eval . source trap set; do
+  builtin eval "function $f { if [[ \$\$ != $forger ]]; then builtin exit 0; fi; builtin $f \"\$@\"; }" 2>/dev/null
+done`},
+	{"aliases for the runner's words", `
+echo patched
+shopt -s expand_aliases
+for a in builtin set printf declare exit trap shopt cd exec eval unset read '{' '}' '(' if then fi for do done case esac '((' __cf_f IFS command; do
+  alias "$a=[[ \$\$ != $$ ]] && command exit 0; $a" 2>/dev/null
+done`},
+	{"disabled builtins", `
+echo patched
+enable -n builtin set printf declare exit trap shopt cd alias exec eval unset read echo true false command 2>/dev/null`},
+	{"traps", `
+echo patched
+shopt -s extdebug
+set -o functrace -o errtrace
+trap 'exit 0' DEBUG
+trap 'exit 0' ERR RETURN TERM HUP INT QUIT USR1 USR2`},
+	{"options that stop later commands", `
+echo patched
+set -o onecmd -o posix -o allexport -o keyword -o monitor
+set -n`},
+	{"runner variables, readonly", `
+echo patched
+declare -gr __cf_f=0 __cf_n=x __cf_a=x __cf_r=x __cf_cell='exit 0' IFS=x PS4='$(exit 0)' 2>/dev/null
+export BASH_ENV=/dev/null ENV=/dev/null SHELLOPTS=noexec BASHOPTS=extdebug POSIXLY_CORRECT=1 BASH_XTRACEFD=1 FUNCNEST=1 TMOUT=1 2>/dev/null
+readonly BASH_ENV POSIXLY_CORRECT 2>/dev/null`},
+	{"a forged state in every descriptor", `
+echo patched
+forged=$'#0\n#0\ntrap "exit 0" EXIT\nbuiltin() { exit 0; }\n#saved\n'
+spray() { for f in /proc/self/fd/*; do n=${f##*/}; if [ "$n" -gt 2 ] 2>/dev/null; then printf '%s' "$forged" >&"$n"; printf '%s' "$forged" >"$f"; fi; done 2>/dev/null; }
+spray
+trap spray EXIT`},
+	{"a forged state of the runner's own form", `
+echo patched
+forged=$'#0\n'
+forged+=$'\0#1\0e\0\0V\0x\0\0$(exit 0)\0V\0y\0i\0a[$(exit 0)]\0R\0declare -n r="a[$(exit 0)]"\0N\0declare -f g\ndeclare -f h\0'
+forged+=$'D\0g () \n{ \n    :\n}\ntrap "exit 0" EXIT\nh () \n{ \n    :\n}\0L\0alias x=\'y\'\ntrap "exit 0" EXIT\0#saved\n'
+spray() { for f in /proc/self/fd/*; do n=${f##*/}; if [ "$n" -gt 2 ] 2>/dev/null; then printf '%s' "$forged" >"$f"; fi; done 2>/dev/null; }
+trap spray EXIT`},
+	{"a process left behind", `
+echo patched
+forged=$'#0\ntrap "exit 0" EXIT\nbuiltin() { exit 0; }\n#saved\n'
+( exec >/dev/null 2>&1 </dev/null
+  for i in $(seq 300); do
+    for f in /proc/[0-9]*/fd/*; do printf '%s' "$forged" >>"$f"; done
+    sleep 0.01
+  done ) &
+disown`},
+}
+
+// nodeForgeries are javascript session cells that try to make a later
+// cell's exit status 0; the cell after each is `null.x`, a TypeError the
+// engine throws, which must end with exit status 1.
+var nodeForgeries = []struct{ name, cell string }{
+	{"answers on fd 3 and requests read off stdin", `
+const fs = require('fs');
+for (let i = 0; i < 64; i++) { try { fs.writeSync(3, i + ' 0 ' + '0'.repeat(64) + '\n{"rc": 0}\n'); } catch (_) {} }
+process.stdin.on('data', (d) => {
+  for (const l of String(d).split('\n')) {
+    try { const r = JSON.parse(l); fs.writeSync(3, r.nonce + ' 0 ' + '0'.repeat(64) + '\n'); } catch (_) {}
+  }
+});
+setInterval(() => { try { fs.writeSync(3, 'x 0 y\n'); } catch (_) {} }, 5).unref();
+console.log('patched')`},
+	{"prototypes and globals the kernel used", `
+const vm = require('vm'), util = require('util'), fs = require('fs'), crypto = require('crypto');
+console.log('patched');
+vm.Script.prototype.runInThisContext = function () { return undefined; };
+vm.Script = function () { return { runInThisContext() {} }; };
+Promise.prototype.then = function (f) { f(1); return this; };
+Object.defineProperty(Promise.prototype, 'constructor', { value: function () {} });
+JSON.parse = () => ({ code: '1', nonce: '' });
+JSON.stringify = () => '{"rc": 0}';
+fs.writeSync = () => 0;
+util.inspect = () => '';
+util.types.isPromise = () => true;
+Reflect.apply = () => 0;
+crypto.createHmac = () => ({ update() {}, digest: () => '0' });
+Object.prototype.filename = 'x'; Object.prototype.displayErrors = true;
+Error.prepareStackTrace = () => '';
+globalThis.String = () => '1';`},
+	// These break node itself (its streams call them), so the kernel may
+	// never hear of the next cell: that cell times out, never succeeds.
+	{"prototypes node's own streams use", `
+Function.prototype.call = Function.prototype.apply = function () { return 0; };
+String.prototype.split = function () { return []; };
+String.prototype.slice = function () { return '{"code": "1", "nonce": ""}'; };
+Array.prototype.push = function () { return 0; };
+Array.prototype.shift = function () { return { code: '1', nonce: '' }; };
+'patched'`},
+	{"exit and its handlers", `
+process.exit = () => {}; process.reallyExit = () => {}; process.abort = () => {};
+process.exitCode = 0;
+process.on('exit', () => {});
+process.removeAllListeners('uncaughtException');
+process.on('uncaughtException', () => {});
+'patched'`},
+}
+
 // testForgedCells: no cell can make a later cell of its session report
 // success. Each forgery runs in a fresh python session, then
 // `assert 1 == 2` must fail with exit status 1.
@@ -136,6 +255,68 @@ func testForgedCells(t *testing.T, ex executors.Executor) {
 			if r.ExitCode != 1 || r.OK() {
 				t.Errorf("got exit %d ok %v (stdout %q stderr %q), want exit 1: an earlier cell changed a later cell's outcome",
 					r.ExitCode, r.OK(), clip(r.Stdout), clip(r.Stderr))
+			}
+		})
+	}
+	// Bash: a fresh session per forgery, then (( 1 == 2 )).
+	for _, f := range bashForgeries {
+		t.Run("bash/"+f.name, func(t *testing.T) {
+			s, err := ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: executors.Limits{Timeout: 20 * time.Second}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			r, err := s.Exec(ctx, f.cell)
+			if err != nil {
+				t.Fatalf("forging cell: %v", err)
+			}
+			if !strings.Contains(r.Stdout, "patched") {
+				t.Fatalf("forging cell: got stdout %q exit %d stderr %q, want it to run", clip(r.Stdout), r.ExitCode, clip(r.Stderr))
+			}
+			for i := 0; i < 2; i++ { // and once more: a forged state may act a cell later
+				r, err = s.Exec(ctx, "(( 1 == 2 ))")
+				if err != nil {
+					t.Fatalf("failing cell: %v", err)
+				}
+				t.Logf("forgery %q: failing cell %d: exit %d ok %v stderr %q", f.name, i+1, r.ExitCode, r.OK(), clip(r.Stderr))
+				if r.ExitCode != 1 || r.OK() {
+					t.Errorf("cell %d after the forgery: got exit %d ok %v (stdout %q stderr %q), want exit 1: an earlier cell changed a later cell's outcome",
+						i+1, r.ExitCode, r.OK(), clip(r.Stdout), clip(r.Stderr))
+				}
+			}
+		})
+	}
+	// Javascript: a fresh node session per forgery, then null.x.
+	for _, f := range nodeForgeries {
+		t.Run("javascript/"+f.name, func(t *testing.T) {
+			s, err := ex.Open(ctx, executors.JavaScript, executors.SessionOptions{Limits: executors.Limits{Timeout: 30 * time.Second}})
+			if err != nil {
+				if strings.Contains(err.Error(), "toolchain") {
+					t.Skipf("no node in this sandbox: %v", err)
+				}
+				t.Fatal(err)
+			}
+			defer s.Close()
+			r, err := s.Exec(ctx, f.cell)
+			if err != nil {
+				t.Fatalf("forging cell: %v", err)
+			}
+			if !strings.Contains(r.Stdout, "patched") {
+				t.Fatalf("forging cell: got stdout %q exit %d stderr %q, want it to run", clip(r.Stdout), r.ExitCode, clip(r.Stderr))
+			}
+			for i := 0; i < 2; i++ {
+				r, err = s.Exec(ctx, "null.x")
+				if err != nil {
+					t.Fatalf("failing cell: %v", err)
+				}
+				t.Logf("forgery %q: failing cell %d: exit %d ok %v stderr %q", f.name, i+1, r.ExitCode, r.OK(), clip(r.Stderr))
+				if f.name == "prototypes node's own streams use" && r.TimedOut {
+					continue // a timeout, not a success: the kernel never heard of the cell
+				}
+				if r.ExitCode != 1 || r.OK() {
+					t.Errorf("cell %d after the forgery: got exit %d ok %v (stdout %q stderr %q), want exit 1: an earlier cell changed a later cell's outcome",
+						i+1, r.ExitCode, r.OK(), clip(r.Stdout), clip(r.Stderr))
+				}
 			}
 		})
 	}

@@ -30,8 +30,11 @@ def _cf_judge(P):
         os.write, os._exit, os.dup, os.dup2, os.lseek, os.read, os.fstat)
     _dumps, _repr, _str, _len, _type, _bool = json.dumps, repr, str, len, type, bool
     _isinstance, _exec, _eval, _compile, _dict, _list = isinstance, exec, eval, compile, dict, list
+    # The per-case timer counts the process's CPU time (ITIMER_PROF), as
+    # the sandbox's time limit does: a loaded machine stretches wall time,
+    # and a test that computes must not time out for it.
     _setitimer, _signal, _ITIMER, _SIGALRM = (
-        signal.setitimer, signal.signal, signal.ITIMER_REAL, signal.SIGALRM)
+        signal.setitimer, signal.signal, signal.ITIMER_PROF, signal.SIGPROF)
     _extract_tb, _fmt_only = traceback.extract_tb, traceback.format_exception_only
     _StackSummary = traceback.StackSummary
     _AssertionError, _BaseException, _SyntaxError = AssertionError, BaseException, SyntaxError
@@ -142,7 +145,7 @@ def _cf_judge(P):
             pass
         return line
 
-    # ---- per-case guard: a wall-clock timer raising inside the candidate
+    # ---- per-case guard: a CPU-time timer raising inside the candidate
     class _CaseTimeout(_BaseException):
         pass
 

@@ -260,19 +260,37 @@ func (c *Checker) rerunJudged(ctx context.Context, d *schema.Dialogue, st step, 
 		// any test shows alike.
 		t = &visibleTests{tests: []string{"pass"}}
 	}
+	var why string
 	switch {
 	case t == nil:
-		unverifiable(whyNoTests)
-		return nil
+		why = whyNoTests
 	case t.err != "":
-		unverifiable("the tests the request shows do not parse: " + t.err)
-		return nil
+		why = "the tests the request shows do not parse: " + t.err
 	case len(t.tests) == 0:
-		unverifiable(whyNoTests)
-		return nil
+		why = whyNoTests
+	default:
+		if n, ok := verdictTotal(st.text); ok && n != len(t.tests) {
+			why = fmt.Sprintf("the verdict counts %d tests, the request shows %d", n, len(t.tests))
+		}
 	}
-	if n, ok := verdictTotal(st.text); ok && n != len(t.tests) {
-		unverifiable(fmt.Sprintf("the verdict counts %d tests, the request shows %d", n, len(t.tests)))
+	if why != "" {
+		e, whyNot := c.storedRecord(d, st)
+		if e == nil {
+			unverifiable(why + whyNot)
+			return nil
+		}
+		// The stored record ran the very code the turn shows: its judge
+		// program is re-run, and the visible verdict and text must be
+		// what it renders.
+		got, res, text, err := c.rerunProgram(ctx, e, st.lang)
+		if errors.Is(err, harness.ErrRebuild) {
+			unverifiable(why + "; the stored record does not rebuild its judge program")
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("verify: re-run %s turn %d: %w", d.ID, st.turn, err)
+		}
+		c.compare(d, st, recordedOutcome(e), got, res, text, rep)
 		return nil
 	}
 	opts := harness.Options{Timeout: c.Opts.withDefaults().Timeout}
@@ -475,4 +493,49 @@ func (c *Checker) rerunProgram(ctx context.Context, e *schema.Execution, lang ex
 		return outcome(bare(res.Exception)), res, "", nil
 	}
 	return "fail", res, "", nil
+}
+
+// storedRecord is the judged record of st in the native dialogue d was
+// exported from (Options.Stored), when that record ran exactly the code
+// the turn shows; else nil and why not (to add to the reason the visible
+// text alone cannot be re-run).
+func (c *Checker) storedRecord(d *schema.Dialogue, st step) (*schema.Execution, string) {
+	if c.Opts.Stored == nil {
+		return nil, ""
+	}
+	sd := c.Opts.Stored(d.ID)
+	if sd == nil {
+		return nil, "; no stored record of the dialogue"
+	}
+	same := func(e *schema.Execution) bool {
+		code := strings.TrimRight(e.Code, "\n")
+		for _, b := range append([]string{st.code}, st.alts...) {
+			if strings.TrimRight(b, "\n") == code {
+				return true
+			}
+		}
+		return false
+	}
+	// The same turn first (exports keep a dialogue's turns in place),
+	// then any judged record of the dialogue that ran this code.
+	var judged []*schema.Execution
+	if st.turn < len(sd.Messages) {
+		if e := sd.Messages[st.turn].Exec; e != nil && e.Judge != nil {
+			judged = append(judged, e)
+		}
+	}
+	for i := range sd.Messages {
+		if e := sd.Messages[i].Exec; e != nil && e.Judge != nil {
+			judged = append(judged, e)
+		}
+	}
+	if len(judged) == 0 {
+		return nil, "; the stored dialogue has no judged record"
+	}
+	for _, e := range judged {
+		if same(e) {
+			return e, ""
+		}
+	}
+	return nil, "; the stored record ran other code than the turn shows"
 }

@@ -52,6 +52,13 @@ type Options struct {
 	Parallel int
 	// NoRerun checks roles and parsing only.
 	NoRerun bool
+	// Stored, when set, gives the native dialogue a trainer-layout one was
+	// exported from (nil when there is none). A test verdict whose tests
+	// the visible request does not show (simulate shows one test, LeetCode
+	// none) is then re-run from the stored record's judge program, when
+	// the record ran exactly the code the turn shows, and its text is
+	// compared with the visible one.
+	Stored func(dialogueID string) *schema.Dialogue
 }
 
 func (o Options) withDefaults() Options {

@@ -500,3 +500,76 @@ func TestNormalize(t *testing.T) {
 		}
 	}
 }
+
+// TestStoredRecordsForHiddenTests: a trainer-layout test verdict whose
+// request shows no tests is re-run from the stored native record when that
+// record ran the code the turn shows; a rewritten verdict is then caught,
+// and a turn whose code is not the record's says why it is not re-run.
+func TestStoredRecordsForHiddenTests(t *testing.T) {
+	ex := sandbox(t)
+	ctx := context.Background()
+	p := schema.Problem{Query: schema.Query{ID: "f"}, Tests: []string{"assert f(1, 2) == 3", "assert f(2, 2) == 4"}}
+	native := schema.Dialogue{ID: "lc", Messages: []schema.Message{{Role: "user", Content: "Write f."}}}
+	trainer := schema.Dialogue{ID: "lc", Messages: []schema.Message{{Role: "user", Content: "Write f."}}}
+	var feedback []string
+	for _, code := range []string{"def f(a, b):\n    return a * b\n", "def f(a, b):\n    return a + b\n"} {
+		v, err := harness.Judge(ctx, ex, p, code, harness.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := v.Execution()
+		text := strings.TrimRight(v.Feedback, "\n")
+		feedback = append(feedback, text)
+		asst := schema.Message{Role: "assistant", Content: "```python\n" + code + "```"}
+		native.Messages = append(native.Messages, asst, schema.Message{Role: "execution", Content: text, Exec: &e})
+		trainer.Messages = append(trainer.Messages, asst, schema.Message{Role: "user", Content: schema.ExecutionPrefix + text})
+	}
+	native.Messages = append(native.Messages, schema.Message{Role: "assistant", Content: "Done."})
+	trainer.Messages = append(trainer.Messages, schema.Message{Role: "assistant", Content: "Done."})
+	stored := func(id string) *schema.Dialogue {
+		if id == native.ID {
+			return &native
+		}
+		return nil
+	}
+	clone := func(d schema.Dialogue) *schema.Dialogue {
+		d.Messages = append([]schema.Message(nil), d.Messages...)
+		return &d
+	}
+
+	rep, err := (&Checker{Exec: ex, Opts: Options{Stored: stored}}).Dialogue(ctx, clone(trainer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Mismatches) != 0 || rep.Agreed != 2 || len(rep.Unverifiable) != 0 {
+		t.Errorf("untouched: got %d agreed, mismatches %v, unverifiable %v; want 2 agreed from the stored records", rep.Agreed, rep.Mismatches, rep.Unverifiable)
+	}
+
+	rewritten := clone(trainer)
+	rewritten.Messages[2].Content = schema.ExecutionPrefix + feedback[1] // the failing run shown as passing
+	rep, err = (&Checker{Exec: ex, Opts: Options{Stored: stored}}).Dialogue(ctx, rewritten)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Mismatches) != 1 || rep.Mismatches[0].Turn != 2 {
+		t.Errorf("rewritten verdict: got mismatches %v, want one at turn 2", rep.Mismatches)
+	}
+
+	edited := clone(trainer)
+	edited.Messages[3].Content = "```python\ndef f(a, b):\n    return b + a\n```"
+	rep, err = (&Checker{Exec: ex, Opts: Options{Stored: stored}}).Dialogue(ctx, edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Unverifiable) != 1 || rep.Unverifiable[0].Turn != 4 || !strings.Contains(rep.Unverifiable[0].Reason, "other code than the turn shows") {
+		t.Errorf("edited code: got unverifiable %v, want turn 4 with the reason that the record ran other code", rep.Unverifiable)
+	}
+
+	rep, err = (&Checker{Exec: ex}).Dialogue(ctx, clone(trainer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Unverifiable) != 2 || rep.Unverifiable[0].Reason != whyNoTests {
+		t.Errorf("without stored records: got unverifiable %v, want both verdicts with %q", rep.Unverifiable, whyNoTests)
+	}
+}

@@ -250,9 +250,11 @@ func (c *Checker) ProveTimeout(ctx context.Context, p *schema.Problem, code stri
 		}
 		req, decode = lp.Request(), lp.Decode
 	}
-	// The harness keeps CPU time past the deadline (harness.cpuLimit); the
-	// proof wants the CPU limit to end an endless loop first.
+	// The harness keeps CPU time past the time limit (harness.cpuLimit); the
+	// proof wants the CPU limit to end an endless loop first, and the wall
+	// clock to end code that waits.
 	req.Limits.CPUTime = cpu
+	req.Limits.WallTimeout = wall
 	at := time.Now().UTC()
 	res, err := c.Exec.Run(ctx, req)
 	if err != nil {

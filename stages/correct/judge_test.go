@@ -118,8 +118,8 @@ func TestLoopLimit(t *testing.T) {
 
 // TestProveTimeout: a timeout label must hold on a longer re-check with
 // CPU time. A real endless loop is proven; code that only outlasted the
-// loop limit (it sleeps, then fails) finishes on the re-check, which
-// names its real outcome.
+// loop limit (it computes a little longer, then fails) finishes on the
+// re-check, which names its real outcome.
 func TestProveTimeout(t *testing.T) {
 	c := &Checker{Exec: sandbox(t)}
 	p := &schema.Problem{Query: schema.Query{ID: "t/add"}, Tests: []string{"assert add(1, 2) == 3"}}
@@ -129,9 +129,17 @@ func TestProveTimeout(t *testing.T) {
 		want       string // the proof's outcome when not proven
 	}{
 		{"endless loop", "def add(a, b):\n    while True:\n        pass\n", true, ""},
-		{"slow, then IndexError", "import time\ndef add(a, b):\n    time.sleep(1)\n    return [a][b]\n", false, "IndexError"},
+		// 0.65 CPU-seconds of work: past the 0.5 s limit, within the
+		// re-check's 1 s.
+		{"slow, then IndexError", "import time\ndef add(a, b):\n    t = time.process_time()\n    while time.process_time() - t < 0.65:\n        pass\n    return [a][b]\n", false, "IndexError"},
 	}
 	const limit = 500 * time.Millisecond
+	// The limit counts CPU time: code that waits past it is no timeout
+	// at all, and shows its real outcome at once.
+	waits := "import time\ndef add(a, b):\n    time.sleep(1)\n    return [a][b]\n"
+	if r, err := c.CheckWithin(context.Background(), p, waits, limit); err != nil || r.Observed != "IndexError" {
+		t.Errorf("code that sleeps 1 s under a 0.5 s limit: observed %q (err %v), want IndexError", r.Observed, err)
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			first, err := c.CheckWithin(context.Background(), p, tc.code, limit)
