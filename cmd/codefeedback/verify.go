@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/internal/leak"
 	"github.com/codefeedback/codefeedback/internal/verify"
 	"github.com/codefeedback/codefeedback/schema"
 )
@@ -23,6 +24,9 @@ type verifyOptions struct {
 	Parallel int
 	NoRerun  bool
 	JSON     bool
+	// Records is the run's native dialogues file: trainer layouts that do
+	// not show a verdict's tests are re-judged from these records.
+	Records string
 }
 
 func init() {
@@ -48,6 +52,7 @@ func init() {
 			&cli.DurationFlag{Name: "timeout", Usage: "per-cell limit for runs whose record names none", Value: 10 * time.Second, Destination: &o.Timeout},
 			&cli.BoolFlag{Name: "no-rerun", Usage: "check roles and parsing only", Destination: &o.NoRerun},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON", Destination: &o.JSON},
+			&cli.StringFlag{Name: "records", Usage: "the run's native dialogues FILE (out/dialogues.jsonl): a trainer layout's test verdict whose tests the request does not show is re-judged with its stored record, when that record ran the code the turn shows", Destination: &o.Records},
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -73,6 +78,19 @@ func runVerify(ctx context.Context, o verifyOptions, stdout io.Writer) error {
 	}
 	defer ex.Close()
 	c := &verify.Checker{Exec: ex, Opts: verify.Options{Timeout: o.Timeout, Parallel: o.Parallel, NoRerun: o.NoRerun}}
+	if o.Records != "" {
+		if err := checkInputFile("verify --records", o.Records); err != nil {
+			return err
+		}
+		stored := map[string]*schema.Dialogue{}
+		for d, err := range leak.ReadDialogues(ctx, o.Records) {
+			if err != nil {
+				return inputOr("verify --records", o.Records, err, exitBadData)
+			}
+			stored[d.ID] = d
+		}
+		c.Opts.Stored = func(id string) *schema.Dialogue { return stored[id] }
+	}
 	rep, err := c.Dataset(ctx, schema.ReadShipped(ctx, o.Path))
 	if err != nil {
 		return inputOr("verify", o.Path, err, exitFailed)
