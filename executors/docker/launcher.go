@@ -174,9 +174,11 @@ func resolveImage(ctx context.Context, cli *client.Client, ref string, pull bool
 }
 
 // Info names the driver and the exact image (reference and ID), so execution
-// records and cache keys change when the image does.
+// records and cache keys change when the image does, and declares the
+// scratch size (tmp=). The engine's seccomp profile is not the driver's own
+// filter (SyscallFilter false): this host's engine may not apply one.
 func (l *Launcher) Info() executors.Info {
-	return executors.Info{Driver: "docker", Image: l.cfg.Image + "@" + l.imageID}
+	return executors.Info{Driver: "docker", Image: l.cfg.Image + "@" + l.imageID, DiskBytes: l.cfg.TmpBytes}
 }
 
 // Config returns the container settings the launcher uses.
