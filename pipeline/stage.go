@@ -180,10 +180,10 @@ type Services struct {
 	// RegisterService), or nil when absent. Stages get their client from it
 	// with llm.ForStage and put ModelKey into their Version.
 	Model ModelService
-	// Embedder is the shared embedder from the `embedder:` section, or nil;
-	// typed any so the engine does not depend on the embed package (use
-	// ServiceAs or embed.ForStage).
-	Embedder any
+	// Embedder is the shared embedding service from the `embedder:` section
+	// (an *embed.Service), or nil; stages get their embedder from it with
+	// embed.ForStage.
+	Embedder EmbedService
 	// Stats is this stage's free-form statistics, written to the manifest.
 	Stats *Stats
 	// RunDir is the run directory (for stages that keep side files).

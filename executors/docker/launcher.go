@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -153,7 +154,7 @@ func resolveImage(ctx context.Context, cli *client.Client, ref string, pull bool
 	if err == nil {
 		return ins.ID, nil
 	}
-	if !client.IsErrNotFound(err) {
+	if !cerrdefs.IsNotFound(err) {
 		return "", fmt.Errorf("docker: inspect image %s: %w", ref, err)
 	}
 	if !pull {
@@ -523,7 +524,7 @@ func (l *Launcher) removeLabelled(ctx context.Context, extra ...filters.KeyValue
 	}
 	var errs []error
 	for _, c := range cs {
-		if err := l.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !client.IsErrNotFound(err) {
+		if err := l.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("docker: remove container %.12s: %w", c.ID, err))
 		}
 	}
@@ -534,7 +535,7 @@ func (c *conn) remove() error {
 	ctx, cancel := context.WithTimeout(context.Background(), removeTimeout)
 	defer cancel()
 	err := c.l.cli.ContainerRemove(ctx, c.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !client.IsErrNotFound(err) {
+	if err != nil && !cerrdefs.IsNotFound(err) {
 		// Left in live, so Launcher.Close tries again.
 		return fmt.Errorf("docker: remove container %.12s: %w", c.id, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Bolt is the run directory's store: one bbolt file, one bucket per purpose
@@ -86,7 +87,7 @@ var ErrClosed = errors.New("store: closed")
 // another process holds the file.
 func OpenBolt(path string, readOnly bool) (*Bolt, error) {
 	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 2 * time.Second, ReadOnly: readOnly, FreelistType: bolt.FreelistMapType, NoFreelistSync: true})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("store: open %s: %w", path, ErrBusy)
 	}
 	if err != nil {
