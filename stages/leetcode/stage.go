@@ -182,8 +182,6 @@ func run(ctx context.Context, o Options, svc *pipeline.Services, chat llm.Chatte
 	}
 	for _, v := range out.AltVerdicts {
 		gates.Record(pipeline.ItemStats(ctx, stats), AltGate, v.Verdict)
-		if !v.OK() {
-		}
 	}
 	sum = out.Summary(sum)
 	stats.Set("problems/input", float64(sum.Problems))
