@@ -72,7 +72,7 @@ func eta(samples []workSample, now time.Time, remaining int64) (d time.Duration,
 		return 0, false
 	}
 	rate := float64(last.work-base.work) / el
-	return (time.Duration(float64(remaining)/rate*float64(time.Second))).Round(time.Second), true
+	return (time.Duration(float64(remaining) / rate * float64(time.Second))).Round(time.Second), true
 }
 
 // terminal is a terminal shared by progress bars and log lines: a log line
