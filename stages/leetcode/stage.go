@@ -18,6 +18,7 @@ import (
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/embed"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/prompts"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -30,7 +31,7 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	pv, err := PromptVersion()
+	pv, err := prompts.Versions(PromptNames...)
 	if err != nil {
 		return nil, err
 	}
