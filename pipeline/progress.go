@@ -255,8 +255,5 @@ func (p *Progress) Done(n int64, failed bool) {
 	}
 }
 
-// Phase shows what the work is doing now instead of an ETA ("" = counts).
-func (p *Progress) Phase(name string) { p.p.setPhase(name) }
-
 // Finish stops the display and draws the final line.
 func (p *Progress) Finish() { p.p.finish() }

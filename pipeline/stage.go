@@ -246,21 +246,6 @@ func (s *Services) ModelKey(endpoint string) (any, error) {
 	return s.Model.KeyParams(s.Name, endpoint)
 }
 
-// ServiceAs returns v as T, or an error naming what is missing. Typical use:
-//
-//	m, err := pipeline.ServiceAs[llm.Chatter](svc.Model, "model")
-func ServiceAs[T any](v any, what string) (T, error) {
-	t, ok := v.(T)
-	if !ok {
-		var zero T
-		if v == nil {
-			return zero, fmt.Errorf("pipeline: this stage needs a %s; add a top-level `%s:` section to the pipeline file", what, what)
-		}
-		return zero, fmt.Errorf("pipeline: the %s is a %T, which does not implement %s", what, v, reflect.TypeFor[T]())
-	}
-	return t, nil
-}
-
 // Factory builds a stage from its decoded settings. O is the stage's own
 // options struct; its fields carry `yaml` tags for the pipeline file and
 // `json` tags for the cache key and manifest. It runs at validate time too
