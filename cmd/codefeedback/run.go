@@ -92,11 +92,8 @@ func runPipeline(ctx context.Context, o runOptions) error {
 	if o.verbose {
 		level = slog.LevelDebug
 	}
-	// Log lines and progress bars share stderr through one writer, so no
-	// log line lands on a bar's line.
-	term := pipeline.Terminal(o.stderr)
-	o.opts.Logger = slog.New(slog.NewTextHandler(term, &slog.HandlerOptions{Level: level}))
-	o.opts.Progress = term
+	o.opts.Logger = slog.New(slog.NewTextHandler(o.stderr, &slog.HandlerOptions{Level: level}))
+	o.opts.Progress = o.stderr
 	var err error
 	if o.shard != "" {
 		o.opts.Shard, err = pipeline.ParseShard(o.shard)
