@@ -123,6 +123,14 @@ type Info struct {
 	Driver string `json:"driver"`
 	Image  string `json:"image,omitempty"` // image name and digest; for bwrap "host:python3.X@size-mtime" of the host interpreter
 	Limits Limits `json:"limits"`
+	// DiskBytes is the scratch room each run and session gets (bwrap
+	// disk=, docker tmp=). Declared here, not through a method of the
+	// driver's own type, so every wrapper (WithCache) passes it on:
+	// InterCode's bash environment bounds an episode's writes by it.
+	DiskBytes int64 `json:"disk_bytes,omitempty"`
+	// SyscallFilter: the driver runs code under a seccomp denylist of its
+	// own (bwrap on amd64); without one, the engine's profile applies.
+	SyscallFilter bool `json:"syscall_filter,omitempty"`
 }
 
 // Executor runs programs. Implementations are safe for concurrent use.

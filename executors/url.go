@@ -99,6 +99,27 @@ func WithDefaults(raw string, kv ...string) (string, error) {
 	return FormatURL(u), nil
 }
 
+// WithImage returns raw naming image where raw names none (no host and
+// path, no opaque part, no image=) and its driver runs images, i.e. its
+// own checker accepts the URL with the image; any other URL is returned as
+// it is. Callers need not know which drivers run images or where a URL
+// keeps one.
+func WithImage(raw, image string) string {
+	u, err := ParseURL(raw)
+	if err != nil || u.Opaque != "" || u.Host != "" || u.Path != "" {
+		return raw
+	}
+	if q, _ := url.ParseQuery(u.RawQuery); q.Get("image") != "" {
+		return raw
+	}
+	u.Host = image
+	with := FormatURL(u)
+	if Check(with) != nil {
+		return raw // a driver that runs no image (bwrap) refuses one
+	}
+	return with
+}
+
 // FormatURL renders u as ParseURL reads it back (an image tag stays a tag).
 func FormatURL(u *url.URL) string {
 	var b strings.Builder

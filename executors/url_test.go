@@ -1,6 +1,9 @@
 package executors_test
 
 import (
+	"context"
+	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -61,6 +64,31 @@ func TestCheck(t *testing.T) {
 			t.Errorf("Check(%q) = %v, want nil", tc.url, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("Check(%q) = %v, want an error containing %q", tc.url, err, tc.want)
+		}
+	}
+}
+
+// WithImage names an image only where the URL names none and the driver
+// takes one; it learns the latter from the driver's own checker.
+func TestWithImage(t *testing.T) {
+	executors.Register("imgtest", func(context.Context, *url.URL) (executors.Executor, error) { return nil, nil })
+	executors.RegisterChecker("imgtest", func(u *url.URL) error {
+		if u.Host != "" {
+			return fmt.Errorf("imgtest: runs no image")
+		}
+		return nil
+	})
+	for _, c := range []struct{ in, want string }{
+		{"docker", "docker://img:1"},
+		{"docker://?pool=4", "docker://img:1?pool=4"},
+		{"docker://mine:2", "docker://mine:2"},
+		{"docker:mine:2", "docker:mine:2"},
+		{"docker://?image=mine:2", "docker://?image=mine:2"},
+		{"imgtest://?pool=2", "imgtest://?pool=2"},
+		{"nosuch://", "nosuch://"},
+	} {
+		if got := executors.WithImage(c.in, "img:1"); got != c.want {
+			t.Errorf("WithImage(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }

@@ -12,7 +12,6 @@ import (
 // buildServices builds the shared model and embedder services from their
 // sections of the pipeline file.
 func (r *runner) buildServices() error {
-	var err error
 	if r.cfg.model != nil {
 		v, err := r.buildService("model", r.cfg.model)
 		if err != nil {
@@ -27,11 +26,28 @@ func (r *runner) buildServices() error {
 		}
 	}
 	if r.cfg.embedder != nil {
-		if r.embed, err = r.buildService("embedder", r.cfg.embedder); err != nil {
+		v, err := r.buildService("embedder", r.cfg.embedder)
+		if err != nil {
 			return err
+		}
+		if v != nil {
+			e, ok := v.(EmbedService)
+			if !ok {
+				return fmt.Errorf("embedder: the service is a %T, which does not implement pipeline.EmbedService", v)
+			}
+			r.embed = e
 		}
 	}
 	return nil
+}
+
+// EmbedService is the run's shared embedding service (embed.Service), built
+// from the pipeline file's `embedder:` section. The engine needs only its
+// name; stages get their embedder from it with embed.ForStage.
+type EmbedService interface {
+	// Identity names the embedder (kind and dimension or model), for the
+	// Version of the stages that use it.
+	Identity() string
 }
 
 func (r *runner) buildService(section string, n *yaml.Node) (any, error) {
@@ -57,7 +73,7 @@ func (r *runner) services(s *StageSpec) *Services {
 		Logger:   r.log.With("stage", s.Name),
 		Cache:    r.db,
 		Model:    r.model,
-		Embedder: r.embed,
+		Embedder: r.embedder(),
 		Stats:    stats,
 		RunDir:   r.dir,
 		Name:     s.Name,
@@ -67,6 +83,13 @@ func (r *runner) services(s *StageSpec) *Services {
 	}
 	r.bindUnits(svc, s) // Retry and Failures (call.go) for whole-set stages' model calls
 	return svc
+}
+
+// embedder is the run's embedding service, or nil without an `embedder:`
+// section (buildServices checked its type).
+func (r *runner) embedder() EmbedService {
+	e, _ := r.embed.(EmbedService)
+	return e
 }
 
 // executor opens the pipeline's executor once, on first use. Its one-shot

@@ -180,10 +180,10 @@ type Services struct {
 	// RegisterService), or nil when absent. Stages get their client from it
 	// with llm.ForStage and put ModelKey into their Version.
 	Model ModelService
-	// Embedder is the shared embedder from the `embedder:` section, or nil;
-	// typed any so the engine does not depend on the embed package (use
-	// ServiceAs or embed.ForStage).
-	Embedder any
+	// Embedder is the shared embedding service from the `embedder:` section
+	// (an *embed.Service), or nil; stages get their embedder from it with
+	// embed.ForStage.
+	Embedder EmbedService
 	// Stats is this stage's free-form statistics, written to the manifest.
 	Stats *Stats
 	// RunDir is the run directory (for stages that keep side files).
@@ -244,21 +244,6 @@ func (s *Services) ModelKey(endpoint string) (any, error) {
 		return "none", nil
 	}
 	return s.Model.KeyParams(s.Name, endpoint)
-}
-
-// ServiceAs returns v as T, or an error naming what is missing. Typical use:
-//
-//	m, err := pipeline.ServiceAs[llm.Chatter](svc.Model, "model")
-func ServiceAs[T any](v any, what string) (T, error) {
-	t, ok := v.(T)
-	if !ok {
-		var zero T
-		if v == nil {
-			return zero, fmt.Errorf("pipeline: this stage needs a %s; add a top-level `%s:` section to the pipeline file", what, what)
-		}
-		return zero, fmt.Errorf("pipeline: the %s is a %T, which does not implement %s", what, v, reflect.TypeFor[T]())
-	}
-	return t, nil
 }
 
 // Factory builds a stage from its decoded settings. O is the stage's own

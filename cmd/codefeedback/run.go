@@ -123,8 +123,11 @@ func setLogging(o *runOptions) {
 	if o.verbose {
 		level = slog.LevelDebug
 	}
-	o.opts.Logger = slog.New(slog.NewTextHandler(o.stderr, &slog.HandlerOptions{Level: level}))
-	o.opts.Progress = o.stderr
+	// One writer for log lines and the progress bar, so a log line never
+	// lands on the bar's line.
+	term := pipeline.Terminal(o.stderr)
+	o.opts.Logger = slog.New(slog.NewTextHandler(term, &slog.HandlerOptions{Level: level}))
+	o.opts.Progress = term
 }
 
 // shardOf is --shard, else the shard a scheduler's environment names.

@@ -19,9 +19,7 @@ import (
 // script sees exactly the built program's output and exit status. main
 // calls os.Exit itself on failure; returning means success.
 func TestMain(m *testing.M) {
-	os.Exit(testscript.RunMain(m, map[string]func() int{
-		"codefeedback": func() int { main(); return 0 },
-	}))
+	testscript.Main(m, map[string]func(){"codefeedback": main})
 }
 
 // TestScript runs the end-to-end scripts in testdata/script: what a user

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sort"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/internal/leak"
 	"github.com/codefeedback/codefeedback/internal/verify"
+	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -91,7 +93,9 @@ func runVerify(ctx context.Context, o verifyOptions, stdout io.Writer) error {
 		}
 		c.Opts.Stored = func(id string) *schema.Dialogue { return stored[id] }
 	}
-	rep, err := c.Dataset(ctx, schema.ReadShipped(ctx, o.Path))
+	prog := verifyProgress(ctx, o.Path, os.Stderr)
+	rep, err := c.Dataset(ctx, prog.count(schema.ReadShipped(ctx, o.Path)))
+	prog.Finish()
 	if err != nil {
 		return inputOr("verify", o.Path, err, exitFailed)
 	}
@@ -121,4 +125,40 @@ func runVerify(ctx context.Context, o verifyOptions, stdout io.Writer) error {
 		return withCode(exitFailed, fmt.Errorf("verify: %d mismatches in %s", len(rep.Mismatches), o.Path))
 	}
 	return nil
+}
+
+// dialogueProgress shows verify's progress on stderr: a bar on a terminal,
+// a log line every 10 s otherwise. It counts the dialogues handed to the
+// checker, which checks them in windows of 64, so the count runs at most a
+// window ahead of the checks.
+type dialogueProgress struct{ *pipeline.Progress }
+
+// verifyProgress starts the display over the file's dialogues, counted in a
+// first read (0, no ETA, when that read fails: the check reports why).
+func verifyProgress(ctx context.Context, path string, stderr *os.File) dialogueProgress {
+	var total int64
+	for _, err := range schema.ReadShipped(ctx, path) {
+		if err != nil {
+			total = 0
+			break
+		}
+		total++
+	}
+	term := pipeline.Terminal(stderr)
+	log := slog.New(slog.NewTextHandler(term, nil))
+	return dialogueProgress{pipeline.StartProgress("verify", total, term, log, 0)}
+}
+
+// count passes dialogues on, counting each.
+func (p dialogueProgress) count(dialogues func(yield func(*schema.Dialogue, error) bool)) func(yield func(*schema.Dialogue, error) bool) {
+	return func(yield func(*schema.Dialogue, error) bool) {
+		for d, err := range dialogues {
+			if err == nil {
+				p.Done(1, false)
+			}
+			if !yield(d, err) {
+				return
+			}
+		}
+	}
 }

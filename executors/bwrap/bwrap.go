@@ -114,10 +114,6 @@ func (e *executor) Close() error {
 	return err
 }
 
-// DiskBytes is the scratch size (disk=); InterCode's bash environment bounds
-// an episode's writes into its task files by it too.
-func (e *executor) DiskBytes() int64 { return e.l.disk }
-
 // Config configures a Launcher.
 type Config struct {
 	// Bwrap is the bwrap binary; empty means "bwrap" on PATH.
@@ -266,8 +262,11 @@ func closeAll(fs []*os.File) {
 
 // Info implements executors.Launcher.
 // The image names the host's Python, since that is what runs: a changed
-// interpreter must not match cached results of the old one.
-func (l *Launcher) Info() executors.Info { return executors.Info{Driver: "bwrap", Image: hostImage()} }
+// interpreter must not match cached results of the old one. It declares the
+// scratch size (disk=) and whether the seccomp filter applies.
+func (l *Launcher) Info() executors.Info {
+	return executors.Info{Driver: "bwrap", Image: hostImage(), DiskBytes: l.disk, SyscallFilter: seccompFilter != nil}
+}
 
 var hostImage = sync.OnceValue(func() string {
 	p, err := filepath.EvalSymlinks("/usr/bin/python3")

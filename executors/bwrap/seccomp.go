@@ -25,10 +25,11 @@ const (
 	errEPERM       = 1
 
 	// Classic BPF opcodes (linux/filter.h).
-	bpfLdWAbs = 0x00 | 0x00 | 0x20 // BPF_LD | BPF_W | BPF_ABS
-	bpfJeqK   = 0x05 | 0x10 | 0x00 // BPF_JMP | BPF_JEQ | BPF_K
-	bpfJgeK   = 0x05 | 0x30 | 0x00 // BPF_JMP | BPF_JGE | BPF_K
-	bpfRetK   = 0x06 | 0x00        // BPF_RET | BPF_K
+	// BPF_LD, BPF_W and BPF_K are 0, so they vanish from the sums.
+	bpfLdWAbs = 0x20        // BPF_LD | BPF_W | BPF_ABS
+	bpfJeqK   = 0x05 | 0x10 // BPF_JMP | BPF_JEQ | BPF_K
+	bpfJgeK   = 0x05 | 0x30 // BPF_JMP | BPF_JGE | BPF_K
+	bpfRetK   = 0x06        // BPF_RET | BPF_K
 )
 
 // deniedSyscalls are the amd64 system calls that fail with EPERM inside the

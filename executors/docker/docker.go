@@ -59,10 +59,6 @@ type executor struct {
 	l *Launcher
 }
 
-// DiskBytes is the scratch size (tmp=); InterCode's bash environment bounds
-// an episode's writes into its task files by it too.
-func (e *executor) DiskBytes() int64 { return e.l.cfg.TmpBytes }
-
 // Close ends the pool, then removes any container still starting or running.
 func (e *executor) Close() error {
 	return errors.Join(e.Executor.Close(), e.l.Close())

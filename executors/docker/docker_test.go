@@ -84,7 +84,11 @@ func containerID(t *testing.T, ex executors.Executor) string {
 
 func runOK(t *testing.T, ex executors.Executor, req executors.Request) executors.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// The run's own timeout bounds the program; this bounds waiting for a
+	// pool slot and a fresh container too, which at load 30 took over a
+	// minute (a 60 s memory bomb then failed with "context deadline
+	// exceeded" instead of reporting OOM).
+	ctx, cancel := context.WithTimeout(context.Background(), max(req.Limits.Timeout, 10*time.Second)+5*time.Minute)
 	defer cancel()
 	r, err := ex.Run(ctx, req)
 	if err != nil {
@@ -193,7 +197,10 @@ func TestContainerLimits(t *testing.T) {
 				}
 			}},
 		{"processes counted by the cgroup", executors.Request{Language: executors.Python,
-			Code: "import os\nn = 0\ntry:\n    while n < 2000:\n        if os.fork() == 0:\n            import time; time.sleep(30)\n        n += 1\nexcept OSError as e:\n    print('stopped', n, e.errno)", Limits: executors.Limits{Timeout: 20 * time.Second, Processes: 5000}},
+			// The loop ends at the first refused fork; the timeout and the
+			// children's sleep leave a loaded machine time to get there (at
+			// load 30, 20 s did not: the run timed out with no output).
+			Code: "import os\nn = 0\ntry:\n    while n < 2000:\n        if os.fork() == 0:\n            import time; time.sleep(600)\n        n += 1\nexcept OSError as e:\n    print('stopped', n, e.errno)", Limits: executors.Limits{Timeout: 120 * time.Second, Processes: 5000}},
 			func(t *testing.T, r executors.Result) {
 				var n, errno int64
 				if _, err := fmt.Sscanf(r.Stdout, "stopped %d %d", &n, &errno); err != nil || n >= pids || errno != 11 {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -167,7 +168,7 @@ func resolveImage(ctx context.Context, cli *client.Client, ref string, pull bool
 	if err == nil {
 		return ins.ID, nil
 	}
-	if !client.IsErrNotFound(err) {
+	if !cerrdefs.IsNotFound(err) {
 		return "", fmt.Errorf("docker: inspect image %s: %w", ref, err)
 	}
 	if !pull {
@@ -188,9 +189,11 @@ func resolveImage(ctx context.Context, cli *client.Client, ref string, pull bool
 }
 
 // Info names the driver and the exact image (reference and ID), so execution
-// records and cache keys change when the image does.
+// records and cache keys change when the image does, and declares the
+// scratch size (tmp=). The engine's seccomp profile is not the driver's own
+// filter (SyscallFilter false): this host's engine may not apply one.
 func (l *Launcher) Info() executors.Info {
-	return executors.Info{Driver: "docker", Image: l.cfg.Image + "@" + l.imageID}
+	return executors.Info{Driver: "docker", Image: l.cfg.Image + "@" + l.imageID, DiskBytes: l.cfg.TmpBytes}
 }
 
 // Config returns the container settings the launcher uses.
@@ -536,7 +539,7 @@ func (l *Launcher) removeLabelled(ctx context.Context, extra ...filters.KeyValue
 	}
 	var errs []error
 	for _, c := range cs {
-		if err := l.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !client.IsErrNotFound(err) {
+		if err := l.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("docker: remove container %.12s: %w", c.ID, err))
 		}
 	}
@@ -547,7 +550,7 @@ func (c *conn) remove() error {
 	ctx, cancel := context.WithTimeout(context.Background(), removeTimeout)
 	defer cancel()
 	err := c.l.cli.ContainerRemove(ctx, c.id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !client.IsErrNotFound(err) {
+	if err != nil && !cerrdefs.IsNotFound(err) {
 		// Left in live, so Launcher.Close tries again.
 		return fmt.Errorf("docker: remove container %.12s: %w", c.id, err)
 	}

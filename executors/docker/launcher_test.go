@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
 )
 
@@ -246,7 +247,7 @@ func TestCloseRemovesUntrackedContainers(t *testing.T) {
 	}
 	lost := create("lost-1")
 	l.removeLaunch("lost-1")
-	if _, err := l.cli.ContainerInspect(ctx, lost); !client.IsErrNotFound(err) {
+	if _, err := l.cli.ContainerInspect(ctx, lost); !cerrdefs.IsNotFound(err) {
 		t.Errorf("removeLaunch: container %.12s still there (inspect error %v)", lost, err)
 	}
 	create("lost-2") // left for Close; newTestLauncher's cleanup asserts it is gone

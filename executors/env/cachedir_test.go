@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/codefeedback/codefeedback/executors/bwrap"  // bwrap:// URLs
+	_ "github.com/codefeedback/codefeedback/executors/docker" // docker:// URLs
 	"github.com/codefeedback/codefeedback/executors/env"
 )
 

@@ -13,7 +13,6 @@ package env
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -290,30 +289,16 @@ const CTFImage = "codefeedback-sandbox:ctf"
 const BashImage = "codefeedback-sandbox:nl2bash"
 
 // ExecutorURL is the executor URL to open for envName given the one the
-// user chose: on docker with no image named, ctf runs CTFImage and bash
-// BashImage; everything else is unchanged.
+// user chose: on a driver that runs images (docker) with no image named,
+// ctf runs CTFImage and bash BashImage; everything else is unchanged.
 func ExecutorURL(envName, raw string) string {
 	switch envName {
 	case "ctf":
-		return DockerImage(raw, CTFImage)
+		return executors.WithImage(raw, CTFImage)
 	case "bash":
-		return DockerImage(raw, BashImage)
+		return executors.WithImage(raw, BashImage)
 	}
 	return raw
-}
-
-// DockerImage names image in a docker URL that names none; any other URL
-// is returned as it is.
-func DockerImage(raw, image string) string {
-	u, err := executors.ParseURL(raw)
-	if err != nil || u.Scheme != "docker" || u.Host != "" || u.Path != "" || u.Opaque != "" {
-		return raw
-	}
-	if q, _ := url.ParseQuery(u.RawQuery); q.Get("image") != "" {
-		return raw
-	}
-	u.Host = image
-	return executors.FormatURL(u)
 }
 
 // OpenExecutor opens ExecutorURL(envName, raw). Where the bash image is

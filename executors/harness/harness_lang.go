@@ -358,9 +358,14 @@ func jsonStr(s string) string {
 	return string(b)
 }
 
-// cStr is a C/C++/Rust string literal of s (octal escapes for control
+// cStr is a C/C++/Rust string literal of s (hex escapes for control
 // bytes; JSON's \u escapes are not C).
-func cStr(s string) string {
+func cStr(s string) string { return doubleQuoted(s, `\x%02x`) }
+
+// doubleQuoted is a double-quoted literal of s for the C-like languages:
+// quote and backslash escaped, newline and tab as \n and \t, other control
+// bytes in ctrl's format (a Printf verb for the byte).
+func doubleQuoted(s, ctrl string) string {
 	var b strings.Builder
 	b.WriteByte('"')
 	for i := 0; i < len(s); i++ {
@@ -374,7 +379,7 @@ func cStr(s string) string {
 		case c == '\t':
 			b.WriteString(`\t`)
 		case c < 0x20 || c == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, c)
+			fmt.Fprintf(&b, ctrl, c)
 		default:
 			b.WriteByte(c)
 		}

@@ -57,13 +57,13 @@ end
 $stdout.write("#{$__cf_m} plan " + %s + "\n")
 __cf_rec('load', { ok: 1 })
 __cf_cases = [
-`, jsonStr(b.marker), b.valueCap(), b.lines, rubyStr(b.planJSON()))
+`, jsonStr(b.marker), b.valueCap(), b.lines, singleQuoted(b.planJSON()))
 	for _, t := range b.tests {
 		switch {
 		case t.Actual != "":
-			fmt.Fprintf(&w, "  -> { __cf_eq(%s, (%s), (%s)) },\n", rubyStr(t.Actual), t.Actual, t.Expected)
+			fmt.Fprintf(&w, "  -> { __cf_eq(%s, (%s), (%s)) },\n", singleQuoted(t.Actual), t.Actual, t.Expected)
 		case t.Cond != "":
-			fmt.Fprintf(&w, "  -> { __cf_true(%s, (%s)) },\n", rubyStr(t.Cond), t.Cond)
+			fmt.Fprintf(&w, "  -> { __cf_true(%s, (%s)) },\n", singleQuoted(t.Cond), t.Cond)
 		default:
 			fmt.Fprintf(&w, "  -> { %s; { kind: 'pass' } },\n", t.Stmt)
 		}
@@ -83,8 +83,9 @@ __cf_rec('done', { stdout: '' })
 	return w.String()
 }
 
-// rubyStr is a single-quoted Ruby literal (no interpolation).
-func rubyStr(s string) string {
+// singleQuoted is a single-quoted Ruby or PHP literal (no interpolation):
+// only the backslash and the quote are escaped.
+func singleQuoted(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
 
@@ -136,13 +137,13 @@ echo %[1]s, ' plan ', %[4]s, "\n";
 __cf_rec('load', ['ok' => 1]);
 set_error_handler(function ($no, $str, $file, $line) { throw new ErrorException($str, 0, $no, $file, $line); });
 $__cf_cases = [
-`, phpStr(b.marker), b.valueCap(), b.lines, phpStr(b.planJSON()))
+`, singleQuoted(b.marker), b.valueCap(), b.lines, singleQuoted(b.planJSON()))
 	for _, t := range b.tests {
 		switch {
 		case t.Actual != "":
-			fmt.Fprintf(&w, "  function () { return __cf_eq(%s, (%s), (%s), %v); },\n", phpStr(t.Actual), t.Actual, t.Expected, t.Op != "==")
+			fmt.Fprintf(&w, "  function () { return __cf_eq(%s, (%s), (%s), %v); },\n", singleQuoted(t.Actual), t.Actual, t.Expected, t.Op != "==")
 		case t.Cond != "":
-			fmt.Fprintf(&w, "  function () { return __cf_true(%s, (%s)); },\n", phpStr(t.Cond), t.Cond)
+			fmt.Fprintf(&w, "  function () { return __cf_true(%s, (%s)); },\n", singleQuoted(t.Cond), t.Cond)
 		default:
 			fmt.Fprintf(&w, "  function () { %s; return ['kind' => 'pass']; },\n", strings.TrimSuffix(t.Stmt, ";"))
 		}
@@ -157,11 +158,6 @@ foreach ($__cf_cases as $__cf_i => $__cf_c) {
 __cf_rec('done', ['stdout' => '']);
 `)
 	return w.String()
-}
-
-// phpStr is a single-quoted PHP literal.
-func phpStr(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
 
 // buildLua: closures per test run under xpcall; the error's line is its
@@ -263,21 +259,4 @@ end
 }
 
 // luaStr is a Lua string literal (decimal escapes for control bytes).
-func luaStr(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c < 0x20 || c == 0x7f:
-			fmt.Fprintf(&b, `\%03d`, c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
+func luaStr(s string) string { return doubleQuoted(s, `\%03d`) }

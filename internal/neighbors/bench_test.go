@@ -2,7 +2,6 @@ package neighbors
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -200,7 +199,7 @@ func BenchmarkRecall20k(b *testing.B) {
 		b.ReportMetric(idxS, "s-index")
 		b.ReportMetric(exactS, "s-exact")
 		b.ReportMetric(exactS/idxS, "x-exact")
-		b.Log(fmt.Sprintf("20,000 sample: recall@4 %.4f (a search per node after building: %.4f, %.1fs more); index %.1fs, exact %.1fs",
-			r, rs, searchS, idxS, exactS))
+		b.Logf("20,000 sample: recall@4 %.4f (a search per node after building: %.4f, %.1fs more); index %.1fs, exact %.1fs",
+			r, rs, searchS, idxS, exactS)
 	}
 }

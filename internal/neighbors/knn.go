@@ -110,11 +110,13 @@ func ExactKNN(ctx context.Context, vecs [][]float32, queries []int, k int) ([][]
 // ExactKNNVectors is ExactKNN on a vector set.
 func ExactKNNVectors(ctx context.Context, v *Vectors, queries []int, k int) ([][]Neighbor, error) {
 	out := make([][]Neighbor, len(queries))
-	bufs := sync.Pool{New: func() any { return v.buffer() }} // 256 KiB each for a sparse set
+	// 256 KiB each for a sparse set; pointers, so Put does not allocate.
+	bufs := sync.Pool{New: func() any { b := v.buffer(); return &b }}
 	err := parallel(ctx, len(queries), func(qi int) {
 		q := int32(queries[qi])
-		buf := bufs.Get().([]float32)
-		defer bufs.Put(buf)
+		bp := bufs.Get().(*[]float32)
+		defer bufs.Put(bp)
+		buf := *bp
 		qv := v.load(q, buf)
 		defer v.unload(q, buf)
 		t := topK{k: k, hs: make([]Neighbor, 0, k)}

@@ -46,7 +46,6 @@ type fakeHub struct {
 	cdnAuth    atomic.Value
 	content    string
 	wantToken  string
-	revisions  map[string]string
 	lastIfNone atomic.Value
 }
 

@@ -352,10 +352,12 @@ func mdCell(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
 }
 
+// writeCardBody writes the card's text. It names files by their base
+// names only: a published card carries no path of the machine that made it.
 func writeCardBody(b *bytes.Buffer, d *Data, files []FileInfo, total int64) {
 	m := d.Manifest
 	fmt.Fprintf(b, "# codefeedback dialogues\n\n")
-	fmt.Fprintf(b, "%d multi-turn coding dialogues grounded in real code execution, synthesized by %s %s from the pipeline file `%s`", total, m.Program, m.Version, m.Pipeline)
+	fmt.Fprintf(b, "%d multi-turn coding dialogues grounded in real code execution, synthesized by %s %s from the pipeline file `%s`", total, m.Program, m.Version, filepath.Base(m.Pipeline))
 	if !m.Finished.IsZero() {
 		fmt.Fprintf(b, " (run finished %s, status %s)", m.Finished.Format("2006-01-02 15:04 UTC"), m.Status)
 	}

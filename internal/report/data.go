@@ -9,12 +9,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/codefeedback/codefeedback/internal/gates"
+	"github.com/codefeedback/codefeedback/internal/report/section"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/schema"
 )
@@ -116,8 +116,16 @@ type Instance struct {
 	Name   string   `json:"name"`
 	Status string   `json:"status"`
 	Charts []Chart  `json:"charts"`
-	Stats  []Bar    `json:"stats"` // every statistic, sorted by key
+	Stats  []Stat   `json:"stats"` // every statistic, sorted by key
 	Notes  []string `json:"notes,omitempty"`
+}
+
+// Stat is one statistic of a stage: its readable name (the key where its
+// section names none), the key, and the value.
+type Stat struct {
+	Label string  `json:"label"`
+	Key   string  `json:"key,omitempty"` // set where Label is not the key
+	Value float64 `json:"value"`
 }
 
 // DatasetStats are counted from the dialogues of the run's final output.
@@ -151,15 +159,8 @@ type IterationOutcomes struct {
 	Kinds     map[string]int `json:"kinds"`
 }
 
-// Leak is one benchmark's leakage result from an audit stage.
-type Leak struct {
-	Stage     string  `json:"stage"`
-	Benchmark string  `json:"benchmark"`
-	LineRatio float64 `json:"line_ratio"`
-	Flagged   int     `json:"flagged"`
-	Dialogues int     `json:"dialogues"`
-	TasksHit  int     `json:"tasks_hit,omitempty"`
-}
+// Leak is one benchmark's leakage result (section.Leak).
+type Leak = section.Leak
 
 // DeadLetter is one failed item of the run.
 type DeadLetter struct {
@@ -526,52 +527,4 @@ func or(s, def string) string {
 
 // sortedBars turns counts into bars: numeric labels in numeric order,
 // others by descending count then label.
-func sortedBars[N int | float64](m map[string]N) []Bar {
-	bars := make([]Bar, 0, len(m))
-	numeric := true
-	for k, v := range m {
-		bars = append(bars, Bar{Label: k, Value: float64(v)})
-		if _, err := strconv.ParseFloat(k, 64); err != nil {
-			numeric = false
-		}
-	}
-	sort.Slice(bars, func(i, j int) bool {
-		if numeric {
-			a, _ := strconv.ParseFloat(bars[i].Label, 64)
-			b, _ := strconv.ParseFloat(bars[j].Label, 64)
-			return a < b
-		}
-		if bars[i].Value != bars[j].Value {
-			return bars[i].Value > bars[j].Value
-		}
-		return bars[i].Label < bars[j].Label
-	})
-	return bars
-}
-
-// statBars turns a stats map into bars sorted like sortedBars.
-func statBars(m map[string]float64) []Bar { return sortedBars(m) }
-
-// withPrefix returns the stats under prefix (keys with the prefix removed).
-func withPrefix(stats map[string]float64, prefix string) map[string]float64 {
-	out := map[string]float64{}
-	for k, v := range stats {
-		if rest, ok := strings.CutPrefix(k, prefix); ok && rest != "" && !strings.Contains(rest, "/") {
-			out[rest] = v
-		}
-	}
-	return out
-}
-
-func allStats(stats map[string]float64) []Bar {
-	keys := make([]string, 0, len(stats))
-	for k := range stats {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]Bar, len(keys))
-	for i, k := range keys {
-		out[i] = Bar{Label: k, Value: stats[k]}
-	}
-	return out
-}
+func sortedBars[N int | float64](m map[string]N) []Bar { return section.Bars(m) }

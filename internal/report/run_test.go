@@ -12,6 +12,7 @@ import (
 
 	"github.com/codefeedback/codefeedback/executors"
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
+	"github.com/codefeedback/codefeedback/internal/report/section"
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline"
 
@@ -342,7 +343,7 @@ func TestSampleRunNumbers(t *testing.T) {
 		}
 		for _, in := range sec.Instances {
 			for _, c := range in.Charts {
-				if c.ID == chartID(in.Name, "operators") {
+				if c.ID == section.ChartID(in.Name, "operators") {
 					m := map[string]int{}
 					for _, b := range c.Bars {
 						m[b.Label] = int(b.Value)

@@ -6,32 +6,19 @@ import (
 	"html/template"
 	"math"
 	"strings"
+
+	"github.com/codefeedback/codefeedback/internal/report/section"
 )
 
 // Bar is one labelled value of a chart.
-type Bar struct {
-	Label string  `json:"label"`
-	Value float64 `json:"value"`
-}
+type Bar = section.Bar
 
-// Series is one row of a stacked chart: a label and its parts in legend order.
-type Series struct {
-	Label string  `json:"label"`
-	Parts []Bar   `json:"parts"`
-	Total float64 `json:"total"`
-}
+// Series is one row of a stacked chart (section.Series).
+type Series = section.Series
 
-// Chart is one figure of the report. Exactly one of Bars and Rows is used:
-// Bars draws a bar chart (vertical when Histogram is set), Rows a stacked
-// horizontal chart with a legend. Percent formats values as percentages.
-type Chart struct {
-	ID        string   `json:"id"`
-	Title     string   `json:"title"`
-	Bars      []Bar    `json:"bars,omitempty"`
-	Rows      []Series `json:"rows,omitempty"`
-	Histogram bool     `json:"histogram,omitempty"`
-	Percent   bool     `json:"percent,omitempty"`
-}
+// Chart is one figure of the report: a section.Chart with the methods that
+// draw it.
+type Chart section.Chart
 
 // palette: readable on white, distinguishable in a stacked bar; "pass" and
 // failure-like keys get fixed colours so charts agree with each other.

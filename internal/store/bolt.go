@@ -13,6 +13,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Bolt is the run directory's store: one bbolt file, one bucket per purpose
@@ -89,7 +90,7 @@ func OpenBolt(path string, readOnly bool) (*Bolt, error) {
 	// batched): without it, bbolt rebuilds it on open by walking every page
 	// of the file, which was a fifth of an unchanged re-run's CPU.
 	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 2 * time.Second, ReadOnly: readOnly, FreelistType: bolt.FreelistMapType})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("store: open %s: %w", path, ErrBusy)
 	}
 	if err != nil {

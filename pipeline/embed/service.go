@@ -167,7 +167,7 @@ func (s *Service) ServiceReport() any {
 
 // ForStage is how a stage gets its embedder: from svc.Embedder, or a fresh
 // TF-IDF embedder of DefaultDim when the pipeline has no `embedder:`
-// section. svc.Embedder may also be a plain Embedder (tests).
+// section. svc.Embedder may also be an Embedder that names itself (tests).
 func ForStage(svc *pipeline.Services) (Embedder, error) {
 	switch v := svc.Embedder.(type) {
 	case nil:
@@ -181,17 +181,13 @@ func ForStage(svc *pipeline.Services) (Embedder, error) {
 	}
 }
 
-// Identity names the embedder ForStage returns for the service value v
+// Identity names the embedder ForStage returns for the service v
 // (svc.Embedder), for a stage's Version.
-func Identity(v any) string {
-	switch e := v.(type) {
-	case nil:
+func Identity(v pipeline.EmbedService) string {
+	if v == nil {
 		return fmt.Sprintf("%s/%d", KindTFIDF, DefaultDim)
-	case *Service:
-		return e.Identity()
-	default:
-		return fmt.Sprintf("%T", v)
 	}
+	return v.Identity()
 }
 
 // build is the `embedder:` service builder. An openai embedder at the

@@ -286,7 +286,9 @@ func (c *Client) put(ctx context.Context, key string, resp Response) {
 }
 
 func (c *Client) chatRequest(p Params, msgs []Message) openai.ChatCompletionRequest {
-	r := openai.ChatCompletionRequest{Model: p.Model, MaxTokens: p.MaxTokens}
+	// max_completion_tokens, not the deprecated max_tokens, which reasoning
+	// models (o1, o3, gpt-5) refuse; other servers read it the same way.
+	r := openai.ChatCompletionRequest{Model: p.Model, MaxCompletionTokens: p.MaxTokens}
 	r.Messages = make([]openai.ChatCompletionMessage, len(msgs))
 	for i, m := range msgs {
 		r.Messages[i] = openai.ChatCompletionMessage{Role: m.Role, Content: m.Content}

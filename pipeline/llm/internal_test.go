@@ -104,10 +104,24 @@ func TestBucketWaitCancelRefunds(t *testing.T) {
 	}
 }
 
+// TestBreakerStates walks the breaker through its states on a clock the
+// test moves: the cool-down is an hour, so no check depends on how fast the
+// machine runs (a real 30 ms cool-down flaked at load 35).
 func TestBreakerStates(t *testing.T) {
-	const cool = 30 * time.Millisecond
+	const cool = time.Hour
 	b := newBreaker(2, cool)
-	ctx := context.Background()
+	clock := time.Unix(0, 0)
+	b.now = func() time.Time { return clock } // read under b.mu
+	// advance moves the clock and wakes waiters, as the real timer would.
+	advance := func(d time.Duration) {
+		b.mu.Lock()
+		clock = clock.Add(d)
+		b.notify()
+		b.mu.Unlock()
+	}
+	// A broken breaker would wait the hour: fail within a minute instead.
+	ctx, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
 	b.release(false, endpointDown)
 	b.release(false, endpointUp) // success resets the count
 	b.release(false, endpointDown)
@@ -123,10 +137,10 @@ func TestBreakerStates(t *testing.T) {
 	if _, err := b.acquire(short); err == nil {
 		t.Fatal("acquire while open: got nil, want to wait until ctx ends")
 	}
-	start := time.Now()
+	advance(cool)
 	probe, err := b.acquire(ctx)
-	if err != nil || !probe || time.Since(start) < cool/2 {
-		t.Fatalf("after cool-down: got probe=%v err=%v after %v, want the probe after ~%v", probe, err, time.Since(start), cool)
+	if err != nil || !probe {
+		t.Fatalf("after cool-down: got probe=%v err=%v, want the probe", probe, err)
 	}
 	// Others wait while the probe is out; a failed probe reopens, and a
 	// waiter becomes the next probe after another cool-down.
@@ -144,6 +158,12 @@ func TestBreakerStates(t *testing.T) {
 	if b.timesOpened() != 2 {
 		t.Fatalf("failed probe: opened %d times, want 2", b.timesOpened())
 	}
+	select {
+	case <-waiting:
+		t.Fatal("a worker got through the reopened circuit before its cool-down")
+	case <-time.After(10 * time.Millisecond):
+	}
+	advance(cool)
 	if p := <-waiting; !p {
 		t.Fatal("waiter after the cool-down: want it to be the probe")
 	}
@@ -151,14 +171,15 @@ func TestBreakerStates(t *testing.T) {
 	if b.state != closed {
 		t.Errorf("successful probe: got state %v want closed", b.state)
 	}
-	// A cancelled probe hands the probe to someone else at once.
+	// A cancelled probe hands the probe to someone else at once, without
+	// the clock moving.
 	b.release(false, endpointDown)
 	b.release(false, endpointDown)
+	advance(cool)
 	probe, _ = b.acquire(ctx)
 	b.release(probe, unknown)
-	start = time.Now()
-	if probe2, err := b.acquire(ctx); err != nil || !probe2 || time.Since(start) > cool/2 {
-		t.Errorf("after cancelled probe: got probe=%v err=%v after %v, want a new probe at once", probe2, err, time.Since(start))
+	if probe2, err := b.acquire(ctx); err != nil || !probe2 {
+		t.Errorf("after cancelled probe: got probe=%v err=%v, want a new probe at once", probe2, err)
 	}
 }
 

@@ -87,9 +87,6 @@ func New(chat llm.Chatter, repairs int) (*Explainer, error) {
 	return e, nil
 }
 
-// PromptVersion names the templates with their text hashes.
-func PromptVersion() (string, error) { return prompts.Versions(PromptNames...) }
-
 // HasCode reports whether content holds a fenced code block with code in it.
 func HasCode(content string) bool {
 	for _, b := range parse.CodeBlocks(content) {

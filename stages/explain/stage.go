@@ -54,7 +54,7 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	pv, err := PromptVersion()
+	pv, err := prompts.Versions(PromptNames...)
 	if err != nil {
 		return nil, err
 	}

@@ -20,9 +20,6 @@ import (
 // PromptNames are the templates of the model path.
 var PromptNames = []string{"leetcode_alt_brute", "leetcode_alt_optimal", "leetcode_alt_python", "leetcode_alt_language"}
 
-// PromptVersion names the templates with their text hashes.
-func PromptVersion() (string, error) { return prompts.Versions(PromptNames...) }
-
 // ModelGen writes chain and alternative dialogues with a model, judging
 // every Python answer with the problem's tests in simulate's loop. Safe for
 // concurrent use when Chat and Exec are.

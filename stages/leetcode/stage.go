@@ -18,6 +18,7 @@ import (
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/embed"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
+	"github.com/codefeedback/codefeedback/prompts"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -30,7 +31,7 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	pv, err := PromptVersion()
+	pv, err := prompts.Versions(PromptNames...)
 	if err != nil {
 		return nil, err
 	}
@@ -182,8 +183,6 @@ func run(ctx context.Context, o Options, svc *pipeline.Services, chat llm.Chatte
 	}
 	for _, v := range out.AltVerdicts {
 		gates.Record(pipeline.ItemStats(ctx, stats), AltGate, v.Verdict)
-		if !v.OK() {
-		}
 	}
 	sum = out.Summary(sum)
 	stats.Set("problems/input", float64(sum.Problems))

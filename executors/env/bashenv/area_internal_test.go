@@ -1,15 +1,19 @@
 package bashenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/codefeedback/codefeedback/executors"
+	_ "github.com/codefeedback/codefeedback/executors/bwrap" // bwrap:// URLs
+	"github.com/codefeedback/codefeedback/executors/env"
 )
 
 // An area has room for a copy of its template plus the allowance, no more:
@@ -176,7 +180,9 @@ type sizedExecutor struct {
 	disk int64
 }
 
-func (s sizedExecutor) DiskBytes() int64 { return s.disk }
+func (s sizedExecutor) Info() executors.Info {
+	return executors.Info{Driver: "sized", DiskBytes: s.disk}
+}
 
 func TestLimitsFrom(t *testing.T) {
 	cases := []struct {
@@ -188,6 +194,7 @@ func TestLimitsFrom(t *testing.T) {
 	}{
 		{"default", nil, nil, DefaultDisk, DefaultDisk / (16 << 10), false},
 		{"the executor's disk", sizedExecutor{disk: 64 << 20}, nil, 64 << 20, 4096, false},
+		{"through the exec cache", executors.WithCache(sizedExecutor{disk: 1 << 30}, nil), nil, 1 << 30, 1 << 16, false},
 		{"the param over the executor", sizedExecutor{disk: 64 << 20}, map[string]string{"disk": "8MiB"}, 8 << 20, 512, false},
 		{"inodes", nil, map[string]string{"disk": "8MiB", "inodes": "100"}, 8 << 20, 100, false},
 		{"bad size", nil, map[string]string{"disk": "lots"}, 0, 0, true},
@@ -201,5 +208,47 @@ func TestLimitsFrom(t *testing.T) {
 				t.Errorf("limitsFrom = %d, %d, %v; want %d, %d, error %v", disk, inodes, err, c.disk, c.inodes, c.wantErr)
 			}
 		})
+	}
+}
+
+// The executor's disk= reaches an episode through the exec cache wrapper
+// every pipeline stage gets: the size is declared in Info, which wrappers
+// pass on, so the replica's file system has room for 1 GiB more.
+func TestDiskThroughCacheWrapper(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("skipping: bubblewrap (bwrap) is not installed")
+	}
+	ctx := context.Background()
+	raw, err := executors.Open(ctx, "bwrap://?pool=1&disk=1GiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	ex := executors.WithCache(raw, nil) // sessions and Info never touch the store
+	if got := ex.Info().DiskBytes; got != 1<<30 {
+		t.Fatalf("wrapped executor's Info().DiskBytes = %d, want %d", got, 1<<30)
+	}
+	tasks, err := env.LoadTasks("testdata/nl2bash_fs_1.json", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(ex, env.Options{CacheDir: t.TempDir(), Params: map[string]string{"shell": ShellSession}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if e.scratch.disk != 1<<30 {
+		t.Errorf("episode allowance %d bytes, want %d (the executor's disk=)", e.scratch.disk, 1<<30)
+	}
+	skipUnbounded(t, e.scratch)
+	if _, err := e.Reset(ctx, tasks[1]); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(e.agent.rep.dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if size := int64(st.Blocks) * st.Bsize; size < 1<<30 || size > 2<<30 {
+		t.Errorf("the episode's replica holds %d bytes, want 1 GiB plus the template", size)
 	}
 }

@@ -28,10 +28,13 @@ const (
 	ShellInterCode = "intercode"
 )
 
-// errNoClosingQuote and errNoEscaped are shlex.split's two ValueErrors.
+// errNoClosingQuote and errNoEscaped are shlex.split's two ValueErrors,
+// capitalized as Python's: the agent sees them verbatim.
 var (
+	//lint:ignore ST1005 shlex's own message, shown to the agent as InterCode shows it
 	errNoClosingQuote = errors.New("No closing quotation")
-	errNoEscaped      = errors.New("No escaped character")
+	//lint:ignore ST1005 shlex's own message, shown to the agent as InterCode shows it
+	errNoEscaped = errors.New("No escaped character")
 )
 
 // shlexSplit is Python's shlex.split(s) (POSIX mode, no comments,

@@ -121,8 +121,8 @@ func newScratch(parent, want string, disk, inodes int64) (*scratch, error) {
 // limitsFrom reads the allowance from Params, else the executor.
 func limitsFrom(ex executors.Executor, params map[string]string) (disk, inodes int64, err error) {
 	disk = DefaultDisk
-	if d, ok := ex.(interface{ DiskBytes() int64 }); ok && d.DiskBytes() > 0 {
-		disk = d.DiskBytes()
+	if ex != nil && ex.Info().DiskBytes > 0 {
+		disk = ex.Info().DiskBytes // declared in Info, so wrappers (WithCache) pass it on
 	}
 	if v := params[ParamDisk]; v != "" {
 		if disk, err = executors.ParseBytes(v); err != nil || disk < 1<<20 {
