@@ -29,13 +29,6 @@ func cpuNow() float64 {
 	return t(self) + t(kids)
 }
 
-// measure times f in this process: wall and CPU (own and waited children's).
-func measure(f func() error) (cost, error) {
-	start, cpu0 := time.Now(), cpuNow()
-	err := f()
-	return cost{time.Since(start).Seconds(), cpuNow() - cpu0}, err
-}
-
 // command runs argv in dir and returns its cost: wall, and the CPU of the
 // process and its waited descendants (wait4's rusage). stdout is returned.
 func command(ctx context.Context, dir string, env []string, argv ...string) (cost, []byte, error) {

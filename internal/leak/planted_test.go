@@ -168,8 +168,7 @@ func plantedSet(t *testing.T) (leaks []schema.Dialogue, recipes map[string]leakR
 // sameTaskJudge scripts the loopback model as an oracle judge: "same" when
 // the turn is a planted paraphrase and the statement is its task's.
 func sameTaskJudge(t *testing.T, recipes map[string]leakRecipe) (*llmtest.Server, llm.Chatter) {
-	var tasks []schema.Problem
-	tasks = append(testHumanEval(t), testMBPP(t)...)
+	tasks := append(testHumanEval(t), testMBPP(t)...)
 	stmt := map[string]string{}
 	for i := range tasks {
 		stmt[tasks[i].ID] = statementText(&tasks[i])
