@@ -28,7 +28,10 @@ func normalize(s string) string {
 	for i, l := range lines {
 		lines[i] = strings.TrimRight(l, " \t\r")
 	}
-	s = strings.Trim(strings.Join(lines, "\n"), "\n")
+	// Leading blank lines, and the first line's indentation: trainer
+	// layouts trim a turn's text (a SyntaxError's "  File ..." loses its
+	// indent).
+	s = strings.TrimLeft(strings.Trim(strings.Join(lines, "\n"), "\n"), " \t\n")
 	s = timestampRe.ReplaceAllString(s, "<time>")
 	s = clockRe.ReplaceAllString(s, "<time>")
 	s = durationRe.ReplaceAllString(s, "<duration>")

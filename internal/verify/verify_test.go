@@ -485,6 +485,9 @@ func TestNormalize(t *testing.T) {
 		same bool
 	}{
 		{"took 0.52s", "took 1.3s", true},
+		// trainer layouts trim a turn: a SyntaxError's first line loses its indent
+		{"  File \"<cell-1>\", line 5\n    return not (", "File \"<cell-1>\", line 5\n    return not (", true},
+		{"File \"<cell-1>\", line 5\n    return not (", "File \"<cell-1>\", line 5\nreturn not (", false},
 		{"elapsed 12 ms\n", "elapsed 7 ms", true},
 		{"Execution timed out after 2s.", "Execution timed out after 10s.", true},
 		{"<__main__.Node object at 0x7f3a2c1b4d90>", "<__main__.Node object at 0x7f11aa0b2e50>", true},
