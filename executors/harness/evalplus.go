@@ -149,14 +149,17 @@ type PlusOptions struct {
 	// ValueChars caps each reported value (default 300).
 	ValueChars int
 	// Limits are the sandbox limits; their Timeout is replaced by Timeout.
-	// MemoryBytes defaults to 4 GiB, EvalPlus's limit per process: the
-	// expected outputs of every input are held at once (Mbpp/255's need
-	// more than the sandbox's usual 512 MiB).
+	// MemoryBytes defaults to 8 GiB: EvalPlus's 4 GiB for the judge, which
+	// holds the expected outputs of every input at once, and 4 GiB for the
+	// input set's own process, as EvalPlus gives its untrusted_check
+	// process. The sandbox's limit covers the run's processes together, and
+	// a set's process that reads the expected outputs copies their pages
+	// (reference counts): Mbpp/255's 1.3 GB are held twice.
 	Limits executors.Limits
 }
 
 // plusMemory is the default memory limit of a plus run.
-const plusMemory = 4 << 30
+const plusMemory = 8 << 30
 
 // Resolved returns o with its defaults filled in.
 func (o PlusOptions) Resolved() PlusOptions { return o.withDefaults() }

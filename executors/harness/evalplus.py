@@ -517,7 +517,10 @@ def _cf_plus(P):
                         rec = {"kind": "exception", "exception": exc_name(err), "message": exc_msg(err),
                                "traceback": tb_of(err)}
                 else:
-                    res, err, _ = timed(lambda: checker.check(args, exp, out_v), max(min_limit, 1.0))
+                    # EvalPlus compares outside the input's time limit; only
+                    # the set's budget bounds it (a huge output, or an
+                    # __eq__ that never returns).
+                    res, err, _ = timed(lambda: checker.check(args, exp, out_v), max(budget - (_cpu() - t_set), 1.0))
                     restore()
                     if err is not None or not res[0]:
                         rec = {"kind": "wrong_answer", "expected": expected_text(exp), "actual": show(out_v)}

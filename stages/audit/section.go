@@ -1,9 +1,7 @@
-package report
+package audit
 
-// The audit stage's section lives here only until stages/audit is split
-// into a stage and its matching library (issue 35); then this file moves
-// to stages/audit unchanged but for its package name. It is the one place
-// the report still names a stage.
+// The report's section for audit: leakage per benchmark, from the stage's
+// RUN/<name>.report.json.
 
 import (
 	"context"
@@ -11,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/codefeedback/codefeedback/internal/report/section"
 )
@@ -72,7 +72,7 @@ func buildAuditSection(_ context.Context, s section.Stage, in *section.Instance)
 			tasksHit[b.Name] = b.TasksHit
 		}
 	}
-	for _, name := range sortedKeys(ratios) {
+	for _, name := range slices.Sorted(maps.Keys(ratios)) {
 		in.Leaks = append(in.Leaks, section.Leak{Stage: s.Name, Benchmark: name, LineRatio: ratios[name],
 			Flagged: int(flagged[name]), Dialogues: dialogues, TasksHit: tasksHit[name]})
 	}
