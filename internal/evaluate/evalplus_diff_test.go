@@ -99,14 +99,15 @@ func runOracle(ctx context.Context, ex executors.Executor, rec json.RawMessage, 
 	// encoding/json would refuse.
 	in := `{"task": ` + string(rec) + `, ` + string(rest[1:])
 	res, err := ex.Run(ctx, executors.Request{Language: executors.Python, Code: evalplusOracle, Stdin: in,
-		// 8 GiB for the whole oracle, as EvalPlus gives each forked child
+		// 12 GiB for the whole oracle, as EvalPlus gives each forked child
 		// 4 GiB of its own. The fork shares the expected outputs
 		// copy-on-write, and touching them copies them: HumanEval/130's
 		// reach some 500 MB (the sandbox's default 512 MiB killed the
 		// child, which EvalPlus reads as a timeout), Mbpp/255's 1.3 GB (at
 		// 4 GiB for parent and child together a candidate ran out of
-		// memory where the canonical one did not).
-		Limits: executors.Limits{Timeout: 30 * time.Minute, CPUTime: 31 * time.Minute, OutputBytes: 1 << 20, MemoryBytes: 8 << 30}})
+		// memory where the canonical one did not; at 8 GiB the oracle
+		// failed Mbpp/255's canonical solution under load).
+		Limits: executors.Limits{Timeout: 30 * time.Minute, CPUTime: 31 * time.Minute, OutputBytes: 1 << 20, MemoryBytes: 12 << 30}})
 	if err != nil {
 		return nil, err
 	}
