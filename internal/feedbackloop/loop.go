@@ -408,6 +408,12 @@ func (r *run) loop(ctx context.Context, turn Turn, iterPrefix, request, writerGa
 		if err != nil {
 			return loopEnd{}, err
 		}
+		if outcome == "ok" && strings.TrimSpace(ex.Content) == SilentRun {
+			ex, outcome, err = r.demonstrate(ctx, turn, ex, extra)
+			if err != nil {
+				return loopEnd{}, err
+			}
+		}
 		r.output = ex.Content
 		r.add(ex)
 		if r.judged == "tests" && turn.Problem != nil {
@@ -452,8 +458,12 @@ func ThanksOutput(text string) bool { return thanksRe.MatchString(strings.TrimSp
 // dialogue) up to repairs times. The verdict fails when the last answer
 // still fails: the caller drops what it belongs to.
 func (r *run) ask(ctx context.Context, extra checkFn) (string, string, gates.Verdict, error) {
-	conv := slices.Clip(r.conv)
-	toOutput := len(r.msgs) > 0 && r.msgs[len(r.msgs)-1].Role == schema.RoleExecution
+	return r.askIn(ctx, slices.Clip(r.conv), extra)
+}
+
+// askIn is ask over conv instead of the dialogue so far.
+func (r *run) askIn(ctx context.Context, conv []llm.Message, extra checkFn) (string, string, gates.Verdict, error) {
+	toOutput := len(r.msgs) > 0 && r.msgs[len(r.msgs)-1].Role == schema.RoleExecution && len(conv) == len(r.conv)
 	for try := 0; ; try++ {
 		resp, err := r.s.Writer.Chat(ctx, llm.Request{Messages: conv})
 		if err != nil {
@@ -481,6 +491,45 @@ func (r *run) ask(ctx context.Context, extra checkFn) (string, string, gates.Ver
 		}
 		conv = append(slices.Clip(conv), llm.Assistant(text), llm.User(repair))
 	}
+}
+
+// demoRepair asks again for an answer whose clean run printed nothing.
+const demoRepair = "Your answer could not be used: its code ran without errors but printed nothing, so the run shows nothing of what the code does. Give the whole answer again, and end the code block with a short call on an example input that prints its result."
+
+// demonstrate handles a clean test-less run that printed nothing (silent):
+// such an execution turn shows a learner nothing of what the code does, and
+// the writer prompt asks for a printed result. The writer is asked once,
+// outside the dialogue, for the answer again with a call that prints; when
+// that answer passes the same gates and its run shows something (a result
+// or an error to fix), it replaces the silent answer and its run is
+// returned. Otherwise the silent answer stays, counted in LabelSilent.
+func (r *run) demonstrate(ctx context.Context, turn Turn, silent schema.Message, extra checkFn) (schema.Message, string, error) {
+	conv := append(slices.Clip(r.conv), llm.User(demoRepair))
+	text, code, v, err := r.askIn(ctx, conv, extra)
+	if err != nil {
+		return schema.Message{}, "", err
+	}
+	if v.OK() && !gates.SameLogic(r.code, code) {
+		ex, outcome, err := r.execute(ctx, turn, code)
+		if err != nil {
+			return schema.Message{}, "", err
+		}
+		if strings.TrimSpace(ex.Content) != SilentRun {
+			r.msgs[len(r.msgs)-1].Content = text
+			r.conv[len(r.conv)-1] = llm.Assistant(text)
+			r.code = code
+			r.count(LabelDemonstrated)
+			return ex, outcome, nil
+		}
+	}
+	r.count(LabelSilent)
+	return silent, "ok", nil
+}
+
+// count adds one to a counting label.
+func (r *run) count(label string) {
+	n, _ := strconv.Atoi(r.labels[label])
+	r.labels[label] = strconv.Itoa(n + 1)
 }
 
 // execute runs code for turn: against the problem's tests through the
@@ -551,6 +600,11 @@ const (
 	LabelCalibration = "judge_calibration"
 	// LabelFollowups lists the kinds of the follow-up requests kept.
 	LabelFollowups = "followups"
+	// LabelDemonstrated counts answers whose clean run printed nothing,
+	// replaced by the writer's answer again with a call that prints;
+	// LabelSilent counts those kept silent (the writer did not add one).
+	LabelDemonstrated = "demonstrated"
+	LabelSilent       = "silent_runs"
 	// LabelExecutable is "false" on a dialogue in a language the sandbox
 	// cannot run; LabelNotExecutable says why.
 	LabelExecutable    = "executable"

@@ -82,6 +82,40 @@ func invertReturn(code string) string {
 	return ""
 }
 
+// demo is the call of a task's first test (`assert f(x) == y` gives
+// `f(x)`): what a good writer prints to show its code at work.
+func (c *corpus) demo(task string) (string, bool) {
+	first, _, _ := strings.Cut(strings.TrimSpace(task), "\n\n")
+	p := c.byText[strings.TrimSpace(first)]
+	if p == nil || len(p.Tests) == 0 {
+		return "", false
+	}
+	test := strings.TrimSpace(p.Tests[0])
+	if !strings.HasPrefix(test, "assert ") {
+		return "", false
+	}
+	test = test[len("assert "):]
+	// The first == outside brackets and strings ends the call.
+	depth, quote := 0, byte(0)
+	for i := 0; i+1 < len(test); i++ {
+		switch ch := test[i]; {
+		case quote != 0:
+			if ch == quote {
+				quote = 0
+			}
+		case ch == '\'' || ch == '"':
+			quote = ch
+		case strings.IndexByte("([{", ch) >= 0:
+			depth++
+		case strings.IndexByte(")]}", ch) >= 0:
+			depth--
+		case depth == 0 && ch == '=' && test[i+1] == '=':
+			return strings.TrimSpace(test[:i]), true
+		}
+	}
+	return "", false
+}
+
 func (c *corpus) solve(task string) (string, string, bool) {
 	first, _, _ := strings.Cut(strings.TrimSpace(task), "\n\n")
 	p := c.byText[strings.TrimSpace(first)]

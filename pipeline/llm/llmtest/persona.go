@@ -38,10 +38,15 @@ const (
 	// ThanksToOutput opens the writer's reply to a program's execution
 	// output with "You're right, thanks", as if a person had spoken.
 	ThanksToOutput Misbehaviour = "thanks_to_output"
+	// SilentCode answers a test-less task with code that only defines its
+	// function, never calling it, against the prompt's request to print a
+	// small result: the run shows nothing. Only a Persona with Demo shows
+	// it (without Demo every answer is silent).
+	SilentCode Misbehaviour = "silent_code"
 )
 
 // Misbehaviours lists every misbehaviour.
-var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput}
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode}
 
 // Persona is a scripted model that recognises which prompt of the pipeline
 // it is answering (writer, explain, judge, feedback, rubric, eval feedback)
@@ -56,6 +61,10 @@ type Persona struct {
 	// optionally, a wrong first action; ok is false for a task the persona
 	// cannot solve.
 	Act func(query string) (gold, first string, ok bool)
+	// Demo, when set, returns an expression that calls the solution of a
+	// task on an example input; the writer's code for that task ends by
+	// printing it, as the writer prompt asks (unless SilentCode).
+	Demo func(task string) (call string, ok bool)
 	// Bad is the set of misbehaviours.
 	Bad map[Misbehaviour]bool
 	// Rate, when above 0, is the share of answers (drawn per request from
@@ -121,11 +130,14 @@ func applicable(c Call) []Misbehaviour {
 	case "writer":
 		last := c.LastUser()
 		switch {
-		case strings.HasPrefix(last, "Execution result:") || strings.HasPrefix(last, "The run above is accepted"):
+		case strings.HasPrefix(last, "The run above is accepted"):
 			return []Misbehaviour{ThanksToOutput}
+		case strings.HasPrefix(last, "Execution result:"):
+			return []Misbehaviour{ThanksToOutput, SilentCode}
 		case len(c.Request.Messages) > 2 && !strings.Contains(last, "is not correct"):
-			return []Misbehaviour{UnchangedRevision}
+			return []Misbehaviour{UnchangedRevision, SilentCode}
 		}
+		return []Misbehaviour{SilentCode}
 	case "judge":
 		return []Misbehaviour{YesJudge, UnparseableJSON}
 	case "feedback", "followup":
@@ -268,7 +280,7 @@ func unrepaired(msgs []openai.ChatCompletionMessage) []openai.ChatCompletionMess
 // sums up after it.
 func (p *Persona) writer(c Call) string {
 	msgs := unrepaired(c.Request.Messages)
-	task := ""
+	task, ti := "", 1
 	if len(msgs) > 1 {
 		task = msgs[1].Content
 	}
@@ -279,19 +291,31 @@ func (p *Persona) writer(c Call) string {
 	if !ok {
 		return "I cannot solve this task."
 	}
+	// A packed dialogue's later request that is a task of its own is the
+	// current task: the answer's code, names and demonstration follow it,
+	// as a good model's do (a Solve that answers anything cannot tell).
+	if !p.catchAll() {
+		for i := 2; i < len(msgs); i++ {
+			if m := msgs[i]; m.Role == "user" && !strings.HasPrefix(m.Content, "Execution result:") {
+				if g, f, ok := p.Solve(m.Content); ok {
+					task, ti, good, first = m.Content, i, g, f
+				}
+			}
+		}
+	}
 	answers, feedbacks := 0, 0
 	prevCode := ""
-	for _, m := range msgs {
-		switch m.Role {
-		case "assistant":
-			answers++
+	for i, m := range msgs {
+		switch {
+		case m.Role == "assistant":
+			if i > ti {
+				answers++
+			}
 			if c := lastCode(m.Content); c != "" {
 				prevCode = c
 			}
-		case "user":
-			if !strings.HasPrefix(m.Content, "Execution result:") && m.Content != task {
-				feedbacks++
-			}
+		case m.Role == "user" && i > ti && !strings.HasPrefix(m.Content, "Execution result:"):
+			feedbacks++
 		}
 	}
 	last := ""
@@ -306,6 +330,15 @@ func (p *Persona) writer(c Call) string {
 	switch {
 	case strings.HasPrefix(last, "The run above is accepted"):
 		return thanks + p.closing(last, prevCode, task)
+	case answers == 0 && ti > 1:
+		// A new task of its own: answered afresh, as a good model answers
+		// the next query of a packed dialogue.
+		code := good
+		if first != "" {
+			code = first
+		}
+		return fmt.Sprintf("This is a new task, so I write %s from scratch rather than changing the code above: it follows the new statement directly, and the run will check it.", name) +
+			"\n\n" + block(p.demo(task, code, c)) + "\n\n" + after(name, variant(last+"after", 3))
 	case answers == 0:
 		code := good
 		if first != "" {
@@ -317,31 +350,33 @@ func (p *Persona) writer(c Call) string {
 			"To solve this I define %s and keep its logic short: one pass over the input that builds the answer as it goes. Inputs at the edges, such as empty or single-element ones, go through the same path, so they need no special branch.",
 			"I will build %s around the case in the example first and then make sure it covers the general case too. The function returns its result instead of printing it, so the tests and other code can use it directly.",
 		}
-		return fmt.Sprintf(plans[variant(task, len(plans))], name) + "\n\n" + block(code) + "\n\n" + after(name, variant(task+"after", 3))
+		return fmt.Sprintf(plans[variant(task, len(plans))], name) + "\n\n" + block(p.demo(task, code, c)) + "\n\n" + after(name, variant(task+"after", 3))
 	case strings.HasPrefix(last, "Execution result:") || strings.Contains(last, "is not correct"):
 		fixes := []string{
 			"The run shows %s does not give the expected result yet: the return value was computed from the wrong expression, so the check that compares it with the expected value fails. This version computes the value directly from the inputs.",
 			"That output is wrong, so %s needs a fix: its final expression was inverted, which turns every true result into a false one and the other way round. Here it is with the expression the task asks for.",
 			"The result does not match what the task asks; %s returned the opposite of the intended value because the last step negated it. The corrected version below drops that negation and keeps the rest unchanged.",
 		}
-		return thanks + fmt.Sprintf(fixes[variant(task+last, len(fixes))], name) + "\n\n" + block(good) + "\n\n" + after(name, variant(last, 3))
-	default: // a packed dialogue's next request, feedback or a follow-up request
-		if next, nfirst, ok := p.Solve(last); ok && normalize(next) != normalize(good) && !p.catchAll() {
-			// A new task of its own: answered afresh, as a good model
-			// answers the next query of a packed dialogue.
-			code := next
-			if nfirst != "" {
-				code = nfirst
-			}
-			nname := fnName(next)
-			return fmt.Sprintf("This is a new task, so I write %s from scratch rather than changing the code above: it follows the new statement directly, and the run will check it.", nname) +
-				"\n\n" + block(code) + "\n\n" + after(nname, variant(last+"after", 3))
-		}
+		return thanks + fmt.Sprintf(fixes[variant(task+last, len(fixes))], name) + "\n\n" + block(p.demo(task, good, c)) + "\n\n" + after(name, variant(last, 3))
+	default: // feedback or a follow-up request
 		if p.bad(UnchangedRevision, c) {
 			return "You're right, thanks for pointing that out. The solution is correct.\n\n" + block(prevCode)
 		}
 		return p.revise(prevCode, task, last, name, feedbacks)
 	}
+}
+
+// demo ends code with a print of the task's example call, as the writer
+// prompt asks, unless the answer is silent.
+func (p *Persona) demo(task, code string, c Call) string {
+	if p.Demo == nil || p.bad(SilentCode, c) {
+		return code
+	}
+	call, ok := p.Demo(task)
+	if !ok {
+		return code
+	}
+	return strings.TrimRight(code, "\n") + "\n\nprint(" + call + ")"
 }
 
 // catchAll reports a Solve that answers any text at all: it cannot tell a
