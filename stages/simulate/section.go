@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"context"
+	"github.com/codefeedback/codefeedback/internal/feedbackloop"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,8 +17,10 @@ func init() {
 }
 
 var statLabels = map[string]string{
-	"feedback/oracle":     "feedback that saw the reference solution",
-	"feedback/non_oracle": "feedback without the reference solution",
+	"feedback/oracle":                          "feedback that saw the reference solution",
+	"feedback/non_oracle":                      "feedback without the reference solution",
+	"silent/" + feedbackloop.LabelDemonstrated: "asked again, now printing a result",
+	"silent/" + feedbackloop.LabelSilent:       "kept silent",
 }
 
 func buildSection(_ context.Context, s section.Stage, in *section.Instance) error {
@@ -34,6 +37,7 @@ func buildSection(_ context.Context, s section.Stage, in *section.Instance) erro
 	}
 	chart("feedback", "Feedback categories", section.Bars(section.Under(st, "feedback/category/")), false)
 	chart("oracle", "Feedback with and without the reference solution", section.Pick(st, statLabels, "feedback/oracle", "feedback/non_oracle"), false)
+	chart("silent", "Test-less answers whose run printed nothing", section.Pick(st, statLabels, "silent/"+feedbackloop.LabelDemonstrated, "silent/"+feedbackloop.LabelSilent), false)
 	return nil
 }
 

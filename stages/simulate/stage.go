@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -302,6 +303,11 @@ func ObserveDialogue(stats *pipeline.Stats, d schema.Dialogue) {
 	stats.Add("dialogues/"+d.Labels["final_status"], 1)
 	stats.Add(fmt.Sprintf("turns/%d", len(d.Messages)), 1)
 	observeOutcomes(stats, d)
+	for _, l := range []string{feedbackloop.LabelDemonstrated, feedbackloop.LabelSilent} {
+		if n, err := strconv.Atoi(d.Labels[l]); err == nil {
+			stats.Add("silent/"+l, float64(n))
+		}
+	}
 	for _, m := range d.Messages {
 		if m.Feedback != nil {
 			stats.Add("feedback/category/"+m.Feedback.Category, 1)
