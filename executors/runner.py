@@ -1668,9 +1668,6 @@ def kernel_call(sess, name, code, body, last):
                 return "ok", rc
 
 
-CRED_SPACE = socket.CMSG_SPACE(12)  # struct ucred: pid, uid, gid
-
-
 def kernel_answer(st, pid, nonce, block=True):
     """Reads answers until one comes from the kernel's pid with this cell's
     nonce; returns its exit code, or None when no such answer is queued.
@@ -1679,7 +1676,8 @@ def kernel_answer(st, pid, nonce, block=True):
     want = nonce.hex().encode() + b" "
     while True:
         try:
-            data, anc, _, _ = st.recvmsg(256, CRED_SPACE, 0 if block else socket.MSG_DONTWAIT)
+            data, anc, _, _ = st.recvmsg(256, socket.CMSG_SPACE(12),  # struct ucred: pid, uid, gid
+                                         0 if block else socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
             return None
         except OSError:
