@@ -87,7 +87,7 @@ func codeFeedbackCells(e *env) ([]string, error) {
 // in-process exec of microseconds), an MBPP-sized one, and the python
 // cells of the Code-Feedback sample, which the target is judged on.
 func benchCells(ctx context.Context, e *env) ([]row, error) {
-	sets := []cellSet{{"trivial", []string{"x = 1\n"}, 600}, {"mbpp", []string{mbpp}, 600}}
+	sets := []cellSet{{"trivial", []string{"x = 1\n"}, 400}, {"mbpp", []string{mbpp}, 400}}
 	cf, err := codeFeedbackCells(e)
 	if err != nil {
 		return nil, err
@@ -95,7 +95,7 @@ func benchCells(ctx context.Context, e *env) ([]row, error) {
 	if len(cf) == 0 {
 		e.log("cells: Code-Feedback sample absent (../shared/data): its row is skipped")
 	} else {
-		sets = append(sets, cellSet{"Code-Feedback sample", cf, 30})
+		sets = append(sets, cellSet{"Code-Feedback sample", cf, 20})
 	}
 	ex, err := openWarm(ctx, "bwrap://?pool=1")
 	if err != nil {

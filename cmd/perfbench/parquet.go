@@ -126,7 +126,7 @@ func benchParquet(ctx context.Context, e *env) ([]row, error) {
 		e.log("parquet: skipped: %v", err)
 		return nil, nil
 	}
-	n := e.n(50_000)
+	n := e.n(25_000)
 	in := filepath.Join(e.dir, "dialogues.jsonl")
 	if err := writeDialogues(in, n); err != nil {
 		return nil, err

@@ -193,7 +193,7 @@ func openWarm(ctx context.Context, url string) (executors.Executor, error) {
 // benchPool: isolated runs through the warm bwrap pool against a warm
 // fork()+exec loop of the same program outside any sandbox.
 func benchPool(ctx context.Context, e *env) ([]row, error) {
-	n := e.n(300)
+	n := e.n(150)
 	ex, err := openWarm(ctx, "bwrap://?pool=2")
 	if err != nil {
 		return nil, err
@@ -225,7 +225,7 @@ func benchPool(ctx context.Context, e *env) ([]row, error) {
 // benchExecCLI: one-shot `codefeedback exec` against plain bwrap with the
 // driver's own sandbox arguments running the same program.
 func benchExecCLI(ctx context.Context, e *env) ([]row, error) {
-	n := e.n(20)
+	n := e.n(10)
 	prog := filepath.Join(e.dir, "prog.py")
 	if err := os.WriteFile(prog, []byte(trivial), 0o644); err != nil {
 		return nil, err
@@ -286,7 +286,7 @@ func benchDocker(ctx context.Context, e *env) ([]row, error) {
 		e.log("docker: skipped: no docker engine or no image %s (make sandbox-image)", image)
 		return nil, nil
 	}
-	n := e.n(300)
+	n := e.n(150)
 	before := dockerContainers(ctx)
 	dx, err := openWarm(ctx, "docker://"+image+"?pool=2")
 	if err != nil {
