@@ -1570,7 +1570,24 @@ def compile_cell(code, lines, name):
 # thread a cell left running, a trace or audit hook, ctypes) could read
 # that cell's nonce; none of the plain patching routes can.
 
+# Cells' nonces are cut from a pool of random bytes, one getrandom per 256
+# cells: on this path every system call counts (see kernel_call).
+NONCES = [b"", 0]  # the pool and the next nonce's offset in it
+
+
+def cell_nonce():
+    pool, at = NONCES
+    if at + 16 > len(pool):
+        pool, at = os.urandom(4096), 0
+        NONCES[0] = pool
+    NONCES[1] = at + 16
+    return pool[at:at + 16]
+
+
 def kernel_start(sess):
+    # The kernel must not be born holding nonces it will later be asked
+    # to quote: the pool is dropped before the fork copies this memory.
+    NONCES[0], NONCES[1] = b"", 0
     sess.open_capture()
     req_k, req_r = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     st_k, st_r = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -1633,7 +1650,7 @@ def kernel_call(sess, name, code, body, last):
     """Sends one compiled cell; returns ("ok", exit code) from the
     kernel's answer or ("died", wait status or None) when it ended."""
     pid, req, st, pidfd, waits = sess.kernel
-    nonce = os.urandom(16)
+    nonce = cell_nonce()
     blob = marshal.dumps((name, code, body, last))
     data = memoryview(len(blob).to_bytes(8, "big") + nonce + blob)
     # The kernel is idle, reading: a blocking send does not wait long. A
@@ -1857,7 +1874,8 @@ class Session:
         self.bash_state = None  # bash: (restore, functions) of the last saved state
         self.bash_known = {}  # bash: checked function bodies (bash_check_functions)
         self.trap_echo = None
-        self.kernel = None  # python: (pid, request socket, status socket, pidfd)
+        self.kernel = None  # python: (pid, request socket, status socket, pidfd, poll set)
+        self.pid1 = os.getpid() == 1  # the runner reaps orphans as pid 1
         if self.lang == "javascript":
             lang_set_limits("javascript", self.limits, cpu=False)  # langs.py: V8 needs RLIMIT_DATA
         else:
@@ -1913,7 +1931,7 @@ class Session:
                                    errors="backslashreplace", line_buffering=True)
 
     def cell(self, req):
-        if os.getpid() == 1:
+        if self.pid1:
             reap()
         self.n += 1
         code = req.get("code", "")
