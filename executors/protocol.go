@@ -240,7 +240,7 @@ func startInstance(ctx context.Context, l Launcher, slot int, wait time.Duration
 	in := &instance{conn: conn, slot: slot, done: make(chan struct{})}
 	if pc, ok := conn.(PipeConn); ok {
 		in.pipe = pc.StdoutPipe()
-		in.br = bufio.NewReaderSize(in.pipe, 1<<16)
+		in.br = newLineReader(in.pipe)
 	} else {
 		in.lines = make(chan []byte, 1)
 		go in.readLoop()
@@ -286,6 +286,8 @@ func truncate(b []byte, n int) string {
 	return string(b)
 }
 
+func newLineReader(r io.Reader) *bufio.Reader { return bufio.NewReaderSize(r, 1<<16) }
+
 // readLine reads one protocol line (at most maxLine bytes).
 func readLine(r *bufio.Reader) ([]byte, error) {
 	var line []byte
@@ -305,7 +307,7 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 }
 
 func (in *instance) readLoop() {
-	r := bufio.NewReaderSize(in.conn, 1<<16)
+	r := newLineReader(in.conn)
 	defer close(in.lines)
 	for {
 		line, err := readLine(r)
