@@ -7,9 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // RunnerSource is the in-sandbox runner (runner.py): a long-lived python3
@@ -188,11 +192,27 @@ var (
 	errDied     = errors.New("sandbox instance ended")
 )
 
+// PipeConn is an optional Conn capability: the runner's stdout is a pipe
+// the pool may read directly. The pool then reads each answer on the
+// calling goroutine, bounded by a read deadline, rather than through a
+// reader goroutine that hands every line over: that hand-off (a netpoll
+// wake-up and a goroutine switch per line) was about half the host's CPU
+// for a session cell. Reads other than the runner's answers (the reason
+// the sandbox ended) still go through the Conn.
+type PipeConn interface {
+	Conn
+	StdoutPipe() *os.File
+}
+
 // instance is one runner process in one sandbox instance. It serves one
 // request at a time; the pool guarantees that.
 type instance struct {
-	conn   Conn
-	slot   int
+	conn Conn
+	slot int
+	// pipe and br: the direct reads of a PipeConn (nil otherwise).
+	pipe *os.File
+	br   *bufio.Reader
+	// lines: the reader goroutine's lines, for other Conns.
 	lines  chan []byte
 	readEr error // set before lines is closed
 	nextID uint64
@@ -217,20 +237,30 @@ func startInstance(ctx context.Context, l Launcher, slot int, wait time.Duration
 	if err != nil {
 		return nil, fmt.Errorf("launching sandbox instance %d: %w", slot, err)
 	}
-	in := &instance{conn: conn, slot: slot, lines: make(chan []byte, 1), done: make(chan struct{})}
-	go in.readLoop()
+	in := &instance{conn: conn, slot: slot, done: make(chan struct{})}
+	if pc, ok := conn.(PipeConn); ok {
+		in.pipe = pc.StdoutPipe()
+		in.br = newLineReader(in.pipe)
+	} else {
+		in.lines = make(chan []byte, 1)
+		go in.readLoop()
+	}
 	// In the background: a runner that never reads ends as "not ready"
-	// (the timer below), and a failed write as the runner's early exit.
+	// (the wait below), and a failed write as the runner's early exit.
 	go func() { _, _ = conn.Write(RunnerInput()) }()
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case line, ok := <-in.lines:
+	line, err := in.next(ctx, wait, nil)
+	switch {
+	case errors.Is(err, errDied):
+		in.close()
+		return nil, fmt.Errorf("sandbox instance %d: runner exited before it was ready: %w", slot, err)
+	case errors.Is(err, errDeadline):
+		in.close()
+		return nil, fmt.Errorf("sandbox instance %d: runner not ready after %v", slot, wait)
+	case err != nil:
+		in.close()
+		return nil, fmt.Errorf("sandbox instance %d: waiting for runner: %w", slot, err)
+	default:
 		var w wireResponse
-		if !ok {
-			in.close()
-			return nil, fmt.Errorf("sandbox instance %d: runner exited before it was ready: %w", slot, in.readEr)
-		}
 		if err := json.Unmarshal(line, &w); err != nil || !w.Ready {
 			in.close()
 			return nil, fmt.Errorf("sandbox instance %d: runner sent %q instead of its ready line", slot, truncate(line, 200))
@@ -246,12 +276,6 @@ func startInstance(ctx context.Context, l Launcher, slot int, wait time.Duration
 			}
 		}
 		return in, nil
-	case <-ctx.Done():
-		in.close()
-		return nil, fmt.Errorf("sandbox instance %d: waiting for runner: %w", slot, ctx.Err())
-	case <-t.C:
-		in.close()
-		return nil, fmt.Errorf("sandbox instance %d: runner not ready after %v", slot, wait)
 	}
 }
 
@@ -262,24 +286,32 @@ func truncate(b []byte, n int) string {
 	return string(b)
 }
 
+func newLineReader(r io.Reader) *bufio.Reader { return bufio.NewReaderSize(r, 1<<16) }
+
+// readLine reads one protocol line (at most maxLine bytes).
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := r.ReadSlice('\n')
+		line = append(line, frag...)
+		if err == nil {
+			return line, nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, err
+		}
+		if len(line) > maxLine {
+			return nil, fmt.Errorf("runner line longer than %d bytes", maxLine)
+		}
+	}
+}
+
 func (in *instance) readLoop() {
-	r := bufio.NewReaderSize(in.conn, 1<<16)
+	r := newLineReader(in.conn)
 	defer close(in.lines)
 	for {
-		var line []byte
-		for {
-			frag, err := r.ReadSlice('\n')
-			line = append(line, frag...)
-			if err == nil {
-				break
-			}
-			if errors.Is(err, bufio.ErrBufferFull) {
-				if len(line) > maxLine {
-					in.readEr = fmt.Errorf("runner line longer than %d bytes", maxLine)
-					return
-				}
-				continue
-			}
+		line, err := readLine(r)
+		if err != nil {
 			in.readEr = err
 			return
 		}
@@ -318,37 +350,118 @@ func (in *instance) call(ctx context.Context, req wireRequest, wait time.Duratio
 // await reads the next line, which must answer request id, waiting up to
 // wait; wrote, if not nil, reports the request's write.
 func (in *instance) await(ctx context.Context, id uint64, wait time.Duration, wrote chan error) (wireResponse, error) {
+	line, err := in.next(ctx, wait, wrote)
+	if err != nil {
+		return wireResponse{}, err
+	}
+	var w wireResponse
+	if err := json.Unmarshal(line, &w); err != nil {
+		return wireResponse{}, fmt.Errorf("%w: runner sent a bad line %q", errDied, truncate(line, 200))
+	}
+	if w.ID != id {
+		return wireResponse{}, fmt.Errorf("%w: runner answered request %d, want %d", errDied, w.ID, id)
+	}
+	return w, nil
+}
+
+// next returns the runner's next line, waiting up to wait. Errors:
+// errDeadline, errDied (wrapped, with the reason), or ctx's. wrote, if
+// not nil, reports the request's write.
+func (in *instance) next(ctx context.Context, wait time.Duration, wrote chan error) ([]byte, error) {
+	if in.pipe != nil {
+		return in.nextPipe(ctx, wait)
+	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
 		select {
 		case err := <-wrote:
 			if err != nil {
-				return wireResponse{}, fmt.Errorf("%w: writing request: %v", errDied, err)
+				return nil, fmt.Errorf("%w: writing request: %v", errDied, err)
 			}
 			wrote = nil
 		case line, ok := <-in.lines:
 			if !ok {
-				return wireResponse{}, fmt.Errorf("%w: %v", errDied, in.readEr)
+				return nil, fmt.Errorf("%w: %v", errDied, in.readEr)
 			}
-			var w wireResponse
-			if err := json.Unmarshal(line, &w); err != nil {
-				return wireResponse{}, fmt.Errorf("%w: runner sent a bad line %q", errDied, truncate(line, 200))
-			}
-			if w.ID != id {
-				return wireResponse{}, fmt.Errorf("%w: runner answered request %d, want %d", errDied, w.ID, id)
-			}
-			return w, nil
+			return line, nil
 		case <-ctx.Done():
-			return wireResponse{}, ctx.Err()
+			return nil, ctx.Err()
 		case <-t.C:
-			return wireResponse{}, errDeadline
+			return nil, errDeadline
 		}
 	}
 }
 
-// dead reports whether the runner's output has ended.
+// longAgo is a read deadline that has passed: it stops a read at once.
+var longAgo = time.Unix(1, 0)
+
+// nextPipe is next on a PipeConn: a read on this goroutine, stopped by
+// its deadline or by ctx. A request's failed write needs no watching: the
+// runner then has ended (its output too) or stopped reading (the
+// deadline).
+func (in *instance) nextPipe(ctx context.Context, wait time.Duration) ([]byte, error) {
+	if err := in.pipe.SetReadDeadline(time.Now().Add(wait)); err != nil {
+		return nil, fmt.Errorf("%w: %v", errDied, err)
+	}
+	var fired chan struct{}
+	if ctx.Done() != nil {
+		fired = make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			_ = in.pipe.SetReadDeadline(longAgo)
+			close(fired)
+		})
+		defer func() {
+			// A cancellation racing a finished read must not leave its
+			// past deadline for the next read: wait until it is set (the
+			// next read sets its own).
+			if !stop() {
+				<-fired
+			}
+		}()
+	}
+	line, err := readLine(in.br)
+	switch {
+	case err == nil:
+		return line, nil
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, errDeadline
+	case errors.Is(err, io.EOF):
+		// The Conn says why the sandbox ended where it knows.
+		if _, cerr := in.conn.Read(make([]byte, 1)); cerr != nil {
+			err = cerr
+		}
+	}
+	return nil, fmt.Errorf("%w: %v", errDied, err)
+}
+
+// dead reports whether the runner's output has ended (or holds a line no
+// request asked for: the protocol is out of step).
 func (in *instance) dead() bool {
+	if in.pipe != nil {
+		if in.br.Buffered() > 0 {
+			return true
+		}
+		rc, err := in.pipe.SyscallConn()
+		if err != nil {
+			return true
+		}
+		ready := false
+		if err := rc.Control(func(fd uintptr) {
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			n, err := unix.Poll(fds, 0)
+			for err == unix.EINTR {
+				n, err = unix.Poll(fds, 0)
+			}
+			ready = err != nil || n > 0
+		}); err != nil {
+			return true
+		}
+		return ready
+	}
 	select {
 	case line, ok := <-in.lines:
 		if ok {

@@ -44,6 +44,7 @@ import json
 import marshal
 import os
 import resource
+import select
 import selectors
 import shutil
 import signal
@@ -148,13 +149,15 @@ def oom_kills():
     except OSError:
         OOM_FD[0] = None  # closed under us (a session cell can): reopen next time
         return read_oom_kills(OOM_FILE)
-    for line in data.split(b"\n"):
-        key, _, value = line.partition(b" ")
-        if key == b"oom_kill":
-            try:
-                return int(value)
-            except ValueError:
-                break
+    # One find, not a split of every line: this runs twice per session cell.
+    i = 0 if data.startswith(b"oom_kill ") else data.find(b"\noom_kill ") + 1
+    if i >= 0 and data.startswith(b"oom_kill ", i):
+        i += 9
+        end = data.find(b"\n", i)
+        try:
+            return int(data[i:end] if end >= 0 else data[i:])
+        except ValueError:
+            pass
     return read_oom_kills(OOM_FILE)
 
 
@@ -648,7 +651,6 @@ def collect(fds, cap, deadline, pidfd, watch=None):
 
 
 def pidfd_ready(pidfd):
-    import select
     p = select.poll()
     p.register(pidfd, select.POLLIN)
     return bool(p.poll(0))
@@ -1568,7 +1570,24 @@ def compile_cell(code, lines, name):
 # thread a cell left running, a trace or audit hook, ctypes) could read
 # that cell's nonce; none of the plain patching routes can.
 
+# Cells' nonces are cut from a pool of random bytes, one getrandom per 256
+# cells: on this path every system call counts (see kernel_call).
+NONCES = [b"", 0]  # the pool and the next nonce's offset in it
+
+
+def cell_nonce():
+    pool, at = NONCES
+    if at + 16 > len(pool):
+        pool, at = os.urandom(4096), 0
+        NONCES[0] = pool
+    NONCES[1] = at + 16
+    return pool[at:at + 16]
+
+
 def kernel_start(sess):
+    # The kernel must not be born holding nonces it will later be asked
+    # to quote: the pool is dropped before the fork copies this memory.
+    NONCES[0], NONCES[1] = b"", 0
     sess.open_capture()
     req_k, req_r = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     st_k, st_r = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -1586,14 +1605,20 @@ def kernel_start(sess):
     req_k.close()
     st_k.close()
     WATCHED.add(pid)
-    sess.kernel = (pid, req_r, st_r, os.pidfd_open(pid))
+    pidfd = os.pidfd_open(pid)
+    # One poll set for the kernel's life: building a selector per cell was
+    # a tenth of a small cell's cost in the runner.
+    waits = select.poll()
+    waits.register(st_r, select.POLLIN)
+    waits.register(pidfd, select.POLLIN)
+    sess.kernel = (pid, req_r, st_r, pidfd, waits)
 
 
 def kernel_stop(sess):
     k, sess.kernel = sess.kernel, None
     if k is None:
         return
-    pid, req, st, pidfd = k
+    pid, req, st, pidfd, _ = k
     for f in (req.close, st.close, lambda: os.close(pidfd)):
         try:
             f()
@@ -1624,8 +1649,8 @@ def kernel_wait(pid):
 def kernel_call(sess, name, code, body, last):
     """Sends one compiled cell; returns ("ok", exit code) from the
     kernel's answer or ("died", wait status or None) when it ended."""
-    pid, req, st, pidfd = sess.kernel
-    nonce = os.urandom(16)
+    pid, req, st, pidfd, waits = sess.kernel
+    nonce = cell_nonce()
     blob = marshal.dumps((name, code, body, last))
     data = memoryview(len(blob).to_bytes(8, "big") + nonce + blob)
     # The kernel is idle, reading: a blocking send does not wait long. A
@@ -1635,31 +1660,29 @@ def kernel_call(sess, name, code, body, last):
             data = data[req.send(data, socket.MSG_NOSIGNAL):]
     except OSError:
         pass
-    sel = selectors.DefaultSelector()
-    sel.register(st, selectors.EVENT_READ)
-    sel.register(pidfd, selectors.EVENT_READ)
-    try:
-        while True:
-            for key, _ in sel.select():
-                if key.fileobj is st:
-                    rc = kernel_answer(st, pid, nonce)
-                    if rc is not None:
-                        return "ok", rc
-                else:
-                    # An answer sent just before the kernel ended still counts.
-                    rc = kernel_answer(st, pid, nonce, block=False)
-                    sess.kernel = None
-                    for f in (req.close, st.close, lambda: os.close(pidfd)):
-                        try:
-                            f()
-                        except OSError:
-                            pass
-                    status = kernel_wait(pid)
-                    if rc is not None:
-                        return "ok", rc
-                    return "died", status
-    finally:
-        sel.close()
+    sfd = st.fileno()
+    while True:
+        try:
+            ready = waits.poll()
+        except InterruptedError:
+            continue
+        if any(fd == pidfd for fd, _ in ready):
+            # An answer sent just before the kernel ended still counts.
+            rc = kernel_answer(st, pid, nonce, block=False)
+            sess.kernel = None
+            for f in (req.close, st.close, lambda: os.close(pidfd)):
+                try:
+                    f()
+                except OSError:
+                    pass
+            status = kernel_wait(pid)
+            if rc is not None:
+                return "ok", rc
+            return "died", status
+        if any(fd == sfd for fd, _ in ready):
+            rc = kernel_answer(st, pid, nonce)
+            if rc is not None:
+                return "ok", rc
 
 
 def kernel_answer(st, pid, nonce, block=True):
@@ -1667,10 +1690,10 @@ def kernel_answer(st, pid, nonce, block=True):
     nonce; returns its exit code, or None when no such answer is queued.
     Anything else on the socket (from another process, or not this cell's)
     is dropped."""
-    import struct
+    want = nonce.hex().encode() + b" "
     while True:
         try:
-            data, anc, _, _ = st.recvmsg(256, socket.CMSG_SPACE(12),
+            data, anc, _, _ = st.recvmsg(256, socket.CMSG_SPACE(12),  # struct ucred: pid, uid, gid
                                          0 if block else socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
             return None
@@ -1682,8 +1705,8 @@ def kernel_answer(st, pid, nonce, block=True):
         sender = None
         for level, kind, cdata in anc:
             if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(cdata) >= 12:
-                sender = struct.unpack("iII", cdata[:12])[0]
-        if sender != pid or not data.startswith(nonce.hex().encode() + b" "):
+                sender = int.from_bytes(cdata[:4], sys.byteorder, signed=True)  # struct ucred's pid
+        if sender != pid or not data.startswith(want):
             continue
         try:
             return int(data.split()[1])
@@ -1745,11 +1768,12 @@ def kernel_loop(req_fd, st_fd, g, so, se):
         # and the read goes on where it was.
         # The request: its length (8 bytes), the cell's nonce (16 bytes),
         # then the marshalled cell.
+        # A small cell comes in the first read, with its head.
         head, parts, need = b"", [], -1
         while need != 0:
             try:
                 if need < 0:
-                    chunk = read(req_fd, 24 - len_(head))
+                    chunk = read(req_fd, 65536)
                 else:
                     chunk = read(req_fd, need if need < 1048576 else 1048576)
             except os_error:
@@ -1760,8 +1784,10 @@ def kernel_loop(req_fd, st_fd, g, so, se):
                 exit_(0)
             if need < 0:
                 head += chunk
-                if len_(head) == 24:
-                    need = from_bytes(head[:8], "big")
+                if len_(head) >= 24:
+                    need = from_bytes(head[:8], "big") - (len_(head) - 24)
+                    parts.append(head[24:])
+                    head = head[:24]
             else:
                 parts.append(chunk)
                 need -= len_(chunk)
@@ -1848,7 +1874,8 @@ class Session:
         self.bash_state = None  # bash: (restore, functions) of the last saved state
         self.bash_known = {}  # bash: checked function bodies (bash_check_functions)
         self.trap_echo = None
-        self.kernel = None  # python: (pid, request socket, status socket, pidfd)
+        self.kernel = None  # python: (pid, request socket, status socket, pidfd, poll set)
+        self.pid1 = os.getpid() == 1  # the runner reaps orphans as pid 1
         if self.lang == "javascript":
             lang_set_limits("javascript", self.limits, cpu=False)  # langs.py: V8 needs RLIMIT_DATA
         else:
@@ -1904,7 +1931,7 @@ class Session:
                                    errors="backslashreplace", line_buffering=True)
 
     def cell(self, req):
-        if os.getpid() == 1:
+        if self.pid1:
             reap()
         self.n += 1
         code = req.get("code", "")
@@ -1948,7 +1975,7 @@ class Session:
             echo = self.trap_echo
             if echo and size >= len(echo) and os.pread(fd, len(echo), at + size - len(echo)) == echo:
                 size -= len(echo)  # set -v's echo of the bash trap (bash_trap)
-            data = os.pread(fd, min(self.cap, size), at)
+            data = os.pread(fd, min(self.cap, size), at) if size > 0 else b""
             res[key] = decode(data, self.cap, size > self.cap)
             res[key + "_truncated"] = size > self.cap
         if rc != 0 and "MemoryError" in res["stderr"][-4096:]:
@@ -1976,7 +2003,7 @@ class Session:
                 self.se.flush()
                 linecache.cache.pop(name, None)
             return 1, "", False
-        if self.kernel is not None and pidfd_ready(self.kernel[3]):
+        if self.kernel is not None and any(fd == self.kernel[3] for fd, _ in self.kernel[4].poll(0)):
             # The kernel ended between cells (a signal from a process an
             # earlier cell left, say): not this cell's doing. It runs in
             # a fresh session, and says so.

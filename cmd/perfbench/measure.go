@@ -32,10 +32,18 @@ func cpuNow() float64 {
 // command runs argv in dir and returns its cost: wall, and the CPU of the
 // process and its waited descendants (wait4's rusage). stdout is returned.
 func command(ctx context.Context, dir string, env []string, argv ...string) (cost, []byte, error) {
+	return commandStdin(ctx, dir, env, nil, argv...)
+}
+
+// commandStdin is command with stdin as the process's standard input.
+func commandStdin(ctx context.Context, dir string, env []string, stdin []byte, argv ...string) (cost, []byte, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
 	if env != nil {
 		cmd.Env = env
+	}
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
 	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -193,7 +193,7 @@ func openWarm(ctx context.Context, url string) (executors.Executor, error) {
 // benchPool: isolated runs through the warm bwrap pool against a warm
 // fork()+exec loop of the same program outside any sandbox.
 func benchPool(ctx context.Context, e *env) ([]row, error) {
-	n := e.n(300)
+	n := e.n(150)
 	ex, err := openWarm(ctx, "bwrap://?pool=2")
 	if err != nil {
 		return nil, err
@@ -225,7 +225,7 @@ func benchPool(ctx context.Context, e *env) ([]row, error) {
 // benchExecCLI: one-shot `codefeedback exec` against plain bwrap with the
 // driver's own sandbox arguments running the same program.
 func benchExecCLI(ctx context.Context, e *env) ([]row, error) {
-	n := e.n(20)
+	n := e.n(10)
 	prog := filepath.Join(e.dir, "prog.py")
 	if err := os.WriteFile(prog, []byte(trivial), 0o644); err != nil {
 		return nil, err
@@ -276,64 +276,6 @@ func benchExecCLI(ctx context.Context, e *env) ([]row, error) {
 		fmt.Sprintf("%d runs one after another", n))}, nil
 }
 
-// benchCells: cells of one Python session against the same code run by
-// exec() in one Python process (output captured, as a cell's is).
-func benchCells(ctx context.Context, e *env) ([]row, error) {
-	n := e.n(1000)
-	ex, err := openWarm(ctx, "bwrap://?pool=1")
-	if err != nil {
-		return nil, err
-	}
-	defer ex.Close()
-	s, err := ex.Open(ctx, executors.Python, executors.SessionOptions{})
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	if _, err := s.Exec(ctx, mbpp); err != nil {
-		return nil, err
-	}
-	loop := `import io, sys, time, contextlib
-code, n = sys.argv[1], int(sys.argv[2])
-g = {"__name__": "__main__"}
-t0, c0 = time.perf_counter(), time.process_time()
-for _ in range(n):
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        exec(compile(code, "<cell>", "exec"), g)
-print(time.perf_counter() - t0, time.process_time() - c0)`
-	var ours, base cost
-	for range 2 {
-		c, err := measureLive(func() error {
-			for range n / 2 {
-				r, err := s.Exec(ctx, mbpp)
-				if err != nil {
-					return err
-				}
-				if !r.OK() {
-					return fmt.Errorf("cell failed: %.300s", r.Stderr)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		ours = ours.add(c)
-		_, out, err := command(ctx, e.dir, nil, "/usr/bin/python3", "-c", loop, mbpp, strconv.Itoa(n/2))
-		if err != nil {
-			return nil, err
-		}
-		var w, cpu float64
-		if _, err := fmt.Sscan(string(out), &w, &cpu); err != nil {
-			return nil, fmt.Errorf("exec loop printed %q: %w", out, err)
-		}
-		base = base.add(cost{w, cpu})
-	}
-	return []row{pair("session cells (mbpp)", "bwrap session", "exec() in one python3", ours, base, 2,
-		fmt.Sprintf("%d cells; %.0f cells/s vs %.0f", n, float64(n)/ours.wall, float64(n)/base.wall))}, nil
-}
-
 // benchDocker: the Docker pool against the bwrap pool, same runs.
 func benchDocker(ctx context.Context, e *env) ([]row, error) {
 	image := os.Getenv("CODEFEEDBACK_SANDBOX_IMAGE")
@@ -344,7 +286,7 @@ func benchDocker(ctx context.Context, e *env) ([]row, error) {
 		e.log("docker: skipped: no docker engine or no image %s (make sandbox-image)", image)
 		return nil, nil
 	}
-	n := e.n(300)
+	n := e.n(150)
 	before := dockerContainers(ctx)
 	dx, err := openWarm(ctx, "docker://"+image+"?pool=2")
 	if err != nil {

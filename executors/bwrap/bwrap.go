@@ -637,6 +637,10 @@ func (c *conn) Read(p []byte) (int, error) {
 
 func (c *conn) Write(p []byte) (int, error) { return c.stdin.Write(p) }
 
+// StdoutPipe implements executors.PipeConn: the pool reads answers from
+// the pipe directly, on the goroutine that waits for them.
+func (c *conn) StdoutPipe() *os.File { return c.stdout }
+
 // Close kills the sandbox: bwrap's process group, then bwrap's pid 1 takes
 // every process in the instance's PID namespace down with it.
 func (c *conn) Close() error {
