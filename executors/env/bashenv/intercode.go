@@ -197,25 +197,31 @@ func actionsFor(param string) (string, error) {
 // environment given, stdin /dev/null and stderr merged into stdout, copies
 // that output to its own until every writer is gone (as docker exec reads
 // it), and exits with the action's status (128+N for signal N, as bash
-// reports it). Arguments are base64 so any byte passes.
-const icDirect = `import base64 as _b, os as _o, subprocess as _s
+// reports it). Arguments are base64 so any byte passes. It imports only
+// modules written in C (a fresh kernel after every reset would otherwise
+// import subprocess each episode) and spawns with posix_spawn, putting
+// back the signals Python ignores.
+const icDirect = `import binascii as _b, os as _o, signal as _g
 def _cf(d, env, argv, oci):
-    d, oci = _b.b64decode(d), _b.b64decode(oci)
-    env = dict(kv.split(b"=", 1) for kv in _b.b64decode(env).split(b"\0") if kv)
-    argv = _b.b64decode(argv).split(b"\0")
+    env = dict(kv.split(b"=", 1) for kv in _b.a2b_base64(env).split(b"\0") if kv)
+    argv = _b.a2b_base64(argv).split(b"\0")
     try:
-        _o.chdir(d)
+        _o.chdir(_b.a2b_base64(d))
     except OSError:
-        _o.write(1, oci)
+        _o.write(1, _b.a2b_base64(oci))
         raise SystemExit(126)
-    p = _s.Popen(argv, env=env, stdin=_s.DEVNULL, stdout=_s.PIPE, stderr=_s.STDOUT)
+    r, w = _o.pipe()
+    pid = _o.posix_spawn(argv[0], argv, env, setsigdef=(_g.SIGPIPE, _g.SIGXFSZ),
+        file_actions=[(_o.POSIX_SPAWN_OPEN, 0, "/dev/null", _o.O_RDONLY, 0), (_o.POSIX_SPAWN_DUP2, w, 1), (_o.POSIX_SPAWN_DUP2, w, 2)])
+    _o.close(w)
     while True:
-        b = _o.read(p.stdout.fileno(), 65536)
+        b = _o.read(r, 65536)
         if not b:
             break
         while b:
             b = b[_o.write(1, b):]
-    rc = p.wait()
+    _o.close(r)
+    rc = _o.waitstatus_to_exitcode(_o.waitpid(pid, 0)[1])
     raise SystemExit(128 - rc if rc < 0 else rc)
 `
 
