@@ -393,15 +393,12 @@ func (e *Env) openSide(ctx context.Context, name string, v *variant, opened time
 			srcs = append(srcs, filepath.Join(v.tpl, n))
 		}
 	}
-	dir, err := e.scratch.area(name, srcs...)
-	if err != nil {
-		return nil, err
-	}
 	mode := os.FileMode(0o711)
 	if v.root {
 		mode = 0o755 // the sandbox's /
 	}
-	if err := os.Chmod(dir, mode); err != nil {
+	dir, err := e.area(name, mode, srcs...)
+	if err != nil {
 		return nil, err
 	}
 	var mounts []executors.Mount
@@ -440,6 +437,21 @@ func (e *Env) openSide(ctx context.Context, name string, v *variant, opened time
 		return nil, err
 	}
 	return sd, nil
+}
+
+// area is a bounded area (scratch.area) with mode mode: 0o755 where it is
+// a sandbox's /, else 0o711 (the sandbox reaches only the task paths
+// mounted from it).
+func (e *Env) area(name string, mode os.FileMode, srcs ...string) (string, error) {
+	dir, err := e.scratch.area(name, srcs...)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		e.scratch.release(dir)
+		return "", err
+	}
+	return dir, nil
 }
 
 // reset resyncs the replica and restarts the shell; its first command will
@@ -615,14 +627,11 @@ func (e *Env) rootMounts(dir string) []executors.Mount {
 // outside the driver's mount points (in tmp/root), without empty
 // directories, plus the image's empty system directories.
 func (e *Env) buildRoot(ctx context.Context, script, tmp string) error {
-	dir, err := e.scratch.area("build")
+	dir, err := e.area("build", 0o755)
 	if err != nil {
 		return err
 	}
 	defer e.scratch.release(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return err
-	}
 	out := filepath.Join(tmp, "root")
 	if err := os.Mkdir(out, 0o755); err != nil {
 		return err
@@ -696,14 +705,11 @@ func (e *Env) build(ctx context.Context, script string, names []string, tmp stri
 	if len(names) == 0 || strings.TrimSpace(script) == "" {
 		return nil
 	}
-	dir, err := e.scratch.area("build")
+	dir, err := e.area("build", 0o711)
 	if err != nil {
 		return err
 	}
 	defer e.scratch.release(dir)
-	if err := os.Chmod(dir, 0o711); err != nil {
-		return err
-	}
 	var mounts []executors.Mount
 	var own []string
 	for _, n := range names {
