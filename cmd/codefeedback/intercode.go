@@ -113,7 +113,7 @@ func replayCommand() *cli.Command {
 			&cli.StringFlag{Name: "sql-backend", Value: "mariadb", Usage: "sql: mariadb (InterCode's MySQL semantics) or sqlite", Destination: &o.Backend},
 			&cli.StringFlag{Name: "sql-order", Value: "ordered", Usage: "sql: apply the rank correlation only where the gold has ORDER BY (ordered), or always as InterCode's code does (always; MariaDB orders GROUP BY results unlike InterCode's MySQL 8)", Destination: &o.Order},
 			&cli.StringFlag{Name: "sql-ties", Value: "any", Usage: "sql: where the gold's ORDER BY ... LIMIT cuts through tied sort keys, accept any tied answer (any) or only the rows the gold's run returned (gold; InterCode's MySQL picked arbitrarily among them)", Destination: &o.Ties},
-			&cli.StringFlag{Name: "python-entry", Value: "tested", Usage: "python: bind the submitted function to the function the tests call (tested) or to the gold's first def as InterCode's code does (first; InterCode's logs also show effects of running the gold in the agent's interpreter, which first does not reproduce: it agrees less); disagreements from InterCode's binding are reported as intercode_alias", Destination: &o.PyEntry},
+			&cli.StringFlag{Name: "python-entry", Value: "first", Usage: "python: InterCode's rule (first: the submitted function is bound to the gold's first def, and the gold's code is left in the agent's interpreter after each reward, as InterCode's reward runs it there) or the function the tests call in a clean replay of the agent's cells (tested; how agents of our own are scored); disagreements from InterCode's binding are reported as intercode_alias", Destination: &o.PyEntry},
 			&cli.StringFlag{Name: "bash-shell", Value: "intercode", Usage: "bash: run each action as InterCode did (intercode: its own /bin/bash -c 'ACTION' split by shlex, only cd carried over) or in our persistent shell (session)", Destination: &o.Shell},
 			&cli.StringFlag{Name: "bash-system", Usage: "bash on bwrap: the system root whose /usr, /etc, /var the tasks see (default: the one 'make nl2bash-image' builds, else the host's; host: the host's)", Destination: &o.System},
 			&cli.StringFlag{Name: "bash-age", Usage: "bash: how long before the run the task's files were made (e.g. 21m, as InterCode's fs_3 image was built before its run; default 0)", Destination: &o.Age},
@@ -303,7 +303,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, w, progress io
 }
 
 // causeLegend explains the cause names of a replay's report.
-const causeLegend = "log_inconsistent: InterCode rewarded code whose own logged observation is an error; " +
+const causeLegend = "log_inconsistent: InterCode rewarded code whose own logged observation is an error (the gold its earlier reward left in the interpreter was tested; --python-entry first reproduces it); " +
 	"network: needed the network sandboxes never reach; machine: times, clocks or a time limit; " +
 	"tie: the gold's LIMIT cuts through tied rows; gold_error: the gold does not run here; " +
 	"intercode_alias: InterCode bound the submitted function to the gold's first def, a helper its tests never call; " +

@@ -25,9 +25,13 @@ type StepAgreement struct {
 
 // Why a replayed step's reward differs from InterCode's logged one.
 const (
-	// DisagreeLog: InterCode's log is inconsistent with itself: it
-	// rewarded code whose own logged observation is an error (a syntax
-	// error: the function could not have been defined from that code).
+	// DisagreeLog: InterCode rewarded code whose own logged observation
+	// is an error (a syntax error: the function could not have been
+	// defined from that code). Not an inconsistent log after all: its
+	// reward ran the gold in the agent's interpreter and left it there,
+	// so a later reward tested the gold's function. Python replays with
+	// entry "first" (the default) reproduce that and do not see these;
+	// entry "tested" does.
 	DisagreeLog = "log_inconsistent"
 	// DisagreeNetwork: the step or the gold needed the network, which
 	// InterCode's containers had and sandboxes never reach.

@@ -152,25 +152,36 @@ func (r *run) single(ctx context.Context) error {
 // tryAgain: act, see the output and the reward, retry until reward 1 or
 // the turn limit.
 func (r *run) tryAgain(ctx context.Context) error {
-	turns := r.a.opts.Turns
-	msg, err := r.a.render("agent_tryagain", r.data(map[string]any{"First": true}))
+	_, err := r.loop(ctx, "agent_tryagain", true, func(st Step, turn int) (string, error) {
+		return r.retry("agent_tryagain", st, r.a.opts.Turns-turn, nil)
+	})
+	return err
+}
+
+// loop is the turn loop Try Again and ReAct share: the template's first
+// message, then per turn an answer and its action (scored or not) until
+// the episode is done, a scored action reaches reward 1, or the turns run
+// out; next gives the message after a turn's step. ended: the episode
+// ended before the turns ran out.
+func (r *run) loop(ctx context.Context, tmpl string, score bool, next func(st Step, turn int) (string, error)) (ended bool, err error) {
+	msg, err := r.a.render(tmpl, r.data(map[string]any{"First": true}))
 	if err != nil {
-		return err
+		return false, err
 	}
-	for turn := 1; turn <= turns; turn++ {
+	for turn := 1; turn <= r.a.opts.Turns; turn++ {
 		ans, err := r.ask(ctx, msg)
 		if err != nil {
-			return err
+			return false, err
 		}
-		st, done, err := r.act(ctx, ans, true, Step{})
-		if err != nil || done || st.Reward >= 1 {
-			return err
+		st, done, err := r.act(ctx, ans, score, Step{})
+		if err != nil || done || score && st.Reward >= 1 {
+			return true, err
 		}
-		if msg, err = r.retry("agent_tryagain", st, turns-turn, nil); err != nil {
-			return err
+		if msg, err = next(st, turn); err != nil {
+			return false, err
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // retry is the next user message after st: the no-action notice, or the
@@ -189,27 +200,14 @@ func (r *run) retry(tmpl string, st Step, left int, extra map[string]any) (strin
 // react: thought and action per turn, observations only (no reward) until
 // the agent submits; at the turn limit the loop submits for it.
 func (r *run) react(ctx context.Context) error {
-	turns := r.a.opts.Turns
-	msg, err := r.a.render("agent_react", r.data(map[string]any{"First": true}))
-	if err != nil {
-		return err
-	}
-	for turn := 1; turn <= turns; turn++ {
-		ans, err := r.ask(ctx, msg)
-		if err != nil {
-			return err
-		}
-		st, done, err := r.act(ctx, ans, false, Step{})
-		if err != nil || done {
-			return err
-		}
+	ended, err := r.loop(ctx, "agent_react", false, func(st Step, turn int) (string, error) {
 		if st.Action == "" {
-			msg = st.Observation
-			continue
+			return st.Observation, nil
 		}
-		if msg, err = r.a.render("agent_react", r.data(map[string]any{"N": turn, "Observation": r.shown(st.Observation)})); err != nil {
-			return err
-		}
+		return r.a.render("agent_react", r.data(map[string]any{"N": turn, "Observation": r.shown(st.Observation)}))
+	})
+	if err != nil || ended {
+		return err
 	}
 	return r.autoSubmit(ctx)
 }

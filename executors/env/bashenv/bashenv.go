@@ -24,8 +24,10 @@
 // Elsewhere (docker) only the task paths (/testbed, /system, /workspace,
 // /backup) are writable host directories bound in.
 //
-// The reward is InterCode's: the gold command runs in a second sandbox on a
-// second replica, and both trees are compared on the host (never inside a
+// The reward is InterCode's: the gold command runs on a fresh replica (once
+// per task and file system, in the agent's sandbox before its episode;
+// for shell "intercode" at every reward, in a second sandbox, as InterCode
+// does), and both trees are compared on the host (never inside a
 // sandbox the agent controls) as `git status` would list them (InterCode's
 // .gitignore: /usr, /etc, /var, /root and the other system directories are
 // not compared), plus the changed files' contents and the TF-IDF similarity
@@ -122,6 +124,7 @@ type Env struct {
 	gold     *side
 
 	shell   string        // ShellSession or ShellInterCode
+	actions string        // how shell "intercode" runs actions: ActionsDirect or ActionsCells
 	sys     SystemRoot    // the system directories of a root replica (bwrap); Dir "" is the driver's own
 	age     time.Duration // how long before a sandbox opens its file system was built (Params "age")
 	workdir string        // InterCode's tracked working directory (shell: intercode)
@@ -130,6 +133,7 @@ type Env struct {
 	task    env.Task
 	lastObs string
 	goldRes *goldResult
+	golds   map[string]*goldResult // onceGold's, by variant and gold
 	reset   bool
 	done    bool
 }
@@ -149,6 +153,7 @@ type side struct {
 	s      executors.Session
 	rep    *replica
 	cdRoot bool     // the next command starts with cd / (and sets env)
+	direct bool     // s is a Python session that starts each action itself (ActionsDirect)
 	env    []string // the container's environment, NAME=VALUE (containerEnv)
 }
 
@@ -217,6 +222,10 @@ func New(ex executors.Executor, opts env.Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bashenv: %w", err)
 	}
+	actions, err := actionsFor(opts.Params["actions"])
+	if err != nil {
+		return nil, err
+	}
 	var age time.Duration
 	sys, err := systemFor(opts.Params["system"])
 	if err == nil {
@@ -240,7 +249,7 @@ func New(ex executors.Executor, opts env.Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bashenv: %w", err)
 	}
-	return &Env{ex: ex, opts: opts, base: sc.dir, scratch: sc, shell: shell, sys: sys, age: age, cacheDir: filepath.Join(cache, "bash"), variants: map[string]*variant{}}, nil
+	return &Env{ex: ex, opts: opts, base: sc.dir, scratch: sc, shell: shell, actions: actions, sys: sys, age: age, cacheDir: filepath.Join(cache, "bash"), variants: map[string]*variant{}, golds: map[string]*goldResult{}}, nil
 }
 
 // ImageAge is how long before its run InterCode's image was built: fs_3's
@@ -348,7 +357,8 @@ func (e *Env) Reset(ctx context.Context, t env.Task) (string, error) {
 		// prints times (tar, find -printf %T@) must find the agent's copy
 		// as old as its own, or it fails against itself.
 		opened := time.Now()
-		if e.agent, err = e.openSide(ctx, "agent", v, opened); err == nil {
+		e.agent, err = e.openSide(ctx, "agent", v, opened)
+		if err == nil && e.shell == ShellInterCode {
 			e.gold, err = e.openSide(ctx, "gold", v, opened)
 		}
 		if err != nil {
@@ -361,9 +371,15 @@ func (e *Env) Reset(ctx context.Context, t env.Task) (string, error) {
 			return "", fmt.Errorf("bashenv: task %s: %w", t.ID, err)
 		}
 	}
+	e.task, e.goldRes = t, nil
+	genv := containerEnv("gold", v, t.Setup[env.SetupFS])
+	if e.gold != nil {
+		e.gold.env = genv
+	} else if e.goldRes, err = e.onceGold(ctx, genv); err != nil {
+		return "", fmt.Errorf("bashenv: task %s: gold: %w", t.ID, err)
+	}
 	e.agent.env = containerEnv("agent", v, t.Setup[env.SetupFS])
-	e.gold.env = containerEnv("gold", v, t.Setup[env.SetupFS])
-	e.task, e.lastObs, e.goldRes, e.reset, e.done, e.workdir = t, t.Query, nil, true, false, "/"
+	e.lastObs, e.reset, e.done, e.workdir = t.Query, true, false, "/"
 	return t.Query, nil
 }
 
@@ -377,15 +393,12 @@ func (e *Env) openSide(ctx context.Context, name string, v *variant, opened time
 			srcs = append(srcs, filepath.Join(v.tpl, n))
 		}
 	}
-	dir, err := e.scratch.area(name, srcs...)
-	if err != nil {
-		return nil, err
-	}
 	mode := os.FileMode(0o711)
 	if v.root {
 		mode = 0o755 // the sandbox's /
 	}
-	if err := os.Chmod(dir, mode); err != nil {
+	dir, err := e.area(name, mode, srcs...)
+	if err != nil {
 		return nil, err
 	}
 	var mounts []executors.Mount
@@ -400,7 +413,11 @@ func (e *Env) openSide(ctx context.Context, name string, v *variant, opened time
 			mounts = append(mounts, executors.Mount{Source: p, Target: "/" + n})
 		}
 	}
-	s, err := e.ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: e.opts.Limits, Mounts: mounts})
+	lang, direct := executors.Bash, e.shell == ShellInterCode && e.actions == ActionsDirect
+	if direct {
+		lang = executors.Python
+	}
+	s, err := e.ex.Open(ctx, lang, executors.SessionOptions{Limits: e.opts.Limits, Mounts: mounts})
 	if err != nil {
 		return nil, fmt.Errorf("opening %s sandbox: %w", name, err)
 	}
@@ -414,12 +431,27 @@ func (e *Env) openSide(ctx context.Context, name string, v *variant, opened time
 			}
 		}
 	}
-	sd := &side{s: s, rep: &replica{tpl: v.tpl, dir: dir, names: v.names, root: v.root, uid: uid, gid: gid, retime: v.built.since(opened.Add(-e.age)), gitTimes: e.shell == ShellInterCode}}
+	sd := &side{s: s, direct: direct, rep: &replica{tpl: v.tpl, dir: dir, names: v.names, root: v.root, uid: uid, gid: gid, retime: v.built.since(opened.Add(-e.age)), gitTimes: e.shell == ShellInterCode}}
 	if err := sd.reset(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return sd, nil
+}
+
+// area is a bounded area (scratch.area) with mode mode: 0o755 where it is
+// a sandbox's /, else 0o711 (the sandbox reaches only the task paths
+// mounted from it).
+func (e *Env) area(name string, mode os.FileMode, srcs ...string) (string, error) {
+	dir, err := e.scratch.area(name, srcs...)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		e.scratch.release(dir)
+		return "", err
+	}
+	return dir, nil
 }
 
 // reset resyncs the replica and restarts the shell; its first command will
@@ -454,7 +486,7 @@ func (e *Env) closeSides() {
 			sd.s.Close()
 		}
 	}
-	e.agent, e.gold, e.cur = nil, nil, nil
+	e.agent, e.gold, e.cur, e.golds = nil, nil, nil, map[string]*goldResult{}
 }
 
 // variant returns the built file system for a setup script, building it on
@@ -595,14 +627,11 @@ func (e *Env) rootMounts(dir string) []executors.Mount {
 // outside the driver's mount points (in tmp/root), without empty
 // directories, plus the image's empty system directories.
 func (e *Env) buildRoot(ctx context.Context, script, tmp string) error {
-	dir, err := e.scratch.area("build")
+	dir, err := e.area("build", 0o755)
 	if err != nil {
 		return err
 	}
 	defer e.scratch.release(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return err
-	}
 	out := filepath.Join(tmp, "root")
 	if err := os.Mkdir(out, 0o755); err != nil {
 		return err
@@ -676,14 +705,11 @@ func (e *Env) build(ctx context.Context, script string, names []string, tmp stri
 	if len(names) == 0 || strings.TrimSpace(script) == "" {
 		return nil
 	}
-	dir, err := e.scratch.area("build")
+	dir, err := e.area("build", 0o711)
 	if err != nil {
 		return err
 	}
 	defer e.scratch.release(dir)
-	if err := os.Chmod(dir, 0o711); err != nil {
-		return err
-	}
 	var mounts []executors.Mount
 	var own []string
 	for _, n := range names {
@@ -767,10 +793,10 @@ func (e *Env) Score(ctx context.Context, _ string) (env.StepResult, error) {
 	// InterCode resets its evaluation container and runs the gold again at
 	// every reward, and the reset gives the files it restores a new time
 	// (gitTimes), so a gold with -mtime may act differently the second
-	// time: shell "intercode" does the same. Elsewhere the gold's result
-	// cannot change within an episode and is kept.
-	if e.goldRes == nil || e.shell == ShellInterCode {
-		g, err := e.runGold(ctx)
+	// time: shell "intercode" does the same, in a sandbox of its own.
+	// Elsewhere the gold's result was computed at Reset (onceGold).
+	if e.gold != nil {
+		g, err := e.runGold(ctx, e.gold)
 		if err != nil {
 			return env.StepResult{}, fmt.Errorf("bashenv: task %s: gold: %w", e.task.ID, err)
 		}
@@ -794,26 +820,54 @@ func (e *Env) Score(ctx context.Context, _ string) (env.StepResult, error) {
 	}, nil
 }
 
-// runGold runs the gold command on a fresh replica in the gold sandbox.
-func (e *Env) runGold(ctx context.Context) (*goldResult, error) {
-	if err := e.gold.reset(ctx); err != nil {
+// runGold runs the gold command on a fresh replica in sd (the gold's
+// sandbox, or the agent's before its episode starts).
+func (e *Env) runGold(ctx context.Context, sd *side) (*goldResult, error) {
+	if err := sd.reset(ctx); err != nil {
 		return nil, err
 	}
 	obs, ok := "", true
 	var err error
 	if e.shell == ShellInterCode {
-		obs, ok, err = icGold(ctx, e.gold, e.task.Gold)
+		obs, ok, err = icGold(ctx, sd, e.task.Gold)
 	} else {
-		obs, _, err = e.gold.run(ctx, e.task.Gold)
+		obs, _, err = sd.run(ctx, e.task.Gold)
 	}
 	if err != nil {
 		return nil, err
 	}
-	tree, err := e.gold.rep.scan()
+	tree, err := sd.rep.scan()
 	if err != nil {
 		return nil, err
 	}
 	return &goldResult{obs: obs, ok: ok, changes: gitStatus(e.cur.base, tree), tree: tree}, nil
+}
+
+// onceGold is the gold's result for the current task and file system:
+// computed once, in the agent's own sandbox before its episode (then reset
+// again), and kept for later episodes of the same gold and variant. One
+// sandbox per episode instead of two, one gold run per task instead of
+// one per episode; and the gold's files belong to the same sandbox user as
+// the agent's, so a gold that lists owners (tar tv, ls -l) matches itself
+// where each sandbox has a user of its own (docker). The cache goes with
+// the sandbox (closeSides): another one may have another user.
+func (e *Env) onceGold(ctx context.Context, genv []string) (*goldResult, error) {
+	key := e.cur.key + "\x00" + e.task.Gold
+	if g, ok := e.golds[key]; ok {
+		return g, nil
+	}
+	aenv := e.agent.env
+	e.agent.env = genv
+	g, err := e.runGold(ctx, e.agent)
+	e.agent.env = aenv
+	if err == nil {
+		err = e.agent.reset(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	e.golds[key] = g
+	return g, nil
 }
 
 // Close implements env.Env.

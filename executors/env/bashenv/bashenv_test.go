@@ -446,9 +446,11 @@ func TestSessionEnv(t *testing.T) {
 }
 
 // TestGoldsPassThemselves: every gold played as the agent's action scores
-// 1, including golds that print the files' times or archive them: the
-// agent's and the gold's replicas get the same file times (they were
-// dated by when each side's sandbox opened, so `%T@` differed).
+// 1, including golds that print the files' times or owners or archive
+// them: the agent's and the gold's replicas get the same file times (they
+// were dated by when each side's sandbox opened, so `%T@` differed) and,
+// on every driver, the same owner (on docker each sandbox had a user of
+// its own, so tar tv and ls -l golds scored 0.5-0.85 against themselves).
 func TestGoldsPassThemselves(t *testing.T) {
 	tasks := loadFixture(t)
 	timed := tasks[0]
@@ -456,6 +458,7 @@ func TestGoldsPassThemselves(t *testing.T) {
 		"find /testbed -printf '%T@ %p\\n' | sort",
 		"tar czf /testbed/all.tgz -C /testbed dir1 dir2 && tar tvzf /testbed/all.tgz | sort",
 		"ls -l --time-style=full-iso /testbed/dir1",
+		"ls -ln /testbed/dir1 /testbed/dir2",
 	} {
 		timed.Gold, timed.ID = g, "timed/"+g
 		tasks = append(tasks, timed)
@@ -468,13 +471,6 @@ func TestGoldsPassThemselves(t *testing.T) {
 		}
 		defer e.Close()
 		for _, task := range tasks {
-			if d.Name == "docker" && strings.HasPrefix(task.ID, "timed/") {
-				// Known gap: on docker (task paths bound in, no root
-				// replica) the two sides' files still get different
-				// times; tar tv and ls --full-iso golds score 0.5-0.85
-				// against themselves there.
-				continue
-			}
 			gc, err := env.CheckGold(ctx, e, task)
 			if err != nil {
 				t.Fatal(err)

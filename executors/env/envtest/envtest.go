@@ -136,6 +136,24 @@ type Episode struct {
 	Submit  string
 }
 
+// PlayEpisode resets e to ep's task, plays its actions and its submit,
+// which must score 1.
+func PlayEpisode(tb testing.TB, e env.Env, ep Episode) {
+	tb.Helper()
+	ctx := context.Background()
+	if _, err := e.Reset(ctx, ep.Task); err != nil {
+		tb.Fatal(err)
+	}
+	for _, a := range ep.Actions {
+		if _, err := e.Step(ctx, a); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if r, err := e.Step(ctx, ep.Submit); err != nil || r.Reward != 1 {
+		tb.Fatalf("%s: %+v %v", ep.Submit, r, err)
+	}
+}
+
 // BenchEpisodes plays eps round-robin in e, one per iteration, after one
 // untimed reset (which builds the environment's caches), and reports
 // episodes per second.
@@ -147,18 +165,7 @@ func BenchEpisodes(b *testing.B, e env.Env, eps ...Episode) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		ep := eps[i%len(eps)]
-		if _, err := e.Reset(ctx, ep.Task); err != nil {
-			b.Fatal(err)
-		}
-		for _, a := range ep.Actions {
-			if _, err := e.Step(ctx, a); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if r, err := e.Step(ctx, ep.Submit); err != nil || r.Reward != 1 {
-			b.Fatalf("%s: %+v %v", ep.Submit, r, err)
-		}
+		PlayEpisode(b, e, eps[i%len(eps)])
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "episodes/s")
 }

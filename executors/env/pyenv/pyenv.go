@@ -64,7 +64,8 @@ type Env struct {
 // what the submitted function is bound to: "tested" (default: the gold
 // function the tests call, GoldName) or "first" (InterCode's rule: the
 // gold's first def, even a helper the tests never call, so a correct
-// function under another name fails; replays use it).
+// function under another name fails, and the gold's code is left in the
+// interpreter after each reward, as InterCode's is; replays use it).
 func New(ex executors.Executor, opts env.Options) *Env {
 	if opts.Limits.Timeout == 0 {
 		opts.Limits.Timeout = 10 * time.Second
@@ -206,6 +207,11 @@ func (e *Env) Score(ctx context.Context, arg string) (env.StepResult, error) {
 			failed = append(failed, v.Test)
 		}
 	}
+	if e.opts.Params["entry"] == EntryFirst {
+		if err := e.goldLeft(ctx); err != nil {
+			return env.StepResult{}, fmt.Errorf("pyenv: task %s: %w", e.task.ID, err)
+		}
+	}
 	reward := float64(passed) / float64(len(verdicts))
 	obs := fmt.Sprintf("%d of %d tests passed.", passed, len(verdicts))
 	if len(failed) > 0 {
@@ -217,6 +223,34 @@ func (e *Env) Score(ctx context.Context, arg string) (env.StepResult, error) {
 		Valid:       true,
 		Info:        map[string]any{"verdicts": verdicts, "submitted_function": arg, "entry": e.entry, env.InfoFirstDef: firstDef(e.task.Gold)},
 	}, nil
+}
+
+// goldLeft leaves the interpreter as InterCode's reward does (EntryFirst):
+// it scores the gold in the agent's own interpreter after RESET, test
+// setup and gold code, and the episode goes on there, so the agent's later
+// cells see the gold's functions and not its own earlier ones; a later def
+// bound to a helper (the gold's first def) is then tested through the
+// gold's own tested function, which calls it.
+func (e *Env) goldLeft(ctx context.Context) error {
+	if err := e.s.Reset(ctx); err != nil {
+		return fmt.Errorf("resetting interpreter: %w", err)
+	}
+	e.cells = nil
+	for _, c := range []string{e.task.Setup[env.SetupTestSetup], e.task.Gold} {
+		if strings.TrimSpace(c) == "" {
+			continue
+		}
+		res, err := e.s.Exec(ctx, c)
+		if err != nil {
+			return err
+		}
+		if res.TimedOut || res.Killed {
+			e.cells = nil
+			continue
+		}
+		e.cells = append(e.cells, c)
+	}
+	return nil
 }
 
 // Close implements env.Env.

@@ -214,3 +214,56 @@ func TestEntryFirst(t *testing.T) {
 		t.Error("entry last: no error")
 	}
 }
+
+// TestGoldLeftInInterpreter: InterCode's reward runs the gold in the
+// agent's own interpreter (RESET, test setup, gold, tests) and the episode
+// goes on there, so after a first reward the gold's add is what a later
+// cell calls, and a def that does not even parse scores 1 (the logs'
+// "reward 1.0 over a syntax error"). EntryFirst reproduces it; the default
+// replays the agent's own cells, where the first, wrong add stays.
+func TestGoldLeftInInterpreter(t *testing.T) {
+	task := loadFixture(t)[0] // add
+	d := envtest.Drivers(t)[0]
+	ctx := context.Background()
+	for _, c := range []struct {
+		entry   string
+		obs     string
+		reward2 float64
+	}{{"tested", "-1", 0}, {pyenv.EntryFirst, "5", 1}} {
+		e, err := env.Open(ctx, "python", d.Ex, env.Options{Params: map[string]string{"entry": c.entry}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		step := func(a string) env.StepResult {
+			t.Helper()
+			r, err := e.Step(ctx, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		score := func() float64 {
+			t.Helper()
+			r, err := e.Score(ctx, "add")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Reward
+		}
+		if _, err := e.Reset(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+		step("def add(a, b):\n    return a - b")
+		if got := score(); got != 0 {
+			t.Errorf("entry %s: wrong add scores %v, want 0", c.entry, got)
+		}
+		if got := strings.TrimSpace(step("add(2, 3)").Observation); got != c.obs {
+			t.Errorf("entry %s: add(2, 3) after the reward gives %q, want %q", c.entry, got, c.obs)
+		}
+		step("def add(a, b) return a + b")
+		if got := score(); got != c.reward2 {
+			t.Errorf("entry %s: a def that does not parse, after a reward, scores %v, want %v", c.entry, got, c.reward2)
+		}
+		e.Close()
+	}
+}

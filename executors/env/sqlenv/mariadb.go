@@ -266,33 +266,22 @@ func (m *mariaBackend) tables(ctx context.Context, c *sql.Conn, base string) ([]
 
 // refill puts base's rows back into the copy's tables, in one transaction.
 func (m *mariaBackend) refill(ctx context.Context, base string) error {
-	c, err := m.admin.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	tables, err := m.tables(ctx, c, base)
-	if err != nil {
-		return err
-	}
-	stmts := []string{"SET FOREIGN_KEY_CHECKS = 0", "START TRANSACTION"}
-	for _, t := range tables {
-		stmts = append(stmts,
-			fmt.Sprintf("DELETE FROM `%s`.`%s`", m.copyDB, t),
-			fmt.Sprintf("INSERT INTO `%s`.`%s` SELECT * FROM `%s`.`%s`", m.copyDB, t, base, t))
-	}
-	stmts = append(stmts, "COMMIT")
-	for _, q := range stmts {
-		if _, err := c.ExecContext(ctx, q); err != nil {
-			c.ExecContext(ctx, "ROLLBACK")
-			return err
-		}
-	}
-	return nil
+	return m.perTable(ctx, base, true, []string{"SET FOREIGN_KEY_CHECKS = 0", "START TRANSACTION"},
+		"DELETE FROM `%[1]s`.`%[3]s`", "COMMIT")
 }
 
 // copyFrom makes the episode database a fresh copy of base.
 func (m *mariaBackend) copyFrom(ctx context.Context, base string) error {
+	return m.perTable(ctx, base, false, []string{"SET FOREIGN_KEY_CHECKS = 0", "DROP DATABASE IF EXISTS `" + m.copyDB + "`",
+		"CREATE DATABASE `" + m.copyDB + "` CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"},
+		"CREATE TABLE `%[1]s`.`%[3]s` LIKE `%[2]s`.`%[3]s`", "")
+}
+
+// perTable runs head, then per table of base the statement prep
+// (formatted with the copy's database, base and the table) and the copy of
+// base's rows, then tail (if any), on one admin connection; inTx: a failed
+// statement rolls back.
+func (m *mariaBackend) perTable(ctx context.Context, base string, inTx bool, head []string, prep, tail string) error {
 	c, err := m.admin.Conn(ctx)
 	if err != nil {
 		return err
@@ -302,15 +291,20 @@ func (m *mariaBackend) copyFrom(ctx context.Context, base string) error {
 	if err != nil {
 		return err
 	}
-	stmts := []string{"SET FOREIGN_KEY_CHECKS = 0", "DROP DATABASE IF EXISTS `" + m.copyDB + "`",
-		"CREATE DATABASE `" + m.copyDB + "` CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"}
+	stmts := head
 	for _, t := range tables {
 		stmts = append(stmts,
-			fmt.Sprintf("CREATE TABLE `%s`.`%s` LIKE `%s`.`%s`", m.copyDB, t, base, t),
+			fmt.Sprintf(prep, m.copyDB, base, t),
 			fmt.Sprintf("INSERT INTO `%s`.`%s` SELECT * FROM `%s`.`%s`", m.copyDB, t, base, t))
+	}
+	if tail != "" {
+		stmts = append(stmts, tail)
 	}
 	for _, q := range stmts {
 		if _, err := c.ExecContext(ctx, q); err != nil {
+			if inTx {
+				c.ExecContext(ctx, "ROLLBACK")
+			}
 			return err
 		}
 	}

@@ -447,14 +447,7 @@ func pyStr(s string) string {
 		case r == rune(q):
 			b.WriteByte('\\')
 			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
+		case escapeControl(&b, r):
 		case r > 0x7f && !unicode.IsPrint(r):
 			if r <= 0xff {
 				fmt.Fprintf(&b, `\x%02x`, r)

@@ -114,20 +114,29 @@ func display(v any) string {
 	return fmt.Sprint(v)
 }
 
+// escapeControl writes r's escape (\n, \r, \t, \xNN, as Python's repr)
+// when it is a control character, and reports whether it did.
+func escapeControl(b *strings.Builder, r rune) bool {
+	switch {
+	case r == '\n':
+		b.WriteString(`\n`)
+	case r == '\r':
+		b.WriteString(`\r`)
+	case r == '\t':
+		b.WriteString(`\t`)
+	case r < 0x20 || r == 0x7f:
+		fmt.Fprintf(b, `\x%02x`, r)
+	default:
+		return false
+	}
+	return true
+}
+
 // cell escapes control characters and cuts the value to width runes.
 func cell(s string, width int) string {
 	var b strings.Builder
 	for _, r := range s {
-		switch {
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
+		if !escapeControl(&b, r) {
 			b.WriteRune(r)
 		}
 	}
