@@ -85,6 +85,10 @@ func timerProof(program, entry string) candidate {
 type oracleVerdict struct {
 	Base string `json:"base"`
 	Plus string `json:"plus"`
+	// Why a set failed: its first failing input and the exception
+	// (TimeoutException is EvalPlus's per-input wall-clock limit).
+	BaseWhy string `json:"base_why"`
+	PlusWhy string `json:"plus_why"`
 }
 
 // runOracle gives EvalPlus's verdicts on codes for the raw record rec.
@@ -292,12 +296,12 @@ func TestEvalPlusDifferential(t *testing.T) {
 						byLabel[strings.Fields(c.label)[0]] = bl
 						if rd.BasePassed != wantBase || rd.Passed != wantAll {
 							differ++
-							t.Errorf("%s %s: harness base %v, base+plus %v; EvalPlus base %s, plus %s; feedback:\n%s",
-								id, c.label, rd.BasePassed, rd.Passed, w.Base, w.Plus, feedbackOf(rd))
+							t.Errorf("%s %s: harness base %v, base+plus %v; EvalPlus base %s %s, plus %s %s; feedback:\n%s",
+								id, c.label, rd.BasePassed, rd.Passed, w.Base, w.BaseWhy, w.Plus, w.PlusWhy, feedbackOf(rd))
 						}
 						if c.label == "canonical" {
 							if !rd.Passed || !wantAll {
-								t.Errorf("%s canonical: harness %v, EvalPlus base %s plus %s; feedback:\n%s", id, rd.Passed, w.Base, w.Plus, feedbackOf(rd))
+								t.Errorf("%s canonical: harness %v, EvalPlus base %s %s plus %s %s; feedback:\n%s", id, rd.Passed, w.Base, w.BaseWhy, w.Plus, w.PlusWhy, feedbackOf(rd))
 							}
 							if rd.Plus == nil || rd.Plus.Skipped != 0 {
 								t.Errorf("%s canonical: inputs skipped (the reference failed on them): %+v", id, rd.Plus)

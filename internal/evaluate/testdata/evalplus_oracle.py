@@ -391,6 +391,7 @@ def unsafe_execute(
     stat,  # Value
     details,  # Array
     progress,  # Value
+    why=None,  # CHANGED: a list that gets the first failure's exception name
 ):
     # CHANGED: no create_tempdir (the sandbox's directory is scratch)
     reliability_guard()
@@ -456,9 +457,11 @@ def unsafe_execute(
                     assert np.allclose(out, exp, rtol=1e-07, atol=atol)
                 else:
                     assert exact_match
-            except BaseException:
+            except BaseException as e:
                 details[i] = False
                 progress.value += 1
+                if why is not None and not why:  # CHANGED: say why
+                    why.append("input %d: %s" % (i, type(e).__name__))
                 if fast_check:
                     raise
                 continue
@@ -490,11 +493,12 @@ def untrusted_check(
         os.close(r)
         stat, progress = _Value(_UNKNOWN), _Value(0)
         details = [False for _ in range(len(inputs))]
+        why = []
         try:
             unsafe_execute(dataset, entry_point, code, inputs, expected, time_limits, atol,
-                           fast_check, stat, details, progress)
+                           fast_check, stat, details, progress, why)
         finally:
-            os.write(w, json.dumps([stat.value, details[: progress.value]]).encode())
+            os.write(w, json.dumps([stat.value, details[: progress.value], why]).encode())
             os._exit(0)
     os.close(w)
     deadline = time.monotonic() + timeout + 1
@@ -516,8 +520,9 @@ def untrusted_check(
     except ProcessLookupError:
         pass
     os.waitpid(pid, 0)
+    why = ["killed at the set's deadline"]  # CHANGED: say why
     try:
-        stat_value, details = json.loads(buf)
+        stat_value, details, why = json.loads(buf)
     except ValueError:
         stat_value, details = _UNKNOWN, []
 
@@ -530,7 +535,7 @@ def untrusted_check(
         if len(details) != len(inputs) or not all(details):
             stat = FAIL
 
-    return stat, details
+    return stat, details, why  # CHANGED: and why
 
 
 # ---------------------------------------------------------------- driver
@@ -554,9 +559,11 @@ def main():
         # evalplus/evaluate.py check_correctness, fast_check as by default
         v = {}
         for s in ("base", "plus"):
-            v[s], _ = untrusted_check(dataset, code, task[s + "_input"], task["entry_point"],
+            v[s], _, why = untrusted_check(dataset, code, task[s + "_input"], task["entry_point"],
                                       expected=oracle[s], atol=task["atol"], ref_time=oracle[s + "_time"],
                                       fast_check=True, timeout_per_task=req.get("timeout_per_task", 60))
+            if why:  # CHANGED: why a set failed, for the test's messages
+                v[s + "_why"] = why[0]
         verdicts.append(v)
     sys.stdout.write(json.dumps({"verdicts": verdicts}) + "\n")
 
