@@ -13,6 +13,7 @@ import (
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
+	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
 	"github.com/codefeedback/codefeedback/schema"
 	_ "github.com/codefeedback/codefeedback/stages/filter"
 )
@@ -55,18 +56,7 @@ func runEvol(t *testing.T, y string) (*pipeline.Manifest, []pipeline.Item, strin
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, logs.String())
 	}
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var items []pipeline.Item
-	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		var it pipeline.Item
-		if err := json.Unmarshal([]byte(line), &it); err != nil {
-			t.Fatal(err)
-		}
-		items = append(items, it)
-	}
+	items := pipelinetest.Items(t, out)
 	return m, items, logs.String()
 }
 
@@ -199,18 +189,7 @@ outputs: [{path: ` + out + `, format: items}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "out.limit-300.items.jsonl")) // a limited run's outputs say so
-	if err != nil {
-		t.Fatal(err)
-	}
-	var items []pipeline.Item
-	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		var it pipeline.Item
-		if err := json.Unmarshal([]byte(line), &it); err != nil {
-			t.Fatal(err)
-		}
-		items = append(items, it)
-	}
+	items := pipelinetest.Items(t, filepath.Join(dir, "out.limit-300.items.jsonl")) // a limited run's outputs say so
 	ds, left := dialogues(t, items)
 	fs, ps := stageStats(m, "filter"), stageStats(m, "pack")
 	turns := 0

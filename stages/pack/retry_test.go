@@ -13,6 +13,7 @@ import (
 
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
+	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -49,18 +50,7 @@ outputs: [{path: %s, format: items}]
 	if err != nil {
 		return m, nil, err
 	}
-	raw, rerr := os.ReadFile(out)
-	if rerr != nil {
-		t.Fatal(rerr)
-	}
-	var items []pipeline.Item
-	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		var it pipeline.Item
-		if err := json.Unmarshal([]byte(line), &it); err != nil {
-			t.Fatal(err)
-		}
-		items = append(items, it)
-	}
+	items := pipelinetest.Items(t, out)
 	return m, items, nil
 }
 

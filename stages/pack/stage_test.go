@@ -14,6 +14,7 @@ import (
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
+	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -55,18 +56,7 @@ func runPack(t *testing.T, top, settings string) (*pipeline.Manifest, []pipeline
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var items []pipeline.Item
-	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		var it pipeline.Item
-		if err := json.Unmarshal([]byte(line), &it); err != nil {
-			t.Fatal(err)
-		}
-		items = append(items, it)
-	}
+	items := pipelinetest.Items(t, out)
 	return m, items
 }
 
