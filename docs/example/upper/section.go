@@ -2,7 +2,6 @@ package upper
 
 import (
 	"context"
-	"strings"
 
 	"github.com/codefeedback/codefeedback/internal/report/section"
 )
@@ -17,13 +16,7 @@ func init() {
 // buildSection draws one stage instance's part of the report from the
 // statistics it recorded: the queries per word count ("words/N").
 func buildSection(_ context.Context, s section.Stage, in *section.Instance) error {
-	words := map[string]float64{}
-	for k, v := range s.Stats {
-		if n, ok := strings.CutPrefix(k, "words/"); ok {
-			words[n] = v
-		}
-	}
-	if len(words) > 0 {
+	if words := section.Under(s.Stats, "words/"); len(words) > 0 {
 		in.Charts = append(in.Charts, section.Chart{ID: section.ChartID(s.Name, "words"),
 			Title: "Queries per word count", Bars: section.Bars(words), Histogram: true})
 	}
