@@ -1,6 +1,7 @@
 package feedbackloop
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -31,6 +32,25 @@ func fake(tb testing.TB, script llmtest.Script, cache *llmtest.MemCache, opts ..
 		tb.Fatal(err)
 	}
 	return srv, c
+}
+
+// runMBPP runs one simulated dialogue of New(o, writer, judge, feedback, ex)
+// on mbppLike, failing the test on any error.
+func runMBPP(tb testing.TB, o Options, writer, judge, feedback llm.Chatter, ex executors.Executor) Result {
+	tb.Helper()
+	s, err := New(o, writer, judge, feedback, ex)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	task, err := s.TaskFromProblem(mbppLike)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res, err := s.Run(context.Background(), task)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return res
 }
 
 func block(code string) string { return "```python\n" + code + "\n```" }

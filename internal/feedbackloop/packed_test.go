@@ -58,15 +58,7 @@ func TestFailedLabelPolicy(t *testing.T) {
 	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
 		return llmtest.Reply{Text: "No code this time, sorry."}
 	}, nil)
-	s, err := New(Options{FeedbackRounds: 0, Failed: FailedLabel}, c, nil, nil, ex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, _ := s.TaskFromProblem(mbppLike)
-	res, err := s.Run(context.Background(), task)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runMBPP(t, Options{FeedbackRounds: 0, Failed: FailedLabel}, c, nil, nil, ex)
 	d := res.Dialogue
 	if res.Passed || d.Labels["final_status"] != "fail" || d.Labels["rejected"] == "" || d.Labels["outcomes"] != "1=no_code" {
 		t.Errorf("passed %v labels %v, want a failed dialogue labelled rejected with outcome no_code", res.Passed, d.Labels)

@@ -43,14 +43,7 @@ func runEvol(t *testing.T, y string) (*pipeline.Manifest, []pipeline.Item, strin
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out.items.jsonl")
-	file := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(file, []byte(strings.ReplaceAll(y, "OUT", out)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pipeline.Load(file, filepath.Join(dir, "run"))
-	if err != nil {
-		t.Fatalf("load: %v", err)
-	}
+	cfg := pipelinetest.Load(t, dir, "run_dir: "+filepath.Join(dir, "run")+"\n"+strings.ReplaceAll(y, "OUT", out))
 	var logs bytes.Buffer
 	m, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
@@ -176,14 +169,7 @@ stages:
   - {stage: pack}
 outputs: [{path: ` + out + `, format: items}]
 `
-	file := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pipeline.Load(file, filepath.Join(dir, "run"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := pipelinetest.Load(t, dir, "run_dir: "+filepath.Join(dir, "run")+"\n"+y)
 	const n = 300
 	m, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{Limit: n})
 	if err != nil {

@@ -38,14 +38,7 @@ stages:
   - {stage: pack, retries: %d, settings: {sizes: [2], floor: 0.2, answer: true}}
 outputs: [{path: %s, format: items}]
 `, url, retries, out)
-	file := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pipeline.Load(file, filepath.Join(dir, "run"))
-	if err != nil {
-		t.Fatalf("load: %v", err)
-	}
+	cfg := pipelinetest.Load(t, dir, "run_dir: "+filepath.Join(dir, "run")+"\n"+y)
 	m, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{Retry: pipeline.RetryPolicy{Base: time.Millisecond, Max: time.Millisecond}})
 	if err != nil {
 		return m, nil, err

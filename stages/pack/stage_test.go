@@ -46,12 +46,7 @@ func runPack(t *testing.T, top, settings string) (*pipeline.Manifest, []pipeline
 	out := filepath.Join(dir, "out.items.jsonl")
 	y := fmt.Sprintf("inputs: [{path: q.jsonl}]\n%s\nstages:\n  - {stage: pack, settings: %s}\noutputs: [{path: %s, format: items}]\n",
 		top, settings, out)
-	file := filepath.Join(dir, "p.yaml")
-	os.WriteFile(file, []byte(y), 0o644)
-	cfg, err := pipeline.Load(file, filepath.Join(dir, "run"))
-	if err != nil {
-		t.Fatalf("load: %v", err)
-	}
+	cfg := pipelinetest.Load(t, dir, "run_dir: "+filepath.Join(dir, "run")+"\n"+y)
 	m, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{})
 	if err != nil {
 		t.Fatalf("run: %v", err)
