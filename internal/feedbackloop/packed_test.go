@@ -1,7 +1,6 @@
 package feedbackloop
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -26,18 +25,7 @@ func TestPackedDialogue(t *testing.T) {
 		}
 		return llmtest.Reply{Text: block("squares = [i * i for i in range(1, 6)]\nsquares")}
 	}, nil)
-	s, err := New(Options{FeedbackRounds: 0}, c, c, nil, ex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := TaskFromDialogue(packed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Run(context.Background(), task)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runTask(t, Options{FeedbackRounds: 0}, c, c, nil, ex, func(*Simulator) (Task, error) { return TaskFromDialogue(packed) })
 	ex1 := execTurns(res.Dialogue)
 	if !res.Passed || len(ex1) != 2 {
 		t.Fatalf("passed %v with %d runs, want passed with 2", res.Passed, len(ex1))
@@ -104,18 +92,7 @@ func TestPackedOldCodeForNewRequest(t *testing.T) {
 				}
 				return llmtest.Reply{Text: "Merge sort, through sorted().\n\n" + block(first)}
 			}, nil)
-			s, err := New(Options{FeedbackRounds: 0}, c, c, nil, ex)
-			if err != nil {
-				t.Fatal(err)
-			}
-			task, err := TaskFromDialogue(packed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := s.Run(context.Background(), task)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := runTask(t, Options{FeedbackRounds: 0}, c, c, nil, ex, func(*Simulator) (Task, error) { return TaskFromDialogue(packed) })
 			d := res.Dialogue
 			if !res.Passed || len(execTurns(d)) != tc.wantRuns {
 				t.Fatalf("passed %v with %d runs (labels %v), want passed with %d", res.Passed, len(execTurns(d)), d.Labels, tc.wantRuns)
