@@ -23,7 +23,7 @@ type hangTimer struct {
 	hangs      int
 }
 
-func (t *hangTimer) judgedRun(ctx context.Context, r executors.Request) (executors.Result, error) {
+func (t *hangTimer) Run(ctx context.Context, r executors.Request) (executors.Result, error) {
 	start := time.Now()
 	res, err := t.Executor.Run(ctx, r)
 	t.mu.Lock()
