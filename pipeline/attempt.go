@@ -134,13 +134,9 @@ func (r *runner) process(ctx context.Context, s *StageSpec, st *stageCaps, stats
 		wait := r.retry.wait(attempt, err)
 		r.log.Warn("item failed, retrying", "stage", s.Name, "item", in.ID, "attempt", attempt,
 			"of", 1+s.Retries, "wait", wait.Round(time.Millisecond), "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !pause(ctx, wait) {
 			sl.aborted = true
 			return retries
-		case <-t.C:
 		}
 	}
 }

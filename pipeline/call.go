@@ -74,12 +74,8 @@ func Retry(ctx context.Context, svc *Services, unit string, fn func(context.Cont
 			l.Warn("unit failed, retrying", "unit", unit, "attempt", attempt, "of", 1+ru.retries,
 				"wait", wait.Round(time.Millisecond), "err", err)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !pause(ctx, wait) {
 			return attempt, err
-		case <-t.C:
 		}
 	}
 }

@@ -9,9 +9,7 @@ import (
 	"io"
 	"iter"
 	"os"
-	"sort"
 	"strings"
-	"sync"
 
 	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/schema"
@@ -34,63 +32,27 @@ type ItemWriter interface {
 type OutputFormat func(path string) (ItemWriter, error)
 
 var (
-	fmtMu   sync.Mutex
-	inputs  = map[string]InputFormat{}
-	outputs = map[string]OutputFormat{}
+	inputs  = named[InputFormat]{kind: "input format"}
+	outputs = named[OutputFormat]{kind: "output format"}
 )
 
 // RegisterInput adds an input format (adapter) for pipeline files' `inputs:`.
 // The schema package's adapters are registered under their names by the
 // command wiring; the built-ins read JSONL.
-func RegisterInput(name string, f InputFormat) {
-	fmtMu.Lock()
-	defer fmtMu.Unlock()
-	if _, dup := inputs[name]; dup {
-		panic("pipeline: input format registered twice: " + name)
-	}
-	inputs[name] = f
-}
+func RegisterInput(name string, f InputFormat) { inputs.add(name, f) }
 
 // RegisterOutput adds an output format for pipeline files' `outputs:`.
-func RegisterOutput(name string, f OutputFormat) {
-	fmtMu.Lock()
-	defer fmtMu.Unlock()
-	if _, dup := outputs[name]; dup {
-		panic("pipeline: output format registered twice: " + name)
-	}
-	outputs[name] = f
-}
+func RegisterOutput(name string, f OutputFormat) { outputs.add(name, f) }
 
-func lookupFormat(name string) (InputFormat, bool) {
-	fmtMu.Lock()
-	defer fmtMu.Unlock()
-	f, ok := inputs[name]
-	return f, ok
-}
+func lookupFormat(name string) (InputFormat, bool) { return inputs.get(name) }
 
-func lookupOutput(name string) (OutputFormat, bool) {
-	fmtMu.Lock()
-	defer fmtMu.Unlock()
-	f, ok := outputs[name]
-	return f, ok
-}
+func lookupOutput(name string) (OutputFormat, bool) { return outputs.get(name) }
 
 // InputFormats lists registered input formats.
-func InputFormats() []string { return sortedKeys(inputs) }
+func InputFormats() []string { return inputs.names() }
 
 // OutputFormats lists registered output formats.
-func OutputFormats() []string { return sortedKeys(outputs) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	fmtMu.Lock()
-	defer fmtMu.Unlock()
-	s := make([]string, 0, len(m))
-	for k := range m {
-		s = append(s, k)
-	}
-	sort.Strings(s)
-	return s
-}
+func OutputFormats() []string { return outputs.names() }
 
 // guessFormat: every input file is read through the schema package's
 // adapters, which detect the format from the first record ("auto").

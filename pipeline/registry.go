@@ -3,8 +3,6 @@ package pipeline
 import (
 	"log/slog"
 	"reflect"
-	"sort"
-	"sync"
 
 	"github.com/codefeedback/codefeedback/internal/store"
 )
@@ -15,10 +13,7 @@ type registered struct {
 	build    func(opts any, svc *Services) (*stageCaps, error)
 }
 
-var (
-	regMu  sync.Mutex
-	stages = map[string]registered{}
-)
+var stageTypes = named[registered]{kind: "stage"}
 
 // Register makes a stage type available to pipeline files under name.
 // defaults holds the option values used where the file leaves a key out.
@@ -30,12 +25,7 @@ func Register[O any, S Stage](name string, defaults O, f Factory[O, S]) {
 	if reflect.TypeFor[O]().Kind() != reflect.Struct {
 		panic("pipeline: options of stage " + name + " must be a struct")
 	}
-	regMu.Lock()
-	defer regMu.Unlock()
-	if _, dup := stages[name]; dup {
-		panic("pipeline: stage registered twice: " + name)
-	}
-	stages[name] = registered{
+	stageTypes.add(name, registered{
 		name: name,
 		defaults: func() reflect.Value {
 			p := reflect.New(reflect.TypeFor[O]())
@@ -49,27 +39,13 @@ func Register[O any, S Stage](name string, defaults O, f Factory[O, S]) {
 			}
 			return capsOf(name, st)
 		},
-	}
+	})
 }
 
 // Stages lists the registered stage names.
-func Stages() []string {
-	regMu.Lock()
-	defer regMu.Unlock()
-	names := make([]string, 0, len(stages))
-	for n := range stages {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func Stages() []string { return stageTypes.names() }
 
-func lookupStage(name string) (registered, bool) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	r, ok := stages[name]
-	return r, ok
-}
+func lookupStage(name string) (registered, bool) { return stageTypes.get(name) }
 
 // ServiceEnv is what a service builder gets from the engine.
 type ServiceEnv struct {
@@ -97,7 +73,7 @@ type ServiceEnv struct {
 // top-level section of the pipeline file.
 type ServiceBuilder func(env ServiceEnv) (any, error)
 
-var services = map[string]ServiceBuilder{}
+var services = named[ServiceBuilder]{kind: "service"}
 
 // RegisterService registers the builder for a top-level section: "model"
 // fills Services.Model, "embedder" fills Services.Embedder. The llm and embed
@@ -106,17 +82,7 @@ func RegisterService(section string, b ServiceBuilder) {
 	if section != "model" && section != "embedder" {
 		panic("pipeline: unknown service section " + section)
 	}
-	regMu.Lock()
-	defer regMu.Unlock()
-	if _, dup := services[section]; dup {
-		panic("pipeline: service registered twice: " + section)
-	}
-	services[section] = b
+	services.add(section, b)
 }
 
-func lookupService(section string) (ServiceBuilder, bool) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	b, ok := services[section]
-	return b, ok
-}
+func lookupService(section string) (ServiceBuilder, bool) { return services.get(section) }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"time"
@@ -55,4 +56,17 @@ func (p RetryPolicy) wait(n int, err error) time.Duration {
 		}
 	}
 	return d
+}
+
+// pause waits d before a retry; it reports false, having waited less, when
+// ctx ends first. The engine's per-item loop and Retry share it.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

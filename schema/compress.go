@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/klauspost/compress/gzip"
@@ -64,3 +65,18 @@ func compressor(w io.Writer, c Compression) (io.WriteCloser, error) {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// openInput opens path and decompresses it by its name: dr reads the
+// plain bytes; closeDec, then f.Close, release it.
+func openInput(path string) (f *os.File, dr io.Reader, closeDec func(), err error) {
+	f, err = os.Open(path)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("open input: %w", err)
+	}
+	dr, closeDec, err = decompress(f, CompressionOf(path))
+	if err != nil {
+		f.Close()
+		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, dr, closeDec, nil
+}

@@ -50,14 +50,9 @@ type RawReader struct {
 // decided by the first non-space byte.
 func OpenRaw(path string, opts ...Option) (*RawReader, error) {
 	o := buildOptions(opts)
-	f, err := os.Open(path)
+	f, dr, closeDec, err := openInput(path)
 	if err != nil {
-		return nil, fmt.Errorf("open input: %w", err)
-	}
-	dr, closeDec, err := decompress(f, CompressionOf(path))
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	r := &RawReader{path: path, f: f, closeDec: closeDec, br: bufio.NewReaderSize(dr, 1<<16), maxRecord: o.maxRecord, allowEmpt: o.allowEmpty}
 	first, err := r.firstByte()

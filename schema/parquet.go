@@ -352,9 +352,10 @@ func rowsOf(path string, layout ExportFormat, rg parquet.RowGroup) rowSource {
 	})
 }
 
-// openParquetFile opens a dialogue Parquet file and checks its schema.
-func openParquetFile(path string, o options) (*os.File, *parquet.File, error) {
-	f, err := os.Open(path)
+// OpenParquet opens path as a Parquet file of any schema; pf reads from
+// f, which the caller closes when done with pf.
+func OpenParquet(path string) (f *os.File, pf *parquet.File, err error) {
+	f, err = os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open input: %w", err)
 	}
@@ -363,10 +364,19 @@ func openParquetFile(path string, o options) (*os.File, *parquet.File, error) {
 		f.Close()
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	pf, err := parquet.OpenFile(f, st.Size())
+	pf, err = parquet.OpenFile(f, st.Size())
 	if err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("%s: not a readable Parquet file (truncated or corrupt?): %w", path, err)
+	}
+	return f, pf, nil
+}
+
+// openParquetFile opens a dialogue Parquet file and checks its schema.
+func openParquetFile(path string, o options) (*os.File, *parquet.File, error) {
+	f, pf, err := OpenParquet(path)
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := checkDialogueSchema(pf.Schema()); err != nil {
 		f.Close()

@@ -388,14 +388,9 @@ type csvSource struct {
 
 func openCSV(path string, opts []Option) (*csvSource, error) {
 	o := buildOptions(opts)
-	f, err := os.Open(path)
+	f, dr, closeDec, err := openInput(path)
 	if err != nil {
-		return nil, fmt.Errorf("open input: %w", err)
-	}
-	dr, closeDec, err := decompress(f, CompressionOf(path))
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	r := csv.NewReader(bufio.NewReaderSize(dr, 1<<16))
 	r.FieldsPerRecord = 0

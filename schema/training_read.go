@@ -147,35 +147,27 @@ func DecodeTraining(rec json.RawMessage) ([]Dialogue, error) {
 // trainingParquet reads a training layout's Parquet file back as JSON
 // records (nil, nil when the file is not one).
 func trainingParquet(path string) ([]json.RawMessage, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open input: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
+	f, pf, err := OpenParquet(path)
 	if err != nil {
 		return nil, err
 	}
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		return nil, fmt.Errorf("%s: not a readable Parquet file: %w", path, err)
-	}
+	defer f.Close()
 	s := pf.Schema()
 	_, std := s.Lookup("prompt") // a leaf: the standard style's string
 	has := func(col string) bool { _, ok := lookupPrefix(s, col); return ok }
 	switch {
 	case has("chosen") && std:
-		return readRows[dpoStdRow](f, st.Size())
+		return readRows[dpoStdRow](f, pf.Size())
 	case has("chosen"):
-		return readRows[dpoConvRow](f, st.Size())
+		return readRows[dpoConvRow](f, pf.Size())
 	case has("label") && std:
-		return readRows[ktoStdRow](f, st.Size())
+		return readRows[ktoStdRow](f, pf.Size())
 	case has("label"):
-		return readRows[ktoConvRow](f, st.Size())
+		return readRows[ktoConvRow](f, pf.Size())
 	case has("reward_model") && std:
-		return readRows[rlStdRow](f, st.Size())
+		return readRows[rlStdRow](f, pf.Size())
 	case has("reward_model"):
-		return readRows[rlConvRow](f, st.Size())
+		return readRows[rlConvRow](f, pf.Size())
 	}
 	return nil, nil
 }

@@ -60,6 +60,16 @@ func judgedTurns(t *testing.T, ex executors.Executor, p trainingProblem, words, 
 	}
 }
 
+// writeTrainingDialogues writes trainingDialogues to dir/dialogues.jsonl
+// and returns the path.
+func writeTrainingDialogues(t *testing.T, ex executors.Executor, dir string) string {
+	in := filepath.Join(dir, "dialogues.jsonl")
+	if err := schema.WriteAll(in, trainingDialogues(t, ex)); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
 // trainingDialogues are real dialogues: each problem's wrong attempt and
 // its fix judged in the sandbox, as the correct stage makes them.
 func trainingDialogues(t *testing.T, ex executors.Executor) []schema.Dialogue {
@@ -166,10 +176,7 @@ func TestTrainingExports(t *testing.T) {
 	ex := sandboxtest.Shared(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	in := filepath.Join(dir, "dialogues.jsonl")
-	if err := schema.WriteAll(in, trainingDialogues(t, ex)); err != nil {
-		t.Fatal(err)
-	}
+	in := writeTrainingDialogues(t, ex, dir)
 	type want struct {
 		records int
 		skipped map[string]int
@@ -307,10 +314,7 @@ func TestTrainingParquetDuckDB(t *testing.T) {
 	ex := sandboxtest.Shared(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	in := filepath.Join(dir, "dialogues.jsonl")
-	if err := schema.WriteAll(in, trainingDialogues(t, ex)); err != nil {
-		t.Fatal(err)
-	}
+	in := writeTrainingDialogues(t, ex, dir)
 	msgs := `STRUCT(role VARCHAR, content VARCHAR)[]`
 	cases := []struct {
 		to    schema.ExportFormat

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -198,12 +197,9 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		feedback = c
 	}
 
-	raw, err := executors.WithDefaults(o.Driver, "pool", strconv.Itoa(o.Concurrency))
-	if err == nil {
-		err = executors.Check(raw)
-	}
+	raw, err := executorURL("eval", o.Driver, "pool", strconv.Itoa(o.Concurrency))
 	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("eval: --executor: %w", err))
+		return err
 	}
 	ex, err := executors.Open(ctx, raw)
 	if err != nil {
@@ -253,9 +249,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	if o.JSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := writeJSON(stdout, rep); err != nil {
 			return err
 		}
 		return evalLoadFailure(failed, names)

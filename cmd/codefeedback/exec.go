@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -111,12 +110,9 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 		return withCode(exitUsage, err)
 	}
 	// One program: one sandbox; the container's cgroup is sized for the run.
-	raw, err := executors.WithDefaults(o.Driver, "pool", "1", "memory", o.Memory)
-	if err == nil {
-		err = executors.Check(raw)
-	}
+	raw, err := executorURL("exec", o.Driver, "pool", "1", "memory", o.Memory)
 	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("exec: --executor: %w", err))
+		return err
 	}
 	// No pre-flight run first: a program that ran fine needs no other
 	// proof that the sandbox works. Only a failure is checked, so that a
@@ -139,9 +135,7 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 		return err
 	}
 	if o.JSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := writeJSON(stdout, res); err != nil {
 			return err
 		}
 	} else {
@@ -175,9 +169,7 @@ func runExecLangs(ctx context.Context, o execOptions, stdout io.Writer) error {
 		return err
 	}
 	if o.JSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(langs)
+		return writeJSON(stdout, langs)
 	}
 	for _, l := range langs {
 		switch {

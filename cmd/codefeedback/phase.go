@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -67,9 +66,7 @@ func init() {
 				return writeK8sJobs(c.App.Writer, k8sPlan{File: file, Image: c.String("image"), Shards: c.Int("shards"),
 					Limit: c.Int("limit"), Phases: phases})
 			case c.Bool("json"):
-				e := json.NewEncoder(c.App.Writer)
-				e.SetIndent("", "  ")
-				return e.Encode(phases)
+				return writeJSON(c.App.Writer, phases)
 			}
 			printPlan(c.App.Writer, phases, c.Int("shards"))
 			return nil

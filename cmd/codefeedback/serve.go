@@ -81,12 +81,9 @@ func runServe(ctx context.Context, o serveOptions, stderr io.Writer) error {
 	if err != nil {
 		return withCode(exitUsage, fmt.Errorf("serve: --max-memory: %w", err))
 	}
-	if err := executors.Check(o.Executor); err != nil {
-		return withCode(exitUsage, fmt.Errorf("serve: --executor: %w", err))
-	}
-	ex, err := executors.Open(ctx, o.Executor)
+	ex, err := openSandbox(ctx, "serve", o.Executor)
 	if err != nil {
-		return withCode(exitUnreachable, fmt.Errorf("serve: open sandbox: %w", err))
+		return err
 	}
 	defer ex.Close()
 	s := serve.New(serve.Config{Exec: ex, Concurrency: o.Concurrency, QueueTimeout: o.QueueTimeout, MaxBody: maxBody,

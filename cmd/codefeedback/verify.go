@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/internal/leak"
 	"github.com/codefeedback/codefeedback/internal/verify"
 	"github.com/codefeedback/codefeedback/pipeline"
@@ -71,12 +69,9 @@ func runVerify(ctx context.Context, o verifyOptions, stdout io.Writer) error {
 	if err := checkInputFile("verify", o.Path); err != nil {
 		return err
 	}
-	if err := executors.Check(o.Executor); err != nil {
-		return withCode(exitUsage, fmt.Errorf("verify: --executor: %w", err))
-	}
-	ex, err := executors.Open(ctx, o.Executor)
+	ex, err := openSandbox(ctx, "verify", o.Executor)
 	if err != nil {
-		return withCode(exitUnreachable, fmt.Errorf("verify: open sandbox: %w", err))
+		return err
 	}
 	defer ex.Close()
 	c := &verify.Checker{Exec: ex, Opts: verify.Options{Timeout: o.Timeout, Parallel: o.Parallel, NoRerun: o.NoRerun}}
@@ -100,9 +95,7 @@ func runVerify(ctx context.Context, o verifyOptions, stdout io.Writer) error {
 		return inputOr("verify", o.Path, err, exitFailed)
 	}
 	if o.JSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := writeJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else {

@@ -20,8 +20,8 @@ import (
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/internal/evaluate"
+	"github.com/codefeedback/codefeedback/internal/mutate"
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
-	"github.com/codefeedback/codefeedback/stages/correct"
 )
 
 // evalplusOracle is EvalPlus's own evaluation code (see its header): the
@@ -159,7 +159,7 @@ func rawRecords(t *testing.T, rel string) map[string]json.RawMessage {
 }
 
 // TestEvalPlusDifferential judges the canonical solution of each task, the
-// mutants of stages/correct's operators (the timeout ones included) and the
+// mutants of internal/mutate's operators (the timeout ones included) and the
 // hand-made wrong solutions above twice: with this harness, through the
 // evaluator exactly as `eval` judges an answer, and with EvalPlus's own
 // evaluation code (testdata/evalplus_oracle.py) on the very code the
@@ -185,8 +185,8 @@ func TestEvalPlusDifferential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mut := &correct.Mutator{Exec: ex, PerOperator: 1}
-	ops := correct.Operators(correct.Syntax, correct.Name, correct.Type, correct.Logic, correct.Timeout)
+	mut := &mutate.Mutator{Exec: ex, PerOperator: 1}
+	ops := mutate.Operators(mutate.Syntax, mutate.Name, mutate.Type, mutate.Logic, mutate.Timeout)
 	var (
 		mu                    sync.Mutex
 		checked, differ, pass int

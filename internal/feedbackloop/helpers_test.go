@@ -1,6 +1,7 @@
 package feedbackloop
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -31,6 +32,30 @@ func fake(tb testing.TB, script llmtest.Script, cache *llmtest.MemCache, opts ..
 		tb.Fatal(err)
 	}
 	return srv, c
+}
+
+// runMBPP runs one simulated dialogue of New(o, writer, judge, feedback, ex)
+// on mbppLike, failing the test on any error.
+func runMBPP(tb testing.TB, o Options, writer, judge, feedback llm.Chatter, ex executors.Executor) Result {
+	return runTask(tb, o, writer, judge, feedback, ex, func(s *Simulator) (Task, error) { return s.TaskFromProblem(mbppLike) })
+}
+
+// runTask is runMBPP on the task that task makes.
+func runTask(tb testing.TB, o Options, writer, judge, feedback llm.Chatter, ex executors.Executor, task func(*Simulator) (Task, error)) Result {
+	tb.Helper()
+	s, err := New(o, writer, judge, feedback, ex)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tk, err := task(s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res, err := s.Run(context.Background(), tk)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return res
 }
 
 func block(code string) string { return "```python\n" + code + "\n```" }

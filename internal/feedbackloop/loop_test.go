@@ -158,15 +158,7 @@ func TestNeverConvergesStopsAtLimit(t *testing.T) {
 		srv, c := fake(t, func(call llmtest.Call) llmtest.Reply {
 			return llmtest.Reply{Text: "Try this.\n\n" + block("def add(a, b):\n    return a - b")}
 		}, nil)
-		s, err := New(Options{MaxIterations: limit, FeedbackRounds: 1}, c, nil, c, ex)
-		if err != nil {
-			t.Fatal(err)
-		}
-		task, _ := s.TaskFromProblem(mbppLike)
-		res, err := s.Run(context.Background(), task)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := runMBPP(t, Options{MaxIterations: limit, FeedbackRounds: 1}, c, nil, c, ex)
 		if res.Passed || res.Dialogue.Labels["final_status"] != "fail" {
 			t.Errorf("limit %d: passed=%v status %q, want a failed dialogue", limit, res.Passed, res.Dialogue.Labels["final_status"])
 		}
@@ -228,15 +220,7 @@ func TestTimeoutWithTests(t *testing.T) {
 		}
 		return llmtest.Reply{Text: block("def add(a, b):\n    return a + b")}
 	}, nil)
-	s, err := New(Options{FeedbackRounds: 0, Timeout: 2 * time.Second}, c, nil, nil, ex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, _ := s.TaskFromProblem(mbppLike)
-	res, err := s.Run(context.Background(), task)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runMBPP(t, Options{FeedbackRounds: 0, Timeout: 2 * time.Second}, c, nil, nil, ex)
 	ex1 := execTurns(res.Dialogue)
 	if len(ex1) != 2 || !res.Passed {
 		t.Fatalf("got %d runs passed=%v, want 2 and passed", len(ex1), res.Passed)
@@ -281,15 +265,7 @@ func TestHumanFeedbackRounds(t *testing.T) {
 				t.Errorf("unexpected %s request", llmtest.Role(call))
 				return llmtest.Reply{}
 			}, nil)
-			s, err := New(Options{FeedbackRounds: 2, Oracle: tc.oracle, Categories: map[string]float64{"security": 1}}, c, nil, c, ex)
-			if err != nil {
-				t.Fatal(err)
-			}
-			task, _ := s.TaskFromProblem(mbppLike)
-			res, err := s.Run(context.Background(), task)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := runMBPP(t, Options{FeedbackRounds: 2, Oracle: tc.oracle, Categories: map[string]float64{"security": 1}}, c, nil, c, ex)
 			if !res.Passed {
 				t.Fatalf("got failed (%s), want passed", res.Reason)
 			}

@@ -7,10 +7,10 @@ import (
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/internal/mutate"
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	"github.com/codefeedback/codefeedback/schema"
-	"github.com/codefeedback/codefeedback/stages/correct"
 )
 
 func sharedPath(t testing.TB, rel string) string { return sharedtest.Path(t, rel) }
@@ -21,11 +21,11 @@ func sharedPath(t testing.TB, rel string) string { return sharedtest.Path(t, rel
 // the first of any kind).
 func plantBugs(t testing.TB, ex executors.Executor, ps []schema.Problem) map[string]string {
 	t.Helper()
-	m := &correct.Mutator{Exec: ex, PerOperator: 1}
-	kinds := []correct.Kind{correct.Syntax, correct.Name, correct.Type, correct.Logic}
+	m := &mutate.Mutator{Exec: ex, PerOperator: 1}
+	kinds := []mutate.Kind{mutate.Syntax, mutate.Name, mutate.Type, mutate.Logic}
 	out := map[string]string{}
 	for i, p := range ps {
-		all, err := m.Mutate(context.Background(), p.Solution, 1, correct.Operators(kinds...))
+		all, err := m.Mutate(context.Background(), p.Solution, 1, mutate.Operators(kinds...))
 		if err != nil {
 			t.Fatalf("%s: mutate: %v", p.ID, err)
 		}

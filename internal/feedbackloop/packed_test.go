@@ -1,7 +1,6 @@
 package feedbackloop
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -26,18 +25,7 @@ func TestPackedDialogue(t *testing.T) {
 		}
 		return llmtest.Reply{Text: block("squares = [i * i for i in range(1, 6)]\nsquares")}
 	}, nil)
-	s, err := New(Options{FeedbackRounds: 0}, c, c, nil, ex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := TaskFromDialogue(packed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Run(context.Background(), task)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runTask(t, Options{FeedbackRounds: 0}, c, c, nil, ex, func(*Simulator) (Task, error) { return TaskFromDialogue(packed) })
 	ex1 := execTurns(res.Dialogue)
 	if !res.Passed || len(ex1) != 2 {
 		t.Fatalf("passed %v with %d runs, want passed with 2", res.Passed, len(ex1))
@@ -58,15 +46,7 @@ func TestFailedLabelPolicy(t *testing.T) {
 	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
 		return llmtest.Reply{Text: "No code this time, sorry."}
 	}, nil)
-	s, err := New(Options{FeedbackRounds: 0, Failed: FailedLabel}, c, nil, nil, ex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, _ := s.TaskFromProblem(mbppLike)
-	res, err := s.Run(context.Background(), task)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runMBPP(t, Options{FeedbackRounds: 0, Failed: FailedLabel}, c, nil, nil, ex)
 	d := res.Dialogue
 	if res.Passed || d.Labels["final_status"] != "fail" || d.Labels["rejected"] == "" || d.Labels["outcomes"] != "1=no_code" {
 		t.Errorf("passed %v labels %v, want a failed dialogue labelled rejected with outcome no_code", res.Passed, d.Labels)
@@ -112,18 +92,7 @@ func TestPackedOldCodeForNewRequest(t *testing.T) {
 				}
 				return llmtest.Reply{Text: "Merge sort, through sorted().\n\n" + block(first)}
 			}, nil)
-			s, err := New(Options{FeedbackRounds: 0}, c, c, nil, ex)
-			if err != nil {
-				t.Fatal(err)
-			}
-			task, err := TaskFromDialogue(packed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := s.Run(context.Background(), task)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := runTask(t, Options{FeedbackRounds: 0}, c, c, nil, ex, func(*Simulator) (Task, error) { return TaskFromDialogue(packed) })
 			d := res.Dialogue
 			if !res.Passed || len(execTurns(d)) != tc.wantRuns {
 				t.Fatalf("passed %v with %d runs (labels %v), want passed with %d", res.Passed, len(execTurns(d)), d.Labels, tc.wantRuns)

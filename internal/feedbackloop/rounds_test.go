@@ -64,15 +64,7 @@ func TestFeedbackRoundDroppedNotDialogue(t *testing.T) {
 		t.Errorf("unexpected %s request", llmtest.Role(call))
 		return llmtest.Reply{}
 	}, nil)
-	s, err := New(Options{FeedbackRounds: 1, Categories: map[string]float64{"security": 1}}, c, nil, c, ex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, _ := s.TaskFromProblem(mbppLike)
-	res, err := s.Run(context.Background(), task)
-	if err != nil {
-		t.Fatalf("a bad feedback round failed the dialogue: %v", err)
-	}
+	res := runMBPP(t, Options{FeedbackRounds: 1, Categories: map[string]float64{"security": 1}}, c, nil, c, ex)
 	if !res.Passed || len(userTurns(res.Dialogue)) != 1 {
 		t.Fatalf("passed=%v user turns %q, want a passing dialogue without the feedback turn", res.Passed, userTurns(res.Dialogue))
 	}
@@ -181,15 +173,7 @@ func TestWriterRepairs(t *testing.T) {
 				}
 				return llmtest.Reply{}
 			}, nil)
-			s, err := New(Options{FeedbackRounds: 1}, c, nil, c, ex)
-			if err != nil {
-				t.Fatal(err)
-			}
-			task, _ := s.TaskFromProblem(mbppLike)
-			res, err := s.Run(context.Background(), task)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := runMBPP(t, Options{FeedbackRounds: 1}, c, nil, c, ex)
 			if !res.Passed {
 				t.Fatalf("failed: %s", res.Reason)
 			}
@@ -240,15 +224,7 @@ func TestFollowupRound(t *testing.T) {
 		t.Errorf("unexpected %s request", llmtest.Role(call))
 		return llmtest.Reply{}
 	}, nil)
-	s, err := New(Options{Followups: 1, FollowupKinds: map[string]float64{"tests": 1}, Closing: ClosingModel}, c, nil, c, ex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, _ := s.TaskFromProblem(mbppLike)
-	res, err := s.Run(context.Background(), task)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runMBPP(t, Options{Followups: 1, FollowupKinds: map[string]float64{"tests": 1}, Closing: ClosingModel}, c, nil, c, ex)
 	d := res.Dialogue
 	if !res.Passed || d.Labels["outcomes"] != "1=pass fu1.1=pass" || d.Labels[LabelFollowups] != "tests" {
 		t.Fatalf("passed=%v labels %v, want fu1.1=pass and followups=tests", res.Passed, d.Labels)
@@ -284,15 +260,7 @@ func TestClosingFallsBackToTemplate(t *testing.T) {
 		}
 		return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
 	}, nil)
-	s, err := New(Options{Closing: ClosingModel}, c, nil, nil, ex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, _ := s.TaskFromProblem(mbppLike)
-	res, err := s.Run(context.Background(), task)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runMBPP(t, Options{Closing: ClosingModel}, c, nil, nil, ex)
 	last := res.Dialogue.Messages[len(res.Dialogue.Messages)-1].Content
 	if !res.Passed || !strings.Contains(last, "`add`") || strings.Contains(last, "```") {
 		t.Errorf("passed=%v closing %q, want the templated closing", res.Passed, last)
@@ -413,15 +381,7 @@ func TestRevisionFixedBackToOriginalDropped(t *testing.T) {
 		}
 		return llmtest.Reply{}
 	}, nil)
-	s, err := New(Options{FeedbackRounds: 1}, c, nil, c, ex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, _ := s.TaskFromProblem(mbppLike)
-	res, err := s.Run(context.Background(), task)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runMBPP(t, Options{FeedbackRounds: 1}, c, nil, c, ex)
 	if !res.Passed || len(userTurns(res.Dialogue)) != 1 {
 		t.Fatalf("passed=%v user turns %q, want the dialogue without the round", res.Passed, userTurns(res.Dialogue))
 	}
@@ -457,15 +417,7 @@ func TestTestedRoundJudgedForTheRequest(t *testing.T) {
 				}
 				return llmtest.Reply{}
 			}, nil)
-			s, err := New(Options{FeedbackRounds: 1}, c, c, c, ex)
-			if err != nil {
-				t.Fatal(err)
-			}
-			task, _ := s.TaskFromProblem(mbppLike)
-			res, err := s.Run(context.Background(), task)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := runMBPP(t, Options{FeedbackRounds: 1}, c, c, c, ex)
 			if got := strings.Join(rejections(res), " "); got != tc.want || !res.Passed {
 				t.Errorf("passed=%v rejections %q, want %q", res.Passed, got, tc.want)
 			}

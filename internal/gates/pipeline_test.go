@@ -189,32 +189,11 @@ outputs: [{path: %s, kind: dialogue}, {path: %s, kind: dialogue, from: simulate}
 	if err != nil {
 		return man, nil, err
 	}
-	ds, err := readDialogues(t, out)
-	return man, ds, err
+	return man, pipelinetest.Dialogues(t, out), nil
 }
 
 // lastSimulated is the simulate stage's own output of the last runPipeline.
 var lastSimulated string
-
-func readDialogues(t *testing.T, path string) ([]schema.Dialogue, error) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var ds []schema.Dialogue
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		var d schema.Dialogue
-		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
-			t.Fatal(err)
-		}
-		ds = append(ds, d)
-	}
-	return ds, sc.Err()
-}
 
 var srvScript llmtest.Script
 
@@ -349,10 +328,7 @@ func TestGoodPersonaPassesEveryGate(t *testing.T) {
 			}
 		}
 	}
-	sim, err := readDialogues(t, lastSimulated)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim := pipelinetest.Dialogues(t, lastSimulated)
 	dump(t, "good", sim)
 	cf := codeFeedbackShape(t)
 	for _, x := range []struct {
@@ -593,10 +569,7 @@ func TestImperfectModelKeepsDialogues(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a model misbehaving on 30%% of its answers failed the run: %v", err)
 	}
-	sim, err := readDialogues(t, lastSimulated)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim := pipelinetest.Dialogues(t, lastSimulated)
 	dump(t, "imperfect", sim)
 	for _, s := range man.Stages {
 		for _, f := range gates.Figures(s.Stats) {

@@ -249,27 +249,9 @@ func Collect(ctx context.Context, runDir string, o Options) (*Data, error) {
 
 func (d *Data) readDead() error {
 	d.DeadTotal = d.Manifest.DeadCount
-	p := d.Manifest.DeadFile
-	if p == "" || !fileExists(p) {
-		p = filepath.Join(d.RunDir, "dead-letters.jsonl")
-	}
-	f, err := os.Open(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<26)
-	for sc.Scan() && len(d.Dead) < maxDeadShown {
-		var dl DeadLetter
-		if json.Unmarshal(sc.Bytes(), &dl) == nil {
-			d.Dead = append(d.Dead, dl)
-		}
-	}
-	return sc.Err()
+	var err error
+	d.Dead, _, err = readFirst[DeadLetter](d.RunDir, d.Manifest.DeadFile, "dead-letters.jsonl")
+	return err
 }
 
 // readQuarantine reads the tripped gates and the first rejections.
@@ -278,28 +260,37 @@ func (d *Data) readQuarantine() error {
 		d.Tripped = append(d.Tripped, TripRow{GateTrip: g, Message: g.Message()})
 	}
 	d.QuarantineTotal = d.Manifest.QuarantineCount
-	p := d.Manifest.QuarantineFile
-	if p == "" || !fileExists(p) {
-		p = filepath.Join(d.RunDir, "quarantine.jsonl")
+	var err error
+	d.Quarantine, d.QuarantineFile, err = readFirst[pipeline.Rejection](d.RunDir, d.Manifest.QuarantineFile, "quarantine.jsonl")
+	return err
+}
+
+// readFirst reads the first maxDeadShown records of a run's side file:
+// path as the manifest names it, else name in the run directory (a run
+// directory that moved). Lines that do not decode are skipped. It returns
+// the file read, "" when there is none.
+func readFirst[T any](runDir, path, name string) ([]T, string, error) {
+	if path == "" || !fileExists(path) {
+		path = filepath.Join(runDir, name)
 	}
-	f, err := os.Open(p)
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return nil, "", nil
 	}
 	if err != nil {
-		return fmt.Errorf("report: %w", err)
+		return nil, "", fmt.Errorf("report: %w", err)
 	}
 	defer f.Close()
-	d.QuarantineFile = p
+	var out []T
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<26)
-	for sc.Scan() && len(d.Quarantine) < maxDeadShown {
-		var rj pipeline.Rejection
-		if json.Unmarshal(sc.Bytes(), &rj) == nil {
-			d.Quarantine = append(d.Quarantine, rj)
+	for sc.Scan() && len(out) < maxDeadShown {
+		var v T
+		if json.Unmarshal(sc.Bytes(), &v) == nil {
+			out = append(out, v)
 		}
 	}
-	return sc.Err()
+	return out, path, sc.Err()
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -2,28 +2,21 @@ package report
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/codefeedback/codefeedback/schema"
 )
 
 // parquetFeatures reads a Parquet file's schema as card features: strings,
 // integers, floats and booleans as their dtypes, lists of structs (the
 // messages column) as lists of their fields.
 func parquetFeatures(path string) ([]Feature, error) {
-	f, err := os.Open(path)
+	f, pf, err := schema.OpenParquet(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
 	var out []Feature
 	for _, field := range pf.Schema().Fields() {
 		ft, err := featureOf(field)

@@ -366,13 +366,7 @@ func verdictTotal(text string) (int, bool) {
 // fresh is set, its printed output against the visible text.
 func (c *Checker) compare(d *schema.Dialogue, st step, want, got outcome, res executors.Result, fresh string, rep *Report) {
 	if want != got {
-		if missingModule(got, res) && want != "ModuleNotFoundError" && want != "ImportError" {
-			rep.Unverifiable = append(rep.Unverifiable, Unverifiable{d.ID, st.turn, "needs a module the sandbox lacks: " + strings.TrimSpace(res.ErrorLine)})
-			return
-		}
-		rep.Executions++
-		rep.Mismatches = append(rep.Mismatches, Mismatch{DialogueID: d.ID, Turn: st.turn, Check: CheckRerun,
-			Detail: "the re-run ended differently", Recorded: string(want), Rerun: string(got)})
+		endedOtherwise(d, st, want, got, res, rep)
 		return
 	}
 	if fresh == "" {
@@ -381,6 +375,19 @@ func (c *Checker) compare(d *schema.Dialogue, st step, want, got outcome, res ex
 		return
 	}
 	c.compareText(d, st, fresh, res, rep)
+}
+
+// endedOtherwise records a re-run that ended otherwise than recorded: a
+// mismatch, or unverifiable when the sandbox lacks a module the code
+// imports (and the record did not show that very error).
+func endedOtherwise(d *schema.Dialogue, st step, want, got outcome, res executors.Result, rep *Report) {
+	if missingModule(got, res) && want != "ModuleNotFoundError" && want != "ImportError" {
+		rep.Unverifiable = append(rep.Unverifiable, Unverifiable{d.ID, st.turn, "needs a module the sandbox lacks: " + strings.TrimSpace(res.ErrorLine)})
+		return
+	}
+	rep.Executions++
+	rep.Mismatches = append(rep.Mismatches, Mismatch{DialogueID: d.ID, Turn: st.turn, Check: CheckRerun,
+		Detail: "the re-run ended differently", Recorded: string(want), Rerun: string(got)})
 }
 
 func missingModule(got outcome, res executors.Result) bool {
@@ -418,13 +425,7 @@ func (c *Checker) compareText(d *schema.Dialogue, st step, fresh string, res exe
 	}
 	if !st.judged {
 		if w, g := textCellOutcome(st.text), cellOutcome(res); w != g {
-			if missingModule(g, res) && w != "ModuleNotFoundError" && w != "ImportError" {
-				rep.Unverifiable = append(rep.Unverifiable, Unverifiable{d.ID, st.turn, "needs a module the sandbox lacks: " + strings.TrimSpace(res.ErrorLine)})
-				return
-			}
-			rep.Executions++
-			rep.Mismatches = append(rep.Mismatches, Mismatch{DialogueID: d.ID, Turn: st.turn, Check: CheckRerun,
-				Detail: "the re-run ended differently", Recorded: string(w), Rerun: string(g)})
+			endedOtherwise(d, st, w, g, res, rep)
 			return
 		}
 	}

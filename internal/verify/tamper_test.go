@@ -1,7 +1,7 @@
 package verify
 
 import (
-	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,8 +16,10 @@ import (
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/internal/feedbackloop"
+	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
 	"github.com/codefeedback/codefeedback/schema"
-	"github.com/codefeedback/codefeedback/stages/correct"
+	_ "github.com/codefeedback/codefeedback/stages/correct" // the stage correctDialogues runs
 )
 
 // layout is one file layout export and the pipeline's outputs write.
@@ -147,6 +149,11 @@ func clone(d schema.Dialogue) schema.Dialogue {
 var addProblem = schema.Problem{Query: schema.Query{ID: "add", Text: "Write a function add(a, b) that returns the sum of a and b."},
 	Tests: []string{"assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(0, 0) == 0"}}
 
+// addPrompt is addProblem's first turn as correct writes it: the text,
+// then its tests in a python block.
+const addPrompt = "Write a function add(a, b) that returns the sum of a and b.\nYour code should pass these tests:\n\n" +
+	"```python\nassert add(1, 2) == 3\nassert add(2, 2) == 4\nassert add(0, 0) == 0\n```"
+
 const (
 	addBug = "def add(a, b):\n    print('adding', a, b)\n    return a - b\n"
 	addFix = "def add(a, b):\n    return a + b\n"
@@ -166,7 +173,7 @@ func judgedDialogue(t *testing.T, ex executors.Executor, id string) schema.Dialo
 		return schema.Message{Role: schema.RoleExecution, Content: strings.TrimRight(v.Feedback, "\n"), Exec: &e}
 	}
 	return schema.Dialogue{ID: id, Stage: "correct", Messages: []schema.Message{
-		{Role: schema.RoleUser, Content: correct.UserPrompt(&addProblem)},
+		{Role: schema.RoleUser, Content: addPrompt},
 		{Role: schema.RoleAssistant, Content: "Here is `add`:\n\n```python\n" + addBug + "```"},
 		judge(addBug),
 		{Role: schema.RoleAssistant, Content: "It subtracts. The corrected code:\n\n```python\n" + addFix + "```"},
@@ -407,30 +414,31 @@ func TestTamperMatrix(t *testing.T) {
 	}
 }
 
-// sampleProblems reads the first n problems of the sample run's data.
-func sampleProblems(t *testing.T, n int) []schema.Problem {
+// correctDialogues runs the correct stage (its default settings, seed 1)
+// on the first n problems of the sample run's data in the sandbox of
+// $CODEFEEDBACK_VERIFY_SANDBOX (bubblewrap when unset) and returns its
+// dialogues.
+func correctDialogues(t *testing.T, n int) []schema.Dialogue {
 	t.Helper()
-	f, err := os.Open("../../data/problems.jsonl")
+	src, err := os.ReadFile("../../data/problems.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var out []schema.Problem
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() && len(out) < n {
-		var r struct {
-			ID    string   `json:"task_id"`
-			Text  string   `json:"text"`
-			Code  string   `json:"code"`
-			Tests []string `json:"test_list"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, schema.Problem{Query: schema.Query{ID: r.ID, Text: r.Text}, Solution: r.Code, Tests: r.Tests})
+	dir := t.TempDir()
+	lines := strings.SplitN(string(src), "\n", n+1)[:n]
+	if err := os.WriteFile(filepath.Join(dir, "p.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	return out
+	out := filepath.Join(dir, "out.jsonl")
+	y := `run_dir: ` + filepath.Join(dir, "run") + `
+executor: ` + cmp.Or(os.Getenv("CODEFEEDBACK_VERIFY_SANDBOX"), "bwrap://") + `
+inputs: [{path: p.jsonl, format: mbpp}]
+stages:
+  - {stage: correct, settings: {seed: 1}}
+outputs: [{path: ` + out + `, kind: dialogue}]
+`
+	pipelinetest.Run(t, dir, y, pipeline.RunOptions{})
+	return pipelinetest.Dialogues(t, out)
 }
 
 // TestUntouchedSampleRun: the correct stage's dialogues on the sample run's
@@ -439,16 +447,7 @@ func sampleProblems(t *testing.T, n int) []schema.Problem {
 // re-runnable.
 func TestUntouchedSampleRun(t *testing.T) {
 	ex := sandbox(t)
-	g := correct.NewGenerator(ex, correct.Options{Seed: 1})
-	var ds []schema.Dialogue
-	for _, p := range sampleProblems(t, 3) {
-		out, err := g.Generate(context.Background(), &p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds = append(ds, out.Dialogues...)
-	}
-	ds = append(ds, judgedDialogue(t, ex, "judged"), notebookDialogue(t, ex, "notebook"),
+	ds := append(correctDialogues(t, 3), judgedDialogue(t, ex, "judged"), notebookDialogue(t, ex, "notebook"),
 		// openai-tools moves the block that ran into the tool call, read
 		// back after the one that did not.
 		notebookDialogueWith(t, ex, "two-blocks", "\nThe same in one line:\n```python\nprint('in one line', 6 * 7)\n```"))

@@ -48,3 +48,14 @@ func Dialogues(tb testing.TB, path string) []schema.Dialogue {
 	}
 	return ds
 }
+
+// Items reads an output file of format items (JSONL, one pipeline.Item a
+// line); an empty file is an error.
+func Items(tb testing.TB, path string) []pipeline.Item {
+	tb.Helper()
+	items, err := schema.ReadAll[pipeline.Item](path)
+	if err != nil {
+		tb.Fatalf("read %s: %v", path, err)
+	}
+	return items
+}

@@ -23,7 +23,7 @@ func TestAnalysisOfNone(t *testing.T) {
 		v := harness.Verdict{Cases: []harness.CaseResult{{Test: "assert f(1) == [2]", Kind: harness.KindWrongAnswer,
 			Input: "f(1)", Expected: "[2]", Actual: tc.actual}}}
 		r := newRun(v, time.Time{})
-		got := Analysis(r, code)
+		got := analysis(r, code)
 		if tc.want != "" && !strings.Contains(got, tc.want) {
 			t.Errorf("actual %s: analysis %q lacks %q", tc.actual, got, tc.want)
 		}

@@ -12,7 +12,7 @@ import (
 
 // outcomeText is everything Generate decided for a problem, with each
 // execution record's duration and time left out (they differ on every run).
-func outcomeText(t *testing.T, o Outcome) string {
+func outcomeText(t *testing.T, o outcome) string {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("skipped: " + o.Skipped + "\n")
@@ -57,8 +57,8 @@ func TestPlantBatchMatchesRunPerCandidate(t *testing.T) {
 	add("stderr", "import sys\ndef add(a, b):\n    total = a\n    for _ in range(b):\n        total += 1\n    sys.stderr.write('.')\n    return total\n")
 	ex := sandbox(t)
 	ctx := context.Background()
-	batch := NewGenerator(ex, Options{Seed: 1})
-	alone := NewGenerator(ex, Options{Seed: 1})
+	batch := newGenerator(ex, mutationOptions{Seed: 1})
+	alone := newGenerator(ex, mutationOptions{Seed: 1})
 	alone.NoBatch = true
 	for i := range ps {
 		p := &ps[i]

@@ -13,8 +13,8 @@ func BenchmarkMutationPath(b *testing.B) {
 	ps := loadMBPP(b, 20)
 	ex := sandbox(b)
 	ctx := context.Background()
-	c := &Checker{Exec: ex}
-	g := &Generator{Exec: ex, Checker: c, Opts: Options{Seed: 1}}
+	c := &checker{Exec: ex}
+	g := &mutationGenerator{Exec: ex, Checker: c, Opts: mutationOptions{Seed: 1}}
 	var base, full time.Duration
 	dialogues := 0
 	for i := 0; i < b.N; i++ {

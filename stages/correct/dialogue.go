@@ -15,126 +15,127 @@ import (
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/internal/mutate"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
-// Options configure the mutation path.
-type Options struct {
+// mutationOptions configure the mutation path.
+type mutationOptions struct {
 	// Seed picks the mutation sites; the same seed gives the same dialogues.
 	Seed int64
 	// Kinds to plant (default: all five).
-	Kinds []Kind
+	Kinds []mutate.Kind
 	// PerOperator caps the mutants tried per operator (default 2).
 	PerOperator int
 	// PerKind is how many dialogues to keep per kind and problem (default 1).
 	PerKind int
 }
 
-// Attempt is one mutant and what its run showed.
-type Attempt struct {
-	Mutant
+// attempt is one mutant and what its run showed.
+type attempt struct {
+	mutate.Mutant
 	Observed string `json:"observed"`
 	Kept     bool   `json:"kept"`
 }
 
-// Outcome is what the mutation path made of one problem.
-type Outcome struct {
+// outcome is what the mutation path made of one problem.
+type outcome struct {
 	Dialogues []schema.Dialogue
-	Attempts  []Attempt
+	Attempts  []attempt
 	// Skipped says why no mutant was tried (the reference solution fails its
 	// own tests, or does not parse); empty otherwise.
 	Skipped string
 }
 
-// Generator runs the mutation path. Safe for concurrent use when its
+// mutationGenerator runs the mutation path. Safe for concurrent use when its
 // Executor is.
-type Generator struct {
+type mutationGenerator struct {
 	Exec    executors.Executor
-	Checker *Checker
-	Opts    Options
+	Checker *checker
+	Opts    mutationOptions
 	// NoBatch judges every candidate in a run of its own (the path before
 	// prejudge; benchmarks compare the two).
 	NoBatch bool
 }
 
-// NewGenerator returns a generator on ex with default time limits.
-func NewGenerator(ex executors.Executor, opts Options) *Generator {
-	return &Generator{Exec: ex, Checker: &Checker{Exec: ex, LoopFactor: DefaultLoopFactor}, Opts: opts}
+// newGenerator returns a generator on ex with default time limits.
+func newGenerator(ex executors.Executor, opts mutationOptions) *mutationGenerator {
+	return &mutationGenerator{Exec: ex, Checker: &checker{Exec: ex, LoopFactor: defaultLoopFactor}, Opts: opts}
 }
 
 // Generate plants bugs into p's reference solution and returns one dialogue
 // per kept mutant (up to PerKind per kind). A problem whose reference fails
 // its own tests yields no dialogue and a Skipped reason. An error means the
 // sandbox failed or ctx ended.
-func (g *Generator) Generate(ctx context.Context, p *schema.Problem) (Outcome, error) {
+func (g *mutationGenerator) Generate(ctx context.Context, p *schema.Problem) (outcome, error) {
 	kinds := g.Opts.Kinds
 	if len(kinds) == 0 {
-		kinds = Kinds()
+		kinds = mutate.Kinds()
 	}
 	perKind := max(g.Opts.PerKind, 1)
-	if lang, err := LanguageOf(p); err != nil || lang != executors.Python {
-		return Outcome{Skipped: "the mutation path plants bugs in Python only (method model works in every judged language)"}, nil
+	if lang, err := languageOf(p); err != nil || lang != executors.Python {
+		return outcome{Skipped: "the mutation path plants bugs in Python only (method model works in every judged language)"}, nil
 	}
 	solution := normalizeNewlines(p.Solution)
 	if strings.TrimSpace(solution) == "" || len(p.Tests) == 0 {
-		return Outcome{Skipped: "problem has no reference solution or no tests"}, nil
+		return outcome{Skipped: "problem has no reference solution or no tests"}, nil
 	}
 	// The mutants are planted first so that the reference and every
 	// mutant not meant to hang can be judged in the same sandbox run
 	// (plant); what that run cannot vouch for is judged on its own below.
 	mutants, pre, merr, err := g.plant(ctx, p, solution, kinds, perKind)
 	if err != nil {
-		return Outcome{}, err
+		return outcome{}, err
 	}
 	fix, ok := pre[solution]
-	if !ok || fix.Observed == ObservedTimeout {
+	if !ok || fix.Observed == observedTimeout {
 		if fix, err = g.checkReference(ctx, p, solution); err != nil {
-			return Outcome{}, err
+			return outcome{}, err
 		}
 	}
-	if fix.Observed == ObservedTimeout {
+	if fix.Observed == observedTimeout {
 		// Out of time at every limit tried: most likely the machine's
 		// load, not the reference. Not a skip to remember: the item is
 		// retried later.
-		return Outcome{}, fmt.Errorf("%w: %s", ErrReferenceTimeout, p.ID)
+		return outcome{}, fmt.Errorf("%w: %s", errReferenceTimeout, p.ID)
 	}
 	if !fix.Passed() {
-		return Outcome{Skipped: "reference solution fails its tests: " + fix.Observed}, nil
+		return outcome{Skipped: "reference solution fails its tests: " + fix.Observed}, nil
 	}
 	if merr != nil {
-		return Outcome{Skipped: merr.Error()}, nil
+		return outcome{Skipped: merr.Error()}, nil
 	}
 	loopLimit := g.Checker.LoopLimit(fix)
-	var out Outcome
-	kept := map[Kind]int{}
+	var out outcome
+	kept := map[mutate.Kind]int{}
 	for _, m := range mutants {
 		if kept[m.Kind] >= perKind {
 			continue
 		}
 		run, ok := pre[m.Code]
-		if !ok || m.Kind == Timeout {
-			if run, err = g.check(ctx, p, m.Code, m.Kind == Timeout, loopLimit); err != nil {
-				return Outcome{}, err
+		if !ok || m.Kind == mutate.Timeout {
+			if run, err = g.check(ctx, p, m.Code, m.Kind == mutate.Timeout, loopLimit); err != nil {
+				return outcome{}, err
 			}
 		}
-		if m.Kind == Timeout && run.Observed == ObservedTimeout {
+		if m.Kind == mutate.Timeout && run.Observed == observedTimeout {
 			// A timeout label must hold on a longer re-check with CPU
 			// time; one that does not takes the re-check's outcome.
 			proof, proven, err := g.Checker.ProveTimeout(ctx, p, m.Code, loopLimit)
 			if err != nil {
-				return Outcome{}, err
+				return outcome{}, err
 			}
 			if !proven {
 				run = proof
 			}
 		}
-		a := Attempt{Mutant: m, Observed: run.Observed, Kept: KindOf(run.Observed) == m.Kind}
+		a := attempt{Mutant: m, Observed: run.Observed, Kept: kindOf(run.Observed) == m.Kind}
 		out.Attempts = append(out.Attempts, a)
 		if !a.Kept {
 			continue
 		}
 		kept[m.Kind]++
-		d := BuildDialogue(p, solution, m, run, fix, g.Exec.Info())
+		d := buildDialogue(p, solution, m, run, fix, g.Exec.Info())
 		out.Dialogues = append(out.Dialogues, d)
 	}
 	return out, nil
@@ -142,7 +143,7 @@ func (g *Generator) Generate(ctx context.Context, p *schema.Problem) (Outcome, e
 
 // plantSource is the prelude of a planting batch: mutate.py, then plant.py.
 var plantSource = func() string {
-	lit, err := json.Marshal(mutateScript) // a JSON string is a Python literal
+	lit, err := json.Marshal(mutate.Script()) // a JSON string is a Python literal
 	if err != nil {
 		panic(err)
 	}
@@ -160,16 +161,16 @@ var plantPy string
 // left out: their limit is the loop limit, which a batch cannot set for
 // one candidate. merr is why no mutant could be planted (a Skipped
 // reason); err a sandbox failure. When the batch cannot plant, or with
-// NoBatch, the mutants come from Mutator.Mutate and every run is Check's.
-func (g *Generator) plant(ctx context.Context, p *schema.Problem, solution string, kinds []Kind, perKind int) (mutants []Mutant, pre map[string]Run, merr, err error) {
-	mu := &Mutator{Exec: g.Exec, PerOperator: g.Opts.PerOperator}
-	ops := Operators(kinds...)
+// NoBatch, the mutants come from mutate.Mutator.Mutate and every run is Check's.
+func (g *mutationGenerator) plant(ctx context.Context, p *schema.Problem, solution string, kinds []mutate.Kind, perKind int) (mutants []mutate.Mutant, pre map[string]judgedRun, merr, err error) {
+	mu := &mutate.Mutator{Exec: g.Exec, PerOperator: g.Opts.PerOperator}
+	ops := mutate.Operators(kinds...)
 	if !g.NoBatch {
 		accept := map[string][]string{}
 		for _, k := range kinds {
 			accept[string(k)] = observedOf(k)
 		}
-		arg := map[string]any{"request": mu.request(solution, g.Opts.Seed, ops), "seed": g.Opts.Seed, "problem": p.ID,
+		arg := map[string]any{"request": mutate.Request(solution, g.Opts.Seed, ops, g.Opts.PerOperator), "seed": g.Opts.Seed, "problem": p.ID,
 			"solution": solution, "accept": accept}
 		at := time.Now().UTC()
 		b, berr := harness.JudgeBatchFrom(ctx, g.Checker.Exec, *p, options(g.Checker.limit(false)), plantSource, arg,
@@ -178,13 +179,13 @@ func (g *Generator) plant(ctx context.Context, p *schema.Problem, solution strin
 			return nil, nil, nil, ctx.Err()
 		}
 		if berr == nil {
-			pre = map[string]Run{}
+			pre = map[string]judgedRun{}
 			for i, it := range b.Items {
 				if b.Usable[i] {
 					pre[it.Code] = newRun(b.Verdicts[i], at)
 				}
 			}
-			mutants, merr = decodeMutants(b.Data)
+			mutants, merr = mutate.Decode(b.Data)
 			g.rank(p, mutants)
 			return mutants, pre, merr, nil
 		}
@@ -201,7 +202,7 @@ func (g *Generator) plant(ctx context.Context, p *schema.Problem, solution strin
 // operators drawn per problem, so each kind's first working operator (the
 // one kept) varies across problems instead of always being the
 // alphabetically first. plant.py draws the same.
-func (g *Generator) rank(p *schema.Problem, mutants []Mutant) {
+func (g *mutationGenerator) rank(p *schema.Problem, mutants []mutate.Mutant) {
 	rank := func(op string) uint32 {
 		h := fnv.New32a()
 		fmt.Fprintf(h, "%d\x00%s\x00%s", g.Opts.Seed, p.ID, op)
@@ -210,9 +211,9 @@ func (g *Generator) rank(p *schema.Problem, mutants []Mutant) {
 	sort.SliceStable(mutants, func(i, j int) bool { return rank(mutants[i].Operator) < rank(mutants[j].Operator) })
 }
 
-// ErrReferenceTimeout means a problem's reference solution ran out of time
+// errReferenceTimeout means a problem's reference solution ran out of time
 // at every limit tried: a transient condition (load), retried by a later run.
-var ErrReferenceTimeout = errors.New("correct: the reference solution timed out at every limit tried")
+var errReferenceTimeout = errors.New("correct: the reference solution timed out at every limit tried")
 
 // referenceTries is how many times a reference that runs out of time is
 // run, each time with twice the last time limit: at load 25-30 the
@@ -222,12 +223,12 @@ const referenceTries = 3
 
 // checkReference judges the reference solution, running it again with
 // twice the time limit (up to referenceTries runs) while it times out.
-func (g *Generator) checkReference(ctx context.Context, p *schema.Problem, code string) (Run, error) {
+func (g *mutationGenerator) checkReference(ctx context.Context, p *schema.Problem, code string) (judgedRun, error) {
 	t := g.Checker.limit(false)
-	var run Run
+	var run judgedRun
 	var err error
 	for i := 0; i < referenceTries; i++ {
-		if run, err = g.Checker.CheckWithin(ctx, p, code, t); err != nil || run.Observed != ObservedTimeout {
+		if run, err = g.Checker.CheckWithin(ctx, p, code, t); err != nil || run.Observed != observedTimeout {
 			return run, err
 		}
 		t *= 2
@@ -238,38 +239,38 @@ func (g *Generator) checkReference(ctx context.Context, p *schema.Problem, code 
 // check judges code, running it once more when a run expected to finish
 // timed out: under load a sandbox run can miss its deadline, and a timeout
 // is never the bug it was meant to show.
-func (g *Generator) check(ctx context.Context, p *schema.Problem, code string, loop bool, loopLimit time.Duration) (Run, error) {
+func (g *mutationGenerator) check(ctx context.Context, p *schema.Problem, code string, loop bool, loopLimit time.Duration) (judgedRun, error) {
 	t := g.Checker.limit(false)
 	if loop {
 		t = loopLimit
 	}
 	run, err := g.Checker.CheckWithin(ctx, p, code, t)
-	if err == nil && !loop && run.Observed == ObservedTimeout {
+	if err == nil && !loop && run.Observed == observedTimeout {
 		run, err = g.Checker.CheckWithin(ctx, p, code, t)
 	}
 	return run, err
 }
 
-// UserPrompt is the first user turn: the problem with its tests as examples,
+// userPrompt is the first user turn: the problem with its tests as examples,
 // the way MBPP prompts a model.
-func UserPrompt(p *schema.Problem) string {
+func userPrompt(p *schema.Problem) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(normalizeNewlines(p.Text)))
 	if len(p.Tests) > 0 {
 		tag := "python"
-		if l, err := LanguageOf(p); err == nil {
+		if l, err := languageOf(p); err == nil {
 			tag = string(l)
 		}
 		b.WriteString("\nYour code should pass these tests:\n\n```" + tag + "\n")
-		b.WriteString(TestSource(p))
+		b.WriteString(testSource(p))
 		b.WriteString("```")
 	}
 	return b.String()
 }
 
-// TestSource is the problem's tests as shown to the user: the test imports,
+// testSource is the problem's tests as shown to the user: the test imports,
 // then one test per line.
-func TestSource(p *schema.Problem) string {
+func testSource(p *schema.Problem) string {
 	var b strings.Builder
 	if s := strings.TrimSpace(p.TestImport); s != "" {
 		b.WriteString(s + "\n")
@@ -303,7 +304,7 @@ func funcName(p *schema.Problem, code string) string {
 		return p.EntryPoint
 	}
 	re := defRe
-	if l, err := LanguageOf(p); err == nil && l != executors.Python {
+	if l, err := languageOf(p); err == nil && l != executors.Python {
 		re = langDefRe[l]
 	}
 	if re == nil {
@@ -328,19 +329,19 @@ func codeBlock(code string) string {
 	return "```python\n" + strings.TrimRight(code, "\n") + "\n```"
 }
 
-// BuildDialogue writes the mutation-path dialogue for a kept mutant: the
+// buildDialogue writes the mutation-path dialogue for a kept mutant: the
 // problem, the buggy answer, its real failing run, the analysis with the
 // original solution as the fix, and the fix's real passing run. Every
 // model-free sentence slot has many phrasings, picked by a hash of the
 // dialogue id and the slot, so a corpus does not repeat one template.
-func BuildDialogue(p *schema.Problem, solution string, m Mutant, bug, fix Run, info executors.Info) schema.Dialogue {
+func buildDialogue(p *schema.Problem, solution string, m mutate.Mutant, bug, fix judgedRun, info executors.Info) schema.Dialogue {
 	id := schema.StableID("dlg-correct", "mutation", p.ID, m.Operator, m.Code)
 	fn := funcName(p, solution)
 	msgs := []schema.Message{
-		{Role: schema.RoleUser, Content: UserPrompt(p)},
+		{Role: schema.RoleUser, Content: userPrompt(p)},
 		{Role: schema.RoleAssistant, Content: intro(id, fn) + "\n\n" + codeBlock(m.Code)},
 		{Role: schema.RoleExecution, Content: bug.Output(), Exec: bug.Execution(info)},
-		{Role: schema.RoleAssistant, Content: Analysis(bug, m.Code) + " " + fixHint(m.Code, solution) + fixLead(id, fn) + "\n\n" + codeBlock(solution)},
+		{Role: schema.RoleAssistant, Content: analysis(bug, m.Code) + " " + fixHint(m.Code, solution) + fixLead(id, fn) + "\n\n" + codeBlock(solution)},
 		{Role: schema.RoleExecution, Content: fix.Output(), Exec: fix.Execution(info)},
 		{Role: schema.RoleAssistant, Content: passesAll(id, fn, fix)},
 	}
@@ -356,7 +357,7 @@ func BuildDialogue(p *schema.Problem, solution string, m Mutant, bug, fix Run, i
 			"observed":     bug.Observed,
 			"mutation":     m.Description,
 			"mutant_line":  fmt.Sprint(m.Line),
-			"final_status": ObservedPass,
+			"final_status": observedPass,
 		},
 	}
 }
@@ -407,7 +408,7 @@ func fixLead(id, fn string) string {
 }
 
 // passesAll is the closing turn after the fix's passing run.
-func passesAll(id, fn string, fix Run) string {
+func passesAll(id, fn string, fix judgedRun) string {
 	n := fix.Verdict.Total
 	f, F := "the corrected code", "The corrected code"
 	if fn != "" {
@@ -430,7 +431,7 @@ func passesAll(id, fn string, fix Run) string {
 
 // errorMessage is the first failure's exception line as Python prints it
 // ("NameError: name 'x' is not defined"), or its message.
-func errorMessage(r Run) string {
+func errorMessage(r judgedRun) string {
 	f, _ := firstFailure(r.Verdict)
 	switch {
 	case f.Exception != "" && f.Message != "":
@@ -441,10 +442,10 @@ func errorMessage(r Run) string {
 	return cmp.Or(f.Message, r.Observed)
 }
 
-// Analysis is the assistant's reading of a failing run: it names the error
+// analysis is the assistant's reading of a failing run: it names the error
 // and the line the traceback points at, and states only what the output
 // shows.
-func Analysis(bug Run, buggy string) string {
+func analysis(bug judgedRun, buggy string) string {
 	var b strings.Builder
 	lines := strings.Split(buggy, "\n")
 	at := func(n int) string {
@@ -457,7 +458,7 @@ func Analysis(bug Run, buggy string) string {
 	// one kind does not open the same way across a corpus.
 	v := func(slot string, variants ...string) string { return pick(buggy+"\x00"+slot, variants...) }
 	switch bug.Kind() {
-	case Syntax:
+	case mutate.Syntax:
 		switch {
 		case bug.Lang == "" || bug.Lang == executors.Python:
 			fmt.Fprintf(&b, v("syntax", "The code does not compile: Python reports `%s`", "Python rejects the code before running it with `%s`",
@@ -479,7 +480,7 @@ func Analysis(bug Run, buggy string) string {
 			fmt.Fprintf(&b, " at %s", at(bug.Line))
 		}
 		b.WriteString(".")
-	case Name, Type:
+	case mutate.Name, mutate.Type:
 		fmt.Fprintf(&b, v("raise", "The run failed with `%s`", "The tests hit `%s`", "Running the tests raised `%s`", "Execution stops with `%s`"), errorMessage(bug))
 		if bug.Line > 0 {
 			fmt.Fprintf(&b, ", raised at %s", at(bug.Line))
@@ -488,14 +489,14 @@ func Analysis(bug Run, buggy string) string {
 			fmt.Fprintf(&b, " while running the test `%s`", bug.FailedTest)
 		}
 		b.WriteString(".")
-		if bug.Kind() == Name {
+		if bug.Kind() == mutate.Name {
 			b.WriteString(v("name", " The code uses a name that is never defined.", " That name is not defined anywhere in the code.",
 				" Nothing in the code binds that name.", " The name is a slip: no variable or function is called that."))
 		} else {
 			b.WriteString(v("type", " An operation got a value of the wrong type.", " Two values of incompatible types meet in one operation.",
 				" A value has a different type than the operation expects.", " The types of the operands do not fit together."))
 		}
-	case Logic:
+	case mutate.Logic:
 		if f, ok := firstFailure(bug.Verdict); ok && f.Actual == "None" && f.Expected != "None" {
 			// Say only what the output shows: nothing came back.
 			b.WriteString(v("logic", "The code runs without an exception, but the function returns None instead of a result",
@@ -510,11 +511,11 @@ func Analysis(bug Run, buggy string) string {
 			fmt.Fprintf(&b, v("failed", ": the test `%s` fails", "; `%s` does not hold", ", as `%s` shows"), bug.FailedTest)
 		}
 		b.WriteString(".")
-	case Timeout:
+	case mutate.Timeout:
 		fmt.Fprintf(&b, v("timeout", "The run did not finish in time (%s): on at least one test the code keeps running, most likely in a loop that never reaches its exit condition.",
 			"The tests time out (%s), so some input makes the code run forever: a loop never reaches its end.",
 			"Execution hits the time limit (%s); a loop keeps going because its condition never becomes false."), errorMessage(bug))
-	case Runtime:
+	case mutate.Runtime:
 		fmt.Fprintf(&b, v("runtime", "The code runs, but a test fails with `%s`", "The tests start, then the run fails with `%s`",
 			"At run time the code stops with `%s`", "Running the tests ends in `%s`"), errorMessage(bug))
 		if bug.Line > 0 {

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/internal/mutate"
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/schema"
 )
@@ -21,26 +22,26 @@ import (
 type setReport struct {
 	problems  int
 	skipped   []string
-	perKind   map[Kind]int // problems with at least one kept mutant of the kind
+	perKind   map[mutate.Kind]int // problems with at least one kept mutant of the kind
 	dialogues []schema.Dialogue
 }
 
 func (r setReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d problems, %d skipped, %d dialogues; problems with a failing mutant per kind:", r.problems, len(r.skipped), len(r.dialogues))
-	for _, k := range Kinds() {
+	for _, k := range mutate.Kinds() {
 		fmt.Fprintf(&b, " %s=%d", k, r.perKind[k])
 	}
 	return b.String()
 }
 
 // generateSet runs the mutation path over problems with a few workers, then
-// re-runs every dialogue's execution turns with Verify.
+// re-runs every dialogue's execution turns with verifyDialogue.
 func generateSet(t testing.TB, ex executors.Executor, problems []schema.Problem, workers int) setReport {
 	t.Helper()
-	g := NewGenerator(ex, Options{Seed: 1})
+	g := newGenerator(ex, mutationOptions{Seed: 1})
 	ctx := context.Background()
-	outs := make([]Outcome, len(problems))
+	outs := make([]outcome, len(problems))
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.SetLimit(workers)
 	for i := range problems {
@@ -56,20 +57,20 @@ func generateSet(t testing.TB, ex executors.Executor, problems []schema.Problem,
 	if err := eg.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	rep := setReport{problems: len(problems), perKind: map[Kind]int{}}
+	rep := setReport{problems: len(problems), perKind: map[mutate.Kind]int{}}
 	for i, o := range outs {
 		if o.Skipped != "" {
 			rep.skipped = append(rep.skipped, problems[i].ID+": "+o.Skipped)
 		}
-		seen := map[Kind]bool{}
+		seen := map[mutate.Kind]bool{}
 		for _, d := range o.Dialogues {
-			seen[Kind(d.Labels["bug_kind"])] = true
+			seen[mutate.Kind(d.Labels["bug_kind"])] = true
 		}
 		for k := range seen {
 			rep.perKind[k]++
 		}
 		for _, a := range o.Attempts {
-			if a.Kept != (KindOf(a.Observed) == a.Kind) {
+			if a.Kept != (kindOf(a.Observed) == a.Kind) {
 				t.Errorf("%s %s: kept=%v but observed %s for kind %s", problems[i].ID, a.Operator, a.Kept, a.Observed, a.Kind)
 			}
 		}
@@ -82,7 +83,7 @@ func generateSet(t testing.TB, ex executors.Executor, problems []schema.Problem,
 	eg.SetLimit(workers)
 	for i := range rep.dialogues {
 		eg.Go(func() error {
-			if err := Verify(ectx, g.Checker, &rep.dialogues[i]); err != nil {
+			if err := verifyDialogue(ectx, g.Checker, &rep.dialogues[i]); err != nil {
 				mu.Lock()
 				bad = append(bad, err.Error())
 				mu.Unlock()
@@ -135,7 +136,7 @@ func checkDialogue(t *testing.T, d *schema.Dialogue, p *schema.Problem) {
 	if strings.HasPrefix(fb, "Execution result") || strings.TrimSpace(fb) == "" {
 		t.Errorf("%s: feedback turn %q is empty or carries an execution header", d.ID, fb)
 	}
-	if obs := d.Labels["observed"]; KindOf(obs) != Logic && KindOf(obs) != Timeout && !strings.Contains(fb, obs) {
+	if obs := d.Labels["observed"]; kindOf(obs) != mutate.Logic && kindOf(obs) != mutate.Timeout && !strings.Contains(fb, obs) {
 		t.Errorf("%s: feedback turn lacks the observed %s:\n%s", d.ID, obs, fb)
 	}
 }
@@ -162,7 +163,7 @@ func TestGenerateSampleProblems(t *testing.T) {
 	if len(rep.skipped) > 0 {
 		t.Errorf("skipped sample problems (their references must pass): %v", rep.skipped)
 	}
-	for _, k := range Kinds() {
+	for _, k := range mutate.Kinds() {
 		if rep.perKind[k] == 0 {
 			t.Errorf("no sample problem yields a %s mutant", k)
 		}
@@ -177,7 +178,7 @@ func TestGenerateSampleProblems(t *testing.T) {
 	}
 
 	// The same seed gives the same dialogues (ids and buggy code).
-	g := NewGenerator(ex, Options{Seed: 1})
+	g := newGenerator(ex, mutationOptions{Seed: 1})
 	p := byID[rep.dialogues[0].Sources[0]]
 	a, err := g.Generate(context.Background(), p)
 	if err != nil {
@@ -219,13 +220,13 @@ func TestMBPP50(t *testing.T) {
 	}
 	// Every MBPP solution has a colon and a function body, so syntax and
 	// name mutants bite nearly everywhere; the other kinds depend on the code.
-	for _, k := range Kinds() {
+	for _, k := range mutate.Kinds() {
 		if rep.perKind[k] == 0 {
 			t.Errorf("no problem of 50 yields a %s mutant", k)
 		}
 	}
-	if ok := rep.problems - len(rep.skipped); rep.perKind[Syntax] < ok {
-		t.Errorf("syntax mutants on %d problems, want all %d unskipped", rep.perKind[Syntax], ok)
+	if ok := rep.problems - len(rep.skipped); rep.perKind[mutate.Syntax] < ok {
+		t.Errorf("syntax mutants on %d problems, want all %d unskipped", rep.perKind[mutate.Syntax], ok)
 	}
 }
 
@@ -266,7 +267,7 @@ func TestMBPPSetupNeedsSolution(t *testing.T) {
 	if len(rep.skipped) > 0 {
 		t.Errorf("skipped: %v", rep.skipped)
 	}
-	if rep.perKind[Syntax] != 2 || rep.perKind[Name] != 2 {
-		t.Errorf("problems with syntax/name mutants %d/%d, want 2/2", rep.perKind[Syntax], rep.perKind[Name])
+	if rep.perKind[mutate.Syntax] != 2 || rep.perKind[mutate.Name] != 2 {
+		t.Errorf("problems with syntax/name mutants %d/%d, want 2/2", rep.perKind[mutate.Syntax], rep.perKind[mutate.Name])
 	}
 }

@@ -10,34 +10,35 @@ import (
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/internal/mutate"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
 // Observed outcomes of a run that are not exception names: the harness's
 // outcome words.
 const (
-	ObservedPass        = harness.OutcomePass
-	ObservedWrongAnswer = harness.OutcomeWrongAnswer // a test's comparison or assert failed
-	ObservedTimeout     = harness.OutcomeTimeout
-	ObservedOther       = harness.OutcomeError // failed with no exception we could name
+	observedPass        = harness.OutcomePass
+	observedWrongAnswer = harness.OutcomeWrongAnswer // a test's comparison or assert failed
+	observedTimeout     = harness.OutcomeTimeout
+	observedOther       = harness.OutcomeError // failed with no exception we could name
 )
 
-// KindOf maps an observed outcome to the bug kind it proves, or "" when it
+// kindOf maps an observed outcome to the bug kind it proves, or "" when it
 // proves none (a pass, or an exception outside the five kinds such as
 // IndexError).
-func KindOf(observed string) Kind { return observedKinds[observed] }
+func kindOf(observed string) mutate.Kind { return observedKinds[observed] }
 
 // observedKinds maps each observed outcome that proves a kind to it.
-var observedKinds = map[string]Kind{
-	"SyntaxError": Syntax, "IndentationError": Syntax, "TabError": Syntax,
-	"NameError":         Name,
-	"TypeError":         Type,
-	ObservedWrongAnswer: Logic,
-	ObservedTimeout:     Timeout,
+var observedKinds = map[string]mutate.Kind{
+	"SyntaxError": mutate.Syntax, "IndentationError": mutate.Syntax, "TabError": mutate.Syntax,
+	"NameError":         mutate.Name,
+	"TypeError":         mutate.Type,
+	observedWrongAnswer: mutate.Logic,
+	observedTimeout:     mutate.Timeout,
 }
 
 // observedOf lists the observed outcomes that prove kind k, sorted.
-func observedOf(k Kind) []string {
+func observedOf(k mutate.Kind) []string {
 	var out []string
 	for o, ok := range observedKinds {
 		if ok == k {
@@ -48,10 +49,10 @@ func observedOf(k Kind) []string {
 	return out
 }
 
-// Checker judges candidate code against a problem's tests with the test
+// checker judges candidate code against a problem's tests with the test
 // harness (executors/harness) in the sandbox. Safe for concurrent use when
 // its Executor is.
-type Checker struct {
+type checker struct {
 	Exec executors.Executor
 	// Timeout bounds an ordinary run (default 10 s); LoopTimeout bounds runs
 	// of code expected to loop forever (default 2 s).
@@ -73,7 +74,7 @@ const loopFloor = 500 * time.Millisecond
 // and these runs, which always last their whole limit, were most of the
 // stage's time. The reference's time grows with the machine's load, and
 // the limit with it.
-func (c *Checker) LoopLimit(ref Run) time.Duration {
+func (c *checker) LoopLimit(ref judgedRun) time.Duration {
 	top := cmp.Or(c.LoopTimeout, 2*time.Second)
 	if c.LoopFactor <= 0 {
 		return top
@@ -92,20 +93,20 @@ func options(t time.Duration) harness.Options {
 
 // limit is the time limit of an ordinary run, or with loop of one expected
 // to hang when there is no reference run to scale it by.
-func (c *Checker) limit(loop bool) time.Duration {
+func (c *checker) limit(loop bool) time.Duration {
 	if loop {
 		return cmp.Or(c.LoopTimeout, 2*time.Second)
 	}
 	return cmp.Or(c.Timeout, 10*time.Second)
 }
 
-// Run is one judged execution.
-type Run struct {
+// judgedRun is one judged execution.
+type judgedRun struct {
 	Verdict harness.Verdict
 	// Observed is the verdict's outcome (harness.Verdict.Outcome) with any
-	// module prefix of an exception name dropped: ObservedPass,
-	// ObservedWrongAnswer, ObservedTimeout, an exception name, or
-	// ObservedOther. The first failure decides: the code's failure to load,
+	// module prefix of an exception name dropped: observedPass,
+	// observedWrongAnswer, observedTimeout, an exception name, or
+	// observedOther. The first failure decides: the code's failure to load,
 	// else the first failing test in order.
 	Observed string
 	// Line is the line of the code the first failure points at (a syntax
@@ -121,11 +122,11 @@ type Run struct {
 }
 
 // Passed reports whether every test passed.
-func (r Run) Passed() bool { return r.Verdict.Passed }
+func (r judgedRun) Passed() bool { return r.Verdict.Passed }
 
 // newRun reads a verdict's first failure.
-func newRun(v harness.Verdict, at time.Time) Run {
-	r := Run{Verdict: v, Observed: v.Outcome(), At: at}
+func newRun(v harness.Verdict, at time.Time) judgedRun {
+	r := judgedRun{Verdict: v, Observed: v.Outcome(), At: at}
 	if i := strings.LastIndex(r.Observed, "."); i >= 0 {
 		r.Observed = r.Observed[i+1:] // json.decoder.JSONDecodeError -> JSONDecodeError
 	}
@@ -153,22 +154,22 @@ func firstFailure(v harness.Verdict) (harness.CaseResult, bool) {
 }
 
 // Check judges code against p's tests; loop selects the short time limit
-// for code expected to hang. A failing program is a Run, not an error; an
+// for code expected to hang. A failing program is a judgedRun, not an error; an
 // error means the sandbox failed or p cannot be judged.
-func (c *Checker) Check(ctx context.Context, p *schema.Problem, code string, loop bool) (Run, error) {
+func (c *checker) Check(ctx context.Context, p *schema.Problem, code string, loop bool) (judgedRun, error) {
 	return c.CheckWithin(ctx, p, code, c.limit(loop))
 }
 
 // CheckWithin is Check with the run's time limit t.
-func (c *Checker) CheckWithin(ctx context.Context, p *schema.Problem, code string, t time.Duration) (Run, error) {
+func (c *checker) CheckWithin(ctx context.Context, p *schema.Problem, code string, t time.Duration) (judgedRun, error) {
 	at := time.Now().UTC()
-	lang, err := LanguageOf(p)
+	lang, err := languageOf(p)
 	if err != nil {
-		return Run{}, err
+		return judgedRun{}, err
 	}
 	v, err := harness.JudgeIn(ctx, c.Exec, lang, *p, code, options(t))
 	if err != nil {
-		return Run{}, fmt.Errorf("correct: run tests: %w", err)
+		return judgedRun{}, fmt.Errorf("correct: run tests: %w", err)
 	}
 	r := newRun(v, at)
 	if lang != executors.Python {
@@ -179,11 +180,11 @@ func (c *Checker) CheckWithin(ctx context.Context, p *schema.Problem, code strin
 
 // Rerun runs the judge program recorded in an execution again under the
 // same limits, to confirm what it showed.
-func (c *Checker) Rerun(ctx context.Context, e *schema.Execution) (Run, error) {
+func (c *checker) Rerun(ctx context.Context, e *schema.Execution) (judgedRun, error) {
 	at := time.Now().UTC()
 	v, err := harness.Rerun(ctx, c.Exec, *e)
 	if err != nil {
-		return Run{}, fmt.Errorf("correct: %w", err)
+		return judgedRun{}, fmt.Errorf("correct: %w", err)
 	}
 	r := newRun(v, at)
 	if e.Language != "" && e.Language != string(executors.Python) {
@@ -195,11 +196,11 @@ func (c *Checker) Rerun(ctx context.Context, e *schema.Execution) (Run, error) {
 // Output is the text of an execution turn for r: the harness's feedback
 // (the error with its traceback, expected versus actual with the test, or
 // the timeout), all real output of the run.
-func (r Run) Output() string { return strings.TrimRight(r.Verdict.Feedback, "\n") }
+func (r judgedRun) Output() string { return strings.TrimRight(r.Verdict.Feedback, "\n") }
 
 // Execution is the record of r for an execution turn; what the run's result
 // does not name (driver, image, memory limit) comes from info.
-func (r Run) Execution(info executors.Info) *schema.Execution {
+func (r judgedRun) Execution(info executors.Info) *schema.Execution {
 	e := r.Verdict.ExecutionIn(r.Lang)
 	e.ExecutedAt = r.At
 	if e.Driver == "" {
@@ -227,26 +228,26 @@ func normalizeNewlines(s string) string {
 // the long deadline: proven. Code that only ran out of wall time finishes
 // this time, and the returned run, with its real outcome, replaces the
 // timeout.
-func (c *Checker) ProveTimeout(ctx context.Context, p *schema.Problem, code string, limit time.Duration) (proof Run, proven bool, err error) {
+func (c *checker) ProveTimeout(ctx context.Context, p *schema.Problem, code string, limit time.Duration) (proof judgedRun, proven bool, err error) {
 	cpu := min(max(2*limit, time.Second), 4*time.Second)
 	wall := 4*cpu + 2*time.Second
 	opts := harness.Options{Timeout: wall, CaseTimeout: wall}
-	lang, err := LanguageOf(p)
+	lang, err := languageOf(p)
 	if err != nil {
-		return Run{}, false, err
+		return judgedRun{}, false, err
 	}
 	var req executors.Request
 	var decode func(executors.Result) harness.Verdict
 	if lang == executors.Python {
 		pr, err := harness.Build(*p, code, opts)
 		if err != nil {
-			return Run{}, false, fmt.Errorf("correct: prove timeout: %w", err)
+			return judgedRun{}, false, fmt.Errorf("correct: prove timeout: %w", err)
 		}
 		req, decode = pr.Request(), pr.Decode
 	} else {
 		lp, err := harness.BuildIn(lang, *p, code, opts)
 		if err != nil {
-			return Run{}, false, fmt.Errorf("correct: prove timeout: %w", err)
+			return judgedRun{}, false, fmt.Errorf("correct: prove timeout: %w", err)
 		}
 		req, decode = lp.Request(), lp.Decode
 	}
@@ -258,11 +259,11 @@ func (c *Checker) ProveTimeout(ctx context.Context, p *schema.Problem, code stri
 	at := time.Now().UTC()
 	res, err := c.Exec.Run(ctx, req)
 	if err != nil {
-		return Run{}, false, fmt.Errorf("correct: prove timeout: %w", err)
+		return judgedRun{}, false, fmt.Errorf("correct: prove timeout: %w", err)
 	}
 	proof = newRun(decode(res), at)
 	if lang != executors.Python {
 		proof.Lang = lang
 	}
-	return proof, res.Signal == "SIGXCPU" || res.TimedOut || proof.Observed == ObservedTimeout, nil
+	return proof, res.Signal == "SIGXCPU" || res.TimedOut || proof.Observed == observedTimeout, nil
 }

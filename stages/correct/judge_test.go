@@ -14,7 +14,7 @@ import (
 // that the recorded program re-runs to the same outcome.
 func TestCheckerObserves(t *testing.T) {
 	ex := sandbox(t)
-	c := &Checker{Exec: ex, LoopTimeout: 1500e6}
+	c := &checker{Exec: ex, LoopTimeout: 1500e6}
 	p := &schema.Problem{Query: schema.Query{ID: "t/add"}, Tests: []string{"assert add(1, 2) == 3", "assert add(2, 2) == 4"}}
 	cases := []struct {
 		name, code string
@@ -22,13 +22,13 @@ func TestCheckerObserves(t *testing.T) {
 		want       string
 		line       int
 	}{
-		{"pass", "def add(a, b):\n    return a + b\n", false, ObservedPass, 0},
-		{"wrong", "def add(a, b):\n    return a - b\n", false, ObservedWrongAnswer, 0},
+		{"pass", "def add(a, b):\n    return a + b\n", false, observedPass, 0},
+		{"wrong", "def add(a, b):\n    return a - b\n", false, observedWrongAnswer, 0},
 		{"name", "def add(a, b):\n    return a + c\n", false, "NameError", 2},
 		{"type", "def add(a, b):\n    return str(a) + b\n", false, "TypeError", 2},
 		{"syntax", "def add(a, b)\n    return a + b\n", false, "SyntaxError", 1},
 		{"indent", "def add(a, b):\n    s = a\n      return s + b\n", false, "IndentationError", 3},
-		{"timeout", "def add(a, b):\n    while True:\n        pass\n", true, ObservedTimeout, 0},
+		{"timeout", "def add(a, b):\n    while True:\n        pass\n", true, observedTimeout, 0},
 		{"other", "def add(a, b):\n    return [a][b]\n", false, "IndexError", 2},
 	}
 	for _, tc := range cases {
@@ -45,15 +45,15 @@ func TestCheckerObserves(t *testing.T) {
 			}
 			out := r.Output()
 			switch tc.want {
-			case ObservedPass:
+			case observedPass:
 				if !strings.Contains(out, "All 2 tests passed.") {
 					t.Errorf("pass output %q lacks the pass line", out)
 				}
-			case ObservedWrongAnswer:
+			case observedWrongAnswer:
 				if !strings.Contains(out, "Test failed for input add(1, 2): expected 3, got -1") || r.FailedTest != "assert add(1, 2) == 3" {
 					t.Errorf("wrong-answer output %q / failed test %q, want expected 3, got -1 for the first test", out, r.FailedTest)
 				}
-			case ObservedTimeout:
+			case observedTimeout:
 				if !strings.Contains(out, "timed out after 1.5s") || !r.Execution(c.Exec.Info()).TimedOut {
 					t.Errorf("timeout output %q does not name the time limit, or the record is not timed out", out)
 				}
@@ -76,7 +76,7 @@ func TestCheckerObserves(t *testing.T) {
 // TestCheckerSetupAfterSolution covers MBPP's test setup that uses a class
 // the solution defines.
 func TestCheckerSetupAfterSolution(t *testing.T) {
-	c := &Checker{Exec: sandbox(t)}
+	c := &checker{Exec: sandbox(t)}
 	p := &schema.Problem{Query: schema.Query{ID: "t/tree"}, Setup: "root = Node(1)\r\nroot.left = Node(2)\r\n",
 		Tests: []string{"assert size(root) == 2"}}
 	code := "class Node:\n    def __init__(self, v):\n        self.v, self.left, self.right = v, None, None\n\ndef size(n):\n    return 0 if n is None else 1 + size(n.left) + size(n.right)\n"
@@ -92,22 +92,22 @@ func TestCheckerSetupAfterSolution(t *testing.T) {
 // TestLoopLimit checks how the limit of runs expected to hang follows the
 // reference solution's run time.
 func TestLoopLimit(t *testing.T) {
-	ref := func(d time.Duration) Run {
-		var r Run
+	ref := func(d time.Duration) judgedRun {
+		var r judgedRun
 		r.Verdict.Result.Duration = d
 		return r
 	}
 	tests := []struct {
-		c    Checker
+		c    checker
 		ref  time.Duration
 		want time.Duration
 	}{
-		{Checker{LoopFactor: 10}, 20 * time.Millisecond, 500 * time.Millisecond}, // the floor
-		{Checker{LoopFactor: 10}, 61 * time.Millisecond, 750 * time.Millisecond}, // 610 ms up to a quarter second
-		{Checker{LoopFactor: 10}, time.Second, 2 * time.Second},                  // capped at the default loop_timeout
-		{Checker{LoopFactor: 10, LoopTimeout: 5 * time.Second}, time.Second / 3, 3500 * time.Millisecond},
-		{Checker{LoopFactor: 10, LoopTimeout: 300 * time.Millisecond}, 0, 300 * time.Millisecond}, // loop_timeout below the floor wins
-		{Checker{}, 20 * time.Millisecond, 2 * time.Second},                                       // factor 0: always loop_timeout
+		{checker{LoopFactor: 10}, 20 * time.Millisecond, 500 * time.Millisecond}, // the floor
+		{checker{LoopFactor: 10}, 61 * time.Millisecond, 750 * time.Millisecond}, // 610 ms up to a quarter second
+		{checker{LoopFactor: 10}, time.Second, 2 * time.Second},                  // capped at the default loop_timeout
+		{checker{LoopFactor: 10, LoopTimeout: 5 * time.Second}, time.Second / 3, 3500 * time.Millisecond},
+		{checker{LoopFactor: 10, LoopTimeout: 300 * time.Millisecond}, 0, 300 * time.Millisecond}, // loop_timeout below the floor wins
+		{checker{}, 20 * time.Millisecond, 2 * time.Second},                                       // factor 0: always loop_timeout
 	}
 	for _, tt := range tests {
 		if got := tt.c.LoopLimit(ref(tt.ref)); got != tt.want {
@@ -121,7 +121,7 @@ func TestLoopLimit(t *testing.T) {
 // loop limit (it computes a little longer, then fails) finishes on the
 // re-check, which names its real outcome.
 func TestProveTimeout(t *testing.T) {
-	c := &Checker{Exec: sandbox(t)}
+	c := &checker{Exec: sandbox(t)}
 	p := &schema.Problem{Query: schema.Query{ID: "t/add"}, Tests: []string{"assert add(1, 2) == 3"}}
 	cases := []struct {
 		name, code string
@@ -146,7 +146,7 @@ func TestProveTimeout(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if first.Observed != ObservedTimeout {
+			if first.Observed != observedTimeout {
 				t.Fatalf("first check: observed %q, want a timeout under %v", first.Observed, limit)
 			}
 			proof, proven, err := c.ProveTimeout(context.Background(), p, tc.code, limit)
@@ -168,14 +168,14 @@ func TestProveTimeout(t *testing.T) {
 // TestReferenceRetried: a reference that runs out of time is run again
 // with a doubled limit rather than lost.
 func TestReferenceRetried(t *testing.T) {
-	g := &Generator{Checker: &Checker{Exec: sandbox(t), Timeout: time.Second}}
+	g := &mutationGenerator{Checker: &checker{Exec: sandbox(t), Timeout: time.Second}}
 	p := &schema.Problem{Query: schema.Query{ID: "t/add"}, Tests: []string{"assert add(1, 2) == 3"}}
 	code := "import time\ndef add(a, b):\n    time.sleep(1.2)\n    return a + b\n"
 	r, err := g.checkReference(context.Background(), p, code)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Observed != ObservedPass {
+	if r.Observed != observedPass {
 		t.Errorf("observed %q, want pass once the limit is doubled (output %q)", r.Observed, r.Output())
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/internal/mutate"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -27,9 +28,9 @@ var checkedFirst = map[executors.Language]bool{
 	executors.Go: true, executors.Java: true, executors.Rust: true,
 }
 
-// LanguageOf is the language of p's code: its Language field, Python
+// languageOf is the language of p's code: its Language field, Python
 // when empty. An unknown or unjudged language is an error.
-func LanguageOf(p *schema.Problem) (executors.Language, error) {
+func languageOf(p *schema.Problem) (executors.Language, error) {
 	if strings.TrimSpace(p.Language) == "" {
 		return executors.Python, nil
 	}
@@ -47,93 +48,93 @@ func langName(l executors.Language) string {
 	return string(l)
 }
 
-// Plantable reports whether the model path can plant a bug of kind in
+// plantable reports whether the model path can plant a bug of kind in
 // lang so that it fails as that kind: Python has the five kinds; other
 // languages add runtime, and those checked before running lose name and
 // type.
-func Plantable(lang executors.Language, kind Kind) bool {
+func plantable(lang executors.Language, kind mutate.Kind) bool {
 	switch kind {
-	case Syntax, Logic, Timeout:
+	case mutate.Syntax, mutate.Logic, mutate.Timeout:
 		return true
-	case Name, Type:
+	case mutate.Name, mutate.Type:
 		return !checkedFirst[lang]
-	case Runtime:
+	case mutate.Runtime:
 		return lang != executors.Python
 	}
 	return false
 }
 
 // Kind is the bug kind r's first failure proves, or "" when none.
-// Python's outcomes map as KindOf says; elsewhere a failed compile or
+// Python's outcomes map as kindOf says; elsewhere a failed compile or
 // parse is the syntax kind, an undefined name the name kind, a value of
 // the wrong type the type kind, and any other exception, panic or
 // crash while the tests run the runtime kind.
-func (r Run) Kind() Kind {
+func (r judgedRun) Kind() mutate.Kind {
 	if r.Lang == "" || r.Lang == executors.Python {
-		return KindOf(r.Observed)
+		return kindOf(r.Observed)
 	}
 	switch r.Observed {
-	case ObservedPass, ObservedOther:
+	case observedPass, observedOther:
 		return ""
-	case ObservedWrongAnswer:
-		return Logic
-	case ObservedTimeout:
-		return Timeout
+	case observedWrongAnswer:
+		return mutate.Logic
+	case observedTimeout:
+		return mutate.Timeout
 	}
 	if l := r.Verdict.Load; l != nil && l.Kind == harness.KindSyntax {
-		return Syntax
+		return mutate.Syntax
 	}
 	f, _ := firstFailure(r.Verdict)
 	switch r.Lang {
 	case executors.JavaScript:
 		switch r.Observed {
 		case "ReferenceError":
-			return Name
+			return mutate.Name
 		case "TypeError":
-			return Type
+			return mutate.Type
 		}
 	case executors.Ruby:
 		switch r.Observed {
 		case "NameError":
-			return Name
+			return mutate.Name
 		case "TypeError":
-			return Type
+			return mutate.Type
 		}
 	case executors.PHP:
 		switch {
 		case r.Observed == "TypeError":
-			return Type
+			return mutate.Type
 		case strings.HasPrefix(f.Message, "Call to undefined function"), strings.HasPrefix(f.Message, "Undefined variable"):
-			return Name
+			return mutate.Name
 		}
 	case executors.Lua:
 		// Lua's errors have no types; the message tells.
 		switch {
 		case strings.Contains(f.Message, "(global '"):
-			return Name
+			return mutate.Name
 		case strings.Contains(f.Message, "attempt to "):
-			return Type
+			return mutate.Type
 		}
 	}
-	return Runtime
+	return mutate.Runtime
 }
 
 // langHints tell the model what an error of each kind looks like outside
 // Python.
-func langHint(lang executors.Language, kind Kind) string {
+func langHint(lang executors.Language, kind mutate.Kind) string {
 	switch kind {
-	case Syntax:
+	case mutate.Syntax:
 		if checkedFirst[lang] {
 			return "a compile error, such as a missing semicolon or bracket, a misspelled or undeclared name, or a value of the wrong type, so that the code does not compile."
 		}
 		return "a syntax error, such as a missing bracket, keyword or delimiter, so that the code does not parse."
-	case Name:
+	case mutate.Name:
 		return "a variable or function that is misspelled or never defined where it is used, so that the run fails when it is reached."
-	case Type:
+	case mutate.Type:
 		return "an operation applied to a value of the wrong type at run time, such as calling a number or a method that the value's type lacks."
-	case Logic:
+	case mutate.Logic:
 		return "the code runs to the end without any error but returns a wrong result for at least one test (an off-by-one, a wrong comparison or operator)."
-	case Runtime:
+	case mutate.Runtime:
 		return "the code " + map[bool]string{true: "compiles", false: "loads"}[checkedFirst[lang]] +
 			" but fails with an exception, a panic or a crash on at least one test input (an index out of range, a null or nil dereference, a division by zero)."
 	}

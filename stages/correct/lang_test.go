@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/internal/mutate"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
@@ -71,28 +72,28 @@ func TestModelInjectionLanguages(t *testing.T) {
 		injectionCase
 		analysis string // a phrase the analysis must hold
 	}{
-		{injectionCase{"c compile error", probs["ml/add/c"], Syntax, []string{fenced("c", "int add(int a, int b) {\n  return a + b\n}\n")},
+		{injectionCase{"c compile error", probs["ml/add/c"], mutate.Syntax, []string{fenced("c", "int add(int a, int b) {\n  return a + b\n}\n")},
 			"", "CompileError", "reference"}, "main.c:2:15: error: expected"},
-		{injectionCase{"c crash", probs["ml/vowels/c"], Runtime, []string{fenced("c", bugs["ml/vowels/c"])},
+		{injectionCase{"c crash", probs["ml/vowels/c"], mutate.Runtime, []string{fenced("c", bugs["ml/vowels/c"])},
 			"", "Segmentation fault", "reference"}, "Segmentation fault"},
-		{injectionCase{"c unchanged", probs["ml/add/c"], Syntax, []string{fenced("c", probs["ml/add/c"].Solution)},
+		{injectionCase{"c unchanged", probs["ml/add/c"], mutate.Syntax, []string{fenced("c", probs["ml/add/c"].Solution)},
 			"reference solution unchanged", "", ""}, ""},
-		{injectionCase{"go panic", probs["ml/average/go"], Runtime, []string{fenced("go", bugs["ml/average/go"])},
+		{injectionCase{"go panic", probs["ml/average/go"], mutate.Runtime, []string{fenced("go", bugs["ml/average/go"])},
 			"", "panic", "reference"}, "index out of range"},
-		{injectionCase{"go logic fixed by model", noRef("ml/add/go"), Logic, []string{fenced("go", bugs["ml/add/go"]),
+		{injectionCase{"go logic fixed by model", noRef("ml/add/go"), mutate.Logic, []string{fenced("go", bugs["ml/add/go"]),
 			"The subtraction should be an addition.\n\n```go\n" + probs["ml/add/go"].Solution + "```"},
-			"", ObservedWrongAnswer, "model"}, "add(2, 3)"},
-		{injectionCase{"js type error", probs["ml/vowels/javascript"], Type, []string{fenced("javascript", bugs["ml/vowels/javascript"])},
+			"", observedWrongAnswer, "model"}, "add(2, 3)"},
+		{injectionCase{"js type error", probs["ml/vowels/javascript"], mutate.Type, []string{fenced("javascript", bugs["ml/vowels/javascript"])},
 			"", "TypeError", "reference"}, "is not a function"},
-		{injectionCase{"js name error", probs["ml/vowels/javascript"], Name, []string{fenced("javascript",
+		{injectionCase{"js name error", probs["ml/vowels/javascript"], mutate.Name, []string{fenced("javascript",
 			"function countVowels(s) {\n  let n = 0;\n  for (const c of s) if ('aeiou'.includes(c)) m++;\n  return n;\n}\n")},
 			"", "ReferenceError", "reference"}, "m is not defined"},
-		{injectionCase{"js wrong kind", probs["ml/vowels/javascript"], Name, []string{fenced("javascript", bugs["ml/vowels/javascript"])},
+		{injectionCase{"js wrong kind", probs["ml/vowels/javascript"], mutate.Name, []string{fenced("javascript", bugs["ml/vowels/javascript"])},
 			"another kind", "", ""}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			lang, err := LanguageOf(tc.p)
+			lang, err := languageOf(tc.p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +104,7 @@ func TestModelInjectionLanguages(t *testing.T) {
 				t.Skipf("no %s toolchain in the sandbox", lang)
 			}
 			// Compilers are slow on a loaded machine; the limits only bound.
-			d, g, reqs := tc.run(t, func(g *ModelGenerator) {
+			d, g, reqs := tc.run(t, func(g *modelGenerator) {
 				g.Checker.Timeout = 60 * time.Second
 				g.Checker.LoopTimeout = 5 * time.Second
 			})
@@ -145,9 +146,9 @@ func TestModelInjectionLanguages(t *testing.T) {
 				}
 			}
 			tampered := *d
-			tampered.Labels = map[string]string{"bug_kind": string(Logic), "observed": d.Labels["observed"]}
-			if tc.kind != Logic {
-				if err := Verify(context.Background(), g.Checker, &tampered); err == nil || !strings.Contains(err.Error(), "of bug kind") {
+			tampered.Labels = map[string]string{"bug_kind": string(mutate.Logic), "observed": d.Labels["observed"]}
+			if tc.kind != mutate.Logic {
+				if err := verifyDialogue(context.Background(), g.Checker, &tampered); err == nil || !strings.Contains(err.Error(), "of bug kind") {
 					t.Errorf("verify with a wrong bug_kind label: %v, want a kind mismatch", err)
 				}
 			}
@@ -161,20 +162,20 @@ func TestModelInjectionLanguages(t *testing.T) {
 func TestPlantable(t *testing.T) {
 	for _, tc := range []struct {
 		lang executors.Language
-		kind Kind
+		kind mutate.Kind
 		want bool
 	}{
-		{executors.Python, Name, true}, {executors.Python, Runtime, false},
-		{executors.C, Syntax, true}, {executors.C, Name, false}, {executors.Go, Type, false}, {executors.Rust, Runtime, true},
-		{executors.TypeScript, Name, false}, {executors.JavaScript, Name, true}, {executors.Lua, Type, true},
+		{executors.Python, mutate.Name, true}, {executors.Python, mutate.Runtime, false},
+		{executors.C, mutate.Syntax, true}, {executors.C, mutate.Name, false}, {executors.Go, mutate.Type, false}, {executors.Rust, mutate.Runtime, true},
+		{executors.TypeScript, mutate.Name, false}, {executors.JavaScript, mutate.Name, true}, {executors.Lua, mutate.Type, true},
 	} {
-		if got := Plantable(tc.lang, tc.kind); got != tc.want {
+		if got := plantable(tc.lang, tc.kind); got != tc.want {
 			t.Errorf("Plantable(%s, %s) = %v, want %v", tc.lang, tc.kind, got, tc.want)
 		}
 	}
-	g := &ModelGenerator{}
+	g := &modelGenerator{}
 	p := &schema.Problem{Query: schema.Query{ID: "ml/add/go", Language: "go"}, Tests: []string{"assertEqual(add(1, 2), 3)"}}
-	if _, err := g.Generate(context.Background(), p, Name); err == nil || IsDiscarded(err) || !strings.Contains(err.Error(), "no name bug can be planted in Go") {
+	if _, err := g.Generate(context.Background(), p, mutate.Name); err == nil || isDiscarded(err) || !strings.Contains(err.Error(), "no name bug can be planted in Go") {
 		t.Errorf("a name bug in Go: %v, want a refusal", err)
 	}
 }

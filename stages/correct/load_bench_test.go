@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/codefeedback/codefeedback/internal/mutate"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -63,9 +64,9 @@ func TestMBPPUnderLoad(t *testing.T) {
 	loads := &loadSampler{}
 	loads.start(30 * time.Second)
 	begin := time.Now()
-	o := DefaultStageOptions
-	g := &Generator{Exec: ex, Checker: &Checker{Exec: ex, Timeout: o.Timeout, LoopTimeout: o.LoopTimeout, LoopFactor: o.LoopFactor},
-		Opts: Options{Seed: o.Seed, PerOperator: o.PerOperator, PerKind: o.PerKind}}
+	o := DefaultOptions
+	g := &mutationGenerator{Exec: ex, Checker: &checker{Exec: ex, Timeout: o.Timeout, LoopTimeout: o.LoopTimeout, LoopFactor: o.LoopFactor},
+		Opts: mutationOptions{Seed: o.Seed, PerOperator: o.PerOperator, PerKind: o.PerKind}}
 	sums := make([]problemSummary, len(problems))
 	ctx := context.Background()
 	eg, ectx := errgroup.WithContext(ctx)
@@ -76,7 +77,7 @@ func TestMBPPUnderLoad(t *testing.T) {
 			s := problemSummary{ID: p.ID}
 			out, err := g.Generate(ectx, p)
 			switch {
-			case errors.Is(err, ErrReferenceTimeout):
+			case errors.Is(err, errReferenceTimeout):
 				s.Error = "reference timeout"
 			case err != nil:
 				return fmt.Errorf("%s: %w", p.ID, err)
@@ -115,7 +116,7 @@ func TestMBPPUnderLoad(t *testing.T) {
 			published++
 		}
 		for _, d := range s.Dialogues {
-			if d.Kind == string(Timeout) {
+			if d.Kind == string(mutate.Timeout) {
 				timeouts++
 			}
 		}
@@ -138,7 +139,7 @@ func TestMBPPUnderLoad(t *testing.T) {
 	checked := 0
 	for _, s := range sums {
 		for _, d := range s.Dialogues {
-			if d.Kind != string(Timeout) {
+			if d.Kind != string(mutate.Timeout) {
 				continue
 			}
 			checked++
@@ -147,7 +148,7 @@ func TestMBPPUnderLoad(t *testing.T) {
 				if err != nil {
 					return fmt.Errorf("%s: re-check: %w", s.ID, err)
 				}
-				if run.Observed != ObservedTimeout {
+				if run.Observed != observedTimeout {
 					mu.Lock()
 					contradicted = append(contradicted, fmt.Sprintf("%s %s: labelled timeout, the quiet re-check observed %s", s.ID, d.Operator, run.Observed))
 					mu.Unlock()

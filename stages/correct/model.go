@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/internal/mutate"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
 	"github.com/codefeedback/codefeedback/prompts"
@@ -14,40 +15,36 @@ import (
 )
 
 // kindHints tell the model what an error of each kind looks like.
-var kindHints = map[Kind]string{
-	Syntax:  "a syntax error, such as a missing colon, an unclosed bracket or a wrong indentation, so that the code does not compile.",
-	Name:    "a name error: a variable or function that is misspelled or never defined where it is used.",
-	Type:    "a type error: an operation applied to a value of the wrong type, such as adding a string to a number.",
-	Logic:   "a logic error: the code runs without any exception but returns a wrong result for at least one test (an off-by-one, a wrong comparison or operator).",
-	Timeout: "a loop that never ends for at least one of the test inputs.",
+var kindHints = map[mutate.Kind]string{
+	mutate.Syntax:  "a syntax error, such as a missing colon, an unclosed bracket or a wrong indentation, so that the code does not compile.",
+	mutate.Name:    "a name error: a variable or function that is misspelled or never defined where it is used.",
+	mutate.Type:    "a type error: an operation applied to a value of the wrong type, such as adding a string to a number.",
+	mutate.Logic:   "a logic error: the code runs without any exception but returns a wrong result for at least one test (an off-by-one, a wrong comparison or operator).",
+	mutate.Timeout: "a loop that never ends for at least one of the test inputs.",
 }
 
-// ModelGenerator runs the model path. Safe for concurrent use when its
+// modelGenerator runs the model path. Safe for concurrent use when its
 // Chatter and Executor are.
-type ModelGenerator struct {
+type modelGenerator struct {
 	Chat    llm.Chatter
 	Exec    executors.Executor
-	Checker *Checker
+	Checker *checker
 	// Model names the model in the dialogue record (the endpoint's answer
 	// takes precedence when it reports one).
 	Model string
 }
 
-// Discarded explains why the model path produced no dialogue for a problem:
+// discardError explains why the model path produced no dialogue for a problem:
 // the injected bug did not bite, bit as the wrong kind, or the fix failed.
-type Discarded struct {
-	Kind     Kind
+type discardError struct {
+	Kind     mutate.Kind
 	Observed string
 	Reason   string
 }
 
-func (d *Discarded) Error() string {
+func (d *discardError) Error() string {
 	return fmt.Sprintf("correct: %s injection discarded: %s (observed %s)", d.Kind, d.Reason, d.Observed)
 }
-
-// PromptVersion is the combined version of the model path's prompts for
-// Python problems.
-func PromptVersion() (string, error) { return promptVersion(executors.Python) }
 
 // promptNames are the model path's prompts for code in lang: Python keeps
 // its own, so its dialogues stay as they were.
@@ -76,10 +73,10 @@ func render(name string, data any) (string, error) {
 // plain request for correct code, the buggy answer, its real error output,
 // the fix (p's reference solution when it has one, else the model's) and the
 // fix's passing run. A bug that does not bite, bites as another kind, or a
-// fix that fails gives a *Discarded error; other errors come from the model
+// fix that fails gives a *discardError error; other errors come from the model
 // client or the sandbox.
-func (g *ModelGenerator) Generate(ctx context.Context, p *schema.Problem, kind Kind) (schema.Dialogue, error) {
-	lang, err := LanguageOf(p)
+func (g *modelGenerator) Generate(ctx context.Context, p *schema.Problem, kind mutate.Kind) (schema.Dialogue, error) {
+	lang, err := languageOf(p)
 	if err != nil {
 		return schema.Dialogue{}, err
 	}
@@ -90,13 +87,13 @@ func (g *ModelGenerator) Generate(ctx context.Context, p *schema.Problem, kind K
 	if !ok {
 		return schema.Dialogue{}, fmt.Errorf("correct: unknown bug kind %q", kind)
 	}
-	if !Plantable(lang, kind) {
+	if !plantable(lang, kind) {
 		return schema.Dialogue{}, fmt.Errorf("correct: no %s bug can be planted in %s: its failure would not show as that kind", kind, langName(lang))
 	}
 	if len(p.Tests) == 0 {
-		return schema.Dialogue{}, &Discarded{Kind: kind, Reason: "problem has no tests to run"}
+		return schema.Dialogue{}, &discardError{Kind: kind, Reason: "problem has no tests to run"}
 	}
-	task := UserPrompt(p)
+	task := userPrompt(p)
 	injectName, fixName := promptNames(lang)
 	tag := string(lang)
 	inject, err := render(injectName, map[string]any{"Kind": string(kind), "KindHint": hint, "Task": task,
@@ -115,14 +112,14 @@ func (g *ModelGenerator) Generate(ctx context.Context, p *schema.Problem, kind K
 	}
 	buggy, err := parse.Code(resp.Text, tag)
 	if err != nil {
-		return schema.Dialogue{}, &Discarded{Kind: kind, Reason: "the answer holds no " + tag + " code: " + err.Error()}
+		return schema.Dialogue{}, &discardError{Kind: kind, Reason: "the answer holds no " + tag + " code: " + err.Error()}
 	}
 	if sol := p.Solution; strings.TrimSpace(sol) != "" && sameCode(buggy, sol) {
 		// Not worth a sandbox run: the reference passes by definition.
-		return schema.Dialogue{}, &Discarded{Kind: kind, Observed: ObservedPass,
+		return schema.Dialogue{}, &discardError{Kind: kind, Observed: observedPass,
 			Reason: "the code did not fail: the model returned the reference solution unchanged, with no bug planted"}
 	}
-	bug, err := g.Checker.Check(ctx, p, buggy, kind == Timeout)
+	bug, err := g.Checker.Check(ctx, p, buggy, kind == mutate.Timeout)
 	if err != nil {
 		return schema.Dialogue{}, err
 	}
@@ -131,13 +128,13 @@ func (g *ModelGenerator) Generate(ctx context.Context, p *schema.Problem, kind K
 		if !bug.Passed() {
 			reason = "the code failed as another kind"
 		}
-		return schema.Dialogue{}, &Discarded{Kind: kind, Observed: bug.Observed, Reason: reason}
+		return schema.Dialogue{}, &discardError{Kind: kind, Observed: bug.Observed, Reason: reason}
 	}
 
 	var fixText, fixCode, fixBy string
 	if sol := normalizeNewlines(p.Solution); strings.TrimSpace(sol) != "" {
 		fixCode, fixBy = sol, "reference"
-		fixText = Analysis(bug, buggy) + " Here is the corrected code:\n\n" + fence(lang, sol)
+		fixText = analysis(bug, buggy) + " Here is the corrected code:\n\n" + fence(lang, sol)
 	} else {
 		ask, err := render(fixName, map[string]any{"Output": bug.Output(), "Language": langName(lang), "Fence": tag})
 		if err != nil {
@@ -149,7 +146,7 @@ func (g *ModelGenerator) Generate(ctx context.Context, p *schema.Problem, kind K
 			return schema.Dialogue{}, fmt.Errorf("correct: ask for the fix: %w", err)
 		}
 		if fixCode, err = parse.Code(fr.Text, tag); err != nil {
-			return schema.Dialogue{}, &Discarded{Kind: kind, Observed: bug.Observed, Reason: "the fix holds no " + tag + " code: " + err.Error()}
+			return schema.Dialogue{}, &discardError{Kind: kind, Observed: bug.Observed, Reason: "the fix holds no " + tag + " code: " + err.Error()}
 		}
 		fixText, fixBy = strings.TrimSpace(fr.Text), "model"
 	}
@@ -158,7 +155,7 @@ func (g *ModelGenerator) Generate(ctx context.Context, p *schema.Problem, kind K
 		return schema.Dialogue{}, err
 	}
 	if !fix.Passed() {
-		return schema.Dialogue{}, &Discarded{Kind: kind, Observed: fix.Observed, Reason: "the " + fixBy + " fix does not pass"}
+		return schema.Dialogue{}, &discardError{Kind: kind, Observed: fix.Observed, Reason: "the " + fixBy + " fix does not pass"}
 	}
 
 	request, err := render("correct_request", map[string]any{"Task": task})
@@ -191,13 +188,13 @@ func (g *ModelGenerator) Generate(ctx context.Context, p *schema.Problem, kind K
 			"bug_kind":     string(kind),
 			"observed":     bug.Observed,
 			"fix_by":       fixBy,
-			"final_status": ObservedPass,
+			"final_status": observedPass,
 		},
 	}, nil
 }
 
-// IsDiscarded reports whether err is a discarded injection (not a failure).
-func IsDiscarded(err error) bool {
-	var d *Discarded
+// isDiscarded reports whether err is a discarded injection (not a failure).
+func isDiscarded(err error) bool {
+	var d *discardError
 	return errors.As(err, &d)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/codefeedback/codefeedback/internal/mutate"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	"github.com/codefeedback/codefeedback/schema"
@@ -17,20 +18,20 @@ import (
 type injectionCase struct {
 	name      string
 	p         *schema.Problem
-	kind      Kind
+	kind      mutate.Kind
 	replies   []string
 	discarded string
 	observed  string
 	fixBy     string
 }
 
-// run drives the case through a ModelGenerator on the test sandbox; tune,
+// run drives the case through a modelGenerator on the test sandbox; tune,
 // when not nil, adjusts the generator first. It fails the test on a model
 // call past the replies, a discard other than the one wanted, an error,
 // labels other than the case's or a dialogue that does not verify on a
 // re-run. It returns the dialogue (nil after the wanted discard), the
 // generator and the requests the model saw.
-func (tc injectionCase) run(t *testing.T, tune func(*ModelGenerator)) (*schema.Dialogue, *ModelGenerator, []llmtest.Recorded) {
+func (tc injectionCase) run(t *testing.T, tune func(*modelGenerator)) (*schema.Dialogue, *modelGenerator, []llmtest.Recorded) {
 	t.Helper()
 	srv := llmtest.New(t)
 	srv.Script(func(c llmtest.Call) llmtest.Reply {
@@ -46,7 +47,7 @@ func (tc injectionCase) run(t *testing.T, tune func(*ModelGenerator)) (*schema.D
 		t.Fatal(err)
 	}
 	ex := sandbox(t)
-	g := &ModelGenerator{Chat: c, Exec: ex, Checker: &Checker{Exec: ex, LoopTimeout: 1500e6}}
+	g := &modelGenerator{Chat: c, Exec: ex, Checker: &checker{Exec: ex, LoopTimeout: 1500e6}}
 	if tune != nil {
 		tune(g)
 	}
@@ -56,7 +57,7 @@ func (tc injectionCase) run(t *testing.T, tune func(*ModelGenerator)) (*schema.D
 		t.Fatalf("no model call; err %v", err)
 	}
 	if tc.discarded != "" {
-		if !IsDiscarded(err) || !strings.Contains(err.Error(), tc.discarded) {
+		if !isDiscarded(err) || !strings.Contains(err.Error(), tc.discarded) {
 			t.Fatalf("got err %v, want a discard for %q", err, tc.discarded)
 		}
 		return nil, g, reqs
@@ -67,7 +68,7 @@ func (tc injectionCase) run(t *testing.T, tune func(*ModelGenerator)) (*schema.D
 	if d.Labels["observed"] != tc.observed || d.Labels["fix_by"] != tc.fixBy || d.Labels["bug_kind"] != string(tc.kind) {
 		t.Errorf("labels %v, want observed %s fix_by %s", d.Labels, tc.observed, tc.fixBy)
 	}
-	if err := Verify(context.Background(), g.Checker, &d); err != nil {
+	if err := verifyDialogue(context.Background(), g.Checker, &d); err != nil {
 		t.Errorf("verify: %v", err)
 	}
 	return &d, g, reqs
@@ -90,14 +91,14 @@ func TestModelInjection(t *testing.T) {
 	ok := "def add(a, b):\n    return a + b\n"
 	nameBug := "def add(a, b):\n    total = a + b\n    return totl\n"
 	cases := []injectionCase{
-		{"no bite", withRef, Name, []string{fenced("python", ok)}, "did not fail", ObservedPass, ""},
-		{"wrong kind", withRef, Type, []string{fenced("python", nameBug)}, "another kind", "NameError", ""},
-		{"name with reference", withRef, Name, []string{fenced("python", nameBug)}, "", "NameError", "reference"},
-		{"logic fixed by model", noRef, Logic, []string{fenced("python", "def add(a, b):\n    return a - b\n"),
-			"The subtraction should be an addition.\n\n```python\n" + ok + "```"}, "", ObservedWrongAnswer, "model"},
-		{"bad model fix", noRef, Logic, []string{fenced("python", "def add(a, b):\n    return a - b\n"),
-			"Fixed.\n\n```python\ndef add(a, b):\n    return a * b\n```"}, "fix does not pass", ObservedWrongAnswer, ""},
-		{"timeout", withRef, Timeout, []string{fenced("python", "def add(a, b):\n    while a != b:\n        a += 0\n    return a + b\n")}, "", ObservedTimeout, "reference"},
+		{"no bite", withRef, mutate.Name, []string{fenced("python", ok)}, "did not fail", observedPass, ""},
+		{"wrong kind", withRef, mutate.Type, []string{fenced("python", nameBug)}, "another kind", "NameError", ""},
+		{"name with reference", withRef, mutate.Name, []string{fenced("python", nameBug)}, "", "NameError", "reference"},
+		{"logic fixed by model", noRef, mutate.Logic, []string{fenced("python", "def add(a, b):\n    return a - b\n"),
+			"The subtraction should be an addition.\n\n```python\n" + ok + "```"}, "", observedWrongAnswer, "model"},
+		{"bad model fix", noRef, mutate.Logic, []string{fenced("python", "def add(a, b):\n    return a - b\n"),
+			"Fixed.\n\n```python\ndef add(a, b):\n    return a * b\n```"}, "fix does not pass", observedWrongAnswer, ""},
+		{"timeout", withRef, mutate.Timeout, []string{fenced("python", "def add(a, b):\n    while a != b:\n        a += 0\n    return a + b\n")}, "", observedTimeout, "reference"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,8 +110,8 @@ func TestModelInjection(t *testing.T) {
 			if !strings.Contains(first, string(tc.kind)+" error") && !strings.Contains(first, "never ends") {
 				t.Errorf("injection prompt does not ask for a %s error:\n%s", tc.kind, first)
 			}
-			if d.Messages[0].Content != strings.TrimSpace(UserPrompt(tc.p)) {
-				t.Errorf("first user turn %q, want the plain request %q", d.Messages[0].Content, UserPrompt(tc.p))
+			if d.Messages[0].Content != strings.TrimSpace(userPrompt(tc.p)) {
+				t.Errorf("first user turn %q, want the plain request %q", d.Messages[0].Content, userPrompt(tc.p))
 			}
 			if d.Method != "model-injection" || d.Model != "fake-chat" || d.Prompt == "" {
 				t.Errorf("method/model/prompt %q/%q/%q", d.Method, d.Model, d.Prompt)
@@ -124,12 +125,12 @@ func TestModelInjection(t *testing.T) {
 			rec := *d.Messages[2].Exec
 			rec.Exception = "ValueError"
 			tampered.Messages[2].Exec = &rec
-			if err := Verify(context.Background(), g.Checker, &tampered); err == nil || !strings.Contains(err.Error(), "re-run shows") {
+			if err := verifyDialogue(context.Background(), g.Checker, &tampered); err == nil || !strings.Contains(err.Error(), "re-run shows") {
 				t.Errorf("verify of a tampered record: %v, want a re-run mismatch", err)
 			}
 			tampered = *d
 			tampered.Labels = map[string]string{"bug_kind": string(tc.kind), "observed": "ValueError"}
-			if err := Verify(context.Background(), g.Checker, &tampered); err == nil || !strings.Contains(err.Error(), "labelled ValueError") {
+			if err := verifyDialogue(context.Background(), g.Checker, &tampered); err == nil || !strings.Contains(err.Error(), "labelled ValueError") {
 				t.Errorf("verify of a tampered label: %v, want a label mismatch", err)
 			}
 		})

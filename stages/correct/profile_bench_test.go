@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/internal/mutate"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -27,7 +28,7 @@ func (t *hangTimer) Run(ctx context.Context, r executors.Request) (executors.Res
 	res, err := t.Executor.Run(ctx, r)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if r.Code != mutateScript && r.Limits.Timeout <= 2*time.Second && !strings.Contains(r.Code, "_cf_batch(") {
+	if r.Code != mutate.Script() && r.Limits.Timeout <= 2*time.Second && !strings.Contains(r.Code, "_cf_batch(") {
 		t.hang += time.Since(start)
 		t.hangs++
 	} else {
@@ -52,8 +53,8 @@ func BenchmarkSampleCorrect(b *testing.B) {
 	base := sandbox(b)
 	pass := func(noBatch bool) (time.Duration, []string, *hangTimer) {
 		ex := &hangTimer{Executor: base}
-		g := &Generator{Exec: ex, Checker: &Checker{Exec: ex, LoopFactor: DefaultStageOptions.LoopFactor, LoopTimeout: DefaultStageOptions.LoopTimeout},
-			Opts: Options{Seed: 1}, NoBatch: noBatch}
+		g := &mutationGenerator{Exec: ex, Checker: &checker{Exec: ex, LoopFactor: DefaultOptions.LoopFactor, LoopTimeout: DefaultOptions.LoopTimeout},
+			Opts: mutationOptions{Seed: 1}, NoBatch: noBatch}
 		texts := make([]string, len(ps))
 		start := time.Now()
 		var eg errgroup.Group

@@ -1,3 +1,13 @@
+// Package correct is the "correct" stage: "learning from deliberate
+// mistakes" dialogues, code with a planted bug, the real error it raises in
+// the sandbox, a brief analysis, and the fixed code with its passing run.
+//
+// Two paths make the buggy code. The mutation path (no model) plants bugs
+// into known-good solutions with internal/mutate; the model path asks a
+// model for code that hides an error of a chosen kind. On both, a planted
+// bug is kept only when its real failure in the sandbox matches the
+// intended kind. The package exports its settings only: the engine finds
+// the stage by its registered name.
 package correct
 
 import (
@@ -9,15 +19,17 @@ import (
 	"slices"
 	"time"
 
+	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/internal/mutate"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/prompts"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
-// StageOptions are the pipeline-file settings of the "correct" stage.
-type StageOptions struct {
+// Options are the pipeline-file settings of the "correct" stage.
+type Options struct {
 	// Method is "mutation" (no model; plants bugs into reference solutions)
 	// or "model" (asks the pipeline's model for code with a hidden error).
 	Method string `yaml:"method" json:"method"`
@@ -44,19 +56,19 @@ type StageOptions struct {
 	KeepProblems bool `yaml:"keep_problems" json:"keep_problems"`
 }
 
-// DefaultStageOptions are the stage's defaults.
-var DefaultStageOptions = StageOptions{Method: "mutation", Seed: 1, PerOperator: 2, PerKind: 1,
-	Timeout: 10 * time.Second, LoopTimeout: time.Second, LoopFactor: DefaultLoopFactor}
+// DefaultOptions are the stage's defaults.
+var DefaultOptions = Options{Method: "mutation", Seed: 1, PerOperator: 2, PerKind: 1,
+	Timeout: 10 * time.Second, LoopTimeout: time.Second, LoopFactor: defaultLoopFactor}
 
-// DefaultLoopFactor is the default loop_factor: 0, a fixed limit. A limit
+// defaultLoopFactor is the default loop_factor: 0, a fixed limit. A limit
 // scaled by the reference's measured time follows the machine's load, and
 // the limit is quoted in the dialogue ("timed out after 1.25s"), so the
 // same input would give different dialogues (and cache entries) from run
 // to run.
-const DefaultLoopFactor = 0
+const defaultLoopFactor = 0
 
 // Validate checks the settings.
-func (o StageOptions) Validate() error {
+func (o Options) Validate() error {
 	if o.Method != "mutation" && o.Method != "model" {
 		return fmt.Errorf("correct: method %q: want mutation or model", o.Method)
 	}
@@ -64,7 +76,7 @@ func (o StageOptions) Validate() error {
 	if err != nil {
 		return err
 	}
-	if o.Method == "mutation" && slices.Contains(ks, Runtime) {
+	if o.Method == "mutation" && slices.Contains(ks, mutate.Runtime) {
 		return errors.New("correct: the runtime kind is planted by method model only (no mutation operator plants it)")
 	}
 	if o.PerOperator < 0 || o.PerKind < 0 || o.Timeout < 0 || o.LoopTimeout < 0 || o.LoopFactor < 0 {
@@ -73,13 +85,13 @@ func (o StageOptions) Validate() error {
 	return nil
 }
 
-func (o StageOptions) kinds() ([]Kind, error) {
+func (o Options) kinds() ([]mutate.Kind, error) {
 	if len(o.Kinds) == 0 {
-		return Kinds(), nil
+		return mutate.Kinds(), nil
 	}
-	var ks []Kind
+	var ks []mutate.Kind
 	for _, s := range o.Kinds {
-		k, err := ParseKind(s)
+		k, err := mutate.ParseKind(s)
 		if err != nil {
 			return nil, err
 		}
@@ -94,17 +106,17 @@ func shortHash(s string) string {
 }
 
 func init() {
-	pipeline.Register("correct", DefaultStageOptions, newStage)
+	pipeline.Register("correct", DefaultOptions, newStage)
 }
 
-func newStage(o StageOptions, svc *pipeline.Services) (*stage, error) {
+func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	kinds, _ := o.kinds()
-	version := map[string]any{"mutate": shortHash(mutateScript), "judge": harness.Version(), "dialogue": "v4"}
+	version := map[string]any{"mutate": shortHash(mutate.Script()), "judge": harness.Version(), "dialogue": "v4"}
 	if o.Method == "model" {
-		pv, err := PromptVersion()
+		pv, err := promptVersion(executors.Python)
 		if err != nil {
 			return nil, err
 		}
@@ -121,9 +133,9 @@ func newStage(o StageOptions, svc *pipeline.Services) (*stage, error) {
 
 // stage is the "correct" stage.
 type stage struct {
-	o       StageOptions
+	o       Options
 	svc     *pipeline.Services
-	kinds   []Kind
+	kinds   []mutate.Kind
 	version map[string]any
 }
 
@@ -167,12 +179,12 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 	if err != nil {
 		return nil, fmt.Errorf("correct: open sandbox: %w", err)
 	}
-	checker := &Checker{Exec: ex, Timeout: o.Timeout, LoopTimeout: o.LoopTimeout, LoopFactor: o.LoopFactor}
+	chk := &checker{Exec: ex, Timeout: o.Timeout, LoopTimeout: o.LoopTimeout, LoopFactor: o.LoopFactor}
 	var dialogues []schema.Dialogue
 	if o.Method == "mutation" {
-		g := &Generator{Exec: ex, Checker: checker, Opts: Options{Seed: o.Seed, Kinds: kinds, PerOperator: o.PerOperator, PerKind: o.PerKind}}
+		g := &mutationGenerator{Exec: ex, Checker: chk, Opts: mutationOptions{Seed: o.Seed, Kinds: kinds, PerOperator: o.PerOperator, PerKind: o.PerKind}}
 		out, err := g.Generate(ctx, &p)
-		if errors.Is(err, ErrReferenceTimeout) {
+		if errors.Is(err, errReferenceTimeout) {
 			return nil, pipeline.Transient(err)
 		}
 		if err != nil {
@@ -198,20 +210,20 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 		if err != nil {
 			return nil, pipeline.Permanent(err)
 		}
-		lang, err := LanguageOf(&p)
+		lang, err := languageOf(&p)
 		if err != nil {
 			return nil, pipeline.Permanent(err)
 		}
-		g := &ModelGenerator{Chat: chat, Exec: ex, Checker: checker}
+		g := &modelGenerator{Chat: chat, Exec: ex, Checker: chk}
 		for _, k := range kinds {
-			if !Plantable(lang, k) {
+			if !plantable(lang, k) {
 				// A name or type slip in a compiled language fails to
 				// compile: it would show as the syntax kind, not as k.
 				pipeline.ItemStats(ctx, svc.Stats).Add("unplantable."+string(k), 1)
 				continue
 			}
 			d, err := g.Generate(ctx, &p, k)
-			if IsDiscarded(err) {
+			if isDiscarded(err) {
 				pipeline.ItemStats(ctx, svc.Stats).Add("discarded."+string(k), 1)
 				if svc.Logger != nil {
 					svc.Logger.Warn("correct: injection discarded", "problem", p.ID, "kind", k, "reason", err.Error())

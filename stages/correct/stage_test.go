@@ -76,16 +76,16 @@ outputs: [{path: ` + out + `, kind: dialogue}]
 
 func TestStageOptionsValidate(t *testing.T) {
 	cases := []struct {
-		o    StageOptions
+		o    Options
 		fail bool
 	}{
-		{DefaultStageOptions, false},
-		{StageOptions{Method: "model", Kinds: []string{"timeout"}}, false},
-		{StageOptions{Method: "guess"}, true},
-		{StageOptions{Method: "mutation", Kinds: []string{"memory"}}, true},
-		{StageOptions{Method: "mutation", PerKind: -1}, true},
-		{StageOptions{Method: "model", Kinds: []string{"runtime", "syntax"}}, false},
-		{StageOptions{Method: "mutation", Kinds: []string{"runtime"}}, true},
+		{DefaultOptions, false},
+		{Options{Method: "model", Kinds: []string{"timeout"}}, false},
+		{Options{Method: "guess"}, true},
+		{Options{Method: "mutation", Kinds: []string{"memory"}}, true},
+		{Options{Method: "mutation", PerKind: -1}, true},
+		{Options{Method: "model", Kinds: []string{"runtime", "syntax"}}, false},
+		{Options{Method: "mutation", Kinds: []string{"runtime"}}, true},
 	}
 	for _, tc := range cases {
 		if err := tc.o.Validate(); (err != nil) != tc.fail {

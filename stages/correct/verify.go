@@ -7,13 +7,13 @@ import (
 	"github.com/codefeedback/codefeedback/schema"
 )
 
-// Verify re-runs every execution turn of a correct-stage dialogue and checks
+// verifyDialogue re-runs every execution turn of a correct-stage dialogue and checks
 // that the fresh run shows the same thing: the same pass/fail, timeout and
 // exception type as recorded; on the first failing run, the dialogue's
 // observed label and a bug kind that matches its bug_kind label; and a
 // passing last run. It returns nil when all hold; an error names the first
 // mismatch.
-func Verify(ctx context.Context, c *Checker, d *schema.Dialogue) error {
+func verifyDialogue(ctx context.Context, c *checker, d *schema.Dialogue) error {
 	var execs []*schema.Message
 	for i := range d.Messages {
 		if d.Messages[i].Role == schema.RoleExecution {

@@ -14,6 +14,7 @@ import (
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	"github.com/codefeedback/codefeedback/pipeline/llm/parse"
+	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -190,14 +191,7 @@ outputs:
   - {path: %s, from: filter, kind: query}
   - {path: %s, from: filter, kind: rating}
 `, modelSection, filterSettings, filepath.Join(dir, "kept.jsonl"), filepath.Join(dir, "ratings.jsonl"))
-	file := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pipeline.Load(file, filepath.Join(dir, "run"))
-	if err != nil {
-		t.Fatalf("load: %v", err)
-	}
+	cfg := pipelinetest.Load(t, dir, "run_dir: "+filepath.Join(dir, "run")+"\n"+y)
 	m, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{})
 	if err != nil {
 		t.Fatalf("run: %v", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
+	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
 	"github.com/codefeedback/codefeedback/schema"
 	_ "github.com/codefeedback/codefeedback/stages/filter"
 )
@@ -42,31 +43,13 @@ func runEvol(t *testing.T, y string) (*pipeline.Manifest, []pipeline.Item, strin
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out.items.jsonl")
-	file := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(file, []byte(strings.ReplaceAll(y, "OUT", out)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pipeline.Load(file, filepath.Join(dir, "run"))
-	if err != nil {
-		t.Fatalf("load: %v", err)
-	}
+	cfg := pipelinetest.Load(t, dir, "run_dir: "+filepath.Join(dir, "run")+"\n"+strings.ReplaceAll(y, "OUT", out))
 	var logs bytes.Buffer
 	m, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, logs.String())
 	}
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var items []pipeline.Item
-	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		var it pipeline.Item
-		if err := json.Unmarshal([]byte(line), &it); err != nil {
-			t.Fatal(err)
-		}
-		items = append(items, it)
-	}
+	items := pipelinetest.Items(t, out)
 	return m, items, logs.String()
 }
 
@@ -186,31 +169,13 @@ stages:
   - {stage: pack}
 outputs: [{path: ` + out + `, format: items}]
 `
-	file := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pipeline.Load(file, filepath.Join(dir, "run"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := pipelinetest.Load(t, dir, "run_dir: "+filepath.Join(dir, "run")+"\n"+y)
 	const n = 300
 	m, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{Limit: n})
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "out.limit-300.items.jsonl")) // a limited run's outputs say so
-	if err != nil {
-		t.Fatal(err)
-	}
-	var items []pipeline.Item
-	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		var it pipeline.Item
-		if err := json.Unmarshal([]byte(line), &it); err != nil {
-			t.Fatal(err)
-		}
-		items = append(items, it)
-	}
+	items := pipelinetest.Items(t, filepath.Join(dir, "out.limit-300.items.jsonl")) // a limited run's outputs say so
 	ds, left := dialogues(t, items)
 	fs, ps := stageStats(m, "filter"), stageStats(m, "pack")
 	turns := 0

@@ -13,6 +13,7 @@ import (
 
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
+	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -37,30 +38,12 @@ stages:
   - {stage: pack, retries: %d, settings: {sizes: [2], floor: 0.2, answer: true}}
 outputs: [{path: %s, format: items}]
 `, url, retries, out)
-	file := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := pipeline.Load(file, filepath.Join(dir, "run"))
-	if err != nil {
-		t.Fatalf("load: %v", err)
-	}
+	cfg := pipelinetest.Load(t, dir, "run_dir: "+filepath.Join(dir, "run")+"\n"+y)
 	m, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{Retry: pipeline.RetryPolicy{Base: time.Millisecond, Max: time.Millisecond}})
 	if err != nil {
 		return m, nil, err
 	}
-	raw, rerr := os.ReadFile(out)
-	if rerr != nil {
-		t.Fatal(rerr)
-	}
-	var items []pipeline.Item
-	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		var it pipeline.Item
-		if err := json.Unmarshal([]byte(line), &it); err != nil {
-			t.Fatal(err)
-		}
-		items = append(items, it)
-	}
+	items := pipelinetest.Items(t, out)
 	return m, items, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
+	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -45,28 +46,12 @@ func runPack(t *testing.T, top, settings string) (*pipeline.Manifest, []pipeline
 	out := filepath.Join(dir, "out.items.jsonl")
 	y := fmt.Sprintf("inputs: [{path: q.jsonl}]\n%s\nstages:\n  - {stage: pack, settings: %s}\noutputs: [{path: %s, format: items}]\n",
 		top, settings, out)
-	file := filepath.Join(dir, "p.yaml")
-	os.WriteFile(file, []byte(y), 0o644)
-	cfg, err := pipeline.Load(file, filepath.Join(dir, "run"))
-	if err != nil {
-		t.Fatalf("load: %v", err)
-	}
+	cfg := pipelinetest.Load(t, dir, "run_dir: "+filepath.Join(dir, "run")+"\n"+y)
 	m, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var items []pipeline.Item
-	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		var it pipeline.Item
-		if err := json.Unmarshal([]byte(line), &it); err != nil {
-			t.Fatal(err)
-		}
-		items = append(items, it)
-	}
+	items := pipelinetest.Items(t, out)
 	return m, items
 }
 

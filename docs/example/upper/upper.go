@@ -1,11 +1,13 @@
 // Package upper is the example stage of docs/write-a-stage.md: it upper-cases
-// each query and appends a suffix. The guide shows this file as it is; a
-// test checks that the guide's copy is this file and runs the stage through
-// the engine.
+// each query, appends a suffix and counts the queries per word count, which
+// its report section (section.go) charts. The guide shows both files as
+// they are; a test checks that the guide's copies are these files, runs the
+// stage through the engine and renders the run's report.
 package upper
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"github.com/codefeedback/codefeedback/pipeline"
@@ -21,7 +23,10 @@ type Options struct {
 // stage implements pipeline.EachStage (one item in, zero or more out) and,
 // as optional capabilities the engine finds by type assertion, Versioner
 // and Estimator.
-type stage struct{ o Options }
+type stage struct {
+	o     Options
+	stats *pipeline.Stats
+}
 
 // Version is what beyond the settings changes the outputs; it joins the
 // cache key. A stage with prompts returns prompts.Versions(its templates),
@@ -36,6 +41,10 @@ func (s stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, err
 		return nil, pipeline.Permanent(err) // the same input would fail the same way: not retried
 	}
 	q.Text = strings.ToUpper(q.Text) + s.o.Suffix
+	// A figure an item produces goes through ItemStats: it is stored with
+	// the item's result and counted again when a re-run takes it from the
+	// store, so the report shows the same numbers either way.
+	pipeline.ItemStats(ctx, s.stats).Add("words/"+strconv.Itoa(len(strings.Fields(q.Text))), 1)
 	out, err := pipeline.QueryItem(q)
 	if err != nil {
 		return nil, err
@@ -54,6 +63,6 @@ func (s stage) Estimate(in []pipeline.Shape) (pipeline.Usage, []pipeline.Shape) 
 // executor, model service, stats).
 func init() {
 	pipeline.Register("upper", Options{Suffix: "!"}, func(o Options, svc *pipeline.Services) (stage, error) {
-		return stage{o}, nil
+		return stage{o: o, stats: svc.Stats}, nil
 	})
 }

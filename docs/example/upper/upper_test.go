@@ -2,6 +2,7 @@ package upper_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,16 +10,18 @@ import (
 	"testing"
 
 	_ "github.com/codefeedback/codefeedback/docs/example/upper" // registers "upper"
+	"github.com/codefeedback/codefeedback/internal/report"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
 // TestStageRuns runs the example stage through the engine as a user's
 // pipeline file would, then again: the second run takes every item from
-// the store.
+// the store. After each run the report holds the stage's own section
+// with the same chart.
 func TestStageRuns(t *testing.T) {
 	dir := t.TempDir()
-	in := `{"id":"q1","text":"reverse a list"}` + "\n" + `{"id":"q2","text":"sum two numbers"}` + "\n"
+	in := `{"id":"q1","text":"reverse a list"}` + "\n" + `{"id":"q2","text":"sum two small numbers"}` + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "queries.jsonl"), []byte(in), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -50,14 +53,52 @@ func TestStageRuns(t *testing.T) {
 	for _, q := range qs {
 		got = append(got, q.Text)
 	}
-	if want := "REVERSE A LIST?|SUM TWO NUMBERS?"; strings.Join(got, "|") != want {
+	if want := "REVERSE A LIST?|SUM TWO SMALL NUMBERS?"; strings.Join(got, "|") != want {
 		t.Errorf("got %q, want %q", strings.Join(got, "|"), want)
 	}
 	if c := stageCounts(t, m, "upper"); c.Fresh != 2 {
 		t.Errorf("first run: got %+v, want 2 fresh", c)
 	}
+	checkSection(t, filepath.Join(dir, "run"))
 	if c := stageCounts(t, run(), "upper"); c.Fresh != 0 || c.Out != 2 {
 		t.Errorf("re-run: got %+v, want nothing recomputed and 2 out", c)
+	}
+	checkSection(t, filepath.Join(dir, "run"))
+}
+
+// checkSection renders the run's report and checks the section that
+// section.go registers: one chart, a query of 3 words and one of 4, drawn
+// in the HTML.
+func checkSection(t *testing.T, runDir string) {
+	t.Helper()
+	w, err := report.Build(context.Background(), runDir, report.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, sec := range w.Data.Sections {
+		if sec.Type != "upper" {
+			continue
+		}
+		for _, in := range sec.Instances {
+			for _, c := range in.Charts {
+				for _, b := range c.Bars {
+					got = append(got, fmt.Sprintf("%s %s=%g", c.ID, b.Label, b.Value))
+				}
+			}
+		}
+	}
+	if want := "chart-upper-words 3=1|chart-upper-words 4=1"; strings.Join(got, "|") != want {
+		t.Errorf("report section upper: got bars %q, want %q", strings.Join(got, "|"), want)
+	}
+	html, err := os.ReadFile(w.Report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`id="section-upper"`, "Upper: shouted queries", "Queries per word count"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("%s does not contain %q", w.Report, want)
+		}
 	}
 }
 
@@ -73,13 +114,19 @@ func stageCounts(t *testing.T, m *pipeline.Manifest, name string) pipeline.Count
 }
 
 // TestDocsShowThisFile: the guide and the pipeline package's README show
-// upper.go as it is, so their code compiles and runs (TestStageRuns).
+// upper.go as it is, and the guide section.go, so their code compiles and
+// runs (TestStageRuns).
 func TestDocsShowThisFile(t *testing.T) {
-	src, err := os.ReadFile("upper.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, doc := range []string{"../../write-a-stage.md", "../../../pipeline/README.md"} {
+	for _, tc := range []struct{ file, doc string }{
+		{"upper.go", "../../write-a-stage.md"},
+		{"upper.go", "../../../pipeline/README.md"},
+		{"section.go", "../../write-a-stage.md"},
+	} {
+		src, err := os.ReadFile(tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := tc.doc
 		b, err := os.ReadFile(doc)
 		if err != nil {
 			t.Fatal(err)
@@ -92,7 +139,7 @@ func TestDocsShowThisFile(t *testing.T) {
 			}
 		}
 		if !found {
-			t.Errorf("%s: no ```go block equals docs/example/upper/upper.go (%d go blocks); copy the file into it", doc, len(blocks))
+			t.Errorf("%s: no ```go block equals docs/example/upper/%s (%d go blocks); copy the file into it", doc, tc.file, len(blocks))
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package correct
+package mutate
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 func TestOperatorTableMatchesScript(t *testing.T) {
 	re := regexp.MustCompile(`(?m)^    "(\w+)": \("(\w+)", \w+\),$`)
 	got := map[string]Kind{}
-	for _, m := range re.FindAllStringSubmatch(MutateScript(), -1) {
+	for _, m := range re.FindAllStringSubmatch(Script(), -1) {
 		got[m[1]] = Kind(m[2])
 	}
 	if !reflect.DeepEqual(got, operators) {

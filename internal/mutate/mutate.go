@@ -1,13 +1,9 @@
-// Package correct builds "learning from deliberate mistakes" dialogues: code
-// with a planted bug, the real error it raises in the sandbox, a brief
-// analysis, and the fixed code with its passing run.
-//
-// Two paths make the buggy code. The mutation path (no model) plants bugs into
-// known-good solutions with a small Python script run inside the sandbox
-// (mutate.py, on Python's own syntax tree); the model path asks a model for
-// code that hides an error of a chosen kind. On both, a planted bug is kept
-// only when its real failure in the sandbox matches the intended kind.
-package correct
+// Package mutate plants bugs of a chosen kind into Python code: a small
+// script run inside the sandbox (mutate.py, on Python's own syntax tree)
+// applies named operators, each planting one kind of bug. The correct
+// stage builds its dialogues on it; evaluation tests use it to make wrong
+// answers.
+package mutate
 
 import (
 	"context"
@@ -31,8 +27,8 @@ const (
 	Logic   Kind = "logic"   // a test fails with a wrong answer, no exception
 	Timeout Kind = "timeout" // the run hits its time limit
 	// Runtime is any other exception, panic or crash while the tests run;
-	// only the model path plants it, and only outside Python (see
-	// Plantable), where it is the error a compiled language has left.
+	// no operator plants it (a model may, outside Python, where it is the
+	// error a compiled language has left).
 	Runtime Kind = "runtime"
 )
 
@@ -46,7 +42,7 @@ func ParseKind(s string) (Kind, error) {
 			return k, nil
 		}
 	}
-	return "", fmt.Errorf("correct: unknown bug kind %q (want one of %v)", s, append(Kinds(), Runtime))
+	return "", fmt.Errorf("mutate: unknown bug kind %q (want one of %v)", s, append(Kinds(), Runtime))
 }
 
 // operators maps each operator of mutate.py to its kind. It must list the
@@ -92,11 +88,11 @@ func Operators(kinds ...Kind) []string {
 func OperatorKind(op string) Kind { return operators[op] }
 
 //go:embed mutate.py
-var mutateScript string
+var script string
 
-// MutateScript returns the source of the in-sandbox mutation script; it is
-// part of the stage's cache version.
-func MutateScript() string { return mutateScript }
+// Script returns the source of the in-sandbox mutation script; a stage
+// caching mutants puts it in its cache version.
+func Script() string { return script }
 
 // Mutant is one planted bug: the whole mutated source and where and how it
 // differs from the original.
@@ -126,51 +122,54 @@ type Mutator struct {
 func (m *Mutator) Mutate(ctx context.Context, source string, seed int64, ops []string) ([]Mutant, error) {
 	for _, op := range ops {
 		if _, ok := operators[op]; !ok {
-			return nil, fmt.Errorf("correct: unknown mutation operator %q", op)
+			return nil, fmt.Errorf("mutate: unknown mutation operator %q", op)
 		}
 	}
-	in, err := json.Marshal(m.request(source, seed, ops))
+	in, err := json.Marshal(Request(source, seed, ops, m.PerOperator))
 	if err != nil {
-		return nil, fmt.Errorf("correct: encode mutation request: %w", err)
+		return nil, fmt.Errorf("mutate: encode mutation request: %w", err)
 	}
 	res, err := m.Exec.Run(ctx, executors.Request{
 		Language: executors.Python,
-		Code:     mutateScript,
+		Code:     script,
 		Stdin:    string(in),
 		Limits:   executors.Limits{Timeout: 30 * time.Second},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("correct: run mutation script: %w", err)
+		return nil, fmt.Errorf("mutate: run mutation script: %w", err)
 	}
 	if !res.OK() {
-		return nil, fmt.Errorf("correct: mutation script failed (exit %d, timed out %v): %s", res.ExitCode, res.TimedOut, tail(res.Stderr, 600))
+		return nil, fmt.Errorf("mutate: mutation script failed (exit %d, timed out %v): %s", res.ExitCode, res.TimedOut, tail(res.Stderr, 600))
 	}
-	return decodeMutants([]byte(res.Stdout))
+	return Decode([]byte(res.Stdout))
 }
 
-// decodeMutants reads mutate.py's output and checks each mutant's kind.
-func decodeMutants(data []byte) ([]Mutant, error) {
+// Decode reads mutate.py's output and checks each mutant's kind.
+func Decode(data []byte) ([]Mutant, error) {
 	var out struct {
 		Mutants []Mutant `json:"mutants"`
 		Error   string   `json:"error"`
 	}
 	if err := json.Unmarshal(data, &out); err != nil {
-		return nil, fmt.Errorf("correct: decode mutation output: %w (stdout %q)", err, tail(string(data), 200))
+		return nil, fmt.Errorf("mutate: decode mutation output: %w (stdout %q)", err, tail(string(data), 200))
 	}
 	if out.Error != "" {
-		return nil, fmt.Errorf("correct: mutation: %s", out.Error)
+		return nil, fmt.Errorf("mutate: mutation: %s", out.Error)
 	}
 	for i, mu := range out.Mutants {
 		if operators[mu.Operator] != mu.Kind {
-			return nil, fmt.Errorf("correct: mutant %d: operator %q has kind %q, want %q", i, mu.Operator, mu.Kind, operators[mu.Operator])
+			return nil, fmt.Errorf("mutate: mutant %d: operator %q has kind %q, want %q", i, mu.Operator, mu.Kind, operators[mu.Operator])
 		}
 	}
 	return out.Mutants, nil
 }
 
-// request is mutate.py's input.
-func (m *Mutator) request(source string, seed int64, ops []string) map[string]any {
-	per := m.PerOperator
+// Request is mutate.py's input: at most perOperator mutants (2 when 0)
+// of source per operator, sites chosen by seed. A caller running the
+// script itself (inside a larger batch) sends it and reads the answer
+// with Decode.
+func Request(source string, seed int64, ops []string, perOperator int) map[string]any {
+	per := perOperator
 	if per <= 0 {
 		per = 2
 	}
