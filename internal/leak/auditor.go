@@ -234,6 +234,11 @@ type scratch struct {
 	stSeen map[int32]bool
 	stHits map[int32]*stHit
 	stBest map[int32]*stHit
+	// hitPool holds the stHits of one matchStatements call (hitsUsed of
+	// them in use); litFound the tasks whose literal it has reported.
+	hitPool  []*stHit
+	hitsUsed int
+	litFound map[int32]bool
 	stBody []uint64 // one message's statement hashes, imports left out
 	stWin  []uint64
 	stPos  []int

@@ -129,7 +129,7 @@ func lineBreak(text string, a, b int) (brk, blank bool) {
 }
 
 // stmt is one logical statement: tokens [t0, t1) of a token slice, and
-// the hash of their renamed form.
+// the hash of their renamed form (set by codeStatements).
 type stmt struct {
 	t0, t1 int32
 	h      uint64
@@ -140,17 +140,16 @@ type stmt struct {
 const maxStmtTokens = 400
 
 // statements appends the logical statements of toks (the code tokens of
-// text) to out.
+// text) to out, unhashed.
 func statements(text string, toks []ctok, out []stmt) []stmt {
 	depth := 0
 	start := 0
 	header := false
-	var h uint64
 	flush := func(end int) {
 		if end > start {
-			out = append(out, stmt{t0: int32(start), t1: int32(end), h: h ^ stmtSalt})
+			out = append(out, stmt{t0: int32(start), t1: int32(end)})
 		}
-		start, h, depth, header = end, 0, 0, false
+		start, depth, header = end, 0, false
 	}
 	for i := range toks {
 		t := &toks[i]
@@ -163,7 +162,6 @@ func statements(text string, toks []ctok, out []stmt) []stmt {
 		if i == start {
 			header = blockWords.has(t.exact)
 		}
-		h = h*rollBase + t.norm
 		switch {
 		case opener(t.exact):
 			depth++
@@ -204,6 +202,7 @@ func unbindNames(text string, toks []ctok, sts []stmt) {
 		if first == hImport || first == hFrom {
 			continue
 		}
+		// One pass: the top-level '=' and the binding keywords.
 		depth, assignAt := 0, -1
 		for k := range ts {
 			e := ts[k].exact
@@ -216,25 +215,11 @@ func unbindNames(text string, toks []ctok, sts []stmt) {
 				assignAt = k
 			case e == hWalrus && k > 0:
 				bind(int(s.t0) + k - 1)
-			}
-		}
-		// Targets: the names before a top-level '=' not called,
-		// indexed or followed by an attribute.
-		if assignAt > 0 && !blockWords.has(first) {
-			for k := 0; k < assignAt; k++ {
-				if k+1 < len(ts) && (opener(ts[k+1].exact) || ts[k+1].exact == hDot) {
-					continue
-				}
-				bind(int(s.t0) + k)
-			}
-		}
-		for k := 0; k < len(ts); k++ {
-			switch ts[k].exact {
-			case hDef, hClass:
+			case e == hDef || e == hClass:
 				if k+1 < len(ts) {
 					bind(int(s.t0) + k + 1)
 				}
-				if ts[k].exact == hDef {
+				if e == hDef {
 					// Parameters: a name after '(' ',' '*' or '**' inside
 					// the def's parentheses.
 					d := 0
@@ -254,18 +239,28 @@ func unbindNames(text string, toks []ctok, sts []stmt) {
 						}
 					}
 				}
-			case hFor:
+			case e == hFor:
 				for j := k + 1; j < len(ts) && ts[j].exact != hIn; j++ {
 					bind(int(s.t0) + j)
 				}
-			case hAs, hGlobal, hNonlocal:
+			case e == hAs || e == hGlobal || e == hNonlocal:
 				for j := k + 1; j < len(ts) && (j == k+1 || ts[j-1].exact == hComma); j++ {
 					bind(int(s.t0) + j)
 				}
-			case hLambda:
+			case e == hLambda:
 				for j := k + 1; j < len(ts) && ts[j].exact != hColon; j++ {
 					bind(int(s.t0) + j)
 				}
+			}
+		}
+		// Targets: the names before a top-level '=' not called,
+		// indexed or followed by an attribute.
+		if assignAt > 0 && !blockWords.has(first) {
+			for k := 0; k < assignAt; k++ {
+				if k+1 < len(ts) && (opener(ts[k+1].exact) || ts[k+1].exact == hDot) {
+					continue
+				}
+				bind(int(s.t0) + k)
 			}
 		}
 	}
@@ -444,10 +439,7 @@ var genericCode string
 var genericKeys = func() map[uint64]bool {
 	m := map[uint64]bool{}
 	toks := codeTokens(genericCode, nil)
-	sts := statements(genericCode, toks, nil)
-	unbindNames(genericCode, toks, sts)
-	sts = statements(genericCode, toks, sts[:0])
-	for _, s := range sts {
+	for _, s := range codeStatements(genericCode, toks, nil) {
 		m[s.h] = true
 	}
 	for _, l := range literalKeys(genericCode, toks, DefaultStatementOptions.MinTable, DefaultStatementOptions.MinString, nil) {
@@ -603,6 +595,18 @@ type stHit struct {
 	spans []schema.Span
 }
 
+// newHit returns a reusable stHit of the scratch's pool (emptied by
+// matchStatements for each index: the findings copy what they keep), so
+// a check allocates none per task it meets. Its fields are stale.
+func (s *scratch) newHit() *stHit {
+	if s.hitsUsed == len(s.hitPool) {
+		s.hitPool = append(s.hitPool, &stHit{})
+	}
+	h := s.hitPool[s.hitsUsed]
+	s.hitsUsed++
+	return h
+}
+
 // maxWholeStatements is the longest solution, in statements, matched
 // whole by wholeMatches (longer ones have statements enough for the
 // share).
@@ -650,7 +654,8 @@ func (s *scratch) wholeMatches(x *Index, filter *keyFilter, o StatementOptions, 
 				if len(x.stList[t]) != l || float64(x.fnInfo[t])/float64(len(ts)) < o.MinWhole {
 					continue
 				}
-				h := &stHit{w: x.stTotal[t], n: l, msg: mi, whole: true}
+				h := s.newHit()
+				*h = stHit{w: x.stTotal[t], n: l, msg: mi, whole: true, spans: h.spans[:0]}
 				for k := j; k < j+l; k++ {
 					st := sts[s.stPos[k]]
 					h.spans = addSpan(h.spans, schema.Span{Message: cm.msg, Start: int(toks[st.t0].start), End: int(toks[st.t1-1].end)})
@@ -673,7 +678,12 @@ func (a *Auditor) matchStatements(x *Index, d *schema.Dialogue, id string, s *sc
 	}
 	o := x.stOpts
 	clear(s.stBest)
-	litFound := map[int32]bool{}
+	s.hitsUsed = 0
+	if s.litFound == nil {
+		s.litFound = map[int32]bool{}
+	}
+	litFound := s.litFound
+	clear(litFound)
 	for mi, cm := range s.ctMsgs {
 		text := d.Messages[cm.msg].Content
 		toks := s.ctoks[cm.t0:cm.t1]
@@ -693,7 +703,8 @@ func (a *Auditor) matchStatements(x *Index, d *schema.Dialogue, id string, s *sc
 			for _, t := range e.tasks {
 				h := s.stHits[t]
 				if h == nil {
-					h = &stHit{msg: mi}
+					h = s.newHit()
+					*h = stHit{msg: mi, spans: h.spans[:0]}
 					s.stHits[t] = h
 				}
 				h.w += e.w
