@@ -239,9 +239,9 @@ type scratch struct {
 	hitPool  []*stHit
 	hitsUsed int
 	litFound map[int32]bool
-	stBody []uint64 // one message's statement hashes, imports left out
-	stWin  []uint64
-	stPos  []int
+	stBody   []uint64 // one message's statement hashes, imports left out
+	stWin    []uint64
+	stPos    []int
 }
 
 // gramCand is a token n-gram (or a short statement's length of tokens) of
