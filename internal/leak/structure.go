@@ -25,7 +25,11 @@ import (
 //     is a copy whatever its names and statement order. So renaming,
 //     reordering independent statements and re-wrapping lines change
 //     nothing, and short solutions are matched whole, with the evidence
-//     bar (MinInfo) counted in rare tokens rather than in k-grams.
+//     bar (MinInfo) counted in rare tokens rather than in k-grams. A
+//     short solution too common to be evidence alone (`return a * b`)
+//     is attributed when a user turn of the dialogue also asks for that
+//     task (MinWholeAsked: its statement is among the turn's nearest by
+//     the paraphrase check's lexical retriever).
 //   - Literals (MethodLiteral). A table (four or more literals in a row,
 //     as in a list or dict display) or a long string literal (a regex, a
 //     format) that only one task's solution holds attributes a message
@@ -56,12 +60,20 @@ type StatementOptions struct {
 	// tokens (a textbook statement's at genericWeight) divided by the
 	// tasks whose solutions are the same statements.
 	MinWhole float64 `json:"min_whole"`
+	// MinWholeAsked is the least evidence behind a whole-solution match
+	// when a user turn of the dialogue also asks for that task: its
+	// statement is among the AskedTopK statements nearest to the turn
+	// (the lexical retriever of the paraphrase check). A short solution
+	// made of common statements is evidence with the request, not alone.
+	MinWholeAsked float64 `json:"min_whole_asked"`
+	// AskedTopK is how near a user turn must be to the task's statement.
+	AskedTopK int `json:"asked_top_k"`
 	// Off turns both measures off.
 	Off bool `json:"off,omitempty"`
 }
 
 // DefaultStatementOptions are the documented defaults.
-var DefaultStatementOptions = StatementOptions{Threshold: 0.8, MinInfo: 10, MinString: 8, MinTable: 4, MinWhole: 12}
+var DefaultStatementOptions = StatementOptions{Threshold: 0.8, MinInfo: 10, MinString: 8, MinTable: 4, MinWhole: 12, MinWholeAsked: 5, AskedTopK: 3}
 
 func (o StatementOptions) withDefaults() StatementOptions {
 	d := DefaultStatementOptions
@@ -79,6 +91,12 @@ func (o StatementOptions) withDefaults() StatementOptions {
 	}
 	if o.MinWhole <= 0 {
 		o.MinWhole = d.MinWhole
+	}
+	if o.MinWholeAsked <= 0 {
+		o.MinWholeAsked = min(d.MinWholeAsked, o.MinWhole)
+	}
+	if o.AskedTopK <= 0 {
+		o.AskedTopK = d.AskedTopK
 	}
 	return o
 }
@@ -592,6 +610,8 @@ type stHit struct {
 	n     int     // matched statements
 	msg   int     // ctMsgs index
 	whole bool    // the whole solution, as one run (wholeMatches)
+	weak  bool    // whole, but with less evidence than MinWhole: needs a user turn asking for the task
+	asked int     // with weak: the user turn (message index) that asks for it
 	spans []schema.Span
 }
 
@@ -651,16 +671,20 @@ func (s *scratch) wholeMatches(x *Index, filter *keyFilter, o StatementOptions, 
 			}
 			ts := x.fnTasks[fi]
 			for _, t := range ts {
-				if len(x.stList[t]) != l || float64(x.fnInfo[t])/float64(len(ts)) < o.MinWhole {
+				info := float64(x.fnInfo[t]) / float64(len(ts))
+				if len(x.stList[t]) != l || info < o.MinWholeAsked {
 					continue
 				}
 				h := s.newHit()
-				*h = stHit{w: x.stTotal[t], n: l, msg: mi, whole: true, spans: h.spans[:0]}
+				*h = stHit{w: x.stTotal[t], n: l, msg: mi, whole: true, spans: h.spans[:0], weak: info < o.MinWhole}
 				for k := j; k < j+l; k++ {
 					st := sts[s.stPos[k]]
 					h.spans = addSpan(h.spans, schema.Span{Message: cm.msg, Start: int(toks[st.t0].start), End: int(toks[st.t1-1].end)})
 				}
-				if b := s.stBest[t]; b == nil || !b.whole {
+				// A whole match beats a share, unless it is weak (it
+				// may not hold without a request): then it only fills
+				// a gap.
+				if b := s.stBest[t]; b == nil || !h.weak && (!b.whole || b.weak) {
 					s.stBest[t] = h
 				}
 			}
@@ -672,7 +696,7 @@ func (s *scratch) wholeMatches(x *Index, filter *keyFilter, o StatementOptions, 
 // dialogue against x to r: for each task, the message holding the largest
 // share of its solution's statement weight, and the first literal only
 // that task holds.
-func (a *Auditor) matchStatements(x *Index, d *schema.Dialogue, id string, s *scratch, r *Result) {
+func (a *Auditor) matchStatements(bi int, x *Index, d *schema.Dialogue, id string, s *scratch, r *Result) {
 	if x.stIndex == nil {
 		return
 	}
@@ -727,7 +751,7 @@ func (a *Auditor) matchStatements(x *Index, d *schema.Dialogue, id string, s *sc
 			if !s.holdsRun(body, x.stList[t]) {
 				continue
 			}
-			if b := s.stBest[t]; b == nil || h.w > b.w && !b.whole {
+			if b := s.stBest[t]; b == nil || b.weak || h.w > b.w && !b.whole {
 				s.stBest[t] = h
 			}
 		}
@@ -753,7 +777,12 @@ func (a *Auditor) matchStatements(x *Index, d *schema.Dialogue, id string, s *sc
 		}
 	}
 	tasks := make([]int32, 0, len(s.stBest))
-	for t := range s.stBest {
+	for t, h := range s.stBest {
+		if h.weak {
+			if h.asked = a.askedBy(bi, int(t), d, s); h.asked < 0 {
+				continue
+			}
+		}
 		tasks = append(tasks, t)
 	}
 	slices.Sort(tasks)
@@ -825,6 +854,10 @@ func common(a, b []uint64) int {
 }
 
 func stEvidence(h *stHit, share float64, tokens int32) string {
+	if h.weak {
+		return fmt.Sprintf("the whole solution (%d statements, %d tokens, too common alone) in one run of one turn, renamed form, in any order, and message %d asks for the task; %s",
+			h.n, tokens, h.asked, spansText(h.spans))
+	}
 	if h.whole {
 		return fmt.Sprintf("the whole solution (%d statements, %d tokens) in one run of one turn, renamed form, in any order; %s",
 			h.n, tokens, spansText(h.spans))
@@ -835,3 +868,43 @@ func stEvidence(h *stHit, share float64, tokens int32) string {
 
 func opener(h uint64) bool { return h == hLParen || h == hLBrack || h == hLBrace }
 func closer(h uint64) bool { return h == hRParen || h == hRBrack || h == hRBrace }
+
+// askedFloor is the least BM25 share (the turn's score against the
+// statement over the statement's against itself) of a turn that asks
+// for a task: a request with no word of the statement asks for nothing.
+const askedFloor = 0.2
+
+// askedBy returns the first user turn of d (its message index) whose
+// prose has task t of benchmark bi among its AskedTopK nearest
+// statements, or -1. The turns' nearest statements are computed once per
+// dialogue, and only when a weak whole match asks for them.
+func (a *Auditor) askedBy(bi, t int, d *schema.Dialogue, s *scratch) int {
+	if a.ask == nil {
+		return -1
+	}
+	if !s.askedDone {
+		s.askedDone = true
+		s.asked = s.asked[:0]
+		for i := range d.Messages {
+			m := &d.Messages[i]
+			if m.Role != schema.RoleUser {
+				continue
+			}
+			if s.askAcc == nil {
+				s.askAcc = make([]float32, len(a.ask.docs))
+			}
+			for _, h := range a.ask.nearest(stripCode(m.Content), a.opts.Statements.AskedTopK, s.askAcc, nil) {
+				if h.rel >= askedFloor {
+					s.asked = append(s.asked, [2]int{i, h.doc})
+				}
+			}
+		}
+	}
+	doc := a.askBase[bi] + t
+	for _, p := range s.asked {
+		if p[1] == doc {
+			return p[0]
+		}
+	}
+	return -1
+}
