@@ -257,9 +257,9 @@ type scratch struct {
 	asked     [][2]int
 	askedDone bool
 	askAcc    []float32
-	stBody   []uint64 // one message's statement hashes, imports left out
-	stWin    []uint64
-	stPos    []int
+	stBody    []uint64 // one message's statement hashes, imports left out
+	stWin     []uint64
+	stPos     []int
 }
 
 // gramCand is a token n-gram (or a short statement's length of tokens) of
