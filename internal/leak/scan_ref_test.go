@@ -291,6 +291,7 @@ func checkLine(t *testing.T, l string, opts []LineOptions, got, want *[]byte) {
 		t.Fatalf("codeLike(%q) = %v, want %v", l, g, w)
 	}
 }
+
 // TestCodeTokens lists the code tokens of small texts, the renamed ones
 // (user names) marked with '$': what the fingerprints and statements see.
 func TestCodeTokens(t *testing.T) {
