@@ -46,7 +46,7 @@ var realCorpusLabels = map[string]struct {
 	"newalpaca-code_alpaca-7672586dd7287735": {"Mbpp/654", true, "perimeter of a rectangle: the task, 2*(l+w)"},
 	"alpaca2k-code_alpaca-7d924104195ba00f":  {"HumanEval/96", false, "primes in a range by the textbook loop; HumanEval/96 asks for the primes below n"},
 	"newalpaca-code_alpaca-c0cb3a820f8d833f": {"Mbpp/253", false, "sum of integers; Mbpp/253 counts them (one isinstance line shared)"},
-	"alpaca2k-code_alpaca-9febbf47ebe9bb93":  {"Mbpp/168", false, "frequency of a character in a string; Mbpp/168 counts a number in an array (the same counting loop, the request worded alike)"},
+	"alpaca2k-code_alpaca-9febbf47ebe9bb93":  {"Mbpp/168", false, "frequency of a character in a string; Mbpp/168 counts a number in an array (the same counting loop, the request worded alike; flagged with AskedTopK 3, not at the default 1)"},
 }
 
 // realCorpusLeaks are the flags labelled leaks that must be found.

@@ -66,14 +66,15 @@ type StatementOptions struct {
 	// (the lexical retriever of the paraphrase check). A short solution
 	// made of common statements is evidence with the request, not alone.
 	MinWholeAsked float64 `json:"min_whole_asked"`
-	// AskedTopK is how near a user turn must be to the task's statement.
+	// AskedTopK is how near a user turn must be to the task's statement:
+	// its rank among all the benchmarks' statements (default 1, the nearest).
 	AskedTopK int `json:"asked_top_k"`
 	// Off turns both measures off.
 	Off bool `json:"off,omitempty"`
 }
 
 // DefaultStatementOptions are the documented defaults.
-var DefaultStatementOptions = StatementOptions{Threshold: 0.8, MinInfo: 10, MinString: 8, MinTable: 4, MinWhole: 12, MinWholeAsked: 5, AskedTopK: 3}
+var DefaultStatementOptions = StatementOptions{Threshold: 0.8, MinInfo: 10, MinString: 8, MinTable: 4, MinWhole: 12, MinWholeAsked: 5, AskedTopK: 1}
 
 func (o StatementOptions) withDefaults() StatementOptions {
 	d := DefaultStatementOptions

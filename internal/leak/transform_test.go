@@ -153,10 +153,12 @@ func TestTransformSweep(t *testing.T) {
 
 // minRenamedAsked is the measured number of the 40 reworded requests
 // (the paraphrase set) answered with their task's renamed solution that
-// are found without a judge: 35 (32 with the code alone, MinWholeAsked
-// off; the other 5 are short solutions of common statements that the
-// request attributes).
-const minRenamedAsked = 35
+// are found without a judge: 34 (32 with the code alone, MinWholeAsked
+// off; the other 2 are short solutions of common statements that the
+// request attributes). With AskedTopK 3 instead of 1: 35, but a request
+// for a character's frequency in a string then attributes its counting
+// loop to Mbpp/168 (a number's frequency in an array; TestPlanted).
+const minRenamedAsked = 34
 
 // TestRenamedAsked audits each reworded request of the paraphrase set
 // (planted, held-out and more: 40, none in the benchmarks' words)
