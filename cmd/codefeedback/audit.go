@@ -84,7 +84,7 @@ func init() {
 			&cli.BoolFlag{Name: "embed", Usage: "also run the paraphrase check: TF-IDF cosine of each dialogue's first user turn with every task statement"},
 			&cli.Float64Flag{Name: "embed-threshold", Value: leak.DefaultEmbedThreshold, Usage: "flag when the --embed cosine is at least this (without --judge-model)"},
 			&cli.StringFlag{Name: "judge-model", Usage: "with --embed: a model (any OpenAI-compatible endpoint) decides same task or not for each dialogue's --top-k nearest statements"},
-			&cli.IntFlag{Name: "top-k", Value: 5, Usage: "candidates per dialogue sent to the judge"},
+			&cli.IntFlag{Name: "top-k", Value: leak.DefaultParaphraseTopK, Usage: "candidates per dialogue sent to the judge"},
 			&cli.StringFlag{Name: "base-url", Usage: "judge endpoint including /v1 (default $OPENAI_BASE_URL or OpenAI)"},
 			&cli.StringFlag{Name: "api-key-env", Value: llm.DefaultAPIKeyEnv, Usage: "variable holding the judge's API key"},
 			&cli.StringFlag{Name: "judge-cache", Usage: "store of the judge's answers (default: the user cache's codefeedback/audit-judge.db)"},

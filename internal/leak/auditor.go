@@ -127,6 +127,11 @@ type Auditor struct {
 	// all indexes, and shortHeads the hashes of their first tokens.
 	shortLens  []int
 	shortHeads *hashTable
+	// ask ranks the task statements nearest a user turn, for the
+	// statement measure's weak whole matches (askedBy); askBase[i] is
+	// benchmark i's first document in it.
+	ask     *lexIndex
+	askBase []int
 }
 
 // New indexes the benchmarks. It fails on a benchmark without problems and
@@ -174,6 +179,14 @@ func New(benchmarks []Benchmark, opts Options) (*Auditor, error) {
 		}
 	}
 	a.shortHeads, _ = freeze(heads)
+	if !opts.Statements.Off {
+		var sts [][]string
+		for _, x := range a.indexes {
+			a.askBase = append(a.askBase, len(slices.Concat(sts...)))
+			sts = append(sts, x.statements)
+		}
+		a.ask = newLexIndex(sts)
+	}
 	return a, nil
 }
 
@@ -234,9 +247,19 @@ type scratch struct {
 	stSeen map[int32]bool
 	stHits map[int32]*stHit
 	stBest map[int32]*stHit
-	stBody []uint64 // one message's statement hashes, imports left out
-	stWin  []uint64
-	stPos  []int
+	// hitPool holds the stHits of one matchStatements call (hitsUsed of
+	// them in use); litFound the tasks whose literal it has reported.
+	hitPool  []*stHit
+	hitsUsed int
+	litFound map[int32]bool
+	// asked are the (user message, statement doc) pairs of askedBy, once
+	// askedDone (reset per dialogue); askAcc its score buffer.
+	asked     [][2]int
+	askedDone bool
+	askAcc    []float32
+	stBody    []uint64 // one message's statement hashes, imports left out
+	stWin     []uint64
+	stPos     []int
 }
 
 // gramCand is a token n-gram (or a short statement's length of tokens) of
@@ -323,6 +346,7 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 		k = minStmtMsgTokens
 	}
 	s.sts, s.lks = s.sts[:0], s.lks[:0]
+	s.askedDone = false
 	for i := range d.Messages {
 		m := &d.Messages[i]
 		t0 := len(s.toks)
@@ -359,7 +383,7 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 			a.matchFingerprints(x, d, id, s, &r)
 		}
 		if stOn {
-			a.matchStatements(x, d, id, s, &r)
+			a.matchStatements(bi, x, d, id, s, &r)
 		}
 		// Lines.
 		s.shared = resetBools(s.shared, len(s.lh))

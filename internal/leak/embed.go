@@ -38,14 +38,15 @@ const DefaultEmbedThreshold = 0.6
 // without its code and examples). Without a judge, a turn whose embedding
 // has a cosine at or above Threshold with a statement is a finding. With
 // one, each turn's TopK nearest statements at or above Floor are ranked
-// (by the configured embedder, or, when that is the built-in TF-IDF, by
-// the lexical retriever lexIndex, which ranks rewordings far better), TopK
+// (by the configured embedder; when that is the built-in TF-IDF, its
+// list and the lexical retriever lexIndex's, which ranks most rewordings
+// far better, interleaved: each finds rewordings the other ranks low), TopK
 // of them per dialogue are picked round by round over the turns, user
 // turns first (see candidates), and the judge decides for each whether it
 // is the same task.
 type ParaphraseOptions struct {
 	Threshold float64 `json:"embed_threshold"`
-	TopK      int     `json:"top_k"` // candidates per dialogue sent to the judge (default 5)
+	TopK      int     `json:"top_k"` // candidates per dialogue sent to the judge (default 10)
 	Floor     float64 `json:"floor"` // least cosine (or BM25 share) of a judged candidate (default 0.1)
 	// Judge, when set, decides same task or not; it is asked once per
 	// (statement, turn) pair and its answers are cached by the client.
@@ -112,7 +113,7 @@ func CalibrationPairs() []CalibrationPair {
 
 // DefaultParaphraseTopK is the number of candidates per dialogue the
 // judge sees by default.
-const DefaultParaphraseTopK = 5
+const DefaultParaphraseTopK = 10
 
 // embedIndex holds the unit vectors of every benchmark task's statement.
 type embedIndex struct {
@@ -169,16 +170,13 @@ func (a *Auditor) EnableParaphrase(ctx context.Context, e embed.Embedder, o Para
 		ix.statements = append(ix.statements, x.statements)
 		texts = append(texts, x.statements...)
 	}
-	// With a judge, the built-in embedder's job is only to rank: the
-	// lexical retriever ranks a reworded statement's task much higher
-	// (see lexIndex). The threshold-only mode keeps the TF-IDF cosines
-	// its threshold was measured with.
+	// With a judge, the built-in embedder's job is only to rank, beside
+	// the lexical retriever (see lexIndex), which ranks most reworded
+	// statements' tasks higher; the two lists are interleaved (perTurn).
+	// The threshold-only mode keeps the TF-IDF cosines its threshold was
+	// measured with.
 	if _, ok := e.(*embed.TFIDF); ok && o.Judge != nil {
 		ix.lex = newLexIndex(ix.statements)
-		a.emb = ix
-		a.opts.EmbedThreshold = o.Threshold
-		a.opts.Judged = true
-		return nil
 	}
 	vs, err := e.Embed(ctx, texts)
 	if err != nil {
@@ -314,7 +312,8 @@ const minTurnWords = 5
 type candidate struct {
 	bench, task int
 	turn        int
-	cos         float32
+	cos         float32 // the cosine, or the BM25 share when lexical
+	lexical     bool    // ranked by lexIndex
 }
 
 // check compares each user and assistant turn of the dialogue (code
@@ -361,14 +360,14 @@ func (ix *embedIndex) check(ctx context.Context, d *schema.Dialogue, id string, 
 			ix.unknownMu.Unlock()
 		}
 		if verdict == "same" {
-			r.Findings = append(r.Findings, ix.finding(id, indexes, c, at, turns, fmt.Sprintf("judge: same task as turn %d (%s %.3f): %s", at[c.turn], ix.scoreName(), c.cos, why)))
+			r.Findings = append(r.Findings, ix.finding(id, indexes, c, at, turns, fmt.Sprintf("judge: same task as turn %d (%s %.3f): %s", at[c.turn], c.scoreName(), c.cos, why)))
 		}
 	}
 	return nil
 }
 
-func (ix *embedIndex) scoreName() string {
-	if ix.lex != nil {
+func (c candidate) scoreName() string {
+	if c.lexical {
 		return "BM25 share"
 	}
 	return "cosine"
@@ -379,7 +378,9 @@ func (ix *embedIndex) scoreName() string {
 func (ix *embedIndex) perTurn(ctx context.Context, turns []string) ([][]candidate, error) {
 	k := ix.o.TopK
 	lists := make([][]candidate, len(turns))
+	var lex [][]candidate
 	if ix.lex != nil {
+		lex = make([][]candidate, len(turns))
 		acc := make([]float32, len(ix.lex.docs))
 		var terms []lexTerm
 		for ti, t := range turns {
@@ -388,10 +389,9 @@ func (ix *embedIndex) perTurn(ctx context.Context, turns []string) ([][]candidat
 					continue
 				}
 				doc := ix.lex.docs[h.doc]
-				lists[ti] = append(lists[ti], candidate{bench: int(doc.bench), task: int(doc.task), turn: ti, cos: h.rel})
+				lex[ti] = append(lex[ti], candidate{bench: int(doc.bench), task: int(doc.task), turn: ti, cos: h.rel, lexical: true})
 			}
 		}
-		return lists, nil
 	}
 	vs, err := ix.embed(ctx, turns)
 	if err != nil {
@@ -408,6 +408,9 @@ func (ix *embedIndex) perTurn(ctx context.Context, turns []string) ([][]candidat
 		}
 		sortCandidates(all)
 		lists[ti] = all[:min(k, len(all))]
+		if lex != nil {
+			lists[ti] = interleave(lex[ti], lists[ti])
+		}
 	}
 	return lists, nil
 }
@@ -437,6 +440,24 @@ func candidates(lists [][]candidate, user []bool, k int) []candidate {
 		}
 		if !more {
 			break
+		}
+	}
+	return out
+}
+
+// interleave merges two ranked lists of one turn, a's first, then b's
+// first, and so on, each task once.
+func interleave(a, b []candidate) []candidate {
+	out := make([]candidate, 0, len(a)+len(b))
+	seen := map[[2]int]bool{}
+	for i := range max(len(a), len(b)) {
+		for _, l := range [][]candidate{a, b} {
+			if i < len(l) {
+				if key := [2]int{l[i].bench, l[i].task}; !seen[key] {
+					seen[key] = true
+					out = append(out, l[i])
+				}
+			}
 		}
 	}
 	return out

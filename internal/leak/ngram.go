@@ -115,15 +115,23 @@ func appendTokensIn(buf []span, text string, from, to int) []span {
 			buf = append(buf, span{start: int32(start), end: int32(i), hash: wordHash(text, start, i)})
 			continue
 		}
-		// Not ASCII: never equal to an ASCII word, so its own hash.
-		low = appendLower(low[:0], text[start:i])
-		h := tokSeed
-		for _, c := range low {
-			h = (h ^ uint64(c)) * fnvPrime
-		}
-		buf = append(buf, span{start: int32(start), end: int32(i), hash: fmix64(h)})
+		var h uint64
+		low, h = unicodeWordHash(low, text[start:i])
+		buf = append(buf, span{start: int32(start), end: int32(i), hash: h})
 	}
 	return buf
+}
+
+// unicodeWordHash hashes a word token with a non-ASCII letter: its
+// lowercase form (in low, a reusable buffer), never equal to an ASCII
+// word's hash.
+func unicodeWordHash(low []byte, w string) ([]byte, uint64) {
+	low = appendLower(low[:0], w)
+	h := tokSeed
+	for _, c := range low {
+		h = (h ^ uint64(c)) * fnvPrime
+	}
+	return low, fmix64(h)
 }
 
 // wordHash hashes the ASCII word text[start:end] lowercased, eight bytes

@@ -54,12 +54,14 @@ func TestHardNegatives(t *testing.T) {
 }
 
 // minParaphrasesJudged is the measured number of the 40 paraphrases the
-// default retrieval (the top 5 per dialogue) brings to a perfect judge:
-// 29 (72.5%; the issue asks 80%). The misses share too few words with
-// their statements ("ones digit" for "last digit", "tally" for "count
-// character frequency"); the top 10 finds one more (30), at twice the
-// judge's calls. The synonym table is not tuned on this set.
-const minParaphrasesJudged = 29
+// default retrieval brings to a perfect judge: 32 (80%). Measured on this
+// set: BM25 alone, top 5 per dialogue, 29 (337 judge calls); BM25 top 10,
+// 30 (670); BM25 top 20, 34 (1,319); BM25 and the TF-IDF cosine
+// interleaved (the default), top 10, 32 (685), top 15, 33 (1,018). The
+// misses share too few words with their statements ("ones digit" for
+// "last digit", "tally" for "count character frequency"). The synonym
+// table is not tuned on this set.
+const minParaphrasesJudged = 32
 
 // TestParaphrasesJudged audits 40 reworded benchmark statements (the 8
 // planted ones, the 8 held-out ones and 24 more written for this test,

@@ -46,6 +46,7 @@ var realCorpusLabels = map[string]struct {
 	"newalpaca-code_alpaca-7672586dd7287735": {"Mbpp/654", true, "perimeter of a rectangle: the task, 2*(l+w)"},
 	"alpaca2k-code_alpaca-7d924104195ba00f":  {"HumanEval/96", false, "primes in a range by the textbook loop; HumanEval/96 asks for the primes below n"},
 	"newalpaca-code_alpaca-c0cb3a820f8d833f": {"Mbpp/253", false, "sum of integers; Mbpp/253 counts them (one isinstance line shared)"},
+	"alpaca2k-code_alpaca-9febbf47ebe9bb93":  {"Mbpp/168", false, "frequency of a character in a string; Mbpp/168 counts a number in an array (the same counting loop, the request worded alike; flagged with AskedTopK 3, not at the default 1)"},
 }
 
 // realCorpusLeaks are the flags labelled leaks that must be found.
@@ -53,6 +54,7 @@ var realCorpusLeaks = []string{
 	"newalpaca-code_alpaca-81759f5eaee49506", "newalpaca-code_alpaca-bc3b2a12019d714c", "newalpaca-code_alpaca-12e202d0a0392460",
 	"newalpaca-code_alpaca-9e55e0a31cccc0f2", "alpaca2k-code_alpaca-4a153328baf8925e", "alpaca2k-code_alpaca-16385c24971c4e41",
 	"newalpaca-code_alpaca-8cf9864c3c3d765b", "newalpaca-code_alpaca-99494297c3025f43",
+	"newalpaca-code_alpaca-7672586dd7287735", // its short solution with its request (MinWholeAsked)
 }
 
 // TestRealCorpusFlags audits the Code Alpaca files of the shared data

@@ -22,12 +22,11 @@ func threadCPU() time.Duration {
 }
 
 // BenchmarkScanVsReference times each scanner of a check against the
-// byte-at-a-time version it replaced (the ref* functions the differential
-// tests hold it to), over the synthetic dialogues, ten at a time, the two
+// rune-at-a-time reference the differential tests hold it to (ref*), over the synthetic dialogues, ten at a time, the two
 // alternating on one locked thread, and reports the median over the chunks
 // of new/reference thread CPU time: chunks the machine's other load slowed
 // fall on both sides. "fused" is the one scan giving code and word tokens
-// against the two scans it replaced.
+// against the two scans it replaced (codeTokens and appendTokens).
 // Run: go test -run '^$' -bench ScanVsReference -benchtime 3x ./stages/audit/
 func BenchmarkScanVsReference(b *testing.B) {
 	runtime.LockOSThread()
@@ -68,7 +67,7 @@ func BenchmarkScanVsReference(b *testing.B) {
 			}
 		}, func(d *schema.Dialogue) {
 			for _, m := range d.Messages {
-				ctoks, toks = refCodeTokens(m.Content, ctoks[:0]), refAppendTokens(toks[:0], m.Content)
+				ctoks, toks = codeTokens(m.Content, ctoks[:0]), appendTokens(toks[:0], m.Content)
 			}
 		}},
 		{"lines", func(d *schema.Dialogue) {

@@ -25,7 +25,11 @@ import (
 //     is a copy whatever its names and statement order. So renaming,
 //     reordering independent statements and re-wrapping lines change
 //     nothing, and short solutions are matched whole, with the evidence
-//     bar (MinInfo) counted in rare tokens rather than in k-grams.
+//     bar (MinInfo) counted in rare tokens rather than in k-grams. A
+//     short solution too common to be evidence alone (`return a * b`)
+//     is attributed when a user turn of the dialogue also asks for that
+//     task (MinWholeAsked: its statement is among the turn's nearest by
+//     the paraphrase check's lexical retriever).
 //   - Literals (MethodLiteral). A table (four or more literals in a row,
 //     as in a list or dict display) or a long string literal (a regex, a
 //     format) that only one task's solution holds attributes a message
@@ -56,12 +60,21 @@ type StatementOptions struct {
 	// tokens (a textbook statement's at genericWeight) divided by the
 	// tasks whose solutions are the same statements.
 	MinWhole float64 `json:"min_whole"`
+	// MinWholeAsked is the least evidence behind a whole-solution match
+	// when a user turn of the dialogue also asks for that task: its
+	// statement is among the AskedTopK statements nearest to the turn
+	// (the lexical retriever of the paraphrase check). A short solution
+	// made of common statements is evidence with the request, not alone.
+	MinWholeAsked float64 `json:"min_whole_asked"`
+	// AskedTopK is how near a user turn must be to the task's statement:
+	// its rank among all the benchmarks' statements (default 1, the nearest).
+	AskedTopK int `json:"asked_top_k"`
 	// Off turns both measures off.
 	Off bool `json:"off,omitempty"`
 }
 
 // DefaultStatementOptions are the documented defaults.
-var DefaultStatementOptions = StatementOptions{Threshold: 0.8, MinInfo: 10, MinString: 8, MinTable: 4, MinWhole: 12}
+var DefaultStatementOptions = StatementOptions{Threshold: 0.8, MinInfo: 10, MinString: 8, MinTable: 4, MinWhole: 12, MinWholeAsked: 5, AskedTopK: 1}
 
 func (o StatementOptions) withDefaults() StatementOptions {
 	d := DefaultStatementOptions
@@ -79,6 +92,12 @@ func (o StatementOptions) withDefaults() StatementOptions {
 	}
 	if o.MinWhole <= 0 {
 		o.MinWhole = d.MinWhole
+	}
+	if o.MinWholeAsked <= 0 {
+		o.MinWholeAsked = min(d.MinWholeAsked, o.MinWhole)
+	}
+	if o.AskedTopK <= 0 {
+		o.AskedTopK = d.AskedTopK
 	}
 	return o
 }
@@ -129,7 +148,7 @@ func lineBreak(text string, a, b int) (brk, blank bool) {
 }
 
 // stmt is one logical statement: tokens [t0, t1) of a token slice, and
-// the hash of their renamed form.
+// the hash of their renamed form (set by codeStatements).
 type stmt struct {
 	t0, t1 int32
 	h      uint64
@@ -140,17 +159,16 @@ type stmt struct {
 const maxStmtTokens = 400
 
 // statements appends the logical statements of toks (the code tokens of
-// text) to out.
+// text) to out, unhashed.
 func statements(text string, toks []ctok, out []stmt) []stmt {
 	depth := 0
 	start := 0
 	header := false
-	var h uint64
 	flush := func(end int) {
 		if end > start {
-			out = append(out, stmt{t0: int32(start), t1: int32(end), h: h ^ stmtSalt})
+			out = append(out, stmt{t0: int32(start), t1: int32(end)})
 		}
-		start, h, depth, header = end, 0, 0, false
+		start, depth, header = end, 0, false
 	}
 	for i := range toks {
 		t := &toks[i]
@@ -163,7 +181,6 @@ func statements(text string, toks []ctok, out []stmt) []stmt {
 		if i == start {
 			header = blockWords.has(t.exact)
 		}
-		h = h*rollBase + t.norm
 		switch {
 		case opener(t.exact):
 			depth++
@@ -204,6 +221,7 @@ func unbindNames(text string, toks []ctok, sts []stmt) {
 		if first == hImport || first == hFrom {
 			continue
 		}
+		// One pass: the top-level '=' and the binding keywords.
 		depth, assignAt := 0, -1
 		for k := range ts {
 			e := ts[k].exact
@@ -216,25 +234,11 @@ func unbindNames(text string, toks []ctok, sts []stmt) {
 				assignAt = k
 			case e == hWalrus && k > 0:
 				bind(int(s.t0) + k - 1)
-			}
-		}
-		// Targets: the names before a top-level '=' not called,
-		// indexed or followed by an attribute.
-		if assignAt > 0 && !blockWords.has(first) {
-			for k := 0; k < assignAt; k++ {
-				if k+1 < len(ts) && (opener(ts[k+1].exact) || ts[k+1].exact == hDot) {
-					continue
-				}
-				bind(int(s.t0) + k)
-			}
-		}
-		for k := 0; k < len(ts); k++ {
-			switch ts[k].exact {
-			case hDef, hClass:
+			case e == hDef || e == hClass:
 				if k+1 < len(ts) {
 					bind(int(s.t0) + k + 1)
 				}
-				if ts[k].exact == hDef {
+				if e == hDef {
 					// Parameters: a name after '(' ',' '*' or '**' inside
 					// the def's parentheses.
 					d := 0
@@ -254,18 +258,28 @@ func unbindNames(text string, toks []ctok, sts []stmt) {
 						}
 					}
 				}
-			case hFor:
+			case e == hFor:
 				for j := k + 1; j < len(ts) && ts[j].exact != hIn; j++ {
 					bind(int(s.t0) + j)
 				}
-			case hAs, hGlobal, hNonlocal:
+			case e == hAs || e == hGlobal || e == hNonlocal:
 				for j := k + 1; j < len(ts) && (j == k+1 || ts[j-1].exact == hComma); j++ {
 					bind(int(s.t0) + j)
 				}
-			case hLambda:
+			case e == hLambda:
 				for j := k + 1; j < len(ts) && ts[j].exact != hColon; j++ {
 					bind(int(s.t0) + j)
 				}
+			}
+		}
+		// Targets: the names before a top-level '=' not called,
+		// indexed or followed by an attribute.
+		if assignAt > 0 && !blockWords.has(first) {
+			for k := 0; k < assignAt; k++ {
+				if k+1 < len(ts) && (opener(ts[k+1].exact) || ts[k+1].exact == hDot) {
+					continue
+				}
+				bind(int(s.t0) + k)
 			}
 		}
 	}
@@ -444,10 +458,7 @@ var genericCode string
 var genericKeys = func() map[uint64]bool {
 	m := map[uint64]bool{}
 	toks := codeTokens(genericCode, nil)
-	sts := statements(genericCode, toks, nil)
-	unbindNames(genericCode, toks, sts)
-	sts = statements(genericCode, toks, sts[:0])
-	for _, s := range sts {
+	for _, s := range codeStatements(genericCode, toks, nil) {
 		m[s.h] = true
 	}
 	for _, l := range literalKeys(genericCode, toks, DefaultStatementOptions.MinTable, DefaultStatementOptions.MinString, nil) {
@@ -600,7 +611,21 @@ type stHit struct {
 	n     int     // matched statements
 	msg   int     // ctMsgs index
 	whole bool    // the whole solution, as one run (wholeMatches)
+	weak  bool    // whole, but with less evidence than MinWhole: needs a user turn asking for the task
+	asked int     // with weak: the user turn (message index) that asks for it
 	spans []schema.Span
+}
+
+// newHit returns a reusable stHit of the scratch's pool (emptied by
+// matchStatements for each index: the findings copy what they keep), so
+// a check allocates none per task it meets. Its fields are stale.
+func (s *scratch) newHit() *stHit {
+	if s.hitsUsed == len(s.hitPool) {
+		s.hitPool = append(s.hitPool, &stHit{})
+	}
+	h := s.hitPool[s.hitsUsed]
+	s.hitsUsed++
+	return h
 }
 
 // maxWholeStatements is the longest solution, in statements, matched
@@ -647,15 +672,20 @@ func (s *scratch) wholeMatches(x *Index, filter *keyFilter, o StatementOptions, 
 			}
 			ts := x.fnTasks[fi]
 			for _, t := range ts {
-				if len(x.stList[t]) != l || float64(x.fnInfo[t])/float64(len(ts)) < o.MinWhole {
+				info := float64(x.fnInfo[t]) / float64(len(ts))
+				if len(x.stList[t]) != l || info < o.MinWholeAsked {
 					continue
 				}
-				h := &stHit{w: x.stTotal[t], n: l, msg: mi, whole: true}
+				h := s.newHit()
+				*h = stHit{w: x.stTotal[t], n: l, msg: mi, whole: true, spans: h.spans[:0], weak: info < o.MinWhole}
 				for k := j; k < j+l; k++ {
 					st := sts[s.stPos[k]]
 					h.spans = addSpan(h.spans, schema.Span{Message: cm.msg, Start: int(toks[st.t0].start), End: int(toks[st.t1-1].end)})
 				}
-				if b := s.stBest[t]; b == nil || !b.whole {
+				// A whole match beats a share, unless it is weak (it
+				// may not hold without a request): then it only fills
+				// a gap.
+				if b := s.stBest[t]; b == nil || !h.weak && (!b.whole || b.weak) {
 					s.stBest[t] = h
 				}
 			}
@@ -667,13 +697,18 @@ func (s *scratch) wholeMatches(x *Index, filter *keyFilter, o StatementOptions, 
 // dialogue against x to r: for each task, the message holding the largest
 // share of its solution's statement weight, and the first literal only
 // that task holds.
-func (a *Auditor) matchStatements(x *Index, d *schema.Dialogue, id string, s *scratch, r *Result) {
+func (a *Auditor) matchStatements(bi int, x *Index, d *schema.Dialogue, id string, s *scratch, r *Result) {
 	if x.stIndex == nil {
 		return
 	}
 	o := x.stOpts
 	clear(s.stBest)
-	litFound := map[int32]bool{}
+	s.hitsUsed = 0
+	if s.litFound == nil {
+		s.litFound = map[int32]bool{}
+	}
+	litFound := s.litFound
+	clear(litFound)
 	for mi, cm := range s.ctMsgs {
 		text := d.Messages[cm.msg].Content
 		toks := s.ctoks[cm.t0:cm.t1]
@@ -693,7 +728,8 @@ func (a *Auditor) matchStatements(x *Index, d *schema.Dialogue, id string, s *sc
 			for _, t := range e.tasks {
 				h := s.stHits[t]
 				if h == nil {
-					h = &stHit{msg: mi}
+					h = s.newHit()
+					*h = stHit{msg: mi, spans: h.spans[:0]}
 					s.stHits[t] = h
 				}
 				h.w += e.w
@@ -716,7 +752,7 @@ func (a *Auditor) matchStatements(x *Index, d *schema.Dialogue, id string, s *sc
 			if !s.holdsRun(body, x.stList[t]) {
 				continue
 			}
-			if b := s.stBest[t]; b == nil || h.w > b.w && !b.whole {
+			if b := s.stBest[t]; b == nil || b.weak || h.w > b.w && !b.whole {
 				s.stBest[t] = h
 			}
 		}
@@ -742,7 +778,12 @@ func (a *Auditor) matchStatements(x *Index, d *schema.Dialogue, id string, s *sc
 		}
 	}
 	tasks := make([]int32, 0, len(s.stBest))
-	for t := range s.stBest {
+	for t, h := range s.stBest {
+		if h.weak {
+			if h.asked = a.askedBy(bi, int(t), d, s); h.asked < 0 {
+				continue
+			}
+		}
 		tasks = append(tasks, t)
 	}
 	slices.Sort(tasks)
@@ -814,6 +855,10 @@ func common(a, b []uint64) int {
 }
 
 func stEvidence(h *stHit, share float64, tokens int32) string {
+	if h.weak {
+		return fmt.Sprintf("the whole solution (%d statements, %d tokens, too common alone) in one run of one turn, renamed form, in any order, and message %d asks for the task; %s",
+			h.n, tokens, h.asked, spansText(h.spans))
+	}
 	if h.whole {
 		return fmt.Sprintf("the whole solution (%d statements, %d tokens) in one run of one turn, renamed form, in any order; %s",
 			h.n, tokens, spansText(h.spans))
@@ -824,3 +869,43 @@ func stEvidence(h *stHit, share float64, tokens int32) string {
 
 func opener(h uint64) bool { return h == hLParen || h == hLBrack || h == hLBrace }
 func closer(h uint64) bool { return h == hRParen || h == hRBrack || h == hRBrace }
+
+// askedFloor is the least BM25 share (the turn's score against the
+// statement over the statement's against itself) of a turn that asks
+// for a task: a request with no word of the statement asks for nothing.
+const askedFloor = 0.2
+
+// askedBy returns the first user turn of d (its message index) whose
+// prose has task t of benchmark bi among its AskedTopK nearest
+// statements, or -1. The turns' nearest statements are computed once per
+// dialogue, and only when a weak whole match asks for them.
+func (a *Auditor) askedBy(bi, t int, d *schema.Dialogue, s *scratch) int {
+	if a.ask == nil {
+		return -1
+	}
+	if !s.askedDone {
+		s.askedDone = true
+		s.asked = s.asked[:0]
+		for i := range d.Messages {
+			m := &d.Messages[i]
+			if m.Role != schema.RoleUser {
+				continue
+			}
+			if s.askAcc == nil {
+				s.askAcc = make([]float32, len(a.ask.docs))
+			}
+			for _, h := range a.ask.nearest(stripCode(m.Content), a.opts.Statements.AskedTopK, s.askAcc, nil) {
+				if h.rel >= askedFloor {
+					s.asked = append(s.asked, [2]int{i, h.doc})
+				}
+			}
+		}
+	}
+	doc := a.askBase[bi] + t
+	for _, p := range s.asked {
+		if p[1] == doc {
+			return p[0]
+		}
+	}
+	return -1
+}

@@ -19,7 +19,15 @@ import (
 // Renamed stays under its bar: 129 of the 1,137 solutions are, once
 // renamed, the code unrelated programs hold (`return sum(xs)`,
 // `return len(s)`, a counting loop), and flagging them flags those
-// programs too (TestRealCorpusFlags, TestHardNegatives).
+// programs too (TestRealCorpusFlags, TestHardNegatives). Measured with
+// the code alone (no request), lowering MinWhole from 12: at 9, 1,068
+// found (93.9%) and 17 Code Alpaca dialogues flagged instead of 8; at 7,
+// 1,099 (96.7%) and 28; at 5, 1,119 and 34; hard negatives 0 at each.
+// The 20 more at 7 are requests for the same task (remove duplicates,
+// the average of a list) and for other tasks with the same loop (a
+// character's frequency in a string for Mbpp/168's number in an array,
+// the smallest item for Mbpp/443): about 75% precision, under the 80%
+// bar. With the request, such solutions are found (TestRenamedAsked).
 var variantKinds = []struct {
 	name string
 	min  float64
@@ -140,5 +148,64 @@ func TestTransformSweep(t *testing.T) {
 				t.Errorf("%s: found %d of %d (%.1f%%), want >= %.0f%%", k.name, found, len(ds), 100*got, 100*k.min)
 			}
 		})
+	}
+}
+
+// minRenamedAsked is the measured number of the 40 reworded requests
+// (the paraphrase set) answered with their task's renamed solution that
+// are found without a judge: 34 (32 with the code alone, MinWholeAsked
+// off; the other 2 are short solutions of common statements that the
+// request attributes). With AskedTopK 3 instead of 1: 35, but a request
+// for a character's frequency in a string then attributes its counting
+// loop to Mbpp/168 (a number's frequency in an array; TestPlanted).
+const minRenamedAsked = 34
+
+// TestRenamedAsked audits each reworded request of the paraphrase set
+// (planted, held-out and more: 40, none in the benchmarks' words)
+// answered with its task's renamed solution, with the default settings
+// and with the request's help off (MinWholeAsked at MinWhole), and
+// counts those found against their own task.
+func TestRenamedAsked(t *testing.T) {
+	planted, heldout, he, mb := paraphraseQueries(t)
+	paras := append(append(planted, heldout...), readJSONL[rewording](t, "testdata/paraphrase/more.jsonl")...)
+	all := append(append([]schema.Problem(nil), he...), mb...)
+	vs := transformVariants(t, all)
+	var ds []schema.Dialogue
+	for _, r := range paras {
+		code := vs[r.Task]["renamed"]
+		if code == nil {
+			t.Fatalf("no renamed variant of %s", r.Task)
+		}
+		ds = append(ds, schema.Dialogue{ID: r.Task, Messages: []schema.Message{
+			{Role: schema.RoleUser, Content: r.Ask},
+			{Role: schema.RoleAssistant, Content: "Here it is:\n\n```python\n" + strings.TrimRight(*code, "\n") + "\n```\n\nIt walks the input once."},
+		}})
+	}
+	if len(ds) < 40 {
+		t.Fatalf("%d cases, want >= 40", len(ds))
+	}
+	found := func(o Options) (n int, missed []string) {
+		rep, err := testAuditor(t, o).Run(t.Context(), Slice(ds), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		own := map[string]bool{}
+		for _, f := range rep.Findings {
+			own[f.DialogueID] = own[f.DialogueID] || f.TaskID == f.DialogueID
+		}
+		for _, d := range ds {
+			if own[d.ID] {
+				n++
+			} else {
+				missed = append(missed, d.ID)
+			}
+		}
+		return n, missed
+	}
+	codeOnly, _ := found(Options{Statements: StatementOptions{MinWholeAsked: DefaultStatementOptions.MinWhole}})
+	n, missed := found(Options{})
+	t.Logf("renamed solution with a reworded request: %d of %d found (code alone: %d); missed %v", n, len(ds), codeOnly, missed)
+	if n < minRenamedAsked || n <= codeOnly {
+		t.Errorf("found %d of %d (code alone %d), want >= %d and more than the code alone", n, len(ds), codeOnly, minRenamedAsked)
 	}
 }

@@ -73,7 +73,7 @@ var DefaultStageOptions = StageOptions{
 	NGram:          leak.DefaultN,
 	Window:         leak.DefaultOptions.Window,
 	EmbedThreshold: leak.DefaultEmbedThreshold,
-	TopK:           5,
+	TopK:           leak.DefaultParaphraseTopK,
 	Missing:        "fail",
 }
 
