@@ -1,7 +1,6 @@
 package evaluate_test
 
 import (
-	"context"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -75,15 +74,8 @@ func TestScriptedModelRefinement(t *testing.T) {
 		}
 		return llmtest.Reply{Text: fence(p.Program())}
 	})
-	e, err := evaluate.New(evaluate.Options{Model: "fake-chat", Rounds: 2, Feedback: evaluate.FeedbackExecution, Concurrency: 2},
-		client(t, srv, "fake-chat", db), nil, ex, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ss, err := e.Run(context.Background(), tasks, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, ss := evaluateAll(t, evaluate.Options{Model: "fake-chat", Rounds: 2, Feedback: evaluate.FeedbackExecution, Concurrency: 2},
+		client(t, srv, "fake-chat", db), nil, ex, db, tasks)
 	rep := e.Score([]string{evaluate.HumanEval}, ss)
 	got := []int{}
 	for _, r := range rep.Benchmarks[0].Rounds {
@@ -132,15 +124,8 @@ func TestScriptedModelRefinement(t *testing.T) {
 		t.Errorf("unexpected model call on a resumed run")
 		return llmtest.Reply{Text: "x"}
 	})
-	e2, err := evaluate.New(evaluate.Options{Model: "fake-chat", Rounds: 2, Feedback: evaluate.FeedbackExecution, Concurrency: 2},
-		client(t, srv2, "fake-chat", db), nil, ex, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ss2, err := e2.Run(context.Background(), tasks, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e2, ss2 := evaluateAll(t, evaluate.Options{Model: "fake-chat", Rounds: 2, Feedback: evaluate.FeedbackExecution, Concurrency: 2},
+		client(t, srv2, "fake-chat", db), nil, ex, db, tasks)
 	rep2 := e2.Score([]string{evaluate.HumanEval}, ss2)
 	if rep2.CachedSamples != len(tasks) || rep2.Benchmarks[0].Rounds[1].Passed != 10 {
 		t.Errorf("resumed: %d cached samples, round 1 passed %d; want %d and 10", rep2.CachedSamples, rep2.Benchmarks[0].Rounds[1].Passed, len(tasks))
@@ -179,15 +164,8 @@ func TestHumanFeedback(t *testing.T) {
 				}
 				return llmtest.Reply{Text: fence(task.Problem.Solution)}
 			})
-			e, err := evaluate.New(evaluate.Options{Model: "fake-chat", Rounds: 1, Feedback: mode, Concurrency: 2},
-				client(t, srv, "fake-chat", nil), client(t, fbSrv, "fake-feedback", nil), ex, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ss, err := e.Run(context.Background(), tasks, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, ss := evaluateAll(t, evaluate.Options{Model: "fake-chat", Rounds: 1, Feedback: mode, Concurrency: 2},
+				client(t, srv, "fake-chat", nil), client(t, fbSrv, "fake-feedback", nil), ex, nil, tasks)
 			for _, s := range ss {
 				if s.PassedRound != 1 {
 					t.Errorf("%s passed at round %d, want 1", s.TaskID, s.PassedRound)
@@ -253,15 +231,8 @@ func TestHumanFeedbackWithCodeIsRejected(t *testing.T) {
 				}
 				return llmtest.Reply{Text: fence(task.Problem.Solution)}
 			})
-			e, err := evaluate.New(evaluate.Options{Model: "fake-chat", Rounds: 1, Feedback: evaluate.FeedbackHuman, Concurrency: 2},
-				client(t, srv, "fake-chat", nil), client(t, fbSrv, "fake-feedback", nil), ex, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ss, err := e.Run(context.Background(), tasks, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			e, ss := evaluateAll(t, evaluate.Options{Model: "fake-chat", Rounds: 1, Feedback: evaluate.FeedbackHuman, Concurrency: 2},
+				client(t, srv, "fake-chat", nil), client(t, fbSrv, "fake-feedback", nil), ex, nil, tasks)
 			rep := e.Score([]string{evaluate.MBPP}, ss)
 			for _, s := range ss {
 				for _, rd := range s.Rounds {
