@@ -40,7 +40,9 @@ func Run(t *testing.T, open func(t *testing.T) executors.Executor) {
 
 func run(t *testing.T, ex executors.Executor, req executors.Request) executors.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// The run's own limits bound the program; this bounds waiting for a
+	// slot and a fresh sandbox too, which at load 30 took over a minute.
+	ctx, cancel := context.WithTimeout(context.Background(), req.Limits.WallCap()+5*time.Minute)
 	defer cancel()
 	res, err := ex.Run(ctx, req)
 	if err != nil {
@@ -169,8 +171,10 @@ func testLimits(t *testing.T, ex executors.Executor) {
 		if !r.TimedOut || r.OK() || r.Stdout != "start\n" {
 			t.Errorf("got timed out %v ok %v stdout %q, want a timed-out run that kept its output", r.TimedOut, r.OK(), r.Stdout)
 		}
-		if r.Duration < 2*time.Second || r.Duration > 30*time.Second {
-			t.Errorf("got duration %v, want about the 2 s cap", r.Duration)
+		// No upper bound: had the cap not ended it, the sleep would have
+		// ended with success, which the check above fails.
+		if r.Duration < 2*time.Second {
+			t.Errorf("got duration %v, want at least the 2 s cap", r.Duration)
 		}
 	})
 	t.Run("waiting is not computing", func(t *testing.T) {
@@ -213,8 +217,9 @@ func testLimits(t *testing.T, ex executors.Executor) {
 	t.Run("cpu", func(t *testing.T) {
 		r := run(t, ex, executors.Request{Language: executors.Python, Code: "while True: pass",
 			Limits: executors.Limits{CPUTime: time.Second, Timeout: 20 * time.Second}})
-		if r.OK() || r.Duration > 15*time.Second {
-			t.Errorf("got ok %v signal %q after %v, want killed by the CPU limit", r.OK(), r.Signal, r.Duration)
+		// Killed, and not by the 20 s time limit: by the 1 s CPU limit.
+		if r.OK() || r.TimedOut {
+			t.Errorf("got ok %v timed out %v signal %q after %v, want killed by the CPU limit", r.OK(), r.TimedOut, r.Signal, r.Duration)
 		}
 	})
 }
@@ -232,7 +237,9 @@ func testSessions(t *testing.T, ex executors.Executor) {
 	}
 	t.Run("python", func(t *testing.T) {
 		s, err := ex.Open(ctx, executors.Python, executors.SessionOptions{Files: map[string][]byte{"in.txt": []byte("seed")},
-			Limits: executors.Limits{Timeout: 2 * time.Second}})
+			// A session cell's time limit is wall time, and the first cell's
+			// includes starting the kernel: room for a loaded machine.
+			Limits: executors.Limits{Timeout: 20 * time.Second}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,7 +267,7 @@ func testSessions(t *testing.T, ex executors.Executor) {
 			t.Errorf("after Reset got %q, want fresh state with the session's files", r.Stdout)
 		}
 		exec(t, s, "y = 1")
-		r := exec(t, s, "import time\ntime.sleep(30)")
+		r := exec(t, s, "import time\ntime.sleep(600)")
 		if !r.TimedOut {
 			t.Errorf("got timed out %v, want a timed-out cell", r.TimedOut)
 		}
