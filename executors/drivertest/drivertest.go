@@ -224,16 +224,22 @@ func testLimits(t *testing.T, ex executors.Executor) {
 	})
 }
 
+// execCell runs one cell of s, failing t when the session cannot.
+func execCell(t *testing.T, ctx context.Context, s executors.Session, code string) executors.Result {
+	t.Helper()
+	r, err := s.Exec(ctx, code)
+	if err != nil {
+		t.Fatalf("Exec(%.60q): %v", code, err)
+	}
+	checkWellFormed(t, r)
+	return r
+}
+
 func testSessions(t *testing.T, ex executors.Executor) {
 	ctx := context.Background()
 	exec := func(t *testing.T, s executors.Session, code string) executors.Result {
 		t.Helper()
-		r, err := s.Exec(ctx, code)
-		if err != nil {
-			t.Fatalf("Exec(%q): %v", code, err)
-		}
-		checkWellFormed(t, r)
-		return r
+		return execCell(t, ctx, s, code)
 	}
 	t.Run("python", func(t *testing.T) {
 		s, err := ex.Open(ctx, executors.Python, executors.SessionOptions{Files: map[string][]byte{"in.txt": []byte("seed")},

@@ -381,12 +381,7 @@ func testNodeSession(t *testing.T, ex executors.Executor, ok map[executors.Langu
 	defer s.Close()
 	exec := func(code string) executors.Result {
 		t.Helper()
-		r, err := s.Exec(ctx, code)
-		if err != nil {
-			t.Fatalf("Exec(%q): %v", code, err)
-		}
-		checkWellFormed(t, r)
-		return r
+		return execCell(t, ctx, s, code)
 	}
 	for _, c := range []struct{ code, stdout string }{
 		{"const fs = require('fs');\nlet total = 0;\nfunction add(x) { total += x; return total; }\nfs.writeFileSync('out.txt', 'kept');", ""},

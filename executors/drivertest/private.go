@@ -42,12 +42,7 @@ func testRunnerFiles(t *testing.T, ex executors.Executor) {
 		t.Cleanup(func() { s.Close() })
 		return func(code string) executors.Result {
 			t.Helper()
-			r, err := s.Exec(ctx, code)
-			if err != nil {
-				t.Fatalf("Exec(%.60q): %v", code, err)
-			}
-			checkWellFormed(t, r)
-			return r
+			return execCell(t, ctx, s, code)
 		}, s
 	}
 	seesNothing := func(t *testing.T, when string, r executors.Result) {

@@ -26,6 +26,25 @@ func client(tb testing.TB, srv *llmtest.Server, model string, cache store.Cache)
 
 func fence(code string) string { return "Here is the code:\n```python\n" + code + "\n```\n" }
 
+// stubThenSolution is a writer model that answers each task first with a
+// stub that returns nothing, then, asked again, with the task's solution;
+// refined, when not nil, sees each request for the second answer.
+func stubThenSolution(t *testing.T, tasks []evaluate.Task, refined func(llmtest.Call)) func(llmtest.Call) llmtest.Reply {
+	return func(c llmtest.Call) llmtest.Reply {
+		i, task := taskOf(t, tasks, c)
+		if i < 0 {
+			return llmtest.Reply{Text: "no"}
+		}
+		if len(c.Request.Messages) == 1 {
+			return llmtest.Reply{Text: fence("def " + task.EntryPoint + "(*a):\n    pass")}
+		}
+		if refined != nil {
+			refined(c)
+		}
+		return llmtest.Reply{Text: fence(task.Problem.Solution)}
+	}
+}
+
 // taskOf finds the task whose prompt opens the conversation.
 func taskOf(tb testing.TB, tasks []evaluate.Task, c llmtest.Call) (int, evaluate.Task) {
 	first := c.Request.Messages[0].Content
@@ -151,19 +170,11 @@ func TestHumanFeedback(t *testing.T) {
 				return llmtest.Reply{Text: advice}
 			})
 			srv := llmtest.New(t)
-			srv.Script(func(c llmtest.Call) llmtest.Reply {
-				i, task := taskOf(t, tasks, c)
-				if i < 0 {
-					return llmtest.Reply{Text: "no"}
-				}
-				if len(c.Request.Messages) == 1 {
-					return llmtest.Reply{Text: fence("def " + task.EntryPoint + "(*a):\n    pass")}
-				}
+			srv.Script(stubThenSolution(t, tasks, func(c llmtest.Call) {
 				if !strings.Contains(c.LastUser(), advice) {
 					t.Errorf("refinement request %q lacks the feedback model's words", c.LastUser())
 				}
-				return llmtest.Reply{Text: fence(task.Problem.Solution)}
-			})
+			}))
 			_, ss := evaluateAll(t, evaluate.Options{Model: "fake-chat", Rounds: 1, Feedback: mode, Concurrency: 2},
 				client(t, srv, "fake-chat", nil), client(t, fbSrv, "fake-feedback", nil), ex, nil, tasks)
 			for _, s := range ss {
@@ -221,16 +232,7 @@ func TestHumanFeedbackWithCodeIsRejected(t *testing.T) {
 			fbSrv := llmtest.New(t)
 			fbSrv.Script(persona.Script())
 			srv := llmtest.New(t)
-			srv.Script(func(c llmtest.Call) llmtest.Reply {
-				i, task := taskOf(t, tasks, c)
-				if i < 0 {
-					return llmtest.Reply{Text: "no"}
-				}
-				if len(c.Request.Messages) == 1 {
-					return llmtest.Reply{Text: fence("def " + task.EntryPoint + "(*a):\n    pass")}
-				}
-				return llmtest.Reply{Text: fence(task.Problem.Solution)}
-			})
+			srv.Script(stubThenSolution(t, tasks, nil))
 			e, ss := evaluateAll(t, evaluate.Options{Model: "fake-chat", Rounds: 1, Feedback: evaluate.FeedbackHuman, Concurrency: 2},
 				client(t, srv, "fake-chat", nil), client(t, fbSrv, "fake-feedback", nil), ex, nil, tasks)
 			rep := e.Score([]string{evaluate.MBPP}, ss)
