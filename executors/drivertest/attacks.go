@@ -302,11 +302,7 @@ func testConcurrentScratch(t *testing.T, ex executors.Executor) {
 	tok := "scratch-" + token(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a hang guard
 	defer cancel()
-	s, err := ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: executors.Limits{Timeout: 20 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSession(t, ctx, ex, executors.Bash, executors.SessionOptions{Limits: executors.Limits{Timeout: 20 * time.Second}})
 	writer, err := s.Exec(ctx, "echo "+tok+" > mine.txt; cp mine.txt /tmp/; pwd")
 	if err != nil || writer.ExitCode != 0 {
 		t.Fatalf("writer: got exit %d stderr %q, %v", writer.ExitCode, clip(writer.Stderr), err)

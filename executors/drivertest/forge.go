@@ -250,14 +250,7 @@ func testForgedCells(t *testing.T, ex executors.Executor) {
 	} {
 		for _, f := range k.forgeries {
 			t.Run(k.prefix+f.name, func(t *testing.T) {
-				s, err := ex.Open(ctx, k.lang, executors.SessionOptions{Limits: executors.Limits{Timeout: k.timeout}})
-				if err != nil {
-					if strings.Contains(err.Error(), "toolchain") {
-						t.Skipf("no %s in this sandbox: %v", k.lang, err)
-					}
-					t.Fatal(err)
-				}
-				defer s.Close()
+				s := openSession(t, ctx, ex, k.lang, executors.SessionOptions{Limits: executors.Limits{Timeout: k.timeout}})
 				r, err := s.Exec(ctx, f.cell)
 				if err != nil {
 					t.Fatalf("forging cell: %v", err)
@@ -294,11 +287,7 @@ func testForgedCells(t *testing.T, ex executors.Executor) {
 	})
 	// A cell's own exits are still its outcome.
 	t.Run("own exits", func(t *testing.T) {
-		s, err := ex.Open(ctx, executors.Python, executors.SessionOptions{Limits: executors.Limits{Timeout: 20 * time.Second}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := openSession(t, ctx, ex, executors.Python, executors.SessionOptions{Limits: executors.Limits{Timeout: 20 * time.Second}})
 		for _, c := range []struct {
 			code   string
 			exit   int

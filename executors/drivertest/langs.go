@@ -373,12 +373,8 @@ func testNodeSession(t *testing.T, ex executors.Executor, ok map[executors.Langu
 	skipMissing(t, ok, executors.JavaScript)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	s, err := ex.Open(ctx, executors.JavaScript, executors.SessionOptions{Files: map[string][]byte{"in.txt": []byte("seed")},
+	s := openSession(t, ctx, ex, executors.JavaScript, executors.SessionOptions{Files: map[string][]byte{"in.txt": []byte("seed")},
 		Limits: executors.Limits{Timeout: 60 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	exec := func(code string) executors.Result {
 		t.Helper()
 		return execCell(t, ctx, s, code)

@@ -35,11 +35,7 @@ func testRunnerFiles(t *testing.T, ex executors.Executor) {
 	probe := fmt.Sprintf(bashProbe, marker)
 	open := func(t *testing.T, lang executors.Language) (func(code string) executors.Result, executors.Session) {
 		// A session cell's limit is wall time: room for a loaded machine.
-		s, err := ex.Open(ctx, lang, executors.SessionOptions{Limits: executors.Limits{Timeout: 20 * time.Second}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		s := openSession(t, ctx, ex, lang, executors.SessionOptions{Limits: executors.Limits{Timeout: 20 * time.Second}})
 		return func(code string) executors.Result {
 			t.Helper()
 			return execCell(t, ctx, s, code)
