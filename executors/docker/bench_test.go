@@ -147,6 +147,13 @@ func BenchmarkPaths(b *testing.B) {
 // same isolation as a sandbox instance, start it, wait, read its logs, remove it.
 func naiveRun(ctx context.Context, l *Launcher, code, want string) error {
 	cfg, hc := l.containerConfig(0, []string{l.python, "-c", code}, l.cfg.Init)
+	return dockerRun(ctx, l, cfg, hc, want)
+}
+
+// dockerRun runs one container made from cfg and hc as `docker run --rm`
+// does, without attaching: it waits for the exit, then checks the logs
+// hold want.
+func dockerRun(ctx context.Context, l *Launcher, cfg *container.Config, hc *container.HostConfig, want string) error {
 	cfg.OpenStdin, cfg.AttachStdin, cfg.AttachStdout, cfg.AttachStderr = false, false, false, false
 	hc.LogConfig = container.LogConfig{Type: "json-file"} // logs are how docker run returns output
 	created, err := l.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
@@ -161,7 +168,7 @@ func naiveRun(ctx context.Context, l *Launcher, code, want string) error {
 	select {
 	case w := <-waitC:
 		if w.StatusCode != 0 {
-			return fmt.Errorf("naive run exited %d", w.StatusCode)
+			return fmt.Errorf("%v exited %d", cfg.Cmd, w.StatusCode)
 		}
 	case err := <-errC:
 		return fmt.Errorf("wait: %w", err)

@@ -49,8 +49,7 @@ func TestIsolation(t *testing.T) {
 
 func TestOpenByURL(t *testing.T) {
 	newTestLauncher(t) // skips without an engine; checks for leftovers at the end
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := engineContext(t)
 	ex, err := executors.Open(ctx, "docker://"+testImage()+"?pool=1&timeout=4s")
 	if err != nil {
 		t.Fatalf("Open: %v", err)
@@ -118,8 +117,7 @@ func TestTamperedContainerIsRecycled(t *testing.T) {
 		t.Errorf("/tmp in the new container: got %q want only the runner's cf", r.Stdout)
 	}
 	// The tampered container itself is gone, not just abandoned.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := engineContext(t)
 	cs, err := Containers(ctx, l.cli, l.owner)
 	if err != nil {
 		t.Fatal(err)
@@ -137,8 +135,7 @@ func TestDeadContainerIsReplaced(t *testing.T) {
 	// A run cannot end its runner (PID 1 ignores its children's signals),
 	// so end the container from outside, as an engine restart or the
 	// kernel's OOM killer would.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := engineContext(t)
 	cs, err := Containers(ctx, l.cli, l.owner)
 	if err != nil {
 		t.Fatal(err)
@@ -302,8 +299,7 @@ func TestContainerMemoryBackstop(t *testing.T) {
 		})
 	}
 	t.Run("bash session cell", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
+		ctx := engineContext(t)
 		s, err := ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: high})
 		if err != nil {
 			t.Fatalf("Open session: %v", err)
@@ -321,8 +317,7 @@ func TestContainerMemoryBackstop(t *testing.T) {
 
 func TestSessionsHaveOwnContainers(t *testing.T) {
 	ex, l := newTestExecutor(t, executors.PoolOptions{Size: 1})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := engineContext(t)
 	pooled := containerID(t, ex)
 	s, err := ex.Open(ctx, executors.Python, executors.SessionOptions{})
 	if err != nil {
@@ -345,8 +340,7 @@ func TestSessionsHaveOwnContainers(t *testing.T) {
 
 func TestRunnerCrashIsReported(t *testing.T) {
 	l := newTestLauncher(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := engineContext(t)
 	c, err := l.Launch(ctx, 0, []string{"python3", "-c", "import sys; sys.stderr.write('runner broke here'); sys.exit(3)"})
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
@@ -375,7 +369,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 			t.Fatal(err)
 		}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute) // a hang guard: the loop ends when they are gone
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}

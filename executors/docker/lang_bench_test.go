@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/docker/docker/api/types/container"
-
 	"github.com/codefeedback/codefeedback/executors"
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 )
@@ -37,31 +35,7 @@ func naiveLangRun(ctx context.Context, l *Launcher, file, code, script string) e
 	sh := fmt.Sprintf("cd /tmp && printf '%%s' \"$CF_CODE\" > %s && %s", file, script)
 	cfg, hc := l.containerConfig(0, []string{"sh", "-c", sh}, l.cfg.Init)
 	cfg.Env = append(cfg.Env, "CF_CODE="+code, "HOME=/tmp")
-	cfg.OpenStdin, cfg.AttachStdin, cfg.AttachStdout, cfg.AttachStderr = false, false, false, false
-	hc.LogConfig = container.LogConfig{Type: "json-file"}
-	created, err := l.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
-	if err != nil {
-		return fmt.Errorf("create: %w", err)
-	}
-	defer (&conn{l: l, id: created.ID}).remove()
-	waitC, errC := l.cli.ContainerWait(ctx, created.ID, container.WaitConditionNextExit)
-	if err := l.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
-	select {
-	case w := <-waitC:
-		if w.StatusCode != 0 {
-			return fmt.Errorf("naive %s run exited %d", file, w.StatusCode)
-		}
-	case err := <-errC:
-		return fmt.Errorf("wait: %w", err)
-	}
-	rc, err := l.cli.ContainerLogs(ctx, created.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true})
-	if err != nil {
-		return fmt.Errorf("logs: %w", err)
-	}
-	defer rc.Close()
-	return checkOutput(rc, "2\n")
+	return dockerRun(ctx, l, cfg, hc, "2\n")
 }
 
 // BenchmarkLanguages: runs/s per language of a `docker run` per snippet

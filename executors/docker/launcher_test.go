@@ -45,8 +45,7 @@ func newTestLauncher(t testing.TB) *Launcher {
 	if err != nil {
 		t.Skipf("no Docker engine: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := engineContext(t)
 	if _, err := cli.Ping(ctx); err != nil {
 		cli.Close()
 		t.Skipf("no Docker engine answers (start dockerd to run the docker driver tests): %v", err)
@@ -67,11 +66,18 @@ func newTestLauncher(t testing.TB) *Launcher {
 	return l
 }
 
+// engineContext bounds a test's waits on the engine, as a hang guard only:
+// at load 30, starting one container took over a minute.
+func engineContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // assertNoContainers fails the test if this process still owns a container.
 func assertNoContainers(t testing.TB, l *Launcher) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := engineContext(t)
 	cs, err := Containers(ctx, l.cli, l.owner)
 	if err != nil {
 		t.Errorf("list containers: %v", err)
@@ -91,8 +97,7 @@ type probe struct {
 
 func startProbe(t *testing.T, l *Launcher, slot int) *probe {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := engineContext(t)
 	c, err := l.Launch(ctx, slot, []string{"python3", "-u", "-c", echoLoop})
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
@@ -122,8 +127,7 @@ func TestLaunchIsolation(t *testing.T) {
 	l := newTestLauncher(t)
 	p := startProbe(t, l, 0)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := engineContext(t)
 	ins, err := l.cli.ContainerInspect(ctx, p.c.ID())
 	if err != nil {
 		t.Fatalf("inspect: %v", err)
@@ -197,8 +201,7 @@ func TestSlotsHaveOwnUIDs(t *testing.T) {
 
 func TestImageMissing(t *testing.T) {
 	l := newTestLauncher(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ctx := engineContext(t)
 	const ref = "codefeedback-no-such-image:never"
 	_, err := resolveImage(ctx, l.cli, ref, false)
 	if err == nil || !strings.Contains(err.Error(), "not present") || !strings.Contains(err.Error(), "make sandbox-image") {
@@ -234,8 +237,7 @@ func TestCloseRemovesContainerAfterCancel(t *testing.T) {
 // still removes it by its launcher label, and removeLaunch by its launch label.
 func TestCloseRemovesUntrackedContainers(t *testing.T) {
 	l := newTestLauncher(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := engineContext(t)
 	create := func(launchID string) string {
 		cfg, hc := l.containerConfig(5, []string{"python3", "-c", ""}, false)
 		cfg.Labels[LabelLaunch] = launchID
@@ -255,8 +257,7 @@ func TestCloseRemovesUntrackedContainers(t *testing.T) {
 
 func TestFindPython(t *testing.T) {
 	l := newTestLauncher(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := engineContext(t)
 	got, err := l.findPython(ctx, "no-such-python", "python3")
 	if err != nil || got != "python3" {
 		t.Errorf("findPython(no-such-python, python3): got %q, %v want python3", got, err)
@@ -274,8 +275,7 @@ func TestRemoveLeftovers(t *testing.T) {
 	// A container whose owner process has exited, as after a crash.
 	host := strings.SplitN(l.owner, "/", 2)[0]
 	dead := &Launcher{cli: l.cli, cfg: l.cfg, imageID: l.imageID, owner: host + "/2147483646/1", python: l.python, ids: l.ids, live: map[*conn]bool{}}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := engineContext(t)
 	c, err := dead.Launch(ctx, 0, []string{"python3", "-u", "-c", echoLoop})
 	if err != nil {
 		t.Fatalf("Launch: %v", err)

@@ -229,96 +229,51 @@ process.on('uncaughtException', () => {});
 }
 
 // testForgedCells: no cell can make a later cell of its session report
-// success. Each forgery runs in a fresh python session, then
-// `assert 1 == 2` must fail with exit status 1.
+// success. Each forgery runs in a fresh session of its language, then a
+// failing cell, twice (a forged state may act a cell later), must fail with
+// exit status 1.
 func testForgedCells(t *testing.T, ex executors.Executor) {
 	ctx := context.Background()
-	for _, f := range forgeries {
-		t.Run(f.name, func(t *testing.T) {
-			s, err := ex.Open(ctx, executors.Python, executors.SessionOptions{Limits: executors.Limits{Timeout: 20 * time.Second}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			r, err := s.Exec(ctx, f.cell)
-			if err != nil {
-				t.Fatalf("forging cell: %v", err)
-			}
-			if !strings.Contains(r.Stdout, "patched") {
-				t.Fatalf("forging cell: got stdout %q exit %d stderr %q, want it to run", clip(r.Stdout), r.ExitCode, clip(r.Stderr))
-			}
-			r, err = s.Exec(ctx, "assert 1 == 2")
-			if err != nil {
-				t.Fatalf("assert cell: %v", err)
-			}
-			t.Logf("forgery %q: assert cell exit %d ok %v stderr %q", f.name, r.ExitCode, r.OK(), clip(r.Stderr))
-			if r.ExitCode != 1 || r.OK() {
-				t.Errorf("got exit %d ok %v (stdout %q stderr %q), want exit 1: an earlier cell changed a later cell's outcome",
-					r.ExitCode, r.OK(), clip(r.Stdout), clip(r.Stderr))
-			}
-		})
-	}
-	// Bash: a fresh session per forgery, then (( 1 == 2 )).
-	for _, f := range bashForgeries {
-		t.Run("bash/"+f.name, func(t *testing.T) {
-			s, err := ex.Open(ctx, executors.Bash, executors.SessionOptions{Limits: executors.Limits{Timeout: 20 * time.Second}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			r, err := s.Exec(ctx, f.cell)
-			if err != nil {
-				t.Fatalf("forging cell: %v", err)
-			}
-			if !strings.Contains(r.Stdout, "patched") {
-				t.Fatalf("forging cell: got stdout %q exit %d stderr %q, want it to run", clip(r.Stdout), r.ExitCode, clip(r.Stderr))
-			}
-			for i := 0; i < 2; i++ { // and once more: a forged state may act a cell later
-				r, err = s.Exec(ctx, "(( 1 == 2 ))")
+	for _, k := range []struct {
+		prefix    string
+		lang      executors.Language
+		timeout   time.Duration
+		forgeries []struct{ name, cell string }
+		failing   string
+		// hangs names the forgery that breaks the runtime itself, so the
+		// failing cell may time out: a timeout, never a success.
+		hangs string
+	}{
+		{"", executors.Python, 20 * time.Second, forgeries, "assert 1 == 2", ""},
+		{"bash/", executors.Bash, 20 * time.Second, bashForgeries, "(( 1 == 2 ))", ""},
+		{"javascript/", executors.JavaScript, 30 * time.Second, nodeForgeries, "null.x", "prototypes node's own streams use"},
+	} {
+		for _, f := range k.forgeries {
+			t.Run(k.prefix+f.name, func(t *testing.T) {
+				s := openSession(t, ctx, ex, k.lang, executors.SessionOptions{Limits: executors.Limits{Timeout: k.timeout}})
+				r, err := s.Exec(ctx, f.cell)
 				if err != nil {
-					t.Fatalf("failing cell: %v", err)
+					t.Fatalf("forging cell: %v", err)
 				}
-				t.Logf("forgery %q: failing cell %d: exit %d ok %v stderr %q", f.name, i+1, r.ExitCode, r.OK(), clip(r.Stderr))
-				if r.ExitCode != 1 || r.OK() {
-					t.Errorf("cell %d after the forgery: got exit %d ok %v (stdout %q stderr %q), want exit 1: an earlier cell changed a later cell's outcome",
-						i+1, r.ExitCode, r.OK(), clip(r.Stdout), clip(r.Stderr))
+				if !strings.Contains(r.Stdout, "patched") {
+					t.Fatalf("forging cell: got stdout %q exit %d stderr %q, want it to run", clip(r.Stdout), r.ExitCode, clip(r.Stderr))
 				}
-			}
-		})
-	}
-	// Javascript: a fresh node session per forgery, then null.x.
-	for _, f := range nodeForgeries {
-		t.Run("javascript/"+f.name, func(t *testing.T) {
-			s, err := ex.Open(ctx, executors.JavaScript, executors.SessionOptions{Limits: executors.Limits{Timeout: 30 * time.Second}})
-			if err != nil {
-				if strings.Contains(err.Error(), "toolchain") {
-					t.Skipf("no node in this sandbox: %v", err)
+				for i := 1; i <= 2; i++ {
+					r, err = s.Exec(ctx, k.failing)
+					if err != nil {
+						t.Fatalf("failing cell: %v", err)
+					}
+					t.Logf("forgery %q: failing cell %d: exit %d ok %v stderr %q", f.name, i, r.ExitCode, r.OK(), clip(r.Stderr))
+					if f.name == k.hangs && r.TimedOut {
+						continue
+					}
+					if r.ExitCode != 1 || r.OK() {
+						t.Errorf("cell %d after the forgery: got exit %d ok %v (stdout %q stderr %q), want exit 1: an earlier cell changed a later cell's outcome",
+							i, r.ExitCode, r.OK(), clip(r.Stdout), clip(r.Stderr))
+					}
 				}
-				t.Fatal(err)
-			}
-			defer s.Close()
-			r, err := s.Exec(ctx, f.cell)
-			if err != nil {
-				t.Fatalf("forging cell: %v", err)
-			}
-			if !strings.Contains(r.Stdout, "patched") {
-				t.Fatalf("forging cell: got stdout %q exit %d stderr %q, want it to run", clip(r.Stdout), r.ExitCode, clip(r.Stderr))
-			}
-			for i := 0; i < 2; i++ {
-				r, err = s.Exec(ctx, "null.x")
-				if err != nil {
-					t.Fatalf("failing cell: %v", err)
-				}
-				t.Logf("forgery %q: failing cell %d: exit %d ok %v stderr %q", f.name, i+1, r.ExitCode, r.OK(), clip(r.Stderr))
-				if f.name == "prototypes node's own streams use" && r.TimedOut {
-					continue // a timeout, not a success: the kernel never heard of the cell
-				}
-				if r.ExitCode != 1 || r.OK() {
-					t.Errorf("cell %d after the forgery: got exit %d ok %v (stdout %q stderr %q), want exit 1: an earlier cell changed a later cell's outcome",
-						i+1, r.ExitCode, r.OK(), clip(r.Stdout), clip(r.Stderr))
-				}
-			}
-		})
+			})
+		}
 	}
 	// A one-shot run's exit status does not follow what the program
 	// rebinds either: the same patches, then the assert, in one program.
@@ -332,11 +287,7 @@ func testForgedCells(t *testing.T, ex executors.Executor) {
 	})
 	// A cell's own exits are still its outcome.
 	t.Run("own exits", func(t *testing.T) {
-		s, err := ex.Open(ctx, executors.Python, executors.SessionOptions{Limits: executors.Limits{Timeout: 20 * time.Second}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := openSession(t, ctx, ex, executors.Python, executors.SessionOptions{Limits: executors.Limits{Timeout: 20 * time.Second}})
 		for _, c := range []struct {
 			code   string
 			exit   int

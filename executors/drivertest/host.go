@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/codefeedback/codefeedback/executors"
 )
 
 // host is the state the attacks must not reach or change.
@@ -104,9 +106,33 @@ func (h *host) checkUntouched(t *testing.T, marker string) {
 		}
 	}
 	if marker != "" {
-		if pids := hostProcesses(marker, 3*time.Second); len(pids) > 0 {
+		// The wait ends as soon as they are gone; the minute is a hang
+		// guard for a loaded machine's slow teardown.
+		if pids := hostProcesses(marker, time.Minute); len(pids) > 0 {
 			t.Errorf("host processes still running with marker %q: %v", marker, pids)
 		}
+	}
+}
+
+// checkOutput fails t if an attack's output says it got what it wanted
+// (LEAK) or shows a host secret.
+func (h *host) checkOutput(t *testing.T, r executors.Result) {
+	t.Helper()
+	for _, s := range []string{r.Stdout, r.Stderr} {
+		if i := strings.Index(s, "LEAK"); i >= 0 {
+			t.Errorf("attack succeeded: %q", clip(s[i:]))
+		}
+		if strings.Contains(s, h.secret) || strings.Contains(s, h.fileToken) {
+			t.Errorf("a host secret appeared in the output")
+		}
+	}
+}
+
+// checkNextRun fails t unless a plain run after an attack works.
+func checkNextRun(t *testing.T, ex executors.Executor) {
+	t.Helper()
+	if r := run(t, ex, py("print(6 * 7)")); r.Stdout != "42\n" || r.ExitCode != 0 {
+		t.Errorf("the next run after the attack: got %q exit %d stderr %q, want 42", r.Stdout, r.ExitCode, clip(r.Stderr))
 	}
 }
 

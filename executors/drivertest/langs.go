@@ -112,7 +112,7 @@ func langTable() []langPrograms {
 // available asks the executor which toolchains it has. A missing one is
 // skipped with a message, except on CI, where .ci/setup installs them all.
 func available(t *testing.T, ex executors.Executor) map[executors.Language]bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a hang guard
 	defer cancel()
 	langs, err := executors.Languages(ctx, ex)
 	if err != nil {
@@ -170,7 +170,7 @@ func testLanguages(t *testing.T, ex executors.Executor, h *host) {
 				if r.Stdout != "hello 42\n" || r.ExitCode != 0 || r.Phase != "" {
 					t.Errorf("got stdout %q exit %d phase %q stderr %q, want hello 42", r.Stdout, r.ExitCode, r.Phase, clip(r.Stderr))
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a hang guard
 				defer cancel()
 				if v, err := executors.ToolchainVersion(ctx, ex, p.lang); err != nil || !strings.Contains(v, "/") {
 					t.Errorf("ToolchainVersion: %q, %v; want each tool's path and version (part of the cache keys)", v, err)
@@ -246,7 +246,7 @@ func testLanguages(t *testing.T, ex executors.Executor, h *host) {
 // is the sandbox's own (downed or empty) loopback.
 func langAttacks() []attack {
 	return []attack{
-		{name: "javascript network, interfaces and key", lang: executors.JavaScript, lim: executors.Limits{Timeout: 20 * time.Second},
+		{name: "javascript network, interfaces and key", lang: executors.JavaScript,
 			code: "const net = require('net'), os = require('os');\n" +
 				"if (process.env.OPENAI_API_KEY) console.log('LEAK key in env');\n" +
 				"const names = Object.keys(os.networkInterfaces()).filter(n => n !== 'lo');\n" +
@@ -256,7 +256,7 @@ func langAttacks() []attack {
 				"s.on('connect', () => { console.log('LEAK connected'); s.destroy(); });\n" +
 				"s.on('error', e => console.log('blocked', e.code));\n",
 			check: wantPrinted("blocked")},
-		{name: "typescript read of host files", full: true, lang: executors.TypeScript, lim: executors.Limits{Timeout: 20 * time.Second},
+		{name: "typescript read of host files", full: true, lang: executors.TypeScript,
 			code: "const fs = require('fs');\n" +
 				"for (const f of ['/etc/shadow', '{{SECRETFILE}}', '/root/.bashrc', '{{REPO}}/go.mod']) {\n" +
 				"  try { console.log('LEAK read ' + f + ' ' + fs.readFileSync(f, 'utf8').slice(0, 40)); }\n" +
@@ -270,49 +270,49 @@ func langAttacks() []attack {
 		{name: "c fork bomb", lang: executors.C, lim: executors.Limits{Timeout: 30 * time.Second, Processes: 32},
 			code:  "#include <unistd.h>\n#include <stdio.h>\n#include <sys/types.h>\nint main(void) {\n  int n = 0;\n  for (int i = 0; i < 1000; i++) { pid_t p = fork(); if (p == 0) { for (;;) pause(); } else if (p > 0) n++; }\n  if (n > 40) printf(\"LEAK forked %d\\n\", n);\n  printf(\"forked %d\\n\", n);\n  return 0;\n}\n",
 			check: wantPrinted("forked ")},
-		{name: "c read of /etc/shadow and a host file", full: true, lang: executors.C, lim: executors.Limits{Timeout: 20 * time.Second},
+		{name: "c read of /etc/shadow and a host file", full: true, lang: executors.C,
 			code: "#include <stdio.h>\nint main(void) {\n  const char *fs[] = {\"/etc/shadow\", \"{{SECRETFILE}}\", \"/proc/1/environ\"};\n" +
 				"  for (int i = 0; i < 3; i++) {\n    FILE *f = fopen(fs[i], \"r\"); char b[64] = {0};\n" +
 				"    if (f && fread(b, 1, 63, f) > 0 && i < 2) printf(\"LEAK read %s %s\\n\", fs[i], b); else printf(\"blocked %s\\n\", fs[i]);\n" +
 				"    if (f) fclose(f);\n  }\n  return 0;\n}\n",
 			check: wantPrinted("blocked {{SECRETFILE}}")},
-		{name: "cpp write outside scratch", full: true, lang: executors.CPP, lim: executors.Limits{Timeout: 20 * time.Second},
+		{name: "cpp write outside scratch", full: true, lang: executors.CPP,
 			code: "#include <fstream>\n#include <iostream>\nint main() {\n" +
 				"  for (const char *d : {\"/usr\", \"/etc\", \"/bin\", \"/root\", \"{{REPO}}\", \"{{HOSTDIR}}\"}) {\n" +
 				"    std::ofstream f(std::string(d) + \"/pwned.txt\");\n    f << \"x\";\n    f.close();\n" +
 				"    if (f.good()) std::cout << \"LEAK wrote \" << d << \"\\n\";\n  }\n  std::cout << \"done\\n\";\n}\n",
 			check: wantPrinted("done")},
-		{name: "go network dial", lang: executors.Go, lim: executors.Limits{Timeout: 20 * time.Second},
+		{name: "go network dial", lang: executors.Go,
 			code: "package main\n\nimport (\n\t\"fmt\"\n\t\"net\"\n\t\"time\"\n)\n\nfunc main() {\n" +
 				"\tifs, _ := net.Interfaces()\n\tfor _, i := range ifs {\n\t\tif i.Name != \"lo\" {\n\t\t\tfmt.Println(\"LEAK interface\", i.Name)\n\t\t}\n\t}\n" +
 				"\tfor _, n := range []string{\"tcp\", \"udp\"} {\n\t\tc, err := net.DialTimeout(n, \"127.0.0.1:{{PORT}}\", time.Second)\n" +
 				"\t\tif err == nil && n == \"tcp\" {\n\t\t\tfmt.Println(\"LEAK connected\")\n\t\t}\n\t\tif c != nil {\n\t\t\tc.Close()\n\t\t}\n\t\tfmt.Println(\"blocked\", n, err)\n\t}\n" +
 				"\tif a, err := net.LookupHost(\"codefeedback-egress-check.invalid\"); err == nil && len(a) > 0 {\n\t\tfmt.Println(\"LEAK resolved\", a)\n\t}\n}\n",
 			check: wantPrinted("blocked tcp")},
-		{name: "java read of /etc/shadow", lang: executors.Java, lim: executors.Limits{Timeout: 20 * time.Second},
+		{name: "java read of /etc/shadow", lang: executors.Java,
 			code:  "import java.nio.file.*;\npublic class Main {\n  public static void main(String[] a) {\n    for (String f : new String[]{\"/etc/shadow\", \"{{SECRETFILE}}\"}) {\n      try { byte[] b = Files.readAllBytes(Paths.get(f)); System.out.println(\"LEAK read \" + f + \" \" + new String(b)); }\n      catch (Exception e) { System.out.println(\"blocked \" + e.getClass().getSimpleName()); }\n    }\n    if (System.getenv(\"OPENAI_API_KEY\") != null) System.out.println(\"LEAK key in env\");\n  }\n}\n",
 			check: wantPrinted("blocked NoSuchFileException")}, // the host file: not there
-		{name: "rust network and key", full: true, lang: executors.Rust, lim: executors.Limits{Timeout: 20 * time.Second},
+		{name: "rust network and key", full: true, lang: executors.Rust,
 			code: "use std::net::{TcpStream, SocketAddr};\nuse std::time::Duration;\nfn main() {\n" +
 				"    if std::env::var(\"OPENAI_API_KEY\").is_ok() { println!(\"LEAK key in env\"); }\n" +
 				"    let a: SocketAddr = \"127.0.0.1:{{PORT}}\".parse().unwrap();\n" +
 				"    match TcpStream::connect_timeout(&a, Duration::from_secs(1)) {\n" +
 				"        Ok(_) => println!(\"LEAK connected\"),\n        Err(e) => println!(\"blocked {}\", e),\n    }\n}\n",
 			check: wantPrinted("blocked")},
-		{name: "ruby network and host files", lang: executors.Ruby, lim: executors.Limits{Timeout: 20 * time.Second},
+		{name: "ruby network and host files", lang: executors.Ruby,
 			code: "require 'socket'\n" +
 				"begin\n  Socket.tcp('127.0.0.1', {{PORT}}, connect_timeout: 1) { puts 'LEAK connected' }\nrescue StandardError => e\n  puts \"blocked #{e.class}\"\nend\n" +
 				"['/etc/shadow', '{{SECRETFILE}}'].each do |f|\n  puts \"LEAK read #{f} #{File.read(f)[0, 40]}\" rescue puts \"blocked #{f}\"\nend\n" +
 				"puts 'LEAK key in env' if ENV['OPENAI_API_KEY']\n",
 			check: wantPrinted("blocked {{SECRETFILE}}")},
-		{name: "php shell, sockets and host files", lang: executors.PHP, lim: executors.Limits{Timeout: 20 * time.Second},
+		{name: "php shell, sockets and host files", lang: executors.PHP,
 			code: "<?php\n" +
 				"$s = @fsockopen('127.0.0.1', {{PORT}}, $errno, $errstr, 1);\necho $s ? \"LEAK connected\\n\" : \"blocked $errno\\n\";\n" +
 				"foreach (['/etc/shadow', '{{SECRETFILE}}'] as $f) { $b = @file_get_contents($f); echo $b !== false ? \"LEAK read $f\\n\" : \"blocked $f\\n\"; }\n" +
 				"$o = shell_exec('cat {{SECRETFILE}} /etc/shadow 2>/dev/null; env');\nif ($o !== null && strpos($o, 'OPENAI') !== false) echo \"LEAK via shell\\n\";\n" +
 				"if (getenv('OPENAI_API_KEY') !== false) echo \"LEAK key in env\\n\";\n",
 			check: wantPrinted("blocked {{SECRETFILE}}")},
-		{name: "lua shell and host files", lang: executors.Lua, lim: executors.Limits{Timeout: 20 * time.Second},
+		{name: "lua shell and host files", lang: executors.Lua,
 			code: "for _, f in ipairs({'/etc/shadow', '{{SECRETFILE}}'}) do\n" +
 				"  local h = io.open(f, 'r')\n  if h and h:read('a') then print('LEAK read ' .. f) else print('blocked ' .. f) end\nend\n" +
 				"local p = io.popen('cat {{SECRETFILE}} 2>/dev/null; ls /root 2>/dev/null')\nlocal out = p:read('a')\np:close()\n" +
@@ -321,6 +321,10 @@ func langAttacks() []attack {
 			check: wantPrinted("blocked {{SECRETFILE}}")},
 	}
 }
+
+// langAttackLimits are an attack's limits unless it names its own: time
+// for a compiler on a loaded machine.
+var langAttackLimits = executors.Limits{Timeout: 20 * time.Second}
 
 func testLangAttacks(t *testing.T, ex executors.Executor, h *host, ok map[executors.Language]bool) {
 	full := os.Getenv("CODEFEEDBACK_LANG_FULL") == "1"
@@ -332,18 +336,15 @@ func testLangAttacks(t *testing.T, ex executors.Executor, h *host, ok map[execut
 			skipMissing(t, ok, a.lang)
 			rep := strings.NewReplacer("{{PORT}}", fmt.Sprint(h.tcpPort), "{{SECRETFILE}}", h.secretFile,
 				"{{HOSTDIR}}", h.dir, "{{REPO}}", h.repo)
-			r := langRun(t, ex, a.lang, rep.Replace(a.code), a.lim)
+			lim := a.lim
+			if lim == (executors.Limits{}) {
+				lim = langAttackLimits
+			}
+			r := langRun(t, ex, a.lang, rep.Replace(a.code), lim)
 			if r.Phase == "compile" {
 				t.Fatalf("the attack did not compile: %s", clip(r.Stderr))
 			}
-			for _, s := range []string{r.Stdout, r.Stderr} {
-				if i := strings.Index(s, "LEAK"); i >= 0 {
-					t.Errorf("attack succeeded: %q", clip(s[i:]))
-				}
-				if strings.Contains(s, h.secret) || strings.Contains(s, h.fileToken) {
-					t.Errorf("a host secret appeared in the output")
-				}
-			}
+			h.checkOutput(t, r)
 			if a.check != nil {
 				// The check's text may name a placeholder: it sees the
 				// output with the host's values put back as placeholders.
@@ -352,9 +353,7 @@ func testLangAttacks(t *testing.T, ex executors.Executor, h *host, ok map[execut
 				a.check(t, shown)
 			}
 			h.checkUntouched(t, "")
-			if r := run(t, ex, py("print(6 * 7)")); r.Stdout != "42\n" || r.ExitCode != 0 {
-				t.Errorf("the next run after the attack: got %q exit %d stderr %q, want 42", r.Stdout, r.ExitCode, clip(r.Stderr))
-			}
+			checkNextRun(t, ex)
 		})
 	}
 }
@@ -367,26 +366,18 @@ func testLangAttacks(t *testing.T, ex executors.Executor, h *host, ok map[execut
 //
 // A cell's time includes starting node when the session has none (after
 // Reset, an exit or a timeout), which took more than 5 s on a loaded
-// machine: cells get 30 s, and the endless cell blocks idle (Atomics.wait)
+// machine, and a session cell's limit is wall time: cells get 60 s, and
+// the endless cell blocks idle (Atomics.wait)
 // rather than spinning, so waiting out its timeout costs no CPU.
 func testNodeSession(t *testing.T, ex executors.Executor, ok map[executors.Language]bool) {
 	skipMissing(t, ok, executors.JavaScript)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	s, err := ex.Open(ctx, executors.JavaScript, executors.SessionOptions{Files: map[string][]byte{"in.txt": []byte("seed")},
-		Limits: executors.Limits{Timeout: 30 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openSession(t, ctx, ex, executors.JavaScript, executors.SessionOptions{Files: map[string][]byte{"in.txt": []byte("seed")},
+		Limits: executors.Limits{Timeout: 60 * time.Second}})
 	exec := func(code string) executors.Result {
 		t.Helper()
-		r, err := s.Exec(ctx, code)
-		if err != nil {
-			t.Fatalf("Exec(%q): %v", code, err)
-		}
-		checkWellFormed(t, r)
-		return r
+		return execCell(t, ctx, s, code)
 	}
 	for _, c := range []struct{ code, stdout string }{
 		{"const fs = require('fs');\nlet total = 0;\nfunction add(x) { total += x; return total; }\nfs.writeFileSync('out.txt', 'kept');", ""},

@@ -34,19 +34,11 @@ func testRunnerFiles(t *testing.T, ex executors.Executor) {
 	marker := "cf-marker-" + token(t)
 	probe := fmt.Sprintf(bashProbe, marker)
 	open := func(t *testing.T, lang executors.Language) (func(code string) executors.Result, executors.Session) {
-		s, err := ex.Open(ctx, lang, executors.SessionOptions{Limits: executors.Limits{Timeout: 5 * time.Second}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		// A session cell's limit is wall time: room for a loaded machine.
+		s := openSession(t, ctx, ex, lang, executors.SessionOptions{Limits: executors.Limits{Timeout: 20 * time.Second}})
 		return func(code string) executors.Result {
 			t.Helper()
-			r, err := s.Exec(ctx, code)
-			if err != nil {
-				t.Fatalf("Exec(%.60q): %v", code, err)
-			}
-			checkWellFormed(t, r)
-			return r
+			return execCell(t, ctx, s, code)
 		}, s
 	}
 	seesNothing := func(t *testing.T, when string, r executors.Result) {
@@ -95,8 +87,8 @@ func testRunnerFiles(t *testing.T, ex executors.Executor) {
 		if r := exec("echo ${y:-unset} ${#big} $x; greet again; basename \"$PWD\""); r.Stdout != "unset 0 41\nhi again\nd\n" {
 			t.Errorf("after a cell killed mid-save: got %q stderr %q, want the state before it, whole", r.Stdout, clip(r.Stderr))
 		}
-		if r := exec("sleep 60"); !r.TimedOut {
-			t.Errorf("sleep 60: got %+v, want a timed-out cell", r)
+		if r := exec("sleep 600"); !r.TimedOut {
+			t.Errorf("sleep 600: got %+v, want a timed-out cell", r)
 		}
 		if r := exec("echo ok ${x:-gone}"); r.Stdout != "ok gone\n" {
 			t.Errorf("after a timeout: got %q stderr %q, want a working, restarted session", r.Stdout, clip(r.Stderr))

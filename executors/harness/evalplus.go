@@ -165,32 +165,16 @@ const plusMemory = 8 << 30
 func (o PlusOptions) Resolved() PlusOptions { return o.withDefaults() }
 
 func (o PlusOptions) withDefaults() PlusOptions {
-	if o.Timeout <= 0 {
-		o.Timeout = 300 * time.Second
-	}
-	if o.MinCaseTimeout <= 0 {
-		o.MinCaseTimeout = 4 * time.Second
-	}
-	if o.SetTimeout <= 0 {
-		o.SetTimeout = 60 * time.Second
-	}
-	if o.TimeFactor <= 0 {
-		o.TimeFactor = 4
-	}
-	if o.RefTimeout <= 0 {
-		o.RefTimeout = 60 * time.Second
-	}
-	if o.MaxFailures <= 0 {
-		o.MaxFailures = 3
-	}
-	if o.ValueChars <= 0 {
-		o.ValueChars = 300
-	}
+	setDefault(&o.Timeout, 300*time.Second)
+	setDefault(&o.MinCaseTimeout, 4*time.Second)
+	setDefault(&o.SetTimeout, 60*time.Second)
+	setDefault(&o.TimeFactor, 4)
+	setDefault(&o.RefTimeout, 60*time.Second)
+	setDefault(&o.MaxFailures, 3)
+	setDefault(&o.ValueChars, 300)
 	o.Limits.Timeout = o.Timeout
 	o.Limits.CPUTime = cpuLimit(o.Limits.CPUTime, o.Timeout)
-	if o.Limits.MemoryBytes <= 0 {
-		o.Limits.MemoryBytes = plusMemory
-	}
+	setDefault(&o.Limits.MemoryBytes, plusMemory)
 	if o.Limits.OutputBytes < minOutputBytes {
 		o.Limits.OutputBytes = minOutputBytes
 	}

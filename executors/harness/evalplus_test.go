@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/schema"
@@ -25,7 +26,6 @@ func plusProblem(id, entry, prompt, solution, base, plus string, atol string) sc
 
 func TestJudgePlus(t *testing.T) {
 	ex := sandbox(t)
-	ctx := context.Background()
 	add := plusProblem("HumanEval/900", "add", "def add(a, b):\n    \"\"\"Add.\"\"\"\n", "    return a + b\n",
 		`[[1, 2]]`, `[[3, 4], [10, -10], [0.1, 0.2]]`, "0")
 	fadd := plusProblem("HumanEval/901", "add", "def add(a, b):\n    \"\"\"Add.\"\"\"\n", "    return a + b\n",
@@ -73,14 +73,7 @@ func TestJudgePlus(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pt, err := harness.PlusTestsOf(tc.p, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := harness.JudgePlus(ctx, ex, pt, tc.code, harness.PlusOptions{MinCaseTimeout: 300 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
+			v := judgePlus(t, ex, tc.p, tc.code, harness.PlusOptions{MinCaseTimeout: 300 * time.Millisecond})
 			fb := harness.PlusFeedback(v)
 			if v.Result.TimedOut {
 				t.Fatalf("the run hit its overall limit; want the set's deadline to end it; feedback:\n%s", fb)
@@ -110,6 +103,20 @@ func TestPlusTestsOfWithoutInputs(t *testing.T) {
 	}
 }
 
+// judgePlus judges code against all of p's inputs.
+func judgePlus(t *testing.T, ex executors.Executor, p schema.Problem, code string, o harness.PlusOptions) harness.PlusVerdict {
+	t.Helper()
+	pt, err := harness.PlusTestsOf(p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := harness.JudgePlus(context.Background(), ex, pt, code, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // TestPlusCanonicalSample runs the canonical solutions of a slice of the
 // real HumanEval+ and MBPP+ files against all their inputs: each must agree
 // with itself (this exercises decoding, oracles and time limits on real data).
@@ -122,14 +129,7 @@ func TestPlusCanonicalSample(t *testing.T) {
 		}
 		for i := 0; i < len(ps); i += 12 {
 			p := ps[i]
-			pt, err := harness.PlusTestsOf(p, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := harness.JudgePlus(context.Background(), ex, pt, p.Program(), harness.PlusOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			v := judgePlus(t, ex, p, p.Program(), harness.PlusOptions{})
 			if !v.Passed {
 				t.Errorf("%s canonical fails its own inputs: %s", p.ID, harness.PlusFeedback(v))
 			}
@@ -142,7 +142,6 @@ func TestPlusCanonicalSample(t *testing.T) {
 // gives written down, and feedback that never says "expected X, got X".
 func TestJudgePlusEvalPlusRules(t *testing.T) {
 	ex := sandbox(t)
-	ctx := context.Background()
 	// Mbpp/737's shape: the reference returns a match object or None, and
 	// EvalPlus keeps only whether it is None.
 	match := plusProblem("Mbpp/737", "check_str", "",
@@ -197,14 +196,7 @@ func TestJudgePlusEvalPlusRules(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pt, err := harness.PlusTestsOf(tc.p, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := harness.JudgePlus(ctx, ex, pt, tc.code, harness.PlusOptions{MinCaseTimeout: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
+			v := judgePlus(t, ex, tc.p, tc.code, harness.PlusOptions{MinCaseTimeout: time.Second})
 			fb := harness.PlusFeedback(v)
 			if v.Passed != tc.passed {
 				t.Fatalf("passed = %v, want %v; feedback:\n%s\nstderr: %s", v.Passed, tc.passed, fb, v.Result.Stderr)
@@ -253,14 +245,7 @@ func TestPlusRealQuirks(t *testing.T) {
 			continue
 		}
 		t.Run(p.ID, func(t *testing.T) {
-			pt, err := harness.PlusTestsOf(p, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := harness.JudgePlus(context.Background(), ex, pt, p.Program(), harness.PlusOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			v := judgePlus(t, ex, p, p.Program(), harness.PlusOptions{})
 			if !v.Passed || v.Skipped != 0 || v.Total != v.Inputs {
 				t.Errorf("passed %v, %d of %d inputs tested, %d skipped; want all tested: %s", v.Passed, v.Total, v.Inputs, v.Skipped, harness.PlusFeedback(v))
 			}

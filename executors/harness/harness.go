@@ -179,32 +179,29 @@ func caseTimer(o Options) time.Duration {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Second
-	}
-	if o.CaseTimeout <= 0 {
-		o.CaseTimeout = 5 * time.Second
-	}
+	setDefault(&o.Timeout, 10*time.Second)
+	setDefault(&o.CaseTimeout, 5*time.Second)
 	if o.CaseTimeout > o.Timeout {
 		o.CaseTimeout = o.Timeout
 	}
-	if o.ValueChars <= 0 {
-		o.ValueChars = 300
-	}
-	if o.StdoutBytes <= 0 {
-		o.StdoutBytes = 4096
-	}
-	if o.FeedbackFailures <= 0 {
-		o.FeedbackFailures = 3
-	}
+	setDefault(&o.ValueChars, 300)
+	setDefault(&o.StdoutBytes, 4096)
+	setDefault(&o.FeedbackFailures, 3)
 	o.Limits.Timeout = o.Timeout
 	o.Limits.CPUTime = cpuLimit(o.Limits.CPUTime, o.Timeout)
 	// The summary needs room beside the candidate's stdout copy; the judge
 	// keeps its own output under outputBudget.
-	if o.Limits.OutputBytes == 0 || o.Limits.OutputBytes < minOutputBytes {
+	if o.Limits.OutputBytes < minOutputBytes {
 		o.Limits.OutputBytes = minOutputBytes
 	}
 	return o
+}
+
+// setDefault sets *v to d when it is unset (zero or below).
+func setDefault[T int | int64 | float64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
 }
 
 const (

@@ -100,16 +100,10 @@ func main() {
 	cfRec("load", cfRes{"ok": 1})
 	cases := []func() cfRes{
 `, jsonStr(b.marker), b.valueCap(), b.lines, jsonStr(b.planJSON()))
-	for _, t := range b.tests {
-		switch {
-		case t.Actual != "":
-			fmt.Fprintf(&w, "\t\tfunc() cfRes { return cfEq(%s, %s, %s) },\n", jsonStr(t.Actual), t.Actual, t.Expected)
-		case t.Cond != "":
-			fmt.Fprintf(&w, "\t\tfunc() cfRes { return cfTrue(%s, %s) },\n", jsonStr(t.Cond), t.Cond)
-		default:
-			fmt.Fprintf(&w, "\t\tfunc() cfRes { %s; return cfRes{\"kind\": \"pass\"} },\n", t.Stmt)
-		}
-	}
+	b.writeCases(&w, caseForms{quote: jsonStr,
+		eq:   "\t\tfunc() cfRes { return cfEq(%s, %s, %s) },\n",
+		cond: "\t\tfunc() cfRes { return cfTrue(%s, %s) },\n",
+		stmt: "\t\tfunc() cfRes { %s; return cfRes{\"kind\": \"pass\"} },\n"})
 	w.WriteString(`	}
 	for i, c := range cases {
 		func() {

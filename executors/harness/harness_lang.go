@@ -397,6 +397,29 @@ func (b *langBuild) planJSON() string {
 	return string(j)
 }
 
+// caseForms are how a language writes one test as a closure, as Printf
+// formats: eq gets the quoted source, the actual and the expected
+// expression; cond the quoted source and the condition; stmt the statement
+// (without its trailing ';': the form adds its own separator).
+type caseForms struct {
+	quote          func(string) string
+	eq, cond, stmt string
+}
+
+// writeCases writes b's tests to w, one closure a test.
+func (b *langBuild) writeCases(w *strings.Builder, f caseForms) {
+	for _, t := range b.tests {
+		switch {
+		case t.Actual != "":
+			fmt.Fprintf(w, f.eq, f.quote(t.Actual), t.Actual, t.Expected)
+		case t.Cond != "":
+			fmt.Fprintf(w, f.cond, f.quote(t.Cond), t.Cond)
+		default:
+			fmt.Fprintf(w, f.stmt, strings.TrimSuffix(t.Stmt, ";"))
+		}
+	}
+}
+
 func (b *langBuild) valueCap() int { return b.opts.ValueChars }
 
 var reMarker = regexp.MustCompile(`@@cfjudge:[0-9a-f]{24}`)

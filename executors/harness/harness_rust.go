@@ -75,16 +75,10 @@ fn main() {
     }));
     let cases: Vec<fn() -> CfRes> = vec![
 `, cStr(b.marker), b.valueCap(), b.lines, cStr(b.planJSON()))
-	for _, t := range b.tests {
-		switch {
-		case t.Actual != "":
-			fmt.Fprintf(&w, "        || -> CfRes { cf_eq(%s, &(%s), &(%s)) },\n", cStr(t.Actual), t.Actual, t.Expected)
-		case t.Cond != "":
-			fmt.Fprintf(&w, "        || -> CfRes { cf_true(%s, %s) },\n", cStr(t.Cond), t.Cond)
-		default:
-			fmt.Fprintf(&w, "        || -> CfRes { %s; vec![(\"kind\", \"pass\".to_string())] },\n", strings.TrimSuffix(t.Stmt, ";"))
-		}
-	}
+	b.writeCases(&w, caseForms{quote: cStr,
+		eq:   "        || -> CfRes { cf_eq(%s, &(%s), &(%s)) },\n",
+		cond: "        || -> CfRes { cf_true(%s, %s) },\n",
+		stmt: "        || -> CfRes { %s; vec![(\"kind\", \"pass\".to_string())] },\n"})
 	w.WriteString(`    ];
     for (i, c) in cases.iter().enumerate() {
         match std::panic::catch_unwind(*c) {

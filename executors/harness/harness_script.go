@@ -58,16 +58,10 @@ $stdout.write("#{$__cf_m} plan " + %s + "\n")
 __cf_rec('load', { ok: 1 })
 __cf_cases = [
 `, jsonStr(b.marker), b.valueCap(), b.lines, singleQuoted(b.planJSON()))
-	for _, t := range b.tests {
-		switch {
-		case t.Actual != "":
-			fmt.Fprintf(&w, "  -> { __cf_eq(%s, (%s), (%s)) },\n", singleQuoted(t.Actual), t.Actual, t.Expected)
-		case t.Cond != "":
-			fmt.Fprintf(&w, "  -> { __cf_true(%s, (%s)) },\n", singleQuoted(t.Cond), t.Cond)
-		default:
-			fmt.Fprintf(&w, "  -> { %s; { kind: 'pass' } },\n", t.Stmt)
-		}
-	}
+	b.writeCases(&w, caseForms{quote: singleQuoted,
+		eq:   "  -> { __cf_eq(%s, (%s), (%s)) },\n",
+		cond: "  -> { __cf_true(%s, (%s)) },\n",
+		stmt: "  -> { %s; { kind: 'pass' } },\n"})
 	w.WriteString(`]
 __cf_cases.each_with_index do |c, i|
   r = begin
@@ -236,16 +230,10 @@ io.stdout:write(M, ' plan ', %s, '\n')
 rec('load', {ok = 1})
 local cases = {
 `, luaStr(b.marker), b.valueCap(), b.lines, luaStr(b.planJSON()))
-	for _, t := range b.tests {
-		switch {
-		case t.Actual != "":
-			fmt.Fprintf(&w, "  function() return eq(%s, (%s), (%s)) end,\n", luaStr(t.Actual), t.Actual, t.Expected)
-		case t.Cond != "":
-			fmt.Fprintf(&w, "  function() return truth(%s, (%s)) end,\n", luaStr(t.Cond), t.Cond)
-		default:
-			fmt.Fprintf(&w, "  function() %s; return {kind = 'pass'} end,\n", t.Stmt)
-		}
-	}
+	b.writeCases(&w, caseForms{quote: luaStr,
+		eq:   "  function() return eq(%s, (%s), (%s)) end,\n",
+		cond: "  function() return truth(%s, (%s)) end,\n",
+		stmt: "  function() %s; return {kind = 'pass'} end,\n"})
 	w.WriteString(`}
 for i, c in ipairs(cases) do
   local ok, r = xpcall(c, fail)

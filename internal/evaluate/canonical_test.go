@@ -1,7 +1,6 @@
 package evaluate_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -25,15 +24,8 @@ var knownSlow = map[string][]string{
 func canonical(t *testing.T, name string, limit int) ([]evaluate.Sample, time.Duration) {
 	t.Helper()
 	tasks := load(t, name, limit)
-	e, err := evaluate.New(evaluate.Options{Model: evaluate.CanonicalModel, Rounds: 0, Concurrency: 2}, nil, nil, sandbox(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
-	ss, err := e.Run(context.Background(), tasks, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ss := evaluateAll(t, evaluate.Options{Model: evaluate.CanonicalModel, Rounds: 0, Concurrency: 2}, nil, nil, sandbox(t), nil, tasks)
 	return ss, time.Since(start)
 }
 

@@ -110,6 +110,8 @@ type Evaluator struct {
 	ex       executors.Executor
 	cache    store.Cache // may be nil
 	prompts  map[string]prompts.Template
+	// promptVersion is prompts.Versions of promptNames, part of the cache key.
+	promptVersion string
 }
 
 var promptNames = []string{"eval_humaneval", "eval_mbpp", "eval_refine", "eval_feedback"}
@@ -135,17 +137,15 @@ func New(opts Options, model, feedback llm.Chatter, ex executors.Executor, cache
 		}
 		e.prompts[n] = t
 	}
+	var err error
+	if e.promptVersion, err = prompts.Versions(promptNames...); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
 // PromptVersion names every template with its text hash.
-func (e *Evaluator) PromptVersion() string {
-	var vs []string
-	for _, n := range promptNames {
-		vs = append(vs, n+"@"+e.prompts[n].Version)
-	}
-	return strings.Join(vs, ",")
-}
+func (e *Evaluator) PromptVersion() string { return e.promptVersion }
 
 // Round is one answer of the model and its judgement.
 type Round struct {

@@ -1,6 +1,7 @@
 package evaluate_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/codefeedback/codefeedback/executors"
@@ -8,6 +9,8 @@ import (
 	"github.com/codefeedback/codefeedback/internal/evaluate"
 	"github.com/codefeedback/codefeedback/internal/sandboxtest"
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
+	"github.com/codefeedback/codefeedback/internal/store"
+	"github.com/codefeedback/codefeedback/pipeline/llm"
 )
 
 // sandbox is a shared bwrap executor (2 warm instances: the machine has 2 cores).
@@ -23,4 +26,18 @@ func load(tb testing.TB, name string, limit int) []evaluate.Task {
 		tb.Fatal(err)
 	}
 	return ts
+}
+
+// evaluateAll builds an evaluator and runs it over tasks.
+func evaluateAll(tb testing.TB, o evaluate.Options, model, feedback llm.Chatter, ex executors.Executor, cache store.Cache, tasks []evaluate.Task) (*evaluate.Evaluator, []evaluate.Sample) {
+	tb.Helper()
+	e, err := evaluate.New(o, model, feedback, ex, cache)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ss, err := e.Run(context.Background(), tasks, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e, ss
 }

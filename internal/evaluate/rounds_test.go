@@ -1,7 +1,6 @@
 package evaluate_test
 
 import (
-	"context"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,6 +25,25 @@ func client(tb testing.TB, srv *llmtest.Server, model string, cache store.Cache)
 }
 
 func fence(code string) string { return "Here is the code:\n```python\n" + code + "\n```\n" }
+
+// stubThenSolution is a writer model that answers each task first with a
+// stub that returns nothing, then, asked again, with the task's solution;
+// refined, when not nil, sees each request for the second answer.
+func stubThenSolution(t *testing.T, tasks []evaluate.Task, refined func(llmtest.Call)) func(llmtest.Call) llmtest.Reply {
+	return func(c llmtest.Call) llmtest.Reply {
+		i, task := taskOf(t, tasks, c)
+		if i < 0 {
+			return llmtest.Reply{Text: "no"}
+		}
+		if len(c.Request.Messages) == 1 {
+			return llmtest.Reply{Text: fence("def " + task.EntryPoint + "(*a):\n    pass")}
+		}
+		if refined != nil {
+			refined(c)
+		}
+		return llmtest.Reply{Text: fence(task.Problem.Solution)}
+	}
+}
 
 // taskOf finds the task whose prompt opens the conversation.
 func taskOf(tb testing.TB, tasks []evaluate.Task, c llmtest.Call) (int, evaluate.Task) {
@@ -75,15 +93,8 @@ func TestScriptedModelRefinement(t *testing.T) {
 		}
 		return llmtest.Reply{Text: fence(p.Program())}
 	})
-	e, err := evaluate.New(evaluate.Options{Model: "fake-chat", Rounds: 2, Feedback: evaluate.FeedbackExecution, Concurrency: 2},
-		client(t, srv, "fake-chat", db), nil, ex, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ss, err := e.Run(context.Background(), tasks, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, ss := evaluateAll(t, evaluate.Options{Model: "fake-chat", Rounds: 2, Feedback: evaluate.FeedbackExecution, Concurrency: 2},
+		client(t, srv, "fake-chat", db), nil, ex, db, tasks)
 	rep := e.Score([]string{evaluate.HumanEval}, ss)
 	got := []int{}
 	for _, r := range rep.Benchmarks[0].Rounds {
@@ -132,15 +143,8 @@ func TestScriptedModelRefinement(t *testing.T) {
 		t.Errorf("unexpected model call on a resumed run")
 		return llmtest.Reply{Text: "x"}
 	})
-	e2, err := evaluate.New(evaluate.Options{Model: "fake-chat", Rounds: 2, Feedback: evaluate.FeedbackExecution, Concurrency: 2},
-		client(t, srv2, "fake-chat", db), nil, ex, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ss2, err := e2.Run(context.Background(), tasks, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e2, ss2 := evaluateAll(t, evaluate.Options{Model: "fake-chat", Rounds: 2, Feedback: evaluate.FeedbackExecution, Concurrency: 2},
+		client(t, srv2, "fake-chat", db), nil, ex, db, tasks)
 	rep2 := e2.Score([]string{evaluate.HumanEval}, ss2)
 	if rep2.CachedSamples != len(tasks) || rep2.Benchmarks[0].Rounds[1].Passed != 10 {
 		t.Errorf("resumed: %d cached samples, round 1 passed %d; want %d and 10", rep2.CachedSamples, rep2.Benchmarks[0].Rounds[1].Passed, len(tasks))
@@ -166,28 +170,13 @@ func TestHumanFeedback(t *testing.T) {
 				return llmtest.Reply{Text: advice}
 			})
 			srv := llmtest.New(t)
-			srv.Script(func(c llmtest.Call) llmtest.Reply {
-				i, task := taskOf(t, tasks, c)
-				if i < 0 {
-					return llmtest.Reply{Text: "no"}
-				}
-				if len(c.Request.Messages) == 1 {
-					return llmtest.Reply{Text: fence("def " + task.EntryPoint + "(*a):\n    pass")}
-				}
+			srv.Script(stubThenSolution(t, tasks, func(c llmtest.Call) {
 				if !strings.Contains(c.LastUser(), advice) {
 					t.Errorf("refinement request %q lacks the feedback model's words", c.LastUser())
 				}
-				return llmtest.Reply{Text: fence(task.Problem.Solution)}
-			})
-			e, err := evaluate.New(evaluate.Options{Model: "fake-chat", Rounds: 1, Feedback: mode, Concurrency: 2},
-				client(t, srv, "fake-chat", nil), client(t, fbSrv, "fake-feedback", nil), ex, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ss, err := e.Run(context.Background(), tasks, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			}))
+			_, ss := evaluateAll(t, evaluate.Options{Model: "fake-chat", Rounds: 1, Feedback: mode, Concurrency: 2},
+				client(t, srv, "fake-chat", nil), client(t, fbSrv, "fake-feedback", nil), ex, nil, tasks)
 			for _, s := range ss {
 				if s.PassedRound != 1 {
 					t.Errorf("%s passed at round %d, want 1", s.TaskID, s.PassedRound)
@@ -243,25 +232,9 @@ func TestHumanFeedbackWithCodeIsRejected(t *testing.T) {
 			fbSrv := llmtest.New(t)
 			fbSrv.Script(persona.Script())
 			srv := llmtest.New(t)
-			srv.Script(func(c llmtest.Call) llmtest.Reply {
-				i, task := taskOf(t, tasks, c)
-				if i < 0 {
-					return llmtest.Reply{Text: "no"}
-				}
-				if len(c.Request.Messages) == 1 {
-					return llmtest.Reply{Text: fence("def " + task.EntryPoint + "(*a):\n    pass")}
-				}
-				return llmtest.Reply{Text: fence(task.Problem.Solution)}
-			})
-			e, err := evaluate.New(evaluate.Options{Model: "fake-chat", Rounds: 1, Feedback: evaluate.FeedbackHuman, Concurrency: 2},
-				client(t, srv, "fake-chat", nil), client(t, fbSrv, "fake-feedback", nil), ex, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ss, err := e.Run(context.Background(), tasks, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			srv.Script(stubThenSolution(t, tasks, nil))
+			e, ss := evaluateAll(t, evaluate.Options{Model: "fake-chat", Rounds: 1, Feedback: evaluate.FeedbackHuman, Concurrency: 2},
+				client(t, srv, "fake-chat", nil), client(t, fbSrv, "fake-feedback", nil), ex, nil, tasks)
 			rep := e.Score([]string{evaluate.MBPP}, ss)
 			for _, s := range ss {
 				for _, rd := range s.Rounds {

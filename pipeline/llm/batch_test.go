@@ -134,11 +134,18 @@ func TestBatchResumeAfterKill(t *testing.T) {
 		defer close(done)
 		askAll(t, ctx, first, 12)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for len(srv.Batches()) == 0 && time.Now().Before(deadline) {
+	// The batch's id is recorded before its first poll: kill after that
+	// poll reached the server (the minute is a hang guard).
+	polled := func() bool {
+		b := srv.Batches()
+		return len(b) > 0 && srv.Calls("/v1/batches/"+b[0].ID) > 0
+	}
+	for deadline := time.Now().Add(time.Minute); !polled() && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
-	time.Sleep(50 * time.Millisecond) // the batch id is recorded right after create
+	if !polled() {
+		t.Fatal("no batch was polled within a minute")
+	}
 	kill()
 	<-done
 	if len(srv.Batches()) != 1 {

@@ -17,6 +17,7 @@
 package llm
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"os"
@@ -124,55 +125,30 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.BaseURL == "" {
-		c.BaseURL = "https://api.openai.com/v1"
-	}
-	if c.APIKeyEnv == "" {
-		c.APIKeyEnv = DefaultAPIKeyEnv
-	}
-	if c.EmbedModel == "" {
-		c.EmbedModel = c.Model
-	}
-	if c.EmbedBatch <= 0 {
-		c.EmbedBatch = 128
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = 2 * time.Minute
-	}
-	if c.Concurrency <= 0 {
-		c.Concurrency = 8
-	}
-	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 6
-	}
-	if c.BackoffBase <= 0 {
-		c.BackoffBase = 500 * time.Millisecond
-	}
-	if c.BackoffMax <= 0 {
-		c.BackoffMax = 30 * time.Second
-	}
-	if c.MaxRetryAfter <= 0 {
-		c.MaxRetryAfter = 2 * time.Minute
-	}
-	if c.BreakerThreshold <= 0 {
-		c.BreakerThreshold = 5
-	}
-	if c.BreakerCooldown <= 0 {
-		c.BreakerCooldown = 10 * time.Second
-	}
-	if c.BatchWindow <= 0 {
-		c.BatchWindow = 2 * time.Second
-	}
-	if c.BatchSize <= 0 {
-		c.BatchSize = 50000
-	}
-	if c.BatchPoll <= 0 {
-		c.BatchPoll = 30 * time.Second
-	}
-	if c.BatchDiscount <= 0 {
-		c.BatchDiscount = 0.5
-	}
+	c.BaseURL = cmp.Or(c.BaseURL, "https://api.openai.com/v1")
+	c.APIKeyEnv = cmp.Or(c.APIKeyEnv, DefaultAPIKeyEnv)
+	c.EmbedModel = cmp.Or(c.EmbedModel, c.Model)
+	setDefault(&c.EmbedBatch, 128)
+	setDefault(&c.Timeout, 2*time.Minute)
+	setDefault(&c.Concurrency, 8)
+	setDefault(&c.MaxAttempts, 6)
+	setDefault(&c.BackoffBase, 500*time.Millisecond)
+	setDefault(&c.BackoffMax, 30*time.Second)
+	setDefault(&c.MaxRetryAfter, 2*time.Minute)
+	setDefault(&c.BreakerThreshold, 5)
+	setDefault(&c.BreakerCooldown, 10*time.Second)
+	setDefault(&c.BatchWindow, 2*time.Second)
+	setDefault(&c.BatchSize, 50000)
+	setDefault(&c.BatchPoll, 30*time.Second)
+	setDefault(&c.BatchDiscount, 0.5)
 	return c
+}
+
+// setDefault sets *v to d when it is unset (zero or below).
+func setDefault[T int | int64 | float64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
 }
 
 func (c Config) validate() error {

@@ -235,6 +235,16 @@ func codeBlocks(s string) []string {
 	return out
 }
 
+// codeAfter is the first code block after marker in s, or "".
+func codeAfter(s, marker string) string {
+	if i := strings.Index(s, marker); i >= 0 {
+		if b := codeBlocks(s[i:]); len(b) > 0 {
+			return b[0]
+		}
+	}
+	return ""
+}
+
 func lastCode(s string) string {
 	b := codeBlocks(s)
 	if len(b) == 0 {
@@ -693,13 +703,7 @@ func (p *Persona) judge(c Call) string {
 	}
 	last := firstUser(c)
 	task := promptPart(last, "Task:\n")
-	code := ""
-	if i := strings.Index(last, "Code:\n"); i >= 0 {
-		code = lastCode(last[i:])
-		if b := codeBlocks(last[i:]); len(b) > 0 {
-			code = b[0]
-		}
-	}
+	code := codeAfter(last, "Code:\n")
 	good, _, ok := "", "", false
 	if p.Solve != nil {
 		good, _, ok = p.Solve(task)
@@ -736,6 +740,28 @@ var (
 	others = []string{"clarity", "efficiency", "security", "bugs"}
 )
 
+// category is the category (or kind) a JSON answer names: the one asked
+// for, or, misbehaving with WrongCategory, the first of others that is not.
+func (p *Persona) category(c Call, asked string, others []string) string {
+	if p.bad(WrongCategory, c) {
+		for _, o := range others {
+			if o != asked {
+				return o
+			}
+		}
+	}
+	return asked
+}
+
+// showCode is text, with code after it when the answer misbehaves with
+// CodeInFeedback (the user writes the change instead of asking for it).
+func (p *Persona) showCode(c Call, text, lead, code string) string {
+	if p.bad(CodeInFeedback, c) {
+		return text + " " + lead + "\n```python\n" + code + "\n```"
+	}
+	return text
+}
+
 // feedback plays the demanding user: JSON with the category asked for, the
 // goals met and missed (under the names real models used), and a request
 // for one change in words.
@@ -745,13 +771,7 @@ func (p *Persona) feedback(c Call) string {
 	if m := aimRe.FindStringSubmatch(last); m != nil {
 		cat = m[1]
 	}
-	code := ""
-	if i := strings.Index(last, "The assistant's latest code:"); i >= 0 {
-		code = lastCode(last[i:])
-		if b := codeBlocks(last[i:]); len(b) > 0 {
-			code = b[0]
-		}
-	}
+	code := codeAfter(last, "The assistant's latest code:")
 	name := fnName(code)
 	ask, ok := asks[cat]
 	if !ok {
@@ -759,18 +779,8 @@ func (p *Persona) feedback(c Call) string {
 	}
 	openers := []string{"The code works, but please %s.", "Could you %s?", "One thing I'd like changed: %s.", "Before I use this, %s, please.", "It passes, though I want you to %s."}
 	text := fmt.Sprintf(openers[variant(last, len(openers))], fmt.Sprintf(ask, name))
-	said := cat
-	if p.bad(WrongCategory, c) {
-		for _, o := range others {
-			if o != cat {
-				said = o
-				break
-			}
-		}
-	}
-	if p.bad(CodeInFeedback, c) {
-		text += " Like this:\n```python\n" + code + "\n```"
-	}
+	said := p.category(c, cat, others)
+	text = p.showCode(c, text, "Like this:", code)
 	if p.bad(UnparseableJSON, c) {
 		return "Feedback (" + said + "): " + text + " {unmet: [" + said + "]"
 	}
@@ -793,29 +803,14 @@ func (p *Persona) followup(c Call) string {
 	if m := kindRe.FindStringSubmatch(last); m != nil {
 		kind = m[1]
 	}
-	code := ""
-	if i := strings.Index(last, "The assistant's latest code:"); i >= 0 {
-		if b := codeBlocks(last[i:]); len(b) > 0 {
-			code = b[0]
-		}
-	}
+	code := codeAfter(last, "The assistant's latest code:")
 	ask, ok := fuAsks[kind]
 	if !ok {
 		ask = "Could you improve %s?"
 	}
 	text := fmt.Sprintf(ask, fnName(code))
-	said := kind
-	if p.bad(WrongCategory, c) {
-		for _, o := range fuOthers {
-			if o != kind {
-				said = o
-				break
-			}
-		}
-	}
-	if p.bad(CodeInFeedback, c) {
-		text += " For example:\n```python\n" + code + "\n```"
-	}
+	said := p.category(c, kind, fuOthers)
+	text = p.showCode(c, text, "For example:", code)
 	if p.bad(UnparseableJSON, c) {
 		return "Follow-up (" + said + "): " + text + " {kind: " + said
 	}
@@ -826,12 +821,7 @@ func (p *Persona) followup(c Call) string {
 // evalFeedback plays the user of `eval` who says what is wrong in words.
 func (p *Persona) evalFeedback(c Call) string {
 	last := c.LastUser()
-	code := ""
-	if i := strings.Index(last, "The assistant's code:"); i >= 0 {
-		if b := codeBlocks(last[i:]); len(b) > 0 {
-			code = b[0]
-		}
-	}
+	code := codeAfter(last, "The assistant's code:")
 	text := fmt.Sprintf("The tests fail because %s returns the wrong value for the example cases. Check the expression it returns against the task statement.", fnName(code))
 	if p.bad(CodeInFeedback, c) {
 		good := code
