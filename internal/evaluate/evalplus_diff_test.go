@@ -280,12 +280,29 @@ func TestEvalPlusDifferential(t *testing.T) {
 						}
 						want = append(want, w...)
 					}
+					// EvalPlus's limits are wall-clock time: on a loaded
+					// machine its own code fails even the canonical solution
+					// of a heavy task (Mbpp/255 at load 30-36). A verdict
+					// that differs only by such a timeout is taken once
+					// more, alone, and the second one stands.
+					for i := range cands {
+						if i >= nTimed || !wallTimeout(want[i]) || agrees(rounds[i], want[i]) {
+							continue
+						}
+						w, err := runOracle(ctx, ex, recs[id], b.dataset, codes[i:i+1], 600)
+						if err != nil {
+							return fmt.Errorf("%s: %w", id, err)
+						}
+						t.Logf("%s %s: EvalPlus's verdict rested on its wall-clock limit (%s%s); taken again alone: base %s, plus %s",
+							id, cands[i].label, want[i].BaseWhy, want[i].PlusWhy, w[0].Base, w[0].Plus)
+						want[i] = w[0]
+					}
 					t.Logf("%s: %d candidates, harness %s, EvalPlus %s", id, len(cands), tOurs.Round(time.Millisecond), (time.Since(t0) - tOurs).Round(time.Millisecond))
 					mu.Lock()
 					defer mu.Unlock()
 					for i, c := range cands {
 						rd, w := rounds[i], want[i]
-						wantBase, wantAll := w.Base == "pass", w.Base == "pass" && w.Plus == "pass"
+						wantAll := w.Base == "pass" && w.Plus == "pass"
 						checked++
 						bl := byLabel[strings.Fields(c.label)[0]]
 						bl[0]++
@@ -294,7 +311,7 @@ func TestEvalPlusDifferential(t *testing.T) {
 							bl[1]++
 						}
 						byLabel[strings.Fields(c.label)[0]] = bl
-						if rd.BasePassed != wantBase || rd.Passed != wantAll {
+						if !agrees(rd, w) {
 							differ++
 							t.Errorf("%s %s: harness base %v, base+plus %v; EvalPlus base %s %s, plus %s %s; feedback:\n%s",
 								id, c.label, rd.BasePassed, rd.Passed, w.Base, w.BaseWhy, w.Plus, w.PlusWhy, feedbackOf(rd))
@@ -321,6 +338,18 @@ func TestEvalPlusDifferential(t *testing.T) {
 	}
 	t.Logf("EvalPlus differential (full=%v): %d candidates checked (%d pass under EvalPlus's rules), %d verdicts differ, in %s; by kind (checked, EvalPlus passes): %v",
 		full, checked, pass, differ, time.Since(start).Round(time.Second), byLabel)
+}
+
+// wallTimeout reports a verdict of EvalPlus's that failed a set on its
+// wall-clock limits (an input's time limit, or the set's deadline).
+func wallTimeout(w oracleVerdict) bool {
+	why := w.BaseWhy + " " + w.PlusWhy
+	return strings.Contains(why, "TimeoutException") || strings.Contains(why, "deadline") || w.Base == "timeout" || w.Plus == "timeout"
+}
+
+// agrees reports whether the harness's verdicts equal EvalPlus's.
+func agrees(rd evaluate.Round, w oracleVerdict) bool {
+	return rd.BasePassed == (w.Base == "pass") && rd.Passed == (w.Base == "pass" && w.Plus == "pass")
 }
 
 func feedbackOf(rd evaluate.Round) string {
