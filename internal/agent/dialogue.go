@@ -29,15 +29,7 @@ var dialoguePrompts = []string{"interact_task", "interact_closing"}
 
 // DialoguePromptVersion names the dialogue templates with their text hashes.
 func DialoguePromptVersion() (string, error) {
-	var vs []string
-	for _, n := range dialoguePrompts {
-		t, err := prompts.Get(n)
-		if err != nil {
-			return "", err
-		}
-		vs = append(vs, n+"@"+t.Version)
-	}
-	return strings.Join(vs, ","), nil
+	return prompts.Versions(dialoguePrompts...)
 }
 
 // Dialogue turns an episode into a training dialogue: the task as the user
