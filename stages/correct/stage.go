@@ -116,11 +116,17 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	kinds, _ := o.kinds()
 	version := map[string]any{"mutate": shortHash(mutate.Script()), "judge": harness.Version(), "dialogue": "v4"}
 	if o.Method == "model" {
+		// Every language's prompts: a problem in another language renders
+		// the _lang ones, and an edit to them must recompute its items.
 		pv, err := promptVersion(executors.Python)
 		if err != nil {
 			return nil, err
 		}
-		version["prompts"] = pv
+		lv, err := promptVersion(executors.JavaScript)
+		if err != nil {
+			return nil, err
+		}
+		version["prompts"] = pv + "," + lv
 		// The model's settings decide the answers: a new model recomputes.
 		if svc.Model != nil {
 			if version["model"], err = svc.ModelKey(o.Endpoint); err != nil {

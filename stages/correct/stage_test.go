@@ -93,3 +93,19 @@ func TestStageOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionNamesEveryPrompt: the model method's cache version names every
+// template it can render (Python's and the other languages'), so editing any
+// of them recomputes the items that used it.
+func TestVersionNamesEveryPrompt(t *testing.T) {
+	st, err := newStage(Options{Method: "model", Kinds: []string{"runtime"}}, &pipeline.Services{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := st.Version().(map[string]any)["prompts"].(string)
+	for _, name := range []string{"correct_inject@", "correct_fix@", "correct_inject_lang@", "correct_fix_lang@", "correct_request@"} {
+		if !strings.Contains(got, name) {
+			t.Errorf("version prompts %q do not name %s", got, strings.TrimSuffix(name, "@"))
+		}
+	}
+}
