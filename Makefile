@@ -154,10 +154,14 @@ image:
 # measured back to back in the same process (cmd/perfbench): one table of
 # CPU-second and wall ratios with the load average. A few minutes on a quiet
 # machine; BENCH_SCALE=0.2 for a smoke run, BENCH_ONLY=rerun,pool for some.
+# BENCH_CELLS_DATA is a directory with the Code-Feedback sample for the
+# session-cells row on real cells (a development checkout's ../shared/data
+# when it is there; the row is skipped without it).
 BENCH_SCALE ?= 1
 BENCH_ONLY ?=
+BENCH_CELLS_DATA ?= $(wildcard ../shared/data)
 bench: build
-	$(GO) run ./cmd/perfbench -bin $(BIN) -scale $(BENCH_SCALE) -only '$(BENCH_ONLY)'
+	$(GO) run ./cmd/perfbench -bin $(BIN) -scale $(BENCH_SCALE) -only '$(BENCH_ONLY)' -cells-data '$(BENCH_CELLS_DATA)'
 
 # Every Go benchmark in the repository once (long: tens of minutes under
 # load), figures and ratios in one table (raw output: bench.out).

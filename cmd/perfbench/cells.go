@@ -45,12 +45,12 @@ type cellSet struct {
 }
 
 // codeFeedbackCells are the python blocks of the assistant turns of the
-// Code-Feedback sample in ../shared/data (or $CODEFEEDBACK_SHARED_DATA),
-// in dialogue order; nil when the sample is absent.
+// Code-Feedback sample under the -cells-data directory, in dialogue order;
+// nil when no directory was given or the sample is not in it.
 func codeFeedbackCells(e *env) ([]string, error) {
-	dir := os.Getenv("CODEFEEDBACK_SHARED_DATA")
+	dir := e.cellsData
 	if dir == "" {
-		dir = filepath.Join(e.root, "..", "shared", "data")
+		return nil, nil
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "codefeedback-sample", "code_feedback_sample.jsonl"))
 	if os.IsNotExist(err) {
@@ -93,7 +93,7 @@ func benchCells(ctx context.Context, e *env) ([]row, error) {
 		return nil, err
 	}
 	if len(cf) == 0 {
-		e.log("cells: Code-Feedback sample absent (../shared/data): its row is skipped")
+		e.log("cells: no Code-Feedback sample (-cells-data %q): its row is skipped", e.cellsData)
 	} else {
 		sets = append(sets, cellSet{"Code-Feedback sample", cf, 20})
 	}

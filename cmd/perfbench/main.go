@@ -43,7 +43,10 @@ type env struct {
 	dir   string  // scratch directory
 	scale float64 // multiplies every size
 	root  string  // repository root (testdata, .ci)
-	log   func(format string, args ...any)
+	// cellsData holds codefeedback-sample/code_feedback_sample.jsonl
+	// for the session-cells row on real cells; "" skips that row.
+	cellsData string
+	log       func(format string, args ...any)
 }
 
 func (e *env) n(base int) int { return max(1, int(float64(base)*e.scale)) }
@@ -62,6 +65,7 @@ func main() {
 	scale := flag.Float64("scale", 1, "multiply every benchmark's size (0.1 for a smoke run)")
 	only := flag.String("only", "", "comma-separated benchmarks to run: "+names())
 	keep := flag.Bool("keep", false, "keep the scratch directory")
+	cellsData := flag.String("cells-data", "", "directory holding codefeedback-sample/code_feedback_sample.jsonl, for session cells on real Code-Feedback cells (empty: that row is skipped)")
 	flag.Parse()
 	abs, err := filepath.Abs(*bin)
 	if err == nil {
@@ -78,7 +82,7 @@ func main() {
 	if !*keep {
 		defer os.RemoveAll(dir)
 	}
-	e := &env{bin: abs, dir: dir, scale: *scale, root: root, log: func(f string, a ...any) {
+	e := &env{bin: abs, dir: dir, scale: *scale, root: root, cellsData: *cellsData, log: func(f string, a ...any) {
 		fmt.Fprintf(os.Stderr, "bench: "+f+"\n", a...)
 	}}
 	want := map[string]bool{}
