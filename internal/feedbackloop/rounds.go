@@ -116,14 +116,39 @@ func (r *run) close(ctx context.Context, turn Turn) error {
 			return nil
 		}
 	}
+	// The templated sentence is one of several phrasings: the first, from
+	// the drawn one on, that this dialogue has not said yet.
 	variant := int(unit(fmt.Sprintf("%d\x00%s\x00closing\x00%d", r.s.opts.Seed, r.task.ID, len(r.msgs))) * closingVariants)
-	text, err := r.s.prompts["simulate_closing"].render(map[string]any{"Tests": n, "Name": name, "Variant": variant, "Silent": silent})
-	if err != nil {
-		return err
+	said := r.said()
+	var text string
+	for i := range closingVariants {
+		t, err := r.s.prompts["simulate_closing"].render(map[string]any{"Tests": n, "Name": name, "Variant": (variant + i) % closingVariants, "Silent": silent})
+		if err != nil {
+			return err
+		}
+		if text = strings.TrimSpace(t); !said[sameWords(text)] {
+			break
+		}
 	}
-	r.add(schema.Message{Role: schema.RoleAssistant, Content: strings.TrimSpace(text)})
+	r.add(schema.Message{Role: schema.RoleAssistant, Content: text})
 	return nil
 }
+
+// said is the set of the dialogue's assistant turns so far, as sameWords
+// keys.
+func (r *run) said() map[string]bool {
+	m := map[string]bool{}
+	for _, msg := range r.msgs {
+		if msg.Role == schema.RoleAssistant {
+			m[sameWords(msg.Content)] = true
+		}
+	}
+	return m
+}
+
+// sameWords is text with case and white space folded: two replies equal
+// under it say the same thing word for word.
+func sameWords(text string) string { return strings.Join(strings.Fields(strings.ToLower(text)), " ") }
 
 // A closing may claim only what the run showed: tests where none ran, or
 // an output where the run printed nothing, teach a model to report checks
@@ -138,9 +163,14 @@ var (
 
 // closingVerdict checks a prose reply to an accepted run: tests is the
 // number of tests that ran, output the run's execution turn.
-func closingVerdict(text string, tests int, output string) gates.Verdict {
+// said holds the dialogue's earlier assistant turns (sameWords keys): a
+// closing that repeats one word for word ("The run confirms it: ..." after
+// every round) teaches a model to answer by rote.
+func closingVerdict(text string, tests int, output string, said map[string]bool) gates.Verdict {
 	silent := tests == 0 && strings.TrimSpace(output) == SilentRun
 	switch {
+	case said[sameWords(text)]:
+		return gates.Verdict{Reason: "repeats_earlier_turn", Detail: text}
 	case gates.HasCode(text):
 		return gates.Verdict{Reason: "code", Detail: text}
 	case ThanksOutput(text) || gates.Transition(text):
@@ -166,19 +196,24 @@ func (r *run) summary(ctx context.Context, tests int, name string, silent bool) 
 		return "", gates.Verdict{}, err
 	}
 	conv := append(slices.Clip(r.conv), llm.User(strings.TrimSpace(prompt)))
+	said := r.said()
 	for try := 0; ; try++ {
 		resp, err := r.s.Writer.Chat(ctx, llm.Request{Messages: conv})
 		if err != nil {
 			return "", gates.Verdict{}, fmt.Errorf("simulate: writer: %w", err)
 		}
 		text := strings.TrimSpace(resp.Text)
-		v := closingVerdict(text, tests, r.output)
+		v := closingVerdict(text, tests, r.output, said)
 		if v.OK() || try >= repairs {
 			return text, v, nil
 		}
-		conv = append(slices.Clip(conv), llm.Assistant(text), llm.User(fmt.Sprintf(
+		repair := fmt.Sprintf(
 			"Your reply could not be used (%s). Answer again in this form: two to four sentences of plain prose, at least %d characters, that say what the output shows and what the code does; no code, no code block, and no thanks: the output comes from the program, not a person.",
-			v.Reason, minClosing)))
+			v.Reason, minClosing)
+		if v.Reason == "repeats_earlier_turn" {
+			repair = fmt.Sprintf("Your reply could not be used: it repeats, word for word, one you gave earlier in this conversation. Answer again in two to four sentences of plain prose, at least %d characters, about this run: what it shows and what changed in the code since the earlier run; no code and no code block.", minClosing)
+		}
+		conv = append(slices.Clip(conv), llm.Assistant(text), llm.User(repair))
 	}
 }
 
@@ -335,10 +370,16 @@ func (r *run) followup(ctx context.Context, last Turn, n int) (string, bool, err
 // gate after its repairs, or never passes, is taken back whole and counted
 // under gate; a kept round is counted as passing and closed.
 func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.Message, turn Turn, kind string) (bool, error) {
+	said := r.said()
 	r.add(msg)
 	before, asked := m.code, msg.Content
 	unchanged := func(text, code string) (gates.Verdict, string) {
 		var v gates.Verdict
+		if said[sameWords(text)] {
+			// The same reply to a new request, word for word: rote.
+			return gates.Verdict{Reason: "repeats_earlier_turn", Detail: text},
+				fmt.Sprintf("Your answer could not be used: it repeats, word for word, an answer you gave earlier in this conversation, but the user has made a new request. Answer this request: say what you change and why (or why the code must stay as it is), then the complete code in one ```%s block, then a short summary.", r.lang)
+		}
 		if kind == "explain" {
 			// comments are the change asked for: any edit of the text counts
 			if strings.TrimSpace(code) == strings.TrimSpace(before) && !gates.ExplainsNoChange(text) {
@@ -346,6 +387,12 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 			}
 		} else {
 			v = revisionVerdict(before, code, asked, text, kind)
+		}
+		if v.OK() && r.lang == "python" && gates.AsksToDocumentParams(asked) {
+			if missing := gates.UndocumentedParams(code, asked); len(missing) > 0 {
+				v = gates.Verdict{Reason: "params_undocumented", Detail: fmt.Sprintf("asked: %s\nnot named in any docstring or comment: %s\nanswer: %s", asked, strings.Join(missing, ", "), gates.Cut(text, 400))}
+				return v, fmt.Sprintf("Your answer could not be used: the user asked for the arguments to be documented, but the docstring names none of %s. Answer again: the complete revised code in one ```%s block whose docstring names each argument with its type and meaning, then a short summary.", strings.Join(missing, ", "), r.lang)
+			}
 		}
 		if v.OK() {
 			return v, ""
@@ -375,6 +422,12 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 	if kind != "explain" {
 		if v := revisionVerdict(before, r.code, asked, r.answersSince(m), kind); !v.OK() {
 			r.reject(m, gate, label, v)
+			return false, nil
+		}
+	}
+	if r.lang == "python" && gates.AsksToDocumentParams(asked) {
+		if missing := gates.UndocumentedParams(r.code, asked); len(missing) > 0 {
+			r.reject(m, gate, label, gates.Verdict{Reason: "params_undocumented", Detail: fmt.Sprintf("asked: %s\nnot named in any docstring or comment: %s", asked, strings.Join(missing, ", "))})
 			return false, nil
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/internal/gates"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	"github.com/codefeedback/codefeedback/schema"
 )
@@ -214,6 +215,8 @@ func TestFollowupRound(t *testing.T) {
 		case "writer":
 			last := call.LastUser()
 			switch {
+			case strings.HasPrefix(last, "The run above is accepted") && call.AssistantTurns() == 1:
+				return llmtest.Reply{Text: "Both tests pass: `add` returns the sum of its two arguments, which is all the task asks of it."}
 			case strings.HasPrefix(last, "The run above is accepted"):
 				return llmtest.Reply{Text: "The tests pass: `add` returns the sum of its two arguments, and the harness checked it on positive and negative numbers without a failure."}
 			case call.AssistantTurns() == 0:
@@ -448,8 +451,153 @@ func TestClosingClaimsOnlyWhatRan(t *testing.T) {
 		{"silent, honest", "The code ran without errors and defines `is_monotonic`, which is true when a list never falls or never rises.", SilentRun, 0, ""},
 		{"printed, output shown", "The output shows the squares of 1, 2 and 3, which is what `squares` computes from its argument.", printed, 0, ""},
 	} {
-		if got := closingVerdict(tc.text, tc.tests, tc.output).Reason; got != tc.want {
+		if got := closingVerdict(tc.text, tc.tests, tc.output, nil).Reason; got != tc.want {
 			t.Errorf("%s: reason %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A model closing that repeats an earlier reply of the dialogue word for
+// word is sent back once; repeated again, the templated closing takes its
+// place, in a phrasing the dialogue has not used.
+func TestClosingRepeatingEarlierTurn(t *testing.T) {
+	ex := sandbox(t, "")
+	const rote = "The run confirms it: `add` gives the expected result on the checks above and returns the sum of its two arguments."
+	for _, tc := range []struct {
+		name   string
+		varies bool
+	}{{"varies when asked", true}, {"repeats again", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			sentBack := 0
+			_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+				switch llmtest.Role(call) {
+				case "feedback":
+					return llmtest.Reply{Text: `{"met": [], "missed": ["readability"], "feedback": "Please give the arguments clearer names."}`}
+				case "writer":
+					last := call.LastUser()
+					switch {
+					case strings.HasPrefix(last, "Your reply could not be used: it repeats"):
+						sentBack++
+						if tc.varies {
+							return llmtest.Reply{Text: "After the rename the run still passes both tests: `add` now reads `left + right`, and only the names changed since the earlier run."}
+						}
+						return llmtest.Reply{Text: rote}
+					case strings.HasPrefix(last, "The run above is accepted"):
+						return llmtest.Reply{Text: rote}
+					case call.AssistantTurns() == 0:
+						return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+					}
+					return llmtest.Reply{Text: "Renamed the arguments.\n\n" + block("def add(left, right):\n    return left + right")}
+				}
+				return llmtest.Reply{}
+			}, nil)
+			res := runMBPP(t, Options{FeedbackRounds: 1, Closing: ClosingModel}, c, nil, c, ex)
+			if !res.Passed || len(userTurns(res.Dialogue)) != 2 {
+				t.Fatalf("passed=%v user turns %q, want the round kept", res.Passed, userTurns(res.Dialogue))
+			}
+			said := map[string]int{}
+			var closings []string
+			for _, m := range res.Dialogue.Messages {
+				if m.Role == schema.RoleAssistant {
+					said[sameWords(m.Content)]++
+					if !gates.HasCode(m.Content) {
+						closings = append(closings, m.Content)
+					}
+				}
+			}
+			for text, n := range said {
+				if n > 1 {
+					t.Errorf("an assistant turn is said %d times: %q", n, text)
+				}
+			}
+			if len(closings) != 2 || closings[0] != rote {
+				t.Fatalf("closings %q, want the model's first and one more", closings)
+			}
+			if want := map[bool]string{true: "only the names changed"}[tc.varies]; want != "" && !strings.Contains(closings[1], want) {
+				t.Errorf("second closing %q, want the model's varied one", closings[1])
+			}
+			if want := map[bool]int{true: 1, false: repairs}[tc.varies]; sentBack != want {
+				t.Errorf("%d repair requests, want %d", sentBack, want)
+			}
+			repeats := 0
+			for _, ch := range res.Checks {
+				if ch.Gate == GateClosing && ch.Verdict.Reason == "repeats_earlier_turn" {
+					repeats++
+				}
+			}
+			if want := map[bool]int{true: 0, false: 1}[tc.varies]; repeats != want {
+				t.Errorf("closing gate counted %d repeats, want %d", repeats, want)
+			}
+		})
+	}
+}
+
+// "Document the arguments" met by a docstring that names none of them is
+// sent back; a revision that still names none loses its round.
+func TestDocumentArgumentsNamesThem(t *testing.T) {
+	ex := sandbox(t, "")
+	const vague = "def add(a, b):\n    \"\"\"Return the task's result; the arguments are left unmodified.\"\"\"\n    return a + b"
+	const named = "def add(a, b):\n    \"\"\"Add two numbers.\n\n    a (int): the first addend.\n    b (int): the second addend.\n    \"\"\"\n    return a + b"
+	for _, tc := range []struct {
+		name  string
+		fixed bool
+		want  string
+	}{{"named after the repair", true, ""}, {"never named", false, "feedback_round=params_undocumented"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+				switch llmtest.Role(call) {
+				case "feedback":
+					return llmtest.Reply{Text: `{"met": [], "missed": ["documentation"], "feedback": "It passes, though I want you to document the arguments of ` + "`add`" + ` and their types."}`}
+				case "writer":
+					switch {
+					case call.AssistantTurns() == 0:
+						return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+					case strings.Contains(call.LastUser(), "names none of a, b") && tc.fixed:
+						return llmtest.Reply{Text: "The docstring now names each argument with its type.\n\n" + block(named)}
+					}
+					return llmtest.Reply{Text: "I added a docstring.\n\n" + block(vague)}
+				}
+				return llmtest.Reply{}
+			}, nil)
+			res := runMBPP(t, Options{FeedbackRounds: 1}, c, nil, c, ex)
+			if got := strings.Join(rejections(res), " "); got != tc.want || !res.Passed {
+				t.Errorf("passed=%v rejections %q, want %q", res.Passed, got, tc.want)
+			}
+			last := ""
+			for _, m := range res.Dialogue.Messages {
+				if m.Role == schema.RoleAssistant && gates.HasCode(m.Content) {
+					last = m.Content
+				}
+			}
+			if tc.fixed != strings.Contains(last, "a (int)") {
+				t.Errorf("last code %q, want the named docstring only when fixed", last)
+			}
+		})
+	}
+}
+
+// A revision that repeats an earlier answer word for word (the same "no
+// change is needed" reply to a second request) loses its round.
+func TestRevisionRepeatingEarlierAnswerDropped(t *testing.T) {
+	ex := sandbox(t, "")
+	const keep = "No code change is needed for speed: `add` already does one addition, so a faster version would have the same cost.\n\n"
+	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+		switch llmtest.Role(call) {
+		case "feedback":
+			return llmtest.Reply{Text: `{"met": [], "missed": ["efficiency"], "feedback": "Could you make it faster on large numbers?"}`}
+		case "writer":
+			if call.AssistantTurns() == 0 {
+				return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+			}
+			return llmtest.Reply{Text: keep + block("def add(a, b):\n    return a + b")}
+		}
+		return llmtest.Reply{}
+	}, nil)
+	res := runMBPP(t, Options{FeedbackRounds: 2}, c, nil, c, ex)
+	if !res.Passed || len(userTurns(res.Dialogue)) != 2 {
+		t.Fatalf("passed=%v user turns %q, want the first round kept and the second dropped", res.Passed, userTurns(res.Dialogue))
+	}
+	if got := strings.Join(rejections(res), " "); got != "feedback_round=repeats_earlier_turn" {
+		t.Errorf("rejections %q, want feedback_round=repeats_earlier_turn", got)
 	}
 }

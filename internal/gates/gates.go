@@ -10,6 +10,7 @@ package gates
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -381,6 +382,13 @@ func SameLogic(a, b string) bool {
 // triple-quoted, spanning lines or not. It works on lines: a literal that
 // starts a line and is the whole statement goes; anything else stays.
 func StripDocstrings(code string) string {
+	kept, _ := splitDocstrings(code)
+	return strings.Join(kept, "\n")
+}
+
+// splitDocstrings parts code's lines into those StripDocstrings keeps and
+// those of the string-literal statements it drops.
+func splitDocstrings(code string) (kept, docs []string) {
 	lines := strings.Split(strings.ReplaceAll(code, "\r\n", "\n"), "\n")
 	out := lines[:0:0]
 	for i := 0; i < len(lines); i++ {
@@ -414,9 +422,69 @@ func StripDocstrings(code string) string {
 			out = append(out, lines[i])
 			continue
 		}
+		docs = append(docs, lines[i:j+1]...)
 		i = j
 	}
-	return strings.Join(out, "\n")
+	return out, docs
+}
+
+// DocText is what Python code says in words: its docstrings (and other
+// string-literal statements) and its # comments, one per line.
+func DocText(code string) string {
+	kept, docs := splitDocstrings(code)
+	for _, l := range kept {
+		if i := commentStart(l); i >= 0 {
+			docs = append(docs, l[i+1:])
+		}
+	}
+	return strings.Join(docs, "\n")
+}
+
+// docParamsRe matches a request to document a function's arguments
+// ("document the arguments of f and their types", "add a docstring that
+// describes each parameter").
+var docParamsRe = regexp.MustCompile(`(?i)\b(document\w*|describ\w*|docstring\w*|comment\w*|explain\w*)\b[^.?!]{0,80}\b(arguments?|parameters?|params|args|inputs)\b`)
+
+// AsksToDocumentParams reports whether a request asks for the arguments
+// of a function to be documented.
+func AsksToDocumentParams(request string) bool { return docParamsRe.MatchString(request) }
+
+var (
+	pyDefRe   = regexp.MustCompile(`(?m)^[ \t]*(?:async[ \t]+)?def[ \t]+([A-Za-z_]\w*)[ \t]*\(([^)]*)\)`)
+	tickRe    = regexp.MustCompile("`([A-Za-z_]\\w*)(?:\\(\\))?`")
+	paramName = regexp.MustCompile(`^\*{0,2}([A-Za-z_]\w*)`)
+)
+
+// UndocumentedParams lists the parameters of the Python function a request
+// is about (the first `name` it quotes that the code defines, else the
+// last function defined) that the code's docstrings and comments never
+// name. A request to document the arguments met by a docstring that names
+// none of them ("the arguments are left unmodified") teaches vague docs.
+func UndocumentedParams(code, request string) []string {
+	defs := pyDefRe.FindAllStringSubmatch(code, -1)
+	if len(defs) == 0 {
+		return nil
+	}
+	params := defs[len(defs)-1][2]
+	for _, m := range tickRe.FindAllStringSubmatch(request, -1) {
+		if i := slices.IndexFunc(defs, func(d []string) bool { return d[1] == m[1] }); i >= 0 {
+			params = defs[i][2]
+			break
+		}
+	}
+	doc := DocText(code)
+	var missing []string
+	for _, p := range strings.Split(params, ",") {
+		p = strings.TrimSpace(p)
+		m := paramName.FindStringSubmatch(p)
+		if m == nil || m[1] == "self" || m[1] == "cls" {
+			continue
+		}
+		if !regexp.MustCompile(`\b` + regexp.QuoteMeta(m[1]) + `\b`).MatchString(doc) {
+			missing = append(missing, m[1])
+		}
+	}
+	return missing
 }
 
 // NormalizeCode makes two versions of a program comparable: comments and

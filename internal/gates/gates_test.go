@@ -143,3 +143,45 @@ func TestSameLogic(t *testing.T) {
 		}
 	}
 }
+
+func TestUndocumentedParams(t *testing.T) {
+	const vague = "def find_Volume(l,b,h) : \n    \"\"\"Return the task's result; the arguments are left unmodified.\"\"\"\n    return ((l * b * h) / 2)\n"
+	const named = "def find_Volume(l, b, h: float = 1) -> float:\n    \"\"\"Volume of a triangular prism.\n\n    Args:\n        l: length of the base triangle (float).\n        b: its breadth (float).\n        h: height of the prism (float).\n    \"\"\"\n    return (l * b * h) / 2\n"
+	const two = "def helper(xs):\n    return xs\n\ndef main(data, *rest, **opts):\n    # data: the rows; rest, opts: passed on\n    return helper(data)\n"
+	for _, tc := range []struct {
+		name, code, request string
+		want                string
+	}{
+		{"vague docstring", vague, "document the arguments of `find_Volume` and their types", "l,b,h"},
+		{"every argument named", named, "document the arguments of `find_Volume`", ""},
+		{"comments count, stars and defaults stripped", two, "describe the parameters of `main`", ""},
+		{"the quoted function, not the last", two, "please document the arguments of `helper()`", "xs"},
+		{"no function", "print(1)\n", "document the arguments", ""},
+		{"methods skip self", "class A:\n    def f(self, n):\n        \"\"\"n: how many.\"\"\"\n        return n\n", "document the params of `f`", ""},
+	} {
+		if got := strings.Join(UndocumentedParams(tc.code, tc.request), ","); got != tc.want {
+			t.Errorf("%s: UndocumentedParams = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		request string
+		want    bool
+	}{
+		{"It passes, though I want you to document the arguments of `find_Volume` and their types.", true},
+		{"Could you add a docstring that describes each parameter?", true},
+		{"Could you explain in comments how `f` works and why?", false},
+		{"Please validate the arguments `f` receives before using them.", false},
+	} {
+		if got := AsksToDocumentParams(tc.request); got != tc.want {
+			t.Errorf("AsksToDocumentParams(%q) = %v, want %v", tc.request, got, tc.want)
+		}
+	}
+}
+
+func TestDocText(t *testing.T) {
+	code := "def f(x):\n    '''Doubles x.\n    Returns an int.'''\n    y = '# not a comment'  # real comment\n    return 2 * x\n"
+	want := "    '''Doubles x.\n    Returns an int.'''\n real comment"
+	if got := DocText(code); got != want {
+		t.Errorf("DocText = %q, want %q", got, want)
+	}
+}

@@ -43,10 +43,16 @@ const (
 	// small result: the run shows nothing. Only a Persona with Demo shows
 	// it (without Demo every answer is silent).
 	SilentCode Misbehaviour = "silent_code"
+	// VagueDocs answers "document the arguments" with a docstring that
+	// names none of them.
+	VagueDocs Misbehaviour = "vague_docs"
+	// RoteClosing replies to every accepted run with the same closing,
+	// even when asked to say what is new in this one.
+	RoteClosing Misbehaviour = "rote_closing"
 )
 
 // Misbehaviours lists every misbehaviour.
-var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode}
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing}
 
 // Persona is a scripted model that recognises which prompt of the pipeline
 // it is answering (writer, explain, judge, feedback, rubric, eval feedback)
@@ -132,10 +138,12 @@ func applicable(c Call) []Misbehaviour {
 		switch {
 		case strings.HasPrefix(last, "The run above is accepted"):
 			return []Misbehaviour{ThanksToOutput}
+		case strings.HasPrefix(last, "Your reply could not be used: it repeats"):
+			return []Misbehaviour{RoteClosing}
 		case strings.HasPrefix(last, "Execution result:"):
 			return []Misbehaviour{ThanksToOutput, SilentCode}
 		case len(c.Request.Messages) > 2 && !strings.Contains(last, "is not correct"):
-			return []Misbehaviour{UnchangedRevision, SilentCode}
+			return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs}
 		}
 		return []Misbehaviour{SilentCode}
 	case "judge":
@@ -289,6 +297,9 @@ func unrepaired(msgs []openai.ChatCompletionMessage) []openai.ChatCompletionMess
 // reply to an accepted run; each answer with code explains before it and
 // sums up after it.
 func (p *Persona) writer(c Call) string {
+	// Repair prompts are answered as the request they repair, except one
+	// that says the reply repeated an earlier one (RoteClosing ignores it).
+	varied := strings.HasPrefix(c.LastUser(), "Your reply could not be used: it repeats") && !p.bad(RoteClosing, c)
 	msgs := unrepaired(c.Request.Messages)
 	task, ti := "", 1
 	if len(msgs) > 1 {
@@ -338,6 +349,10 @@ func (p *Persona) writer(c Call) string {
 		thanks = "You're right, thanks for running it! "
 	}
 	switch {
+	case strings.HasPrefix(last, "The run above is accepted") && varied:
+		// Told it repeated itself, it says what this run adds: the round
+		// it closes.
+		return fmt.Sprintf("This run checks %s as revised in answer %d: the change asked for is in, and the result is still the one the task describes for the example.", name, answers)
 	case strings.HasPrefix(last, "The run above is accepted"):
 		return thanks + p.closing(last, prevCode, task)
 	case answers == 0 && ti > 1:
@@ -372,7 +387,7 @@ func (p *Persona) writer(c Call) string {
 		if p.bad(UnchangedRevision, c) {
 			return "You're right, thanks for pointing that out. The solution is correct.\n\n" + block(prevCode)
 		}
-		return p.revise(prevCode, task, last, name, feedbacks)
+		return p.revise(prevCode, task, last, name, feedbacks, p.bad(VagueDocs, c))
 	}
 }
 
@@ -412,7 +427,7 @@ var assertRe = regexp.MustCompile("(?m)^assert .*$")
 // revise answers feedback or a follow-up request: what the request asks
 // for (tests, a companion function, comments, a note on speed or edge
 // cases), always as a real change of the code.
-func (p *Persona) revise(prevCode, task, request, name string, n int) string {
+func (p *Persona) revise(prevCode, task, request, name string, n int, vague bool) string {
 	low := strings.ToLower(request)
 	bare := strings.Trim(name, "`")
 	switch {
@@ -450,6 +465,14 @@ func (p *Persona) revise(prevCode, task, request, name string, n int) string {
 		what = "a docstring that states how it treats empty and unusual inputs"
 		why = " No code change is needed for them: the same path already handles empty and single-element inputs."
 		doc = "Return the result; empty and single-element inputs take the same path as any other."
+	case !vague && (strings.Contains(low, "argument") || strings.Contains(low, "parameter")) &&
+		(strings.Contains(low, "document") || strings.Contains(low, "docstring") || strings.Contains(low, "describe")):
+		what, why = "a docstring that names each argument with its type", ""
+		doc = "Compute the task's result.\n\n    Arguments:\n"
+		for _, a := range argNames(prevCode, bare) {
+			doc += fmt.Sprintf("        %s: an input the task describes (int, float or list, as in the example).\n", a)
+		}
+		doc += "    "
 	case strings.Contains(low, "comment") || strings.Contains(low, "explain") || strings.Contains(low, "docstring"):
 		what, why = "a docstring that explains how it works and why", ""
 		doc = []string{"Return the value the task describes, built step by step from the arguments.",
@@ -833,4 +856,32 @@ func (p *Persona) evalFeedback(c Call) string {
 		text = "Here is the fixed code:\n```python\n" + good + "\n```"
 	}
 	return text
+}
+
+var defArgsRe = regexp.MustCompile(`(?m)^\s*def\s+([A-Za-z_]\w*)\s*\(([^)]*)\)`)
+
+// argNames are the parameter names of function name in code (the last
+// function when code has no such one).
+func argNames(code, name string) []string {
+	ms := defArgsRe.FindAllStringSubmatch(code, -1)
+	if len(ms) == 0 {
+		return nil
+	}
+	params := ms[len(ms)-1][2]
+	for _, m := range ms {
+		if m[1] == name {
+			params = m[2]
+		}
+	}
+	var out []string
+	for _, a := range strings.Split(params, ",") {
+		a = strings.TrimLeft(strings.TrimSpace(a), "*")
+		if i := strings.IndexAny(a, ":= "); i >= 0 {
+			a = a[:i]
+		}
+		if a != "" && a != "self" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
