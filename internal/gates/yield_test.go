@@ -24,7 +24,7 @@ import (
 var allBad = map[llmtest.Misbehaviour]bool{
 	llmtest.CodeForExplanation: true, llmtest.UnchangedRevision: true, llmtest.WrongCategory: true,
 	llmtest.CodeInFeedback: true, llmtest.YesJudge: true, llmtest.UnreadableRubric: true, llmtest.UnparseableJSON: true,
-	llmtest.SilentCode: true,
+	llmtest.SilentCode: true, llmtest.VagueDocs: true, llmtest.RoteClosing: true,
 }
 
 // yieldRun is one run of the default pipeline's shape over MBPP.
