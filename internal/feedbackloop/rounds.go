@@ -388,6 +388,10 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 		} else {
 			v = revisionVerdict(before, code, asked, text, kind)
 		}
+		if v.OK() && kind == "tests" && r.lang == "python" && gates.BehaviourTests(before, code) == 0 {
+			v = gates.Verdict{Reason: "no_behaviour_tests", Detail: text}
+			return v, fmt.Sprintf("Your answer could not be used: the user asked for tests, but no new test calls the code with inputs and checks its result (an assert such as `assert callable(f)` checks nothing). Answer again: the complete code in one ```%s block ending with assert-based tests that call the function on a typical input and on an edge case and compare the results with the expected values, then a short summary.", r.lang)
+		}
 		if v.OK() && r.lang == "python" && gates.AsksToDocumentParams(asked) {
 			if missing := gates.UndocumentedParams(code, asked); len(missing) > 0 {
 				v = gates.Verdict{Reason: "params_undocumented", Detail: fmt.Sprintf("asked: %s\nnot named in any docstring or comment: %s\nanswer: %s", asked, strings.Join(missing, ", "), gates.Cut(text, 400))}
@@ -424,6 +428,10 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 			r.reject(m, gate, label, v)
 			return false, nil
 		}
+	}
+	if kind == "tests" && r.lang == "python" && gates.BehaviourTests(before, r.code) == 0 {
+		r.reject(m, gate, label, gates.Verdict{Reason: "no_behaviour_tests", Detail: gates.Cut(r.answersSince(m), 600)})
+		return false, nil
 	}
 	if r.lang == "python" && gates.AsksToDocumentParams(asked) {
 		if missing := gates.UndocumentedParams(r.code, asked); len(missing) > 0 {

@@ -601,3 +601,40 @@ func TestRevisionRepeatingEarlierAnswerDropped(t *testing.T) {
 		t.Errorf("rejections %q, want feedback_round=repeats_earlier_turn", got)
 	}
 }
+
+// "Add tests" met by asserts that never call the code with inputs
+// ("assert callable(add)") is sent back; still no such test, the
+// follow-up loses its round.
+func TestTestsFollowupCallsTheCode(t *testing.T) {
+	ex := sandbox(t, "")
+	for _, tc := range []struct {
+		name  string
+		fixed bool
+		want  string
+	}{{"real tests after the repair", true, ""}, {"never", false, "followup_round=no_behaviour_tests"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+				switch llmtest.Role(call) {
+				case "followup":
+					return llmtest.Reply{Text: `{"kind": "tests", "request": "Please add a few tests for add, including an edge case."}`}
+				case "writer":
+					switch {
+					case call.AssistantTurns() == 0:
+						return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+					case strings.Contains(call.LastUser(), "no new test calls the code") && tc.fixed:
+						return llmtest.Reply{Text: "Tests that call it.\n\n" + block("def add(a, b):\n    return a + b\n\nassert add(-2, -3) == -5\nassert add(0, 0) == 0\nprint('tests passed')")}
+					}
+					return llmtest.Reply{Text: "Tests added.\n\n" + block("def add(a, b):\n    return a + b\n\nassert callable(add)\nprint('tests passed')")}
+				}
+				return llmtest.Reply{}
+			}, nil)
+			res := runMBPP(t, Options{Followups: 1, FollowupKinds: map[string]float64{"tests": 1}}, c, nil, c, ex)
+			if got := strings.Join(rejections(res), " "); got != tc.want || !res.Passed {
+				t.Errorf("passed=%v rejections %q, want %q", res.Passed, got, tc.want)
+			}
+			if n := len(userTurns(res.Dialogue)); n != map[bool]int{true: 2, false: 1}[tc.fixed] {
+				t.Errorf("%d user turns, want the follow-up kept only when fixed", n)
+			}
+		})
+	}
+}

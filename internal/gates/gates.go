@@ -547,3 +547,35 @@ func AsksForChange(feedback string) bool {
 	t := strings.TrimSpace(feedback)
 	return t != "" && !(approvesRe.MatchString(t) && !strings.Contains(t, "?") && !butRe.MatchString(t))
 }
+
+// assertLineRe matches a Python check line: a bare assert or a unittest
+// assertion.
+var assertLineRe = regexp.MustCompile(`^(assert\b|self\.assert\w*\(|assert\w*\()`)
+
+// BehaviourTests counts the check lines of after, not in before, that call
+// a function the code defines with arguments ("assert add(-2, -3) == -5"):
+// a request for tests met by "assert callable(add)" tests nothing.
+func BehaviourTests(before, after string) int {
+	var names []string
+	for _, d := range pyDefRe.FindAllStringSubmatch(after, -1) {
+		if !strings.HasPrefix(d[1], "test") {
+			names = append(names, regexp.QuoteMeta(d[1]))
+		}
+	}
+	if len(names) == 0 {
+		return 0
+	}
+	call := regexp.MustCompile(`\b(` + strings.Join(names, "|") + `)\(\s*[^)\s]`)
+	old := map[string]bool{}
+	for _, l := range strings.Split(before, "\n") {
+		old[strings.TrimSpace(l)] = true
+	}
+	n := 0
+	for _, l := range strings.Split(after, "\n") {
+		t := strings.TrimSpace(l)
+		if !old[t] && assertLineRe.MatchString(t) && call.MatchString(t) {
+			n++
+		}
+	}
+	return n
+}

@@ -185,3 +185,22 @@ func TestDocText(t *testing.T) {
 		t.Errorf("DocText = %q, want %q", got, want)
 	}
 }
+
+func TestBehaviourTests(t *testing.T) {
+	const before = "def add(a, b):\n    return a + b\n\nassert add(1, 2) == 3\n"
+	for _, tc := range []struct {
+		name, after string
+		want        int
+	}{
+		{"callable only", before + "assert callable(add)\nprint('tests passed')\n", 0},
+		{"old assert kept, none new", before + "print(add(2, 2))\n", 0},
+		{"two new calls", before + "assert add(-2, -3) == -5\nassert add(0, 0) == 0\n", 2},
+		{"unittest", before + "import unittest\nclass T(unittest.TestCase):\n    def test_neg(self):\n        self.assertEqual(add(-1, -1), -2)\n", 1},
+		{"call without arguments", "def now():\n    return 1\n\nassert now() == 1\n", 0},
+		{"test helper not the subject", "def add(a, b):\n    return a + b\n\ndef test_add():\n    assert test_add.__name__\n", 0},
+	} {
+		if got := BehaviourTests(before, tc.after); got != tc.want {
+			t.Errorf("%s: BehaviourTests = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -116,6 +116,15 @@ func (c *corpus) demo(task string) (string, bool) {
 	return "", false
 }
 
+// tests returns the MBPP tests of a task (its text's first paragraph).
+func (c *corpus) tests(task string) []string {
+	first, _, _ := strings.Cut(strings.TrimSpace(task), "\n\n")
+	if p := c.byText[strings.TrimSpace(first)]; p != nil {
+		return p.Tests
+	}
+	return nil
+}
+
 func (c *corpus) solve(task string) (string, string, bool) {
 	first, _, _ := strings.Cut(strings.TrimSpace(task), "\n\n")
 	p := c.byText[strings.TrimSpace(first)]
@@ -309,7 +318,7 @@ func TestGoodPersonaPassesEveryGate(t *testing.T) {
 		n = v
 	}
 	c := loadCorpus(t, n, 3)
-	persona := &llmtest.Persona{Solve: c.solve}
+	persona := &llmtest.Persona{Solve: c.solve, Tests: c.tests}
 	man, ds, err := runPipeline(t, c, persona, "{feedback_rounds: 1, calibrate: 1, calibration_min: 2}")
 	if err != nil {
 		t.Fatalf("a good model failed a gate: %v", err)
@@ -384,6 +393,8 @@ func TestMisbehavingModelFailsItsGate(t *testing.T) {
 		{llmtest.WrongCategory, "{feedback_rounds: 1, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "feedback_category"}},
 		{llmtest.CodeInFeedback, "{feedback_rounds: 1, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "feedback_code"}},
 		{llmtest.YesJudge, "{feedback_rounds: 0, followups: 0, calibrate: 1, calibration_min: 4}", []string{"stage simulate", "judge model agrees with the tests on", "accepted", "min_agreement"}},
+		{llmtest.TrivialTests, "{feedback_rounds: 0, followups: 1, followup_kinds: {tests: 1}, calibrate: 0}", []string{"stage simulate", "gate followup_round rejected", "no_behaviour_tests"}},
+		{llmtest.RoteClosing, "{feedback_rounds: 1, followups: 1, calibrate: 0, closing: model}", []string{"stage simulate", "gate closing rejected", "repeats_earlier_turn"}},
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.bad), func(t *testing.T) {
@@ -392,7 +403,7 @@ func TestMisbehavingModelFailsItsGate(t *testing.T) {
 				buggy = 1 // every first answer is wrong: the tests say so, the judge does not
 			}
 			c := loadCorpus(t, 4, buggy)
-			persona := &llmtest.Persona{Solve: c.solve, Bad: map[llmtest.Misbehaviour]bool{tc.bad: true}}
+			persona := &llmtest.Persona{Solve: c.solve, Tests: c.tests, Bad: map[llmtest.Misbehaviour]bool{tc.bad: true}}
 			man, ds, err := runPipeline(t, c, persona, tc.settings)
 			if err == nil && tc.bad == llmtest.YesJudge {
 				// An uncalibrated judge fails the run only when model-judged
@@ -559,13 +570,13 @@ func TestImperfectModelKeepsDialogues(t *testing.T) {
 	}
 	c := loadCorpus(t, n, 3)
 	settings := "{calibrate: 1, calibration_min: 10}"
-	manGood, good, err := runPipeline(t, c, &llmtest.Persona{Solve: c.solve}, settings)
+	manGood, good, err := runPipeline(t, c, &llmtest.Persona{Solve: c.solve, Tests: c.tests}, settings)
 	if err != nil {
 		t.Fatalf("good model: %v", err)
 	}
 	bad := map[llmtest.Misbehaviour]bool{llmtest.WrongCategory: true, llmtest.UnparseableJSON: true, llmtest.UnchangedRevision: true,
 		llmtest.CodeInFeedback: true, llmtest.YesJudge: true, llmtest.ThanksToOutput: true, llmtest.CodeForExplanation: true}
-	man, ds, err := runPipeline(t, c, &llmtest.Persona{Solve: c.solve, Bad: bad, Rate: 0.3}, settings)
+	man, ds, err := runPipeline(t, c, &llmtest.Persona{Solve: c.solve, Tests: c.tests, Bad: bad, Rate: 0.3}, settings)
 	if err != nil {
 		t.Fatalf("a model misbehaving on 30%% of its answers failed the run: %v", err)
 	}

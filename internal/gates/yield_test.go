@@ -24,7 +24,7 @@ import (
 var allBad = map[llmtest.Misbehaviour]bool{
 	llmtest.CodeForExplanation: true, llmtest.UnchangedRevision: true, llmtest.WrongCategory: true,
 	llmtest.CodeInFeedback: true, llmtest.YesJudge: true, llmtest.UnreadableRubric: true, llmtest.UnparseableJSON: true,
-	llmtest.SilentCode: true, llmtest.VagueDocs: true, llmtest.RoteClosing: true,
+	llmtest.SilentCode: true, llmtest.VagueDocs: true, llmtest.RoteClosing: true, llmtest.TrivialTests: true,
 }
 
 // yieldRun is one run of the default pipeline's shape over MBPP.
@@ -120,7 +120,7 @@ func TestCorpusYieldWithImperfectModel(t *testing.T) {
 	}
 	c := loadCorpus(t, n, 3)
 
-	good := runDefaultShape(t, c, &llmtest.Persona{Solve: c.solve, Demo: c.demo}, minChecks, "good")
+	good := runDefaultShape(t, c, &llmtest.Persona{Solve: c.solve, Demo: c.demo, Tests: c.tests}, minChecks, "good")
 	if good.err != nil {
 		t.Fatalf("a well-behaved model's run failed: %v", good.err)
 	}
@@ -128,7 +128,7 @@ func TestCorpusYieldWithImperfectModel(t *testing.T) {
 	t.Logf("good model: %d dialogues published (%d model-made, %d model-free), %d requests, %d quarantined",
 		len(good.dialogues), goodModel, goodFree, good.requests, len(good.quarantine))
 
-	bad30 := runDefaultShape(t, c, &llmtest.Persona{Solve: c.solve, Demo: c.demo, Bad: allBad, Rate: 0.3}, minChecks, "bad30")
+	bad30 := runDefaultShape(t, c, &llmtest.Persona{Solve: c.solve, Demo: c.demo, Tests: c.tests, Bad: allBad, Rate: 0.3}, minChecks, "bad30")
 	m30, f30 := modelMade(bad30.dialogues)
 	t.Logf("30%% misbehaving: err %v; %d dialogues published (%d model-made, %d model-free), %d requests (%.2fx the good run), %d quarantined",
 		bad30.err, len(bad30.dialogues), m30, f30, bad30.requests, float64(bad30.requests)/float64(max(good.requests, 1)), len(bad30.quarantine))
@@ -153,7 +153,7 @@ func TestCorpusYieldWithImperfectModel(t *testing.T) {
 		}
 	}
 
-	bad90 := runDefaultShape(t, c, &llmtest.Persona{Solve: c.solve, Demo: c.demo, Bad: allBad, Rate: 0.9}, minChecks, "bad90")
+	bad90 := runDefaultShape(t, c, &llmtest.Persona{Solve: c.solve, Demo: c.demo, Tests: c.tests, Bad: allBad, Rate: 0.9}, minChecks, "bad90")
 	m90, f90 := modelMade(bad90.dialogues)
 	t.Logf("90%% misbehaving: %d dialogues published (%d model-made, %d model-free), %d requests, %d quarantined; err: %v",
 		len(bad90.dialogues), m90, f90, bad90.requests, len(bad90.quarantine), bad90.err)

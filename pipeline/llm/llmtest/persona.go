@@ -49,10 +49,13 @@ const (
 	// RoteClosing replies to every accepted run with the same closing,
 	// even when asked to say what is new in this one.
 	RoteClosing Misbehaviour = "rote_closing"
+	// TrivialTests answers "add tests" with asserts that never call the
+	// code on an input (assert callable(f)).
+	TrivialTests Misbehaviour = "trivial_tests"
 )
 
 // Misbehaviours lists every misbehaviour.
-var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing}
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests}
 
 // Persona is a scripted model that recognises which prompt of the pipeline
 // it is answering (writer, explain, judge, feedback, rubric, eval feedback)
@@ -71,6 +74,10 @@ type Persona struct {
 	// task on an example input; the writer's code for that task ends by
 	// printing it, as the writer prompt asks (unless SilentCode).
 	Demo func(task string) (call string, ok bool)
+	// Tests, when set, returns assert lines that check a task's solution:
+	// asked for tests where the task's text shows none (a packed
+	// dialogue's later task), the persona writes these.
+	Tests func(task string) []string
 	// Bad is the set of misbehaviours.
 	Bad map[Misbehaviour]bool
 	// Rate, when above 0, is the share of answers (drawn per request from
@@ -143,7 +150,7 @@ func applicable(c Call) []Misbehaviour {
 		case strings.HasPrefix(last, "Execution result:"):
 			return []Misbehaviour{ThanksToOutput, SilentCode}
 		case len(c.Request.Messages) > 2 && !strings.Contains(last, "is not correct"):
-			return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs}
+			return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests}
 		}
 		return []Misbehaviour{SilentCode}
 	case "judge":
@@ -387,7 +394,7 @@ func (p *Persona) writer(c Call) string {
 		if p.bad(UnchangedRevision, c) {
 			return "You're right, thanks for pointing that out. The solution is correct.\n\n" + block(prevCode)
 		}
-		return p.revise(prevCode, task, last, name, feedbacks, p.bad(VagueDocs, c))
+		return p.revise(prevCode, task, last, name, feedbacks, c)
 	}
 }
 
@@ -427,12 +434,18 @@ var assertRe = regexp.MustCompile("(?m)^assert .*$")
 // revise answers feedback or a follow-up request: what the request asks
 // for (tests, a companion function, comments, a note on speed or edge
 // cases), always as a real change of the code.
-func (p *Persona) revise(prevCode, task, request, name string, n int, vague bool) string {
+func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) string {
 	low := strings.ToLower(request)
 	bare := strings.Trim(name, "`")
 	switch {
 	case strings.Contains(low, "test"):
 		tests := assertRe.FindAllString(task, -1)
+		if len(tests) == 0 && p.Tests != nil {
+			tests = p.Tests(task)
+		}
+		if p.bad(TrivialTests, c) {
+			tests = nil
+		}
 		code := strings.TrimRight(prevCode, "\n") + "\n\n# Tests of the behaviour the task asks for.\n"
 		for _, t := range tests {
 			code += t + "\n"
@@ -465,7 +478,7 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, vague bool
 		what = "a docstring that states how it treats empty and unusual inputs"
 		why = " No code change is needed for them: the same path already handles empty and single-element inputs."
 		doc = "Return the result; empty and single-element inputs take the same path as any other."
-	case !vague && (strings.Contains(low, "argument") || strings.Contains(low, "parameter")) &&
+	case !p.bad(VagueDocs, c) && (strings.Contains(low, "argument") || strings.Contains(low, "parameter")) &&
 		(strings.Contains(low, "document") || strings.Contains(low, "docstring") || strings.Contains(low, "describe")):
 		what, why = "a docstring that names each argument with its type", ""
 		doc = "Compute the task's result.\n\n    Arguments:\n"
