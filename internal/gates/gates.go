@@ -556,9 +556,15 @@ var assertLineRe = regexp.MustCompile(`^(assert\b|self\.assert\w*\(|assert\w*\()
 // a function the code defines with arguments ("assert add(-2, -3) == -5"):
 // a request for tests met by "assert callable(add)" tests nothing.
 func BehaviourTests(before, after string) int {
+	// The code under test is what before defined (MBPP names some of its
+	// functions test_*); test functions the answer adds are not.
+	had := map[string]bool{}
+	for _, d := range pyDefRe.FindAllStringSubmatch(before, -1) {
+		had[d[1]] = true
+	}
 	var names []string
 	for _, d := range pyDefRe.FindAllStringSubmatch(after, -1) {
-		if !strings.HasPrefix(d[1], "test") {
+		if had[d[1]] || len(had) == 0 && !strings.HasPrefix(d[1], "test") {
 			names = append(names, regexp.QuoteMeta(d[1]))
 		}
 	}

@@ -197,9 +197,24 @@ func TestBehaviourTests(t *testing.T) {
 		{"two new calls", before + "assert add(-2, -3) == -5\nassert add(0, 0) == 0\n", 2},
 		{"unittest", before + "import unittest\nclass T(unittest.TestCase):\n    def test_neg(self):\n        self.assertEqual(add(-1, -1), -2)\n", 1},
 		{"call without arguments", "def now():\n    return 1\n\nassert now() == 1\n", 0},
-		{"test helper not the subject", "def add(a, b):\n    return a + b\n\ndef test_add():\n    assert test_add.__name__\n", 0},
+		{"test helper not the subject", "def add(a, b):\n    return a + b\n\ndef test_add(x):\n    assert test_add(x)\n", 0},
 	} {
 		if got := BehaviourTests(before, tc.after); got != tc.want {
+			t.Errorf("%s: BehaviourTests = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	// MBPP names some functions test_*: the code under test is what the
+	// answer before defined.
+	const mbpp = "def test_distinct(data):\n    return len(data) == len(set(data))\n"
+	for _, tc := range []struct {
+		name, before, after string
+		want                int
+	}{
+		{"test_* under test", mbpp, mbpp + "assert test_distinct([1, 5, 7]) == True\nassert callable(test_distinct)\n", 1},
+		{"nothing before", "", mbpp + "assert test_distinct([1, 1]) == False\n", 0},
+		{"nothing before, subject not test_*", "", "def add(a, b):\n    return a + b\nassert add(1, 1) == 2\n", 1},
+	} {
+		if got := BehaviourTests(tc.before, tc.after); got != tc.want {
 			t.Errorf("%s: BehaviourTests = %d, want %d", tc.name, got, tc.want)
 		}
 	}
