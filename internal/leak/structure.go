@@ -26,7 +26,8 @@ import (
 //     reordering independent statements and re-wrapping lines change
 //     nothing, and short solutions are matched whole, with the evidence
 //     bar (MinInfo) counted in rare tokens rather than in k-grams. A
-//     short solution too common to be evidence alone (`return a * b`)
+//     short solution too common to be evidence alone (`return a * b`),
+//     or made only of textbook statements (a minimum loop, an average),
 //     is attributed when a user turn of the dialogue also asks for that
 //     task (MinWholeAsked: its statement is among the turn's nearest by
 //     the paraphrase check's lexical retriever).
@@ -74,7 +75,7 @@ type StatementOptions struct {
 }
 
 // DefaultStatementOptions are the documented defaults.
-var DefaultStatementOptions = StatementOptions{Threshold: 0.8, MinInfo: 10, MinString: 8, MinTable: 4, MinWhole: 12, MinWholeAsked: 5, AskedTopK: 1}
+var DefaultStatementOptions = StatementOptions{Threshold: 0.8, MinInfo: 10, MinString: 8, MinTable: 4, MinWhole: 7, MinWholeAsked: 5, AskedTopK: 1}
 
 func (o StatementOptions) withDefaults() StatementOptions {
 	d := DefaultStatementOptions
@@ -544,11 +545,13 @@ func (x *Index) buildStatements(solutions []string, o StatementOptions) {
 	x.stList = make([][]uint64, len(solutions))
 	x.fnTok = make([]int32, len(solutions))
 	x.fnInfo = make([]float32, len(solutions))
+	x.fnTextbook = make([]bool, len(solutions))
 	wholes := map[uint64][]int32{}
 	firsts := map[uint64]bool{}
 	for ti, code := range solutions {
 		toks = codeTokens(code, toks[:0])
 		var sum uint64
+		textbook := true
 		for _, s := range codeStatements(code, toks, sts[:0]) {
 			if f := toks[s.t0].exact; f != hImport && f != hFrom {
 				if len(x.stList[ti]) == 0 {
@@ -559,11 +562,14 @@ func (x *Index) buildStatements(solutions []string, o StatementOptions) {
 				w := float32(s.t1 - s.t0)
 				if genericKeys[s.h] {
 					w *= genericWeight
+				} else {
+					textbook = false
 				}
 				x.fnInfo[ti] += w
 				sum += wholeHash(s.h)
 			}
 		}
+		x.fnTextbook[ti] = textbook && len(x.stList[ti]) > 0
 		if n := len(x.stList[ti]); n > 0 && n <= maxWholeStatements {
 			k := sum ^ uint64(n)*rollBase
 			wholes[k] = append(wholes[k], int32(ti))
@@ -677,7 +683,7 @@ func (s *scratch) wholeMatches(x *Index, filter *keyFilter, o StatementOptions, 
 					continue
 				}
 				h := s.newHit()
-				*h = stHit{w: x.stTotal[t], n: l, msg: mi, whole: true, spans: h.spans[:0], weak: info < o.MinWhole}
+				*h = stHit{w: x.stTotal[t], n: l, msg: mi, whole: true, spans: h.spans[:0], weak: info < o.MinWhole || x.fnTextbook[t]}
 				for k := j; k < j+l; k++ {
 					st := sts[s.stPos[k]]
 					h.spans = addSpan(h.spans, schema.Span{Message: cm.msg, Start: int(toks[st.t0].start), End: int(toks[st.t1-1].end)})
