@@ -1,0 +1,122 @@
+package leak
+
+import (
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// evolRecord is one record of testdata/evol/evol_style.jsonl: our own
+// Evol-Instruct-style sample (gen_evol.py), not the real corpus, which is
+// not in the shared data. Leaks name their task; a wrapped leak's
+// instruction holds {prompt}, filled with the task's HumanEval prompt here
+// so no benchmark text is stored in the repo.
+type evolRecord struct {
+	ID          string `json:"id"`
+	Label       string `json:"label"` // "leak" or "clean"
+	Kind        string `json:"kind"`
+	Task        string `json:"task"`
+	Instruction string `json:"instruction"`
+	Output      string `json:"output"`
+}
+
+// evolMinFound are the leaks found per kind on the sample with the
+// default settings, as measured (TestEvolStyleSample's log): wrapped 16 of
+// 16 (the HumanEval prompt inside an "increase the difficulty" request),
+// reworded 11 of 12 (Mbpp/2's set intersection is, renamed, shared by
+// other tasks), literal 3 of 4 (Mbpp/16's regex differs from the
+// reference's), rewritten 0 of 6 (a different algorithm under other
+// words: only the judged paraphrase check can find those). Every flag is
+// a leak of its record's task and no textbook record is flagged; the
+// same figures before MinWhole went from 12 to 7.
+var evolMinFound = map[string]int{"wrapped": 16, "reworded": 11, "literal": 3, "rewritten": 0}
+
+// TestEvolStyleSample audits the Evol-Instruct-style sample (290 records:
+// 38 leaks of HumanEval/MBPP tasks, evolved and reworded, and 252 hard
+// negatives, classic textbook tasks evolved, 56 of them with one- or
+// two-line answers) against HumanEval and MBPP,
+// and checks the precision of the flags (>= 80% leaks of the flagged
+// task), the hard negatives flagged (<= 5%) and the leaks found per kind.
+func TestEvolStyleSample(t *testing.T) {
+	he := testHumanEval(t)
+	prompts := map[string]string{}
+	for _, p := range he {
+		prompts[p.ID] = p.Prompt
+	}
+	recs := readJSONL[evolRecord](t, "testdata/evol/evol_style.jsonl")
+	ds := make([]schema.Dialogue, len(recs))
+	byID := map[string]evolRecord{}
+	for i, r := range recs {
+		ins := r.Instruction
+		if strings.Contains(ins, "{prompt}") {
+			p, ok := prompts[r.Task]
+			if !ok {
+				t.Fatalf("%s: no HumanEval prompt for %s", r.ID, r.Task)
+			}
+			ins = strings.ReplaceAll(ins, "{prompt}", "```python\n"+strings.TrimRight(p, "\n")+"\n```")
+		}
+		if r.Label != "leak" && r.Label != "clean" || r.Label == "leak" && r.Task == "" {
+			t.Fatalf("%s: bad label %q task %q", r.ID, r.Label, r.Task)
+		}
+		byID[r.ID] = r
+		ds[i] = schema.Dialogue{ID: r.ID, Messages: []schema.Message{
+			{Role: schema.RoleUser, Content: ins},
+			{Role: schema.RoleAssistant, Content: r.Output},
+		}}
+	}
+	rep, err := testAuditor(t, Options{}).Run(t.Context(), Slice(ds), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := map[string]bool{}
+	for _, f := range rep.Findings {
+		r := byID[f.DialogueID]
+		t.Logf("flag %s (%s %s) -> %s %s %.2f: %.120s", f.DialogueID, r.Label, r.Kind, f.Method, f.TaskID, f.Score, f.Evidence)
+		if r.Label == "leak" && f.TaskID == r.Task {
+			own[f.DialogueID] = true
+		}
+	}
+	leaks, clean, cleanFlagged, trueFlags := map[string]int{}, 0, 0, 0
+	found := map[string]int{}
+	var missed []string
+	for _, r := range recs {
+		if r.Label == "clean" {
+			clean++
+			continue
+		}
+		leaks[r.Kind]++
+		if own[r.ID] {
+			found[r.Kind]++
+		} else {
+			missed = append(missed, r.ID)
+		}
+	}
+	for _, id := range rep.FlaggedIDs {
+		switch {
+		case own[id]:
+			trueFlags++
+		case byID[id].Label == "clean":
+			cleanFlagged++
+		}
+	}
+	sort.Strings(missed)
+	allLeaks, allFound := 0, 0
+	for k, n := range leaks {
+		allLeaks += n
+		allFound += found[k]
+		t.Logf("leaks %s: found %d of %d", k, found[k], n)
+		if found[k] < evolMinFound[k] {
+			t.Errorf("leaks %s: found %d of %d, want >= %d", k, found[k], n, evolMinFound[k])
+		}
+	}
+	t.Logf("Evol-style sample (ours, not the real corpus): %d records, %d flagged, %d of them leaks of the flagged task; leaks found %d of %d; hard negatives flagged %d of %d; missed %v",
+		len(recs), rep.Flagged, trueFlags, allFound, allLeaks, cleanFlagged, clean, missed)
+	if rep.Flagged > 0 && float64(trueFlags) < 0.8*float64(rep.Flagged) {
+		t.Errorf("%d of %d flags are leaks of the flagged task, want >= 80%%", trueFlags, rep.Flagged)
+	}
+	if float64(cleanFlagged) > 0.05*float64(clean) {
+		t.Errorf("hard negatives flagged %d of %d, want <= 5%%", cleanFlagged, clean)
+	}
+}
