@@ -25,9 +25,9 @@ type evolRecord struct {
 // evolMinFound are the leaks found per kind on the sample with the
 // default settings, as measured (TestEvolStyleSample's log): wrapped 16 of
 // 16 (the HumanEval prompt inside an "increase the difficulty" request),
-// reworded 11 of 12 (Mbpp/2's set intersection is, renamed, shared by
-// other tasks), literal 3 of 4 (Mbpp/16's regex differs from the
-// reference's), rewritten 0 of 6 (a different algorithm under other
+// reworded 11 of 12 (Mbpp/2's reference returns `(res)` in parentheses,
+// another statement), literal 3 of 4 (Mbpp/16's regex is in Mbpp/43's
+// solution too, and the code around it differs), rewritten 0 of 6 (a different algorithm under other
 // words: only the judged paraphrase check can find those). Every flag is
 // a leak of its record's task and no textbook record is flagged; the
 // same figures before MinWhole went from 12 to 7.
