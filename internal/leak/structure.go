@@ -682,22 +682,15 @@ func wholeHash(h uint64) uint64 { return fmix64(h ^ 0x3C6EF372FE94F82B) }
 // combination, weighed by its length in tokens over the tasks that share
 // it (StatementOptions.MinWhole).
 func (s *scratch) wholeMatches(x *Index, filter *keyFilter, o StatementOptions, mi int, cm ctMsg, toks []ctok) {
-	body := s.stBody
+	body, wh, pos := s.stBody[cm.b0:cm.b1], s.stWH[cm.b0:cm.b1], s.stPos[cm.b0:cm.b1]
 	sts := s.sts[cm.s0:cm.s1]
-	// The body's statements in sts (imports left out), for the spans.
-	s.stPos = s.stPos[:0]
-	for i, st := range sts {
-		if f := toks[st.t0].exact; f != hImport && f != hFrom {
-			s.stPos = append(s.stPos, i)
-		}
-	}
 	for j := range body {
 		if _, ok := x.fnFirst.get(body[j]); !ok {
 			continue
 		}
 		var sum uint64
 		for l := 1; l <= maxWholeStatements && j+l <= len(body); l++ {
-			sum += wholeHash(body[j+l-1])
+			sum += wh[j+l-1]
 			if !x.fnLens[l] {
 				continue
 			}
@@ -718,7 +711,7 @@ func (s *scratch) wholeMatches(x *Index, filter *keyFilter, o StatementOptions, 
 				h := s.newHit()
 				*h = stHit{w: x.stTotal[t], n: l, msg: mi, whole: true, spans: h.spans[:0], weak: info < o.MinWhole || x.fnTextbook[t]}
 				for k := j; k < j+l; k++ {
-					st := sts[s.stPos[k]]
+					st := sts[pos[k]]
 					h.spans = addSpan(h.spans, schema.Span{Message: cm.msg, Start: int(toks[st.t0].start), End: int(toks[st.t1-1].end)})
 				}
 				// A whole match beats a share, unless it is weak (it
@@ -730,6 +723,21 @@ func (s *scratch) wholeMatches(x *Index, filter *keyFilter, o StatementOptions, 
 			}
 		}
 	}
+}
+
+// addBody records message cm's body (its statements, imports left out):
+// their hashes, their wholeHash mixes and their positions in its
+// statements, once for every index.
+func (s *scratch) addBody(cm *ctMsg, toks []ctok) {
+	cm.b0 = len(s.stBody)
+	for i, st := range s.sts[cm.s0:cm.s1] {
+		if f := toks[st.t0].exact; f != hImport && f != hFrom {
+			s.stBody = append(s.stBody, st.h)
+			s.stWH = append(s.stWH, wholeHash(st.h))
+			s.stPos = append(s.stPos, i)
+		}
+	}
+	cm.b1 = len(s.stBody)
 }
 
 // matchStatements adds the statement and literal findings of the
@@ -776,13 +784,7 @@ func (a *Auditor) matchStatements(bi int, x *Index, d *schema.Dialogue, id strin
 				h.spans = addSpan(h.spans, sp)
 			}
 		}
-		body := s.stBody[:0]
-		for _, st := range s.sts[cm.s0:cm.s1] {
-			if f := toks[st.t0].exact; f != hImport && f != hFrom {
-				body = append(body, st.h)
-			}
-		}
-		s.stBody = body
+		body := s.stBody[cm.b0:cm.b1]
 		s.wholeMatches(x, &a.filter, o, mi, cm, toks)
 		for t, h := range s.stHits {
 			if tot := x.stTotal[t]; tot == 0 || float64(h.w/tot) < o.Threshold-1e-6 || float64(h.w) < o.MinInfo {
