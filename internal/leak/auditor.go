@@ -257,9 +257,13 @@ type scratch struct {
 	asked     [][2]int
 	askedDone bool
 	askAcc    []float32
-	stBody    []uint64 // one message's statement hashes, imports left out
-	stWin     []uint64
-	stPos     []int
+	// stBody are the messages' statement hashes, imports left out (ranges
+	// b0:b1 in ctMsg), stWH their wholeHash mixes and stPos their
+	// positions among the message's statements.
+	stBody []uint64
+	stWH   []uint64
+	stWin  []uint64
+	stPos  []int
 }
 
 // gramCand is a token n-gram (or a short statement's length of tokens) of
@@ -295,6 +299,7 @@ type ctMsg struct {
 	t0, t1 int // tokens in scratch.ctoks
 	s0, s1 int // statements in scratch.sts (token offsets from t0)
 	l0, l1 int // literal keys in scratch.lks (token offsets from t0)
+	b0, b1 int // body statements in scratch.stBody, stWH and stPos
 }
 
 type gramHit struct {
@@ -346,6 +351,7 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 		k = minStmtMsgTokens
 	}
 	s.sts, s.lks = s.sts[:0], s.lks[:0]
+	s.stBody, s.stWH, s.stPos = s.stBody[:0], s.stWH[:0], s.stPos[:0]
 	s.askedDone = false
 	for i := range d.Messages {
 		m := &d.Messages[i]
@@ -365,6 +371,9 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 					s.lks = literalKeys(m.Content, toks, a.opts.Statements.MinTable, a.opts.Statements.MinString, s.lks)
 				}
 				cm.s1, cm.l1 = len(s.sts), len(s.lks)
+				if stOn {
+					s.addBody(&cm, s.ctoks[c0:])
+				}
 				s.ctMsgs = append(s.ctMsgs, cm)
 				if fp {
 					a.kgramCandidates(s, len(s.ctMsgs)-1, a.opts.Fingerprints.K)

@@ -271,6 +271,25 @@ def list_basics(lst):
         if item not in result:
             result.append(item)
     return result
+    min_num = lst[0]
+    for num in lst:
+        if num < min_num:
+            min_num = num
+    return min_num
+    return total / len(lst)
+    count = 0
+    for item in lst:
+        if item == x:
+            count += 1
+    return count
+    for i in range(len(lst)):
+        if lst[i] == x:
+            return i
+    return -1
+    reversed_str = ""
+    for char in s:
+        reversed_str = char + reversed_str
+    return reversed_str
 
 
 def power(x, n):

@@ -76,13 +76,17 @@ type Index struct {
 	// key of a solution's statements to the tasks with that solution
 	// (fnTasks), fnFirst holds the solutions' first statements, fnLens
 	// their lengths in statements and fnTok each task's tokens.
-	fnIndex  *hashTable
-	fnTasks  [][]int32
-	fnFirst  *hashTable
-	fnLens   [maxWholeStatements + 1]bool // lengths of the solutions keyed
-	fnTok    []int32
-	fnInfo   []float32 // fnTok with textbook statements at genericWeight
-	litIndex *hashTable
+	fnIndex *hashTable
+	fnTasks [][]int32
+	fnFirst *hashTable
+	fnLens  [maxWholeStatements + 1]bool // lengths of the solutions keyed
+	fnTok   []int32
+	fnInfo  []float32 // fnTok with textbook statements at genericWeight
+	// fnTextbook marks a solution made only of textbook statements
+	// (generic.py): whole, it is what unrelated programs hold, evidence
+	// only with a request for the task (a weak whole match).
+	fnTextbook []bool
+	litIndex   *hashTable
 }
 
 // keyFilter is a blocked Bloom filter over the keys of every index

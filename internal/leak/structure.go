@@ -26,7 +26,8 @@ import (
 //     reordering independent statements and re-wrapping lines change
 //     nothing, and short solutions are matched whole, with the evidence
 //     bar (MinInfo) counted in rare tokens rather than in k-grams. A
-//     short solution too common to be evidence alone (`return a * b`)
+//     short solution too common to be evidence alone (`return a * b`),
+//     or made only of textbook statements (a minimum loop, an average),
 //     is attributed when a user turn of the dialogue also asks for that
 //     task (MinWholeAsked: its statement is among the turn's nearest by
 //     the paraphrase check's lexical retriever).
@@ -74,7 +75,7 @@ type StatementOptions struct {
 }
 
 // DefaultStatementOptions are the documented defaults.
-var DefaultStatementOptions = StatementOptions{Threshold: 0.8, MinInfo: 10, MinString: 8, MinTable: 4, MinWhole: 12, MinWholeAsked: 5, AskedTopK: 1}
+var DefaultStatementOptions = StatementOptions{Threshold: 0.8, MinInfo: 10, MinString: 8, MinTable: 4, MinWhole: 7, MinWholeAsked: 5, AskedTopK: 1}
 
 func (o StatementOptions) withDefaults() StatementOptions {
 	d := DefaultStatementOptions
@@ -121,7 +122,28 @@ var (
 	// and these are asked for every code token).
 	augAssign  = newWordSet(`+= -= *= /= //= %= &= |= ^= **= >>= <<=`)
 	blockWords = newWordSet(`if elif else for while def class try except finally with async`)
+	// cutTokens are the tokens statements acts on, bindTokens those
+	// unbindNames does: every other token (most of them, in prose and
+	// code) is passed over after one bit test.
+	cutTokens  = newTokenBits(`( [ { ) ] } ; :`)
+	bindTokens = newTokenBits(`( [ { ) ] } = += -= *= /= //= %= &= |= ^= **= >>= <<= := def class for as global nonlocal lambda`)
 )
+
+// tokenBits is a one-bit-per-hash filter of a few token hashes: mayHave
+// is false for most other tokens (about 1 in 10 passes with 30 words), a
+// single load and bit test, cheaper than a wordSet probe.
+type tokenBits [4]uint64
+
+func newTokenBits(words string) *tokenBits {
+	var b tokenBits
+	for _, w := range strings.Fields(words) {
+		h := fpHash(w) & 255
+		b[h>>6] |= 1 << (h & 63)
+	}
+	return &b
+}
+
+func (b *tokenBits) mayHave(h uint64) bool { return b[h>>6&3]&(1<<(h&63)) != 0 }
 
 // lineBreak reports whether the gap text[a:b] between two tokens holds a
 // line break that is not a backslash continuation, and whether it holds a
@@ -173,13 +195,22 @@ func statements(text string, toks []ctok, out []stmt) []stmt {
 	for i := range toks {
 		t := &toks[i]
 		if i > start {
-			brk, blank := lineBreak(text, int(toks[i-1].end), int(t.start))
-			if brk && (depth == 0 || blank) || i-start >= maxStmtTokens {
+			// A gap of one byte other than a line break (a space, most
+			// gaps) breaks nothing: lineBreak is not asked.
+			if a, b := int(toks[i-1].end), int(t.start); b-a > 1 || b-a == 1 && text[a] == '\n' {
+				if brk, blank := lineBreak(text, a, b); brk && (depth == 0 || blank) {
+					flush(i)
+				}
+			}
+			if i-start >= maxStmtTokens {
 				flush(i)
 			}
 		}
 		if i == start {
 			header = blockWords.has(t.exact)
+		}
+		if !cutTokens.mayHave(t.exact) {
+			continue
 		}
 		switch {
 		case opener(t.exact):
@@ -225,6 +256,9 @@ func unbindNames(text string, toks []ctok, sts []stmt) {
 		depth, assignAt := 0, -1
 		for k := range ts {
 			e := ts[k].exact
+			if !bindTokens.mayHave(e) {
+				continue
+			}
 			switch {
 			case opener(e):
 				depth++
@@ -544,11 +578,13 @@ func (x *Index) buildStatements(solutions []string, o StatementOptions) {
 	x.stList = make([][]uint64, len(solutions))
 	x.fnTok = make([]int32, len(solutions))
 	x.fnInfo = make([]float32, len(solutions))
+	x.fnTextbook = make([]bool, len(solutions))
 	wholes := map[uint64][]int32{}
 	firsts := map[uint64]bool{}
 	for ti, code := range solutions {
 		toks = codeTokens(code, toks[:0])
 		var sum uint64
+		textbook := true
 		for _, s := range codeStatements(code, toks, sts[:0]) {
 			if f := toks[s.t0].exact; f != hImport && f != hFrom {
 				if len(x.stList[ti]) == 0 {
@@ -559,11 +595,14 @@ func (x *Index) buildStatements(solutions []string, o StatementOptions) {
 				w := float32(s.t1 - s.t0)
 				if genericKeys[s.h] {
 					w *= genericWeight
+				} else {
+					textbook = false
 				}
 				x.fnInfo[ti] += w
 				sum += wholeHash(s.h)
 			}
 		}
+		x.fnTextbook[ti] = textbook && len(x.stList[ti]) > 0
 		if n := len(x.stList[ti]); n > 0 && n <= maxWholeStatements {
 			k := sum ^ uint64(n)*rollBase
 			wholes[k] = append(wholes[k], int32(ti))
@@ -643,22 +682,15 @@ func wholeHash(h uint64) uint64 { return fmix64(h ^ 0x3C6EF372FE94F82B) }
 // combination, weighed by its length in tokens over the tasks that share
 // it (StatementOptions.MinWhole).
 func (s *scratch) wholeMatches(x *Index, filter *keyFilter, o StatementOptions, mi int, cm ctMsg, toks []ctok) {
-	body := s.stBody
+	body, wh, pos := s.stBody[cm.b0:cm.b1], s.stWH[cm.b0:cm.b1], s.stPos[cm.b0:cm.b1]
 	sts := s.sts[cm.s0:cm.s1]
-	// The body's statements in sts (imports left out), for the spans.
-	s.stPos = s.stPos[:0]
-	for i, st := range sts {
-		if f := toks[st.t0].exact; f != hImport && f != hFrom {
-			s.stPos = append(s.stPos, i)
-		}
-	}
 	for j := range body {
 		if _, ok := x.fnFirst.get(body[j]); !ok {
 			continue
 		}
 		var sum uint64
 		for l := 1; l <= maxWholeStatements && j+l <= len(body); l++ {
-			sum += wholeHash(body[j+l-1])
+			sum += wh[j+l-1]
 			if !x.fnLens[l] {
 				continue
 			}
@@ -677,9 +709,9 @@ func (s *scratch) wholeMatches(x *Index, filter *keyFilter, o StatementOptions, 
 					continue
 				}
 				h := s.newHit()
-				*h = stHit{w: x.stTotal[t], n: l, msg: mi, whole: true, spans: h.spans[:0], weak: info < o.MinWhole}
+				*h = stHit{w: x.stTotal[t], n: l, msg: mi, whole: true, spans: h.spans[:0], weak: info < o.MinWhole || x.fnTextbook[t]}
 				for k := j; k < j+l; k++ {
-					st := sts[s.stPos[k]]
+					st := sts[pos[k]]
 					h.spans = addSpan(h.spans, schema.Span{Message: cm.msg, Start: int(toks[st.t0].start), End: int(toks[st.t1-1].end)})
 				}
 				// A whole match beats a share, unless it is weak (it
@@ -691,6 +723,21 @@ func (s *scratch) wholeMatches(x *Index, filter *keyFilter, o StatementOptions, 
 			}
 		}
 	}
+}
+
+// addBody records message cm's body (its statements, imports left out):
+// their hashes, their wholeHash mixes and their positions in its
+// statements, once for every index.
+func (s *scratch) addBody(cm *ctMsg, toks []ctok) {
+	cm.b0 = len(s.stBody)
+	for i, st := range s.sts[cm.s0:cm.s1] {
+		if f := toks[st.t0].exact; f != hImport && f != hFrom {
+			s.stBody = append(s.stBody, st.h)
+			s.stWH = append(s.stWH, wholeHash(st.h))
+			s.stPos = append(s.stPos, i)
+		}
+	}
+	cm.b1 = len(s.stBody)
 }
 
 // matchStatements adds the statement and literal findings of the
@@ -737,13 +784,7 @@ func (a *Auditor) matchStatements(bi int, x *Index, d *schema.Dialogue, id strin
 				h.spans = addSpan(h.spans, sp)
 			}
 		}
-		body := s.stBody[:0]
-		for _, st := range s.sts[cm.s0:cm.s1] {
-			if f := toks[st.t0].exact; f != hImport && f != hFrom {
-				body = append(body, st.h)
-			}
-		}
-		s.stBody = body
+		body := s.stBody[cm.b0:cm.b1]
 		s.wholeMatches(x, &a.filter, o, mi, cm, toks)
 		for t, h := range s.stHits {
 			if tot := x.stTotal[t]; tot == 0 || float64(h.w/tot) < o.Threshold-1e-6 || float64(h.w) < o.MinInfo {

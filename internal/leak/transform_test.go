@@ -16,28 +16,25 @@ import (
 // that the audit must find against their own task: the measured shares
 // (the issue's bars are 95% renamed, 95% reordered, 90% renamed and
 // reordered, 100% reformatted, 70% rewritten keeping a unique literal).
-// Renamed stays under its bar: 129 of the 1,137 solutions are, once
-// renamed, the code unrelated programs hold (`return sum(xs)`,
-// `return len(s)`, a counting loop), and flagging them flags those
-// programs too (TestRealCorpusFlags, TestHardNegatives). Measured with
-// the code alone (no request), lowering MinWhole from 12: at 9, 1,068
-// found (93.9%) and 17 Code Alpaca dialogues flagged instead of 8; at 7,
-// 1,099 (96.7%) and 28; at 5, 1,119 and 34; hard negatives 0 at each.
-// The 20 more at 7 are requests for the same task (remove duplicates,
-// the average of a list) and for other tasks with the same loop (a
-// character's frequency in a string for Mbpp/168's number in an array,
-// the smallest item for Mbpp/443): about 75% precision, under the 80%
-// bar. With the request, such solutions are found (TestRenamedAsked).
+// Renamed, code alone: 1,088 of 1,137 (95.7%; under 40 tokens 542/588).
+// Of the 49 missed, 25 are, renamed, textbook code whole (generic.py: a
+// minimum loop, an average, a count, a prime test): found only with a
+// request for the task (MinWholeAsked); the other 24 weigh under
+// MinWhole (7), their tokens over the tasks sharing their renamed form
+// (19 are shared by 2 to 4 tasks; `return sum(xs)`, `return len(s)`).
+// Lowering MinWhole to 6 finds 15 more and flags 4
+// more Code Alpaca dialogues, none a leak (a sum of an array for
+// Mbpp/105, a string's len for Mbpp/792): TestRealCorpusFlags.
 var variantKinds = []struct {
 	name string
 	min  float64
 }{
-	{"renamed", 0.885},           // 1008/1137
-	{"reordered", 0.99},          // 238/240
-	{"renamed_reordered", 0.975}, // 234/240
-	{"continued", 1},             // 1138/1138
-	{"split", 1},                 // 805/805
-	{"literal_rewrite", 0.70},    // 34/48
+	{"renamed", 0.955},          // 1088/1137
+	{"reordered", 0.99},         // 240/240
+	{"renamed_reordered", 0.99}, // 238/240
+	{"continued", 1},            // 1138/1138
+	{"split", 1},                // 805/805
+	{"literal_rewrite", 0.70},   // 34/48
 }
 
 // solutionCode is a task's full solution as a corpus would copy it: for
@@ -153,12 +150,10 @@ func TestTransformSweep(t *testing.T) {
 
 // minRenamedAsked is the measured number of the 40 reworded requests
 // (the paraphrase set) answered with their task's renamed solution that
-// are found without a judge: 34 (32 with the code alone, MinWholeAsked
-// off; the other 2 are short solutions of common statements that the
-// request attributes). With AskedTopK 3 instead of 1: 35, but a request
-// for a character's frequency in a string then attributes its counting
-// loop to Mbpp/168 (a number's frequency in an array; TestPlanted).
-const minRenamedAsked = 34
+// are found without a judge: 37, all by the code alone since MinWhole is
+// 7 (it was 12: 34, 32 by the code alone). The request's help
+// (MinWholeAsked) is measured on Code Alpaca (TestRealCorpusFlags).
+const minRenamedAsked = 37
 
 // TestRenamedAsked audits each reworded request of the paraphrase set
 // (planted, held-out and more: 40, none in the benchmarks' words)
@@ -205,7 +200,7 @@ func TestRenamedAsked(t *testing.T) {
 	codeOnly, _ := found(Options{Statements: StatementOptions{MinWholeAsked: DefaultStatementOptions.MinWhole}})
 	n, missed := found(Options{})
 	t.Logf("renamed solution with a reworded request: %d of %d found (code alone: %d); missed %v", n, len(ds), codeOnly, missed)
-	if n < minRenamedAsked || n <= codeOnly {
-		t.Errorf("found %d of %d (code alone %d), want >= %d and more than the code alone", n, len(ds), codeOnly, minRenamedAsked)
+	if n < minRenamedAsked || n < codeOnly {
+		t.Errorf("found %d of %d (code alone %d), want >= %d and no fewer than the code alone", n, len(ds), codeOnly, minRenamedAsked)
 	}
 }
