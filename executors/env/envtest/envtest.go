@@ -14,6 +14,7 @@ import (
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	_ "github.com/codefeedback/codefeedback/executors/docker"
 	"github.com/codefeedback/codefeedback/executors/env"
+	"github.com/codefeedback/codefeedback/internal/sandboxtest"
 )
 
 // Driver is one executor to test on.
@@ -150,15 +151,7 @@ func Play(tb testing.TB, e env.Env, task env.Task, actions []string, submit stri
 // closed when b ends; it skips b without bubblewrap.
 func BenchBwrap(b *testing.B, pool int) executors.Executor {
 	b.Helper()
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		b.Skip("bubblewrap not installed")
-	}
-	ex, err := executors.Open(context.Background(), fmt.Sprintf("bwrap://?pool=%d", pool))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ex.Close() })
-	return ex
+	return sandboxtest.Bwrap(b, fmt.Sprintf("pool=%d", pool))
 }
 
 // Episode is one benchmark episode: reset to Task, the Actions, then Submit,
