@@ -27,6 +27,22 @@ func openBwrap(t *testing.T, url string) executors.Executor {
 	return ex
 }
 
+// bindableDir is a fresh directory the sandbox can bind, removed when t
+// ends: not t.TempDir, whose parent is private, since bwrap binds as the
+// slot's uid.
+func bindableDir(t *testing.T, pattern string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func TestConformance(t *testing.T) {
 	drivertest.Run(t, func(t *testing.T) executors.Executor { return openBwrap(t, "bwrap://?pool=2") })
 }

@@ -21,15 +21,7 @@ func TestRootMount(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	// Not t.TempDir: its parent is private, and bwrap binds as the slot's uid.
-	dir, err := os.MkdirTemp("", "rootmount-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := bindableDir(t, "rootmount-")
 	root := filepath.Join(dir, "root")
 	if err := os.Mkdir(root, 0o755); err != nil {
 		t.Fatal(err)

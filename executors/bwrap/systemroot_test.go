@@ -47,14 +47,7 @@ func TestSystemRoot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	dir, err := os.MkdirTemp("", "sysroot-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := bindableDir(t, "sysroot-")
 	sysMount := executors.Mount{Source: sys, Target: "/", ReadOnly: true, System: true}
 	bash, group := inode(t, filepath.Join(sys, "usr/bin/bash")), inode(t, filepath.Join(sys, "etc/group"))
 	for _, withRoot := range []bool{true, false} {
