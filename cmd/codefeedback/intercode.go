@@ -36,6 +36,16 @@ func init() {
 	registerIntercode(replayCommand())
 }
 
+// taskFormatFlag is --format, the loader that reads a task file.
+func taskFormatFlag(dest *string) *cli.StringFlag {
+	return &cli.StringFlag{Name: "format", Usage: "loader: tasks (JSON Lines), nl2bash, spider, bird, wikisql, ic_mbpp, ctf (default: from the file name)", Destination: dest}
+}
+
+// envParamFlag is --env-param, the environment's settings (envParams reads them).
+func envParamFlag(dest *cli.StringSlice) *cli.StringSliceFlag {
+	return &cli.StringSliceFlag{Name: "env-param", Usage: "environment setting KEY=VALUE (e.g. backend=mariadb for sql); repeatable", Destination: dest}
+}
+
 type fetchOptions struct {
 	Dir        string
 	BaseURL    string

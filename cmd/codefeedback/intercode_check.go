@@ -46,9 +46,9 @@ func checkGoldsCommand() *cli.Command {
 			"scores 1. --keep writes the tasks whose gold passes (JSON Lines of tasks, for --dataset and\n" +
 			"--intercode). Exits 1 when a gold fails.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Usage: "loader: tasks (JSON Lines), nl2bash, spider, bird, wikisql, ic_mbpp, ctf (default: from the file name)", Destination: &o.Format},
+			taskFormatFlag(&o.Format),
 			executorFlag(&o.Driver),
-			&cli.StringSliceFlag{Name: "env-param", Usage: "environment setting KEY=VALUE (e.g. backend=mariadb for sql); repeatable", Destination: &o.Params},
+			envParamFlag(&o.Params),
 			&cli.IntFlag{Name: "concurrency", Usage: "environments in flight", Value: 2, Destination: &o.Concurrency},
 			&cli.IntFlag{Name: "limit", Usage: "check only the first N tasks", Destination: &o.Limit},
 			&cli.StringFlag{Name: "keep", Usage: "write the tasks whose gold passes here (JSON Lines of tasks)", Destination: &o.Keep},
@@ -289,9 +289,9 @@ func stepCommand() *cli.Command {
 			"--task names the task by id (spider/780) or index (780).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "task", Usage: "task id or index", Required: true, Destination: &o.Task},
-			&cli.StringFlag{Name: "format", Usage: "loader (default: from the file name)", Destination: &o.Format},
+			taskFormatFlag(&o.Format),
 			executorFlag(&o.Driver),
-			&cli.StringSliceFlag{Name: "env-param", Usage: "environment setting KEY=VALUE; repeatable", Destination: &o.Params},
+			envParamFlag(&o.Params),
 			&cli.BoolFlag{Name: "json", Usage: "print each step's result as JSON", Destination: &o.JSON},
 		},
 		Action: func(c *cli.Context) error {

@@ -54,7 +54,7 @@ func init() {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "env", Usage: "bash, sql, python or ctf (default: the tasks' own)", Destination: &o.Env},
 			&cli.StringFlag{Name: "dataset", Usage: "task file: InterCode's data files, or JSON Lines of tasks", Required: true, Destination: &o.Dataset},
-			&cli.StringFlag{Name: "format", Usage: "loader: tasks (JSON Lines), nl2bash, spider, bird, wikisql, ic_mbpp, ctf (default: from the file name)", Destination: &o.Format},
+			taskFormatFlag(&o.Format),
 			&cli.StringFlag{Name: "strategy", Usage: "single, tryagain, react or plan-solve", Value: agent.TryAgain, Destination: &o.Strategy},
 			&cli.IntFlag{Name: "turns", Usage: "most actions per task (single: 1)", Value: 3, Destination: &o.Turns},
 			&cli.StringFlag{Name: "model", Usage: "model name", Required: true, Destination: &o.Model},
@@ -67,7 +67,7 @@ func init() {
 			&cli.IntFlag{Name: "max-tokens", Usage: "answer length limit (0: the server's default)", Destination: &o.MaxTokens},
 			&cli.IntFlag{Name: "limit", Usage: "run only the first N tasks", Destination: &o.Limit},
 			&cli.BoolFlag{Name: "json", Usage: "print the metrics as JSON instead of a table", Destination: &o.JSON},
-			&cli.StringSliceFlag{Name: "env-param", Usage: "environment setting KEY=VALUE (e.g. backend=mariadb for sql); repeatable", Destination: &o.Params},
+			envParamFlag(&o.Params),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {

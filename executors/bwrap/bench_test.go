@@ -2,6 +2,7 @@ package bwrap_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -17,13 +18,7 @@ import (
 //
 //	go test -run '^$' -bench Paths -benchtime 200x ./executors/bwrap
 func BenchmarkPaths(b *testing.B) {
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		b.Skip("bubblewrap not installed")
-	}
-	l, err := bwrap.NewLauncher(bwrap.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	l := benchLauncher(b)
 	var rates drivertest.Rates
 	for _, p := range drivertest.BenchPrograms {
 		b.Run(p.Name+"/python3-c", func(b *testing.B) {
@@ -57,13 +52,7 @@ func BenchmarkPaths(b *testing.B) {
 //
 //	go test -run '^$' -bench BashSession -benchtime 500x ./executors/bwrap
 func BenchmarkBashSession(b *testing.B) {
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		b.Skip("bubblewrap not installed")
-	}
-	l, err := bwrap.NewLauncher(bwrap.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	l := benchLauncher(b)
 	for _, c := range drivertest.BashBenchCells {
 		b.Run(c.Name, func(b *testing.B) {
 			ex := executors.NewPool(l, executors.PoolOptions{Size: 1})
@@ -74,34 +63,55 @@ func BenchmarkBashSession(b *testing.B) {
 }
 
 // benchBwrap starts a fresh sandbox running argv b.N times, one after another.
+// benchLauncher is a launcher with the default configuration, closed
+// when b ends; it skips b without bubblewrap.
+func benchLauncher(b *testing.B) *bwrap.Launcher {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		b.Skip("bubblewrap not installed")
+	}
+	l, err := bwrap.NewLauncher(bwrap.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(l.Close)
+	return l
+}
+
 func benchBwrap(b *testing.B, l *bwrap.Launcher, argv []string) float64 {
-	start := time.Now()
-	for i := 0; i < b.N; i++ {
+	return benchRate(b, func() error {
 		cmd, err := l.Command(argv)
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
 		out, err := cmd.CombinedOutput()
 		for _, f := range cmd.ExtraFiles {
 			f.Close()
 		}
 		if err != nil {
-			b.Fatalf("bwrap %v: %v %s", argv[:2], err, out)
+			return fmt.Errorf("bwrap %v: %v %s", argv[:2], err, out)
 		}
-	}
-	rate := float64(b.N) / time.Since(start).Seconds()
-	b.ReportMetric(rate, "runs/s")
-	return rate
+		return nil
+	})
 }
 
 // benchProcess starts argv b.N times, one after another.
 func benchProcess(b *testing.B, argv []string) float64 {
-	start := time.Now()
-	for i := 0; i < b.N; i++ {
+	return benchRate(b, func() error {
 		cmd := exec.CommandContext(context.Background(), argv[0], argv[1:]...)
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("%v: %v %s", argv[:2], err, out)
+			return fmt.Errorf("%v: %v %s", argv[:2], err, out)
+		}
+		return nil
+	})
+}
+
+// benchRate calls run b.N times, one after another, and reports runs/s.
+func benchRate(b *testing.B, run func() error) float64 {
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		if err := run(); err != nil {
+			b.Fatal(err)
 		}
 	}
 	rate := float64(b.N) / time.Since(start).Seconds()

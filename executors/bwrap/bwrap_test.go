@@ -13,22 +13,27 @@ import (
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/bwrap"
 	"github.com/codefeedback/codefeedback/executors/drivertest"
+	"github.com/codefeedback/codefeedback/internal/sandboxtest"
 )
 
-func openBwrap(t *testing.T, url string) executors.Executor {
+// bindableDir is a fresh directory the sandbox can bind, removed when t
+// ends: not t.TempDir, whose parent is private, since bwrap binds as the
+// slot's uid.
+func bindableDir(t *testing.T, pattern string) string {
 	t.Helper()
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		t.Skip("bubblewrap not installed")
-	}
-	ex, err := executors.Open(context.Background(), url)
+	dir, err := os.MkdirTemp("", pattern)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ex
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func TestConformance(t *testing.T) {
-	drivertest.Run(t, func(t *testing.T) executors.Executor { return openBwrap(t, "bwrap://?pool=2") })
+	drivertest.Run(t, func(t *testing.T) executors.Executor { return sandboxtest.Bwrap(t, "pool=2") })
 }
 
 // seccompProbe calls each system call raw through libc's syscall() and
@@ -56,8 +61,7 @@ call("getpid", 39)
 `
 
 func TestSeccompDenies(t *testing.T) {
-	ex := openBwrap(t, "bwrap://?pool=1")
-	defer ex.Close()
+	ex := sandboxtest.Bwrap(t, "pool=1")
 	r := runOK(t, ex, executors.Request{Language: executors.Python, Code: seccompProbe})
 	want := "add_key fail 1\nkeyctl fail 1\nptrace_traceme fail 1\nperf_event_open fail 1\nuserfaultfd fail 1\n" +
 		"io_uring_setup fail 1\nunshare fail 1\nx32_getpid fail 1\npersonality_query ok 0\npersonality_no_aslr fail 1\ngetpid ok 0\n"
@@ -70,8 +74,7 @@ func TestSeccompDenies(t *testing.T) {
 // 64-bit code: the filter cannot map its number, so the process must die
 // with SIGSYS.
 func TestSeccompKillsForeignArch(t *testing.T) {
-	ex := openBwrap(t, "bwrap://?pool=1")
-	defer ex.Close()
+	ex := sandboxtest.Bwrap(t, "pool=1")
 	code := `
 import subprocess, sys
 child = r'''
@@ -93,8 +96,7 @@ print("returncode", p.returncode, p.stdout.strip())
 }
 
 func TestSeccompAllowsOrdinaryPrograms(t *testing.T) {
-	ex := openBwrap(t, "bwrap://?pool=1")
-	defer ex.Close()
+	ex := sandboxtest.Bwrap(t, "pool=1")
 	cases := []struct {
 		name string
 		req  executors.Request
@@ -149,15 +151,14 @@ func runOK(t *testing.T, ex executors.Executor, req executors.Request) executors
 // TestIsolation: hostile-then-probe on one slot, with a cgroup per instance
 // where this host allows it.
 func TestIsolation(t *testing.T) {
-	drivertest.Isolation(t, func(t *testing.T) executors.Executor { return openBwrap(t, "bwrap://?pool=1") })
+	drivertest.Isolation(t, func(t *testing.T) executors.Executor { return sandboxtest.Bwrap(t, "pool=1") })
 }
 
 // TestWholeRunMemoryFallback: without cgroups the runner adds up a run's
 // memory (all its processes, tmpfs, SysV shared memory) and kills it past
 // the limit.
 func TestWholeRunMemoryFallback(t *testing.T) {
-	ex := openBwrap(t, "bwrap://?pool=1&cgroup=off")
-	defer ex.Close()
+	ex := sandboxtest.Bwrap(t, "pool=1&cgroup=off")
 	drivertest.WholeRunMemory(t, ex)
 }
 
@@ -186,8 +187,7 @@ func TestPreflightFailsOpen(t *testing.T) {
 // TestWholeRunCPUFallback: without cgroups the runner adds up the CPU
 // time of a run's processes from /proc and kills the run past its limit.
 func TestWholeRunCPUFallback(t *testing.T) {
-	ex := openBwrap(t, "bwrap://?pool=1&cgroup=off")
-	defer ex.Close()
+	ex := sandboxtest.Bwrap(t, "pool=1&cgroup=off")
 	drivertest.WholeRunCPU(t, ex)
 }
 
@@ -219,7 +219,7 @@ cat $d/memory.limit_in_bytes 2>/dev/null || cat $d/memory.max`
 // wrote, not what earlier cells or a process they left behind wrote, also
 // after the capture file has grown past the size where it is truncated.
 func TestSessionCellOutputIsItsOwn(t *testing.T) {
-	ex := openBwrap(t, "bwrap://?pool=1")
+	ex := sandboxtest.Bwrap(t, "pool=1")
 	ctx := context.Background()
 	s, err := ex.Open(ctx, executors.Python, executors.SessionOptions{Limits: executors.Limits{OutputBytes: 1 << 10}})
 	if err != nil {
@@ -262,8 +262,7 @@ func TestUptimeIsTheSandboxs(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("time namespaces need root; unprivileged sandboxes read the host's uptime")
 	}
-	ex := openBwrap(t, "bwrap://?pool=1")
-	defer ex.Close()
+	ex := sandboxtest.Bwrap(t, "pool=1")
 	r := runOK(t, ex, executors.Request{Language: executors.Bash, Code: "cut -d' ' -f1 /proc/uptime; uptime; id -u; cat /proc/self/status | grep -i '^CapEff'"})
 	lines := strings.Split(r.Stdout, "\n")
 	up, err := strconv.ParseFloat(lines[0], 64)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/internal/sandboxtest"
 )
 
 // A host directory mounted at / is the sandbox's root: writes into / land
@@ -16,20 +17,11 @@ import (
 // /etc, nothing written through them into the directory), and a second
 // sandbox starts on what the first left, even after it broke the links.
 func TestRootMount(t *testing.T) {
-	ex := openBwrap(t, "bwrap://?pool=1")
-	defer ex.Close()
+	ex := sandboxtest.Bwrap(t, "pool=1")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	// Not t.TempDir: its parent is private, and bwrap binds as the slot's uid.
-	dir, err := os.MkdirTemp("", "rootmount-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := bindableDir(t, "rootmount-")
 	root := filepath.Join(dir, "root")
 	if err := os.Mkdir(root, 0o755); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/env/bashenv"
+	"github.com/codefeedback/codefeedback/internal/sandboxtest"
 )
 
 // systemRoot is the NL2Bash system root `make nl2bash-image` builds
@@ -42,19 +43,11 @@ func inode(t *testing.T, p string) string {
 // its python3, and nothing the sandbox writes reaches the system root.
 func TestSystemRoot(t *testing.T) {
 	sys := systemRoot(t)
-	ex := openBwrap(t, "bwrap://?pool=1")
-	defer ex.Close()
+	ex := sandboxtest.Bwrap(t, "pool=1")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	dir, err := os.MkdirTemp("", "sysroot-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := bindableDir(t, "sysroot-")
 	sysMount := executors.Mount{Source: sys, Target: "/", ReadOnly: true, System: true}
 	bash, group := inode(t, filepath.Join(sys, "usr/bin/bash")), inode(t, filepath.Join(sys, "etc/group"))
 	for _, withRoot := range []bool{true, false} {

@@ -13,7 +13,8 @@ package env
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -157,14 +158,14 @@ func RegisterLoader(dataset, env string, l Loader) {
 func Names() []string {
 	mu.Lock()
 	defer mu.Unlock()
-	return sortedKeys(envs)
+	return slices.Sorted(maps.Keys(envs))
 }
 
 // Datasets lists registered loaders.
 func Datasets() []string {
 	mu.Lock()
 	defer mu.Unlock()
-	return sortedKeys(loaders)
+	return slices.Sorted(maps.Keys(loaders))
 }
 
 // EnvFor names the environment a dataset's tasks run in ("" if unknown).
@@ -172,15 +173,6 @@ func EnvFor(dataset string) string {
 	mu.Lock()
 	defer mu.Unlock()
 	return loaders[dataset].env
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	s := make([]string, 0, len(m))
-	for k := range m {
-		s = append(s, k)
-	}
-	sort.Strings(s)
-	return s
 }
 
 // Open opens the named environment over ex.

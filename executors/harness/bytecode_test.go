@@ -2,26 +2,17 @@ package harness
 
 import (
 	"context"
-	"os/exec"
 	"testing"
 
-	"github.com/codefeedback/codefeedback/executors"
-	_ "github.com/codefeedback/codefeedback/executors/bwrap"
+	"github.com/codefeedback/codefeedback/internal/sandboxtest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
 // The precompiled judge and the compile-from-source fallback give the same
 // verdicts.
 func TestBytecodeAndSourcePaths(t *testing.T) {
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		t.Skip("skipping: bubblewrap (bwrap) is not installed")
-	}
 	ctx := context.Background()
-	ex, err := executors.Open(ctx, "bwrap://?pool=1")
-	if err != nil {
-		t.Fatalf("open bwrap: %v", err)
-	}
-	defer ex.Close()
+	ex := sandboxtest.Bwrap(t, "pool=1")
 	code := judgeBytecode(ctx, ex)
 	if len(code) == 0 {
 		t.Fatalf("judgeBytecode = empty, want the judge compiled by the sandbox's Python")

@@ -326,12 +326,7 @@ func BuildPlus(pt PlusTests, code string, opts PlusOptions) (Program, error) {
 		"reference": pt.Reference,
 		"code":      code,
 	}
-	marker, err := markerFor("@@cfplus:", plusVersion, payload)
-	if err != nil {
-		return Program{}, fmt.Errorf("harness: encode plus payload: %w", err)
-	}
-	payload["marker"] = marker
-	lit, err := pyLiteral(payload)
+	marker, lit, err := markedLiteral("@@cfplus:", plusVersion, payload)
 	if err != nil {
 		return Program{}, fmt.Errorf("harness: encode plus payload: %w", err)
 	}

@@ -254,13 +254,7 @@ func Build(p schema.Problem, code string, opts Options) (Program, error) {
 		"prompt":        p.Prompt,
 		"code":          code,
 	}
-	marker, err := markerFor("@@cfjudge:", judgeVersion, payload)
-	if err != nil {
-		return Program{}, fmt.Errorf("harness: encode payload: %w", err)
-	}
-	payload["marker"] = marker
-	// A JSON object of strings, numbers and lists is also a Python literal.
-	lit, err := pyLiteral(payload)
+	marker, lit, err := markedLiteral("@@cfjudge:", judgeVersion, payload)
 	if err != nil {
 		return Program{}, fmt.Errorf("harness: encode payload: %w", err)
 	}
@@ -282,6 +276,20 @@ func markerFor(prefix, version string, payload map[string]any) (string, error) {
 	}
 	h := sha256.Sum256([]byte(version + "\x00" + lit))
 	return prefix + hex.EncodeToString(h[:12]), nil
+}
+
+// markedLiteral sets payload's "marker" (markerFor, over the payload
+// without it) and returns the marker and the payload as a Python literal
+// (a JSON object of strings, numbers and lists is also one).
+func markedLiteral(prefix, version string, payload map[string]any) (marker, lit string, err error) {
+	if marker, err = markerFor(prefix, version, payload); err != nil {
+		return "", "", err
+	}
+	payload["marker"] = marker
+	if lit, err = pyLiteral(payload); err != nil {
+		return "", "", err
+	}
+	return marker, lit, nil
 }
 
 // pyLiteral writes v as JSON, which for strings, numbers, lists and objects

@@ -358,9 +358,9 @@ func jsonStr(s string) string {
 	return string(b)
 }
 
-// cStr is a C/C++/Rust string literal of s (hex escapes for control
-// bytes; JSON's \u escapes are not C).
-func cStr(s string) string { return doubleQuoted(s, `\x%02x`) }
+// QuoteC is a C/C++/Rust (and Go) string literal of s (hex escapes for
+// control bytes; JSON's \u escapes are not C).
+func QuoteC(s string) string { return doubleQuoted(s, `\x%02x`) }
 
 // doubleQuoted is a double-quoted literal of s for the C-like languages:
 // quote and backslash escaped, newline and tab as \n and \t, other control

@@ -37,35 +37,21 @@ func WriteRun(dir string, eps []Episode, ms []Metrics) error {
 			return fmt.Errorf("agent: %w", err)
 		}
 	}
-	if err := schema.WriteAtomic(filepath.Join(dir, "episodes.jsonl"), func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		for _, ep := range eps {
-			if err := enc.Encode(ep); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
+	if err := schema.WriteAll(filepath.Join(dir, "episodes.jsonl"), eps); err != nil {
 		return err
 	}
-	if err := schema.WriteAtomic(filepath.Join(dir, "dialogues.jsonl"), func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		for _, ep := range eps {
-			if ep.AgentTurns() == 0 || ep.Error != "" {
-				continue
-			}
-			d, err := ep.Dialogue("intercode")
-			if err != nil {
-				continue // no action ran: nothing to learn from
-			}
-			if err := enc.Encode(d); err != nil {
-				return err
-			}
+	var ds []schema.Dialogue
+	for _, ep := range eps {
+		if ep.AgentTurns() == 0 || ep.Error != "" {
+			continue
 		}
-		return nil
-	}); err != nil {
+		d, err := ep.Dialogue("intercode")
+		if err != nil {
+			continue // no action ran: nothing to learn from
+		}
+		ds = append(ds, d)
+	}
+	if err := schema.WriteAll(filepath.Join(dir, "dialogues.jsonl"), ds); err != nil {
 		return err
 	}
 	return schema.WriteAtomic(filepath.Join(dir, "metrics.json"), func(w io.Writer) error {

@@ -137,16 +137,21 @@ func (r *run) noteGold(sc env.StepResult) {
 }
 
 func (r *run) single(ctx context.Context) error {
-	first, err := r.a.render("agent_single", r.data(map[string]any{"First": true}))
-	if err != nil {
-		return err
-	}
-	ans, err := r.ask(ctx, first)
+	ans, err := r.askFirst(ctx, "agent_single")
 	if err != nil {
 		return err
 	}
 	_, _, err = r.act(ctx, ans, true, Step{})
 	return err
+}
+
+// askFirst asks the model the first prompt of template tmpl.
+func (r *run) askFirst(ctx context.Context, tmpl string) (string, error) {
+	first, err := r.a.render(tmpl, r.data(map[string]any{"First": true}))
+	if err != nil {
+		return "", err
+	}
+	return r.ask(ctx, first)
 }
 
 // tryAgain: act, see the output and the reward, retry until reward 1 or
@@ -231,11 +236,7 @@ func (r *run) autoSubmit(ctx context.Context) error {
 // reward 1 ends the episode (later steps could only undo it).
 func (r *run) planSolve(ctx context.Context) error {
 	turns := r.a.opts.Turns
-	first, err := r.a.render("agent_plan", r.data(map[string]any{"First": true}))
-	if err != nil {
-		return err
-	}
-	ans, err := r.ask(ctx, first)
+	ans, err := r.askFirst(ctx, "agent_plan")
 	if err != nil {
 		return err
 	}

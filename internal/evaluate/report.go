@@ -165,16 +165,7 @@ func WriteFiles(dir string, rep Report, samples []Sample) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("evaluate: out dir: %w", err)
 	}
-	if err := schema.WriteAtomic(filepath.Join(dir, "samples.jsonl"), func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		for _, s := range samples {
-			if err := enc.Encode(s); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
+	if err := schema.WriteAll(filepath.Join(dir, "samples.jsonl"), samples); err != nil {
 		return err
 	}
 	return schema.WriteAtomic(filepath.Join(dir, "results.json"), func(w io.Writer) error {

@@ -32,6 +32,17 @@ func Open(tb testing.TB, env, query string) executors.Executor {
 	return ex
 }
 
+// Bwrap opens bubblewrap's sandbox with query ("pool=1&disk=1GiB") for a
+// test of its own, closed when the test ends; the test is skipped when
+// bwrap is not installed.
+func Bwrap(tb testing.TB, query string) executors.Executor {
+	tb.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		tb.Skip("skipping: bubblewrap (bwrap) is not installed")
+	}
+	return Open(tb, "", query)
+}
+
 // url is the sandbox URL for Open: from (bwrap:// when empty) with query
 // added to any query it has.
 func url(from, query string) string {

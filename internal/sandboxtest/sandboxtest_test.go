@@ -42,6 +42,15 @@ func TestOpenAndShared(t *testing.T) {
 	if err != nil || strings.TrimSpace(res.Stdout) != "42" {
 		t.Errorf("run in the shared sandbox: %v %+v", err, res)
 	}
+	// Bwrap opens a sandbox of the test's own.
+	own := Bwrap(t, "pool=1")
+	if own == ex {
+		t.Error("Bwrap returned the shared sandbox")
+	}
+	res, err = own.Run(context.Background(), executors.Request{Language: executors.Python, Code: "print(6*7)"})
+	if err != nil || strings.TrimSpace(res.Stdout) != "42" {
+		t.Errorf("run in the test's own sandbox: %v %+v", err, res)
+	}
 }
 
 // fatalTB records Fatalf and stops the caller as Fatalf does.

@@ -14,13 +14,6 @@ import (
 	"github.com/codefeedback/codefeedback/schema"
 )
 
-func clearEmbedEnv(t *testing.T) {
-	for _, k := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEFEEDBACK_LLM_BASE_URL",
-		"CODEFEEDBACK_LLM_MODEL", "CODEFEEDBACK_LLM_API_KEY_ENV"} {
-		t.Setenv(k, "")
-	}
-}
-
 // dimStage is a whole-set test stage with a version.
 type dimStage struct {
 	pipeline.AllFunc
@@ -95,7 +88,7 @@ func runEmbedPipeline(t *testing.T, section string) (*pipeline.Manifest, error) 
 }
 
 func TestEmbedderSectionKinds(t *testing.T) {
-	clearEmbedEnv(t)
+	llmtest.ClearEnv(t)
 	srv := llmtest.New(t, llmtest.WithEmbedDim(24))
 	tests := []struct {
 		name, section string
@@ -127,7 +120,7 @@ func TestEmbedderSectionKinds(t *testing.T) {
 }
 
 func TestServiceOpenAIAccountsPerStage(t *testing.T) {
-	clearEmbedEnv(t)
+	llmtest.ClearEnv(t)
 	srv := llmtest.New(t)
 	cache := llmtest.NewMemCache()
 	s, err := NewService(Config{Kind: KindOpenAI, BaseURL: srv.URL, Model: "fake-embed"}, cache)
@@ -177,7 +170,7 @@ func TestServiceTFIDFFreshPerStage(t *testing.T) {
 }
 
 func TestEmbedderSectionErrors(t *testing.T) {
-	clearEmbedEnv(t)
+	llmtest.ClearEnv(t)
 	tests := []struct{ section, want string }{
 		{"embedder: {kind: bert}", `unknown kind "bert"`},
 		{"embedder: {kind: tfidf, model: x}", "kind tfidf takes only dim; model apply to kind openai"},
@@ -202,7 +195,7 @@ func TestEmbedderSectionErrors(t *testing.T) {
 }
 
 func TestEmbedderOpenAIWithoutKeyFailsRun(t *testing.T) {
-	clearEmbedEnv(t)
+	llmtest.ClearEnv(t)
 	_, err := runEmbedPipeline(t, "embedder: {kind: openai, model: text-embedding-3-small}")
 	if err == nil || !strings.Contains(err.Error(), "$OPENAI_API_KEY") || !strings.Contains(err.Error(), "kind: tfidf") {
 		t.Errorf("run error = %v, want one naming $OPENAI_API_KEY and kind: tfidf", err)

@@ -238,7 +238,7 @@ func runOffline(t *testing.T, in string) {
 // 3 batches). The batch is sent when batch_size requests are pending; the
 // window is an hour, so only the size can send it.
 func TestBatchStageFillsOneBatch(t *testing.T) {
-	clearModelEnv(t)
+	llmtest.ClearEnv(t)
 	srv := llmtest.New(t)
 	srv.Script(func(c llmtest.Call) llmtest.Reply { return llmtest.Reply{Text: answerOf(c.LastUser())} })
 	file, dir := writeRun(t, 20, `

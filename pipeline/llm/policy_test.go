@@ -20,7 +20,7 @@ import (
 // every item with that many attempts, and logs each retry through the run's
 // logger.
 func TestOneRetryPolicyDeadEndpoint(t *testing.T) {
-	clearModelEnv(t)
+	llmtest.ClearEnv(t)
 	srv := llmtest.New(t)
 	srv.Script(func(llmtest.Call) llmtest.Reply {
 		return llmtest.Reply{Fault: llmtest.Fault{Kind: llmtest.Status, Status: 503}}
@@ -60,7 +60,7 @@ stages:
 // TestClientRetrySettingsRejectedInPipeline: a pipeline file cannot set a
 // second retry policy in its model section.
 func TestClientRetrySettingsRejectedInPipeline(t *testing.T) {
-	clearModelEnv(t)
+	llmtest.ClearEnv(t)
 	file, dir := writeRun(t, 1, `
 inputs: [{path: q.jsonl}]
 model: {base_url: http://127.0.0.1:9/v1, model: m, max_attempts: 4}
@@ -77,7 +77,7 @@ stages:
 // not only to dispatching items: one item making ten $1 calls under a $2.50
 // budget makes three, and the run stops cleanly without a dead letter.
 func TestMaxCostStopsCallsInsideAnItem(t *testing.T) {
-	clearModelEnv(t)
+	llmtest.ClearEnv(t)
 	srv := llmtest.New(t)
 	srv.Script(func(llmtest.Call) llmtest.Reply {
 		return llmtest.Reply{Text: "ok", PromptTokens: 1000, CompletionTokens: 0}

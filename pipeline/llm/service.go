@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -94,7 +95,7 @@ func (c ModelsConfig) check() error {
 	if err := c.Config.withDefaults().validate(); err != nil {
 		errs = append(errs, err)
 	}
-	for _, name := range sortedKeys(c.Endpoints) {
+	for _, name := range slices.Sorted(maps.Keys(c.Endpoints)) {
 		if name == "" {
 			errs = append(errs, errors.New("llm: endpoint with an empty name"))
 			continue
@@ -107,7 +108,7 @@ func (c ModelsConfig) check() error {
 			errs = append(errs, fmt.Errorf("endpoint %s: %w", name, err))
 		}
 	}
-	for _, stage := range sortedKeys(c.Stages) {
+	for _, stage := range slices.Sorted(maps.Keys(c.Stages)) {
 		if ep := c.Stages[stage]; ep != "" {
 			if _, ok := c.Endpoints[ep]; !ok {
 				errs = append(errs, fmt.Errorf("stages: %s routes to unknown endpoint %q%s", stage, ep, known(c.Endpoints)))
@@ -367,7 +368,7 @@ func buildModels(env pipeline.ServiceEnv) (any, error) {
 // the engine's `retries:` is the one retry policy.
 func (c ModelsConfig) checkNoRetries() error {
 	var errs []error
-	for _, name := range append([]string{""}, sortedKeys(c.Endpoints)...) {
+	for _, name := range append([]string{""}, slices.Sorted(maps.Keys(c.Endpoints))...) {
 		ep := c.Config
 		where := "model"
 		if name != "" {
@@ -384,7 +385,7 @@ func (c ModelsConfig) checkNoRetries() error {
 // anyUsable reports whether the top-level settings or any named endpoint
 // can reach a model.
 func (m *Models) anyUsable() bool {
-	for _, ep := range append([]string{""}, sortedKeys(m.cfg.Endpoints)...) {
+	for _, ep := range append([]string{""}, slices.Sorted(maps.Keys(m.cfg.Endpoints))...) {
 		if cfg, _, err := m.resolve("", ep); err == nil && m.usable(cfg) {
 			return true
 		}
@@ -394,18 +395,9 @@ func (m *Models) anyUsable() bool {
 
 func init() { pipeline.RegisterService("model", buildModels) }
 
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
 func known[V any](m map[string]V) string {
 	if len(m) == 0 {
 		return " (no endpoints are defined)"
 	}
-	return " (known: " + strings.Join(sortedKeys(m), ", ") + ")"
+	return " (known: " + strings.Join(slices.Sorted(maps.Keys(m)), ", ") + ")"
 }

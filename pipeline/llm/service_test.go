@@ -17,17 +17,8 @@ import (
 	"github.com/codefeedback/codefeedback/schema"
 )
 
-// clearModelEnv unsets every variable that could point the service at
-// another endpoint, so tests see only what they set.
-func clearModelEnv(t *testing.T) {
-	for _, k := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEFEEDBACK_LLM_BASE_URL",
-		"CODEFEEDBACK_LLM_MODEL", "CODEFEEDBACK_LLM_API_KEY_ENV"} {
-		t.Setenv(k, "")
-	}
-}
-
 func TestModelsRoutesStagesToEndpoints(t *testing.T) {
-	clearModelEnv(t)
+	llmtest.ClearEnv(t)
 	cheap := llmtest.New(t)
 	strong := llmtest.New(t, llmtest.WithKey("sk-strong"))
 	t.Setenv("STRONG_KEY", "sk-strong")
@@ -106,7 +97,7 @@ func TestModelsRoutesStagesToEndpoints(t *testing.T) {
 }
 
 func TestModelsEnvOverlayPerStage(t *testing.T) {
-	clearModelEnv(t)
+	llmtest.ClearEnv(t)
 	srv := llmtest.New(t)
 	t.Setenv("CODEFEEDBACK_SIMULATE_MODEL", "env-model")
 	m, err := llm.NewModels(llm.ModelsConfig{Config: llm.Config{BaseURL: srv.URL, Params: llm.Params{Model: "file-model"}}}, llm.Options{})
@@ -125,7 +116,7 @@ func TestModelsEnvOverlayPerStage(t *testing.T) {
 }
 
 func TestModelsWithoutKey(t *testing.T) {
-	clearModelEnv(t)
+	llmtest.ClearEnv(t)
 	local := llmtest.New(t)
 	tests := []struct {
 		name     string
@@ -236,7 +227,7 @@ func runPipeline(t *testing.T, file, dir string) *pipeline.Manifest {
 }
 
 func TestModelSectionInPipelineRun(t *testing.T) {
-	clearModelEnv(t)
+	llmtest.ClearEnv(t)
 	srv := llmtest.New(t)
 	file, dir := writeRun(t, 5, `
 inputs: [{path: q.jsonl}]
@@ -288,7 +279,7 @@ outputs: [{path: $DIR/out.jsonl}]
 }
 
 func TestModelSectionWithoutKeySkips(t *testing.T) {
-	clearModelEnv(t)
+	llmtest.ClearEnv(t)
 	file, dir := writeRun(t, 3, `
 inputs: [{path: q.jsonl}]
 model: {model: gpt-4o-mini}
@@ -303,7 +294,7 @@ stages:
 }
 
 func TestModelSectionErrors(t *testing.T) {
-	clearModelEnv(t)
+	llmtest.ClearEnv(t)
 	tests := []struct {
 		name, section string
 		want          []string
@@ -337,7 +328,7 @@ type keyOnly struct{}
 func (keyOnly) KeyParams(stage, endpoint string) (any, error) { return "k", nil }
 
 func TestForStagePassesPlainChatter(t *testing.T) {
-	clearModelEnv(t)
+	llmtest.ClearEnv(t)
 	srv := llmtest.New(t)
 	c, err := llm.New(llm.Config{BaseURL: srv.URL, Params: llm.Params{Model: "m"}}, llm.Options{})
 	if err != nil {

@@ -5,15 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/codefeedback/codefeedback/executors"
-	_ "github.com/codefeedback/codefeedback/executors/bwrap" // bwrap:// URLs
 	"github.com/codefeedback/codefeedback/executors/env"
+	"github.com/codefeedback/codefeedback/executors/env/envtest"
+	"github.com/codefeedback/codefeedback/internal/sandboxtest"
 )
 
 // An area has room for a copy of its template plus the allowance, no more:
@@ -215,23 +215,12 @@ func TestLimitsFrom(t *testing.T) {
 // every pipeline stage gets: the size is declared in Info, which wrappers
 // pass on, so the replica's file system has room for 1 GiB more.
 func TestDiskThroughCacheWrapper(t *testing.T) {
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		t.Skip("skipping: bubblewrap (bwrap) is not installed")
-	}
 	ctx := context.Background()
-	raw, err := executors.Open(ctx, "bwrap://?pool=1&disk=1GiB")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	ex := executors.WithCache(raw, nil) // sessions and Info never touch the store
+	ex := executors.WithCache(sandboxtest.Bwrap(t, "pool=1&disk=1GiB"), nil) // sessions and Info never touch the store
 	if got := ex.Info().DiskBytes; got != 1<<30 {
 		t.Fatalf("wrapped executor's Info().DiskBytes = %d, want %d", got, 1<<30)
 	}
-	tasks, err := env.LoadTasks("testdata/nl2bash_fs_1.json", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tasks := envtest.Tasks(t, "testdata/nl2bash_fs_1.json")
 	e, err := New(ex, env.Options{CacheDir: t.TempDir(), Params: map[string]string{"shell": ShellSession}})
 	if err != nil {
 		t.Fatal(err)

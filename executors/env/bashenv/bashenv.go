@@ -134,8 +134,7 @@ type Env struct {
 	lastObs string
 	goldRes *goldResult
 	golds   map[string]*goldResult // onceGold's, by variant and gold
-	reset   bool
-	done    bool
+	ep      env.Episode
 }
 
 // variant is a built file system: a template tree and its manifest.
@@ -379,7 +378,8 @@ func (e *Env) Reset(ctx context.Context, t env.Task) (string, error) {
 		return "", fmt.Errorf("bashenv: task %s: gold: %w", t.ID, err)
 	}
 	e.agent.env = containerEnv("agent", v, t.Setup[env.SetupFS])
-	e.lastObs, e.reset, e.done, e.workdir = t.Query, true, false, "/"
+	e.lastObs, e.workdir = t.Query, "/"
+	e.ep.Begin()
 	return t.Query, nil
 }
 
@@ -738,15 +738,7 @@ func (e *Env) build(ctx context.Context, script string, names []string, tmp stri
 
 // Step implements env.Env.
 func (e *Env) Step(ctx context.Context, action string) (env.StepResult, error) {
-	if !e.reset {
-		return env.StepResult{}, errors.New("bashenv: Step before Reset")
-	}
-	if e.done {
-		return env.StepResult{}, errors.New("bashenv: episode is done; call Reset")
-	}
-	if arg, ok := env.SubmitArg(action); ok {
-		r, err := e.Score(ctx, arg)
-		r.Done, e.done = true, true
+	if r, handled, err := e.ep.Step("bashenv", action, func(arg string) (env.StepResult, error) { return e.Score(ctx, arg) }); handled {
 		return r, err
 	}
 	if strings.TrimSpace(action) == "" {
@@ -787,7 +779,7 @@ func run(ctx context.Context, s executors.Session, cmd string) (string, executor
 // Score implements env.Env: InterCode's reward for the current state; arg
 // is ignored (bash's submit takes none).
 func (e *Env) Score(ctx context.Context, _ string) (env.StepResult, error) {
-	if !e.reset {
+	if !e.ep.Begun() {
 		return env.StepResult{}, errors.New("bashenv: Score before Reset")
 	}
 	// InterCode resets its evaluation container and runs the gold again at

@@ -16,10 +16,7 @@ import (
 
 func loadFixture(t *testing.T) []env.Task {
 	t.Helper()
-	tasks, err := env.LoadTasks("testdata/nl2bash_fs_1.json", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tasks := envtest.Tasks(t, "testdata/nl2bash_fs_1.json")
 	if len(tasks) != 8 || tasks[6].Gold != "cd /testbed;find . -name '*.txt' | wc -l" || tasks[0].Setup[env.SetupFS] != "fs_1" {
 		t.Fatalf("loaded %d tasks, gold 6 %q, fs %q", len(tasks), tasks[6].Gold, tasks[0].Setup[env.SetupFS])
 	}
@@ -105,29 +102,13 @@ func TestRewardRules(t *testing.T) {
 		{"submit before acting: the query is the output", 0, nil, 0.01 + 0.33 + 0.33 + math.Round(0.33*bashenv.TFIDFSimilarity(tasks[0].Query, "Hello, World!\n")*100)/100},
 	}
 	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
-		ctx := context.Background()
-		e, err := env.Open(ctx, "bash", d.Ex, env.Options{CacheDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
+		e := envtest.Open(t, "bash", d.Ex, env.Options{CacheDir: t.TempDir()})
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				if ruleCases[c.name] {
 					envtest.RuleOnly(t, d, "bwrap")
 				}
-				if _, err := e.Reset(ctx, tasks[c.task]); err != nil {
-					t.Fatal(err)
-				}
-				for _, a := range c.actions {
-					if _, err := e.Step(ctx, a); err != nil {
-						t.Fatal(err)
-					}
-				}
-				r, err := e.Step(ctx, "submit")
-				if err != nil {
-					t.Fatal(err)
-				}
+				_, r := envtest.Play(t, e, tasks[c.task], c.actions, "submit")
 				want := c.want
 				if want < 0 { // the one case that depends on a writable /
 					want = 0.01 + erf1 + 0.33 + 0.33
@@ -149,11 +130,7 @@ func TestFreshFileSystem(t *testing.T) {
 	tasks := loadFixture(t)
 	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
 		ctx := context.Background()
-		e, err := env.Open(ctx, "bash", d.Ex, env.Options{CacheDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
+		e := envtest.Open(t, "bash", d.Ex, env.Options{CacheDir: t.TempDir()})
 		if _, err := e.Reset(ctx, tasks[0]); err != nil {
 			t.Fatal(err)
 		}
@@ -217,11 +194,7 @@ func TestWritableRoot(t *testing.T) {
 			t.Skipf("%s: / is the image's, read-only", d.Name)
 		}
 		ctx := context.Background()
-		e, err := env.Open(ctx, "bash", d.Ex, env.Options{CacheDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
+		e := envtest.Open(t, "bash", d.Ex, env.Options{CacheDir: t.TempDir()})
 		mark := fmt.Sprintf("cf-root-%d", time.Now().UnixNano())
 		task := env.Task{ID: "link-into-root", Query: "Link /testbed/dir1 into /", Gold: "ln -s /testbed/dir1 /", Setup: tasks[0].Setup}
 		erf1 := math.Round(0.33*(1-math.Erf(1))*100) / 100
@@ -300,11 +273,7 @@ func TestInterCodeShell(t *testing.T) {
 	}
 	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
 		ctx := context.Background()
-		e, err := env.Open(ctx, "bash", d.Ex, env.Options{CacheDir: t.TempDir(), Params: map[string]string{"shell": "intercode"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
+		e := envtest.Open(t, "bash", d.Ex, env.Options{CacheDir: t.TempDir(), Params: map[string]string{"shell": "intercode"}})
 		if _, err := e.Reset(ctx, tasks[0]); err != nil {
 			t.Fatal(err)
 		}
@@ -319,14 +288,8 @@ func TestInterCodeShell(t *testing.T) {
 		}
 		// The gold runs through the same quoting: the gold command of task 6
 		// (a list) is joined with ";" and scores 1 by itself.
-		if _, err := e.Reset(ctx, tasks[6]); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.Step(ctx, "cd /testbed;find . -name '*.txt' | wc -l"); err != nil {
-			t.Fatal(err)
-		}
-		if r, err := e.Step(ctx, "submit"); err != nil || r.Reward != 1 {
-			t.Errorf("gold in intercode shell: reward %v (%+v), %v", r.Reward, r.Info["reward"], err)
+		if _, r := envtest.Play(t, e, tasks[6], []string{"cd /testbed;find . -name '*.txt' | wc -l"}, "submit"); r.Reward != 1 {
+			t.Errorf("gold in intercode shell: reward %v (%+v)", r.Reward, r.Info["reward"])
 		}
 	})
 }
@@ -372,11 +335,7 @@ func TestReplayReAct(t *testing.T) {
 	tasks := loadFixture(t)
 	d := envtest.Drivers(t)[0]
 	ctx := context.Background()
-	e, err := env.Open(ctx, "bash", d.Ex, env.Options{CacheDir: t.TempDir(), Params: map[string]string{"shell": "intercode"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := envtest.Open(t, "bash", d.Ex, env.Options{CacheDir: t.TempDir(), Params: map[string]string{"shell": "intercode"}})
 	tr := env.Trajectory{Environment: "ic_bash", TaskID: 0, Query: tasks[0].Query, TurnHistory: env.TurnHistory{
 		Thoughts:     []string{"Look at the file.", "That is it.", "Done."},
 		Actions:      []string{"execute[cat /testbed/dir1/a.txt]", "I would like to submit", "submit"},
@@ -412,11 +371,7 @@ func TestSessionEnv(t *testing.T) {
 	tasks := loadFixture(t)
 	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
 		ctx := context.Background()
-		e, err := env.Open(ctx, "bash", d.Ex, env.Options{CacheDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
+		e := envtest.Open(t, "bash", d.Ex, env.Options{CacheDir: t.TempDir()})
 		for i := 0; i < 2; i++ {
 			if _, err := e.Reset(ctx, tasks[0]); err != nil {
 				t.Fatal(err)
@@ -465,11 +420,7 @@ func TestGoldsPassThemselves(t *testing.T) {
 	}
 	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
 		ctx := context.Background()
-		e, err := env.Open(ctx, "bash", d.Ex, env.Options{CacheDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
+		e := envtest.Open(t, "bash", d.Ex, env.Options{CacheDir: t.TempDir()})
 		for _, task := range tasks {
 			gc, err := env.CheckGold(ctx, e, task)
 			if err != nil {

@@ -23,12 +23,7 @@ func BenchmarkEpisode(b *testing.B) {
 		"ctf":  {Task: ctf, Actions: []string{"python3 reveal.py"}, Submit: "submit " + ctf.Gold},
 	} {
 		b.Run(name, func(b *testing.B) {
-			e, err := env.Open(context.Background(), name, ex, env.Options{CacheDir: b.TempDir()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer e.Close()
-			envtest.BenchEpisodes(b, e, ep)
+			envtest.BenchEpisodes(b, envtest.Open(b, name, ex, env.Options{CacheDir: b.TempDir()}), ep)
 		})
 	}
 }
@@ -60,15 +55,11 @@ func BenchmarkInterCodeEpisode(b *testing.B) {
 			if err != nil {
 				b.Skipf("%s: %v", uri, err)
 			}
-			defer ex.Close()
+			b.Cleanup(func() { ex.Close() }) // after the environments' Close
 			var envs [2]env.Env
 			for i, actions := range []string{bashenv.ActionsCells, bashenv.ActionsDirect} {
-				e, err := env.Open(ctx, "bash", ex, env.Options{CacheDir: b.TempDir(),
+				e := envtest.Open(b, "bash", ex, env.Options{CacheDir: b.TempDir(),
 					Params: map[string]string{"shell": bashenv.ShellInterCode, "actions": actions}})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer e.Close()
 				envs[i] = e
 				envtest.PlayEpisode(b, e, ep) // builds the file system and opens the sandboxes
 			}

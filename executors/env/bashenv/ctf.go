@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,7 +37,7 @@ type CTF struct {
 	key  string // the open session's task directory
 	sd   *side
 	task env.Task
-	done bool
+	ep   env.Episode
 }
 
 // NewCTF returns a CTF environment over ex (whose driver must support mounts).
@@ -115,7 +114,8 @@ func (c *CTF) Reset(ctx context.Context, t env.Task) (string, error) {
 	if _, err := c.sd.s.Exec(ctx, cmd); err != nil {
 		return "", fmt.Errorf("ctf: task %s: %w", t.ID, err)
 	}
-	c.task, c.done = t, false
+	c.task = t
+	c.ep.Begin()
 	return t.Query, nil
 }
 
@@ -131,15 +131,7 @@ func buildCTFTemplate(src, tmp, name string) error {
 
 // Step implements env.Env.
 func (c *CTF) Step(ctx context.Context, action string) (env.StepResult, error) {
-	if c.sd == nil {
-		return env.StepResult{}, errors.New("ctf: Step before Reset")
-	}
-	if c.done {
-		return env.StepResult{}, errors.New("ctf: episode is done; call Reset")
-	}
-	if arg, ok := env.SubmitArg(action); ok {
-		r, err := c.Score(ctx, arg)
-		r.Done, c.done = true, true
+	if r, handled, err := c.ep.Step("ctf", action, func(arg string) (env.StepResult, error) { return c.Score(ctx, arg) }); handled {
 		return r, err
 	}
 	obs, res, err := run(ctx, c.sd.s, action)

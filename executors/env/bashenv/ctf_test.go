@@ -10,10 +10,7 @@ import (
 )
 
 func TestCTF(t *testing.T) {
-	tasks, err := env.LoadTasks("testdata/ctf/ic_ctf.json", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tasks := envtest.Tasks(t, "testdata/ctf/ic_ctf.json")
 	if len(tasks) != 4 || tasks[1].Setup[env.SetupCommand] == "" {
 		t.Fatalf("loaded %+v", tasks)
 	}
@@ -36,11 +33,7 @@ func TestCTF(t *testing.T) {
 	}
 	envtest.EachCTF(t, func(t *testing.T, d envtest.Driver) {
 		ctx := context.Background()
-		e, err := env.Open(ctx, "ctf", d.Ex, env.Options{CacheDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
+		e := envtest.Open(t, "ctf", d.Ex, env.Options{CacheDir: t.TempDir()})
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				if _, err := e.Reset(ctx, tasks[c.task]); err != nil {

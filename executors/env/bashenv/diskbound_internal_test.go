@@ -162,23 +162,64 @@ func clip(s string, n int) string {
 	return s
 }
 
+// solveStep is an action of an episode after an attack and what its
+// observation must hold.
+type solveStep struct{ action, want string }
+
+// checkEpisodesBounded runs the attacks in e, reset to task, whose bounded
+// directory is dir on the host: the byte attack is refused with ENOSPC and
+// the episode goes on (solve, cleaning up first, then submit scores 1, as
+// compared on the host); the inode attack, left in place, leaves nothing
+// for the next episode, which starts clean and scores 1 again.
+func checkEpisodesBounded(t *testing.T, e env.Env, task env.Task, dir string, targets []string, solve []solveStep, submit string) {
+	t.Helper()
+	ctx := context.Background()
+	play := func(when string) {
+		t.Helper()
+		for _, s := range solve {
+			if r, err := e.Step(ctx, s.action); err != nil || !strings.Contains(r.Observation, s.want) {
+				t.Fatalf("%s: %s: %+v, %v; want %q in the observation", when, s.action, r, err, s.want)
+			}
+		}
+		if r, err := e.Step(ctx, submit); err != nil || r.Reward != 1 {
+			t.Errorf("%s: %s: reward %v (%+v), %v; want 1", when, submit, r.Reward, r.Info["reward"], err)
+		}
+	}
+	if _, err := e.Reset(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	clean := measure(t, dir)
+	grown, obs := attack(t, e, dir, targets, false)
+	checkBound(t, grown, obs)
+	play("after the attack")
+
+	// Use up the inodes and leave it all: the next episode is clean.
+	if _, err := e.Reset(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	grown, obs = attack(t, e, dir, targets, true)
+	checkBound(t, grown, obs)
+	if _, err := e.Reset(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	if got := measure(t, dir); got != clean {
+		t.Errorf("after a reset the bounded directory holds %s; a fresh one %s", got, clean)
+	}
+	play("in the episode after a full one")
+}
+
 // An agent that splits its writes across processes and actions cannot put
 // more than the bound on the host's disk or memory: the replica is full
 // (ENOSPC in the observation), the episode goes on and scores as usual,
 // and the next episode starts clean.
 func TestReplicaDiskBound(t *testing.T) {
-	tasks, err := env.LoadTasks("testdata/nl2bash_fs_1.json", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	task := tasks[1] // gold: echo x > /testbed/new.txt
+	task := envtest.Tasks(t, "testdata/nl2bash_fs_1.json")[1] // gold: echo x > /testbed/new.txt
 	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
 		if d.Ex.Info().DiskBytes <= 0 {
 			t.Errorf("%s does not report its disk size: the default bound would not follow disk=/tmp=", d.Name)
 		}
 		for _, shell := range []string{ShellSession, ShellInterCode} {
 			t.Run(shell, func(t *testing.T) {
-				ctx := context.Background()
 				e, err := New(d.Ex, env.Options{CacheDir: t.TempDir(), Params: map[string]string{
 					"shell": shell, "disk": fmt.Sprint(testDisk), "inodes": fmt.Sprint(testInodes)}})
 				if err != nil {
@@ -186,48 +227,16 @@ func TestReplicaDiskBound(t *testing.T) {
 				}
 				defer e.Close()
 				skipUnbounded(t, e.scratch)
-				if _, err := e.Reset(ctx, task); err != nil {
+				// The replica's directory is known once an episode has one.
+				if _, err := e.Reset(context.Background(), task); err != nil {
 					t.Fatal(err)
 				}
-				dir := e.agent.rep.dir
-				clean := measure(t, dir)
 				targets := []string{"/testbed"}
 				if e.cur.root {
 					targets = append(targets, "") // the root replica's /
 				}
-				grown, obs := attack(t, e, dir, targets, false)
-				checkBound(t, grown, obs)
-
-				// The episode goes on: the agent cleans up, does the task
-				// and the reward (compared on the host) is the gold's.
-				if r, err := e.Step(ctx, "rm -rf /testbed/junk.* /junk.*; echo cleaned"); err != nil || !strings.Contains(r.Observation, "cleaned") {
-					t.Fatalf("cleaning up: %+v, %v", r, err)
-				}
-				if _, err := e.Step(ctx, task.Gold); err != nil {
-					t.Fatal(err)
-				}
-				if r, err := e.Step(ctx, "submit"); err != nil || r.Reward != 1 {
-					t.Errorf("gold after the attack: reward %v (%+v), %v", r.Reward, r.Info["reward"], err)
-				}
-
-				// Use up the inodes and leave it all: the next episode is clean.
-				if _, err := e.Reset(ctx, task); err != nil {
-					t.Fatal(err)
-				}
-				grown, obs = attack(t, e, dir, targets, true)
-				checkBound(t, grown, obs)
-				if _, err := e.Reset(ctx, task); err != nil {
-					t.Fatal(err)
-				}
-				if got := measure(t, dir); got != clean {
-					t.Errorf("after a reset the replica holds %s; a fresh one %s", got, clean)
-				}
-				if _, err := e.Step(ctx, task.Gold); err != nil {
-					t.Fatal(err)
-				}
-				if r, err := e.Step(ctx, "submit"); err != nil || r.Reward != 1 {
-					t.Errorf("gold in the episode after a full replica: reward %v (%+v), %v", r.Reward, r.Info["reward"], err)
-				}
+				checkEpisodesBounded(t, e, task, e.agent.rep.dir, targets,
+					[]solveStep{{"rm -rf /testbed/junk.* /junk.*; echo cleaned", "cleaned"}, {task.Gold, ""}}, "submit")
 			})
 		}
 	})
@@ -235,13 +244,8 @@ func TestReplicaDiskBound(t *testing.T) {
 
 // The CTF environment's task directory is bounded the same way.
 func TestCTFDiskBound(t *testing.T) {
-	tasks, err := env.LoadTasks("testdata/ctf/ic_ctf.json", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	task := tasks[0]
+	task := envtest.Tasks(t, "testdata/ctf/ic_ctf.json")[0]
 	envtest.EachCTF(t, func(t *testing.T, d envtest.Driver) {
-		ctx := context.Background()
 		c, err := NewCTF(d.Ex, env.Options{CacheDir: t.TempDir(), Params: map[string]string{
 			"disk": fmt.Sprint(testDisk), "inodes": fmt.Sprint(testInodes)}})
 		if err != nil {
@@ -249,29 +253,10 @@ func TestCTFDiskBound(t *testing.T) {
 		}
 		defer c.Close()
 		skipUnbounded(t, c.scratch)
-		if _, err := c.Reset(ctx, task); err != nil {
+		if _, err := c.Reset(context.Background(), task); err != nil {
 			t.Fatal(err)
 		}
-		dir := c.sd.rep.dir
-		clean := measure(t, dir)
-		grown, obs := attack(t, c, dir, []string{"."}, false)
-		checkBound(t, grown, obs)
-		if r, err := c.Step(ctx, "rm -rf junk.*; python3 reveal.py"); err != nil || !strings.Contains(r.Observation, task.Gold) {
-			t.Errorf("solving after the attack: %+v, %v", r, err)
-		}
-		if r, err := c.Step(ctx, "submit "+task.Gold); err != nil || r.Reward != 1 {
-			t.Errorf("gold flag after the attack: %+v, %v", r, err)
-		}
-		if _, err := c.Reset(ctx, task); err != nil {
-			t.Fatal(err)
-		}
-		grown, obs = attack(t, c, dir, []string{"."}, true)
-		checkBound(t, grown, obs)
-		if _, err := c.Reset(ctx, task); err != nil {
-			t.Fatal(err)
-		}
-		if got := measure(t, dir); got != clean {
-			t.Errorf("after a reset the task directory holds %s; a fresh one %s", got, clean)
-		}
+		checkEpisodesBounded(t, c, task, c.sd.rep.dir, []string{"."},
+			[]solveStep{{"rm -rf junk.*; python3 reveal.py", task.Gold}}, "submit "+task.Gold)
 	})
 }

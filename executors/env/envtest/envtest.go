@@ -14,6 +14,7 @@ import (
 	_ "github.com/codefeedback/codefeedback/executors/bwrap"
 	_ "github.com/codefeedback/codefeedback/executors/docker"
 	"github.com/codefeedback/codefeedback/executors/env"
+	"github.com/codefeedback/codefeedback/internal/sandboxtest"
 )
 
 // Driver is one executor to test on.
@@ -113,19 +114,44 @@ func Tasks(tb testing.TB, path string) []env.Task {
 	return ts
 }
 
+// Open opens the environment name on ex with opts, closed when tb ends,
+// or fails tb.
+func Open(tb testing.TB, name string, ex executors.Executor, opts env.Options) env.Env {
+	tb.Helper()
+	e, err := env.Open(context.Background(), name, ex, opts)
+	if err != nil {
+		tb.Fatalf("opening the %s environment: %v", name, err)
+	}
+	tb.Cleanup(func() { e.Close() })
+	return e
+}
+
+// Play resets e to task, steps each action and then submit, failing tb
+// on an error; it returns the last action's result (zero without
+// actions) and the submit's.
+func Play(tb testing.TB, e env.Env, task env.Task, actions []string, submit string) (last, final env.StepResult) {
+	tb.Helper()
+	ctx := context.Background()
+	if _, err := e.Reset(ctx, task); err != nil {
+		tb.Fatalf("Reset(%s): %v", task.ID, err)
+	}
+	var err error
+	for _, a := range actions {
+		if last, err = e.Step(ctx, a); err != nil {
+			tb.Fatalf("Step(%q): %v", a, err)
+		}
+	}
+	if final, err = e.Step(ctx, submit); err != nil {
+		tb.Fatalf("Step(%q): %v", submit, err)
+	}
+	return last, final
+}
+
 // BenchBwrap opens the bwrap driver with pool sandboxes for a benchmark,
 // closed when b ends; it skips b without bubblewrap.
 func BenchBwrap(b *testing.B, pool int) executors.Executor {
 	b.Helper()
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		b.Skip("bubblewrap not installed")
-	}
-	ex, err := executors.Open(context.Background(), fmt.Sprintf("bwrap://?pool=%d", pool))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ex.Close() })
-	return ex
+	return sandboxtest.Bwrap(b, fmt.Sprintf("pool=%d", pool))
 }
 
 // Episode is one benchmark episode: reset to Task, the Actions, then Submit,
@@ -140,17 +166,8 @@ type Episode struct {
 // which must score 1.
 func PlayEpisode(tb testing.TB, e env.Env, ep Episode) {
 	tb.Helper()
-	ctx := context.Background()
-	if _, err := e.Reset(ctx, ep.Task); err != nil {
-		tb.Fatal(err)
-	}
-	for _, a := range ep.Actions {
-		if _, err := e.Step(ctx, a); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if r, err := e.Step(ctx, ep.Submit); err != nil || r.Reward != 1 {
-		tb.Fatalf("%s: %+v %v", ep.Submit, r, err)
+	if _, r := Play(tb, e, ep.Task, ep.Actions, ep.Submit); r.Reward != 1 {
+		tb.Fatalf("%s: %+v", ep.Submit, r)
 	}
 }
 

@@ -1,7 +1,6 @@
 package pyenv_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/codefeedback/codefeedback/executors/env"
@@ -13,10 +12,6 @@ import (
 func BenchmarkEpisode(b *testing.B) {
 	ex := envtest.BenchBwrap(b, 2)
 	task := envtest.Tasks(b, "testdata/ic_mbpp.json")[0]
-	e, err := env.Open(context.Background(), "python", ex, env.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
+	e := envtest.Open(b, "python", ex, env.Options{})
 	envtest.BenchEpisodes(b, e, envtest.Episode{Task: task, Actions: []string{task.Gold}, Submit: "submit add"})
 }

@@ -56,8 +56,7 @@ type Env struct {
 	// cells are the agent's actions since the interpreter last started
 	// empty: what submit replays in a fresh process.
 	cells []string
-	done  bool
-	reset bool
+	ep    env.Episode
 }
 
 // New returns a python environment over ex. opts.Params "entry" names
@@ -139,22 +138,14 @@ func (e *Env) Reset(ctx context.Context, t env.Task) (string, error) {
 	} else if err := e.s.Reset(ctx); err != nil {
 		return "", fmt.Errorf("pyenv: resetting interpreter: %w", err)
 	}
-	e.task, e.tests, e.entry, e.cells, e.done, e.reset = t, tests, entry, nil, false, true
+	e.task, e.tests, e.entry, e.cells = t, tests, entry, nil
+	e.ep.Begin()
 	return t.Query, nil
 }
 
 // Step implements env.Env.
 func (e *Env) Step(ctx context.Context, action string) (env.StepResult, error) {
-	if !e.reset {
-		return env.StepResult{}, errors.New("pyenv: Step before Reset")
-	}
-	if e.done {
-		return env.StepResult{}, errors.New("pyenv: episode is done; call Reset")
-	}
-	if arg, ok := env.SubmitArg(action); ok {
-		r, err := e.Score(ctx, arg)
-		r.Done = true
-		e.done = true
+	if r, handled, err := e.ep.Step("pyenv", action, func(arg string) (env.StepResult, error) { return e.Score(ctx, arg) }); handled {
 		return r, err
 	}
 	if strings.TrimSpace(action) == "" {
@@ -188,7 +179,7 @@ type Verdict struct {
 // Score implements env.Env: submit's reward without ending the episode.
 // arg names the submitted function; empty means the gold name.
 func (e *Env) Score(ctx context.Context, arg string) (env.StepResult, error) {
-	if !e.reset {
+	if !e.ep.Begun() {
 		return env.StepResult{}, errors.New("pyenv: Score before Reset")
 	}
 	verdicts, err := Judge(ctx, e.ex, Submission{

@@ -14,10 +14,7 @@ import (
 
 func loadFixture(t *testing.T) []env.Task {
 	t.Helper()
-	tasks, err := env.LoadTasks("testdata/ic_mbpp.json", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tasks := envtest.Tasks(t, "testdata/ic_mbpp.json")
 	if len(tasks) != 4 || tasks[1].Setup[env.SetupEntryPoint] != "uniq" || tasks[0].ID != "ic_mbpp/0" {
 		t.Fatalf("loaded %d tasks, entry of task 1 %q, id %q; want 4, uniq, ic_mbpp/0", len(tasks), tasks[1].Setup[env.SetupEntryPoint], tasks[0].ID)
 	}
@@ -74,29 +71,13 @@ func TestSubmitRules(t *testing.T) {
 		{"patched judge globals", 0, []string{"import sys\nm = sys.modules['__main__']\nfor k in ('outcome', 'encode', 'record'):\n    setattr(m, k, lambda *a, **kw: '')\ndef add(a, b):\n    return 7"}, "submit add", 0},
 	}
 	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
-		ctx := context.Background()
-		e, err := env.Open(ctx, "python", d.Ex, env.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
+		e := envtest.Open(t, "python", d.Ex, env.Options{})
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				if ruleCases[c.name] {
 					envtest.RuleOnly(t, d, "bwrap")
 				}
-				if _, err := e.Reset(ctx, tasks[c.task]); err != nil {
-					t.Fatal(err)
-				}
-				for _, cell := range c.cells {
-					if _, err := e.Step(ctx, cell); err != nil {
-						t.Fatal(err)
-					}
-				}
-				r, err := e.Step(ctx, c.submit)
-				if err != nil {
-					t.Fatal(err)
-				}
+				_, r := envtest.Play(t, e, tasks[c.task], c.cells, c.submit)
 				if math.Abs(r.Reward-c.want) > 1e-9 || !r.Done {
 					t.Errorf("got reward %v done %v (%s), want %v and done; verdicts %+v", r.Reward, r.Done, r.Observation, c.want, r.Info["verdicts"])
 				}

@@ -21,11 +21,7 @@ func TestReplay(t *testing.T) {
 	tasks := loadFixture(t)
 	d := envtest.Drivers(t)[0]
 	ctx := context.Background()
-	e, err := env.Open(ctx, "python", d.Ex, env.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := envtest.Open(t, "python", d.Ex, env.Options{})
 	wantOurs := [][]float64{{1.0 / 3, 0, 0, 1}, {1.0 / 3}}
 	wantAgree := [][]bool{{true, true, true, true}, {false}}
 	var ours []env.Trajectory

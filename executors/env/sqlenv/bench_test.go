@@ -1,7 +1,6 @@
 package sqlenv_test
 
 import (
-	"context"
 	"os"
 	"testing"
 
@@ -23,11 +22,7 @@ func BenchmarkEpisode(b *testing.B) {
 	}
 	for _, be := range backends {
 		b.Run(be, func(b *testing.B) {
-			e, err := env.Open(context.Background(), "sql", ex, env.Options{CacheDir: b.TempDir(), Params: map[string]string{"backend": be}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer e.Close()
+			e := envtest.Open(b, "sql", ex, env.Options{CacheDir: b.TempDir(), Params: map[string]string{"backend": be}})
 			envtest.BenchEpisodes(b, e, eps...)
 		})
 	}

@@ -360,14 +360,7 @@ func (m *mariaBackend) query(ctx context.Context, c *sql.Conn, q string) (result
 	defer cancel()
 	rows, err := c.QueryContext(qctx, q)
 	if err != nil {
-		var me *mysql.MySQLError
-		if errors.As(err, &me) {
-			return result{Err: fmt.Sprintf("%d (%s): %s", me.Number, string(me.SQLState[:]), me.Message)}, false, nil
-		}
-		if qctx.Err() != nil && ctx.Err() == nil {
-			return result{Err: "Query execution was interrupted (max_statement_time exceeded)"}, true, nil
-		}
-		return result{}, false, err
+		return queryError(ctx, qctx, err)
 	}
 	defer rows.Close()
 	cols, _ := rows.Columns()
@@ -389,16 +382,24 @@ func (m *mariaBackend) query(ctx context.Context, c *sql.Conn, q string) (result
 		r.Rows = append(r.Rows, row)
 	}
 	if err := rows.Err(); err != nil {
-		var me *mysql.MySQLError
-		if errors.As(err, &me) {
-			return result{Err: fmt.Sprintf("%d (%s): %s", me.Number, string(me.SQLState[:]), me.Message)}, false, nil
-		}
-		if qctx.Err() != nil && ctx.Err() == nil {
-			return result{Err: "Query execution was interrupted (max_statement_time exceeded)"}, true, nil
-		}
-		return result{}, false, err
+		return queryError(ctx, qctx, err)
 	}
 	return r, false, nil
+}
+
+// queryError sorts a failed statement's error, whether from the query or
+// from reading its rows: the server's SQL error and a statement past the
+// time limit (qctx done, ctx not) are results, the timed-out flag set for
+// the latter; anything else (the connection) is an error.
+func queryError(ctx, qctx context.Context, err error) (result, bool, error) {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return result{Err: fmt.Sprintf("%d (%s): %s", me.Number, string(me.SQLState[:]), me.Message)}, false, nil
+	}
+	if qctx.Err() != nil && ctx.Err() == nil {
+		return result{Err: "Query execution was interrupted (max_statement_time exceeded)"}, true, nil
+	}
+	return result{}, false, err
 }
 
 // convert maps a MariaDB text-protocol value to what mysql-connector gives

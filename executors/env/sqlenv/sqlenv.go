@@ -86,8 +86,7 @@ type Env struct {
 	task    env.Task
 	last    *result // the last statement's rows: what submit scores
 	gold    *result
-	reset   bool
-	done    bool
+	ep      env.Episode
 	backend string
 	// ties: accept any answer the gold's ORDER BY ... LIMIT allows (see
 	// ties.go); tie is the current task's, computed at its first score.
@@ -175,22 +174,15 @@ func (e *Env) Reset(ctx context.Context, t env.Task) (string, error) {
 	if err := e.b.reset(ctx, dump, db); err != nil {
 		return "", fmt.Errorf("sqlenv: task %s: %w", t.ID, err)
 	}
-	e.task, e.last, e.gold, e.reset, e.done = t, nil, nil, true, false
+	e.task, e.last, e.gold = t, nil, nil
+	e.ep.Begin()
 	e.tie, e.tieDone, e.tieNote = nil, false, ""
 	return t.Query, nil
 }
 
 // Step implements env.Env.
 func (e *Env) Step(ctx context.Context, action string) (env.StepResult, error) {
-	if !e.reset {
-		return env.StepResult{}, errors.New("sqlenv: Step before Reset")
-	}
-	if e.done {
-		return env.StepResult{}, errors.New("sqlenv: episode is done; call Reset")
-	}
-	if arg, ok := env.SubmitArg(action); ok {
-		r, err := e.Score(ctx, arg)
-		r.Done, e.done = true, true
+	if r, handled, err := e.ep.Step("sqlenv", action, func(arg string) (env.StepResult, error) { return e.Score(ctx, arg) }); handled {
 		return r, err
 	}
 	res, err := e.b.exec(ctx, action)
@@ -218,7 +210,7 @@ func (e *Env) Step(ctx context.Context, action string) (env.StepResult, error) {
 
 // Score implements env.Env: InterCode's reward for the last statement's rows.
 func (e *Env) Score(ctx context.Context, _ string) (env.StepResult, error) {
-	if !e.reset {
+	if !e.ep.Begun() {
 		return env.StepResult{}, errors.New("sqlenv: Score before Reset")
 	}
 	if e.gold == nil {

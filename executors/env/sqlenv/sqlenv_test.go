@@ -14,10 +14,7 @@ import (
 
 func loadFixture(t *testing.T) []env.Task {
 	t.Helper()
-	tasks, err := env.LoadTasks("testdata/ic_spider_dev.json", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tasks := envtest.Tasks(t, "testdata/ic_spider_dev.json")
 	if len(tasks) != 7 || tasks[4].Setup[env.SetupDB] != "school" || !strings.HasSuffix(tasks[0].Setup[env.SetupDBFile], "ic_spider_dbs.sql") || tasks[0].Setup["hardness"] != "easy" {
 		t.Fatalf("loaded %d tasks: %+v", len(tasks), tasks[0])
 	}
@@ -132,6 +129,19 @@ func TestRenderTable(t *testing.T) {
 	}
 }
 
+// eachBackend runs f as a subtest per driver and backend; the mariadb
+// backend does not use the sandbox, so it runs on bwrap only.
+func eachBackend(t *testing.T, f func(t *testing.T, d envtest.Driver, b backendCase)) {
+	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
+		for _, b := range backends(t) {
+			if b.name == "mariadb" && d.Name != "bwrap" {
+				continue
+			}
+			t.Run(b.name, func(t *testing.T) { f(t, d, b) })
+		}
+	})
+}
+
 type backendCase struct {
 	name   string
 	params map[string]string
@@ -178,37 +188,13 @@ func TestEpisodes(t *testing.T) {
 		{"runaway query is stopped", 1, []string{"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"}, 0},
 		{"episode after a runaway query", 1, []string{tasks[1].Gold}, 1},
 	}
-	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
-		for _, b := range backends(t) {
-			if b.name == "mariadb" && d.Name != "bwrap" {
-				continue // the mariadb backend does not use the sandbox
-			}
-			t.Run(b.name, func(t *testing.T) {
-				ctx := context.Background()
-				e, err := env.Open(ctx, "sql", d.Ex, env.Options{CacheDir: t.TempDir(), Params: b.params})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer e.Close()
-				for _, c := range cases {
-					t.Run(c.name, func(t *testing.T) {
-						if _, err := e.Reset(ctx, tasks[c.task]); err != nil {
-							t.Fatal(err)
-						}
-						var last env.StepResult
-						for _, a := range c.actions {
-							if last, err = e.Step(ctx, a); err != nil {
-								t.Fatal(err)
-							}
-						}
-						r, err := e.Step(ctx, "submit")
-						if err != nil {
-							t.Fatal(err)
-						}
-						if math.Abs(r.Reward-c.want) > 1e-9 || !r.Done {
-							t.Errorf("got reward %v (%v), want %v; last observation %q", r.Reward, r.Info, c.want, last.Observation)
-						}
-					})
+	eachBackend(t, func(t *testing.T, d envtest.Driver, b backendCase) {
+		e := envtest.Open(t, "sql", d.Ex, env.Options{CacheDir: t.TempDir(), Params: b.params})
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				last, r := envtest.Play(t, e, tasks[c.task], c.actions, "submit")
+				if math.Abs(r.Reward-c.want) > 1e-9 || !r.Done {
+					t.Errorf("got reward %v (%v), want %v; last observation %q", r.Reward, r.Info, c.want, last.Observation)
 				}
 			})
 		}
@@ -217,35 +203,24 @@ func TestEpisodes(t *testing.T) {
 
 func TestObservation(t *testing.T) {
 	tasks := loadFixture(t)
-	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
-		for _, b := range backends(t) {
-			if b.name == "mariadb" && d.Name != "bwrap" {
-				continue
-			}
-			t.Run(b.name, func(t *testing.T) {
-				ctx := context.Background()
-				e, err := env.Open(ctx, "sql", d.Ex, env.Options{CacheDir: t.TempDir(), Params: b.params})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer e.Close()
-				if _, err := e.Reset(ctx, tasks[5]); err != nil {
-					t.Fatal(err)
-				}
-				r, err := e.Step(ctx, "SELECT id, note FROM item WHERE id < 3 ORDER BY id")
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := "+----+-------------------+\n| id | note              |\n+----+-------------------+\n| 1  | fresh\\nred; crisp |\n| 2  | it's yellow       |\n+----+-------------------+\n(2 rows)\n"
-				rows, _ := r.Info["rows"].([][]any)
-				if r.Observation != want || !r.Valid || len(rows) != 2 || rows[0][1] != "fresh\nred; crisp" {
-					t.Errorf("got %q valid %v rows %v\nwant %q", r.Observation, r.Valid, r.Info["rows"], want)
-				}
-				r, err = e.Step(ctx, "SELECT * FROM nowhere")
-				if err != nil || r.Valid || !strings.Contains(r.Observation, "Error executing query") || !strings.Contains(strings.ToLower(r.Observation), "nowhere") {
-					t.Errorf("bad table: %+v, %v", r, err)
-				}
-			})
+	eachBackend(t, func(t *testing.T, d envtest.Driver, b backendCase) {
+		ctx := context.Background()
+		e := envtest.Open(t, "sql", d.Ex, env.Options{CacheDir: t.TempDir(), Params: b.params})
+		if _, err := e.Reset(ctx, tasks[5]); err != nil {
+			t.Fatal(err)
+		}
+		r, err := e.Step(ctx, "SELECT id, note FROM item WHERE id < 3 ORDER BY id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "+----+-------------------+\n| id | note              |\n+----+-------------------+\n| 1  | fresh\\nred; crisp |\n| 2  | it's yellow       |\n+----+-------------------+\n(2 rows)\n"
+		rows, _ := r.Info["rows"].([][]any)
+		if r.Observation != want || !r.Valid || len(rows) != 2 || rows[0][1] != "fresh\nred; crisp" {
+			t.Errorf("got %q valid %v rows %v\nwant %q", r.Observation, r.Valid, r.Info["rows"], want)
+		}
+		r, err = e.Step(ctx, "SELECT * FROM nowhere")
+		if err != nil || r.Valid || !strings.Contains(r.Observation, "Error executing query") || !strings.Contains(strings.ToLower(r.Observation), "nowhere") {
+			t.Errorf("bad table: %+v, %v", r, err)
 		}
 	})
 }
@@ -288,48 +263,25 @@ func TestTiesAndBrokenGolds(t *testing.T) {
 		{"broken gold, gold_errors=empty: InterCode's 1", with(shop, "SELECT name FROM item WHERE Position = Guard"), map[string]string{"gold_errors": "empty"},
 			[]string{"SELECT name FROM item WHERE price > 100"}, 1, 0},
 	}
-	envtest.Each(t, func(t *testing.T, d envtest.Driver) {
-		for _, b := range backends(t) {
-			if b.name == "mariadb" && d.Name != "bwrap" {
-				continue
-			}
-			t.Run(b.name, func(t *testing.T) {
-				ctx := context.Background()
-				cache := t.TempDir()
-				for _, c := range cases {
-					t.Run(c.name, func(t *testing.T) {
-						params := map[string]string{}
-						for k, v := range b.params {
-							params[k] = v
-						}
-						for k, v := range c.params {
-							params[k] = v
-						}
-						e, err := env.Open(ctx, "sql", d.Ex, env.Options{CacheDir: cache, Params: params})
-						if err != nil {
-							t.Fatal(err)
-						}
-						defer e.Close()
-						if _, err := e.Reset(ctx, c.task); err != nil {
-							t.Fatal(err)
-						}
-						for _, a := range c.actions {
-							if _, err := e.Step(ctx, a); err != nil {
-								t.Fatal(err)
-							}
-						}
-						r, err := e.Step(ctx, "submit")
-						if err != nil {
-							t.Fatal(err)
-						}
-						ties, _ := r.Info[sqlenv.InfoTies].(int)
-						if math.Abs(r.Reward-c.want) > 0.011 || ties != c.ties {
-							t.Errorf("got reward %v, %d tied answers (%v); want %v, %d", r.Reward, ties, r.Info, c.want, c.ties)
-						}
-						if broken := strings.Contains(c.name, "broken"); broken != (r.Info[sqlenv.InfoGoldError] != nil) {
-							t.Errorf("gold_error %v", r.Info[sqlenv.InfoGoldError])
-						}
-					})
+	eachBackend(t, func(t *testing.T, d envtest.Driver, b backendCase) {
+		cache := t.TempDir()
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				params := map[string]string{}
+				for k, v := range b.params {
+					params[k] = v
+				}
+				for k, v := range c.params {
+					params[k] = v
+				}
+				e := envtest.Open(t, "sql", d.Ex, env.Options{CacheDir: cache, Params: params})
+				_, r := envtest.Play(t, e, c.task, c.actions, "submit")
+				ties, _ := r.Info[sqlenv.InfoTies].(int)
+				if math.Abs(r.Reward-c.want) > 0.011 || ties != c.ties {
+					t.Errorf("got reward %v, %d tied answers (%v); want %v, %d", r.Reward, ties, r.Info, c.want, c.ties)
+				}
+				if broken := strings.Contains(c.name, "broken"); broken != (r.Info[sqlenv.InfoGoldError] != nil) {
+					t.Errorf("gold_error %v", r.Info[sqlenv.InfoGoldError])
 				}
 			})
 		}
