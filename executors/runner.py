@@ -856,20 +856,32 @@ class RunWatch:
 CELL = [None]  # the CellWatch of the cell in progress
 
 
+NCPU = len(os.sched_getaffinity(0)) or 1
+
+
 class CellWatch:
-    def __init__(self, lim):
+    """timer: checks come from SIGALRM (bash, node, sql cells); without it
+    the caller's wait calls check() at self.next (a python cell's poll on
+    the kernel, which takes a timeout for free: two system calls fewer)."""
+
+    def __init__(self, lim, timer=True):
         self.time = float(lim.get("timeout_seconds") or 10)
         self.wall = max(float(lim.get("wall_seconds") or 0), self.time)
         self.over = None
         self.used = 0.0
+        self.timer = timer
         self.start = time.monotonic()
         self.cpu0 = instance_cpu()
-        ncpu = len(os.sched_getaffinity(0)) or 1
         CELL[0] = self
-        signal.setitimer(signal.ITIMER_REAL, max(0.001, min(self.time / ncpu * 0.9, self.wall)))
+        self.arm(max(0.001, min(self.time / NCPU * 0.9, self.wall)))
+
+    def arm(self, after):
+        self.next = time.monotonic() + after
+        if self.timer:
+            signal.setitimer(signal.ITIMER_REAL, after)
 
     def check(self):
-        """From the timer's handler: passes a limit, or re-arms the timer."""
+        """Passes a limit (killing the cell's processes), or re-arms."""
         left = self.wall - (time.monotonic() - self.start)
         if left <= 0:
             self.over = "wall"
@@ -880,10 +892,18 @@ class CellWatch:
         if self.over:
             kill_others()
             return
-        signal.setitimer(signal.ITIMER_REAL, max(0.001, min(ACCOUNT_EVERY, left)))
+        self.arm(max(0.001, min(ACCOUNT_EVERY, left)))
+
+    def wait_ms(self):
+        """poll()'s timeout until the next check (-1 once past a limit:
+        the kill ends the wait)."""
+        if self.over:
+            return -1
+        return max(1, int((self.next - time.monotonic()) * 1000) + 1)
 
     def stop(self):
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        if self.timer:
+            signal.setitimer(signal.ITIMER_REAL, 0)
         CELL[0] = None
 
     def note(self):
@@ -1772,10 +1792,14 @@ def kernel_call(sess, name, code, body, last):
     except OSError:
         pass
     sfd = st.fileno()
+    watch = CELL[0]
     while True:
         try:
-            ready = waits.poll()
+            ready = waits.poll(watch.wait_ms() if watch is not None else None)
         except InterruptedError:
+            continue
+        if not ready:
+            watch.check()  # the cell's limits (CellWatch); a kill ends the wait
             continue
         if any(fd == pidfd for fd, _ in ready):
             # An answer sent just before the kernel ended still counts.
@@ -2062,7 +2086,7 @@ class Session:
         ooms = oom_kills()
         rc, sig = 0, ""
         died = False
-        watch = CellWatch(self.limits)
+        watch = CellWatch(self.limits, timer=self.lang != "python")
         start = watch.start
         try:
             if self.lang == "python":
