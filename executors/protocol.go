@@ -356,7 +356,7 @@ func (in *instance) await(ctx context.Context, id uint64, wait time.Duration, wr
 		return wireResponse{}, err
 	}
 	var w wireResponse
-	if err := json.Unmarshal(line, &w); err != nil {
+	if err := decodeResponse(line, &w); err != nil {
 		return wireResponse{}, fmt.Errorf("%w: runner sent a bad line %q", errDied, truncate(line, 200))
 	}
 	if w.ID != id {
