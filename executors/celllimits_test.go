@@ -20,8 +20,16 @@ func TestSessionCellLimits(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Skip("bubblewrap not installed")
 	}
+	// With the instance's cgroup the runner reads its CPU counter; without
+	// one (cgroup=off, as for a user without cgroups) it adds up /proc.
+	for _, url := range []string{"bwrap://?pool=1", "bwrap://?pool=1&cgroup=off"} {
+		t.Run(url, func(t *testing.T) { testSessionCellLimits(t, url) })
+	}
+}
+
+func testSessionCellLimits(t *testing.T, url string) {
 	ctx := context.Background()
-	ex, err := executors.Open(ctx, "bwrap://?pool=1")
+	ex, err := executors.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
