@@ -90,6 +90,10 @@ type Result struct {
 	ExitCode int    `json:"exit_code"`
 	Signal   string `json:"signal,omitempty"`
 	TimedOut bool   `json:"timed_out"`
+	// TimeLimit names the limit a timed-out run or cell passed: TimeLimitCPU
+	// (its processes' CPU time together, Limits.Timeout) or TimeLimitWall
+	// (the wall-clock cap, Limits.WallCap, for one that waited).
+	TimeLimit string `json:"time_limit,omitempty"`
 	// OOM: the run died for memory, by its address-space rlimit (MemoryError
 	// and the like on stderr) or by the sandbox's cgroup memory limit (its
 	// oom_kill counter moved during the run: Docker; bwrap has no cgroup).
@@ -114,6 +118,12 @@ type Result struct {
 	Driver string `json:"driver"`
 	Image  string `json:"image,omitempty"`
 }
+
+// Values of Result.TimeLimit.
+const (
+	TimeLimitCPU  = "cpu"
+	TimeLimitWall = "wall"
+)
 
 // OK reports whether the program ran to a zero exit within its limits.
 func (r Result) OK() bool { return r.ExitCode == 0 && !r.TimedOut && !r.OOM && !r.Killed }

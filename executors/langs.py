@@ -536,8 +536,9 @@ def node_session_cell(sess, code):
         os.killpg(pid, signal.SIGKILL)
     except OSError:
         pass
-    sess.se.write("[session: the node process ended; the next cell starts a fresh one]\n")
-    sess.se.flush()
+    if not cell_over():  # runner.py: else the cell's note names the limit
+        sess.se.write("[session: the node process ended; the next cell starts a fresh one]\n")
+        sess.se.flush()
     if os.WIFSIGNALED(status):
         return 128 + os.WTERMSIG(status), signame(os.WTERMSIG(status))
     return os.WEXITSTATUS(status), ""

@@ -28,10 +28,6 @@ type PoolOptions struct {
 // which enforces the deadline itself, before it kills the instance.
 const grace = 5 * time.Second
 
-// sessionGrace is grace for session cells, which the runner does not stop
-// at their deadline: past it the pool replaces the instance.
-const sessionGrace = 2 * time.Second
-
 // cleanupWait bounds the runner's cleanup after a run (killing leftovers,
 // removing the scratch, checking for taint). It is not charged to the run:
 // the result is already in hand; an instance that misses it is replaced.
@@ -227,7 +223,7 @@ func (p *pool) Run(ctx context.Context, req Request) (Result, error) {
 		}
 	case errors.Is(err, errDeadline):
 		p.release(slot, inst, true)
-		res = Result{ExitCode: -1, TimedOut: true, Killed: true, Duration: time.Since(start),
+		res = Result{ExitCode: -1, TimedOut: true, TimeLimit: TimeLimitWall, Killed: true, Duration: time.Since(start),
 			Stderr: "[sandbox: the runner missed the deadline; the sandbox instance was killed]\n"}
 	case errors.Is(err, errDied):
 		// The program killed its own runner (kill -9 of its parent, kill -1):
@@ -414,12 +410,10 @@ func (s *session) Exec(ctx context.Context, code string) (Result, error) {
 		}
 	}
 	start := time.Now()
-	// The runner times the cell itself; the wait has room for the protocol
-	// and a bash cell's state save, which are not the cell's.
-	resp, err := s.inst.call(ctx, wireRequest{Op: "cell", Code: code}, s.lim.Timeout+sessionGrace)
-	if err == nil && resp.Error == "" && time.Duration(resp.DurationNS) > s.lim.Timeout {
-		err = errDeadline
-	}
+	// The runner stops a cell past its CPU-time limit or its wall-clock cap
+	// (and restarts the session); this wait is only the guard against a
+	// runner that hangs, with room for a bash cell's state save.
+	resp, err := s.inst.call(ctx, wireRequest{Op: "cell", Code: code}, s.lim.WallCap()+grace)
 	var res Result
 	switch {
 	case err == nil && resp.Error != "":
@@ -428,8 +422,8 @@ func (s *session) Exec(ctx context.Context, code string) (Result, error) {
 		res = resp.result()
 	case errors.Is(err, errDeadline):
 		s.kill()
-		res = Result{ExitCode: -1, TimedOut: true, Killed: true, Duration: time.Since(start),
-			Stderr: fmt.Sprintf("[sandbox: the cell ran past %v; the session was restarted and its state is lost]\n", s.lim.Timeout)}
+		res = Result{ExitCode: -1, TimedOut: true, TimeLimit: TimeLimitWall, Killed: true, Duration: time.Since(start),
+			Stderr: fmt.Sprintf("[sandbox: the session's runner did not answer within %v; the session was restarted and its state is lost]\n", s.lim.WallCap()+grace)}
 	case errors.Is(err, errDied):
 		s.kill()
 		res = Result{ExitCode: 137, Signal: "SIGKILL", Killed: true, Duration: time.Since(start),

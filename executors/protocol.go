@@ -156,6 +156,7 @@ type wireResponse struct {
 	ExitCode        int    `json:"exit_code"`
 	Signal          string `json:"signal"`
 	TimedOut        bool   `json:"timed_out"`
+	TimeLimit       string `json:"time_limit"`
 	OOM             bool   `json:"oom"`
 	Killed          bool   `json:"killed"`
 	StdoutTruncated bool   `json:"stdout_truncated"`
@@ -179,7 +180,7 @@ type wireResponse struct {
 func (w wireResponse) result() Result {
 	return Result{
 		Stdout: strings.ToValidUTF8(w.Stdout, "\uFFFD"), Stderr: strings.ToValidUTF8(w.Stderr, "\uFFFD"),
-		ExitCode: w.ExitCode, Signal: w.Signal, TimedOut: w.TimedOut, OOM: w.OOM, Killed: w.Killed,
+		ExitCode: w.ExitCode, Signal: w.Signal, TimedOut: w.TimedOut, TimeLimit: w.TimeLimit, OOM: w.OOM, Killed: w.Killed,
 		StdoutTruncated: w.StdoutTruncated, StderrTruncated: w.StderrTruncated,
 		Duration: time.Duration(w.DurationNS),
 		Phase:    w.Phase, CompileDuration: time.Duration(w.CompileNS), CompileCached: w.CompileCached,
@@ -355,7 +356,7 @@ func (in *instance) await(ctx context.Context, id uint64, wait time.Duration, wr
 		return wireResponse{}, err
 	}
 	var w wireResponse
-	if err := json.Unmarshal(line, &w); err != nil {
+	if err := decodeResponse(line, &w); err != nil {
 		return wireResponse{}, fmt.Errorf("%w: runner sent a bad line %q", errDied, truncate(line, 200))
 	}
 	if w.ID != id {

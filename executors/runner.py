@@ -464,6 +464,10 @@ def run_sql(conn, code, out, err):
 def open_db(scratch):
     path = os.path.join(scratch, "db.sqlite")
     conn = sqlite3.connect(path, isolation_level=None)
+    # A statement runs in sqlite's C code, where the cell timer's handler
+    # cannot run: the progress handler gives it a chance every so many
+    # steps, and stops the statement once the cell is past a limit.
+    conn.set_progress_handler(cell_over, 20000)
     return conn
 
 
@@ -834,6 +838,132 @@ class RunWatch:
         return None
 
 
+# ------------------------------------------------------------ cell limits
+#
+# A session cell's time limit is CPU time, as a run's is: of every process
+# of the instance (the kernel, what the cell spawned, the runner's own few
+# microseconds of a cell's bookkeeping, and an SQL cell, which runs in the
+# runner), so splitting the work across processes or threads escapes
+# nothing. The wall clock only caps a cell that waits (a generous hang
+# guard, the session's wall_seconds). The runner blocks on the cell (the
+# kernel's answer, bash's exit, node's reply), so the checks come from a
+# timer signal, armed only once the cell could have used its CPU limit on
+# every CPU: short cells cost two setitimer calls and one counter read.
+# Past a limit the handler kills every process but the runner's own, which
+# ends the wait; the cell is reported as timed out, naming the limit, and
+# the session starts again empty.
+
+CELL = [None]  # the CellWatch of the cell in progress
+
+
+NCPU = len(os.sched_getaffinity(0)) or 1
+
+
+class CellWatch:
+    """timer: checks come from SIGALRM (bash, node, sql cells); without it
+    the caller's wait calls check() at self.next (a python cell's poll on
+    the kernel, which takes a timeout for free: two system calls fewer)."""
+
+    def __init__(self, lim, timer=True):
+        self.time = float(lim.get("timeout_seconds") or 10)
+        self.wall = max(float(lim.get("wall_seconds") or 0), self.time)
+        self.over = None
+        self.used = 0.0
+        self.timer = timer
+        self.start = time.monotonic()
+        self.cpu0 = instance_cpu()
+        CELL[0] = self
+        self.arm(max(0.001, min(self.time / NCPU * 0.9, self.wall)))
+
+    def arm(self, after):
+        self.next = time.monotonic() + after
+        if self.timer:
+            signal.setitimer(signal.ITIMER_REAL, after)
+
+    def check(self):
+        """Passes a limit (killing the cell's processes), or re-arms."""
+        left = self.wall - (time.monotonic() - self.start)
+        if left <= 0:
+            self.over = "wall"
+        else:
+            self.used = instance_cpu() - self.cpu0
+            if self.used > self.time:
+                self.over = "cpu"
+        if self.over:
+            kill_others()
+            return
+        self.arm(max(0.001, min(ACCOUNT_EVERY, left)))
+
+    def wait_ms(self):
+        """poll()'s timeout until the next check (-1 once past a limit:
+        the kill ends the wait)."""
+        if self.over:
+            return -1
+        return max(1, int((self.next - time.monotonic()) * 1000) + 1)
+
+    def stop(self):
+        if self.timer:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        CELL[0] = None
+
+    def note(self):
+        if self.over == "cpu":
+            return ("[sandbox: the cell used more than %g CPU-seconds (its processes together); it was "
+                    "stopped and the session restarted: its state is lost]\n" % self.time)
+        return ("[sandbox: the cell ran past its wall-clock cap of %g s; it was stopped and the "
+                "session restarted: its state is lost]\n" % self.wall)
+
+
+def on_alarm(sig, frame):
+    w = CELL[0]
+    if w is not None and w.over is None:
+        w.check()
+
+
+def cell_over():
+    """Whether the cell in progress was stopped at a limit."""
+    w = CELL[0]
+    return w is not None and w.over is not None
+
+
+def kill_others():
+    """SIGKILLs every process but the runner and its ancestors, once, and
+    reaps nothing (the cell's own wait collects its status); the session's
+    reset sweeps whatever a fork in flight left."""
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in KEEP:
+            try:
+                os.kill(int(name), signal.SIGKILL)
+            except OSError:
+                pass
+
+
+CPU_FD = [None]
+
+
+def instance_cpu():
+    """CPU seconds of every process of the instance, the runner included:
+    its cgroup counter (kept open and re-read with pread, as it is read for
+    every cell), else the processes in /proc and the runner's own."""
+    if CPU_COUNTER is not None:
+        path, scale = CPU_COUNTER
+        try:
+            if CPU_FD[0] is None:
+                CPU_FD[0] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            data = os.pread(CPU_FD[0], 4096, 0)
+            if path.endswith("cpu.stat"):
+                i = data.index(b"usage_usec ") + 11
+                end = data.find(b"\n", i)
+                data = data[i:end] if end >= 0 else data[i:]
+            return int(data) * scale
+        except (OSError, ValueError):
+            CPU_FD[0] = None  # closed under us (a cell can): reopen next time
+            v = read_cgroup_cpu(path, scale)
+            if v is not None:
+                return v
+    return proc_cpu() + self_cpu()
+
+
 def read_into(fd, bufs, trunc, cap, sel, open_fds):
     try:
         data = os.read(fd, 1 << 16)
@@ -1088,6 +1218,7 @@ def do_run(req):
         res["exit_code"] = os.WEXITSTATUS(status)
     if timed_out:
         res["killed"] = True
+        res["time_limit"] = "cpu" if over == "time" else "wall"
     out, err = bytes(bufs[out_r]), bytes(bufs[err_r])
     if not timed_out and res["exit_code"] != 0 and any(h in err[-4096:] for h in OOM_HINTS):
         res["oom"] = True
@@ -1661,10 +1792,14 @@ def kernel_call(sess, name, code, body, last):
     except OSError:
         pass
     sfd = st.fileno()
+    watch = CELL[0]
     while True:
         try:
-            ready = waits.poll()
+            ready = waits.poll(watch.wait_ms() if watch is not None else None)
         except InterruptedError:
+            continue
+        if not ready:
+            watch.check()  # the cell's limits (CellWatch); a kill ends the wait
             continue
         if any(fd == pidfd for fd, _ in ready):
             # An answer sent just before the kernel ended still counts.
@@ -1949,24 +2084,37 @@ class Session:
                 size = 0
             begin.append(size)
         ooms = oom_kills()
-        start = time.monotonic()
         rc, sig = 0, ""
         died = False
-        if self.lang == "python":
-            rc, sig, died = self.python_cell(code)
-        elif self.lang == "bash":
-            rc, sig = self.bash_cell(code)
-            if self.cell_seconds is not None:
-                start = time.monotonic() - self.cell_seconds
-        elif self.lang == "javascript":
-            rc, sig = node_session_cell(self, code)  # langs.py
-        elif self.lang == "sql":
-            rc = run_sql(self.db, code, self.so, self.se)
-            self.so.flush()
-            self.se.flush()
+        watch = CellWatch(self.limits, timer=self.lang != "python")
+        start = watch.start
+        try:
+            if self.lang == "python":
+                rc, sig, died = self.python_cell(code)
+            elif self.lang == "bash":
+                rc, sig = self.bash_cell(code)
+                if self.cell_seconds is not None:
+                    start = time.monotonic() - self.cell_seconds
+            elif self.lang == "javascript":
+                rc, sig = node_session_cell(self, code)  # langs.py
+            elif self.lang == "sql":
+                rc = run_sql(self.db, code, self.so, self.se)
+                self.so.flush()
+                self.se.flush()
+        finally:
+            watch.stop()
         duration = time.monotonic() - start
         res = {"id": req.get("id"), "exit_code": rc, "signal": sig, "timed_out": False,
                "oom": False, "killed": bool(sig) or died, "duration_ns": int(duration * 1e9)}
+        if watch.over:
+            # Stopped at a limit: whatever the cell's processes died of,
+            # it is a timeout, and the session starts again empty (a python
+            # kernel that died was restarted already).
+            if not died:
+                self.reset()
+            os.write(self.err, watch.note().encode())
+            res.update(exit_code=128 + signal.SIGKILL, signal="SIGKILL", timed_out=True, killed=True,
+                       time_limit=watch.over)
         for (key, fd), at in zip((("stdout", self.out), ("stderr", self.err)), begin):
             size = os.fstat(fd).st_size
             if size < at:  # the cell truncated its own stream
@@ -1980,7 +2128,7 @@ class Session:
             res[key + "_truncated"] = size > self.cap
         if rc != 0 and "MemoryError" in res["stderr"][-4096:]:
             res["oom"] = True
-        if oom_killed_since(ooms, sig == "SIGKILL" or rc == 137):
+        if not watch.over and oom_killed_since(ooms, sig == "SIGKILL" or rc == 137):
             res["oom"] = True
         return res
 
@@ -2027,8 +2175,9 @@ class Session:
             what = "was killed by %s" % sig
         else:
             rc, sig, what = os.WEXITSTATUS(st), "", "exited with status %d" % os.WEXITSTATUS(st)
-        note = "[sandbox: the cell's process %s; the session was restarted and its state is lost]\n" % what
-        os.write(self.err, note.encode())
+        if not cell_over():  # else the cell's note names the limit (cell)
+            note = "[sandbox: the cell's process %s; the session was restarted and its state is lost]\n" % what
+            os.write(self.err, note.encode())
         self.reset()
         return rc, sig, True
 
@@ -2143,6 +2292,7 @@ def main():
     os.makedirs(ROOT, mode=0o700, exist_ok=True)
     os.chdir(ROOT)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.signal(signal.SIGALRM, on_alarm)  # session cells' limits (CellWatch)
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(s, signal.SIG_IGN)
     send({"ready": True, "pid": os.getpid(), "python": sys.version.split()[0],

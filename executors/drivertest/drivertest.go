@@ -258,9 +258,9 @@ func testSessions(t *testing.T, ex executors.Executor) {
 	}
 	t.Run("python", func(t *testing.T) {
 		s := openSession(t, ctx, ex, executors.Python, executors.SessionOptions{Files: map[string][]byte{"in.txt": []byte("seed")},
-			// A session cell's time limit is wall time, and the first cell's
-			// includes starting the kernel: room for a loaded machine.
-			Limits: executors.Limits{Timeout: 20 * time.Second}})
+			// A session cell's time limit is CPU time; the wall-clock cap
+			// ends the sleeping cell below (and only it).
+			Limits: executors.Limits{Timeout: 20 * time.Second, WallTimeout: 30 * time.Second}})
 		exec(t, s, "x = 41\nopen('out.txt', 'w').write('kept')")
 		if r := exec(t, s, "x + 1"); r.Stdout != "42\n" {
 			t.Errorf("got %q, want 42 (state persists, last expression shown)", r.Stdout)

@@ -250,7 +250,8 @@ func testForgedCells(t *testing.T, ex executors.Executor) {
 	} {
 		for _, f := range k.forgeries {
 			t.Run(k.prefix+f.name, func(t *testing.T) {
-				s := openSession(t, ctx, ex, k.lang, executors.SessionOptions{Limits: executors.Limits{Timeout: k.timeout}})
+				// The wall cap ends a cell that the forgery left hanging idle.
+				s := openSession(t, ctx, ex, k.lang, executors.SessionOptions{Limits: executors.Limits{Timeout: k.timeout, WallTimeout: k.timeout}})
 				r, err := s.Exec(ctx, f.cell)
 				if err != nil {
 					t.Fatalf("forging cell: %v", err)

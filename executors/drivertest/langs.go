@@ -374,7 +374,8 @@ func testNodeSession(t *testing.T, ex executors.Executor, ok map[executors.Langu
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	s := openSession(t, ctx, ex, executors.JavaScript, executors.SessionOptions{Files: map[string][]byte{"in.txt": []byte("seed")},
-		Limits: executors.Limits{Timeout: 60 * time.Second}})
+		// The endless cell is idle: the wall cap ends it.
+		Limits: executors.Limits{Timeout: 60 * time.Second, WallTimeout: 60 * time.Second}})
 	exec := func(code string) executors.Result {
 		t.Helper()
 		return execCell(t, ctx, s, code)

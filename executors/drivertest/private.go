@@ -34,8 +34,9 @@ func testRunnerFiles(t *testing.T, ex executors.Executor) {
 	marker := "cf-marker-" + token(t)
 	probe := fmt.Sprintf(bashProbe, marker)
 	open := func(t *testing.T, lang executors.Language) (func(code string) executors.Result, executors.Session) {
-		// A session cell's limit is wall time: room for a loaded machine.
-		s := openSession(t, ctx, ex, lang, executors.SessionOptions{Limits: executors.Limits{Timeout: 20 * time.Second}})
+		// A session cell's limit is CPU time; the wall cap ends the
+		// sleeping cell below.
+		s := openSession(t, ctx, ex, lang, executors.SessionOptions{Limits: executors.Limits{Timeout: 20 * time.Second, WallTimeout: 20 * time.Second}})
 		return func(code string) executors.Result {
 			t.Helper()
 			return execCell(t, ctx, s, code)
