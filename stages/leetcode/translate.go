@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/internal/strlit"
 )
 
 // Typed test translation for Java, C++, Go and Rust: a LeetCode assert's
@@ -349,7 +350,12 @@ func literal(lang executors.Language, t typ, v pyVal, top bool) (string, bool) {
 		if v.kind != 's' {
 			return "", false
 		}
-		q := jsonQuote(v.text)
+		// Control bytes do not occur in LeetCode data; Java alone lacks \x.
+		ctrl := strlit.Hex
+		if lang == executors.Java {
+			ctrl = strlit.Octal
+		}
+		q := strlit.DoubleQuoted(v.text, ctrl)
 		switch {
 		case lang == executors.Rust && t.raw == "String":
 			return "String::from(" + q + ")", true
@@ -423,28 +429,6 @@ func boxed(t typ) string {
 		return "Character"
 	}
 	return t.raw
-}
-
-func jsonQuote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c == '\t':
-			b.WriteString(`\t`)
-		case c < 0x20:
-			return `"` // unreachable in LeetCode data; a broken literal fails to compile
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }
 
 // snakeCase is Rust's spelling of a LeetCode method name.
