@@ -150,12 +150,9 @@ func BenchmarkRerunUnchanged(b *testing.B) {
 // 160 items/s.
 func BenchmarkSlowStage(b *testing.B) {
 	n := benchItems("CODEFEEDBACK_BENCH_SLOW_ITEMS", 640)
-	y := `
-run_dir: $DIR/run
-inputs: [{path: q.jsonl, format: native}]
-stages:
+	y := onQueries(`
   - {stage: t-suffix, name: slow, concurrency: 32, settings: {sleep: 200ms}}
-`
+`)
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -185,12 +182,9 @@ stages:
 func BenchmarkPeakMemory(b *testing.B) {
 	small := benchItems("CODEFEEDBACK_BENCH_MEM_ITEMS", 20000)
 	peak := func(n int) (heap uint64, rss, store int64) {
-		dir, file := setup(b, n, `
-run_dir: $DIR/run
-inputs: [{path: q.jsonl, format: native}]
-stages:
+		dir, file := setup(b, n, onQueries(`
   - {stage: t-suffix, name: a, concurrency: 8}
-`)
+`))
 		cfg, err := Load(file, "")
 		if err != nil {
 			b.Fatal(err)
