@@ -45,10 +45,7 @@ func BenchmarkThreeStagesInstant(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		dir, file := setup(b, n, instantPipeline)
-		cfg, err := Load(file, "")
-		if err != nil {
-			b.Fatal(err)
-		}
+		cfg := mustLoad(b, file)
 		start, cpu0 := time.Now(), cpuTime(b)
 		src := filepath.Join(dir, "q.jsonl")
 		for j, st := range cfg.Stages {
@@ -110,13 +107,8 @@ func BenchmarkThreeStagesInstant(b *testing.B) {
 func BenchmarkRerunUnchanged(b *testing.B) {
 	n := benchItems("CODEFEEDBACK_BENCH_RERUN_ITEMS", 100000)
 	dir, file := setup(b, n, instantPipeline)
-	cfg, err := Load(file, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := Run(context.Background(), cfg, RunOptions{}); err != nil {
-		b.Fatal(err)
-	}
+	cfg := mustLoad(b, file)
+	mustRun(b, file, RunOptions{})
 	resetCalls()
 	b.ResetTimer()
 	var unchanged, lookups time.Duration
@@ -157,10 +149,7 @@ func BenchmarkSlowStage(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		_, file := setup(b, n, y)
-		cfg, err := Load(file, "")
-		if err != nil {
-			b.Fatal(err)
-		}
+		cfg := mustLoad(b, file)
 		b.StartTimer()
 		start := time.Now()
 		if _, err := Run(context.Background(), cfg, RunOptions{}); err != nil {
@@ -185,10 +174,7 @@ func BenchmarkPeakMemory(b *testing.B) {
 		dir, file := setup(b, n, onQueries(`
   - {stage: t-suffix, name: a, concurrency: 8}
 `))
-		cfg, err := Load(file, "")
-		if err != nil {
-			b.Fatal(err)
-		}
+		cfg := mustLoad(b, file)
 		runtime.GC()
 		resetPeakRSS()
 		var max atomic.Uint64

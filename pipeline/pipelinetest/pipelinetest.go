@@ -39,6 +39,19 @@ func Run(tb testing.TB, dir, yaml string, o pipeline.RunOptions) *pipeline.Manif
 	return m
 }
 
+// Stage is the manifest's record of the stage called name, failing the
+// test when the run had none.
+func Stage(tb testing.TB, m *pipeline.Manifest, name string) pipeline.StageRecord {
+	tb.Helper()
+	for _, s := range m.Stages {
+		if s.Name == name {
+			return s
+		}
+	}
+	tb.Fatalf("the manifest has no stage %s", name)
+	return pipeline.StageRecord{}
+}
+
 // Dialogues reads a published dialogue file (JSONL records).
 func Dialogues(tb testing.TB, path string) []schema.Dialogue {
 	tb.Helper()

@@ -26,6 +26,19 @@ var stageQueries = []string{
 	"Reverse the order of words in a given sentence with Python.",
 }
 
+// writeStageQueries writes stageQueries to dir/q.jsonl as queries q0..q4.
+func writeStageQueries(t *testing.T, dir string) {
+	t.Helper()
+	var b strings.Builder
+	for i, q := range stageQueries {
+		j, _ := json.Marshal(schema.Query{ID: fmt.Sprintf("q%d", i), Text: q})
+		b.Write(append(j, '\n'))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "q.jsonl"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func clearEnv(t *testing.T) {
 	for _, k := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEFEEDBACK_LLM_BASE_URL", "CODEFEEDBACK_LLM_MODEL",
 		"CODEFEEDBACK_LLM_API_KEY_ENV", "CODEFEEDBACK_PACK_BASE_URL", "CODEFEEDBACK_PACK_MODEL"} {
@@ -37,12 +50,7 @@ func clearEnv(t *testing.T) {
 func runPack(t *testing.T, top, settings string) (*pipeline.Manifest, []pipeline.Item) {
 	t.Helper()
 	dir := t.TempDir()
-	var b strings.Builder
-	for i, q := range stageQueries {
-		j, _ := json.Marshal(schema.Query{ID: fmt.Sprintf("q%d", i), Text: q})
-		b.Write(append(j, '\n'))
-	}
-	os.WriteFile(filepath.Join(dir, "q.jsonl"), []byte(b.String()), 0o644)
+	writeStageQueries(t, dir)
 	out := filepath.Join(dir, "out.items.jsonl")
 	y := fmt.Sprintf("inputs: [{path: q.jsonl}]\n%s\nstages:\n  - {stage: pack, settings: %s}\noutputs: [{path: %s, format: items}]\n",
 		top, settings, out)
