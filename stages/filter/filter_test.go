@@ -173,14 +173,7 @@ type runResult struct {
 
 func runFilter(t *testing.T, dir, modelSection, filterSettings string, texts []string) runResult {
 	t.Helper()
-	var b strings.Builder
-	for i, tx := range texts {
-		j, _ := json.Marshal(schema.Query{ID: fmt.Sprintf("q%d", i), Text: tx})
-		b.Write(append(j, '\n'))
-	}
-	if err := os.WriteFile(filepath.Join(dir, "q.jsonl"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pipelinetest.WriteQueries(t, filepath.Join(dir, "q.jsonl"), texts)
 	y := fmt.Sprintf(`
 inputs: [{path: q.jsonl}]
 %s

@@ -14,7 +14,7 @@ import (
 func TestConcurrencyNotInKey(t *testing.T) {
 	clearEnv(t)
 	dir := t.TempDir()
-	writeStageQueries(t, dir)
+	pipelinetest.WriteQueries(t, filepath.Join(dir, "q.jsonl"), stageQueries)
 	for i, step := range []struct{ settings, want string }{
 		{"{concurrency: 2}", "ran"},
 		{"{concurrency: 16}", "unchanged"},

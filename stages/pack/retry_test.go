@@ -22,7 +22,7 @@ import (
 // published items and the run's error.
 func packAnswerRun(t *testing.T, dir, url string, retries int) (*pipeline.Manifest, []pipeline.Item, error) {
 	t.Helper()
-	writeStageQueries(t, dir)
+	pipelinetest.WriteQueries(t, filepath.Join(dir, "q.jsonl"), stageQueries)
 	out := filepath.Join(dir, "out.items.jsonl")
 	os.Remove(out)
 	y := fmt.Sprintf(`inputs: [{path: q.jsonl}]

@@ -2,9 +2,7 @@ package pack
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -26,19 +24,6 @@ var stageQueries = []string{
 	"Reverse the order of words in a given sentence with Python.",
 }
 
-// writeStageQueries writes stageQueries to dir/q.jsonl as queries q0..q4.
-func writeStageQueries(t *testing.T, dir string) {
-	t.Helper()
-	var b strings.Builder
-	for i, q := range stageQueries {
-		j, _ := json.Marshal(schema.Query{ID: fmt.Sprintf("q%d", i), Text: q})
-		b.Write(append(j, '\n'))
-	}
-	if err := os.WriteFile(filepath.Join(dir, "q.jsonl"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func clearEnv(t *testing.T) {
 	for _, k := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEFEEDBACK_LLM_BASE_URL", "CODEFEEDBACK_LLM_MODEL",
 		"CODEFEEDBACK_LLM_API_KEY_ENV", "CODEFEEDBACK_PACK_BASE_URL", "CODEFEEDBACK_PACK_MODEL"} {
@@ -50,7 +35,7 @@ func clearEnv(t *testing.T) {
 func runPack(t *testing.T, top, settings string) (*pipeline.Manifest, []pipeline.Item) {
 	t.Helper()
 	dir := t.TempDir()
-	writeStageQueries(t, dir)
+	pipelinetest.WriteQueries(t, filepath.Join(dir, "q.jsonl"), stageQueries)
 	out := filepath.Join(dir, "out.items.jsonl")
 	y := fmt.Sprintf("inputs: [{path: q.jsonl}]\n%s\nstages:\n  - {stage: pack, settings: %s}\noutputs: [{path: %s, format: items}]\n",
 		top, settings, out)
