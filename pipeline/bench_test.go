@@ -45,10 +45,7 @@ func BenchmarkThreeStagesInstant(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		dir, file := setup(b, n, instantPipeline)
-		cfg, err := Load(file, "")
-		if err != nil {
-			b.Fatal(err)
-		}
+		cfg := mustLoad(b, file)
 		start, cpu0 := time.Now(), cpuTime(b)
 		src := filepath.Join(dir, "q.jsonl")
 		for j, st := range cfg.Stages {
@@ -110,13 +107,8 @@ func BenchmarkThreeStagesInstant(b *testing.B) {
 func BenchmarkRerunUnchanged(b *testing.B) {
 	n := benchItems("CODEFEEDBACK_BENCH_RERUN_ITEMS", 100000)
 	dir, file := setup(b, n, instantPipeline)
-	cfg, err := Load(file, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := Run(context.Background(), cfg, RunOptions{}); err != nil {
-		b.Fatal(err)
-	}
+	cfg := mustLoad(b, file)
+	mustRun(b, file, RunOptions{})
 	resetCalls()
 	b.ResetTimer()
 	var unchanged, lookups time.Duration
@@ -150,20 +142,14 @@ func BenchmarkRerunUnchanged(b *testing.B) {
 // 160 items/s.
 func BenchmarkSlowStage(b *testing.B) {
 	n := benchItems("CODEFEEDBACK_BENCH_SLOW_ITEMS", 640)
-	y := `
-run_dir: $DIR/run
-inputs: [{path: q.jsonl, format: native}]
-stages:
+	y := onQueries(`
   - {stage: t-suffix, name: slow, concurrency: 32, settings: {sleep: 200ms}}
-`
+`)
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		_, file := setup(b, n, y)
-		cfg, err := Load(file, "")
-		if err != nil {
-			b.Fatal(err)
-		}
+		cfg := mustLoad(b, file)
 		b.StartTimer()
 		start := time.Now()
 		if _, err := Run(context.Background(), cfg, RunOptions{}); err != nil {
@@ -185,16 +171,10 @@ stages:
 func BenchmarkPeakMemory(b *testing.B) {
 	small := benchItems("CODEFEEDBACK_BENCH_MEM_ITEMS", 20000)
 	peak := func(n int) (heap uint64, rss, store int64) {
-		dir, file := setup(b, n, `
-run_dir: $DIR/run
-inputs: [{path: q.jsonl, format: native}]
-stages:
+		dir, file := setup(b, n, onQueries(`
   - {stage: t-suffix, name: a, concurrency: 8}
-`)
-		cfg, err := Load(file, "")
-		if err != nil {
-			b.Fatal(err)
-		}
+`))
+		cfg := mustLoad(b, file)
 		runtime.GC()
 		resetPeakRSS()
 		var max atomic.Uint64

@@ -78,7 +78,7 @@ type runner struct {
 	done    map[string]*marker // completed (this run or before) stage outputs
 	shapes  map[string][]Shape // dry-run: predicted output shapes of stages that would run
 	model   ModelService
-	embed   any
+	embed   EmbedService
 	trips   []GateTrip // gates that tripped a stage in this run
 	execMu  sync.Mutex
 	exec    executors.Executor

@@ -142,10 +142,7 @@ func fmtInt(i int) string {
 func TestDeadLettersAndRetryNextRun(t *testing.T) {
 	resetCalls()
 	failures.Clear()
-	y := `
-run_dir: $DIR/run
-inputs: [{path: q.jsonl, format: native}]
-stages:
+	y := onQueries(`
   - stage: t-suffix
     name: flaky
     retries: 2
@@ -153,7 +150,7 @@ stages:
   - stage: t-suffix
     name: broken
     settings: {fail_ids: [q7], fail_times: 1}
-`
+`)
 	dir, file := setup(t, 10, y)
 	m := mustRun(t, file, RunOptions{})
 	// q3, q5 fail 3 times; 1 try + 2 retries = 3 attempts: dead-lettered.
@@ -191,18 +188,12 @@ stages:
 
 func TestWholeSetStageAndSharding(t *testing.T) {
 	resetCalls()
-	y := `
-run_dir: $DIR/run
-inputs: [{path: q.jsonl, format: native}]
-stages:
+	y := onQueries(`
   - {stage: t-suffix, name: a}
   - {stage: t-count, name: count}
-`
+`)
 	dir, file := setup(t, 100, y)
-	cfg, err := Load(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustLoad(t, file)
 	var shardDirs []string
 	total := int64(0)
 	for i := range 3 {
@@ -400,20 +391,17 @@ func TestShapeOf(t *testing.T) {
 	}
 }
 
-func TestMaxCostStopsAndResumes(t *testing.T) {
-	resetCalls()
-	y := `
-run_dir: $DIR/run
-inputs: [{path: q.jsonl, format: native}]
-stages:
+// paidPipeline is one stage charging $0.01 a call, one call at a time, so
+// a budget stops it after a known number of calls.
+var paidPipeline = onQueries(`
   - {stage: t-suffix, name: paid, concurrency: 1, settings: {cost: 0.01}}
 outputs: [{path: $DIR/out.jsonl}]
-`
-	dir, file := setup(t, 100, y)
-	cfg, err := Load(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
+
+func TestMaxCostStopsAndResumes(t *testing.T) {
+	resetCalls()
+	dir, file := setup(t, 100, paidPipeline)
+	cfg := mustLoad(t, file)
 	m, err := Run(context.Background(), cfg, RunOptions{MaxCost: 0.2})
 	if !errors.Is(err, ErrStopped) || m.Status != "stopped" {
 		t.Fatalf("got %v, status %q want ErrStopped", err, m.Status)

@@ -215,12 +215,19 @@ func writePipeline(t testing.TB, file, dir, y string) {
 	}
 }
 
-func mustRun(t testing.TB, file string, o RunOptions) *Manifest {
+// mustLoad loads a pipeline file or fails the test.
+func mustLoad(t testing.TB, file string) *Config {
 	t.Helper()
 	cfg, err := Load(file, "")
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
+	return cfg
+}
+
+func mustRun(t testing.TB, file string, o RunOptions) *Manifest {
+	t.Helper()
+	cfg := mustLoad(t, file)
 	m, err := Run(context.Background(), cfg, o)
 	if err != nil {
 		t.Fatalf("run: %v", err)
@@ -237,4 +244,11 @@ func stageRec(t testing.TB, m *Manifest, name string) StageRecord {
 	}
 	t.Fatalf("no stage %s in manifest", name)
 	return StageRecord{}
+}
+
+// onQueries is a pipeline file over the queries setup writes (q.jsonl,
+// native), run in $DIR/run; stages is the rest of the file from the stage
+// list on, starting on a new line.
+func onQueries(stages string) string {
+	return "run_dir: $DIR/run\ninputs: [{path: q.jsonl, format: native}]\nstages:" + stages
 }

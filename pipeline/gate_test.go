@@ -62,10 +62,7 @@ func init() {
 }
 
 func gatedPipeline(percent int, bypass bool, minChecks int) string {
-	return fmt.Sprintf(`
-run_dir: $DIR/run
-inputs: [{path: q.jsonl, format: native}]
-stages:
+	return fmt.Sprintf(onQueries(`
   - stage: t-gated
     name: judge
     concurrency: 4
@@ -81,15 +78,12 @@ stages:
 outputs:
   - {path: $DIR/out.jsonl, from: after}
   - {path: $DIR/ind.jsonl, from: independent}
-`, minChecks, percent, bypass)
+`), minChecks, percent, bypass)
 }
 
 func runGated(t *testing.T, file string) (*Manifest, error) {
 	t.Helper()
-	cfg, err := Load(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustLoad(t, file)
 	return Run(context.Background(), cfg, RunOptions{})
 }
 
@@ -252,21 +246,15 @@ func TestGateNeedsSampleAndClearExcess(t *testing.T) {
 func TestDeadLettersWrittenWhenAStageFails(t *testing.T) {
 	resetCalls()
 	failures.Clear()
-	y := `
-run_dir: $DIR/run
-inputs: [{path: q.jsonl, format: native}]
-stages:
+	y := onQueries(`
   - stage: t-suffix
     name: flaky
     settings: {fail_ids: [q3]}
   - stage: t-broken-all
     name: broken
-`
+`)
 	dir, file := setup(t, 10, y)
-	cfg, err := Load(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustLoad(t, file)
 	m, err := Run(context.Background(), cfg, RunOptions{})
 	if err == nil {
 		t.Fatal("run passed with a failing stage")

@@ -119,13 +119,8 @@ func BenchmarkRerunInputs(b *testing.B) {
 	inBytes := writeRealisticQueries(b, in, n)
 	file := filepath.Join(dir, "p.yaml")
 	writePipeline(b, file, dir, realisticPipeline)
-	cfg, err := Load(file, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := Run(context.Background(), cfg, RunOptions{}); err != nil {
-		b.Fatal(err)
-	}
+	cfg := mustLoad(b, file)
+	mustRun(b, file, RunOptions{})
 	resetCalls()
 	var rerun, base time.Duration
 	b.ResetTimer()

@@ -59,6 +59,17 @@ func As[T any](it Item, kind string) (T, error) {
 	return v, err
 }
 
+// OwnDialogue is out's dialogue when out is a dialogue the stage called
+// stage made; an Observer sees every output, dialogues that merely pass
+// through it too.
+func OwnDialogue(out Item, stage string) (schema.Dialogue, bool) {
+	if out.Kind != KindDialogue {
+		return schema.Dialogue{}, false
+	}
+	d, err := As[schema.Dialogue](out, KindDialogue)
+	return d, err == nil && d.Stage == stage
+}
+
 // QueryItem wraps a query; the item id is the query id.
 func QueryItem(q schema.Query) (Item, error) { return NewItem(KindQuery, q.ID, q) }
 

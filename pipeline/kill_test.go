@@ -33,10 +33,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-const killPipeline = `
-run_dir: $DIR/run
-inputs: [{path: q.jsonl, format: native}]
-stages:
+var killPipeline = onQueries(`
   - stage: t-suffix
     name: a
     concurrency: 8
@@ -47,7 +44,7 @@ stages:
     settings: {prompt: "-b", sleep: 8ms}
 outputs:
   - path: $DIR/out.jsonl
-`
+`)
 
 // TestKill9Resume kills a running pipeline with SIGKILL ten times at random
 // moments, then lets it finish: the output must equal an uninterrupted run's,

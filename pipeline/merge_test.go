@@ -14,17 +14,11 @@ import (
 func TestMergeRefusesBadShardSets(t *testing.T) {
 	resetCalls()
 	failures.Clear()
-	y := `
-run_dir: $DIR/run
-inputs: [{path: q.jsonl, format: native}]
-stages:
+	y := onQueries(`
   - {stage: t-suffix, name: a}
-`
+`)
 	dir, file := setup(t, 30, y)
-	cfg, err := Load(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustLoad(t, file)
 	shard := func(name string, sh Shard) string {
 		cfg.RunDir = filepath.Join(dir, name)
 		if _, err := Run(context.Background(), cfg, RunOptions{Shard: sh}); err != nil {
@@ -71,17 +65,11 @@ stages:
 // TestLimitIsOfTheWholeInput: --limit N with --shard i/K takes the first N
 // items of the whole input; the K shards together hold exactly them.
 func TestLimitIsOfTheWholeInput(t *testing.T) {
-	y := `
-run_dir: $DIR/run
-inputs: [{path: q.jsonl, format: native}]
-stages:
+	y := onQueries(`
   - {stage: t-suffix, name: a}
-`
+`)
 	dir, file := setup(t, 90, y)
-	cfg, err := Load(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustLoad(t, file)
 	total := int64(0)
 	for i := range 3 {
 		cfg.RunDir = filepath.Join(dir, "s", itoa(i))

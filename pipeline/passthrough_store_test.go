@@ -10,17 +10,14 @@ import (
 	"github.com/codefeedback/codefeedback/internal/store"
 )
 
-const passPipeline = `
-run_dir: $DIR/run
-inputs: [{path: q.jsonl, format: native}]
-stages:
+var passPipeline = onQueries(`
   - {stage: t-suffix, name: a, settings: {prompt: "-a"}}
   - {stage: t-pass, name: p, settings: {fail_ids: [q3, q17]}}
   - {stage: t-suffix, name: b, input: [p], settings: {prompt: "-b"}}
 outputs:
   - {path: $DIR/p.jsonl, from: p, format: items}
   - {path: $DIR/b.jsonl, from: b, format: items}
-`
+`)
 
 // storedValues returns the stored form of each result a stage's keys file
 // names, in order.

@@ -55,10 +55,7 @@ func init() {
 	})
 }
 
-const phasedYAML = `
-run_dir: $DIR/run
-inputs: [{path: q.jsonl, format: native}]
-stages:
+var phasedYAML = onQueries(`
   - {stage: t-suffix, name: a, settings: {prompt: "!"}}
   - {stage: t-regroup, name: regroup}
   - {stage: t-suffix, name: b, settings: {prompt: "?"}}
@@ -70,14 +67,11 @@ outputs:
   - {path: $DIR/out/d.jsonl, format: jsonl, from: d}
   - {path: $DIR/out/regroup.jsonl, format: jsonl, from: regroup}
   - {path: $DIR/out/total.jsonl, format: jsonl, from: total}
-`
+`)
 
 func TestPlanSplitsAtWholeSetStages(t *testing.T) {
 	_, file := setup(t, 1, phasedYAML)
-	cfg, err := Load(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustLoad(t, file)
 	got := Plan(cfg)
 	want := []Phase{
 		{Index: 0, Each: []string{"a"}, All: []string{"regroup"}},
@@ -87,11 +81,8 @@ func TestPlanSplitsAtWholeSetStages(t *testing.T) {
 		t.Fatalf("plan got %+v want %+v", got, want)
 	}
 	// A pipeline that starts with a whole-set stage: phase 0 has no tasks.
-	y := "run_dir: $DIR/run\ninputs: [{path: q.jsonl, format: native}]\nstages:\n  - {stage: t-regroup}\n  - {stage: t-suffix}\n"
-	_, file = setup(t, 1, y)
-	if cfg, err = Load(file, ""); err != nil {
-		t.Fatal(err)
-	}
+	_, file = setup(t, 1, onQueries("\n  - {stage: t-regroup}\n  - {stage: t-suffix}\n"))
+	cfg = mustLoad(t, file)
 	want = []Phase{{Index: 0, All: []string{"t-regroup"}}, {Index: 1, Each: []string{"t-suffix"}, Seeds: []string{"t-regroup"}}}
 	if got := Plan(cfg); !reflect.DeepEqual(got, want) {
 		t.Fatalf("plan got %+v want %+v", got, want)
@@ -122,19 +113,18 @@ func runPhased(t *testing.T, cfg *Config, root string, n int) {
 func TestPhasedRunEqualsUnsharded(t *testing.T) {
 	resetCalls()
 	dir, file := setup(t, 31, phasedYAML)
-	cfg, err := Load(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustLoad(t, file)
 	outs := []string{"c.jsonl", "d.jsonl", "regroup.jsonl", "total.jsonl"}
 	if _, err := Run(context.Background(), cfg, RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	whole := map[string][]byte{}
 	for _, o := range outs {
-		if whole[o], err = os.ReadFile(filepath.Join(dir, "out", o)); err != nil {
+		b, err := os.ReadFile(filepath.Join(dir, "out", o))
+		if err != nil {
 			t.Fatal(err)
 		}
+		whole[o] = b
 	}
 	if err := os.RemoveAll(filepath.Join(dir, "out")); err != nil {
 		t.Fatal(err)
@@ -211,17 +201,14 @@ func TestPhasedRunEqualsUnsharded(t *testing.T) {
 // cannot start before its merge.
 func TestMergePhaseRefusesMissingTask(t *testing.T) {
 	dir, file := setup(t, 12, phasedYAML)
-	cfg, err := Load(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustLoad(t, file)
 	root := filepath.Join(dir, "phased")
 	for _, i := range []int{0, 2} {
 		if _, err := RunPhaseTask(context.Background(), cfg, root, 0, Shard{i, 3}, RunOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err = MergePhase(context.Background(), cfg, root, 0, 3, RunOptions{})
+	_, err := MergePhase(context.Background(), cfg, root, 0, 3, RunOptions{})
 	if !errors.Is(err, ErrBadShards) || !strings.Contains(err.Error(), "shard 1/3 missing") {
 		t.Fatalf("merge with task 1 missing: %v, want ErrBadShards naming shard 1/3", err)
 	}
@@ -259,10 +246,7 @@ func TestMergePhaseRefusesMissingTask(t *testing.T) {
 // TestPhasedRunOneTask: a phase of one task is a shard set of one.
 func TestPhasedRunOneTask(t *testing.T) {
 	dir, file := setup(t, 7, phasedYAML)
-	cfg, err := Load(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustLoad(t, file)
 	runPhased(t, cfg, filepath.Join(dir, "phased"), 1)
 	b, err := os.ReadFile(filepath.Join(dir, "out", "total.jsonl"))
 	if err != nil {

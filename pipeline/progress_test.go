@@ -57,12 +57,9 @@ func (s *syncBuffer) String() string {
 // reading its input, progress names the phase instead of reporting
 // done=total with an ETA of 0.
 func TestWholeSetProgressShowsPhases(t *testing.T) {
-	_, file := setup(t, 30, `
-run_dir: $DIR/run
-inputs: [{path: q.jsonl, format: native}]
-stages:
+	_, file := setup(t, 30, onQueries(`
   - {stage: t-phases, name: p, settings: {sleep: 300ms}}
-`)
+`))
 	var logs syncBuffer
 	mustRun(t, file, RunOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil)), ProgressInterval: 20 * time.Millisecond})
 	var working, grouping int

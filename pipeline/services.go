@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/codefeedback/codefeedback/executors"
 	"gopkg.in/yaml.v3"
@@ -11,34 +12,30 @@ import (
 
 // buildServices builds the shared model and embedder services from their
 // sections of the pipeline file.
-func (r *runner) buildServices() error {
-	if r.cfg.model != nil {
-		v, err := r.buildService("model", r.cfg.model)
-		if err != nil {
-			return err
-		}
-		if v != nil {
-			m, ok := v.(ModelService)
-			if !ok {
-				return fmt.Errorf("model: the service is a %T, which does not implement pipeline.ModelService", v)
-			}
-			r.model = m
-		}
+func (r *runner) buildServices() (err error) {
+	if r.model, err = buildAs[ModelService](r, "model", r.cfg.model); err != nil {
+		return err
 	}
-	if r.cfg.embedder != nil {
-		v, err := r.buildService("embedder", r.cfg.embedder)
-		if err != nil {
-			return err
-		}
-		if v != nil {
-			e, ok := v.(EmbedService)
-			if !ok {
-				return fmt.Errorf("embedder: the service is a %T, which does not implement pipeline.EmbedService", v)
-			}
-			r.embed = e
-		}
+	r.embed, err = buildAs[EmbedService](r, "embedder", r.cfg.embedder)
+	return err
+}
+
+// buildAs builds the service of a section the file has (n) and checks that
+// it is a T; without the section, or when it builds none, it is T's zero.
+func buildAs[T any](r *runner, section string, n *yaml.Node) (T, error) {
+	var zero T
+	if n == nil {
+		return zero, nil
 	}
-	return nil
+	v, err := r.buildService(section, n)
+	if err != nil || v == nil {
+		return zero, err
+	}
+	s, ok := v.(T)
+	if !ok {
+		return zero, fmt.Errorf("%s: the service is a %T, which does not implement %v", section, v, reflect.TypeFor[T]())
+	}
+	return s, nil
 }
 
 // EmbedService is the run's shared embedding service (embed.Service), built
@@ -73,7 +70,7 @@ func (r *runner) services(s *StageSpec) *Services {
 		Logger:   r.log.With("stage", s.Name),
 		Cache:    r.db,
 		Model:    r.model,
-		Embedder: r.embedder(),
+		Embedder: r.embed,
 		Stats:    stats,
 		RunDir:   r.dir,
 		Name:     s.Name,
@@ -83,13 +80,6 @@ func (r *runner) services(s *StageSpec) *Services {
 	}
 	r.bindUnits(svc, s) // Retry and Failures (call.go) for whole-set stages' model calls
 	return svc
-}
-
-// embedder is the run's embedding service, or nil without an `embedder:`
-// section (buildServices checked its type).
-func (r *runner) embedder() EmbedService {
-	e, _ := r.embed.(EmbedService)
-	return e
 }
 
 // executor opens the pipeline's executor once, on first use. Its one-shot

@@ -16,17 +16,14 @@ import (
 // chainAndSet: two per-item stages, then a whole-set stage; the published
 // output is b's items as envelopes, so it can be compared with b's output
 // read from the run directory.
-const chainAndSet = `
-run_dir: $DIR/run
-inputs: [{path: q.jsonl, format: native}]
-stages:
+var chainAndSet = onQueries(`
   - {stage: t-suffix, name: a, settings: {prompt: "-a"}}
   - {stage: t-suffix, name: b, settings: {prompt: "-b"}}
   - {stage: t-count, name: count, input: [b]}
 outputs:
   - {path: $DIR/out.items.jsonl, from: b, format: items}
   - {path: $DIR/count.jsonl, from: count, format: items}
-`
+`)
 
 func readAllOutput(t *testing.T, runDir, rel string) []byte {
 	t.Helper()
@@ -212,20 +209,10 @@ func TestEarlierLayoutStillRead(t *testing.T) {
 // mix, so the next run takes the stage as not done (all from the store).
 func TestForcedRunStoppedIsNotUnchanged(t *testing.T) {
 	resetCalls()
-	y := `
-run_dir: $DIR/run
-inputs: [{path: q.jsonl, format: native}]
-stages:
-  - {stage: t-suffix, name: paid, concurrency: 1, settings: {cost: 0.01}}
-outputs: [{path: $DIR/out.jsonl}]
-`
-	dir, file := setup(t, 50, y)
+	dir, file := setup(t, 50, paidPipeline)
 	mustRun(t, file, RunOptions{})
 	want, _ := os.ReadFile(filepath.Join(dir, "out.jsonl"))
-	cfg, err := Load(file, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustLoad(t, file)
 	if _, err := Run(context.Background(), cfg, RunOptions{Force: []string{"paid"}, MaxCost: 0.1}); !errors.Is(err, ErrStopped) {
 		t.Fatalf("forced run with a budget: %v want ErrStopped", err)
 	}

@@ -171,6 +171,27 @@ func TestPeakRSS(t *testing.T) {
 	}
 }
 
+// dialogueSink is a writer of dialogues by value (the generic writer, the
+// native Parquet writer).
+type dialogueSink interface {
+	Write(Dialogue) error
+	Close() error
+}
+
+// writeMade writes the n dialogues gen(0..n-1) to w, one at a time (the
+// peak-RSS tests must not hold them), and closes it.
+func writeMade(t *testing.T, w dialogueSink, n int, gen func(int) Dialogue) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		if err := w.Write(gen(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func rssChild(t *testing.T, spec string) {
 	parts := strings.SplitN(spec, ":", 3)
 	n, _ := strconv.Atoi(parts[0])
@@ -182,14 +203,7 @@ func rssChild(t *testing.T, spec string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < n; i++ {
-		if err := w.Write(benchDialogue(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeMade(t, w, n, benchDialogue)
 	r, err := OpenReader[Dialogue](path)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,8 @@ import (
 	"sync"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/codefeedback/codefeedback/internal/tally"
 )
 
 // Report summarises a records file for `codefeedback inspect`.
@@ -545,23 +547,7 @@ func (d *Dist) String() string {
 }
 
 func counts(m map[string]int) string {
-	type kv struct {
-		k string
-		n int
-	}
-	var xs []kv
-	for k, n := range m {
-		xs = append(xs, kv{k, n})
-	}
-	sort.Slice(xs, func(i, j int) bool { return xs[i].n > xs[j].n || xs[i].n == xs[j].n && xs[i].k < xs[j].k })
-	var parts []string
-	for _, x := range xs {
-		parts = append(parts, fmt.Sprintf("%s %d", x.k, x.n))
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, ", ")
+	return tally.Join(m, "%s %d", "-")
 }
 
 // Render writes the report for a terminal.

@@ -148,35 +148,8 @@ func TestColumnReaderMatchesRowReader(t *testing.T) {
 			if rows == 0 || strings.HasPrefix(name, "bad-records") && (bads == 0 || len(rowRGs) < 4) {
 				t.Fatalf("%d rows, %d bad, %d row groups: the file does not test what it should", rows, bads, len(rowRGs))
 			}
-			got, err := Inspect(context.Background(), path, 5)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := newReport(path)
-			want.Kind, want.Format, want.Schema = got.Kind, got.Format, got.Schema
-			r, err := openParquetDialogues(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			for {
-				d, err := r.Read()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					if err := want.bad(err); err != nil {
-						t.Fatal(err)
-					}
-					continue
-				}
-				want.addDialogue(&d, 5)
-			}
-			var g, w strings.Builder
-			got.Render(&g)
-			want.Render(&w)
-			if g.String() != w.String() {
-				t.Errorf("column inspect\n%s\nrow reader\n%s", g.String(), w.String())
+			if got, want := inspectTwice(t, path, 5); got != want {
+				t.Errorf("column inspect\n%s\nrow reader\n%s", got, want)
 			}
 		})
 	}

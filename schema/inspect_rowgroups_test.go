@@ -9,6 +9,41 @@ import (
 	"testing"
 )
 
+// inspectTwice renders Inspect's report of a Parquet file of dialogues
+// and the report one pass of the row reader gives (bad records counted as
+// Inspect counts them), with the same samples.
+func inspectTwice(t *testing.T, path string, samples int) (got, want string) {
+	t.Helper()
+	rep, err := Inspect(context.Background(), path, samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := newReport(path)
+	seq.Kind, seq.Format, seq.Schema = rep.Kind, rep.Format, rep.Schema
+	r, err := openParquetDialogues(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for {
+		d, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if err := seq.bad(err); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		seq.addDialogue(&d, samples)
+	}
+	var g, w strings.Builder
+	rep.Render(&g)
+	seq.Render(&w)
+	return g.String(), w.String()
+}
+
 // TestInspectRowGroupsMatchSequential: a file of many row groups, counted
 // row group by row group on several goroutines, reports exactly what one
 // sequential pass reports (samples and all), for each layout.
@@ -51,32 +86,8 @@ func TestInspectRowGroupsMatchSequential(t *testing.T) {
 		if layout == ExportNative && len(rgs) < 4 {
 			t.Fatalf("%s: %d row groups, want several", layout, len(rgs))
 		}
-		got, err := Inspect(context.Background(), path, 7)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := newReport(path)
-		want.Kind, want.Format, want.Schema = got.Kind, got.Format, got.Schema
-		r, err := openParquetDialogues(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			d, err := r.Read()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			want.addDialogue(&d, 7)
-		}
-		r.Close()
-		var g, w2 strings.Builder
-		got.Render(&g)
-		want.Render(&w2)
-		if g.String() != w2.String() {
-			t.Errorf("%s: %d row groups: parallel inspect\n%s\nsequential\n%s", layout, len(rgs), g.String(), w2.String())
+		if got, want := inspectTwice(t, path, 7); got != want {
+			t.Errorf("%s: %d row groups: parallel inspect\n%s\nsequential\n%s", layout, len(rgs), got, want)
 		}
 	}
 }

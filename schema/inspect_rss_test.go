@@ -38,14 +38,7 @@ func TestInspectPeakRSS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < n; i++ {
-		if err := w.Write(variedDialogue(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeMade(t, w, n, variedDialogue)
 	st, _ := os.Stat(path)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestInspectPeakRSS$")
 	cmd.Env = append(os.Environ(), "CODEFEEDBACK_INSPECT_CHILD="+path)

@@ -107,58 +107,44 @@ func rowSize[P any](*P) int64 { return 4 << 10 } // records are a few KB; row gr
 
 // trainingSink opens the sink for o.To in o's style.
 func trainingSink(out string, o ExportOptions, tm *trainingMiner) (func(*Dialogue) (int, error), func() error, func(), error) {
-	std := o.Style == StyleStandard
 	switch o.To {
 	case ExportDPO:
-		var s *rowSink[PairRecord]
-		var err error
-		if std {
-			s, err = newSink(out, o, func(r *PairRecord) dpoStdRow {
-				return dpoStdRow{r.ID, str(r.Prompt), str(r.Chosen), str(r.Rejected), r.RejectedError, r.ChosenExecution, r.RejectedExecution, r.DialogueID}
-			}, rowSize[dpoStdRow])
-		} else {
-			s, err = newSink(out, o, func(r *PairRecord) dpoConvRow {
-				return dpoConvRow{r.ID, pmsgs(r.Prompt), pmsgs(r.Chosen), pmsgs(r.Rejected), r.RejectedError, r.ChosenExecution, r.RejectedExecution, r.DialogueID}
-			}, rowSize[dpoConvRow])
-		}
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return feed(s, tm.pairs), s.close, s.abort, nil
+		return styledFeed(out, o, tm.pairs, func(r *PairRecord) dpoStdRow {
+			return dpoStdRow{r.ID, str(r.Prompt), str(r.Chosen), str(r.Rejected), r.RejectedError, r.ChosenExecution, r.RejectedExecution, r.DialogueID}
+		}, func(r *PairRecord) dpoConvRow {
+			return dpoConvRow{r.ID, pmsgs(r.Prompt), pmsgs(r.Chosen), pmsgs(r.Rejected), r.RejectedError, r.ChosenExecution, r.RejectedExecution, r.DialogueID}
+		})
 	case ExportKTO:
-		var s *rowSink[UnpairedRecord]
-		var err error
-		if std {
-			s, err = newSink(out, o, func(r *UnpairedRecord) ktoStdRow {
-				return ktoStdRow{r.ID, str(r.Prompt), str(r.Completion), r.Label, r.Error, r.Execution, r.DialogueID}
-			}, rowSize[ktoStdRow])
-		} else {
-			s, err = newSink(out, o, func(r *UnpairedRecord) ktoConvRow {
-				return ktoConvRow{r.ID, pmsgs(r.Prompt), pmsgs(r.Completion), r.Label, r.Error, r.Execution, r.DialogueID}
-			}, rowSize[ktoConvRow])
-		}
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return feed(s, tm.unpaired), s.close, s.abort, nil
+		return styledFeed(out, o, tm.unpaired, func(r *UnpairedRecord) ktoStdRow {
+			return ktoStdRow{r.ID, str(r.Prompt), str(r.Completion), r.Label, r.Error, r.Execution, r.DialogueID}
+		}, func(r *UnpairedRecord) ktoConvRow {
+			return ktoConvRow{r.ID, pmsgs(r.Prompt), pmsgs(r.Completion), r.Label, r.Error, r.Execution, r.DialogueID}
+		})
 	case ExportRL:
-		var s *rowSink[RLRecord]
-		var err error
-		if std {
-			s, err = newSink(out, o, func(r *RLRecord) rlStdRow {
-				return rlStdRow{r.DataSource, str(r.Prompt), r.Ability, r.RewardModel, r.ExtraInfo}
-			}, rowSize[rlStdRow])
-		} else {
-			s, err = newSink(out, o, func(r *RLRecord) rlConvRow {
-				return rlConvRow{r.DataSource, pmsgs(r.Prompt), r.Ability, r.RewardModel, r.ExtraInfo}
-			}, rowSize[rlConvRow])
-		}
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return feed(s, tm.rl), s.close, s.abort, nil
+		return styledFeed(out, o, tm.rl, func(r *RLRecord) rlStdRow {
+			return rlStdRow{r.DataSource, str(r.Prompt), r.Ability, r.RewardModel, r.ExtraInfo}
+		}, func(r *RLRecord) rlConvRow {
+			return rlConvRow{r.DataSource, pmsgs(r.Prompt), r.Ability, r.RewardModel, r.ExtraInfo}
+		})
 	}
 	return nil, nil, nil, fmt.Errorf("not a training layout: %s", o.To)
+}
+
+// styledFeed opens the sink of mine's records in o's style (rows made by
+// std for the standard style, by conv for the conversational one) and
+// returns what feeds it a dialogue, closes it and aborts it.
+func styledFeed[R, S, C any](out string, o ExportOptions, mine func(*Dialogue) []R, std func(*R) S, conv func(*R) C) (func(*Dialogue) (int, error), func() error, func(), error) {
+	var s *rowSink[R]
+	var err error
+	if o.Style == StyleStandard {
+		s, err = newSink(out, o, std, rowSize[S])
+	} else {
+		s, err = newSink(out, o, conv, rowSize[C])
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return feed(s, mine), s.close, s.abort, nil
 }
 
 func feed[R any](s *rowSink[R], mine func(*Dialogue) []R) func(*Dialogue) (int, error) {

@@ -80,13 +80,13 @@ func cCases(b *langBuild, cpp bool) string {
 		switch {
 		case t.Actual != "":
 			if cpp {
-				fmt.Fprintf(&w, "    auto cf_a = (%s); auto cf_e = (%s);\n    if (cf_a == cf_e) break;\n    cf_rec4(\"case\", \"kind\", \"wrong_answer\", \"expected\", cf_show(cf_e).c_str(), \"actual\", cf_show(cf_a).c_str(), \"input\", %s, i);\n    return 77;\n  }\n", t.Actual, t.Expected, QuoteC(t.Actual))
+				fmt.Fprintf(&w, "    auto cf_a = (%s); auto cf_e = (%s);\n    if (cf_a == cf_e) break;\n    cf_rec4(\"case\", \"kind\", \"wrong_answer\", \"expected\", cf_show(cf_e).c_str(), \"actual\", cf_show(cf_a).c_str(), \"input\", %s, i);\n    return 77;\n  }\n", t.Actual, t.Expected, cStr(t.Actual))
 			} else {
-				fmt.Fprintf(&w, "    __typeof__(%[1]s) cf_a = (%[1]s); __typeof__(%[2]s) cf_e = (%[2]s);\n    if (cf_a == cf_e) break;\n    CF_SHOW(ab, cf_a); CF_SHOW(eb, cf_e);\n    cf_rec4(\"case\", \"kind\", \"wrong_answer\", \"expected\", eb, \"actual\", ab, \"input\", %s, i);\n    return 77;\n  }\n", t.Actual, t.Expected, QuoteC(t.Actual))
+				fmt.Fprintf(&w, "    __typeof__(%[1]s) cf_a = (%[1]s); __typeof__(%[2]s) cf_e = (%[2]s);\n    if (cf_a == cf_e) break;\n    CF_SHOW(ab, cf_a); CF_SHOW(eb, cf_e);\n    cf_rec4(\"case\", \"kind\", \"wrong_answer\", \"expected\", eb, \"actual\", ab, \"input\", %s, i);\n    return 77;\n  }\n", t.Actual, t.Expected, cStr(t.Actual))
 			}
 			continue
 		case t.Cond != "":
-			fmt.Fprintf(&w, "    if (%s) break;\n    cf_rec(\"case\", \"kind\", \"wrong_answer\", \"input\", %s, \"expected\", \"true\", i);\n    return 77;\n  }\n", t.Cond, QuoteC(t.Cond))
+			fmt.Fprintf(&w, "    if (%s) break;\n    cf_rec(\"case\", \"kind\", \"wrong_answer\", \"input\", %s, \"expected\", \"true\", i);\n    return 77;\n  }\n", t.Cond, cStr(t.Cond))
 			continue
 		default:
 			fmt.Fprintf(&w, "    %s\n    break;\n  }\n", t.Stmt)
@@ -106,7 +106,7 @@ func cDefines(b *langBuild) string {
 		secs = 1
 	}
 	return fmt.Sprintf("#define CF_MARKER %s\n#define CF_PLAN %s\n#define CF_CASES %d\n#define CF_CASE_SECONDS %d\n",
-		QuoteC(b.marker), QuoteC(b.planJSON()), len(b.tests), secs)
+		cStr(b.marker), cStr(b.planJSON()), len(b.tests), secs)
 }
 
 // buildC: prelude, the candidate at line 1 of main.c, then the judge

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/internal/strlit"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -358,35 +359,9 @@ func jsonStr(s string) string {
 	return string(b)
 }
 
-// QuoteC is a C/C++/Rust (and Go) string literal of s (hex escapes for
-// control bytes; JSON's \u escapes are not C).
-func QuoteC(s string) string { return doubleQuoted(s, `\x%02x`) }
-
-// doubleQuoted is a double-quoted literal of s for the C-like languages:
-// quote and backslash escaped, newline and tab as \n and \t, other control
-// bytes in ctrl's format (a Printf verb for the byte).
-func doubleQuoted(s, ctrl string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c == '\t':
-			b.WriteString(`\t`)
-		case c < 0x20 || c == 0x7f:
-			fmt.Fprintf(&b, ctrl, c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
+// cStr is a C/C++/Rust string literal of s (hex escapes for control
+// bytes; JSON's \u escapes are not C).
+func cStr(s string) string { return strlit.DoubleQuoted(s, strlit.Hex) }
 
 func (b *langBuild) planJSON() string {
 	var cases []string

@@ -74,8 +74,8 @@ fn main() {
         CF_PANIC.with(|p| *p.borrow_mut() = (msg, line));
     }));
     let cases: Vec<fn() -> CfRes> = vec![
-`, QuoteC(b.marker), b.valueCap(), b.lines, QuoteC(b.planJSON()))
-	b.writeCases(&w, caseForms{quote: QuoteC,
+`, cStr(b.marker), b.valueCap(), b.lines, cStr(b.planJSON()))
+	b.writeCases(&w, caseForms{quote: cStr,
 		eq:   "        || -> CfRes { cf_eq(%s, &(%s), &(%s)) },\n",
 		cond: "        || -> CfRes { cf_true(%s, %s) },\n",
 		stmt: "        || -> CfRes { %s; vec![(\"kind\", \"pass\".to_string())] },\n"})

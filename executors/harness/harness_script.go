@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/codefeedback/codefeedback/internal/strlit"
 )
 
 // Judges for Ruby, PHP and Lua: the candidate first (its lines hold), then
@@ -247,4 +249,4 @@ end
 }
 
 // luaStr is a Lua string literal (decimal escapes for control bytes).
-func luaStr(s string) string { return doubleQuoted(s, `\%03d`) }
+func luaStr(s string) string { return strlit.DoubleQuoted(s, strlit.Decimal) }

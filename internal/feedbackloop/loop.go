@@ -388,15 +388,10 @@ func (r *run) loop(ctx context.Context, turn Turn, iterPrefix, request, writerGa
 			// Nothing runs: the judge model reads the code, once; without a
 			// run there is nothing new to fix from.
 			r.judged = "model"
-			ok, reason, jv, err := r.judge(ctx, request, code, r.whyNot, false)
-			if err != nil {
-				return loopEnd{}, err
+			ok, stop, end, err := r.loopJudge(ctx, request, code, r.whyNot, false, fmt.Sprintf("%s%d", iterPrefix, it))
+			if stop || err != nil {
+				return end, err
 			}
-			if !jv.OK() {
-				r.outs = append(r.outs, fmt.Sprintf("%s%d=judge_%s", iterPrefix, it, jv.Reason))
-				return loopEnd{gate: GateJudge, v: jv}, nil
-			}
-			r.reasons = append(r.reasons, reason)
 			outcome := "not_run_rejected"
 			if ok {
 				outcome = "not_run_pass"
@@ -422,15 +417,10 @@ func (r *run) loop(ctx context.Context, turn Turn, iterPrefix, request, writerGa
 			}
 		}
 		if outcome == "ok" { // ran cleanly and there are no tests: the judge model decides
-			ok, reason, jv, err := r.judge(ctx, request, code, ex.Content, true)
-			if err != nil {
-				return loopEnd{}, err
+			ok, stop, end, err := r.loopJudge(ctx, request, code, ex.Content, true, fmt.Sprintf("%s%d", iterPrefix, it))
+			if stop || err != nil {
+				return end, err
 			}
-			if !jv.OK() {
-				r.outs = append(r.outs, fmt.Sprintf("%s%d=judge_%s", iterPrefix, it, jv.Reason))
-				return loopEnd{gate: GateJudge, v: jv}, nil
-			}
-			r.reasons = append(r.reasons, reason)
 			outcome = "rejected"
 			if ok {
 				outcome = "pass"
@@ -442,6 +432,23 @@ func (r *run) loop(ctx context.Context, turn Turn, iterPrefix, request, writerGa
 		}
 	}
 	return loopEnd{}, nil
+}
+
+// loopJudge asks the judge model about a loop's code (output: its run's
+// output, or why it was not run) and keeps the judge's reason. An
+// unreadable answer stops the loop (stop, with end at the judge gate) and
+// is recorded as step's outcome.
+func (r *run) loopJudge(ctx context.Context, request, code, output string, ran bool, step string) (ok, stop bool, end loopEnd, err error) {
+	ok, reason, jv, err := r.judge(ctx, request, code, output, ran)
+	if err != nil {
+		return false, true, loopEnd{}, err
+	}
+	if !jv.OK() {
+		r.outs = append(r.outs, step+"=judge_"+jv.Reason)
+		return false, true, loopEnd{gate: GateJudge, v: jv}, nil
+	}
+	r.reasons = append(r.reasons, reason)
+	return ok, false, loopEnd{}, nil
 }
 
 // thanksRe matches an opening that thanks or agrees with the message

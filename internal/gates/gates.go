@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/codefeedback/codefeedback/internal/tally"
 )
 
 // Verdict is one gate's decision on one item: Reason is "" when it passes.
@@ -133,23 +135,7 @@ func Fail(stage string, stats map[string]float64, maxShare float64, samples *Sam
 }
 
 func reasons(m map[string]float64) string {
-	type kv struct {
-		k string
-		v float64
-	}
-	var l []kv
-	for k, v := range m {
-		l = append(l, kv{k, v})
-	}
-	sort.Slice(l, func(i, j int) bool { return l[i].v > l[j].v || l[i].v == l[j].v && l[i].k < l[j].k })
-	var parts []string
-	for _, x := range l {
-		parts = append(parts, fmt.Sprintf("%s %.0f", x.k, x.v))
-	}
-	if len(parts) == 0 {
-		return "none recorded"
-	}
-	return strings.Join(parts, ", ")
+	return tally.Join(m, "%s %.0f", "none recorded")
 }
 
 // Samples keeps the first few rejected examples per gate for error

@@ -63,18 +63,9 @@ func (c *Client) do(ctx context.Context, op, method, u string, body io.Reader, c
 			req.Header.Set("Accept", ctype)
 		}
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	resp, b, err := c.send(req, op, 16<<20)
 	if err != nil {
-		return nil, fmt.Errorf("hub: %s: %w", op, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, fmt.Errorf("hub: %s: %w", op, err)
+		return nil, err
 	}
 	if resp.StatusCode/100 != 2 {
 		return resp.Header, &Error{Op: op, Status: resp.StatusCode, Body: string(b)}
@@ -85,6 +76,30 @@ func (c *Client) do(ctx context.Context, op, method, u string, body io.Reader, c
 		}
 	}
 	return resp.Header, nil
+}
+
+// send sends req with the client's HTTP client and reads the answer's
+// body, at most limit bytes (-1: all of it; API answers are small, a
+// downloaded file is not).
+func (c *Client) send(req *http.Request, op string, limit int64) (*http.Response, []byte, error) {
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("hub: %s: %w", op, err)
+	}
+	defer resp.Body.Close()
+	var body io.Reader = resp.Body
+	if limit >= 0 {
+		body = io.LimitReader(body, limit)
+	}
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("hub: %s: %w", op, err)
+	}
+	return resp, b, nil
 }
 
 func (c *Client) api(path string) string { return strings.TrimRight(c.Endpoint, "/") + path }
@@ -342,18 +357,9 @@ func (c *Client) Download(ctx context.Context, repoID, path string) ([]byte, err
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	resp, b, err := c.send(req, "download "+path, -1)
 	if err != nil {
-		return nil, fmt.Errorf("hub: download %s: %w", path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("hub: download %s: %w", path, err)
+		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, &Error{Op: "download " + path, Status: resp.StatusCode, Body: string(b)}

@@ -8,11 +8,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/codefeedback/codefeedback/internal/tally"
 	"github.com/codefeedback/codefeedback/pipeline"
 )
 
@@ -450,25 +450,7 @@ func writeCardBody(b *bytes.Buffer, d *Data, files []FileInfo, total int64) {
 
 // countList renders counts as "a (3), b (1)", largest first.
 func countList(m map[string]int) string {
-	type kv struct {
-		k string
-		v int
-	}
-	var s []kv
-	for k, v := range m {
-		s = append(s, kv{k, v})
-	}
-	sort.Slice(s, func(i, j int) bool {
-		if s[i].v != s[j].v {
-			return s[i].v > s[j].v
-		}
-		return s[i].k < s[j].k
-	})
-	parts := make([]string, len(s))
-	for i, x := range s {
-		parts[i] = fmt.Sprintf("%s (%d)", x.k, x.v)
-	}
-	return strings.Join(parts, ", ")
+	return tally.Join(m, "%s (%d)", "")
 }
 
 // settingsYAML renders every stage's settings as one YAML document, keyed

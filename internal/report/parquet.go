@@ -44,23 +44,26 @@ func featureOf(n parquet.Field) (Feature, error) {
 			ft.Sequence = dtypeOf(elem)
 			return ft, nil
 		}
-		for _, c := range elem.Fields() {
-			cf, err := featureOf(c)
-			if err != nil {
-				return ft, err
-			}
-			ft.List = append(ft.List, cf)
-		}
-		return ft, nil
+		var err error
+		ft.List, err = featuresOf(elem.Fields())
+		return ft, err
 	}
-	for _, c := range n.Fields() {
+	var err error
+	ft.Struct, err = featuresOf(n.Fields())
+	return ft, err
+}
+
+// featuresOf is the features of a group's fields, in order.
+func featuresOf(fields []parquet.Field) ([]Feature, error) {
+	var out []Feature
+	for _, c := range fields {
 		cf, err := featureOf(c)
 		if err != nil {
-			return ft, err
+			return nil, err
 		}
-		ft.Struct = append(ft.Struct, cf)
+		out = append(out, cf)
 	}
-	return ft, nil
+	return out, nil
 }
 
 func dtypeOf(n parquet.Node) string {

@@ -17,17 +17,8 @@ import (
 	"github.com/codefeedback/codefeedback/pipeline"
 
 	// The stages and services data/pipeline.yaml may name, as the CLI
-	// registers them (cmd/codefeedback/stages.go).
-	_ "github.com/codefeedback/codefeedback/pipeline/embed"
-	_ "github.com/codefeedback/codefeedback/pipeline/llm"
-	_ "github.com/codefeedback/codefeedback/stages/audit"
-	_ "github.com/codefeedback/codefeedback/stages/correct"
-	_ "github.com/codefeedback/codefeedback/stages/explain"
-	_ "github.com/codefeedback/codefeedback/stages/filter"
-	_ "github.com/codefeedback/codefeedback/stages/interact"
-	_ "github.com/codefeedback/codefeedback/stages/leetcode"
-	_ "github.com/codefeedback/codefeedback/stages/pack"
-	_ "github.com/codefeedback/codefeedback/stages/simulate"
+	// registers them.
+	_ "github.com/codefeedback/codefeedback/internal/builtin"
 )
 
 // sampleRun is one run of the sample pipeline, shared by the tests of this

@@ -214,21 +214,11 @@ func nativeOutput(t *testing.T, s *sampleRun) string {
 
 func shareGPTRules(t *testing.T) func(path string, line []byte) []string {
 	return func(path string, line []byte) []string {
-		b, err := os.ReadFile(filepath.Join(filepath.Dir(path), "dataset_info.json"))
+		_, info, err := loaders.ShareGPTBeside(path)
 		if err != nil {
-			t.Fatalf("no dataset_info.json beside the ShareGPT file: %v", err)
-		}
-		var all map[string]loaders.ShareGPTInfo
-		if err := json.Unmarshal(b, &all); err != nil {
 			t.Fatal(err)
 		}
-		for _, info := range all {
-			if info.FileName == filepath.Base(path) {
-				return loaders.ShareGPT(line, info)
-			}
-		}
-		t.Fatalf("dataset_info.json has no entry for %s", path)
-		return nil
+		return loaders.ShareGPT(line, info)
 	}
 }
 

@@ -5,6 +5,8 @@ package pipelinetest
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -37,6 +39,35 @@ func Run(tb testing.TB, dir, yaml string, o pipeline.RunOptions) *pipeline.Manif
 		tb.Fatalf("run %s: %v", filepath.Join(dir, "pipeline.yaml"), err)
 	}
 	return m
+}
+
+// WriteQueries writes texts to path as JSONL queries with ids q0, q1, ...
+func WriteQueries(tb testing.TB, path string, texts []string) {
+	tb.Helper()
+	var b []byte
+	for i, t := range texts {
+		j, err := json.Marshal(schema.Query{ID: fmt.Sprintf("q%d", i), Text: t})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		b = append(append(b, j...), '\n')
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Stage is the manifest's record of the stage called name, failing the
+// test when the run had none.
+func Stage(tb testing.TB, m *pipeline.Manifest, name string) pipeline.StageRecord {
+	tb.Helper()
+	for _, s := range m.Stages {
+		if s.Name == name {
+			return s
+		}
+	}
+	tb.Fatalf("the manifest has no stage %s", name)
+	return pipeline.StageRecord{}
 }
 
 // Dialogues reads a published dialogue file (JSONL records).

@@ -7,6 +7,8 @@ package loaders
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -181,6 +183,26 @@ type ShareGPTInfo struct {
 	Formatting string            `json:"formatting"`
 	Columns    map[string]string `json:"columns"`
 	Tags       map[string]string `json:"tags"`
+}
+
+// ShareGPTBeside reads the dataset_info.json beside a ShareGPT file, as
+// LLaMA-Factory does, and returns the name and entry of the dataset whose
+// file_name is the file's.
+func ShareGPTBeside(path string) (name string, info ShareGPTInfo, err error) {
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(path), "dataset_info.json"))
+	if err != nil {
+		return "", info, fmt.Errorf("no dataset_info.json beside the ShareGPT file: %w", err)
+	}
+	var all map[string]ShareGPTInfo
+	if err := json.Unmarshal(b, &all); err != nil {
+		return "", info, fmt.Errorf("dataset_info.json: %w", err)
+	}
+	for name, info := range all {
+		if info.FileName == filepath.Base(path) {
+			return name, info, nil
+		}
+	}
+	return "", info, fmt.Errorf("dataset_info.json has no entry for %s: %s", filepath.Base(path), b)
 }
 
 // tag returns a tag of info with LLaMA-Factory's default.

@@ -157,11 +157,8 @@ func (st *stage) UsesModel() bool { return st.o.Method == "model" }
 // Observe implements pipeline.Observer.
 func (st *stage) Observe(out pipeline.Item) {
 	svc := st.svc
-	if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
-		return
-	}
-	d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
-	if err != nil || d.Stage != "correct" {
+	d, ok := pipeline.OwnDialogue(out, "correct")
+	if !ok || svc.Stats == nil {
 		return
 	}
 	svc.Stats.Add("dialogues", 1)

@@ -173,14 +173,7 @@ type runResult struct {
 
 func runFilter(t *testing.T, dir, modelSection, filterSettings string, texts []string) runResult {
 	t.Helper()
-	var b strings.Builder
-	for i, tx := range texts {
-		j, _ := json.Marshal(schema.Query{ID: fmt.Sprintf("q%d", i), Text: tx})
-		b.Write(append(j, '\n'))
-	}
-	if err := os.WriteFile(filepath.Join(dir, "q.jsonl"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pipelinetest.WriteQueries(t, filepath.Join(dir, "q.jsonl"), texts)
 	y := fmt.Sprintf(`
 inputs: [{path: q.jsonl}]
 %s
@@ -237,15 +230,6 @@ var filterTexts = []string{
 	"Explain something [garbage]",
 }
 
-func stats(m *pipeline.Manifest, stage string) map[string]float64 {
-	for _, s := range m.Stages {
-		if s.Name == stage {
-			return s.Stats
-		}
-	}
-	return nil
-}
-
 func TestFilterStage(t *testing.T) {
 	clearEnv(t)
 	srv := llmtest.New(t)
@@ -292,7 +276,7 @@ func TestFilterStage(t *testing.T) {
 	if repaired != 2 {
 		t.Errorf("repair prompts sent = %d, want 2", repaired)
 	}
-	ds, fs := stats(res.man, "dedup"), stats(res.man, "filter")
+	ds, fs := pipelinetest.Stage(t, res.man, "dedup").Stats, pipelinetest.Stage(t, res.man, "filter").Stats
 	if ds["dropped/exact"] != 1 || ds["kept"] != 5 {
 		t.Errorf("dedup stats %v, want 1 exact drop, 5 kept", ds)
 	}
@@ -332,7 +316,7 @@ func TestFilterWithoutModelPassesThrough(t *testing.T) {
 	if len(res.queries) != 5 || len(res.ratings) != 0 {
 		t.Errorf("got %d queries %d ratings, want the 5 deduplicated queries unrated", len(res.queries), len(res.ratings))
 	}
-	if s := stats(res.man, "filter"); s["skipped_no_model"] != 5 {
+	if s := pipelinetest.Stage(t, res.man, "filter").Stats; s["skipped_no_model"] != 5 {
 		t.Errorf("stats %v, want skipped_no_model 5", s)
 	}
 }

@@ -87,11 +87,8 @@ func (st *stage) All(ctx context.Context, in iter.Seq2[pipeline.Item, error], em
 // Observe implements pipeline.Observer.
 func (st *stage) Observe(out pipeline.Item) {
 	svc := st.svc
-	if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
-		return
-	}
-	d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
-	if err != nil || d.Stage != "leetcode" {
+	d, ok := pipeline.OwnDialogue(out, "leetcode")
+	if !ok || svc.Stats == nil {
 		return
 	}
 	ObserveDialogue(svc.Stats, d)

@@ -7,7 +7,7 @@ import (
 	"unicode"
 
 	"github.com/codefeedback/codefeedback/executors"
-	"github.com/codefeedback/codefeedback/executors/harness"
+	"github.com/codefeedback/codefeedback/internal/strlit"
 )
 
 // Typed test translation for Java, C++, Go and Rust: a LeetCode assert's
@@ -350,7 +350,12 @@ func literal(lang executors.Language, t typ, v pyVal, top bool) (string, bool) {
 		if v.kind != 's' {
 			return "", false
 		}
-		q := harness.QuoteC(v.text)
+		// Control bytes do not occur in LeetCode data; Java alone lacks \x.
+		ctrl := strlit.Hex
+		if lang == executors.Java {
+			ctrl = strlit.Octal
+		}
+		q := strlit.DoubleQuoted(v.text, ctrl)
 		switch {
 		case lang == executors.Rust && t.raw == "String":
 			return "String::from(" + q + ")", true

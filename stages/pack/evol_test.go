@@ -53,15 +53,6 @@ func runEvol(t *testing.T, y string) (*pipeline.Manifest, []pipeline.Item, strin
 	return m, items, logs.String()
 }
 
-func stageStats(m *pipeline.Manifest, name string) map[string]float64 {
-	for _, s := range m.Stages {
-		if s.Name == name {
-			return s.Stats
-		}
-	}
-	return nil
-}
-
 // TestEvolInstructRatedAndPacked: an instruction/output file imports as
 // queries (the outputs kept as reference answers), filter rates them and
 // pack packs them, with no pass-through warning.
@@ -76,7 +67,7 @@ stages:
   - {stage: pack, input: [filter], settings: {sizes: [2], floor: 0.2}}
 outputs: [{path: OUT, format: items, from: pack}]
 `)
-	fs, ps := stageStats(m, "filter"), stageStats(m, "pack")
+	fs, ps := pipelinetest.Stage(t, m, "filter").Stats, pipelinetest.Stage(t, m, "pack").Stats
 	if fs["rated"] != 5 || fs["kept"] != 5 || fs["gate/rubric_skills/checked"] != 5 {
 		t.Errorf("filter stats %v, want 5 queries rated and kept", fs)
 	}
@@ -132,7 +123,7 @@ outputs: [{path: OUT, format: items}]
 			if len(items) != 5 {
 				t.Errorf("got %d items, want the 5 passed through", len(items))
 			}
-			st := stageStats(m, tc.stage)
+			st := pipelinetest.Stage(t, m, tc.stage).Stats
 			if st["passed_through"] != tc.n || st["passed_through/"+tc.why] != 1 {
 				t.Errorf("stats %v, want passed_through %v and passed_through/%s", st, tc.n, tc.why)
 			}
@@ -177,7 +168,7 @@ outputs: [{path: ` + out + `, format: items}]
 	}
 	items := pipelinetest.Items(t, filepath.Join(dir, "out.limit-300.items.jsonl")) // a limited run's outputs say so
 	ds, left := dialogues(t, items)
-	fs, ps := stageStats(m, "filter"), stageStats(m, "pack")
+	fs, ps := pipelinetest.Stage(t, m, "filter").Stats, pipelinetest.Stage(t, m, "pack").Stats
 	turns := 0
 	for _, d := range ds {
 		turns += len(d.Sources)

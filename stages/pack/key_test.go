@@ -1,16 +1,12 @@
 package pack
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
-	"github.com/codefeedback/codefeedback/schema"
 )
 
 // TestConcurrencyNotInKey: changing only `concurrency` does not recompute
@@ -18,14 +14,7 @@ import (
 func TestConcurrencyNotInKey(t *testing.T) {
 	clearEnv(t)
 	dir := t.TempDir()
-	var b strings.Builder
-	for i, q := range stageQueries {
-		j, _ := json.Marshal(schema.Query{ID: fmt.Sprintf("q%d", i), Text: q})
-		b.Write(append(j, '\n'))
-	}
-	if err := os.WriteFile(filepath.Join(dir, "q.jsonl"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pipelinetest.WriteQueries(t, filepath.Join(dir, "q.jsonl"), stageQueries)
 	for i, step := range []struct{ settings, want string }{
 		{"{concurrency: 2}", "ran"},
 		{"{concurrency: 16}", "unchanged"},

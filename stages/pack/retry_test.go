@@ -22,14 +22,7 @@ import (
 // published items and the run's error.
 func packAnswerRun(t *testing.T, dir, url string, retries int) (*pipeline.Manifest, []pipeline.Item, error) {
 	t.Helper()
-	var b strings.Builder
-	for i, q := range stageQueries {
-		j, _ := json.Marshal(schema.Query{ID: fmt.Sprintf("q%d", i), Text: q})
-		b.Write(append(j, '\n'))
-	}
-	if err := os.WriteFile(filepath.Join(dir, "q.jsonl"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pipelinetest.WriteQueries(t, filepath.Join(dir, "q.jsonl"), stageQueries)
 	out := filepath.Join(dir, "out.items.jsonl")
 	os.Remove(out)
 	y := fmt.Sprintf(`inputs: [{path: q.jsonl}]

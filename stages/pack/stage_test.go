@@ -2,9 +2,7 @@ package pack
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -37,12 +35,7 @@ func clearEnv(t *testing.T) {
 func runPack(t *testing.T, top, settings string) (*pipeline.Manifest, []pipeline.Item) {
 	t.Helper()
 	dir := t.TempDir()
-	var b strings.Builder
-	for i, q := range stageQueries {
-		j, _ := json.Marshal(schema.Query{ID: fmt.Sprintf("q%d", i), Text: q})
-		b.Write(append(j, '\n'))
-	}
-	os.WriteFile(filepath.Join(dir, "q.jsonl"), []byte(b.String()), 0o644)
+	pipelinetest.WriteQueries(t, filepath.Join(dir, "q.jsonl"), stageQueries)
 	out := filepath.Join(dir, "out.items.jsonl")
 	y := fmt.Sprintf("inputs: [{path: q.jsonl}]\n%s\nstages:\n  - {stage: pack, settings: %s}\noutputs: [{path: %s, format: items}]\n",
 		top, settings, out)

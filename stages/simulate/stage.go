@@ -72,11 +72,8 @@ func (st *stage) UsesModel() bool { return st.svc.Model != nil }
 // Observe implements pipeline.Observer.
 func (st *stage) Observe(out pipeline.Item) {
 	svc := st.svc
-	if out.Kind != pipeline.KindDialogue || svc.Stats == nil {
-		return
-	}
-	d, err := pipeline.As[schema.Dialogue](out, pipeline.KindDialogue)
-	if err != nil || d.Stage != "simulate" {
+	d, ok := pipeline.OwnDialogue(out, "simulate")
+	if !ok || svc.Stats == nil {
 		return
 	}
 	ObserveDialogue(svc.Stats, d)

@@ -12,6 +12,7 @@ import (
 	_ "github.com/codefeedback/codefeedback/docs/example/upper" // registers "upper"
 	"github.com/codefeedback/codefeedback/internal/report"
 	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -56,11 +57,11 @@ func TestStageRuns(t *testing.T) {
 	if want := "REVERSE A LIST?|SUM TWO SMALL NUMBERS?"; strings.Join(got, "|") != want {
 		t.Errorf("got %q, want %q", strings.Join(got, "|"), want)
 	}
-	if c := stageCounts(t, m, "upper"); c.Fresh != 2 {
+	if c := pipelinetest.Stage(t, m, "upper").Counts; c.Fresh != 2 {
 		t.Errorf("first run: got %+v, want 2 fresh", c)
 	}
 	checkSection(t, filepath.Join(dir, "run"))
-	if c := stageCounts(t, run(), "upper"); c.Fresh != 0 || c.Out != 2 {
+	if c := pipelinetest.Stage(t, run(), "upper").Counts; c.Fresh != 0 || c.Out != 2 {
 		t.Errorf("re-run: got %+v, want nothing recomputed and 2 out", c)
 	}
 	checkSection(t, filepath.Join(dir, "run"))
@@ -100,17 +101,6 @@ func checkSection(t *testing.T, runDir string) {
 			t.Errorf("%s does not contain %q", w.Report, want)
 		}
 	}
-}
-
-func stageCounts(t *testing.T, m *pipeline.Manifest, name string) pipeline.Counts {
-	t.Helper()
-	for _, s := range m.Stages {
-		if s.Name == name {
-			return s.Counts
-		}
-	}
-	t.Fatalf("manifest has no stage %s", name)
-	return pipeline.Counts{}
 }
 
 // TestDocsShowThisFile: the guide and the pipeline package's README show

@@ -1,0 +1,47 @@
+// Package strlit writes string literals for the C-like languages test
+// harnesses and translated tests are written in (C, C++, Rust, Go, Java,
+// JavaScript, TypeScript, Lua).
+package strlit
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Control formats for DoubleQuoted: how a control byte is written.
+const (
+	// Hex is C's, C++'s, Rust's, Go's and JavaScript's \xHH.
+	Hex = `\x%02x`
+	// Octal is C's, Java's and Go's \ooo; Java has no \x, and its \uHHHH
+	// is read before the lexer (\u000d would end the line).
+	Octal = `\%03o`
+	// Decimal is Lua's \ddd.
+	Decimal = `\%03d`
+)
+
+// DoubleQuoted is a double-quoted literal of s: quote and backslash
+// escaped, newline and tab as \n and \t, other control bytes (and DEL) in
+// ctrl's format (a Printf verb for the byte: Hex, Octal, Decimal). Other
+// bytes stand as they are, so UTF-8 text stays readable.
+func DoubleQuoted(s, ctrl string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c < 0x20 || c == 0x7f:
+			fmt.Fprintf(&b, ctrl, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
