@@ -98,3 +98,38 @@ func TestGatePassesOver(t *testing.T) {
 		t.Errorf("passed over %d of %d messages, want at least half", passed, msgs)
 	}
 }
+
+// BenchmarkGate audits the same synthetic dialogues with the gated and
+// the ungated auditor (the audit before the gate) on one goroutine,
+// alternating in chunks of 100 dialogues so both see the same load, and
+// reports the CPU seconds of each and their ratio (x_ungated_over_gated;
+// above 1: the gate saves).
+// Run: go test -run '^$' -bench Gate -benchtime 1x ./internal/leak/
+func BenchmarkGate(b *testing.B) {
+	gated, ungated := testAuditor(b, Options{}), testAuditor(b, Options{ungated: true})
+	corpus, _ := syntheticCorpus(b, 6800)
+	var ds []*schema.Dialogue
+	for d := range corpus {
+		ds = append(ds, d)
+	}
+	sg, su := newScratch(), newScratch()
+	var cpuG, cpuU float64
+	for range b.N {
+		for i := 0; i < len(ds); i += 100 {
+			chunk := ds[i:min(i+100, len(ds))]
+			c0 := cpuSeconds(b)
+			for k, d := range chunk {
+				ungated.check(context.Background(), d, i+k, su)
+			}
+			c1 := cpuSeconds(b)
+			for k, d := range chunk {
+				gated.check(context.Background(), d, i+k, sg)
+			}
+			cpuU += c1 - c0
+			cpuG += cpuSeconds(b) - c1
+		}
+	}
+	b.ReportMetric(cpuG, "cpu_s_gated")
+	b.ReportMetric(cpuU, "cpu_s_ungated")
+	b.ReportMetric(cpuU/cpuG, "x_ungated_over_gated")
+}
