@@ -79,6 +79,9 @@ type Options struct {
 	Judged   bool `json:"judged,omitempty"`
 	Workers  int  `json:"-"` // parallel dialogue workers (default GOMAXPROCS)
 	TopLines int  `json:"-"` // shared lines listed per benchmark (default 20)
+	// ungated turns the statement gate (gate.go) off, for the test that
+	// the gate loses nothing.
+	ungated bool
 }
 
 // DefaultOptions are the documented defaults.
@@ -132,6 +135,9 @@ type Auditor struct {
 	// benchmark i's first document in it.
 	ask     *lexIndex
 	askBase []int
+	// gate passes over the messages the statement and literal measures
+	// cannot find anything in (nil: every message is matched).
+	gate *stmtGate
 }
 
 // New indexes the benchmarks. It fails on a benchmark without problems and
@@ -186,6 +192,9 @@ func New(benchmarks []Benchmark, opts Options) (*Auditor, error) {
 			sts = append(sts, x.statements)
 		}
 		a.ask = newLexIndex(sts)
+		if !opts.ungated {
+			a.gate = newStmtGate(a.indexes)
+		}
 	}
 	return a, nil
 }
@@ -368,7 +377,12 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 					// in the norm form the renamed k-grams hash.
 					toks := s.ctoks[c0:]
 					s.sts = codeStatements(m.Content, toks, s.sts)
-					s.lks = literalKeys(m.Content, toks, a.opts.Statements.MinTable, a.opts.Statements.MinString, s.lks)
+					if a.gate != nil && !a.gate.statements(s.sts[cm.s0:]) {
+						s.sts = s.sts[:cm.s0]
+					}
+					if a.gate == nil || a.gate.literals(m.Content, toks) {
+						s.lks = literalKeys(m.Content, toks, a.opts.Statements.MinTable, a.opts.Statements.MinString, s.lks)
+					}
 				}
 				cm.s1, cm.l1 = len(s.sts), len(s.lks)
 				if stOn {
@@ -391,7 +405,7 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 		if !a.opts.Fingerprints.Off {
 			a.matchFingerprints(x, d, id, s, &r)
 		}
-		if stOn {
+		if stOn && (len(s.sts) > 0 || len(s.lks) > 0) {
 			a.matchStatements(bi, x, d, id, s, &r)
 		}
 		// Lines.

@@ -87,6 +87,9 @@ type Index struct {
 	// only with a request for the task (a weak whole match).
 	fnTextbook []bool
 	litIndex   *hashTable
+	// stSig and litStarts feed the statement gate (gate.go).
+	stSig     []uint64
+	litStarts []uint64
 }
 
 // keyFilter is a blocked Bloom filter over the keys of every index

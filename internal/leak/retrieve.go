@@ -141,20 +141,28 @@ type lexHit struct {
 // text, with their relative scores.
 func (ix *lexIndex) nearest(text string, k int, acc []float32, terms []lexTerm) []lexHit {
 	ix.scores(lexTerms(text, terms[:0]), acc)
+	if k <= 0 {
+		return nil
+	}
+	// The k best (higher score, then lower doc) kept in order as the
+	// scores are read: k is small (the audit asks for 1), and sorting
+	// every statement that shares a word was most of the time here.
+	before := func(a, b lexHit) bool { return a.score > b.score || a.score == b.score && a.doc < b.doc }
 	var hits []lexHit
 	for d, s := range acc {
-		if s > 0 {
-			hits = append(hits, lexHit{doc: d, score: s, rel: s / ix.self[d]})
+		if s <= 0 {
+			continue
 		}
-	}
-	sort.Slice(hits, func(i, j int) bool {
-		if hits[i].score != hits[j].score {
-			return hits[i].score > hits[j].score
+		h := lexHit{doc: d, score: s, rel: s / ix.self[d]}
+		if len(hits) == k && !before(h, hits[k-1]) {
+			continue
 		}
-		return hits[i].doc < hits[j].doc
-	})
-	if len(hits) > k {
-		hits = hits[:k]
+		i := sort.Search(len(hits), func(i int) bool { return before(h, hits[i]) })
+		if len(hits) < k {
+			hits = append(hits, lexHit{})
+		}
+		copy(hits[i+1:], hits[i:len(hits)-1])
+		hits[i] = h
 	}
 	return hits
 }

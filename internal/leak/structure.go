@@ -544,6 +544,7 @@ func (x *Index) buildStatements(solutions []string, o StatementOptions) {
 	var entries []stEntry
 	var ntok []int32
 	lits := map[uint64][]int32{}
+	litStart := map[uint64]uint64{} // literal key -> litStartHash of its start
 	var toks []ctok
 	var sts []stmt
 	var lks []literalKey
@@ -572,6 +573,7 @@ func (x *Index) buildStatements(solutions []string, o StatementOptions) {
 			if ts := lits[l.h]; len(ts) == 0 || ts[len(ts)-1] != int32(ti) {
 				lits[l.h] = append(ts, int32(ti))
 			}
+			litStart[l.h] = litStartHash(toks[l.t0:l.t1])
 		}
 	}
 	x.stTotal = make([]float32, len(solutions))
@@ -616,7 +618,9 @@ func (x *Index) buildStatements(solutions []string, o StatementOptions) {
 		x.fnFirst.put(h, 0)
 	}
 	x.stIndex = newHashTable(len(entries))
-	for h, ei := range stIdx {
+	// The totals are float32 sums: added in entry order, not the map's,
+	// so two auditors of the same benchmarks score alike to the last bit.
+	for ei := range entries {
 		e := &entries[ei]
 		e.w = float32(ntok[ei]) / float32(len(e.tasks))
 		if e.generic {
@@ -625,7 +629,9 @@ func (x *Index) buildStatements(solutions []string, o StatementOptions) {
 		for _, t := range e.tasks {
 			x.stTotal[t] += e.w
 		}
-		if len(e.tasks) <= maxStmtTasks {
+	}
+	for h, ei := range stIdx {
+		if len(entries[ei].tasks) <= maxStmtTasks {
 			x.stIndex.put(h, ei)
 		}
 	}
@@ -635,8 +641,10 @@ func (x *Index) buildStatements(solutions []string, o StatementOptions) {
 	for h, ts := range lits {
 		if len(ts) == 1 {
 			x.litIndex.put(h, ts[0])
+			x.litStarts = append(x.litStarts, litStart[h])
 		}
 	}
+	x.buildSignature(stIdx)
 }
 
 // minStmtMsgTokens is the fewest code tokens a message needs for the

@@ -1,0 +1,135 @@
+package leak
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// TestGateLosesNothing audits the sweeps' and labelled sets' inputs with
+// and without the statement gate (gate.go) and wants the same findings:
+// the gate may only pass over messages the statement and literal
+// measures find nothing in.
+func TestGateLosesNothing(t *testing.T) {
+	he, mb := testHumanEval(t), testMBPP(t)
+	all := append(append([]schema.Problem(nil), he...), mb...)
+	two := func(id, user, assistant string) schema.Dialogue {
+		return schema.Dialogue{ID: id, Messages: []schema.Message{{Role: schema.RoleUser, Content: user}, {Role: schema.RoleAssistant, Content: assistant}}}
+	}
+	sets := map[string][]schema.Dialogue{}
+	// The whole-benchmark sweeps: every solution as it is, and disguised
+	// in each way of variantKinds.
+	for _, p := range all {
+		code := solutionCode(&p)
+		sets["solutions"] = append(sets["solutions"], two(p.ID, "Can you explain what this does?", "Here it is:\n"+code+"\nIt works."))
+		sets["solutions asked"] = append(sets["solutions asked"], two(p.ID, p.Text+"\n```python\n"+code+"\n```", "Sure."))
+	}
+	vs := transformVariants(t, all)
+	for _, k := range variantKinds {
+		for _, p := range all {
+			if code := vs[p.ID][k.name]; code != nil {
+				sets[k.name] = append(sets[k.name], two(p.ID, "Can you explain what this does?",
+					"Here it is:\n\n```python\n"+strings.TrimRight(*code, "\n")+"\n```\n\nIt walks the input once."))
+			}
+		}
+	}
+	leaks, _, clean := plantedSet(t)
+	sets["planted"] = append(leaks, clean...)
+	sets["hard negatives"] = hardNegatives(t)
+	_, evol, _ := evolSample(t)
+	sets["evol-style"] = evol
+	sets["code alpaca"] = testAlpacaDialogues(t)
+	corpus, _ := syntheticCorpus(t, 3000)
+	for d := range corpus {
+		sets["synthetic"] = append(sets["synthetic"], *d)
+	}
+	gated, ungated := testAuditor(t, Options{}), testAuditor(t, Options{ungated: true})
+	if gated.gate == nil || ungated.gate != nil {
+		t.Fatal("the gated auditor has no gate, or the ungated one has one")
+	}
+	flagged := 0
+	for name, ds := range sets {
+		want, err := ungated.Run(context.Background(), Slice(ds), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := gated.Run(context.Background(), Slice(ds), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Options, want.Options = Options{}, Options{}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: gated report differs: flagged %d, want %d; findings %d, want %d",
+				name, got.Flagged, want.Flagged, len(got.Findings), len(want.Findings))
+		}
+		flagged += want.Flagged
+		t.Logf("%s: %d dialogues, %d flagged either way", name, len(ds), want.Flagged)
+	}
+	if flagged == 0 {
+		t.Fatal("nothing flagged: the comparison is empty")
+	}
+}
+
+// TestGatePassesOver checks that the gate does pass over messages: on
+// the synthetic benchmark corpus most messages share only light
+// statements with the benchmarks.
+func TestGatePassesOver(t *testing.T) {
+	a := testAuditor(t, Options{})
+	corpus, _ := syntheticCorpus(t, 500)
+	var msgs, passed int
+	for d := range corpus {
+		for _, m := range d.Messages {
+			toks := codeTokens(m.Content, nil)
+			sts := codeStatements(m.Content, toks, nil)
+			if len(sts) == 0 {
+				continue
+			}
+			msgs++
+			if !a.gate.statements(sts) && !a.gate.literals(m.Content, toks) {
+				passed++
+			}
+		}
+	}
+	t.Logf("passed over %d of %d messages with statements", passed, msgs)
+	if passed*2 < msgs {
+		t.Errorf("passed over %d of %d messages, want at least half", passed, msgs)
+	}
+}
+
+// BenchmarkGate audits the same synthetic dialogues with the gated and
+// the ungated auditor (the audit before the gate) on one goroutine,
+// alternating in chunks of 100 dialogues so both see the same load, and
+// reports the CPU seconds of each and their ratio (x_ungated_over_gated;
+// above 1: the gate saves).
+// Run: go test -run '^$' -bench Gate -benchtime 1x ./internal/leak/
+func BenchmarkGate(b *testing.B) {
+	gated, ungated := testAuditor(b, Options{}), testAuditor(b, Options{ungated: true})
+	corpus, _ := syntheticCorpus(b, 6800)
+	var ds []*schema.Dialogue
+	for d := range corpus {
+		ds = append(ds, d)
+	}
+	sg, su := newScratch(), newScratch()
+	var cpuG, cpuU float64
+	for range b.N {
+		for i := 0; i < len(ds); i += 100 {
+			chunk := ds[i:min(i+100, len(ds))]
+			c0 := cpuSeconds(b)
+			for k, d := range chunk {
+				ungated.check(context.Background(), d, i+k, su)
+			}
+			c1 := cpuSeconds(b)
+			for k, d := range chunk {
+				gated.check(context.Background(), d, i+k, sg)
+			}
+			cpuU += c1 - c0
+			cpuG += cpuSeconds(b) - c1
+		}
+	}
+	b.ReportMetric(cpuG, "cpu_s_gated")
+	b.ReportMetric(cpuU, "cpu_s_ungated")
+	b.ReportMetric(cpuU/cpuG, "x_ungated_over_gated")
+}
