@@ -91,6 +91,7 @@ type Execution struct {
 	MemoryB    int64         `json:"memory_bytes,omitempty"`
 	ExitCode   int           `json:"exit_code"`
 	TimedOut   bool          `json:"timed_out,omitempty"`
+	TimeLimit  string        `json:"time_limit,omitempty"` // which limit a timed-out run passed: "cpu" or "wall"
 	OOM        bool          `json:"oom,omitempty"`
 	Exception  string        `json:"exception,omitempty"` // Python exception type, e.g. NameError
 	ErrorLine  string        `json:"error_line,omitempty"`

@@ -588,7 +588,7 @@ func (r *run) execute(ctx context.Context, turn Turn, code string) (schema.Messa
 	e := schema.Execution{
 		Language: r.lang, Code: code, Driver: firstNonEmpty(res.Driver, info.Driver), Image: firstNonEmpty(res.Image, info.Image),
 		TimeoutMS: o.Timeout.Milliseconds(), MemoryB: info.Limits.MemoryBytes,
-		ExitCode: res.ExitCode, TimedOut: res.TimedOut, OOM: res.OOM, Exception: res.Exception, ErrorLine: res.ErrorLine,
+		ExitCode: res.ExitCode, TimedOut: res.TimedOut, TimeLimit: res.TimeLimit, OOM: res.OOM, Exception: res.Exception, ErrorLine: res.ErrorLine,
 		Stdout: res.Stdout, Stderr: res.Stderr, Duration: res.Duration, ExecutedAt: at,
 	}
 	return schema.Message{Role: schema.RoleExecution, Content: RenderResult(res, o.Timeout, o.OutputChars), Exec: &e}, resultOutcome(res), nil

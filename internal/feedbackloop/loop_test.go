@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	"github.com/codefeedback/codefeedback/schema"
 )
@@ -198,8 +199,8 @@ func TestTimeoutFeedbackTurn(t *testing.T) {
 	if len(ex1) != 2 || !res.Passed {
 		t.Fatalf("got %d runs passed=%v, want 2 runs and passed", len(ex1), res.Passed)
 	}
-	if e := ex1[0].Exec; e == nil || !e.TimedOut || e.TimeoutMS != 1000 {
-		t.Errorf("first record %+v, want timed out with a 1000 ms limit", e)
+	if e := ex1[0].Exec; e == nil || !e.TimedOut || e.TimeoutMS != 1000 || e.TimeLimit != executors.TimeLimitCPU {
+		t.Errorf("first record %+v, want timed out with a 1000 ms limit, of CPU time", e)
 	}
 	if !strings.Contains(ex1[0].Content, "timed out after 1s") {
 		t.Errorf("timeout turn %q does not say it timed out", ex1[0].Content)

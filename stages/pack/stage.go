@@ -399,7 +399,7 @@ func (w *Writer) run(ctx context.Context, code string) (schema.Execution, error)
 	info := w.Exec.Info()
 	return schema.Execution{Language: string(w.Language), Code: code, Driver: info.Driver, Image: info.Image,
 		TimeoutMS: w.Timeout.Milliseconds(), MemoryB: info.Limits.MemoryBytes, ExitCode: r.ExitCode,
-		TimedOut: r.TimedOut, OOM: r.OOM, Exception: r.Exception, ErrorLine: r.ErrorLine,
+		TimedOut: r.TimedOut, TimeLimit: r.TimeLimit, OOM: r.OOM, Exception: r.Exception, ErrorLine: r.ErrorLine,
 		Stdout: r.Stdout, Stderr: r.Stderr, Duration: r.Duration, ExecutedAt: at}, nil
 }
 
