@@ -179,6 +179,13 @@ func sameTaskJudge(t *testing.T, recipes map[string]leakRecipe) (*llmtest.Server
 			want[stripCode(r.Ask)] = stmt[r.Task]
 		}
 	}
+	return oracleJudge(t, want)
+}
+
+// oracleJudge scripts the loopback model as a judge that knows the
+// answers: "same" exactly when want maps the turn to the statement, a good
+// judge's answer to the calibration pairs.
+func oracleJudge(t *testing.T, want map[string]string) (*llmtest.Server, llm.Chatter) {
 	srv := llmtest.New(t)
 	srv.Script(func(c llmtest.Call) llmtest.Reply {
 		msg := c.LastUser()

@@ -96,24 +96,7 @@ func TestParaphrasesJudged(t *testing.T) {
 			{Role: schema.RoleAssistant, Content: "Let us think about the approach first, then write it step by step."},
 		}})
 	}
-	srv := llmtest.New(t)
-	srv.Script(func(c llmtest.Call) llmtest.Reply {
-		msg := c.LastUser()
-		a := between(msg, "Request A (a benchmark problem):\n", "\n\nRequest B")
-		b := between(msg, "Request B (a turn of a training dialogue):\n", "\n\nAnswer with")
-		if v, ok := calibrationAnswer(a, b); ok {
-			return llmtest.Reply{Text: v}
-		}
-		if s, ok := want[b]; ok && s == a {
-			return llmtest.Reply{Text: "same\nBoth ask for the same computation."}
-		}
-		return llmtest.Reply{Text: "different\nThey ask for different things."}
-	})
-	judge, err := llm.New(llm.Config{BaseURL: srv.URL, Params: llm.Params{Model: "fake-chat"}, MaxAttempts: 1, Concurrency: 8},
-		llm.Options{Cache: llmtest.NewMemCache()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, judge := oracleJudge(t, want)
 	a := testAuditor(t, Options{})
 	if err := a.EnableParaphrase(context.Background(), embed.NewTFIDF(ParaphraseDim), ParaphraseOptions{Judge: judge}); err != nil {
 		t.Fatal(err)
