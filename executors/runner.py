@@ -1157,7 +1157,10 @@ def do_run(req):
     # inherited, writing to each and so copying most of the runner's heap
     # page by page: a third of a judged run's CPU. Frozen objects are not
     # walked; the runner unfreezes its own at once and collects as before.
-    watch = RunWatch(lim, time.monotonic(), timeout)
+    # Timed from before the fork: the child can run (and spend CPU) before
+    # the parent is scheduled again, and a run's duration must cover it.
+    start = time.monotonic()
+    watch = RunWatch(lim, start, timeout)
     setup_r, setup_w = os.pipe()
     gc.freeze()
     pid = os.fork()
@@ -1166,7 +1169,6 @@ def do_run(req):
     gc.unfreeze()
     os.close(setup_w)
     close_stdin()
-    start = time.monotonic()
     os.close(out_w)
     os.close(err_w)
     pidfd = os.pidfd_open(pid)
