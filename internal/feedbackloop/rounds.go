@@ -398,6 +398,10 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 				return v, fmt.Sprintf("Your answer could not be used: the user asked for the arguments to be documented, but the docstring names none of %s. Answer again: the complete revised code in one ```%s block whose docstring names each argument with its type and meaning, then a short summary.", strings.Join(missing, ", "), r.lang)
 			}
 		}
+		if v.OK() && r.lang == "python" && gates.UncheckedInputs(before, code, asked) {
+			v = gates.Verdict{Reason: "inputs_unchecked", Detail: fmt.Sprintf("asked: %s\nanswer: %s", asked, gates.Cut(text, 400))}
+			return v, fmt.Sprintf("Your answer could not be used: the user asked for the inputs to be checked, but the code checks none of them (a docstring or a claim that it already validates is not a check). Answer again: the complete revised code in one ```%s block that checks the arguments before using them (for example raising TypeError or ValueError with a message that names the argument), then a short summary.", r.lang)
+		}
 		if v.OK() {
 			return v, ""
 		}
@@ -438,6 +442,10 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 			r.reject(m, gate, label, gates.Verdict{Reason: "params_undocumented", Detail: fmt.Sprintf("asked: %s\nnot named in any docstring or comment: %s", asked, strings.Join(missing, ", "))})
 			return false, nil
 		}
+	}
+	if r.lang == "python" && gates.UncheckedInputs(before, r.code, asked) {
+		r.reject(m, gate, label, gates.Verdict{Reason: "inputs_unchecked", Detail: fmt.Sprintf("asked: %s\nanswer: %s", asked, gates.Cut(r.answersSince(m), 600))})
+		return false, nil
 	}
 	// Tests show that a revision still works, not that it does what the
 	// user asked ("guard against wrong types" answered with a docstring

@@ -638,3 +638,48 @@ func TestTestsFollowupCallsTheCode(t *testing.T) {
 		})
 	}
 }
+
+// "Validate the arguments" met by a docstring and the claim that the code
+// already checks them (it checks nothing) is sent back, then the round is
+// dropped; a repair that adds a check keeps it.
+func TestValidateArgumentsAddsChecks(t *testing.T) {
+	ex := sandbox(t, "")
+	const claimed = "def add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n    return a + b"
+	const checked = "def add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n    for name, v in ((\"a\", a), (\"b\", b)):\n        if not isinstance(v, (int, float)):\n            raise TypeError(f\"{name} must be a number\")\n    return a + b"
+	for _, tc := range []struct {
+		name  string
+		fixed bool
+		want  string
+	}{{"checks added after the repair", true, ""}, {"only claimed", false, "feedback_round=inputs_unchecked"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+				switch llmtest.Role(call) {
+				case "feedback":
+					return llmtest.Reply{Text: `{"met": [], "missed": ["security"], "feedback": "It works, but please validate the arguments ` + "`add`" + ` receives before using them."}`}
+				case "writer":
+					switch {
+					case call.AssistantTurns() == 0:
+						return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+					case strings.Contains(call.LastUser(), "checks none of them") && tc.fixed:
+						return llmtest.Reply{Text: "`add` now raises a TypeError for an argument that is not a number.\n\n" + block(checked)}
+					}
+					return llmtest.Reply{Text: "No code change is needed: `add` already validates its inputs. I added a docstring.\n\n" + block(claimed)}
+				}
+				return llmtest.Reply{}
+			}, nil)
+			res := runMBPP(t, Options{FeedbackRounds: 1}, c, nil, c, ex)
+			if got := strings.Join(rejections(res), " "); got != tc.want || !res.Passed {
+				t.Errorf("passed=%v rejections %q, want %q", res.Passed, got, tc.want)
+			}
+			last := ""
+			for _, m := range res.Dialogue.Messages {
+				if m.Role == schema.RoleAssistant && gates.HasCode(m.Content) {
+					last = m.Content
+				}
+			}
+			if tc.fixed != strings.Contains(last, "raise TypeError") {
+				t.Errorf("last code %q, want the checked version only when fixed", last)
+			}
+		})
+	}
+}

@@ -571,3 +571,58 @@ func BehaviourTests(before, after string) int {
 	}
 	return n
 }
+
+// validateRe matches a request to check a function's inputs ("validate
+// the arguments", "guard f against inputs of the wrong type", "raise a
+// ValueError for negative n").
+var validateRe = regexp.MustCompile(`(?i)\b(validat\w*|sanitiz\w*|guard\w*|wrong types?|invalid (inputs?|arguments?|values?|types?|data)|type[- ]check\w*|(raise|raises|raising|throw|throws) (an? |the )?\w*(error|exception)|check (that|whether|if) (the |its |each |all )?(inputs?|arguments?|parameters?|values?))\b`)
+
+// AsksToValidate reports whether a request asks for a function's inputs
+// to be checked.
+func AsksToValidate(request string) bool { return validateRe.MatchString(request) }
+
+var (
+	// checkLineRe: a statement that checks a value, inside a function
+	// (indented): raise, isinstance, an assert, an except of the errors
+	// bad input raises.
+	checkLineRe = regexp.MustCompile(`^[ \t]+(raise\b|assert\b|except\b[^:]*(TypeError|ValueError)|.*\bisinstance\(|.*\btype\([^)]*\)\s*(is|==|!=|in)\b)`)
+	// guardOneLine / guardIf + returnLine: an if whose body returns at
+	// once, inside a function.
+	guardOneLine = regexp.MustCompile(`^[ \t]+if\b.*:\s*return\b`)
+	guardIf      = regexp.MustCompile(`^[ \t]+if\b.*:$`)
+	returnLine   = regexp.MustCompile(`^[ \t]+return\b`)
+)
+
+// InputChecks counts the lines of Python code that check a value inside a
+// function: checks are raise, assert, isinstance or type tests and except
+// TypeError or ValueError; guards are if-clauses that return at once
+// (which a recursion's base case is too, so guards alone do not show that
+// code validates its inputs).
+func InputChecks(code string) (checks, guards int) {
+	lines := strings.Split(NormalizeCode(StripDocstrings(code)), "\n")
+	for i, l := range lines {
+		switch {
+		case checkLineRe.MatchString(l):
+			checks++
+		case guardOneLine.MatchString(l) || guardIf.MatchString(l) && i+1 < len(lines) && returnLine.MatchString(lines[i+1]):
+			guards++
+		}
+	}
+	return checks, guards
+}
+
+// UncheckedInputs reports whether code fails a request to validate its
+// inputs: the request asks for checks, the revision adds none, and the
+// code before had none it could point to ("no change is needed: the code
+// already validates" over code that checks nothing teaches a false claim).
+func UncheckedInputs(before, after, request string) bool {
+	if !AsksToValidate(request) {
+		return false
+	}
+	bc, bg := InputChecks(before)
+	ac, ag := InputChecks(after)
+	if ac > bc || ag > bg {
+		return false
+	}
+	return !(bc > 0 && SameCode(StripDocstrings(before), StripDocstrings(after)))
+}

@@ -219,3 +219,47 @@ func TestBehaviourTests(t *testing.T) {
 		}
 	}
 }
+
+func TestUncheckedInputs(t *testing.T) {
+	const plain = "def area(w, h):\n    return w * h\n"
+	const docOnly = "def area(w, h):\n    \"\"\"Return the area; inputs are already validated.\"\"\"\n    return w * h\n"
+	const raises = "def area(w, h):\n    if w < 0 or h < 0:\n        raise ValueError(\"negative side\")\n    return w * h\n"
+	const types = "def area(w, h):\n    \"\"\"Area.\"\"\"\n    if not isinstance(w, (int, float)):\n        raise TypeError('w')\n    return w * h\n"
+	const guard = "def area(w, h):\n    if w is None or h is None: return 0\n    return w * h\n"
+	const recursive = "def fact(n):\n    if n <= 1:\n        return 1\n    return n * fact(n - 1)\n"
+	const recursiveDoc = "def fact(n):\n    \"\"\"n! ; n is already checked.\"\"\"\n    if n <= 1:\n        return 1\n    return n * fact(n - 1)\n"
+	const validate = "Please validate the arguments `area` receives before using them."
+	for _, tc := range []struct {
+		name, before, after, request string
+		want                         bool
+	}{
+		{"docstring and a claim over code that checks nothing", plain, docOnly, validate, true},
+		{"unchanged code that checks nothing", plain, plain, "guard `area` against inputs of the wrong type", true},
+		{"a raise added", plain, raises, validate, false},
+		{"an isinstance added", plain, types, "Could it raise a TypeError on bad input?", false},
+		{"a guard clause added", plain, guard, validate, false},
+		{"already checks, docstring added", raises, "def area(w, h):\n    \"\"\"Area; negative sides raise.\"\"\"\n    if w < 0 or h < 0:\n        raise ValueError(\"negative side\")\n    return w * h\n", validate, false},
+		{"a base case is no validation", recursive, recursiveDoc, "validate n before using it", true},
+		{"not asked", plain, docOnly, "Please add a docstring.", false},
+		{"asserts in tests at top level do not count", plain, plain + "\nassert area(2, 3) == 6\n", validate, true},
+	} {
+		if got := UncheckedInputs(tc.before, tc.after, tc.request); got != tc.want {
+			t.Errorf("%s: UncheckedInputs = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		request string
+		want    bool
+	}{
+		{"Please validate the arguments `f` receives before using them.", true},
+		{"guard `f` against inputs of the wrong type", true},
+		{"What happens on invalid input? It should raise a ValueError.", true},
+		{"Check that the input is a non-empty list.", true},
+		{"Document the arguments of `f` and their types.", false},
+		{"Make `f` faster on large inputs.", false},
+	} {
+		if got := AsksToValidate(tc.request); got != tc.want {
+			t.Errorf("AsksToValidate(%q) = %v, want %v", tc.request, got, tc.want)
+		}
+	}
+}

@@ -52,10 +52,14 @@ const (
 	// TrivialTests answers "add tests" with asserts that never call the
 	// code on an input (assert callable(f)).
 	TrivialTests Misbehaviour = "trivial_tests"
+	// ClaimedChecks answers "validate the arguments" or "guard f against
+	// wrong types" with a docstring and the claim that the code already
+	// checks its inputs, over code that checks nothing.
+	ClaimedChecks Misbehaviour = "claimed_checks"
 )
 
 // Misbehaviours lists every misbehaviour.
-var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests}
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks}
 
 // Persona is a scripted model that recognises which prompt of the pipeline
 // it is answering (writer, explain, judge, feedback, rubric, eval feedback)
@@ -464,6 +468,15 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 		return fmt.Sprintf("To extend the functionality I keep %s as it is, so existing callers are unaffected, and add a companion `%s_all` that applies it to a list of argument tuples and returns the results in the same order.", name, bare) +
 			"\n\n" + block(code) + fmt.Sprintf("\n\nThe new function only delegates to %s, so both give the same answer for the same arguments.", name)
 	}
+	if (strings.Contains(low, "validat") || strings.Contains(low, "guard") || strings.Contains(low, "wrong type")) && !p.bad(ClaimedChecks, c) {
+		if args := argNames(prevCode, bare); len(args) > 0 && bare != "the code" {
+			check := []string{"for name, value in (" + strings.Join(mapArgs(args, func(a string) string { return fmt.Sprintf("(%q, %s)", a, a) }), ", ") + ",):",
+				"    if value is None:",
+				"        raise TypeError(f\"{name} must not be None\")"}
+			return fmt.Sprintf("%s now checks its arguments before using them: passing None for any of them raises a TypeError that names the argument, instead of failing later with a less helpful error.", name) +
+				"\n\n" + block(addChecks(prevCode, bare, check)) + "\n\nValid inputs take the same path as before, so the earlier checks still pass."
+		}
+	}
 	what, why := "a docstring that states what it computes", " No code change is needed for the rest: the code already does what the task asks, and the checks below show it."
 	docs := []string{"Return the value the task describes for the given arguments.",
 		"Compute the task's result from the arguments, without side effects.",
@@ -600,6 +613,57 @@ func addDocstring(code, doc string) string {
 		rest = rest[1:] // a one-line docstring already there is replaced, not stacked
 	}
 	return strings.Join(append(out, rest...), "\n")
+}
+
+// addChecks puts lines at the start of the body of function fn (the last
+// top-level def if code has no fn), after its docstring.
+func addChecks(code, fn string, check []string) string {
+	lines := strings.Split(code, "\n")
+	at := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, "def "+fn+"(") || at < 0 && strings.HasPrefix(l, "def ") {
+			at = i
+		}
+	}
+	if at < 0 {
+		return code
+	}
+	for at < len(lines) && !strings.HasSuffix(strings.TrimSpace(lines[at]), ":") {
+		at++
+	}
+	if at >= len(lines)-1 {
+		return code
+	}
+	body := at + 1
+	for body < len(lines)-1 && strings.TrimSpace(lines[body]) == "" {
+		body++
+	}
+	indent := lines[body][:len(lines[body])-len(strings.TrimLeft(lines[body], " \t"))]
+	if indent == "" {
+		return code // a one-line def
+	}
+	if t := strings.TrimSpace(lines[body]); strings.HasPrefix(t, `"""`) {
+		for len(t) < 6 || !strings.HasSuffix(t, `"""`) {
+			if body++; body >= len(lines) {
+				return code
+			}
+			t = strings.TrimSpace(lines[body])
+		}
+		body++
+	}
+	out := append([]string{}, lines[:body]...)
+	for _, l := range check {
+		out = append(out, indent+l)
+	}
+	return strings.Join(append(out, lines[body:]...), "\n")
+}
+
+func mapArgs(args []string, f func(string) string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = f(a)
+	}
+	return out
 }
 
 var identRe = regexp.MustCompile(`\b[a-z_][a-z0-9_]{2,}\b`)
@@ -744,6 +808,8 @@ func (p *Persona) judge(c Call) string {
 	if p.Solve != nil {
 		good, _, ok = p.Solve(task)
 	}
+	// the argument checks revise adds guard the code; they change no result
+	code = personaChecksRe.ReplaceAllString(code, "")
 	correct := ok && normalize(code) == normalize(good)
 	if ok && !correct && strings.Contains(normalize(code), normalize(good)) {
 		correct = true
@@ -755,6 +821,8 @@ func (p *Persona) judge(c Call) string {
 	b, _ := json.Marshal(map[string]any{"correct": correct, "reason": reason})
 	return string(b)
 }
+
+var personaChecksRe = regexp.MustCompile(`(?m)^[ \t]*for name, value in \(.*\):\n[ \t]*if value is None:\n[ \t]*raise TypeError\(f"\{name\} must not be None"\)\n`)
 
 // normalize drops docstrings, comments and blank lines, so a documented
 // revision judges like the code it documents.
