@@ -496,7 +496,11 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 			// A statement present whole is a copy of every task that
 			// states it (MBPP states some tasks twice, word for word);
 			// the rarity weight is for parts of statements.
-			if g.w >= float64(a.opts.MinNGrams)-1e-9 || g.count >= x.tasks[t].grams {
+			// Shared parts must also hold a whole sentence of the task, or
+			// half its n-grams: a stock phrase or a definition that a task
+			// quotes attributes nothing (sentenceCovered).
+			if g.count >= x.tasks[t].grams || g.w >= float64(a.opts.MinNGrams)-1e-9 &&
+				(2*g.count >= x.tasks[t].grams || x.sentenceCovered(t, g.seen, a.opts.N)) {
 				tasks = append(tasks, t)
 			}
 		}

@@ -313,3 +313,22 @@ def even_odd(n):
     else:
         return False
     return n % 2 == 0
+
+
+def days_in_month(month, year):
+    if month in [1, 3, 5, 7, 8, 10, 12]:
+        return 31
+    elif month in [4, 6, 9, 11]:
+        return 30
+    if month in (1, 3, 5, 7, 8, 10, 12):
+        return 31
+    elif month in (4, 6, 9, 11):
+        return 30
+    if month in {1, 3, 5, 7, 8, 10, 12}:
+        return 31
+    elif month in {4, 6, 9, 11}:
+        return 30
+    days = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+    days = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+    days = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+    return days[month - 1]

@@ -32,6 +32,9 @@ type taskInfo struct {
 	positions int
 	// grams counts the task's distinct statement n-grams.
 	grams int
+	// texts are what the n-gram measure read (taskText), kept to check
+	// which sentences a dialogue's shared n-grams cover.
+	texts []string
 }
 
 // Index is the lookup structure of one benchmark, built once and read by
@@ -272,7 +275,7 @@ func newIndex(b Benchmark, o Options) (*Index, error) {
 			}
 			pos += len(lh)
 		}
-		x.tasks[ti] = taskInfo{id: p.ID, solLines: solLines, lines: testEnd, positions: pos}
+		x.tasks[ti] = taskInfo{id: p.ID, solLines: solLines, lines: testEnd, positions: pos, texts: taskText(p)}
 		x.statements = append(x.statements, statementText(p))
 		for _, t := range taskText(p) {
 			toks = tokenize(t, toks)
@@ -317,6 +320,60 @@ func newIndex(b Benchmark, o Options) (*Index, error) {
 		x.buildStatements(sols, o.Statements)
 	}
 	return x, nil
+}
+
+// sentenceCovered reports whether the n-grams in seen cover a whole
+// sentence (of at least minShortTokens tokens) of one of task t's texts. A
+// copied statement holds its sentences whole; text that only shares a
+// stock phrase or a textbook definition with a task ("a natural number
+// greater than 1 that is not a product of two smaller natural numbers",
+// "write a function that takes a string as input and returns the sum")
+// covers part of the task's sentence, and is no evidence of the task.
+func (x *Index) sentenceCovered(t int32, seen map[uint64]bool, n int) bool {
+	for _, text := range x.tasks[t].texts {
+		toks := tokenize(text, nil)
+		if len(toks) < n {
+			continue
+		}
+		covered := make([]bool, len(toks))
+		for gi, h := range rollingHashes(tokenHashes(toks, nil), n, nil) {
+			if seen[h] {
+				for k := gi; k < gi+n; k++ {
+					covered[k] = true
+				}
+			}
+		}
+		start := 0
+		for i := 1; i <= len(toks); i++ {
+			if i < len(toks) && !sentenceBreak(text[toks[i-1].end:toks[i].start]) {
+				continue
+			}
+			if i-start >= minShortTokens && !slices.Contains(covered[start:i], false) {
+				return true
+			}
+			start = i
+		}
+	}
+	return false
+}
+
+// sentenceBreak reports whether the text between two tokens ends a
+// sentence: a full stop, question or exclamation mark, or a colon before
+// white space, a blank line, or a doctest prompt.
+func sentenceBreak(gap string) bool {
+	for i := 0; i < len(gap); i++ {
+		switch gap[i] {
+		case '.', '?', '!', ':':
+			if i+1 == len(gap) || gap[i+1] == ' ' || gap[i+1] == '\n' || gap[i+1] == '\t' {
+				return true
+			}
+		case '\n':
+			if strings.Contains(gap[i+1:], "\n") || strings.Contains(gap[i+1:], ">>>") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // tokenHashes appends the hashes of toks to out.
