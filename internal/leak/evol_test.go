@@ -178,3 +178,34 @@ func TestEvolStyleSampleJudged(t *testing.T) {
 	t.Logf("judge: %+v", *a.Judge())
 	evolScore(t, recs, byID, rep, evolMinJudged)
 }
+
+// realFlag is one record of testdata/evol/real_flags.jsonl: every record
+// of the real Evol-Instruct corpus (nickrosh/evol-teacher's two 2k files,
+// 3,919 records) that the audit has flagged, labelled by reading it.
+type realFlag struct {
+	ID          string `json:"id"`
+	Label       string `json:"label"` // "leak" or "clean"
+	Task        string `json:"task"`
+	Why         string `json:"why"`
+	Instruction string `json:"instruction"`
+	Output      string `json:"output"`
+}
+
+// TestRealEvolFlags audits the labelled records: each leak is flagged for
+// its task, and no clean one is flagged (the clean ones were false
+// positives of an earlier audit: a quoted definition, a stock opening, a
+// table of common knowledge).
+func TestRealEvolFlags(t *testing.T) {
+	a := testAuditor(t, Options{})
+	for _, r := range readJSONL[realFlag](t, "testdata/evol/real_flags.jsonl") {
+		d := &schema.Dialogue{ID: r.ID, Messages: []schema.Message{{Role: schema.RoleUser, Content: r.Instruction}, {Role: schema.RoleAssistant, Content: r.Output}}}
+		var tasks []string
+		for _, f := range a.Check(t.Context(), d, 0).Findings {
+			tasks = append(tasks, f.TaskID+" "+f.Method)
+		}
+		flagged := len(tasks) > 0
+		if flagged != (r.Label == "leak") || r.Label == "leak" && !strings.HasPrefix(strings.Join(tasks, ","), r.Task+" ") {
+			t.Errorf("%s (%s, %s): findings %v", r.ID, r.Label, r.Why, tasks)
+		}
+	}
+}
