@@ -176,7 +176,9 @@ func TestNeverConvergesStopsAtLimit(t *testing.T) {
 }
 
 func TestTimeoutFeedbackTurn(t *testing.T) {
-	ex := sandbox(t, "")
+	// A generous wall cap: at load 30 the default (4x + 10 s) can end a
+	// 1 CPU-second burn before its CPU time does, and the test wants cpu.
+	ex := sandbox(t, "wall=5m")
 	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
 		switch llmtest.Role(call) {
 		case "judge":
