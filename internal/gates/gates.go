@@ -583,9 +583,9 @@ func AsksToValidate(request string) bool { return validateRe.MatchString(request
 
 var (
 	// checkLineRe: a statement that checks a value, inside a function
-	// (indented): raise, isinstance, an assert, an except of the errors
-	// bad input raises.
-	checkLineRe = regexp.MustCompile(`^[ \t]+(raise\b|assert\b|except\b[^:]*(TypeError|ValueError)|.*\bisinstance\(|.*\btype\([^)]*\)\s*(is|==|!=|in)\b)`)
+	// (indented): raise, isinstance or type tests, an assert, an except
+	// that catches what bad input raises.
+	checkLineRe = regexp.MustCompile(`^[ \t]+(raise\b|assert\b|except\b|.*\bisinstance\(|.*\btype\([^)]*\)\s*(is|==|!=|in)\b)`)
 	// guardOneLine / guardIf + returnLine: an if whose body returns at
 	// once, inside a function.
 	guardOneLine = regexp.MustCompile(`^[ \t]+if\b.*:\s*return\b`)
@@ -594,8 +594,8 @@ var (
 )
 
 // InputChecks counts the lines of Python code that check a value inside a
-// function: checks are raise, assert, isinstance or type tests and except
-// TypeError or ValueError; guards are if-clauses that return at once
+// function: checks are raise, assert, isinstance or type tests and
+// except clauses; guards are if-clauses that return at once
 // (which a recursion's base case is too, so guards alone do not show that
 // code validates its inputs).
 func InputChecks(code string) (checks, guards int) {

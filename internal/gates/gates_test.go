@@ -238,6 +238,7 @@ func TestUncheckedInputs(t *testing.T) {
 		{"a raise added", plain, raises, validate, false},
 		{"an isinstance added", plain, types, "Could it raise a TypeError on bad input?", false},
 		{"a guard clause added", plain, guard, validate, false},
+		{"an except added", plain, "def area(w, h):\n    try:\n        return w * h\n    except TypeError:\n        return None\n", "It raises an exception on strings; guard against that.", false},
 		{"already checks, docstring added", raises, "def area(w, h):\n    \"\"\"Area; negative sides raise.\"\"\"\n    if w < 0 or h < 0:\n        raise ValueError(\"negative side\")\n    return w * h\n", validate, false},
 		{"a base case is no validation", recursive, recursiveDoc, "validate n before using it", true},
 		{"not asked", plain, docOnly, "Please add a docstring.", false},
