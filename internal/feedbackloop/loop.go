@@ -165,6 +165,8 @@ type run struct {
 	rejected []string
 	sample   string
 	calib    []string
+	// probed caches empty-input probe verdicts by code (emptyVerdict).
+	probed map[string]gates.Verdict
 }
 
 // Run builds the dialogue for task. A failing dialogue is a Result with

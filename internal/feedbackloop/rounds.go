@@ -373,6 +373,7 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 	said := r.said()
 	r.add(msg)
 	before, asked := m.code, msg.Content
+	var probeErr error
 	unchanged := func(text, code string) (gates.Verdict, string) {
 		var v gates.Verdict
 		if said[sameWords(text)] {
@@ -403,12 +404,21 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 			return v, fmt.Sprintf("Your answer could not be used: the user asked for the inputs to be checked, but the code checks none of them (a docstring or a claim that it already validates is not a check). Answer again: the complete revised code in one ```%s block that checks the arguments before using them (for example raising TypeError or ValueError with a message that names the argument), then a short summary.", r.lang)
 		}
 		if v.OK() {
+			ev, err := r.emptyVerdict(ctx, turn, asked, code)
+			if err != nil {
+				probeErr = err
+			} else if !ev.OK() {
+				return ev, fmt.Sprintf("Your answer could not be used: the user asked about empty input, and running %s, so the code does not handle it (an error it raises on purpose, with a clear message, would be handling it). Answer again: the complete revised code in one ```%s block that handles empty input explicitly (return the value the task implies, or raise a ValueError that says why), then a short summary.", ev.Detail, r.lang)
+			}
 			return v, ""
 		}
 		return v, fmt.Sprintf("Your answer could not be used: the code is the same as before, although the user asked for a change. Answer again in this form: say what you change and why, then the complete revised code in one ```%s block, then a short summary; or, if the code must stay as it is, say explicitly why no change is needed.", r.lang)
 	}
 	request := r.task.Turns[len(r.task.Turns)-1].Text + "\n\nThe user then asked: " + msg.Content
 	end, err := r.loop(ctx, turn, label+".", request, "", unchanged)
+	if err == nil {
+		err = probeErr
+	}
 	if err != nil {
 		return false, err
 	}
@@ -442,6 +452,12 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 			r.reject(m, gate, label, gates.Verdict{Reason: "params_undocumented", Detail: fmt.Sprintf("asked: %s\nnot named in any docstring or comment: %s", asked, strings.Join(missing, ", "))})
 			return false, nil
 		}
+	}
+	if ev, err := r.emptyVerdict(ctx, turn, asked, r.code); err != nil {
+		return false, err
+	} else if !ev.OK() {
+		r.reject(m, gate, label, ev)
+		return false, nil
 	}
 	if r.lang == "python" && gates.UncheckedInputs(before, r.code, asked) {
 		r.reject(m, gate, label, gates.Verdict{Reason: "inputs_unchecked", Detail: fmt.Sprintf("asked: %s\nanswer: %s", asked, gates.Cut(r.answersSince(m), 600))})

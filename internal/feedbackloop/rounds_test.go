@@ -683,3 +683,49 @@ func TestValidateArgumentsAddsChecks(t *testing.T) {
 		})
 	}
 }
+
+// "How does it handle an empty list?" answered "no change is needed" over
+// code that crashes on one is caught by running the code on an empty list
+// (outside the dialogue): the round is sent back, then dropped; a repair
+// that raises a clear error on purpose, or returns a value, is kept.
+func TestEmptyInputClaimIsRun(t *testing.T) {
+	ex := sandbox(t, "")
+	first := schema.Problem{Query: schema.Query{ID: "first", Text: "Write a function to return the first element of a list."},
+		Solution: "def first(xs):\n    return xs[0]", Tests: []string{"assert first([3, 1]) == 3", "assert first(['a']) == 'a'"}, EntryPoint: "first"}
+	const claim = "No code change is needed: the same path already handles empty and single-element inputs. I added a docstring.\n\n"
+	for _, tc := range []struct {
+		name, repair string
+		want         string
+	}{
+		{"never handled", "", "feedback_round=empty_input_crashes"},
+		{"an explicit error after the repair", "def first(xs):\n    \"\"\"The first element; an empty list has none.\"\"\"\n    if not xs:\n        raise ValueError(\"xs is empty: it has no first element\")\n    return xs[0]", ""},
+		{"a value after the repair", "def first(xs):\n    \"\"\"The first element, or None for an empty list.\"\"\"\n    return xs[0] if xs else None", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+				switch llmtest.Role(call) {
+				case "feedback":
+					return llmtest.Reply{Text: `{"met": [], "missed": ["functionality"], "feedback": "How does ` + "`first`" + ` handle an empty list? Please make that behaviour explicit."}`}
+				case "judge":
+					return llmtest.Reply{Text: `{"correct": true, "reason": "it does"}`}
+				case "writer":
+					switch {
+					case call.AssistantTurns() == 0:
+						return llmtest.Reply{Text: "Index the list.\n\n" + block(first.Solution)}
+					case strings.Contains(call.LastUser(), "raises IndexError") && tc.repair != "":
+						return llmtest.Reply{Text: "Empty input is now handled explicitly.\n\n" + block(tc.repair)}
+					}
+					return llmtest.Reply{Text: claim + block("def first(xs):\n    \"\"\"Return the first element.\"\"\"\n    return xs[0]")}
+				}
+				return llmtest.Reply{}
+			}, nil)
+			res := runTask(t, Options{FeedbackRounds: 1}, c, c, c, ex, func(s *Simulator) (Task, error) { return s.TaskFromProblem(first) })
+			if got := strings.Join(rejections(res), " "); got != tc.want || !res.Passed {
+				t.Errorf("passed=%v rejections %q, want %q", res.Passed, got, tc.want)
+			}
+			if tc.want != "" && !strings.Contains(res.Dialogue.Labels[LabelRejectedSample], "first([]) raises IndexError") {
+				t.Errorf("rejected sample %q, want the probe's call and error", res.Dialogue.Labels[LabelRejectedSample])
+			}
+		})
+	}
+}

@@ -56,10 +56,13 @@ const (
 	// wrong types" with a docstring and the claim that the code already
 	// checks its inputs, over code that checks nothing.
 	ClaimedChecks Misbehaviour = "claimed_checks"
+	// FalseEdgeClaim keeps saying the code already handles empty input
+	// after being shown that it crashes on it.
+	FalseEdgeClaim Misbehaviour = "false_edge_claim"
 )
 
 // Misbehaviours lists every misbehaviour.
-var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks}
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim}
 
 // Persona is a scripted model that recognises which prompt of the pipeline
 // it is answering (writer, explain, judge, feedback, rubric, eval feedback)
@@ -468,6 +471,17 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 		return fmt.Sprintf("To extend the functionality I keep %s as it is, so existing callers are unaffected, and add a companion `%s_all` that applies it to a list of argument tuples and returns the results in the same order.", name, bare) +
 			"\n\n" + block(code) + fmt.Sprintf("\n\nThe new function only delegates to %s, so both give the same answer for the same arguments.", name)
 	}
+	if m := probeRepairRe.FindStringSubmatch(request); m != nil && !p.bad(FalseEdgeClaim, c) {
+		// Told that the code crashes on the empty argument the check
+		// ran it with: raise a clear error for it instead.
+		if i := emptyArg(m[2]); i >= 0 {
+			if args := argNames(prevCode, m[1]); i < len(args) {
+				check := []string{fmt.Sprintf("if len(%s) == 0:", args[i]), fmt.Sprintf("    raise ValueError(\"%s is empty: %s has no result for it\")", args[i], m[1])}
+				return fmt.Sprintf("Empty input is now explicit: `%s` raises a ValueError that names the empty argument, instead of failing with an %s from deep inside the loop.", m[1], m[3]) +
+					"\n\n" + block(addChecks(prevCode, m[1], check)) + "\n\nNon-empty inputs take the same path as before, so the earlier checks still pass."
+			}
+		}
+	}
 	if (strings.Contains(low, "validat") || strings.Contains(low, "guard") || strings.Contains(low, "wrong type")) && !p.bad(ClaimedChecks, c) {
 		if args := argNames(prevCode, bare); len(args) > 0 && bare != "the code" {
 			check := []string{"for name, value in (" + strings.Join(mapArgs(args, func(a string) string { return fmt.Sprintf("(%q, %s)", a, a) }), ", ") + ",):",
@@ -613,6 +627,46 @@ func addDocstring(code, doc string) string {
 		rest = rest[1:] // a one-line docstring already there is replaced, not stacked
 	}
 	return strings.Join(append(out, rest...), "\n")
+}
+
+// probeRepairRe reads the simulate stage's repair after its empty-input
+// check: the function, its arguments and the error.
+var probeRepairRe = regexp.MustCompile(`running ([A-Za-z_]\w*)\((.*)\) raises (\w+)`)
+
+// emptyArg returns the index of the first empty literal (a list, string,
+// tuple or dict) among a call's comma-separated arguments, or -1.
+func emptyArg(args string) int {
+	depth, start, i := 0, 0, 0
+	var quote byte
+	var parts []string
+	for ; i < len(args); i++ {
+		c := args[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case strings.IndexByte("([{", c) >= 0:
+			depth++
+		case strings.IndexByte(")]}", c) >= 0:
+			depth--
+		case c == ',' && depth == 0:
+			parts = append(parts, args[start:i])
+			start = i + 1
+		}
+	}
+	parts = append(parts, args[start:])
+	for i, a := range parts {
+		switch strings.TrimSpace(a) {
+		case "[]", "''", `""`, "()", "{}", "set()":
+			return i
+		}
+	}
+	return -1
 }
 
 // addChecks puts lines at the start of the body of function fn (the last

@@ -1,0 +1,127 @@
+package feedbackloop
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/internal/gates"
+	"github.com/codefeedback/codefeedback/schema"
+)
+
+// emptyProbe is the Python run after the answer's code: it takes the first
+// call of the function in the problem's tests, empties its first
+// collection argument ([], "", (), {}), and calls the function with it.
+//
+//go:embed probe_empty.py
+var emptyProbe string
+
+// asksEmptyRe matches a request about empty or unusual inputs ("how does f
+// handle an empty list? make that explicit", "handle edge cases").
+var asksEmptyRe = regexp.MustCompile(`(?i)\b(empty|edge[- ]cases?|corner[- ]cases?|unusual inputs?)\b`)
+
+// probeLineRe reads the probe's report lines.
+var probeLineRe = regexp.MustCompile(`(?m)^PROBE:(call|ok|none) ?(.*)$`)
+
+// emptyVerdict answers a request about empty inputs by running the code on
+// one: "the same path already handles empty input" over code that crashes
+// on it teaches a false claim, and so does a revision that still crashes
+// by accident. A crash at an explicit raise is handled behaviour; so is a
+// returned value. Only Python problems with tests are probed (the tests
+// show how the function is called); any other case, or a probe that could
+// not build a call, passes. The probe runs outside the dialogue.
+func (r *run) emptyVerdict(ctx context.Context, turn Turn, request, code string) (gates.Verdict, error) {
+	p := turn.Problem
+	if r.lang != "python" || p == nil || len(p.Tests) == 0 || !asksEmptyRe.MatchString(request) {
+		return gates.Verdict{}, nil
+	}
+	name := probeTarget(p, code, request)
+	if name == "" {
+		return gates.Verdict{}, nil
+	}
+	if v, ok := r.probed[code]; ok {
+		return v, nil
+	}
+	src := fmt.Sprintf("%s\n\n_PROBE_TESTS = %s\n_PROBE_NAME = %s\n%s", strings.TrimRight(code, "\n"),
+		strconv.Quote(strings.Join(p.Tests, "\n")), strconv.Quote(name), emptyProbe)
+	res, err := r.s.Exec.Run(ctx, executors.Request{Language: executors.Python, Code: src, Limits: executors.Limits{Timeout: r.s.opts.Timeout}})
+	if err != nil {
+		return gates.Verdict{}, fmt.Errorf("simulate: empty-input probe of %s: %w", name, err)
+	}
+	v := probeVerdict(res)
+	if r.probed == nil {
+		r.probed = map[string]gates.Verdict{}
+	}
+	r.probed[code] = v
+	return v, nil
+}
+
+// probeTarget is the function the probe calls: the one the request quotes
+// in backquotes, else the problem's entry point, else the last function
+// the code defines; "" when the code does not define it.
+func probeTarget(p *schema.Problem, code, request string) string {
+	defs := map[string]bool{}
+	last := ""
+	for _, m := range defNameRe.FindAllStringSubmatch(code, -1) {
+		defs[m[1]] = true
+		last = m[1]
+	}
+	for _, m := range regexp.MustCompile("`([A-Za-z_]\\w*)(?:\\(\\))?`").FindAllStringSubmatch(request, -1) {
+		if defs[m[1]] {
+			return m[1]
+		}
+	}
+	if defs[p.EntryPoint] {
+		return p.EntryPoint
+	}
+	return last
+}
+
+// probeVerdict reads a probe's run: a call that raised, not at a raise
+// statement of the code, fails the request.
+func probeVerdict(res executors.Result) gates.Verdict {
+	var call string
+	for _, m := range probeLineRe.FindAllStringSubmatch(res.Stdout, -1) {
+		switch m[1] {
+		case "none", "ok":
+			return gates.Verdict{}
+		case "call":
+			call = m[2]
+		}
+	}
+	if call == "" || res.TimedOut || res.OOM {
+		return gates.Verdict{} // the code did not get to the call, or ran long: not this check's to judge
+	}
+	if explicitRaise(res.Stderr) {
+		return gates.Verdict{}
+	}
+	last := lastLine(res.Stderr)
+	return gates.Verdict{Reason: "empty_input_crashes", Detail: fmt.Sprintf("%s raises %s", call, last)}
+}
+
+// explicitRaise reports whether a Python traceback ends at a raise
+// statement: the error is behaviour the code chose.
+func explicitRaise(tb string) bool {
+	lines := strings.Split(strings.TrimRight(tb, "\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(strings.TrimSpace(lines[i]), "File ") {
+			if i+1 < len(lines) {
+				return strings.HasPrefix(strings.TrimSpace(lines[i+1]), "raise")
+			}
+			return false
+		}
+	}
+	return false
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return gates.Cut(s, 200)
+}
