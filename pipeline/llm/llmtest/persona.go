@@ -471,7 +471,7 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 		return fmt.Sprintf("To extend the functionality I keep %s as it is, so existing callers are unaffected, and add a companion `%s_all` that applies it to a list of argument tuples and returns the results in the same order.", name, bare) +
 			"\n\n" + block(code) + fmt.Sprintf("\n\nThe new function only delegates to %s, so both give the same answer for the same arguments.", name)
 	}
-	if m := probeRepairRe.FindStringSubmatch(request); m != nil && !p.bad(FalseEdgeClaim, c) {
+	if m := probeRepairRe.FindStringSubmatch(c.LastUser()); m != nil && !p.bad(FalseEdgeClaim, c) {
 		// Told that the code crashes on the empty argument the check
 		// ran it with: raise a clear error for it instead.
 		if i := emptyArg(m[2]); i >= 0 {
@@ -863,7 +863,7 @@ func (p *Persona) judge(c Call) string {
 		good, _, ok = p.Solve(task)
 	}
 	// the argument checks revise adds guard the code; they change no result
-	code = personaChecksRe.ReplaceAllString(code, "")
+	code = personaEmptyRe.ReplaceAllString(personaChecksRe.ReplaceAllString(code, ""), "")
 	correct := ok && normalize(code) == normalize(good)
 	if ok && !correct && strings.Contains(normalize(code), normalize(good)) {
 		correct = true
@@ -877,6 +877,8 @@ func (p *Persona) judge(c Call) string {
 }
 
 var personaChecksRe = regexp.MustCompile(`(?m)^[ \t]*for name, value in \(.*\):\n[ \t]*if value is None:\n[ \t]*raise TypeError\(f"\{name\} must not be None"\)\n`)
+
+var personaEmptyRe = regexp.MustCompile(`(?m)^[ \t]*if len\(\w+\) == 0:\n[ \t]*raise ValueError\("\w+ is empty: \w+ has no result for it"\)\n`)
 
 // normalize drops docstrings, comments and blank lines, so a documented
 // revision judges like the code it documents.
