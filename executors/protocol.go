@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // RunnerSource is the in-sandbox runner (runner.py): a long-lived python3
@@ -201,9 +203,6 @@ var (
 type PipeConn interface {
 	Conn
 	StdoutPipe() *os.File
-	// StdinPipe is the runner's stdin, which the pool writes requests
-	// into directly (rawpipe.go).
-	StdinPipe() *os.File
 }
 
 // instance is one runner process in one sandbox instance. It serves one
@@ -211,11 +210,9 @@ type PipeConn interface {
 type instance struct {
 	conn Conn
 	slot int
-	// pipe and br: the direct reads of a PipeConn (nil otherwise), and
-	// stdin, its direct writes.
-	pipe  *os.File
-	br    *bufio.Reader
-	stdin *os.File
+	// pipe and br: the direct reads of a PipeConn (nil otherwise).
+	pipe *os.File
+	br   *bufio.Reader
 	// lines: the reader goroutine's lines, for other Conns.
 	lines  chan []byte
 	readEr error // set before lines is closed
@@ -243,13 +240,8 @@ func startInstance(ctx context.Context, l Launcher, slot int, wait time.Duration
 	}
 	in := &instance{conn: conn, slot: slot, done: make(chan struct{})}
 	if pc, ok := conn.(PipeConn); ok {
-		r, err := newRawReader(pc.StdoutPipe())
-		if err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("sandbox instance %d: %w", slot, err)
-		}
-		in.pipe, in.stdin = pc.StdoutPipe(), pc.StdinPipe()
-		in.br = newLineReader(r)
+		in.pipe = pc.StdoutPipe()
+		in.br = newLineReader(in.pipe)
 	} else {
 		in.lines = make(chan []byte, 1)
 		go in.readLoop()
@@ -342,12 +334,6 @@ func (in *instance) call(ctx context.Context, req wireRequest, wait time.Duratio
 		return wireResponse{}, fmt.Errorf("encoding request: %w", err)
 	}
 	data = append(data, '\n')
-	if in.stdin != nil && len(data) <= 4096 {
-		// Fits the pipe buffer of an idle runner; a failed write shows
-		// as the runner's end when its answer is read.
-		_ = rawWrite(in.stdin, data)
-		return in.await(ctx, req.ID, wait, nil)
-	}
 	wrote := make(chan error, 1)
 	if len(data) <= 4096 {
 		// Fits the pipe buffer of an idle runner: no goroutine needed.
@@ -457,7 +443,25 @@ func (in *instance) nextPipe(ctx context.Context, wait time.Duration) ([]byte, e
 // request asked for: the protocol is out of step).
 func (in *instance) dead() bool {
 	if in.pipe != nil {
-		return in.br.Buffered() > 0 || rawPending(in.pipe)
+		if in.br.Buffered() > 0 {
+			return true
+		}
+		rc, err := in.pipe.SyscallConn()
+		if err != nil {
+			return true
+		}
+		ready := false
+		if err := rc.Control(func(fd uintptr) {
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			n, err := unix.Poll(fds, 0)
+			for err == unix.EINTR {
+				n, err = unix.Poll(fds, 0)
+			}
+			ready = err != nil || n > 0
+		}); err != nil {
+			return true
+		}
+		return ready
 	}
 	select {
 	case line, ok := <-in.lines:
