@@ -55,9 +55,9 @@ func TestCompileCell(t *testing.T) {
 	if err != nil {
 		t.Skip("python3 not installed")
 	}
-	start, end := strings.Index(runnerPy, "def compile_cell"), strings.Index(runnerPy, "class Session:")
+	start, end := strings.Index(runnerPy, "STATEMENT_START = "), strings.Index(runnerPy, "class Session:")
 	if start < 0 || end < start {
-		t.Fatal("compile_cell not found in runner.py")
+		t.Fatal("STATEMENT_START and compile_cell not found in runner.py")
 	}
 	cases := []string{
 		"1+1\n", "x = 3\nx\n", "x = 3\nx * 2", "def f():\n    return 1\nf()\n", "(1 +\n2)\n",
@@ -68,9 +68,15 @@ func TestCompileCell(t *testing.T) {
 		"def g():\n    raise KeyError('k')\n\ng()\n", "class A:\n    pass\nA.__name__\n", "try:\n    1/0\nexcept ZeroDivisionError:\n    print('caught')\n",
 		"x = 2\nx if x else\n", "from __future__ import annotations\ndef f(a: Nope): return 1\nf(1)\n", "x = 1\r\nx + 1\r\n",
 		"n = 0\nwhile n < 3:\n    n += 1\nn\n", "f = lambda: (yield)\ntype(f()).__name__\n", "return 5\n", "x = 1 is 1\nx\n",
+		// Tails the runner takes for statements without an eval attempt,
+		// and expressions that look like them.
+		"x = 1\nx += 2\n", "x = 1\nx **= 2\nx\n", "import os\n", "x = 2\nx == 2\n", "x = 2\nx <= 3\n", "iffy = 3\niffy\n",
+		"def f(x=1):\n    return x\nf(\nx=2)\n", "@staticmethod\ndef f(): pass\n", "s = '''\nreturn 1'''\ns\n",
+		"print('''\nx = 1''')\n", "for_ = 1\nfor_\n", "x = 1\nx = 1 is 1\n", "x = 1\ndel x\n", "assert True\n",
+		"async def f():\n    pass\n", "\u00e9t\u00e9 = 1\n\u00e9t\u00e9\n", "x = 1\nx: int = 2\nx\n", "x = [1]\nx[0] = 2\nx\n",
 	}
 	in, _ := json.Marshal(cases)
-	cmd := exec.Command(py, "-c", runnerPy[start:end]+cellCheck)
+	cmd := exec.Command(py, "-c", "import re\n"+runnerPy[start:end]+cellCheck)
 	cmd.Stdin = strings.NewReader(string(in))
 	out, err := cmd.Output()
 	if err != nil {

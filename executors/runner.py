@@ -43,6 +43,7 @@ import io
 import json
 import marshal
 import os
+import re
 import resource
 import select
 import selectors
@@ -1641,6 +1642,14 @@ def bash_fds():
     return top - 4, top - 3, top - 2, top - 5
 
 
+# A line that starts a statement no expression can start: a keyword only
+# statements begin with, a decorator, or a plain or augmented assignment to
+# a name. compile_cell then skips its eval attempt for the last statement.
+STATEMENT_START = re.compile(
+    r"(?:(?:def|class|for|while|if|with|try|import|from|return|raise|assert|del|pass|break|continue|"
+    r"global|nonlocal|async)\b|@|[^\W\d]\w*[ \t]*(?:\*\*|//|>>|<<|[-+*/%&|^@])?=(?!=))")
+
+
 def compile_cell(code, lines, name):
     """Compiles a python cell as ([code objects to exec], the last statement
     as an expression to eval and echo, or None), as an interpreter prompt
@@ -1664,10 +1673,15 @@ def compile_cell(code, lines, name):
             with warnings.catch_warnings():
                 warnings.simplefilter("error", SyntaxWarning)
                 head = compile("".join(lines[:i]), name, "exec") if i else None
-                try:
-                    last, rest = compile(tail, name, "eval"), None
-                except SyntaxError:
+                if STATEMENT_START.match(lines[i]):
+                    # Not an expression: a failed eval compile would cost
+                    # more than compiling the tail.
                     last, rest = None, compile(tail, name, "exec")
+                else:
+                    try:
+                        last, rest = compile(tail, name, "eval"), None
+                    except SyntaxError:
+                        last, rest = None, compile(tail, name, "exec")
             return [co for co in (head, rest) if co is not None], last
         except (SyntaxError, ValueError, Warning):
             pass
@@ -1897,7 +1911,7 @@ def kernel_loop(req_fd, st_fd, g, so, se):
     base_exc, sys_exit, os_error = BaseException, SystemExit, OSError
     sysmod, lines_cache = sys, linecache.cache
     settrace, setprofile = sys.settrace, sys.setprofile
-    show = traceback.print_exception
+    show, string_io = traceback.print_exception, io.StringIO
     so_write, so_flush, se_write, se_flush = so.write, so.flush, se.write, se.flush
     while True:
         # Between cells only the request is read. A signal handler or an
@@ -1977,7 +1991,14 @@ def kernel_loop(req_fd, st_fd, g, so, se):
             rc = 1
             try:
                 sysmod.stderr = se
-                show(type_(e), e, e.__traceback__.tb_next, file=se)
+                # Built in memory and written once: line by line, each of
+                # the traceback's lines would be a write (se is line-buffered).
+                buf = string_io()
+                try:
+                    show(type_(e), e, e.__traceback__.tb_next, file=buf)
+                finally:
+                    se_write(buf.getvalue())
+                buf = None
             except base_exc:
                 pass
             e = None
