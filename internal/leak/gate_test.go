@@ -3,6 +3,7 @@ package leak
 import (
 	"context"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,26 @@ import (
 // the gate may only pass over messages the statement and literal
 // measures find nothing in.
 func TestGateLosesNothing(t *testing.T) {
+	gated, ungated := testAuditor(t, Options{}), testAuditor(t, Options{ungated: true})
+	if gated.gate == nil || ungated.gate != nil {
+		t.Fatal("the gated auditor has no gate, or the ungated one has one")
+	}
+	sameReports(t, auditSets(t, false), ungated, gated)
+}
+
+// TestMemoChangesNothing audits the same inputs with and without the
+// workers' message memo (memo.go) and wants the same reports. Each set is
+// audited as it is, then with each dialogue joined to the next, then as
+// it is again, so every message is replayed, at another position than
+// where it was kept.
+func TestMemoChangesNothing(t *testing.T) {
+	sameReports(t, auditSets(t, true), testAuditor(t, Options{unmemoized: true}), testAuditor(t, Options{}))
+}
+
+// auditSets are the inputs of the sweeps and labelled sets, by name, and
+// 3,000 synthetic dialogues; with recur, each set but the synthetic one
+// is followed by its dialogues joined in pairs and by itself again.
+func auditSets(t *testing.T, recur bool) map[string][]schema.Dialogue {
 	he, mb := testHumanEval(t), testMBPP(t)
 	all := append(append([]schema.Problem(nil), he...), mb...)
 	two := func(id, user, assistant string) schema.Dialogue {
@@ -42,27 +63,40 @@ func TestGateLosesNothing(t *testing.T) {
 	_, evol, _ := evolSample(t)
 	sets["evol-style"] = evol
 	sets["code alpaca"] = testAlpacaDialogues(t)
+	for name, ds := range sets {
+		if !recur {
+			break
+		}
+		joined := make([]schema.Dialogue, len(ds))
+		for i, d := range ds {
+			joined[i] = schema.Dialogue{ID: d.ID + "+", Messages: slices.Concat(d.Messages, ds[(i+1)%len(ds)].Messages)}
+		}
+		sets[name] = slices.Concat(ds, joined, ds)
+	}
 	corpus, _ := syntheticCorpus(t, 3000)
 	for d := range corpus {
 		sets["synthetic"] = append(sets["synthetic"], *d)
 	}
-	gated, ungated := testAuditor(t, Options{}), testAuditor(t, Options{ungated: true})
-	if gated.gate == nil || ungated.gate != nil {
-		t.Fatal("the gated auditor has no gate, or the ungated one has one")
-	}
+	return sets
+}
+
+// sameReports audits every set with want and with got and fails where
+// the reports differ (settings aside).
+func sameReports(t *testing.T, sets map[string][]schema.Dialogue, wantA, gotA *Auditor) {
+	t.Helper()
 	flagged := 0
 	for name, ds := range sets {
-		want, err := ungated.Run(context.Background(), Slice(ds), nil)
+		want, err := wantA.Run(context.Background(), Slice(ds), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := gated.Run(context.Background(), Slice(ds), nil)
+		got, err := gotA.Run(context.Background(), Slice(ds), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got.Options, want.Options = Options{}, Options{}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: gated report differs: flagged %d, want %d; findings %d, want %d",
+			t.Errorf("%s: report differs: flagged %d, want %d; findings %d, want %d",
 				name, got.Flagged, want.Flagged, len(got.Findings), len(want.Findings))
 		}
 		flagged += want.Flagged
