@@ -277,6 +277,8 @@ type scratch struct {
 	// memo replays the scan of messages met before (nil: every message
 	// is scanned); Run's workers have one.
 	memo *msgMemo
+	// entryOf[i] is message i's memo entry, if it has one.
+	entryOf []*memoEntry
 }
 
 // gramCand is a token n-gram (or a short statement's length of tokens) of
@@ -355,6 +357,7 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 	s.sts, s.lks = s.sts[:0], s.lks[:0]
 	s.stBody, s.stWH, s.stPos = s.stBody[:0], s.stWH[:0], s.stPos[:0]
 	s.askedDone = false
+	s.entryOf = s.entryOf[:0]
 	for i := range d.Messages {
 		m := &d.Messages[i]
 		if s.memo == nil {

@@ -17,12 +17,15 @@ import (
 // gives the check exactly what a scan would (TestMemoChangesNothing
 // compares whole reports).
 //
-// The memo is bounded: when its entries hold more than maxMemoBytes, or
-// it has counted maxMemoSeen first sightings, it starts empty again.
+// The memo is bounded: when its entries hold more than maxMemoBytes it
+// starts empty again, and the messages met once are remembered in a
+// table of memoSeenSlots hashes, a newer one taking an older one's slot.
 type msgMemo struct {
-	owner   *Auditor
-	seen    map[uint64]struct{} // hashes of messages met once (a collision only stores early)
-	entries map[memoKey]*memoEntry
+	owner *Auditor
+	// seen holds hashes of messages met once, at slot hash>>memoSeenShift
+	// (a collision only keeps a message early, or late).
+	seen    []uint64
+	entries map[uint64]*memoEntry // by hash; the entry's key is checked
 	bytes   int
 }
 
@@ -34,6 +37,7 @@ type memoKey struct {
 // memoEntry is scanMessage's yield for one message, its indexes relative
 // to the message's first line, token, statement or k-gram.
 type memoEntry struct {
+	key        memoKey
 	lh, wh     []uint64
 	blockStart []int // relative to the message's first line in lh
 	words      []span
@@ -45,6 +49,10 @@ type memoEntry struct {
 	bPos       []int
 	fp         [nStreams][]fpCand // m unset: the message's ctMsg
 	grams      []gramCand         // m unset: the message's msgRange
+	// asked are askedBy's statement documents for this user turn, once
+	// askedSet.
+	asked    []int
+	askedSet bool
 }
 
 const (
@@ -52,12 +60,13 @@ const (
 	minMemoBytes = 64
 	// maxMemoBytes bounds one worker's memo (entries, estimated).
 	maxMemoBytes = 32 << 20
-	// maxMemoSeen bounds the set of messages met once.
-	maxMemoSeen = 1 << 17
+	// memoSeenShift sets the table of messages met once: 1<<(64-shift)
+	// slots (65,536, 512 KiB).
+	memoSeenShift = 48
 )
 
 func newMsgMemo() *msgMemo {
-	return &msgMemo{seen: map[uint64]struct{}{}, entries: map[memoKey]*memoEntry{}}
+	return &msgMemo{seen: make([]uint64, 1<<(64-memoSeenShift)), entries: map[uint64]*memoEntry{}}
 }
 
 func (mm *msgMemo) reset() {
@@ -66,9 +75,20 @@ func (mm *msgMemo) reset() {
 	mm.bytes = 0
 }
 
+// memoHash hashes what scanMessage reads of a message (never 0, the
+// empty slot).
+func memoHash(k *memoKey) uint64 {
+	h := hashString(k.content) ^ hashString(k.role)*0x9E3779B97F4A7C15
+	if k.exec != "" {
+		h ^= hashString(k.exec) * 0xC2B2AE3D27D4EB4F
+	}
+	return h | 1
+}
+
 // scan is a.scanMessage(s, i, m), replayed from the memo when m was met
 // twice before.
 func (mm *msgMemo) scan(a *Auditor, s *scratch, i int, m *schema.Message) {
+	s.entryOf = append(s.entryOf, nil)
 	if mm.owner != a {
 		// A scratch may serve several auditors (benchmarks): the yield
 		// depends on the auditor's options and indexes.
@@ -83,19 +103,18 @@ func (mm *msgMemo) scan(a *Auditor, s *scratch, i int, m *schema.Message) {
 	if m.Exec != nil {
 		key.exec = m.Exec.Code
 	}
-	if e := mm.entries[key]; e != nil {
-		e.replay(s, i, m)
+	h := memoHash(&key)
+	if e := mm.entries[h]; e != nil {
+		if e.key == key {
+			s.entryOf[i] = e
+			e.replay(s, i, m)
+		} else {
+			a.scanMessage(s, i, m)
+		}
 		return
 	}
-	h := hashString(m.Content) ^ hashString(m.Role)*0x9E3779B97F4A7C15
-	if m.Exec != nil {
-		h ^= hashString(m.Exec.Code) * 0xC2B2AE3D27D4EB4F
-	}
-	if _, ok := mm.seen[h]; !ok {
-		if len(mm.seen) >= maxMemoSeen {
-			clear(mm.seen)
-		}
-		mm.seen[h] = struct{}{}
+	if slot := &mm.seen[h>>memoSeenShift]; *slot != h {
+		*slot = h
 		a.scanMessage(s, i, m)
 		return
 	}
@@ -103,12 +122,14 @@ func (mm *msgMemo) scan(a *Auditor, s *scratch, i int, m *schema.Message) {
 	at := s.mark()
 	a.scanMessage(s, i, m)
 	e := s.since(at)
+	e.key = key
 	size := e.size() + len(key.content) + len(key.exec)
 	if mm.bytes+size > maxMemoBytes {
 		mm.reset()
 	}
-	mm.entries[key] = e
+	mm.entries[h] = e
 	mm.bytes += size
+	s.entryOf[i] = e
 }
 
 // scratchMark is the lengths of the scratch's per-dialogue buffers.
