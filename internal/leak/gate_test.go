@@ -24,16 +24,18 @@ func TestGateLosesNothing(t *testing.T) {
 
 // TestMemoChangesNothing audits the same inputs with and without the
 // workers' message memo (memo.go) and wants the same reports. Each set is
-// audited as it is, then with each dialogue joined to the next, then as
-// it is again, so every message is replayed, at another position than
-// where it was kept.
+// audited twice as it is, then with each dialogue joined to the next,
+// then as it is again: a message is kept on its third sighting, as the
+// second half of a joined dialogue, and replayed as the first half of the
+// next one and in the last pass, at other positions than where it was
+// kept.
 func TestMemoChangesNothing(t *testing.T) {
 	sameReports(t, auditSets(t, true), testAuditor(t, Options{unmemoized: true}), testAuditor(t, Options{}))
 }
 
 // auditSets are the inputs of the sweeps and labelled sets, by name, and
 // 3,000 synthetic dialogues; with recur, each set but the synthetic one
-// is followed by its dialogues joined in pairs and by itself again.
+// is given twice, then its dialogues joined in pairs, then itself again.
 func auditSets(t *testing.T, recur bool) map[string][]schema.Dialogue {
 	he, mb := testHumanEval(t), testMBPP(t)
 	all := append(append([]schema.Problem(nil), he...), mb...)
@@ -71,7 +73,7 @@ func auditSets(t *testing.T, recur bool) map[string][]schema.Dialogue {
 		for i, d := range ds {
 			joined[i] = schema.Dialogue{ID: d.ID + "+", Messages: slices.Concat(d.Messages, ds[(i+1)%len(ds)].Messages)}
 		}
-		sets[name] = slices.Concat(ds, joined, ds)
+		sets[name] = slices.Concat(ds, ds, joined, ds)
 	}
 	corpus, _ := syntheticCorpus(t, 3000)
 	for d := range corpus {

@@ -9,22 +9,25 @@ import (
 
 // msgMemo is one worker's memo of what scanMessage yields for messages
 // that recur across dialogues: a system prompt, a templated request or
-// feedback turn, an execution result, a dialogue published twice. The
-// second time a message is met its yield is kept; from the third on it is
-// replayed (copied, its indexes rebased) instead of tokenized, cut and
-// hashed again. What scanMessage yields depends on the message alone
+// feedback turn, an execution result, a reply given to many requests.
+// The third time a message is met its yield is kept (memoAdmit); from
+// the fourth on it is replayed (copied, its indexes rebased) instead of
+// tokenized, cut and hashed again. What scanMessage yields depends on the message alone
 // (its role, text and executed code) and on the auditor, so a replay
 // gives the check exactly what a scan would (TestMemoChangesNothing
 // compares whole reports).
 //
-// The memo is bounded: when its entries hold more than maxMemoBytes it
-// starts empty again, and the messages met once are remembered in a
-// table of memoSeenSlots hashes, a newer one taking an older one's slot.
+// The memo is bounded: when its entries would hold more than maxMemoBytes,
+// the entries not replayed since the last such sweep are dropped (all of
+// them if that frees less than half), and the messages met fewer times
+// are counted in a table of hashes, a newer one taking an older one's
+// slot.
 type msgMemo struct {
 	owner *Auditor
-	// seen holds hashes of messages met once, at slot hash>>memoSeenShift
+	// seen holds hashes of messages met but not kept, at slot hash>>memoSeenShift
 	// (a collision only keeps a message early, or late).
 	seen    []uint64
+	seenN   []uint8 // sightings of seen's message
 	entries map[uint64]*memoEntry // by hash; the entry's key is checked
 	bytes   int
 }
@@ -53,6 +56,8 @@ type memoEntry struct {
 	// askedSet.
 	asked    []int
 	askedSet bool
+	size     int // estimated bytes
+	hits     int // replays since the last sweep
 }
 
 const (
@@ -60,17 +65,22 @@ const (
 	minMemoBytes = 64
 	// maxMemoBytes bounds one worker's memo (entries, estimated).
 	maxMemoBytes = 32 << 20
+	// memoAdmit is the sighting at which a message is kept: a message
+	// met only twice (a dialogue published twice) would not repay the
+	// copy, and would crowd out the ones that recur all along.
+	memoAdmit = 3
 	// memoSeenShift sets the table of messages met once: 1<<(64-shift)
 	// slots (65,536, 512 KiB).
 	memoSeenShift = 48
 )
 
 func newMsgMemo() *msgMemo {
-	return &msgMemo{seen: make([]uint64, 1<<(64-memoSeenShift)), entries: map[uint64]*memoEntry{}}
+	return &msgMemo{seen: make([]uint64, 1<<(64-memoSeenShift)), seenN: make([]uint8, 1<<(64-memoSeenShift)), entries: map[uint64]*memoEntry{}}
 }
 
 func (mm *msgMemo) reset() {
 	clear(mm.seen)
+	clear(mm.seenN)
 	clear(mm.entries)
 	mm.bytes = 0
 }
@@ -86,7 +96,7 @@ func memoHash(k *memoKey) uint64 {
 }
 
 // scan is a.scanMessage(s, i, m), replayed from the memo when m was met
-// twice before.
+// memoAdmit times before.
 func (mm *msgMemo) scan(a *Auditor, s *scratch, i int, m *schema.Message) {
 	s.entryOf = append(s.entryOf, nil)
 	if mm.owner != a {
@@ -106,6 +116,7 @@ func (mm *msgMemo) scan(a *Auditor, s *scratch, i int, m *schema.Message) {
 	h := memoHash(&key)
 	if e := mm.entries[h]; e != nil {
 		if e.key == key {
+			e.hits++
 			s.entryOf[i] = e
 			e.replay(s, i, m)
 		} else {
@@ -113,22 +124,25 @@ func (mm *msgMemo) scan(a *Auditor, s *scratch, i int, m *schema.Message) {
 		}
 		return
 	}
-	if slot := &mm.seen[h>>memoSeenShift]; *slot != h {
-		*slot = h
+	if slot := h >> memoSeenShift; mm.seen[slot] != h || mm.seenN[slot] < memoAdmit-1 {
+		if mm.seen[slot] != h {
+			mm.seen[slot], mm.seenN[slot] = h, 0
+		}
+		mm.seenN[slot]++
 		a.scanMessage(s, i, m)
 		return
 	}
-	// The second sighting: scan, and keep the yield.
+	// The memoAdmit-th sighting: scan, and keep the yield.
 	at := s.mark()
 	a.scanMessage(s, i, m)
 	e := s.since(at)
 	e.key = key
-	size := e.size() + len(key.content) + len(key.exec)
-	if mm.bytes+size > maxMemoBytes {
-		mm.reset()
+	e.size = e.bytes() + len(key.content) + len(key.exec)
+	if mm.bytes+e.size > maxMemoBytes {
+		mm.sweep()
 	}
 	mm.entries[h] = e
-	mm.bytes += size
+	mm.bytes += e.size
 	s.entryOf[i] = e
 }
 
@@ -168,8 +182,24 @@ func (s *scratch) since(at scratchMark) *memoEntry {
 	return e
 }
 
-// size estimates the entry's bytes.
-func (e *memoEntry) size() int {
+// sweep drops the entries not replayed since the last sweep, or all of
+// them when the others hold more than half the memo's bound.
+func (mm *msgMemo) sweep() {
+	for h, e := range mm.entries {
+		if e.hits == 0 {
+			delete(mm.entries, h)
+			mm.bytes -= e.size
+		}
+		e.hits = 0
+	}
+	if mm.bytes > maxMemoBytes/2 {
+		clear(mm.entries)
+		mm.bytes = 0
+	}
+}
+
+// bytes estimates the entry's size.
+func (e *memoEntry) bytes() int {
 	n := 8*(len(e.lh)+len(e.wh)+len(e.blockStart)+len(e.body)+len(e.bWH)+len(e.bPos)) +
 		int(unsafe.Sizeof(span{}))*len(e.words) + int(unsafe.Sizeof(ctok{}))*len(e.ctoks) +
 		int(unsafe.Sizeof(stmt{}))*len(e.sts) + int(unsafe.Sizeof(literalKey{}))*len(e.lks) +
