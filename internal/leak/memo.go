@@ -27,7 +27,7 @@ type msgMemo struct {
 	// seen holds hashes of messages met but not kept, at slot hash>>memoSeenShift
 	// (a collision only keeps a message early, or late).
 	seen    []uint64
-	seenN   []uint8 // sightings of seen's message
+	seenN   []uint8               // sightings of seen's message
 	entries map[uint64]*memoEntry // by hash; the entry's key is checked
 	bytes   int
 }
