@@ -169,3 +169,41 @@ func BenchmarkGate(b *testing.B) {
 	b.ReportMetric(cpuU, "cpu_s_ungated")
 	b.ReportMetric(cpuU/cpuG, "x_ungated_over_gated")
 }
+
+// TestMemoRecurrence measures how much of the synthetic benchmark corpus
+// recurs (messages whose role and text an earlier dialogue had) and
+// checks that the memo replays the messages met more than memoAdmit
+// times: the benchmark's "full" pass owes its gain over "nomemo" to them.
+func TestMemoRecurrence(t *testing.T) {
+	a := testAuditor(t, Options{})
+	corpus, _ := syntheticCorpus(t, 6800)
+	s := newScratch()
+	s.memo = newMsgMemo()
+	count := map[memoKey]int{}
+	var msgs, bytes, recurBytes, replayable int
+	i := 0
+	for d := range corpus {
+		for _, m := range d.Messages {
+			k := memoKey{role: m.Role, content: m.Content}
+			count[k]++
+			msgs++
+			bytes += len(m.Content)
+			if count[k] > 1 {
+				recurBytes += len(m.Content)
+			}
+			if count[k] > memoAdmit && len(m.Content) >= minMemoBytes {
+				replayable++
+			}
+		}
+		a.check(context.Background(), d, i, s)
+		i++
+	}
+	t.Logf("%d messages, %d distinct; %.1f%% of the text recurs; %d messages met more than %d times, %d replayed",
+		msgs, len(count), 100*float64(recurBytes)/float64(bytes), replayable, memoAdmit, s.memo.replays)
+	if s.memo.replays*10 < replayable*9 {
+		t.Errorf("replayed %d messages, want at least 90%% of the %d met more than %d times", s.memo.replays, replayable, memoAdmit)
+	}
+	if s.memo.replays > replayable {
+		t.Errorf("replayed %d messages, more than the %d met more than %d times", s.memo.replays, replayable, memoAdmit)
+	}
+}

@@ -30,6 +30,7 @@ type msgMemo struct {
 	seenN   []uint8               // sightings of seen's message
 	entries map[uint64]*memoEntry // by hash; the entry's key is checked
 	bytes   int
+	replays int // messages replayed, over the memo's life
 }
 
 // memoKey is what scanMessage reads of a message.
@@ -117,6 +118,7 @@ func (mm *msgMemo) scan(a *Auditor, s *scratch, i int, m *schema.Message) {
 	if e := mm.entries[h]; e != nil {
 		if e.key == key {
 			e.hits++
+			mm.replays++
 			s.entryOf[i] = e
 			e.replay(s, i, m)
 		} else {
