@@ -2,6 +2,7 @@ package leak
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -205,5 +206,55 @@ func TestMemoRecurrence(t *testing.T) {
 	}
 	if s.memo.replays > replayable {
 		t.Errorf("replayed %d messages, more than the %d met more than %d times", s.memo.replays, replayable, memoAdmit)
+	}
+}
+
+// BenchmarkMemo audits 6,800 synthetic dialogues with and without the
+// message memo on one goroutine, alternating in chunks of 100 dialogues
+// so both see the same load, and reports the CPU seconds of each and
+// their ratio (x_nomemo_over_memo; above 1: the memo saves), for the
+// corpus as it is ("recurring": most messages recur) and with every
+// message made unique by a numbered line at its end ("unique": the
+// memo's overhead where nothing recurs).
+// Run: go test -run '^$' -bench Memo -benchtime 1x ./internal/leak/
+func BenchmarkMemo(b *testing.B) {
+	a := testAuditor(b, Options{})
+	corpus, _ := syntheticCorpus(b, 6800)
+	var recurring, unique []*schema.Dialogue
+	for d := range corpus {
+		recurring = append(recurring, d)
+		u := &schema.Dialogue{ID: d.ID, Messages: slices.Clone(d.Messages)}
+		for j := range u.Messages {
+			u.Messages[j].Content += fmt.Sprintf("\n\n(%s, turn %d)", d.ID, j)
+		}
+		unique = append(unique, u)
+	}
+	for _, c := range []struct {
+		name string
+		ds   []*schema.Dialogue
+	}{{"recurring", recurring}, {"unique", unique}} {
+		b.Run(c.name, func(b *testing.B) {
+			plain, memo := newScratch(), newScratch()
+			memo.memo = newMsgMemo()
+			var cpuP, cpuM float64
+			for range b.N {
+				for i := 0; i < len(c.ds); i += 100 {
+					chunk := c.ds[i:min(i+100, len(c.ds))]
+					c0 := cpuSeconds(b)
+					for k, d := range chunk {
+						a.check(context.Background(), d, i+k, plain)
+					}
+					c1 := cpuSeconds(b)
+					for k, d := range chunk {
+						a.check(context.Background(), d, i+k, memo)
+					}
+					cpuP += c1 - c0
+					cpuM += cpuSeconds(b) - c1
+				}
+			}
+			b.ReportMetric(cpuM, "cpu_s_memo")
+			b.ReportMetric(cpuP, "cpu_s_nomemo")
+			b.ReportMetric(cpuP/cpuM, "x_nomemo_over_memo")
+		})
 	}
 }
