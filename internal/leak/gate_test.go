@@ -152,19 +152,11 @@ func BenchmarkGate(b *testing.B) {
 	sg, su := newScratch(), newScratch()
 	var cpuG, cpuU float64
 	for range b.N {
-		for i := 0; i < len(ds); i += 100 {
-			chunk := ds[i:min(i+100, len(ds))]
-			c0 := cpuSeconds(b)
-			for k, d := range chunk {
-				ungated.check(context.Background(), d, i+k, su)
-			}
-			c1 := cpuSeconds(b)
-			for k, d := range chunk {
-				gated.check(context.Background(), d, i+k, sg)
-			}
-			cpuU += c1 - c0
-			cpuG += cpuSeconds(b) - c1
-		}
+		u, g := alternateCPU(b, len(ds),
+			func(i int) { ungated.check(context.Background(), ds[i], i, su) },
+			func(i int) { gated.check(context.Background(), ds[i], i, sg) })
+		cpuU += u
+		cpuG += g
 	}
 	b.ReportMetric(cpuG, "cpu_s_gated")
 	b.ReportMetric(cpuU, "cpu_s_ungated")
@@ -238,23 +230,35 @@ func BenchmarkMemo(b *testing.B) {
 			memo.memo = newMsgMemo()
 			var cpuP, cpuM float64
 			for range b.N {
-				for i := 0; i < len(c.ds); i += 100 {
-					chunk := c.ds[i:min(i+100, len(c.ds))]
-					c0 := cpuSeconds(b)
-					for k, d := range chunk {
-						a.check(context.Background(), d, i+k, plain)
-					}
-					c1 := cpuSeconds(b)
-					for k, d := range chunk {
-						a.check(context.Background(), d, i+k, memo)
-					}
-					cpuP += c1 - c0
-					cpuM += cpuSeconds(b) - c1
-				}
+				p, m := alternateCPU(b, len(c.ds),
+					func(i int) { a.check(context.Background(), c.ds[i], i, plain) },
+					func(i int) { a.check(context.Background(), c.ds[i], i, memo) })
+				cpuP += p
+				cpuM += m
 			}
 			b.ReportMetric(cpuM, "cpu_s_memo")
 			b.ReportMetric(cpuP, "cpu_s_nomemo")
 			b.ReportMetric(cpuP/cpuM, "x_nomemo_over_memo")
 		})
 	}
+}
+
+// alternateCPU runs before(i) and after(i) for i in [0, n), alternating in
+// chunks of 100 so both see the same load, and returns the CPU seconds
+// each took.
+func alternateCPU(tb testing.TB, n int, before, after func(i int)) (cpuBefore, cpuAfter float64) {
+	for i := 0; i < n; i += 100 {
+		end := min(i+100, n)
+		c0 := cpuSeconds(tb)
+		for k := i; k < end; k++ {
+			before(k)
+		}
+		c1 := cpuSeconds(tb)
+		for k := i; k < end; k++ {
+			after(k)
+		}
+		cpuBefore += c1 - c0
+		cpuAfter += cpuSeconds(tb) - c1
+	}
+	return cpuBefore, cpuAfter
 }
