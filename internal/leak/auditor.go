@@ -739,7 +739,7 @@ func (a *Auditor) run(ctx context.Context, src iter.Seq2[job, error], each func(
 			defer wg.Done()
 			s := newScratch()
 			if !a.opts.unmemoized {
-				s.memo = newMsgMemo()
+				s.memo = newMsgMemo(a.opts.Workers)
 			}
 			for batch := range jobs {
 				rs := make([]Result, len(batch))

@@ -171,7 +171,7 @@ func TestMemoRecurrence(t *testing.T) {
 	a := testAuditor(t, Options{})
 	corpus, _ := syntheticCorpus(t, 6800)
 	s := newScratch()
-	s.memo = newMsgMemo()
+	s.memo = newMsgMemo(2)
 	count := map[memoKey]int{}
 	var msgs, bytes, recurBytes, replayable int
 	i := 0
@@ -227,7 +227,7 @@ func BenchmarkMemo(b *testing.B) {
 	}{{"recurring", recurring}, {"unique", unique}} {
 		b.Run(c.name, func(b *testing.B) {
 			plain, memo := newScratch(), newScratch()
-			memo.memo = newMsgMemo()
+			memo.memo = newMsgMemo(2)
 			var cpuP, cpuM float64
 			for range b.N {
 				p, m := alternateCPU(b, len(c.ds),
@@ -261,4 +261,31 @@ func alternateCPU(tb testing.TB, n int, before, after func(i int)) (cpuBefore, c
 		cpuAfter += cpuSeconds(tb) - c1
 	}
 	return cpuBefore, cpuAfter
+}
+
+// TestMemoBounded checks a memo with a small limit against none, one
+// dialogue at a time: it stays within its limit, sweeps, still replays,
+// and every Result is the same.
+func TestMemoBounded(t *testing.T) {
+	a := testAuditor(t, Options{})
+	corpus, _ := syntheticCorpus(t, 3000)
+	plain, small := newScratch(), newScratch()
+	small.memo = newMsgMemo(2)
+	small.memo.limit = 400 << 10
+	i := 0
+	for d := range corpus {
+		want := a.check(context.Background(), d, i, plain)
+		got := a.check(context.Background(), d, i, small)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("dialogue %d: memo result differs: %d findings, want %d", i, len(got.Findings), len(want.Findings))
+		}
+		if small.memo.bytes > small.memo.limit {
+			t.Fatalf("dialogue %d: memo holds %d bytes, over its limit %d", i, small.memo.bytes, small.memo.limit)
+		}
+		i++
+	}
+	t.Logf("%d replays, %d sweeps, %d bytes held", small.memo.replays, small.memo.sweeps, small.memo.bytes)
+	if small.memo.sweeps == 0 || small.memo.replays == 0 {
+		t.Errorf("%d sweeps, %d replays: want both", small.memo.sweeps, small.memo.replays)
+	}
 }

@@ -17,7 +17,7 @@ import (
 // gives the check exactly what a scan would (TestMemoChangesNothing
 // compares whole reports).
 //
-// The memo is bounded: when its entries would hold more than maxMemoBytes,
+// The memo is bounded: when its entries would hold more than its limit,
 // the entries not replayed since the last such sweep are dropped (all of
 // them if that frees less than half), and the messages met fewer times
 // are counted in a table of hashes, a newer one taking an older one's
@@ -30,7 +30,9 @@ type msgMemo struct {
 	seenN   []uint8               // sightings of seen's message
 	entries map[uint64]*memoEntry // by hash; the entry's key is checked
 	bytes   int
+	limit   int // most bytes
 	replays int // messages replayed, over the memo's life
+	sweeps  int
 }
 
 // memoKey is what scanMessage reads of a message.
@@ -64,8 +66,12 @@ type memoEntry struct {
 const (
 	// minMemoBytes: shorter messages cost less to scan than to look up.
 	minMemoBytes = 64
-	// maxMemoBytes bounds one worker's memo (entries, estimated).
-	maxMemoBytes = 32 << 20
+	// memoBytes bounds the memos of all of a run's workers together
+	// (entries, estimated): each has its share, and at least
+	// minMemoShare, so a run on many cores holds not much more than on
+	// two.
+	memoBytes    = 64 << 20
+	minMemoShare = 4 << 20
 	// memoAdmit is the sighting at which a message is kept: a message
 	// met only twice (a dialogue published twice) would not repay the
 	// copy, and would crowd out the ones that recur all along.
@@ -75,8 +81,9 @@ const (
 	memoSeenShift = 48
 )
 
-func newMsgMemo() *msgMemo {
-	return &msgMemo{seen: make([]uint64, 1<<(64-memoSeenShift)), seenN: make([]uint8, 1<<(64-memoSeenShift)), entries: map[uint64]*memoEntry{}}
+// newMsgMemo returns a memo for one of workers workers.
+func newMsgMemo(workers int) *msgMemo {
+	return &msgMemo{limit: max(memoBytes/max(workers, 1), minMemoShare), seen: make([]uint64, 1<<(64-memoSeenShift)), seenN: make([]uint8, 1<<(64-memoSeenShift)), entries: map[uint64]*memoEntry{}}
 }
 
 func (mm *msgMemo) reset() {
@@ -140,7 +147,7 @@ func (mm *msgMemo) scan(a *Auditor, s *scratch, i int, m *schema.Message) {
 	e := s.since(at)
 	e.key = key
 	e.size = e.bytes() + len(key.content) + len(key.exec)
-	if mm.bytes+e.size > maxMemoBytes {
+	if mm.bytes+e.size > mm.limit {
 		mm.sweep()
 	}
 	mm.entries[h] = e
@@ -187,6 +194,7 @@ func (s *scratch) since(at scratchMark) *memoEntry {
 // sweep drops the entries not replayed since the last sweep, or all of
 // them when the others hold more than half the memo's bound.
 func (mm *msgMemo) sweep() {
+	mm.sweeps++
 	for h, e := range mm.entries {
 		if e.hits == 0 {
 			delete(mm.entries, h)
@@ -194,7 +202,7 @@ func (mm *msgMemo) sweep() {
 		}
 		e.hits = 0
 	}
-	if mm.bytes > maxMemoBytes/2 {
+	if mm.bytes > mm.limit/2 {
 		clear(mm.entries)
 		mm.bytes = 0
 	}
