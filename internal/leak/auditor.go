@@ -80,8 +80,9 @@ type Options struct {
 	Workers  int  `json:"-"` // parallel dialogue workers (default GOMAXPROCS)
 	TopLines int  `json:"-"` // shared lines listed per benchmark (default 20)
 	// ungated turns the statement gate (gate.go) off, for the test that
-	// the gate loses nothing.
-	ungated bool
+	// the gate loses nothing; unmemoized the workers' message memo
+	// (memo.go), for the test that it changes nothing.
+	ungated, unmemoized bool
 }
 
 // DefaultOptions are the documented defaults.
@@ -273,6 +274,11 @@ type scratch struct {
 	stWH   []uint64
 	stWin  []uint64
 	stPos  []int
+	// memo replays the scan of messages met before (nil: every message
+	// is scanned); Run's workers have one.
+	memo *msgMemo
+	// entryOf[i] is message i's memo entry, if it has one.
+	entryOf []*memoEntry
 }
 
 // gramCand is a token n-gram (or a short statement's length of tokens) of
@@ -337,70 +343,35 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 	}
 	r := Result{Seq: seq, DialogueID: id, Shared: make([]int, len(a.indexes)), sharedLines: make([][]uint64, len(a.indexes))}
 
-	// Code lines and their windows, computed once for all benchmarks.
-	w := a.opts.Window
-	a.opts.Lines.dialogueLines(d, w, s)
-	r.CodeLines = len(s.lh)
-	s.sharedAny = resetBools(s.sharedAny, len(s.lh))
-
-	// Token n-grams of every message (never across messages), and the
-	// code tokens of every user, assistant and system turn, fenced or not
-	// (execution turns hold program output), in one scan of each message,
-	// computed once for all benchmarks; msgs[i] holds message i's range
-	// in s.toks. The n-grams and code k-grams are hashed and filtered as
-	// the tokens are found, not stored.
+	// Code lines and their windows, token n-grams of every message (never
+	// across messages), and the code tokens of every user, assistant and
+	// system turn, fenced or not (execution turns hold program output),
+	// computed once for all benchmarks, message by message (scanMessage);
+	// a message seen before is replayed from the worker's memo.
+	s.lh, s.wh, s.blockStart = s.lh[:0], s.wh[:0], s.blockStart[:0]
 	s.toks, s.msgs, s.gramCand = s.toks[:0], s.msgs[:0], s.gramCand[:0]
 	s.ctoks, s.ctMsgs = s.ctoks[:0], s.ctMsgs[:0]
 	for st := range nStreams {
 		s.fpCand[st] = s.fpCand[st][:0]
 	}
-	fp, k := !a.opts.Fingerprints.Off, a.opts.Fingerprints.K
-	stOn := !a.opts.Statements.Off
-	if !fp {
-		k = minStmtMsgTokens
-	}
 	s.sts, s.lks = s.sts[:0], s.lks[:0]
 	s.stBody, s.stWH, s.stPos = s.stBody[:0], s.stWH[:0], s.stPos[:0]
 	s.askedDone = false
+	s.entryOf = s.entryOf[:0]
 	for i := range d.Messages {
 		m := &d.Messages[i]
-		t0 := len(s.toks)
-		if (fp || stOn) && m.Role != schema.RoleExecution {
-			c0 := len(s.ctoks)
-			s.ctoks, s.toks = codeAndWordTokens(m.Content, s.ctoks, s.toks)
-			if len(s.ctoks)-c0 < k {
-				s.ctoks = s.ctoks[:c0]
-			} else {
-				cm := ctMsg{msg: i, t0: c0, t1: len(s.ctoks), s0: len(s.sts), l0: len(s.lks)}
-				if stOn {
-					// Statements first: they rename the bound builtins
-					// in the norm form the renamed k-grams hash.
-					toks := s.ctoks[c0:]
-					s.sts = codeStatements(m.Content, toks, s.sts)
-					if a.gate != nil && !a.gate.statements(s.sts[cm.s0:]) {
-						s.sts = s.sts[:cm.s0]
-					}
-					if a.gate == nil || a.gate.literals(m.Content, toks) {
-						s.lks = literalKeys(m.Content, toks, a.opts.Statements.MinTable, a.opts.Statements.MinString, s.lks)
-					}
-				}
-				cm.s1, cm.l1 = len(s.sts), len(s.lks)
-				if stOn {
-					s.addBody(&cm, s.ctoks[c0:])
-				}
-				s.ctMsgs = append(s.ctMsgs, cm)
-				if fp {
-					a.kgramCandidates(s, len(s.ctMsgs)-1, a.opts.Fingerprints.K)
-				}
-			}
-		} else {
-			s.toks = appendTokens(s.toks, m.Content)
+		if s.memo == nil {
+			a.scanMessage(s, i, m)
+			continue
 		}
-		s.msgs = append(s.msgs, msgRange{text: m.Content, msg: i, role: m.Role, tok0: t0, tok1: len(s.toks)})
-		a.gramCandidates(s, len(s.msgs)-1)
+		s.memo.scan(a, s, i, m)
 	}
+	r.CodeLines = len(s.lh)
+	s.sharedAny = resetBools(s.sharedAny, len(s.lh))
 	a.candidates(s)
 
+	w := a.opts.Window
+	stOn := !a.opts.Statements.Off
 	for bi, x := range a.indexes {
 		if !a.opts.Fingerprints.Off {
 			a.matchFingerprints(x, d, id, s, &r)
@@ -526,6 +497,57 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 		}
 	}
 	return r
+}
+
+// scanMessage appends what message i alone yields to the scratch: its
+// code lines and their windows (user and assistant turns), its word
+// tokens and the n-grams that pass the filter, and (all but execution
+// turns) its code tokens, statements, literal keys and k-grams. The n-grams
+// and code k-grams are hashed and filtered as the tokens are found, not
+// stored.
+func (a *Auditor) scanMessage(s *scratch, i int, m *schema.Message) {
+	if m.Role == schema.RoleUser || m.Role == schema.RoleAssistant {
+		a.opts.Lines.messageLines(m, a.opts.Window, s)
+	}
+	fp, k := !a.opts.Fingerprints.Off, a.opts.Fingerprints.K
+	stOn := !a.opts.Statements.Off
+	if !fp {
+		k = minStmtMsgTokens
+	}
+	t0 := len(s.toks)
+	if (fp || stOn) && m.Role != schema.RoleExecution {
+		c0 := len(s.ctoks)
+		s.ctoks, s.toks = codeAndWordTokens(m.Content, s.ctoks, s.toks)
+		if len(s.ctoks)-c0 < k {
+			s.ctoks = s.ctoks[:c0]
+		} else {
+			cm := ctMsg{msg: i, t0: c0, t1: len(s.ctoks), s0: len(s.sts), l0: len(s.lks)}
+			if stOn {
+				// Statements first: they rename the bound builtins
+				// in the norm form the renamed k-grams hash.
+				toks := s.ctoks[c0:]
+				s.sts = codeStatements(m.Content, toks, s.sts)
+				if a.gate != nil && !a.gate.statements(s.sts[cm.s0:]) {
+					s.sts = s.sts[:cm.s0]
+				}
+				if a.gate == nil || a.gate.literals(m.Content, toks) {
+					s.lks = literalKeys(m.Content, toks, a.opts.Statements.MinTable, a.opts.Statements.MinString, s.lks)
+				}
+			}
+			cm.s1, cm.l1 = len(s.sts), len(s.lks)
+			if stOn {
+				s.addBody(&cm, s.ctoks[c0:])
+			}
+			s.ctMsgs = append(s.ctMsgs, cm)
+			if fp {
+				a.kgramCandidates(s, len(s.ctMsgs)-1, a.opts.Fingerprints.K)
+			}
+		}
+	} else {
+		s.toks = appendTokens(s.toks, m.Content)
+	}
+	s.msgs = append(s.msgs, msgRange{text: m.Content, msg: i, role: m.Role, tok0: t0, tok1: len(s.toks)})
+	a.gramCandidates(s, len(s.msgs)-1)
 }
 
 func gramEvidence(g *gramHit, all int) string {
@@ -720,6 +742,9 @@ func (a *Auditor) run(ctx context.Context, src iter.Seq2[job, error], each func(
 		go func() {
 			defer wg.Done()
 			s := newScratch()
+			if !a.opts.unmemoized {
+				s.memo = newMsgMemo(a.opts.Workers)
+			}
 			for batch := range jobs {
 				rs := make([]Result, len(batch))
 				for i, j := range batch {

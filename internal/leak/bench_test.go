@@ -112,7 +112,9 @@ func cpuSeconds(tb testing.TB) float64 {
 // and MBPP, first with the code fingerprints and statements off (the
 // measures the audit had before them: lines and n-grams) as the baseline,
 // then without the statement and literal measures, then with every
-// model-free measure, and reports for each the seconds, CPU seconds
+// model-free measure without and with the workers' message memo
+// (memo.go; "nomemo" is the audit before it, and most messages of this
+// corpus recur: see TestMemoRecurrence), and reports for each the seconds, CPU seconds
 // (building the dialogues included; s_corpus_only is that part alone,
 // and cpu_s_net the audit's CPU seconds without it),
 // dialogues/s and the peak RSS so far, and the ratio of the full audit's
@@ -135,13 +137,14 @@ func BenchmarkAudit68k(b *testing.B) {
 		b.ReportMetric(time.Since(start).Seconds(), "s_corpus_only")
 		corpusCPU := cpuSeconds(b) - cpu0
 		b.ReportMetric(corpusCPU, "cpu_s_corpus_only")
-		var base, cpuBase float64
+		var base, cpuBase, noMemo, cpuNoMemo float64
 		for _, c := range []struct {
 			name string
 			o    Options
 		}{
 			{"baseline", Options{Fingerprints: FingerprintOptions{Off: true}, Statements: StatementOptions{Off: true}}},
 			{"nostatements", Options{Statements: StatementOptions{Off: true}}},
+			{"nomemo", Options{unmemoized: true}},
 			{"full", Options{}},
 		} {
 			a := testAuditor(b, c.o)
@@ -164,11 +167,16 @@ func BenchmarkAudit68k(b *testing.B) {
 			b.ReportMetric(float64(n)/el, "dlg/s_"+c.name)
 			b.ReportMetric(float64(vmHWM(b))/(1<<20), "VmHWM_MiB_after_"+c.name)
 			b.Logf("%s: avg dialogue %d bytes; flagged %d", c.name, avg, rep.Flagged)
-			if base == 0 {
+			switch {
+			case base == 0:
 				base, cpuBase = el, cpu
-			} else if c.name == "full" {
+			case c.name == "nomemo":
+				noMemo, cpuNoMemo = el, cpu
+			case c.name == "full":
 				b.ReportMetric(el/base, "time_full/baseline")
 				b.ReportMetric(cpu/cpuBase, "cpu_full/baseline")
+				b.ReportMetric(noMemo/el, "time_nomemo/full")
+				b.ReportMetric(cpuNoMemo/cpu, "cpu_nomemo/full")
 			}
 		}
 	}

@@ -141,7 +141,9 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool) ([]ctok, []
 		c := text[i]
 		switch codeClass[c] {
 		case cSpace:
-			i++
+			// A run of spaces (indentation) in one tight loop.
+			for i++; i < n && codeClass[text[i]] == cSpace; i++ {
+			}
 			continue
 		case cHash:
 			start := i

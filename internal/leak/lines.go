@@ -429,7 +429,17 @@ func codeLike(l string) bool {
 // line, without building DialogueCode's list of blocks.
 func (o LineOptions) dialogueLines(d *schema.Dialogue, w int, s *scratch) {
 	s.lh, s.wh, s.blockStart = s.lh[:0], s.wh[:0], s.blockStart[:0]
-	first := 0
+	for i := range d.Messages {
+		if m := &d.Messages[i]; m.Role == schema.RoleUser || m.Role == schema.RoleAssistant {
+			o.messageLines(m, w, s)
+		}
+	}
+}
+
+// messageLines appends to s.lh, s.wh and s.blockStart what dialogueLines
+// does for one user or assistant turn m.
+func (o LineOptions) messageLines(m *schema.Message, w int, s *scratch) {
+	first := len(s.lh)
 	endBlock := func() {
 		before := len(s.wh)
 		s.wh = rollingHashes(s.lh[first:], w, s.wh)
@@ -438,29 +448,23 @@ func (o LineOptions) dialogueLines(d *schema.Dialogue, w int, s *scratch) {
 		}
 		first = len(s.lh)
 	}
-	for i := range d.Messages {
-		m := &d.Messages[i]
-		if m.Role != schema.RoleUser && m.Role != schema.RoleAssistant {
-			continue
-		}
-		if o.fencedLines(m.Content, s, endBlock) {
-			continue
-		}
-		if m.Exec != nil && m.Exec.Code != "" {
-			s.lh, s.nbuf = o.codeLineHashes(m.Exec.Code, s.nbuf, s.lh)
-			endBlock()
-			continue
-		}
-		// The code-like lines of the turn are one block.
-		for rest := m.Content; rest != ""; {
-			var l string
-			l, rest = nextLine(rest)
-			if codeLike(l) {
-				s.lh, s.nbuf = o.lineHash(l, s.nbuf, s.lh)
-			}
-		}
-		endBlock()
+	if o.fencedLines(m.Content, s, endBlock) {
+		return
 	}
+	if m.Exec != nil && m.Exec.Code != "" {
+		s.lh, s.nbuf = o.codeLineHashes(m.Exec.Code, s.nbuf, s.lh)
+		endBlock()
+		return
+	}
+	// The code-like lines of the turn are one block.
+	for rest := m.Content; rest != ""; {
+		var l string
+		l, rest = nextLine(rest)
+		if codeLike(l) {
+			s.lh, s.nbuf = o.lineHash(l, s.nbuf, s.lh)
+		}
+	}
+	endBlock()
 }
 
 // fencedLines hashes the lines of each fenced block of text and calls

@@ -940,12 +940,30 @@ func (a *Auditor) askedBy(bi, t int, d *schema.Dialogue, s *scratch) int {
 			if m.Role != schema.RoleUser {
 				continue
 			}
+			// A recurring turn's documents are kept in its memo entry.
+			var e *memoEntry
+			if i < len(s.entryOf) {
+				e = s.entryOf[i]
+			}
+			if e != nil && e.askedSet {
+				for _, doc := range e.asked {
+					s.asked = append(s.asked, [2]int{i, doc})
+				}
+				continue
+			}
 			if s.askAcc == nil {
 				s.askAcc = make([]float32, len(a.ask.docs))
 			}
+			from := len(s.asked)
 			for _, h := range a.ask.nearest(stripCode(m.Content), a.opts.Statements.AskedTopK, s.askAcc, nil) {
 				if h.rel >= askedFloor {
 					s.asked = append(s.asked, [2]int{i, h.doc})
+				}
+			}
+			if e != nil {
+				e.askedSet = true
+				for _, p := range s.asked[from:] {
+					e.asked = append(e.asked, p[1])
 				}
 			}
 		}
