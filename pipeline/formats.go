@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/codefeedback/codefeedback/internal/registry"
 	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/schema"
 	"github.com/klauspost/compress/zstd"
@@ -32,27 +33,27 @@ type ItemWriter interface {
 type OutputFormat func(path string) (ItemWriter, error)
 
 var (
-	inputs  = named[InputFormat]{kind: "input format"}
-	outputs = named[OutputFormat]{kind: "output format"}
+	inputs  = registry.Named[InputFormat]{Kind: "pipeline: input format"}
+	outputs = registry.Named[OutputFormat]{Kind: "pipeline: output format"}
 )
 
 // RegisterInput adds an input format (adapter) for pipeline files' `inputs:`.
 // The schema package's adapters are registered under their names by the
 // command wiring; the built-ins read JSONL.
-func RegisterInput(name string, f InputFormat) { inputs.add(name, f) }
+func RegisterInput(name string, f InputFormat) { inputs.Add(name, f) }
 
 // RegisterOutput adds an output format for pipeline files' `outputs:`.
-func RegisterOutput(name string, f OutputFormat) { outputs.add(name, f) }
+func RegisterOutput(name string, f OutputFormat) { outputs.Add(name, f) }
 
-func lookupFormat(name string) (InputFormat, bool) { return inputs.get(name) }
+func lookupFormat(name string) (InputFormat, bool) { return inputs.Get(name) }
 
-func lookupOutput(name string) (OutputFormat, bool) { return outputs.get(name) }
+func lookupOutput(name string) (OutputFormat, bool) { return outputs.Get(name) }
 
 // InputFormats lists registered input formats.
-func InputFormats() []string { return inputs.names() }
+func InputFormats() []string { return inputs.Names() }
 
 // OutputFormats lists registered output formats.
-func OutputFormats() []string { return outputs.names() }
+func OutputFormats() []string { return outputs.Names() }
 
 // guessFormat: every input file is read through the schema package's
 // adapters, which detect the format from the first record ("auto").
