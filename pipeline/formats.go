@@ -270,22 +270,6 @@ func (a *atomicFile) Commit() error {
 
 func (a *atomicFile) Abort() { a.af.Abort() }
 
-// writeFileAtomic writes b to path atomically.
-func writeFileAtomic(path string, b []byte) error {
-	af, err := schema.CreateAtomic(path)
-	if err != nil {
-		return fmt.Errorf("pipeline: %w", err)
-	}
-	// A buffer of the file's size, not createAtomic's 1 MiB: manifests and
-	// markers are small and written several times per run.
-	a := &atomicFile{af: af, w: bufio.NewWriterSize(af, max(len(b), 16))}
-	if _, err := a.Write(b); err != nil {
-		a.Abort()
-		return err
-	}
-	return a.Commit()
-}
-
 // jsonlOut writes items (envelopes) or their bare records as JSONL.
 type jsonlOut struct {
 	a        *atomicFile
