@@ -188,17 +188,7 @@ func TestPlantable(t *testing.T) {
 func TestStageModelLanguages(t *testing.T) {
 	probs, bugs := multiLang(t)
 	dir := t.TempDir()
-	var lines []string
-	for _, id := range []string{"ml/add/go", "ml/vowels/javascript"} {
-		b, err := json.Marshal(probs[id])
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, string(b))
-	}
-	if err := os.WriteFile(filepath.Join(dir, "p.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pipelinetest.WriteJSONL(t, filepath.Join(dir, "p.jsonl"), probs["ml/add/go"], probs["ml/vowels/javascript"])
 	srv := llmtest.New(t)
 	srv.Script(func(c llmtest.Call) llmtest.Reply {
 		ask := c.Request.Messages[0].Content
