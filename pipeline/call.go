@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/codefeedback/codefeedback/schema"
 )
 
 // Whole-set stages (pack with answer: true, leetcode with a model) make
@@ -146,7 +148,7 @@ func (f *Failures) Err(svc *Services) error {
 	if ru := rulesOf(svc); ru.dir != "" {
 		path := filepath.Join(ru.dir, "dead-letters.jsonl")
 		if err := os.MkdirAll(ru.dir, 0o755); err == nil {
-			if err := writeFileAtomic(path, []byte(b.String())); err == nil {
+			if err := schema.WriteFileAtomic(path, []byte(b.String())); err == nil {
 				where = "; dead letters in " + path
 			}
 		}

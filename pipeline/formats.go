@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/codefeedback/codefeedback/internal/registry"
 	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/schema"
 	"github.com/klauspost/compress/zstd"
@@ -32,27 +33,27 @@ type ItemWriter interface {
 type OutputFormat func(path string) (ItemWriter, error)
 
 var (
-	inputs  = named[InputFormat]{kind: "input format"}
-	outputs = named[OutputFormat]{kind: "output format"}
+	inputs  = registry.Named[InputFormat]{Kind: "pipeline: input format"}
+	outputs = registry.Named[OutputFormat]{Kind: "pipeline: output format"}
 )
 
 // RegisterInput adds an input format (adapter) for pipeline files' `inputs:`.
 // The schema package's adapters are registered under their names by the
 // command wiring; the built-ins read JSONL.
-func RegisterInput(name string, f InputFormat) { inputs.add(name, f) }
+func RegisterInput(name string, f InputFormat) { inputs.Add(name, f) }
 
 // RegisterOutput adds an output format for pipeline files' `outputs:`.
-func RegisterOutput(name string, f OutputFormat) { outputs.add(name, f) }
+func RegisterOutput(name string, f OutputFormat) { outputs.Add(name, f) }
 
-func lookupFormat(name string) (InputFormat, bool) { return inputs.get(name) }
+func lookupFormat(name string) (InputFormat, bool) { return inputs.Get(name) }
 
-func lookupOutput(name string) (OutputFormat, bool) { return outputs.get(name) }
+func lookupOutput(name string) (OutputFormat, bool) { return outputs.Get(name) }
 
 // InputFormats lists registered input formats.
-func InputFormats() []string { return inputs.names() }
+func InputFormats() []string { return inputs.Names() }
 
 // OutputFormats lists registered output formats.
-func OutputFormats() []string { return outputs.names() }
+func OutputFormats() []string { return outputs.Names() }
 
 // guessFormat: every input file is read through the schema package's
 // adapters, which detect the format from the first record ("auto").
@@ -268,22 +269,6 @@ func (a *atomicFile) Commit() error {
 }
 
 func (a *atomicFile) Abort() { a.af.Abort() }
-
-// writeFileAtomic writes b to path atomically.
-func writeFileAtomic(path string, b []byte) error {
-	af, err := schema.CreateAtomic(path)
-	if err != nil {
-		return fmt.Errorf("pipeline: %w", err)
-	}
-	// A buffer of the file's size, not createAtomic's 1 MiB: manifests and
-	// markers are small and written several times per run.
-	a := &atomicFile{af: af, w: bufio.NewWriterSize(af, max(len(b), 16))}
-	if _, err := a.Write(b); err != nil {
-		a.Abort()
-		return err
-	}
-	return a.Commit()
-}
 
 // jsonlOut writes items (envelopes) or their bare records as JSONL.
 type jsonlOut struct {

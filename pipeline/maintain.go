@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/codefeedback/codefeedback/internal/store"
+	"github.com/codefeedback/codefeedback/schema"
 )
 
 // MergeReport says what Merge copied.
@@ -67,7 +68,7 @@ func Merge(ctx context.Context, dst string, shards []string) (MergeReport, error
 			if err != nil {
 				return rep, fmt.Errorf("merge: %w", err)
 			}
-			if err := writeFileAtomic(filepath.Join(dst, "sets", filepath.Base(s)), b); err != nil {
+			if err := schema.WriteFileAtomic(filepath.Join(dst, "sets", filepath.Base(s)), b); err != nil {
 				return rep, err
 			}
 			if _, ok := setKeyOf(s); ok {

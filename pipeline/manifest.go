@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/codefeedback/codefeedback/schema"
 )
 
 // Manifest is the run's record, RUN/manifest.json, rewritten atomically after
@@ -133,11 +135,10 @@ func ReadManifest(runDir string) (*Manifest, error) {
 func (m *Manifest) write(path string) error {
 	m.carryHistory(path)
 	m.Total = m.prior.add(m.Summary())
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
+	if err := schema.WriteJSONAtomic(path, m); err != nil {
 		return fmt.Errorf("pipeline: manifest: %w", err)
 	}
-	return writeFileAtomic(path, append(b, '\n'))
+	return nil
 }
 
 // RunSummary is one earlier run of a run directory, as its manifest ended.

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/codefeedback/codefeedback/schema"
 )
 
 // marker is a stage's completion record, written after its output.
@@ -45,7 +47,7 @@ func (r *runner) readMarker(name string) (*marker, error) {
 
 func (r *runner) writeMarker(name string, m *marker) error {
 	b, _ := json.Marshal(m)
-	return writeFileAtomic(filepath.Join(r.stageDir(name), "done.json"), b)
+	return schema.WriteFileAtomic(filepath.Join(r.stageDir(name), "done.json"), b)
 }
 
 // sources returns the output files a stage reads and their combined hash.
@@ -73,7 +75,7 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 func (r *runner) isForced(name string) bool { return slices.Contains(r.o.Force, name) }
 
 func (r *runner) writeRefs(name, content string) error {
-	return writeFileAtomic(filepath.Join(r.stageDir(name), "refs"), []byte(content))
+	return schema.WriteFileAtomic(filepath.Join(r.stageDir(name), "refs"), []byte(content))
 }
 
 // StageOutHash is the hash of the output lines of a stage that completed in

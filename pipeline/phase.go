@@ -18,6 +18,7 @@ import (
 
 	"github.com/codefeedback/codefeedback/internal/remote"
 	"github.com/codefeedback/codefeedback/internal/store"
+	"github.com/codefeedback/codefeedback/schema"
 )
 
 // A phased run spreads every per-item stage over parallel tasks, not only
@@ -366,10 +367,8 @@ func MergePhase(ctx context.Context, cfg *Config, root string, k, n int, o RunOp
 	if res.Manifest != nil && !o.DryRun {
 		// The merged directory's manifest is the last merge's: each
 		// merge's own is kept beside it (what it ran, and how long).
-		if b, jerr := json.MarshalIndent(res.Manifest, "", "  "); jerr == nil {
-			if werr := writeFileAtomic(filepath.Join(res.Dir, "merge-"+strconv.Itoa(k)+".manifest.json"), b); werr != nil && err == nil {
-				err = werr
-			}
+		if werr := schema.WriteJSONAtomic(filepath.Join(res.Dir, "merge-"+strconv.Itoa(k)+".manifest.json"), res.Manifest); werr != nil && err == nil {
+			err = fmt.Errorf("pipeline: %w", werr)
 		}
 	}
 	if err != nil && !(errors.Is(err, ErrGateTripped) && !errors.Is(err, ErrUnitsFailed)) {
@@ -441,11 +440,10 @@ func writeHandoff(ctx context.Context, merged, root string, k int, seeds []strin
 		}
 		idx[name] = handoffFile{File: file, OutHash: w.sum(), Items: w.lines}
 	}
-	b, err := json.MarshalIndent(idx, "", "  ")
-	if err != nil {
+	if err := schema.WriteJSONAtomic(filepath.Join(dir, handoffIndex), idx); err != nil {
 		return fmt.Errorf("pipeline: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(dir, handoffIndex), b)
+	return nil
 }
 
 // PlanHash identifies a pipeline file's phases, for a scheduler script made

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/codefeedback/codefeedback/schema"
 )
 
 // limitedPath names a --limit run's output: out/d.jsonl.gz -> out/d.limit-N.jsonl.gz.
@@ -139,5 +141,5 @@ func (r *runner) publishOutputs(ctx context.Context) error {
 		r.man.Outputs = append(r.man.Outputs, OutputRecord{Path: o.Path, Format: o.Format, From: o.From, Kind: o.Kind, Items: n})
 	}
 	b, _ := json.Marshal(stamps)
-	return writeFileAtomic(filepath.Join(r.dir, publishedFile), b)
+	return schema.WriteFileAtomic(filepath.Join(r.dir, publishedFile), b)
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/codefeedback/codefeedback/schema"
 )
 
 // Rejection is one model answer (or one item) a quality gate turned away.
@@ -288,7 +290,7 @@ func (r *runner) writeAllQuarantine(s *StageSpec, rejects []Rejection, rec *Stag
 		b = append(append(b, line...), '\n')
 	}
 	rec.Counts.Quarantined = int64(len(rejects))
-	return writeFileAtomic(filepath.Join(r.stageDir(s.Name), quarantineFile), b)
+	return schema.WriteFileAtomic(filepath.Join(r.stageDir(s.Name), quarantineFile), b)
 }
 
 // settleAllGates checks a whole-set stage's gates on its final figures

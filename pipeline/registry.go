@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"reflect"
 
+	"github.com/codefeedback/codefeedback/internal/registry"
 	"github.com/codefeedback/codefeedback/internal/store"
 )
 
@@ -13,7 +14,7 @@ type registered struct {
 	build    func(opts any, svc *Services) (*stageCaps, error)
 }
 
-var stageTypes = named[registered]{kind: "stage"}
+var stageTypes = registry.Named[registered]{Kind: "pipeline: stage"}
 
 // Register makes a stage type available to pipeline files under name.
 // defaults holds the option values used where the file leaves a key out.
@@ -25,7 +26,7 @@ func Register[O any, S Stage](name string, defaults O, f Factory[O, S]) {
 	if reflect.TypeFor[O]().Kind() != reflect.Struct {
 		panic("pipeline: options of stage " + name + " must be a struct")
 	}
-	stageTypes.add(name, registered{
+	stageTypes.Add(name, registered{
 		name: name,
 		defaults: func() reflect.Value {
 			p := reflect.New(reflect.TypeFor[O]())
@@ -43,9 +44,9 @@ func Register[O any, S Stage](name string, defaults O, f Factory[O, S]) {
 }
 
 // Stages lists the registered stage names.
-func Stages() []string { return stageTypes.names() }
+func Stages() []string { return stageTypes.Names() }
 
-func lookupStage(name string) (registered, bool) { return stageTypes.get(name) }
+func lookupStage(name string) (registered, bool) { return stageTypes.Get(name) }
 
 // ServiceEnv is what a service builder gets from the engine.
 type ServiceEnv struct {
@@ -73,7 +74,7 @@ type ServiceEnv struct {
 // top-level section of the pipeline file.
 type ServiceBuilder func(env ServiceEnv) (any, error)
 
-var services = named[ServiceBuilder]{kind: "service"}
+var services = registry.Named[ServiceBuilder]{Kind: "pipeline: service"}
 
 // RegisterService registers the builder for a top-level section: "model"
 // fills Services.Model, "embedder" fills Services.Embedder. The llm and embed
@@ -82,7 +83,7 @@ func RegisterService(section string, b ServiceBuilder) {
 	if section != "model" && section != "embedder" {
 		panic("pipeline: unknown service section " + section)
 	}
-	services.add(section, b)
+	services.Add(section, b)
 }
 
-func lookupService(section string) (ServiceBuilder, bool) { return services.get(section) }
+func lookupService(section string) (ServiceBuilder, bool) { return services.Get(section) }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/codefeedback/codefeedback/internal/store"
+	"github.com/codefeedback/codefeedback/schema"
 )
 
 // runAll runs a whole-set stage, or reuses its output when the stage key and
@@ -154,7 +155,7 @@ func writeSetStats(setPath string, stats map[string]float64) error {
 	if err != nil {
 		return fmt.Errorf("encode stats: %w", err)
 	}
-	return writeFileAtomic(setStatsPath(setPath), b)
+	return schema.WriteFileAtomic(setStatsPath(setPath), b)
 }
 
 func readSetStats(setPath string) (map[string]float64, error) {

@@ -300,23 +300,32 @@ func (a *adapter) assign(p *Problem, f fieldMap, raw json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	switch f.dst {
-	case TargetID:
+	if f.dst == TargetID {
 		p.ID = a.idPrefix + s
+	} else if field := textField(p, f.dst); field != nil {
+		*field = s
+	}
+	return nil
+}
+
+// textField is the Problem field a plain text target names; nil for the
+// targets with rules of their own (ID, tests).
+func textField(p *Problem, target string) *string {
+	switch target {
 	case TargetText:
-		p.Text = s
+		return &p.Text
 	case TargetSolution:
-		p.Solution = s
+		return &p.Solution
 	case TargetTestImport:
-		p.TestImport = s
+		return &p.TestImport
 	case TargetSetup:
-		p.Setup = s
+		return &p.Setup
 	case TargetEntryPoint:
-		p.EntryPoint = s
+		return &p.EntryPoint
 	case TargetPrompt:
-		p.Prompt = s
+		return &p.Prompt
 	case TargetLanguage:
-		p.Language = s
+		return &p.Language
 	}
 	return nil
 }
@@ -359,10 +368,6 @@ func (a *adapter) render(p *Problem, f fieldMap) (json.RawMessage, error) {
 	switch f.dst {
 	case TargetID:
 		v = strings.TrimPrefix(p.ID, a.idPrefix)
-	case TargetText:
-		v = p.Text
-	case TargetSolution:
-		v = p.Solution
 	case TargetTests:
 		if f.asList {
 			v = p.Tests
@@ -372,16 +377,10 @@ func (a *adapter) render(p *Problem, f fieldMap) (json.RawMessage, error) {
 		} else {
 			v = strings.Join(p.Tests, "")
 		}
-	case TargetTestImport:
-		v = p.TestImport
-	case TargetSetup:
-		v = p.Setup
-	case TargetEntryPoint:
-		v = p.EntryPoint
-	case TargetPrompt:
-		v = p.Prompt
-	case TargetLanguage:
-		v = p.Language
+	default:
+		if field := textField(p, f.dst); field != nil {
+			v = *field
+		}
 	}
 	return json.Marshal(v)
 }

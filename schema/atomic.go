@@ -2,6 +2,7 @@ package schema
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -105,10 +106,27 @@ func WriteAtomic(path string, write func(io.Writer) error) error {
 	return a.Commit()
 }
 
-// WriteFileAtomic writes b to path as an AtomicFile.
+// WriteFileAtomic writes b to path as an AtomicFile, in one write: b is
+// already in memory, so it needs no buffer (manifests and markers are small
+// and written several times per run).
 func WriteFileAtomic(path string, b []byte) error {
-	return WriteAtomic(path, func(w io.Writer) error {
-		_, err := w.Write(b)
+	a, err := CreateAtomic(path)
+	if err != nil {
 		return err
-	})
+	}
+	if _, err := a.Write(b); err != nil {
+		a.Abort()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return a.Commit()
+}
+
+// WriteJSONAtomic writes v to path as indented JSON and a newline, as an
+// AtomicFile: for the manifests, indexes and reports people read.
+func WriteJSONAtomic(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	return WriteFileAtomic(path, append(b, '\n'))
 }

@@ -642,19 +642,7 @@ func WriteShareGPTInfo(path string, _ ExecAs) error {
 		return err
 	}
 	all[name] = b
-	out, err := json.MarshalIndent(all, "", "  ")
-	if err != nil {
-		return err
-	}
-	af, err := CreateAtomic(info)
-	if err != nil {
-		return err
-	}
-	if _, err := af.Write(append(out, '\n')); err != nil {
-		af.Abort()
-		return fmt.Errorf("%s: %w", info, err)
-	}
-	return af.Commit()
+	return WriteJSONAtomic(info, all)
 }
 
 // OutputLayouts are the pipeline's trainer-facing output formats by name

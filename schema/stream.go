@@ -31,12 +31,21 @@ func IsParquet(path string) bool {
 	return strings.HasSuffix(path, ".parquet")
 }
 
+// dialoguesOnly refuses a Parquet file for records of type T other than
+// Dialogue: the Parquet schema is the dialogues'.
+func dialoguesOnly[T any](path string) error {
+	if _, ok := any(new(T)).(*Dialogue); !ok {
+		return fmt.Errorf("%s: Parquet files hold dialogues only, not %T", path, *new(T))
+	}
+	return nil
+}
+
 // OpenReader opens path by its extension: .parquet (T must be Dialogue), or
 // JSONL / JSON array, plain, .gz or .zst.
 func OpenReader[T any](path string, opts ...Option) (Reader[T], error) {
 	if IsParquet(path) {
-		if _, ok := any(new(T)).(*Dialogue); !ok {
-			return nil, fmt.Errorf("%s: Parquet files hold dialogues only, not %T", path, *new(T))
+		if err := dialoguesOnly[T](path); err != nil {
+			return nil, err
 		}
 		r, err := openParquetDialogues(path, opts...)
 		if err != nil {
@@ -55,8 +64,8 @@ func OpenReader[T any](path string, opts ...Option) (Reader[T], error) {
 // else JSONL, plain, .gz or .zst.
 func CreateWriter[T any](path string, opts ...Option) (Writer[T], error) {
 	if IsParquet(path) {
-		if _, ok := any(new(T)).(*Dialogue); !ok {
-			return nil, fmt.Errorf("%s: Parquet files hold dialogues only, not %T", path, *new(T))
+		if err := dialoguesOnly[T](path); err != nil {
+			return nil, err
 		}
 		w, err := createParquetDialogues(path, opts...)
 		if err != nil {

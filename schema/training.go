@@ -278,6 +278,16 @@ func newTrainingMiner(s Style) *trainingMiner {
 	return &trainingMiner{style: s, skipped: map[string]int{}, seen: map[string]bool{}}
 }
 
+// judged is judgedAttempts, counting a dialogue with none as skipped: every
+// export mines judged attempts only.
+func (tm *trainingMiner) judged(d *Dialogue) []attempt {
+	atts := judgedAttempts(d)
+	if len(atts) == 0 {
+		tm.skipped[SkipNoJudge]++
+	}
+	return atts
+}
+
 // pairs mines d's preference pairs: each failed attempt (with its error
 // recorded) against the first later attempt that passed the same tests.
 // The chosen side is the failed turn with its code replaced by the code
@@ -285,9 +295,8 @@ func newTrainingMiner(s Style) *trainingMiner {
 // and differ in the code alone (the passing turn's own words answer the
 // error message, which the pair's prompt does not show).
 func (tm *trainingMiner) pairs(d *Dialogue) []PairRecord {
-	atts := judgedAttempts(d)
+	atts := tm.judged(d)
 	if len(atts) == 0 {
-		tm.skipped[SkipNoJudge]++
 		return nil
 	}
 	var out []PairRecord
@@ -344,9 +353,8 @@ func (tm *trainingMiner) pairs(d *Dialogue) []PairRecord {
 // unpaired mines one KTO record per judged attempt: label true when it
 // passed, false when it failed with its error recorded.
 func (tm *trainingMiner) unpaired(d *Dialogue) []UnpairedRecord {
-	atts := judgedAttempts(d)
+	atts := tm.judged(d)
 	if len(atts) == 0 {
-		tm.skipped[SkipNoJudge]++
 		return nil
 	}
 	var out []UnpairedRecord
@@ -367,9 +375,8 @@ func (tm *trainingMiner) unpaired(d *Dialogue) []UnpairedRecord {
 // of d passed: the prompt is the context of the first attempt at it, the
 // reference is the passing code.
 func (tm *trainingMiner) rl(d *Dialogue) []RLRecord {
-	atts := judgedAttempts(d)
+	atts := tm.judged(d)
 	if len(atts) == 0 {
-		tm.skipped[SkipNoJudge]++
 		return nil
 	}
 	var out []RLRecord

@@ -25,16 +25,27 @@ func checkInputFile(cmd, path string) error {
 	if path == "-" {
 		return nil
 	}
-	st, err := os.Stat(path)
-	switch {
-	case err != nil:
-		return badInput(cmd, path, err)
-	case st.IsDir():
-		return withCode(exitBadData, fmt.Errorf("%s: %s: is a directory, want a file", cmd, path))
-	case st.Size() == 0 && st.Mode().IsRegular():
+	st, err := statFile(cmd, path, "a file")
+	if err != nil {
+		return err
+	}
+	if st.Size() == 0 && st.Mode().IsRegular() {
 		return withCode(exitBadData, fmt.Errorf("%s: %s: empty file", cmd, path))
 	}
 	return nil
+}
+
+// statFile is path's FileInfo, or an exitBadData error when path is
+// missing, unreadable or a directory (want says what was wanted instead).
+func statFile(cmd, path, want string) (fs.FileInfo, error) {
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return nil, badInput(cmd, path, err)
+	case st.IsDir():
+		return nil, withCode(exitBadData, fmt.Errorf("%s: %s: is a directory, want %s", cmd, path, want))
+	}
+	return st, nil
 }
 
 // checkRunDir fails with exitBadData unless dir is a run directory (it
@@ -107,14 +118,8 @@ func inputOr(cmd, path string, err error, code int) error {
 // read (validate and run share it). An empty file is read: Load reports it
 // as a mistake in the file, exitUsage, with the other mistakes.
 func checkPipelineFile(cmd, path string) error {
-	st, err := os.Stat(path)
-	switch {
-	case err != nil:
-		return badInput(cmd, path, err)
-	case st.IsDir():
-		return withCode(exitBadData, fmt.Errorf("%s: %s: is a directory, want a pipeline file", cmd, path))
-	}
-	return nil
+	_, err := statFile(cmd, path, "a pipeline file")
+	return err
 }
 
 // loadCode is the exit code of pipeline.Load's error: exitBadData when the

@@ -13,13 +13,11 @@ package env
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/internal/registry"
 )
 
 // Task is one InterCode task, loaded from InterCode's published data formats.
@@ -123,9 +121,8 @@ type Factory func(ctx context.Context, ex executors.Executor, opts Options) (Env
 type Loader func(path string) ([]Task, error)
 
 var (
-	mu      sync.Mutex
-	envs    = map[string]Factory{}
-	loaders = map[string]loaderEntry{}
+	envs    = registry.Named[Factory]{Kind: "env: environment"}
+	loaders = registry.Named[loaderEntry]{Kind: "env: loader"}
 )
 
 type loaderEntry struct {
@@ -134,52 +131,27 @@ type loaderEntry struct {
 }
 
 // Register makes an environment available by name. Duplicates panic.
-func Register(name string, f Factory) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := envs[name]; dup {
-		panic("env: environment registered twice: " + name)
-	}
-	envs[name] = f
-}
+func Register(name string, f Factory) { envs.Add(name, f) }
 
 // RegisterLoader makes a dataset's loader available; env is the environment
 // its tasks run in. Duplicates panic.
-func RegisterLoader(dataset, env string, l Loader) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := loaders[dataset]; dup {
-		panic("env: loader registered twice: " + dataset)
-	}
-	loaders[dataset] = loaderEntry{env, l}
-}
+func RegisterLoader(dataset, env string, l Loader) { loaders.Add(dataset, loaderEntry{env, l}) }
 
 // Names lists registered environments.
-func Names() []string {
-	mu.Lock()
-	defer mu.Unlock()
-	return slices.Sorted(maps.Keys(envs))
-}
+func Names() []string { return envs.Names() }
 
 // Datasets lists registered loaders.
-func Datasets() []string {
-	mu.Lock()
-	defer mu.Unlock()
-	return slices.Sorted(maps.Keys(loaders))
-}
+func Datasets() []string { return loaders.Names() }
 
 // EnvFor names the environment a dataset's tasks run in ("" if unknown).
 func EnvFor(dataset string) string {
-	mu.Lock()
-	defer mu.Unlock()
-	return loaders[dataset].env
+	l, _ := loaders.Get(dataset)
+	return l.env
 }
 
 // Open opens the named environment over ex.
 func Open(ctx context.Context, name string, ex executors.Executor, opts Options) (Env, error) {
-	mu.Lock()
-	f, ok := envs[name]
-	mu.Unlock()
+	f, ok := envs.Get(name)
 	if !ok {
 		return nil, fmt.Errorf("env: unknown environment %q (registered: %v)", name, Names())
 	}
@@ -197,9 +169,7 @@ func LoadTasks(path, dataset string) ([]Task, error) {
 	if dataset == "" {
 		dataset = GuessDataset(path)
 	}
-	mu.Lock()
-	l, ok := loaders[dataset]
-	mu.Unlock()
+	l, ok := loaders.Get(dataset)
 	if !ok {
 		return nil, fmt.Errorf("env: no loader for dataset %q (registered: %v; is its environment package imported?)", dataset, Datasets())
 	}

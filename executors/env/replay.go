@@ -349,27 +349,26 @@ func replayStep(ctx context.Context, e Env, envName, action string) (StepResult,
 	}
 }
 
+// dataFiles are the task files of InterCode's datasets (GuessDataset's
+// names) in its repository layout.
+var dataFiles = map[string]string{
+	"nl2bash": "data/nl2bash/test_queries.json", // a log that names no file system
+	"spider":  "data/sql/spider/ic_spider_dev.json",
+	"bird":    "data/sql/bird/ic_bird.json",
+	"wikisql": "data/sql/wikisql/ic_wikisql_dev.json",
+	"ic_mbpp": "data/python/mbpp/ic_mbpp.json",
+	"ctf":     "data/ctf/ic_ctf.json",
+}
+
+var nl2bashFS = regexp.MustCompile(`fs_(\d)`)
+
 // DataFileFor maps the dataset path InterCode logs in a trajectory
 // ("./data/nl2bash/nl2bash_fs_1.json", "./data/spider/dev_spider.json") to
 // the task file's path in InterCode's repository layout.
 func DataFileFor(dataset string) string {
-	d := strings.ToLower(dataset)
-	switch {
-	case strings.Contains(d, "nl2bash"):
-		if m := regexp.MustCompile(`fs_(\d)`).FindStringSubmatch(d); m != nil {
-			return "data/nl2bash/nl2bash_fs_" + m[1] + ".json"
-		}
-		return "data/nl2bash/test_queries.json"
-	case strings.Contains(d, "spider"):
-		return "data/sql/spider/ic_spider_dev.json"
-	case strings.Contains(d, "bird"):
-		return "data/sql/bird/ic_bird.json"
-	case strings.Contains(d, "wikisql"):
-		return "data/sql/wikisql/ic_wikisql_dev.json"
-	case strings.Contains(d, "mbpp"):
-		return "data/python/mbpp/ic_mbpp.json"
-	case strings.Contains(d, "ctf"):
-		return "data/ctf/ic_ctf.json"
+	d := GuessDataset(dataset)
+	if m := nl2bashFS.FindStringSubmatch(strings.ToLower(dataset)); d == "nl2bash" && m != nil {
+		return "data/nl2bash/nl2bash_fs_" + m[1] + ".json"
 	}
-	return ""
+	return dataFiles[d]
 }

@@ -112,6 +112,26 @@ func TestLoggedDataset(t *testing.T) {
 	}
 }
 
+// DataFileFor finds the task file of the dataset a trajectory logs, in
+// InterCode's repository layout.
+func TestDataFileFor(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"./data/nl2bash/nl2bash_fs_1.json", "data/nl2bash/nl2bash_fs_1.json"},
+		{"./data/NL2Bash/nl2bash_FS_3.json", "data/nl2bash/nl2bash_fs_3.json"},
+		{"./data/nl2bash/test_queries.json", "data/nl2bash/test_queries.json"},
+		{"./data/spider/dev_spider.json", "data/sql/spider/ic_spider_dev.json"},
+		{"./data/bird/ic_bird.json", "data/sql/bird/ic_bird.json"},
+		{"./data/wikisql/dev.json", "data/sql/wikisql/ic_wikisql_dev.json"},
+		{"./data/python/mbpp/ic_mbpp.json", "data/python/mbpp/ic_mbpp.json"},
+		{"./data/ctf/ic_ctf.json", "data/ctf/ic_ctf.json"},
+		{"./tasks.jsonl", ""},
+	} {
+		if got := env.DataFileFor(c.in); got != c.want {
+			t.Errorf("DataFileFor(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
 // fixed is an Env whose every score is reward with info.
 type fixed struct {
 	obs    string

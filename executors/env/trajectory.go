@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/codefeedback/codefeedback/schema"
 )
 
 // Trajectory is one episode in InterCode's log format (the files under
@@ -153,13 +155,8 @@ func WriteTrajectories(path string, ts []Trajectory) error {
 	for i, t := range ts {
 		m[strconv.Itoa(i)] = t
 	}
-	data, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+	if err := schema.WriteJSONAtomic(path, m); err != nil {
 		return fmt.Errorf("env: writing trajectories: %w", err)
 	}
-	return os.Rename(tmp, path)
+	return nil
 }

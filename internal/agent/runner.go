@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -156,12 +155,11 @@ feed:
 func (r *Runner) one(ctx context.Context, envs map[string]env.Env, i int, t env.Task) (Episode, error) {
 	key := r.Agent.Key(t, r.EnvOptions)
 	if r.Cache != nil {
-		raw, ok, err := r.Cache.Get(ctx, EpisodeBucket, key)
+		ep, ok, err := store.GetJSON[Episode](ctx, r.Cache, EpisodeBucket, key)
 		if err != nil {
 			return Episode{}, fmt.Errorf("agent: store: %w", err)
 		}
-		var ep Episode
-		if ok && json.Unmarshal(raw, &ep) == nil {
+		if ok {
 			ep.Cached = true
 			return ep, r.log(i, ep)
 		}
@@ -182,11 +180,7 @@ func (r *Runner) one(ctx context.Context, envs map[string]env.Env, i int, t env.
 		return Episode{}, err
 	}
 	if r.Cache != nil && ep.Error == "" {
-		b, err := json.Marshal(ep)
-		if err != nil {
-			return Episode{}, fmt.Errorf("agent: encode episode: %w", err)
-		}
-		if err := r.Cache.Put(ctx, EpisodeBucket, key, b); err != nil {
+		if err := store.PutJSON(ctx, r.Cache, EpisodeBucket, key, ep); err != nil {
 			return Episode{}, fmt.Errorf("agent: store: %w", err)
 		}
 	}

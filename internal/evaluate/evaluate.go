@@ -16,7 +16,6 @@ package evaluate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -239,12 +238,11 @@ func (e *Evaluator) Run(ctx context.Context, tasks []Task, progress func(done, t
 func (e *Evaluator) Sample(ctx context.Context, t Task) (Sample, error) {
 	key := e.sampleKey(t)
 	if e.cache != nil {
-		raw, ok, err := e.cache.Get(ctx, SampleBucket, key)
+		s, ok, err := store.GetJSON[Sample](ctx, e.cache, SampleBucket, key)
 		if err != nil {
 			return Sample{}, fmt.Errorf("evaluate: cache get: %w", err)
 		}
-		var s Sample
-		if ok && json.Unmarshal(raw, &s) == nil {
+		if ok {
 			s.Cached = true
 			return s, nil
 		}
@@ -254,11 +252,7 @@ func (e *Evaluator) Sample(ctx context.Context, t Task) (Sample, error) {
 		return Sample{}, err
 	}
 	if e.cache != nil && s.Error == "" {
-		b, err := json.Marshal(s)
-		if err != nil {
-			return Sample{}, fmt.Errorf("evaluate: encode sample: %w", err)
-		}
-		if err := e.cache.Put(ctx, SampleBucket, key, b); err != nil {
+		if err := store.PutJSON(ctx, e.cache, SampleBucket, key, s); err != nil {
 			return Sample{}, fmt.Errorf("evaluate: cache put: %w", err)
 		}
 	}

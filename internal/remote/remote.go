@@ -22,6 +22,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/codefeedback/codefeedback/schema"
 )
 
 // IsURL reports whether s names a remote file rather than a local path.
@@ -304,10 +306,8 @@ func Fetch(ctx context.Context, uri string, o Options) (File, error) {
 	}
 	pw.end()
 	if meta != "" {
-		b, _ := json.MarshalIndent(f, "", "  ")
-		if err := os.WriteFile(meta+".tmp", b, 0o644); err == nil {
-			_ = os.Rename(meta+".tmp", meta)
-		}
+		// Best effort: without the note the next Fetch only downloads again.
+		_ = schema.WriteJSONAtomic(meta, f)
 	}
 	return f, nil
 }

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -47,7 +49,7 @@ func inferValue(v any) *ftype {
 		return t
 	case map[string]any:
 		t := &ftype{kind: "struct", fields: map[string]*ftype{}}
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			t.fields[k] = inferValue(x[k])
 			t.order = append(t.order, k)
 		}

@@ -3,9 +3,10 @@ package report
 import (
 	"bufio"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/codefeedback/codefeedback/internal/benchmarks"
@@ -98,11 +99,7 @@ func deriveLicense(override string, ins []InputLicense) any {
 	if len(set) == 0 {
 		return "unknown"
 	}
-	ids := make([]string, 0, len(set))
-	for id := range set {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(set))
 	if len(ids) == 1 {
 		return ids[0]
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,7 +91,7 @@ type dialogueView struct {
 
 func viewDialogue(d schema.Dialogue) dialogueView {
 	v := dialogueView{Dialogue: d}
-	for _, k := range sortedKeys(d.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(d.Labels)) {
 		v.Labels = append(v.Labels, Bar{Label: k + "=" + clip(d.Labels[k], 60)})
 	}
 	for _, m := range d.Messages {

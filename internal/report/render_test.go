@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -155,7 +156,7 @@ func TestSections(t *testing.T) {
 	bars := func(id string) map[string]float64 {
 		c, ok := charts[id]
 		if !ok {
-			t.Errorf("no chart %s (have %v)", id, sortedKeys(charts))
+			t.Errorf("no chart %s (have %v)", id, slices.Sorted(maps.Keys(charts)))
 		}
 		m := map[string]float64{}
 		for _, b := range c.Bars {

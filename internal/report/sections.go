@@ -3,8 +3,9 @@ package report
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 
 	"github.com/codefeedback/codefeedback/internal/report/section"
 	"github.com/codefeedback/codefeedback/pipeline"
@@ -78,11 +79,7 @@ func (d *Data) sectionStage(s *pipeline.StageRecord) section.Stage {
 // allStats lists every statistic of a stage sorted by key, named by its
 // section's labels where it has one (the key stays beside it).
 func allStats(stats map[string]float64, spec section.Spec) []Stat {
-	keys := make([]string, 0, len(stats))
-	for k := range stats {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(stats))
 	out := make([]Stat, len(keys))
 	for i, k := range keys {
 		out[i] = Stat{Label: spec.Label(k), Value: stats[k]}
@@ -104,13 +101,4 @@ func skippedNotes(st map[string]float64) []string {
 		}
 	}
 	return notes
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -111,11 +111,7 @@ func TestBoltCopyFromReadOnlyWithLog(t *testing.T) {
 // reading, then reopens: every entry is readable throughout and after.
 func TestBoltBackgroundCheckpoints(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "store.db")
-	b, err := OpenBolt(path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, path := newBolt(t)
 	val := make([]byte, 1000)
 	const n = 3000 // about 6 checkpoints of 512 KiB
 	var wg sync.WaitGroup
@@ -154,11 +150,7 @@ func TestBoltBackgroundCheckpoints(t *testing.T) {
 // log (pending), being checkpointed, or in bbolt.
 func TestBoltGetMany(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "store.db")
-	b, err := OpenBolt(path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, path := newBolt(t)
 	// Enough data to force checkpoints, so entries are in all three places.
 	const n = 3000
 	val := func(i int) []byte { return []byte(fmt.Sprintf("v%d-%0400d", i, i)) }
@@ -195,7 +187,8 @@ func TestBoltGetMany(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if b, err = OpenBolt(path, false); err != nil {
+	b, err := OpenBolt(path, false)
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()

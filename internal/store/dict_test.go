@@ -49,11 +49,7 @@ func storedSize(t *testing.T, b *Bolt, bucket string) (n int, codecs map[byte]in
 // with too few values gets none, and the store is marked as needing it.
 func TestDictionaryTrainedOnce(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "store.db")
-	b, err := OpenBolt(path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, path := newBolt(t)
 	const n = 3000 // about 2 checkpoints' worth
 	var keys []string
 	for i := range n {

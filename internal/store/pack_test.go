@@ -34,11 +34,7 @@ func packValues() map[string][]byte {
 // checkpoint, from bbolt after reopening, through Get and GetMany.
 func TestPackedValuesRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "store.db")
-	b, err := OpenBolt(path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, path := newBolt(t)
 	if !b.packed {
 		t.Fatal("a new store does not pack values")
 	}
@@ -67,7 +63,7 @@ func TestPackedValuesRoundTrip(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err = OpenBolt(path, true)
+	b, err := OpenBolt(path, true)
 	if err != nil {
 		t.Fatal(err)
 	}

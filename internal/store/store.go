@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 )
 
 // Cache is the small interface services (model client, executor cache) need.
@@ -29,4 +30,28 @@ func Key(parts ...any) string {
 		_ = enc.Encode(p) // values are plain data; an encode error would mean a programming bug
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// GetJSON decodes the JSON value under key. ok is false when it is absent
+// or does not decode (a torn or foreign value is a miss: the caller
+// computes it again and overwrites it).
+func GetJSON[T any](ctx context.Context, c Cache, bucket, key string) (v T, ok bool, err error) {
+	raw, ok, err := c.Get(ctx, bucket, key)
+	if err != nil || !ok {
+		return v, false, err
+	}
+	if json.Unmarshal(raw, &v) != nil {
+		var zero T
+		return zero, false, nil
+	}
+	return v, true, nil
+}
+
+// PutJSON stores v under key as JSON.
+func PutJSON(ctx context.Context, c Cache, bucket, key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s value: %w", bucket, err)
+	}
+	return c.Put(ctx, bucket, key, b)
 }

@@ -426,9 +426,7 @@ func correctDialogues(t *testing.T, n int) []schema.Dialogue {
 	}
 	dir := t.TempDir()
 	lines := strings.SplitN(string(src), "\n", n+1)[:n]
-	if err := os.WriteFile(filepath.Join(dir, "p.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pipelinetest.WriteLines(t, filepath.Join(dir, "p.jsonl"), lines)
 	out := filepath.Join(dir, "out.jsonl")
 	y := `run_dir: ` + filepath.Join(dir, "run") + `
 executor: ` + cmp.Or(os.Getenv("CODEFEEDBACK_VERIFY_SANDBOX"), "bwrap://") + `

@@ -2,7 +2,6 @@ package llm
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -215,12 +214,11 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 	}
 	key := ChatKey(p, req.Messages)
 	if c.cache != nil {
-		raw, ok, err := c.cache.Get(ctx, CacheBucket, key)
+		a, ok, err := store.GetJSON[cachedAnswer](ctx, c.cache, CacheBucket, key)
 		if err != nil {
 			return Response{}, fmt.Errorf("llm %s: cache get: %w", c.cfg.Stage, err)
 		}
-		var a cachedAnswer
-		if ok && json.Unmarshal(raw, &a) == nil {
+		if ok {
 			saved := c.acct.Prices().Cost(p.Model, a.PromptTokens, a.CompletionTokens)
 			c.acct.record(c.cfg.Stage, Usage{CachedRequests: 1, SavedCost: saved})
 			return Response{Text: a.Text, FinishReason: a.FinishReason, Model: a.Model,
@@ -277,9 +275,9 @@ func (c *Client) put(ctx context.Context, key string, resp Response) {
 	if c.cache == nil {
 		return
 	}
-	b, _ := json.Marshal(cachedAnswer{Text: resp.Text, FinishReason: resp.FinishReason, Model: resp.Model,
-		PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens})
-	if err := c.cache.Put(ctx, CacheBucket, key, b); err != nil {
+	a := cachedAnswer{Text: resp.Text, FinishReason: resp.FinishReason, Model: resp.Model,
+		PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens}
+	if err := store.PutJSON(ctx, c.cache, CacheBucket, key, a); err != nil {
 		// The answer is good and paid for; a cache failure must not lose it.
 		c.log.Warn("llm cache put failed", "err", c.redact(err))
 	}
@@ -474,11 +472,12 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	for i, t := range texts {
 		keys[i] = store.Key("llm.embed/v1", model, t)
 		if c.cache != nil {
-			raw, ok, err := c.cache.Get(ctx, CacheBucket, keys[i])
+			vec, ok, err := store.GetJSON[[]float32](ctx, c.cache, CacheBucket, keys[i])
 			if err != nil {
 				return nil, fmt.Errorf("llm %s: cache get: %w", c.cfg.Stage, err)
 			}
-			if ok && json.Unmarshal(raw, &out[i]) == nil {
+			if ok {
+				out[i] = vec
 				c.acct.record(c.cfg.Stage, Usage{CachedRequests: 1})
 				continue
 			}
@@ -509,8 +508,7 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error)
 		for j, i := range idx {
 			out[i] = vecs[j]
 			if c.cache != nil {
-				b, _ := json.Marshal(vecs[j])
-				if err := c.cache.Put(ctx, CacheBucket, keys[i], b); err != nil {
+				if err := store.PutJSON(ctx, c.cache, CacheBucket, keys[i], vecs[j]); err != nil {
 					c.log.Warn("llm cache put failed", "err", c.redact(err))
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/codefeedback/codefeedback/pipeline"
@@ -44,15 +45,33 @@ func Run(tb testing.TB, dir, yaml string, o pipeline.RunOptions) *pipeline.Manif
 // WriteQueries writes texts to path as JSONL queries with ids q0, q1, ...
 func WriteQueries(tb testing.TB, path string, texts []string) {
 	tb.Helper()
-	var b []byte
+	qs := make([]schema.Query, len(texts))
 	for i, t := range texts {
-		j, err := json.Marshal(schema.Query{ID: fmt.Sprintf("q%d", i), Text: t})
+		qs[i] = schema.Query{ID: fmt.Sprintf("q%d", i), Text: t}
+	}
+	WriteJSONL(tb, path, qs...)
+}
+
+// WriteJSONL writes recs to path as JSON Lines, an input file for a test's
+// pipeline.
+func WriteJSONL[T any](tb testing.TB, path string, recs ...T) {
+	tb.Helper()
+	lines := make([]string, len(recs))
+	for i, r := range recs {
+		j, err := json.Marshal(r)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		b = append(append(b, j...), '\n')
+		lines[i] = string(j)
 	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	WriteLines(tb, path, lines)
+}
+
+// WriteLines writes lines to path, each ended by a newline: records taken
+// as they are from a sample file, or a test's own.
+func WriteLines(tb testing.TB, path string, lines []string) {
+	tb.Helper()
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -64,6 +64,14 @@ func plantable(lang executors.Language, kind mutate.Kind) bool {
 	return false
 }
 
+// exceptionKinds are the exception types that prove a name or type bug
+// outside Python.
+var exceptionKinds = map[executors.Language]map[string]mutate.Kind{
+	executors.JavaScript: {"ReferenceError": mutate.Name, "TypeError": mutate.Type},
+	executors.Ruby:       {"NameError": mutate.Name, "TypeError": mutate.Type},
+	executors.PHP:        {"TypeError": mutate.Type},
+}
+
 // Kind is the bug kind r's first failure proves, or "" when none.
 // Python's outcomes map as kindOf says; elsewhere a failed compile or
 // parse is the syntax kind, an undefined name the name kind, a value of
@@ -84,27 +92,15 @@ func (r judgedRun) Kind() mutate.Kind {
 	if l := r.Verdict.Load; l != nil && l.Kind == harness.KindSyntax {
 		return mutate.Syntax
 	}
+	if k, ok := exceptionKinds[r.Lang][r.Observed]; ok {
+		return k
+	}
 	f, _ := firstFailure(r.Verdict)
 	switch r.Lang {
-	case executors.JavaScript:
-		switch r.Observed {
-		case "ReferenceError":
-			return mutate.Name
-		case "TypeError":
-			return mutate.Type
-		}
-	case executors.Ruby:
-		switch r.Observed {
-		case "NameError":
-			return mutate.Name
-		case "TypeError":
-			return mutate.Type
-		}
 	case executors.PHP:
-		switch {
-		case r.Observed == "TypeError":
-			return mutate.Type
-		case strings.HasPrefix(f.Message, "Call to undefined function"), strings.HasPrefix(f.Message, "Undefined variable"):
+		// PHP has no exception type for an undefined name (an Error for a
+		// function, a warning for a variable); the message tells.
+		if strings.HasPrefix(f.Message, "Call to undefined function") || strings.HasPrefix(f.Message, "Undefined variable") {
 			return mutate.Name
 		}
 	case executors.Lua:

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/executors/harness"
 	"github.com/codefeedback/codefeedback/internal/mutate"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
@@ -187,17 +188,7 @@ func TestPlantable(t *testing.T) {
 func TestStageModelLanguages(t *testing.T) {
 	probs, bugs := multiLang(t)
 	dir := t.TempDir()
-	var lines []string
-	for _, id := range []string{"ml/add/go", "ml/vowels/javascript"} {
-		b, err := json.Marshal(probs[id])
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, string(b))
-	}
-	if err := os.WriteFile(filepath.Join(dir, "p.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pipelinetest.WriteJSONL(t, filepath.Join(dir, "p.jsonl"), probs["ml/add/go"], probs["ml/vowels/javascript"])
 	srv := llmtest.New(t)
 	srv.Script(func(c llmtest.Call) llmtest.Reply {
 		ask := c.Request.Messages[0].Content
@@ -235,5 +226,46 @@ outputs: [{path: ` + out + `, kind: dialogue}]
 	}
 	if st := man.Stages[0].Stats; st["unplantable.name"] != 1 {
 		t.Errorf("stats %v, want unplantable.name 1 (the Go problem)", st)
+	}
+}
+
+// Outside Python a failure's exception type, or for PHP and Lua its
+// message, decides the bug kind it proves; anything else is a runtime bug.
+func TestKindOutsidePython(t *testing.T) {
+	failing := func(msg string) harness.Verdict {
+		return harness.Verdict{Cases: []harness.CaseResult{{Passed: true}, {Message: msg}}}
+	}
+	for _, tc := range []struct {
+		lang     executors.Language
+		observed string
+		msg      string
+		want     mutate.Kind
+	}{
+		{executors.JavaScript, "ReferenceError", "m is not defined", mutate.Name},
+		{executors.JavaScript, "TypeError", "s.foo is not a function", mutate.Type},
+		{executors.JavaScript, "RangeError", "Invalid array length", mutate.Runtime},
+		{executors.Ruby, "NameError", "undefined local variable or method `m'", mutate.Name},
+		{executors.Ruby, "TypeError", "String can't be coerced into Integer", mutate.Type},
+		{executors.Ruby, "ZeroDivisionError", "divided by 0", mutate.Runtime},
+		{executors.PHP, "TypeError", "Unsupported operand types: string + int", mutate.Type},
+		{executors.PHP, "Error", "Call to undefined function ad()", mutate.Name},
+		{executors.PHP, "Error", "Undefined variable $m", mutate.Name},
+		{executors.PHP, "DivisionByZeroError", "Division by zero", mutate.Runtime},
+		{executors.Lua, "RuntimeError", "main.lua:3: attempt to call a nil value (global 'ad')", mutate.Name},
+		{executors.Lua, "RuntimeError", "main.lua:3: attempt to perform arithmetic on a string value", mutate.Type},
+		{executors.Lua, "RuntimeError", "main.lua:3: boom", mutate.Runtime},
+		{executors.Go, "panic", "index out of range", mutate.Runtime},
+		{executors.Go, observedWrongAnswer, "", mutate.Logic},
+		{executors.Go, observedTimeout, "", mutate.Timeout},
+		{executors.Go, observedPass, "", ""},
+	} {
+		r := judgedRun{Lang: tc.lang, Observed: tc.observed, Verdict: failing(tc.msg)}
+		if got := r.Kind(); got != tc.want {
+			t.Errorf("%s %s %q: got %q, want %q", tc.lang, tc.observed, tc.msg, got, tc.want)
+		}
+	}
+	syntax := judgedRun{Lang: executors.C, Observed: "CompileError", Verdict: harness.Verdict{Load: &harness.LoadFailure{Kind: harness.KindSyntax}}}
+	if got := syntax.Kind(); got != mutate.Syntax {
+		t.Errorf("a C compile error: got %q, want %q", got, mutate.Syntax)
 	}
 }

@@ -20,9 +20,7 @@ func TestStageInPipeline(t *testing.T) {
 	}
 	dir := t.TempDir()
 	lines := strings.SplitN(string(src), "\n", 4)[:3]
-	if err := os.WriteFile(filepath.Join(dir, "p.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pipelinetest.WriteLines(t, filepath.Join(dir, "p.jsonl"), lines)
 	out := filepath.Join(dir, "out.jsonl")
 	y := `run_dir: ` + filepath.Join(dir, "run") + `
 executor: bwrap://

@@ -1,8 +1,6 @@
 package leetcode
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,16 +15,12 @@ import (
 // them through unchanged and says so in its stats.
 func TestEngineNoModel(t *testing.T) {
 	dir := t.TempDir()
-	var lines []string
+	var recs []map[string]any
 	for _, p := range append(problems(), problem("pow", "**")) {
-		rec := map[string]any{"task_id": strings.TrimPrefix(p.ID, "LeetCode/"), "query": p.Text, "prompt": p.Prompt,
-			"completion": p.Solution, "entry_point": p.EntryPoint, "test": p.Tests[0], "meta": map[string]any{"difficulty": "Easy"}}
-		b, _ := json.Marshal(rec)
-		lines = append(lines, string(b))
+		recs = append(recs, map[string]any{"task_id": strings.TrimPrefix(p.ID, "LeetCode/"), "query": p.Text, "prompt": p.Prompt,
+			"completion": p.Solution, "entry_point": p.EntryPoint, "test": p.Tests[0], "meta": map[string]any{"difficulty": "Easy"}})
 	}
-	if err := os.WriteFile(filepath.Join(dir, "lc.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pipelinetest.WriteJSONL(t, filepath.Join(dir, "lc.jsonl"), recs...)
 	out := filepath.Join(dir, "out.jsonl")
 	y := `run_dir: ` + filepath.Join(dir, "run") + `
 executor: bwrap://

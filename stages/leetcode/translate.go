@@ -142,11 +142,48 @@ var (
 	reRustVec     = regexp.MustCompile(`^Vec<(.*)>$`)
 )
 
+// scalars are the element types each language's translation handles, by
+// their spelling; raw is filled in from the source.
+var scalars = map[executors.Language]map[string]typ{
+	executors.Java: kinds(map[byte][]string{
+		'i': {"int", "Integer", "short", "byte"}, 'f': {"double", "Double", "float", "Float"},
+		'b': {"boolean", "Boolean"}, 's': {"String"}, 'c': {"char", "Character"}, 'v': {"void"},
+	}, map[string]typ{"long": {kind: 'i', wide: true}, "Long": {kind: 'i', wide: true}}),
+	executors.CPP: kinds(map[byte][]string{
+		'i': {"int", "long", "long long", "int64_t", "size_t", "unsigned", "short"}, 'f': {"double", "float"},
+		'b': {"bool"}, 's': {"string", "std::string"}, 'c': {"char"}, 'v': {"void"},
+	}, nil),
+	executors.Go: kinds(map[byte][]string{
+		'i': {"int", "int64", "int32", "uint", "uint64"}, 'f': {"float64", "float32"},
+		'b': {"bool"}, 's': {"string"}, 'c': {"byte", "rune"}, 'v': {""},
+	}, nil),
+	executors.Rust: kinds(map[byte][]string{
+		'i': {"i32", "i64", "usize", "u32", "u64", "isize"}, 'f': {"f64", "f32"},
+		'b': {"bool"}, 's': {"String", "&str"}, 'c': {"char"}, 'v': {"", "()"},
+	}, nil),
+}
+
+// kinds builds one language's scalars from its spellings by kind, plus the
+// types that need more than a kind.
+func kinds(by map[byte][]string, more map[string]typ) map[string]typ {
+	m := map[string]typ{}
+	for k, names := range by {
+		for _, n := range names {
+			m[n] = typ{kind: k}
+		}
+	}
+	for n, t := range more {
+		m[n] = t
+	}
+	return m
+}
+
 // parseType reads a type as written in lang; ok is false for anything the
 // translation does not handle (maps, trees, lists of lists of pairs...).
 func parseType(lang executors.Language, s string) (typ, bool) {
 	s = strings.TrimSpace(s)
 	raw := s
+	var list []string // the element type, where s is a list
 	switch lang {
 	case executors.Java:
 		if strings.HasSuffix(s, "[]") {
@@ -156,87 +193,27 @@ func parseType(lang executors.Language, s string) (typ, bool) {
 			}
 			return typ{kind: 'l', array: true, raw: raw, name: strings.TrimSuffix(s, "[]"), elem: &e}, true
 		}
-		if m := reJavaGeneric.FindStringSubmatch(s); m != nil {
-			e, ok := parseType(lang, m[1])
-			return typ{kind: 'l', raw: raw, elem: &e}, ok
-		}
-		switch s {
-		case "int", "Integer", "short", "byte":
-			return typ{kind: 'i', raw: raw}, true
-		case "long", "Long":
-			return typ{kind: 'i', wide: true, raw: raw}, true
-		case "double", "Double", "float", "Float":
-			return typ{kind: 'f', raw: raw}, true
-		case "boolean", "Boolean":
-			return typ{kind: 'b', raw: raw}, true
-		case "String":
-			return typ{kind: 's', raw: raw}, true
-		case "char", "Character":
-			return typ{kind: 'c', raw: raw}, true
-		case "void":
-			return typ{kind: 'v'}, true
-		}
+		list = reJavaGeneric.FindStringSubmatch(s)
 	case executors.CPP:
 		s = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(strings.TrimRight(s, "&* ")), "const "))
 		raw = s
-		if m := reCppVector.FindStringSubmatch(s); m != nil {
-			e, ok := parseType(lang, m[1])
-			return typ{kind: 'l', raw: raw, elem: &e}, ok && e.kind != 'v'
-		}
-		switch s {
-		case "int", "long", "long long", "int64_t", "size_t", "unsigned", "short":
-			return typ{kind: 'i', raw: raw}, true
-		case "double", "float":
-			return typ{kind: 'f', raw: raw}, true
-		case "bool":
-			return typ{kind: 'b', raw: raw}, true
-		case "string", "std::string":
-			return typ{kind: 's', raw: raw}, true
-		case "char":
-			return typ{kind: 'c', raw: raw}, true
-		case "void":
-			return typ{kind: 'v'}, true
-		}
+		list = reCppVector.FindStringSubmatch(s)
 	case executors.Go:
-		if strings.HasPrefix(s, "[]") {
-			e, ok := parseType(lang, s[2:])
-			return typ{kind: 'l', raw: raw, elem: &e}, ok && e.kind != 'v'
-		}
-		switch s {
-		case "int", "int64", "int32", "uint", "uint64":
-			return typ{kind: 'i', raw: raw}, true
-		case "float64", "float32":
-			return typ{kind: 'f', raw: raw}, true
-		case "bool":
-			return typ{kind: 'b', raw: raw}, true
-		case "string":
-			return typ{kind: 's', raw: raw}, true
-		case "byte", "rune":
-			return typ{kind: 'c', raw: raw}, true
-		case "":
-			return typ{kind: 'v'}, true
+		if e, ok := strings.CutPrefix(s, "[]"); ok {
+			list = []string{s, e}
 		}
 	case executors.Rust:
-		if m := reRustVec.FindStringSubmatch(s); m != nil {
-			e, ok := parseType(lang, m[1])
-			return typ{kind: 'l', raw: raw, elem: &e}, ok && e.kind != 'v'
-		}
-		switch s {
-		case "i32", "i64", "usize", "u32", "u64", "isize":
-			return typ{kind: 'i', raw: raw}, true
-		case "f64", "f32":
-			return typ{kind: 'f', raw: raw}, true
-		case "bool":
-			return typ{kind: 'b', raw: raw}, true
-		case "String", "&str":
-			return typ{kind: 's', raw: raw}, true
-		case "char":
-			return typ{kind: 'c', raw: raw}, true
-		case "", "()":
-			return typ{kind: 'v'}, true
-		}
+		list = reRustVec.FindStringSubmatch(s)
 	}
-	return typ{}, false
+	if list != nil {
+		e, ok := parseType(lang, list[1])
+		return typ{kind: 'l', raw: raw, elem: &e}, ok && e.kind != 'v'
+	}
+	t, ok := scalars[lang][s]
+	if ok && t.kind != 'v' {
+		t.raw = raw
+	}
+	return t, ok
 }
 
 // param is a declared parameter.

@@ -46,6 +46,57 @@ func TestTranslateTyped(t *testing.T) {
 	}
 }
 
+// parseType knows each language's scalar spellings, keeps the type as
+// written (C++ without const and &), and refuses lists of void and what
+// the translation does not handle.
+func TestParseType(t *testing.T) {
+	for _, tc := range []struct {
+		lang executors.Language
+		typ  string
+		want string // kind, then the element's kind for a list, "w" for wide, then raw; "" = refused
+	}{
+		{executors.Java, "Integer", "i Integer"},
+		{executors.Java, "long", "iw long"},
+		{executors.Java, "Long", "iw Long"},
+		{executors.Java, "Float", "f Float"},
+		{executors.Java, "Character", "c Character"},
+		{executors.Java, "void", "v "},
+		{executors.Java, "boolean[]", "lb boolean[]"},
+		{executors.Java, "java.util.List<String>", "ls java.util.List<String>"},
+		{executors.Java, "void[]", ""},
+		{executors.Java, "List<void>", ""},
+		{executors.CPP, "const std::string &", "s std::string"},
+		{executors.CPP, "long long", "i long long"},
+		{executors.CPP, "vector<char>", "lc vector<char>"},
+		{executors.CPP, "vector<void>", ""},
+		{executors.Go, "rune", "c rune"},
+		{executors.Go, "", "v "},
+		{executors.Go, "[]float32", "lf []float32"},
+		{executors.Rust, "&str", "s &str"},
+		{executors.Rust, "()", "v "},
+		{executors.Rust, "usize", "i usize"},
+		{executors.Rust, "Vec<()>", ""},
+		{executors.Rust, "Option<i32>", ""},
+		{executors.Go, "map[string]int", ""},
+	} {
+		ty, ok := parseType(tc.lang, tc.typ)
+		got := ""
+		if ok {
+			got = string(ty.kind)
+			if ty.elem != nil {
+				got += string(ty.elem.kind)
+			}
+			if ty.wide {
+				got += "w"
+			}
+			got += " " + ty.raw
+		}
+		if got != tc.want {
+			t.Errorf("%s %q: got %q, want %q", tc.lang, tc.typ, got, tc.want)
+		}
+	}
+}
+
 func TestTypedLiterals(t *testing.T) {
 	for _, tc := range []struct {
 		lang executors.Language

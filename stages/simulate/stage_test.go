@@ -45,17 +45,13 @@ func readDialogues(t *testing.T, path string) []schema.Dialogue {
 // second finishes, replaying the first answers from the run's cache.
 func TestStageResumesFromCache(t *testing.T) {
 	dir := t.TempDir()
-	var lines []string
+	var recs []map[string]any
 	for i, fn := range []string{"add", "plus", "sum2"} {
-		rec := map[string]any{"task_id": i + 1, "text": "Write a function " + fn + " that adds two numbers.",
+		recs = append(recs, map[string]any{"task_id": i + 1, "text": "Write a function " + fn + " that adds two numbers.",
 			"code": "def " + fn + "(a, b):\n    return a + b\n", "test_setup_code": "", "challenge_test_list": []string{},
-			"test_list": []string{"assert " + fn + "(1, 2) == 3", "assert " + fn + "(2, 2) == 4"}}
-		b, _ := json.Marshal(rec)
-		lines = append(lines, string(b))
+			"test_list": []string{"assert " + fn + "(1, 2) == 3", "assert " + fn + "(2, 2) == 4"}})
 	}
-	if err := os.WriteFile(filepath.Join(dir, "p.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pipelinetest.WriteJSONL(t, filepath.Join(dir, "p.jsonl"), recs...)
 	var down atomic.Bool
 	var firstAnswers atomic.Int64
 	srv := llmtest.New(t)
@@ -166,17 +162,13 @@ func TestStageNoModelSkips(t *testing.T) {
 // reports the same statistics as the run that computed them.
 func TestStageDroppedStatsSurviveCache(t *testing.T) {
 	dir := t.TempDir()
-	var lines []string
+	var recs []map[string]any
 	for i, fn := range []string{"add", "wrong"} {
-		rec := map[string]any{"task_id": i + 1, "text": "Write a function " + fn + " that adds two numbers.",
+		recs = append(recs, map[string]any{"task_id": i + 1, "text": "Write a function " + fn + " that adds two numbers.",
 			"code": "def " + fn + "(a, b):\n    return a + b\n", "test_setup_code": "", "challenge_test_list": []string{},
-			"test_list": []string{"assert " + fn + "(1, 2) == 3"}}
-		b, _ := json.Marshal(rec)
-		lines = append(lines, string(b))
+			"test_list": []string{"assert " + fn + "(1, 2) == 3"}})
 	}
-	if err := os.WriteFile(filepath.Join(dir, "p.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pipelinetest.WriteJSONL(t, filepath.Join(dir, "p.jsonl"), recs...)
 	var calls atomic.Int64
 	srv := llmtest.New(t)
 	srv.Script(func(c llmtest.Call) llmtest.Reply {
@@ -238,24 +230,18 @@ stages:
 // model-judged ones after the decision are withheld (quarantined), loudly.
 func TestUncalibratedJudgeShipsTestJudgedOnly(t *testing.T) {
 	dir := t.TempDir()
-	var probs, queries []string
+	var probs []map[string]any
 	fns := []string{"add", "plus", "sum2", "total"}
 	for i, fn := range fns {
-		rec := map[string]any{"task_id": i + 1, "text": "Write a function " + fn + " that adds two numbers.",
+		probs = append(probs, map[string]any{"task_id": i + 1, "text": "Write a function " + fn + " that adds two numbers.",
 			"code": "def " + fn + "(a, b):\n    return a + b\n", "test_setup_code": "", "challenge_test_list": []string{},
-			"test_list": []string{"assert " + fn + "(1, 2) == 3", "assert " + fn + "(2, 2) == 4"}}
-		b, _ := json.Marshal(rec)
-		probs = append(probs, string(b))
+			"test_list": []string{"assert " + fn + "(1, 2) == 3", "assert " + fn + "(2, 2) == 4"}})
 	}
-	for i, fn := range []string{"twice", "thrice"} {
-		b, _ := json.Marshal(schema.Query{ID: fmt.Sprintf("q%d", i), Text: "Write a function " + fn + " that adds two numbers and print add(1, 2)."})
-		queries = append(queries, string(b))
-	}
-	for name, lines := range map[string][]string{"p.jsonl": probs, "q.jsonl": queries} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	pipelinetest.WriteJSONL(t, filepath.Join(dir, "p.jsonl"), probs...)
+	pipelinetest.WriteQueries(t, filepath.Join(dir, "q.jsonl"), []string{
+		"Write a function twice that adds two numbers and print add(1, 2).",
+		"Write a function thrice that adds two numbers and print add(1, 2).",
+	})
 	srv := llmtest.New(t)
 	srv.Script(func(c llmtest.Call) llmtest.Reply {
 		task := c.Request.Messages[min(1, len(c.Request.Messages)-1)].Content

@@ -16,6 +16,7 @@ package section
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -222,12 +223,7 @@ func Generic(s Stage, in *Instance) {
 	if len(plain) > 0 {
 		in.Charts = append(in.Charts, Chart{ID: ChartID(s.Name, "counters"), Title: "Counters", Bars: Bars(plain)})
 	}
-	keys := make([]string, 0, len(groups))
-	for g := range groups {
-		keys = append(keys, g)
-	}
-	sort.Strings(keys)
-	for _, g := range keys {
+	for _, g := range slices.Sorted(maps.Keys(groups)) {
 		in.Charts = append(in.Charts, Chart{ID: ChartID(s.Name, g), Title: g, Bars: Bars(groups[g])})
 	}
 }

@@ -216,29 +216,29 @@ func (p *Persona) bad(m Misbehaviour, c Call) bool {
 	return on[int(draw(c, "which")*float64(len(on)))] == m
 }
 
-func (p *Persona) reply(c Call) Reply {
-	switch Role(c) {
-	case "writer":
-		return Reply{Text: p.writer(c)}
-	case "explain":
-		return Reply{Text: p.explain(c)}
-	case "agent":
-		return Reply{Text: p.agent(c)}
-	case "judge":
-		return Reply{Text: p.judge(c)}
-	case "feedback":
-		return Reply{Text: p.feedback(c)}
-	case "followup":
-		return Reply{Text: p.followup(c)}
-	case "eval_feedback":
-		return Reply{Text: p.evalFeedback(c)}
-	case "rubric_skills":
-		return Reply{Text: "Score: 4\nReason: it needs a real algorithm and care with edge cases."}
-	case "rubric_effort":
+// answers are the persona's answer to each Role's prompt.
+var answers = map[string]func(*Persona, Call) string{
+	"writer":        (*Persona).writer,
+	"explain":       (*Persona).explain,
+	"agent":         (*Persona).agent,
+	"judge":         (*Persona).judge,
+	"feedback":      (*Persona).feedback,
+	"followup":      (*Persona).followup,
+	"eval_feedback": (*Persona).evalFeedback,
+	"rubric_skills": func(*Persona, Call) string {
+		return "Score: 4\nReason: it needs a real algorithm and care with edge cases."
+	},
+	"rubric_effort": func(p *Persona, c Call) string {
 		if p.bad(UnreadableRubric, c) {
-			return Reply{Text: "That depends entirely on who writes it and how much time they have."}
+			return "That depends entirely on who writes it and how much time they have."
 		}
-		return Reply{Text: `{"score": 4, "reason": "several cases to handle"}`}
+		return `{"score": 4, "reason": "several cases to handle"}`
+	},
+}
+
+func (p *Persona) reply(c Call) Reply {
+	if answer, ok := answers[Role(c)]; ok {
+		return Reply{Text: answer(p, c)}
 	}
 	return Reply{Text: "I am not sure what you are asking."}
 }
