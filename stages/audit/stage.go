@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -383,12 +382,8 @@ func runStage(ctx context.Context, o StageOptions, svc *pipeline.Services, judge
 	if name == "" {
 		name = "audit"
 	}
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return fmt.Errorf("audit: encode report: %w", err)
-	}
-	if err := schema.WriteFileAtomic(filepath.Join(svc.RunDir, name+".report.json"), b); err != nil {
-		return err
+	if err := schema.WriteJSONAtomic(filepath.Join(svc.RunDir, name+".report.json"), rep); err != nil {
+		return fmt.Errorf("audit: %w", err)
 	}
 	if err := schema.WriteAll(filepath.Join(svc.RunDir, name+".removed.jsonl"), removed); err != nil {
 		return fmt.Errorf("audit: write removed list: %w", err)
