@@ -2,7 +2,6 @@ package executors
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/codefeedback/codefeedback/internal/store"
@@ -63,17 +62,12 @@ func (ce *cachingExecutor) Run(ctx context.Context, req Request) (Result, error)
 		// the run reports what is wrong.
 		return ce.ex.Run(ctx, req)
 	}
-	b, ok, err := ce.c.Get(ctx, ExecBucket, key)
-	if err != nil {
+	// An undecodable entry (a torn or foreign value) is a miss; the run
+	// below overwrites it.
+	if res, ok, err := store.GetJSON[Result](ctx, ce.c, ExecBucket, key); err != nil {
 		return Result{}, fmt.Errorf("executors: exec cache get: %w", err)
-	}
-	if ok {
-		var res Result
-		if err := json.Unmarshal(b, &res); err == nil {
-			return res, nil
-		}
-		// An undecodable entry (a torn or foreign value) is a miss; the run
-		// below overwrites it.
+	} else if ok {
+		return res, nil
 	}
 	res, err := ce.ex.Run(ctx, req)
 	if err != nil {
@@ -82,11 +76,7 @@ func (ce *cachingExecutor) Run(ctx context.Context, req Request) (Result, error)
 	if res.TimedOut || res.OOM || res.Killed {
 		return res, nil
 	}
-	b, err = json.Marshal(res)
-	if err != nil {
-		return Result{}, fmt.Errorf("executors: exec cache encode: %w", err)
-	}
-	if err := ce.c.Put(ctx, ExecBucket, key, b); err != nil {
+	if err := store.PutJSON(ctx, ce.c, ExecBucket, key, res); err != nil {
 		return Result{}, fmt.Errorf("executors: exec cache put: %w", err)
 	}
 	return res, nil
