@@ -2,6 +2,7 @@ package feedbackloop
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -532,47 +533,66 @@ func TestClosingRepeatingEarlierTurn(t *testing.T) {
 	}
 }
 
-// "Document the arguments" met by a docstring that names none of them is
-// sent back; a revision that still names none loses its round.
-func TestDocumentArgumentsNamesThem(t *testing.T) {
+// A request the first revision does not meet (arguments documented by a
+// docstring that names none of them; inputs "validated" by a docstring and
+// a claim) is sent back with a repair that says what is missing, then the
+// round is dropped; a repair that meets it keeps the round.
+func TestRevisionMustMeetTheRequest(t *testing.T) {
 	ex := sandbox(t, "")
-	const vague = "def add(a, b):\n    \"\"\"Return the task's result; the arguments are left unmodified.\"\"\"\n    return a + b"
-	const named = "def add(a, b):\n    \"\"\"Add two numbers.\n\n    a (int): the first addend.\n    b (int): the second addend.\n    \"\"\"\n    return a + b"
-	for _, tc := range []struct {
-		name  string
-		fixed bool
-		want  string
-	}{{"named after the repair", true, ""}, {"never named", false, "feedback_round=params_undocumented"}} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
-				switch llmtest.Role(call) {
-				case "feedback":
-					return llmtest.Reply{Text: `{"met": [], "missed": ["documentation"], "feedback": "It passes, though I want you to document the arguments of ` + "`add`" + ` and their types."}`}
-				case "writer":
-					switch {
-					case call.AssistantTurns() == 0:
-						return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
-					case strings.Contains(call.LastUser(), "names none of a, b") && tc.fixed:
-						return llmtest.Reply{Text: "The docstring now names each argument with its type.\n\n" + block(named)}
+	for _, rc := range []struct {
+		name, feedback                          string
+		bad, repairSays, good, goodMark, reason string
+	}{
+		{name: "document the arguments",
+			feedback:   "It passes, though I want you to document the arguments of `add` and their types.",
+			bad:        "I added a docstring.\n\n" + block("def add(a, b):\n    \"\"\"Return the task's result; the arguments are left unmodified.\"\"\"\n    return a + b"),
+			repairSays: "names none of a, b",
+			good:       "The docstring now names each argument with its type.\n\n" + block("def add(a, b):\n    \"\"\"Add two numbers.\n\n    a (int): the first addend.\n    b (int): the second addend.\n    \"\"\"\n    return a + b"),
+			goodMark:   "a (int)", reason: "params_undocumented"},
+		{name: "validate the arguments",
+			feedback:   "It works, but please validate the arguments `add` receives before using them.",
+			bad:        "No code change is needed: `add` already validates its inputs. I added a docstring.\n\n" + block("def add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n    return a + b"),
+			repairSays: "checks none of them",
+			good:       "`add` now raises a TypeError for an argument that is not a number.\n\n" + block("def add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n    for name, v in ((\"a\", a), (\"b\", b)):\n        if not isinstance(v, (int, float)):\n            raise TypeError(f\"{name} must be a number\")\n    return a + b"),
+			goodMark:   "raise TypeError", reason: "inputs_unchecked"},
+	} {
+		for _, fixed := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/fixed=%v", rc.name, fixed), func(t *testing.T) {
+				_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+					switch llmtest.Role(call) {
+					case "feedback":
+						fb, _ := json.Marshal(map[string]any{"met": []string{}, "missed": []string{"the request"}, "feedback": rc.feedback})
+						return llmtest.Reply{Text: string(fb)}
+					case "writer":
+						switch {
+						case call.AssistantTurns() == 0:
+							return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+						case strings.Contains(call.LastUser(), rc.repairSays) && fixed:
+							return llmtest.Reply{Text: rc.good}
+						}
+						return llmtest.Reply{Text: rc.bad}
 					}
-					return llmtest.Reply{Text: "I added a docstring.\n\n" + block(vague)}
+					return llmtest.Reply{}
+				}, nil)
+				res := runMBPP(t, Options{FeedbackRounds: 1}, c, nil, c, ex)
+				want := ""
+				if !fixed {
+					want = "feedback_round=" + rc.reason
 				}
-				return llmtest.Reply{}
-			}, nil)
-			res := runMBPP(t, Options{FeedbackRounds: 1}, c, nil, c, ex)
-			if got := strings.Join(rejections(res), " "); got != tc.want || !res.Passed {
-				t.Errorf("passed=%v rejections %q, want %q", res.Passed, got, tc.want)
-			}
-			last := ""
-			for _, m := range res.Dialogue.Messages {
-				if m.Role == schema.RoleAssistant && gates.HasCode(m.Content) {
-					last = m.Content
+				if got := strings.Join(rejections(res), " "); got != want || !res.Passed {
+					t.Errorf("passed=%v rejections %q, want %q", res.Passed, got, want)
 				}
-			}
-			if tc.fixed != strings.Contains(last, "a (int)") {
-				t.Errorf("last code %q, want the named docstring only when fixed", last)
-			}
-		})
+				last := ""
+				for _, m := range res.Dialogue.Messages {
+					if m.Role == schema.RoleAssistant && gates.HasCode(m.Content) {
+						last = m.Content
+					}
+				}
+				if fixed != strings.Contains(last, rc.goodMark) {
+					t.Errorf("last code %q, want the repaired code only when fixed", last)
+				}
+			})
+		}
 	}
 }
 
@@ -634,51 +654,6 @@ func TestTestsFollowupCallsTheCode(t *testing.T) {
 			}
 			if n := len(userTurns(res.Dialogue)); n != map[bool]int{true: 2, false: 1}[tc.fixed] {
 				t.Errorf("%d user turns, want the follow-up kept only when fixed", n)
-			}
-		})
-	}
-}
-
-// "Validate the arguments" met by a docstring and the claim that the code
-// already checks them (it checks nothing) is sent back, then the round is
-// dropped; a repair that adds a check keeps it.
-func TestValidateArgumentsAddsChecks(t *testing.T) {
-	ex := sandbox(t, "")
-	const claimed = "def add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n    return a + b"
-	const checked = "def add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n    for name, v in ((\"a\", a), (\"b\", b)):\n        if not isinstance(v, (int, float)):\n            raise TypeError(f\"{name} must be a number\")\n    return a + b"
-	for _, tc := range []struct {
-		name  string
-		fixed bool
-		want  string
-	}{{"checks added after the repair", true, ""}, {"only claimed", false, "feedback_round=inputs_unchecked"}} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
-				switch llmtest.Role(call) {
-				case "feedback":
-					return llmtest.Reply{Text: `{"met": [], "missed": ["security"], "feedback": "It works, but please validate the arguments ` + "`add`" + ` receives before using them."}`}
-				case "writer":
-					switch {
-					case call.AssistantTurns() == 0:
-						return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
-					case strings.Contains(call.LastUser(), "checks none of them") && tc.fixed:
-						return llmtest.Reply{Text: "`add` now raises a TypeError for an argument that is not a number.\n\n" + block(checked)}
-					}
-					return llmtest.Reply{Text: "No code change is needed: `add` already validates its inputs. I added a docstring.\n\n" + block(claimed)}
-				}
-				return llmtest.Reply{}
-			}, nil)
-			res := runMBPP(t, Options{FeedbackRounds: 1}, c, nil, c, ex)
-			if got := strings.Join(rejections(res), " "); got != tc.want || !res.Passed {
-				t.Errorf("passed=%v rejections %q, want %q", res.Passed, got, tc.want)
-			}
-			last := ""
-			for _, m := range res.Dialogue.Messages {
-				if m.Role == schema.RoleAssistant && gates.HasCode(m.Content) {
-					last = m.Content
-				}
-			}
-			if tc.fixed != strings.Contains(last, "raise TypeError") {
-				t.Errorf("last code %q, want the checked version only when fixed", last)
 			}
 		})
 	}
