@@ -20,12 +20,12 @@ import (
 //go:embed probe_empty.py
 var emptyProbe string
 
-// asksEmptyRe matches a request about empty or unusual inputs ("how does f
-// handle an empty list? make that explicit", "handle edge cases").
-var asksEmptyRe = regexp.MustCompile(`(?i)\b(empty|edge[- ]cases?|corner[- ]cases?|unusual inputs?)\b`)
-
-// probeLineRe reads the probe's report lines.
-var probeLineRe = regexp.MustCompile(`(?m)^PROBE:(call|ok|none) ?(.*)$`)
+var (
+	// probeLineRe reads the probe's report lines.
+	probeLineRe = regexp.MustCompile(`(?m)^PROBE:(call|ok|none) ?(.*)$`)
+	// quotedNameRe: a name in backquotes, as requests quote functions.
+	quotedNameRe = regexp.MustCompile("`([A-Za-z_]\\w*)(?:\\(\\))?`")
+)
 
 // emptyVerdict answers a request about empty inputs by running the code on
 // one: "the same path already handles empty input" over code that crashes
@@ -36,7 +36,7 @@ var probeLineRe = regexp.MustCompile(`(?m)^PROBE:(call|ok|none) ?(.*)$`)
 // not build a call, passes. The probe runs outside the dialogue.
 func (r *run) emptyVerdict(ctx context.Context, turn Turn, request, code string) (gates.Verdict, error) {
 	p := turn.Problem
-	if r.lang != "python" || p == nil || len(p.Tests) == 0 || !asksEmptyRe.MatchString(request) {
+	if r.lang != "python" || p == nil || len(p.Tests) == 0 || !gates.AsksAboutEmpty(request) {
 		return gates.Verdict{}, nil
 	}
 	name := probeTarget(p, code, request)
@@ -70,7 +70,7 @@ func probeTarget(p *schema.Problem, code, request string) string {
 		defs[m[1]] = true
 		last = m[1]
 	}
-	for _, m := range regexp.MustCompile("`([A-Za-z_]\\w*)(?:\\(\\))?`").FindAllStringSubmatch(request, -1) {
+	for _, m := range quotedNameRe.FindAllStringSubmatch(request, -1) {
 		if defs[m[1]] {
 			return m[1]
 		}

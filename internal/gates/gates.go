@@ -581,6 +581,22 @@ var validateRe = regexp.MustCompile(`(?i)\b(validat\w*|sanitiz\w*|guard\w*|wrong
 // to be checked.
 func AsksToValidate(request string) bool { return validateRe.MatchString(request) }
 
+// emptyWordRe and handlingRe together match a request about how code
+// treats empty or unusual input ("how does f handle an empty list? make
+// that explicit"). A request for tests "including an edge case" names
+// edge cases but asks for a test, not for the code's handling of empty
+// input, so the subject alone is not enough.
+var (
+	emptyWordRe = regexp.MustCompile(`(?i)\b(empty|edge[- ]cases?|corner[- ]cases?|unusual inputs?)\b`)
+	handlingRe  = regexp.MustCompile(`(?i)\b(handl\w*|behaviou?rs?|explicit\w*|deals? with|dealing with|treats?|treating|cop(e|es|ing) with|what happens)\b`)
+)
+
+// AsksAboutEmpty reports whether a request asks how a function handles
+// empty or unusual input.
+func AsksAboutEmpty(request string) bool {
+	return emptyWordRe.MatchString(request) && handlingRe.MatchString(request)
+}
+
 var (
 	// checkLineRe: a statement that checks a value, inside a function
 	// (indented): raise, isinstance or type tests, an assert, an except

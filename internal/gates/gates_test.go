@@ -264,3 +264,24 @@ func TestUncheckedInputs(t *testing.T) {
 		}
 	}
 }
+
+func TestAsksAboutEmpty(t *testing.T) {
+	for _, tc := range []struct {
+		request string
+		want    bool
+	}{
+		{"How does `f` handle unusual inputs such as empty ones? Please make that behaviour explicit.", true},
+		{"The code works, but please make `f` handle an empty input explicitly.", true},
+		{"What happens when the list is empty?", true},
+		{"Handle edge cases too.", true},
+		// A test of an edge case is asked for, not a change of behaviour.
+		{"Please add a few tests for `f`, including an edge case, that run together with it.", false},
+		{"Add tests with an empty list.", false},
+		{"Make `f` faster on large inputs.", false},
+		{"Please handle negative numbers.", false},
+	} {
+		if got := AsksAboutEmpty(tc.request); got != tc.want {
+			t.Errorf("AsksAboutEmpty(%q) = %v, want %v", tc.request, got, tc.want)
+		}
+	}
+}
