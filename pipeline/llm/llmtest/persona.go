@@ -442,8 +442,13 @@ var assertRe = regexp.MustCompile("(?m)^assert .*$")
 // for (tests, a companion function, comments, a note on speed or edge
 // cases), always as a real change of the code.
 func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) string {
-	low := strings.ToLower(request)
 	bare := strings.Trim(name, "`")
+	// What is asked is read without the function's name: `magic_square_test`
+	// is not a request for tests.
+	low := strings.ToLower(request)
+	if bare != "" {
+		low = strings.ReplaceAll(low, strings.ToLower(bare), "f")
+	}
 	switch {
 	case strings.Contains(low, "test"):
 		tests := assertRe.FindAllString(task, -1)
