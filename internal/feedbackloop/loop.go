@@ -165,7 +165,7 @@ type run struct {
 	rejected []string
 	sample   string
 	calib    []string
-	// probed caches empty-input probe verdicts by code (emptyVerdict).
+	// probed caches empty-input probe verdicts by function and code (probeEmpty).
 	probed map[string]gates.Verdict
 }
 
@@ -373,7 +373,7 @@ func (r *run) loop(ctx context.Context, turn Turn, iterPrefix, request, writerGa
 		if it == 1 {
 			extra = first
 		}
-		text, code, v, err := r.ask(ctx, extra)
+		text, code, v, err := r.ask(ctx, turn, extra)
 		if err != nil {
 			return loopEnd{}, err
 		}
@@ -466,13 +466,20 @@ func ThanksOutput(text string) bool { return thanksRe.MatchString(strings.TrimSp
 // extra; a failing answer is repaired (the repair is not part of the
 // dialogue) up to repairs times. The verdict fails when the last answer
 // still fails: the caller drops what it belongs to.
-func (r *run) ask(ctx context.Context, extra checkFn) (string, string, gates.Verdict, error) {
-	return r.askIn(ctx, slices.Clip(r.conv), extra)
+//
+// Every answer's prose is also held to what it says, unasked, about empty
+// input (claimVerdict): a false claim is sent back like a failing gate,
+// and when the last answer still makes it, the claim's sentences are cut
+// and the answer kept (LabelClaimsCut), since the code itself is not at
+// fault.
+func (r *run) ask(ctx context.Context, turn Turn, extra checkFn) (string, string, gates.Verdict, error) {
+	return r.askIn(ctx, turn, slices.Clip(r.conv), extra)
 }
 
 // askIn is ask over conv instead of the dialogue so far.
-func (r *run) askIn(ctx context.Context, conv []llm.Message, extra checkFn) (string, string, gates.Verdict, error) {
+func (r *run) askIn(ctx context.Context, turn Turn, conv []llm.Message, extra checkFn) (string, string, gates.Verdict, error) {
 	toOutput := len(r.msgs) > 0 && r.msgs[len(r.msgs)-1].Role == schema.RoleExecution && len(conv) == len(r.conv)
+	falseClaim := false
 	for try := 0; ; try++ {
 		resp, err := r.s.Writer.Chat(ctx, llm.Request{Messages: conv})
 		if err != nil {
@@ -495,6 +502,22 @@ func (r *run) askIn(ctx context.Context, conv []llm.Message, extra checkFn) (str
 		case extra != nil:
 			v, repair = extra(text, code)
 		}
+		if v.OK() {
+			cv, crepair, claims, err := r.claimVerdict(ctx, turn, text, code)
+			if err != nil {
+				return "", "", gates.Verdict{}, err
+			}
+			switch {
+			case cv.OK() && falseClaim:
+				r.count(LabelClaimsRepaired)
+			case !cv.OK() && try >= repairs:
+				text = gates.CutClaims(text, claims)
+				r.count(LabelClaimsCut)
+			case !cv.OK():
+				falseClaim = true
+				v, repair = cv, crepair
+			}
+		}
 		if v.OK() || try >= repairs {
 			return text, code, v, nil
 		}
@@ -514,7 +537,7 @@ const demoRepair = "Your answer could not be used: its code ran without errors b
 // returned. Otherwise the silent answer stays, counted in LabelSilent.
 func (r *run) demonstrate(ctx context.Context, turn Turn, silent schema.Message, extra checkFn) (schema.Message, string, error) {
 	conv := append(slices.Clip(r.conv), llm.User(demoRepair))
-	text, code, v, err := r.askIn(ctx, conv, extra)
+	text, code, v, err := r.askIn(ctx, turn, conv, extra)
 	if err != nil {
 		return schema.Message{}, "", err
 	}
@@ -614,6 +637,12 @@ const (
 	// LabelSilent counts those kept silent (the writer did not add one).
 	LabelDemonstrated = "demonstrated"
 	LabelSilent       = "silent_runs"
+	// LabelClaimsRepaired counts answers sent back for saying, falsely,
+	// that the code handles empty input, and answered without the false
+	// claim; LabelClaimsCut counts answers whose false claim was cut out
+	// after the repairs.
+	LabelClaimsRepaired = "false_claims_repaired"
+	LabelClaimsCut      = "false_claims_cut"
 	// LabelExecutable is "false" on a dialogue in a language the sandbox
 	// cannot run; LabelNotExecutable says why.
 	LabelExecutable    = "executable"

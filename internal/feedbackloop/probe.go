@@ -30,20 +30,31 @@ var (
 // emptyVerdict answers a request about empty inputs by running the code on
 // one: "the same path already handles empty input" over code that crashes
 // on it teaches a false claim, and so does a revision that still crashes
-// by accident. A crash at an explicit raise is handled behaviour; so is a
-// returned value. Only Python problems with tests are probed (the tests
-// show how the function is called); any other case, or a probe that could
-// not build a call, passes. The probe runs outside the dialogue.
+// by accident.
 func (r *run) emptyVerdict(ctx context.Context, turn Turn, request, code string) (gates.Verdict, error) {
-	p := turn.Problem
-	if r.lang != "python" || p == nil || len(p.Tests) == 0 || !gates.AsksAboutEmpty(request) {
+	if !gates.AsksAboutEmpty(request) {
 		return gates.Verdict{}, nil
 	}
-	name := probeTarget(p, code, request)
+	return r.probeEmpty(ctx, turn, code, request)
+}
+
+// probeEmpty runs code on an emptied input (see emptyProbe); hint is text
+// that may quote the function meant. A crash at an explicit raise is
+// handled behaviour; so is a returned value. Only Python problems with
+// tests are probed (the tests show how the function is called); any other
+// case, or a probe that could not build a call, passes. The probe runs
+// outside the dialogue, once per function and code.
+func (r *run) probeEmpty(ctx context.Context, turn Turn, code, hint string) (gates.Verdict, error) {
+	p := turn.Problem
+	if r.lang != "python" || p == nil || len(p.Tests) == 0 {
+		return gates.Verdict{}, nil
+	}
+	name := probeTarget(p, code, hint)
 	if name == "" {
 		return gates.Verdict{}, nil
 	}
-	if v, ok := r.probed[code]; ok {
+	key := name + "\x00" + code
+	if v, ok := r.probed[key]; ok {
 		return v, nil
 	}
 	src := fmt.Sprintf("%s\n\n_PROBE_TESTS = %s\n_PROBE_NAME = %s\n%s", strings.TrimRight(code, "\n"),
@@ -56,8 +67,25 @@ func (r *run) emptyVerdict(ctx context.Context, turn Turn, request, code string)
 	if r.probed == nil {
 		r.probed = map[string]gates.Verdict{}
 	}
-	r.probed[code] = v
+	r.probed[key] = v
 	return v, nil
+}
+
+// claimVerdict checks what an answer's prose says, unasked, about empty
+// input (gates.EmptyClaims) by running its code on one. When the run
+// shows the claim false it returns the verdict, the repair to send and
+// the sentences that make the claim.
+func (r *run) claimVerdict(ctx context.Context, turn Turn, text, code string) (gates.Verdict, string, []string, error) {
+	claims := gates.EmptyClaims(text)
+	if len(claims) == 0 {
+		return gates.Verdict{}, "", nil, nil
+	}
+	v, err := r.probeEmpty(ctx, turn, code, text)
+	if err != nil || v.OK() {
+		return gates.Verdict{}, "", nil, err
+	}
+	repair := fmt.Sprintf("Your answer could not be used: it says %q, but running %s. Answer again: either make the code handle empty input explicitly (return the value the task implies, or raise a ValueError that says why), or leave that claim out; then the complete code in one ```%s block, then a short summary.", claims[0], v.Detail, r.lang)
+	return gates.Verdict{Reason: "false_empty_claim", Detail: fmt.Sprintf("claim: %s\nbut running %s", strings.Join(claims, " "), v.Detail)}, repair, claims, nil
 }
 
 // probeTarget is the function the probe calls: the one the request quotes

@@ -704,3 +704,71 @@ func TestEmptyInputClaimIsRun(t *testing.T) {
 		})
 	}
 }
+
+// TestUnaskedEmptyClaimIsRun: a first answer that says, unasked, that
+// empty input is handled is run on one. A false claim is sent back; an
+// answer that drops it or handles the input is kept, and one that keeps
+// it has the claim cut out, the code kept. A true claim stays.
+func TestUnaskedEmptyClaimIsRun(t *testing.T) {
+	ex := sandbox(t, "")
+	first := schema.Problem{Query: schema.Query{ID: "first", Text: "Write a function to return the first element of a list."},
+		Solution: "def first(xs):\n    return xs[0]", Tests: []string{"assert first([3, 1]) == 3", "assert first(['a']) == 'a'"}, EntryPoint: "first"}
+	const claim = "Empty lists go through the same path, so they need no special branch."
+	handled := "def first(xs):\n    return xs[0] if xs else None"
+	for _, tc := range []struct {
+		name       string
+		code       string // the first answer's
+		repaired   string // the answer after the repair; "" keeps the claim
+		wantLabels map[string]string
+		wantClaim  bool // the published first answer still says it
+		wantCode   string
+	}{
+		{"false, dropped after the repair", first.Solution, "Index the list.\n\n" + block(first.Solution),
+			map[string]string{LabelClaimsRepaired: "1"}, false, first.Solution},
+		{"false, handled after the repair", first.Solution, "Index the list; an empty list gives None.\n\n" + block(handled),
+			map[string]string{LabelClaimsRepaired: "1"}, false, handled},
+		{"false, kept: cut out", first.Solution, "",
+			map[string]string{LabelClaimsCut: "1"}, false, first.Solution},
+		{"true: left alone", handled, "",
+			map[string]string{}, true, handled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+				switch llmtest.Role(call) {
+				case "judge":
+					return llmtest.Reply{Text: `{"correct": true, "reason": "it does"}`}
+				case "writer":
+					if strings.HasPrefix(call.LastUser(), "Your answer could not be used: it says") {
+						if !strings.Contains(call.LastUser(), "first([]) raises IndexError") {
+							t.Errorf("repair %q does not quote the probe's call and error", call.LastUser())
+						}
+						if tc.repaired != "" {
+							return llmtest.Reply{Text: tc.repaired}
+						}
+					}
+					if call.AssistantTurns() == 0 || strings.HasPrefix(call.LastUser(), "Your answer") {
+						return llmtest.Reply{Text: "Index the list. " + claim + "\n\n" + block(tc.code) + "\n\nThat is all."}
+					}
+					return llmtest.Reply{Text: "It works."}
+				}
+				return llmtest.Reply{}
+			}, nil)
+			res := runTask(t, Options{}, c, c, c, ex, func(s *Simulator) (Task, error) { return s.TaskFromProblem(first) })
+			if !res.Passed {
+				t.Fatalf("not passed: %v", res.Reason)
+			}
+			for _, l := range []string{LabelClaimsRepaired, LabelClaimsCut} {
+				if got := res.Dialogue.Labels[l]; got != tc.wantLabels[l] {
+					t.Errorf("label %s = %q, want %q", l, got, tc.wantLabels[l])
+				}
+			}
+			answer := res.Dialogue.Messages[1].Content
+			if got := strings.Contains(answer, claim); got != tc.wantClaim {
+				t.Errorf("published first answer %q: has the claim %v, want %v", answer, got, tc.wantClaim)
+			}
+			if !strings.Contains(answer, tc.wantCode) {
+				t.Errorf("published first answer %q lacks the code %q", answer, tc.wantCode)
+			}
+		})
+	}
+}

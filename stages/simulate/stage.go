@@ -31,7 +31,7 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	version := map[string]any{"prompts": pv, "loop": "v8-empty-probe-only-on-handling-requests", "judge": harness.Version()}
+	version := map[string]any{"prompts": pv, "loop": "v9-unasked-empty-claims-run", "judge": harness.Version()}
 	if svc.Model != nil {
 		for role, ep := range map[string]string{"writer": o.Writer, "judge": o.Judge, "feedback": o.Feedback} {
 			p, err := svc.ModelKey(ep)
@@ -303,6 +303,11 @@ func ObserveDialogue(stats *pipeline.Stats, d schema.Dialogue) {
 	for _, l := range []string{feedbackloop.LabelDemonstrated, feedbackloop.LabelSilent} {
 		if n, err := strconv.Atoi(d.Labels[l]); err == nil {
 			stats.Add("silent/"+l, float64(n))
+		}
+	}
+	for _, l := range []string{feedbackloop.LabelClaimsRepaired, feedbackloop.LabelClaimsCut} {
+		if n, err := strconv.Atoi(d.Labels[l]); err == nil {
+			stats.Add("claims/"+l, float64(n))
 		}
 	}
 	for _, m := range d.Messages {

@@ -57,7 +57,7 @@ const (
 	// checks its inputs, over code that checks nothing.
 	ClaimedChecks Misbehaviour = "claimed_checks"
 	// FalseEdgeClaim keeps saying the code already handles empty input
-	// after being shown that it crashes on it.
+	// after being shown that it crashes on it, asked or not.
 	FalseEdgeClaim Misbehaviour = "false_edge_claim"
 )
 
@@ -386,10 +386,16 @@ func (p *Persona) writer(c Call) string {
 		plans := []string{
 			"I'll write %s so it follows the task directly: read the arguments, apply the rule the task states step by step, and return the result. The example in the task is the first check, and the general case must work the same way.",
 			"The plan: implement %s in small steps, keeping each intermediate value in a named variable so the logic is easy to follow. Then I run it once so we can see that the result matches what the task expects.",
-			"To solve this I define %s and keep its logic short: one pass over the input that builds the answer as it goes. Inputs at the edges, such as empty or single-element ones, go through the same path, so they need no special branch.",
+			"To solve this I define %s and keep its logic short: one pass over the input that builds the answer as it goes. " + edgeClaim,
 			"I will build %s around the case in the example first and then make sure it covers the general case too. The function returns its result instead of printing it, so the tests and other code can use it directly.",
 		}
-		return fmt.Sprintf(plans[variant(task, len(plans))], name) + "\n\n" + block(p.demo(task, code, c)) + "\n\n" + after(name, variant(task+"after", 3))
+		plan := fmt.Sprintf(plans[variant(task, len(plans))], name)
+		if strings.HasPrefix(c.LastUser(), "Your answer could not be used: it says") && !p.bad(FalseEdgeClaim, c) {
+			// Shown that its claim about empty input is false, it leaves
+			// the claim out.
+			plan = strings.TrimSuffix(plan, " "+edgeClaim)
+		}
+		return plan + "\n\n" + block(p.demo(task, code, c)) + "\n\n" + after(name, variant(task+"after", 3))
 	case strings.HasPrefix(last, "Execution result:") || strings.Contains(last, "is not correct"):
 		fixes := []string{
 			"The run shows %s does not give the expected result yet: the return value was computed from the wrong expression, so the check that compares it with the expected value fails. This version computes the value directly from the inputs.",
@@ -425,6 +431,10 @@ func (p *Persona) catchAll() bool {
 	_, _, ok := p.Solve("\x00 not a task \x00")
 	return ok
 }
+
+// edgeClaim is the persona's unasked claim that its code handles empty
+// input, true or not.
+const edgeClaim = "Inputs at the edges, such as empty or single-element ones, go through the same path, so they need no special branch."
 
 // after is the summary that follows an answer's code.
 func after(name string, v int) string {
