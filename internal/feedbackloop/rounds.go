@@ -373,6 +373,13 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 	said := r.said()
 	r.add(msg)
 	before, asked := m.code, msg.Content
+	// A test copied from a task's own example checks what the dialogue
+	// already showed passing: only tests beyond the code before and the
+	// requests' examples count as new.
+	shown := before
+	for _, tt := range r.task.Turns {
+		shown += "\n" + tt.Text
+	}
 	var probeErr error
 	unchanged := func(text, code string) (gates.Verdict, string) {
 		var v gates.Verdict
@@ -389,9 +396,9 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 		} else {
 			v = revisionVerdict(before, code, asked, text, kind)
 		}
-		if v.OK() && kind == "tests" && r.lang == "python" && gates.BehaviourTests(before, code) == 0 {
+		if v.OK() && kind == "tests" && r.lang == "python" && gates.BehaviourTests(shown, code) == 0 {
 			v = gates.Verdict{Reason: "no_behaviour_tests", Detail: text}
-			return v, fmt.Sprintf("Your answer could not be used: the user asked for tests, but no new test calls the code with inputs and checks its result (an assert such as `assert callable(f)` checks nothing). Answer again: the complete code in one ```%s block ending with assert-based tests that call the function on a typical input and on an edge case and compare the results with the expected values, then a short summary.", r.lang)
+			return v, fmt.Sprintf("Your answer could not be used: the user asked for tests, but no new test calls the code with inputs and checks its result (an assert such as `assert callable(f)` checks nothing, and the task's own example has already passed). Answer again: the complete code in one ```%s block ending with assert-based tests that call the function on inputs other than the task's example, a typical one and an edge case, and compare the results with the expected values, then a short summary.", r.lang)
 		}
 		if v.OK() && r.lang == "python" && gates.AsksToDocumentParams(asked) {
 			if missing := gates.UndocumentedParams(code, asked); len(missing) > 0 {
@@ -443,7 +450,7 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 			return false, nil
 		}
 	}
-	if kind == "tests" && r.lang == "python" && gates.BehaviourTests(before, r.code) == 0 {
+	if kind == "tests" && r.lang == "python" && gates.BehaviourTests(shown, r.code) == 0 {
 		r.reject(m, gate, label, gates.Verdict{Reason: "no_behaviour_tests", Detail: gates.Cut(r.answersSince(m), 600)})
 		return false, nil
 	}

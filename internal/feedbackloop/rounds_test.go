@@ -623,15 +623,23 @@ func TestRevisionRepeatingEarlierAnswerDropped(t *testing.T) {
 }
 
 // "Add tests" met by asserts that never call the code with inputs
-// ("assert callable(add)") is sent back; still no such test, the
-// follow-up loses its round.
+// ("assert callable(add)"), or only with the task's own example, which
+// has passed already, is sent back; still no such test, the follow-up
+// loses its round.
 func TestTestsFollowupCallsTheCode(t *testing.T) {
 	ex := sandbox(t, "")
+	const trivial, example = "assert callable(add)", "assert add(1, 2) == 3"
 	for _, tc := range []struct {
 		name  string
+		tests string // the first answer's
 		fixed bool
 		want  string
-	}{{"real tests after the repair", true, ""}, {"never", false, "followup_round=no_behaviour_tests"}} {
+	}{
+		{"real tests after the repair", trivial, true, ""},
+		{"never", trivial, false, "followup_round=no_behaviour_tests"},
+		{"the task's example only, then real tests", example, true, ""},
+		{"the task's example only", example, false, "followup_round=no_behaviour_tests"},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
 				switch llmtest.Role(call) {
@@ -644,7 +652,7 @@ func TestTestsFollowupCallsTheCode(t *testing.T) {
 					case strings.Contains(call.LastUser(), "no new test calls the code") && tc.fixed:
 						return llmtest.Reply{Text: "Tests that call it.\n\n" + block("def add(a, b):\n    return a + b\n\nassert add(-2, -3) == -5\nassert add(0, 0) == 0\nprint('tests passed')")}
 					}
-					return llmtest.Reply{Text: "Tests added.\n\n" + block("def add(a, b):\n    return a + b\n\nassert callable(add)\nprint('tests passed')")}
+					return llmtest.Reply{Text: "Tests added.\n\n" + block("def add(a, b):\n    return a + b\n\n"+tc.tests+"\nprint('tests passed')")}
 				}
 				return llmtest.Reply{}
 			}, nil)
