@@ -171,7 +171,13 @@ func (rep *Report) inspectRowGroups(ctx context.Context, rgs []*parquetRowGroup,
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				part := newReport(rep.File)
+				// The first row group counts straight into rep (nothing
+				// else touches rep before its result is in): a file of
+				// one row group is not counted twice, once to merge.
+				part := rep
+				if i > 0 {
+					part = newReport(rep.File)
+				}
 				err := errors.Join(part.readRowGroup(ctx, rg, sample), rg.Close())
 				results[i] <- result{part, err}
 			}()
@@ -182,7 +188,9 @@ func (rep *Report) inspectRowGroups(ctx context.Context, rgs []*parquetRowGroup,
 		if res.err != nil {
 			return res.err
 		}
-		rep.merge(res.part, sample)
+		if i > 0 {
+			rep.merge(res.part, sample)
+		}
 		<-slots
 	}
 	return nil
