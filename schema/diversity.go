@@ -73,7 +73,9 @@ func (d *distinct) compact() {
 		return
 	}
 	if cap(d.spare) < len(d.hs) {
-		d.spare = make([]uint64, 0, cap(d.hs))
+		// Room for the appends up to the next compaction, at twice
+		// the hashes: none of them grows the slice.
+		d.spare = make([]uint64, 0, 2*len(d.hs))
 	}
 	sortHashes(d.hs[d.sorted:], d.spare[:len(d.hs)-d.sorted])
 	d.hs, d.spare = mergeUnique(d.spare[:0], d.hs[:d.sorted], d.hs[d.sorted:]), d.hs[:0]
@@ -240,6 +242,11 @@ func (oc *openingCounts) add(h uint64, text string, n int) {
 		return
 	}
 	*e = openingSlot{hash: h, n: uint32(min(n, math.MaxUint32)), off: uint32(len(oc.text))}
+	if need := len(oc.text) + binary.MaxVarintLen64 + len(text); need > cap(oc.text) {
+		// Doubling: append grows a large slice by a quarter, copying
+		// the arena several times over on its way up.
+		oc.text = slices.Grow(oc.text, max(2*cap(oc.text), need, 16<<10)-len(oc.text))
+	}
 	oc.text = binary.AppendUvarint(oc.text, uint64(len(text)))
 	oc.text = append(oc.text, text...)
 	if oc.used++; oc.used > maxOpenings {
