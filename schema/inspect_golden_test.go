@@ -119,16 +119,8 @@ func TestInspectGolden(t *testing.T) {
 		}
 	}
 	for _, p := range []string{native, cfPath} {
-		f, rgs, err := openParquetRowGroups(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, rg := range rgs {
-			rg.Close()
-		}
-		f.Close()
-		if len(rgs) < 3 {
-			t.Fatalf("%s: %d row groups, want several (the parallel scan and its merge)", filepath.Base(p), len(rgs))
+		if n := rowGroups(t, p); n < 3 {
+			t.Fatalf("%s: %d row groups, want several (the parallel scan and its merge)", filepath.Base(p), n)
 		}
 	}
 	inputs["native.parquet"], inputs["codefeedback.parquet"] = native, cfPath
