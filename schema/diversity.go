@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"encoding/binary"
 	"hash/maphash"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Diversity counts how varied a corpus of dialogues reads: distinct first
@@ -47,7 +49,10 @@ var (
 type distinct struct {
 	hs     []uint64 // hs[:sorted] sorted and unique, then appended
 	sorted int
-	hll    []uint8
+	// spare is what compact sorts and merges into, then hands back: the
+	// two buffers take turns instead of a new one per compaction.
+	spare []uint64
+	hll   []uint8
 }
 
 func (d *distinct) add(h uint64) {
@@ -67,21 +72,27 @@ func (d *distinct) compact() {
 	if d.hll != nil || d.sorted == len(d.hs) {
 		return
 	}
-	sortHashes(d.hs[d.sorted:])
-	d.hs = mergeUnique(d.hs[:d.sorted], d.hs[d.sorted:])
+	if cap(d.spare) < len(d.hs) {
+		// Room for the appends up to the next compaction, at twice
+		// the hashes: none of them grows the slice.
+		d.spare = make([]uint64, 0, 2*len(d.hs))
+	}
+	sortHashes(d.hs[d.sorted:], d.spare[:len(d.hs)-d.sorted])
+	d.hs, d.spare = mergeUnique(d.spare[:0], d.hs[:d.sorted], d.hs[d.sorted:]), d.hs[:0]
 	d.sorted = len(d.hs)
 	if len(d.hs) > maxExact {
 		d.hll = make([]uint8, 1<<hllBits)
 		for _, h := range d.hs {
 			d.hllAdd(h)
 		}
-		d.hs, d.sorted = nil, 0
+		d.hs, d.sorted, d.spare = nil, 0, nil
 	}
 }
 
 // sortHashes sorts uniformly distributed hashes: a counting pass on their
-// top bits, then each small bucket in place (linear in practice).
-func sortHashes(hs []uint64) {
+// top bits, then each small bucket in place (linear in practice). out, as
+// long as hs, is its scratch.
+func sortHashes(hs, out []uint64) {
 	if len(hs) < 256 {
 		slices.Sort(hs)
 		return
@@ -95,7 +106,6 @@ func sortHashes(hs []uint64) {
 	for i := 1; i <= nb; i++ {
 		starts[i] += starts[i-1]
 	}
-	out := make([]uint64, len(hs))
 	next := slices.Clone(starts[:nb])
 	for _, h := range hs {
 		b := h >> shift
@@ -108,10 +118,9 @@ func sortHashes(hs []uint64) {
 	copy(hs, out)
 }
 
-// mergeUnique merges two sorted runs that sit next to each other in one
-// slice (a then b) into one sorted run without repeats; b may repeat.
-func mergeUnique(a, b []uint64) []uint64 {
-	out := make([]uint64, 0, len(a)+len(b))
+// mergeUnique appends to out (which holds neither) the merge of the sorted
+// runs a and b as one sorted run without repeats; b may repeat.
+func mergeUnique(out, a, b []uint64) []uint64 {
 	i, j := 0, 0
 	push := func(h uint64) {
 		if n := len(out); n == 0 || out[n-1] != h {
@@ -186,7 +195,7 @@ func (d *distinct) merge(o *distinct) {
 		for _, h := range d.hs {
 			d.hllAdd(h)
 		}
-		d.hs, d.sorted = nil, 0
+		d.hs, d.sorted, d.spare = nil, 0, nil
 	}
 	for i, r := range o.hll {
 		d.hll[i] = max(d.hll[i], r)
@@ -196,12 +205,13 @@ func (d *distinct) merge(o *distinct) {
 // openingCounts counts openings by the hash of their text in an open
 // addressing table of 16-byte slots holding the count (a hit touches one
 // cache line, and the table stays within a core's cache); each text is kept
-// once, in an arena, after its length.
+// once, in an arena, after its length. The table grows with the openings
+// up to the bound, so a small corpus (or row group) touches little memory.
 type openingCounts struct {
-	slots       []openingSlot // power of two, at most half full
-	used        int
-	text, spare []byte // the arena, and the one prune copies into
-	kept        []openingSlot
+	slots []openingSlot // power of two, at most about half full
+	used  int
+	text  []byte // the arena
+	kept  []openingSlot
 }
 
 type openingSlot struct {
@@ -209,6 +219,8 @@ type openingSlot struct {
 	n    uint32 // 0: an empty slot
 	off  uint32 // the text's length (uvarint) and bytes in the arena
 }
+
+const minOpeningSlots = 1 << 10
 
 func (oc *openingCounts) len() int { return oc.used }
 
@@ -218,12 +230,11 @@ func (oc *openingCounts) textOf(e *openingSlot) []byte {
 	return oc.text[start : start+int(ln)]
 }
 
-// add counts n more of the opening text, whose hash is h.
-func (oc *openingCounts) add(h uint64, text []byte, n int) {
+// add counts n more of the opening text, whose hash is h; text is copied
+// if new.
+func (oc *openingCounts) add(h uint64, text string, n int) {
 	if oc.slots == nil {
-		// Sized for the bound at once: no growing (and copying) later.
-		oc.slots = make([]openingSlot, 1<<bits.Len(uint(2*maxOpenings-1)))
-		oc.text = make([]byte, 0, 40*maxOpenings)
+		oc.slots = make([]openingSlot, min(minOpeningSlots, maxOpeningSlots()))
 	}
 	e := oc.slot(h)
 	if e.n > 0 {
@@ -231,10 +242,31 @@ func (oc *openingCounts) add(h uint64, text []byte, n int) {
 		return
 	}
 	*e = openingSlot{hash: h, n: uint32(min(n, math.MaxUint32)), off: uint32(len(oc.text))}
+	if need := len(oc.text) + binary.MaxVarintLen64 + len(text); need > cap(oc.text) {
+		// Doubling: append grows a large slice by a quarter, copying
+		// the arena several times over on its way up.
+		oc.text = slices.Grow(oc.text, max(2*cap(oc.text), need, 16<<10)-len(oc.text))
+	}
 	oc.text = binary.AppendUvarint(oc.text, uint64(len(text)))
 	oc.text = append(oc.text, text...)
 	if oc.used++; oc.used > maxOpenings {
 		oc.prune()
+	} else if 2*oc.used > len(oc.slots) && len(oc.slots) < maxOpeningSlots() {
+		oc.grow()
+	}
+}
+
+// maxOpeningSlots is the table's size at the bound: at most half full.
+func maxOpeningSlots() int { return 1 << bits.Len(uint(2*maxOpenings-1)) }
+
+// grow doubles the table; the arena stays as it is.
+func (oc *openingCounts) grow() {
+	old := oc.slots
+	oc.slots = make([]openingSlot, 2*len(old))
+	for _, e := range old {
+		if e.n > 0 {
+			*oc.slot(e.hash) = e
+		}
 	}
 }
 
@@ -267,7 +299,11 @@ func (oc *openingCounts) prune() {
 		cut := ns[len(ns)/2]
 		kept = slices.DeleteFunc(kept, func(e openingSlot) bool { return e.n <= cut })
 	}
-	text := oc.spare[:0]
+	// The kept texts move down the arena in arena order: each lands at or
+	// before where it was, after the ones already moved, so none is
+	// overwritten before it moves (and its length takes as many bytes).
+	slices.SortFunc(kept, func(a, b openingSlot) int { return cmp.Compare(a.off, b.off) })
+	text := oc.text[:0]
 	clear(oc.slots)
 	for _, e := range kept {
 		t := oc.textOf(&e)
@@ -276,8 +312,7 @@ func (oc *openingCounts) prune() {
 		text = append(text, t...)
 		*oc.slot(e.hash) = e
 	}
-	oc.used, oc.kept = len(kept), kept
-	oc.text, oc.spare = text, oc.text[:0]
+	oc.used, oc.kept, oc.text = len(kept), kept, text
 }
 
 // DiversitySummary is Diversity's figures.
@@ -307,7 +342,51 @@ func hash64(s string) uint64 { return maphash.String(hashSeed, strings.TrimSpace
 
 // opening is the first six words of a turn's first line (what strings.Fields
 // on that line would give, joined by single spaces), reading no further.
-func opening(s string) string { return string(appendOpening(nil, s)) }
+func opening(s string) string {
+	var b []byte
+	return strings.Clone(openingOf(s, &b))
+}
+
+// openingOf is s's opening: a prefix of s when it is one, else built in
+// *scratch (and then valid until scratch is next written).
+func openingOf(s string, scratch *[]byte) string {
+	if op, ok := openingASCII(s); ok {
+		return op
+	}
+	*scratch = appendOpening((*scratch)[:0], s)
+	return bytesView(*scratch)
+}
+
+// openingASCII is s's opening when s opens on ASCII words separated by
+// single spaces, as most turns do: then it is a prefix of s, read with
+// fewer branches than appendOpening takes. ok is false otherwise.
+func openingASCII(s string) (op string, ok bool) {
+	words := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == ' ' || c == '\n':
+			if i == 0 || s[i-1] == ' ' {
+				return "", false // leading or repeated space
+			}
+			if c == '\n' {
+				return s[:i], true
+			}
+			if words++; words == 6 {
+				return s[:i], true
+			}
+		case c >= utf8.RuneSelf || asciiSpace[c]:
+			return "", false // maybe a Unicode space; tabs, CR
+		}
+	}
+	if len(s) > 0 && s[len(s)-1] == ' ' {
+		return "", false
+	}
+	return s, true
+}
+
+// bytesView is b as a string without a copy: b must not change while the
+// string is in use.
+func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // appendOpening appends s's opening to b in one pass: leading space
 // (newlines too) skipped, then words up to the end of that line.
@@ -389,8 +468,8 @@ func (dv *Diversity) Add(d *Dialogue) {
 			}
 		case RoleAssistant:
 			lastAssistant = m.Content
-			if dv.scratch = appendOpening(dv.scratch[:0], m.Content); len(dv.scratch) > 0 {
-				dv.openings.add(maphash.Bytes(hashSeed, dv.scratch), dv.scratch, 1)
+			if op := openingOf(m.Content, &dv.scratch); op != "" {
+				dv.openings.add(maphash.String(hashSeed, op), op, 1)
 			}
 			if !hasFence(m.Content) {
 				dv.codeless++
@@ -439,7 +518,7 @@ func (dv *Diversity) Merge(o *Diversity) {
 	dv.codelessSet.merge(&o.codelessSet)
 	for i := range o.openings.slots {
 		if e := &o.openings.slots[i]; e.n > 0 {
-			dv.openings.add(e.hash, o.openings.textOf(e), int(e.n))
+			dv.openings.add(e.hash, bytesView(o.openings.textOf(e)), int(e.n))
 		}
 	}
 }

@@ -21,7 +21,8 @@ func openingFields(s string) string {
 
 func TestOpeningMatchesFields(t *testing.T) {
 	for _, s := range []string{"", "   ", "one", "  a  b\tc\u00a0d e f g h\nnext line", "x\ny", "\xff\xfe a \u2003 b",
-		"Sure! Here is the code:\n```python", "a b c d e f", "a b c d e f g", "\n\n  lead\n"} {
+		"Sure! Here is the code:\n```python", "a b c d e f", "a b c d e f g", "\n\n  lead\n",
+		"a b \nc", "a b c d e f  g", "trailing ", "```python\nx", "x\r\ny", "a\tb c", "six words here and then\u00a0more"} {
 		if got, want := opening(s), openingFields(s); got != want {
 			t.Errorf("opening(%q) = %q, want %q", s, got, want)
 		}
@@ -174,7 +175,7 @@ func TestSortHashes(t *testing.T) {
 		}
 		want := slices.Clone(hs)
 		slices.Sort(want)
-		sortHashes(hs)
+		sortHashes(hs, make([]uint64, len(hs)))
 		if !slices.Equal(hs, want) {
 			t.Errorf("n=%d: not sorted", n)
 		}

@@ -32,13 +32,44 @@ type Report struct {
 	Turns    Dist                      // per dialogue
 	MsgLen   Dist                      // per message, characters
 	TextLen  Dist                      // per dialogue total, or per problem text
-	Roles    map[string]int
+	Roles    map[string]int            // complete once Inspect returns (see roleTally)
 	Langs    map[string]int
 	Scores   map[string]map[int]int // rating score histogram per rubric (0 = unrated)
 	Samples  []string               // rendered samples
 	// Diversity of the dialogues: distinct first and closing turns,
 	// template share, repeated openings.
 	Diversity Diversity
+	// roleTally counts the first few roles before they reach Roles: a
+	// scan of a few interned strings per message instead of a map
+	// update. foldRoles moves them into Roles.
+	roleTally []roleCount
+}
+
+type roleCount struct {
+	role string
+	n    int
+}
+
+func (rep *Report) countRole(role string) {
+	for i := range rep.roleTally {
+		if rep.roleTally[i].role == role {
+			rep.roleTally[i].n++
+			return
+		}
+	}
+	if len(rep.roleTally) < 8 {
+		rep.roleTally = append(rep.roleTally, roleCount{strings.Clone(role), 1})
+		return
+	}
+	rep.Roles[role]++
+}
+
+// foldRoles adds the tallied roles to Roles.
+func (rep *Report) foldRoles() {
+	for _, rc := range rep.roleTally {
+		rep.Roles[rc.role] += rc.n
+	}
+	rep.roleTally = rep.roleTally[:0]
 }
 
 // Inspect reads path as a stream and summarises it; sample records are
@@ -62,6 +93,7 @@ func Inspect(ctx context.Context, path string, sample int) (*Report, error) {
 		if err := rep.inspectRowGroups(ctx, rgs, sample); err != nil {
 			return nil, err
 		}
+		rep.foldRoles()
 		return rep, nil
 	}
 	raw, err := OpenRaw(path)
@@ -138,6 +170,7 @@ func Inspect(ctx context.Context, path string, sample int) (*Report, error) {
 		}
 	}
 	rep.Schema = rep.fieldSchema()
+	rep.foldRoles()
 	return rep, nil
 }
 
@@ -171,7 +204,13 @@ func (rep *Report) inspectRowGroups(ctx context.Context, rgs []*parquetRowGroup,
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				part := newReport(rep.File)
+				// The first row group counts straight into rep (nothing
+				// else touches rep before its result is in): a file of
+				// one row group is not counted twice, once to merge.
+				part := rep
+				if i > 0 {
+					part = newReport(rep.File)
+				}
 				err := errors.Join(part.readRowGroup(ctx, rg, sample), rg.Close())
 				results[i] <- result{part, err}
 			}()
@@ -182,7 +221,9 @@ func (rep *Report) inspectRowGroups(ctx context.Context, rgs []*parquetRowGroup,
 		if res.err != nil {
 			return res.err
 		}
-		rep.merge(res.part, sample)
+		if i > 0 {
+			rep.merge(res.part, sample)
+		}
 		<-slots
 	}
 	return nil
@@ -288,6 +329,7 @@ func (rep *Report) merge(p *Report, sample int) {
 	rep.Turns.Merge(&p.Turns)
 	rep.MsgLen.Merge(&p.MsgLen)
 	rep.TextLen.Merge(&p.TextLen)
+	p.foldRoles()
 	for k, n := range p.Roles {
 		rep.Roles[k] += n
 	}
@@ -369,7 +411,7 @@ func (rep *Report) addDialogueStats(d *Dialogue, sample int) {
 	rep.Turns.Add(len(d.Messages))
 	total := 0
 	for _, m := range d.Messages {
-		rep.Roles[m.Role]++
+		rep.countRole(m.Role)
 		rep.MsgLen.Add(len(m.Content))
 		total += len(m.Content)
 		FenceLanguages(m.Content, rep.countLang)
@@ -552,6 +594,7 @@ func counts(m map[string]int) string {
 
 // Render writes the report for a terminal.
 func (rep *Report) Render(w io.Writer) {
+	rep.foldRoles()
 	fmt.Fprintf(w, "file:     %s\nformat:   %s\nkind:     %s\nrecords:  %d\n", rep.File, rep.Format, rep.Kind, rep.Records)
 	if rep.BadCount > 0 {
 		fmt.Fprintf(w, "bad records: %d\n", rep.BadCount)

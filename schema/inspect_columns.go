@@ -148,7 +148,7 @@ func newColumnRows(path string, layout ExportFormat, p columnPlan, rg parquet.Ro
 		return &colStream{pages: chunks[lp.index].Pages(), leafPlan: lp}
 	}
 	c := &columnRows{path: path, layout: layout, numRows: rg.NumRows(), id: open(p.id), role: open(p.role), content: open(p.content)}
-	c.role.interned = map[string]string{}
+	c.role.intern = true
 	for _, lp := range p.flat {
 		c.flat = append(c.flat, open(lp))
 	}
@@ -235,9 +235,11 @@ type colStream struct {
 	i64  []int64
 	idx  []int32
 	dict bool
-	// interned keeps one string per distinct value of a column of few
-	// values (roles), sparing an allocation per message.
-	interned map[string]string
+	// intern: keep one string per distinct value of a column of few
+	// values (roles), sparing an allocation per message; the first few
+	// are kept, looked up by a scan (cheaper than a map for so few).
+	intern   bool
+	interned []string
 	// views: nextList and nextString return strings that point into the
 	// page buffer (valid until the next page is read) instead of copies.
 	views bool
@@ -323,15 +325,17 @@ func (s *colStream) str(b []byte) string {
 		}
 		return unsafe.String(&b[0], len(b))
 	}
-	if s.interned == nil {
+	if !s.intern {
 		return string(b)
 	}
-	if v, ok := s.interned[string(b)]; ok { // no allocation for the lookup
-		return v
+	for _, v := range s.interned {
+		if v == string(b) { // no allocation for the comparison
+			return v
+		}
 	}
 	v := string(b)
-	if len(s.interned) < 64 {
-		s.interned[v] = v
+	if len(s.interned) < 8 {
+		s.interned = append(s.interned, v)
 	}
 	return v
 }

@@ -44,6 +44,20 @@ func inspectTwice(t *testing.T, path string, samples int) (got, want string) {
 	return g.String(), w.String()
 }
 
+// rowGroups is the number of row groups of the Parquet file at path.
+func rowGroups(t *testing.T, path string) int {
+	t.Helper()
+	f, rgs, err := openParquetRowGroups(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rg := range rgs {
+		rg.Close()
+	}
+	f.Close()
+	return len(rgs)
+}
+
 // TestInspectRowGroupsMatchSequential: a file of many row groups, counted
 // row group by row group on several goroutines, reports exactly what one
 // sequential pass reports (samples and all), for each layout.
@@ -75,19 +89,12 @@ func TestInspectRowGroupsMatchSequential(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		f, rgs, err := openParquetRowGroups(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, rg := range rgs {
-			rg.Close()
-		}
-		f.Close()
-		if layout == ExportNative && len(rgs) < 4 {
-			t.Fatalf("%s: %d row groups, want several", layout, len(rgs))
+		n := rowGroups(t, path)
+		if layout == ExportNative && n < 4 {
+			t.Fatalf("%s: %d row groups, want several", layout, n)
 		}
 		if got, want := inspectTwice(t, path, 7); got != want {
-			t.Errorf("%s: %d row groups: parallel inspect\n%s\nsequential\n%s", layout, len(rgs), got, want)
+			t.Errorf("%s: %d row groups: parallel inspect\n%s\nsequential\n%s", layout, n, got, want)
 		}
 	}
 }

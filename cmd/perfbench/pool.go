@@ -8,37 +8,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/bwrap"
 	_ "github.com/codefeedback/codefeedback/executors/docker"
+	"github.com/codefeedback/codefeedback/executors/drivertest"
 )
 
-const trivial = "print(1 + 1)\n"
-
-// mbpp is an MBPP-sized solution with its tests (the executors' bench
-// program).
-const mbpp = `import re
-def text_match_wordz(text):
-    patterns = '\w*z.\w*'
-    if re.search(patterns, text):
-        return 'Found a match!'
-    else:
-        return 'Not matched!'
-
-def similar_elements(test_tup1, test_tup2):
-    res = tuple(set(test_tup1) & set(test_tup2))
-    return tuple(sorted(res))
-
-assert text_match_wordz("pythonz.") == 'Found a match!'
-assert text_match_wordz("xyz.") == 'Found a match!'
-assert text_match_wordz("  lang  .") == 'Not matched!'
-assert similar_elements((3, 4, 5, 6), (5, 7, 4, 10)) == (4, 5)
-assert similar_elements((1, 2, 3, 4), (5, 4, 3, 7)) == (3, 4)
-print("ok")
-`
+// The executors' bench programs (cells.go runs mbpp as a cell).
+const trivial, mbpp = drivertest.TrivialCode, drivertest.MBPPCode
 
 const concurrency = 2
 
@@ -109,71 +88,21 @@ func measureLive(f func() error) (cost, error) {
 
 // runMany runs code n times through ex, concurrency at a time.
 func runMany(ctx context.Context, ex executors.Executor, code string, n int) error {
-	jobs := make(chan struct{})
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	for range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range jobs {
-				r, err := ex.Run(ctx, executors.Request{Language: executors.Python, Code: code})
-				if err == nil && !r.OK() {
-					err = fmt.Errorf("run failed: exit %d: %.300s", r.ExitCode, r.Stderr)
-				}
-				if err != nil {
-					mu.Lock()
-					first = cmpErr(first, err)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for range n {
-		jobs <- struct{}{}
-	}
-	close(jobs)
-	wg.Wait()
-	return first
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
+	return drivertest.RunMany(ctx, ex, code, n, concurrency)
 }
 
 // forkExecMany starts python3 -c code n times, concurrency at a time: the
 // warm fork()+exec loop of the same program.
 func forkExecMany(ctx context.Context, code string, n int) error {
-	jobs := make(chan struct{})
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
 	env := []string{"PATH=" + os.Getenv("PATH")}
-	for range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range jobs {
-				cmd := exec.CommandContext(ctx, "/usr/bin/python3", "-c", code)
-				cmd.Env = env
-				if out, err := cmd.CombinedOutput(); err != nil {
-					mu.Lock()
-					first = cmpErr(first, fmt.Errorf("python3: %w: %s", err, out))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for range n {
-		jobs <- struct{}{}
-	}
-	close(jobs)
-	wg.Wait()
-	return first
+	return drivertest.Parallel(n, concurrency, func() error {
+		cmd := exec.CommandContext(ctx, "/usr/bin/python3", "-c", code)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("python3: %w: %s", err, out)
+		}
+		return nil
+	})
 }
 
 // openWarm opens a driver URL and waits until a run has gone through
@@ -200,23 +129,23 @@ func benchPool(ctx context.Context, e *env) ([]row, error) {
 	}
 	defer ex.Close()
 	var rows []row
-	for _, p := range []struct{ name, code string }{{"trivial", trivial}, {"mbpp", mbpp}} {
+	for _, p := range drivertest.BenchPrograms {
 		// Alternate halves so that a change in the machine's load hits
 		// both sides alike.
 		var ours, base cost
 		for range 2 {
-			c, err := measureLive(func() error { return runMany(ctx, ex, p.code, n/2) })
+			c, err := measureLive(func() error { return runMany(ctx, ex, p.Code, n/2) })
 			if err != nil {
 				return rows, err
 			}
 			ours = ours.add(c)
-			c, err = measureLive(func() error { return forkExecMany(ctx, p.code, n/2) })
+			c, err = measureLive(func() error { return forkExecMany(ctx, p.Code, n/2) })
 			if err != nil {
 				return rows, err
 			}
 			base = base.add(c)
 		}
-		rows = append(rows, pair("pooled isolated runs ("+p.name+")", "bwrap pool=2", "fork+exec python3 -c", ours, base, 1/0.6,
+		rows = append(rows, pair("pooled isolated runs ("+p.Name+")", "bwrap pool=2", "fork+exec python3 -c", ours, base, 1/0.6,
 			fmt.Sprintf("%d runs, %d at a time; %.0f runs/s vs %.0f", n, concurrency, float64(n)/ours.wall, float64(n)/base.wall)))
 	}
 	return rows, nil

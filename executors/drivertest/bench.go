@@ -19,10 +19,11 @@ type BenchProgram struct {
 	Code string
 }
 
-// BenchPrograms: a trivial print and an MBPP-sized solution with its tests.
-var BenchPrograms = []BenchProgram{
-	{Name: "trivial", Code: "print(1 + 1)\n"},
-	{Name: "mbpp", Code: `import re
+// TrivialCode and MBPPCode are the bench programs: a trivial print and an
+// MBPP-sized solution with its tests (cmd/perfbench runs them too).
+const (
+	TrivialCode = "print(1 + 1)\n"
+	MBPPCode    = `import re
 def text_match_wordz(text):
     patterns = '\w*z.\w*'
     if re.search(patterns, text):
@@ -40,8 +41,11 @@ assert text_match_wordz("  lang  .") == 'Not matched!'
 assert similar_elements((3, 4, 5, 6), (5, 7, 4, 10)) == (4, 5)
 assert similar_elements((1, 2, 3, 4), (5, 4, 3, 7)) == (3, 4)
 print("ok")
-`},
-}
+`
+)
+
+// BenchPrograms: the bench programs by name.
+var BenchPrograms = []BenchProgram{{Name: "trivial", Code: TrivialCode}, {Name: "mbpp", Code: MBPPCode}}
 
 // BenchRuns runs code b.N times through ex with the given concurrency and
 // reports runs/s. Every run must succeed.
@@ -51,43 +55,58 @@ func BenchRuns(b *testing.B, ex executors.Executor, code string, concurrency int
 	if _, err := ex.Run(ctx, executors.Request{Language: executors.Python, Code: code}); err != nil {
 		b.Fatal(err)
 	}
+	b.ResetTimer()
+	start := time.Now()
+	err := RunMany(ctx, ex, code, b.N, concurrency)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rate := float64(b.N) / time.Since(start).Seconds()
+	b.ReportMetric(rate, "runs/s")
+	return rate
+}
+
+// RunMany runs code n times through ex, concurrency at a time, and returns
+// the first error or failed run.
+func RunMany(ctx context.Context, ex executors.Executor, code string, n, concurrency int) error {
+	return Parallel(n, concurrency, func() error {
+		r, err := ex.Run(ctx, executors.Request{Language: executors.Python, Code: code})
+		if err == nil && !r.OK() {
+			err = fmt.Errorf("run failed: exit %d stderr %q", r.ExitCode, clip(r.Stderr))
+		}
+		return err
+	})
+}
+
+// Parallel calls f n times on concurrency goroutines and returns the first
+// error; every call is made whatever the errors.
+func Parallel(n, concurrency int, f func() error) error {
 	jobs := make(chan struct{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var firstErr error
-	b.ResetTimer()
-	start := time.Now()
-	for w := 0; w < concurrency; w++ {
+	var first error
+	for range concurrency {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for range jobs {
-				r, err := ex.Run(ctx, executors.Request{Language: executors.Python, Code: code})
-				if err == nil && !r.OK() {
-					err = fmt.Errorf("run failed: exit %d stderr %q", r.ExitCode, clip(r.Stderr))
-				}
-				if err != nil {
+				if err := f(); err != nil {
 					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
+					if first == nil {
+						first = err
 					}
 					mu.Unlock()
 				}
 			}
 		}()
 	}
-	for i := 0; i < b.N; i++ {
+	for range n {
 		jobs <- struct{}{}
 	}
 	close(jobs)
 	wg.Wait()
-	b.StopTimer()
-	if firstErr != nil {
-		b.Fatal(firstErr)
-	}
-	rate := float64(b.N) / time.Since(start).Seconds()
-	b.ReportMetric(rate, "runs/s")
-	return rate
+	return first
 }
 
 // BashBenchCells are bash session cells for benchmarks: a trivial echo, and
