@@ -24,6 +24,15 @@ import (
 // on demand, as a reader would stream them, so memory stays that of the
 // audit.
 func syntheticCorpus(tb testing.TB, n int) (iter.Seq2[*schema.Dialogue, error], int64) {
+	return syntheticCorpusOf(tb, n, false)
+}
+
+// syntheticCorpusOf is syntheticCorpus, with every message made unique
+// when unique is set: a numbered line at its end ("(syn-7, turn 3)", as
+// uniqueDialogue adds), which adds no code, no statement and no
+// informative n-gram, written as the message is built so the corpus
+// costs no more to build than the plain one.
+func syntheticCorpusOf(tb testing.TB, n int, unique bool) (iter.Seq2[*schema.Dialogue, error], int64) {
 	var cf [][]schema.Message
 	for _, d := range testDialogues(tb, sharedtest.Path(tb, "codefeedback-sample/code_feedback_sample.jsonl")) {
 		cf = append(cf, d.Messages)
@@ -57,13 +66,40 @@ func syntheticCorpus(tb testing.TB, n int) (iter.Seq2[*schema.Dialogue, error], 
 		base := cf[k%len(cf)]
 		ri := k % len(renames)
 		to := renames[ri] + "_" + strconv.Itoa(k%997)
-		msgs := make([]schema.Message, 0, len(base)+2)
-		msgs = append(msgs, schema.Message{Role: schema.RoleUser, Content: fmt.Sprintf("Request %d: %s", k, a[0].Content)},
-			schema.Message{Role: schema.RoleAssistant, Content: strings.Join(alp[k%len(alpaca)][ri], to)})
-		for j, m := range base {
-			msgs = append(msgs, schema.Message{Role: m.Role, Content: strings.Join(cfp[k%len(cf)][j][ri], to)})
+		id := "syn-" + strconv.Itoa(k)
+		// join is strings.Join(pieces, to), and the unique line.
+		var b strings.Builder
+		join := func(pieces []string, turn int) string {
+			var suffix string
+			if unique {
+				suffix = uniqueLine(id, turn)
+			}
+			size := len(to)*(len(pieces)-1) + len(suffix)
+			for _, p := range pieces {
+				size += len(p)
+			}
+			b.Reset()
+			b.Grow(size)
+			for i, p := range pieces {
+				if i > 0 {
+					b.WriteString(to)
+				}
+				b.WriteString(p)
+			}
+			b.WriteString(suffix)
+			return b.String()
 		}
-		return &schema.Dialogue{ID: "syn-" + strconv.Itoa(k), Messages: msgs}
+		msgs := make([]schema.Message, 0, len(base)+2)
+		req := fmt.Sprintf("Request %d: %s", k, a[0].Content)
+		if unique {
+			req += uniqueLine(id, 0)
+		}
+		msgs = append(msgs, schema.Message{Role: schema.RoleUser, Content: req},
+			schema.Message{Role: schema.RoleAssistant, Content: join(alp[k%len(alpaca)][ri], 1)})
+		for j, m := range base {
+			msgs = append(msgs, schema.Message{Role: m.Role, Content: join(cfp[k%len(cf)][j][ri], j+2)})
+		}
+		return &schema.Dialogue{ID: id, Messages: msgs}
 	}
 	var bytes int64
 	for k := 0; k < 100; k++ {
@@ -116,7 +152,7 @@ func cpuSeconds(tb testing.TB) float64 {
 // model-free measure without and with the workers' message memo
 // (memo.go; "nomemo" is the audit before it, and most messages of this
 // corpus recur: see TestMemoRecurrence), then with the memo on a corpus
-// where no message recurs ("unique": uniqueMessages, the memo replays
+// where no message recurs ("unique": syntheticCorpusOf, the memo replays
 // nothing), and reports for each the seconds, CPU seconds
 // (building the dialogues included; s_corpus_only is that part alone,
 // and cpu_s_net the audit's CPU seconds without it),
@@ -128,12 +164,9 @@ func BenchmarkAudit68k(b *testing.B) {
 	for range b.N {
 		// Building the synthetic dialogues is part of every pass below (a
 		// real audit decodes JSON instead); time it alone to subtract.
-		// The unique corpus (uniqueMessages) costs more to build.
+		// The unique corpus (syntheticCorpusOf) costs a little more to build.
 		corpusOnly := func(unique bool) float64 {
-			corpus, _ := syntheticCorpus(b, n)
-			if unique {
-				corpus = uniqueMessages(corpus)
-			}
+			corpus, _ := syntheticCorpusOf(b, n, unique)
 			runtime.GC()
 			cpu0, start := cpuSeconds(b), time.Now()
 			chars := 0
@@ -161,10 +194,7 @@ func BenchmarkAudit68k(b *testing.B) {
 			{"unique", Options{}},
 		} {
 			a := testAuditor(b, c.o)
-			corpus, avg := syntheticCorpus(b, n)
-			if c.name == "unique" {
-				corpus = uniqueMessages(corpus)
-			}
+			corpus, avg := syntheticCorpusOf(b, n, c.name == "unique")
 			runtime.GC()
 			cpu0 := cpuSeconds(b)
 			start := time.Now()
@@ -198,30 +228,20 @@ func BenchmarkAudit68k(b *testing.B) {
 	}
 }
 
-// uniqueMessages makes every message of the corpus unique (uniqueDialogue),
-// so the workers' memo replays nothing: a corpus that does not repeat.
-func uniqueMessages(corpus iter.Seq2[*schema.Dialogue, error]) iter.Seq2[*schema.Dialogue, error] {
-	return func(yield func(*schema.Dialogue, error) bool) {
-		for d, err := range corpus {
-			if err == nil {
-				d = uniqueDialogue(d)
-			}
-			if !yield(d, err) {
-				return
-			}
-		}
-	}
-}
-
 // uniqueDialogue returns d with a numbered line at the end of every
-// message ("(syn-7, turn 3)"), which makes each message distinct and adds
-// no code, no statement and no informative n-gram.
+// message (uniqueLine), which makes each message distinct and adds no
+// code, no statement and no informative n-gram.
 func uniqueDialogue(d *schema.Dialogue) *schema.Dialogue {
 	u := &schema.Dialogue{ID: d.ID, Messages: slices.Clone(d.Messages)}
 	for j := range u.Messages {
-		u.Messages[j].Content += "\n\n(" + d.ID + ", turn " + strconv.Itoa(j) + ")"
+		u.Messages[j].Content += uniqueLine(d.ID, j)
 	}
 	return u
+}
+
+// uniqueLine is the line that makes message turn of dialogue id unique.
+func uniqueLine(id string, turn int) string {
+	return "\n\n(" + id + ", turn " + strconv.Itoa(turn) + ")"
 }
 
 // BenchmarkCheck audits the synthetic dialogues one at a time on one

@@ -39,6 +39,7 @@ func BenchmarkScanVsReference(b *testing.B) {
 	var toks []span
 	var ctoks []ctok
 	var nb []byte
+	var idents identCache
 	eachLine := func(d *schema.Dialogue, fn func(l string)) {
 		for _, m := range d.Messages {
 			for rest := m.Content; rest != ""; {
@@ -63,7 +64,7 @@ func BenchmarkScanVsReference(b *testing.B) {
 		}},
 		{"fused", func(d *schema.Dialogue) {
 			for _, m := range d.Messages {
-				ctoks, toks = codeAndWordTokens(m.Content, ctoks[:0], toks[:0])
+				ctoks, toks = codeAndWordTokens(m.Content, ctoks[:0], toks[:0], &idents)
 			}
 		}, func(d *schema.Dialogue) {
 			for _, m := range d.Messages {
