@@ -281,7 +281,15 @@ type scratch struct {
 	entryOf []*memoEntry
 	// idents caches the hashes of short identifiers for the code
 	// tokenizer.
-	idents identCache
+	idents   identCache
+	noIdents bool
+}
+
+func (s *scratch) identsOrNil() *identCache {
+	if s.noIdents {
+		return nil
+	}
+	return &s.idents
 }
 
 // gramCand is a token n-gram (or a short statement's length of tokens) of

@@ -154,7 +154,7 @@ type identSlot struct {
 	keep             bool
 }
 
-const identCacheBits = 12
+const identCacheBits = 8
 
 func scanCode(text string, buf []ctok, words []span, wantWords bool, cache *identCache) ([]ctok, []span) {
 	n := len(text)
