@@ -281,15 +281,7 @@ type scratch struct {
 	entryOf []*memoEntry
 	// idents caches the hashes of short identifiers for the code
 	// tokenizer.
-	idents   identCache
-	noIdents bool
-}
-
-func (s *scratch) identsOrNil() *identCache {
-	if s.noIdents {
-		return nil
-	}
-	return &s.idents
+	idents identCache
 }
 
 // gramCand is a token n-gram (or a short statement's length of tokens) of
