@@ -279,9 +279,6 @@ type scratch struct {
 	memo *msgMemo
 	// entryOf[i] is message i's memo entry, if it has one.
 	entryOf []*memoEntry
-	// idents caches the hashes of short identifiers for the code
-	// tokenizer.
-	idents identCache
 }
 
 // gramCand is a token n-gram (or a short statement's length of tokens) of
@@ -520,7 +517,7 @@ func (a *Auditor) scanMessage(s *scratch, i int, m *schema.Message) {
 	t0 := len(s.toks)
 	if (fp || stOn) && m.Role != schema.RoleExecution {
 		c0 := len(s.ctoks)
-		s.ctoks, s.toks = codeAndWordTokens(m.Content, s.ctoks, s.toks, &s.idents)
+		s.ctoks, s.toks = codeAndWordTokens(m.Content, s.ctoks, s.toks)
 		if len(s.ctoks)-c0 < k {
 			s.ctoks = s.ctoks[:c0]
 		} else {

@@ -67,13 +67,15 @@ func syntheticCorpusOf(tb testing.TB, n int, unique bool) (iter.Seq2[*schema.Dia
 		ri := k % len(renames)
 		to := renames[ri] + "_" + strconv.Itoa(k%997)
 		id := "syn-" + strconv.Itoa(k)
-		// join is strings.Join(pieces, to), and the unique line.
+		// join is strings.Join(pieces, to), and the unique line built into
+		// the same string.
 		var b strings.Builder
 		join := func(pieces []string, turn int) string {
-			var suffix string
-			if unique {
-				suffix = uniqueLine(id, turn)
+			if !unique {
+				// As strings.Join: a text without the word is not copied.
+				return strings.Join(pieces, to)
 			}
+			suffix := uniqueLine(id, turn)
 			size := len(to)*(len(pieces)-1) + len(suffix)
 			for _, p := range pieces {
 				size += len(p)

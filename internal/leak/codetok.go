@@ -118,7 +118,7 @@ var twoCharOps = func() (t [256][256]bool) {
 // swallows at most one line), numbers are hashed by their text without '_'.
 // Prose is tokenized too; its tokens rarely form code-like k-grams.
 func codeTokens(text string, buf []ctok) []ctok {
-	buf, _ = scanCode(text, buf, nil, false, nil)
+	buf, _ = scanCode(text, buf, nil, false)
 	return buf
 }
 
@@ -129,34 +129,11 @@ func codeTokens(text string, buf []ctok) []ctok {
 // ASCII and no word byte (a space, an operator, a quote, a line end), so no
 // word runs across two tokens and the words come out as appendTokens
 // gives them.
-//
-// cache, when not nil, holds the hashes of short identifiers met before
-// (identCache).
-func codeAndWordTokens(text string, buf []ctok, words []span, cache *identCache) ([]ctok, []span) {
-	return scanCode(text, buf, words, true, cache)
+func codeAndWordTokens(text string, buf []ctok, words []span) ([]ctok, []span) {
+	return scanCode(text, buf, words, true)
 }
 
-// identCache remembers, for ASCII identifiers of under eight bytes, the
-// hashes scanCode gives them: their exact hash, whether keepSet holds
-// it and their word hash. Most identifiers and prose words recur within
-// a worker's dialogues, and a probe (one multiply, one load) costs less
-// than the byte-by-byte FNV-1a chain, its finaliser, the keepSet probe
-// and the word hash. A slot is keyed by the identifier's bytes read as a
-// little-endian word (no identifier byte is 0, so the key also fixes the
-// length, and 0 is an empty slot); what it holds is a function of the
-// key alone, so a probe gives what computing would.
-type identCache struct {
-	slots [1 << identCacheBits]identSlot
-}
-
-type identSlot struct {
-	key, exact, word uint64
-	keep             bool
-}
-
-const identCacheBits = 8
-
-func scanCode(text string, buf []ctok, words []span, wantWords bool, cache *identCache) ([]ctok, []span) {
+func scanCode(text string, buf []ctok, words []span, wantWords bool) ([]ctok, []span) {
 	n := len(text)
 	base := len(buf)
 	prevDot := false
@@ -179,38 +156,6 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool, cache *iden
 			continue
 		case cIdent:
 			start := i
-			if cache != nil && i+8 <= n {
-				// An ASCII identifier of under eight bytes: its bytes
-				// from one load, its hashes from the cache.
-				v := load64(text, i)
-				if m := ^(wordMask(v) | v&hi8) & hi8; m != 0 {
-					k := firstByte(m)
-					if key := v & (1<<(8*k) - 1); key&hi8 == 0 {
-						i += k
-						if k <= 2 && i < n && codeClass[text[i]] == cQuote && isStrPrefix(text[start:i]) {
-							i = start // a string prefix: the general path below
-						} else {
-							e := &cache.slots[(key*0x9E3779B97F4A7C15)>>(64-identCacheBits)]
-							if e.key != key {
-								h := uint64(14695981039346656037)
-								for p := start; p < i; p++ {
-									h = (h ^ uint64(text[p])) * 1099511628211
-								}
-								h = fmix64(h)
-								*e = identSlot{key: key, exact: h, word: shortWordHash(key, k), keep: keepSet.has(h)}
-							}
-							nh := e.exact
-							if !prevDot && !e.keep {
-								nh = hIdent
-							}
-							buf = append(buf, ctok{start: int32(start), end: int32(i), exact: e.exact, norm: nh})
-							prevDot = false
-							words = append(words, span{start: int32(start), end: int32(i), hash: e.word})
-							continue
-						}
-					}
-				}
-			}
 			// fpHash, computed while scanning; or marks non-ASCII bytes.
 			h := uint64(14695981039346656037)
 			var or byte

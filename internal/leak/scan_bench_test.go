@@ -39,7 +39,6 @@ func BenchmarkScanVsReference(b *testing.B) {
 	var toks []span
 	var ctoks []ctok
 	var nb []byte
-	var idents identCache
 	eachLine := func(d *schema.Dialogue, fn func(l string)) {
 		for _, m := range d.Messages {
 			for rest := m.Content; rest != ""; {
@@ -64,7 +63,7 @@ func BenchmarkScanVsReference(b *testing.B) {
 		}},
 		{"fused", func(d *schema.Dialogue) {
 			for _, m := range d.Messages {
-				ctoks, toks = codeAndWordTokens(m.Content, ctoks[:0], toks[:0], &idents)
+				ctoks, toks = codeAndWordTokens(m.Content, ctoks[:0], toks[:0])
 			}
 		}, func(d *schema.Dialogue) {
 			for _, m := range d.Messages {

@@ -335,10 +335,6 @@ func TestFusedScanMatchesSeparate(t *testing.T) {
 	}
 }
 
-// testIdents is the identifier cache of checkCodeTokens' fused scans,
-// shared by all of them so most identifiers are read from it.
-var testIdents identCache
-
 // checkCodeTokens holds the fused scan (code and word tokens in one
 // pass) to codeTokens and the rune-at-a-time word reference. codeTokens
 // itself is held to golden tokens (codetok tests) and to the sweeps.
@@ -348,7 +344,7 @@ func checkCodeTokens(t *testing.T, text string) {
 	// The fused scan gives both token lists, appended after what the
 	// buffers hold.
 	pre, preWords := []ctok{{start: 1}}, []span{{start: 2}}
-	code, words := codeAndWordTokens(text, pre, preWords, &testIdents)
+	code, words := codeAndWordTokens(text, pre, preWords)
 	if !slices.Equal(code[1:], want) || code[0] != pre[0] {
 		t.Fatalf("codeAndWordTokens(%q) code tokens:\n got %v\nwant %v", text, code[1:], want)
 	}
