@@ -320,9 +320,16 @@ func unbindNames(text string, toks []ctok, sts []stmt) {
 	if len(bound) == 0 {
 		return
 	}
+	// A filter of the bound names: most tokens are passed over after one
+	// bit test.
+	var bits tokenBits
+	for _, b := range bound {
+		h := b & 255
+		bits[h>>6] |= 1 << (h & 63)
+	}
 	for k := range toks {
 		t := &toks[k]
-		if t.norm == hIdent || k > 0 && toks[k-1].exact == hDot {
+		if !bits.mayHave(t.exact) || t.norm == hIdent || k > 0 && toks[k-1].exact == hDot {
 			continue
 		}
 		for _, b := range bound {
