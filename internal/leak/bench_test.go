@@ -6,6 +6,7 @@ import (
 	"iter"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,6 +24,15 @@ import (
 // on demand, as a reader would stream them, so memory stays that of the
 // audit.
 func syntheticCorpus(tb testing.TB, n int) (iter.Seq2[*schema.Dialogue, error], int64) {
+	return syntheticCorpusOf(tb, n, false)
+}
+
+// syntheticCorpusOf is syntheticCorpus, with every message made unique
+// when unique is set: a numbered line at its end ("(syn-7, turn 3)", as
+// uniqueDialogue adds), which adds no code, no statement and no
+// informative n-gram, written as the message is built so the corpus
+// costs no more to build than the plain one.
+func syntheticCorpusOf(tb testing.TB, n int, unique bool) (iter.Seq2[*schema.Dialogue, error], int64) {
 	var cf [][]schema.Message
 	for _, d := range testDialogues(tb, sharedtest.Path(tb, "codefeedback-sample/code_feedback_sample.jsonl")) {
 		cf = append(cf, d.Messages)
@@ -56,13 +66,42 @@ func syntheticCorpus(tb testing.TB, n int) (iter.Seq2[*schema.Dialogue, error], 
 		base := cf[k%len(cf)]
 		ri := k % len(renames)
 		to := renames[ri] + "_" + strconv.Itoa(k%997)
-		msgs := make([]schema.Message, 0, len(base)+2)
-		msgs = append(msgs, schema.Message{Role: schema.RoleUser, Content: fmt.Sprintf("Request %d: %s", k, a[0].Content)},
-			schema.Message{Role: schema.RoleAssistant, Content: strings.Join(alp[k%len(alpaca)][ri], to)})
-		for j, m := range base {
-			msgs = append(msgs, schema.Message{Role: m.Role, Content: strings.Join(cfp[k%len(cf)][j][ri], to)})
+		id := "syn-" + strconv.Itoa(k)
+		// join is strings.Join(pieces, to), and the unique line built into
+		// the same string.
+		var b strings.Builder
+		join := func(pieces []string, turn int) string {
+			if !unique {
+				// As strings.Join: a text without the word is not copied.
+				return strings.Join(pieces, to)
+			}
+			suffix := uniqueLine(id, turn)
+			size := len(to)*(len(pieces)-1) + len(suffix)
+			for _, p := range pieces {
+				size += len(p)
+			}
+			b.Reset()
+			b.Grow(size)
+			for i, p := range pieces {
+				if i > 0 {
+					b.WriteString(to)
+				}
+				b.WriteString(p)
+			}
+			b.WriteString(suffix)
+			return b.String()
 		}
-		return &schema.Dialogue{ID: "syn-" + strconv.Itoa(k), Messages: msgs}
+		msgs := make([]schema.Message, 0, len(base)+2)
+		req := fmt.Sprintf("Request %d: %s", k, a[0].Content)
+		if unique {
+			req += uniqueLine(id, 0)
+		}
+		msgs = append(msgs, schema.Message{Role: schema.RoleUser, Content: req},
+			schema.Message{Role: schema.RoleAssistant, Content: join(alp[k%len(alpaca)][ri], 1)})
+		for j, m := range base {
+			msgs = append(msgs, schema.Message{Role: m.Role, Content: join(cfp[k%len(cf)][j][ri], j+2)})
+		}
+		return &schema.Dialogue{ID: id, Messages: msgs}
 	}
 	var bytes int64
 	for k := 0; k < 100; k++ {
@@ -114,7 +153,9 @@ func cpuSeconds(tb testing.TB) float64 {
 // then without the statement and literal measures, then with every
 // model-free measure without and with the workers' message memo
 // (memo.go; "nomemo" is the audit before it, and most messages of this
-// corpus recur: see TestMemoRecurrence), and reports for each the seconds, CPU seconds
+// corpus recur: see TestMemoRecurrence), then with the memo on a corpus
+// where no message recurs ("unique": syntheticCorpusOf, the memo replays
+// nothing), and reports for each the seconds, CPU seconds
 // (building the dialogues included; s_corpus_only is that part alone,
 // and cpu_s_net the audit's CPU seconds without it),
 // dialogues/s and the peak RSS so far, and the ratio of the full audit's
@@ -125,18 +166,24 @@ func BenchmarkAudit68k(b *testing.B) {
 	for range b.N {
 		// Building the synthetic dialogues is part of every pass below (a
 		// real audit decodes JSON instead); time it alone to subtract.
-		corpus, _ := syntheticCorpus(b, n)
-		runtime.GC()
-		cpu0, start := cpuSeconds(b), time.Now()
-		chars := 0
-		for d := range corpus {
-			for _, m := range d.Messages {
-				chars += len(m.Content)
+		// The unique corpus (syntheticCorpusOf) costs a little more to build.
+		corpusOnly := func(unique bool) float64 {
+			corpus, _ := syntheticCorpusOf(b, n, unique)
+			runtime.GC()
+			cpu0, start := cpuSeconds(b), time.Now()
+			chars := 0
+			for d := range corpus {
+				for _, m := range d.Messages {
+					chars += len(m.Content)
+				}
 			}
+			suffix := map[bool]string{false: "", true: "_unique"}[unique]
+			b.ReportMetric(time.Since(start).Seconds(), "s_corpus_only"+suffix)
+			cpu := cpuSeconds(b) - cpu0
+			b.ReportMetric(cpu, "cpu_s_corpus_only"+suffix)
+			return cpu
 		}
-		b.ReportMetric(time.Since(start).Seconds(), "s_corpus_only")
-		corpusCPU := cpuSeconds(b) - cpu0
-		b.ReportMetric(corpusCPU, "cpu_s_corpus_only")
+		corpusCPU := map[bool]float64{false: corpusOnly(false), true: corpusOnly(true)}
 		var base, cpuBase, noMemo, cpuNoMemo float64
 		for _, c := range []struct {
 			name string
@@ -146,9 +193,10 @@ func BenchmarkAudit68k(b *testing.B) {
 			{"nostatements", Options{Statements: StatementOptions{Off: true}}},
 			{"nomemo", Options{unmemoized: true}},
 			{"full", Options{}},
+			{"unique", Options{}},
 		} {
 			a := testAuditor(b, c.o)
-			corpus, avg := syntheticCorpus(b, n)
+			corpus, avg := syntheticCorpusOf(b, n, c.name == "unique")
 			runtime.GC()
 			cpu0 := cpuSeconds(b)
 			start := time.Now()
@@ -163,7 +211,7 @@ func BenchmarkAudit68k(b *testing.B) {
 			}
 			b.ReportMetric(el, "s_"+c.name)
 			b.ReportMetric(cpu, "cpu_s_"+c.name)
-			b.ReportMetric(cpu-corpusCPU, "cpu_s_net_"+c.name)
+			b.ReportMetric(cpu-corpusCPU[c.name == "unique"], "cpu_s_net_"+c.name)
 			b.ReportMetric(float64(n)/el, "dlg/s_"+c.name)
 			b.ReportMetric(float64(vmHWM(b))/(1<<20), "VmHWM_MiB_after_"+c.name)
 			b.Logf("%s: avg dialogue %d bytes; flagged %d", c.name, avg, rep.Flagged)
@@ -180,6 +228,22 @@ func BenchmarkAudit68k(b *testing.B) {
 			}
 		}
 	}
+}
+
+// uniqueDialogue returns d with a numbered line at the end of every
+// message (uniqueLine), which makes each message distinct and adds no
+// code, no statement and no informative n-gram.
+func uniqueDialogue(d *schema.Dialogue) *schema.Dialogue {
+	u := &schema.Dialogue{ID: d.ID, Messages: slices.Clone(d.Messages)}
+	for j := range u.Messages {
+		u.Messages[j].Content += uniqueLine(d.ID, j)
+	}
+	return u
+}
+
+// uniqueLine is the line that makes message turn of dialogue id unique.
+func uniqueLine(id string, turn int) string {
+	return "\n\n(" + id + ", turn " + strconv.Itoa(turn) + ")"
 }
 
 // BenchmarkCheck audits the synthetic dialogues one at a time on one

@@ -296,7 +296,9 @@ func stripCode(text string) string {
 			}
 			continue
 		}
-		if t == "" || codeLikeLines(t) != "" && !proseLike(t) {
+		// codeLike(t) is codeLikeLines(t) != "" for one line, without
+		// building the string.
+		if t == "" || codeLike(t) && !proseLike(t) {
 			continue
 		}
 		b.WriteString(t)

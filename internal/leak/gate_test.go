@@ -2,7 +2,6 @@ package leak
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -215,11 +214,7 @@ func BenchmarkMemo(b *testing.B) {
 	var recurring, unique []*schema.Dialogue
 	for d := range corpus {
 		recurring = append(recurring, d)
-		u := &schema.Dialogue{ID: d.ID, Messages: slices.Clone(d.Messages)}
-		for j := range u.Messages {
-			u.Messages[j].Content += fmt.Sprintf("\n\n(%s, turn %d)", d.ID, j)
-		}
-		unique = append(unique, u)
+		unique = append(unique, uniqueDialogue(d))
 	}
 	for _, c := range []struct {
 		name string

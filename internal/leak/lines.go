@@ -253,10 +253,10 @@ func (o LineOptions) codeLineHashes(code string, buf []byte, out []uint64) ([]ui
 // the backslash and line break read as a space.
 func nextLine(code string) (line, rest string) {
 	line, rest, _ = strings.Cut(code, "\n")
-	t := strings.TrimRight(line, " \t\r")
-	if !strings.HasSuffix(t, "\\") || rest == "" {
+	if rest == "" || !continued(line) {
 		return line, rest
 	}
+	t := strings.TrimRight(line, " \t\r")
 	var b strings.Builder
 	for {
 		b.WriteString(strings.TrimSuffix(t, "\\"))
@@ -268,6 +268,23 @@ func nextLine(code string) (line, rest string) {
 			return b.String(), rest
 		}
 	}
+}
+
+// continued reports whether line ends in a backslash, trailing spaces,
+// tabs and carriage returns aside: strings.TrimRight's generic set costs
+// more than the rest of a line's work, and nearly every line ends
+// otherwise.
+func continued(line string) bool {
+	for i := len(line) - 1; i >= 0; i-- {
+		switch line[i] {
+		case ' ', '\t', '\r':
+		case '\\':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // FencedBlocks returns the bodies of the Markdown fenced code blocks (``` or

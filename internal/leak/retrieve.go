@@ -200,23 +200,55 @@ func canonical(w string) string {
 	if s, ok := synonyms[w]; ok {
 		return s
 	}
-	if s, ok := synonyms[stem(w)]; ok {
+	st := stem(w)
+	if s, ok := synonyms[st]; ok {
 		return s
 	}
-	return stem(w)
+	return st
 }
 
+// appendWord appends the terms of word w: fpHash("w\x00"+w), and
+// fpHash("c\x00"+g) of every character 4-gram g of "^"+w+"$", computed
+// without building those strings (FNV-1a goes on from the prefix's state).
 func appendWord(out []lexTerm, w string) []lexTerm {
-	out = append(out, lexTerm{h: fpHash("w\x00" + w), w: 1})
+	out = append(out, lexTerm{h: fmix64(fnvOn(fnvWordTerm, w)), w: 1})
 	if len(w) < charGramsN {
 		return out
 	}
-	b := "^" + w + "$"
-	for i := 0; i+charGramsN <= len(b); i++ {
-		out = append(out, lexTerm{h: fpHash("c\x00" + b[i:i+charGramsN]), w: charGramW})
+	// Byte p of "^"+w+"$".
+	at := func(p int) byte {
+		switch p {
+		case 0:
+			return '^'
+		case len(w) + 1:
+			return '$'
+		}
+		return w[p-1]
+	}
+	for i := 0; i+charGramsN <= len(w)+2; i++ {
+		h := fnvCharTerm
+		for p := i; p < i+charGramsN; p++ {
+			h = (h ^ uint64(at(p))) * fnvPrime
+		}
+		out = append(out, lexTerm{h: fmix64(h), w: charGramW})
 	}
 	return out
 }
+
+// fnvOn goes on with FNV-1a (fpHash before its finaliser) from state h
+// over s.
+func fnvOn(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * fnvPrime
+	}
+	return h
+}
+
+// The FNV-1a states after the prefixes of appendWord's terms.
+var (
+	fnvWordTerm = fnvOn(14695981039346656037, "w\x00")
+	fnvCharTerm = fnvOn(14695981039346656037, "c\x00")
+)
 
 func isDigits(s string) bool {
 	for i := 0; i < len(s); i++ {

@@ -3,6 +3,7 @@ package leak
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -127,4 +128,21 @@ func stemText(text string) string {
 		b.WriteString(stem(w))
 	}
 	return b.String()
+}
+
+// TestAppendWordMatchesConcatenation holds appendWord, which hashes its
+// terms without building them, to fpHash of the built strings.
+func TestAppendWordMatchesConcatenation(t *testing.T) {
+	for _, w := range []string{"", "a", "abc", "abcd", "prime", "palindrome", "日本語", "x_1"} {
+		want := []lexTerm{{h: fpHash("w\x00" + w), w: 1}}
+		if len(w) >= charGramsN {
+			b := "^" + w + "$"
+			for i := 0; i+charGramsN <= len(b); i++ {
+				want = append(want, lexTerm{h: fpHash("c\x00" + b[i:i+charGramsN]), w: charGramW})
+			}
+		}
+		if got := appendWord(nil, w); !slices.Equal(got, want) {
+			t.Errorf("appendWord(%q) = %v, want %v", w, got, want)
+		}
+	}
 }

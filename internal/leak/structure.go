@@ -137,12 +137,12 @@ type tokenBits [4]uint64
 func newTokenBits(words string) *tokenBits {
 	var b tokenBits
 	for _, w := range strings.Fields(words) {
-		h := fpHash(w) & 255
-		b[h>>6] |= 1 << (h & 63)
+		b.add(fpHash(w))
 	}
 	return &b
 }
 
+func (b *tokenBits) add(h uint64)          { b[h>>6&3] |= 1 << (h & 63) }
 func (b *tokenBits) mayHave(h uint64) bool { return b[h>>6&3]&(1<<(h&63)) != 0 }
 
 // lineBreak reports whether the gap text[a:b] between two tokens holds a
@@ -320,9 +320,15 @@ func unbindNames(text string, toks []ctok, sts []stmt) {
 	if len(bound) == 0 {
 		return
 	}
+	// A filter of the bound names: most tokens are passed over after one
+	// bit test.
+	var bits tokenBits
+	for _, b := range bound {
+		bits.add(b)
+	}
 	for k := range toks {
 		t := &toks[k]
-		if t.norm == hIdent || k > 0 && toks[k-1].exact == hDot {
+		if !bits.mayHave(t.exact) || t.norm == hIdent || k > 0 && toks[k-1].exact == hDot {
 			continue
 		}
 		for _, b := range bound {
