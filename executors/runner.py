@@ -2174,7 +2174,7 @@ class Session:
                 self.se.flush()
                 linecache.cache.pop(name, None)
             return 1, "", False
-        if self.kernel is not None and any(fd == self.kernel[3] for fd, _ in self.kernel[4].poll(0)):
+        if self.kernel is not None and self.kernel_ended():
             # The kernel ended between cells (a signal from a process an
             # earlier cell left, say): not this cell's doing. It runs in
             # a fresh session, and says so.
@@ -2203,6 +2203,14 @@ class Session:
             os.write(self.err, note.encode())
         self.reset()
         return rc, sig, True
+
+    def kernel_ended(self):
+        """Whether the kernel ended between cells. As pid 1 the runner has
+        just reaped (cell), and a kernel that ended is in REAPED: no poll
+        of its pidfd, a system call per cell, is needed."""
+        if self.pid1:
+            return self.kernel[0] in REAPED
+        return any(fd == self.kernel[3] for fd, _ in self.kernel[4].poll(0))
 
     def set_bash_state(self, state):
         """Makes state ((restore, functions), None for a fresh shell) the
