@@ -10,14 +10,15 @@ import (
 
 // rawPipe reads or writes a pipe that Go's poller owns with raw system
 // calls (RawSyscall: no entersyscall), waiting in the poller as os.File
-// does when the pipe is empty or full. A session cell is one request
-// and one answer with the host idle in between; with os.File each
-// cell's first system call woke the runtime's sysmon thread from its
-// idle sleep, which then ran a few 20 us ticks before sleeping again:
-// three context switches per cell where one (the wait for the answer)
-// is needed, 20-40 us of the host's CPU per cell. Raw calls are safe
-// here only because the descriptor is non-blocking, so no call can hold
-// its thread (and its P) in the kernel; newRawPipe checks that.
+// does when the pipe is empty or full. A session cell is one request and
+// one answer with the host idle in between; with os.File each cell's
+// first system call woke the runtime's sysmon thread from its idle sleep,
+// which then ran a few 20 us ticks before sleeping again: three context
+// switches per cell where one (the wait for the answer) is needed, and
+// 20-60 us of the host's CPU per cell (docs/measurements.md, fifth round).
+// Raw calls are safe here only because the descriptor is non-blocking, so
+// no call can hold its thread (and its P) in the kernel; newRawPipe
+// checks that.
 type rawPipe struct {
 	rc interface {
 		Read(func(fd uintptr) bool) error
