@@ -237,6 +237,16 @@ def reap():
             REAPED[pid] = status
 
 
+def sigkill(*pids):
+    """SIGKILLs each of pids (a negative one: that process group), ignoring
+    those already gone."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def sweep(pgid):
     """SIGKILL every process but the runner and its ancestors. Returns the
     number of live processes found outside the run's own process group (such
@@ -1177,14 +1187,7 @@ def do_run(req):
                                                   watch if watch.active() else None)
     timed_out = (not exited and not over) or over == "time"
     if not exited:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+        sigkill(-pid, pid)
     _, status = os.waitpid(pid, 0)
     duration = time.monotonic() - start
     os.close(pidfd)
@@ -1193,10 +1196,7 @@ def do_run(req):
         # Past the run's memory budget: everything of the run goes now,
         # daemons included, so nothing keeps growing while we report.
         strays = sweep(pid)
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
+    sigkill(-pid)
     drain(list(open_fds), bufs, trunc, cap, time.monotonic() + 0.5)
     os.close(out_r)
     os.close(err_r)
@@ -1771,14 +1771,7 @@ def kernel_stop(sess):
             f()
         except OSError:
             pass
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except OSError:
-        pass
+    sigkill(-pid, pid)
     kernel_wait(pid)
 
 
