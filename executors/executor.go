@@ -14,10 +14,10 @@ import (
 	"fmt"
 	"net/url"
 	"path"
-	"sort"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/codefeedback/codefeedback/internal/registry"
 )
 
 // Language is a runner inside the sandbox, not a driver.
@@ -236,33 +236,16 @@ type Session interface {
 type Opener func(ctx context.Context, u *url.URL) (Executor, error)
 
 var (
-	mu       sync.Mutex
-	drivers  = map[string]Opener{}
-	checkers = map[string]Checker{}
+	drivers  = registry.Named[Opener]{Kind: "executors: driver"}
+	checkers = registry.Named[Checker]{Kind: "executors: checker"}
 )
 
 // Register makes a driver available by URL scheme. Duplicate schemes panic:
 // two drivers claiming one scheme is a programming error.
-func Register(scheme string, o Opener) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := drivers[scheme]; dup {
-		panic("executors: driver registered twice: " + scheme)
-	}
-	drivers[scheme] = o
-}
+func Register(scheme string, o Opener) { drivers.Add(scheme, o) }
 
-// Drivers lists registered schemes.
-func Drivers() []string {
-	mu.Lock()
-	defer mu.Unlock()
-	var s []string
-	for k := range drivers {
-		s = append(s, k)
-	}
-	sort.Strings(s)
-	return s
-}
+// Drivers lists registered schemes, sorted.
+func Drivers() []string { return drivers.Names() }
 
 // Open opens an executor by URL (see ParseURL). The URL is checked first
 // (Check), so a bad option fails here and not on the first run; then a
@@ -288,8 +271,6 @@ func OpenUnchecked(ctx context.Context, rawURL string) (Executor, error) {
 		return nil, err
 	}
 	u, _ := ParseURL(rawURL)
-	mu.Lock()
-	o := drivers[u.Scheme]
-	mu.Unlock()
+	o, _ := drivers.Get(u.Scheme) // Check found it
 	return o(ctx, u)
 }

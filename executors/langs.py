@@ -240,18 +240,11 @@ def lang_compile(lang, argv, scratch, lim):
     pidfd = os.pidfd_open(pid)
     bufs, trunc, exited, open_fds, _ = collect([r], cap, start + wall, pidfd, watch)
     if not exited:
-        for f in (os.killpg, os.kill):
-            try:
-                f(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        sigkill(-pid, pid)  # runner.py
     _, status = os.waitpid(pid, 0)
     seconds = time.monotonic() - start
     os.close(pidfd)
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
+    sigkill(-pid)  # runner.py
     sweep(pid)
     drain(list(open_fds), bufs, trunc, cap, time.monotonic() + 0.5)
     os.close(r)
@@ -467,10 +460,7 @@ def node_session_start(sess):
     if not line.startswith(b"key ") or len(line.split()) != 2:
         rep.close()
         os.close(cmd_w)
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            pass
+        sigkill(-pid)  # runner.py
         os.waitpid(pid, 0)
         raise RuntimeError("the node session kernel did not start")
     sess.node = (pid, cmd_w, rep, bytes.fromhex(line.split()[1].decode()))
@@ -487,10 +477,7 @@ def node_session_stop(sess):
             close()
         except OSError:
             pass
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
+    sigkill(-pid)  # runner.py
     try:
         os.waitpid(pid, 0)
     except ChildProcessError:
@@ -532,10 +519,7 @@ def node_session_cell(sess, code):
         rep.close()
     except OSError:
         pass
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
+    sigkill(-pid)  # runner.py
     if not cell_over():  # runner.py: else the cell's note names the limit
         sess.se.write("[session: the node process ended; the next cell starts a fresh one]\n")
         sess.se.flush()

@@ -18,7 +18,7 @@ type fakeLauncher struct {
 	cleanup  time.Duration
 	taint    bool
 	launches atomic.Int32
-	cleaned  atomic.Int32 // done lines sent
+	cleaned  atomic.Int32 // done lines sent (or being sent)
 }
 
 func (f *fakeLauncher) Info() Info { return Info{Driver: "fake"} }
@@ -52,8 +52,11 @@ func (f *fakeLauncher) Launch(ctx context.Context, slot int, argv []string) (Con
 			enc.Encode(map[string]any{"id": req.ID, "stdout": "ok\n", "exit_code": 0,
 				"duration_ns": int64(req.Limits.TimeoutSeconds * 1e9)})
 			time.Sleep(f.cleanup)
-			if enc.Encode(map[string]any{"id": req.ID, "done": true, "tainted": f.taint}) == nil {
-				f.cleaned.Add(1)
+			// Counted before the write: a done line the pool has read is
+			// counted by then (after the write it raced the test's check).
+			f.cleaned.Add(1)
+			if enc.Encode(map[string]any{"id": req.ID, "done": true, "tainted": f.taint}) != nil {
+				f.cleaned.Add(-1)
 			}
 		}
 	}()

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // RunnerSource is the in-sandbox runner (runner.py): a long-lived python3
@@ -203,6 +201,7 @@ var (
 type PipeConn interface {
 	Conn
 	StdoutPipe() *os.File
+	StdinPipe() *os.File
 }
 
 // instance is one runner process in one sandbox instance. It serves one
@@ -213,6 +212,8 @@ type instance struct {
 	// pipe and br: the direct reads of a PipeConn (nil otherwise).
 	pipe *os.File
 	br   *bufio.Reader
+	// w takes the requests: the raw stdin pipe of a PipeConn, else conn.
+	w io.Writer
 	// lines: the reader goroutine's lines, for other Conns.
 	lines  chan []byte
 	readEr error // set before lines is closed
@@ -238,10 +239,9 @@ func startInstance(ctx context.Context, l Launcher, slot int, wait time.Duration
 	if err != nil {
 		return nil, fmt.Errorf("launching sandbox instance %d: %w", slot, err)
 	}
-	in := &instance{conn: conn, slot: slot, done: make(chan struct{})}
+	in := &instance{conn: conn, slot: slot, done: make(chan struct{}), w: conn}
 	if pc, ok := conn.(PipeConn); ok {
-		in.pipe = pc.StdoutPipe()
-		in.br = newLineReader(in.pipe)
+		in.usePipes(pc)
 	} else {
 		in.lines = make(chan []byte, 1)
 		go in.readLoop()
@@ -277,6 +277,20 @@ func startInstance(ctx context.Context, l Launcher, slot int, wait time.Duration
 			}
 		}
 		return in, nil
+	}
+}
+
+// usePipes makes the instance read answers from pc's stdout pipe and
+// write requests into its stdin pipe directly, with raw system calls
+// where the pipes allow them (rawPipe).
+func (in *instance) usePipes(pc PipeConn) {
+	in.pipe = pc.StdoutPipe()
+	in.br = newLineReader(in.pipe)
+	if rp := newRawPipe(in.pipe); rp != nil {
+		in.br = newLineReader(rp)
+	}
+	if rp := newRawPipe(pc.StdinPipe()); rp != nil {
+		in.w = rp
 	}
 }
 
@@ -337,11 +351,11 @@ func (in *instance) call(ctx context.Context, req wireRequest, wait time.Duratio
 	wrote := make(chan error, 1)
 	if len(data) <= 4096 {
 		// Fits the pipe buffer of an idle runner: no goroutine needed.
-		_, err := in.conn.Write(data)
+		_, err := in.w.Write(data)
 		wrote <- err
 	} else {
 		go func() {
-			_, err := in.conn.Write(data)
+			_, err := in.w.Write(data)
 			wrote <- err
 		}()
 	}
@@ -451,14 +465,7 @@ func (in *instance) dead() bool {
 			return true
 		}
 		ready := false
-		if err := rc.Control(func(fd uintptr) {
-			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-			n, err := unix.Poll(fds, 0)
-			for err == unix.EINTR {
-				n, err = unix.Poll(fds, 0)
-			}
-			ready = err != nil || n > 0
-		}); err != nil {
+		if err := rc.Control(func(fd uintptr) { ready = readable(fd) }); err != nil {
 			return true
 		}
 		return ready

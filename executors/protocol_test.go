@@ -18,6 +18,7 @@ type pipeConn struct {
 func (c *pipeConn) Read(p []byte) (int, error)  { return c.stdout.Read(p) }
 func (c *pipeConn) Write(p []byte) (int, error) { return c.stdin.Write(p) }
 func (c *pipeConn) StdoutPipe() *os.File        { return c.stdout }
+func (c *pipeConn) StdinPipe() *os.File         { return c.stdin }
 func (c *pipeConn) Close() error {
 	c.stdout.Close()
 	return c.stdin.Close()
@@ -37,8 +38,8 @@ func newPipeInstance(t *testing.T) (*instance, *os.File) {
 	}
 	go func() { _, _ = io.Copy(io.Discard, rr) }() // the runner reads every request
 	c := &pipeConn{stdout: hr, stdin: hw}
-	in := &instance{conn: c, pipe: hr, done: make(chan struct{})}
-	in.br = newLineReader(hr)
+	in := &instance{conn: c, done: make(chan struct{})}
+	in.usePipes(c)
 	t.Cleanup(func() { in.close(); rw.Close(); rr.Close() })
 	return in, rw
 }

@@ -237,6 +237,16 @@ def reap():
             REAPED[pid] = status
 
 
+def sigkill(*pids):
+    """SIGKILLs each of pids (a negative one: that process group), ignoring
+    those already gone."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def sweep(pgid):
     """SIGKILL every process but the runner and its ancestors. Returns the
     number of live processes found outside the run's own process group (such
@@ -1177,14 +1187,7 @@ def do_run(req):
                                                   watch if watch.active() else None)
     timed_out = (not exited and not over) or over == "time"
     if not exited:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+        sigkill(-pid, pid)
     _, status = os.waitpid(pid, 0)
     duration = time.monotonic() - start
     os.close(pidfd)
@@ -1193,10 +1196,7 @@ def do_run(req):
         # Past the run's memory budget: everything of the run goes now,
         # daemons included, so nothing keeps growing while we report.
         strays = sweep(pid)
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
+    sigkill(-pid)
     drain(list(open_fds), bufs, trunc, cap, time.monotonic() + 0.5)
     os.close(out_r)
     os.close(err_r)
@@ -1771,14 +1771,7 @@ def kernel_stop(sess):
             f()
         except OSError:
             pass
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except OSError:
-        pass
+    sigkill(-pid, pid)
     kernel_wait(pid)
 
 
@@ -2174,7 +2167,7 @@ class Session:
                 self.se.flush()
                 linecache.cache.pop(name, None)
             return 1, "", False
-        if self.kernel is not None and any(fd == self.kernel[3] for fd, _ in self.kernel[4].poll(0)):
+        if self.kernel is not None and self.kernel_ended():
             # The kernel ended between cells (a signal from a process an
             # earlier cell left, say): not this cell's doing. It runs in
             # a fresh session, and says so.
@@ -2203,6 +2196,14 @@ class Session:
             os.write(self.err, note.encode())
         self.reset()
         return rc, sig, True
+
+    def kernel_ended(self):
+        """Whether the kernel ended between cells. As pid 1 the runner has
+        just reaped (cell), and a kernel that ended is in REAPED: no poll
+        of its pidfd, a system call per cell, is needed."""
+        if self.pid1:
+            return self.kernel[0] in REAPED
+        return any(fd == self.kernel[3] for fd, _ in self.kernel[4].poll(0))
 
     def set_bash_state(self, state):
         """Makes state ((restore, functions), None for a fresh shell) the

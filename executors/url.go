@@ -54,11 +54,8 @@ func Check(raw string) error {
 	if err != nil {
 		return err
 	}
-	mu.Lock()
-	_, ok := drivers[u.Scheme]
-	check := checkers[u.Scheme]
-	mu.Unlock()
-	if !ok {
+	check, _ := checkers.Get(u.Scheme)
+	if _, ok := drivers.Get(u.Scheme); !ok {
 		return fmt.Errorf("executors: unknown driver %q (built in: %s)", u.Scheme, strings.Join(Drivers(), ", "))
 	}
 	if check != nil {
@@ -74,12 +71,9 @@ func Check(raw string) error {
 type Checker func(u *url.URL) error
 
 // RegisterChecker gives a driver's URL validation to Check; drivers without
-// one get ParseOptions with no driver-specific keys.
-func RegisterChecker(scheme string, c Checker) {
-	mu.Lock()
-	defer mu.Unlock()
-	checkers[scheme] = c
-}
+// one get ParseOptions with no driver-specific keys. A second checker for
+// one scheme panics, as a second driver does.
+func RegisterChecker(scheme string, c Checker) { checkers.Add(scheme, c) }
 
 // WithDefaults returns raw with key=value added for each pair whose key raw
 // does not set: a command's own defaults (exec's pool=1) never override what

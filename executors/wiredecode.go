@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/codefeedback/codefeedback/internal/strlit"
 )
 
 // decodeResponse is json.Unmarshal(line, w) for the runner's answers. Most
@@ -171,7 +173,7 @@ func scanString(b []byte, i int) (string, int, bool) {
 			case 't':
 				out = append(out, '\t')
 			case 'u':
-				r, ok := hex4(b, j)
+				r, ok := strlit.Hex4(b, j)
 				if !ok {
 					return "", 0, false
 				}
@@ -180,7 +182,7 @@ func scanString(b []byte, i int) (string, int, bool) {
 					if j+6 > len(b) || b[j] != '\\' || b[j+1] != 'u' {
 						return "", 0, false
 					}
-					r2, ok := hex4(b, j+2)
+					r2, ok := strlit.Hex4(b, j+2)
 					if !ok {
 						return "", 0, false
 					}
@@ -197,27 +199,6 @@ func scanString(b []byte, i int) (string, int, bool) {
 		}
 	}
 	return "", 0, false
-}
-
-func hex4(b []byte, i int) (rune, bool) {
-	if i+4 > len(b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		case c >= 'A' && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
 }
 
 func (w *wireResponse) setString(key []byte, s string) bool {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/codefeedback/codefeedback/internal/strlit"
 )
 
 // fastDialogue decodes the plain Code-Feedback layout, {"id": <string or
@@ -291,7 +293,7 @@ func (p *jsonParser) str() (string, bool) {
 			case 't':
 				out.WriteByte('\t')
 			case 'u':
-				r, ok := hex4(p.b, p.i)
+				r, ok := strlit.Hex4(p.b, p.i)
 				if !ok {
 					return "", false
 				}
@@ -301,7 +303,7 @@ func (p *jsonParser) str() (string, bool) {
 					// else is U+FFFD (and the next escape is read on its own).
 					r2 := rune(-1)
 					if p.i+6 <= len(p.b) && p.b[p.i] == '\\' && p.b[p.i+1] == 'u' {
-						if v, ok := hex4(p.b, p.i+2); ok {
+						if v, ok := strlit.Hex4(p.b, p.i+2); ok {
 							r2 = v
 						}
 					}
@@ -354,25 +356,4 @@ const ones, highs = 0x0101010101010101, 0x8080808080808080
 func notPlain(v uint64) uint64 {
 	q, s := v^(ones*'"'), v^(ones*'\\')
 	return ((q-ones)&^q | (s-ones)&^s | (v-ones*0x20)&^v | v) & highs
-}
-
-func hex4(b []byte, i int) (rune, bool) {
-	if i+4 > len(b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
 }

@@ -641,6 +641,10 @@ func (c *conn) Write(p []byte) (int, error) { return c.stdin.Write(p) }
 // the pipe directly, on the goroutine that waits for them.
 func (c *conn) StdoutPipe() *os.File { return c.stdout }
 
+// StdinPipe implements executors.PipeConn: requests go into the pipe
+// directly.
+func (c *conn) StdinPipe() *os.File { return c.stdin }
+
 // Close kills the sandbox: bwrap's process group, then bwrap's pid 1 takes
 // every process in the instance's PID namespace down with it.
 func (c *conn) Close() error {

@@ -1,6 +1,7 @@
 // Package strlit writes string literals for the C-like languages test
 // harnesses and translated tests are written in (C, C++, Rust, Go, Java,
-// JavaScript, TypeScript, Lua).
+// JavaScript, TypeScript, Lua), and reads the \uXXXX escapes of the JSON
+// strings the reflection-free decoders unescape.
 package strlit
 
 import (
@@ -44,4 +45,28 @@ func DoubleQuoted(s, ctrl string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// Hex4 reads the four hex digits at b[i:] (a \uXXXX escape's, either
+// case) as a UTF-16 code unit; false when fewer than four bytes remain or
+// one is not a hex digit.
+func Hex4(b []byte, i int) (rune, bool) {
+	if i < 0 || i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }

@@ -18,3 +18,28 @@ func TestDoubleQuoted(t *testing.T) {
 		}
 	}
 }
+
+func TestHex4(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		at   int
+		want rune
+		ok   bool
+	}{
+		{"00e9", 0, 0xe9, true},
+		{"\\uD83D", 2, 0xd83d, true},
+		{"aBcD", 0, 0xabcd, true},
+		{"ffff", 0, 0xffff, true},
+		{"09AF", 0, 0x09af, true},
+		{"12g4", 0, 0, false},
+		{"123", 0, 0, false},
+		{"x1234", 2, 0, false},
+		{"12 4", 0, 0, false},
+		{"/:@`", 0, 0, false},
+	} {
+		got, ok := Hex4([]byte(tc.in), tc.at)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("Hex4(%q, %d) = %#x, %v; want %#x, %v", tc.in, tc.at, got, ok, tc.want, tc.ok)
+		}
+	}
+}
