@@ -165,7 +165,7 @@ type run struct {
 	rejected []string
 	sample   string
 	calib    []string
-	// probed caches empty-input probe verdicts by function and code (probeEmpty).
+	// probed caches edge-input probe verdicts by kind, function and code (probeEdge).
 	probed map[string]gates.Verdict
 }
 
@@ -468,7 +468,7 @@ func ThanksOutput(text string) bool { return thanksRe.MatchString(strings.TrimSp
 // still fails: the caller drops what it belongs to.
 //
 // Every answer's prose is also held to what it says, unasked, about empty
-// input (claimVerdict): a false claim is sent back like a failing gate,
+// or single-element input (claimVerdict): a false claim is sent back like a failing gate,
 // and when the last answer still makes it, the claim's sentences are cut
 // and the answer kept (LabelClaimsCut), since the code itself is not at
 // fault.
@@ -638,9 +638,9 @@ const (
 	LabelDemonstrated = "demonstrated"
 	LabelSilent       = "silent_runs"
 	// LabelClaimsRepaired counts answers sent back for saying, falsely,
-	// that the code handles empty input, and answered without the false
-	// claim; LabelClaimsCut counts answers whose false claim was cut out
-	// after the repairs.
+	// that the code handles empty or single-element input, and answered
+	// without the false claim; LabelClaimsCut counts answers whose false
+	// claim was cut out after the repairs.
 	LabelClaimsRepaired = "false_claims_repaired"
 	LabelClaimsCut      = "false_claims_cut"
 	// LabelExecutable is "false" on a dialogue in a language the sandbox

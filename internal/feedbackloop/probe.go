@@ -35,16 +35,17 @@ func (r *run) emptyVerdict(ctx context.Context, turn Turn, request, code string)
 	if !gates.AsksAboutEmpty(request) {
 		return gates.Verdict{}, nil
 	}
-	return r.probeEmpty(ctx, turn, code, request)
+	return r.probeEdge(ctx, turn, code, request, "empty")
 }
 
-// probeEmpty runs code on an emptied input (see emptyProbe); hint is text
-// that may quote the function meant. A crash at an explicit raise is
+// probeEdge runs code on an edge input of kind "empty" or "single" (a
+// one-element collection; see emptyProbe); hint is text that may quote the
+// function meant. A crash at an explicit raise is
 // handled behaviour; so is a returned value. Only Python problems with
 // tests are probed (the tests show how the function is called); any other
 // case, or a probe that could not build a call, passes. The probe runs
 // outside the dialogue, once per function and code.
-func (r *run) probeEmpty(ctx context.Context, turn Turn, code, hint string) (gates.Verdict, error) {
+func (r *run) probeEdge(ctx context.Context, turn Turn, code, hint, kind string) (gates.Verdict, error) {
 	p := turn.Problem
 	if r.lang != "python" || p == nil || len(p.Tests) == 0 {
 		return gates.Verdict{}, nil
@@ -53,15 +54,15 @@ func (r *run) probeEmpty(ctx context.Context, turn Turn, code, hint string) (gat
 	if name == "" {
 		return gates.Verdict{}, nil
 	}
-	key := name + "\x00" + code
+	key := kind + "\x00" + name + "\x00" + code
 	if v, ok := r.probed[key]; ok {
 		return v, nil
 	}
-	src := fmt.Sprintf("%s\n\n_PROBE_TESTS = %s\n_PROBE_NAME = %s\n%s", strings.TrimRight(code, "\n"),
-		strconv.Quote(strings.Join(p.Tests, "\n")), strconv.Quote(name), emptyProbe)
+	src := fmt.Sprintf("%s\n\n_PROBE_TESTS = %s\n_PROBE_NAME = %s\n_PROBE_KIND = %s\n%s", strings.TrimRight(code, "\n"),
+		strconv.Quote(strings.Join(p.Tests, "\n")), strconv.Quote(name), strconv.Quote(kind), emptyProbe)
 	res, err := r.s.Exec.Run(ctx, executors.Request{Language: executors.Python, Code: src, Limits: executors.Limits{Timeout: r.s.opts.Timeout}})
 	if err != nil {
-		return gates.Verdict{}, fmt.Errorf("simulate: empty-input probe of %s: %w", name, err)
+		return gates.Verdict{}, fmt.Errorf("simulate: %s-input probe of %s: %w", kind, name, err)
 	}
 	v := probeVerdict(res)
 	if r.probed == nil {
@@ -72,20 +73,30 @@ func (r *run) probeEmpty(ctx context.Context, turn Turn, code, hint string) (gat
 }
 
 // claimVerdict checks what an answer's prose says, unasked, about empty
-// input (gates.EmptyClaims) by running its code on one. When the run
-// shows the claim false it returns the verdict, the repair to send and
-// the sentences that make the claim.
+// or single-element input (gates.EdgeClaims) by running its code on such
+// an input. When a run shows the claim false it returns the verdict, the
+// repair to send and the sentences that make the claim.
 func (r *run) claimVerdict(ctx context.Context, turn Turn, text, code string) (gates.Verdict, string, []string, error) {
-	claims := gates.EmptyClaims(text)
+	claims := gates.EdgeClaims(text)
 	if len(claims) == 0 {
 		return gates.Verdict{}, "", nil, nil
 	}
-	v, err := r.probeEmpty(ctx, turn, code, text)
-	if err != nil || v.OK() {
-		return gates.Verdict{}, "", nil, err
+	kinds := []string{"empty"}
+	if gates.NamesSingleElement(strings.Join(claims, " ")) {
+		kinds = append(kinds, "single")
 	}
-	repair := fmt.Sprintf("Your answer could not be used: it says %q, but running %s. Answer again: either make the code handle empty input explicitly (return the value the task implies, or raise a ValueError that says why), or leave that claim out; then the complete code in one ```%s block, then a short summary.", claims[0], v.Detail, r.lang)
-	return gates.Verdict{Reason: "false_empty_claim", Detail: fmt.Sprintf("claim: %s\nbut running %s", strings.Join(claims, " "), v.Detail)}, repair, claims, nil
+	for _, kind := range kinds {
+		v, err := r.probeEdge(ctx, turn, code, text, kind)
+		if err != nil {
+			return gates.Verdict{}, "", nil, err
+		}
+		if v.OK() {
+			continue
+		}
+		repair := fmt.Sprintf("Your answer could not be used: it says %q, but running %s. Answer again: either make the code handle that input explicitly (return the value the task implies, or raise a ValueError that says why), or leave that claim out; then the complete code in one ```%s block, then a short summary.", claims[0], v.Detail, r.lang)
+		return gates.Verdict{Reason: "false_edge_claim", Detail: fmt.Sprintf("claim: %s\nbut running %s", strings.Join(claims, " "), v.Detail)}, repair, claims, nil
+	}
+	return gates.Verdict{}, "", nil, nil
 }
 
 // probeTarget is the function the probe calls: the one the request quotes

@@ -1,6 +1,8 @@
 
-# The empty-input probe (probe.go): appended to the answer's code, with
-# _PROBE_TESTS and _PROBE_NAME set before it.
+# The edge-input probe (probe.go): appended to the answer's code, with
+# _PROBE_TESTS, _PROBE_NAME and _PROBE_KIND ("empty" or "single") set
+# before it. It calls the function as the first test does, with the first
+# collection argument emptied, or cut to its first element.
 def _probe():
     import ast, sys
     call = None
@@ -21,10 +23,20 @@ def _probe():
         if isinstance(a, (list, str, tuple, dict, set)):
             at = i
             break
-    if at is None:
+    if at is None or (_PROBE_KIND == "single" and len(args[at]) < 2):
         print("PROBE:none", flush=True)
         return
-    args[at] = type(args[at])()
+    a = args[at]
+    if _PROBE_KIND == "single":
+        if isinstance(a, dict):
+            k = next(iter(a))
+            args[at] = {k: a[k]}
+        elif isinstance(a, set):
+            args[at] = {next(iter(a))}
+        else:
+            args[at] = a[:1]
+    else:
+        args[at] = type(a)()
     print("PROBE:call %s(%s)" % (_PROBE_NAME, ", ".join(map(repr, args))), flush=True)
     sys.stdout.flush()
     result = globals()[_PROBE_NAME](*args)

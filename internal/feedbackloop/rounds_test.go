@@ -780,3 +780,54 @@ func TestUnaskedEmptyClaimIsRun(t *testing.T) {
 		})
 	}
 }
+
+// TestUnaskedSingleElementClaimIsRun: a claim that names one-element input
+// is run on one too, and only such a claim: code that handles an empty
+// list but indexes a second element fails it.
+func TestUnaskedSingleElementClaimIsRun(t *testing.T) {
+	ex := sandbox(t, "")
+	second := schema.Problem{Query: schema.Query{ID: "second", Text: "Write a function to return the second element of a list, or None for an empty list."},
+		Solution: "def second(xs):\n    return xs[1] if xs else None", Tests: []string{"assert second([3, 1, 2]) == 1", "assert second([]) is None"}, EntryPoint: "second"}
+	for _, tc := range []struct {
+		name, claim string
+		wantCut     string
+	}{
+		{"names one-element input", "Empty and single-element lists go through the same path, so they need no special branch.", "1"},
+		{"names empty input only", "Empty lists go through the same path, so they need no special branch.", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repaired := false
+			_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+				switch llmtest.Role(call) {
+				case "judge":
+					return llmtest.Reply{Text: `{"correct": true, "reason": "it does"}`}
+				case "writer":
+					if strings.HasPrefix(call.LastUser(), "Your answer could not be used: it says") {
+						repaired = true
+						if !strings.Contains(call.LastUser(), "second([3]) raises IndexError") {
+							t.Errorf("repair %q does not quote the one-element call and its error", call.LastUser())
+						}
+					}
+					if call.AssistantTurns() == 0 || strings.HasPrefix(call.LastUser(), "Your answer") {
+						return llmtest.Reply{Text: "Index the list. " + tc.claim + "\n\n" + block(second.Solution)}
+					}
+					return llmtest.Reply{Text: "It works."}
+				}
+				return llmtest.Reply{}
+			}, nil)
+			res := runTask(t, Options{}, c, c, c, ex, func(s *Simulator) (Task, error) { return s.TaskFromProblem(second) })
+			if !res.Passed {
+				t.Fatalf("not passed: %v", res.Reason)
+			}
+			if got := res.Dialogue.Labels[LabelClaimsCut]; got != tc.wantCut {
+				t.Errorf("label %s = %q, want %q", LabelClaimsCut, got, tc.wantCut)
+			}
+			if repaired != (tc.wantCut != "") {
+				t.Errorf("sent back: %v, want %v", repaired, tc.wantCut != "")
+			}
+			if has := strings.Contains(res.Dialogue.Messages[1].Content, tc.claim); has != (tc.wantCut == "") {
+				t.Errorf("published answer %q: has the claim %v, want %v", res.Dialogue.Messages[1].Content, has, tc.wantCut == "")
+			}
+		})
+	}
+}

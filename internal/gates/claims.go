@@ -19,9 +19,15 @@ var (
 	sentenceRe = regexp.MustCompile(`[^.!?\s][^.!?]*(?:[.!?]+|$)`)
 )
 
-// EmptyClaims returns the sentences of text's prose (outside code blocks)
+// singleRe: a claim that names one-element input.
+var singleRe = regexp.MustCompile(`(?i)\b(single[- ](element|item|value|character|entry)|one[- ](element|item)|length (one|1))\b`)
+
+// NamesSingleElement reports whether text speaks of one-element input.
+func NamesSingleElement(text string) bool { return singleRe.MatchString(text) }
+
+// EdgeClaims returns the sentences of text's prose (outside code blocks)
 // that say the code handles empty or edge-case input.
-func EmptyClaims(text string) []string {
+func EdgeClaims(text string) []string {
 	var out []string
 	inCode := false
 	for _, l := range strings.Split(text, "\n") {
@@ -41,7 +47,7 @@ func EmptyClaims(text string) []string {
 	return out
 }
 
-// CutClaims removes the sentences claims (from EmptyClaims) from text's
+// CutClaims removes the sentences claims (from EdgeClaims) from text's
 // prose, leaving its code blocks and the other sentences as they were.
 func CutClaims(text string, claims []string) string {
 	lines := strings.Split(text, "\n")

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestEmptyClaims(t *testing.T) {
+func TestEdgeClaims(t *testing.T) {
 	for _, tc := range []struct {
 		name, text string
 		want       []string
@@ -21,8 +21,21 @@ func TestEmptyClaims(t *testing.T) {
 		{"inside code only", "Here it is.\n\n```python\n# works for empty lists too\ndef f(l):\n    return sum(l)\n```", nil},
 		{"no claim", "The function sorts the list and returns its middle element.", nil},
 	} {
-		if got := EmptyClaims(tc.text); !slices.Equal(got, tc.want) {
-			t.Errorf("%s: EmptyClaims = %q, want %q", tc.name, got, tc.want)
+		if got := EdgeClaims(tc.text); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: EdgeClaims = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestNamesSingleElement(t *testing.T) {
+	for text, want := range map[string]bool{
+		"Inputs at the edges, such as empty or single-element ones, go through the same path.": true,
+		"A list of length 1 works too.":         true,
+		"Empty lists return 0.":                 false,
+		"A single pass over the input is made.": false,
+	} {
+		if got := NamesSingleElement(text); got != want {
+			t.Errorf("NamesSingleElement(%q) = %v, want %v", text, got, want)
 		}
 	}
 }
@@ -41,11 +54,11 @@ func TestCutClaims(t *testing.T) {
 			"First. It returns 0 for an empty list. Last.",
 			"First. Last."},
 	} {
-		got := CutClaims(tc.text, EmptyClaims(tc.text))
+		got := CutClaims(tc.text, EdgeClaims(tc.text))
 		if got != tc.want {
 			t.Errorf("%s: CutClaims =\n%q\nwant\n%q", tc.name, got, tc.want)
 		}
-		if left := EmptyClaims(got); len(left) > 0 {
+		if left := EdgeClaims(got); len(left) > 0 {
 			t.Errorf("%s: claims left after the cut: %q", tc.name, left)
 		}
 	}

@@ -40,7 +40,7 @@ func buildSection(_ context.Context, s section.Stage, in *section.Instance) erro
 	chart("feedback", "Feedback categories", section.Bars(section.Under(st, "feedback/category/")), false)
 	chart("oracle", "Feedback with and without the reference solution", section.Pick(st, statLabels, "feedback/oracle", "feedback/non_oracle"), false)
 	chart("silent", "Test-less answers whose run printed nothing", section.Pick(st, statLabels, "silent/"+feedbackloop.LabelDemonstrated, "silent/"+feedbackloop.LabelSilent), false)
-	chart("claims", "Answers that said, falsely, that empty input is handled", section.Pick(st, statLabels, "claims/"+feedbackloop.LabelClaimsRepaired, "claims/"+feedbackloop.LabelClaimsCut), false)
+	chart("claims", "Answers that said, falsely, that empty or one-element input is handled", section.Pick(st, statLabels, "claims/"+feedbackloop.LabelClaimsRepaired, "claims/"+feedbackloop.LabelClaimsCut), false)
 	return nil
 }
 
