@@ -713,57 +713,73 @@ func TestEmptyInputClaimIsRun(t *testing.T) {
 	}
 }
 
-// TestUnaskedEmptyClaimIsRun: a first answer that says, unasked, that
-// empty input is handled is run on one. A false claim is sent back; an
+// TestUnaskedEdgeClaimIsRun: a first answer that says, unasked, that
+// empty input is handled is run on one, and on a one-element input when
+// the claim names one (and only then). A false claim is sent back; an
 // answer that drops it or handles the input is kept, and one that keeps
 // it has the claim cut out, the code kept. A true claim stays.
-func TestUnaskedEmptyClaimIsRun(t *testing.T) {
+func TestUnaskedEdgeClaimIsRun(t *testing.T) {
 	ex := sandbox(t, "")
 	first := schema.Problem{Query: schema.Query{ID: "first", Text: "Write a function to return the first element of a list."},
 		Solution: "def first(xs):\n    return xs[0]", Tests: []string{"assert first([3, 1]) == 3", "assert first(['a']) == 'a'"}, EntryPoint: "first"}
-	const claim = "Empty lists go through the same path, so they need no special branch."
+	second := schema.Problem{Query: schema.Query{ID: "second", Text: "Write a function to return the second element of a list, or None for an empty list."},
+		Solution: "def second(xs):\n    return xs[1] if xs else None", Tests: []string{"assert second([3, 1, 2]) == 1", "assert second([]) is None"}, EntryPoint: "second"}
+	const (
+		empty  = "Empty lists go through the same path, so they need no special branch."
+		single = "Empty and single-element lists go through the same path, so they need no special branch."
+	)
 	handled := "def first(xs):\n    return xs[0] if xs else None"
 	for _, tc := range []struct {
 		name       string
+		problem    schema.Problem
+		claim      string
 		code       string // the first answer's
 		repaired   string // the answer after the repair; "" keeps the claim
+		call       string // the failing call the repair must quote; "" when none is sent
 		wantLabels map[string]string
-		wantClaim  bool // the published first answer still says it
 		wantCode   string
 	}{
-		{"false, dropped after the repair", first.Solution, "Index the list.\n\n" + block(first.Solution),
-			map[string]string{LabelClaimsRepaired: "1"}, false, first.Solution},
-		{"false, handled after the repair", first.Solution, "Index the list; an empty list gives None.\n\n" + block(handled),
-			map[string]string{LabelClaimsRepaired: "1"}, false, handled},
-		{"false, kept: cut out", first.Solution, "",
-			map[string]string{LabelClaimsCut: "1"}, false, first.Solution},
-		{"true: left alone", handled, "",
-			map[string]string{}, true, handled},
+		{"false, dropped after the repair", first, empty, first.Solution, "Index the list.\n\n" + block(first.Solution), "first([]) raises IndexError",
+			map[string]string{LabelClaimsRepaired: "1"}, first.Solution},
+		{"false, handled after the repair", first, empty, first.Solution, "Index the list; an empty list gives None.\n\n" + block(handled), "first([]) raises IndexError",
+			map[string]string{LabelClaimsRepaired: "1"}, handled},
+		{"false, kept: cut out", first, empty, first.Solution, "", "first([]) raises IndexError",
+			map[string]string{LabelClaimsCut: "1"}, first.Solution},
+		{"true: left alone", first, empty, handled, "", "", map[string]string{}, handled},
+		{"names one-element input: run on one", second, single, second.Solution, "", "second([3]) raises IndexError",
+			map[string]string{LabelClaimsCut: "1"}, second.Solution},
+		{"names empty input only: not run on one", second, empty, second.Solution, "", "", map[string]string{}, second.Solution},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			sent := false
 			_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
 				switch llmtest.Role(call) {
 				case "judge":
 					return llmtest.Reply{Text: `{"correct": true, "reason": "it does"}`}
 				case "writer":
 					if strings.HasPrefix(call.LastUser(), "Your answer could not be used: it says") {
-						if !strings.Contains(call.LastUser(), "first([]) raises IndexError") {
-							t.Errorf("repair %q does not quote the probe's call and error", call.LastUser())
+						sent = true
+						if tc.call == "" || !strings.Contains(call.LastUser(), tc.call) {
+							t.Errorf("repair %q, want one quoting %q", call.LastUser(), tc.call)
 						}
 						if tc.repaired != "" {
 							return llmtest.Reply{Text: tc.repaired}
 						}
 					}
 					if call.AssistantTurns() == 0 || strings.HasPrefix(call.LastUser(), "Your answer") {
-						return llmtest.Reply{Text: "Index the list. " + claim + "\n\n" + block(tc.code) + "\n\nThat is all."}
+						return llmtest.Reply{Text: "Index the list. " + tc.claim + "\n\n" + block(tc.code) + "\n\nThat is all."}
 					}
 					return llmtest.Reply{Text: "It works."}
 				}
 				return llmtest.Reply{}
 			}, nil)
-			res := runTask(t, Options{}, c, c, c, ex, func(s *Simulator) (Task, error) { return s.TaskFromProblem(first) })
+			p := tc.problem
+			res := runTask(t, Options{}, c, c, c, ex, func(s *Simulator) (Task, error) { return s.TaskFromProblem(p) })
 			if !res.Passed {
 				t.Fatalf("not passed: %v", res.Reason)
+			}
+			if sent != (tc.call != "") {
+				t.Errorf("sent back: %v, want %v", sent, tc.call != "")
 			}
 			for _, l := range []string{LabelClaimsRepaired, LabelClaimsCut} {
 				if got := res.Dialogue.Labels[l]; got != tc.wantLabels[l] {
@@ -771,62 +787,12 @@ func TestUnaskedEmptyClaimIsRun(t *testing.T) {
 				}
 			}
 			answer := res.Dialogue.Messages[1].Content
-			if got := strings.Contains(answer, claim); got != tc.wantClaim {
-				t.Errorf("published first answer %q: has the claim %v, want %v", answer, got, tc.wantClaim)
+			wantClaim := tc.call == "" // a claim the runs bear out stays
+			if got := strings.Contains(answer, tc.claim); got != wantClaim {
+				t.Errorf("published first answer %q: has the claim %v, want %v", answer, got, wantClaim)
 			}
 			if !strings.Contains(answer, tc.wantCode) {
 				t.Errorf("published first answer %q lacks the code %q", answer, tc.wantCode)
-			}
-		})
-	}
-}
-
-// TestUnaskedSingleElementClaimIsRun: a claim that names one-element input
-// is run on one too, and only such a claim: code that handles an empty
-// list but indexes a second element fails it.
-func TestUnaskedSingleElementClaimIsRun(t *testing.T) {
-	ex := sandbox(t, "")
-	second := schema.Problem{Query: schema.Query{ID: "second", Text: "Write a function to return the second element of a list, or None for an empty list."},
-		Solution: "def second(xs):\n    return xs[1] if xs else None", Tests: []string{"assert second([3, 1, 2]) == 1", "assert second([]) is None"}, EntryPoint: "second"}
-	for _, tc := range []struct {
-		name, claim string
-		wantCut     string
-	}{
-		{"names one-element input", "Empty and single-element lists go through the same path, so they need no special branch.", "1"},
-		{"names empty input only", "Empty lists go through the same path, so they need no special branch.", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			repaired := false
-			_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
-				switch llmtest.Role(call) {
-				case "judge":
-					return llmtest.Reply{Text: `{"correct": true, "reason": "it does"}`}
-				case "writer":
-					if strings.HasPrefix(call.LastUser(), "Your answer could not be used: it says") {
-						repaired = true
-						if !strings.Contains(call.LastUser(), "second([3]) raises IndexError") {
-							t.Errorf("repair %q does not quote the one-element call and its error", call.LastUser())
-						}
-					}
-					if call.AssistantTurns() == 0 || strings.HasPrefix(call.LastUser(), "Your answer") {
-						return llmtest.Reply{Text: "Index the list. " + tc.claim + "\n\n" + block(second.Solution)}
-					}
-					return llmtest.Reply{Text: "It works."}
-				}
-				return llmtest.Reply{}
-			}, nil)
-			res := runTask(t, Options{}, c, c, c, ex, func(s *Simulator) (Task, error) { return s.TaskFromProblem(second) })
-			if !res.Passed {
-				t.Fatalf("not passed: %v", res.Reason)
-			}
-			if got := res.Dialogue.Labels[LabelClaimsCut]; got != tc.wantCut {
-				t.Errorf("label %s = %q, want %q", LabelClaimsCut, got, tc.wantCut)
-			}
-			if repaired != (tc.wantCut != "") {
-				t.Errorf("sent back: %v, want %v", repaired, tc.wantCut != "")
-			}
-			if has := strings.Contains(res.Dialogue.Messages[1].Content, tc.claim); has != (tc.wantCut == "") {
-				t.Errorf("published answer %q: has the claim %v, want %v", res.Dialogue.Messages[1].Content, has, tc.wantCut == "")
 			}
 		})
 	}
