@@ -419,6 +419,9 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 			}
 			return v, ""
 		}
+		if v.Reason == "no_change_off_request" {
+			return v, fmt.Sprintf("Your answer could not be used: it keeps the code's logic as it was and says no change is needed, but its reason is not about what the user asked (%q). Answer again: either change the code to do what was asked, or say why no change is needed for that request in its own terms (for example what the code keeps in memory, or which Python features it uses), then the complete code in one ```%s block, then a short summary.", gates.Cut(asked, 200), r.lang)
+		}
 		return v, fmt.Sprintf("Your answer could not be used: the code is the same as before, although the user asked for a change. Answer again in this form: say what you change and why, then the complete revised code in one ```%s block, then a short summary; or, if the code must stay as it is, say explicitly why no change is needed.", r.lang)
 	}
 	request := r.task.Turns[len(r.task.Turns)-1].Text + "\n\nThe user then asked: " + msg.Content
@@ -541,18 +544,33 @@ func (r *run) answersSince(m mark) string {
 // answer does not say why the code stays. kind is the follow-up's kind
 // ("" for feedback): one that asks for new behaviour (faster, more inputs,
 // more capability, tests) is not met by a docstring either, so those
-// compare with gates.SameLogic. Feedback may ask for documentation in any
-// category; the judge reads whether a revision meets it.
+// compare with gates.SameLogic, and so does feedback that does not ask
+// for documentation. Code kept as it was needs a reason, and one about
+// what was asked (gates.KeepsForRequest).
 func revisionVerdict(before, after, request, answer, kind string) gates.Verdict {
 	same := gates.SameCode(before, after)
 	switch kind {
 	case "optimize", "edge_cases", "extend", "tests":
 		same = gates.SameLogic(before, after)
+	case "":
+		// Feedback that asks for a layout, older versions or less memory
+		// is not met by a docstring either; feedback that asks for
+		// documentation is.
+		if !gates.AsksForDocs(request) {
+			same = gates.SameLogic(before, after)
+		}
 	}
-	if !same || !gates.AsksForChange(request) || gates.ExplainsNoChange(answer) {
+	switch {
+	case !same || !gates.AsksForChange(request):
 		return gates.Verdict{}
+	case !gates.ExplainsNoChange(answer):
+		return gates.Verdict{Reason: "unchanged_revision", Detail: answer}
+	case !gates.KeepsForRequest(request, answer):
+		// "No code change is needed: the code already does what the task
+		// asks" to "keep the memory small" dodges the request.
+		return gates.Verdict{Reason: "no_change_off_request", Detail: fmt.Sprintf("asked: %s\nanswer: %s", request, gates.Cut(answer, 400))}
 	}
-	return gates.Verdict{Reason: "unchanged_revision", Detail: answer}
+	return gates.Verdict{}
 }
 
 // calibrate asks the judge model about code that the tests have judged, on

@@ -417,7 +417,11 @@ func TestTestedRoundJudgedForTheRequest(t *testing.T) {
 					if call.AssistantTurns() == 0 {
 						return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
 					}
-					return llmtest.Reply{Text: "Documented it.\n\n" + block("def add(a, b):\n    \"\"\"Add two numbers.\"\"\"\n    return a + b")}
+					// A change of the code (a docstring alone is no answer to
+					// this request: the round gate sends it back before any
+					// judge reads it); whether it meets the request is the
+					// judge's to say.
+					return llmtest.Reply{Text: "The sum now has a name.\n\n" + block("def add(a, b):\n    total = a + b\n    return total")}
 				}
 				return llmtest.Reply{}
 			}, nil)
@@ -555,6 +559,18 @@ func TestRevisionMustMeetTheRequest(t *testing.T) {
 			repairSays: "checks none of them",
 			good:       "`add` now raises a TypeError for an argument that is not a number.\n\n" + block("def add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n    for name, v in ((\"a\", a), (\"b\", b)):\n        if not isinstance(v, (int, float)):\n            raise TypeError(f\"{name} must be a number\")\n    return a + b"),
 			goodMark:   "raise TypeError", reason: "inputs_unchecked"},
+		{name: "a clearer layout met by an unasked docstring",
+			feedback:   "It passes, though I want you to use a clearer layout for the condition in `add`.",
+			bad:        "I added to `add` a docstring that states what it computes, as you asked. No code change is needed for the rest: the code already does what the task asks.\n\n" + block("def add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n    return a + b"),
+			repairSays: "its reason is not about what the user asked",
+			good:       "No change is needed for the layout: `add` has no condition to lay out.\n\n" + block("def add(a, b):\n    return a + b"),
+			goodMark:   "for the layout", reason: "no_change_off_request"},
+		{name: "less memory met by a reason about speed",
+			feedback:   "Could you keep the memory `add` uses small for long inputs?",
+			bad:        "No code change is needed for speed: it already makes a single pass over the input.\n\n" + block("def add(a, b):\n    return a + b"),
+			repairSays: "its reason is not about what the user asked",
+			good:       "No change is needed for memory: `add` keeps no list, only its two arguments and their sum.\n\n" + block("def add(a, b):\n    return a + b"),
+			goodMark:   "for memory", reason: "no_change_off_request"},
 	} {
 		for _, fixed := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/fixed=%v", rc.name, fixed), func(t *testing.T) {

@@ -174,10 +174,10 @@ func TestCorpusYieldWithImperfectModel(t *testing.T) {
 			t.Errorf("stage %s stopped after %.0f checks, want within 100", g.Stage, g.Checked)
 		}
 	}
-	for _, want := range []string{"explain/preface", "simulate/feedback_round"} {
-		if !tripped[want] {
-			t.Errorf("90%% misbehaving: gate %s did not trip (tripped: %v)", want, tripped)
-		}
+	// simulate stops at its first gate over the limit: which of its
+	// round gates that is depends on the order the draws come in.
+	if !tripped["explain/preface"] || !tripped["simulate/feedback_round"] && !tripped["simulate/followup_round"] {
+		t.Errorf("90%% misbehaving: tripped %v, want explain/preface and a round gate of simulate", tripped)
 	}
 	checkPublished(t, bad90)
 }

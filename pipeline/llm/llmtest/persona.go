@@ -56,13 +56,17 @@ const (
 	// wrong types" with a docstring and the claim that the code already
 	// checks its inputs, over code that checks nothing.
 	ClaimedChecks Misbehaviour = "claimed_checks"
+	// OffRequestNoChange answers a request for a layout, older Python
+	// versions, less memory or speed with an unasked docstring and "no
+	// code change is needed: the code already does what the task asks".
+	OffRequestNoChange Misbehaviour = "off_request_no_change"
 	// FalseEdgeClaim keeps saying the code already handles empty input
 	// after being shown that it crashes on it, asked or not.
 	FalseEdgeClaim Misbehaviour = "false_edge_claim"
 )
 
 // Misbehaviours lists every misbehaviour.
-var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim}
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange}
 
 // Persona is a scripted model that recognises which prompt of the pipeline
 // it is answering (writer, explain, judge, feedback, rubric, eval feedback)
@@ -157,6 +161,9 @@ func applicable(c Call) []Misbehaviour {
 		case strings.HasPrefix(last, "Execution result:"):
 			return []Misbehaviour{ThanksToOutput, SilentCode}
 		case len(c.Request.Messages) > 2 && !strings.Contains(last, "is not correct"):
+			if keepTopicRe.MatchString(strings.ToLower(last)) {
+				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, OffRequestNoChange}
+			}
 			return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests}
 		}
 		return []Misbehaviour{SilentCode}
@@ -508,6 +515,11 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 				"        raise TypeError(f\"{name} must not be None\")"}
 			return fmt.Sprintf("%s now checks its arguments before using them: passing None for any of them raises a TypeError that names the argument, instead of failing later with a less helpful error.", name) +
 				"\n\n" + block(addChecks(prevCode, bare, check)) + "\n\nValid inputs take the same path as before, so the earlier checks still pass."
+		}
+	}
+	if !p.bad(OffRequestNoChange, c) {
+		if text, ok := keepAnswer(low, prevCode, name, bare); ok {
+			return text
 		}
 	}
 	what, why := "a docstring that states what it computes", " No code change is needed for the rest: the code already does what the task asks, and the checks below show it."

@@ -1,0 +1,62 @@
+package gates
+
+import "testing"
+
+func TestAsksForDocs(t *testing.T) {
+	for _, tc := range []struct {
+		request string
+		want    bool
+	}{
+		{"Could you add a docstring to `f` that says what it returns?", true},
+		{"Please document the arguments of `f` and their types.", true},
+		{"Could you explain in comments or a docstring how `f` works and why?", true},
+		{"Add type hints to `f`.", true},
+		{"It passes, though I want you to use a clearer layout for the condition in `f`.", false},
+		{"Could you keep the memory `f` uses small for long inputs?", false},
+		{"Avoid features in `f` that older Python versions lack, please.", false},
+		{"Could you avoid recomputing values inside `describe_all`?", false}, // a name is not a request
+	} {
+		if got := AsksForDocs(tc.request); got != tc.want {
+			t.Errorf("AsksForDocs(%q) = %v, want %v", tc.request, got, tc.want)
+		}
+	}
+}
+
+func TestKeepsForRequest(t *testing.T) {
+	const (
+		offTopic = "I added to `f` a docstring that states what it computes, as you asked. No code change is needed for the rest: the code already does what the task asks, and the checks below show it. The logic is unchanged, so the results for valid inputs stay the same and the earlier checks still pass.\n\n```python\ndef f(xs):\n    \"\"\"Return it.\"\"\"\n    return sum(xs)\n```"
+		speed    = "I added to `f` a docstring on its cost, as you asked. No code change is needed for speed: it already makes a single pass over the input, so a faster version would have the same cost. The logic is unchanged."
+	)
+	for _, tc := range []struct {
+		name, request, answer string
+		want                  bool
+	}{
+		{"generic reason to a layout request", "It passes, though I want you to use a clearer layout for the condition in `f`.", offTopic, false},
+		{"generic reason to an older-versions request", "Could you avoid features in `f` that older Python versions lack?", offTopic, false},
+		{"speed reason to a memory request", "One thing I'd like changed: keep the memory `f` uses small for long inputs.", speed, false},
+		{"generic reason to a recomputation request", "Before I use this, avoid recomputing values inside `f`, please.", offTopic, false},
+		{"speed reason to a speed request", "Can you make `f` faster or lighter on memory for very large inputs, keeping the same results?", speed, true},
+		{"memory reason", "Could you keep the memory `f` uses small for long inputs?",
+			"No change is needed for memory: `f` keeps only single values as it goes, so it stays small however long the list is.\n\n```python\ndef f(xs):\n    return sum(xs)\n```", true},
+		{"the reason in the next sentence", "Could you use a clearer layout for the condition in `f`?",
+			"I would keep the code as it is. The condition `x > 0` is one comparison on one line.", true},
+		{"layout reason", "Could you use a clearer layout for the condition in `f`?",
+			"No change is needed for the layout of the condition: `n % 2 == 0` fits on one line.", true},
+		{"older versions reason", "Avoid features in `f` that older Python versions lack.",
+			"No change is needed: `f` uses no f-strings and nothing newer than Python 3.5.", true},
+		{"recomputed values", "Could you avoid recomputing values inside `f`?",
+			"I leave `f` unchanged because avoiding recomputed values would need another algorithm.", true},
+		{"the topic only in the code", "Could you keep the memory `f` uses small?",
+			"No change is needed.\n\n```python\n# memory: small\ndef f(xs):\n    return sum(xs)\n```", false},
+		{"the topic only in a name", "Could you make `fast_sum` handle long lists with less memory?",
+			"No change is needed: `fast_sum` already does what the task asks.", false},
+		{"no reason at all", "Could you keep the memory `f` uses small?", "Here is the code again.", false},
+		{"a request with no topic word", "Could you change `f`?", "No change is needed: it is already correct.", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := KeepsForRequest(tc.request, tc.answer); got != tc.want {
+				t.Errorf("KeepsForRequest(%q, %q) = %v, want %v", tc.request, tc.answer, got, tc.want)
+			}
+		})
+	}
+}

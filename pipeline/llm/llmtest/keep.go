@@ -1,0 +1,126 @@
+package llmtest
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// The persona writes no new algorithm for a request about a condition's
+// layout, older Python versions, memory, recomputed values or speed on
+// larger inputs. It keeps the code and says why, in the request's terms,
+// from what the code shows: a reason it can check in the code is stated
+// as a fact, otherwise it says plainly that it kept the algorithm the
+// checks confirmed.
+
+var (
+	loopRe      = regexp.MustCompile(`^(\s*)(for|while)\b`)
+	compForRe   = regexp.MustCompile(`[\[({][^\[\](){}]*\bfor\b`)
+	condRe      = regexp.MustCompile(`^\s*(?:if|elif|while)\s+(.+?):\s*(?:#.*)?$`)
+	collectRe   = regexp.MustCompile(`\[[^\]]*\bfor\b|\{[^}]*\bfor\b|\.append\(|\.extend\(|\b(list|dict|set|sorted|zip|reversed)\(|\[[^\]\[]*:[^\]]*\]|\]\s*\*|\*\s*\[|\.split\(|\.items\(\)|\bdefaultdict\(|\bCounter\(`)
+	scanRe      = regexp.MustCompile(`\.(count|index|remove|insert)\(|\bnot in\b|[^r]\s+in\s+\w+\s*(?:[:)\]]|$)`)
+	modernPyRe  = regexp.MustCompile(`\b[fF][rR]?["']|:=|^\s*match\s+.+:\s*$|\bmath\.(prod|isqrt|comb|perm|lcm|dist)\b|\.remove(prefix|suffix)\(|\bfunctools\.cache\b|\bbreakpoint\(`)
+	keepTopicRe = regexp.MustCompile(`layout|condition|older python|python versions|memory|recomput|quickly|faster|larger inputs`)
+)
+
+// codeFacts is what keepAnswer reads from a function's code.
+type codeFacts struct {
+	depth     int    // deepest nesting of loops, comprehensions included
+	recursive bool   // the function calls itself
+	collects  bool   // it builds a list, set, dict or slice from its input
+	scans     bool   // a loop body searches a sequence (in, count, index)
+	cond      string // the longest condition of an if, elif or while
+	conds     int
+	modern    bool // syntax or library calls newer than Python 3.5
+}
+
+func readFacts(code, fn string) codeFacts {
+	var f codeFacts
+	var loops []int // the indentation of each open loop
+	inDef := false
+	for _, l := range strings.Split(normalize(code), "\n") {
+		indent := len(l) - len(strings.TrimLeft(l, " \t"))
+		for len(loops) > 0 && indent <= loops[len(loops)-1] {
+			loops = loops[:len(loops)-1]
+		}
+		comps := len(compForRe.FindAllString(l, -1))
+		d := len(loops) + comps
+		if m := loopRe.FindStringSubmatch(l); m != nil {
+			loops = append(loops, indent)
+			d = len(loops) + comps
+		} else if len(loops) > 0 && scanRe.MatchString(l) {
+			f.scans = true
+		}
+		f.depth = max(f.depth, d)
+		if strings.HasPrefix(l, "def ") {
+			inDef = strings.HasPrefix(l, "def "+fn+"(")
+		} else if inDef && fn != "" && strings.Contains(l, fn+"(") {
+			f.recursive = true
+		}
+		if m := condRe.FindStringSubmatch(l); m != nil {
+			f.conds++
+			if len(m[1]) > len(f.cond) {
+				f.cond = m[1]
+			}
+		}
+		if !strings.HasPrefix(strings.TrimSpace(l), "def ") && collectRe.MatchString(l) {
+			f.collects = true
+		}
+		if modernPyRe.MatchString(l) {
+			f.modern = true
+		}
+	}
+	return f
+}
+
+// keepAnswer is the persona's reply to such a request (low: the request
+// in lower case, without the function's name), with the code unchanged;
+// ok is false for a request of another kind.
+func keepAnswer(low, code, name, fn string) (string, bool) {
+	if !keepTopicRe.MatchString(low) {
+		return "", false
+	}
+	f := readFacts(code, fn)
+	kept := func(what string) string {
+		return fmt.Sprintf("I leave %s unchanged because %s would need a different algorithm from the one the checks have confirmed, and I would rather not trade that for it. If it matters for your inputs, tell me their size and I will look for one.", name, what)
+	}
+	var text string
+	switch {
+	case strings.Contains(low, "layout") || strings.Contains(low, "condition"):
+		switch {
+		case f.conds == 0:
+			text = fmt.Sprintf("No change is needed for the layout: %s has no condition to lay out, since it computes its result without branching.", name)
+		case len(f.cond) <= 60 && strings.Count(f.cond, " and ")+strings.Count(f.cond, " or ") <= 1:
+			text = fmt.Sprintf("No change is needed for the layout of the condition: `%s` fits on one line and reads left to right, so splitting it would not make it clearer.", f.cond)
+		default:
+			text = kept("a clearer layout of its longest condition")
+		}
+	case strings.Contains(low, "older python") || strings.Contains(low, "python versions"):
+		if f.modern {
+			return "", false
+		}
+		text = fmt.Sprintf("No change is needed for older Python versions: %s uses no f-strings, no assignment expressions (`:=`), no `match` statement and none of the newer `math` helpers, so everything it uses exists in Python 3.5.", name)
+	case strings.Contains(low, "recomput"):
+		if f.recursive || f.depth > 1 || f.scans {
+			text = kept("avoiding recomputed values")
+		} else {
+			text = fmt.Sprintf("No change is needed to avoid recomputing values: %s has no recursion and no nested loop, so each value it derives is computed once.", name)
+		}
+	case strings.Contains(low, "memory") && !strings.Contains(low, "faster"):
+		if f.collects || f.recursive {
+			text = kept("keeping its memory small (it builds a list, a table or a call stack from its input)")
+		} else {
+			text = fmt.Sprintf("No change is needed for memory: %s keeps only single values as it goes and builds no list, set or dictionary from its input, so the memory it uses stays small however long the input is.", name)
+		}
+	default: // faster, quickly on larger inputs
+		switch {
+		case f.recursive || f.depth > 1 || f.scans:
+			text = kept("making it faster on much larger inputs")
+		case f.depth == 0:
+			text = fmt.Sprintf("No change is needed for speed on larger inputs: %s has no loop and no recursion, so it does the same few steps whatever the size of its input.", name)
+		default:
+			text = fmt.Sprintf("No change is needed for larger inputs: %s makes a single pass, one loop with no nested loop, recursion or search inside it, so its time grows in step with the size of its input.", name)
+		}
+	}
+	return text + "\n\n" + block(code) + "\n\nThe code is the same as before, so the earlier checks still hold.", true
+}

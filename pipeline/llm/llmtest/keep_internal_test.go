@@ -1,0 +1,52 @@
+package llmtest
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/internal/gates"
+)
+
+func TestKeepAnswer(t *testing.T) {
+	const (
+		sumList = "def f(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total"
+		pairs   = "def f(xs):\n    n = 0\n    for i in range(len(xs)):\n        for j in range(i):\n            if xs[i] == xs[j]:\n                n += 1\n    return n"
+		fib     = "def f(n):\n    if n < 2:\n        return n\n    return f(n - 1) + f(n - 2)"
+		squares = "def f(n):\n    return [i * i for i in range(n)]"
+		fstring = "def f(name):\n    return f\"hello {name}\""
+		longIf  = "def f(a, b, c):\n    if a > 0 and b > 0 and c > 0 and a + b > c and a + c > b and b + c > a:\n        return True\n    return False"
+	)
+	for _, tc := range []struct {
+		name, request, code string
+		ok                  bool
+		says                string
+	}{
+		{"layout, short condition", "use a clearer layout for the condition in f", fib, true, "`n < 2` fits on one line"},
+		{"layout, no condition", "use a clearer layout for the condition in f", sumList, true, "has no condition"},
+		{"layout, long condition", "use a clearer layout for the condition in f", longIf, true, "unchanged because a clearer layout"},
+		{"older python", "avoid features in f that older python versions lack", sumList, true, "exists in Python 3.5"},
+		{"older python with an f-string", "avoid features in f that older python versions lack", fstring, false, ""},
+		{"memory, counters only", "keep the memory f uses small for long inputs", sumList, true, "keeps only single values"},
+		{"memory, builds a list", "keep the memory f uses small for long inputs", squares, true, "unchanged because keeping its memory small"},
+		{"recomputing, one loop", "avoid recomputing values inside f", sumList, true, "no recursion and no nested loop"},
+		{"recomputing, recursion", "avoid recomputing values inside f", fib, true, "unchanged because avoiding recomputed values"},
+		{"larger inputs, one loop", "make sure f still works quickly on much larger inputs", sumList, true, "single pass"},
+		{"larger inputs, nested loops", "make sure f still works quickly on much larger inputs", pairs, true, "unchanged because making it faster"},
+		{"faster, no loop", "can you make f faster or lighter on memory for very large inputs", "def f(a, b):\n    return a * b", true, "no loop and no recursion"},
+		{"not such a request", "add a docstring to f that says what it returns", sumList, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := keepAnswer(tc.request, tc.code, "`f`", "f")
+			if ok != tc.ok || !strings.Contains(got, tc.says) {
+				t.Fatalf("keepAnswer = %q, %v; want %v and an answer saying %q", got, ok, tc.ok, tc.says)
+			}
+			if ok && !strings.Contains(got, block(tc.code)) {
+				t.Errorf("keepAnswer = %q, want the code unchanged", got)
+			}
+			// A good model's reason passes the simulate stage's check.
+			if ok && !gates.KeepsForRequest(tc.request, got) {
+				t.Errorf("gates.KeepsForRequest(%q, %q) = false, want true", tc.request, got)
+			}
+		})
+	}
+}
