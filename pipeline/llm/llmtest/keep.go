@@ -36,38 +36,49 @@ type codeFacts struct {
 
 func readFacts(code, fn string) codeFacts {
 	var f codeFacts
+	lines := strings.Split(normalize(code), "\n")
+	// The facts are those of fn's own lines when code defines it: a
+	// companion function, a print of an example or a block of tests
+	// around it says nothing of fn.
+	own := !strings.Contains(code, "def "+fn+"(")
 	var loops []int // the indentation of each open loop
-	inDef := false
-	for _, l := range strings.Split(normalize(code), "\n") {
+	inFn := false
+	for _, l := range lines {
 		indent := len(l) - len(strings.TrimLeft(l, " \t"))
+		if modernPyRe.MatchString(l) {
+			f.modern = true
+		}
+		switch {
+		case strings.HasPrefix(l, "def "):
+			inFn = strings.HasPrefix(l, "def "+fn+"(")
+			continue
+		case indent == 0:
+			inFn = false
+		}
+		if !inFn && !own {
+			continue
+		}
+		if inFn && strings.Contains(l, fn+"(") {
+			f.recursive = true
+		}
 		for len(loops) > 0 && indent <= loops[len(loops)-1] {
 			loops = loops[:len(loops)-1]
 		}
 		comps := len(compForRe.FindAllString(l, -1))
-		d := len(loops) + comps
-		if m := loopRe.FindStringSubmatch(l); m != nil {
+		if loopRe.MatchString(l) {
 			loops = append(loops, indent)
-			d = len(loops) + comps
 		} else if len(loops) > 0 && scanRe.MatchString(l) {
 			f.scans = true
 		}
-		f.depth = max(f.depth, d)
-		if strings.HasPrefix(l, "def ") {
-			inDef = strings.HasPrefix(l, "def "+fn+"(")
-		} else if inDef && fn != "" && strings.Contains(l, fn+"(") {
-			f.recursive = true
-		}
+		f.depth = max(f.depth, len(loops)+comps)
 		if m := condRe.FindStringSubmatch(l); m != nil {
 			f.conds++
 			if len(m[1]) > len(f.cond) {
 				f.cond = m[1]
 			}
 		}
-		if !strings.HasPrefix(strings.TrimSpace(l), "def ") && collectRe.MatchString(l) {
+		if collectRe.MatchString(l) {
 			f.collects = true
-		}
-		if modernPyRe.MatchString(l) {
-			f.modern = true
 		}
 	}
 	return f

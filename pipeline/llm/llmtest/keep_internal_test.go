@@ -33,6 +33,9 @@ func TestKeepAnswer(t *testing.T) {
 		{"larger inputs, one loop", "make sure f still works quickly on much larger inputs", sumList, true, "single pass"},
 		{"larger inputs, nested loops", "make sure f still works quickly on much larger inputs", pairs, true, "unchanged because making it faster"},
 		{"faster, no loop", "can you make f faster or lighter on memory for very large inputs", "def f(a, b):\n    return a * b", true, "no loop and no recursion"},
+		{"a call after the def is no recursion", "avoid recomputing values inside f", sumList + "\n\nprint(f([1, 2]))\nassert f([3]) == 3", true, "no recursion and no nested loop"},
+		{"a companion function is not f", "make sure f still works quickly on much larger inputs",
+			"def f(a, b):\n    return a * b\n\n\ndef f_all(cases):\n    return [f(*args) for args in cases]", true, "no loop and no recursion"},
 		{"not such a request", "add a docstring to f that says what it returns", sumList, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
