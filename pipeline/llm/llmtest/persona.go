@@ -346,7 +346,7 @@ func (p *Persona) writer(c Call) string {
 		}
 	}
 	answers, feedbacks := 0, 0
-	prevCode := ""
+	prevCode, revision := "", ""
 	for i, m := range msgs {
 		switch {
 		case m.Role == "assistant":
@@ -354,7 +354,7 @@ func (p *Persona) writer(c Call) string {
 				answers++
 			}
 			if c := lastCode(m.Content); c != "" {
-				prevCode = c
+				prevCode, revision = c, m.Content
 			}
 		case m.Role == "user" && i > ti && !strings.HasPrefix(m.Content, "Execution result:"):
 			feedbacks++
@@ -373,6 +373,9 @@ func (p *Persona) writer(c Call) string {
 	case strings.HasPrefix(last, "The run above is accepted") && varied:
 		// Told it repeated itself, it says what this run adds: the round
 		// it closes.
+		if strings.HasPrefix(revision, "No change is needed") || strings.HasPrefix(revision, "I leave") {
+			return fmt.Sprintf("This run checks %s as it stands after answer %d, which kept the code as it was: the result is still the one the task describes for the example.", name, answers)
+		}
 		return fmt.Sprintf("This run checks %s as revised in answer %d: the change asked for is in, and the result is still the one the task describes for the example.", name, answers)
 	case strings.HasPrefix(last, "The run above is accepted"):
 		return thanks + p.closing(last, prevCode, task)
