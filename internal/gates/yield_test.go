@@ -25,7 +25,7 @@ var allBad = map[llmtest.Misbehaviour]bool{
 	llmtest.CodeForExplanation: true, llmtest.UnchangedRevision: true, llmtest.WrongCategory: true,
 	llmtest.CodeInFeedback: true, llmtest.YesJudge: true, llmtest.UnreadableRubric: true, llmtest.UnparseableJSON: true,
 	llmtest.SilentCode: true, llmtest.VagueDocs: true, llmtest.RoteClosing: true, llmtest.TrivialTests: true,
-	llmtest.ClaimedChecks: true, llmtest.FalseEdgeClaim: true,
+	llmtest.ClaimedChecks: true, llmtest.FalseEdgeClaim: true, llmtest.OffRequestNoChange: true,
 }
 
 // yieldRun is one run of the default pipeline's shape over MBPP.
