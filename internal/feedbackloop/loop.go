@@ -167,6 +167,9 @@ type run struct {
 	calib    []string
 	// probed caches edge-input probe verdicts by kind, function and code (probeEdge).
 	probed map[string]gates.Verdict
+	// before is the code before the round under way ("" outside rounds):
+	// a closing after a round that kept it may not claim a change.
+	before string
 }
 
 // Run builds the dialogue for task. A failing dialogue is a Result with

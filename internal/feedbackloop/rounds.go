@@ -161,14 +161,25 @@ var (
 	claimsOutputRe     = regexp.MustCompile(`(?i)\b(output|printed|prints|result shown|shows the (expected|correct|right))\b[^.]*\b(match|matches|matched|expected|correct|confirms?|shows?)\b|\b(the output|what it printed) (confirms|shows|matches)|\b(gives|gave|produced|produces) the (expected|correct|right) (result|value|output|answer)`)
 )
 
+// claimsChangeRe: a closing that says the code was changed ("the change
+// asked for is in", "the revised version", "I updated it").
+var claimsChangeRe = regexp.MustCompile(`(?i)\bthe (change|fix|update|revision)s?( you| the user)?( asked for| requested)? (is|are) (in|made|done|applied)\b|\b(revised|updated|changed|modified|new|improved|fixed) (version|code|function|implementation)\b|\bi('ve| have)? (revised|updated|changed|modified|improved|rewrote|refactored)\b|\bas revised\b|\bnow (handles|uses|checks|raises|avoids|keeps|runs)\b`)
+
+// kept reports whether the round under way ends with the code it began
+// with: its closing may say so, not that something changed.
+func (r *run) kept() bool { return r.before != "" && gates.SameCode(r.before, r.code) }
+
 // closingVerdict checks a prose reply to an accepted run: tests is the
-// number of tests that ran, output the run's execution turn.
+// number of tests that ran, output the run's execution turn; kept says
+// the round kept the code as it was.
 // said holds the dialogue's earlier assistant turns (sameWords keys): a
 // closing that repeats one word for word ("The run confirms it: ..." after
 // every round) teaches a model to answer by rote.
-func closingVerdict(text string, tests int, output string, said map[string]bool) gates.Verdict {
+func closingVerdict(text string, tests int, output string, said map[string]bool, kept bool) gates.Verdict {
 	silent := tests == 0 && strings.TrimSpace(output) == SilentRun
 	switch {
+	case kept && claimsChangeRe.MatchString(text):
+		return gates.Verdict{Reason: "claims_unmade_change", Detail: text}
 	case said[sameWords(text)]:
 		return gates.Verdict{Reason: "repeats_earlier_turn", Detail: text}
 	case gates.HasCode(text):
@@ -191,7 +202,7 @@ const minClosing = 60
 // summary asks the writer to reply to the accepted run in prose; the
 // request is not part of the dialogue, the reply is.
 func (r *run) summary(ctx context.Context, tests int, name string, silent bool) (string, gates.Verdict, error) {
-	prompt, err := r.s.prompts["simulate_summary"].render(map[string]any{"Tests": tests, "Name": name, "Silent": silent})
+	prompt, err := r.s.prompts["simulate_summary"].render(map[string]any{"Tests": tests, "Name": name, "Silent": silent, "Kept": r.kept()})
 	if err != nil {
 		return "", gates.Verdict{}, err
 	}
@@ -203,15 +214,20 @@ func (r *run) summary(ctx context.Context, tests int, name string, silent bool) 
 			return "", gates.Verdict{}, fmt.Errorf("simulate: writer: %w", err)
 		}
 		text := strings.TrimSpace(resp.Text)
-		v := closingVerdict(text, tests, r.output, said)
+		v := closingVerdict(text, tests, r.output, said, r.kept())
 		if v.OK() || try >= repairs {
 			return text, v, nil
 		}
 		repair := fmt.Sprintf(
 			"Your reply could not be used (%s). Answer again in this form: two to four sentences of plain prose, at least %d characters, that say what the output shows and what the code does; no code, no code block, and no thanks: the output comes from the program, not a person.",
 			v.Reason, minClosing)
-		if v.Reason == "repeats_earlier_turn" {
+		switch {
+		case v.Reason == "repeats_earlier_turn" && r.kept():
+			repair = fmt.Sprintf("Your reply could not be used: it repeats, word for word, one you gave earlier in this conversation. Answer again in two to four sentences of plain prose, at least %d characters, about this run: what it shows, and that the code was kept as it was in this round (it has not changed since the earlier run); no code and no code block.", minClosing)
+		case v.Reason == "repeats_earlier_turn":
 			repair = fmt.Sprintf("Your reply could not be used: it repeats, word for word, one you gave earlier in this conversation. Answer again in two to four sentences of plain prose, at least %d characters, about this run: what it shows and what changed in the code since the earlier run; no code and no code block.", minClosing)
+		case v.Reason == "claims_unmade_change":
+			repair = fmt.Sprintf("Your reply could not be used: it says the code was changed, but this round kept it exactly as it was. Answer again in two to four sentences of plain prose, at least %d characters, that say what the run shows and that the code stayed the same; no code and no code block.", minClosing)
 		}
 		conv = append(slices.Clip(conv), llm.Assistant(text), llm.User(repair))
 	}
@@ -373,6 +389,8 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 	said := r.said()
 	r.add(msg)
 	before, asked := m.code, msg.Content
+	r.before = before
+	defer func() { r.before = "" }()
 	// A test copied from a task's own example checks what the dialogue
 	// already showed passing: only tests beyond the code before and the
 	// requests' examples count as new.
