@@ -104,6 +104,10 @@ func keepAnswer(low, code, name, fn string) (string, bool) {
 		case len(f.cond) <= 60 && strings.Count(f.cond, " and ")+strings.Count(f.cond, " or ") <= 1:
 			text = fmt.Sprintf("No change is needed for the layout of the condition: `%s` fits on one line and reads left to right, so splitting it would not make it clearer.", f.cond)
 		default:
+			if split, ok := splitCondition(code, f.cond); ok {
+				return fmt.Sprintf("I laid out the longest condition in %s over several lines, one clause per line, so each test reads on its own. The logic is the same, so the results do not change.", name) +
+					"\n\n" + block(split) + "\n\nThe run below checks that the earlier checks still pass.", true
+			}
 			text = kept("a clearer layout of its longest condition")
 		}
 	case strings.Contains(low, "older python") || strings.Contains(low, "python versions"):
@@ -134,4 +138,61 @@ func keepAnswer(low, code, name, fn string) (string, bool) {
 		}
 	}
 	return text + "\n\n" + block(code) + "\n\nThe code is the same as before, so the earlier checks still hold.", true
+}
+
+// splitCondition rewrites the if, elif or while line whose condition is
+// cond with one clause per line, inside parentheses: `if a > 0 and b > 0:`
+// becomes `if (a > 0` and `        and b > 0):`. ok is false when cond has
+// no top-level "and" or "or" to split at.
+func splitCondition(code, cond string) (string, bool) {
+	lines := strings.Split(code, "\n")
+	for i, l := range lines {
+		m := condRe.FindStringSubmatch(l)
+		if m == nil || m[1] != cond {
+			continue
+		}
+		var clauses, ops []string
+		depth, start := 0, 0
+		var quote byte
+		for j := 0; j < len(cond); j++ {
+			c := cond[j]
+			switch {
+			case quote != 0:
+				if c == '\\' {
+					j++
+				} else if c == quote {
+					quote = 0
+				}
+			case c == '\'' || c == '"':
+				quote = c
+			case strings.IndexByte("([{", c) >= 0:
+				depth++
+			case strings.IndexByte(")]}", c) >= 0:
+				depth--
+			case depth == 0 && c == ' ':
+				for _, op := range []string{" and ", " or "} {
+					if strings.HasPrefix(cond[j:], op) {
+						clauses = append(clauses, strings.TrimSpace(cond[start:j]))
+						ops = append(ops, strings.TrimSpace(op))
+						start = j + len(op)
+						j += len(op) - 1
+						break
+					}
+				}
+			}
+		}
+		if len(ops) == 0 {
+			return "", false
+		}
+		clauses = append(clauses, strings.TrimSpace(cond[start:]))
+		indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
+		kw := strings.Fields(l)[0]
+		out := []string{indent + kw + " (" + clauses[0]}
+		for k, op := range ops {
+			out = append(out, indent+"        "+op+" "+clauses[k+1])
+		}
+		out[len(out)-1] += "):"
+		return strings.Join(append(append(append([]string{}, lines[:i]...), out...), lines[i+1:]...), "\n"), true
+	}
+	return "", false
 }

@@ -23,7 +23,7 @@ func TestKeepAnswer(t *testing.T) {
 	}{
 		{"layout, short condition", "use a clearer layout for the condition in f", fib, true, "`n < 2` fits on one line"},
 		{"layout, no condition", "use a clearer layout for the condition in f", sumList, true, "has no condition"},
-		{"layout, long condition", "use a clearer layout for the condition in f", longIf, true, "unchanged because a clearer layout"},
+		{"layout, long condition", "use a clearer layout for the condition in f", longIf, true, "        and c > 0\n"},
 		{"older python", "avoid features in f that older python versions lack", sumList, true, "exists in Python 3.5"},
 		{"older python with an f-string", "avoid features in f that older python versions lack", fstring, false, ""},
 		{"memory, counters only", "keep the memory f uses small for long inputs", sumList, true, "keeps only single values"},
@@ -43,12 +43,32 @@ func TestKeepAnswer(t *testing.T) {
 			if ok != tc.ok || !strings.Contains(got, tc.says) {
 				t.Fatalf("keepAnswer = %q, %v; want %v and an answer saying %q", got, ok, tc.ok, tc.says)
 			}
-			if ok && !strings.Contains(got, block(tc.code)) {
-				t.Errorf("keepAnswer = %q, want the code unchanged", got)
+			if changed := strings.Contains(tc.name, "long condition"); ok && changed == strings.Contains(got, block(tc.code)) {
+				t.Errorf("keepAnswer = %q, want the code unchanged unless a long condition is laid out anew", got)
 			}
 			// A good model's reason passes the simulate stage's check.
-			if ok && !gates.KeepsForRequest(tc.request, got) {
+			if ok && strings.Contains(got, block(tc.code)) && !gates.KeepsForRequest(tc.request, got) {
 				t.Errorf("gates.KeepsForRequest(%q, %q) = false, want true", tc.request, got)
+			}
+		})
+	}
+}
+
+func TestSplitCondition(t *testing.T) {
+	for _, tc := range []struct {
+		name, code, cond, want string
+		ok                     bool
+	}{
+		{"and", "def f(a, b):\n    if a > 0 and b > 0:\n        return 1\n    return 0", "a > 0 and b > 0",
+			"def f(a, b):\n    if (a > 0\n            and b > 0):\n        return 1\n    return 0", true},
+		{"or in a call and a string stay", "def f(s, t):\n    while g(s or t) and s != ' or ' or t:\n        s = s[1:]", "g(s or t) and s != ' or ' or t",
+			"def f(s, t):\n    while (g(s or t)\n            and s != ' or '\n            or t):\n        s = s[1:]", true},
+		{"one clause", "def f(a):\n    if a > 0:\n        return 1", "a > 0", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := splitCondition(tc.code, tc.cond)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("splitCondition = %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
 			}
 		})
 	}
