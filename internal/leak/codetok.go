@@ -118,9 +118,24 @@ var twoCharOps = func() (t [256][256]bool) {
 // swallows at most one line), numbers are hashed by their text without '_'.
 // Prose is tokenized too; its tokens rarely form code-like k-grams.
 func codeTokens(text string, buf []ctok) []ctok {
-	buf, _ = scanCode(text, buf, nil, false)
+	buf, _ = scanCode(text, buf, nil, false, nil)
 	return buf
 }
+
+// tokMarks are the code tokens the statement stage acts on, found by the
+// tokenizer as it emits them (positions relative to the text's first
+// token), so that stage does not read every token again to find them:
+//
+//   - names: the identifiers unbindNames may bind and rename, kept names
+//     (builtins such as sum or str; keywords aside) not after a '.', and
+//     the odd unclosed prefixed string (bindableNames is their
+//     definition);
+//   - lits: the literals, strings and numbers (isLiteral).
+type tokMarks struct {
+	names, lits []int32
+}
+
+func (m *tokMarks) reset() { m.names, m.lits = m.names[:0], m.lits[:0] }
 
 // codeAndWordTokens is codeTokens and appendTokens in one pass over text:
 // an ASCII identifier is also a word token, and the words of the other code
@@ -129,11 +144,12 @@ func codeTokens(text string, buf []ctok) []ctok {
 // ASCII and no word byte (a space, an operator, a quote, a line end), so no
 // word runs across two tokens and the words come out as appendTokens
 // gives them.
-func codeAndWordTokens(text string, buf []ctok, words []span) ([]ctok, []span) {
-	return scanCode(text, buf, words, true)
+// marks, if not nil, is appended the tokMarks of text's tokens.
+func codeAndWordTokens(text string, buf []ctok, words []span, marks *tokMarks) ([]ctok, []span) {
+	return scanCode(text, buf, words, true, marks)
 }
 
-func scanCode(text string, buf []ctok, words []span, wantWords bool) ([]ctok, []span) {
+func scanCode(text string, buf []ctok, words []span, wantWords bool, marks *tokMarks) ([]ctok, []span) {
 	n := len(text)
 	base := len(buf)
 	prevDot := false
@@ -169,6 +185,16 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool) ([]ctok, []
 				end := skipString(text, i)
 				buf = append(buf, ctok{start: int32(start), end: int32(end), exact: stringHash(text, i, end), norm: 0})
 				buf[len(buf)-1].norm = buf[len(buf)-1].exact
+				// An unclosed one (cut at the line's end: `b's` in
+				// prose) starts and ends with no quote: no literal
+				// (isLiteral), but a name (isName).
+				if marks != nil {
+					if codeClass[text[end-1]] == cQuote {
+						marks.lits = append(marks.lits, int32(len(buf)-1-base))
+					} else if !prevDot && !keywords.has(buf[len(buf)-1].exact) {
+						marks.names = append(marks.names, int32(len(buf)-1-base))
+					}
+				}
 				if wantWords {
 					words = appendTokensIn(words, text, start, end)
 				}
@@ -178,8 +204,12 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool) ([]ctok, []
 			}
 			h = fmix64(h)
 			nh := h
-			if !prevDot && !keepSet.has(h) {
-				nh = hIdent
+			if !prevDot {
+				if !keepSet.has(h) {
+					nh = hIdent
+				} else if marks != nil && !keywords.has(h) {
+					marks.names = append(marks.names, int32(len(buf)-base))
+				}
 			}
 			buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: nh})
 			prevDot = false
@@ -203,6 +233,9 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool) ([]ctok, []
 				i++
 			}
 			h := numberHash(text[start:i])
+			if marks != nil {
+				marks.lits = append(marks.lits, int32(len(buf)-base))
+			}
 			buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: h})
 			prevDot = false
 			if wantWords {
@@ -224,6 +257,9 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool) ([]ctok, []
 				continue
 			}
 			h := stringHash(text, i, end)
+			if marks != nil {
+				marks.lits = append(marks.lits, int32(len(buf)-base))
+			}
 			buf = append(buf, ctok{start: int32(i), end: int32(end), exact: h, norm: h})
 			i = end
 			prevDot = false

@@ -344,9 +344,18 @@ func checkCodeTokens(t *testing.T, text string) {
 	// The fused scan gives both token lists, appended after what the
 	// buffers hold.
 	pre, preWords := []ctok{{start: 1}}, []span{{start: 2}}
-	code, words := codeAndWordTokens(text, pre, preWords)
+	marks := tokMarks{names: []int32{-1}, lits: []int32{-2}}
+	code, words := codeAndWordTokens(text, pre, preWords, &marks)
 	if !slices.Equal(code[1:], want) || code[0] != pre[0] {
 		t.Fatalf("codeAndWordTokens(%q) code tokens:\n got %v\nwant %v", text, code[1:], want)
+	}
+	// The marks it finds on the way are the statement stage's own
+	// definitions (positions from the text's first token).
+	if wantNames := bindableNames(text, want, []int32{-1}); !slices.Equal(marks.names, wantNames) {
+		t.Fatalf("codeAndWordTokens(%q) bindable names:\n got %v\nwant %v", text, marks.names, wantNames)
+	}
+	if wantLits := literalTokens(text, want, []int32{-2}); !slices.Equal(marks.lits, wantLits) {
+		t.Fatalf("codeAndWordTokens(%q) literals:\n got %v\nwant %v", text, marks.lits, wantLits)
 	}
 	if wantWords := refAppendTokens(nil, text); !slices.Equal(words[1:], wantWords) || words[0] != preWords[0] {
 		t.Fatalf("codeAndWordTokens(%q) words:\n got %v\nwant %v", text, words[1:], wantWords)
