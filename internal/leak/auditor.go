@@ -528,7 +528,7 @@ func (a *Auditor) scanMessage(s *scratch, i int, m *schema.Message) {
 				// Statements first: they rename the bound builtins
 				// in the norm form the renamed k-grams hash.
 				toks := s.ctoks[c0:]
-				s.sts = markedStatements(m.Content, toks, s.marks.names, s.sts)
+				s.sts = markedStatements(m.Content, toks, &s.marks, s.sts)
 				if a.gate != nil && !a.gate.statements(s.sts[cm.s0:]) {
 					s.sts = s.sts[:cm.s0]
 				}

@@ -130,12 +130,31 @@ func codeTokens(text string, buf []ctok) []ctok {
 //     (builtins such as sum or str; keywords aside) not after a '.', and
 //     the odd unclosed prefixed string (bindableNames is their
 //     definition);
-//   - lits: the literals, strings and numbers (isLiteral).
+//   - lits: the literals, strings and numbers (isLiteral);
+//   - cuts: where the statement cutter may act (statementCuts is their
+//     definition): a token after a gap that may hold a line break, and
+//     the one-byte brackets, ';' and ':'.
 type tokMarks struct {
-	names, lits []int32
+	names, lits, cuts []int32
 }
 
-func (m *tokMarks) reset() { m.names, m.lits = m.names[:0], m.lits[:0] }
+func (m *tokMarks) reset() { m.names, m.lits, m.cuts = m.names[:0], m.lits[:0], m.cuts[:0] }
+
+// cut appends token k (from the text's first) to cuts if the gap before
+// it, from the last token's end prev, may break a statement (gapMayBreak).
+func (m *tokMarks) cut(text string, k int, prev, start int) {
+	if k > 0 && gapMayBreak(text, prev, start) {
+		m.cuts = append(m.cuts, int32(k))
+	}
+}
+
+// cutByte marks the one-byte tokens the statement cutter acts on.
+var cutByte = func() (t [256]bool) {
+	for _, c := range []byte("([{)]};:") {
+		t[c] = true
+	}
+	return t
+}()
 
 // codeAndWordTokens is codeTokens and appendTokens in one pass over text:
 // an ASCII identifier is also a word token, and the words of the other code
@@ -153,6 +172,7 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool, marks *tokM
 	n := len(text)
 	base := len(buf)
 	prevDot := false
+	prevEnd := 0 // the last token's end
 	for i := 0; i < n; {
 		c := text[i]
 		switch codeClass[c] {
@@ -183,6 +203,10 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool, marks *tokM
 			// A string prefix: r"...", b'...', f"...", rb'...'.
 			if i-start <= 2 && i < n && codeClass[text[i]] == cQuote && isStrPrefix(text[start:i]) {
 				end := skipString(text, i)
+				if marks != nil {
+					marks.cut(text, len(buf)-base, prevEnd, start)
+				}
+				prevEnd = end
 				buf = append(buf, ctok{start: int32(start), end: int32(end), exact: stringHash(text, i, end), norm: 0})
 				buf[len(buf)-1].norm = buf[len(buf)-1].exact
 				// An unclosed one (cut at the line's end: `b's` in
@@ -211,6 +235,10 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool, marks *tokM
 					marks.names = append(marks.names, int32(len(buf)-base))
 				}
 			}
+			if marks != nil {
+				marks.cut(text, len(buf)-base, prevEnd, start)
+			}
+			prevEnd = i
 			buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: nh})
 			prevDot = false
 			if wantWords {
@@ -235,7 +263,9 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool, marks *tokM
 			h := numberHash(text[start:i])
 			if marks != nil {
 				marks.lits = append(marks.lits, int32(len(buf)-base))
+				marks.cut(text, len(buf)-base, prevEnd, start)
 			}
+			prevEnd = i
 			buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: h})
 			prevDot = false
 			if wantWords {
@@ -259,7 +289,9 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool, marks *tokM
 			h := stringHash(text, i, end)
 			if marks != nil {
 				marks.lits = append(marks.lits, int32(len(buf)-base))
+				marks.cut(text, len(buf)-base, prevEnd, i)
 			}
+			prevEnd = end
 			buf = append(buf, ctok{start: int32(i), end: int32(end), exact: h, norm: h})
 			i = end
 			prevDot = false
@@ -288,6 +320,14 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool, marks *tokM
 		if i-start == 2 {
 			h = fpHash(text[start:i])
 		}
+		if marks != nil {
+			if k := len(buf) - base; i-start == 1 && cutByte[c] {
+				marks.cuts = append(marks.cuts, int32(k))
+			} else {
+				marks.cut(text, k, prevEnd, start)
+			}
+		}
+		prevEnd = i
 		buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: h})
 		prevDot = c == '.' && i-start == 1
 	}

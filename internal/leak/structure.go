@@ -180,24 +180,52 @@ type stmt struct {
 // prose) so it cannot swallow the rest of a message.
 const maxStmtTokens = 400
 
+// gapMayBreak reports whether the gap text[a:b] between two tokens may
+// hold a line break: a gap of one byte other than a line break (a space,
+// most gaps) breaks nothing, and lineBreak is not asked.
+func gapMayBreak(text string, a, b int) bool {
+	return b-a > 1 || b-a == 1 && text[a] == '\n'
+}
+
+// statementCuts appends to out the positions of the tokens of toks (the
+// code tokens of text) the statement cutter acts on: those after a gap
+// that may break (gapMayBreak; not the first) and the one-byte brackets,
+// ';' and ':'. The tokenizer finds the same (tokMarks.cuts).
+func statementCuts(text string, toks []ctok, out []int32) []int32 {
+	for i := range toks {
+		t := &toks[i]
+		if t.end-t.start == 1 && cutByte[text[t.start]] && codeClass[text[t.start]] == cOp ||
+			i > 0 && gapMayBreak(text, int(toks[i-1].end), int(t.start)) {
+			out = append(out, int32(i))
+		}
+	}
+	return out
+}
+
 // statements appends the logical statements of toks (the code tokens of
-// text) to out, unhashed.
-func statements(text string, toks []ctok, out []stmt) []stmt {
+// text) to out, unhashed. cuts are the tokens that may end one
+// (statementCuts): the others are passed over, but for a statement
+// running past maxStmtTokens.
+func statements(text string, toks []ctok, cuts []int32, out []stmt) []stmt {
 	depth := 0
 	start := 0
-	header := false
+	header := len(toks) > 0 && blockWords.has(toks[0].exact)
 	flush := func(end int) {
 		if end > start {
 			out = append(out, stmt{t0: int32(start), t1: int32(end)})
 		}
-		start, depth, header = end, 0, false
+		start, depth = end, 0
+		// A statement is a block header by its first token.
+		header = end < len(toks) && blockWords.has(toks[end].exact)
 	}
-	for i := range toks {
+	for _, c := range cuts {
+		i := int(c)
+		for start+maxStmtTokens < i {
+			flush(start + maxStmtTokens)
+		}
 		t := &toks[i]
 		if i > start {
-			// A gap of one byte other than a line break (a space, most
-			// gaps) breaks nothing: lineBreak is not asked.
-			if a, b := int(toks[i-1].end), int(t.start); b-a > 1 || b-a == 1 && text[a] == '\n' {
+			if a, b := int(toks[i-1].end), int(t.start); gapMayBreak(text, a, b) {
 				if brk, blank := lineBreak(text, a, b); brk && (depth == 0 || blank) {
 					flush(i)
 				}
@@ -205,9 +233,6 @@ func statements(text string, toks []ctok, out []stmt) []stmt {
 			if i-start >= maxStmtTokens {
 				flush(i)
 			}
-		}
-		if i == start {
-			header = blockWords.has(t.exact)
 		}
 		if !cutTokens.mayHave(t.exact) {
 			continue
@@ -222,6 +247,9 @@ func statements(text string, toks []ctok, out []stmt) []stmt {
 		case depth == 0 && header && t.exact == hColon:
 			flush(i + 1)
 		}
+	}
+	for start+maxStmtTokens < len(toks) {
+		flush(start + maxStmtTokens)
 	}
 	flush(len(toks))
 	return out
@@ -563,15 +591,15 @@ var genericKeys = func() map[uint64]bool {
 // renames the builtin names the code binds (unbindNames, which changes
 // toks' norm form) and hashes the statements in that form.
 func codeStatements(text string, toks []ctok, out []stmt) []stmt {
-	return markedStatements(text, toks, bindableNames(text, toks, nil), out)
+	return markedStatements(text, toks, &tokMarks{names: bindableNames(text, toks, nil), cuts: statementCuts(text, toks, nil)}, out)
 }
 
-// markedStatements is codeStatements given the tokens' bindable names
-// (tokMarks.names).
-func markedStatements(text string, toks []ctok, names []int32, out []stmt) []stmt {
+// markedStatements is codeStatements given the tokens' marks (tokMarks:
+// the bindable names and the cuts).
+func markedStatements(text string, toks []ctok, marks *tokMarks, out []stmt) []stmt {
 	base := len(out)
-	out = statements(text, toks, out)
-	unbindNames(text, toks, out[base:], names)
+	out = statements(text, toks, marks.cuts, out)
+	unbindNames(text, toks, out[base:], marks.names)
 	for i := base; i < len(out); i++ {
 		s := &out[i]
 		var h uint64
