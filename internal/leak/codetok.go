@@ -243,13 +243,7 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool, marks *tokM
 			prevDot = false
 			if wantWords {
 				if or < utf8.RuneSelf {
-					var wh uint64
-					if k := i - start; k < 8 && start+8 <= n {
-						wh = shortWordHash(load64(text, start), k)
-					} else {
-						wh = wordHash(text, start, i)
-					}
-					words = append(words, span{start: int32(start), end: int32(i), hash: wh})
+					words = append(words, wordSpan(text, start, i))
 				} else {
 					words = appendTokensIn(words, text, start, i)
 				}
@@ -257,7 +251,11 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool, marks *tokM
 			continue
 		case cDigit:
 			start := i
+			// plain: ASCII word bytes only (no '.', no other script),
+			// so the number is one word token.
+			plain := true
 			for i < n && (codeClass[text[i]] == cIdent || codeClass[text[i]] == cDigit || text[i] == '.' && i+1 < n && codeClass[text[i+1]] == cDigit) {
+				plain = plain && text[i] != '.' && text[i] < utf8.RuneSelf
 				i++
 			}
 			h := numberHash(text[start:i])
@@ -269,7 +267,11 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool, marks *tokM
 			buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: h})
 			prevDot = false
 			if wantWords {
-				words = appendTokensIn(words, text, start, i)
+				if plain {
+					words = append(words, wordSpan(text, start, i))
+				} else {
+					words = appendTokensIn(words, text, start, i)
+				}
 			}
 			continue
 		case cQuote:
@@ -332,6 +334,14 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool, marks *tokM
 		prevDot = c == '.' && i-start == 1
 	}
 	return buf, words
+}
+
+// wordSpan is the word token of text[start:end], ASCII word bytes only.
+func wordSpan(text string, start, end int) span {
+	if k := end - start; k < 8 && start+8 <= len(text) {
+		return span{start: int32(start), end: int32(end), hash: shortWordHash(load64(text, start), k)}
+	}
+	return span{start: int32(start), end: int32(end), hash: wordHash(text, start, end)}
 }
 
 // opHash is fpHash of every one-byte operator, read from a table: most
