@@ -245,6 +245,7 @@ type scratch struct {
 	// Code tokens of every message and their k-gram hashes per stream.
 	ctoks    []ctok
 	ctMsgs   []ctMsg
+	marks    tokMarks  // of the message being scanned
 	fpStates []fpState // per index
 	// Hashes that passed the filter, tested against each index.
 	winCand  []int32 // positions in wh
@@ -517,7 +518,8 @@ func (a *Auditor) scanMessage(s *scratch, i int, m *schema.Message) {
 	t0 := len(s.toks)
 	if (fp || stOn) && m.Role != schema.RoleExecution {
 		c0 := len(s.ctoks)
-		s.ctoks, s.toks = codeAndWordTokens(m.Content, s.ctoks, s.toks)
+		s.marks.reset()
+		s.ctoks, s.toks = codeAndWordTokens(m.Content, s.ctoks, s.toks, &s.marks)
 		if len(s.ctoks)-c0 < k {
 			s.ctoks = s.ctoks[:c0]
 		} else {
@@ -526,11 +528,11 @@ func (a *Auditor) scanMessage(s *scratch, i int, m *schema.Message) {
 				// Statements first: they rename the bound builtins
 				// in the norm form the renamed k-grams hash.
 				toks := s.ctoks[c0:]
-				s.sts = codeStatements(m.Content, toks, s.sts)
+				s.sts = markedStatements(m.Content, toks, &s.marks, s.sts)
 				if a.gate != nil && !a.gate.statements(s.sts[cm.s0:]) {
 					s.sts = s.sts[:cm.s0]
 				}
-				if a.gate == nil || a.gate.literals(m.Content, toks) {
+				if a.gate == nil || a.gate.literals(toks, s.marks.lits) {
 					s.lks = literalKeys(m.Content, toks, a.opts.Statements.MinTable, a.opts.Statements.MinString, s.lks)
 				}
 			}

@@ -118,9 +118,43 @@ var twoCharOps = func() (t [256][256]bool) {
 // swallows at most one line), numbers are hashed by their text without '_'.
 // Prose is tokenized too; its tokens rarely form code-like k-grams.
 func codeTokens(text string, buf []ctok) []ctok {
-	buf, _ = scanCode(text, buf, nil, false)
+	buf, _ = scanCode(text, buf, nil, false, nil)
 	return buf
 }
+
+// tokMarks are the code tokens the statement stage acts on, found by the
+// tokenizer as it emits them (positions relative to the text's first
+// token), so that stage does not read every token again to find them:
+//
+//   - names: the identifiers unbindNames may bind and rename, kept names
+//     (builtins such as sum or str; keywords aside) not after a '.', and
+//     the odd unclosed prefixed string (bindableNames is their
+//     definition);
+//   - lits: the literals, strings and numbers (isLiteral);
+//   - cuts: where the statement cutter may act (statementCuts is their
+//     definition): a token after a gap that may hold a line break, and
+//     the one-byte brackets, ';' and ':'.
+type tokMarks struct {
+	names, lits, cuts []int32
+}
+
+func (m *tokMarks) reset() { m.names, m.lits, m.cuts = m.names[:0], m.lits[:0], m.cuts[:0] }
+
+// cut appends token k (from the text's first) to cuts if the gap before
+// it, from the last token's end prev, may break a statement (gapMayBreak).
+func (m *tokMarks) cut(text string, k int, prev, start int) {
+	if k > 0 && gapMayBreak(text, prev, start) {
+		m.cuts = append(m.cuts, int32(k))
+	}
+}
+
+// cutByte marks the one-byte tokens the statement cutter acts on.
+var cutByte = func() (t [256]bool) {
+	for _, c := range []byte("([{)]};:") {
+		t[c] = true
+	}
+	return t
+}()
 
 // codeAndWordTokens is codeTokens and appendTokens in one pass over text:
 // an ASCII identifier is also a word token, and the words of the other code
@@ -129,14 +163,16 @@ func codeTokens(text string, buf []ctok) []ctok {
 // ASCII and no word byte (a space, an operator, a quote, a line end), so no
 // word runs across two tokens and the words come out as appendTokens
 // gives them.
-func codeAndWordTokens(text string, buf []ctok, words []span) ([]ctok, []span) {
-	return scanCode(text, buf, words, true)
+// marks, if not nil, is appended the tokMarks of text's tokens.
+func codeAndWordTokens(text string, buf []ctok, words []span, marks *tokMarks) ([]ctok, []span) {
+	return scanCode(text, buf, words, true, marks)
 }
 
-func scanCode(text string, buf []ctok, words []span, wantWords bool) ([]ctok, []span) {
+func scanCode(text string, buf []ctok, words []span, wantWords bool, marks *tokMarks) ([]ctok, []span) {
 	n := len(text)
 	base := len(buf)
 	prevDot := false
+	prevEnd := 0 // the last token's end
 	for i := 0; i < n; {
 		c := text[i]
 		switch codeClass[c] {
@@ -167,8 +203,22 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool) ([]ctok, []
 			// A string prefix: r"...", b'...', f"...", rb'...'.
 			if i-start <= 2 && i < n && codeClass[text[i]] == cQuote && isStrPrefix(text[start:i]) {
 				end := skipString(text, i)
+				if marks != nil {
+					marks.cut(text, len(buf)-base, prevEnd, start)
+				}
+				prevEnd = end
 				buf = append(buf, ctok{start: int32(start), end: int32(end), exact: stringHash(text, i, end), norm: 0})
 				buf[len(buf)-1].norm = buf[len(buf)-1].exact
+				// An unclosed one (cut at the line's end: `b's` in
+				// prose) starts and ends with no quote: no literal
+				// (isLiteral), but a name (isName).
+				if marks != nil {
+					if codeClass[text[end-1]] == cQuote {
+						marks.lits = append(marks.lits, int32(len(buf)-1-base))
+					} else if !prevDot && !keywords.has(buf[len(buf)-1].exact) {
+						marks.names = append(marks.names, int32(len(buf)-1-base))
+					}
+				}
 				if wantWords {
 					words = appendTokensIn(words, text, start, end)
 				}
@@ -178,20 +228,22 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool) ([]ctok, []
 			}
 			h = fmix64(h)
 			nh := h
-			if !prevDot && !keepSet.has(h) {
-				nh = hIdent
+			if !prevDot {
+				if !keepSet.has(h) {
+					nh = hIdent
+				} else if marks != nil && !keywords.has(h) {
+					marks.names = append(marks.names, int32(len(buf)-base))
+				}
 			}
+			if marks != nil {
+				marks.cut(text, len(buf)-base, prevEnd, start)
+			}
+			prevEnd = i
 			buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: nh})
 			prevDot = false
 			if wantWords {
 				if or < utf8.RuneSelf {
-					var wh uint64
-					if k := i - start; k < 8 && start+8 <= n {
-						wh = shortWordHash(load64(text, start), k)
-					} else {
-						wh = wordHash(text, start, i)
-					}
-					words = append(words, span{start: int32(start), end: int32(i), hash: wh})
+					words = append(words, wordSpan(text, start, i))
 				} else {
 					words = appendTokensIn(words, text, start, i)
 				}
@@ -199,14 +251,27 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool) ([]ctok, []
 			continue
 		case cDigit:
 			start := i
+			// plain: ASCII word bytes only (no '.', no other script),
+			// so the number is one word token.
+			plain := true
 			for i < n && (codeClass[text[i]] == cIdent || codeClass[text[i]] == cDigit || text[i] == '.' && i+1 < n && codeClass[text[i+1]] == cDigit) {
+				plain = plain && text[i] != '.' && text[i] < utf8.RuneSelf
 				i++
 			}
 			h := numberHash(text[start:i])
+			if marks != nil {
+				marks.lits = append(marks.lits, int32(len(buf)-base))
+				marks.cut(text, len(buf)-base, prevEnd, start)
+			}
+			prevEnd = i
 			buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: h})
 			prevDot = false
 			if wantWords {
-				words = appendTokensIn(words, text, start, i)
+				if plain {
+					words = append(words, wordSpan(text, start, i))
+				} else {
+					words = appendTokensIn(words, text, start, i)
+				}
 			}
 			continue
 		case cQuote:
@@ -224,6 +289,11 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool) ([]ctok, []
 				continue
 			}
 			h := stringHash(text, i, end)
+			if marks != nil {
+				marks.lits = append(marks.lits, int32(len(buf)-base))
+				marks.cut(text, len(buf)-base, prevEnd, i)
+			}
+			prevEnd = end
 			buf = append(buf, ctok{start: int32(i), end: int32(end), exact: h, norm: h})
 			i = end
 			prevDot = false
@@ -252,10 +322,26 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool) ([]ctok, []
 		if i-start == 2 {
 			h = fpHash(text[start:i])
 		}
+		if marks != nil {
+			if k := len(buf) - base; i-start == 1 && cutByte[c] {
+				marks.cuts = append(marks.cuts, int32(k))
+			} else {
+				marks.cut(text, k, prevEnd, start)
+			}
+		}
+		prevEnd = i
 		buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: h})
 		prevDot = c == '.' && i-start == 1
 	}
 	return buf, words
+}
+
+// wordSpan is the word token of text[start:end], ASCII word bytes only.
+func wordSpan(text string, start, end int) span {
+	if k := end - start; k < 8 && start+8 <= len(text) {
+		return span{start: int32(start), end: int32(end), hash: shortWordHash(load64(text, start), k)}
+	}
+	return span{start: int32(start), end: int32(end), hash: wordHash(text, start, end)}
 }
 
 // opHash is fpHash of every one-byte operator, read from a table: most

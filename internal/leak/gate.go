@@ -138,22 +138,36 @@ func tableNext(toks []ctok, k int) int {
 	return k + 2
 }
 
-// literals reports whether toks (the code tokens of text) may hold a
-// literal key of an index: a string or the start of a table whose
-// litStartHash is in the set.
-func (g *stmtGate) literals(text string, toks []ctok) bool {
+// literals reports whether toks may hold a literal key of an index: a
+// string or the start of a table whose litStartHash is in the set. lits
+// are the positions of toks' literals (tokMarks.lits, or literalTokens).
+func (g *stmtGate) literals(toks []ctok, lits []int32) bool {
 	has := func(h uint64) bool { b := litBit(h); return g.lit[b>>6]&(1<<(b&63)) != 0 }
-	for k := range toks {
+	for _, k := range lits {
 		t := &toks[k]
-		if c := codeClass[text[t.start]]; c != cDigit && c != cQuote && codeClass[text[t.end-1]] != cQuote {
-			continue
-		}
 		if has(t.exact) {
 			return true
 		}
-		if k+2 < len(toks) && (toks[k+1].exact == hComma || toks[k+1].exact == hColon) && has(litPair(t.exact, toks[tableNext(toks, k)].exact)) {
+		if int(k)+2 < len(toks) && (toks[k+1].exact == hComma || toks[k+1].exact == hColon) && has(litPair(t.exact, toks[tableNext(toks, int(k))].exact)) {
 			return true
 		}
 	}
 	return false
+}
+
+// isLiteral reports whether toks[k] (a code token of text) is a literal:
+// a number, or a string, which starts or ends with a quote.
+func isLiteral(text string, t *ctok) bool {
+	c := codeClass[text[t.start]]
+	return c == cDigit || c == cQuote || codeClass[text[t.end-1]] == cQuote
+}
+
+// literalTokens appends the positions of toks' literals to out.
+func literalTokens(text string, toks []ctok, out []int32) []int32 {
+	for k := range toks {
+		if isLiteral(text, &toks[k]) {
+			out = append(out, int32(k))
+		}
+	}
+	return out
 }

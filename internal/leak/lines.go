@@ -502,6 +502,11 @@ func (o LineOptions) fencedLines(text string, s *scratch, endBlock func()) bool 
 // lineHash appends the hash of line l to out when Keep accepts its
 // normalised form, reusing buf.
 func (o LineOptions) lineHash(l string, buf []byte, out []uint64) ([]uint64, []byte) {
+	if len(l) < o.MinChars {
+		// Normalising never lengthens a line: too short for Keep already
+		// (blank lines, lone brackets).
+		return out, buf
+	}
 	buf = normalizeAppend(buf[:0], l)
 	// The view is only read before buf is next written.
 	if n := unsafe.String(unsafe.SliceData(buf), len(buf)); o.Keep(n) {

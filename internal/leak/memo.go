@@ -22,8 +22,17 @@ import (
 // them if that frees less than half), and the messages met fewer times
 // are counted in a table of hashes, a newer one taking an older one's
 // slot.
+//
+// Where nothing recurs, hashing each whole message only to find it new
+// was most of the memo's cost: a message is first looked up by a hash of
+// a few of its bytes (sampleHash, in met), and hashed whole only when
+// that hash was met before.
 type msgMemo struct {
 	owner *Auditor
+	// met holds, at slot s>>memoSeenShift, the sampled hash s of the
+	// last message met there: a message whose sampled hash is not in it
+	// is new, or was crowded out (it is then counted again from one).
+	met []uint64
 	// seen holds hashes of messages met but not kept, at slot hash>>memoSeenShift
 	// (a collision only keeps a message early, or late).
 	seen    []uint64
@@ -83,10 +92,12 @@ const (
 
 // newMsgMemo returns a memo for one of workers workers.
 func newMsgMemo(workers int) *msgMemo {
-	return &msgMemo{limit: max(memoBytes/max(workers, 1), minMemoShare), seen: make([]uint64, 1<<(64-memoSeenShift)), seenN: make([]uint8, 1<<(64-memoSeenShift)), entries: map[uint64]*memoEntry{}}
+	return &msgMemo{limit: max(memoBytes/max(workers, 1), minMemoShare), met: make([]uint64, 1<<(64-memoSeenShift)),
+		seen: make([]uint64, 1<<(64-memoSeenShift)), seenN: make([]uint8, 1<<(64-memoSeenShift)), entries: map[uint64]*memoEntry{}}
 }
 
 func (mm *msgMemo) reset() {
+	clear(mm.met)
 	clear(mm.seen)
 	clear(mm.seenN)
 	clear(mm.entries)
@@ -99,6 +110,20 @@ func memoHash(k *memoKey) uint64 {
 	h := hashString(k.content) ^ hashString(k.role)*0x9E3779B97F4A7C15
 	if k.exec != "" {
 		h ^= hashString(k.exec) * 0xC2B2AE3D27D4EB4F
+	}
+	return h | 1
+}
+
+// sampleHash hashes the lengths and roles of what scanMessage reads of a
+// message and six words of its text (at least minMemoBytes long): its
+// first and last 16 bytes and 16 in the middle (never 0). Messages that
+// differ only elsewhere share it: they are then hashed whole (memoHash),
+// as every message was.
+func sampleHash(k *memoKey) uint64 {
+	c, n := k.content, len(k.content)
+	h := hashString(k.role) ^ uint64(n)*0x9E3779B97F4A7C15 ^ uint64(len(k.exec))*0xC2B2AE3D27D4EB4F
+	for _, p := range [...]int{0, 8, n/2 - 8, n / 2, n - 16, n - 8} {
+		h = fmix64(h ^ load64(c, p))
 	}
 	return h | 1
 }
@@ -121,6 +146,11 @@ func (mm *msgMemo) scan(a *Auditor, s *scratch, i int, m *schema.Message) {
 	if m.Exec != nil {
 		key.exec = m.Exec.Code
 	}
+	if sh := sampleHash(&key); mm.met[sh>>memoSeenShift] != sh {
+		mm.met[sh>>memoSeenShift] = sh
+		a.scanMessage(s, i, m)
+		return
+	}
 	h := memoHash(&key)
 	if e := mm.entries[h]; e != nil {
 		if e.key == key {
@@ -135,7 +165,8 @@ func (mm *msgMemo) scan(a *Auditor, s *scratch, i int, m *schema.Message) {
 	}
 	if slot := h >> memoSeenShift; mm.seen[slot] != h || mm.seenN[slot] < memoAdmit-1 {
 		if mm.seen[slot] != h {
-			mm.seen[slot], mm.seenN[slot] = h, 0
+			// The sighting met holds is the first.
+			mm.seen[slot], mm.seenN[slot] = h, 1
 		}
 		mm.seenN[slot]++
 		a.scanMessage(s, i, m)

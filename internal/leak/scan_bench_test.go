@@ -63,7 +63,7 @@ func BenchmarkScanVsReference(b *testing.B) {
 		}},
 		{"fused", func(d *schema.Dialogue) {
 			for _, m := range d.Messages {
-				ctoks, toks = codeAndWordTokens(m.Content, ctoks[:0], toks[:0])
+				ctoks, toks = codeAndWordTokens(m.Content, ctoks[:0], toks[:0], nil)
 			}
 		}, func(d *schema.Dialogue) {
 			for _, m := range d.Messages {

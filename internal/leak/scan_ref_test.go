@@ -280,6 +280,10 @@ func checkLine(t *testing.T, l string, opts []LineOptions, got, want *[]byte) {
 	if string(*got) != string(*want) {
 		t.Fatalf("normalizeAppend(%q) = %q, want %q", l, *got, *want)
 	}
+	// lineHash skips lines shorter than MinChars unnormalised.
+	if len(*got) > len(l) {
+		t.Fatalf("normalizeAppend(%q) = %q, longer than the line", l, *got)
+	}
 	for _, n := range []string{l, string(*want)} {
 		for _, o := range opts {
 			if g, w := o.Keep(n), refKeep(o, n); g != w {
@@ -330,7 +334,14 @@ func TestCodeTokens(t *testing.T) {
 // TestFusedScanMatchesSeparate holds the one-pass scan of code and word
 // tokens to the two scans it replaced.
 func TestFusedScanMatchesSeparate(t *testing.T) {
-	for _, text := range scanTexts(t) {
+	// Statements longer than maxStmtTokens, which are cut where no mark
+	// is: one long line, and an unclosed bracket over many lines.
+	long := []string{
+		strings.Repeat("a b ", 500),
+		"x = (" + strings.Repeat("y,\n", 900) + ")\nz = 1",
+		strings.Repeat("if a: b; c = [1,\n", 150) + strings.Repeat("d ", 450) + "\n\n" + strings.Repeat("e.f(", 420),
+	}
+	for _, text := range append(scanTexts(t), long...) {
 		checkCodeTokens(t, text)
 	}
 }
@@ -344,11 +355,67 @@ func checkCodeTokens(t *testing.T, text string) {
 	// The fused scan gives both token lists, appended after what the
 	// buffers hold.
 	pre, preWords := []ctok{{start: 1}}, []span{{start: 2}}
-	code, words := codeAndWordTokens(text, pre, preWords)
+	marks := tokMarks{names: []int32{-1}, lits: []int32{-2}}
+	code, words := codeAndWordTokens(text, pre, preWords, &marks)
 	if !slices.Equal(code[1:], want) || code[0] != pre[0] {
 		t.Fatalf("codeAndWordTokens(%q) code tokens:\n got %v\nwant %v", text, code[1:], want)
+	}
+	// The marks it finds on the way are the statement stage's own
+	// definitions (positions from the text's first token).
+	if wantNames := bindableNames(text, want, []int32{-1}); !slices.Equal(marks.names, wantNames) {
+		t.Fatalf("codeAndWordTokens(%q) bindable names:\n got %v\nwant %v", text, marks.names, wantNames)
+	}
+	if wantLits := literalTokens(text, want, []int32{-2}); !slices.Equal(marks.lits, wantLits) {
+		t.Fatalf("codeAndWordTokens(%q) literals:\n got %v\nwant %v", text, marks.lits, wantLits)
+	}
+	cuts := statementCuts(text, want, nil)
+	if !slices.Equal(marks.cuts, cuts) {
+		t.Fatalf("codeAndWordTokens(%q) statement cuts:\n got %v\nwant %v", text, marks.cuts, cuts)
+	}
+	if got, want := statements(text, want, cuts, nil), refStatements(text, want); !slices.Equal(got, want) {
+		t.Fatalf("statements(%q):\n got %v\nwant %v", text, got, want)
 	}
 	if wantWords := refAppendTokens(nil, text); !slices.Equal(words[1:], wantWords) || words[0] != preWords[0] {
 		t.Fatalf("codeAndWordTokens(%q) words:\n got %v\nwant %v", text, words[1:], wantWords)
 	}
+}
+
+// refStatements is the statement cutter read token by token, as it was
+// before it was given the cuts (statementCuts): the reference statements
+// is held to.
+func refStatements(text string, toks []ctok) []stmt {
+	var out []stmt
+	depth, start, header := 0, 0, false
+	flush := func(end int) {
+		if end > start {
+			out = append(out, stmt{t0: int32(start), t1: int32(end)})
+		}
+		start, depth, header = end, 0, false
+	}
+	for i := range toks {
+		t := &toks[i]
+		if i > start {
+			if brk, blank := lineBreak(text, int(toks[i-1].end), int(t.start)); brk && (depth == 0 || blank) {
+				flush(i)
+			}
+			if i-start >= maxStmtTokens {
+				flush(i)
+			}
+		}
+		if i == start {
+			header = blockWords.has(t.exact)
+		}
+		switch {
+		case t.exact == hLParen || t.exact == hLBrack || t.exact == hLBrace:
+			depth++
+		case t.exact == hRParen || t.exact == hRBrack || t.exact == hRBrace:
+			depth = max(0, depth-1)
+		case depth == 0 && t.exact == hSemi:
+			flush(i + 1)
+		case depth == 0 && header && t.exact == hColon:
+			flush(i + 1)
+		}
+	}
+	flush(len(toks))
+	return out
 }

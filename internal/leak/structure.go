@@ -180,24 +180,52 @@ type stmt struct {
 // prose) so it cannot swallow the rest of a message.
 const maxStmtTokens = 400
 
+// gapMayBreak reports whether the gap text[a:b] between two tokens may
+// hold a line break: a gap of one byte other than a line break (a space,
+// most gaps) breaks nothing, and lineBreak is not asked.
+func gapMayBreak(text string, a, b int) bool {
+	return b-a > 1 || b-a == 1 && text[a] == '\n'
+}
+
+// statementCuts appends to out the positions of the tokens of toks (the
+// code tokens of text) the statement cutter acts on: those after a gap
+// that may break (gapMayBreak; not the first) and the one-byte brackets,
+// ';' and ':'. The tokenizer finds the same (tokMarks.cuts).
+func statementCuts(text string, toks []ctok, out []int32) []int32 {
+	for i := range toks {
+		t := &toks[i]
+		if t.end-t.start == 1 && cutByte[text[t.start]] && codeClass[text[t.start]] == cOp ||
+			i > 0 && gapMayBreak(text, int(toks[i-1].end), int(t.start)) {
+			out = append(out, int32(i))
+		}
+	}
+	return out
+}
+
 // statements appends the logical statements of toks (the code tokens of
-// text) to out, unhashed.
-func statements(text string, toks []ctok, out []stmt) []stmt {
+// text) to out, unhashed. cuts are the tokens that may end one
+// (statementCuts): the others are passed over, but for a statement
+// running past maxStmtTokens.
+func statements(text string, toks []ctok, cuts []int32, out []stmt) []stmt {
 	depth := 0
 	start := 0
-	header := false
+	header := len(toks) > 0 && blockWords.has(toks[0].exact)
 	flush := func(end int) {
 		if end > start {
 			out = append(out, stmt{t0: int32(start), t1: int32(end)})
 		}
-		start, depth, header = end, 0, false
+		start, depth = end, 0
+		// A statement is a block header by its first token.
+		header = end < len(toks) && blockWords.has(toks[end].exact)
 	}
-	for i := range toks {
+	for _, c := range cuts {
+		i := int(c)
+		for start+maxStmtTokens < i {
+			flush(start + maxStmtTokens)
+		}
 		t := &toks[i]
 		if i > start {
-			// A gap of one byte other than a line break (a space, most
-			// gaps) breaks nothing: lineBreak is not asked.
-			if a, b := int(toks[i-1].end), int(t.start); b-a > 1 || b-a == 1 && text[a] == '\n' {
+			if a, b := int(toks[i-1].end), int(t.start); gapMayBreak(text, a, b) {
 				if brk, blank := lineBreak(text, a, b); brk && (depth == 0 || blank) {
 					flush(i)
 				}
@@ -205,9 +233,6 @@ func statements(text string, toks []ctok, out []stmt) []stmt {
 			if i-start >= maxStmtTokens {
 				flush(i)
 			}
-		}
-		if i == start {
-			header = blockWords.has(t.exact)
 		}
 		if !cutTokens.mayHave(t.exact) {
 			continue
@@ -223,6 +248,9 @@ func statements(text string, toks []ctok, out []stmt) []stmt {
 			flush(i + 1)
 		}
 	}
+	for start+maxStmtTokens < len(toks) {
+		flush(start + maxStmtTokens)
+	}
 	flush(len(toks))
 	return out
 }
@@ -232,8 +260,18 @@ func statements(text string, toks []ctok, out []stmt) []stmt {
 // target, a loop or comprehension variable, an `as` or lambda name, a
 // def. A solution that uses `sum` as its accumulator is renamed with it.
 // Attributes (after '.') keep their names.
-func unbindNames(text string, toks []ctok, sts []stmt) {
+//
+// names are the tokens it may bind or rename (bindableNames, or the
+// tokenizer's tokMarks), in order: a statement without one binds nothing
+// and is not read, and only they are renamed.
+func unbindNames(text string, toks []ctok, sts []stmt, names []int32) {
+	if len(names) == 0 {
+		return
+	}
 	var bound []uint64
+	// odd: a bound token is no identifier but an unclosed prefixed
+	// string (`b's` in prose), whose hash other strings share.
+	odd := false
 	bind := func(k int) {
 		t := &toks[k]
 		if t.norm == hIdent || t.norm != t.exact || !isName(text, t) || (k > 0 && toks[k-1].exact == hDot) {
@@ -245,8 +283,19 @@ func unbindNames(text string, toks []ctok, sts []stmt) {
 			}
 		}
 		bound = append(bound, t.exact)
+		odd = odd || strings.ContainsAny(text[t.start:t.end], `'"`)
 	}
+	ni := 0 // the first of names not before the statement
 	for _, s := range sts {
+		for ni < len(names) && names[ni] < s.t0 {
+			ni++
+		}
+		if ni == len(names) {
+			break
+		}
+		if names[ni] >= s.t1 {
+			continue
+		}
 		ts := toks[s.t0:s.t1]
 		first := ts[0].exact
 		if first == hImport || first == hFrom {
@@ -320,6 +369,26 @@ func unbindNames(text string, toks []ctok, sts []stmt) {
 	if len(bound) == 0 {
 		return
 	}
+	if odd {
+		renameAll(toks, bound)
+		return
+	}
+	// A bound identifier's other uses are names too: its text, not after
+	// a '.'.
+	for _, k := range names {
+		t := &toks[k]
+		for _, b := range bound {
+			if t.exact == b {
+				t.norm = hIdent
+				break
+			}
+		}
+	}
+}
+
+// renameAll renames every token of toks whose hash is bound, except
+// after a '.'.
+func renameAll(toks []ctok, bound []uint64) {
 	// A filter of the bound names: most tokens are passed over after one
 	// bit test.
 	var bits tokenBits
@@ -338,6 +407,20 @@ func unbindNames(text string, toks []ctok, sts []stmt) {
 			}
 		}
 	}
+}
+
+// bindableNames appends to out the positions of the tokens of toks that
+// unbindNames may bind or rename: identifiers (isName) in the norm form
+// as written (kept names), not after a '.'. The tokenizer finds the same
+// (tokMarks; TestTokMarks).
+func bindableNames(text string, toks []ctok, out []int32) []int32 {
+	for k := range toks {
+		t := &toks[k]
+		if t.norm != hIdent && t.norm == t.exact && isName(text, t) && (k == 0 || toks[k-1].exact != hDot) {
+			out = append(out, int32(k))
+		}
+	}
+	return out
 }
 
 // isName reports whether t is an identifier (not a keyword the tokenizer
@@ -366,10 +449,7 @@ type literalKey struct {
 // distinct values) and the string literals of at least minString bytes
 // of toks to out.
 func literalKeys(text string, toks []ctok, minTable, minString int, out []literalKey) []literalKey {
-	isLit := func(k int) bool {
-		c := text[toks[k].start]
-		return codeClass[c] == cDigit || codeClass[c] == cQuote || codeClass[text[toks[k].end-1]] == cQuote
-	}
+	isLit := func(k int) bool { return isLiteral(text, &toks[k]) }
 	for k := 0; k < len(toks); k++ {
 		if !isLit(k) {
 			continue
@@ -511,9 +591,15 @@ var genericKeys = func() map[uint64]bool {
 // renames the builtin names the code binds (unbindNames, which changes
 // toks' norm form) and hashes the statements in that form.
 func codeStatements(text string, toks []ctok, out []stmt) []stmt {
+	return markedStatements(text, toks, &tokMarks{names: bindableNames(text, toks, nil), cuts: statementCuts(text, toks, nil)}, out)
+}
+
+// markedStatements is codeStatements given the tokens' marks (tokMarks:
+// the bindable names and the cuts).
+func markedStatements(text string, toks []ctok, marks *tokMarks, out []stmt) []stmt {
 	base := len(out)
-	out = statements(text, toks, out)
-	unbindNames(text, toks, out[base:])
+	out = statements(text, toks, marks.cuts, out)
+	unbindNames(text, toks, out[base:], marks.names)
 	for i := base; i < len(out); i++ {
 		s := &out[i]
 		var h uint64
@@ -763,18 +849,34 @@ func (a *Auditor) matchStatements(bi int, x *Index, d *schema.Dialogue, id strin
 		return
 	}
 	o := x.stOpts
-	clear(s.stBest)
+	// Cleared only when used: clearing a map that once grew walks all
+	// its slots, empty or not.
+	if len(s.stBest) > 0 {
+		clear(s.stBest)
+	}
 	s.hitsUsed = 0
 	if s.litFound == nil {
 		s.litFound = map[int32]bool{}
 	}
 	litFound := s.litFound
-	clear(litFound)
+	if len(litFound) > 0 {
+		clear(litFound)
+	}
 	for mi, cm := range s.ctMsgs {
+		if cm.s0 == cm.s1 && cm.l0 == cm.l1 {
+			// Nothing to match (the gate passed the message over): its
+			// body, a subset of its statements, is empty too. Most
+			// messages; the maps below are not touched for them.
+			continue
+		}
 		text := d.Messages[cm.msg].Content
 		toks := s.ctoks[cm.t0:cm.t1]
-		clear(s.stSeen)
-		clear(s.stHits)
+		if len(s.stSeen) > 0 { // as stBest
+			clear(s.stSeen)
+		}
+		if len(s.stHits) > 0 {
+			clear(s.stHits)
+		}
 		for _, st := range s.sts[cm.s0:cm.s1] {
 			if !a.filter.mayHold(st.h) {
 				continue
