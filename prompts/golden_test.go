@@ -171,7 +171,7 @@ func goldenCases() []goldenCase {
 			"Task": taskWithTs, "Language": "Python", "Fence": "python"}},
 		{"correct_inject_lang", "go_runtime", map[string]any{"Kind": "runtime",
 			"KindHint": "the code compiles but fails with an exception, a panic or a crash on at least one test input (an index out of range, a null or nil dereference, a division by zero).",
-			"Task": "Write a function Max(xs []int) int.\nYour code should pass these tests:\n\n```go\nif Max([]int{1, 3, 2}) != 3 { panic(\"Max\") }\n```", "Language": "Go", "Fence": "go"}},
+			"Task":     "Write a function Max(xs []int) int.\nYour code should pass these tests:\n\n```go\nif Max([]int{1, 3, 2}) != 3 { panic(\"Max\") }\n```", "Language": "Go", "Fence": "go"}},
 		{"correct_fix", "name", map[string]any{"Output": traceback, "Language": "Python", "Fence": "python"}},
 		{"correct_fix_lang", "go", map[string]any{"Output": "panic: runtime error: index out of range [3] with length 3", "Language": "Go", "Fence": "go"}},
 		{"correct_request", "mbpp", map[string]any{"Task": taskWithTs}},
