@@ -7,6 +7,49 @@ import (
 	"testing"
 )
 
+func TestHTMLSkeleton(t *testing.T) {
+	page := `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><style>body{margin:0}</style></head>
+<body>
+<section id="s" class="a b" style="color:red"><h2>Title   with
+ spaces</h2>
+<p>one <b>two</b> three</p>
+<figure id="c"><svg class="chart" width="9"><rect x="1"/><text>9</text></svg></figure>
+<pre><code><span class="k">def</span> f():
+    pass</code></pre>
+<p>a long text that is cut</p>
+</section>
+<script type="application/json" id="data">{"b": 1, "a": {"x": 2}}</script>
+<script>var x = 1;</script>
+</body></html>`
+	want := `<!DOCTYPE html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8">
+    <style> (CSS)
+  <body>
+    <section id="s" class="a b">
+      <h2> Title with spaces
+      <p>
+        | one
+        <b> two
+        | three
+      <figure id="c">
+        <svg class="chart"> (chart)
+      <pre> def f(): pass
+      <p> a long text that is …
+    <script id="data" type="application/json"> (JSON with keys: a, b)
+    <script> (script)
+`
+	got, err := HTMLSkeleton(page, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := Diff(got, want); d != "" {
+		t.Errorf("skeleton:\n%s\n%s", d, got)
+	}
+}
+
 func TestDiff(t *testing.T) {
 	for _, tc := range []struct {
 		name, got, want string

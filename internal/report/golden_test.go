@@ -5,35 +5,30 @@ package report
 // has something to show: inputs, outputs, stages with and without a
 // section, a stage that did not run, gates, a tripped gate, quarantine,
 // dead letters, an earlier run, a dialogue with an execution record) and
-// compares its skeleton with testdata/golden/skeleton.html. After an
-// intended change to the page, rewrite it and read the diff:
+// compares its skeleton with testdata/golden/skeleton.txt (an indented
+// outline, not HTML, hence .txt). After an intended change to the page,
+// rewrite it and read the diff:
 //
 //	go test ./internal/report -run Golden -update
 //
-// The skeleton is the element tree, one element a line, indented by depth,
-// with the attributes that carry structure (id, class, href, data-id, ...)
-// and the text (whitespace collapsed, long text cut at maxSkeletonText).
-// Left out, because other tests check them and they would bury the
-// structure: the CSS (<style>), the inline script, the geometry of the SVG
-// charts (TestChartSVG), the highlighted code inside <pre> (TestHighlight:
-// the skeleton keeps its text), and the embedded JSON (#report-data: the
-// skeleton keeps its top-level keys, the contract tools read). Normalised:
-// the run directory (a temporary directory) reads $RUN; the clock is fixed
-// through Options.Now and the manifest's times, so nothing else varies.
+// The skeleton (golden.HTMLSkeleton) is the element tree, one element a
+// line, indented by depth, with the attributes that carry structure (id,
+// class, href, data-id, ...) and the text (white space folded, long text
+// cut at maxSkeletonText). Summarised, because other tests check them and
+// they would bury the structure: the CSS (<style>), the inline script, the
+// geometry of the SVG charts (TestChartSVG), the highlighting inside <pre>
+// (TestHighlight: the skeleton keeps the text), and the embedded JSON
+// (#report-data: the skeleton keeps its top-level keys, the contract tools
+// read). Normalised: the run directory (a temporary directory) reads $RUN;
+// the clock is fixed through Options.Now and the manifest's times, and the
+// data are fixed, so no figure depends on the machine.
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/net/html"
 
 	// The stage packages register the report sections (as in run_test.go);
 	// without them every stage would land in "Other stages".
@@ -69,10 +64,10 @@ func skeletonRun(t *testing.T) string {
 		Options: pipeline.RunFlags{Limit: 10},
 		Inputs:  []pipeline.InputRecord{{Path: "data/problems.jsonl", Format: "mbpp", SHA256: "0123456789abcdef0123456789abcdef", Bytes: 2048, Items: 10}},
 		Stages: []pipeline.StageRecord{
-			{Name: "dedup", Type: "dedup", Status: "ran", Settings: json.RawMessage(`{"threshold":0.9}`), Key: "k-dedup-0123456789",
+			{Name: "dedup", Type: "dedup", Status: "ran", Settings: []byte(`{"threshold":0.9}`), Key: "k-dedup-0123456789",
 				Counts: pipeline.Counts{In: 10, Out: 9, Fresh: 10}, Seconds: 0.5,
 				Stats: map[string]float64{"queries": 10, "kept": 9, "dropped/exact": 1}},
-			{Name: "simulate", Type: "simulate", Status: "gate-tripped", Settings: json.RawMessage(`{"rounds":2}`), Key: "k-simulate-0123456789",
+			{Name: "simulate", Type: "simulate", Status: "gate-tripped", Settings: []byte(`{"rounds":2}`), Key: "k-simulate-0123456789",
 				Counts: pipeline.Counts{In: 9, Out: 1, Cached: 3, Fresh: 6, Failed: 1, Retries: 2}, Seconds: 60,
 				Usage:  pipeline.Usage{Requests: 20, PromptTokens: 5000, CompletionTokens: 800, CostUSD: 0.0421},
 				Output: "stages/simulate/out.jsonl",
@@ -91,16 +86,13 @@ func skeletonRun(t *testing.T) string {
 		Total: pipeline.RunTotal{Runs: 2, Usage: pipeline.Usage{Requests: 24, PromptTokens: 5100, CompletionTokens: 810, CostUSD: 0.0431}, Fresh: 10},
 	}
 	dir := writeRun(t, m, map[string][]pipeline.Item{"stages/simulate/out.jsonl": {dialogueItem(t, d)}})
-	side := map[string]any{
-		"dead-letters.jsonl": DeadLetter{Stage: "simulate", ItemID: "mbpp/7", Error: "sandbox: timeout after 10s", Attempts: 3, Permanent: true},
-		"quarantine.jsonl":   pipeline.Rejection{Stage: "simulate", ItemID: "mbpp/3", Gate: "judge", Reason: "wrong_result", Detail: "returns 5 for add(2, 2)", Setting: "max_rejected"},
+	// The side files a run writes beside its manifest, one record each.
+	side := map[string]string{
+		"dead-letters.jsonl": `{"stage":"simulate","item_id":"mbpp/7","error":"sandbox: timeout after 10s","attempts":3,"permanent":true}`,
+		"quarantine.jsonl":   `{"stage":"simulate","item_id":"mbpp/3","gate":"judge","reason":"wrong_result","detail":"returns 5 for add(2, 2)","setting":"max_rejected"}`,
 	}
-	for name, v := range side {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), append(b, '\n'), 0o644); err != nil {
+	for name, line := range side {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(line+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -118,127 +110,9 @@ func TestGoldenSkeleton(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := skeleton(strings.ReplaceAll(string(page), dir, "$RUN"))
+	got, err := golden.HTMLSkeleton(strings.ReplaceAll(string(page), dir, "$RUN"), maxSkeletonText)
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, filepath.Join("testdata", "golden", "skeleton.html"), got)
-}
-
-// skeletonAttrs are the attributes the skeleton keeps.
-var skeletonAttrs = []string{"id", "class", "href", "lang", "name", "type", "data-id", "colspan", "charset", "aria-label"}
-
-// voidElements have no end tag.
-var voidElements = map[string]bool{"meta": true, "input": true, "br": true, "hr": true, "img": true, "link": true}
-
-// node is an element of the skeleton (tag set) or a text (tag empty).
-type node struct {
-	tag, line string
-	kids      []*node
-}
-
-// skeleton reduces an HTML page to its element tree (see the file comment).
-func skeleton(page string) (string, error) {
-	z := html.NewTokenizer(strings.NewReader(page))
-	root := &node{tag: "#root"}
-	stack := []*node{root}
-	var collected strings.Builder // the text of a summarised element
-	for {
-		top := stack[len(stack)-1]
-		summarised := len(stack) > 1 && summarise[top.tag] != nil
-		switch z.Next() {
-		case html.ErrorToken:
-			if err := z.Err(); err != io.EOF {
-				return "", err
-			}
-			var b strings.Builder
-			for _, n := range root.kids {
-				n.write(&b, 0)
-			}
-			return b.String(), nil
-		case html.DoctypeToken:
-			root.kids = append(root.kids, &node{tag: "!doctype", line: "<!DOCTYPE " + string(z.Text()) + ">"})
-		case html.StartTagToken, html.SelfClosingTagToken:
-			tok := z.Token()
-			if summarised {
-				continue // an SVG's shapes, a highlighted code's spans
-			}
-			n := &node{tag: tok.Data, line: startTag(tok)}
-			top.kids = append(top.kids, n)
-			if !voidElements[tok.Data] && tok.Type == html.StartTagToken {
-				stack = append(stack, n)
-				collected.Reset()
-			}
-		case html.EndTagToken:
-			if tag := z.Token().Data; tag == top.tag && len(stack) > 1 {
-				if summarised {
-					if s := summarise[tag](collected.String()); s != "" {
-						top.kids = append(top.kids, &node{line: s})
-					}
-				}
-				stack = stack[:len(stack)-1]
-			}
-		case html.TextToken:
-			if summarised {
-				collected.Write(z.Text())
-			} else if s := clipText(string(z.Text())); s != "" {
-				top.kids = append(top.kids, &node{line: s})
-			}
-		}
-	}
-}
-
-// summarise gives the one line that stands for the content of an element
-// the skeleton does not show in full.
-var summarise = map[string]func(text string) string{
-	"pre":   clipText,
-	"style": func(string) string { return "(CSS)" },
-	"svg":   func(string) string { return "(chart)" },
-	"script": func(text string) string {
-		var data map[string]json.RawMessage
-		if json.Unmarshal([]byte(text), &data) == nil {
-			return "(JSON with keys: " + strings.Join(slices.Sorted(maps.Keys(data)), ", ") + ")"
-		}
-		return "(script)"
-	},
-}
-
-// write prints n at depth d: an element with only a text on one line,
-// others with their children indented below.
-func (n *node) write(b *strings.Builder, d int) {
-	indent := strings.Repeat("  ", d)
-	if len(n.kids) == 1 && n.kids[0].tag == "" {
-		b.WriteString(indent + n.line + " " + n.kids[0].line + "\n")
-		return
-	}
-	if n.tag == "" {
-		b.WriteString(indent + "| " + n.line + "\n")
-		return
-	}
-	b.WriteString(indent + n.line + "\n")
-	for _, k := range n.kids {
-		k.write(b, d+1)
-	}
-}
-
-func startTag(tok html.Token) string {
-	var b strings.Builder
-	b.WriteString("<" + tok.Data)
-	for _, k := range skeletonAttrs {
-		for _, a := range tok.Attr {
-			if a.Key == k {
-				fmt.Fprintf(&b, " %s=%q", a.Key, a.Val)
-			}
-		}
-	}
-	return b.String() + ">"
-}
-
-// clipText collapses whitespace and cuts long text.
-func clipText(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > maxSkeletonText {
-		s = string(r[:maxSkeletonText]) + "…"
-	}
-	return s
+	golden.Check(t, filepath.Join("testdata", "golden", "skeleton.txt"), got)
 }
