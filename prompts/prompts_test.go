@@ -1,19 +1,10 @@
 package prompts
 
-import (
-	"io/fs"
-	"strings"
-	"testing"
-)
+import "testing"
 
 // Every embedded template parses, and Versions names each with its hash.
 func TestEveryTemplateParses(t *testing.T) {
-	names, err := fs.Glob(files, "*.tmpl")
-	if err != nil || len(names) == 0 {
-		t.Fatalf("no templates: %v", err)
-	}
-	for _, f := range names {
-		n := strings.TrimSuffix(f, ".tmpl")
+	for _, n := range templateNames(t) {
 		tp, err := Get(n)
 		if err != nil {
 			t.Errorf("%s: %v", n, err)
