@@ -151,45 +151,22 @@ func splitCondition(code, cond string) (string, bool) {
 		if m == nil || m[1] != cond {
 			continue
 		}
-		var clauses, ops []string
-		depth, start := 0, 0
-		var quote byte
-		for j := 0; j < len(cond); j++ {
-			c := cond[j]
-			switch {
-			case quote != 0:
-				if c == '\\' {
-					j++
-				} else if c == quote {
-					quote = 0
-				}
-			case c == '\'' || c == '"':
-				quote = c
-			case strings.IndexByte("([{", c) >= 0:
-				depth++
-			case strings.IndexByte(")]}", c) >= 0:
-				depth--
-			case depth == 0 && c == ' ':
-				for _, op := range []string{" and ", " or "} {
-					if strings.HasPrefix(cond[j:], op) {
-						clauses = append(clauses, strings.TrimSpace(cond[start:j]))
-						ops = append(ops, strings.TrimSpace(op))
-						start = j + len(op)
-						j += len(op) - 1
-						break
-					}
+		clauses, ops := splitTop(cond, func(rest string) int {
+			for _, op := range []string{" and ", " or "} {
+				if strings.HasPrefix(rest, op) {
+					return len(op)
 				}
 			}
-		}
+			return 0
+		})
 		if len(ops) == 0 {
 			return "", false
 		}
-		clauses = append(clauses, strings.TrimSpace(cond[start:]))
 		indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
 		kw := strings.Fields(l)[0]
-		out := []string{indent + kw + " (" + clauses[0]}
+		out := []string{indent + kw + " (" + strings.TrimSpace(clauses[0])}
 		for k, op := range ops {
-			out = append(out, indent+"        "+op+" "+clauses[k+1])
+			out = append(out, indent+"        "+strings.TrimSpace(op)+" "+strings.TrimSpace(clauses[k+1]))
 		}
 		out[len(out)-1] += "):"
 		return strings.Join(append(append(append([]string{}, lines[:i]...), out...), lines[i+1:]...), "\n"), true

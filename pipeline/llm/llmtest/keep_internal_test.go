@@ -73,3 +73,18 @@ func TestSplitCondition(t *testing.T) {
 		})
 	}
 }
+
+func TestEmptyArg(t *testing.T) {
+	for args, want := range map[string]int{
+		"[], 3":          0,
+		"[1, 2], ''":     1,
+		"'a,b', ()":      1,
+		"f([]), 2":       -1,
+		`"x", {}, [0]`:   1,
+		"(1, [2, 3]), 4": -1,
+	} {
+		if got := emptyArg(args); got != want {
+			t.Errorf("emptyArg(%q) = %d, want %d", args, got, want)
+		}
+	}
+}

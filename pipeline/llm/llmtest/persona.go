@@ -670,11 +670,29 @@ var probeRepairRe = regexp.MustCompile(`running ([A-Za-z_]\w*)\((.*)\) raises (\
 // emptyArg returns the index of the first empty literal (a list, string,
 // tuple or dict) among a call's comma-separated arguments, or -1.
 func emptyArg(args string) int {
-	depth, start, i := 0, 0, 0
+	parts, _ := splitTop(args, func(rest string) int {
+		if rest[0] == ',' {
+			return 1
+		}
+		return 0
+	})
+	for i, a := range parts {
+		switch strings.TrimSpace(a) {
+		case "[]", "''", `""`, "()", "{}", "set()":
+			return i
+		}
+	}
+	return -1
+}
+
+// splitTop cuts Python source s at the separators outside brackets and
+// quotes: sep(rest) is the length of a separator at the start of rest, or
+// 0. It returns the pieces between them and the separators.
+func splitTop(s string, sep func(rest string) int) (parts, seps []string) {
+	depth, start := 0, 0
 	var quote byte
-	var parts []string
-	for ; i < len(args); i++ {
-		c := args[i]
+	for i := 0; i < len(s); i++ {
+		c := s[i]
 		switch {
 		case quote != 0:
 			if c == '\\' {
@@ -688,19 +706,15 @@ func emptyArg(args string) int {
 			depth++
 		case strings.IndexByte(")]}", c) >= 0:
 			depth--
-		case c == ',' && depth == 0:
-			parts = append(parts, args[start:i])
-			start = i + 1
+		case depth == 0:
+			if n := sep(s[i:]); n > 0 {
+				parts, seps = append(parts, s[start:i]), append(seps, s[i:i+n])
+				start = i + n
+				i += n - 1
+			}
 		}
 	}
-	parts = append(parts, args[start:])
-	for i, a := range parts {
-		switch strings.TrimSpace(a) {
-		case "[]", "''", `""`, "()", "{}", "set()":
-			return i
-		}
-	}
-	return -1
+	return append(parts, s[start:]), seps
 }
 
 // addChecks puts lines at the start of the body of function fn (the last
