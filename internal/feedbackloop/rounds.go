@@ -410,6 +410,10 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 			// comments are the change asked for: any edit of the text counts
 			if strings.TrimSpace(code) == strings.TrimSpace(before) && !gates.ExplainsNoChange(text) {
 				v = gates.Verdict{Reason: "unchanged_revision", Detail: text}
+			} else if r.lang == "python" && gates.DocText(code) != gates.DocText(before) && !gates.ExplainsCode(before, code) {
+				// "Build the result in steps" explains nothing of this code.
+				v = gates.Verdict{Reason: "explanation_names_no_code", Detail: fmt.Sprintf("asked: %s\nadded: %s", asked, gates.Cut(gates.DocText(code), 400))}
+				return v, fmt.Sprintf("Your answer could not be used: the user asked how the code works, but the comments and docstring you added name nothing of it. Answer again: the complete code in one ```%s block whose comments or docstring say how it works in terms of the code itself (its variables, loops, conditions and what it returns), then a short summary.", r.lang)
 			}
 		} else {
 			v = revisionVerdict(before, code, asked, text, kind)

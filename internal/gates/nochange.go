@@ -115,3 +115,63 @@ func KeepsForRequest(request, answer string) bool {
 	}
 	return false
 }
+
+// ExplainsCode reports whether the comments and docstrings that after
+// adds to before name something of the code (NamesCode): asked how a
+// function works, "Build the result in steps: each intermediate value has
+// a name" explains nothing. Text already in before does not count.
+func ExplainsCode(before, after string) bool {
+	had := map[string]bool{}
+	for _, l := range strings.Split(DocText(before), "\n") {
+		had[strings.TrimSpace(l)] = true
+	}
+	var added []string
+	for _, l := range strings.Split(DocText(after), "\n") {
+		if t := strings.TrimSpace(l); t != "" && !had[t] {
+			added = append(added, t)
+		}
+	}
+	if len(added) == 0 {
+		return false
+	}
+	text := strings.Join(added, "\n")
+	code := NormalizeCode(StripDocstrings(after)) // without the comments themselves
+	if NamesCode(text, code) || codeWordRe.MatchString(text) {
+		return true
+	}
+	// The code's other names count too, as the code spells them; a short
+	// or common one ("A", "result") only where the text writes it as code
+	// ("returns A[n]", "`result`"), since as a word it says nothing.
+	names := map[string]bool{}
+	for _, w := range identRe.FindAllString(code, -1) {
+		names[w] = !pyKeywords[w]
+	}
+	for _, at := range identRe.FindAllStringIndex(text, -1) {
+		w := text[at[0]:at[1]]
+		if !names[w] {
+			continue
+		}
+		if len(w) >= 3 && !common[strings.ToLower(w)] {
+			return true
+		}
+		asCode := at[1] < len(text) && strings.IndexByte("[(.`", text[at[1]]) >= 0 ||
+			at[0] > 0 && text[at[0]-1] == '`'
+		if asCode {
+			return true
+		}
+	}
+	return false
+}
+
+// codeWordRe: words that say how code works (a loop, recursion, an index)
+// rather than that it works.
+var codeWordRe = regexp.MustCompile(`(?i)\b(loops?|iterat\w*|recurs\w*|index\w*|slic\w*|dictionar\w*|hash\w*|stack|queue|sorts?|sorted|regex\w*|regular expression|pattern|counter|modulo|remainder|divis\w*|dynamic programming|memo\w*|binary search|two pointers?|prefix sums?)\b`)
+
+var pyKeywords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`False None True and as assert async await break class continue def del elif else except
+		finally for from global if import in is lambda nonlocal not or pass raise return try while with yield`) {
+		m[w] = true
+	}
+	return m
+}()

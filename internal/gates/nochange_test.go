@@ -1,6 +1,9 @@
 package gates
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestAsksForDocs(t *testing.T) {
 	for _, tc := range []struct {
@@ -56,6 +59,34 @@ func TestKeepsForRequest(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := KeepsForRequest(tc.request, tc.answer); got != tc.want {
 				t.Errorf("KeepsForRequest(%q, %q) = %v, want %v", tc.request, tc.answer, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestExplainsCode(t *testing.T) {
+	const before = "def count_ways(n):\n    A = [0] * (n + 1)\n    for i in range(2, n + 1):\n        A[i] = A[i - 2] + 1\n    return A[n]"
+	doc := func(d string) string {
+		return strings.Replace(before, "def count_ways(n):\n", "def count_ways(n):\n    \"\"\""+d+"\"\"\"\n", 1)
+	}
+	for _, tc := range []struct {
+		name, after string
+		want        bool
+	}{
+		{"names the loop's range and the result", doc("How it works: it takes n, goes through range(2, n + 1) with i, then returns A[n]."), true},
+		{"generic", doc("Build the result in steps: each intermediate value has a name, and the last one is returned."), false},
+		{"generic 2", doc("Return the value the task describes, built step by step from the arguments."), false},
+		{"a comment on what the table counts", strings.Replace(before, "    for i", "    # each entry of the table counts the ways up to its width\n    for i", 1), true},
+		{"the loop in words", doc("Fills the table in one loop from the two widths before."), true},
+		{"a comment that only praises", strings.Replace(before, "    for i", "    # This part is important and correct.\n    for i", 1), false},
+		{"a comment on count_ways' steps", strings.Replace(before, "    for i", "    # count the ways for each width from the two before it\n    for i", 1), true},
+		{"nothing added", before, false},
+		{"a common word that is also a name", strings.Replace(doc("Build the result in steps."), "return A[n]", "result = A[n]\n    return result", 1), false},
+		{"a short name written as code", doc("The answer is in `n`-th entry: it returns A[n]."), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ExplainsCode(before, tc.after); got != tc.want {
+				t.Errorf("ExplainsCode(before, %q) = %v, want %v", tc.after, got, tc.want)
 			}
 		})
 	}

@@ -406,6 +406,7 @@ func TestMisbehavingModelFailsItsGate(t *testing.T) {
 		{llmtest.TrivialTests, "{feedback_rounds: 0, followups: 1, followup_kinds: {tests: 1}, calibrate: 0}", []string{"stage simulate", "gate followup_round rejected", "no_behaviour_tests"}},
 		{llmtest.ClaimedChecks, "{feedback_rounds: 1, followups: 0, categories: {security: 1, bugs: 1}, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "inputs_unchecked"}},
 		{llmtest.FalseEdgeClaim, "{feedback_rounds: 0, followups: 1, followup_kinds: {edge_cases: 1}, calibrate: 0}", []string{"stage simulate", "gate followup_round rejected", "empty_input_crashes"}},
+		{llmtest.VagueDocs, "{feedback_rounds: 0, followups: 1, followup_kinds: {explain: 1}, calibrate: 0}", []string{"stage simulate", "gate followup_round rejected", "explanation_names_no_code"}},
 		{llmtest.OffRequestNoChange, "{feedback_rounds: 1, followups: 0, categories: {compatibility: 1, syntax: 1}, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "no_change_off_request"}},
 		{llmtest.RoteClosing, "{feedback_rounds: 1, followups: 1, calibrate: 0, closing: model}", []string{"stage simulate", "gate closing rejected", "repeats_earlier_turn"}},
 	}

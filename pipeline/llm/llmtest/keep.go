@@ -173,3 +173,52 @@ func splitCondition(code, cond string) (string, bool) {
 	}
 	return "", false
 }
+
+var (
+	forHeadRe = regexp.MustCompile(`^\s*for\s+(.+?)\s+in\s+(.+?):\s*$`)
+	whileRe   = regexp.MustCompile(`^\s*while\s+(.+?):\s*$`)
+	returnRe  = regexp.MustCompile(`^\s*return\s+(.+?)\s*$`)
+)
+
+// explainDoc is a docstring that says how fn works, read from its own
+// lines: its arguments, its loops and what it returns; or, not how, only
+// what it returns.
+func explainDoc(code, fn string, how bool) string {
+	var steps []string
+	if args := argNames(code, fn); len(args) > 0 {
+		steps = append(steps, "takes "+strings.Join(args, ", "))
+	}
+	inFn, loops, rets := false, 0, []string{}
+	for _, l := range strings.Split(normalize(code), "\n") {
+		indent := len(l) - len(strings.TrimLeft(l, " \t"))
+		switch {
+		case strings.HasPrefix(l, "def "):
+			inFn = strings.HasPrefix(l, "def "+fn+"(")
+			continue
+		case indent == 0:
+			inFn = false
+		}
+		if !inFn {
+			continue
+		}
+		if m := forHeadRe.FindStringSubmatch(l); m != nil && loops < 2 {
+			steps = append(steps, fmt.Sprintf("goes through %s with %s", m[2], m[1]))
+			loops++
+		} else if m := whileRe.FindStringSubmatch(l); m != nil && loops < 2 {
+			steps = append(steps, "repeats while "+m[1])
+			loops++
+		} else if m := returnRe.FindStringSubmatch(l); m != nil && len(rets) < 2 {
+			rets = append(rets, m[1])
+		}
+	}
+	if !how && len(rets) > 0 {
+		return "Return " + strings.Join(rets, " or ") + ", the result the task asks for."
+	}
+	if len(rets) > 0 {
+		steps = append(steps, "returns "+strings.Join(rets, " or "))
+	}
+	if len(steps) == 0 {
+		return "Compute the task's result from the arguments."
+	}
+	return "How it works: it " + strings.Join(steps, ", then ") + "."
+}

@@ -88,3 +88,24 @@ func TestEmptyArg(t *testing.T) {
 		}
 	}
 }
+
+func TestExplainDoc(t *testing.T) {
+	const ways = "def count_ways(n):\n    A = [0] * (n + 1)\n    for i in range(2, n + 1):\n        A[i] = A[i - 2] + 1\n    return A[n]\n\nprint(count_ways(4))"
+	for _, tc := range []struct {
+		name, code string
+		how        bool
+		want       string
+	}{
+		{"how", ways, true, "How it works: it takes n, then goes through range(2, n + 1) with i, then returns A[n]."},
+		{"what it returns", ways, false, "Return A[n], the result the task asks for."},
+		{"while and two returns", "def f(x):\n    while x > 9:\n        x //= 10\n    if x:\n        return x\n    return 0", true,
+			"How it works: it takes x, then repeats while x > 9, then returns x or 0."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fn := fnName(tc.code)
+			if got := explainDoc(tc.code, strings.Trim(fn, "`"), tc.how); got != tc.want {
+				t.Errorf("explainDoc = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

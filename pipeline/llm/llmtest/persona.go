@@ -44,7 +44,8 @@ const (
 	// it (without Demo every answer is silent).
 	SilentCode Misbehaviour = "silent_code"
 	// VagueDocs answers "document the arguments" with a docstring that
-	// names none of them.
+	// names none of them, and "explain how f works" with one that names
+	// nothing of the code.
 	VagueDocs Misbehaviour = "vague_docs"
 	// RoteClosing replies to every accepted run with the same closing,
 	// even when asked to say what is new in this one.
@@ -548,9 +549,13 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 		}
 		doc += "    "
 	case strings.Contains(low, "comment") || strings.Contains(low, "explain") || strings.Contains(low, "docstring"):
-		what, why = "a docstring that explains how it works and why", ""
-		doc = []string{"Return the value the task describes, built step by step from the arguments.",
-			"Build the result in steps: each intermediate value has a name, and the last one is returned."}[n%2]
+		how := !strings.Contains(low, "return")
+		what, why = map[bool]string{true: "a docstring that explains how it works", false: "a docstring that says what it returns"}[how], ""
+		doc = explainDoc(prevCode, bare, how)
+		if p.bad(VagueDocs, c) {
+			doc = []string{"Return the value the task describes, built step by step from the arguments.",
+				"Build the result in steps: each intermediate value has a name, and the last one is returned."}[n%2]
+		}
 	}
 	revised := addDocstring(prevCode, doc)
 	return fmt.Sprintf("I added to %s %s, as you asked.%s The logic is unchanged, so the results for valid inputs stay the same and the earlier checks still pass.", name, what, why) +
