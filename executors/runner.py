@@ -2055,6 +2055,8 @@ def kernel_loop(req_fd, st_fd, g, so, se):
                     tb = e.__traceback__.tb_next
                     if compiling and tb is not None:
                         tb = tb.tb_next
+                    if tb is None:  # the compiler's own error: as exec() of the cell shows it
+                        buf.write("Traceback (most recent call last):\n")
                     show(type_(e), e, tb, file=buf)
                 finally:
                     se_write(buf.getvalue())
