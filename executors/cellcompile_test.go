@@ -56,7 +56,7 @@ func TestPythonCellCompile(t *testing.T) {
 		exception string
 	}{
 		{"expression echoed", nil, "x = 41\nx + 1\n", 0, "42\n", 0, ""},
-		{"warning once, compiled in the kernel", nil, "x = 1 is 1\nx\n", 0, "True\n", 1, ""},
+		{"warning once", nil, "x = 1 is 1\nx\n", 0, "True\n", 1, ""},
 		{"warning once when the kernel hands the cell back", nil,
 			"x = 1 is 1\nif x:\n    print('yes')\nelse:\n    pass\n", 0, "yes\n", 1, ""},
 		{"last expression over several lines", nil, "(1 +\n2)\n", 0, "3\n", 0, ""},
@@ -65,6 +65,15 @@ func TestPythonCellCompile(t *testing.T) {
 		{"non-ASCII name", nil, "\u00e9t\u00e9 = 2\n\u00e9t\u00e9\n", 0, "2\n", 0, ""},
 		{"too deep for the compiler", []string{"import sys\nsys.setrecursionlimit(60)"},
 			"x = " + strings.Repeat("-", 2000) + "1\nx\n", 1, "", 0, "RecursionError"},
+		{"a warnings hook an earlier cell planted does not answer for a cell that warns", []string{forgeAnswer + `
+import re, warnings
+class Match:
+    def match(self, *a):
+        forge()
+        return True
+warnings._showwarnmsg = warnings.showwarning = lambda *a, **k: forge()
+warnings.filters.insert(0, ("default", Match(), Warning, None, 0))`},
+			"x = 1 is 1\nraise SystemExit(3)\n", 3, "", 1, ""},
 		{"an import hook an earlier cell planted does not answer for a non-ASCII cell", []string{forgeAnswer + `
 import builtins, sys
 real = builtins.__import__

@@ -1692,6 +1692,16 @@ def compile_fast(code, lines, name, compile_, match, errors, len_):
 # too deeply nested) are the cell's failure, as in one process.
 FAST_ERRORS = (SyntaxError, ValueError, Warning)
 
+# The warnings filters the kernel compiles a cell under, in a warnings
+# module of its own made for that compile: the warnings a cell's module
+# would show are errors, which hand the cell back (the runner's compile
+# shows them), and those the default filters ignore for it stay ignored.
+# The cell's own warnings module, which an earlier cell may have patched
+# (its filters, _showwarnmsg), is never called from compile_fast.
+COMPILE_FILTERS = (("ignore", None, DeprecationWarning, None, 0), ("ignore", None, PendingDeprecationWarning, None, 0),
+                   ("ignore", None, ImportWarning, None, 0), ("ignore", None, ResourceWarning, None, 0),
+                   ("error", None, Warning, None, 0))
+
 
 def compile_here(code, name):
     """The runner's compile of a cell with a non-ASCII character: the
@@ -1945,6 +1955,9 @@ def kernel_loop(req_fd, st_fd, g, so, se):
     # through gc), never this frame's locals or a code object.
     function_, fast_code, no_globals = type(kernel_loop), compile_fast.__code__, {}
     compile_, match, fast_errors, splitlines = compile, STATEMENT_START.match, FAST_ERRORS, str.splitlines
+    # The interpreter's own modules dict (a cell can rebind sys.modules,
+    # not this), where the compiler finds the warnings module.
+    modules, module_, list_, compile_filters = sys.modules, type(sys), list, COMPILE_FILTERS
     exec_, eval_, repr_, len_, int_, str_, type_, isinstance_ = exec, eval, repr, len, int, str, type, isinstance
     from_bytes = int.from_bytes
     base_exc, sys_exit, os_error = BaseException, SystemExit, OSError
@@ -1993,7 +2006,18 @@ def kernel_loop(req_fd, st_fd, g, so, se):
             setprofile(None)
             if kind == b"s":
                 compiling = True
-                cell = function_(fast_code, no_globals)(code, lines, name, compile_, match, fast_errors, len_)
+                warnings = module_("warnings")
+                warnings.filters = list_(compile_filters)
+                real = modules.get("warnings")
+                modules["warnings"] = warnings
+                try:
+                    cell = function_(fast_code, no_globals)(code, lines, name, compile_, match, fast_errors, len_)
+                finally:
+                    if real is None:
+                        modules.pop("warnings", None)
+                    else:
+                        modules["warnings"] = real
+                    real = warnings = None
                 compiling = False
             else:
                 cell = cell[2], cell[3]
