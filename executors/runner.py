@@ -1752,10 +1752,14 @@ def compile_ast(code, name):
 # for that cell only: a process a cell left behind, or a cell writing into
 # the socket, cannot answer for a later cell. A kernel that ends during a
 # cell (os._exit, a signal, the OOM killer) gives the cell its real
-# status and the session restarts empty. What stays open: code that runs
-# inside the kernel during a later cell and reads the loop's own frame (a
-# thread a cell left running, a trace or audit hook, ctypes) could read
-# that cell's nonce; none of the plain patching routes can.
+# status and the session restarts empty. What stays open: code an earlier
+# cell left that runs inside the kernel during a later cell can read the
+# loop's own frame, and so that cell's nonce, and answer for it: a thread,
+# a trace or audit hook, ctypes, and a patched function the later cell or
+# the loop calls (builtins.print, which traceback printing calls, say;
+# docs/measurements.md, sixth round). The kernel's compile adds no route
+# but audit hooks' "compile" event, which "exec" already gives them
+# (compile_fast, COMPILE_FILTERS).
 
 # Cells' nonces are cut from a pool of random bytes, one getrandom per 256
 # cells: on this path every system call counts (see kernel_call).
