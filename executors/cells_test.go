@@ -60,14 +60,6 @@ print(json.dumps([[run(ast_path, c), run(kernel_path, c)] for c in cases]))
 // the last expression's value, exceptions at the cell's line numbers,
 // syntax errors at theirs, whatever the cell's shape.
 func TestCompileCell(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not installed")
-	}
-	start, end := strings.Index(runnerPy, "STATEMENT_START = "), strings.Index(runnerPy, "class Session:")
-	if start < 0 || end < start {
-		t.Fatal("STATEMENT_START and compile_fast not found in runner.py")
-	}
 	cases := []string{
 		"1+1\n", "x = 3\nx\n", "x = 3\nx * 2", "def f():\n    return 1\nf()\n", "(1 +\n2)\n",
 		"s = '''\nabc\n'''\ns\n", "if 1:\n    y = 2\nelse:\n    y = 3\ny\n", "x = [1,\n2]\nx\n", "print('a')\n",
@@ -85,17 +77,10 @@ func TestCompileCell(t *testing.T) {
 		"async def f():\n    pass\n", "\u00e9t\u00e9 = 1\n\u00e9t\u00e9\n", "x = 1\nx: int = 2\nx\n", "x = [1]\nx[0] = 2\nx\n",
 	}
 	in, _ := json.Marshal(cases)
-	cmd := exec.Command(py, "-c", "import re\n"+runnerPy[start:end]+cellCheck)
-	cmd.Stdin = strings.NewReader(string(in))
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("python3: %v: %s", err, stderr.String())
-	}
 	var got [][2]string
-	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(cases) {
-		t.Fatalf("bad answer %q: %v", out, err)
+	runRunnerPart(t, "STATEMENT_START = ", "class Session:", "import re\n", cellCheck, in, &got)
+	if len(got) != len(cases) {
+		t.Fatalf("got %d answers for %d cases", len(got), len(cases))
 	}
 	for i, c := range cases {
 		if got[i][0] != got[i][1] {
@@ -114,14 +99,6 @@ func TestCompileCell(t *testing.T) {
 // or builtin it read would fail there or be such a route: it must read
 // none, nor a closure's variable, nor import.
 func TestCompileFastReadsNoGlobals(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not installed")
-	}
-	start, end := strings.Index(runnerPy, "def compile_fast("), strings.Index(runnerPy, "# What makes compile_fast hand")
-	if start < 0 || end < start {
-		t.Fatal("compile_fast not found in runner.py")
-	}
 	const check = `
 import dis, json
 def reads(co):
@@ -135,18 +112,35 @@ def reads(co):
     return out
 print(json.dumps(reads(compile_fast.__code__)))
 `
+	var got []string
+	runRunnerPart(t, "def compile_fast(", "# What makes compile_fast hand", "", check, nil, &got)
+	if len(got) != 0 {
+		t.Errorf("compile_fast reads %q, want no global, builtin, closure variable or import", got)
+	}
+}
+
+// runRunnerPart runs runner.py from the line starting with from up to the
+// one starting with to, between prefix and script, in python3 with stdin,
+// and decodes what it prints as JSON into out.
+func runRunnerPart(t *testing.T, from, to, prefix, script string, stdin []byte, out any) {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	start, end := strings.Index(runnerPy, from), strings.Index(runnerPy, to)
+	if start < 0 || end < start {
+		t.Fatalf("%q ... %q not found in runner.py", from, to)
+	}
+	cmd := exec.Command(py, "-c", prefix+runnerPy[start:end]+script)
+	cmd.Stdin = strings.NewReader(string(stdin))
 	var stderr strings.Builder
-	cmd := exec.Command(py, "-c", runnerPy[start:end]+check)
 	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	b, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("python3: %v: %s", err, stderr.String())
 	}
-	var got []string
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("bad answer %q: %v", out, err)
-	}
-	if len(got) != 0 {
-		t.Errorf("compile_fast reads %q, want no global, builtin, closure variable or import", got)
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("bad answer %q: %v", b, err)
 	}
 }
