@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// cellCheck runs every case through the runner's compile_cell and through
-// the plain AST path it short-cuts (parse, pop a last expression, compile),
+// cellCheck runs every case through the kernel's compile_fast (and the
+// runner's compile_ast for a cell it hands back) and through the plain AST
+// path it short-cuts (parse, pop a last expression, compile),
 // executing both in fresh globals, and prints what each showed: output,
 // echoed value, the exception and its line.
 const cellCheck = `
@@ -42,23 +43,23 @@ def run(f, code):
         return out.getvalue()
     finally:
         sys.stdout = so
+def kernel_path(code, lines, name):
+    # As kernel_loop compiles a cell (the runner, a non-ASCII one), then
+    # the runner one it hands back.
+    if not code.isascii():
+        return compile_here(code, name)
+    fast = type(ast_path)(compile_fast.__code__, {})
+    r = fast(code, lines, name, compile, STATEMENT_START.match, FAST_ERRORS, len)
+    return r if r is not None else compile_ast(code, name)
 cases = json.load(sys.stdin)
-print(json.dumps([[run(ast_path, c), run(compile_cell, c)] for c in cases]))
+print(json.dumps([[run(ast_path, c), run(kernel_path, c)] for c in cases]))
 `
 
-// TestCompileCell checks that the runner's fast cell compilation (source
+// TestCompileCell checks that the kernel's fast cell compilation (source
 // split before the last statement) shows exactly what the AST path shows:
 // the last expression's value, exceptions at the cell's line numbers,
 // syntax errors at theirs, whatever the cell's shape.
 func TestCompileCell(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not installed")
-	}
-	start, end := strings.Index(runnerPy, "STATEMENT_START = "), strings.Index(runnerPy, "class Session:")
-	if start < 0 || end < start {
-		t.Fatal("STATEMENT_START and compile_cell not found in runner.py")
-	}
 	cases := []string{
 		"1+1\n", "x = 3\nx\n", "x = 3\nx * 2", "def f():\n    return 1\nf()\n", "(1 +\n2)\n",
 		"s = '''\nabc\n'''\ns\n", "if 1:\n    y = 2\nelse:\n    y = 3\ny\n", "x = [1,\n2]\nx\n", "print('a')\n",
@@ -76,22 +77,70 @@ func TestCompileCell(t *testing.T) {
 		"async def f():\n    pass\n", "\u00e9t\u00e9 = 1\n\u00e9t\u00e9\n", "x = 1\nx: int = 2\nx\n", "x = [1]\nx[0] = 2\nx\n",
 	}
 	in, _ := json.Marshal(cases)
-	cmd := exec.Command(py, "-c", "import re\n"+runnerPy[start:end]+cellCheck)
-	cmd.Stdin = strings.NewReader(string(in))
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("python3: %v", err)
-	}
 	var got [][2]string
-	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(cases) {
-		t.Fatalf("bad answer %q: %v", out, err)
+	runRunnerPart(t, "STATEMENT_START = ", "class Session:", "import re\n", cellCheck, in, &got)
+	if len(got) != len(cases) {
+		t.Fatalf("got %d answers for %d cases", len(got), len(cases))
 	}
 	for i, c := range cases {
 		if got[i][0] != got[i][1] {
-			t.Errorf("cell %q: AST path shows %q, compile_cell %q", c, got[i][0], got[i][1])
+			t.Errorf("cell %q: AST path shows %q, compile_fast %q", c, got[i][0], got[i][1])
 		}
 	}
 	if got[1][1] != "3\n" || got[9][1] != "ZeroDivisionError at 4\n" {
 		t.Errorf("echo %q, line %q: the check itself is broken", got[1][1], got[9][1])
+	}
+}
+
+// TestCompileFastReadsNoGlobals: the kernel runs compile_fast during every
+// later cell, through a function it makes from the code object with empty
+// globals (kernel_loop), so that nothing an earlier cell rebinds (a
+// builtin, a module attribute, a function's __code__) runs there. A global
+// or builtin it read would fail there or be such a route: it must read
+// none, nor a closure's variable, nor import.
+func TestCompileFastReadsNoGlobals(t *testing.T) {
+	const check = `
+import dis, json
+def reads(co):
+    out = ["free variable " + v for v in co.co_freevars]
+    for ins in dis.get_instructions(co):
+        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF", "STORE_GLOBAL", "DELETE_GLOBAL", "IMPORT_NAME"):
+            out.append("%s %s" % (ins.opname, ins.argval))
+    for c in co.co_consts:
+        if hasattr(c, "co_code"):
+            out += reads(c)
+    return out
+print(json.dumps(reads(compile_fast.__code__)))
+`
+	var got []string
+	runRunnerPart(t, "def compile_fast(", "# What makes compile_fast hand", "", check, nil, &got)
+	if len(got) != 0 {
+		t.Errorf("compile_fast reads %q, want no global, builtin, closure variable or import", got)
+	}
+}
+
+// runRunnerPart runs runner.py from the line starting with from up to the
+// one starting with to, between prefix and script, in python3 with stdin,
+// and decodes what it prints as JSON into out.
+func runRunnerPart(t *testing.T, from, to, prefix, script string, stdin []byte, out any) {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	start, end := strings.Index(runnerPy, from), strings.Index(runnerPy, to)
+	if start < 0 || end < start {
+		t.Fatalf("%q ... %q not found in runner.py", from, to)
+	}
+	cmd := exec.Command(py, "-c", prefix+runnerPy[start:end]+script)
+	cmd.Stdin = strings.NewReader(string(stdin))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python3: %v: %s", err, stderr.String())
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("bad answer %q: %v", b, err)
 	}
 }

@@ -30,11 +30,11 @@
 # file. The runner's own files (captures, snapshots, a run's stdin) have no
 # path (anon_file): the code it runs has its uid and would find them.
 
-# ast, copy and tokenize are not the runner's: the test judge
+# copy and tokenize are not the runner's (ast is compile_ast's too): the test judge
 # (executors/harness) and correct's mutation script import them on every
 # run, and a run forked from this process finds them loaded instead of
 # paying for the import each time.
-import ast  # noqa: F401
+import ast
 import base64
 import copy  # noqa: F401
 import ctypes
@@ -1644,47 +1644,81 @@ def bash_fds():
 
 # A line that starts a statement no expression can start: a keyword only
 # statements begin with, a decorator, or a plain or augmented assignment to
-# a name. compile_cell then skips its eval attempt for the last statement.
+# a name. compile_fast then skips its eval attempt for the last statement.
 STATEMENT_START = re.compile(
     r"(?:(?:def|class|for|while|if|with|try|import|from|return|raise|assert|del|pass|break|continue|"
     r"global|nonlocal|async)\b|@|[^\W\d]\w*[ \t]*(?:\*\*|//|>>|<<|[-+*/%&|^@])?=(?!=))")
 
 
-def compile_cell(code, lines, name):
+def compile_fast(code, lines, name, compile_, match, errors, len_):
     """Compiles a python cell as ([code objects to exec], the last statement
     as an expression to eval and echo, or None), as an interpreter prompt
-    does. Parsing to an AST and compiling that costs twice compiling the
-    source, most of a small cell's time, so the source is split before its
-    last line at column 0 instead: when both halves compile on their own,
-    neither ends inside a bracket, string or continuation, so that line
-    starts the last statement. Otherwise (or on a syntax error, to report
-    it once and exactly) the AST decides."""
-    import ast
-    import warnings
-    i = len(lines) - 1
+    does, or returns None when the AST must decide (compile_ast). Parsing
+    to an AST and compiling that costs twice compiling the source, most of
+    a small cell's time, so the source is split before its last line at
+    column 0 instead: when both halves compile on their own, neither ends
+    inside a bracket, string or continuation, so that line starts the last
+    statement. Otherwise (or on a syntax error, to report it once and
+    exactly) the AST decides.
+
+    The kernel runs this (kernel_loop) through a function it makes for each
+    cell from this code object, and passes in everything it calls: it reads
+    no global and no builtin, so nothing a cell rebinds reaches it."""
+    i = len_(lines) - 1
     while i >= 0 and (not lines[i].strip() or lines[i][0] in " \t#"):
         i -= 1
-    if i >= 0 and lines[i][0] not in ")]}" and "__future__" not in code:
-        # Blank lines keep the tail's line numbers those of the cell. A
-        # SyntaxWarning (shown by default) sends the cell to the AST path
-        # too, so that it is reported once, exactly as there.
-        tail = "\n" * i + "".join(lines[i:])
+    if i < 0 or lines[i][0] in ")]}" or "__future__" in code:
+        return None
+    # Blank lines keep the tail's line numbers those of the cell.
+    tail = "\n" * i + "".join(lines[i:])
+    try:
+        body = [compile_("".join(lines[:i]), name, "exec")] if i else []
+        if match(lines[i]):
+            # Not an expression: a failed eval compile would cost more
+            # than compiling the tail.
+            body.append(compile_(tail, name, "exec"))
+            return body, None
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", SyntaxWarning)
-                head = compile("".join(lines[:i]), name, "exec") if i else None
-                if STATEMENT_START.match(lines[i]):
-                    # Not an expression: a failed eval compile would cost
-                    # more than compiling the tail.
-                    last, rest = None, compile(tail, name, "exec")
-                else:
-                    try:
-                        last, rest = compile(tail, name, "eval"), None
-                    except SyntaxError:
-                        last, rest = None, compile(tail, name, "exec")
-            return [co for co in (head, rest) if co is not None], last
-        except (SyntaxError, ValueError, Warning):
-            pass
+            return body, compile_(tail, name, "eval")
+        except errors:
+            body.append(compile_(tail, name, "exec"))
+            return body, None
+    except errors:
+        return None
+
+
+# What makes compile_fast hand a cell to the AST: a warning counts when a
+# cell made warnings errors. Others (RecursionError, MemoryError: a cell
+# too deeply nested) are the cell's failure, as in one process.
+FAST_ERRORS = (SyntaxError, ValueError, Warning)
+
+# The warnings filters the kernel compiles a cell under, in a warnings
+# module of its own made for that compile: the warnings a cell's module
+# would show are errors, which hand the cell back (the runner's compile
+# shows them), and those the default filters ignore for it stay ignored.
+# The cell's own warnings module, which an earlier cell may have patched
+# (its filters, _showwarnmsg), is never called from compile_fast.
+COMPILE_FILTERS = (("ignore", None, DeprecationWarning, None, 0), ("ignore", None, PendingDeprecationWarning, None, 0),
+                   ("ignore", None, ImportWarning, None, 0), ("ignore", None, ResourceWarning, None, 0),
+                   ("error", None, Warning, None, 0))
+
+
+def compile_here(code, name):
+    """The runner's compile of a cell with a non-ASCII character: the
+    compiler imports unicodedata for a non-ASCII name, and an import in
+    the kernel runs whatever a cell put in its import system, so such a
+    cell is compiled here. As in the kernel, but a SyntaxWarning sends the
+    cell to the AST too, so that it is reported once."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SyntaxWarning)
+        compiled = compile_fast(code, code.splitlines(True), name, compile, STATEMENT_START.match, FAST_ERRORS, len)
+    return compiled if compiled is not None else compile_ast(code, name)
+
+
+def compile_ast(code, name):
+    """compile_fast's result for a cell it handed back, decided by the AST
+    (a SyntaxError for a cell that does not compile)."""
     tree = ast.parse(code, name, "exec")
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
@@ -1699,9 +1733,15 @@ def compile_cell(code, lines, name):
 # anything in the process it runs in (builtins, sys.exit, os._exit, the
 # runner's own functions found through gc.get_objects or sys.modules,
 # sys.stdout, atexit, signal handlers), and those patches stay for later
-# cells. The runner keeps the protocol, compiles each cell, reads the
-# output from the capture files and builds the result; the kernel gets
-# compiled code (marshal) on a socket and answers one status line per cell.
+# cells. The runner keeps the protocol, the cell's limits and outcome, reads
+# the output from the capture files and builds the result; the kernel gets
+# each cell's source on a socket, compiles it (compile_fast: there the
+# compiler runs on warm caches, within the cell's limits, and no code
+# object is marshalled) and answers one status line per cell. A cell
+# compile_fast hands back (its last statement is for the AST to find, or
+# it does not compile) is compiled by the runner (compile_ast) and sent
+# again as code objects (marshal), as is a cell with a non-ASCII character
+# (compile_here), without the round trip.
 #
 # The kernel loop binds every name it uses before the first cell runs, as
 # locals of a frame that never returns: a later rebinding of a module
@@ -1712,10 +1752,14 @@ def compile_cell(code, lines, name):
 # for that cell only: a process a cell left behind, or a cell writing into
 # the socket, cannot answer for a later cell. A kernel that ends during a
 # cell (os._exit, a signal, the OOM killer) gives the cell its real
-# status and the session restarts empty. What stays open: code that runs
-# inside the kernel during a later cell and reads the loop's own frame (a
-# thread a cell left running, a trace or audit hook, ctypes) could read
-# that cell's nonce; none of the plain patching routes can.
+# status and the session restarts empty. What stays open: code an earlier
+# cell left that runs inside the kernel during a later cell can read the
+# loop's own frame, and so that cell's nonce, and answer for it: a thread,
+# a trace or audit hook, ctypes, and a patched function the later cell or
+# the loop calls (builtins.print, which traceback printing calls, say;
+# docs/measurements.md, sixth round). The kernel's compile adds no route
+# but audit hooks' "compile" event, which "exec" already gives them
+# (compile_fast, COMPILE_FILTERS).
 
 # Cells' nonces are cut from a pool of random bytes, one getrandom per 256
 # cells: on this path every system call counts (see kernel_call).
@@ -1786,13 +1830,19 @@ def kernel_wait(pid):
     return status
 
 
-def kernel_call(sess, name, code, body, last):
-    """Sends one compiled cell; returns ("ok", exit code) from the
-    kernel's answer or ("died", wait status or None) when it ended."""
+def kernel_call(sess, name, code, compiled=None):
+    """Sends one cell: its source for the kernel to compile, or with
+    compiled, the (body, last) of compile_ast. Returns ("ok", exit code)
+    from the kernel's answer, ("ast", None) when the kernel handed a
+    source back (compile_fast), or ("died", wait status or None) when the
+    kernel ended."""
     pid, req, st, pidfd, waits = sess.kernel
     nonce = cell_nonce()
-    blob = marshal.dumps((name, code, body, last))
-    data = memoryview(len(blob).to_bytes(8, "big") + nonce + blob)
+    if compiled is None:
+        kind, blob = b"s", marshal.dumps((name, code))
+    else:
+        kind, blob = b"c", marshal.dumps((name, code) + compiled)
+    data = memoryview(len(blob).to_bytes(8, "big") + nonce + kind + blob)
     # The kernel is idle, reading: a blocking send does not wait long. A
     # kernel that is gone fails it (no SIGPIPE: the runner would die).
     try:
@@ -1812,7 +1862,7 @@ def kernel_call(sess, name, code, body, last):
             continue
         if any(fd == pidfd for fd, _ in ready):
             # An answer sent just before the kernel ended still counts.
-            rc = kernel_answer(st, pid, nonce, block=False)
+            rc = kernel_answer(st, pid, nonce, kind, block=False)
             sess.kernel = None
             for f in (req.close, st.close, lambda: os.close(pidfd)):
                 try:
@@ -1820,20 +1870,23 @@ def kernel_call(sess, name, code, body, last):
                 except OSError:
                     pass
             status = kernel_wait(pid)
-            if rc is not None:
+            if rc is not None and rc != "ast":
                 return "ok", rc
             return "died", status
         if any(fd == sfd for fd, _ in ready):
-            rc = kernel_answer(st, pid, nonce)
+            rc = kernel_answer(st, pid, nonce, kind)
+            if rc == "ast":
+                return "ast", None
             if rc is not None:
                 return "ok", rc
 
 
-def kernel_answer(st, pid, nonce, block=True):
+def kernel_answer(st, pid, nonce, request, block=True):
     """Reads answers until one comes from the kernel's pid with this cell's
-    nonce; returns its exit code, or None when no such answer is queued.
-    Anything else on the socket (from another process, or not this cell's)
-    is dropped."""
+    nonce; returns its exit code, "ast" when the kernel handed a source
+    (request b"s") back, or None when no such answer is queued. Anything else
+    on the socket (from another process, not this cell's, or "ast" for
+    code objects: a cell is handed back at most once) is dropped."""
     want = nonce.hex().encode() + b" "
     while True:
         try:
@@ -1852,6 +1905,8 @@ def kernel_answer(st, pid, nonce, block=True):
                 sender = int.from_bytes(cdata[:4], sys.byteorder, signed=True)  # struct ucred's pid
         if sender != pid or not data.startswith(want):
             continue
+        if data == want + b"ast\n" and request == b"s":
+            return "ast"
         try:
             return int(data.split()[1])
         except (IndexError, ValueError):
@@ -1899,6 +1954,14 @@ def kernel_loop(req_fd, st_fd, g, so, se):
     bound here, before any cell runs (see the section's comment)."""
     import linecache
     read, write, exit_, loads = os.read, os.write, os._exit, marshal.loads
+    # compile_fast runs as a function made per cell from its code object,
+    # with no globals: a cell can rebind a function's __code__ (found
+    # through gc), never this frame's locals or a code object.
+    function_, fast_code, no_globals = type(kernel_loop), compile_fast.__code__, {}
+    compile_, match, fast_errors, splitlines = compile, STATEMENT_START.match, FAST_ERRORS, str.splitlines
+    # The interpreter's own modules dict (a cell can rebind sys.modules,
+    # not this), where the compiler finds the warnings module.
+    modules, module_, list_, compile_filters = sys.modules, type(sys), list, COMPILE_FILTERS
     exec_, eval_, repr_, len_, int_, str_, type_, isinstance_ = exec, eval, repr, len, int, str, type, isinstance
     from_bytes = int.from_bytes
     base_exc, sys_exit, os_error = BaseException, SystemExit, OSError
@@ -1910,8 +1973,9 @@ def kernel_loop(req_fd, st_fd, g, so, se):
         # Between cells only the request is read. A signal handler or an
         # audit hook an earlier cell left may raise here: that is dropped,
         # and the read goes on where it was.
-        # The request: its length (8 bytes), the cell's nonce (16 bytes),
-        # then the marshalled cell.
+        # The request: the marshalled cell's length (8 bytes), the cell's
+        # nonce (16 bytes), its kind (b"s": name and source, b"c": name,
+        # source and compile_ast's code objects), then the marshalled cell.
         # A small cell comes in the first read, with its head.
         head, parts, need = b"", [], -1
         while need != 0:
@@ -1928,31 +1992,57 @@ def kernel_loop(req_fd, st_fd, g, so, se):
                 exit_(0)
             if need < 0:
                 head += chunk
-                if len_(head) >= 24:
-                    need = from_bytes(head[:8], "big") - (len_(head) - 24)
-                    parts.append(head[24:])
-                    head = head[:24]
+                if len_(head) >= 25:
+                    need = from_bytes(head[:8], "big") - (len_(head) - 25)
+                    parts.append(head[25:])
+                    head = head[:25]
             else:
                 parts.append(chunk)
                 need -= len_(chunk)
-        rc, nonce, name = 1, head[8:], None
+        rc, nonce, kind, name, compiling = 1, head[8:24], head[24:], None, False
         try:
-            name, code, body, last = loads(b"".join(parts))
+            cell = loads(b"".join(parts))
             parts = head = chunk = None
-            lines_cache[name] = (len_(code), None, code.splitlines(True), name)
+            name, code = cell[0], cell[1]
+            lines = splitlines(code, True)
             sysmod.stdout, sysmod.stderr = so, se
             settrace(None)
             setprofile(None)
-            for co in body:
-                exec_(co, g)
-            if last is not None:
-                v = eval_(last, g)
-                if v is not None:
-                    g["_"] = v
-                    so_write(repr_(v))
-                    so_write("\n")
-                v = None
-            rc = 0
+            if kind == b"s":
+                compiling = True
+                warnings = module_("warnings")
+                warnings.filters = list_(compile_filters)
+                real = modules.get("warnings")
+                modules["warnings"] = warnings
+                try:
+                    cell = function_(fast_code, no_globals)(code, lines, name, compile_, match, fast_errors, len_)
+                finally:
+                    if real is None:
+                        modules.pop("warnings", None)
+                    else:
+                        modules["warnings"] = real
+                    real = warnings = None
+                compiling = False
+            else:
+                cell = cell[2], cell[3]
+            if cell is None:
+                # Handed back: the runner compiles it (compile_ast) and
+                # sends it again. Nothing ran.
+                rc = -1
+            else:
+                body, last = cell
+                cell = None
+                lines_cache[name] = (len_(code), None, lines, name)
+                for co in body:
+                    exec_(co, g)
+                if last is not None:
+                    v = eval_(last, g)
+                    if v is not None:
+                        g["_"] = v
+                        so_write(repr_(v))
+                        so_write("\n")
+                    v = None
+                rc = 0
         except sys_exit as e:
             # A SystemExit counts only when the cell's own code raised it
             # (its frame is on the traceback): one an audit hook or a
@@ -1988,10 +2078,17 @@ def kernel_loop(req_fd, st_fd, g, so, se):
                 # the traceback's lines would be a write (se is line-buffered).
                 buf = string_io()
                 try:
-                    show(type_(e), e, e.__traceback__.tb_next, file=buf)
+                    # Past this frame, and compile_fast's: the runner's
+                    # code is not the cell's.
+                    tb = e.__traceback__.tb_next
+                    if compiling and tb is not None:
+                        tb = tb.tb_next
+                    if tb is None:  # the compiler's own error: as exec() of the cell shows it
+                        buf.write("Traceback (most recent call last):\n")
+                    show(type_(e), e, tb, file=buf)
                 finally:
                     se_write(buf.getvalue())
-                buf = None
+                buf = tb = None
             except base_exc:
                 pass
             e = None
@@ -2002,7 +2099,7 @@ def kernel_loop(req_fd, st_fd, g, so, se):
                 pass
         while True:
             try:
-                write(st_fd, nonce.hex().encode() + b" %d\n" % rc)
+                write(st_fd, nonce.hex().encode() + (b" ast\n" if rc == -1 else b" %d\n" % rc))
                 break
             except os_error:
                 exit_(70)
@@ -2106,7 +2203,7 @@ class Session:
         start = watch.start
         try:
             if self.lang == "python":
-                rc, sig, died = self.python_cell(code)
+                rc, sig, died = self.python_cell(code, begin)
             elif self.lang == "bash":
                 rc, sig = self.bash_cell(code)
                 if self.cell_seconds is not None:
@@ -2148,25 +2245,13 @@ class Session:
             res["oom"] = True
         return res
 
-    def python_cell(self, code):
-        """Compiles the cell here and runs it in the session's kernel
-        process (kernel_loop), which reports its exit status. Returns
-        (exit code, signal name, whether the kernel died and the session
-        was restarted)."""
-        import linecache
+    def python_cell(self, code, begin):
+        """Runs the cell in the session's kernel process (kernel_loop),
+        which compiles it and reports its exit status; a cell the kernel
+        hands back is compiled here. begin: the capture files' sizes before
+        the cell. Returns (exit code, signal name, whether the kernel died
+        and the session was restarted)."""
         name = "<cell-%d>" % self.n
-        lines = code.splitlines(True)
-        try:
-            body, last = compile_cell(code, lines, name)
-        except (SyntaxError, ValueError) as e:
-            linecache.cache[name] = (len(code), None, lines, name)
-            sys.stdout, sys.stderr = self.so, self.se
-            try:
-                print_exception(e, 99)
-            finally:
-                self.se.flush()
-                linecache.cache.pop(name, None)
-            return 1, "", False
         if self.kernel is not None and self.kernel_ended():
             # The kernel ended between cells (a signal from a process an
             # earlier cell left, say): not this cell's doing. It runs in
@@ -2177,7 +2262,29 @@ class Session:
             self.reset()
         if self.kernel is None:
             kernel_start(self)
-        status = kernel_call(self, name, code, body, last)
+        status = kernel_call(self, name, code) if code.isascii() else None
+        if status is None or status[0] == "ast":
+            try:
+                if status is None:
+                    compiled = compile_here(code, name)
+                else:
+                    # What the kernel wrote while compiling (a warning of a
+                    # part it compiled) goes: the AST compiles the cell
+                    # here once, and reports its warnings and errors once.
+                    for fd, at in zip((self.out, self.err), begin):
+                        os.ftruncate(fd, at)
+                    compiled = compile_ast(code, name)
+            except (SyntaxError, ValueError) as e:
+                import linecache
+                linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+                sys.stdout, sys.stderr = self.so, self.se
+                try:
+                    print_exception(e, 99)
+                finally:
+                    self.se.flush()
+                    linecache.cache.pop(name, None)
+                return 1, "", False
+            status = kernel_call(self, name, code, compiled)
         if status[0] == "ok":
             return status[1], "", False
         # The kernel ended during the cell (os._exit, a crash, the OOM
