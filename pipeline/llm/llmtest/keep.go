@@ -188,7 +188,7 @@ func explainDoc(code, fn string, how bool) string {
 	if args := argNames(code, fn); len(args) > 0 {
 		steps = append(steps, "takes "+strings.Join(args, ", "))
 	}
-	inFn, loops, rets := false, 0, []string{}
+	inFn, loops, rets, recursive := false, 0, []string{}, false
 	for _, l := range strings.Split(normalize(code), "\n") {
 		indent := len(l) - len(strings.TrimLeft(l, " \t"))
 		switch {
@@ -200,6 +200,10 @@ func explainDoc(code, fn string, how bool) string {
 		}
 		if !inFn {
 			continue
+		}
+		if strings.Contains(l, fn+"(") && !recursive {
+			steps = append(steps, "calls "+fn+" recursively")
+			recursive = true
 		}
 		if m := forHeadRe.FindStringSubmatch(l); m != nil && loops < 2 {
 			steps = append(steps, fmt.Sprintf("goes through %s with %s", m[2], m[1]))

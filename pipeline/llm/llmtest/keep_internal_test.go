@@ -98,6 +98,8 @@ func TestExplainDoc(t *testing.T) {
 	}{
 		{"how", ways, true, "How it works: it takes n, then goes through range(2, n + 1) with i, then returns A[n]."},
 		{"what it returns", ways, false, "Return A[n], the result the task asks for."},
+		{"recursion", "def power(a, b):\n    if b == 0:\n        return 1\n    return a * power(a, b - 1)", true,
+			"How it works: it takes a, b, then calls power recursively, then returns 1 or a * power(a, b - 1)."},
 		{"while and two returns", "def f(x):\n    while x > 9:\n        x //= 10\n    if x:\n        return x\n    return 0", true,
 			"How it works: it takes x, then repeats while x > 9, then returns x or 0."},
 	} {
