@@ -175,9 +175,9 @@ func splitCondition(code, cond string) (string, bool) {
 }
 
 var (
-	forHeadRe = regexp.MustCompile(`^\s*for\s+(.+?)\s+in\s+(.+?):\s*$`)
-	whileRe   = regexp.MustCompile(`^\s*while\s+(.+?):\s*$`)
-	returnRe  = regexp.MustCompile(`^\s*return\s+(.+?)\s*$`)
+	forHeadRe = regexp.MustCompile(`^\s*for\s+(.+?)\s+in\s+(.+?)\s*:\s*$`)
+	whileRe   = regexp.MustCompile(`^\s*while\s+(.+?)\s*:\s*$`)
+	returnRe  = regexp.MustCompile(`^\s*return\s+(.+?)[\s;]*$`)
 )
 
 // explainDoc is a docstring that says how fn works, read from its own

@@ -100,6 +100,8 @@ func TestExplainDoc(t *testing.T) {
 		{"what it returns", ways, false, "Return A[n], the result the task asks for."},
 		{"recursion", "def power(a, b):\n    if b == 0:\n        return 1\n    return a * power(a, b - 1)", true,
 			"How it works: it takes a, b, then calls power recursively, then returns 1 or a * power(a, b - 1)."},
+		{"stray spaces and semicolons", "def f(L, R):\n    count = 0\n    for i in range(L,R + 1) :\n        count += i\n    return count;", true,
+			"How it works: it takes L, R, then goes through range(L,R + 1) with i, then returns count."},
 		{"while and two returns", "def f(x):\n    while x > 9:\n        x //= 10\n    if x:\n        return x\n    return 0", true,
 			"How it works: it takes x, then repeats while x > 9, then returns x or 0."},
 	} {
