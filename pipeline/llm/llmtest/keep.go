@@ -34,31 +34,41 @@ type codeFacts struct {
 	modern    bool // syntax or library calls newer than Python 3.5
 }
 
-func readFacts(code, fn string) codeFacts {
-	var f codeFacts
-	lines := strings.Split(normalize(code), "\n")
-	// The facts are those of fn's own lines when code defines it: a
-	// companion function, a print of an example or a block of tests
-	// around it says nothing of fn.
-	own := !strings.Contains(code, "def "+fn+"(")
-	var loops []int // the indentation of each open loop
-	inFn := false
-	for _, l := range lines {
-		indent := len(l) - len(strings.TrimLeft(l, " \t"))
-		if modernPyRe.MatchString(l) {
-			f.modern = true
-		}
+// ownLines returns the lines of fn's body in code, normalized (no
+// comments, blank lines or docstrings), and whether code defines fn; when
+// it does not, every line. A companion function, a print of an example or
+// a block of tests around fn says nothing of fn.
+func ownLines(code, fn string) (lines []string, defined bool) {
+	all := strings.Split(normalize(code), "\n")
+	if !strings.Contains(code, "def "+fn+"(") {
+		return all, false
+	}
+	in := false
+	for _, l := range all {
 		switch {
 		case strings.HasPrefix(l, "def "):
-			inFn = strings.HasPrefix(l, "def "+fn+"(")
+			in = strings.HasPrefix(l, "def "+fn+"(")
 			continue
-		case indent == 0:
-			inFn = false
+		case !strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "\t"):
+			in = false
 		}
-		if !inFn && !own {
-			continue
+		if in {
+			lines = append(lines, l)
 		}
-		if inFn && strings.Contains(l, fn+"(") {
+	}
+	return lines, true
+}
+
+func readFacts(code, fn string) codeFacts {
+	var f codeFacts
+	for _, l := range strings.Split(code, "\n") {
+		f.modern = f.modern || modernPyRe.MatchString(l)
+	}
+	lines, defined := ownLines(code, fn)
+	var loops []int // the indentation of each open loop
+	for _, l := range lines {
+		indent := len(l) - len(strings.TrimLeft(l, " \t"))
+		if defined && strings.Contains(l, fn+"(") {
 			f.recursive = true
 		}
 		for len(loops) > 0 && indent <= loops[len(loops)-1] {
@@ -188,19 +198,12 @@ func explainDoc(code, fn string, how bool) string {
 	if args := argNames(code, fn); len(args) > 0 {
 		steps = append(steps, "takes "+strings.Join(args, ", "))
 	}
-	inFn, loops, rets, recursive := false, 0, []string{}, false
-	for _, l := range strings.Split(normalize(code), "\n") {
-		indent := len(l) - len(strings.TrimLeft(l, " \t"))
-		switch {
-		case strings.HasPrefix(l, "def "):
-			inFn = strings.HasPrefix(l, "def "+fn+"(")
-			continue
-		case indent == 0:
-			inFn = false
-		}
-		if !inFn {
-			continue
-		}
+	loops, rets, recursive := 0, []string{}, false
+	lines, defined := ownLines(code, fn)
+	if !defined {
+		lines = nil
+	}
+	for _, l := range lines {
 		if strings.Contains(l, fn+"(") && !recursive {
 			steps = append(steps, "calls "+fn+" recursively")
 			recursive = true

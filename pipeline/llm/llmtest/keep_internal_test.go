@@ -25,6 +25,7 @@ func TestKeepAnswer(t *testing.T) {
 		{"layout, no condition", "use a clearer layout for the condition in f", sumList, true, "has no condition"},
 		{"layout, long condition", "use a clearer layout for the condition in f", longIf, true, "        and c > 0\n"},
 		{"older python", "avoid features in f that older python versions lack", sumList, true, "exists in Python 3.5"},
+		{"older python with a match statement", "avoid features in f that older python versions lack", "def f(x):\n    match x:\n        case 1:\n            return 'one'\n    return 'other'", false, ""},
 		{"older python with an f-string", "avoid features in f that older python versions lack", fstring, false, ""},
 		{"memory, counters only", "keep the memory f uses small for long inputs", sumList, true, "keeps only single values"},
 		{"memory, builds a list", "keep the memory f uses small for long inputs", squares, true, "unchanged because keeping its memory small"},
