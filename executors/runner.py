@@ -1734,35 +1734,248 @@ def compile_ast(code, name):
 # runner's own functions found through gc.get_objects or sys.modules,
 # sys.stdout, atexit, signal handlers), and those patches stay for later
 # cells. The runner keeps the protocol, the cell's limits and outcome, reads
-# the output from the capture files and builds the result; the kernel gets
-# each cell's source on a socket, compiles it (compile_fast: there the
-# compiler runs on warm caches, within the cell's limits, and no code
-# object is marshalled) and answers one status line per cell. A cell
-# compile_fast hands back (its last statement is for the AST to find, or
-# it does not compile) is compiled by the runner (compile_ast) and sent
-# again as code objects (marshal), as is a cell with a non-ASCII character
-# (compile_here), without the round trip.
+# the output from the capture files and builds the result.
 #
-# The kernel loop binds every name it uses before the first cell runs, as
-# locals of a frame that never returns: a later rebinding of a module
-# attribute or a builtin, or a new __code__ for a function, does not reach
-# it. The kernel holds none of the runner's descriptors. Its answer comes
-# on a SOCK_SEQPACKET socket whose messages carry the sender's pid
-# (SCM_CREDENTIALS, filled in by the kernel), and quotes a nonce drawn
-# for that cell only: a process a cell left behind, or a cell writing into
-# the socket, cannot answer for a later cell. A kernel that ends during a
-# cell (os._exit, a signal, the OOM killer) gives the cell its real
-# status and the session restarts empty. What stays open: code an earlier
-# cell left that runs inside the kernel during a later cell can read the
-# loop's own frame, and so that cell's nonce, and answer for it: a thread,
-# a trace or audit hook, ctypes, and a patched function the later cell or
-# the loop calls (builtins.print, which traceback printing calls, say;
-# docs/measurements.md, sixth round). The kernel's compile adds no route
-# but audit hooks' "compile" event, which "exec" already gives them
-# (compile_fast, COMPILE_FILTERS).
+# Inside the kernel the cells run in a subinterpreter of their own, never in
+# the interpreter that runs the kernel's loop (kernel_loop): a cell left
+# behind by an earlier one (a patched builtin, a wrapper around print) runs
+# during a later cell, and in one interpreter it could walk up to the loop's
+# frame and answer for that cell. The subinterpreter has its own modules,
+# builtins and frames; the loop's frames are out of its reach, and an audit
+# hook set before any cell (KERNEL_SETUP) refuses what would reach them or
+# the process's memory: sys._current_frames, new interpreters, trace and
+# profile functions, new audit hooks, gc's object walks, ctypes, new code
+# objects, /proc/*/mem, and os.fork (a forked subinterpreter cannot run).
+#
+# Each cell runs through KERNEL_STUB, which checks that exec and
+# marshal.loads are the interpreter's own and runs KERNEL_DRIVER. The
+# driver checks every other function whose replacement could change which
+# code runs or what status is sent, compiles the cell (compile_fast, or the
+# runner's compile_ast when it hands the cell back), runs it, and writes one
+# status message: "R <exit code>", "A" (handed back) or "T" (a thread the
+# cell started is still running: 3.11 cannot run a later cell then). After
+# the driver returns, the loop writes "E", the cell's nonce and an HMAC of
+# them under a key drawn for the kernel that only the loop and the runner
+# hold. The runner takes a cell's status only when exactly one status
+# message came before that "E": a cell that writes a status of its own adds
+# a second one, and nothing a cell leaves behind runs after the driver's
+# (no thread outlives a cell, and the driver drops every object of the
+# cell's before it writes). Requests carry an HMAC too, so that a cell
+# that swaps the request socket cannot have the loop run a cell of its own.
+# A tampered status fails the cell and restarts the session.
+#
+# What stays open: code that reads the process's memory through a route the
+# hook does not see (an extension module a cell builds and loads, crafted
+# bytecode in a .pyc or through marshal, a link to /proc/self/mem), or that
+# patches a class of the loop's interpreter the loop uses (kernel_loop checks
+# the one it uses, RunFailedError, before each cell).
+
+# The subinterpreter's setup, run once before any cell.
+KERNEL_SETUP = r'''
+def _setup(scratch, pattern):
+    import io, re, sys
+    blocked = frozenset((
+        "sys.addaudithook", "sys.settrace", "sys.setprofile", "sys._current_frames", "sys._current_exceptions",
+        "cpython.PyInterpreterState_New", "code.__new__", "gc.get_objects", "gc.get_referrers",
+        "gc.get_referents", "os.fork", "os.forkpty"))
+
+    def hook(event, args, blocked=blocked, T=type, str_=str, bytes_=bytes, err=RuntimeError):
+        # Reads nothing a cell made but exact strings: no cell code runs here.
+        if event in blocked or event[:7] == "ctypes.":
+            if event[:7] == "os.fork":
+                raise err("os.fork() is not available in a python session cell (cells run in a "
+                          "subinterpreter); use subprocess")
+            raise err(event + " is not available in a python session cell: the sandbox keeps it")
+        if event == "open" and args:
+            p = args[0]
+            if (T(p) is str_ and (p == "mem" or p[-4:] == "/mem")) or (
+                    T(p) is bytes_ and (p == b"mem" or p[-4:] == b"/mem")):
+                raise err("a process's memory cannot be opened in a python session cell")
+
+    sys.addaudithook(hook)
+    so = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
+    se = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                          errors="backslashreplace", line_buffering=True)
+    si = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    sys.stdin, sys.stdout, sys.stderr = si, so, se
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = si, so, se
+    sys._codefeedback_stdio = so, se  # what each cell starts with (KERNEL_DRIVER)
+    sys.path.insert(0, scratch)
+    sys._codefeedback_statement = re.compile(pattern).match
+
+
+_setup(__cf_scratch, __cf_pattern)
+del _setup, __cf_scratch, __cf_pattern
+'''
+
+# Run for each cell, in the cells' namespace: short, since the
+# subinterpreter compiles it every time. Every name it reads a cell can
+# rebind, so it checks exec and marshal.loads are the interpreter's own C
+# functions (no Python object passes for one) before it runs the driver
+# with them. A bare except: nothing it runs may raise out of run_string.
+KERNEL_STUB = """try:
+ (lambda T,B,L,E,a:T(L) is B and L.__name__=="loads" and L.__self__.__name__=="marshal" and T(E) is B and\
+ E.__name__=="exec" and E.__self__.__name__=="builtins" and E(L(a[0]),{"__cf_a":a}))((0).__class__.__class__,\
+(0).__round__.__class__,__import__("marshal").loads,exec,(__cf_D,__cf_k,__cf_b,__cf_f,__cf_F,(lambda:0).__globals__))
+except:
+ pass
+"""
+
+# The driver (see the section's comment). It trusts only what it checks:
+# C functions by type, name and module, classes by being static (no cell
+# makes one), and data it holds in immutable objects before any code of
+# a cell's can run.
+KERNEL_DRIVER = r'''
+def _cell(kind, blob, fd, fast, g):
+    T = (0).__class__.__class__
+    B = (0).__round__.__class__
+    TD = T.__dict__
+    MRO, FLAGS, NAME, DICT = TD["__mro__"].__get__, TD["__flags__"].__get__, TD["__name__"].__get__, TD["__dict__"].__get__
+    INT, TUPLE, FT = (0).__class__, ().__class__, (lambda: 0).__class__
+    for k in ("__cf_D", "__cf_k", "__cf_b", "__cf_f", "__cf_F"):
+        {}.__class__.pop(g, k, None)
+
+    def own(f, name, mod):
+        return T(f) is B and f.__name__ == name and f.__self__.__name__ == mod
+
+    def static(c, name):
+        return T(c) is T and not FLAGS(c) & 512 and NAME(c) == name
+
+    def base(e, names):
+        for c in MRO(T(e)):
+            if not FLAGS(c) & 512 and NAME(c) in names:
+                return c
+        return None
+
+    E, C, V = exec, compile, eval
+    L = __import__("marshal").loads
+    XI = __import__("sys").exc_info
+    TC = __import__("_thread")._count
+    FIO = __import__("_io").FileIO
+    if not (own(E, "exec", "builtins") and own(C, "compile", "builtins") and own(V, "eval", "builtins")
+            and own(L, "loads", "marshal") and own(XI, "exc_info", "sys") and own(TC, "_count", "_thread")
+            and static(FIO, "FileIO")):
+        return  # no status: the runner takes the cell as tampered with
+    S, bm = XI.__self__, E.__self__
+    cell = L(blob)
+    name, code = cell[0], cell[1]
+    body = last = res = None
+    rc, compiling = 1, kind == b"s"
+    try:
+        S.stdout, S.stderr = S.__dict__["_codefeedback_stdio"]
+    except:
+        pass
+    try:
+        __import__("linecache").cache[name] = (len(code), None, code.splitlines(True), name)
+    except:
+        pass
+    try:
+        if compiling:
+            errs = (bm.SyntaxError, bm.ValueError, bm.Warning)
+            if static(errs[0], "SyntaxError") and static(errs[1], "ValueError") and static(errs[2], "Warning"):
+                # Warnings are errors while compiling, in a warnings module of
+                # this cell's compile only: the runner's compile shows them.
+                warnings = T(S)("warnings")
+                warnings.filters = [("ignore", None, bm.DeprecationWarning, None, 0),
+                                    ("ignore", None, bm.PendingDeprecationWarning, None, 0),
+                                    ("ignore", None, bm.ImportWarning, None, 0),
+                                    ("ignore", None, bm.ResourceWarning, None, 0),
+                                    ("error", None, bm.Warning, None, 0)]
+                modules = S.modules
+                real = modules.get("warnings")
+                modules["warnings"] = warnings
+                match = S.__dict__.get("_codefeedback_statement")
+                if B not in MRO(T(match)):  # a pattern's match is a builtin_method
+                    match = lambda s: False
+                try:
+                    res = FT(L(fast), {})(code, TUPLE(code.splitlines(True)), name, C, match, errs, TUPLE.__len__)
+                finally:
+                    if real is None:
+                        modules.pop("warnings", None)
+                    else:
+                        modules["warnings"] = real
+                    real = warnings = modules = None
+            compiling = False
+            if res is not None:
+                body, last = TUPLE(res[0]), res[1]
+        else:
+            body, last = TUPLE(cell[2]), cell[3]
+        if body is None:
+            rc = -1  # handed back: the runner compiles it (compile_ast)
+        else:
+            res = cell = None
+            for co in body:
+                E(co, g)
+            if last is not None:
+                v = V(last, g)
+                if v is not None:
+                    g["_"] = v
+                    so = S.stdout
+                    so.write(repr(v))
+                    so.write("\n")
+                v = so = None
+            rc = 0
+    except:
+        t, e, tb = XI()
+        rc = 1
+        se = base(e, ("SystemExit",))
+        if se is not None and not compiling:
+            c = DICT(se)["code"].__get__(e)
+            if c is None:
+                rc = 0
+            elif INT in MRO(T(c)):
+                rc = INT.__and__(c, 255)
+            else:
+                try:
+                    S.stderr.write(str(c) + "\n")
+                except:
+                    pass
+        else:
+            try:
+                # Past this frame, and compile_fast's: the kernel's code is
+                # not the cell's.
+                buf = __import__("io").StringIO()
+                tb = tb.tb_next
+                if compiling and tb is not None:
+                    tb = tb.tb_next
+                if tb is None:  # the compiler's own error: as exec() of the cell shows it
+                    buf.write("Traceback (most recent call last):\n")
+                __import__("traceback").print_exception(t, e, tb, file=buf)
+                S.stderr.write(buf.getvalue())
+            except:
+                pass
+        t = e = tb = se = c = buf = None
+    v = so = body = last = res = cell = None
+    for s in ("stdout", "stderr"):
+        try:
+            getattr(S, s).flush()
+        except:
+            pass
+    # Made before the threads are counted: nothing allocates after, so no
+    # finalizer of a cell's runs between the count and the status.
+    write = FIO(fd, "w", closefd=False).write
+    status = b"A" if rc == -1 else b"R %d" % rc
+    if TC() != 0:
+        status = b"T"
+    write(status)
+
+
+_cell(*__cf_a[1:])
+'''
+
+_KERNEL_CODE = []  # (marshalled KERNEL_DRIVER, marshalled compile_fast), made once
+
+
+def kernel_code():
+    if not _KERNEL_CODE:
+        _KERNEL_CODE.append((marshal.dumps(compile(KERNEL_DRIVER, "<kernel>", "exec")),
+                             marshal.dumps(compile_fast.__code__)))
+    return _KERNEL_CODE[0]
+
 
 # Cells' nonces are cut from a pool of random bytes, one getrandom per 256
-# cells: on this path every system call counts (see kernel_call).
+# cells: on this path every system call counts (see kernel_call). They need
+# not be secret: they only tell one cell's answer from another's.
 NONCES = [b"", 0]  # the pool and the next nonce's offset in it
 
 
@@ -1776,10 +1989,10 @@ def cell_nonce():
 
 
 def kernel_start(sess):
-    # The kernel must not be born holding nonces it will later be asked
-    # to quote: the pool is dropped before the fork copies this memory.
-    NONCES[0], NONCES[1] = b"", 0
+    import _hashlib
     sess.open_capture()
+    driver, fast = kernel_code()
+    key = os.urandom(32)
     req_k, req_r = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     st_k, st_r = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     st_r.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
@@ -1789,7 +2002,7 @@ def kernel_start(sess):
     pid = os.fork()
     if pid == 0:
         try:
-            kernel_child(sess, req_k.fileno(), st_k.fileno())
+            kernel_child(sess, req_k.fileno(), st_k.fileno(), key, driver, fast)
         finally:
             os._exit(127)
     gc.unfreeze()
@@ -1802,14 +2015,14 @@ def kernel_start(sess):
     waits = select.poll()
     waits.register(st_r, select.POLLIN)
     waits.register(pidfd, select.POLLIN)
-    sess.kernel = (pid, req_r, st_r, pidfd, waits)
+    sess.kernel = (pid, req_r, st_r, pidfd, waits, key, _hashlib.hmac_digest)
 
 
 def kernel_stop(sess):
     k, sess.kernel = sess.kernel, None
     if k is None:
         return
-    pid, req, st, pidfd, _ = k
+    pid, req, st, pidfd = k[:4]
     for f in (req.close, st.close, lambda: os.close(pidfd)):
         try:
             f()
@@ -1833,16 +2046,17 @@ def kernel_wait(pid):
 def kernel_call(sess, name, code, compiled=None):
     """Sends one cell: its source for the kernel to compile, or with
     compiled, the (body, last) of compile_ast. Returns ("ok", exit code)
-    from the kernel's answer, ("ast", None) when the kernel handed a
-    source back (compile_fast), or ("died", wait status or None) when the
-    kernel ended."""
-    pid, req, st, pidfd, waits = sess.kernel
+    from the kernel's status, ("ast", None) when the kernel handed a source
+    back (compile_fast), ("thread", None) when a thread the cell started
+    outlived it, ("tampered", None) when the status cannot be trusted, or
+    ("died", wait status or None) when the kernel ended."""
+    pid, req, st, pidfd, waits, key, mac = sess.kernel
     nonce = cell_nonce()
     if compiled is None:
         kind, blob = b"s", marshal.dumps((name, code))
     else:
         kind, blob = b"c", marshal.dumps((name, code) + compiled)
-    data = memoryview(len(blob).to_bytes(8, "big") + nonce + kind + blob)
+    data = memoryview(len(blob).to_bytes(8, "big") + nonce + kind + mac(key, nonce + kind + blob, "sha256") + blob)
     # The kernel is idle, reading: a blocking send does not wait long. A
     # kernel that is gone fails it (no SIGPIPE: the runner would die).
     try:
@@ -1850,6 +2064,8 @@ def kernel_call(sess, name, code, compiled=None):
             data = data[req.send(data, socket.MSG_NOSIGNAL):]
     except OSError:
         pass
+    end = (b"E" + nonce + mac(key, b"E" + nonce, "sha256"), b"X" + nonce + mac(key, b"X" + nonce, "sha256"))
+    got = []
     sfd = st.fileno()
     watch = CELL[0]
     while True:
@@ -1860,9 +2076,12 @@ def kernel_call(sess, name, code, compiled=None):
         if not ready:
             watch.check()  # the cell's limits (CellWatch); a kill ends the wait
             continue
+        if any(fd == sfd for fd, _ in ready):
+            if kernel_messages(st, pid, end, got):
+                return kernel_status(got)
         if any(fd == pidfd for fd, _ in ready):
-            # An answer sent just before the kernel ended still counts.
-            rc = kernel_answer(st, pid, nonce, kind, block=False)
+            # A status whose "E" came just before the kernel ended still counts.
+            done = kernel_messages(st, pid, end, got)
             sess.kernel = None
             for f in (req.close, st.close, lambda: os.close(pidfd)):
                 try:
@@ -1870,57 +2089,64 @@ def kernel_call(sess, name, code, compiled=None):
                 except OSError:
                     pass
             status = kernel_wait(pid)
-            if rc is not None and rc != "ast":
-                return "ok", rc
+            if done:
+                st = kernel_status(got)
+                if st[0] in ("ok", "tampered"):
+                    return st
             return "died", status
-        if any(fd == sfd for fd, _ in ready):
-            rc = kernel_answer(st, pid, nonce, kind)
-            if rc == "ast":
-                return "ast", None
-            if rc is not None:
-                return "ok", rc
 
 
-def kernel_answer(st, pid, nonce, request, block=True):
-    """Reads answers until one comes from the kernel's pid with this cell's
-    nonce; returns its exit code, "ast" when the kernel handed a source
-    (request b"s") back, or None when no such answer is queued. Anything else
-    on the socket (from another process, not this cell's, or "ast" for
-    code objects: a cell is handed back at most once) is dropped."""
-    want = nonce.hex().encode() + b" "
+def kernel_messages(st, pid, end, got):
+    """Reads what is queued on the status socket: the kernel's messages go
+    to got until its "E" (or "X") for this cell (end), which returns True;
+    others' (a process a cell left) are dropped. False when nothing more is
+    queued."""
     while True:
         try:
             data, anc, _, _ = st.recvmsg(256, socket.CMSG_SPACE(12),  # struct ucred: pid, uid, gid
-                                         0 if block else socket.MSG_DONTWAIT)
+                                         socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
-            return None
+            return False
         except OSError:
-            return None
-        block = False
+            return False
         if not data:
-            return None
+            return False
         sender = None
         for level, kind, cdata in anc:
             if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(cdata) >= 12:
                 sender = int.from_bytes(cdata[:4], sys.byteorder, signed=True)  # struct ucred's pid
-        if sender != pid or not data.startswith(want):
+        if sender != pid:
             continue
-        if data == want + b"ast\n" and request == b"s":
-            return "ast"
-        try:
-            return int(data.split()[1])
-        except (IndexError, ValueError):
-            continue
+        if data in end:
+            if data == end[1]:  # the kernel found its own interpreter patched
+                got.append(b"X")
+            return True
+        got.append(data)
 
 
-def kernel_child(sess, req_fd, st_fd):
+def kernel_status(got):
+    """The cell's outcome from the messages before its "E": exactly one
+    status, else ("tampered", None)."""
+    if len(got) != 1:
+        return "tampered", None
+    m = got[0]
+    if m == b"A":
+        return "ast", None
+    if m == b"T":
+        return "thread", None
+    if m[:2] == b"R " and m[2:].isdigit() and len(m) <= 5:
+        return "ok", int(m[2:])
+    return "tampered", None
+
+
+def kernel_child(sess, req_fd, st_fd, key, driver, fast):
     """The kernel process: the session's fds 1 and 2, its two sockets and
     nothing else of the runner's; then the loop, which never returns."""
     os.setsid()
     reset_signals(True)
     prefer_oom_kill()
     # Not dumpable: processes a cell leaves behind cannot read the kernel's
-    # memory (a cell's nonce) through /proc/PID/mem.
+    # memory (its key) through /proc/PID/mem.
     set_dumpable(0)
     null = os.open("/dev/null", os.O_RDONLY)
     os.dup2(null, 0)
@@ -1934,49 +2160,56 @@ def kernel_child(sess, req_fd, st_fd):
         lo = fd + 1
     for fd in keep:
         os.set_inheritable(fd, False)
-    so = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
-    se = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
-                          errors="backslashreplace", line_buffering=True)
-    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
-    sys.stdout, sys.stderr = so, se
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, so, se
-    g = sess.globals
+    scratch = sess.scratch
     sess = None  # nothing of the runner's session object is needed past here
     exit_ = os._exit
     try:
-        kernel_loop(req_fd, st_fd, g, so, se)
+        kernel_loop(req_fd, st_fd, key, driver, fast, scratch)
     finally:
         exit_(70)
 
 
-def kernel_loop(req_fd, st_fd, g, so, se):
-    """Runs cells until the request socket ends. Everything it calls is
-    bound here, before any cell runs (see the section's comment)."""
-    import linecache
-    read, write, exit_, loads = os.read, os.write, os._exit, marshal.loads
-    # compile_fast runs as a function made per cell from its code object,
-    # with no globals: a cell can rebind a function's __code__ (found
-    # through gc), never this frame's locals or a code object.
-    function_, fast_code, no_globals = type(kernel_loop), compile_fast.__code__, {}
-    compile_, match, fast_errors, splitlines = compile, STATEMENT_START.match, FAST_ERRORS, str.splitlines
-    # The interpreter's own modules dict (a cell can rebind sys.modules,
-    # not this), where the compiler finds the warnings module.
-    modules, module_, list_, compile_filters = sys.modules, type(sys), list, COMPILE_FILTERS
-    exec_, eval_, repr_, len_, int_, str_, type_, isinstance_ = exec, eval, repr, len, int, str, type, isinstance
-    from_bytes = int.from_bytes
-    base_exc, sys_exit, os_error = BaseException, SystemExit, OSError
-    sysmod, lines_cache = sys, linecache.cache
-    settrace, setprofile = sys.settrace, sys.setprofile
-    show, string_io = traceback.print_exception, io.StringIO
-    so_write, so_flush, se_write, se_flush = so.write, so.flush, se.write, se.flush
+def kernel_loop(req_fd, st_fd, key, driver, fast, scratch):
+    """Runs cells in the subinterpreter until the request socket ends.
+    Everything it calls is bound here, before the subinterpreter exists:
+    a cell can reach this interpreter's modules (through the classes all
+    interpreters share) and rebind what they hold."""
+    import _hashlib
+    import _xxsubinterpreters
+    read, write, exit_ = os.read, os.write, os._exit
+    run, mac = _xxsubinterpreters.run_string, _hashlib.hmac_digest
+    from_bytes, len_, base_exc, os_error = int.from_bytes, len, BaseException, OSError
+    stub, setup, pattern = KERNEL_STUB, KERNEL_SETUP, STATEMENT_START.pattern
+    # A failed run_string raises RunFailedError, a class of this
+    # interpreter's that a cell can reach and patch (an __init__ of its
+    # own would run here): each cell's run_string starts only while it is
+    # as it was made.
+    rfe, type_ = _xxsubinterpreters.RunFailedError, type
+    rfe_dict, rfe_mro = type.__dict__["__dict__"].__get__, type.__dict__["__mro__"].__get__
+    made = tuple(rfe_dict(rfe).items())
+    mro, missing = rfe_mro(rfe), object()
+
+    def pristine():
+        d = rfe_dict(rfe)
+        if len_(d) != len_(made) or rfe_mro(rfe) is not mro or type_(rfe) is not type_:
+            return False
+        for k, v in made:
+            if d.get(k, missing) is not v:
+                return False
+        return True
+
+    # No finalizer of this interpreter's may run past here (a class a cell
+    # patched could have one).
+    gc.collect()
+    gc.disable()
+    sub = _xxsubinterpreters.create(isolated=False)
+    run(sub, setup, {"__cf_scratch": scratch, "__cf_pattern": pattern})
     while True:
-        # Between cells only the request is read. A signal handler or an
-        # audit hook an earlier cell left may raise here: that is dropped,
-        # and the read goes on where it was.
         # The request: the marshalled cell's length (8 bytes), the cell's
         # nonce (16 bytes), its kind (b"s": name and source, b"c": name,
-        # source and compile_ast's code objects), then the marshalled cell.
-        # A small cell comes in the first read, with its head.
+        # source and compile_ast's code objects), the HMAC of nonce, kind
+        # and cell (32 bytes), then the marshalled cell. A small cell comes
+        # in the first read, with its head.
         head, parts, need = b"", [], -1
         while need != 0:
             try:
@@ -1992,114 +2225,33 @@ def kernel_loop(req_fd, st_fd, g, so, se):
                 exit_(0)
             if need < 0:
                 head += chunk
-                if len_(head) >= 25:
-                    need = from_bytes(head[:8], "big") - (len_(head) - 25)
-                    parts.append(head[25:])
-                    head = head[:25]
+                if len_(head) >= 57:
+                    need = from_bytes(head[:8], "big") - (len_(head) - 57)
+                    parts.append(head[57:])
+                    head = head[:57]
             else:
                 parts.append(chunk)
                 need -= len_(chunk)
-        rc, nonce, kind, name, compiling = 1, head[8:24], head[24:], None, False
+        nonce, kind, tag = head[8:24], head[24:25], head[25:57]
+        blob = b"".join(parts)
+        parts = head = chunk = None
+        if mac(key, nonce + kind + blob, "sha256") != tag:
+            exit_(70)  # not the runner's: the request socket was swapped
+        if not pristine():
+            # Say so, under the key: the runner fails the cell as tampered with.
+            try:
+                write(st_fd, b"X" + nonce + mac(key, b"X" + nonce, "sha256"))
+            finally:
+                exit_(70)
         try:
-            cell = loads(b"".join(parts))
-            parts = head = chunk = None
-            name, code = cell[0], cell[1]
-            lines = splitlines(code, True)
-            sysmod.stdout, sysmod.stderr = so, se
-            settrace(None)
-            setprofile(None)
-            if kind == b"s":
-                compiling = True
-                warnings = module_("warnings")
-                warnings.filters = list_(compile_filters)
-                real = modules.get("warnings")
-                modules["warnings"] = warnings
-                try:
-                    cell = function_(fast_code, no_globals)(code, lines, name, compile_, match, fast_errors, len_)
-                finally:
-                    if real is None:
-                        modules.pop("warnings", None)
-                    else:
-                        modules["warnings"] = real
-                    real = warnings = None
-                compiling = False
-            else:
-                cell = cell[2], cell[3]
-            if cell is None:
-                # Handed back: the runner compiles it (compile_ast) and
-                # sends it again. Nothing ran.
-                rc = -1
-            else:
-                body, last = cell
-                cell = None
-                lines_cache[name] = (len_(code), None, lines, name)
-                for co in body:
-                    exec_(co, g)
-                if last is not None:
-                    v = eval_(last, g)
-                    if v is not None:
-                        g["_"] = v
-                        so_write(repr_(v))
-                        so_write("\n")
-                    v = None
-                rc = 0
-        except sys_exit as e:
-            # A SystemExit counts only when the cell's own code raised it
-            # (its frame is on the traceback): one an audit hook or a
-            # signal handler raises before the cell starts is a failure.
-            tb, own = e.__traceback__, False
-            while tb is not None:
-                if tb.tb_frame.f_code.co_filename == name:
-                    own = True
-                tb = tb.tb_next
-            c = e.code
-            if not own:
-                rc = 1
-                try:
-                    se_write("[sandbox: SystemExit raised outside the cell's code]\n")
-                except base_exc:
-                    pass
-            elif c is None:
-                rc = 0
-            elif isinstance_(c, int_):
-                rc = c & 0xFF
-            else:
-                rc = 1
-                try:
-                    se_write(str_(c) + "\n")
-                except base_exc:
-                    pass
-            e = tb = None
-        except base_exc as e:
-            rc = 1
-            try:
-                sysmod.stderr = se
-                # Built in memory and written once: line by line, each of
-                # the traceback's lines would be a write (se is line-buffered).
-                buf = string_io()
-                try:
-                    # Past this frame, and compile_fast's: the runner's
-                    # code is not the cell's.
-                    tb = e.__traceback__.tb_next
-                    if compiling and tb is not None:
-                        tb = tb.tb_next
-                    if tb is None:  # the compiler's own error: as exec() of the cell shows it
-                        buf.write("Traceback (most recent call last):\n")
-                    show(type_(e), e, tb, file=buf)
-                finally:
-                    se_write(buf.getvalue())
-                buf = tb = None
-            except base_exc:
-                pass
-            e = None
-        for flush in (so_flush, se_flush):
-            try:
-                flush()
-            except base_exc:
-                pass
+            run(sub, stub, {"__cf_D": driver, "__cf_k": kind, "__cf_b": blob, "__cf_f": st_fd, "__cf_F": fast})
+        except base_exc:
+            exit_(70)
+        blob = None
+        end = b"E" + nonce + mac(key, b"E" + nonce, "sha256")
         while True:
             try:
-                write(st_fd, nonce.hex().encode() + (b" ast\n" if rc == -1 else b" %d\n" % rc))
+                write(st_fd, end)
                 break
             except os_error:
                 exit_(70)
@@ -2287,6 +2439,20 @@ class Session:
             status = kernel_call(self, name, code, compiled)
         if status[0] == "ok":
             return status[1], "", False
+        if status[0] in ("thread", "tampered"):
+            # The kernel cannot run a later cell (a thread still runs), or its
+            # status for this one is not the driver's alone: the cell fails,
+            # and the session starts again empty.
+            if status[0] == "thread":
+                note = (b"[sandbox: a thread the cell started was still running when it ended; a python "
+                        b"session cell must end its threads (join them, or use an executor in a with "
+                        b"block). The session was restarted and its state is lost]\n")
+            else:
+                note = (b"[sandbox: the cell's exit status could not be trusted (the kernel's messages "
+                        b"were tampered with); the session was restarted and its state is lost]\n")
+            os.write(self.err, note)
+            self.reset()
+            return 1, "", True
         # The kernel ended during the cell (os._exit, a crash, the OOM
         # killer): its status is the cell's, and the session starts again
         # empty, as a notebook whose kernel died.

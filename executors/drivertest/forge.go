@@ -12,13 +12,20 @@ import (
 // forgeries are python session cells that try to make a later cell's
 // outcome a success: each patches what a cell's result could be built
 // from, in the process the cells run in. The cell after it is
-// `assert 1 == 2`, which must still end with exit status 1.
+// `assert 1 == 2`, which must still end with exit status 1. Each step is
+// tried on its own: the sandbox refuses some (gc's walks, signal handlers,
+// audit hooks, trace functions, os.fork), and the rest must not help.
 var forgeries = []struct{ name, cell string }{
 	{"runner objects through gc", `
 import gc, sys
 n = 0
 fake = lambda *a, **k: (0, "", False)
-for o in gc.get_objects():
+try:
+    objs = gc.get_objects()
+except Exception as e:
+    objs = []
+    print("refused:", e)
+for o in objs:
     try:
         if isinstance(o, dict) and ("exit_status" in o or "kernel_loop" in o or "send" in o):
             for k in ("exit_status", "print_exception", "kernel_loop", "kernel_call", "kernel_answer", "send", "signame"):
@@ -38,13 +45,15 @@ while f is not None:
     f.f_locals.update(rc=0)
     f.f_globals.update(exit_status=fake)
     f = f.f_back
-print("patched", n > 0)`},
+print("patched", n)`},
 	{"sys.modules, builtins, exit functions", `
 import builtins, marshal, os, sys, traceback
 real = os._exit
 os._exit = lambda code=0: real(0)
 sys.exit = builtins.exit = builtins.quit = lambda *a: real(0)
 builtins.exec = builtins.eval = lambda *a, **k: None
+real_compile = compile
+builtins.compile = lambda *a, **k: real_compile("pass", "<x>", "exec")
 builtins.repr = lambda v: "forged"
 marshal.loads = lambda b: (b"", "<cell-x>", "", [], None)
 os.read = lambda fd, n: b""
@@ -67,7 +76,10 @@ print("patched")`},
 	{"signal handlers and a pending signal", `
 import os, signal, sys
 for s in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGCHLD, signal.SIGALRM):
-    signal.signal(s, lambda *a: sys.exit(0))
+    try:
+        signal.signal(s, lambda *a: sys.exit(0))
+    except Exception as e:
+        print("refused:", e)
 signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])
 os.kill(os.getpid(), signal.SIGUSR1)  # pending until a later cell unblocks it
 print("patched")`},
@@ -75,23 +87,93 @@ print("patched")`},
 import os, signal, sys, threading
 armed = False
 def hook(event, args):
-    if armed and event in ("exec", "marshal.loads", "sys.settrace", "sys.setprofile"):
+    if armed and event in ("exec", "compile", "marshal.loads", "sys.settrace", "sys.setprofile"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGUSR1])
         raise SystemExit(0)
 def tracer(frame, event, arg):
     raise SystemExit(0)
-signal.signal(signal.SIGUSR1, lambda *a: sys.exit(0))
-signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])
-os.kill(os.getpid(), signal.SIGUSR1)
-sys.addaudithook(hook)
-threading.settrace(tracer)
-sys.setprofile(lambda *a: None)
+for step in (lambda: signal.signal(signal.SIGUSR1, lambda *a: sys.exit(0)),
+             lambda: sys.addaudithook(hook), lambda: threading.settrace(tracer),
+             lambda: sys.settrace(tracer), lambda: sys.setprofile(lambda *a: None)):
+    try:
+        step()
+    except Exception as e:
+        print("refused:", e)
 print("patched")
 armed = True`},
+	{"print wrapped to answer from the kernel loop's frame", `
+import builtins, os, sys
+real_print = builtins.print
+def answer():
+    # Every 16-byte value on the stack might be the cell's nonce: answer
+    # "0" with each, in every form, on every descriptor.
+    f = sys._getframe()
+    while f is not None:
+        for v in list(f.f_locals.values()):
+            if isinstance(v, bytes) and len(v) == 16:
+                for msg in (v.hex().encode() + b" 0\n", b"R 0", b"E" + v):
+                    for fd in range(3, 64):
+                        try:
+                            os.write(fd, msg)
+                        except OSError:
+                            pass
+        f = f.f_back
+    for fd in range(3, 64):
+        try:
+            os.write(fd, b"R 0")
+        except OSError:
+            pass
+def forged(*a, **k):
+    answer()
+    return real_print(*a, **k)
+builtins.print = forged
+sys.stderr.write = lambda s, w=sys.stderr.write: (answer(), w(s))[1]
+real_print("patched")`},
+	{"the kernel's frames, a new interpreter, ctypes, code objects", `
+import sys
+for name, step in (("current frames", lambda: sys._current_frames()),
+                   ("new interpreter", lambda: __import__("_xxsubinterpreters").create()),
+                   ("ctypes", lambda: __import__("ctypes").pythonapi),
+                   ("new code", lambda: (lambda: 0).__code__.replace(co_consts=(1,))),
+                   ("process memory", lambda: open("/proc/self/mem", "rb"))):
+    try:
+        step()
+        print("allowed:", name)
+    except Exception as e:
+        print("refused:", name, type(e).__name__)
+print("patched")`},
+	{"the kernel interpreter's exception class patched", `
+def walk(c, seen):
+    for s in type.__subclasses__(c):
+        if s not in seen:
+            seen.add(s)
+            walk(s, seen)
+    return seen
+n = 0
+for c in walk(BaseException, set()):
+    if c.__name__ == "RunFailedError":
+        try:
+            c.__init__ = lambda self, *a: None
+            n += 1
+        except Exception:
+            pass
+print("patched", n)`},
+	{"a thread left to answer later", `
+import os, threading, time
+def spray():
+    while True:
+        for fd in range(3, 64):
+            try:
+                os.write(fd, b"R 0")
+            except OSError:
+                pass
+        time.sleep(0.001)
+threading.Thread(target=spray, daemon=True).start()
+print("patched")`},
 	{"writes into every descriptor", `
-import json, os, time
+import os, subprocess, sys
 line = b'{"id": %d, "exit_code": 0, "stdout": "", "stderr": "", "ok": true}\n'
-zeros = b"".join(b"%032x 0\n" % i for i in range(64))
+zeros = b"".join(b"%032x 0\n" % i for i in range(64)) + b"R 0"
 def spray():
     for fd in range(3, 1024):
         for i in range(1, 12):
@@ -101,11 +183,18 @@ def spray():
             except OSError:
                 break
 spray()
-if os.fork() == 0:  # and again while the next cell runs
-    for _ in range(100):
-        spray()
-        time.sleep(0.01)
-    os._exit(0)
+# and again while the next cell runs, from a process holding every descriptor
+fds = [fd for fd in range(3, 1024) if os.path.exists("/proc/self/fd/%d" % fd)]
+subprocess.Popen([sys.executable, "-c", """
+import os, time
+for _ in range(100):
+    for fd in range(3, 1024):
+        try:
+            os.write(fd, b"R 0")
+        except OSError:
+            pass
+    time.sleep(0.01)
+"""], pass_fds=fds, start_new_session=True)
 print("patched")`},
 }
 
