@@ -97,14 +97,18 @@ func TestExplainDoc(t *testing.T) {
 		how        bool
 		want       string
 	}{
-		{"how", ways, true, "How it works: it takes n, then goes through range(2, n + 1) with i, then returns A[n]."},
-		{"what it returns", ways, false, "Return A[n], the result the task asks for."},
+		{"how", ways, true, "How it works: `A` starts as `[0] * (n + 1)`. A loop takes `i` from `range(2, n + 1)` and updates `A[i]`. It returns `A[n]`."},
+		{"what it returns", ways, false, "Return `A[n]`, the result the task asks for."},
 		{"recursion", "def power(a, b):\n    if b == 0:\n        return 1\n    return a * power(a, b - 1)", true,
-			"How it works: it takes a, b, then calls power recursively, then returns 1 or a * power(a, b - 1)."},
+			"How it works: if `b == 0`, it returns `1` at once, the case that ends the recursion. Otherwise it returns `a * power(a, b - 1)`, calling itself on a smaller case."},
 		{"stray spaces and semicolons", "def f(L, R):\n    count = 0\n    for i in range(L,R + 1) :\n        count += i\n    return count;", true,
-			"How it works: it takes L, R, then goes through range(L,R + 1) with i, then returns count."},
+			"How it works: `count` starts as `0`. A loop takes `i` from `range(L,R + 1)` and updates `count`. It returns `count`."},
+		{"a search that returns early, with a library call", "import math\ndef is_not_prime(n):\n    for i in range(2, int(math.sqrt(n)) + 1):\n        if n % i == 0:\n            return True\n    return False", true,
+			"How it works: a loop takes `i` from `range(2, int(math.sqrt(n)) + 1)`, returning `True` as soon as `n % i == 0`. It returns `False`. `sqrt` bounds the search by the square root."},
+		{"one line", "def is_coprime(x, y):\n    return gcd(x, y) == 1", true,
+			"How it works: it returns `gcd(x, y) == 1`. `gcd` is the greatest common divisor."},
 		{"while and two returns", "def f(x):\n    while x > 9:\n        x //= 10\n    if x:\n        return x\n    return 0", true,
-			"How it works: it takes x, then repeats while x > 9, then returns x or 0."},
+			"How it works: a loop repeats while `x > 9` and updates `x`. If `x`, it returns `x`. Otherwise it returns `0`."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fn := fnName(tc.code)
