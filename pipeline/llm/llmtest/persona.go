@@ -467,7 +467,7 @@ func after(name, code string, v int) string {
 	forms := []string{
 		"In short, %s returns the value the task describes, and the run below should confirm it on the example.",
 		"So %s now computes the result: %s. The run will show whether it matches the expected output.",
-		"That is the whole change: %s keeps its name and arguments, and its result is what the task asks for.",
+		"%s keeps the name and arguments the task gives it, and its result is what the task asks for.",
 	}
 	if v%len(forms) == 1 {
 		return fmt.Sprintf(forms[1], name, plainShape(code, name))
@@ -800,6 +800,16 @@ func mapArgs(args []string, f func(string) string) []string {
 
 var identRe = regexp.MustCompile(`\b[a-z_][a-z0-9_]{2,}\b`)
 
+// builtins are Python's built-in functions and types an explanation
+// should not call the code's state.
+var builtins = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields("abs all any bin bool chr dict divmod enumerate filter float frozenset hex int isinstance iter list map max min next oct ord pow reversed round set sorted str sum tuple type zip math heapq") {
+		m[w] = true
+	}
+	return m
+}()
+
 // explain writes a preface for the reply in the request, naming its
 // function and a few of its variables, in one of several phrasings.
 func (p *Persona) explain(c Call) string {
@@ -832,13 +842,14 @@ func (p *Persona) explain(c Call) string {
 	var vars []string
 	seen := map[string]bool{}
 	for _, w := range identRe.FindAllString(code, -1) {
-		if !seen[w] && !strings.Contains("def return for while if else elif and not none true false print range len import from", w) {
+		// the function's own name and Python's builtins hold no state of it
+		if !seen[w] && "`"+w+"`" != name && !builtins[w] && !strings.Contains("def return for while if else elif and not none true false print range len import from", w) {
 			seen[w] = true
 			vars = append(vars, "`"+w+"`")
 		}
 	}
 	if len(vars) > 3 {
-		vars = vars[1:4]
+		vars = vars[:3]
 	}
 	detail := strings.Join(vars, ", ")
 	forms := []string{
