@@ -26,13 +26,14 @@ var (
 
 // codeFacts is what keepAnswer reads from a function's code.
 type codeFacts struct {
-	depth     int    // deepest nesting of loops, comprehensions included
-	recursive bool   // the function calls itself
-	collects  bool   // it builds a list, set, dict or slice from its input
-	scans     bool   // a loop body searches a sequence (in, count, index)
-	cond      string // the longest condition of an if, elif or while
-	conds     int
-	modern    bool // syntax or library calls newer than Python 3.5
+	depth      int    // deepest nesting of loops, comprehensions included
+	recursive  bool   // the function calls itself
+	collects   bool   // it builds a list, set, dict or slice from its input
+	collection string // the first line that does
+	scans      bool   // a loop body searches a sequence (in, count, index)
+	cond       string // the longest condition of an if, elif or while
+	conds      int
+	modern     bool // syntax or library calls newer than Python 3.5
 }
 
 // ownLines returns the lines of fn's body in code, normalized (no
@@ -88,8 +89,8 @@ func readFacts(code, fn string) codeFacts {
 				f.cond = m[1]
 			}
 		}
-		if collectRe.MatchString(l) {
-			f.collects = true
+		if collectRe.MatchString(l) && !f.collects {
+			f.collects, f.collection = true, l
 		}
 	}
 	return f
@@ -137,7 +138,11 @@ func keepAnswer(low, code, name, fn string) (string, bool) {
 			return memoryAnswer(name, how, code, out), true
 		}
 		if f.collects || f.recursive {
-			text = kept("keeping its memory small (it builds a list, a table or a call stack from its input)")
+			what := "the call stack of its recursion"
+			if f.collects {
+				what = "`" + strings.TrimSpace(f.collection) + "`"
+			}
+			text = kept("keeping its memory small without " + what)
 		} else {
 			text = fmt.Sprintf("No change is needed for memory: %s keeps only single values as it goes and builds no list, set or dictionary from its input, so the memory it uses stays small however long the input is.", name)
 		}
@@ -310,7 +315,7 @@ var (
 	whileRe   = regexp.MustCompile(`^\s*while\s+(.+?)\s*:\s*$`)
 	returnRe  = regexp.MustCompile(`^\s*return\s+(.+?)[\s;]*$`)
 	// updateRe: a statement that sets a name or an element
-	updateRe = regexp.MustCompile(`^\s*([A-Za-z_][\w.]*(?:\[[^\]]*\])*)\s*(?:[-+*/%|&^]|//)?=[^=]`)
+	updateRe = regexp.MustCompile(`^\s*([A-Za-z_][\w.]*(?:\[[^\]]*\])*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?:[-+*/%|&^]|//)?=[^=]`)
 )
 
 // selfCall is the text of fn's first call of itself in body, or "".
@@ -365,6 +370,9 @@ func libraryNotes(body string) string {
 // memoryAnswer says what lessMemory changed (how) and shows the code.
 func memoryAnswer(name, how, before, after string) string {
 	text := fmt.Sprintf("%s built a list only to reduce it to one value, so I hand the values to the reduction as a generator instead: they are made one at a time and never held together, and the result is the same.", name)
+	if how == "iterated" {
+		text = fmt.Sprintf("%s built a whole list only to go through it once, so that list is now a generator expression: its values are made one at a time as the loop asks for them, and never held together. The loop sees the same values in the same order, so the results are the same.", name)
+	}
 	if how == "rolling" {
 		var tables []string
 		for _, l := range strings.Split(before, "\n") {

@@ -32,7 +32,43 @@ func lessMemory(code, fn string) (string, string, bool) {
 	if genRe.MatchString(code) {
 		return genRe.ReplaceAllString(code, "$1($2)"), "generator", true
 	}
+	if out, ok := iterOnce(code); ok {
+		return out, "iterated", true
+	}
 	return "", "", false
+}
+
+// compAssignRe: a list comprehension given a name, on a line of its own.
+var compAssignRe = regexp.MustCompile(`^([ \t]+)([A-Za-z_]\w*)\s*=\s*\[([^\[\]]*\bfor\b[^\[\]]*)\]\s*$`)
+
+// iterOnce turns a list comprehension that is named and then only gone
+// through once by a for statement into a generator expression.
+func iterOnce(code string) (string, bool) {
+	lines := strings.Split(code, "\n")
+	for i, l := range lines {
+		m := compAssignRe.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		name := regexp.MustCompile(`\b` + regexp.QuoteMeta(m[2]) + `\b`)
+		var uses []int
+		for j := i + 1; j < len(lines); j++ {
+			if name.MatchString(lines[j]) {
+				uses = append(uses, j)
+			}
+		}
+		if len(uses) != 1 || !regexp.MustCompile(`^\s*for\s+.+\s+in\s+`+regexp.QuoteMeta(m[2])+`\s*:\s*$`).MatchString(lines[uses[0]]) {
+			continue
+		}
+		// inside a loop the list would be gone through again
+		if ind := len(lines[uses[0]]) - len(strings.TrimLeft(lines[uses[0]], " \t")); ind != len(m[1]) {
+			continue
+		}
+		out := append([]string{}, lines...)
+		out[i] = m[1] + m[2] + " = (" + m[3] + ")"
+		return strings.Join(out, "\n"), true
+	}
+	return "", false
 }
 
 // rollTables rewrites fn when its whole body is: tables of n + 1 entries,
@@ -61,11 +97,13 @@ func rollTables(code, fn string) (string, bool) {
 	fill, first, second := map[string]string{}, map[string]string{}, map[string]string{}
 	indent, n, iv, inner, ret := "", "", "", "", ""
 	var steps [][2]string // table, expression
-	loop := false
+	loop, documented := false, false
 	for _, l := range lines[start+1 : end] {
 		t := strings.TrimSpace(l)
 		switch {
 		case t == "" || strings.HasPrefix(t, "#"):
+		case !loop && len(tables) == 0 && len(t) >= 6 && strings.HasPrefix(t, `"""`) && strings.HasSuffix(t, `"""`):
+			documented = true // said of the tables: written anew below
 		case !loop && tableDefRe.MatchString(l):
 			m := tableDefRe.FindStringSubmatch(l)
 			if n != "" && m[4] != n {
@@ -151,7 +189,11 @@ func rollTables(code, fn string) (string, bool) {
 	}
 	out = append(out, fmt.Sprintf("%sreturn %s1 if %s >= 1 else %s2", indent, ret, n, ret))
 	out = append(out, lines[end:]...)
-	return strings.Join(out, "\n"), true
+	rolled := strings.Join(out, "\n")
+	if documented {
+		rolled = addDocstring(rolled, explainDoc(rolled, fn, true))
+	}
+	return rolled, true
 }
 
 // joinNames is "A1 and B1" for tables A and B and suffix "1".

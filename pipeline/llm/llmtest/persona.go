@@ -954,7 +954,7 @@ func (p *Persona) judge(c Call) string {
 	// the argument checks revise adds guard the code; they change no result
 	code = personaEmptyRe.ReplaceAllString(personaChecksRe.ReplaceAllString(code, ""), "")
 	correct := ok && normalize(code) == normalize(good)
-	if less, _, changed := lessMemory(good, strings.Trim(fnName(good), "`")); ok && changed && normalize(code) == normalize(less) {
+	if less, _, changed := lessMemory(good, strings.Trim(fnName(good), "`")); ok && changed && strings.Contains(normalize(code), normalize(less)) {
 		correct = true // the change it makes itself when asked for less memory
 	}
 	if ok && !correct && strings.Contains(normalize(code), normalize(good)) {
