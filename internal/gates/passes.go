@@ -35,8 +35,10 @@ func ClaimsOnePass(text string) string {
 }
 
 var (
-	pyLoopRe   = regexp.MustCompile(`^(\s*)(?:async\s+)?(for|while)\b.*:\s*$`)
-	compLoopRe = regexp.MustCompile(`[\[({][^\[\](){}]*\bfor\b[^\[\](){}]*\bin\b`)
+	pyLoopRe = regexp.MustCompile(`^(\s*)(?:async\s+)?(for|while)\b.*:\s*$`)
+	// compLoopRe: the "for x in" of a comprehension or generator (on a
+	// line that is not a for statement).
+	compLoopRe = regexp.MustCompile(`\bfor\s+[\w\s,()]+?\s+in\b`)
 	defLineRe  = regexp.MustCompile(`^(\s*)(?:async\s+)?def\s+([A-Za-z_]\w*)\s*\(`)
 )
 
@@ -80,13 +82,11 @@ func CountPasses(code string) Passes {
 		if calls.MatchString(l) {
 			p.Recursive = true
 		}
-		comps := len(compLoopRe.FindAllString(l, -1))
-		// A comprehension inside a comprehension ([[0 for x] for y]):
-		// the pattern sees only the innermost, so count "for" words.
-		if comps > 0 {
-			comps = max(comps, strings.Count(" "+l, " for "))
-		}
 		stmt := pyLoopRe.MatchString(l)
+		comps := len(compLoopRe.FindAllString(l, -1))
+		if stmt {
+			comps = max(0, comps-1) // a for statement's own "for x in"
+		}
 		depth := len(loops) + comps
 		if stmt {
 			depth++

@@ -113,8 +113,8 @@ func ticked(names []string) string {
 func asksEmpty(request string) bool { return gates.AsksAboutEmpty(request) }
 
 // plainShape says, from fn's own lines, how it goes over its input, as a
-// clause that starts in lower case: "it calls itself ...", "it goes
-// through its input once". It claims one pass only where there is one.
+// verb phrase without its subject: "calls itself ...", "goes through its
+// input once". It claims one pass only where there is one.
 func plainShape(code, name string) string {
 	fn := strings.Trim(name, "`")
 	lines, defined := ownLines(code, fn)
@@ -125,13 +125,13 @@ func plainShape(code, name string) string {
 	p := gates.CountPasses(own)
 	switch {
 	case p.Recursive:
-		return "it calls itself on its own intermediate values until it reaches a case it answers directly"
+		return "calls itself on its own intermediate values until it reaches a case it answers directly"
 	case p.Depth > 1:
-		return "it runs one loop inside another, so it goes over its input more than once"
+		return "runs one loop inside another, so it goes over its input more than once"
 	case p.Loops > 1:
-		return fmt.Sprintf("it makes %d passes, one loop after another", p.Loops)
+		return fmt.Sprintf("makes %d passes, one loop after another", p.Loops)
 	case p.Loops == 1:
-		return "it goes through its input once, in a single loop"
+		return "goes through its input once, in a single loop"
 	}
-	return "it computes the result directly, with no loop of its own"
+	return "computes the result directly, with no loop of its own"
 }

@@ -412,7 +412,7 @@ func (p *Persona) writer(c Call) string {
 		}
 		plan := plans[variant(task, len(plans))]
 		if strings.Count(plan, "%s") > 1 {
-			plan = fmt.Sprintf(plan, name, plainShape(code, name))
+			plan = fmt.Sprintf(plan, name, "it "+plainShape(code, name))
 		} else {
 			plan = fmt.Sprintf(plan, name)
 		}
@@ -466,7 +466,7 @@ const edgeClaim = "Inputs at the edges, such as empty or single-element ones, go
 func after(name, code string, v int) string {
 	forms := []string{
 		"In short, %s returns the value the task describes, and the run below should confirm it on the example.",
-		"So %s now computes the result: %s. The run will show whether it matches the expected output.",
+		"So %s %s; the run will show whether that gives the expected output.",
 		"%s keeps the name and arguments the task gives it, and its result is what the task asks for.",
 	}
 	if v%len(forms) == 1 {
@@ -585,7 +585,7 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 // closing replies to an accepted run in prose.
 func (p *Persona) closing(request, code, task string, c Call) string {
 	name := fnName(code)
-	shape := strings.ToUpper(plainShape(code, name)[:1]) + plainShape(code, name)[1:]
+	shape := "It " + plainShape(code, name)
 	if p.bad(OnePassClaim, c) {
 		shape = "It works through its input once"
 	}
@@ -853,7 +853,7 @@ func (p *Persona) explain(c Call) string {
 	}
 	detail := strings.Join(vars, ", ")
 	forms := []string{
-		"In %s, " + plainShape(code, name) + "; the answer is built from %s and returned, which is what the request asks for.",
+		"%s " + plainShape(code, name) + "; the answer is built from %s and returned, which is what the request asks for.",
 		"The approach: %s keeps the intermediate state in %s and combines it at the end, so every case of the task is handled the same way.",
 		"Here %s computes the result directly from its arguments, using %s along the way.",
 		"%s is a small function: it reads %s, applies the rule the task describes and hands back the result.",
