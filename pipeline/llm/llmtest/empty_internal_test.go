@@ -57,6 +57,7 @@ func TestPlainShape(t *testing.T) {
 		{"nested", "def f(xs):\n    for i in xs:\n        for j in xs:\n            pass", "one loop inside another"},
 		{"two loops", "def f(xs):\n    for i in xs:\n        pass\n    return [x for x in xs]", "2 passes"},
 		{"one loop", "def f(xs):\n    return sum(x for x in xs)", "once"},
+		{"a comprehension that indexes", "def f(nums, N):\n    result = [i[N] for i in nums]\n    return result", "once"},
 		{"a comprehension with a call in it", "def f_all(cases):\n    return [g(*args) for args in cases]", "once"},
 		{"no loop", "def f(a, b):\n    return a * b", "no loop of its own"},
 		{"a companion is not f", "def f(a, b):\n    return a * b\n\n\ndef f_all(cases):\n    return [f(*c) for c in cases]", "no loop of its own"},

@@ -210,6 +210,14 @@ func explainDoc(code, fn string, how bool) string {
 		}
 	}
 	if !how {
+		if len(rets) == 1 {
+			// a name returned: say how it is built, where one line does
+			for _, l := range lines {
+				if m := assignLitRe.FindStringSubmatch(l); m != nil && "`"+m[1]+"`" == rets[0] && !strings.Contains(m[2], m[1]) {
+					return fmt.Sprintf("Return %s, built as `%s`.", rets[0], m[2])
+				}
+			}
+		}
 		if len(rets) > 0 {
 			return "Return " + strings.Join(rets, " or ") + ", the result the task asks for."
 		}

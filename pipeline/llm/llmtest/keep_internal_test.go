@@ -99,6 +99,7 @@ func TestExplainDoc(t *testing.T) {
 	}{
 		{"how", ways, true, "How it works: `A` starts as `[0] * (n + 1)`. A loop takes `i` from `range(2, n + 1)` and updates `A[i]`. It returns `A[n]`."},
 		{"what it returns", ways, false, "Return `A[n]`, the result the task asks for."},
+		{"what a name returned is", "def f(nums, N):\n    result = [i[N] for i in nums]\n    return result", false, "Return `result`, built as `[i[N] for i in nums]`."},
 		{"recursion", "def power(a, b):\n    if b == 0:\n        return 1\n    return a * power(a, b - 1)", true,
 			"How it works: if `b == 0`, it returns `1` at once, the case that ends the recursion. Otherwise it returns `a * power(a, b - 1)`, calling itself on a smaller case."},
 		{"stray spaces and semicolons", "def f(L, R):\n    count = 0\n    for i in range(L,R + 1) :\n        count += i\n    return count;", true,

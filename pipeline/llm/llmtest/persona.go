@@ -428,7 +428,12 @@ func (p *Persona) writer(c Call) string {
 			"That output is wrong, so %s needs a fix: its final expression was inverted, which turns every true result into a false one and the other way round. Here it is with the expression the task asks for.",
 			"The result does not match what the task asks; %s returned the opposite of the intended value because the last step negated it. The corrected version below drops that negation and keeps the rest unchanged.",
 		}
-		return thanks + fmt.Sprintf(fixes[variant(task+last, len(fixes))], name) + "\n\n" + block(p.demo(task, good, c)) + "\n\n" + after(name, good, variant(last, 3))
+		fix := fmt.Sprintf(fixes[variant(task+last, len(fixes))], name)
+		if strings.Contains(last, "does not compile") || strings.Contains(last, "SyntaxError") {
+			// A run that never started says nothing of the result.
+			fix = fmt.Sprintf("The run stopped before any check: %s does not compile, and the SyntaxError points at one line. This version corrects that line and keeps the rest unchanged.", name)
+		}
+		return thanks + fix + "\n\n" + block(p.demo(task, good, c)) + "\n\n" + after(name, good, variant(last, 3))
 	default: // feedback or a follow-up request
 		if p.bad(UnchangedRevision, c) {
 			return "You're right, thanks for pointing that out. The solution is correct.\n\n" + block(prevCode)
