@@ -242,13 +242,19 @@ func explainDoc(code, fn string, how bool) string {
 		m := condRe.FindStringSubmatch(l)
 		r := returnRe.FindStringSubmatch(next)
 		switch {
-		case m != nil && r != nil && indent(next) > ind && strings.HasPrefix(strings.TrimSpace(l), "if") && ind == top:
+		case m != nil && r != nil && indent(next) > ind && !strings.HasPrefix(strings.TrimSpace(l), "while") && ind == top:
 			s := fmt.Sprintf("if `%s`, it returns `%s`", m[1], r[1])
-			if loops == 0 {
+			if strings.HasPrefix(strings.TrimSpace(l), "elif") {
+				s = "if instead " + s[3:]
+			}
+			if loops == 0 && !guarded {
 				s += " at once"
 			}
 			guarded = true
-			if recursive && !self.MatchString(r[1]) {
+			switch {
+			case recursive && self.MatchString(r[1]):
+				s += ", calling itself"
+			case recursive:
 				s += ", the case that ends the recursion"
 			}
 			says = append(says, s)
@@ -286,6 +292,9 @@ func explainDoc(code, fn string, how bool) string {
 				s += " and updates " + strings.Join(sets, " and ")
 			}
 			says = append(says, s)
+		case strings.TrimSpace(l) == "else:" && r != nil && indent(next) > ind && ind == top && guarded:
+			last = r[1] // "otherwise it returns ..."
+			i++
 		case returnRe.MatchString(l) && ind == top:
 			last = returnRe.FindStringSubmatch(l)[1]
 		}
@@ -293,7 +302,7 @@ func explainDoc(code, fn string, how bool) string {
 	if len(setup) > 0 {
 		says = append([]string{strings.Join(setup, " and ")}, says...)
 	}
-	if c := selfCall(strings.Join(lines, "\n"), fn); c != "" && !strings.Contains(last, c) {
+	if c := selfCall(strings.Join(lines, "\n"), fn); c != "" && !strings.Contains(last, c) && !strings.Contains(strings.Join(says, " "), "calling itself") {
 		says = append(says, fmt.Sprintf("it calls itself as `%s`", c))
 	}
 	if last != "" {
@@ -302,7 +311,7 @@ func explainDoc(code, fn string, how bool) string {
 			s = "otherwise " + s
 		}
 		if recursive && self.MatchString(last) {
-			s += ", calling itself on a smaller case"
+			s += ", calling itself"
 		}
 		says = append(says, s)
 	}

@@ -191,7 +191,7 @@ func rollTables(code, fn string) (string, bool) {
 	out = append(out, lines[end:]...)
 	rolled := strings.Join(out, "\n")
 	if documented {
-		rolled = addDocstring(rolled, explainDoc(rolled, fn, true))
+		rolled = addDocstring(rolled, fn, explainDoc(rolled, fn, true))
 	}
 	return rolled, true
 }

@@ -549,6 +549,11 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 			return text
 		}
 	}
+	// A docstring documents the function the request names, where the
+	// code defines it (`f_all`, not `f`).
+	if m := tickRe.FindStringSubmatch(request); m != nil && m[1] != bare && strings.Contains(prevCode, "def "+m[1]+"(") {
+		bare, name = m[1], "`"+m[1]+"`"
+	}
 	what, why := "a docstring that states what it computes", " No code change is needed for the rest: the code already does what the task asks, and the checks below show it."
 	docs := []string{"Return the value the task describes for the given arguments.",
 		"Compute the task's result from the arguments, without side effects.",
@@ -582,7 +587,7 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 				"Build the result in steps: each intermediate value has a name, and the last one is returned."}[n%2]
 		}
 	}
-	revised := addDocstring(prevCode, doc)
+	revised := addDocstring(prevCode, bare, doc)
 	return fmt.Sprintf("I added to %s %s, as you asked.%s The logic is unchanged, so the results for valid inputs stay the same and the earlier checks still pass.", name, what, why) +
 		"\n\n" + block(revised) + "\n\nThe run below shows the revised version still works."
 }
@@ -659,12 +664,13 @@ func (p *Persona) agent(c Call) string {
 	return nexts[variant(query+c.LastUser(), len(nexts))] + "\n\n" + fence(gold)
 }
 
-// addDocstring puts a docstring under the last top-level def of code.
-func addDocstring(code, doc string) string {
+// addDocstring puts a docstring under the top-level def of fn in code,
+// or under the last one when code has no fn.
+func addDocstring(code, fn, doc string) string {
 	lines := strings.Split(code, "\n")
 	at := -1
 	for i, l := range lines {
-		if strings.HasPrefix(l, "def ") {
+		if strings.HasPrefix(l, "def "+fn+"(") || !strings.Contains(code, "def "+fn+"(") && strings.HasPrefix(l, "def ") {
 			at = i
 		}
 	}
@@ -700,6 +706,9 @@ func addDocstring(code, doc string) string {
 
 // probeRepairRe reads the simulate stage's repair after its empty-input
 // check: the function, its arguments and the error.
+// tickRe: a name in backticks.
+var tickRe = regexp.MustCompile("`([A-Za-z_]\\w*)`")
+
 var probeRepairRe = regexp.MustCompile(`running ([A-Za-z_]\w*)\((.*)\) raises (\w+)`)
 
 // emptyArg returns the index of the first empty literal (a list, string,
