@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/codefeedback/codefeedback/internal/gates"
 )
 
 // The persona writes no new algorithm for a request about a condition's
@@ -33,7 +35,10 @@ type codeFacts struct {
 	scans      bool   // a loop body searches a sequence (in, count, index)
 	cond       string // the longest condition of an if, elif or while
 	conds      int
-	modern     bool // syntax or library calls newer than Python 3.5
+	modern     bool     // syntax or library calls newer than Python 3.5
+	loops      int      // loops and comprehensions one after another, none inside another
+	whiles     bool     // one of them is a while loop
+	library    []string // built-in and library functions it calls that go over a collection
 }
 
 // ownLines returns the lines of fn's body in code, normalized (no
@@ -89,12 +94,31 @@ func readFacts(code, fn string) codeFacts {
 				f.cond = m[1]
 			}
 		}
+		if strings.HasPrefix(strings.TrimSpace(l), "while ") {
+			f.whiles = true
+		}
+		for _, m := range libCallRe.FindAllStringSubmatch(l, -1) {
+			if !slices.Contains(f.library, "`"+m[1]+"`") && len(f.library) < 3 {
+				f.library = append(f.library, "`"+m[1]+"`")
+			}
+		}
 		if collectRe.MatchString(l) && !f.collects {
 			f.collects, f.collection = true, l
 		}
 	}
+	// The passes as the product's check counts them: comprehensions
+	// that hold calls or brackets are loops too.
+	if defined {
+		p := gates.CountPasses("def " + fn + "():\n" + strings.Join(lines, "\n"))
+		f.depth, f.loops = max(f.depth, p.Depth), p.Loops
+		f.recursive = f.recursive || p.Recursive
+	}
 	return f
 }
+
+// libCallRe: a built-in or library function that goes over a collection
+// in C.
+var libCallRe = regexp.MustCompile(`\b((?:re\.)?(?:sorted|sum|max|min|set|list|tuple|dict|map|zip|filter|any|all|join|split|findall|finditer|sub|intersection|union|Counter|nlargest|nsmallest|heapify|merge|count|index|reverse|sort))\(`)
 
 // keepAnswer is the persona's reply to such a request (low: the request
 // in lower case, without the function's name), with the code unchanged;
@@ -148,8 +172,12 @@ func keepAnswer(low, code, name, fn string) (string, bool) {
 		}
 	default: // faster, quickly on larger inputs
 		switch {
-		case f.recursive || f.depth > 1 || f.scans:
+		case f.recursive || f.depth > 1 || f.scans || f.loops > 1 && f.whiles:
 			text = kept("making it faster on much larger inputs")
+		case f.depth == 0 && len(f.library) > 0:
+			text = fmt.Sprintf("No change is needed for speed on larger inputs: %s has no loop of its own and leaves the work over its input to %s, which Python runs in C; a loop written in Python would be slower, not faster.", name, strings.Join(f.library, ", "))
+		case f.loops > 1:
+			text = fmt.Sprintf("No change is needed for larger inputs: %s makes %d passes one after another, with no loop inside another and no recursion, so its time still grows in step with the size of its input.", name, f.loops)
 		case f.depth == 0:
 			text = fmt.Sprintf("No change is needed for speed on larger inputs: %s has no loop and no recursion, so it does the same few steps whatever the size of its input.", name)
 		default:
@@ -232,6 +260,7 @@ func explainDoc(code, fn string, how bool) string {
 	recursive := self.MatchString(strings.Join(lines, "\n"))
 	var says, setup []string
 	loops, last, guarded := 0, "", false
+	var open []int // the indentation of each loop the line is in
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
 		ind := indent(l)
@@ -273,9 +302,13 @@ func explainDoc(code, fn string, how bool) string {
 			} else {
 				s = fmt.Sprintf("a loop repeats while `%s`", whileRe.FindStringSubmatch(l)[1])
 			}
-			if ind > top {
+			for len(open) > 0 && ind <= open[len(open)-1] {
+				open = open[:len(open)-1]
+			}
+			if len(open) > 0 {
 				s = "inside it, " + s
 			}
+			open = append(open, ind)
 			// what the loop's own lines (not a nested loop's) update
 			var sets []string
 			for j := i + 1; j < len(lines) && indent(lines[j]) > ind; j++ {

@@ -37,6 +37,10 @@ func TestKeepAnswer(t *testing.T) {
 		{"a call after the def is no recursion", "avoid recomputing values inside f", sumList + "\n\nprint(f([1, 2]))\nassert f([3]) == 3", true, "no recursion and no nested loop"},
 		{"a companion function is not f", "make sure f still works quickly on much larger inputs",
 			"def f(a, b):\n    return a * b\n\n\ndef f_all(cases):\n    return [f(*args) for args in cases]", true, "no loop and no recursion"},
+		{"larger inputs, a comprehension is a loop", "make sure f still works quickly on much larger inputs", "def f(nums, N):\n    result = [i[N] for i in nums]\n    return result", true, "makes a single pass"},
+		{"larger inputs, the work left to sorted", "make sure f still works quickly on much larger inputs", "def f(M):\n    return sorted(M, key=sum)", true, "leaves the work over its input to `sorted`, which Python runs in C"},
+		{"larger inputs, loops one after another", "make sure f still works quickly on much larger inputs",
+			"def f(arr, n):\n    for i in range(n):\n        arr[i] = abs(arr[i])\n    for i in range(n):\n        if arr[i] == 0:\n            return i\n    return n", true, "makes 2 passes one after another"},
 		{"not such a request", "add a docstring to f that says what it returns", sumList, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,6 +54,9 @@ func TestKeepAnswer(t *testing.T) {
 			// A good model's reason passes the simulate stage's check.
 			if ok && strings.Contains(got, block(tc.code)) && !gates.KeepsForRequest(tc.request, got) {
 				t.Errorf("gates.KeepsForRequest(%q, %q) = false, want true", tc.request, got)
+			}
+			if s := gates.FalseOnePass(got, tc.code); s != "" {
+				t.Errorf("a false one-pass claim: %q", s)
 			}
 		})
 	}
