@@ -45,6 +45,9 @@ func emptyResult(code, fn, arg string) (value, via string, ok bool) {
 			set[m[1]] = m[2]
 			continue
 		}
+		if m := returnRe.FindStringSubmatch(l); m != nil && regexp.MustCompile(`^\[[^\[\]]*\bfor\b.*\bin\s+`+q+`\s*\]$`).MatchString(m[1]) {
+			return "[]", "", true // a list built from arg alone is empty
+		}
 		if !overArg.MatchString(l) {
 			return "", "", false
 		}
@@ -93,6 +96,9 @@ func emptyAnswer(code, name, fn string) string {
 	if v, via, ok := emptyResult(code, fn, arg); ok {
 		check := []string{fmt.Sprintf("if len(%s) == 0:", arg), "    return " + v}
 		why := fmt.Sprintf("the loop over `%s` never runs and %s returns `%s`", arg, name, v)
+		if v == "[]" && via == "" {
+			why = fmt.Sprintf("%s builds its list from `%s` alone, so it returns `[]`", name, arg)
+		}
 		if via != "" {
 			why = fmt.Sprintf("the loop over `%s` never runs and %s returns `%s` as it was set before the loop, `%s`", arg, name, via, v)
 		}

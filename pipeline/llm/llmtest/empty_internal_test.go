@@ -24,6 +24,8 @@ func TestEmptyAnswer(t *testing.T) {
 			"raises a ValueError", "    if len(xs) == 0:\n        raise ValueError(\"xs must not be empty\")\n"},
 		{"tab-indented", "def f(xs):\n\tn = 0\n\tfor x in xs:\n\t\tn += 1\n\treturn (n)",
 			"`0`", "\tif len(xs) == 0:\n\t    return 0\n"},
+		{"a list built from the argument alone", "def f(cases):\n    return [g(*args) for args in cases]",
+			"builds its list from `cases` alone, so it returns `[]`", "    if len(cases) == 0:\n        return []\n"},
 		{"a number only", "def f(n):\n    return n * (n + 1) // 2", "uses none of its arguments (`n`)", ""},
 		{"already tested", "def f(xs):\n    if not xs:\n        return 0\n    return max(xs)", "already tests for an empty `xs`", ""},
 	} {

@@ -47,14 +47,14 @@ type codeFacts struct {
 // a block of tests around fn says nothing of fn.
 func ownLines(code, fn string) (lines []string, defined bool) {
 	all := strings.Split(normalize(code), "\n")
-	if !strings.Contains(code, "def "+fn+"(") {
+	if !defines(code, fn) {
 		return all, false
 	}
 	in := false
 	for _, l := range all {
 		switch {
 		case strings.HasPrefix(l, "def "):
-			in = strings.HasPrefix(l, "def "+fn+"(")
+			in = isDef(l, fn)
 			continue
 		case !strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "\t"):
 			in = false
@@ -64,6 +64,23 @@ func ownLines(code, fn string) (lines []string, defined bool) {
 		}
 	}
 	return lines, true
+}
+
+// isDef reports whether line starts the top-level definition of fn
+// ("def f(", "def f (").
+func isDef(line, fn string) bool {
+	rest, ok := strings.CutPrefix(line, "def "+fn)
+	return ok && strings.HasPrefix(strings.TrimLeft(rest, " "), "(")
+}
+
+// defines reports whether code defines fn at the top level.
+func defines(code, fn string) bool {
+	for _, l := range strings.Split(code, "\n") {
+		if isDef(l, fn) {
+			return true
+		}
+	}
+	return false
 }
 
 func readFacts(code, fn string) codeFacts {

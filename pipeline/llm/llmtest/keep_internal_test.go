@@ -117,6 +117,8 @@ func TestExplainDoc(t *testing.T) {
 			"How it works: it returns `gcd(x, y) == 1`. `gcd` is the greatest common divisor."},
 		{"if, elif and else", "def lcs(X, Y, m, n):\n    if m == 0 or n == 0:\n       return 0\n    elif X[m-1] == Y[n-1]:\n       return 1 + lcs(X, Y, m-1, n-1)\n    else:\n       return max(lcs(X, Y, m, n-1), lcs(X, Y, m-1, n))", true,
 			"How it works: if `m == 0 or n == 0`, it returns `0` at once, the case that ends the recursion. If instead `X[m-1] == Y[n-1]`, it returns `1 + lcs(X, Y, m-1, n-1)`, calling itself. Otherwise it returns `max(lcs(X, Y, m, n-1), lcs(X, Y, m-1, n))`, calling itself."},
+		{"a space before the parenthesis", "def helper(a, b):\n    return a\n\ndef common_prefix (arr, n):\n    prefix = arr[0]\n    for i in range (1, n):\n        prefix = helper(prefix, arr[i])\n    return (prefix)", true,
+			"How it works: `prefix` starts as `arr[0]`. A loop takes `i` from `range (1, n)` and updates `prefix`. It returns `(prefix)`."},
 		{"while and two returns", "def f(x):\n    while x > 9:\n        x //= 10\n    if x:\n        return x\n    return 0", true,
 			"How it works: a loop repeats while `x > 9` and updates `x`. If `x`, it returns `x`. Otherwise it returns `0`."},
 	} {

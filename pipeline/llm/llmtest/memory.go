@@ -79,7 +79,7 @@ func rollTables(code, fn string) (string, bool) {
 	lines := strings.Split(code, "\n")
 	start := -1
 	for i, l := range lines {
-		if strings.HasPrefix(l, "def "+fn+"(") && strings.HasSuffix(strings.TrimSpace(l), ":") {
+		if isDef(l, fn) && strings.HasSuffix(strings.TrimSpace(l), ":") {
 			start = i
 		}
 	}

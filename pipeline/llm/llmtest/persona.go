@@ -535,6 +535,11 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 			}
 		}
 	}
+	// A docstring or an empty-input path goes on the function the
+	// request names, where the code defines it (`f_all`, not `f`).
+	if m := tickRe.FindStringSubmatch(request); m != nil && m[1] != bare && defines(prevCode, m[1]) && (asksEmpty(low) || strings.Contains(low, "docstring") || strings.Contains(low, "comment") || strings.Contains(low, "explain") || strings.Contains(low, "document")) {
+		bare, name = m[1], "`"+m[1]+"`"
+	}
 	if (strings.Contains(low, "validat") || strings.Contains(low, "guard") || strings.Contains(low, "wrong type")) && !p.bad(ClaimedChecks, c) {
 		if args := argNames(prevCode, bare); len(args) > 0 && bare != "the code" {
 			check := []string{"for name, value in (" + strings.Join(mapArgs(args, func(a string) string { return fmt.Sprintf("(%q, %s)", a, a) }), ", ") + ",):",
@@ -548,11 +553,6 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 		if text, ok := keepAnswer(low, prevCode, name, bare); ok {
 			return text
 		}
-	}
-	// A docstring documents the function the request names, where the
-	// code defines it (`f_all`, not `f`).
-	if m := tickRe.FindStringSubmatch(request); m != nil && m[1] != bare && strings.Contains(prevCode, "def "+m[1]+"(") {
-		bare, name = m[1], "`"+m[1]+"`"
 	}
 	what, why := "a docstring that states what it computes", " No code change is needed for the rest: the code already does what the task asks, and the checks below show it."
 	docs := []string{"Return the value the task describes for the given arguments.",
@@ -670,7 +670,7 @@ func addDocstring(code, fn, doc string) string {
 	lines := strings.Split(code, "\n")
 	at := -1
 	for i, l := range lines {
-		if strings.HasPrefix(l, "def "+fn+"(") || !strings.Contains(code, "def "+fn+"(") && strings.HasPrefix(l, "def ") {
+		if isDef(l, fn) || !defines(code, fn) && strings.HasPrefix(l, "def ") {
 			at = i
 		}
 	}
@@ -767,7 +767,7 @@ func addChecks(code, fn string, check []string) string {
 	lines := strings.Split(code, "\n")
 	at := -1
 	for i, l := range lines {
-		if strings.HasPrefix(l, "def "+fn+"(") || at < 0 && strings.HasPrefix(l, "def ") {
+		if isDef(l, fn) || at < 0 && strings.HasPrefix(l, "def ") {
 			at = i
 		}
 	}
