@@ -16,19 +16,9 @@ var onePassRe = regexp.MustCompile(`(?i)\b((in|with|makes?|making|takes?|does|us
 // ClaimsOnePass returns the first sentence of text's prose (outside code
 // blocks) that says the code goes over its input once, or "".
 func ClaimsOnePass(text string) string {
-	inCode := false
-	for _, l := range strings.Split(text, "\n") {
-		if fenceRe.MatchString(l) {
-			inCode = !inCode
-			continue
-		}
-		if inCode || !onePassRe.MatchString(l) {
-			continue
-		}
-		for _, s := range sentenceRe.FindAllString(l, -1) {
-			if onePassRe.MatchString(s) {
-				return strings.TrimSpace(s)
-			}
+	for _, s := range proseSentences(text) {
+		if onePassRe.MatchString(s) {
+			return strings.TrimSpace(s)
 		}
 	}
 	return ""
