@@ -434,6 +434,12 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 				return v, fmt.Sprintf("Your answer could not be used: the user asked for the arguments to be documented, but the docstring names none of %s. Answer again: the complete revised code in one ```%s block whose docstring names each argument with its type and meaning, then a short summary.", strings.Join(missing, ", "), r.lang)
 			}
 		}
+		if s := gates.FalseOnePass(text, code); v.OK() && r.lang == "python" && s != "" {
+			// "No change is needed: it makes a single pass" of code that
+			// nests loops keeps the code for a false reason.
+			v = gates.Verdict{Reason: "claims_one_pass", Detail: fmt.Sprintf("asked: %s\nclaim: %s", asked, s)}
+			return v, fmt.Sprintf("Your answer could not be used: it says the code goes over its input once (%q), but the code calls itself or runs more than one loop over it. Answer again: describe how the code works as its lines show it, and change it if what was asked needs a change, then the complete code in one ```%s block, then a short summary.", s, r.lang)
+		}
 		if v.OK() && r.lang == "python" && gates.UncheckedInputs(before, code, asked) {
 			v = gates.Verdict{Reason: "inputs_unchecked", Detail: fmt.Sprintf("asked: %s\nanswer: %s", asked, gates.Cut(text, 400))}
 			return v, fmt.Sprintf("Your answer could not be used: the user asked for the inputs to be checked, but the code checks none of them (a docstring or a claim that it already validates is not a check). Answer again: the complete revised code in one ```%s block that checks the arguments before using them (for example raising TypeError or ValueError with a message that names the argument), then a short summary.", r.lang)
@@ -503,6 +509,10 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 	}
 	if r.lang == "python" && gates.NoEmptyPath(r.code, asked) {
 		r.reject(m, gate, label, gates.Verdict{Reason: "no_empty_path", Detail: fmt.Sprintf("asked: %s\nanswer: %s", asked, gates.Cut(r.answersSince(m), 600))})
+		return false, nil
+	}
+	if s := gates.FalseOnePass(r.answersSince(m), r.code); r.lang == "python" && s != "" {
+		r.reject(m, gate, label, gates.Verdict{Reason: "claims_one_pass", Detail: fmt.Sprintf("asked: %s\nclaim: %s", asked, s)})
 		return false, nil
 	}
 	if r.lang == "python" && gates.UncheckedInputs(before, r.code, asked) {

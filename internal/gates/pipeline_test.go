@@ -411,6 +411,8 @@ func TestMisbehavingModelFailsItsGate(t *testing.T) {
 		{llmtest.RoteClosing, "{feedback_rounds: 1, followups: 1, calibrate: 0, closing: model}", []string{"stage simulate", "gate closing rejected", "repeats_earlier_turn"}},
 		// min_cost nests loops: its closings claim one pass falsely.
 		{llmtest.OnePassClaim, "{feedback_rounds: 0, followups: 0, calibrate: 0, closing: model}", []string{"stage simulate", "gate closing rejected", "claims_one_pass"}},
+		// and keeps it for speed "because it makes a single pass".
+		{llmtest.OnePassClaim, "{feedback_rounds: 1, followups: 0, categories: {scalability: 1}, calibrate: 0, closing: template}", []string{"stage simulate", "gate feedback_round rejected", "claims_one_pass"}},
 		{llmtest.DocOnlyEmpty, "{feedback_rounds: 1, followups: 0, categories: {functionality: 1}, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "no_empty_path"}},
 	}
 	for _, tc := range tests {

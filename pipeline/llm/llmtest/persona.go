@@ -69,7 +69,9 @@ const (
 	// no code path for it.
 	DocOnlyEmpty Misbehaviour = "doc_only_empty"
 	// OnePassClaim closes every accepted run with "it works through its
-	// input once", whether the code recurses, nests loops or not.
+	// input once", whether the code recurses, nests loops or not, and
+	// keeps such code unchanged for speed because "it makes a single
+	// pass".
 	OnePassClaim Misbehaviour = "one_pass_claim"
 )
 
@@ -170,7 +172,7 @@ func applicable(c Call) []Misbehaviour {
 			return []Misbehaviour{ThanksToOutput, SilentCode}
 		case len(c.Request.Messages) > 2 && !strings.Contains(last, "is not correct"):
 			if keepTopicRe.MatchString(strings.ToLower(last)) {
-				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, OffRequestNoChange}
+				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, OffRequestNoChange, OnePassClaim}
 			}
 			if asksEmpty(last) {
 				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, DocOnlyEmpty}
@@ -551,6 +553,11 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 	}
 	if !p.bad(OffRequestNoChange, c) {
 		if text, ok := keepAnswer(low, prevCode, name, bare); ok {
+			if p.bad(OnePassClaim, c) && strings.HasPrefix(text, "I leave") {
+				// the old reason, true or not
+				return fmt.Sprintf("No change is needed for larger inputs: %s makes a single pass over its input, so its time grows in step with the size of its input.", name) +
+					"\n\n" + block(prevCode) + "\n\nThe code is the same as before, so the earlier checks still hold."
+			}
 			return text
 		}
 	}
