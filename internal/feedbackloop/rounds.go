@@ -171,13 +171,17 @@ func (r *run) kept() bool { return r.before != "" && gates.SameCode(r.before, r.
 
 // closingVerdict checks a prose reply to an accepted run: tests is the
 // number of tests that ran, output the run's execution turn; kept says
-// the round kept the code as it was.
+// the round kept the code as it was; code is the code the run ran.
 // said holds the dialogue's earlier assistant turns (sameWords keys): a
 // closing that repeats one word for word ("The run confirms it: ..." after
 // every round) teaches a model to answer by rote.
-func closingVerdict(text string, tests int, output string, said map[string]bool, kept bool) gates.Verdict {
+func closingVerdict(text string, tests int, output string, said map[string]bool, kept bool, code string) gates.Verdict {
 	silent := tests == 0 && strings.TrimSpace(output) == SilentRun
 	switch {
+	case gates.FalseOnePass(text, code) != "":
+		// "It works through its input once" of code that recurses or
+		// nests loops is a false account of what the code costs.
+		return gates.Verdict{Reason: "claims_one_pass", Detail: gates.FalseOnePass(text, code)}
 	case kept && claimsChangeRe.MatchString(text):
 		return gates.Verdict{Reason: "claims_unmade_change", Detail: text}
 	case said[sameWords(text)]:
@@ -214,7 +218,7 @@ func (r *run) summary(ctx context.Context, tests int, name string, silent bool) 
 			return "", gates.Verdict{}, fmt.Errorf("simulate: writer: %w", err)
 		}
 		text := strings.TrimSpace(resp.Text)
-		v := closingVerdict(text, tests, r.output, said, r.kept())
+		v := closingVerdict(text, tests, r.output, said, r.kept(), r.code)
 		if v.OK() || try >= repairs {
 			return text, v, nil
 		}
@@ -226,6 +230,8 @@ func (r *run) summary(ctx context.Context, tests int, name string, silent bool) 
 			repair = fmt.Sprintf("Your reply could not be used: it repeats, word for word, one you gave earlier in this conversation. Answer again in two to four sentences of plain prose, at least %d characters, about this run: what it shows, and that the code was kept as it was in this round (it has not changed since the earlier run); no code and no code block.", minClosing)
 		case v.Reason == "repeats_earlier_turn":
 			repair = fmt.Sprintf("Your reply could not be used: it repeats, word for word, one you gave earlier in this conversation. Answer again in two to four sentences of plain prose, at least %d characters, about this run: what it shows and what changed in the code since the earlier run; no code and no code block.", minClosing)
+		case v.Reason == "claims_one_pass":
+			repair = fmt.Sprintf("Your reply could not be used: it says the code goes over its input once (%q), but the code calls itself or runs more than one loop over it. Answer again in two to four sentences of plain prose, at least %d characters, that say what the run shows and describe how the code works as its lines show it; no code and no code block.", v.Detail, minClosing)
 		case v.Reason == "claims_unmade_change":
 			repair = fmt.Sprintf("Your reply could not be used: it says the code was changed, but this round kept it exactly as it was. Answer again in two to four sentences of plain prose, at least %d characters, that say what the run shows and that the code stayed the same; no code and no code block.", minClosing)
 		}
@@ -428,6 +434,12 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 				return v, fmt.Sprintf("Your answer could not be used: the user asked for the arguments to be documented, but the docstring names none of %s. Answer again: the complete revised code in one ```%s block whose docstring names each argument with its type and meaning, then a short summary.", strings.Join(missing, ", "), r.lang)
 			}
 		}
+		if s := gates.FalseOnePass(text, code); v.OK() && r.lang == "python" && s != "" {
+			// "No change is needed: it makes a single pass" of code that
+			// nests loops keeps the code for a false reason.
+			v = gates.Verdict{Reason: "claims_one_pass", Detail: fmt.Sprintf("asked: %s\nclaim: %s", asked, s)}
+			return v, fmt.Sprintf("Your answer could not be used: it says the code goes over its input once (%q), but the code calls itself or runs more than one loop over it. Answer again: describe how the code works as its lines show it, and change it if what was asked needs a change, then the complete code in one ```%s block, then a short summary.", s, r.lang)
+		}
 		if v.OK() && r.lang == "python" && gates.UncheckedInputs(before, code, asked) {
 			v = gates.Verdict{Reason: "inputs_unchecked", Detail: fmt.Sprintf("asked: %s\nanswer: %s", asked, gates.Cut(text, 400))}
 			return v, fmt.Sprintf("Your answer could not be used: the user asked for the inputs to be checked, but the code checks none of them (a docstring or a claim that it already validates is not a check). Answer again: the complete revised code in one ```%s block that checks the arguments before using them (for example raising TypeError or ValueError with a message that names the argument), then a short summary.", r.lang)
@@ -438,6 +450,10 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 				probeErr = err
 			} else if !ev.OK() {
 				return ev, fmt.Sprintf("Your answer could not be used: the user asked about empty input, and running %s, so the code does not handle it (an error it raises on purpose, with a clear message, would be handling it). Answer again: the complete revised code in one ```%s block that handles empty input explicitly (return the value the task implies, or raise a ValueError that says why), then a short summary.", ev.Detail, r.lang)
+			}
+			if r.lang == "python" && gates.NoEmptyPath(code, asked) {
+				v = gates.Verdict{Reason: "no_empty_path", Detail: fmt.Sprintf("asked: %s\nanswer: %s", asked, gates.Cut(text, 400))}
+				return v, fmt.Sprintf("Your answer could not be used: the user asked for empty input to be handled explicitly, but the code has no path of its own for it (a docstring, or the claim that the same path handles it, is not one). Answer again: the complete revised code in one ```%s block that tests for an empty argument before using it and returns the value the task implies for it, or raises a ValueError that says why, then a short summary.", r.lang)
 			}
 			return v, ""
 		}
@@ -489,6 +505,14 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 		return false, err
 	} else if !ev.OK() {
 		r.reject(m, gate, label, ev)
+		return false, nil
+	}
+	if r.lang == "python" && gates.NoEmptyPath(r.code, asked) {
+		r.reject(m, gate, label, gates.Verdict{Reason: "no_empty_path", Detail: fmt.Sprintf("asked: %s\nanswer: %s", asked, gates.Cut(r.answersSince(m), 600))})
+		return false, nil
+	}
+	if s := gates.FalseOnePass(r.answersSince(m), r.code); r.lang == "python" && s != "" {
+		r.reject(m, gate, label, gates.Verdict{Reason: "claims_one_pass", Detail: fmt.Sprintf("asked: %s\nclaim: %s", asked, s)})
 		return false, nil
 	}
 	if r.lang == "python" && gates.UncheckedInputs(before, r.code, asked) {

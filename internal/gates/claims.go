@@ -29,19 +29,26 @@ func NamesSingleElement(text string) bool { return singleRe.MatchString(text) }
 // that say the code handles empty or edge-case input.
 func EdgeClaims(text string) []string {
 	var out []string
+	for _, s := range proseSentences(text) {
+		if emptyWordRe.MatchString(s) && claimVerbRe.MatchString(s) && !hedgeRe.MatchString(s) {
+			out = append(out, strings.TrimSpace(s))
+		}
+	}
+	return out
+}
+
+// proseSentences returns the sentences of text outside its code blocks,
+// each within one line.
+func proseSentences(text string) []string {
+	var out []string
 	inCode := false
 	for _, l := range strings.Split(text, "\n") {
 		if fenceRe.MatchString(l) {
 			inCode = !inCode
 			continue
 		}
-		if inCode || !emptyWordRe.MatchString(l) {
-			continue
-		}
-		for _, s := range sentenceRe.FindAllString(l, -1) {
-			if emptyWordRe.MatchString(s) && claimVerbRe.MatchString(s) && !hedgeRe.MatchString(s) {
-				out = append(out, strings.TrimSpace(s))
-			}
+		if !inCode {
+			out = append(out, sentenceRe.FindAllString(l, -1)...)
 		}
 	}
 	return out

@@ -86,17 +86,7 @@ func KeepsForRequest(request, answer string) bool {
 		// cannot be held to a topic.
 		return ExplainsNoChange(answer)
 	}
-	var sentences []string
-	inCode := false
-	for _, l := range strings.Split(answer, "\n") {
-		if fenceRe.MatchString(l) {
-			inCode = !inCode
-			continue
-		}
-		if !inCode {
-			sentences = append(sentences, sentenceRe.FindAllString(l, -1)...)
-		}
-	}
+	sentences := proseSentences(answer)
 	for i, s := range sentences {
 		if !keepRe.MatchString(s) {
 			continue

@@ -409,6 +409,11 @@ func TestMisbehavingModelFailsItsGate(t *testing.T) {
 		{llmtest.VagueDocs, "{feedback_rounds: 0, followups: 1, followup_kinds: {explain: 1}, calibrate: 0}", []string{"stage simulate", "gate followup_round rejected", "explanation_names_no_code"}},
 		{llmtest.OffRequestNoChange, "{feedback_rounds: 1, followups: 0, categories: {compatibility: 1, syntax: 1}, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "no_change_off_request"}},
 		{llmtest.RoteClosing, "{feedback_rounds: 1, followups: 1, calibrate: 0, closing: model}", []string{"stage simulate", "gate closing rejected", "repeats_earlier_turn"}},
+		// min_cost nests loops: its closings claim one pass falsely.
+		{llmtest.OnePassClaim, "{feedback_rounds: 0, followups: 0, calibrate: 0, closing: model}", []string{"stage simulate", "gate closing rejected", "claims_one_pass"}},
+		// and keeps it for speed "because it makes a single pass".
+		{llmtest.OnePassClaim, "{feedback_rounds: 1, followups: 0, categories: {scalability: 1}, calibrate: 0, closing: template}", []string{"stage simulate", "gate feedback_round rejected", "claims_one_pass"}},
+		{llmtest.DocOnlyEmpty, "{feedback_rounds: 1, followups: 0, categories: {functionality: 1}, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "no_empty_path"}},
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.bad), func(t *testing.T) {

@@ -3,7 +3,10 @@ package llmtest
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+
+	"github.com/codefeedback/codefeedback/internal/gates"
 )
 
 // The persona writes no new algorithm for a request about a condition's
@@ -25,13 +28,17 @@ var (
 
 // codeFacts is what keepAnswer reads from a function's code.
 type codeFacts struct {
-	depth     int    // deepest nesting of loops, comprehensions included
-	recursive bool   // the function calls itself
-	collects  bool   // it builds a list, set, dict or slice from its input
-	scans     bool   // a loop body searches a sequence (in, count, index)
-	cond      string // the longest condition of an if, elif or while
-	conds     int
-	modern    bool // syntax or library calls newer than Python 3.5
+	depth      int    // deepest nesting of loops, comprehensions included
+	recursive  bool   // the function calls itself
+	collects   bool   // it builds a list, set, dict or slice from its input
+	collection string // the first line that does
+	scans      bool   // a loop body searches a sequence (in, count, index)
+	cond       string // the longest condition of an if, elif or while
+	conds      int
+	modern     bool     // syntax or library calls newer than Python 3.5
+	loops      int      // loops and comprehensions one after another, none inside another
+	whiles     bool     // one of them is a while loop
+	library    []string // built-in and library functions it calls that go over a collection
 }
 
 // ownLines returns the lines of fn's body in code, normalized (no
@@ -40,14 +47,14 @@ type codeFacts struct {
 // a block of tests around fn says nothing of fn.
 func ownLines(code, fn string) (lines []string, defined bool) {
 	all := strings.Split(normalize(code), "\n")
-	if !strings.Contains(code, "def "+fn+"(") {
+	if !defines(code, fn) {
 		return all, false
 	}
 	in := false
 	for _, l := range all {
 		switch {
 		case strings.HasPrefix(l, "def "):
-			in = strings.HasPrefix(l, "def "+fn+"(")
+			in = isDef(l, fn)
 			continue
 		case !strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "\t"):
 			in = false
@@ -57,6 +64,23 @@ func ownLines(code, fn string) (lines []string, defined bool) {
 		}
 	}
 	return lines, true
+}
+
+// isDef reports whether line starts the top-level definition of fn
+// ("def f(", "def f (").
+func isDef(line, fn string) bool {
+	rest, ok := strings.CutPrefix(line, "def "+fn)
+	return ok && strings.HasPrefix(strings.TrimLeft(rest, " "), "(")
+}
+
+// defines reports whether code defines fn at the top level.
+func defines(code, fn string) bool {
+	for _, l := range strings.Split(code, "\n") {
+		if isDef(l, fn) {
+			return true
+		}
+	}
+	return false
 }
 
 func readFacts(code, fn string) codeFacts {
@@ -87,12 +111,31 @@ func readFacts(code, fn string) codeFacts {
 				f.cond = m[1]
 			}
 		}
-		if collectRe.MatchString(l) {
-			f.collects = true
+		if strings.HasPrefix(strings.TrimSpace(l), "while ") {
+			f.whiles = true
 		}
+		for _, m := range libCallRe.FindAllStringSubmatch(l, -1) {
+			if !slices.Contains(f.library, "`"+m[1]+"`") && len(f.library) < 3 {
+				f.library = append(f.library, "`"+m[1]+"`")
+			}
+		}
+		if collectRe.MatchString(l) && !f.collects {
+			f.collects, f.collection = true, l
+		}
+	}
+	// The passes as the product's check counts them: comprehensions
+	// that hold calls or brackets are loops too.
+	if defined {
+		p := gates.CountPasses("def " + fn + "():\n" + strings.Join(lines, "\n"))
+		f.depth, f.loops = max(f.depth, p.Depth), p.Loops
+		f.recursive = f.recursive || p.Recursive
 	}
 	return f
 }
+
+// libCallRe: a built-in or library function that goes over a collection
+// in C.
+var libCallRe = regexp.MustCompile(`\b((?:re\.)?(?:sorted|sum|max|min|set|list|tuple|dict|map|zip|filter|any|all|join|split|findall|finditer|sub|intersection|union|Counter|nlargest|nsmallest|heapify|merge|count|index|reverse|sort))\(`)
 
 // keepAnswer is the persona's reply to such a request (low: the request
 // in lower case, without the function's name), with the code unchanged;
@@ -132,15 +175,26 @@ func keepAnswer(low, code, name, fn string) (string, bool) {
 			text = fmt.Sprintf("No change is needed to avoid recomputing values: %s has no recursion and no nested loop, so each value it derives is computed once.", name)
 		}
 	case strings.Contains(low, "memory") && !strings.Contains(low, "faster"):
+		if out, how, ok := lessMemory(code, fn); ok {
+			return memoryAnswer(name, how, code, out), true
+		}
 		if f.collects || f.recursive {
-			text = kept("keeping its memory small (it builds a list, a table or a call stack from its input)")
+			what := "the call stack of its recursion"
+			if f.collects {
+				what = "`" + strings.TrimSpace(f.collection) + "`"
+			}
+			text = kept("keeping its memory small without " + what)
 		} else {
 			text = fmt.Sprintf("No change is needed for memory: %s keeps only single values as it goes and builds no list, set or dictionary from its input, so the memory it uses stays small however long the input is.", name)
 		}
 	default: // faster, quickly on larger inputs
 		switch {
-		case f.recursive || f.depth > 1 || f.scans:
+		case f.recursive || f.depth > 1 || f.scans || f.loops > 1 && f.whiles:
 			text = kept("making it faster on much larger inputs")
+		case f.depth == 0 && len(f.library) > 0:
+			text = fmt.Sprintf("No change is needed for speed on larger inputs: %s has no loop of its own and leaves the work over its input to %s, which Python runs in C; a loop written in Python would be slower, not faster.", name, strings.Join(f.library, ", "))
+		case f.loops > 1:
+			text = fmt.Sprintf("No change is needed for larger inputs: %s makes %d passes one after another, with no loop inside another and no recursion, so its time still grows in step with the size of its input.", name, f.loops)
 		case f.depth == 0:
 			text = fmt.Sprintf("No change is needed for speed on larger inputs: %s has no loop and no recursion, so it does the same few steps whatever the size of its input.", name)
 		default:
@@ -184,48 +238,217 @@ func splitCondition(code, cond string) (string, bool) {
 	return "", false
 }
 
-var (
-	forHeadRe = regexp.MustCompile(`^\s*for\s+(.+?)\s+in\s+(.+?)\s*:\s*$`)
-	whileRe   = regexp.MustCompile(`^\s*while\s+(.+?)\s*:\s*$`)
-	returnRe  = regexp.MustCompile(`^\s*return\s+(.+?)[\s;]*$`)
-)
-
 // explainDoc is a docstring that says how fn works, read from its own
-// lines: its arguments, its loops and what it returns; or, not how, only
-// what it returns.
+// lines: the cases it answers at once, the values it starts from, what
+// each loop goes over and updates, the call it makes of itself and what
+// it returns, with a word on the library functions it relies on; or, not
+// how, only what it returns.
 func explainDoc(code, fn string, how bool) string {
-	var steps []string
-	if args := argNames(code, fn); len(args) > 0 {
-		steps = append(steps, "takes "+strings.Join(args, ", "))
-	}
-	loops, rets, recursive := 0, []string{}, false
 	lines, defined := ownLines(code, fn)
 	if !defined {
 		lines = nil
 	}
+	var rets []string
 	for _, l := range lines {
-		if strings.Contains(l, fn+"(") && !recursive {
-			steps = append(steps, "calls "+fn+" recursively")
-			recursive = true
-		}
-		if m := forHeadRe.FindStringSubmatch(l); m != nil && loops < 2 {
-			steps = append(steps, fmt.Sprintf("goes through %s with %s", m[2], m[1]))
-			loops++
-		} else if m := whileRe.FindStringSubmatch(l); m != nil && loops < 2 {
-			steps = append(steps, "repeats while "+m[1])
-			loops++
-		} else if m := returnRe.FindStringSubmatch(l); m != nil && len(rets) < 2 {
-			rets = append(rets, m[1])
+		if m := returnRe.FindStringSubmatch(l); m != nil && len(rets) < 2 {
+			rets = append(rets, "`"+m[1]+"`")
 		}
 	}
-	if !how && len(rets) > 0 {
-		return "Return " + strings.Join(rets, " or ") + ", the result the task asks for."
-	}
-	if len(rets) > 0 {
-		steps = append(steps, "returns "+strings.Join(rets, " or "))
-	}
-	if len(steps) == 0 {
+	if !how {
+		if len(rets) == 1 {
+			// a name returned: say how it is built, where one line does
+			for _, l := range lines {
+				if m := assignLitRe.FindStringSubmatch(l); m != nil && "`"+m[1]+"`" == rets[0] && !strings.Contains(m[2], m[1]) {
+					return fmt.Sprintf("Return %s, built as `%s`.", rets[0], m[2])
+				}
+			}
+		}
+		if len(rets) > 0 {
+			return "Return " + strings.Join(rets, " or ") + ", the result the task asks for."
+		}
 		return "Compute the task's result from the arguments."
 	}
-	return "How it works: it " + strings.Join(steps, ", then ") + "."
+	if len(lines) == 0 {
+		return "Compute the task's result from the arguments."
+	}
+	indent := func(l string) int { return len(l) - len(strings.TrimLeft(l, " \t")) }
+	top := indent(lines[0])
+	self := regexp.MustCompile(`\b` + regexp.QuoteMeta(fn) + `\(`)
+	recursive := self.MatchString(strings.Join(lines, "\n"))
+	var says, setup []string
+	loops, last, guarded := 0, "", false
+	var open []int // the indentation of each loop the line is in
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		ind := indent(l)
+		next := ""
+		if i+1 < len(lines) {
+			next = lines[i+1]
+		}
+		m := condRe.FindStringSubmatch(l)
+		r := returnRe.FindStringSubmatch(next)
+		switch {
+		case m != nil && r != nil && indent(next) > ind && !strings.HasPrefix(strings.TrimSpace(l), "while") && ind == top:
+			s := fmt.Sprintf("if `%s`, it returns `%s`", m[1], r[1])
+			if strings.HasPrefix(strings.TrimSpace(l), "elif") {
+				s = "if instead " + s[3:]
+			}
+			if loops == 0 && !guarded {
+				s += " at once"
+			}
+			guarded = true
+			switch {
+			case recursive && self.MatchString(r[1]):
+				s += ", calling itself"
+			case recursive:
+				s += ", the case that ends the recursion"
+			}
+			says = append(says, s)
+			i++
+		case ind == top && loops == 0 && assignLitRe.MatchString(l) && len(setup) < 2 && !strings.Contains(l, "=="):
+			a := assignLitRe.FindStringSubmatch(l)
+			setup = append(setup, fmt.Sprintf("`%s` starts as `%s`", a[1], a[2]))
+		case forHeadRe.MatchString(l) || whileRe.MatchString(l):
+			loops++
+			if loops > 2 {
+				continue
+			}
+			var s string
+			if f := forHeadRe.FindStringSubmatch(l); f != nil {
+				s = fmt.Sprintf("a loop takes `%s` from `%s`", f[1], f[2])
+			} else {
+				s = fmt.Sprintf("a loop repeats while `%s`", whileRe.FindStringSubmatch(l)[1])
+			}
+			for len(open) > 0 && ind <= open[len(open)-1] {
+				open = open[:len(open)-1]
+			}
+			if len(open) > 0 {
+				s = "inside it, " + s
+			}
+			open = append(open, ind)
+			// what the loop's own lines (not a nested loop's) update
+			var sets []string
+			for j := i + 1; j < len(lines) && indent(lines[j]) > ind; j++ {
+				if a := updateRe.FindStringSubmatch(lines[j]); a != nil && len(sets) < 2 && !slices.Contains(sets, "`"+a[1]+"`") {
+					sets = append(sets, "`"+a[1]+"`")
+				}
+				if rr := returnRe.FindStringSubmatch(lines[j]); rr != nil && j > 0 {
+					if c := condRe.FindStringSubmatch(lines[j-1]); c != nil {
+						s += fmt.Sprintf(", returning `%s` as soon as `%s`", rr[1], c[1])
+					}
+				}
+			}
+			if len(sets) > 0 {
+				s += " and updates " + strings.Join(sets, " and ")
+			}
+			says = append(says, s)
+		case strings.TrimSpace(l) == "else:" && r != nil && indent(next) > ind && ind == top && guarded:
+			last = r[1] // "otherwise it returns ..."
+			i++
+		case returnRe.MatchString(l) && ind == top:
+			last = returnRe.FindStringSubmatch(l)[1]
+		}
+	}
+	if len(setup) > 0 {
+		says = append([]string{strings.Join(setup, " and ")}, says...)
+	}
+	if c := selfCall(strings.Join(lines, "\n"), fn); c != "" && !strings.Contains(last, c) && !strings.Contains(strings.Join(says, " "), "calling itself") {
+		says = append(says, fmt.Sprintf("it calls itself as `%s`", c))
+	}
+	if last != "" {
+		s := fmt.Sprintf("it returns `%s`", last)
+		if guarded {
+			s = "otherwise " + s
+		}
+		if recursive && self.MatchString(last) {
+			s += ", calling itself"
+		}
+		says = append(says, s)
+	}
+	if notes := libraryNotes(strings.Join(lines, "\n")); notes != "" {
+		says = append(says, notes)
+	}
+	if len(says) == 0 {
+		return "Compute the task's result from the arguments."
+	}
+	for i, s := range says[1:] {
+		says[i+1] = strings.ToUpper(s[:1]) + s[1:]
+	}
+	return "How it works: " + strings.Join(says, ". ") + "."
+}
+
+var (
+	forHeadRe = regexp.MustCompile(`^\s*for\s+(.+?)\s+in\s+(.+?)\s*:\s*$`)
+	whileRe   = regexp.MustCompile(`^\s*while\s+(.+?)\s*:\s*$`)
+	returnRe  = regexp.MustCompile(`^\s*return\s+(.+?)[\s;]*$`)
+	// updateRe: a statement that sets a name or an element
+	updateRe = regexp.MustCompile(`^\s*([A-Za-z_][\w.]*(?:\[[^\]]*\])*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?:[-+*/%|&^]|//)?=[^=]`)
+)
+
+// selfCall is the text of fn's first call of itself in body, or "".
+func selfCall(body, fn string) string {
+	i := regexp.MustCompile(`\b` + regexp.QuoteMeta(fn) + `\(`).FindStringIndex(body)
+	if i == nil {
+		return ""
+	}
+	depth := 0
+	for j := i[1] - 1; j < len(body); j++ {
+		switch body[j] {
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth == 0 {
+				return body[i[0] : j+1]
+			}
+		case '\n':
+			return ""
+		}
+	}
+	return ""
+}
+
+// libraries are what the persona says of library functions a body
+// calls.
+var libraries = []struct{ re, says string }{
+	{`\bgcd\(`, "`gcd` is the greatest common divisor"},
+	{`\bsqrt\(`, "`sqrt` bounds the search by the square root"},
+	{`\bnlargest\(`, "`heapq.nlargest` keeps a heap of the largest values"},
+	{`\bnsmallest\(`, "`heapq.nsmallest` keeps a heap of the smallest values"},
+	{`\bCounter\(`, "`Counter` counts how often each value occurs"},
+	{`\bset\(`, "a `set` keeps each value once"},
+	{`\bsorted\(|\.sort\(`, "the sort puts the values in order first"},
+	{`\bre\.\w+\(`, "the `re` call matches a regular expression"},
+	{`\bzip\(`, "`zip` pairs up the elements by position"},
+	{`\bbin\(`, "`bin` gives the binary digits"},
+}
+
+// libraryNotes says what the library functions body calls do, at most
+// two of them.
+func libraryNotes(body string) string {
+	var notes []string
+	for _, l := range libraries {
+		if len(notes) < 2 && regexp.MustCompile(l.re).MatchString(body) {
+			notes = append(notes, l.says)
+		}
+	}
+	return strings.Join(notes, "; ")
+}
+
+// memoryAnswer says what lessMemory changed (how) and shows the code.
+func memoryAnswer(name, how, before, after string) string {
+	text := fmt.Sprintf("%s built a list only to reduce it to one value, so I hand the values to the reduction as a generator instead: they are made one at a time and never held together, and the result is the same.", name)
+	if how == "iterated" {
+		text = fmt.Sprintf("%s built a whole list only to go through it once, so that list is now a generator expression: its values are made one at a time as the loop asks for them, and never held together. The loop sees the same values in the same order, so the results are the same.", name)
+	}
+	if how == "rolling" {
+		var tables []string
+		for _, l := range strings.Split(before, "\n") {
+			if m := tableDefRe.FindStringSubmatch(l); m != nil {
+				tables = append(tables, "`"+m[2]+"`")
+			}
+		}
+		text = fmt.Sprintf("Each step of the loop in %s reads only the two entries before it, so the table%s %s, which grew with the input, can go: two variables per table now roll forward, the last two values, and the memory stays the same however large the input is. The values computed are the same as before.",
+			name, map[bool]string{true: "s", false: ""}[len(tables) > 1], strings.Join(tables, " and "))
+	}
+	return text + "\n\n" + block(after) + "\n\nThe run below checks that the earlier checks still pass."
 }

@@ -37,6 +37,10 @@ func TestKeepAnswer(t *testing.T) {
 		{"a call after the def is no recursion", "avoid recomputing values inside f", sumList + "\n\nprint(f([1, 2]))\nassert f([3]) == 3", true, "no recursion and no nested loop"},
 		{"a companion function is not f", "make sure f still works quickly on much larger inputs",
 			"def f(a, b):\n    return a * b\n\n\ndef f_all(cases):\n    return [f(*args) for args in cases]", true, "no loop and no recursion"},
+		{"larger inputs, a comprehension is a loop", "make sure f still works quickly on much larger inputs", "def f(nums, N):\n    result = [i[N] for i in nums]\n    return result", true, "makes a single pass"},
+		{"larger inputs, the work left to sorted", "make sure f still works quickly on much larger inputs", "def f(M):\n    return sorted(M, key=sum)", true, "leaves the work over its input to `sorted`, which Python runs in C"},
+		{"larger inputs, loops one after another", "make sure f still works quickly on much larger inputs",
+			"def f(arr, n):\n    for i in range(n):\n        arr[i] = abs(arr[i])\n    for i in range(n):\n        if arr[i] == 0:\n            return i\n    return n", true, "makes 2 passes one after another"},
 		{"not such a request", "add a docstring to f that says what it returns", sumList, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,6 +54,9 @@ func TestKeepAnswer(t *testing.T) {
 			// A good model's reason passes the simulate stage's check.
 			if ok && strings.Contains(got, block(tc.code)) && !gates.KeepsForRequest(tc.request, got) {
 				t.Errorf("gates.KeepsForRequest(%q, %q) = false, want true", tc.request, got)
+			}
+			if s := gates.FalseOnePass(got, tc.code); s != "" {
+				t.Errorf("a false one-pass claim: %q", s)
 			}
 		})
 	}
@@ -97,14 +104,23 @@ func TestExplainDoc(t *testing.T) {
 		how        bool
 		want       string
 	}{
-		{"how", ways, true, "How it works: it takes n, then goes through range(2, n + 1) with i, then returns A[n]."},
-		{"what it returns", ways, false, "Return A[n], the result the task asks for."},
+		{"how", ways, true, "How it works: `A` starts as `[0] * (n + 1)`. A loop takes `i` from `range(2, n + 1)` and updates `A[i]`. It returns `A[n]`."},
+		{"what it returns", ways, false, "Return `A[n]`, the result the task asks for."},
+		{"what a name returned is", "def f(nums, N):\n    result = [i[N] for i in nums]\n    return result", false, "Return `result`, built as `[i[N] for i in nums]`."},
 		{"recursion", "def power(a, b):\n    if b == 0:\n        return 1\n    return a * power(a, b - 1)", true,
-			"How it works: it takes a, b, then calls power recursively, then returns 1 or a * power(a, b - 1)."},
+			"How it works: if `b == 0`, it returns `1` at once, the case that ends the recursion. Otherwise it returns `a * power(a, b - 1)`, calling itself."},
 		{"stray spaces and semicolons", "def f(L, R):\n    count = 0\n    for i in range(L,R + 1) :\n        count += i\n    return count;", true,
-			"How it works: it takes L, R, then goes through range(L,R + 1) with i, then returns count."},
+			"How it works: `count` starts as `0`. A loop takes `i` from `range(L,R + 1)` and updates `count`. It returns `count`."},
+		{"a search that returns early, with a library call", "import math\ndef is_not_prime(n):\n    for i in range(2, int(math.sqrt(n)) + 1):\n        if n % i == 0:\n            return True\n    return False", true,
+			"How it works: a loop takes `i` from `range(2, int(math.sqrt(n)) + 1)`, returning `True` as soon as `n % i == 0`. It returns `False`. `sqrt` bounds the search by the square root."},
+		{"one line", "def is_coprime(x, y):\n    return gcd(x, y) == 1", true,
+			"How it works: it returns `gcd(x, y) == 1`. `gcd` is the greatest common divisor."},
+		{"if, elif and else", "def lcs(X, Y, m, n):\n    if m == 0 or n == 0:\n       return 0\n    elif X[m-1] == Y[n-1]:\n       return 1 + lcs(X, Y, m-1, n-1)\n    else:\n       return max(lcs(X, Y, m, n-1), lcs(X, Y, m-1, n))", true,
+			"How it works: if `m == 0 or n == 0`, it returns `0` at once, the case that ends the recursion. If instead `X[m-1] == Y[n-1]`, it returns `1 + lcs(X, Y, m-1, n-1)`, calling itself. Otherwise it returns `max(lcs(X, Y, m, n-1), lcs(X, Y, m-1, n))`, calling itself."},
+		{"a space before the parenthesis", "def helper(a, b):\n    return a\n\ndef common_prefix (arr, n):\n    prefix = arr[0]\n    for i in range (1, n):\n        prefix = helper(prefix, arr[i])\n    return (prefix)", true,
+			"How it works: `prefix` starts as `arr[0]`. A loop takes `i` from `range (1, n)` and updates `prefix`. It returns `(prefix)`."},
 		{"while and two returns", "def f(x):\n    while x > 9:\n        x //= 10\n    if x:\n        return x\n    return 0", true,
-			"How it works: it takes x, then repeats while x > 9, then returns x or 0."},
+			"How it works: a loop repeats while `x > 9` and updates `x`. If `x`, it returns `x`. Otherwise it returns `0`."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fn := fnName(tc.code)

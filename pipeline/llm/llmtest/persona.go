@@ -64,10 +64,19 @@ const (
 	// FalseEdgeClaim keeps saying the code already handles empty input
 	// after being shown that it crashes on it, asked or not.
 	FalseEdgeClaim Misbehaviour = "false_edge_claim"
+	// DocOnlyEmpty answers "make f handle an empty input explicitly" with
+	// a docstring and "the same path already handles empty inputs", adding
+	// no code path for it.
+	DocOnlyEmpty Misbehaviour = "doc_only_empty"
+	// OnePassClaim closes every accepted run with "it works through its
+	// input once", whether the code recurses, nests loops or not, and
+	// keeps such code unchanged for speed because "it makes a single
+	// pass".
+	OnePassClaim Misbehaviour = "one_pass_claim"
 )
 
 // Misbehaviours lists every misbehaviour.
-var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange}
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange, DocOnlyEmpty, OnePassClaim}
 
 // Persona is a scripted model that recognises which prompt of the pipeline
 // it is answering (writer, explain, judge, feedback, rubric, eval feedback)
@@ -156,14 +165,17 @@ func applicable(c Call) []Misbehaviour {
 		last := c.LastUser()
 		switch {
 		case strings.HasPrefix(last, "The run above is accepted"):
-			return []Misbehaviour{ThanksToOutput}
+			return []Misbehaviour{ThanksToOutput, OnePassClaim}
 		case strings.HasPrefix(last, "Your reply could not be used: it repeats"):
 			return []Misbehaviour{RoteClosing}
 		case strings.HasPrefix(last, "Execution result:"):
 			return []Misbehaviour{ThanksToOutput, SilentCode}
 		case len(c.Request.Messages) > 2 && !strings.Contains(last, "is not correct"):
 			if keepTopicRe.MatchString(strings.ToLower(last)) {
-				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, OffRequestNoChange}
+				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, OffRequestNoChange, OnePassClaim}
+			}
+			if asksEmpty(last) {
+				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, DocOnlyEmpty}
 			}
 			return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests}
 		}
@@ -379,7 +391,7 @@ func (p *Persona) writer(c Call) string {
 		}
 		return fmt.Sprintf("This run checks %s as revised in answer %d: the change asked for is in, and the result is still the one the task describes for the example.", name, answers)
 	case strings.HasPrefix(last, "The run above is accepted"):
-		return thanks + p.closing(last, prevCode, task)
+		return thanks + p.closing(last, prevCode, task, c)
 	case answers == 0 && ti > 1:
 		// A new task of its own: answered afresh, as a good model answers
 		// the next query of a packed dialogue.
@@ -388,7 +400,7 @@ func (p *Persona) writer(c Call) string {
 			code = first
 		}
 		return fmt.Sprintf("This is a new task, so I write %s from scratch rather than changing the code above: it follows the new statement directly, and the run will check it.", name) +
-			"\n\n" + block(p.demo(task, code, c)) + "\n\n" + after(name, variant(last+"after", 3))
+			"\n\n" + block(p.demo(task, code, c)) + "\n\n" + after(name, code, variant(last+"after", 3))
 	case answers == 0:
 		code := good
 		if first != "" {
@@ -397,23 +409,33 @@ func (p *Persona) writer(c Call) string {
 		plans := []string{
 			"I'll write %s so it follows the task directly: read the arguments, apply the rule the task states step by step, and return the result. The example in the task is the first check, and the general case must work the same way.",
 			"The plan: implement %s in small steps, keeping each intermediate value in a named variable so the logic is easy to follow. Then I run it once so we can see that the result matches what the task expects.",
-			"To solve this I define %s and keep its logic short: one pass over the input that builds the answer as it goes. " + edgeClaim,
+			"To solve this I define %s and keep its logic short: %s. " + edgeClaim,
 			"I will build %s around the case in the example first and then make sure it covers the general case too. The function returns its result instead of printing it, so the tests and other code can use it directly.",
 		}
-		plan := fmt.Sprintf(plans[variant(task, len(plans))], name)
+		plan := plans[variant(task, len(plans))]
+		if strings.Count(plan, "%s") > 1 {
+			plan = fmt.Sprintf(plan, name, "it "+plainShape(code, name))
+		} else {
+			plan = fmt.Sprintf(plan, name)
+		}
 		if strings.HasPrefix(c.LastUser(), "Your answer could not be used: it says") && !p.bad(FalseEdgeClaim, c) {
 			// Shown that its claim about empty input is false, it leaves
 			// the claim out.
 			plan = strings.TrimSuffix(plan, " "+edgeClaim)
 		}
-		return plan + "\n\n" + block(p.demo(task, code, c)) + "\n\n" + after(name, variant(task+"after", 3))
+		return plan + "\n\n" + block(p.demo(task, code, c)) + "\n\n" + after(name, code, variant(task+"after", 3))
 	case strings.HasPrefix(last, "Execution result:") || strings.Contains(last, "is not correct"):
 		fixes := []string{
 			"The run shows %s does not give the expected result yet: the return value was computed from the wrong expression, so the check that compares it with the expected value fails. This version computes the value directly from the inputs.",
 			"That output is wrong, so %s needs a fix: its final expression was inverted, which turns every true result into a false one and the other way round. Here it is with the expression the task asks for.",
 			"The result does not match what the task asks; %s returned the opposite of the intended value because the last step negated it. The corrected version below drops that negation and keeps the rest unchanged.",
 		}
-		return thanks + fmt.Sprintf(fixes[variant(task+last, len(fixes))], name) + "\n\n" + block(p.demo(task, good, c)) + "\n\n" + after(name, variant(last, 3))
+		fix := fmt.Sprintf(fixes[variant(task+last, len(fixes))], name)
+		if strings.Contains(last, "does not compile") || strings.Contains(last, "SyntaxError") {
+			// A run that never started says nothing of the result.
+			fix = fmt.Sprintf("The run stopped before any check: %s does not compile, and the SyntaxError points at one line. This version corrects that line and keeps the rest unchanged.", name)
+		}
+		return thanks + fix + "\n\n" + block(p.demo(task, good, c)) + "\n\n" + after(name, good, variant(last, 3))
 	default: // feedback or a follow-up request
 		if p.bad(UnchangedRevision, c) {
 			return "You're right, thanks for pointing that out. The solution is correct.\n\n" + block(prevCode)
@@ -448,11 +470,14 @@ func (p *Persona) catchAll() bool {
 const edgeClaim = "Inputs at the edges, such as empty or single-element ones, go through the same path, so they need no special branch."
 
 // after is the summary that follows an answer's code.
-func after(name string, v int) string {
+func after(name, code string, v int) string {
 	forms := []string{
 		"In short, %s returns the value the task describes, and the run below should confirm it on the example.",
-		"So %s now computes the result in one pass; the run will show whether it matches the expected output.",
-		"That is the whole change: %s keeps its name and arguments, and its result is what the task asks for.",
+		"So %s %s; the run will show whether that gives the expected output.",
+		"%s keeps the name and arguments the task gives it, and its result is what the task asks for.",
+	}
+	if v%len(forms) == 1 {
+		return fmt.Sprintf(forms[1], name, plainShape(code, name))
 	}
 	return fmt.Sprintf(forms[v%len(forms)], name)
 }
@@ -506,11 +531,16 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 		// ran it with: raise a clear error for it instead.
 		if i := emptyArg(m[2]); i >= 0 {
 			if args := argNames(prevCode, m[1]); i < len(args) {
-				check := []string{fmt.Sprintf("if len(%s) == 0:", args[i]), fmt.Sprintf("    raise ValueError(\"%s is empty: %s has no result for it\")", args[i], m[1])}
+				check := []string{fmt.Sprintf("if len(%s) == 0:", args[i]), fmt.Sprintf("    raise ValueError(\"%s must not be empty\")", args[i])}
 				return fmt.Sprintf("Empty input is now explicit: `%s` raises a ValueError that names the empty argument, instead of failing with an %s from deep inside the loop.", m[1], m[3]) +
 					"\n\n" + block(addChecks(prevCode, m[1], check)) + "\n\nNon-empty inputs take the same path as before, so the earlier checks still pass."
 			}
 		}
+	}
+	// A docstring or an empty-input path goes on the function the
+	// request names, where the code defines it (`f_all`, not `f`).
+	if m := tickRe.FindStringSubmatch(request); m != nil && m[1] != bare && defines(prevCode, m[1]) && (asksEmpty(low) || strings.Contains(low, "docstring") || strings.Contains(low, "comment") || strings.Contains(low, "explain") || strings.Contains(low, "document")) {
+		bare, name = m[1], "`"+m[1]+"`"
 	}
 	if (strings.Contains(low, "validat") || strings.Contains(low, "guard") || strings.Contains(low, "wrong type")) && !p.bad(ClaimedChecks, c) {
 		if args := argNames(prevCode, bare); len(args) > 0 && bare != "the code" {
@@ -523,6 +553,11 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 	}
 	if !p.bad(OffRequestNoChange, c) {
 		if text, ok := keepAnswer(low, prevCode, name, bare); ok {
+			if p.bad(OnePassClaim, c) && strings.HasPrefix(text, "I leave") {
+				// the old reason, true or not
+				return fmt.Sprintf("No change is needed for larger inputs: %s makes a single pass over its input, so its time grows in step with the size of its input.", name) +
+					"\n\n" + block(prevCode) + "\n\nThe code is the same as before, so the earlier checks still hold."
+			}
 			return text
 		}
 	}
@@ -536,6 +571,8 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 		what = "a docstring on its cost"
 		why = " No code change is needed for speed: it already makes a single pass over the input, so a faster version would have the same cost."
 		doc = "Return the result in a single pass over the input."
+	case asksEmpty(low) && !p.bad(DocOnlyEmpty, c) && !p.bad(FalseEdgeClaim, c) && bare != "the code":
+		return emptyAnswer(prevCode, name, bare)
 	case strings.Contains(low, "edge") || strings.Contains(low, "empty") || strings.Contains(low, "unusual"):
 		what = "a docstring that states how it treats empty and unusual inputs"
 		why = " No code change is needed for them: the same path already handles empty and single-element inputs."
@@ -557,29 +594,34 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 				"Build the result in steps: each intermediate value has a name, and the last one is returned."}[n%2]
 		}
 	}
-	revised := addDocstring(prevCode, doc)
+	revised := addDocstring(prevCode, bare, doc)
 	return fmt.Sprintf("I added to %s %s, as you asked.%s The logic is unchanged, so the results for valid inputs stay the same and the earlier checks still pass.", name, what, why) +
 		"\n\n" + block(revised) + "\n\nThe run below shows the revised version still works."
 }
 
 // closing replies to an accepted run in prose.
-func (p *Persona) closing(request, code, task string) string {
+func (p *Persona) closing(request, code, task string, c Call) string {
 	name := fnName(code)
-	// It claims only what the request says the run showed.
+	shape := "It " + plainShape(code, name)
+	if p.bad(OnePassClaim, c) {
+		shape = "It works through its input once"
+	}
+	// It claims only what the request says the run showed, and of the
+	// code only what its lines show.
 	forms := []string{
-		"The run confirms it: %s gives the expected result on the checks above. It works through its input once and returns the value the task describes, so it can be used directly from other code.",
+		"The run confirms it: %s gives the expected result on the checks above. " + shape + ", and it returns the value the task describes, so it can be used directly from other code.",
 		"Everything passes now. %s returns the value the task asks for, and the output above shows it on the cases that were checked; larger inputs go through the same steps.",
 		"That run is clean: %s produced the expected result without errors. The function applies the rule from the task to its arguments and hands back the result, which is what the checks compared.",
 	}
 	switch {
 	case strings.Contains(request, "nothing was printed"):
 		forms = []string{
-			"The code ran without errors and printed nothing, because it only defines %s. Call it with your own arguments to get its result; it works through its input once.",
+			"The code ran without errors and printed nothing, because it only defines %s. Call it with your own arguments to get its result. " + shape + ".",
 			"No errors: the run loads the code and defines %s, which hands back its result to the caller instead of printing it.",
 		}
 	case strings.Contains(request, "no tests ran"):
 		forms = []string{
-			"The output above is what %s computes for the arguments in the example call. It works through its input once and returns the value the task describes.",
+			"The output above is what %s computes for the arguments in the example call. " + shape + ", and it returns the value the task describes.",
 			"The printed value comes from calling %s on the example; the function applies the rule from the task to its arguments and hands back the result.",
 		}
 	}
@@ -629,12 +671,13 @@ func (p *Persona) agent(c Call) string {
 	return nexts[variant(query+c.LastUser(), len(nexts))] + "\n\n" + fence(gold)
 }
 
-// addDocstring puts a docstring under the last top-level def of code.
-func addDocstring(code, doc string) string {
+// addDocstring puts a docstring under the top-level def of fn in code,
+// or under the last one when code has no fn.
+func addDocstring(code, fn, doc string) string {
 	lines := strings.Split(code, "\n")
 	at := -1
 	for i, l := range lines {
-		if strings.HasPrefix(l, "def ") {
+		if isDef(l, fn) || !defines(code, fn) && strings.HasPrefix(l, "def ") {
 			at = i
 		}
 	}
@@ -670,6 +713,9 @@ func addDocstring(code, doc string) string {
 
 // probeRepairRe reads the simulate stage's repair after its empty-input
 // check: the function, its arguments and the error.
+// tickRe: a name in backticks.
+var tickRe = regexp.MustCompile("`([A-Za-z_]\\w*)`")
+
 var probeRepairRe = regexp.MustCompile(`running ([A-Za-z_]\w*)\((.*)\) raises (\w+)`)
 
 // emptyArg returns the index of the first empty literal (a list, string,
@@ -728,7 +774,7 @@ func addChecks(code, fn string, check []string) string {
 	lines := strings.Split(code, "\n")
 	at := -1
 	for i, l := range lines {
-		if strings.HasPrefix(l, "def "+fn+"(") || at < 0 && strings.HasPrefix(l, "def ") {
+		if isDef(l, fn) || at < 0 && strings.HasPrefix(l, "def ") {
 			at = i
 		}
 	}
@@ -775,6 +821,16 @@ func mapArgs(args []string, f func(string) string) []string {
 
 var identRe = regexp.MustCompile(`\b[a-z_][a-z0-9_]{2,}\b`)
 
+// builtins are Python's built-in functions and types an explanation
+// should not call the code's state.
+var builtins = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields("abs all any bin bool chr dict divmod enumerate filter float frozenset hex int isinstance iter list map max min next oct ord pow reversed round set sorted str sum tuple type zip math heapq") {
+		m[w] = true
+	}
+	return m
+}()
+
 // explain writes a preface for the reply in the request, naming its
 // function and a few of its variables, in one of several phrasings.
 func (p *Persona) explain(c Call) string {
@@ -807,17 +863,18 @@ func (p *Persona) explain(c Call) string {
 	var vars []string
 	seen := map[string]bool{}
 	for _, w := range identRe.FindAllString(code, -1) {
-		if !seen[w] && !strings.Contains("def return for while if else elif and not none true false print range len import from", w) {
+		// the function's own name and Python's builtins hold no state of it
+		if !seen[w] && "`"+w+"`" != name && !builtins[w] && !strings.Contains("def return for while if else elif and not none true false print range len import from", w) {
 			seen[w] = true
 			vars = append(vars, "`"+w+"`")
 		}
 	}
 	if len(vars) > 3 {
-		vars = vars[1:4]
+		vars = vars[:3]
 	}
 	detail := strings.Join(vars, ", ")
 	forms := []string{
-		"%s works through its input in one pass and builds the answer from %s. It returns that value, which is what the request asks for.",
+		"%s " + plainShape(code, name) + "; the answer is built from %s and returned, which is what the request asks for.",
 		"The approach: %s keeps the intermediate state in %s and combines it at the end, so every case of the task is handled the same way.",
 		"Here %s computes the result directly from its arguments, using %s along the way.",
 		"%s is a small function: it reads %s, applies the rule the task describes and hands back the result.",
@@ -918,6 +975,9 @@ func (p *Persona) judge(c Call) string {
 	// the argument checks revise adds guard the code; they change no result
 	code = personaEmptyRe.ReplaceAllString(personaChecksRe.ReplaceAllString(code, ""), "")
 	correct := ok && normalize(code) == normalize(good)
+	if less, _, changed := lessMemory(good, strings.Trim(fnName(good), "`")); ok && changed && strings.Contains(normalize(code), normalize(less)) {
+		correct = true // the change it makes itself when asked for less memory
+	}
 	if ok && !correct && strings.Contains(normalize(code), normalize(good)) {
 		correct = true
 	}
@@ -931,7 +991,7 @@ func (p *Persona) judge(c Call) string {
 
 var personaChecksRe = regexp.MustCompile(`(?m)^[ \t]*for name, value in \(.*\):\n[ \t]*if value is None:\n[ \t]*raise TypeError\(f"\{name\} must not be None"\)\n`)
 
-var personaEmptyRe = regexp.MustCompile(`(?m)^[ \t]*if len\(\w+\) == 0:\n[ \t]*raise ValueError\("\w+ is empty: \w+ has no result for it"\)\n`)
+var personaEmptyRe = regexp.MustCompile(`(?m)^[ \t]*if len\(\w+\) == 0:\n[ \t]*(raise ValueError\("\w+ (is empty: \w+ has no result for it|must not be empty)"\)|return .*)\n`)
 
 // normalize drops docstrings, comments and blank lines, so a documented
 // revision judges like the code it documents.

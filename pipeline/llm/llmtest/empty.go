@@ -1,0 +1,143 @@
+package llmtest
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/codefeedback/codefeedback/internal/gates"
+)
+
+// Asked to make a function's handling of empty input explicit, the
+// persona adds a code path for it, read from the function's own lines:
+// where the empty case already ends in a known value (a loop over the
+// argument that never runs, then the return of a counter set before it),
+// an early return of that value; otherwise a ValueError that names the
+// argument. A function none of whose arguments is used as a collection
+// has no empty input, and the persona says so.
+
+var (
+	literalRe   = regexp.MustCompile(`^(-?\d+(\.\d+)?|True|False|None|""|''|\[\]|\{\}|\(\)|set\(\)|float\(['"]-?inf['"]\))$`)
+	assignLitRe = regexp.MustCompile(`^\s*([A-Za-z_]\w*)\s*=\s*(.+?)\s*;?\s*$`)
+)
+
+// emptyResult is the value fn returns for an empty arg when its lines
+// show it: every statement before the first loop sets a name to a
+// literal, that loop goes over arg (so it never runs), and the statement
+// after it returns one of those names or a literal. ok is false otherwise.
+func emptyResult(code, fn, arg string) (value, via string, ok bool) {
+	lines, defined := ownLines(code, fn)
+	if !defined || len(lines) == 0 {
+		return "", "", false
+	}
+	indent := func(l string) int { return len(l) - len(strings.TrimLeft(l, " \t")) }
+	top := indent(lines[0])
+	q := regexp.QuoteMeta(arg)
+	overArg := regexp.MustCompile(`^\s*for\s+.+?\s+in\s+(?:` + q + `|enumerate\(` + q + `\)|range\((?:0,\s*)?len\(` + q + `\)\))\s*:\s*$`)
+	set := map[string]string{}
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		if indent(l) != top {
+			return "", "", false
+		}
+		if m := assignLitRe.FindStringSubmatch(l); m != nil && literalRe.MatchString(m[2]) {
+			set[m[1]] = m[2]
+			continue
+		}
+		if m := returnRe.FindStringSubmatch(l); m != nil && regexp.MustCompile(`^\[[^\[\]]*\bfor\b.*\bin\s+`+q+`\s*\]$`).MatchString(m[1]) {
+			return "[]", "", true // a list built from arg alone is empty
+		}
+		if !overArg.MatchString(l) {
+			return "", "", false
+		}
+		j := i + 1
+		for j < len(lines) && indent(lines[j]) > top {
+			j++
+		}
+		if j >= len(lines) {
+			return "", "", false
+		}
+		m := returnRe.FindStringSubmatch(lines[j])
+		if m == nil {
+			return "", "", false
+		}
+		ret := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(m[1], "("), ")"))
+		if v, ok := set[ret]; ok {
+			return v, ret, true
+		}
+		if literalRe.MatchString(ret) {
+			return ret, "", true
+		}
+		return "", "", false
+	}
+	return "", "", false
+}
+
+// emptyAnswer is the persona's reply to a request to handle empty input
+// explicitly: prose that says what the code now does for it, the code,
+// and a closing line.
+func emptyAnswer(code, name, fn string) string {
+	lines, _ := ownLines(code, fn)
+	arg := gates.CollectionArg(code, fn)
+	switch {
+	case arg == "":
+		args := argNames(code, fn)
+		what := "takes no arguments"
+		if len(args) > 0 {
+			what = "uses none of its arguments (" + ticked(args) + ") as a list, string or other collection"
+		}
+		return fmt.Sprintf("No change is needed for empty input: %s %s, so none of them can be empty and there is no empty case to handle.", name, what) +
+			"\n\n" + block(code) + "\n\nThe code is the same as before, so the earlier checks still hold."
+	case gates.EmptyCases(strings.Join(slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return !regexp.MustCompile(`\b` + regexp.QuoteMeta(arg) + `\b`).MatchString(l) }), "\n")) > 0:
+		return fmt.Sprintf("No change is needed for empty input: %s already tests for an empty `%s` in its own lines before using it, so that case has its own path.", name, arg) +
+			"\n\n" + block(code) + "\n\nThe code is the same as before, so the earlier checks still hold."
+	}
+	if v, via, ok := emptyResult(code, fn, arg); ok {
+		check := []string{fmt.Sprintf("if len(%s) == 0:", arg), "    return " + v}
+		why := fmt.Sprintf("the loop over `%s` never runs and %s returns `%s`", arg, name, v)
+		if v == "[]" && via == "" {
+			why = fmt.Sprintf("%s builds its list from `%s` alone, so it returns `[]`", name, arg)
+		}
+		if via != "" {
+			why = fmt.Sprintf("the loop over `%s` never runs and %s returns `%s` as it was set before the loop, `%s`", arg, name, via, v)
+		}
+		return fmt.Sprintf("For an empty `%s`, %s. I made that case explicit: the function now returns `%s` for it at once, so the result no longer depends on the loop being skipped, and a reader sees it in the first lines.", arg, why, v) +
+			"\n\n" + block(addChecks(code, fn, check)) + "\n\nNon-empty inputs take the same path as before, so the earlier checks still pass."
+	}
+	check := []string{fmt.Sprintf("if len(%s) == 0:", arg), fmt.Sprintf("    raise ValueError(\"%s must not be empty\")", arg)}
+	return fmt.Sprintf("%s now treats an empty `%s` explicitly: before any other step it raises a ValueError that names the argument, so a caller learns at once that `%s` needs at least one element instead of getting whatever the steps below make of an empty one.", name, arg, arg) +
+		"\n\n" + block(addChecks(code, fn, check)) + "\n\nNon-empty inputs take the same path as before, so the earlier checks still pass."
+}
+
+// ticked joins names as code: "`a`, `b`".
+func ticked(names []string) string {
+	return strings.Join(mapArgs(names, func(a string) string { return "`" + a + "`" }), ", ")
+}
+
+// asksEmpty reports a request about how the code treats empty input.
+func asksEmpty(request string) bool { return gates.AsksAboutEmpty(request) }
+
+// plainShape says, from fn's own lines, how it goes over its input, as a
+// verb phrase without its subject: "calls itself ...", "goes through its
+// input once". It claims one pass only where there is one.
+func plainShape(code, name string) string {
+	fn := strings.Trim(name, "`")
+	lines, defined := ownLines(code, fn)
+	own := code
+	if defined {
+		own = "def " + fn + "():\n" + strings.Join(lines, "\n")
+	}
+	p := gates.CountPasses(own)
+	switch {
+	case p.Recursive:
+		return "calls itself on its own intermediate values until it reaches a case it answers directly"
+	case p.Depth > 1:
+		return "runs one loop inside another, so it goes over its input more than once"
+	case p.Loops > 1:
+		return fmt.Sprintf("makes %d passes, one loop after another", p.Loops)
+	case p.Loops == 1:
+		return "goes through its input once, in a single loop"
+	}
+	return "computes the result directly, with no loop of its own"
+}

@@ -1,0 +1,209 @@
+package llmtest
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Asked to keep memory small, the persona makes the change where the
+// function's own lines allow one it can state exactly: a list built only
+// to be summed or searched becomes a generator, and dynamic-programming
+// tables whose every step reads only the two entries before it become
+// two variables each that roll forward.
+
+var (
+	// genRe: a list comprehension handed straight to a reduction.
+	genRe = regexp.MustCompile(`\b(sum|max|min|any|all)\(\[([^\[\]]*\bfor\b[^\[\]]*)\]\)`)
+	// tableRe: `A = [0] * (n + 1)`, a table of n + 1 entries.
+	tableDefRe = regexp.MustCompile(`^([ \t]+)([A-Za-z_]\w*)\s*=\s*\[([^\[\]]+)\]\s*\*\s*\(\s*([A-Za-z_]\w*)\s*\+\s*1\s*\)\s*$`)
+	tableSetRe = regexp.MustCompile(`^[ \t]+([A-Za-z_]\w*)\[\s*([01])\s*\]\s*=\s*(.+?)\s*$`)
+	dpLoopRe   = regexp.MustCompile(`^([ \t]+)for\s+([A-Za-z_]\w*)\s+in\s+range\(\s*2\s*,\s*([A-Za-z_]\w*)\s*\+\s*1\s*\)\s*:\s*$`)
+	dpStepRe   = regexp.MustCompile(`^([ \t]+)([A-Za-z_]\w*)\[\s*([A-Za-z_]\w*)\s*\]\s*=\s*(.+?)\s*$`)
+	dpReturnRe = regexp.MustCompile(`^[ \t]+return\s+\(?\s*([A-Za-z_]\w*)\[\s*([A-Za-z_]\w*)\s*\]\s*\)?\s*$`)
+)
+
+// lessMemory returns code with fn changed to use less memory, and what
+// the change is; ok is false when neither change applies.
+func lessMemory(code, fn string) (string, string, bool) {
+	if out, ok := rollTables(code, fn); ok {
+		return out, "rolling", true
+	}
+	if genRe.MatchString(code) {
+		return genRe.ReplaceAllString(code, "$1($2)"), "generator", true
+	}
+	if out, ok := iterOnce(code); ok {
+		return out, "iterated", true
+	}
+	return "", "", false
+}
+
+// compAssignRe: a list comprehension given a name, on a line of its own.
+var compAssignRe = regexp.MustCompile(`^([ \t]+)([A-Za-z_]\w*)\s*=\s*\[([^\[\]]*\bfor\b[^\[\]]*)\]\s*$`)
+
+// iterOnce turns a list comprehension that is named and then only gone
+// through once by a for statement into a generator expression.
+func iterOnce(code string) (string, bool) {
+	lines := strings.Split(code, "\n")
+	for i, l := range lines {
+		m := compAssignRe.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		name := regexp.MustCompile(`\b` + regexp.QuoteMeta(m[2]) + `\b`)
+		var uses []int
+		for j := i + 1; j < len(lines); j++ {
+			if name.MatchString(lines[j]) {
+				uses = append(uses, j)
+			}
+		}
+		if len(uses) != 1 || !regexp.MustCompile(`^\s*for\s+.+\s+in\s+`+regexp.QuoteMeta(m[2])+`\s*:\s*$`).MatchString(lines[uses[0]]) {
+			continue
+		}
+		// inside a loop the list would be gone through again
+		if ind := len(lines[uses[0]]) - len(strings.TrimLeft(lines[uses[0]], " \t")); ind != len(m[1]) {
+			continue
+		}
+		out := append([]string{}, lines...)
+		out[i] = m[1] + m[2] + " = (" + m[3] + ")"
+		return strings.Join(out, "\n"), true
+	}
+	return "", false
+}
+
+// rollTables rewrites fn when its whole body is: tables of n + 1 entries,
+// their entries 0 and 1 set, a loop over range(2, n + 1) whose every line
+// sets one table's entry i from entries i - 1 and i - 2 only, and the
+// return of one table's entry n.
+func rollTables(code, fn string) (string, bool) {
+	lines := strings.Split(code, "\n")
+	start := -1
+	for i, l := range lines {
+		if isDef(l, fn) && strings.HasSuffix(strings.TrimSpace(l), ":") {
+			start = i
+		}
+	}
+	if start < 0 {
+		return "", false
+	}
+	end := start + 1
+	for end < len(lines) && (strings.TrimSpace(lines[end]) == "" || strings.HasPrefix(lines[end], " ") || strings.HasPrefix(lines[end], "\t")) {
+		end++
+	}
+	for end > start+1 && strings.TrimSpace(lines[end-1]) == "" {
+		end-- // the blank lines after the function stay after it
+	}
+	var tables []string
+	fill, first, second := map[string]string{}, map[string]string{}, map[string]string{}
+	indent, n, iv, inner, ret := "", "", "", "", ""
+	var steps [][2]string // table, expression
+	loop, documented := false, false
+	for _, l := range lines[start+1 : end] {
+		t := strings.TrimSpace(l)
+		switch {
+		case t == "" || strings.HasPrefix(t, "#"):
+		case !loop && len(tables) == 0 && len(t) >= 6 && strings.HasPrefix(t, `"""`) && strings.HasSuffix(t, `"""`):
+			documented = true // said of the tables: written anew below
+		case !loop && tableDefRe.MatchString(l):
+			m := tableDefRe.FindStringSubmatch(l)
+			if n != "" && m[4] != n {
+				return "", false
+			}
+			indent, n = m[1], m[4]
+			tables = append(tables, m[2])
+			fill[m[2]] = strings.TrimSpace(m[3])
+		case !loop && tableSetRe.MatchString(l):
+			m := tableSetRe.FindStringSubmatch(l)
+			if _, ok := fill[m[1]]; !ok {
+				return "", false
+			}
+			map[string]map[string]string{"0": first, "1": second}[m[2]][m[1]] = m[3]
+		case !loop && dpLoopRe.MatchString(l):
+			m := dpLoopRe.FindStringSubmatch(l)
+			if m[3] != n || len(tables) == 0 {
+				return "", false
+			}
+			loop, iv = true, m[2]
+		case loop && ret == "" && dpStepRe.MatchString(l) && len(dpStepRe.FindStringSubmatch(l)[1]) > len(indent):
+			m := dpStepRe.FindStringSubmatch(l)
+			if _, ok := fill[m[2]]; !ok || m[3] != iv {
+				return "", false
+			}
+			inner = m[1]
+			steps = append(steps, [2]string{m[2], m[4]})
+		case loop && dpReturnRe.MatchString(l):
+			m := dpReturnRe.FindStringSubmatch(l)
+			if _, ok := fill[m[1]]; !ok || m[2] != n || len(steps) == 0 {
+				return "", false
+			}
+			ret = m[1]
+		default:
+			return "", false
+		}
+	}
+	if ret == "" || len(steps) != len(tables) {
+		return "", false // a table the loop does not fill rolls nothing
+	}
+	stepped := map[string]bool{}
+	for _, s := range steps {
+		if stepped[s[0]] {
+			return "", false
+		}
+		stepped[s[0]] = true
+	}
+	// Each step reads entries i - 1 and i - 2 only: the other entries of
+	// a table are never read again.
+	var news []string
+	for _, s := range steps {
+		expr := s[1]
+		for _, tb := range tables {
+			q := regexp.QuoteMeta(tb)
+			expr = regexp.MustCompile(`\b`+q+`\[\s*`+iv+`\s*-\s*1\s*\]`).ReplaceAllString(expr, tb+"1")
+			expr = regexp.MustCompile(`\b`+q+`\[\s*`+iv+`\s*-\s*2\s*\]`).ReplaceAllString(expr, tb+"2")
+			if regexp.MustCompile(`\b` + q + `\[`).MatchString(expr) {
+				return "", false
+			}
+		}
+		news = append(news, expr)
+	}
+	out := append([]string{}, lines[:start+1]...)
+	out = append(out, indent+"# "+joinNames(tables, "1")+": the entries i - 1 of the former tables; "+joinNames(tables, "2")+": the entries i - 2.")
+	for _, tb := range tables {
+		a, b := fill[tb], fill[tb]
+		if v, ok := first[tb]; ok {
+			a = v
+		}
+		if v, ok := second[tb]; ok {
+			b = v
+		}
+		out = append(out, fmt.Sprintf("%s%s2, %s1 = %s, %s", indent, tb, tb, a, b))
+	}
+	out = append(out, fmt.Sprintf("%sfor %s in range(2, %s + 1):", indent, iv, n))
+	var lhs []string
+	for _, s := range steps {
+		lhs = append(lhs, "new_"+s[0])
+	}
+	out = append(out, fmt.Sprintf("%s%s = %s", inner, strings.Join(lhs, ", "), strings.Join(news, ", ")))
+	for _, s := range steps {
+		out = append(out, fmt.Sprintf("%s%s2, %s1 = %s1, new_%s", inner, s[0], s[0], s[0], s[0]))
+	}
+	out = append(out, fmt.Sprintf("%sreturn %s1 if %s >= 1 else %s2", indent, ret, n, ret))
+	out = append(out, lines[end:]...)
+	rolled := strings.Join(out, "\n")
+	if documented {
+		rolled = addDocstring(rolled, fn, explainDoc(rolled, fn, true))
+	}
+	return rolled, true
+}
+
+// joinNames is "A1 and B1" for tables A and B and suffix "1".
+func joinNames(tables []string, suffix string) string {
+	names := make([]string, len(tables))
+	for i, t := range tables {
+		names[i] = t + suffix
+	}
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}

@@ -1,0 +1,42 @@
+package llmtest
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/codefeedback/codefeedback/internal/gates"
+)
+
+// TestLessMemory: asked for less memory, the persona changes the code
+// where its lines allow an exact change, and only there; the change is
+// a change of the code for the product's check.
+func TestLessMemory(t *testing.T) {
+	const ways = "def count_ways(n): \n\tA = [0] * (n + 1) \n\tB = [0] * (n + 1) \n\tA[0] = 1\n\tA[1] = 0\n\tB[0] = 0\n\tB[1] = 1\n\tfor i in range(2, n+1): \n\t\tA[i] = A[i - 2] + 2 * B[i - 1] \n\t\tB[i] = A[i - 1] + B[i - 2] \n\treturn A[n] \n\nprint(count_ways(8))"
+	for _, tc := range []struct {
+		name, code, fn, want string
+		ok                   bool
+	}{
+		{"two tables", ways, "count_ways",
+			"def count_ways(n): \n\t# A1 and B1: the entries i - 1 of the former tables; A2 and B2: the entries i - 2.\n\tA2, A1 = 1, 0\n\tB2, B1 = 0, 1\n\tfor i in range(2, n + 1):\n\t\tnew_A, new_B = A2 + 2 * B1, A1 + B2\n\t\tA2, A1 = A1, new_A\n\t\tB2, B1 = B1, new_B\n\treturn A1 if n >= 1 else A2\n\nprint(count_ways(8))", true},
+		{"a step reads the entry it is beside", "def f(n):\n    A = [0] * (n + 1)\n    A[1] = 1\n    for i in range(2, n + 1):\n        A[i] = A[i - 1] + A[i - 2] + A[i // 2]\n    return A[n]", "f", "", false},
+		{"a list summed", "def f(xs):\n    return sum([x * x for x in xs])", "f", "def f(xs):\n    return sum(x * x for x in xs)", true},
+		{"a list gone through once", "def f(ls):\n    flat = [x for l in ls for x in l]\n    n = 0\n    for x in flat:\n        n += x\n    return n", "f",
+			"def f(ls):\n    flat = (x for l in ls for x in l)\n    n = 0\n    for x in flat:\n        n += x\n    return n", true},
+		{"a list gone through twice", "def f(ls):\n    flat = [x for l in ls for x in l]\n    for x in flat:\n        pass\n    return len(flat)", "f", "", false},
+		{"a documented table: the docstring is written anew", "def f(n):\n    \"\"\"How it works: `A` starts as `[0] * (n + 1)`.\"\"\"\n    A = [0] * (n + 1)\n    A[1] = 1\n    for i in range(2, n + 1):\n        A[i] = A[i - 1] + A[i - 2]\n    return A[n]", "f",
+			"def f(n):\n    \"\"\"How it works: a loop takes `i` from `range(2, n + 1)` and updates `new_A` and `A2, A1`. It returns `A1 if n >= 1 else A2`.\"\"\"\n    # A1: the entries i - 1 of the former tables; A2: the entries i - 2.\n    A2, A1 = 0, 1\n    for i in range(2, n + 1):\n        new_A = A1 + A2\n        A2, A1 = A1, new_A\n    return A1 if n >= 1 else A2", true},
+		{"a list returned", "def f(xs):\n    return [x * x for x in xs]", "f", "", false},
+	} {
+		got, _, ok := lessMemory(tc.code, tc.fn)
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("%s: lessMemory = %q, %v\nwant %q, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+		if ok && gates.SameLogic(tc.code, got) {
+			t.Errorf("%s: the product's check sees no change", tc.name)
+		}
+	}
+	a, ok := keepAnswer("keep the memory f uses small for long inputs", ways, "`count_ways`", "count_ways")
+	if !ok || !strings.Contains(a, "the tables `A` and `B`, which grew with the input, can go") {
+		t.Errorf("keepAnswer = %q, want the tables replaced", a)
+	}
+}
