@@ -253,11 +253,18 @@ type scratch struct {
 	gramCand []gramCand
 	fpCand   [nStreams][]fpCand
 	// Statements and literal keys of every message (ranges in ctMsg).
-	sts    []stmt
-	lks    []literalKey
-	stSeen map[int32]bool
-	stHits map[int32]*stHit
-	stBest map[int32]*stHit
+	sts []stmt
+	lks []literalKey
+	// stSeen (per statement entry) and stHitGen (per task) hold the
+	// generation stGen of the message that last met them, stHitOf the
+	// task's hit and stHitTasks the tasks met: flat arrays, as fpState,
+	// where maps cost a clear and a walk per message matched.
+	stGen      uint32
+	stSeen     []uint32
+	stHitGen   []uint32
+	stHitOf    []*stHit
+	stHitTasks []int32
+	stBest     map[int32]*stHit
 	// hitPool holds the stHits of one matchStatements call (hitsUsed of
 	// them in use); litFound the tasks whose literal it has reported.
 	hitPool  []*stHit
@@ -328,7 +335,7 @@ type gramHit struct {
 
 func newScratch() *scratch {
 	return &scratch{cover: map[int32][]uint64{}, gramHits: map[int32]*gramHit{},
-		stSeen: map[int32]bool{}, stHits: map[int32]*stHit{}, stBest: map[int32]*stHit{}}
+		stBest: map[int32]*stHit{}}
 }
 
 // Check audits one dialogue. seq is its position in the input. ctx is only

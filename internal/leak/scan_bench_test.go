@@ -110,8 +110,9 @@ func BenchmarkScanVsReference(b *testing.B) {
 	}
 }
 
-// BenchmarkCheckLeastCPU reports a check's CPU time per dialogue, with and
-// without fingerprints, as the sum over 20-dialogue chunks of the least
+// BenchmarkCheckLeastCPU reports a check's CPU time per dialogue, with
+// every measure, without fingerprints, without statements and without
+// both (the differences are what each costs, its tokens included), as the sum over 20-dialogue chunks of the least
 // thread CPU time of each chunk over repeated passes: on a shared machine
 // the least is the run the other load disturbed least, steadier than a
 // mean. To compare two versions, run it alternately in both (the file
@@ -122,6 +123,8 @@ func BenchmarkCheckLeastCPU(b *testing.B) {
 	defer runtime.UnlockOSThread()
 	full := testAuditor(b, Options{})
 	nofp := testAuditor(b, Options{Fingerprints: FingerprintOptions{Off: true}})
+	nost := testAuditor(b, Options{Statements: StatementOptions{Off: true}})
+	neither := testAuditor(b, Options{Fingerprints: FingerprintOptions{Off: true}, Statements: StatementOptions{Off: true}})
 	corpus, _ := syntheticCorpus(b, 1000)
 	var ds []*schema.Dialogue
 	for d := range corpus {
@@ -133,7 +136,7 @@ func BenchmarkCheckLeastCPU(b *testing.B) {
 		for _, c := range []struct {
 			name string
 			a    *Auditor
-		}{{"check", full}, {"check_no_fingerprints", nofp}} {
+		}{{"check", full}, {"check_no_fingerprints", nofp}, {"check_no_statements", nost}, {"check_neither", neither}} {
 			least := make([]time.Duration, len(ds)/chunk)
 			for r := range reps {
 				for k := range least {

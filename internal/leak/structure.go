@@ -862,6 +862,7 @@ func (a *Auditor) matchStatements(bi int, x *Index, d *schema.Dialogue, id strin
 	if len(litFound) > 0 {
 		clear(litFound)
 	}
+	s.stNewIndex(x)
 	for mi, cm := range s.ctMsgs {
 		if cm.s0 == cm.s1 && cm.l0 == cm.l1 {
 			// Nothing to match (the gate passed the message over): its
@@ -871,29 +872,27 @@ func (a *Auditor) matchStatements(bi int, x *Index, d *schema.Dialogue, id strin
 		}
 		text := d.Messages[cm.msg].Content
 		toks := s.ctoks[cm.t0:cm.t1]
-		if len(s.stSeen) > 0 { // as stBest
-			clear(s.stSeen)
-		}
-		if len(s.stHits) > 0 {
-			clear(s.stHits)
-		}
+		gen := s.stNextGen()
 		for _, st := range s.sts[cm.s0:cm.s1] {
 			if !a.filter.mayHold(st.h) {
 				continue
 			}
 			ei, ok := x.stIndex.get(st.h)
-			if !ok || s.stSeen[ei] {
+			if !ok || s.stSeen[ei] == gen {
 				continue
 			}
-			s.stSeen[ei] = true
+			s.stSeen[ei] = gen
 			e := &x.stEntries[ei]
 			sp := schema.Span{Message: cm.msg, Start: int(toks[st.t0].start), End: int(toks[st.t1-1].end)}
 			for _, t := range e.tasks {
-				h := s.stHits[t]
-				if h == nil {
+				var h *stHit
+				if s.stHitGen[t] == gen {
+					h = s.stHitOf[t]
+				} else {
 					h = s.newHit()
 					*h = stHit{msg: mi, spans: h.spans[:0]}
-					s.stHits[t] = h
+					s.stHitGen[t], s.stHitOf[t] = gen, h
+					s.stHitTasks = append(s.stHitTasks, t)
 				}
 				h.w += e.w
 				h.n++
@@ -902,7 +901,8 @@ func (a *Auditor) matchStatements(bi int, x *Index, d *schema.Dialogue, id strin
 		}
 		body := s.stBody[cm.b0:cm.b1]
 		s.wholeMatches(x, &a.filter, o, mi, cm, toks)
-		for t, h := range s.stHits {
+		for _, t := range s.stHitTasks {
+			h := s.stHitOf[t]
 			if tot := x.stTotal[t]; tot == 0 || float64(h.w/tot) < o.Threshold-1e-6 || float64(h.w) < o.MinInfo {
 				continue
 			}
@@ -953,6 +953,30 @@ func (a *Auditor) matchStatements(bi int, x *Index, d *schema.Dialogue, id strin
 			Spans:    slices.Clone(h.spans),
 		})
 	}
+}
+
+// stNewIndex sizes the statement stage's flat arrays for index x.
+func (s *scratch) stNewIndex(x *Index) {
+	if n := len(x.stEntries); len(s.stSeen) < n {
+		s.stSeen = slices.Grow(s.stSeen, n-len(s.stSeen))[:n]
+	}
+	if n := len(x.tasks); len(s.stHitGen) < n {
+		s.stHitGen = slices.Grow(s.stHitGen, n-len(s.stHitGen))[:n]
+		s.stHitOf = slices.Grow(s.stHitOf, n-len(s.stHitOf))[:n]
+	}
+}
+
+// stNextGen starts a message's statement matching: a new generation, so
+// every stamp of the arrays is stale, and no task met.
+func (s *scratch) stNextGen() uint32 {
+	if s.stGen++; s.stGen == 0 {
+		// Wrapped: old stamps could match again.
+		clear(s.stSeen)
+		clear(s.stHitGen)
+		s.stGen = 1
+	}
+	s.stHitTasks = s.stHitTasks[:0]
+	return s.stGen
 }
 
 // wholeStatements: a task whose solution has fewer statements is matched
