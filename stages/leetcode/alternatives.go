@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/internal/strlit"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -159,37 +160,12 @@ func translateTests(p schema.Problem, lang executors.Language, code string) []st
 	return out
 }
 
-// splitArgs splits at top-level commas.
+// splitArgs splits an argument or parameter list at its top-level commas;
+// a blank last part (no arguments, or a trailing comma) is dropped.
 func splitArgs(s string) []string {
-	var parts []string
-	depth, start := 0, 0
-	var q byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if q != 0 {
-			if c == '\\' {
-				i++
-			} else if c == q {
-				q = 0
-			}
-			continue
-		}
-		switch c {
-		case '"', '\'':
-			q = c
-		case '(', '[', '{':
-			depth++
-		case ')', ']', '}':
-			depth--
-		case ',':
-			if depth == 0 {
-				parts = append(parts, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	if strings.TrimSpace(s[start:]) != "" {
-		parts = append(parts, s[start:])
+	parts := strlit.SplitTop(s, ",")
+	if strings.TrimSpace(parts[len(parts)-1]) == "" {
+		parts = parts[:len(parts)-1]
 	}
 	return parts
 }
