@@ -180,29 +180,13 @@ func pyLiteralToJS(s string) (string, bool) {
 		c := s[i]
 		switch {
 		case c == '\'' || c == '"':
-			j := i + 1
-			var lit strings.Builder
-			for ; j < len(s) && s[j] != c; j++ {
-				if s[j] == '\\' && j+1 < len(s) {
-					j++
-					switch s[j] {
-					case 'n':
-						lit.WriteByte('\n')
-					case 't':
-						lit.WriteByte('\t')
-					default:
-						lit.WriteByte(s[j])
-					}
-					continue
-				}
-				lit.WriteByte(s[j])
-			}
-			if j >= len(s) {
+			lit, end, ok := pyString(s, i)
+			if !ok {
 				return "", false
 			}
-			enc, _ := json.Marshal(lit.String())
+			enc, _ := json.Marshal(lit)
 			b.Write(enc)
-			i = j + 1
+			i = end
 		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
 			j := i
 			for j < len(s) && (s[j] == '_' || s[j] >= 'a' && s[j] <= 'z' || s[j] >= 'A' && s[j] <= 'Z' || s[j] >= '0' && s[j] <= '9') {
