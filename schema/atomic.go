@@ -1,11 +1,9 @@
 package schema
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 )
@@ -85,25 +83,6 @@ func syncDir(dir string) error {
 		return fmt.Errorf("sync dir %s: %w", dir, err)
 	}
 	return nil
-}
-
-// WriteAtomic writes path through write (buffered) as an AtomicFile: the
-// final name holds the whole new content or the old one, never a part.
-func WriteAtomic(path string, write func(io.Writer) error) error {
-	a, err := CreateAtomic(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(a, 1<<20)
-	if err := write(bw); err != nil {
-		a.Abort()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		a.Abort()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return a.Commit()
 }
 
 // WriteFileAtomic writes b to path as an AtomicFile, in one write: b is

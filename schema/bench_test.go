@@ -107,21 +107,7 @@ func BenchmarkDialogueIO(b *testing.B) {
 					}
 					f.Close()
 				} else {
-					r, err := OpenReader[Dialogue](path)
-					if err != nil {
-						b.Fatal(err)
-					}
-					for {
-						_, err := r.Read()
-						if err == io.EOF {
-							break
-						}
-						if err != nil {
-							b.Fatal(err)
-						}
-						count++
-					}
-					r.Close()
+					count = countDialogues(b, path)
 				}
 				if count != benchN {
 					b.Fatalf("read %d records, want %d", count, benchN)
@@ -192,6 +178,28 @@ func writeMade(t *testing.T, w dialogueSink, n int, gen func(int) Dialogue) {
 	}
 }
 
+// countDialogues reads every dialogue of path through OpenReader, failing
+// on any error, and returns how many there were.
+func countDialogues(tb testing.TB, path string) int {
+	tb.Helper()
+	r, err := OpenReader[Dialogue](path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer r.Close()
+	n := 0
+	for {
+		_, err := r.Read()
+		if err == io.EOF {
+			return n
+		}
+		if err != nil {
+			tb.Fatal(err)
+		}
+		n++
+	}
+}
+
 func rssChild(t *testing.T, spec string) {
 	parts := strings.SplitN(spec, ":", 3)
 	n, _ := strconv.Atoi(parts[0])
@@ -204,23 +212,7 @@ func rssChild(t *testing.T, spec string) {
 		t.Fatal(err)
 	}
 	writeMade(t, w, n, benchDialogue)
-	r, err := OpenReader[Dialogue](path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := 0
-	for {
-		_, err := r.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got++
-	}
-	r.Close()
-	if got != n {
+	if got := countDialogues(t, path); got != n {
 		t.Fatalf("read %d, want %d", got, n)
 	}
 	status, _ := os.ReadFile("/proc/self/status")

@@ -61,17 +61,12 @@ func fastDialogue(rec []byte) (d Dialogue, ok bool) {
 		default:
 			return d, false
 		}
-		p.space()
-		if p.i >= len(p.b) {
+		more, ok := p.more('}')
+		if !ok {
 			return d, false
 		}
-		c := p.b[p.i]
-		p.i++
-		if c == '}' {
+		if !more {
 			break
-		}
-		if c != ',' {
-			return d, false
 		}
 	}
 	p.space()
@@ -102,6 +97,25 @@ func (p *jsonParser) byte(c byte) bool {
 		return true
 	}
 	return false
+}
+
+// more reads what follows an element of an object or array: a comma
+// (more is true) or the closing byte (more is false); ok is false on
+// anything else or at the end of input.
+func (p *jsonParser) more(closing byte) (more, ok bool) {
+	p.space()
+	if p.i >= len(p.b) {
+		return false, false
+	}
+	c := p.b[p.i]
+	p.i++
+	switch c {
+	case ',':
+		return true, true
+	case closing:
+		return false, true
+	}
+	return false, false
 }
 
 // key reads `"name":` where name is plain ASCII without escapes.
@@ -188,31 +202,21 @@ func (p *jsonParser) messages() ([]Message, bool) {
 			default:
 				return nil, false
 			}
-			p.space()
-			if p.i >= len(p.b) {
+			more, ok := p.more('}')
+			if !ok {
 				return nil, false
 			}
-			c := p.b[p.i]
-			p.i++
-			if c == '}' {
+			if !more {
 				break
-			}
-			if c != ',' {
-				return nil, false
 			}
 		}
 		msgs = append(msgs, m)
-		p.space()
-		if p.i >= len(p.b) {
+		more, ok := p.more(']')
+		if !ok {
 			return nil, false
 		}
-		c := p.b[p.i]
-		p.i++
-		if c == ']' {
+		if !more {
 			return msgs, true
-		}
-		if c != ',' {
-			return nil, false
 		}
 	}
 }

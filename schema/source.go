@@ -336,20 +336,7 @@ func ReadProblems(ctx context.Context, path string, opts ImportOptions) iter.Seq
 			yield(Problem{}, fmt.Errorf("%s: holds dialogues (format %s), not problems", path, s.format))
 			return
 		}
-		for {
-			if err := ctx.Err(); err != nil {
-				yield(Problem{}, err)
-				return
-			}
-			r, err := s.Next()
-			if err == io.EOF {
-				return
-			}
-			var re *RecordError
-			if err != nil && !errors.As(err, &re) {
-				yield(Problem{}, err)
-				return
-			}
+		for r, err := range each(ctx, s.Next) {
 			var p Problem
 			if r.Problem != nil {
 				p = *r.Problem

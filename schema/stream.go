@@ -80,6 +80,12 @@ func CreateWriter[T any](path string, opts ...Option) (Writer[T], error) {
 // fatal error or when ctx is done. RecordErrors are yielded and the range
 // continues unless the loop body breaks.
 func All[T any](ctx context.Context, r Reader[T]) iter.Seq2[T, error] {
+	return each(ctx, r.Read)
+}
+
+// each is All over any function that reads the next record (io.EOF at the
+// end, a RecordError for a bad record the stream goes on after).
+func each[T any](ctx context.Context, next func() (T, error)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		for {
 			if err := ctx.Err(); err != nil {
@@ -87,7 +93,7 @@ func All[T any](ctx context.Context, r Reader[T]) iter.Seq2[T, error] {
 				yield(zero, err)
 				return
 			}
-			v, err := r.Read()
+			v, err := next()
 			if err == io.EOF {
 				return
 			}

@@ -76,17 +76,8 @@ func TestEvalCanonicalMBPPPlusQuirks(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "evalplus"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var kept bytes.Buffer
-	sc := bufio.NewScanner(zr)
+	sc := bufio.NewScanner(sharedtest.Open(t, "evalplus/MbppPlus.jsonl.gz"))
 	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
 	for sc.Scan() {
 		for _, id := range ids {
@@ -114,7 +105,7 @@ func TestEvalCanonicalMBPPPlusQuirks(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	err = runEval(context.Background(), evalOptions{Model: "canonical", Benchmarks: "mbpp+", Rounds: 0,
+	err := runEval(context.Background(), evalOptions{Model: "canonical", Benchmarks: "mbpp+", Rounds: 0,
 		Feedback: "execution", Concurrency: 2, Out: t.TempDir(), Data: dir, Driver: "bwrap"}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("eval: %v\n%s", err, stderr.String())

@@ -249,7 +249,7 @@ func parseLangTest(lang executors.Language, src string) langTest {
 	t := langTest{Src: s}
 	two := func(re *regexp.Regexp) bool {
 		if m := re.FindStringSubmatch(s); m != nil {
-			if args := splitTop(m[1], ","); len(args) == 2 || (len(args) == 3 && strings.TrimSpace(args[2]) == "") {
+			if args := strlit.SplitTop(m[1], ","); len(args) == 2 || (len(args) == 3 && strings.TrimSpace(args[2]) == "") {
 				t.Actual, t.Expected = strings.TrimSpace(args[0]), strings.TrimSpace(args[1])
 				return true
 			}
@@ -257,7 +257,7 @@ func parseLangTest(lang executors.Language, src string) langTest {
 		return false
 	}
 	one := func(re *regexp.Regexp) bool {
-		if m := re.FindStringSubmatch(s); m != nil && len(splitTop(m[1], ",")) == 1 {
+		if m := re.FindStringSubmatch(s); m != nil && len(strlit.SplitTop(m[1], ",")) == 1 {
 			t.Cond = strings.TrimSpace(m[1])
 			return true
 		}
@@ -270,7 +270,7 @@ func parseLangTest(lang executors.Language, src string) langTest {
 		}
 	case executors.C, executors.CPP:
 		if m := reCAssert.FindStringSubmatch(s); m != nil {
-			if sides := splitTop(m[1], "=="); len(sides) == 2 {
+			if sides := strlit.SplitTop(m[1], "=="); len(sides) == 2 {
 				t.Actual, t.Expected = strings.TrimSpace(sides[0]), strings.TrimSpace(sides[1])
 				return t
 			}
@@ -294,13 +294,13 @@ func parseLangTest(lang executors.Language, src string) langTest {
 			return t
 		}
 	case executors.PHP, executors.Lua:
-		if m := reCAssert.FindStringSubmatch(s); m != nil && len(splitTop(m[1], ",")) == 1 {
+		if m := reCAssert.FindStringSubmatch(s); m != nil && len(strlit.SplitTop(m[1], ",")) == 1 {
 			ops := []string{"=="}
 			if lang == executors.PHP {
 				ops = []string{"===", "=="}
 			}
 			for _, op := range ops {
-				if sides := splitTop(m[1], op); len(sides) == 2 {
+				if sides := strlit.SplitTop(m[1], op); len(sides) == 2 {
 					t.Actual, t.Expected, t.Op = strings.TrimSpace(sides[0]), strings.TrimSpace(sides[1]), op
 					return t
 				}
@@ -311,45 +311,6 @@ func parseLangTest(lang executors.Language, src string) langTest {
 	}
 	t.Stmt = s
 	return t
-}
-
-// splitTop splits s at sep where it is outside brackets, strings and
-// character literals.
-func splitTop(s, sep string) []string {
-	var parts []string
-	depth, start := 0, 0
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if quote != 0 {
-			switch c {
-			case '\\':
-				i++
-			case quote:
-				quote = 0
-			}
-			continue
-		}
-		switch c {
-		case '"', '\'', '`':
-			quote = c
-		case '(', '[', '{':
-			depth++
-		case ')', ']', '}':
-			depth--
-		default:
-			if depth == 0 && strings.HasPrefix(s[i:], sep) {
-				// "==" must not be part of "===" or "!==" / "<==".
-				if sep == "==" && ((i > 0 && strings.ContainsRune("=!<>", rune(s[i-1]))) || strings.HasPrefix(s[i+2:], "=")) {
-					continue
-				}
-				parts = append(parts, s[start:i])
-				start = i + len(sep)
-				i += len(sep) - 1
-			}
-		}
-	}
-	return append(parts, s[start:])
 }
 
 // jsonStr is a JSON string literal, which is also a valid string literal in

@@ -1,9 +1,7 @@
 package agent
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"path/filepath"
 
 	"github.com/codefeedback/codefeedback/executors/env"
@@ -54,9 +52,5 @@ func WriteRun(dir string, eps []Episode, ms []Metrics) error {
 	if err := schema.WriteAll(filepath.Join(dir, "dialogues.jsonl"), ds); err != nil {
 		return err
 	}
-	return schema.WriteAtomic(filepath.Join(dir, "metrics.json"), func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(ms)
-	})
+	return schema.WriteJSONAtomic(filepath.Join(dir, "metrics.json"), ms)
 }

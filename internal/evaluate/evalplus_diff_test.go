@@ -2,7 +2,6 @@ package evaluate_test
 
 import (
 	"bufio"
-	"compress/gzip"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -132,16 +131,7 @@ var reTaskID = regexp.MustCompile(`"task_id":\s*"([^"]+)"`)
 // the record as stored.
 func rawRecords(t *testing.T, rel string) map[string]json.RawMessage {
 	t.Helper()
-	f, err := os.Open(sharedtest.Path(t, rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(zr)
+	sc := bufio.NewScanner(sharedtest.Open(t, rel))
 	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
 	out := map[string]json.RawMessage{}
 	for sc.Scan() {

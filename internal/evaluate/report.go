@@ -1,7 +1,6 @@
 package evaluate
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -168,9 +167,5 @@ func WriteFiles(dir string, rep Report, samples []Sample) error {
 	if err := schema.WriteAll(filepath.Join(dir, "samples.jsonl"), samples); err != nil {
 		return err
 	}
-	return schema.WriteAtomic(filepath.Join(dir, "results.json"), func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	})
+	return schema.WriteJSONAtomic(filepath.Join(dir, "results.json"), rep)
 }

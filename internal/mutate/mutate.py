@@ -294,6 +294,20 @@ def typo(name, taken):
     return None
 
 
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def scope_nodes(stmts):
+    """Every node of stmts, depth first, without descending into nested
+    scopes (their def, class or lambda node is yielded, not its insides)."""
+    stack = list(stmts)
+    while stack:
+        n = stack.pop()
+        yield n
+        if not isinstance(n, SCOPES):
+            stack.extend(ast.iter_child_nodes(n))
+
+
 def function_locals(fn):
     """Parameters and names bound directly in fn (not in nested functions)."""
     names = set()
@@ -301,29 +315,17 @@ def function_locals(fn):
     for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]:
         if arg is not None:
             names.add(arg.arg)
-    stack = list(fn.body)
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            if not isinstance(n, ast.Lambda):
-                names.add(n.name)
-            continue
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+    for n in scope_nodes(fn.body):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(n.name)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             names.add(n.id)
-        stack.extend(ast.iter_child_nodes(n))
     return names
 
 
 def uses_in(fn):
     """Name loads directly in fn's body (not in nested scopes)."""
-    stack, out = list(fn.body), []
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-            out.append(n)
-        stack.extend(ast.iter_child_nodes(n))
+    out = [n for n in scope_nodes(fn.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
     return sorted(out, key=lambda n: (n.lineno, n.col_offset))
 
 
@@ -428,14 +430,7 @@ def type_drop_conversion(src, tree, skip):
 
 def loop_body_nodes(loop):
     """Nodes of a loop's body, not descending into nested functions."""
-    stack, out = list(loop.body), []
-    while stack:
-        n = stack.pop()
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        out.append(n)
-        stack.extend(ast.iter_child_nodes(n))
-    return out
+    return [n for n in scope_nodes(loop.body) if not isinstance(n, SCOPES)]
 
 
 def loop_steps(loop):
@@ -519,7 +514,7 @@ def timeout_while_true(src, tree, skip):
         stack = list(loop.body)
         while stack:
             n = stack.pop()
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            if isinstance(n, SCOPES):
                 continue
             if isinstance(n, (ast.Return, ast.Raise)):
                 exits = True

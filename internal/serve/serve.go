@@ -131,6 +131,12 @@ func httpError(w http.ResponseWriter, code int, msg string) {
 	_ = json.NewEncoder(w).Encode(errorBody{msg})
 }
 
+// badRequest counts and answers a request this server refuses (400).
+func (s *Server) badRequest(w http.ResponseWriter, msg string) {
+	s.m.badRequest.Add(1)
+	httpError(w, http.StatusBadRequest, msg)
+}
+
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
@@ -148,8 +154,7 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", s.cfg.MaxBody))
 			return false
 		}
-		s.m.badRequest.Add(1)
-		httpError(w, http.StatusBadRequest, "bad JSON body: "+err.Error())
+		s.badRequest(w, "bad JSON body: "+err.Error())
 		return false
 	}
 	return true
@@ -285,22 +290,19 @@ func (s *Server) runCode(w http.ResponseWriter, r *http.Request) {
 	}
 	lang, ok := language(req.Language)
 	if !ok {
-		s.m.badRequest.Add(1)
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("unknown language %q (this sandbox runs %s)", req.Language, executors.LanguageNames()))
+		s.badRequest(w, fmt.Sprintf("unknown language %q (this sandbox runs %s)", req.Language, executors.LanguageNames()))
 		return
 	}
 	if len(req.FetchFiles) > 0 {
 		// The executor drops a run's scratch directory with the run.
-		s.m.badRequest.Add(1)
-		httpError(w, http.StatusBadRequest, "fetch_files is not supported by this server: a run's files are not kept")
+		s.badRequest(w, "fetch_files is not supported by this server: a run's files are not kept")
 		return
 	}
 	files := map[string][]byte{}
 	for name, b64 := range req.Files {
 		b, err := base64.StdEncoding.DecodeString(b64)
 		if err != nil {
-			s.m.badRequest.Add(1)
-			httpError(w, http.StatusBadRequest, fmt.Sprintf("files[%q]: not base64: %v", name, err))
+			s.badRequest(w, fmt.Sprintf("files[%q]: not base64: %v", name, err))
 			return
 		}
 		files[name] = b
@@ -311,8 +313,7 @@ func (s *Server) runCode(w http.ResponseWriter, r *http.Request) {
 		xr.Stdin = *req.Stdin
 	}
 	if err := xr.Validate(); err != nil {
-		s.m.badRequest.Add(1)
-		httpError(w, http.StatusBadRequest, err.Error())
+		s.badRequest(w, err.Error())
 		return
 	}
 	if !s.acquire(w, r) {
@@ -405,13 +406,11 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		lang, ok = executors.Python, true
 	}
 	if !ok || !harness.Judged(lang) {
-		s.m.badRequest.Add(1)
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("no test judge for language %q", req.Language))
+		s.badRequest(w, fmt.Sprintf("no test judge for language %q", req.Language))
 		return
 	}
 	if len(req.Tests) == 0 {
-		s.m.badRequest.Add(1)
-		httpError(w, http.StatusBadRequest, "tests: want at least one test")
+		s.badRequest(w, "tests: want at least one test")
 		return
 	}
 	code := req.Code

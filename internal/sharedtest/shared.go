@@ -8,8 +8,11 @@
 package sharedtest
 
 import (
+	"compress/gzip"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -82,4 +85,24 @@ func Path(tb testing.TB, rel string) string {
 		tb.Skipf("skipping: %s not found in shared data: %v", rel, err)
 	}
 	return p
+}
+
+// Open opens a file under the shared data dir for reading, gunzipped when
+// its name ends in .gz, and closes it when the test ends; it skips as
+// Path does.
+func Open(tb testing.TB, rel string) io.Reader {
+	tb.Helper()
+	f, err := os.Open(Path(tb, rel))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { f.Close() })
+	if !strings.HasSuffix(rel, ".gz") {
+		return f
+	}
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		tb.Fatalf("%s: %v", rel, err)
+	}
+	return zr
 }

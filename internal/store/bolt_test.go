@@ -132,13 +132,7 @@ func TestBoltBackgroundCheckpoints(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := OpenBolt(path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := reopen(t, b, path, false)
 	defer r.Close()
 	st, _ := r.Stats()
 	if len(st) != 1 || st[0].Entries != n {
@@ -184,13 +178,7 @@ func TestBoltGetMany(t *testing.T) {
 		}
 	}
 	check("before close")
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := OpenBolt(path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b = reopen(t, b, path, false)
 	defer b.Close()
 	check("after reopen")
 }

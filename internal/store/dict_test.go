@@ -116,13 +116,7 @@ func TestCopyFromDictionaryStore(t *testing.T) {
 	for i := range 2000 {
 		src.PutAsync("items", fmt.Sprint(i), resultValue(i))
 	}
-	if err := src.Close(); err != nil {
-		t.Fatal(err)
-	}
-	src, err = OpenBolt(filepath.Join(dir, "src.db"), true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src = reopen(t, src, filepath.Join(dir, "src.db"), true)
 	defer src.Close()
 	if src.dict.encoder("items") == nil {
 		t.Fatal("source store has no dictionary")
@@ -134,13 +128,7 @@ func TestCopyFromDictionaryStore(t *testing.T) {
 	if _, err := dst.CopyFrom(src); err != nil {
 		t.Fatal(err)
 	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
-	}
-	dst, err = OpenBolt(filepath.Join(dir, "dst.db"), true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dst = reopen(t, dst, filepath.Join(dir, "dst.db"), true)
 	defer dst.Close()
 	for _, i := range []int{0, 777, 1999} {
 		if v, ok, err := dst.Get(ctx, "items", fmt.Sprint(i)); err != nil || !ok || !bytes.Equal(v, resultValue(i)) {

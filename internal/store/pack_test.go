@@ -60,15 +60,9 @@ func TestPackedValuesRoundTrip(t *testing.T) {
 		}
 	}
 	check(b, "before close")
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := OpenBolt(path, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b = reopen(t, b, path, true)
 	check(b, "after reopen")
-	err = b.db.View(func(tx *bolt.Tx) error {
+	err := b.db.View(func(tx *bolt.Tx) error {
 		if n := len(tx.Bucket([]byte("items")).Get([]byte("text"))); n >= len(vals["text"])/4 {
 			t.Errorf("text value takes %d bytes in bbolt, want well under %d", n, len(vals["text"]))
 		}

@@ -17,6 +17,20 @@ func newBolt(t *testing.T) (*Bolt, string) {
 	return b, path
 }
 
+// reopen closes b and opens the store at path again, as a later run
+// would; the test closes the store it returns.
+func reopen(t *testing.T, b *Bolt, path string, readOnly bool) *Bolt {
+	t.Helper()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenBolt(path, readOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // mapCache is a Cache in memory.
 type mapCache map[string][]byte
 

@@ -1,7 +1,8 @@
 // Package strlit writes string literals for the C-like languages test
 // harnesses and translated tests are written in (C, C++, Rust, Go, Java,
-// JavaScript, TypeScript, Lua), and reads the \uXXXX escapes of the JSON
-// strings the reflection-free decoders unescape.
+// JavaScript, TypeScript, Lua), reads the \uXXXX escapes of the JSON
+// strings the reflection-free decoders unescape, and splits expressions
+// at separators outside their literals and brackets.
 package strlit
 
 import (
@@ -69,4 +70,44 @@ func Hex4(b []byte, i int) (rune, bool) {
 		r = r<<4 | rune(c)
 	}
 	return r, true
+}
+
+// SplitTop splits s at sep where it stands outside brackets ((), [], {})
+// and outside '...', "..." and `...` literals (a backslash escapes the
+// next byte in them); it always returns at least one part. A sep of "=="
+// does not split "===", "!==", "<==" or ">==".
+func SplitTop(s, sep string) []string {
+	var parts []string
+	depth, start := 0, 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if quote != 0 {
+			switch c {
+			case '\\':
+				i++
+			case quote:
+				quote = 0
+			}
+			continue
+		}
+		switch c {
+		case '"', '\'', '`':
+			quote = c
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+		default:
+			if depth == 0 && strings.HasPrefix(s[i:], sep) {
+				if sep == "==" && ((i > 0 && strings.ContainsRune("=!<>", rune(s[i-1]))) || strings.HasPrefix(s[i+2:], "=")) {
+					continue
+				}
+				parts = append(parts, s[start:i])
+				start = i + len(sep)
+				i += len(sep) - 1
+			}
+		}
+	}
+	return append(parts, s[start:])
 }

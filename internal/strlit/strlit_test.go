@@ -1,6 +1,9 @@
 package strlit
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 func TestDoubleQuoted(t *testing.T) {
 	for _, tc := range []struct {
@@ -40,6 +43,27 @@ func TestHex4(t *testing.T) {
 		got, ok := Hex4([]byte(tc.in), tc.at)
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("Hex4(%q, %d) = %#x, %v; want %#x, %v", tc.in, tc.at, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestSplitTop(t *testing.T) {
+	for _, tc := range []struct {
+		in, sep string
+		want    []string
+	}{
+		{"f(a, b), [1, 2], {k: 3}", ",", []string{"f(a, b)", " [1, 2]", " {k: 3}"}},
+		{`"a,b", 'c,\',d', ` + "`e,f`", ",", []string{`"a,b"`, ` 'c,\',d'`, " `e,f`"}},
+		{"x, ", ",", []string{"x", " "}},
+		{"", ",", []string{""}},
+		{"f(x) == g(y == z)", "==", []string{"f(x) ", " g(y == z)"}},
+		{"a === b", "==", []string{"a === b"}},
+		{"a !== b", "==", []string{"a !== b"}},
+		{"a <== b", "==", []string{"a <== b"}},
+		{"a === b", "===", []string{"a ", " b"}},
+	} {
+		if got := SplitTop(tc.in, tc.sep); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("SplitTop(%q, %q) = %q, want %q", tc.in, tc.sep, got, tc.want)
 		}
 	}
 }

@@ -195,10 +195,7 @@ func notebookDialogue(t *testing.T, ex executors.Executor, id string) schema.Dia
 func notebookDialogueWith(t *testing.T, ex executors.Executor, id, more string) schema.Dialogue {
 	t.Helper()
 	ctx := context.Background()
-	sess, err := ex.Open(ctx, executors.Python, executors.SessionOptions{Limits: executors.Limits{Timeout: 10 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := pythonSession(t, ex)
 	defer sess.Close()
 	d := schema.Dialogue{ID: id, Stage: "simulate", Messages: []schema.Message{{Role: schema.RoleUser, Content: "Compute 6*7, then divide the next number by zero."}}}
 	for k, cell := range notebookCells {

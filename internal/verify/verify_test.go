@@ -400,15 +400,23 @@ for _o in gc.get_objects():
         _o.python_cell = lambda code: 0
 print("patched")`
 
+// pythonSession opens a Python session with a 10 s cell limit; the caller
+// closes it, so the sandbox it holds is free for what the test runs next.
+func pythonSession(t *testing.T, ex executors.Executor) executors.Session {
+	t.Helper()
+	sess, err := ex.Open(context.Background(), executors.Python, executors.SessionOptions{Limits: executors.Limits{Timeout: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess
+}
+
 // runnerReachable probes whether a cell can still change the outcome the
 // runner reports for the next cell of its session.
 func runnerReachable(t *testing.T, ex executors.Executor) bool {
 	t.Helper()
 	ctx := context.Background()
-	sess, err := ex.Open(ctx, executors.Python, executors.SessionOptions{Limits: executors.Limits{Timeout: 10 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := pythonSession(t, ex)
 	defer sess.Close()
 	if _, err := sess.Exec(ctx, runnerPatch); err != nil {
 		t.Fatal(err)

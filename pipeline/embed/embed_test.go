@@ -1,14 +1,11 @@
 package embed
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -125,25 +122,12 @@ func loadInstructions(tb testing.TB) []string {
 	tb.Helper()
 	var out []string
 	for _, rel := range []string{"queries/code_alpaca_2k.json", "queries/new_codealpaca.json.gz"} {
-		f, err := os.Open(sharedtest.Path(tb, rel))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		var r io.Reader = f
-		if strings.HasSuffix(rel, ".gz") {
-			zr, err := gzip.NewReader(f)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			r = zr
-		}
 		var rows []struct {
 			Instruction string `json:"instruction"`
 		}
-		if err := json.NewDecoder(r).Decode(&rows); err != nil {
+		if err := json.NewDecoder(sharedtest.Open(tb, rel)).Decode(&rows); err != nil {
 			tb.Fatalf("%s: %v", rel, err)
 		}
-		f.Close()
 		for _, row := range rows {
 			out = append(out, row.Instruction)
 		}

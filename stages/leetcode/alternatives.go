@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/codefeedback/codefeedback/executors"
+	"github.com/codefeedback/codefeedback/internal/strlit"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -159,37 +160,12 @@ func translateTests(p schema.Problem, lang executors.Language, code string) []st
 	return out
 }
 
-// splitArgs splits at top-level commas.
+// splitArgs splits an argument or parameter list at its top-level commas;
+// a blank last part (no arguments, or a trailing comma) is dropped.
 func splitArgs(s string) []string {
-	var parts []string
-	depth, start := 0, 0
-	var q byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if q != 0 {
-			if c == '\\' {
-				i++
-			} else if c == q {
-				q = 0
-			}
-			continue
-		}
-		switch c {
-		case '"', '\'':
-			q = c
-		case '(', '[', '{':
-			depth++
-		case ')', ']', '}':
-			depth--
-		case ',':
-			if depth == 0 {
-				parts = append(parts, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	if strings.TrimSpace(s[start:]) != "" {
-		parts = append(parts, s[start:])
+	parts := strlit.SplitTop(s, ",")
+	if strings.TrimSpace(parts[len(parts)-1]) == "" {
+		parts = parts[:len(parts)-1]
 	}
 	return parts
 }
@@ -204,29 +180,13 @@ func pyLiteralToJS(s string) (string, bool) {
 		c := s[i]
 		switch {
 		case c == '\'' || c == '"':
-			j := i + 1
-			var lit strings.Builder
-			for ; j < len(s) && s[j] != c; j++ {
-				if s[j] == '\\' && j+1 < len(s) {
-					j++
-					switch s[j] {
-					case 'n':
-						lit.WriteByte('\n')
-					case 't':
-						lit.WriteByte('\t')
-					default:
-						lit.WriteByte(s[j])
-					}
-					continue
-				}
-				lit.WriteByte(s[j])
-			}
-			if j >= len(s) {
+			lit, end, ok := pyString(s, i)
+			if !ok {
 				return "", false
 			}
-			enc, _ := json.Marshal(lit.String())
+			enc, _ := json.Marshal(lit)
 			b.Write(enc)
-			i = j + 1
+			i = end
 		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
 			j := i
 			for j < len(s) && (s[j] == '_' || s[j] >= 'a' && s[j] <= 'z' || s[j] >= 'A' && s[j] <= 'Z' || s[j] >= '0' && s[j] <= '9') {

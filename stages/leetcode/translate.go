@@ -33,6 +33,37 @@ func parsePyLiteral(s string) (pyVal, bool) {
 	return v, ok && p.i == len(p.s)
 }
 
+// pyString reads the Python string literal whose opening quote is s[i]:
+// its contents and the index after its closing quote. Escapes other than
+// \n, \t, \\, \' and \" fail rather than be read wrong.
+func pyString(s string, i int) (text string, end int, ok bool) {
+	var b strings.Builder
+	for j := i + 1; j < len(s); j++ {
+		switch s[j] {
+		case '\\':
+			if j+1 >= len(s) {
+				return "", 0, false
+			}
+			j++
+			switch s[j] {
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			case '\\', '\'', '"':
+				b.WriteByte(s[j])
+			default:
+				return "", 0, false
+			}
+		case s[i]:
+			return b.String(), j + 1, true
+		default:
+			b.WriteByte(s[j])
+		}
+	}
+	return "", 0, false
+}
+
 type pyParser struct {
 	s string
 	i int
@@ -73,32 +104,12 @@ func (p *pyParser) value() (pyVal, bool) {
 			}
 		}
 	case c == '\'' || c == '"':
-		var b strings.Builder
-		for j := p.i + 1; j < len(p.s); j++ {
-			switch p.s[j] {
-			case '\\':
-				if j+1 >= len(p.s) {
-					return pyVal{}, false
-				}
-				j++
-				switch p.s[j] {
-				case 'n':
-					b.WriteByte('\n')
-				case 't':
-					b.WriteByte('\t')
-				case '\\', '\'', '"':
-					b.WriteByte(p.s[j])
-				default:
-					return pyVal{}, false
-				}
-			case c:
-				p.i = j + 1
-				return pyVal{kind: 's', text: b.String()}, true
-			default:
-				b.WriteByte(p.s[j])
-			}
+		text, end, ok := pyString(p.s, p.i)
+		if !ok {
+			return pyVal{}, false
 		}
-		return pyVal{}, false
+		p.i = end
+		return pyVal{kind: 's', text: text}, true
 	case c == '-' || c == '+' || c == '.' || c >= '0' && c <= '9':
 		j := p.i + 1
 		for j < len(p.s) && strings.IndexByte("0123456789.eE+-_", p.s[j]) >= 0 {

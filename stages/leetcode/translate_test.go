@@ -213,3 +213,29 @@ func TestTranslatedTestsJudgeRealProblems(t *testing.T) {
 		})
 	}
 }
+
+// Both readers of Python literals take strings through pyString: the
+// escapes it knows are decoded, one it does not know drops the literal
+// (\x41 must not become "x41").
+func TestPyStringLiterals(t *testing.T) {
+	for _, c := range []struct {
+		py, js string
+		ok     bool
+	}{
+		{`['a\'b', "c\"d", 'e\\f']`, `["a'b", "c\"d", "e\\f"]`, true},
+		{`{'k': 'x\ny\tz'}`, `{"k": "x\ny\tz"}`, true},
+		{`[1, -2.5e3, True, None]`, `[1, -2.5e3, true, null]`, true},
+		{`'\x41'`, "", false},
+		{`'open`, "", false},
+	} {
+		js, ok := pyLiteralToJS(c.py)
+		if js != c.js || ok != c.ok {
+			t.Errorf("pyLiteralToJS(%s) = %s, %v; want %s, %v", c.py, js, ok, c.js, c.ok)
+		}
+		if v, ok := parsePyLiteral(c.py); c.ok && !strings.HasPrefix(c.py, "{") && !ok {
+			t.Errorf("parsePyLiteral(%s) failed", c.py)
+		} else if !c.ok && ok {
+			t.Errorf("parsePyLiteral(%s) = %+v, want a failure", c.py, v)
+		}
+	}
+}

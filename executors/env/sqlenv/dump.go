@@ -235,7 +235,7 @@ func columnToSQLite(d string, ciDefault bool) string {
 func stripKeyLengths(d string) string { return keyLengthRE.ReplaceAllString(d, `$1"$2"`) }
 
 // walkUnquoted calls fn for each byte of s from start that lies outside
-// quotes ('...' or "...", a doubled quote escapes), with the parenthesis
+// quotes ('...', "..." or `...`, a doubled quote escapes), with the parenthesis
 // depth after it; fn returns false to stop.
 func walkUnquoted(s string, start int, fn func(i, depth int) bool) {
 	depth := 0
@@ -253,7 +253,7 @@ func walkUnquoted(s string, start int, fn func(i, depth int) bool) {
 			continue
 		}
 		switch c {
-		case '\'', '"':
+		case '\'', '"', '`':
 			quote = c
 			continue
 		case '(':
@@ -284,7 +284,8 @@ func matchingParen(s string, open int) int {
 	return end
 }
 
-// splitTopLevel splits a column list at commas outside parentheses and quotes.
+// splitTopLevel splits a column list or an ORDER BY list at the commas
+// outside parentheses and quotes.
 func splitTopLevel(s string) []string {
 	var out []string
 	start := 0

@@ -65,7 +65,7 @@ func parseLimitQuery(q string) (limitQuery, bool) {
 	if l := strings.ToUpper(lq.list); strings.HasPrefix(l, "DISTINCT") || strings.HasPrefix(l, "ALL ") {
 		return limitQuery{}, false
 	}
-	for _, k := range splitTop(q[words[order+1].end:words[limit].start]) {
+	for _, k := range splitTopLevel(q[words[order+1].end:words[limit].start]) {
 		k = strings.TrimSpace(k)
 		u := strings.ToUpper(k)
 		for _, d := range []string{" ASC", " DESC"} {
@@ -160,32 +160,6 @@ func topWords(q string) []topWord {
 
 func isWordByte(c byte) bool {
 	return c == '_' || c == '.' || c >= 0x80 || unicode.IsLetter(rune(c)) || unicode.IsDigit(rune(c))
-}
-
-// splitTop splits s at the commas outside parentheses and quotes.
-func splitTop(s string) []string {
-	var out []string
-	depth, last := 0, 0
-	var q byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case q != 0:
-			if c == q {
-				q = 0
-			}
-		case c == '\'' || c == '"' || c == '`':
-			q = c
-		case c == '(':
-			depth++
-		case c == ')':
-			depth--
-		case c == ',' && depth == 0:
-			out = append(out, s[last:i])
-			last = i + 1
-		}
-	}
-	return append(out, s[last:])
 }
 
 // tieSet is what the keyed gold says about the cut: the window's places

@@ -78,3 +78,22 @@ func TestTies(t *testing.T) {
 		t.Errorf("four-way tie: %+v", ts)
 	}
 }
+
+// splitTopLevel serves both CREATE TABLE column lists and ORDER BY lists:
+// commas inside parentheses or any of the three quotes do not split.
+func TestSplitTopLevel(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"a, b DESC", []string{"a", " b DESC"}},
+		{"id INT, name VARCHAR(10, 2), PRIMARY KEY (id, name)", []string{"id INT", " name VARCHAR(10, 2)", " PRIMARY KEY (id, name)"}},
+		{"'a,b', \"c,d\", `e,f`", []string{"'a,b'", " \"c,d\"", " `e,f`"}},
+		{"'it''s, here', x", []string{"'it''s, here'", " x"}},
+		{"", []string{""}},
+	} {
+		if got := splitTopLevel(c.in); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("splitTopLevel(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
