@@ -395,7 +395,11 @@ func TestPlainTestVerdicts(t *testing.T) {
 // runnerPatch is a notebook cell that patches the session runner's own
 // objects so that every later cell of the session reports success.
 const runnerPatch = `import gc
-for _o in gc.get_objects():
+try:
+    _objs = gc.get_objects()  # refused in a session cell: the kernel keeps gc's walks
+except RuntimeError:
+    _objs = []
+for _o in _objs:
     if type(_o).__name__ == "Session" and hasattr(_o, "python_cell"):
         _o.python_cell = lambda code: 0
 print("patched")`
