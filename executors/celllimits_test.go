@@ -128,15 +128,8 @@ def forge(*a, **k):
 // runner: the compiler imports for a non-ASCII name, which in the kernel
 // would run what an earlier cell put in the import system.
 func TestPythonCellCompile(t *testing.T) {
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		t.Skip("bubblewrap not installed")
-	}
 	ctx := context.Background()
-	ex, err := executors.Open(ctx, "bwrap://?pool=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Close()
+	ex := bwrapPool(t)
 	const warning = `SyntaxWarning: "is" with a literal`
 	for _, c := range []struct {
 		name  string
@@ -209,4 +202,19 @@ sys.modules.pop("unicodedata", None)`},
 			}
 		})
 	}
+}
+
+// bwrapPool opens a one-slot bwrap pool for the test, or skips it where
+// bubblewrap is not installed.
+func bwrapPool(t *testing.T) executors.Executor {
+	t.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("bubblewrap not installed")
+	}
+	ex, err := executors.Open(context.Background(), "bwrap://?pool=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ex.Close() })
+	return ex
 }

@@ -2,7 +2,6 @@ package executors_test
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -16,15 +15,8 @@ import (
 // message that says so; a thread left running fails its cell and restarts
 // the session (Python 3.11 cannot run a later cell beside it).
 func TestPythonSessionLibraries(t *testing.T) {
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		t.Skip("bubblewrap not installed")
-	}
 	ctx := context.Background()
-	ex, err := executors.Open(ctx, "bwrap://?pool=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ex.Close()
+	ex := bwrapPool(t)
 	for _, c := range []struct {
 		name   string
 		cell   string
