@@ -73,10 +73,18 @@ const (
 	// keeps such code unchanged for speed because "it makes a single
 	// pass".
 	OnePassClaim Misbehaviour = "one_pass_claim"
+	// UncalledClaim answers "add a companion function" with code that
+	// defines it and never calls it, and closes the run with "the output
+	// confirms that `f_all` handles the request".
+	UncalledClaim Misbehaviour = "uncalled_claim"
+	// ComputedOnceClaim keeps the code when asked to avoid recomputing
+	// values because "each value it derives is computed once", whatever
+	// its loops compute twice.
+	ComputedOnceClaim Misbehaviour = "computed_once_claim"
 )
 
 // Misbehaviours lists every misbehaviour.
-var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange, DocOnlyEmpty, OnePassClaim}
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange, DocOnlyEmpty, OnePassClaim, UncalledClaim, ComputedOnceClaim}
 
 // Persona is a scripted model that recognises which prompt of the pipeline
 // it is answering (writer, explain, judge, feedback, rubric, eval feedback)
@@ -165,19 +173,19 @@ func applicable(c Call) []Misbehaviour {
 		last := c.LastUser()
 		switch {
 		case strings.HasPrefix(last, "The run above is accepted"):
-			return []Misbehaviour{ThanksToOutput, OnePassClaim}
+			return []Misbehaviour{ThanksToOutput, OnePassClaim, UncalledClaim}
 		case strings.HasPrefix(last, "Your reply could not be used: it repeats"):
 			return []Misbehaviour{RoteClosing}
 		case strings.HasPrefix(last, "Execution result:"):
 			return []Misbehaviour{ThanksToOutput, SilentCode}
 		case len(c.Request.Messages) > 2 && !strings.Contains(last, "is not correct"):
 			if keepTopicRe.MatchString(strings.ToLower(last)) {
-				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, OffRequestNoChange, OnePassClaim}
+				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, OffRequestNoChange, OnePassClaim, ComputedOnceClaim}
 			}
 			if asksEmpty(last) {
 				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, DocOnlyEmpty}
 			}
-			return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests}
+			return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, UncalledClaim}
 		}
 		return []Misbehaviour{SilentCode}
 	case "judge":
@@ -413,6 +421,11 @@ func (p *Persona) writer(c Call) string {
 			"I will build %s around the case in the example first and then make sure it covers the general case too. The function returns its result instead of printing it, so the tests and other code can use it directly.",
 		}
 		plan := plans[variant(task, len(plans))]
+		if plan == plans[1] && namedSteps(code, strings.Trim(name, "`")) < 2 {
+			// no intermediate values to name: the plan says what the
+			// lines do instead
+			plan = "The plan: write %s so that %s, and return the result. Then I run it once so we can see that the result matches what the task expects."
+		}
 		if strings.Count(plan, "%s") > 1 {
 			plan = fmt.Sprintf(plan, name, "it "+plainShape(code, name))
 		} else {
@@ -522,9 +535,7 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 		if bare == "the code" {
 			break
 		}
-		code := strings.TrimRight(prevCode, "\n") + fmt.Sprintf("\n\n\ndef %s_all(cases):\n    \"\"\"Apply %s to each tuple of arguments in cases, in order.\"\"\"\n    return [%s(*args) for args in cases]", bare, bare, bare)
-		return fmt.Sprintf("To extend the functionality I keep %s as it is, so existing callers are unaffected, and add a companion `%s_all` that applies it to a list of argument tuples and returns the results in the same order.", name, bare) +
-			"\n\n" + block(code) + fmt.Sprintf("\n\nThe new function only delegates to %s, so both give the same answer for the same arguments.", name)
+		return companionAnswer(prevCode, name, bare, p.bad(UncalledClaim, c))
 	}
 	if m := probeRepairRe.FindStringSubmatch(c.LastUser()); m != nil && !p.bad(FalseEdgeClaim, c) {
 		// Told that the code crashes on the empty argument the check
@@ -539,11 +550,16 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 	}
 	// A docstring or an empty-input path goes on the function the
 	// request names, where the code defines it (`f_all`, not `f`).
-	if m := tickRe.FindStringSubmatch(request); m != nil && m[1] != bare && defines(prevCode, m[1]) && (asksEmpty(low) || strings.Contains(low, "docstring") || strings.Contains(low, "comment") || strings.Contains(low, "explain") || strings.Contains(low, "document")) {
+	if m := tickRe.FindStringSubmatch(request); m != nil && m[1] != bare && defines(prevCode, m[1]) && (asksEmpty(low) || asksGuard(low) || strings.Contains(low, "docstring") || strings.Contains(low, "comment") || strings.Contains(low, "explain") || strings.Contains(low, "document")) {
 		bare, name = m[1], "`"+m[1]+"`"
 	}
-	if (strings.Contains(low, "validat") || strings.Contains(low, "guard") || strings.Contains(low, "wrong type")) && !p.bad(ClaimedChecks, c) {
-		if args := argNames(prevCode, bare); len(args) > 0 && bare != "the code" {
+	if asksGuard(low) && !p.bad(ClaimedChecks, c) && bare != "the code" {
+		// The types its example passes, from the code's own call or the
+		// task's asserts.
+		if text, ok := guardAnswer(prevCode, strings.Join(assertRe.FindAllString(task, -1), "\n"), name, bare); ok {
+			return text
+		}
+		if args := argNames(prevCode, bare); len(args) > 0 {
 			check := []string{"for name, value in (" + strings.Join(mapArgs(args, func(a string) string { return fmt.Sprintf("(%q, %s)", a, a) }), ", ") + ",):",
 				"    if value is None:",
 				"        raise TypeError(f\"{name} must not be None\")"}
@@ -553,6 +569,11 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 	}
 	if !p.bad(OffRequestNoChange, c) {
 		if text, ok := keepAnswer(low, prevCode, name, bare); ok {
+			if p.bad(ComputedOnceClaim, c) && strings.Contains(low, "recomput") {
+				// the old reason, whatever the loop computes
+				return fmt.Sprintf("No change is needed to avoid recomputing values: %s has no recursion and no nested loop, so each value it derives is computed once.", name) +
+					"\n\n" + block(prevCode) + "\n\nThe code is the same as before, so the earlier checks still hold."
+			}
 			if p.bad(OnePassClaim, c) && strings.HasPrefix(text, "I leave") {
 				// the old reason, true or not
 				return fmt.Sprintf("No change is needed for larger inputs: %s makes a single pass over its input, so its time grows in step with the size of its input.", name) +
@@ -602,6 +623,15 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 // closing replies to an accepted run in prose.
 func (p *Persona) closing(request, code, task string, c Call) string {
 	name := fnName(code)
+	if p.bad(UncalledClaim, c) {
+		// the last function defined, called or not
+		return fmt.Sprintf("The output confirms that %s handles the request correctly, and the run finished without errors.", name)
+	}
+	// It names the last function the run called: a companion defined
+	// after the example's call has shown nothing yet.
+	if r := calledName(code); r != "" {
+		name = r
+	}
 	shape := "It " + plainShape(code, name)
 	if p.bad(OnePassClaim, c) {
 		shape = "It works through its input once"
