@@ -518,19 +518,27 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 				tests = all
 			}
 		}
-		if p.bad(TrivialTests, c) {
-			tests = nil
-		}
 		code := strings.TrimRight(prevCode, "\n") + "\n\n# Tests of the behaviour the task asks for.\n"
+		edge, why, hasEdge := edgeTest(prevCode, strings.Join(tests, "\n"), bare)
+		if p.bad(TrivialTests, c) {
+			tests, hasEdge = nil, false
+			if bare != "the code" {
+				code += fmt.Sprintf("assert callable(%s)\n", bare)
+			}
+		}
 		for _, t := range tests {
 			code += t + "\n"
 		}
-		if bare != "the code" {
-			code += fmt.Sprintf("assert callable(%s)\n", bare)
+		text := fmt.Sprintf("I added a block of assert-based tests after %s. They check the task's example and further cases, and the run fails loudly if any of them stops holding, so the tests can stay next to the function.", name)
+		switch {
+		case hasEdge:
+			code += "# Edge case: an empty input.\n" + strings.Join(edge, "\n") + "\n"
+			text += fmt.Sprintf(" The edge case is an empty input: %s, which the last test checks.", why)
+		case strings.Contains(low, "edge"):
+			text += fmt.Sprintf(" I wrote no edge case: neither the task nor the lines of %s settle what it should give for an empty or unusual input, and a test that expects whatever it returns would check nothing.", name)
 		}
 		code += "print(\"tests passed\")"
-		return fmt.Sprintf("I added a block of assert-based tests after %s. They check the task's example and further cases, and the run fails loudly if any of them stops holding, so the tests can stay next to the function.", name) +
-			"\n\n" + block(code) + "\n\nIf the run prints `tests passed`, every assertion held."
+		return text + "\n\n" + block(code) + "\n\nIf the run prints `tests passed`, every assertion held."
 	case strings.Contains(low, "companion") || strings.Contains(low, "extend") || strings.Contains(low, "many inputs") || strings.Contains(low, "batch"):
 		if bare == "the code" {
 			break

@@ -3,6 +3,7 @@ package llmtest
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/codefeedback/codefeedback/internal/gates"
@@ -322,4 +323,68 @@ func closeParen(s string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// explicitEmptyRe: a path of fn's own for an empty argument, as an
+// earlier round adds it: `if len(xs) == 0:` then a return or a raise.
+var explicitEmptyRe = regexp.MustCompile(`(?m)^\s+if len\(([A-Za-z_]\w*)\) == 0:\s*\n\s+(return (.+?)|raise (\w+)\(.*\))\s*$`)
+
+// edgeTest is a test of fn on an empty argument whose expected outcome
+// the code's own lines settle without running it: an explicit path for
+// it (a return of a literal or a raise), or a loop over the argument that
+// never runs before the return of a value set before it. The other
+// arguments are the example's (found in code or in examples, the task's
+// asserts). why says, in prose, where the expected outcome comes from;
+// ok is false when no such test can be written.
+func edgeTest(code, examples, fn string) (test []string, why string, ok bool) {
+	arg := gates.CollectionArg(code, fn)
+	args := argNames(code, fn)
+	pos := slices.Index(args, arg)
+	call, found := exampleArgs(code+"\n"+examples, fn)
+	if arg == "" || pos < 0 || !found {
+		return nil, "", false
+	}
+	vals, _ := splitTop(call, func(r string) int {
+		if r[0] == ',' {
+			return 1
+		}
+		return 0
+	})
+	if pos >= len(vals) {
+		return nil, "", false
+	}
+	empty := map[string]string{"list": "[]", "str": "''", "tuple": "()", "dict": "{}", "set": "set()"}[literalType(vals[pos])]
+	if empty == "" {
+		return nil, "", false
+	}
+	vals[pos] = empty
+	for i := range vals {
+		vals[i] = strings.TrimSpace(vals[i])
+	}
+	expr := fmt.Sprintf("%s(%s)", fn, strings.Join(vals, ", "))
+	lines, _ := ownLines(code, fn)
+	value, raises := "", ""
+	if m := explicitEmptyRe.FindStringSubmatch(strings.Join(lines, "\n")); m != nil && m[1] == arg {
+		value, raises = m[3], m[4]
+		why = fmt.Sprintf("its first lines return `%s` for an empty `%s`", value, arg)
+		if raises != "" {
+			why = fmt.Sprintf("its first lines raise %s for an empty `%s`", raises, arg)
+		}
+	} else if v, via, ok := emptyResult(code, fn, arg); ok {
+		value = v
+		why = fmt.Sprintf("for an empty `%s` the loop over it never runs, so `%s` returns `%s`", arg, fn, v)
+		if via != "" {
+			why = fmt.Sprintf("for an empty `%s` the loop over it never runs, so `%s` returns `%s` as set before the loop, `%s`", arg, fn, via, v)
+		}
+	}
+	switch {
+	case raises != "":
+		return []string{"try:", "    " + expr, fmt.Sprintf("except %s:", raises), "    pass", "else:",
+			fmt.Sprintf("    raise AssertionError(\"%s should raise %s\")", strings.ReplaceAll(expr, `"`, `'`), raises)}, why, true
+	case value == "None":
+		return []string{fmt.Sprintf("assert %s is None", expr)}, why, true
+	case literalRe.MatchString(value):
+		return []string{fmt.Sprintf("assert %s == %s", expr, value)}, why, true
+	}
+	return nil, "", false
 }

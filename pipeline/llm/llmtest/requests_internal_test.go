@@ -100,3 +100,26 @@ func TestPlanMatchesCode(t *testing.T) {
 		}
 	}
 }
+
+func TestEdgeTest(t *testing.T) {
+	const counter = "def count(xs, k):\n    n = 0\n    for x in xs:\n        if x == k:\n            n += 1\n    return n\n\nprint(count([1, 2, 1], 1))"
+	for _, tc := range []struct {
+		name, code, examples, fn string
+		want                     []string
+	}{
+		{"a counter set before the loop", counter, "", "count", []string{"assert count([], 1) == 0"}},
+		{"an explicit raise", "def first(s):\n    if len(s) == 0:\n        raise ValueError(\"s must not be empty\")\n    return s[0]", "assert first('ab') == 'a'", "first",
+			[]string{"try:", "    first('')", "except ValueError:", "    pass", "else:", "    raise AssertionError(\"first('') should raise ValueError\")"}},
+		{"an explicit return", "def best(xs):\n    if len(xs) == 0:\n        return None\n    return max(xs)", "assert best((3, 1)) == 3", "best", []string{"assert best(()) is None"}},
+		{"a loop over an index, not the list", pairCode, "", "find_even_Pair", nil},
+		{"no example", "def count(xs):\n    n = 0\n    for x in xs:\n        n += 1\n    return n", "", "count", nil},
+	} {
+		got, why, ok := edgeTest(tc.code, tc.examples, tc.fn)
+		if ok != (tc.want != nil) || strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("%s: edgeTest = %q, %v, want %q", tc.name, got, ok, tc.want)
+		}
+		if ok && why == "" {
+			t.Errorf("%s: no reason given", tc.name)
+		}
+	}
+}
