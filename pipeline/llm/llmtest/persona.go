@@ -1011,8 +1011,11 @@ func (p *Persona) judge(c Call) string {
 		good, _, ok = p.Solve(task)
 	}
 	// the argument checks revise adds guard the code; they change no result
-	code = personaEmptyRe.ReplaceAllString(personaChecksRe.ReplaceAllString(code, ""), "")
+	code = personaTypesRe.ReplaceAllString(personaEmptyRe.ReplaceAllString(personaChecksRe.ReplaceAllString(code, ""), ""), "")
 	correct := ok && normalize(code) == normalize(good)
+	if stored, _, _, changed := storeRepeated(good, strings.Trim(fnName(good), "`")); ok && changed && strings.Contains(normalize(code), normalize(stored)) {
+		correct = true // the change it makes itself when asked not to recompute
+	}
 	if less, _, changed := lessMemory(good, strings.Trim(fnName(good), "`")); ok && changed && strings.Contains(normalize(code), normalize(less)) {
 		correct = true // the change it makes itself when asked for less memory
 	}
@@ -1028,6 +1031,9 @@ func (p *Persona) judge(c Call) string {
 }
 
 var personaChecksRe = regexp.MustCompile(`(?m)^[ \t]*for name, value in \(.*\):\n[ \t]*if value is None:\n[ \t]*raise TypeError\(f"\{name\} must not be None"\)\n`)
+
+// personaTypesRe: the type checks guardAnswer adds.
+var personaTypesRe = regexp.MustCompile(`(?m)^[ \t]*if not isinstance\(\w+, [\w(), ]+\):\n[ \t]*raise TypeError\(f"\w+ must be [^"]*"\)\n`)
 
 var personaEmptyRe = regexp.MustCompile(`(?m)^[ \t]*if len\(\w+\) == 0:\n[ \t]*(raise ValueError\("\w+ (is empty: \w+ has no result for it|must not be empty)"\)|return .*)\n`)
 

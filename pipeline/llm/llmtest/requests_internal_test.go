@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/codefeedback/codefeedback/internal/gates"
+	openai "github.com/sashabaranov/go-openai"
 )
 
 const pairCode = "def find_even_Pair(A,N): \n    evenPair = 0\n    for i in range(0,N): \n        for j in range(i+1,N): \n            if ((A[i] ^ A[j]) % 2 == 0): \n                evenPair+=1\n    return evenPair; \n\nprint(find_even_Pair([5,4,7,2,1],5))"
@@ -120,6 +121,24 @@ func TestEdgeTest(t *testing.T) {
 		}
 		if ok && why == "" {
 			t.Errorf("%s: no reason given", tc.name)
+		}
+	}
+}
+
+// TestJudgeAcceptsOwnChanges: the persona's judge takes its own type
+// guard and stored call for the code they revise.
+func TestJudgeAcceptsOwnChanges(t *testing.T) {
+	const lenLog = "def len_log(list1):\n    max=len(list1[0])\n    for i in list1:\n        if len(i)>max:\n            max=len(i)\n    return max"
+	const task = "Write a python function to find the length of the longest word."
+	p := &Persona{Solve: func(string) (string, string, bool) { return lenLog, "", true }}
+	demo := lenLog + "\n\nprint(len_log([\"python\",\"PHP\",\"bigdata\"]))"
+	guarded, _ := guardAnswer(demo, "", "`len_log`", "len_log")
+	stored, _ := keepAnswer("avoid recomputing values inside f", demo, "`len_log`", "len_log")
+	for name, code := range map[string]string{"guard": lastCode(guarded), "stored": lastCode(stored), "wrong": strings.Replace(demo, ">max", "<max", 1)} {
+		c := Call{Request: openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{{Role: "user", Content: "Task:\n" + task + "\n\nCode:\n```python\n" + code + "\n```\n\nOutput:\n7"}}}}
+		got := strings.Contains(p.judge(c), `"correct":true`)
+		if got != (name != "wrong") {
+			t.Errorf("%s: judge says correct=%v of\n%s", name, got, code)
 		}
 	}
 }
