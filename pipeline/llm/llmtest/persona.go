@@ -1033,7 +1033,7 @@ func (p *Persona) judge(c Call) string {
 var personaChecksRe = regexp.MustCompile(`(?m)^[ \t]*for name, value in \(.*\):\n[ \t]*if value is None:\n[ \t]*raise TypeError\(f"\{name\} must not be None"\)\n`)
 
 // personaTypesRe: the type checks guardAnswer adds.
-var personaTypesRe = regexp.MustCompile(`(?m)^[ \t]*if not isinstance\(\w+, [\w(), ]+\):\n[ \t]*raise TypeError\(f"\w+ must be [^"]*"\)\n`)
+var personaTypesRe = regexp.MustCompile(`(?m)^[ \t]*if not isinstance\(\w+, [\w()\[\]{}"'.,\s]+\):\n[ \t]*raise TypeError\(f"\w+ must be [^"]*"\)\n`)
 
 var personaEmptyRe = regexp.MustCompile(`(?m)^[ \t]*if len\(\w+\) == 0:\n[ \t]*(raise ValueError\("\w+ (is empty: \w+ has no result for it|must not be empty)"\)|return .*)\n`)
 

@@ -168,13 +168,25 @@ func typeGuard(code, examples, fn string) (check []string, said []string, ok boo
 		if typ == "float" {
 			typ, desc = "(int, float)", "a number"
 		}
+		if shadowed[a] {
+			// an argument named list or str hides the type: the type is
+			// named by a literal of it
+			typ = shadowedTypes.Replace(typ)
+		}
 		check = append(check,
 			fmt.Sprintf("if not isinstance(%s, %s):", a, typ),
 			fmt.Sprintf("    raise TypeError(f\"%s must be %s, not {type(%s).__name__}\")", a, desc, a))
-		said = append(said, fmt.Sprintf("`%s` %s", a, desc))
+		said = append(said, fmt.Sprintf("`%s` must be %s", a, desc))
 	}
 	return check, said, len(check) > 0
 }
+
+// shadowed are the type names an argument can hide; shadowedTypes names
+// each type by a literal of it instead.
+var (
+	shadowed      = map[string]bool{"list": true, "tuple": true, "dict": true, "set": true, "str": true, "bool": true, "int": true, "float": true}
+	shadowedTypes = strings.NewReplacer("list", "type([])", "tuple", "type(())", "dict", "type({})", "set", "type(set())", "str", `type("")`, "bool", "type(True)", "int", "type(0)", "float", "type(0.0)")
+)
 
 // guardAnswer is the persona's reply to "guard fn against inputs of the
 // wrong type" or "validate its arguments": isinstance checks at the top of

@@ -42,6 +42,7 @@ func TestGuardAnswer(t *testing.T) {
 		{"from the task's asserts", "def f(s, k):\n    return s[:k]", "assert f('abc', 2.5) == 'ab'", "f", []string{"if not isinstance(s, str):", "if not isinstance(k, (int, float)):"}, true},
 		{"a tuple and a dict", "def g(t, d):\n    return d[t[0]]", "assert g((1, 2), {1: 'a'}) == 'a'", "g", []string{"isinstance(t, tuple)", "isinstance(d, dict)"}, true},
 		{"no example", "def f(x):\n    return x", "", "f", nil, false},
+		{"an argument named after its type", "def rot(str):\n    return str[1:] + str[:1]", "assert rot(\"ab\") == \"ba\"", "rot", []string{`if not isinstance(str, type("")):`}, true},
 	} {
 		a, ok := guardAnswer(tc.code, tc.examples, "`"+tc.fn+"`", tc.fn)
 		if ok != tc.ok {
@@ -134,6 +135,10 @@ func TestJudgeAcceptsOwnChanges(t *testing.T) {
 	demo := lenLog + "\n\nprint(len_log([\"python\",\"PHP\",\"bigdata\"]))"
 	guarded, _ := guardAnswer(demo, "", "`len_log`", "len_log")
 	stored, _ := keepAnswer("avoid recomputing values inside f", demo, "`len_log`", "len_log")
+	shadowing, _ := guardAnswer("def len_log(list):\n    max=len(list[0])\n    for i in list:\n        if len(i)>max:\n            max=len(i)\n    return max\n\nprint(len_log([\"a\"]))", "", "`len_log`", "len_log")
+	if !strings.Contains(lastCode(shadowing), "isinstance(list, type([]))") || personaTypesRe.ReplaceAllString(lastCode(shadowing), "") == lastCode(shadowing) {
+		t.Errorf("the judge does not strip the guard of\n%s", lastCode(shadowing))
+	}
 	for name, code := range map[string]string{"guard": lastCode(guarded), "stored": lastCode(stored), "wrong": strings.Replace(demo, ">max", "<max", 1)} {
 		c := Call{Request: openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{{Role: "user", Content: "Task:\n" + task + "\n\nCode:\n```python\n" + code + "\n```\n\nOutput:\n7"}}}}
 		got := strings.Contains(p.judge(c), `"correct":true`)
