@@ -640,6 +640,11 @@ func (p *Persona) closing(request, code, task string, c Call) string {
 	if r := calledName(code); r != "" {
 		name = r
 	}
+	if base := strings.TrimSuffix(strings.Trim(name, "`"), "_all"); base != strings.Trim(name, "`") && defines(code, base) && !strings.Contains(request, "nothing was printed") {
+		// A companion: what the run shows of each function, not the
+		// task's value claimed of a list of them.
+		return fmt.Sprintf("The run shows both functions: `%s` gives the example's result, and %s, called on a list holding the example's arguments, returns a list holding that same result. Any other list of argument tuples goes through `%s` one tuple at a time, in order.", base, name, base)
+	}
 	shape := "It " + plainShape(code, name)
 	if p.bad(OnePassClaim, c) {
 		shape = "It works through its input once"

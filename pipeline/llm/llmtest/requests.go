@@ -100,6 +100,17 @@ func literalType(lit string) string {
 	case strings.HasPrefix(lit, "["):
 		return "list"
 	case strings.HasPrefix(lit, "(") && strings.HasSuffix(lit, ")"):
+		inner, ok := closeParen(lit[1:])
+		if ok && len(inner) == len(lit)-2 && strings.TrimSpace(inner) != "" {
+			if _, commas := splitTop(inner, func(r string) int {
+				if r[0] == ',' {
+					return 1
+				}
+				return 0
+			}); len(commas) == 0 {
+				return literalType(inner) // ([1, 2]) is the list in parentheses
+			}
+		}
 		return "tuple"
 	case strings.HasPrefix(lit, "{}"):
 		return "dict"

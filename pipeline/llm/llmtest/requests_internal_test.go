@@ -114,6 +114,7 @@ func TestEdgeTest(t *testing.T) {
 			[]string{"try:", "    first('')", "except ValueError:", "    pass", "else:", "    raise AssertionError(\"first('') should raise ValueError\")"}},
 		{"an explicit return", "def best(xs):\n    if len(xs) == 0:\n        return None\n    return max(xs)", "assert best((3, 1)) == 3", "best", []string{"assert best(()) is None"}},
 		{"a loop over an index, not the list", pairCode, "", "find_even_Pair", nil},
+		{"a list in parentheses", "def total(xs):\n    t = 0\n    for x in xs:\n        t += x\n    return t", "assert total(([1, 2]))==3", "total", []string{"assert total([]) == 0"}},
 		{"no example", "def count(xs):\n    n = 0\n    for x in xs:\n        n += 1\n    return n", "", "count", nil},
 	} {
 		got, why, ok := edgeTest(tc.code, tc.examples, tc.fn)
@@ -144,6 +145,36 @@ func TestJudgeAcceptsOwnChanges(t *testing.T) {
 		got := strings.Contains(p.judge(c), `"correct":true`)
 		if got != (name != "wrong") {
 			t.Errorf("%s: judge says correct=%v of\n%s", name, got, code)
+		}
+	}
+}
+
+func TestLiteralType(t *testing.T) {
+	for lit, want := range map[string]string{"[1, 2]": "list", "([1, 2])": "list", "(1, 2)": "tuple", "()": "tuple", "(1,)": "tuple", "'ab'": "str", "{1: 2}": "dict", "{1, 2}": "set", "{}": "dict", "3": "int", "-2.5": "float", "True": "bool", "x": ""} {
+		if got := literalType(lit); got != want {
+			t.Errorf("literalType(%q) = %q, want %q", lit, got, want)
+		}
+	}
+}
+
+// TestCompanionClosing: the closing after a companion round says what the
+// run showed of each function, and names none it did not call.
+func TestCompanionClosing(t *testing.T) {
+	p := &Persona{}
+	called := lastCode(companionAnswer(pairCode, "`find_even_Pair`", "find_even_Pair", false))
+	uncalled := lastCode(companionAnswer(pairCode, "`find_even_Pair`", "find_even_Pair", true))
+	for _, tc := range []struct {
+		name, code, says string
+	}{
+		{"called", called, "`find_even_Pair_all`, called on a list holding the example's arguments"},
+		{"not called", uncalled, "`find_even_Pair`"},
+	} {
+		got := p.closing("The run above is accepted.", tc.code, "task", Call{})
+		if !strings.Contains(got, tc.says) {
+			t.Errorf("%s: closing %q lacks %q", tc.name, got, tc.says)
+		}
+		if s := gates.UncalledClaim(got, tc.code); s != "" {
+			t.Errorf("%s: closing claims an uncalled function: %q", tc.name, s)
 		}
 	}
 }
