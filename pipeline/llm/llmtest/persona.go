@@ -916,19 +916,29 @@ func (p *Persona) explain(c Call) string {
 		vars = vars[:3]
 	}
 	detail := strings.Join(vars, ", ")
-	forms := []string{
-		"%s " + plainShape(code, name) + "; the answer is built from %s and returned, which is what the request asks for.",
-		"The approach: %s keeps the intermediate state in %s and combines it at the end, so every case of the task is handled the same way.",
-		"Here %s computes the result directly from its arguments, using %s along the way.",
-		"%s is a small function: it reads %s, applies the rule the task describes and hands back the result.",
-		"%s handles the general case first and relies on %s for the details of the computation.",
-		"In %s the key step is how %s are combined; once that is right the function returns the expected value.",
+	// Each phrasing says only what the code's lines show: how it goes
+	// over its input, and (from explainDoc) where its values start, what
+	// its loops update and what it returns.
+	shape := plainShape(code, name)
+	how := ""
+	if doc := explainDoc(code, strings.Trim(name, "`"), true); strings.HasPrefix(doc, "How it works: ") {
+		how = strings.TrimPrefix(doc, "How it works: ")
+		how = strings.ToUpper(how[:1]) + how[1:]
 	}
-	f := forms[variant(code+last, len(forms))]
 	if detail == "" {
 		detail = "its arguments"
 	}
-	s := fmt.Sprintf(f, name, detail)
+	// code may hold "%": the parts read from it are not format strings
+	forms := []string{
+		name + " " + shape + "; the answer is built from " + detail + " and returned, which is what the request asks for.",
+		name + " " + shape + ". " + how,
+		how + " So " + name + " " + shape + ".",
+		"The approach: " + name + " " + shape + ". " + how,
+	}
+	if how == "" {
+		forms = forms[:1]
+	}
+	s := forms[variant(code+last, len(forms))]
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
