@@ -415,16 +415,24 @@ func (p *Persona) writer(c Call) string {
 			code = first
 		}
 		plans := []string{
-			"I'll write %s so it follows the task directly: read the arguments, apply the rule the task states step by step, and return the result. The example in the task is the first check, and the general case must work the same way.",
+			"I'll write %s so that %s, and it returns the result. The example in the task is its first check.",
 			"The plan: implement %s in small steps, keeping each intermediate value in a named variable so the logic is easy to follow. Then I run it once so we can see that the result matches what the task expects.",
 			"To solve this I define %s and keep its logic short: %s. " + edgeClaim,
-			"I will build %s around the case in the example first and then make sure it covers the general case too. The function returns its result instead of printing it, so the tests and other code can use it directly.",
+			"how", // read from the code's lines, below
 		}
 		plan := plans[variant(task, len(plans))]
+		how := explainDoc(code, strings.Trim(name, "`"), true)
+		if plan == "how" && strings.HasPrefix(how, "How it works: ") {
+			// code may hold "%": the text read from it is no format
+			how = strings.TrimPrefix(how, "How it works: ")
+			plan = "Here is how %s will work. " + strings.ReplaceAll(strings.ToUpper(how[:1])+how[1:], "%", "%%")
+		} else if plan == "how" {
+			plan = plans[0]
+		}
 		if plan == plans[1] && namedSteps(code, strings.Trim(name, "`")) < 2 {
 			// no intermediate values to name: the plan says what the
 			// lines do instead
-			plan = "The plan: write %s so that %s, and return the result. Then I run it once so we can see that the result matches what the task expects."
+			plan = "The plan: write %s so that %s, and it returns the result. Then I run it once so we can see that the result matches what the task expects."
 		}
 		if strings.Count(plan, "%s") > 1 {
 			plan = fmt.Sprintf(plan, name, "it "+plainShape(code, name))

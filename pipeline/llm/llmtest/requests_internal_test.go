@@ -1,6 +1,7 @@
 package llmtest
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -176,5 +177,29 @@ func TestCompanionClosing(t *testing.T) {
 		if s := gates.UncalledClaim(got, tc.code); s != "" {
 			t.Errorf("%s: closing claims an uncalled function: %q", tc.name, s)
 		}
+	}
+}
+
+// TestPlanSaysWhatTheCodeDoes: every phrasing of a first answer's plan
+// speaks of the code's own lines: no named intermediate values over a
+// one-line return, no steps the code does not take.
+func TestPlanSaysWhatTheCodeDoes(t *testing.T) {
+	const oneLine = "def tetrahedral_number(n):\n    return (n * (n + 1) * (n + 2)) / 6"
+	p := &Persona{Solve: func(string) (string, string, bool) { return oneLine, "", true }}
+	seen := map[string]bool{}
+	for i := range 40 {
+		c := Call{Request: openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{
+			{Role: "system", Content: "You write code."}, {Role: "user", Content: "Write a function to find the nth tetrahedral number. " + strconv.Itoa(i*37)}}}}
+		got := p.writer(c)
+		plan := got[:strings.Index(got, "```")]
+		seen[plan] = true
+		for _, hollow := range []string{"intermediate value", "step by step", "general case", "small steps"} {
+			if strings.Contains(plan, hollow) {
+				t.Errorf("plan %q says %q of a one-line return", plan, hollow)
+			}
+		}
+	}
+	if len(seen) < 3 {
+		t.Errorf("%d phrasings, want several: %v", len(seen), seen)
 	}
 }
