@@ -772,12 +772,7 @@ var probeRepairRe = regexp.MustCompile(`running ([A-Za-z_]\w*)\((.*)\) raises (\
 // emptyArg returns the index of the first empty literal (a list, string,
 // tuple or dict) among a call's comma-separated arguments, or -1.
 func emptyArg(args string) int {
-	parts, _ := splitTop(args, func(rest string) int {
-		if rest[0] == ',' {
-			return 1
-		}
-		return 0
-	})
+	parts, _ := splitArgs(args)
 	for i, a := range parts {
 		switch strings.TrimSpace(a) {
 		case "[]", "''", `""`, "()", "{}", "set()":
@@ -785,6 +780,16 @@ func emptyArg(args string) int {
 		}
 	}
 	return -1
+}
+
+// splitArgs cuts a call's arguments at the commas between them.
+func splitArgs(args string) (parts, commas []string) {
+	return splitTop(args, func(rest string) int {
+		if rest[0] == ',' {
+			return 1
+		}
+		return 0
+	})
 }
 
 // splitTop cuts Python source s at the separators outside brackets and
@@ -804,16 +809,16 @@ func splitTop(s string, sep func(rest string) int) (parts, seps []string) {
 			}
 		case c == '\'' || c == '"':
 			quote = c
+		case depth == 0 && sep(s[i:]) > 0:
+			// a separator may be a closing bracket (see closeParen)
+			n := sep(s[i:])
+			parts, seps = append(parts, s[start:i]), append(seps, s[i:i+n])
+			start = i + n
+			i += n - 1
 		case strings.IndexByte("([{", c) >= 0:
 			depth++
 		case strings.IndexByte(")]}", c) >= 0:
 			depth--
-		case depth == 0:
-			if n := sep(s[i:]); n > 0 {
-				parts, seps = append(parts, s[start:i]), append(seps, s[i:i+n])
-				start = i + n
-				i += n - 1
-			}
 		}
 	}
 	return append(parts, s[start:]), seps

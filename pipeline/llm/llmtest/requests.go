@@ -102,12 +102,7 @@ func literalType(lit string) string {
 	case strings.HasPrefix(lit, "(") && strings.HasSuffix(lit, ")"):
 		inner, ok := closeParen(lit[1:])
 		if ok && len(inner) == len(lit)-2 && strings.TrimSpace(inner) != "" {
-			if _, commas := splitTop(inner, func(r string) int {
-				if r[0] == ',' {
-					return 1
-				}
-				return 0
-			}); len(commas) == 0 {
+			if _, commas := splitArgs(inner); len(commas) == 0 {
 				return literalType(inner) // ([1, 2]) is the list in parentheses
 			}
 		}
@@ -161,12 +156,7 @@ func typeGuard(code, examples, fn string) (check []string, said []string, ok boo
 	if !found || len(args) == 0 {
 		return nil, nil, false
 	}
-	vals, _ := splitTop(call, func(r string) int {
-		if r[0] == ',' {
-			return 1
-		}
-		return 0
-	})
+	vals, _ := splitArgs(call)
 	for i, a := range args {
 		if i >= len(vals) || strings.Contains(vals[i], "=") {
 			break
@@ -325,27 +315,13 @@ func namedSteps(code, fn string) int {
 // closeParen returns s up to the ")" that closes a call whose "(" came
 // just before s, outside brackets and quotes; ok is false when none does.
 func closeParen(s string) (string, bool) {
-	depth := 0
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case quote != 0:
-			if c == '\\' {
-				i++
-			} else if c == quote {
-				quote = 0
-			}
-		case c == '\'' || c == '"':
-			quote = c
-		case strings.IndexByte("([{", c) >= 0:
-			depth++
-		case c == ')' && depth == 0:
-			return s[:i], true
-		case strings.IndexByte(")]}", c) >= 0:
-			depth--
+	parts, seps := splitTop(s, func(rest string) int {
+		if rest[0] == ')' {
+			return 1
 		}
-	}
-	return "", false
+		return 0
+	})
+	return parts[0], len(seps) > 0
 }
 
 // explicitEmptyRe: a path of fn's own for an empty argument, as an
@@ -367,12 +343,7 @@ func edgeTest(code, examples, fn string) (test []string, why string, ok bool) {
 	if arg == "" || pos < 0 || !found {
 		return nil, "", false
 	}
-	vals, _ := splitTop(call, func(r string) int {
-		if r[0] == ',' {
-			return 1
-		}
-		return 0
-	})
+	vals, _ := splitArgs(call)
 	if pos >= len(vals) {
 		return nil, "", false
 	}
