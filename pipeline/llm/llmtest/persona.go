@@ -579,7 +579,12 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 			check := []string{"for name, value in (" + strings.Join(mapArgs(args, func(a string) string { return fmt.Sprintf("(%q, %s)", a, a) }), ", ") + ",):",
 				"    if value is None:",
 				"        raise TypeError(f\"{name} must not be None\")"}
-			return fmt.Sprintf("%s now checks its arguments before using them: passing None for any of them raises a TypeError that names the argument, instead of failing later with a less helpful error.", name) +
+			text := fmt.Sprintf("%s now checks its arguments before using them: passing None for any of them raises a TypeError that names the argument, instead of failing later with a less helpful error.", name)
+			if strings.Contains(low, "type") {
+				// no example shows the types: it says what it did not check
+				text += " No example call shows which types it takes, so I did not guess them: any value other than None still goes through."
+			}
+			return text +
 				"\n\n" + block(addChecks(prevCode, bare, check)) + "\n\nValid inputs take the same path as before, so the earlier checks still pass."
 		}
 	}

@@ -153,6 +153,11 @@ func calledName(code string) string {
 func typeGuard(code, examples, fn string) (check []string, said []string, ok bool) {
 	args := argNames(code, fn)
 	call, found := exampleArgs(code+"\n"+examples, fn)
+	if !found && len(args) == 1 && args[0] == "cases" && strings.Contains(code, "def "+fn+"(cases):\n    \"\"\"Apply ") {
+		// the persona's own companion: a list (or tuple) of argument tuples
+		return []string{"if not isinstance(cases, (list, tuple)):", "    raise TypeError(f\"cases must be a list or tuple of argument tuples, not {type(cases).__name__}\")"},
+			[]string{"`cases` must be a list or tuple of argument tuples"}, true
+	}
 	if !found || len(args) == 0 {
 		return nil, nil, false
 	}

@@ -44,6 +44,7 @@ func TestGuardAnswer(t *testing.T) {
 		{"a tuple and a dict", "def g(t, d):\n    return d[t[0]]", "assert g((1, 2), {1: 'a'}) == 'a'", "g", []string{"isinstance(t, tuple)", "isinstance(d, dict)"}, true},
 		{"no example", "def f(x):\n    return x", "", "f", nil, false},
 		{"an argument named after its type", "def rot(str):\n    return str[1:] + str[:1]", "assert rot(\"ab\") == \"ba\"", "rot", []string{`if not isinstance(str, type("")):`}, true},
+		{"an uncalled companion", lastCode(companionAnswer("def f(x):\n    return x", "`f`", "f", true)), "", "f_all", []string{"if not isinstance(cases, (list, tuple)):"}, true},
 	} {
 		a, ok := guardAnswer(tc.code, tc.examples, "`"+tc.fn+"`", tc.fn)
 		if ok != tc.ok {
