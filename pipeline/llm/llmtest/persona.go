@@ -950,7 +950,7 @@ func (p *Persona) explain(c Call) string {
 	forms := []string{
 		name + " " + shape + "; the answer is built from " + detail + " and returned, which is what the request asks for.",
 		name + " " + shape + ". " + how,
-		how + " So " + name + " " + shape + ".",
+		how + " In short, " + name + " " + shape + ".",
 		"The approach: " + name + " " + shape + ". " + how,
 	}
 	if how == "" {
