@@ -95,9 +95,18 @@ func (r *run) close(ctx context.Context, turn Turn) error {
 	if turn.Problem != nil && r.lang == "python" {
 		n = len(turn.Problem.Tests)
 	}
+	// The closing names the last function the run called: a companion
+	// defined after the example's call and never called has shown nothing.
 	name := ""
-	if m := defNameRe.FindAllStringSubmatch(r.code, -1); len(m) > 0 {
-		name = m[len(m)-1][1]
+	ms := defNameRe.FindAllStringSubmatch(r.code, -1)
+	reached := gates.Reached(r.code)
+	for i := len(ms) - 1; i >= 0 && name == ""; i-- {
+		if reached[ms[i][1]] {
+			name = ms[i][1]
+		}
+	}
+	if name == "" && len(ms) > 0 {
+		name = ms[len(ms)-1][1]
 	}
 	if turn.Problem != nil && turn.Problem.EntryPoint != "" {
 		name = turn.Problem.EntryPoint
@@ -174,10 +183,15 @@ func (r *run) kept() bool { return r.before != "" && gates.SameCode(r.before, r.
 // the round kept the code as it was; code is the code the run ran.
 // said holds the dialogue's earlier assistant turns (sameWords keys): a
 // closing that repeats one word for word ("The run confirms it: ..." after
-// every round) teaches a model to answer by rote.
-func closingVerdict(text string, tests int, output string, said map[string]bool, kept bool, code string) gates.Verdict {
+// every round) teaches a model to answer by rote. harness names the
+// functions the run's tests call besides the code's own lines.
+func closingVerdict(text string, tests int, output string, said map[string]bool, kept bool, code string, harness ...string) gates.Verdict {
 	silent := tests == 0 && strings.TrimSpace(output) == SilentRun
 	switch {
+	case gates.UncalledClaim(text, code, harness...) != "":
+		// "The output confirms that `f_all` works" of a function the run
+		// never called: the output says nothing of it.
+		return gates.Verdict{Reason: "claims_uncalled", Detail: gates.UncalledClaim(text, code, harness...)}
 	case gates.FalseOnePass(text, code) != "":
 		// "It works through its input once" of code that recurses or
 		// nests loops is a false account of what the code costs.
@@ -218,7 +232,11 @@ func (r *run) summary(ctx context.Context, tests int, name string, silent bool) 
 			return "", gates.Verdict{}, fmt.Errorf("simulate: writer: %w", err)
 		}
 		text := strings.TrimSpace(resp.Text)
-		v := closingVerdict(text, tests, r.output, said, r.kept(), r.code)
+		var harness []string
+		if tests > 0 {
+			harness = []string{name} // the tests call the entry point
+		}
+		v := closingVerdict(text, tests, r.output, said, r.kept(), r.code, harness...)
 		if v.OK() || try >= repairs {
 			return text, v, nil
 		}
@@ -232,6 +250,8 @@ func (r *run) summary(ctx context.Context, tests int, name string, silent bool) 
 			repair = fmt.Sprintf("Your reply could not be used: it repeats, word for word, one you gave earlier in this conversation. Answer again in two to four sentences of plain prose, at least %d characters, about this run: what it shows and what changed in the code since the earlier run; no code and no code block.", minClosing)
 		case v.Reason == "claims_one_pass":
 			repair = fmt.Sprintf("Your reply could not be used: it says the code goes over its input once (%q), but the code calls itself or runs more than one loop over it. Answer again in two to four sentences of plain prose, at least %d characters, that say what the run shows and describe how the code works as its lines show it; no code and no code block.", v.Detail, minClosing)
+		case v.Reason == "claims_uncalled":
+			repair = fmt.Sprintf("Your reply could not be used: it says the run showed something of a function the code defines but never calls (%q), so the output says nothing of it. Answer again in two to four sentences of plain prose, at least %d characters, that say what the output shows of the functions the run called, and that the other one was not called; no code and no code block.", v.Detail, minClosing)
 		case v.Reason == "claims_unmade_change":
 			repair = fmt.Sprintf("Your reply could not be used: it says the code was changed, but this round kept it exactly as it was. Answer again in two to four sentences of plain prose, at least %d characters, that say what the run shows and that the code stayed the same; no code and no code block.", minClosing)
 		}
@@ -440,6 +460,12 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 			v = gates.Verdict{Reason: "claims_one_pass", Detail: fmt.Sprintf("asked: %s\nclaim: %s", asked, s)}
 			return v, fmt.Sprintf("Your answer could not be used: it says the code goes over its input once (%q), but the code calls itself or runs more than one loop over it. Answer again: describe how the code works as its lines show it, and change it if what was asked needs a change, then the complete code in one ```%s block, then a short summary.", s, r.lang)
 		}
+		if s := gates.FalseComputedOnce(text, code); v.OK() && r.lang == "python" && s != "" {
+			// "each value is computed once" of a loop that computes
+			// len(i) twice per pass keeps the code for a false reason.
+			v = gates.Verdict{Reason: "claims_computed_once", Detail: fmt.Sprintf("asked: %s\nclaim: %s\nrepeated: %s", asked, s, gates.RepeatedCall(code))}
+			return v, fmt.Sprintf("Your answer could not be used: it says each value is computed once (%q), but a loop of the code computes `%s` twice on every pass. Answer again: store that value in a variable where the loop first needs it, or say plainly why it must stay, then the complete code in one ```%s block, then a short summary.", s, gates.RepeatedCall(code), r.lang)
+		}
 		if v.OK() && r.lang == "python" && gates.UncheckedInputs(before, code, asked) {
 			v = gates.Verdict{Reason: "inputs_unchecked", Detail: fmt.Sprintf("asked: %s\nanswer: %s", asked, gates.Cut(text, 400))}
 			return v, fmt.Sprintf("Your answer could not be used: the user asked for the inputs to be checked, but the code checks none of them (a docstring or a claim that it already validates is not a check). Answer again: the complete revised code in one ```%s block that checks the arguments before using them (for example raising TypeError or ValueError with a message that names the argument), then a short summary.", r.lang)
@@ -513,6 +539,10 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 	}
 	if s := gates.FalseOnePass(r.answersSince(m), r.code); r.lang == "python" && s != "" {
 		r.reject(m, gate, label, gates.Verdict{Reason: "claims_one_pass", Detail: fmt.Sprintf("asked: %s\nclaim: %s", asked, s)})
+		return false, nil
+	}
+	if s := gates.FalseComputedOnce(r.answersSince(m), r.code); r.lang == "python" && s != "" {
+		r.reject(m, gate, label, gates.Verdict{Reason: "claims_computed_once", Detail: fmt.Sprintf("asked: %s\nclaim: %s\nrepeated: %s", asked, s, gates.RepeatedCall(r.code))})
 		return false, nil
 	}
 	if r.lang == "python" && gates.UncheckedInputs(before, r.code, asked) {

@@ -468,8 +468,16 @@ func TestClosingClaimsOnlyWhatRan(t *testing.T) {
 			"def pairs(xs):\n    n = 0\n    for i in range(len(xs)):\n        for j in range(i):\n            n += xs[i] == xs[j]\n    return n"},
 		{"one pass, one loop", "The run confirms it: `total` gives the expected result on the 3 tests. It works through its input once and returns the sum.", "All 3 tests passed.", 3, false, "",
 			"def total(xs):\n    s = 0\n    for x in xs:\n        s += x\n    return s"},
+		{"companion never called", "The output confirms that `pair_all` handles the request correctly.", "4", 0, false, "claims_uncalled",
+			"def pair(a, n):\n    return n\n\nprint(pair([1, 2], 2))\n\ndef pair_all(cases):\n    return [pair(*c) for c in cases]"},
+		{"companion called", "The output confirms that `pair_all` handles the request: it printed [2], the example's result in a list.", "4\n[2]", 0, false, "",
+			"def pair(a, n):\n    return n\n\nprint(pair([1, 2], 2))\n\ndef pair_all(cases):\n    return [pair(*c) for c in cases]\n\nprint(pair_all([([1, 2], 2)]))"},
 	} {
-		if got := closingVerdict(tc.text, tc.tests, tc.output, nil, tc.kept, tc.code).Reason; got != tc.want {
+		var harness []string
+		if m := defNameRe.FindStringSubmatch(tc.code); m != nil && tc.tests > 0 {
+			harness = []string{m[1]} // the tests call the entry point
+		}
+		if got := closingVerdict(tc.text, tc.tests, tc.output, nil, tc.kept, tc.code, harness...).Reason; got != tc.want {
 			t.Errorf("%s: reason %q, want %q", tc.name, got, tc.want)
 		}
 	}

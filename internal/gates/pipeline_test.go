@@ -41,10 +41,22 @@ type corpus struct {
 
 func loadCorpus(t *testing.T, n int, buggyEvery int) *corpus {
 	t.Helper()
+	return loadCorpusAt(t, 0, n, buggyEvery)
+}
+
+// loadCorpusFrom is n MBPP problems from the from-th on, none buggy.
+func loadCorpusFrom(t *testing.T, from, n int) *corpus {
+	t.Helper()
+	return loadCorpusAt(t, from, n, 0)
+}
+
+func loadCorpusAt(t *testing.T, from, n int, buggyEvery int) *corpus {
+	t.Helper()
 	ps, err := schema.LoadProblems(sharedtest.Path(t, "mbpp/mbpp.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	ps = ps[min(from, len(ps)):]
 	if n > 0 && n < len(ps) {
 		ps = ps[:n]
 	}
@@ -414,6 +426,11 @@ func TestMisbehavingModelFailsItsGate(t *testing.T) {
 		// and keeps it for speed "because it makes a single pass".
 		{llmtest.OnePassClaim, "{feedback_rounds: 1, followups: 0, categories: {scalability: 1}, calibrate: 0, closing: template}", []string{"stage simulate", "gate feedback_round rejected", "claims_one_pass"}},
 		{llmtest.DocOnlyEmpty, "{feedback_rounds: 1, followups: 0, categories: {functionality: 1}, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "no_empty_path"}},
+		// a companion defined, never called, and closed as confirmed
+		{llmtest.UncalledClaim, "{feedback_rounds: 0, followups: 1, followup_kinds: {extend: 1}, calibrate: 0, closing: model}", []string{"stage simulate", "gate closing rejected", "claims_uncalled"}},
+		// len_log (MBPP 90, from its 89th problem on) computes len(i)
+		// twice per pass: "each value is computed once" is false of it.
+		{llmtest.ComputedOnceClaim, "{feedback_rounds: 1, followups: 0, categories: {efficiency: 1}, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "claims_computed_once"}},
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.bad), func(t *testing.T) {
@@ -422,6 +439,9 @@ func TestMisbehavingModelFailsItsGate(t *testing.T) {
 				buggy = 1 // every first answer is wrong: the tests say so, the judge does not
 			}
 			c := loadCorpus(t, 4, buggy)
+			if tc.bad == llmtest.ComputedOnceClaim {
+				c = loadCorpusFrom(t, 89, 2)
+			}
 			persona := &llmtest.Persona{Solve: c.solve, Tests: c.tests, Bad: map[llmtest.Misbehaviour]bool{tc.bad: true}}
 			man, ds, err := runPipeline(t, c, persona, tc.settings)
 			if err == nil && tc.bad == llmtest.YesJudge {

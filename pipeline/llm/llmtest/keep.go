@@ -169,10 +169,18 @@ func keepAnswer(low, code, name, fn string) (string, bool) {
 		}
 		text = fmt.Sprintf("No change is needed for older Python versions: %s uses no f-strings, no assignment expressions (`:=`), no `match` statement and none of the newer `math` helpers, so everything it uses exists in Python 3.5.", name)
 	case strings.Contains(low, "recomput"):
-		if f.recursive || f.depth > 1 || f.scans {
+		if out, call, v, ok := storeRepeated(code, fn); ok {
+			return fmt.Sprintf("%s computed `%s` twice on every pass of its loop. It now computes it at the top of the loop's body into `%s` and uses that name wherever the loop needed the value, so the results do not change.", name, call, v) +
+				"\n\n" + block(out) + "\n\nThe run below checks that the earlier checks still pass.", true
+		}
+		own, _ := ownLines(code, fn)
+		switch call := gates.RepeatedCall("def " + fn + "():\n" + strings.Join(own, "\n")); {
+		case call != "":
+			text = fmt.Sprintf("I leave %s unchanged, although its loop computes `%s` more than once per pass: the call sits in the loop's condition, and storing it would mean restructuring the loop the checks have confirmed. If that cost matters for your inputs, say so and I will rewrite it.", name, call)
+		case f.recursive || f.depth > 1 || f.scans:
 			text = kept("avoiding recomputed values")
-		} else {
-			text = fmt.Sprintf("No change is needed to avoid recomputing values: %s has no recursion and no nested loop, so each value it derives is computed once.", name)
+		default:
+			text = fmt.Sprintf("No change is needed to avoid recomputing values: %s has no recursion, no nested loop and no call its loop makes twice per pass, so each value it derives is computed once.", name)
 		}
 	case strings.Contains(low, "memory") && !strings.Contains(low, "faster"):
 		if out, how, ok := lessMemory(code, fn); ok {

@@ -29,12 +29,13 @@ func TestKeepAnswer(t *testing.T) {
 		{"older python with an f-string", "avoid features in f that older python versions lack", fstring, false, ""},
 		{"memory, counters only", "keep the memory f uses small for long inputs", sumList, true, "keeps only single values"},
 		{"memory, builds a list", "keep the memory f uses small for long inputs", squares, true, "unchanged because keeping its memory small"},
-		{"recomputing, one loop", "avoid recomputing values inside f", sumList, true, "no recursion and no nested loop"},
+		{"recomputing, a call twice per pass", "avoid recomputing values inside f", "def f(xs):\n    best = 0\n    for x in xs:\n        if abs(x) > best:\n            best = abs(x)\n    return best", true, "        abs_x = abs(x)\n        if abs_x > best:\n"},
+		{"recomputing, one loop", "avoid recomputing values inside f", sumList, true, "no recursion, no nested loop and no call its loop makes twice"},
 		{"recomputing, recursion", "avoid recomputing values inside f", fib, true, "unchanged because avoiding recomputed values"},
 		{"larger inputs, one loop", "make sure f still works quickly on much larger inputs", sumList, true, "single pass"},
 		{"larger inputs, nested loops", "make sure f still works quickly on much larger inputs", pairs, true, "unchanged because making it faster"},
 		{"faster, no loop", "can you make f faster or lighter on memory for very large inputs", "def f(a, b):\n    return a * b", true, "no loop and no recursion"},
-		{"a call after the def is no recursion", "avoid recomputing values inside f", sumList + "\n\nprint(f([1, 2]))\nassert f([3]) == 3", true, "no recursion and no nested loop"},
+		{"a call after the def is no recursion", "avoid recomputing values inside f", sumList + "\n\nprint(f([1, 2]))\nassert f([3]) == 3", true, "no recursion, no nested loop and no call its loop makes twice"},
 		{"a companion function is not f", "make sure f still works quickly on much larger inputs",
 			"def f(a, b):\n    return a * b\n\n\ndef f_all(cases):\n    return [f(*args) for args in cases]", true, "no loop and no recursion"},
 		{"larger inputs, a comprehension is a loop", "make sure f still works quickly on much larger inputs", "def f(nums, N):\n    result = [i[N] for i in nums]\n    return result", true, "makes a single pass"},
@@ -48,12 +49,15 @@ func TestKeepAnswer(t *testing.T) {
 			if ok != tc.ok || !strings.Contains(got, tc.says) {
 				t.Fatalf("keepAnswer = %q, %v; want %v and an answer saying %q", got, ok, tc.ok, tc.says)
 			}
-			if changed := strings.Contains(tc.name, "long condition"); ok && changed == strings.Contains(got, block(tc.code)) {
-				t.Errorf("keepAnswer = %q, want the code unchanged unless a long condition is laid out anew", got)
+			if changed := strings.Contains(tc.name, "long condition") || strings.Contains(tc.name, "twice per pass"); ok && changed == strings.Contains(got, block(tc.code)) {
+				t.Errorf("keepAnswer = %q, want the code unchanged unless a long condition is laid out anew or a repeated call stored", got)
 			}
 			// A good model's reason passes the simulate stage's check.
 			if ok && strings.Contains(got, block(tc.code)) && !gates.KeepsForRequest(tc.request, got) {
 				t.Errorf("gates.KeepsForRequest(%q, %q) = false, want true", tc.request, got)
+			}
+			if s := gates.FalseComputedOnce(got, lastCode(got)); s != "" {
+				t.Errorf("a false computed-once claim: %q", s)
 			}
 			if s := gates.FalseOnePass(got, tc.code); s != "" {
 				t.Errorf("a false one-pass claim: %q", s)

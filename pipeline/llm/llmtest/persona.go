@@ -73,10 +73,18 @@ const (
 	// keeps such code unchanged for speed because "it makes a single
 	// pass".
 	OnePassClaim Misbehaviour = "one_pass_claim"
+	// UncalledClaim answers "add a companion function" with code that
+	// defines it and never calls it, and closes the run with "the output
+	// confirms that `f_all` handles the request".
+	UncalledClaim Misbehaviour = "uncalled_claim"
+	// ComputedOnceClaim keeps the code when asked to avoid recomputing
+	// values because "each value it derives is computed once", whatever
+	// its loops compute twice.
+	ComputedOnceClaim Misbehaviour = "computed_once_claim"
 )
 
 // Misbehaviours lists every misbehaviour.
-var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange, DocOnlyEmpty, OnePassClaim}
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange, DocOnlyEmpty, OnePassClaim, UncalledClaim, ComputedOnceClaim}
 
 // Persona is a scripted model that recognises which prompt of the pipeline
 // it is answering (writer, explain, judge, feedback, rubric, eval feedback)
@@ -165,19 +173,19 @@ func applicable(c Call) []Misbehaviour {
 		last := c.LastUser()
 		switch {
 		case strings.HasPrefix(last, "The run above is accepted"):
-			return []Misbehaviour{ThanksToOutput, OnePassClaim}
+			return []Misbehaviour{ThanksToOutput, OnePassClaim, UncalledClaim}
 		case strings.HasPrefix(last, "Your reply could not be used: it repeats"):
 			return []Misbehaviour{RoteClosing}
 		case strings.HasPrefix(last, "Execution result:"):
 			return []Misbehaviour{ThanksToOutput, SilentCode}
 		case len(c.Request.Messages) > 2 && !strings.Contains(last, "is not correct"):
 			if keepTopicRe.MatchString(strings.ToLower(last)) {
-				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, OffRequestNoChange, OnePassClaim}
+				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, OffRequestNoChange, OnePassClaim, ComputedOnceClaim}
 			}
 			if asksEmpty(last) {
 				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, DocOnlyEmpty}
 			}
-			return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests}
+			return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, UncalledClaim}
 		}
 		return []Misbehaviour{SilentCode}
 	case "judge":
@@ -407,12 +415,25 @@ func (p *Persona) writer(c Call) string {
 			code = first
 		}
 		plans := []string{
-			"I'll write %s so it follows the task directly: read the arguments, apply the rule the task states step by step, and return the result. The example in the task is the first check, and the general case must work the same way.",
+			"I'll write %s so that %s, and it returns the result. The example in the task is its first check.",
 			"The plan: implement %s in small steps, keeping each intermediate value in a named variable so the logic is easy to follow. Then I run it once so we can see that the result matches what the task expects.",
 			"To solve this I define %s and keep its logic short: %s. " + edgeClaim,
-			"I will build %s around the case in the example first and then make sure it covers the general case too. The function returns its result instead of printing it, so the tests and other code can use it directly.",
+			"how", // read from the code's lines, below
 		}
 		plan := plans[variant(task, len(plans))]
+		how := explainDoc(code, strings.Trim(name, "`"), true)
+		if plan == "how" && strings.HasPrefix(how, "How it works: ") {
+			// code may hold "%": the text read from it is no format
+			how = strings.TrimPrefix(how, "How it works: ")
+			plan = "Here is how %s will work. " + strings.ReplaceAll(strings.ToUpper(how[:1])+how[1:], "%", "%%")
+		} else if plan == "how" {
+			plan = plans[0]
+		}
+		if plan == plans[1] && namedSteps(code, strings.Trim(name, "`")) < 2 {
+			// no intermediate values to name: the plan says what the
+			// lines do instead
+			plan = "The plan: write %s so that %s, and it returns the result. Then I run it once so we can see that the result matches what the task expects."
+		}
 		if strings.Count(plan, "%s") > 1 {
 			plan = fmt.Sprintf(plan, name, "it "+plainShape(code, name))
 		} else {
@@ -505,26 +526,32 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 				tests = all
 			}
 		}
-		if p.bad(TrivialTests, c) {
-			tests = nil
-		}
 		code := strings.TrimRight(prevCode, "\n") + "\n\n# Tests of the behaviour the task asks for.\n"
+		edge, why, hasEdge := edgeTest(prevCode, strings.Join(tests, "\n"), bare)
+		if p.bad(TrivialTests, c) {
+			tests, hasEdge = nil, false
+			if bare != "the code" {
+				code += fmt.Sprintf("assert callable(%s)\n", bare)
+			}
+		}
 		for _, t := range tests {
 			code += t + "\n"
 		}
-		if bare != "the code" {
-			code += fmt.Sprintf("assert callable(%s)\n", bare)
+		text := fmt.Sprintf("I added a block of assert-based tests after %s. They check the task's example and further cases, and the run fails loudly if any of them stops holding, so the tests can stay next to the function.", name)
+		switch {
+		case hasEdge:
+			code += "# Edge case: an empty input.\n" + strings.Join(edge, "\n") + "\n"
+			text += fmt.Sprintf(" The edge case is an empty input: %s, which the last test checks.", why)
+		case strings.Contains(low, "edge"):
+			text += fmt.Sprintf(" I wrote no edge case: neither the task nor the lines of %s settle what it should give for an empty or unusual input, and a test that expects whatever it returns would check nothing.", name)
 		}
 		code += "print(\"tests passed\")"
-		return fmt.Sprintf("I added a block of assert-based tests after %s. They check the task's example and further cases, and the run fails loudly if any of them stops holding, so the tests can stay next to the function.", name) +
-			"\n\n" + block(code) + "\n\nIf the run prints `tests passed`, every assertion held."
+		return text + "\n\n" + block(code) + "\n\nIf the run prints `tests passed`, every assertion held."
 	case strings.Contains(low, "companion") || strings.Contains(low, "extend") || strings.Contains(low, "many inputs") || strings.Contains(low, "batch"):
 		if bare == "the code" {
 			break
 		}
-		code := strings.TrimRight(prevCode, "\n") + fmt.Sprintf("\n\n\ndef %s_all(cases):\n    \"\"\"Apply %s to each tuple of arguments in cases, in order.\"\"\"\n    return [%s(*args) for args in cases]", bare, bare, bare)
-		return fmt.Sprintf("To extend the functionality I keep %s as it is, so existing callers are unaffected, and add a companion `%s_all` that applies it to a list of argument tuples and returns the results in the same order.", name, bare) +
-			"\n\n" + block(code) + fmt.Sprintf("\n\nThe new function only delegates to %s, so both give the same answer for the same arguments.", name)
+		return companionAnswer(prevCode, name, bare, p.bad(UncalledClaim, c))
 	}
 	if m := probeRepairRe.FindStringSubmatch(c.LastUser()); m != nil && !p.bad(FalseEdgeClaim, c) {
 		// Told that the code crashes on the empty argument the check
@@ -539,20 +566,35 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 	}
 	// A docstring or an empty-input path goes on the function the
 	// request names, where the code defines it (`f_all`, not `f`).
-	if m := tickRe.FindStringSubmatch(request); m != nil && m[1] != bare && defines(prevCode, m[1]) && (asksEmpty(low) || strings.Contains(low, "docstring") || strings.Contains(low, "comment") || strings.Contains(low, "explain") || strings.Contains(low, "document")) {
+	if m := tickRe.FindStringSubmatch(request); m != nil && m[1] != bare && defines(prevCode, m[1]) && (asksEmpty(low) || asksGuard(low) || strings.Contains(low, "docstring") || strings.Contains(low, "comment") || strings.Contains(low, "explain") || strings.Contains(low, "document")) {
 		bare, name = m[1], "`"+m[1]+"`"
 	}
-	if (strings.Contains(low, "validat") || strings.Contains(low, "guard") || strings.Contains(low, "wrong type")) && !p.bad(ClaimedChecks, c) {
-		if args := argNames(prevCode, bare); len(args) > 0 && bare != "the code" {
+	if asksGuard(low) && !p.bad(ClaimedChecks, c) && bare != "the code" {
+		// The types its example passes, from the code's own call or the
+		// task's asserts.
+		if text, ok := guardAnswer(prevCode, strings.Join(assertRe.FindAllString(task, -1), "\n"), name, bare); ok {
+			return text
+		}
+		if args := argNames(prevCode, bare); len(args) > 0 {
 			check := []string{"for name, value in (" + strings.Join(mapArgs(args, func(a string) string { return fmt.Sprintf("(%q, %s)", a, a) }), ", ") + ",):",
 				"    if value is None:",
 				"        raise TypeError(f\"{name} must not be None\")"}
-			return fmt.Sprintf("%s now checks its arguments before using them: passing None for any of them raises a TypeError that names the argument, instead of failing later with a less helpful error.", name) +
+			text := fmt.Sprintf("%s now checks its arguments before using them: passing None for any of them raises a TypeError that names the argument, instead of failing later with a less helpful error.", name)
+			if strings.Contains(low, "type") {
+				// no example shows the types: it says what it did not check
+				text += " No example call shows which types it takes, so I did not guess them: any value other than None still goes through."
+			}
+			return text +
 				"\n\n" + block(addChecks(prevCode, bare, check)) + "\n\nValid inputs take the same path as before, so the earlier checks still pass."
 		}
 	}
 	if !p.bad(OffRequestNoChange, c) {
 		if text, ok := keepAnswer(low, prevCode, name, bare); ok {
+			if p.bad(ComputedOnceClaim, c) && strings.Contains(low, "recomput") {
+				// the old reason, whatever the loop computes
+				return fmt.Sprintf("No change is needed to avoid recomputing values: %s has no recursion and no nested loop, so each value it derives is computed once.", name) +
+					"\n\n" + block(prevCode) + "\n\nThe code is the same as before, so the earlier checks still hold."
+			}
 			if p.bad(OnePassClaim, c) && strings.HasPrefix(text, "I leave") {
 				// the old reason, true or not
 				return fmt.Sprintf("No change is needed for larger inputs: %s makes a single pass over its input, so its time grows in step with the size of its input.", name) +
@@ -602,6 +644,20 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 // closing replies to an accepted run in prose.
 func (p *Persona) closing(request, code, task string, c Call) string {
 	name := fnName(code)
+	if p.bad(UncalledClaim, c) {
+		// the last function defined, called or not
+		return fmt.Sprintf("The output confirms that %s handles the request correctly, and the run finished without errors.", name)
+	}
+	// It names the last function the run called: a companion defined
+	// after the example's call has shown nothing yet.
+	if r := calledName(code); r != "" {
+		name = r
+	}
+	if base := strings.TrimSuffix(strings.Trim(name, "`"), "_all"); base != strings.Trim(name, "`") && defines(code, base) && !strings.Contains(request, "nothing was printed") {
+		// A companion: what the run shows of each function, not the
+		// task's value claimed of a list of them.
+		return fmt.Sprintf("The run shows both functions: `%s` gives the example's result, and %s, called on a list holding the example's arguments, returns a list holding that same result. Any other list of argument tuples goes through `%s` one tuple at a time, in order.", base, name, base)
+	}
 	shape := "It " + plainShape(code, name)
 	if p.bad(OnePassClaim, c) {
 		shape = "It works through its input once"
@@ -721,12 +777,7 @@ var probeRepairRe = regexp.MustCompile(`running ([A-Za-z_]\w*)\((.*)\) raises (\
 // emptyArg returns the index of the first empty literal (a list, string,
 // tuple or dict) among a call's comma-separated arguments, or -1.
 func emptyArg(args string) int {
-	parts, _ := splitTop(args, func(rest string) int {
-		if rest[0] == ',' {
-			return 1
-		}
-		return 0
-	})
+	parts, _ := splitArgs(args)
 	for i, a := range parts {
 		switch strings.TrimSpace(a) {
 		case "[]", "''", `""`, "()", "{}", "set()":
@@ -734,6 +785,16 @@ func emptyArg(args string) int {
 		}
 	}
 	return -1
+}
+
+// splitArgs cuts a call's arguments at the commas between them.
+func splitArgs(args string) (parts, commas []string) {
+	return splitTop(args, func(rest string) int {
+		if rest[0] == ',' {
+			return 1
+		}
+		return 0
+	})
 }
 
 // splitTop cuts Python source s at the separators outside brackets and
@@ -753,16 +814,16 @@ func splitTop(s string, sep func(rest string) int) (parts, seps []string) {
 			}
 		case c == '\'' || c == '"':
 			quote = c
+		case depth == 0 && sep(s[i:]) > 0:
+			// a separator may be a closing bracket (see closeParen)
+			n := sep(s[i:])
+			parts, seps = append(parts, s[start:i]), append(seps, s[i:i+n])
+			start = i + n
+			i += n - 1
 		case strings.IndexByte("([{", c) >= 0:
 			depth++
 		case strings.IndexByte(")]}", c) >= 0:
 			depth--
-		case depth == 0:
-			if n := sep(s[i:]); n > 0 {
-				parts, seps = append(parts, s[start:i]), append(seps, s[i:i+n])
-				start = i + n
-				i += n - 1
-			}
 		}
 	}
 	return append(parts, s[start:]), seps
@@ -873,19 +934,29 @@ func (p *Persona) explain(c Call) string {
 		vars = vars[:3]
 	}
 	detail := strings.Join(vars, ", ")
-	forms := []string{
-		"%s " + plainShape(code, name) + "; the answer is built from %s and returned, which is what the request asks for.",
-		"The approach: %s keeps the intermediate state in %s and combines it at the end, so every case of the task is handled the same way.",
-		"Here %s computes the result directly from its arguments, using %s along the way.",
-		"%s is a small function: it reads %s, applies the rule the task describes and hands back the result.",
-		"%s handles the general case first and relies on %s for the details of the computation.",
-		"In %s the key step is how %s are combined; once that is right the function returns the expected value.",
+	// Each phrasing says only what the code's lines show: how it goes
+	// over its input, and (from explainDoc) where its values start, what
+	// its loops update and what it returns.
+	shape := plainShape(code, name)
+	how := ""
+	if doc := explainDoc(code, strings.Trim(name, "`"), true); strings.HasPrefix(doc, "How it works: ") {
+		how = strings.TrimPrefix(doc, "How it works: ")
+		how = strings.ToUpper(how[:1]) + how[1:]
 	}
-	f := forms[variant(code+last, len(forms))]
 	if detail == "" {
 		detail = "its arguments"
 	}
-	s := fmt.Sprintf(f, name, detail)
+	// code may hold "%": the parts read from it are not format strings
+	forms := []string{
+		name + " " + shape + "; the answer is built from " + detail + " and returned, which is what the request asks for.",
+		name + " " + shape + ". " + how,
+		how + " In short, " + name + " " + shape + ".",
+		"The approach: " + name + " " + shape + ". " + how,
+	}
+	if how == "" {
+		forms = forms[:1]
+	}
+	s := forms[variant(code+last, len(forms))]
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
@@ -973,8 +1044,11 @@ func (p *Persona) judge(c Call) string {
 		good, _, ok = p.Solve(task)
 	}
 	// the argument checks revise adds guard the code; they change no result
-	code = personaEmptyRe.ReplaceAllString(personaChecksRe.ReplaceAllString(code, ""), "")
+	code = personaTypesRe.ReplaceAllString(personaEmptyRe.ReplaceAllString(personaChecksRe.ReplaceAllString(code, ""), ""), "")
 	correct := ok && normalize(code) == normalize(good)
+	if stored, _, _, changed := storeRepeated(good, strings.Trim(fnName(good), "`")); ok && changed && strings.Contains(normalize(code), normalize(stored)) {
+		correct = true // the change it makes itself when asked not to recompute
+	}
 	if less, _, changed := lessMemory(good, strings.Trim(fnName(good), "`")); ok && changed && strings.Contains(normalize(code), normalize(less)) {
 		correct = true // the change it makes itself when asked for less memory
 	}
@@ -990,6 +1064,9 @@ func (p *Persona) judge(c Call) string {
 }
 
 var personaChecksRe = regexp.MustCompile(`(?m)^[ \t]*for name, value in \(.*\):\n[ \t]*if value is None:\n[ \t]*raise TypeError\(f"\{name\} must not be None"\)\n`)
+
+// personaTypesRe: the type checks guardAnswer adds.
+var personaTypesRe = regexp.MustCompile(`(?m)^[ \t]*if not isinstance\(\w+, [\w()\[\]{}"'.,\s]+\):\n[ \t]*raise TypeError\(f"\w+ must be [^"]*"\)\n`)
 
 var personaEmptyRe = regexp.MustCompile(`(?m)^[ \t]*if len\(\w+\) == 0:\n[ \t]*(raise ValueError\("\w+ (is empty: \w+ has no result for it|must not be empty)"\)|return .*)\n`)
 

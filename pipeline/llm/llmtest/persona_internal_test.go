@@ -1,9 +1,11 @@
 package llmtest
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/codefeedback/codefeedback/internal/gates"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -67,5 +69,35 @@ func TestRateIsShareOfAnswers(t *testing.T) {
 		if by[m] < n/20 {
 			t.Errorf("%s shows in %d of %d answers, want about a third of the bad ones", m, by[m], n)
 		}
+	}
+}
+
+// TestExplainPython: every phrasing of a Python preface says what the
+// code's lines do (its loop, what it returns, with a "%" of the code kept
+// as it is), passes the preface gate, and none speaks of state or steps
+// the code does not have.
+func TestExplainPython(t *testing.T) {
+	const code = "def is_undulating(n):\n    if (len(n) <= 2):\n        return False\n    for i in range(2, len(n)):\n        if (n[i - 2] % 10 != n[i]):\n            return False\n    return True"
+	seen := map[string]bool{}
+	for i := range 40 {
+		call := Call{}
+		call.Request.Messages = append(call.Request.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser,
+			Content: "<reply>\n```python\n" + code + "\n```\n</reply>\nRules: " + strconv.Itoa(i)})
+		got := (&Persona{}).explain(call)
+		seen[got] = true
+		if v := gates.Preface(got, code, 40); !v.OK() {
+			t.Errorf("preface %q fails its gate: %s", got, v.Reason)
+		}
+		for _, hollow := range []string{"intermediate state", "general case first", "key step", "%!", "directly from its arguments"} {
+			if strings.Contains(got, hollow) {
+				t.Errorf("preface %q says %q", got, hollow)
+			}
+		}
+		if !strings.Contains(got, "goes through its input once") {
+			t.Errorf("preface %q does not say how it goes over its input", got)
+		}
+	}
+	if len(seen) < 3 {
+		t.Errorf("%d phrasings, want several: %v", len(seen), seen)
 	}
 }
