@@ -1765,37 +1765,153 @@ def compile_ast(code, name):
 # that swaps the request socket cannot have the loop run a cell of its own.
 # A tampered status fails the cell and restarts the session.
 #
-# What stays open: code that reads the process's memory through a route the
-# hook does not see (an extension module a cell builds and loads, crafted
-# bytecode through code.replace, marshal or a .pyc, a link to
-# /proc/self/mem), or that
-# patches a class of the loop's interpreter the loop uses (kernel_loop checks
-# the one it uses, RunFailedError, before each cell).
+# The hook also closes the routes to the process's memory it can see:
+# extension modules from outside /usr, code objects a cell makes
+# (CodeType, code.replace, marshal.loads of anything but the loop's tagged
+# requests, the driver and the system's .pyc files), /proc/*/mem by name,
+# path object or link. What stays open: a link to /proc/self/mem another
+# process swaps in between the hook's check and the open, or one opened
+# through dir_fd (the hook does not see it); and a class of the loop's
+# interpreter the loop uses, patched (kernel_loop checks the one it uses,
+# RunFailedError, before each cell).
 
 # The subinterpreter's setup, run once before any cell.
-KERNEL_SETUP = r'''
-def _setup(scratch, pattern):
-    import io, re, sys
+KERNEL_SETUP = r"""
+def _setup(scratch, pattern, consts, subkey):
+    import io, os, re, sys, types, marshal, _hashlib, _thread
     blocked = frozenset((
         "sys.addaudithook", "sys.settrace", "sys.setprofile", "sys._current_frames", "sys._current_exceptions",
         "cpython.PyInterpreterState_New", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
-        "os.fork", "os.forkpty"))
+        "os.fork", "os.forkpty", "marshal.load"))
+    # Everything the hook calls is bound here. It must never run a cell's
+    # code: code it called could read the hook's frame, and with it subkey.
+    # So it reads no dict a cell can fill, calls no method of a cell's
+    # class, and takes a subclass of str or bytes by the base type's copy.
+    T, str_, bytes_, int_, dict_, len_ = type, str, bytes, int, dict, len
+    err, denied, base_exc = RuntimeError, PermissionError, BaseException
+    MRO = T.__dict__["__mro__"].__get__
+    as_str, as_bytes, as_int, item = str_.__str__, bytes_.__bytes__, int_.__int__, tuple.__getitem__
+    loads, mac, same, ident = marshal.loads, _hashlib.hmac_digest, _hashlib.compare_digest, _thread.get_ident
+    stat, fileio = os.stat, io.FileIO
+    getframe, coroutine = sys._getframe, types.coroutine.__code__
+    code_t, plain = T(coroutine), (tuple, list, set, frozenset)
+    procfs = item(stat("/proc/self"), 2)  # st_dev
+    pyc = {}  # thread -> the .pyc under /usr it opened last (importlib's next marshal.loads)
+    inner = [None]  # the thread in has_code's own marshal.loads
 
-    def hook(event, args, blocked=blocked, T=type, str_=str, bytes_=bytes, err=RuntimeError):
-        # Reads nothing a cell made but exact strings: no cell code runs here.
+    def exact(p):
+        t = T(p)
+        if t is str_ or t is bytes_ or t is int_:
+            return p
+        for c in MRO(t):
+            if c is str_:
+                return as_str(p)
+            if c is bytes_:
+                return as_bytes(p)
+            if c is int_:
+                return as_int(p)
+        return None
+
+    def system(p):
+        # /usr is read-only in every sandbox (bwrap binds it so; Docker's
+        # root is read-only): nothing under it is a cell's.
+        return p[:5] == "/usr/" and "/../" not in p and "/./" not in p
+
+    def has_code(data):
+        inner[0] = ident()
+        try:
+            todo = [loads(data)]
+        except base_exc:
+            return False  # the real loads fails the same way
+        finally:
+            inner[0] = None
+        while todo:
+            o = todo.pop()
+            t = T(o)
+            if t is code_t:
+                return True
+            if t in plain:
+                todo.extend(o)
+            elif t is dict_:
+                todo.extend(o.keys())
+                todo.extend(o.values())
+        return False
+
+    def mem(p):
+        if T(p) is bytes_:
+            p = p.decode("utf-8", "surrogateescape")
+        if p == "mem" or p[-4:] == "/mem":
+            return True
+        if system(p):
+            return False
+        try:
+            st = stat(p)  # through links: a link to /proc/PID/mem is that file
+        except base_exc:
+            return False
+        # st_dev, st_mode: in /proc only */mem is a regular rw------- file.
+        return item(st, 2) == procfs and item(st, 0) == 0o100600
+
+    def hook(event, args):
         if event in blocked or event[:7] == "ctypes.":
             if event[:7] == "os.fork":
                 raise err("os.fork() is not available in a python session cell (cells run in a "
                           "subinterpreter); use subprocess")
             raise err(event + " is not available in a python session cell: it could reach the kernel "
                       "that reports later cells' outcomes")
-        if event == "open" and args:
-            p = args[0]
-            if (T(p) is str_ and (p == "mem" or p[-4:] == "/mem")) or (
-                    T(p) is bytes_ and (p == b"mem" or p[-4:] == b"/mem")):
+        if event == "open":
+            p = exact(args[0]) if args else None
+            if p is None or T(p) is int_:
+                return  # a descriptor already open (open() converts path objects before this event)
+            if mem(p):
                 raise err("a process's memory cannot be opened in a python session cell")
+            if T(p) is str_ and p[-4:] == ".pyc":
+                if system(p):
+                    pyc[ident()] = p
+                elif "/__pycache__/" in p:
+                    # importlib compiles the source instead.
+                    raise denied(13, "a .pyc outside /usr is not loaded in a python session cell", p)
+        elif event == "marshal.loads":
+            me = ident()
+            if inner[0] == me:
+                return  # has_code's own
+            d = args[0]
+            if d == consts[0] or d == consts[1]:
+                return  # the kernel's driver and compile_fast
+            if len_(d) > 32 and same(mac(subkey, d[:-32], "sha256"), d[-32:]):
+                return  # a request as the runner sent it, tagged by the loop
+            p = pyc.pop(me, None)
+            if p is not None:
+                try:
+                    with fileio(p) as f:
+                        body = f.readall()[16:]
+                except base_exc:
+                    body = None
+                pyc.pop(me, None)  # set again by fileio's own open
+                if body == d:
+                    return  # a system .pyc, as it is on disk
+            if has_code(d):
+                raise err("loading code objects with marshal is not available in a python session cell: "
+                          "crafted bytecode could read the kernel's memory")
+        elif event == "code.__new__":
+            if getframe(1).f_code is not coroutine:  # types.coroutine sets a flag, no more
+                raise err("making code objects (CodeType, code.replace) is not available in a python "
+                          "session cell: crafted bytecode could read the kernel's memory")
+        elif event == "import":
+            if len_(args) > 1 and args[1] is not None:
+                p = exact(args[1])
+                if T(p) is not str_ or not system(p):
+                    raise err("extension modules load only from /usr in a python session cell (one the "
+                              "session built could read the kernel's memory): " +
+                              (p if T(p) is str_ else "?"))
+        elif event == "os.symlink" and args:
+            p = exact(args[0])
+            if T(p) is bytes_:
+                p = p.decode("utf-8", "surrogateescape")
+            if T(p) is str_ and (p == "mem" or p[-4:] == "/mem" or p[-5:] == "/mem/"):
+                raise err("a link to a process's memory cannot be made in a python session cell")
 
     sys.addaudithook(hook)
+    sys.dont_write_bytecode = True  # a .pyc a session wrote would not be loaded (hook)
 
     # Setting no trace function where there is none changes nothing, and
     # doctest does it after every example: such calls pass without the
@@ -1821,9 +1937,9 @@ def _setup(scratch, pattern):
     sys._codefeedback_statement = re.compile(pattern).match
 
 
-_setup(__cf_scratch, __cf_pattern)
-del _setup, __cf_scratch, __cf_pattern
-'''
+_setup(__cf_scratch, __cf_pattern, (__cf_d0, __cf_d1), __cf_sk)
+del _setup, __cf_scratch, __cf_pattern, __cf_d0, __cf_d1, __cf_sk
+"""
 
 # Run for each cell, in the cells' namespace: short, since the
 # subinterpreter compiles it every time. Every name it reads a cell can
@@ -2220,7 +2336,12 @@ def kernel_loop(req_fd, st_fd, key, driver, fast, scratch):
     gc.collect()
     gc.disable()
     sub = _xxsubinterpreters.create(isolated=False)
-    run(sub, setup, {"__cf_scratch": scratch, "__cf_pattern": pattern})
+    # subkey tags each request's marshalled cell for the subinterpreter's
+    # hook, which lets marshal.loads make code objects only from those
+    # (and the driver's and compile_fast's, and the system's .pyc files).
+    subkey = os.urandom(32)
+    run(sub, setup, {"__cf_scratch": scratch, "__cf_pattern": pattern, "__cf_d0": driver, "__cf_d1": fast,
+                     "__cf_sk": subkey})
     while True:
         # The request: the marshalled cell's length (8 bytes), the cell's
         # nonce (16 bytes), its kind (b"s": name and source, b"c": name,
@@ -2261,7 +2382,9 @@ def kernel_loop(req_fd, st_fd, key, driver, fast, scratch):
             finally:
                 exit_(70)
         try:
-            run(sub, stub, {"__cf_D": driver, "__cf_k": kind, "__cf_b": blob, "__cf_f": st_fd, "__cf_F": fast})
+            # marshal.loads ignores the tag after the cell.
+            run(sub, stub, {"__cf_D": driver, "__cf_k": kind, "__cf_b": blob + mac(subkey, blob, "sha256"),
+                            "__cf_f": st_fd, "__cf_F": fast})
         except base_exc:
             exit_(70)
         blob = None

@@ -40,6 +40,32 @@ func TestPythonSessionLibraries(t *testing.T) {
 		{"a thread pool in a with block", "from concurrent.futures import ThreadPoolExecutor\nwith ThreadPoolExecutor(2) as p:\n    print(list(p.map(abs, [-1, -2])))", 0, "[1, 2]", "", false},
 		{"cProfile is refused", "import cProfile\ncProfile.run('sum(range(10))')", 1, "", "sys.setprofile is not available in a python session cell", false},
 		{"os.fork is refused", "import os\nos.fork()", 1, "", "os.fork() is not available in a python session cell", false},
+		{"a non-ASCII cell (compiled by the runner, sent as code objects)", "print('h\u00e9llo')", 0, "h\u00e9llo\n", "", false},
+		{"marshal of data", "import marshal\nprint(marshal.loads(marshal.dumps({'a': [1, (2, 3)]})))", 0, "{'a': [1, (2, 3)]}", "", false},
+		{"pathlib", "import pathlib\npathlib.Path('f.txt').write_text('a')\nprint(open(pathlib.Path('f.txt')).read())", 0, "a\n", "", false},
+		// The .pyc says V = 5; the source, rewritten after it with the same
+		// size and time, says 6: importlib would take the .pyc.
+		{"a .pyc another process wrote is not loaded: the source is compiled instead",
+			"import os, subprocess, sys\nopen('helper.py', 'w').write('V = 5\\n')\nst = os.stat('helper.py')\n" +
+				"subprocess.run([sys.executable, '-c', 'import py_compile; py_compile.compile(\"helper.py\")'], check=True)\n" +
+				"open('helper.py', 'w').write('V = 6\\n')\nos.utime('helper.py', ns=(st.st_atime_ns, st.st_mtime_ns))\n" +
+				"print(os.listdir('__pycache__'))\nimport helper\nprint(helper.V)", 0, "6\n", "", false},
+		{"marshal of code is refused", "import marshal\nmarshal.loads(marshal.dumps(compile('1', 'x', 'eval')))", 1, "",
+			"loading code objects with marshal is not available in a python session cell", false},
+		{"code.replace is refused", "(lambda: 0).__code__.replace(co_consts=(1,))", 1, "",
+			"making code objects (CodeType, code.replace) is not available", false},
+		{"an extension module from outside /usr is refused",
+			"import glob, shutil, importlib.util\nso = glob.glob('/usr/lib/python3.11/lib-dynload/_json.*.so')[0]\nshutil.copy(so, 'e.so')\n" +
+				"spec = importlib.util.spec_from_file_location('_json', 'e.so')\nimportlib.util.module_from_spec(spec)", 1, "",
+			"extension modules load only from /usr in a python session cell", false},
+		{"an extension module under /usr loads", "import _lzma, _bz2, bisect\nprint(bisect.bisect([1, 3], 2))", 0, "1\n", "", false},
+		{"a link to /proc/self/mem is refused", "import os\nos.symlink('/proc/self/mem', 'm')", 1, "",
+			"a link to a process's memory cannot be made", false},
+		{"a link another process made to the kernel's memory is refused",
+			"import os, subprocess\nsubprocess.run(['ln', '-s', '/proc/%d/mem' % os.getpid(), 'm2'], check=True)\nopen('m2', 'rb')", 1, "",
+			"a process's memory cannot be opened in a python session cell", false},
+		{"a path object naming /proc/self/mem is refused", "import pathlib\nopen(pathlib.Path('/proc/self/mem'), 'rb')", 1, "",
+			"a process's memory cannot be opened in a python session cell", false},
 		{"a thread left running", "import threading\nthreading.Thread(target=threading.Event().wait, daemon=True).start()\nprint('started')",
 			1, "started", "a thread the cell started was still running when it ended", true},
 	} {
