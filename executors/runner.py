@@ -1765,13 +1765,13 @@ def compile_ast(code, name):
 # that swaps the request socket cannot have the loop run a cell of its own.
 # A tampered status fails the cell and restarts the session.
 #
-# The hook also closes the routes to the process's memory it can see:
-# extension modules from outside /usr, code objects a cell makes
-# (CodeType, code.replace, marshal.loads of anything but the loop's tagged
-# requests, the driver and the system's .pyc files), /proc/*/mem by name,
-# path object or link. What stays open: a link to /proc/self/mem another
-# process swaps in between the hook's check and the open, or one opened
-# through dir_fd (the hook does not see it); and a class of the loop's
+# Code that reads the process's memory finds the key. The hook closes the
+# routes to it that it can see: extension modules from outside /usr and
+# CPython's _test* modules, code objects a cell makes (CodeType,
+# code.replace, marshal.loads of anything but the loop's tagged requests,
+# the driver and the system's .pyc files), /proc/*/mem by name or link
+# (which the kernel, not dumpable, cannot open anyway). What stays open: a
+# route no event reports that is neither, and a class of the loop's
 # interpreter the loop uses, patched (kernel_loop checks the one it uses,
 # RunFailedError, before each cell).
 
@@ -1897,6 +1897,11 @@ def _setup(scratch, pattern, consts, subkey):
                 raise err("making code objects (CodeType, code.replace) is not available in a python "
                           "session cell: crafted bytecode could read the kernel's memory")
         elif event == "import":
+            m = exact(args[0]) if args else None
+            if T(m) is str_ and (m[:5] == "_test" or m == "_ctypes_test" or m == "_xxtestfuzz"):
+                # CPython's test modules make code objects and read marshal
+                # data through C calls no event reports.
+                raise err("CPython's test module " + m + " is not available in a python session cell")
             if len_(args) > 1 and args[1] is not None:
                 p = exact(args[1])
                 if T(p) is not str_ or not system(p):

