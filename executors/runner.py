@@ -1814,7 +1814,8 @@ def _setup(scratch, pattern, consts, subkey):
 
     def system(p):
         # /usr is read-only in every sandbox (bwrap binds it so; Docker's
-        # root is read-only): nothing under it is a cell's.
+        # root is read-only): nothing under it is a cell's. Its links lead
+        # into /etc, read-only in both too.
         return p[:5] == "/usr/" and "/../" not in p and "/./" not in p
 
     def has_code(data):
