@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codefeedback/codefeedback/internal/benchtest"
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
 )
 
@@ -167,7 +168,7 @@ func BenchmarkInspectColumnsVsRows(b *testing.B) {
 		b.Fatal(err)
 	}
 	run := func(open func(string, ...Option) (*os.File, []*parquetRowGroup, error)) (float64, float64) {
-		start, cpu0 := time.Now(), cpuSeconds(b)
+		start, cpu0 := time.Now(), benchtest.CPUSeconds(b)
 		f, rgs, err := open(pq)
 		if err != nil {
 			b.Fatal(err)
@@ -180,7 +181,7 @@ func BenchmarkInspectColumnsVsRows(b *testing.B) {
 		if rep.Records != 20_000 {
 			b.Fatalf("%d records", rep.Records)
 		}
-		return time.Since(start).Seconds(), cpuSeconds(b) - cpu0
+		return time.Since(start).Seconds(), benchtest.CPUSeconds(b) - cpu0
 	}
 	var cw, cc, rw, rc []float64
 	b.ResetTimer()
