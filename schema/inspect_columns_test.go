@@ -74,15 +74,9 @@ func TestColumnReaderMatchesRowReader(t *testing.T) {
 		return ms
 	}
 	cfStr := filepath.Join(dir, "bad-cf.parquet")
-	sw, err := newParquetWriter(cfStr, func(r *CodeFeedbackRow) int64 { return messagesBytes(r.Messages) }, ParquetCompression("zstd"), RowGroupBytes(64<<10))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sw := testParquetWriter(t, cfStr, func(r *CodeFeedbackRow) int64 { return messagesBytes(r.Messages) }, 64<<10)
 	cfInt := filepath.Join(dir, "bad-cf-int.parquet")
-	iw, err := newParquetWriter(cfInt, func(r *CodeFeedbackIntRow) int64 { return messagesBytes(r.Messages) }, ParquetCompression("zstd"), RowGroupBytes(64<<10))
-	if err != nil {
-		t.Fatal(err)
-	}
+	iw := testParquetWriter(t, cfInt, func(r *CodeFeedbackIntRow) int64 { return messagesBytes(r.Messages) }, 64<<10)
 	for i := 0; i < 1200; i++ {
 		id := fmt.Sprint("cf-", i)
 		if i%5 == 3 {
@@ -198,4 +192,15 @@ func BenchmarkInspectColumnsVsRows(b *testing.B) {
 	b.ReportMetric(median(rw), "s/rows")
 	b.ReportMetric(median(cw)/median(rw), "x-rows")
 	b.ReportMetric(median(cc)/median(rc), "x-rows-cpu")
+}
+
+// testParquetWriter opens a zstd Parquet writer of T rows at path whose row
+// groups close at rowGroup bytes by size, or fails t.
+func testParquetWriter[T any](t *testing.T, path string, size func(*T) int64, rowGroup int64) *parquetWriter[T] {
+	t.Helper()
+	w, err := newParquetWriter(path, size, ParquetCompression("zstd"), RowGroupBytes(rowGroup))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }

@@ -117,16 +117,13 @@ func ReadAll[T any](path string, opts ...Option) ([]T, error) {
 	}
 	defer r.Close()
 	var out []T
-	for {
-		v, err := r.Read()
-		if err == io.EOF {
-			return out, nil
-		}
+	for v, err := range All(context.Background(), r) {
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, v)
 	}
+	return out, nil
 }
 
 // WriteAll writes records to path atomically.

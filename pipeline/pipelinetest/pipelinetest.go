@@ -92,11 +92,19 @@ func Stage(tb testing.TB, m *pipeline.Manifest, name string) pipeline.StageRecor
 // Dialogues reads a published dialogue file (JSONL records).
 func Dialogues(tb testing.TB, path string) []schema.Dialogue {
 	tb.Helper()
-	ds, err := schema.ReadAll[schema.Dialogue](path, schema.AllowEmpty())
+	return ReadJSONL[schema.Dialogue](tb, path)
+}
+
+// ReadJSONL reads every record of a JSON Lines file (plain, .gz or .zst;
+// empty is fine) as a T, failing the test on any error: the reverse of
+// WriteJSONL, for a run's outputs and side files.
+func ReadJSONL[T any](tb testing.TB, path string) []T {
+	tb.Helper()
+	recs, err := schema.ReadAll[T](path, schema.AllowEmpty())
 	if err != nil {
 		tb.Fatalf("read %s: %v", path, err)
 	}
-	return ds
+	return recs
 }
 
 // Items reads an output file of format items (JSONL, one pipeline.Item a
