@@ -35,9 +35,16 @@ func Load(tb testing.TB, dir, yaml string) *pipeline.Config {
 // run fails.
 func Run(tb testing.TB, dir, yaml string, o pipeline.RunOptions) *pipeline.Manifest {
 	tb.Helper()
-	m, err := pipeline.Run(context.Background(), Load(tb, dir, yaml), o)
+	return RunConfig(tb, Load(tb, dir, yaml), o)
+}
+
+// RunConfig runs a loaded pipeline with o, failing the test if the run
+// fails.
+func RunConfig(tb testing.TB, cfg *pipeline.Config, o pipeline.RunOptions) *pipeline.Manifest {
+	tb.Helper()
+	m, err := pipeline.Run(context.Background(), cfg, o)
 	if err != nil {
-		tb.Fatalf("run %s: %v", filepath.Join(dir, "pipeline.yaml"), err)
+		tb.Fatalf("run %s: %v", cfg.File, err)
 	}
 	return m
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/codefeedback/codefeedback/internal/benchtest"
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -49,18 +50,11 @@ func BenchmarkStage156k(b *testing.B) {
 	// go test), so the output goes to the temporary directory by full path.
 	y := "inputs: [{path: q.jsonl}]\nstages:\n  - {stage: pack, settings: {seed: 1}}\noutputs: [{path: " +
 		strconv.Quote(filepath.Join(dir, "out.jsonl")) + ", format: items}]\n"
-	os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(y), 0o644)
 	for runs := 0; b.Loop(); runs++ {
 		// A new run directory each time: nothing cached.
-		cfg, err := pipeline.Load(filepath.Join(dir, "p.yaml"), filepath.Join(dir, "run"+strconv.Itoa(runs)))
-		if err != nil {
-			b.Fatal(err)
-		}
+		cfg := pipelinetest.Load(b, dir, "run_dir: "+strconv.Quote(filepath.Join(dir, "run"+strconv.Itoa(runs)))+"\n"+y)
 		start := time.Now()
-		m, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		m := pipelinetest.RunConfig(b, cfg, pipeline.RunOptions{})
 		st := m.Stages[0].Stats
 		b.ReportMetric(time.Since(start).Seconds(), "s-run")
 		b.ReportMetric(st["seconds/search"], "s-search")
