@@ -67,3 +67,25 @@ func TestSplitTop(t *testing.T) {
 		}
 	}
 }
+
+func TestJSONStringEnd(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		i    int
+		want int
+	}{
+		{`"ab" x`, 0, 4},
+		{`x "a\"b" y`, 2, 8},
+		{`"a\\" "b"`, 0, 5},    // an escaped backslash does not escape the quote
+		{`"a\\\"b"`, 0, 8},     // an odd run does
+		{`"unclosed\"`, 0, 11}, // to the end
+		{`""`, 0, 2},
+	} {
+		if got := JSONStringEnd(c.s, c.i); got != c.want {
+			t.Errorf("JSONStringEnd(%q, %d) = %d, want %d", c.s, c.i, got, c.want)
+		}
+		if got := JSONStringEnd([]byte(c.s), c.i); got != c.want {
+			t.Errorf("JSONStringEnd([]byte(%q), %d) = %d, want %d", c.s, c.i, got, c.want)
+		}
+	}
+}
