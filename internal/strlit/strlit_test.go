@@ -2,6 +2,7 @@ package strlit
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -68,24 +69,23 @@ func TestSplitTop(t *testing.T) {
 	}
 }
 
+// Each case marks with | where the string opened by its first quote ends.
 func TestJSONStringEnd(t *testing.T) {
-	for _, c := range []struct {
-		s    string
-		i    int
-		want int
-	}{
-		{`"ab" x`, 0, 4},
-		{`x "a\"b" y`, 2, 8},
-		{`"a\\" "b"`, 0, 5},    // an escaped backslash does not escape the quote
-		{`"a\\\"b"`, 0, 8},     // an odd run does
-		{`"unclosed\"`, 0, 11}, // to the end
-		{`""`, 0, 2},
+	for _, c := range []string{
+		`"ab"| x`,
+		`x "a\"b"| y`,
+		`"a\\"| "b"`, // an escaped backslash does not escape the quote
+		`"a\\\"b"|`,  // an odd run does
+		`"unclosed\"|`,
+		`""|`,
 	} {
-		if got := JSONStringEnd(c.s, c.i); got != c.want {
-			t.Errorf("JSONStringEnd(%q, %d) = %d, want %d", c.s, c.i, got, c.want)
+		s, want := strings.Replace(c, "|", "", 1), strings.Index(c, "|")
+		i := strings.IndexByte(s, '"')
+		if got := JSONStringEnd(s, i); got != want {
+			t.Errorf("JSONStringEnd(%q, %d) = %d, want %d", s, i, got, want)
 		}
-		if got := JSONStringEnd([]byte(c.s), c.i); got != c.want {
-			t.Errorf("JSONStringEnd([]byte(%q), %d) = %d, want %d", c.s, c.i, got, c.want)
+		if got := JSONStringEnd([]byte(s), i); got != want {
+			t.Errorf("JSONStringEnd([]byte(%q), %d) = %d, want %d", s, i, got, want)
 		}
 	}
 }
