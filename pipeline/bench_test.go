@@ -10,9 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/codefeedback/codefeedback/internal/benchtest"
 )
 
 // benchItems reads a size from the environment so `make bench` stays modest
@@ -46,7 +47,7 @@ func BenchmarkThreeStagesInstant(b *testing.B) {
 		b.StopTimer()
 		dir, file := setup(b, n, instantPipeline)
 		cfg := mustLoad(b, file)
-		start, cpu0 := time.Now(), cpuTime(b)
+		start, cpu0 := time.Now(), benchtest.CPU(b)
 		src := filepath.Join(dir, "q.jsonl")
 		for j, st := range cfg.Stages {
 			stage, err := st.reg.build(st.opts.Interface(), &Services{Name: "baseline", Stats: NewStats()})
@@ -83,14 +84,14 @@ func BenchmarkThreeStagesInstant(b *testing.B) {
 			src = dst
 		}
 		base += time.Since(start)
-		baseCPU += cpuTime(b) - cpu0
+		baseCPU += benchtest.CPU(b) - cpu0
 		b.StartTimer()
-		start, cpu0 = time.Now(), cpuTime(b)
+		start, cpu0 = time.Now(), benchtest.CPU(b)
 		if _, err := Run(context.Background(), cfg, RunOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		total += time.Since(start)
-		cpu += cpuTime(b) - cpu0
+		cpu += benchtest.CPU(b) - cpu0
 	}
 	b.ReportMetric(float64(n*b.N)/total.Seconds(), "items/s")
 	b.ReportMetric(float64(n*b.N)/base.Seconds(), "baseline-items/s")
@@ -216,15 +217,6 @@ func BenchmarkPeakMemory(b *testing.B) {
 		b.ReportMetric(float64(s1)/(1<<20), fmt.Sprintf("MiB-store-%d", small))
 		b.ReportMetric(float64(s10)/(1<<20), fmt.Sprintf("MiB-store-%d", 10*small))
 	}
-}
-
-// cpuTime is the process's user+system CPU time.
-func cpuTime(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // resetPeakRSS resets the kernel's peak RSS record of this process (Linux:

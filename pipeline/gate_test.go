@@ -1,9 +1,7 @@
 package pipeline
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -12,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/codefeedback/codefeedback/schema"
 )
 
 // gatedOptions script a gated stage: item qN's answer is rejected when
@@ -81,29 +81,25 @@ outputs:
 `), minChecks, percent, bypass)
 }
 
-func runGated(t *testing.T, file string) (*Manifest, error) {
+// runGated runs the pipeline file, failing t unless a gate trips when trip
+// says and the run succeeds otherwise; it returns the trip's error for its
+// message.
+func runGated(t *testing.T, file string, trip bool) (*Manifest, error) {
 	t.Helper()
-	cfg := mustLoad(t, file)
-	return Run(context.Background(), cfg, RunOptions{})
+	m, err := Run(context.Background(), mustLoad(t, file), RunOptions{})
+	if errors.Is(err, ErrGateTripped) != trip || (!trip && err != nil) {
+		t.Fatalf("run error %v, want tripped %v", err, trip)
+	}
+	return m, err
 }
 
 func readRejections(t *testing.T, path string) []Rejection {
 	t.Helper()
-	f, err := os.Open(path)
+	rs, err := schema.ReadAll[Rejection](path, schema.AllowEmpty())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var out []Rejection
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r Rejection
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, r)
-	}
-	return out
+	return rs
 }
 
 func outLines(t *testing.T, path string) int {
@@ -123,10 +119,7 @@ func outLines(t *testing.T, path string) int {
 func TestGateTripsEarlyAndQuarantines(t *testing.T) {
 	resetCalls()
 	dir, file := setup(t, 1000, gatedPipeline(90, false, 50))
-	m, err := runGated(t, file)
-	if !errors.Is(err, ErrGateTripped) {
-		t.Fatalf("run error %v, want ErrGateTripped", err)
-	}
+	m, err := runGated(t, file, true)
 	for _, w := range []string{"stage judge", "gate answer", "max_rejected", filepath.Join(dir, "run", "quarantine.jsonl"), "garbage"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q lacks %q", err, w)
@@ -172,10 +165,7 @@ func TestGateTripsEarlyAndQuarantines(t *testing.T) {
 	// The next run tries again: the tripped stage is not taken as done; its
 	// cached answers replay the gate, which trips again at once.
 	resetCalls()
-	m, err = runGated(t, file)
-	if !errors.Is(err, ErrGateTripped) {
-		t.Fatalf("re-run error %v, want ErrGateTripped", err)
-	}
+	m, _ = runGated(t, file, true)
 	if s := stageRec(t, m, "judge"); s.Status != "gate-tripped" || s.Counts.Cached == 0 {
 		t.Errorf("re-run judge %+v, want gate-tripped from the cache", s)
 	}
@@ -189,10 +179,7 @@ func TestGateTripsEarlyAndQuarantines(t *testing.T) {
 func TestGateBypassPassesTheRestOn(t *testing.T) {
 	resetCalls()
 	dir, file := setup(t, 400, gatedPipeline(90, true, 50))
-	m, err := runGated(t, file)
-	if !errors.Is(err, ErrGateTripped) {
-		t.Fatalf("run error %v, want ErrGateTripped", err)
-	}
+	m, err := runGated(t, file, true)
 	rec := stageRec(t, m, "judge")
 	if !rec.Gate.Bypassed || rec.Counts.Skipped == 0 || rec.Counts.Out != 400 {
 		t.Fatalf("judge %+v gate %+v, want bypassed items and 400 out", rec.Counts, rec.Gate)
@@ -226,13 +213,7 @@ func TestGateNeedsSampleAndClearExcess(t *testing.T) {
 			_, file := setup(t, tc.n, gatedPipeline(tc.percent, false, tc.minChecks))
 			// q0..qN-1: make the share exact for small N by rejecting the
 			// first percent of each hundred.
-			m, err := runGated(t, file)
-			if tc.trip != errors.Is(err, ErrGateTripped) {
-				t.Fatalf("run error %v, want tripped %v", err, tc.trip)
-			}
-			if !tc.trip && err != nil {
-				t.Fatal(err)
-			}
+			m, _ := runGated(t, file, tc.trip)
 			if rec := stageRec(t, m, "judge"); tc.trip && rec.Gate.Early != tc.early {
 				t.Errorf("gate %+v, want early %v", rec.Gate, tc.early)
 			}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/codefeedback/codefeedback/internal/benchtest"
 )
 
 // writeRealisticQueries writes n Code Alpaca-sized queries (about 350 bytes
@@ -23,32 +25,21 @@ func writeRealisticQueries(tb testing.TB, path string, n int) int64 {
 		implement binary search over an array of integers and explain the complexity parse the
 		csv file count words in a string reverse linked list find duplicates validate email
 		address merge intervals compute the longest common prefix convert roman numerals`)
-	f, err := os.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	var b strings.Builder
-	for i := 0; i < n; i++ {
-		b.Reset()
-		x := uint32(i*2654435761 + 1)
-		for b.Len() < 300 {
-			x ^= x << 13
-			x ^= x >> 17
-			x ^= x << 5
-			b.WriteString(words[x%uint32(len(words))])
-			b.WriteByte(' ')
+	return benchtest.WriteFile(tb, path, func(w io.Writer) {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			b.Reset()
+			x := uint32(i*2654435761 + 1)
+			for b.Len() < 300 {
+				x ^= x << 13
+				x ^= x >> 17
+				x ^= x << 5
+				b.WriteString(words[x%uint32(len(words))])
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(w, `{"id":"q%d","text":"%s(task %d)","language":"python"}`+"\n", i, b.String(), i)
 		}
-		fmt.Fprintf(w, `{"id":"q%d","text":"%s(task %d)","language":"python"}`+"\n", i, b.String(), i)
-	}
-	if err := w.Flush(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	st, _ := os.Stat(path)
-	return st.Size()
+	})
 }
 
 // dirBytes is the apparent size of every file under dir; diskBytes the

@@ -42,6 +42,16 @@ func lockRunDir(dir string) (*runLock, error) {
 	return &runLock{f: f}, nil
 }
 
+// withRunLock runs fn holding dir's lock.
+func withRunLock(dir string, fn func() error) error {
+	lk, err := lockRunDir(dir)
+	if err != nil {
+		return err
+	}
+	defer lk.unlock()
+	return fn()
+}
+
 func (l *runLock) unlock() error {
 	// Closing the descriptor releases the flock.
 	return l.f.Close()

@@ -146,30 +146,27 @@ type CacheStats struct {
 }
 
 // StoreStats reports the size of a run directory's store.
-func StoreStats(runDir string) (CacheStats, error) {
-	var cs CacheStats
-	lk, err := lockRunDir(runDir)
-	if err != nil {
-		return cs, err
-	}
-	defer lk.unlock()
-	// Read-write, so a log left by a crash is applied and counted.
-	db, err := store.OpenBolt(filepath.Join(runDir, "store.db"), false)
-	if err != nil {
-		return cs, err
-	}
-	defer db.Close()
-	if cs.Buckets, err = db.Stats(); err != nil {
-		return cs, err
-	}
-	cs.FileBytes, _ = db.FileSize()
-	for _, s := range setFiles(runDir) {
-		if st, err := os.Stat(s); err == nil {
-			cs.Sets++
-			cs.SetBytes += st.Size()
+func StoreStats(runDir string) (cs CacheStats, err error) {
+	err = withRunLock(runDir, func() error {
+		// Read-write, so a log left by a crash is applied and counted.
+		db, err := store.OpenBolt(filepath.Join(runDir, "store.db"), false)
+		if err != nil {
+			return err
 		}
-	}
-	return cs, nil
+		defer db.Close()
+		if cs.Buckets, err = db.Stats(); err != nil {
+			return err
+		}
+		cs.FileBytes, _ = db.FileSize()
+		for _, s := range setFiles(runDir) {
+			if st, err := os.Stat(s); err == nil {
+				cs.Sets++
+				cs.SetBytes += st.Size()
+			}
+		}
+		return nil
+	})
+	return cs, err
 }
 
 // GCReport says what GC removed.
@@ -183,25 +180,51 @@ type GCReport struct {
 // executions) are kept: they are cheap to keep and costly to redo. Run it
 // after a complete run; a stage that was stopped early keeps only what its
 // last completed run used, plus what the stopped run had reached.
-func GC(runDir string) (GCReport, error) {
-	var rep GCReport
-	lk, err := lockRunDir(runDir)
-	if err != nil {
-		return rep, err
-	}
-	defer lk.unlock()
+func GC(runDir string) (rep GCReport, err error) {
+	err = withRunLock(runDir, func() error {
+		keep, err := gcKeep(runDir)
+		if err != nil {
+			return err
+		}
+		db, err := store.OpenBolt(filepath.Join(runDir, "store.db"), false)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		rep.Deleted, err = db.Retain(func(bucket, key string) bool {
+			return bucket != ItemsBucket || keep[bucket+"\t"+key]
+		})
+		if err != nil {
+			return err
+		}
+		for _, s := range setFiles(runDir) {
+			if k, _ := setKeyOf(s); !keep["set\t"+k] {
+				if os.Remove(s) == nil {
+					rep.SetsRemoved++
+				}
+				os.Remove(setStatsPath(s)) // absent for sets made before sidecars
+			}
+		}
+		return nil
+	})
+	return rep, err
+}
+
+// gcKeep reads what the latest run of each stage used: "bucket\tkey" for
+// store entries, "set\tkey" for whole-set outputs.
+func gcKeep(runDir string) (map[string]bool, error) {
 	keep := map[string]bool{}
 	// A per-item stage's output keys (out.keys); a whole-set stage's set
 	// and an earlier version's per-item results (refs).
 	keyFiles, _ := filepath.Glob(filepath.Join(runDir, "stages", "*", keysFile))
 	refFiles, _ := filepath.Glob(filepath.Join(runDir, "stages", "*", "refs"))
 	if len(refFiles)+len(keyFiles) == 0 {
-		return rep, fmt.Errorf("gc: %s has no completed stage; run the pipeline first", runDir)
+		return nil, fmt.Errorf("gc: %s has no completed stage; run the pipeline first", runDir)
 	}
 	for _, kf := range keyFiles {
 		for k, err := range readKeys(kf) {
 			if err != nil {
-				return rep, fmt.Errorf("gc: %w", err)
+				return nil, fmt.Errorf("gc: %w", err)
 			}
 			keep[ItemsBucket+"\t"+k] = true
 		}
@@ -209,7 +232,7 @@ func GC(runDir string) (GCReport, error) {
 	for _, rf := range refFiles {
 		f, err := os.Open(rf)
 		if err != nil {
-			return rep, fmt.Errorf("gc: %w", err)
+			return nil, fmt.Errorf("gc: %w", err)
 		}
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
@@ -217,29 +240,10 @@ func GC(runDir string) (GCReport, error) {
 		}
 		f.Close()
 		if err := sc.Err(); err != nil {
-			return rep, fmt.Errorf("gc: read %s: %w", rf, err)
+			return nil, fmt.Errorf("gc: read %s: %w", rf, err)
 		}
 	}
-	db, err := store.OpenBolt(filepath.Join(runDir, "store.db"), false)
-	if err != nil {
-		return rep, err
-	}
-	defer db.Close()
-	rep.Deleted, err = db.Retain(func(bucket, key string) bool {
-		return bucket != ItemsBucket || keep[bucket+"\t"+key]
-	})
-	if err != nil {
-		return rep, err
-	}
-	for _, s := range setFiles(runDir) {
-		if k, _ := setKeyOf(s); !keep["set\t"+k] {
-			if os.Remove(s) == nil {
-				rep.SetsRemoved++
-			}
-			os.Remove(setStatsPath(s)) // absent for sets made before sidecars
-		}
-	}
-	return rep, nil
+	return keep, nil
 }
 
 // setFiles lists a run directory's whole-set outputs, compressed or not.

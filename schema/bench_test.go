@@ -2,9 +2,9 @@ package schema
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -188,16 +188,13 @@ func countDialogues(tb testing.TB, path string) int {
 	}
 	defer r.Close()
 	n := 0
-	for {
-		_, err := r.Read()
-		if err == io.EOF {
-			return n
-		}
+	for _, err := range All(context.Background(), r) {
 		if err != nil {
 			tb.Fatal(err)
 		}
 		n++
 	}
+	return n
 }
 
 func rssChild(t *testing.T, spec string) {

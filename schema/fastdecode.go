@@ -24,50 +24,35 @@ func fastDialogue(rec []byte) (d Dialogue, ok bool) {
 		return d, false
 	}
 	var haveID, haveMsgs bool
-	for {
-		key, ok := p.key()
-		if !ok {
-			return d, false
-		}
+	if !p.fields(func(key string) bool {
 		switch key {
 		case "id":
 			if haveID {
-				return d, false
+				return false
 			}
 			haveID = true
 			p.space()
 			if p.i < len(p.b) && p.b[p.i] == '"' {
 				s, ok := p.str()
-				if !ok {
-					return d, false
-				}
 				d.ID = s
-			} else {
-				n, ok := p.integer()
-				if !ok {
-					return d, false
-				}
-				d.ID = string(n)
-				d.SourceID = json.RawMessage(d.ID)
+				return ok
 			}
+			n, ok := p.integer()
+			d.ID = string(n)
+			d.SourceID = json.RawMessage(d.ID)
+			return ok
 		case "messages":
 			if haveMsgs {
-				return d, false
+				return false
 			}
 			haveMsgs = true
-			if d.Messages, ok = p.messages(); !ok {
-				return d, false
-			}
-		default:
-			return d, false
+			var ok bool
+			d.Messages, ok = p.messages()
+			return ok
 		}
-		more, ok := p.more('}')
-		if !ok {
-			return d, false
-		}
-		if !more {
-			break
-		}
+		return false
+	}) {
+		return d, false
 	}
 	p.space()
 	return d, p.i == len(p.b) && haveMsgs
@@ -76,6 +61,25 @@ func fastDialogue(rec []byte) (d Dialogue, ok bool) {
 type jsonParser struct {
 	b []byte
 	i int
+}
+
+// fields reads an object's members, its opening brace already read:
+// field reads the value of each (p past the key's colon) and returns false
+// to reject the record, as fields then does; so does a malformed object.
+func (p *jsonParser) fields(field func(key string) bool) bool {
+	for {
+		key, ok := p.key()
+		if !ok || !field(key) {
+			return false
+		}
+		more, ok := p.more('}')
+		if !ok {
+			return false
+		}
+		if !more {
+			return true
+		}
+	}
 }
 
 func (p *jsonParser) space() {
@@ -181,34 +185,25 @@ func (p *jsonParser) messages() ([]Message, bool) {
 		}
 		var m Message
 		var haveRole, haveContent bool
-		for {
-			key, ok := p.key()
-			if !ok {
-				return nil, false
-			}
+		if !p.fields(func(key string) bool {
 			p.space()
 			if p.i >= len(p.b) || p.b[p.i] != '"' {
-				return nil, false
+				return false
 			}
 			s, ok := p.str()
-			if !ok {
-				return nil, false
-			}
 			switch {
+			case !ok:
+				return false
 			case key == "role" && !haveRole:
 				m.Role, haveRole = s, true
 			case key == "content" && !haveContent:
 				m.Content, haveContent = s, true
 			default:
-				return nil, false
+				return false
 			}
-			more, ok := p.more('}')
-			if !ok {
-				return nil, false
-			}
-			if !more {
-				break
-			}
+			return true
+		}) {
+			return nil, false
 		}
 		msgs = append(msgs, m)
 		more, ok := p.more(']')

@@ -22,14 +22,7 @@ var fenceTexts = []string{
 
 func TestFenceLanguagesMatchesRegexp(t *testing.T) {
 	for _, text := range fenceTexts {
-		var want, got []string
-		for _, m := range fenceRE.FindAllStringSubmatch(text, -1) {
-			want = append(want, m[1])
-		}
-		FenceLanguages(text, func(l string) { got = append(got, l) })
-		if !slices.Equal(got, want) {
-			t.Errorf("FenceLanguages(%.40q) = %v, want %v", text, got, want)
-		}
+		checkFenceLanguages(t, text)
 	}
 	fs := fences("a\n```python\nx = 1\n```\nb\n```js\nunclosed")
 	if len(fs) != 2 || fs[0].Lang != "python" || fs[0].Code != "x = 1" || !fs[0].Closed || fs[1].Closed || fs[1].Code != "unclosed" {
@@ -41,16 +34,19 @@ func FuzzFenceLanguages(f *testing.F) {
 	for _, text := range fenceTexts {
 		f.Add(text)
 	}
-	f.Fuzz(func(t *testing.T, text string) {
-		var want, got []string
-		for _, m := range fenceRE.FindAllStringSubmatch(text, -1) {
-			want = append(want, m[1])
-		}
-		FenceLanguages(text, func(l string) { got = append(got, l) })
-		if !slices.Equal(got, want) {
-			t.Errorf("FenceLanguages(%q) = %v, want %v", text, got, want)
-		}
-	})
+	f.Fuzz(checkFenceLanguages)
+}
+
+// checkFenceLanguages compares the byte scan with fenceRE on one text.
+func checkFenceLanguages(t *testing.T, text string) {
+	var want, got []string
+	for _, m := range fenceRE.FindAllStringSubmatch(text, -1) {
+		want = append(want, m[1])
+	}
+	FenceLanguages(text, func(l string) { got = append(got, l) })
+	if !slices.Equal(got, want) {
+		t.Errorf("FenceLanguages(%.60q) = %v, want %v", text, got, want)
+	}
 }
 
 // BenchmarkFenceScan compares the byte scan with the regular expression

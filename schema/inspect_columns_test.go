@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codefeedback/codefeedback/internal/benchtest"
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
 )
 
@@ -73,15 +74,9 @@ func TestColumnReaderMatchesRowReader(t *testing.T) {
 		return ms
 	}
 	cfStr := filepath.Join(dir, "bad-cf.parquet")
-	sw, err := newParquetWriter(cfStr, func(r *CodeFeedbackRow) int64 { return messagesBytes(r.Messages) }, ParquetCompression("zstd"), RowGroupBytes(64<<10))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sw := testParquetWriter(t, cfStr, func(r *CodeFeedbackRow) int64 { return messagesBytes(r.Messages) }, 64<<10)
 	cfInt := filepath.Join(dir, "bad-cf-int.parquet")
-	iw, err := newParquetWriter(cfInt, func(r *CodeFeedbackIntRow) int64 { return messagesBytes(r.Messages) }, ParquetCompression("zstd"), RowGroupBytes(64<<10))
-	if err != nil {
-		t.Fatal(err)
-	}
+	iw := testParquetWriter(t, cfInt, func(r *CodeFeedbackIntRow) int64 { return messagesBytes(r.Messages) }, 64<<10)
 	for i := 0; i < 1200; i++ {
 		id := fmt.Sprint("cf-", i)
 		if i%5 == 3 {
@@ -167,7 +162,7 @@ func BenchmarkInspectColumnsVsRows(b *testing.B) {
 		b.Fatal(err)
 	}
 	run := func(open func(string, ...Option) (*os.File, []*parquetRowGroup, error)) (float64, float64) {
-		start, cpu0 := time.Now(), cpuSeconds(b)
+		start, cpu0 := time.Now(), benchtest.CPUSeconds(b)
 		f, rgs, err := open(pq)
 		if err != nil {
 			b.Fatal(err)
@@ -180,7 +175,7 @@ func BenchmarkInspectColumnsVsRows(b *testing.B) {
 		if rep.Records != 20_000 {
 			b.Fatalf("%d records", rep.Records)
 		}
-		return time.Since(start).Seconds(), cpuSeconds(b) - cpu0
+		return time.Since(start).Seconds(), benchtest.CPUSeconds(b) - cpu0
 	}
 	var cw, cc, rw, rc []float64
 	b.ResetTimer()
@@ -197,4 +192,15 @@ func BenchmarkInspectColumnsVsRows(b *testing.B) {
 	b.ReportMetric(median(rw), "s/rows")
 	b.ReportMetric(median(cw)/median(rw), "x-rows")
 	b.ReportMetric(median(cc)/median(rc), "x-rows-cpu")
+}
+
+// testParquetWriter opens a zstd Parquet writer of T rows at path whose row
+// groups close at rowGroup bytes by size, or fails t.
+func testParquetWriter[T any](t *testing.T, path string, size func(*T) int64, rowGroup int64) *parquetWriter[T] {
+	t.Helper()
+	w, err := newParquetWriter(path, size, ParquetCompression("zstd"), RowGroupBytes(rowGroup))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }

@@ -90,10 +90,7 @@ func TestInspectGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfPath := filepath.Join(dir, "codefeedback.parquet")
-	cw, err := newParquetWriter(cfPath, func(r *CodeFeedbackRow) int64 { return messagesBytes(r.Messages) }, ParquetCompression("zstd"), RowGroupBytes(96<<10))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cw := testParquetWriter(t, cfPath, func(r *CodeFeedbackRow) int64 { return messagesBytes(r.Messages) }, 96<<10)
 	var nativeJSONL, cfJSONL []string
 	for i := range ds {
 		if err := pw.Write(ds[i]); err != nil {

@@ -3,7 +3,6 @@ package schema
 import (
 	"context"
 	"errors"
-	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,11 +24,7 @@ func inspectTwice(t *testing.T, path string, samples int) (got, want string) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	for {
-		d, err := r.Read()
-		if err == io.EOF {
-			break
-		}
+	for d, err := range All(context.Background(), r) {
 		if err != nil {
 			if err := seq.bad(err); err != nil {
 				t.Fatal(err)

@@ -1,21 +1,22 @@
 package schema
 
 import (
-	"bufio"
 	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/codefeedback/codefeedback/internal/benchtest"
 )
 
 //go:embed testdata/duckdb_bench.mjs
@@ -64,26 +65,15 @@ func variedDialogue(i int) Dialogue {
 // codefeedback and DuckDB convert.
 func writeCodeFeedbackJSONL(tb testing.TB, path string, n int) int64 {
 	tb.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	enc := json.NewEncoder(w)
-	for i := 0; i < n; i++ {
-		d := variedDialogue(i)
-		if err := enc.Encode(ToCodeFeedback(&d)); err != nil {
-			tb.Fatal(err)
+	return benchtest.WriteFile(tb, path, func(w io.Writer) {
+		enc := json.NewEncoder(w)
+		for i := 0; i < n; i++ {
+			d := variedDialogue(i)
+			if err := enc.Encode(ToCodeFeedback(&d)); err != nil {
+				tb.Fatal(err)
+			}
 		}
-	}
-	if err := w.Flush(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	st, _ := os.Stat(path)
-	return st.Size()
+	})
 }
 
 // duckdbTimer runs testdata/duckdb_bench.mjs and returns the seconds DuckDB
@@ -170,23 +160,23 @@ func BenchmarkParquetVsDuckDB(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for pair := 0; pair < 3; pair++ {
-			start, cpu0 := time.Now(), cpuSeconds(b)
+			start, cpu0 := time.Now(), benchtest.CPUSeconds(b)
 			st, err := Export(ctx, in, ours, ExportOptions{To: ExportCodeFeedback, Compression: "zstd"})
 			if err != nil {
 				b.Fatal(err)
 			}
-			w, wc = append(w, time.Since(start).Seconds()), append(wc, cpuSeconds(b)-cpu0)
+			w, wc = append(w, time.Since(start).Seconds()), append(wc, benchtest.CPUSeconds(b)-cpu0)
 			if st.Written != n {
 				b.Fatalf("export wrote %d, want %d", st.Written, n)
 			}
 			s, res := duck("write", in, theirs)
 			dw, dwc = append(dw, s), append(dwc, res["cpu"]-startCPU)
-			start, cpu0 = time.Now(), cpuSeconds(b)
+			start, cpu0 = time.Now(), benchtest.CPUSeconds(b)
 			rep, err := Inspect(ctx, ours, 0)
 			if err != nil {
 				b.Fatal(err)
 			}
-			r, rc = append(r, time.Since(start).Seconds()), append(rc, cpuSeconds(b)-cpu0)
+			r, rc = append(r, time.Since(start).Seconds()), append(rc, benchtest.CPUSeconds(b)-cpu0)
 			if rep.Records != n {
 				b.Fatalf("inspect read %d records, want %d", rep.Records, n)
 			}
@@ -214,13 +204,4 @@ func BenchmarkParquetVsDuckDB(b *testing.B) {
 	b.ReportMetric(startCPU, "cpu-s/duckdb-start")
 	b.ReportMetric(float64(ob.Size())/1e6, "parquet-MB")
 	b.ReportMetric(float64(db.Size())/1e6, "duckdb-parquet-MB")
-}
-
-// cpuSeconds is this process's user+system CPU time.
-func cpuSeconds(tb testing.TB) float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }

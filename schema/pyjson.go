@@ -1,6 +1,10 @@
 package schema
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/codefeedback/codefeedback/internal/strlit"
+)
 
 // fixPythonNonFinite rewrites the bare NaN, Infinity and -Infinity tokens
 // that Python's json module writes (EvalPlus MBPP+ inputs hold them) into the
@@ -9,23 +13,10 @@ import "bytes"
 // touched.
 func fixPythonNonFinite(b []byte) ([]byte, bool) {
 	var out []byte
-	inStr, esc := false, false
 	last := 0
 	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
-			continue
-		}
-		if c == '"' {
-			inStr = true
+		if b[i] == '"' {
+			i = strlit.JSONStringEnd(b, i) - 1
 			continue
 		}
 		for _, tok := range [][]byte{[]byte("-Infinity"), []byte("Infinity"), []byte("NaN")} {

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"os"
@@ -21,11 +22,7 @@ func readOriginal(t *testing.T, path string) []map[string]any {
 	}
 	defer r.Close()
 	var out []map[string]any
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			return out
-		}
+	for rec, err := range each(context.Background(), r.Next) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,6 +32,7 @@ func readOriginal(t *testing.T, path string) []map[string]any {
 		}
 		out = append(out, m)
 	}
+	return out
 }
 
 // TestProblemRoundTripSharedData imports each real benchmark and query file,

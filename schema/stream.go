@@ -31,27 +31,26 @@ func IsParquet(path string) bool {
 	return strings.HasSuffix(path, ".parquet")
 }
 
-// dialoguesOnly refuses a Parquet file for records of type T other than
+// parquetStream opens path's Parquet dialogue reader or writer as S
+// (Reader[T] or Writer[T]). It refuses records of type T other than
 // Dialogue: the Parquet schema is the dialogues'.
-func dialoguesOnly[T any](path string) error {
+func parquetStream[T, S any](path string, open func() (any, error)) (S, error) {
+	var none S
 	if _, ok := any(new(T)).(*Dialogue); !ok {
-		return fmt.Errorf("%s: Parquet files hold dialogues only, not %T", path, *new(T))
+		return none, fmt.Errorf("%s: Parquet files hold dialogues only, not %T", path, *new(T))
 	}
-	return nil
+	s, err := open()
+	if err != nil {
+		return none, err
+	}
+	return s.(S), nil
 }
 
 // OpenReader opens path by its extension: .parquet (T must be Dialogue), or
 // JSONL / JSON array, plain, .gz or .zst.
 func OpenReader[T any](path string, opts ...Option) (Reader[T], error) {
 	if IsParquet(path) {
-		if err := dialoguesOnly[T](path); err != nil {
-			return nil, err
-		}
-		r, err := openParquetDialogues(path, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return any(r).(Reader[T]), nil
+		return parquetStream[T, Reader[T]](path, func() (any, error) { return openParquetDialogues(path, opts...) })
 	}
 	raw, err := OpenRaw(path, opts...)
 	if err != nil {
@@ -64,14 +63,7 @@ func OpenReader[T any](path string, opts ...Option) (Reader[T], error) {
 // else JSONL, plain, .gz or .zst.
 func CreateWriter[T any](path string, opts ...Option) (Writer[T], error) {
 	if IsParquet(path) {
-		if err := dialoguesOnly[T](path); err != nil {
-			return nil, err
-		}
-		w, err := createParquetDialogues(path, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return any(w).(Writer[T]), nil
+		return parquetStream[T, Writer[T]](path, func() (any, error) { return createParquetDialogues(path, opts...) })
 	}
 	return newJSONLWriter[T](path)
 }
@@ -117,16 +109,13 @@ func ReadAll[T any](path string, opts ...Option) ([]T, error) {
 	}
 	defer r.Close()
 	var out []T
-	for {
-		v, err := r.Read()
-		if err == io.EOF {
-			return out, nil
-		}
+	for v, err := range All(context.Background(), r) {
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, v)
 	}
+	return out, nil
 }
 
 // WriteAll writes records to path atomically.

@@ -278,27 +278,28 @@ func newTrainingMiner(s Style) *trainingMiner {
 	return &trainingMiner{style: s, skipped: map[string]int{}, seen: map[string]bool{}}
 }
 
-// judged is judgedAttempts, counting a dialogue with none as skipped: every
-// export mines judged attempts only.
-func (tm *trainingMiner) judged(d *Dialogue) []attempt {
-	atts := judgedAttempts(d)
-	if len(atts) == 0 {
-		tm.skipped[SkipNoJudge]++
+// onJudged gives mine each dialogue's judged attempts; a dialogue with
+// none is counted as skipped and yields nothing: every export mines
+// judged attempts only.
+func onJudged[R any](tm *trainingMiner, mine func(d *Dialogue, atts []attempt) []R) func(*Dialogue) []R {
+	return func(d *Dialogue) []R {
+		atts := judgedAttempts(d)
+		if len(atts) == 0 {
+			tm.skipped[SkipNoJudge]++
+			return nil
+		}
+		return mine(d, atts)
 	}
-	return atts
 }
 
-// pairs mines d's preference pairs: each failed attempt (with its error
-// recorded) against the first later attempt that passed the same tests.
+// pairs mines d's preference pairs from its judged attempts atts: each
+// failed attempt (with its error recorded) against the first later attempt
+// that passed the same tests.
 // The chosen side is the failed turn with its code replaced by the code
 // that passed, so both sides answer the same context in the same words
 // and differ in the code alone (the passing turn's own words answer the
 // error message, which the pair's prompt does not show).
-func (tm *trainingMiner) pairs(d *Dialogue) []PairRecord {
-	atts := tm.judged(d)
-	if len(atts) == 0 {
-		return nil
-	}
+func (tm *trainingMiner) pairs(d *Dialogue, atts []attempt) []PairRecord {
 	var out []PairRecord
 	failed := false
 	for i, a := range atts {
@@ -352,11 +353,7 @@ func (tm *trainingMiner) pairs(d *Dialogue) []PairRecord {
 
 // unpaired mines one KTO record per judged attempt: label true when it
 // passed, false when it failed with its error recorded.
-func (tm *trainingMiner) unpaired(d *Dialogue) []UnpairedRecord {
-	atts := tm.judged(d)
-	if len(atts) == 0 {
-		return nil
-	}
+func (tm *trainingMiner) unpaired(d *Dialogue, atts []attempt) []UnpairedRecord {
 	var out []UnpairedRecord
 	for _, a := range atts {
 		why := a.failure()
@@ -374,11 +371,7 @@ func (tm *trainingMiner) unpaired(d *Dialogue) []UnpairedRecord {
 // rl mines one RL record per problem (prompt and tests) that some attempt
 // of d passed: the prompt is the context of the first attempt at it, the
 // reference is the passing code.
-func (tm *trainingMiner) rl(d *Dialogue) []RLRecord {
-	atts := tm.judged(d)
-	if len(atts) == 0 {
-		return nil
-	}
+func (tm *trainingMiner) rl(d *Dialogue, atts []attempt) []RLRecord {
 	var out []RLRecord
 	first := map[string]int{} // problem -> assistant turn of its first attempt
 	passed := map[string]bool{}

@@ -109,19 +109,19 @@ func rowSize[P any](*P) int64 { return 4 << 10 } // records are a few KB; row gr
 func trainingSink(out string, o ExportOptions, tm *trainingMiner) (func(*Dialogue) (int, error), func() error, func(), error) {
 	switch o.To {
 	case ExportDPO:
-		return styledFeed(out, o, tm.pairs, func(r *PairRecord) dpoStdRow {
+		return styledFeed(out, o, onJudged(tm, tm.pairs), func(r *PairRecord) dpoStdRow {
 			return dpoStdRow{r.ID, str(r.Prompt), str(r.Chosen), str(r.Rejected), r.RejectedError, r.ChosenExecution, r.RejectedExecution, r.DialogueID}
 		}, func(r *PairRecord) dpoConvRow {
 			return dpoConvRow{r.ID, pmsgs(r.Prompt), pmsgs(r.Chosen), pmsgs(r.Rejected), r.RejectedError, r.ChosenExecution, r.RejectedExecution, r.DialogueID}
 		})
 	case ExportKTO:
-		return styledFeed(out, o, tm.unpaired, func(r *UnpairedRecord) ktoStdRow {
+		return styledFeed(out, o, onJudged(tm, tm.unpaired), func(r *UnpairedRecord) ktoStdRow {
 			return ktoStdRow{r.ID, str(r.Prompt), str(r.Completion), r.Label, r.Error, r.Execution, r.DialogueID}
 		}, func(r *UnpairedRecord) ktoConvRow {
 			return ktoConvRow{r.ID, pmsgs(r.Prompt), pmsgs(r.Completion), r.Label, r.Error, r.Execution, r.DialogueID}
 		})
 	case ExportRL:
-		return styledFeed(out, o, tm.rl, func(r *RLRecord) rlStdRow {
+		return styledFeed(out, o, onJudged(tm, tm.rl), func(r *RLRecord) rlStdRow {
 			return rlStdRow{r.DataSource, str(r.Prompt), r.Ability, r.RewardModel, r.ExtraInfo}
 		}, func(r *RLRecord) rlConvRow {
 			return rlConvRow{r.DataSource, pmsgs(r.Prompt), r.Ability, r.RewardModel, r.ExtraInfo}

@@ -22,13 +22,10 @@ func init() {
 				Name:  "stats",
 				Usage: "entries and bytes per bucket (items: stage results; llm, exec: model requests and executions)",
 				Flags: []cli.Flag{runDir, &cli.BoolFlag{Name: "json", Usage: "print the figures as JSON"}},
-				Action: func(c *cli.Context) error {
-					if err := checkRunDir("cache stats", c.String("run-dir")); err != nil {
-						return err
-					}
-					s, err := pipeline.StoreStats(c.String("run-dir"))
+				Action: runDirAction("cache stats", func(c *cli.Context, dir string) error {
+					s, err := pipeline.StoreStats(dir)
 					if err != nil {
-						return lockedCode(err)
+						return err
 					}
 					if c.Bool("json") {
 						if s.Buckets == nil {
@@ -45,28 +42,25 @@ func init() {
 					tw.Flush()
 					fmt.Fprintf(c.App.Writer, "store file: %d bytes\n", s.FileBytes)
 					return nil
-				},
+				}),
 			},
 			{
 				Name:      "output",
 				Usage:     "print a completed stage's output items (JSONL envelopes: id, kind, data); per-item stages keep them in the store",
 				ArgsUsage: "STAGE",
 				Flags:     []cli.Flag{runDir, &cli.StringFlag{Name: "kind", Usage: "only items of this kind (dialogue, query, problem, rating, ...)"}},
-				Action: func(c *cli.Context) error {
+				Action: runDirAction("cache output", func(c *cli.Context, dir string) error {
 					if c.NArg() != 1 {
 						return withCode(exitUsage, fmt.Errorf("cache output: name one stage"))
 					}
-					if err := checkRunDir("cache output", c.String("run-dir")); err != nil {
-						return err
-					}
-					out, err := pipeline.StageOutput(c.String("run-dir"), c.Args().First())
+					out, err := pipeline.StageOutput(dir, c.Args().First())
 					if err != nil {
 						return withCode(exitUsage, err)
 					}
 					w := bufio.NewWriterSize(c.App.Writer, 1<<20)
-					for it, err := range pipeline.ReadOutput(c.Context, c.String("run-dir"), out) {
+					for it, err := range pipeline.ReadOutput(c.Context, dir, out) {
 						if err != nil {
-							return lockedCode(err)
+							return err
 						}
 						if k := c.String("kind"); k != "" && it.Kind != k {
 							continue
@@ -78,26 +72,35 @@ func init() {
 						w.Write(append(b, '\n'))
 					}
 					return w.Flush()
-				},
+				}),
 			},
 			{
 				Name:  "gc",
 				Usage: "remove stage results that the latest run of each stage did not use",
 				Flags: []cli.Flag{runDir},
-				Action: func(c *cli.Context) error {
-					if err := checkRunDir("cache gc", c.String("run-dir")); err != nil {
-						return err
-					}
-					r, err := pipeline.GC(c.String("run-dir"))
+				Action: runDirAction("cache gc", func(c *cli.Context, dir string) error {
+					r, err := pipeline.GC(dir)
 					if err != nil {
-						return lockedCode(err)
+						return err
 					}
 					fmt.Fprintf(c.App.Writer, "removed %d stage results and %d whole-set outputs\n", r.Deleted, r.SetsRemoved)
 					return nil
-				},
+				}),
 			},
 		},
 	})
+}
+
+// runDirAction checks --run-dir before fn runs on it; an error saying a
+// run holds the directory exits with exitLocked.
+func runDirAction(what string, fn func(c *cli.Context, dir string) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		dir := c.String("run-dir")
+		if err := checkRunDir(what, dir); err != nil {
+			return err
+		}
+		return lockedCode(fn(c, dir))
+	}
 }
 
 func lockedCode(err error) error {

@@ -156,12 +156,9 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		return withCode(exitUsage, fmt.Errorf("eval: no benchmark could be loaded (first: %w)", failed[names[0]]))
 	}
 
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return fmt.Errorf("eval: %w", err)
-	}
-	db, err := store.OpenBolt(filepath.Join(o.Out, "eval.db"), false)
+	db, err := openOutStore("eval", o.Out, "eval.db")
 	if err != nil {
-		return fmt.Errorf("eval: open store: %w", err)
+		return err
 	}
 	defer db.Close()
 
@@ -272,4 +269,17 @@ func evalLoadFailure(failed map[string]error, names []string) error {
 		}
 	}
 	return nil
+}
+
+// openOutStore creates the output directory dir and opens the store file
+// there that keeps finished work, so a killed command resumes.
+func openOutStore(cmd, dir, file string) (*store.Bolt, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	db, err := store.OpenBolt(filepath.Join(dir, file), false)
+	if err != nil {
+		return nil, fmt.Errorf("%s: open store: %w", cmd, err)
+	}
+	return db, nil
 }

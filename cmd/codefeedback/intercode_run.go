@@ -16,7 +16,6 @@ import (
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/env"
 	"github.com/codefeedback/codefeedback/internal/agent"
-	"github.com/codefeedback/codefeedback/internal/store"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 )
 
@@ -109,12 +108,9 @@ func runIntercode(ctx context.Context, o intercodeRunOptions, stdout, stderr io.
 	if o.Concurrency <= 0 {
 		o.Concurrency = 1
 	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return fmt.Errorf("intercode run: %w", err)
-	}
-	db, err := store.OpenBolt(filepath.Join(o.Out, "intercode.db"), false)
+	db, err := openOutStore("intercode run", o.Out, "intercode.db")
 	if err != nil {
-		return fmt.Errorf("intercode run: open store: %w", err)
+		return err
 	}
 	defer db.Close()
 	cfg := llm.Config{Stage: "intercode", BaseURL: o.BaseURL, APIKeyEnv: o.APIKeyEnv,

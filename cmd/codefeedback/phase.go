@@ -137,20 +137,29 @@ func writeSlurmScript(w io.Writer, p slurmPlan) error {
 		extra = " --limit " + strconv.Itoa(p.Limit)
 	}
 	f("dep=()\n")
+	f(`# step NAME LOG [SBATCH_ARGS...] -- COMMAND...: submits COMMAND as one job
+# (its log $root/logs/LOG) after the step before; its id, in $job, is what
+# the next step waits for.
+step() {
+  local name=$1 log=$2 args=()
+  shift 2
+  while [ "$1" != -- ]; do args+=("$1"); shift; done
+  shift
+  job=$(sbatch --parsable --job-name="$name" "${args[@]}" "${dep[@]}" "${opts[@]}" \
+    --output="$root/logs/$log" --wrap="$(printf '%%q ' "$@")")
+  dep=(--dependency=afterok:${job%%%%;*})
+}
+`)
 	for _, ph := range p.Phases {
 		k := strconv.Itoa(ph.Index)
 		if len(ph.Each) > 0 {
 			f("# phase %s: %s, %d tasks\n", k, orDash(ph.Each), p.Shards)
-			f("job=$(sbatch --parsable --job-name=codefeedback-p%s --array=0-%d --requeue \"${dep[@]}\" \"${opts[@]}\" \\\n", k, p.Shards-1)
-			f("  --output=\"$root/logs/phase-%s-%%a-%%A.log\" \\\n", k)
-			f("  --wrap=\"$(printf '%%q ' \"$bin\" run \"$pipeline\" --phase %s --shards %d --run-root \"$root\"%s)\")\n", k, p.Shards, extra)
-			f("dep=(--dependency=afterok:${job%%%%;*})\n")
+			f("step codefeedback-p%s 'phase-%s-%%a-%%A.log' --array=0-%d --requeue -- \\\n", k, k, p.Shards-1)
+			f("  \"$bin\" run \"$pipeline\" --phase %s --shards %d --run-root \"$root\"%s\n", k, p.Shards, extra)
 		}
 		f("# merge %s: %s\n", k, orDash(ph.All))
-		f("job=$(sbatch --parsable --job-name=codefeedback-m%s \"${dep[@]}\" \"${opts[@]}\" \\\n", k)
-		f("  --output=\"$root/logs/merge-%s-%%j.log\" \\\n", k)
-		f("  --wrap=\"$(printf '%%q ' \"$bin\" merge \"$pipeline\" --phase %s --shards %d --run-root \"$root\"%s)\")\n", k, p.Shards, extra)
-		f("dep=(--dependency=afterok:${job%%%%;*})\n")
+		f("step codefeedback-m%s 'merge-%s-%%j.log' -- \\\n", k, k)
+		f("  \"$bin\" merge \"$pipeline\" --phase %s --shards %d --run-root \"$root\"%s\n", k, p.Shards, extra)
 	}
 	f("echo \"${job%%%%;*}\"\n")
 	_, err := io.WriteString(w, b.String())

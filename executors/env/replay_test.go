@@ -97,37 +97,39 @@ func TestReplayNetwork(t *testing.T) {
 	}
 }
 
-func TestLoggedDataset(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"/root/.cache/codefeedback/intercode/c3e46d827cfc/data/sql/spider/ic_spider_dev.json", "./data/sql/spider/ic_spider_dev.json"},
-		{"/tmp/icdata/data/nl2bash/nl2bash_fs_1.json", "./data/nl2bash/nl2bash_fs_1.json"},
-		{"data/python/mbpp/ic_mbpp.json", "./data/python/mbpp/ic_mbpp.json"},
-		{"./data/ctf/ic_ctf.json", "./data/ctf/ic_ctf.json"},
-		{"/home/u/tasks.jsonl", "./tasks.jsonl"},
-		{"/a/database/x.json", "./x.json"},
+// LoggedDataset names a task file as InterCode's logs do; DataFileFor
+// finds the task file of the dataset a trajectory logs, in InterCode's
+// repository layout. Each case is {in, want}.
+func TestDatasetPaths(t *testing.T) {
+	for _, f := range []struct {
+		name  string
+		fn    func(string) string
+		cases [][2]string
+	}{
+		{"LoggedDataset", env.LoggedDataset, [][2]string{
+			{"/root/.cache/codefeedback/intercode/c3e46d827cfc/data/sql/spider/ic_spider_dev.json", "./data/sql/spider/ic_spider_dev.json"},
+			{"/tmp/icdata/data/nl2bash/nl2bash_fs_1.json", "./data/nl2bash/nl2bash_fs_1.json"},
+			{"data/python/mbpp/ic_mbpp.json", "./data/python/mbpp/ic_mbpp.json"},
+			{"./data/ctf/ic_ctf.json", "./data/ctf/ic_ctf.json"},
+			{"/home/u/tasks.jsonl", "./tasks.jsonl"},
+			{"/a/database/x.json", "./x.json"},
+		}},
+		{"DataFileFor", env.DataFileFor, [][2]string{
+			{"./data/nl2bash/nl2bash_fs_1.json", "data/nl2bash/nl2bash_fs_1.json"},
+			{"./data/NL2Bash/nl2bash_FS_3.json", "data/nl2bash/nl2bash_fs_3.json"},
+			{"./data/nl2bash/test_queries.json", "data/nl2bash/test_queries.json"},
+			{"./data/spider/dev_spider.json", "data/sql/spider/ic_spider_dev.json"},
+			{"./data/bird/ic_bird.json", "data/sql/bird/ic_bird.json"},
+			{"./data/wikisql/dev.json", "data/sql/wikisql/ic_wikisql_dev.json"},
+			{"./data/python/mbpp/ic_mbpp.json", "data/python/mbpp/ic_mbpp.json"},
+			{"./data/ctf/ic_ctf.json", "data/ctf/ic_ctf.json"},
+			{"./tasks.jsonl", ""},
+		}},
 	} {
-		if got := env.LoggedDataset(c.in); got != c.want {
-			t.Errorf("LoggedDataset(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
-
-// DataFileFor finds the task file of the dataset a trajectory logs, in
-// InterCode's repository layout.
-func TestDataFileFor(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"./data/nl2bash/nl2bash_fs_1.json", "data/nl2bash/nl2bash_fs_1.json"},
-		{"./data/NL2Bash/nl2bash_FS_3.json", "data/nl2bash/nl2bash_fs_3.json"},
-		{"./data/nl2bash/test_queries.json", "data/nl2bash/test_queries.json"},
-		{"./data/spider/dev_spider.json", "data/sql/spider/ic_spider_dev.json"},
-		{"./data/bird/ic_bird.json", "data/sql/bird/ic_bird.json"},
-		{"./data/wikisql/dev.json", "data/sql/wikisql/ic_wikisql_dev.json"},
-		{"./data/python/mbpp/ic_mbpp.json", "data/python/mbpp/ic_mbpp.json"},
-		{"./data/ctf/ic_ctf.json", "data/ctf/ic_ctf.json"},
-		{"./tasks.jsonl", ""},
-	} {
-		if got := env.DataFileFor(c.in); got != c.want {
-			t.Errorf("DataFileFor(%q) = %q, want %q", c.in, got, c.want)
+		for _, c := range f.cases {
+			if got := f.fn(c[0]); got != c[1] {
+				t.Errorf("%s(%q) = %q, want %q", f.name, c[0], got, c[1])
+			}
 		}
 	}
 }

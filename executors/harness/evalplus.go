@@ -397,24 +397,18 @@ func (pr Program) DecodePlus(res executors.Result) PlusVerdict {
 	for kind, body := range pr.records(res.Stdout) {
 		switch kind {
 		case "load":
-			var r plusLoadRec
-			if json.Unmarshal(body, &r) == nil && load == nil {
-				load = &r
-			}
+			keepFirst(&load, body)
 		case "fail":
-			var r plusFailRec
-			if json.Unmarshal(body, &r) == nil {
+			if r, ok := decodeRec[plusFailRec](body); ok {
 				v.Failures = append(v.Failures, PlusFailure{Index: r.I, Set: r.Set, Kind: r.Kind, Input: r.Input,
 					Expected: r.Expected, Actual: r.Actual, Exception: r.Exception, Message: r.Message, Traceback: r.Traceback})
 			}
 		case "set":
-			var r plusSetRec
-			if json.Unmarshal(body, &r) == nil {
+			if r, ok := decodeRec[plusSetRec](body); ok {
 				v.Sets = append(v.Sets, PlusSet{Name: r.Set, Inputs: r.Inputs, Total: r.Total, Passed: r.Passed, Skipped: r.Skipped, OK: r.OK})
 			}
 		case "done":
-			var r plusDoneRec
-			if json.Unmarshal(body, &r) == nil && load != nil && load.OK == 1 {
+			if r, ok := decodeRec[plusDoneRec](body); ok && load != nil && load.OK == 1 {
 				v.Complete = true
 				v.Total, v.PassedCount, v.Skipped, v.Inputs, v.Stopped = r.Total, r.Passed, r.Skipped, r.Inputs, r.Stopped
 			}

@@ -456,25 +456,17 @@ func (pr Program) Decode(res executors.Result) Verdict {
 	for kind, body := range pr.records(res.Stdout) {
 		switch kind {
 		case "plan":
-			var r planRec
-			if json.Unmarshal(body, &r) == nil && plan == nil {
-				plan = &r
-			}
+			keepFirst(&plan, body)
 		case "load":
-			var r loadRec
-			if json.Unmarshal(body, &r) == nil && load == nil {
-				load = &r
-			}
+			keepFirst(&load, body)
 		case "case":
-			var r caseRec
-			if json.Unmarshal(body, &r) == nil {
+			if r, ok := decodeRec[caseRec](body); ok {
 				if _, dup := reported[r.I]; !dup {
 					reported[r.I] = r
 				}
 			}
 		case "done":
-			var r doneRec
-			if json.Unmarshal(body, &r) == nil && plan != nil && load != nil {
+			if r, ok := decodeRec[doneRec](body); ok && plan != nil && load != nil {
 				v.Complete = true
 				v.Stdout, v.StdoutBytes = r.Stdout, r.StdoutBytes
 			}
@@ -546,6 +538,20 @@ func (pr Program) records(stdout string) iter.Seq2[string, []byte] {
 				return
 			}
 		}
+	}
+}
+
+// decodeRec decodes a record's JSON body; ok is false for a malformed one,
+// which counts as not reported.
+func decodeRec[T any](body []byte) (r T, ok bool) {
+	return r, json.Unmarshal(body, &r) == nil
+}
+
+// keepFirst sets *p to the first well-formed record of its kind; later
+// ones of that kind are ignored.
+func keepFirst[T any](p **T, body []byte) {
+	if r, ok := decodeRec[T](body); ok && *p == nil {
+		*p = &r
 	}
 }
 

@@ -243,6 +243,18 @@ var (
 	reRubyEq  = regexp.MustCompile(`^assert_equal\s*\(([\s\S]*)\)\s*;?$`)
 )
 
+// callAsserts are the languages whose tests call an equality assertion
+// (two arguments) or a boolean one (one argument); C-like asserts of an
+// expression are read apart, in parseLangTest.
+var callAsserts = map[executors.Language]struct{ eq, cond *regexp.Regexp }{
+	executors.JavaScript: {reJSEq, reJSOk},
+	executors.TypeScript: {reJSEq, reJSOk},
+	executors.Go:         {reGoEq, reGoTrue},
+	executors.Java:       {reJavaEq, reGoTrue},
+	executors.Rust:       {reRustEq, reRustOk},
+	executors.Ruby:       {reRubyEq, reCAssert},
+}
+
 // parseLangTest recognises a test's equality or boolean assertion.
 func parseLangTest(lang executors.Language, src string) langTest {
 	s := strings.TrimSpace(src)
@@ -263,11 +275,10 @@ func parseLangTest(lang executors.Language, src string) langTest {
 		}
 		return false
 	}
+	if a, ok := callAsserts[lang]; ok && (two(a.eq) || one(a.cond)) {
+		return t
+	}
 	switch lang {
-	case executors.JavaScript, executors.TypeScript:
-		if two(reJSEq) || one(reJSOk) {
-			return t
-		}
 	case executors.C, executors.CPP:
 		if m := reCAssert.FindStringSubmatch(s); m != nil {
 			if sides := strlit.SplitTop(m[1], "=="); len(sides) == 2 {
@@ -275,22 +286,6 @@ func parseLangTest(lang executors.Language, src string) langTest {
 				return t
 			}
 			t.Cond = strings.TrimSpace(m[1])
-			return t
-		}
-	case executors.Go:
-		if two(reGoEq) || one(reGoTrue) {
-			return t
-		}
-	case executors.Java:
-		if two(reJavaEq) || one(reGoTrue) {
-			return t
-		}
-	case executors.Rust:
-		if two(reRustEq) || one(reRustOk) {
-			return t
-		}
-	case executors.Ruby:
-		if two(reRubyEq) || one(reCAssert) {
 			return t
 		}
 	case executors.PHP, executors.Lua:

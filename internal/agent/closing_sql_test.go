@@ -2,14 +2,13 @@ package agent_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/codefeedback/codefeedback/executors/env"
+	"github.com/codefeedback/codefeedback/executors/env/envtest"
 	"github.com/codefeedback/codefeedback/internal/agent"
 	"github.com/codefeedback/codefeedback/pipeline/llm"
 )
@@ -116,14 +115,7 @@ func TestSQLClosingOfACutTable(t *testing.T) {
 // InterCode's repository or the cache `codefeedback intercode fetch`
 // fills).
 func TestSpiderClosings(t *testing.T) {
-	dir := os.Getenv("CODEFEEDBACK_INTERCODE_DIR")
-	if dir == "" {
-		t.Skip("CODEFEEDBACK_INTERCODE_DIR unset: InterCode's Spider tasks not checked")
-	}
-	ts, err := env.LoadTasks(filepath.Join(dir, "data/sql/spider/ic_spider_dev.json"), "spider")
-	if err != nil {
-		t.Skipf("InterCode's Spider tasks: %v", err)
-	}
+	ts := envtest.InterCodeTasks(t, "data/sql/spider/ic_spider_dev.json", "spider")
 	e, err := env.Open(context.Background(), "sql", sandbox(t), env.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -5,57 +5,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/codefeedback/codefeedback/internal/benchtest"
 	"github.com/codefeedback/codefeedback/pipeline/embed"
 )
-
-var (
-	prefixes = []string{"", "Please ", "Can you ", "I need to ", "Help me ", "Quickly "}
-	suffixes = []string{"", " in Python", " efficiently", " with comments", " and explain it", " using a function", " step by step"}
-)
-
-// perturbed returns n texts made from base: copy 0 is base itself, later
-// copies drop and swap words, change numbers and add a prefix and suffix,
-// as a stand-in for a 156,000-query pool.
-func perturbed(base []string, n int, seed uint64) []string {
-	rng := rand.New(rand.NewPCG(seed, 11))
-	out := make([]string, 0, n)
-	for c := 0; len(out) < n; c++ {
-		for _, t := range base {
-			if len(out) == n {
-				break
-			}
-			if c == 0 {
-				out = append(out, t)
-				continue
-			}
-			words := strings.Fields(t)
-			var w []string
-			for _, x := range words {
-				switch r := rng.Float64(); {
-				case r < 0.08: // drop
-				case r < 0.12:
-					if _, err := strconv.Atoi(x); err == nil {
-						x = strconv.Itoa(rng.IntN(1000))
-					}
-					w = append(w, x, x)
-				default:
-					w = append(w, x)
-				}
-			}
-			if len(w) > 2 {
-				i := rng.IntN(len(w) - 1)
-				w[i], w[i+1] = w[i+1], w[i]
-			}
-			out = append(out, prefixes[rng.IntN(len(prefixes))]+strings.Join(w, " ")+suffixes[rng.IntN(len(suffixes))])
-		}
-	}
-	return out
-}
 
 func alpacaTexts(b testing.TB) []string {
 	qs := loadAlpaca(b)
@@ -64,23 +19,6 @@ func alpacaTexts(b testing.TB) []string {
 		texts[i] = q.Text
 	}
 	return texts
-}
-
-// cpuSeconds is the user+system CPU time of the process so far.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-}
-
-func peakRSSMiB() float64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return float64(ru.Maxrss) / 1024 // KiB on Linux
 }
 
 // BenchmarkPack156k packs 156,000 perturbed Code Alpaca queries (near-
@@ -99,9 +37,9 @@ func BenchmarkPack156k(b *testing.B) {
 	if s := os.Getenv("PACK_BENCH_N"); s != "" {
 		n, _ = strconv.Atoi(s)
 	}
-	texts := perturbed(alpacaTexts(b), n, 1)
+	texts := benchtest.Perturbed(alpacaTexts(b), n, 1)
 	for b.Loop() {
-		start, cpu0 := time.Now(), cpuSeconds()
+		start, cpu0 := time.Now(), benchtest.CPUSeconds(b)
 		tf := embed.NewTFIDF(384)
 		tf.Fit(texts)
 		vecs := NewVectors(384)
@@ -120,8 +58,8 @@ func BenchmarkPack156k(b *testing.B) {
 		b.ReportMetric(embedS, "s-embed")
 		b.ReportMetric(res.SearchSeconds, "s-search")
 		b.ReportMetric(total, "s-total")
-		b.ReportMetric(cpuSeconds()-cpu0, "cpu-s")
-		b.ReportMetric((cpuSeconds()-cpu0)/total, "cores-used")
+		b.ReportMetric(benchtest.CPUSeconds(b)-cpu0, "cpu-s")
+		b.ReportMetric((benchtest.CPUSeconds(b)-cpu0)/total, "cores-used")
 		b.ReportMetric(res.Recall, "recall@4")
 		b.ReportMetric(exactAll/res.SearchSeconds, "x-exact")
 		b.ReportMetric(float64(vecs.Bytes())/(1<<20), "MiB-vectors")
@@ -150,7 +88,7 @@ func BenchmarkPack156k(b *testing.B) {
 			b.Logf("search per node (ef_search %d): %.1fs, recall@4 %.4f", cfg.EfSearch, oldS, r)
 		}
 	}
-	b.ReportMetric(peakRSSMiB(), "peak-RSS-MiB")
+	b.ReportMetric(benchtest.PeakRSSMiB(), "peak-RSS-MiB")
 }
 
 // BenchmarkRecall20k builds the index on a 20,000-query sample of the
@@ -161,7 +99,7 @@ func BenchmarkPack156k(b *testing.B) {
 //
 //	go test -run '^$' -bench Recall20k -benchtime 1x -timeout 30m ./internal/neighbors/
 func BenchmarkRecall20k(b *testing.B) {
-	all156 := perturbed(alpacaTexts(b), 156_000, 1)
+	all156 := benchtest.Perturbed(alpacaTexts(b), 156_000, 1)
 	rng := rand.New(rand.NewPCG(5, 5))
 	perm := rng.Perm(len(all156))[:20_000]
 	texts := make([]string, len(perm))

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/codefeedback/codefeedback/internal/report/section"
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
 
 	// The stages and services data/pipeline.yaml may name, as the CLI
 	// registers them.
@@ -182,25 +182,15 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 func recountFile(t *testing.T, path string) recount {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
+	type dialogue struct {
+		Messages []struct {
+			Role string   `json:"role"`
+			Exec *rawExec `json:"exec"`
+		} `json:"messages"`
+		Labels map[string]string `json:"labels"`
 	}
-	defer f.Close()
 	r := recount{messages: map[string]int{}, bugKinds: map[string]int{}, ops: map[string]int{}}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<26)
-	for sc.Scan() {
-		var d struct {
-			Messages []struct {
-				Role string   `json:"role"`
-				Exec *rawExec `json:"exec"`
-			} `json:"messages"`
-			Labels map[string]string `json:"labels"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
+	for _, d := range pipelinetest.ReadJSONL[dialogue](t, path) {
 		r.dialogues++
 		r.messages[itoa(len(d.Messages))]++
 		if k := d.Labels["bug_kind"]; k != "" {
@@ -221,9 +211,6 @@ func recountFile(t *testing.T, path string) recount {
 			r.outcomes[n][outcomeOf(*m.Exec)]++
 			n++
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return r
 }
@@ -389,24 +376,14 @@ func checkLeakage(t *testing.T, s *sampleRun, got Data) {
 			}
 		}
 	}
-	f, err := os.Open(filepath.Join(s.runDir, auditName+".removed.jsonl"))
-	if err != nil {
-		t.Fatal(err)
+	type removedRec struct {
+		Findings []struct {
+			Benchmark string `json:"benchmark"`
+		} `json:"findings"`
 	}
-	defer f.Close()
 	flagged := map[string]int{}
 	removed := 0
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<26)
-	for sc.Scan() {
-		var r struct {
-			Findings []struct {
-				Benchmark string `json:"benchmark"`
-			} `json:"findings"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range pipelinetest.ReadJSONL[removedRec](t, filepath.Join(s.runDir, auditName+".removed.jsonl")) {
 		removed++
 		seen := map[string]bool{}
 		for _, fd := range r.Findings {

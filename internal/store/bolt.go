@@ -501,13 +501,11 @@ func (b *Bolt) Retain(keep func(bucket, key string) bool) (int, error) {
 				}
 				return nil
 			})
+			if err == nil {
+				err = deleteEach(del, bk.Delete)
+			}
 			if err != nil {
 				return err
-			}
-			for _, k := range del {
-				if err := bk.Delete(k); err != nil {
-					return err
-				}
 			}
 			deleted += len(del)
 			if left == 0 {
@@ -518,17 +516,24 @@ func (b *Bolt) Retain(keep func(bucket, key string) bool) (int, error) {
 		if err != nil {
 			return err
 		}
-		for _, n := range empty {
-			if err := tx.DeleteBucket(n); err != nil {
-				return err
-			}
-		}
-		return nil
+		return deleteEach(empty, tx.DeleteBucket)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("store: gc: %w", err)
 	}
 	return deleted, nil
+}
+
+// deleteEach deletes each of names with del, stopping at the first error.
+// bbolt forbids changing a bucket while iterating over it, so Retain
+// collects what to delete first.
+func deleteEach(names [][]byte, del func([]byte) error) error {
+	for _, n := range names {
+		if err := del(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CopyFrom copies every entry of src into b (existing keys are overwritten

@@ -75,6 +75,13 @@ func TestBoltPutGetAcrossCrash(t *testing.T) {
 		if err != nil || n != 1 {
 			t.Fatalf("retain: deleted %d, %v want 1", n, err)
 		}
+		// A bucket left empty goes too.
+		if n, err := r.Retain(func(bucket, key string) bool { return false }); err != nil || n != 199 {
+			t.Fatalf("retain none: deleted %d, %v want 199", n, err)
+		}
+		if st, err := r.Stats(); err != nil || len(st) != 0 {
+			t.Fatalf("%s: stats after retaining none got %+v, %v want no bucket", p, st, err)
+		}
 		r.Close()
 	}
 }

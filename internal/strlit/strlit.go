@@ -1,8 +1,8 @@
 // Package strlit writes string literals for the C-like languages test
 // harnesses and translated tests are written in (C, C++, Rust, Go, Java,
-// JavaScript, TypeScript, Lua), reads the \uXXXX escapes of the JSON
-// strings the reflection-free decoders unescape, and splits expressions
-// at separators outside their literals and brackets.
+// JavaScript, TypeScript, Lua), reads JSON strings (the \uXXXX escapes
+// the reflection-free decoders unescape, where a string ends), and splits
+// expressions at separators outside their literals and brackets.
 package strlit
 
 import (
@@ -70,6 +70,24 @@ func Hex4(b []byte, i int) (rune, bool) {
 		r = r<<4 | rune(c)
 	}
 	return r, true
+}
+
+// JSONStringEnd returns the index just past the JSON string whose opening
+// quote is s[i], or len(s) when it is not closed: a scan of JSON text can
+// step over a string's contents, whatever they hold.
+func JSONStringEnd[T string | []byte](s T, i int) int {
+	esc := false
+	for j := i + 1; j < len(s); j++ {
+		switch c := s[j]; {
+		case esc:
+			esc = false
+		case c == '\\':
+			esc = true
+		case c == '"':
+			return j + 1
+		}
+	}
+	return len(s)
 }
 
 // SplitTop splits s at sep where it stands outside brackets ((), [], {})

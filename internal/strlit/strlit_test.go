@@ -2,6 +2,7 @@ package strlit
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -64,6 +65,27 @@ func TestSplitTop(t *testing.T) {
 	} {
 		if got := SplitTop(tc.in, tc.sep); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("SplitTop(%q, %q) = %q, want %q", tc.in, tc.sep, got, tc.want)
+		}
+	}
+}
+
+// Each case marks with | where the string opened by its first quote ends.
+func TestJSONStringEnd(t *testing.T) {
+	for _, c := range []string{
+		`"ab"| x`,
+		`x "a\"b"| y`,
+		`"a\\"| "b"`, // an escaped backslash does not escape the quote
+		`"a\\\"b"|`,  // an odd run does
+		`"unclosed\"|`,
+		`""|`,
+	} {
+		s, want := strings.Replace(c, "|", "", 1), strings.Index(c, "|")
+		i := strings.IndexByte(s, '"')
+		if got := JSONStringEnd(s, i); got != want {
+			t.Errorf("JSONStringEnd(%q, %d) = %d, want %d", s, i, got, want)
+		}
+		if got := JSONStringEnd([]byte(s), i); got != want {
+			t.Errorf("JSONStringEnd([]byte(%q), %d) = %d, want %d", s, i, got, want)
 		}
 	}
 }

@@ -15,24 +15,28 @@ root=/shared/runs/sample
 read -r -a opts <<< "${SBATCH_OPTS:-}"
 mkdir -p "$root/logs"
 dep=()
+# step NAME LOG [SBATCH_ARGS...] -- COMMAND...: submits COMMAND as one job
+# (its log $root/logs/LOG) after the step before; its id, in $job, is what
+# the next step waits for.
+step() {
+  local name=$1 log=$2 args=()
+  shift 2
+  while [ "$1" != -- ]; do args+=("$1"); shift; done
+  shift
+  job=$(sbatch --parsable --job-name="$name" "${args[@]}" "${dep[@]}" "${opts[@]}" \
+    --output="$root/logs/$log" --wrap="$(printf '%q ' "$@")")
+  dep=(--dependency=afterok:${job%%;*})
+}
 # phase 0: filter, 8 tasks
-job=$(sbatch --parsable --job-name=codefeedback-p0 --array=0-7 --requeue "${dep[@]}" "${opts[@]}" \
-  --output="$root/logs/phase-0-%a-%A.log" \
-  --wrap="$(printf '%q ' "$bin" run "$pipeline" --phase 0 --shards 8 --run-root "$root")")
-dep=(--dependency=afterok:${job%%;*})
+step codefeedback-p0 'phase-0-%a-%A.log' --array=0-7 --requeue -- \
+  "$bin" run "$pipeline" --phase 0 --shards 8 --run-root "$root"
 # merge 0: pack
-job=$(sbatch --parsable --job-name=codefeedback-m0 "${dep[@]}" "${opts[@]}" \
-  --output="$root/logs/merge-0-%j.log" \
-  --wrap="$(printf '%q ' "$bin" merge "$pipeline" --phase 0 --shards 8 --run-root "$root")")
-dep=(--dependency=afterok:${job%%;*})
+step codefeedback-m0 'merge-0-%j.log' -- \
+  "$bin" merge "$pipeline" --phase 0 --shards 8 --run-root "$root"
 # phase 1: simulate, correct, interact, explain, audit, 8 tasks
-job=$(sbatch --parsable --job-name=codefeedback-p1 --array=0-7 --requeue "${dep[@]}" "${opts[@]}" \
-  --output="$root/logs/phase-1-%a-%A.log" \
-  --wrap="$(printf '%q ' "$bin" run "$pipeline" --phase 1 --shards 8 --run-root "$root")")
-dep=(--dependency=afterok:${job%%;*})
+step codefeedback-p1 'phase-1-%a-%A.log' --array=0-7 --requeue -- \
+  "$bin" run "$pipeline" --phase 1 --shards 8 --run-root "$root"
 # merge 1: dedup-dialogues
-job=$(sbatch --parsable --job-name=codefeedback-m1 "${dep[@]}" "${opts[@]}" \
-  --output="$root/logs/merge-1-%j.log" \
-  --wrap="$(printf '%q ' "$bin" merge "$pipeline" --phase 1 --shards 8 --run-root "$root")")
-dep=(--dependency=afterok:${job%%;*})
+step codefeedback-m1 'merge-1-%j.log' -- \
+  "$bin" merge "$pipeline" --phase 1 --shards 8 --run-root "$root"
 echo "${job%%;*}"

@@ -16,6 +16,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/codefeedback/codefeedback/internal/store"
+	"github.com/codefeedback/codefeedback/schema"
 )
 
 // ErrRetriesExhausted wraps the last error of a request that failed
@@ -46,11 +47,12 @@ func (e *TransientError) Transient() bool { return true }
 // RetryAfter is the server's hint of when to try again (0 = none).
 func (e *TransientError) RetryAfter() time.Duration { return e.After }
 
-// Roles of chat messages.
+// Roles of chat messages: the names a dialogue's turns carry too, defined
+// once in schema.
 const (
-	RoleSystem    = "system"
-	RoleUser      = "user"
-	RoleAssistant = "assistant"
+	RoleSystem    = schema.RoleSystem
+	RoleUser      = schema.RoleUser
+	RoleAssistant = schema.RoleAssistant
 )
 
 // Message is one chat message.

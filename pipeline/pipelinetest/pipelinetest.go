@@ -35,9 +35,16 @@ func Load(tb testing.TB, dir, yaml string) *pipeline.Config {
 // run fails.
 func Run(tb testing.TB, dir, yaml string, o pipeline.RunOptions) *pipeline.Manifest {
 	tb.Helper()
-	m, err := pipeline.Run(context.Background(), Load(tb, dir, yaml), o)
+	return RunConfig(tb, Load(tb, dir, yaml), o)
+}
+
+// RunConfig runs a loaded pipeline with o, failing the test if the run
+// fails.
+func RunConfig(tb testing.TB, cfg *pipeline.Config, o pipeline.RunOptions) *pipeline.Manifest {
+	tb.Helper()
+	m, err := pipeline.Run(context.Background(), cfg, o)
 	if err != nil {
-		tb.Fatalf("run %s: %v", filepath.Join(dir, "pipeline.yaml"), err)
+		tb.Fatalf("run %s: %v", cfg.File, err)
 	}
 	return m
 }
@@ -92,11 +99,19 @@ func Stage(tb testing.TB, m *pipeline.Manifest, name string) pipeline.StageRecor
 // Dialogues reads a published dialogue file (JSONL records).
 func Dialogues(tb testing.TB, path string) []schema.Dialogue {
 	tb.Helper()
-	ds, err := schema.ReadAll[schema.Dialogue](path, schema.AllowEmpty())
+	return ReadJSONL[schema.Dialogue](tb, path)
+}
+
+// ReadJSONL reads every record of a JSON Lines file (plain, .gz or .zst;
+// empty is fine) as a T, failing the test on any error: the reverse of
+// WriteJSONL, for a run's outputs and side files.
+func ReadJSONL[T any](tb testing.TB, path string) []T {
+	tb.Helper()
+	recs, err := schema.ReadAll[T](path, schema.AllowEmpty())
 	if err != nil {
 		tb.Fatalf("read %s: %v", path, err)
 	}
-	return ds
+	return recs
 }
 
 // Items reads an output file of format items (JSONL, one pipeline.Item a

@@ -1,17 +1,14 @@
 package filter
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
+	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -32,29 +29,20 @@ func BenchmarkFilterThroughput(b *testing.B) {
 	var rate float64
 	for i := range b.N {
 		dir := b.TempDir()
-		var sb strings.Builder
-		for j := range n {
-			q, _ := json.Marshal(schema.Query{ID: fmt.Sprintf("q%d-%d", i, j), Text: fmt.Sprintf("task %d of run %d", j, i)})
-			sb.Write(append(q, '\n'))
+		qs := make([]schema.Query, n)
+		for j := range qs {
+			qs[j] = schema.Query{ID: fmt.Sprintf("q%d-%d", i, j), Text: fmt.Sprintf("task %d of run %d", j, i)}
 		}
-		os.WriteFile(filepath.Join(dir, "q.jsonl"), []byte(sb.String()), 0o644)
-		y := fmt.Sprintf(`
+		pipelinetest.WriteJSONL(b, filepath.Join(dir, "q.jsonl"), qs...)
+		cfg := pipelinetest.Load(b, dir, fmt.Sprintf(`
+run_dir: %q
 inputs: [{path: q.jsonl}]
 model: {base_url: %s, model: fake, concurrency: %d}
 stages:
   - {stage: filter, concurrency: %d}
-`, srv.URL, conc, conc)
-		file := filepath.Join(dir, "p.yaml")
-		os.WriteFile(file, []byte(y), 0o644)
-		cfg, err := pipeline.Load(file, filepath.Join(dir, "run"))
-		if err != nil {
-			b.Fatal(err)
-		}
+`, filepath.Join(dir, "run"), srv.URL, conc, conc))
 		start := time.Now()
-		m, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		m := pipelinetest.RunConfig(b, cfg, pipeline.RunOptions{})
 		rate = float64(n) / time.Since(start).Seconds()
 		if got := m.Stages[0].Stats["kept"]; got != n {
 			b.Fatalf("kept %v of %d", got, n)

@@ -4,17 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/codefeedback/codefeedback/internal/benchtest"
 	"github.com/codefeedback/codefeedback/internal/sharedtest"
 	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/pipeline/pipelinetest"
 	"github.com/codefeedback/codefeedback/schema"
 )
 
@@ -40,52 +40,21 @@ func BenchmarkStage156k(b *testing.B) {
 		base = append(base, p.Text)
 	}
 	dir := b.TempDir()
-	f, err := os.Create(filepath.Join(dir, "q.jsonl"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(1, 11))
-	pre := []string{"", "Please ", "Can you ", "I need to ", "Help me "}
-	suf := []string{"", " in Python", " efficiently", " with comments", " step by step"}
-	for i := range n {
-		t := base[i%len(base)]
-		if i >= len(base) {
-			w := strings.Fields(t)
-			var o []string
-			for _, x := range w {
-				switch r := rng.Float64(); {
-				case r < 0.08:
-				case r < 0.12:
-					o = append(o, x, x)
-				default:
-					o = append(o, x)
-				}
-			}
-			if len(o) > 2 {
-				k := rng.IntN(len(o) - 1)
-				o[k], o[k+1] = o[k+1], o[k]
-			}
-			t = pre[rng.IntN(len(pre))] + strings.Join(o, " ") + suf[rng.IntN(len(suf))]
+	benchtest.WriteFile(b, filepath.Join(dir, "q.jsonl"), func(w io.Writer) {
+		for i, t := range benchtest.Perturbed(base, n, 1) {
+			j, _ := json.Marshal(schema.Query{ID: fmt.Sprintf("q%d", i), Text: t})
+			w.Write(append(j, '\n'))
 		}
-		j, _ := json.Marshal(schema.Query{ID: fmt.Sprintf("q%d", i), Text: t})
-		f.Write(append(j, '\n'))
-	}
-	f.Close()
+	})
 	// Outputs resolve against the current directory (the package's, under
 	// go test), so the output goes to the temporary directory by full path.
 	y := "inputs: [{path: q.jsonl}]\nstages:\n  - {stage: pack, settings: {seed: 1}}\noutputs: [{path: " +
 		strconv.Quote(filepath.Join(dir, "out.jsonl")) + ", format: items}]\n"
-	os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(y), 0o644)
-	for b.Loop() {
-		cfg, err := pipeline.Load(filepath.Join(dir, "p.yaml"), filepath.Join(dir, "run"+strconv.Itoa(rng.IntN(1e9))))
-		if err != nil {
-			b.Fatal(err)
-		}
+	for runs := 0; b.Loop(); runs++ {
+		// A new run directory each time: nothing cached.
+		cfg := pipelinetest.Load(b, dir, "run_dir: "+strconv.Quote(filepath.Join(dir, "run"+strconv.Itoa(runs)))+"\n"+y)
 		start := time.Now()
-		m, err := pipeline.Run(context.Background(), cfg, pipeline.RunOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		m := pipelinetest.RunConfig(b, cfg, pipeline.RunOptions{})
 		st := m.Stages[0].Stats
 		b.ReportMetric(time.Since(start).Seconds(), "s-run")
 		b.ReportMetric(st["seconds/search"], "s-search")
@@ -93,8 +62,6 @@ func BenchmarkStage156k(b *testing.B) {
 		b.Logf("%d queries: run %.1fs, search %.1fs, recall@4 %.4f on the sample, %v groups of 2, %v of 3, %v leftovers",
 			n, time.Since(start).Seconds(), st["seconds/search"], st["recall@4_sample"], st["groups/2"], st["groups/3"], st["leftovers"])
 	}
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MiB")
-	b.ReportMetric(float64(ru.Utime.Nano()+ru.Stime.Nano())/1e9, "cpu-s")
+	b.ReportMetric(benchtest.PeakRSSMiB(), "peak-RSS-MiB")
+	b.ReportMetric(benchtest.CPUSeconds(b), "cpu-s")
 }

@@ -5,9 +5,12 @@ package envtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/codefeedback/codefeedback/executors"
@@ -110,6 +113,29 @@ func Tasks(tb testing.TB, path string) []env.Task {
 	ts, err := env.LoadTasks(path, "")
 	if err != nil {
 		tb.Fatal(err)
+	}
+	return ts
+}
+
+// InterCodeTasks loads the task file rel (slash-separated, e.g.
+// data/sql/spider/ic_spider_dev.json) of InterCode's own data, named
+// dataset, from CODEFEEDBACK_INTERCODE_DIR (a checkout of InterCode's
+// repository or the cache `codefeedback intercode fetch` fills). It skips
+// tb when the variable is unset or the file is not there, and fails it
+// when the file does not load.
+func InterCodeTasks(tb testing.TB, rel, dataset string) []env.Task {
+	tb.Helper()
+	dir := os.Getenv("CODEFEEDBACK_INTERCODE_DIR")
+	if dir == "" {
+		tb.Skipf("CODEFEEDBACK_INTERCODE_DIR unset: InterCode's %s not tested", rel)
+	}
+	path := filepath.Join(dir, filepath.FromSlash(rel))
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		tb.Skipf("%s is not in CODEFEEDBACK_INTERCODE_DIR (%s): not tested", rel, dir)
+	}
+	ts, err := env.LoadTasks(path, dataset)
+	if err != nil {
+		tb.Fatalf("InterCode's %s: %v", rel, err)
 	}
 	return ts
 }

@@ -2,13 +2,12 @@ package pyenv_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/codefeedback/codefeedback/executors"
 	"github.com/codefeedback/codefeedback/executors/env"
+	"github.com/codefeedback/codefeedback/executors/env/envtest"
 	"github.com/codefeedback/codefeedback/executors/env/pyenv"
 )
 
@@ -17,14 +16,7 @@ import (
 // to the cache `codefeedback intercode fetch` fills). It reports the tasks
 // whose gold does not score 1; InterCode's gold fails on a few (timeouts).
 func TestRealGold(t *testing.T) {
-	dir := os.Getenv("CODEFEEDBACK_INTERCODE_DIR")
-	if dir == "" {
-		t.Skip("CODEFEEDBACK_INTERCODE_DIR unset: InterCode's ic_mbpp.json not scored")
-	}
-	tasks, err := env.LoadTasks(filepath.Join(dir, "data/python/mbpp/ic_mbpp.json"), "ic_mbpp")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tasks := envtest.InterCodeTasks(t, "data/python/mbpp/ic_mbpp.json", "ic_mbpp")
 	ctx := context.Background()
 	ex, err := executors.Open(ctx, "bwrap://?pool=3")
 	if err != nil {

@@ -116,24 +116,20 @@ func splitStatements(r io.Reader, fn func(string) error) error {
 			quote = c
 			b.WriteRune(c)
 		case '-':
-			n, _, err := br.ReadRune()
-			if err == nil && n == '-' {
-				if p, _ := br.Peek(1); len(p) == 0 || p[0] == ' ' || p[0] == '\t' || p[0] == '\n' || p[0] == '\r' {
-					br.ReadString('\n')
-					b.WriteRune('\n')
-					continue
-				}
+			// -- starts a comment only before white space or the end;
+			// 3--1 is 3 - -1. Peeking consumes nothing: the next - is read next.
+			if p, _ := br.Peek(2); len(p) > 0 && p[0] == '-' && (len(p) == 1 || strings.IndexByte(" \t\n\r", p[1]) >= 0) {
+				br.ReadString('\n')
+				b.WriteRune('\n')
+				continue
 			}
 			b.WriteRune(c)
-			if err == nil {
-				br.UnreadRune()
-			}
 		case '#':
 			br.ReadString('\n')
 			b.WriteRune('\n')
 		case '/':
-			n, _, err := br.ReadRune()
-			if err == nil && n == '*' {
+			if p, _ := br.Peek(1); len(p) > 0 && p[0] == '*' {
+				br.ReadByte()
 				prev := rune(0)
 				for {
 					x, _, err := br.ReadRune()
@@ -146,9 +142,6 @@ func splitStatements(r io.Reader, fn func(string) error) error {
 				continue
 			}
 			b.WriteRune(c)
-			if err == nil {
-				br.UnreadRune()
-			}
 		case ';':
 			if s := strings.TrimSpace(b.String()); s != "" {
 				if err := fn(s); err != nil {

@@ -333,18 +333,25 @@ func stripStrings(s string) string {
 // have equal keys and keys sort as InterCode's strings do (Kendall's tau
 // compares them).
 func RowKey(row []any) string {
+	end := ")"
+	if len(row) == 1 {
+		end = ",)" // Python's one-element tuple
+	}
+	return pySeq("(", row, pyRepr, end)
+}
+
+// pySeq is Python's str() of a sequence: open, each element's repr
+// separated by ", ", then end.
+func pySeq[T any](open string, xs []T, repr func(T) string, end string) string {
 	var b strings.Builder
-	b.WriteByte('(')
-	for i, v := range row {
+	b.WriteString(open)
+	for i, x := range xs {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(pyRepr(v))
+		b.WriteString(repr(x))
 	}
-	if len(row) == 1 {
-		b.WriteByte(',')
-	}
-	b.WriteByte(')')
+	b.WriteString(end)
 	return b.String()
 }
 
@@ -355,16 +362,7 @@ const pyRowsMax = 200
 // of the list of row tuples mysql-connector returns ("[('a', 1)]"), so a
 // replay can tell whether a statement gave here the rows it gave there.
 func PyRows(rows [][]any) string {
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, r := range rows {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(RowKey(r))
-	}
-	b.WriteByte(']')
-	return b.String()
+	return pySeq("[", rows, RowKey, "]")
 }
 
 // Decimal is a DECIMAL value (MariaDB), shown as Python's Decimal('1.50').

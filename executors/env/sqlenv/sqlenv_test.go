@@ -108,9 +108,18 @@ func TestRowKey(t *testing.T) {
 		{[]any{"it's", 3.0, 1e16, 1e-5}, `("it's", 3.0, 1e+16, 1e-05)`},
 		{[]any{"x\ny", []byte("b"), sqlenv.Decimal("1.50")}, `('x\ny', b'b', Decimal('1.50'))`},
 	}
+	var rows [][]any
+	var keys []string
 	for _, c := range cases {
 		if got := sqlenv.RowKey(c.row); got != c.want {
 			t.Errorf("RowKey(%v) = %s, want %s", c.row, got, c.want)
+		}
+		rows, keys = append(rows, c.row), append(keys, c.want)
+	}
+	// PyRows is the list of the same row tuples.
+	for _, n := range []int{0, 1, len(rows)} {
+		if got, want := sqlenv.PyRows(rows[:n]), "["+strings.Join(keys[:n], ", ")+"]"; got != want {
+			t.Errorf("PyRows(%v) = %s, want %s", rows[:n], got, want)
 		}
 	}
 }

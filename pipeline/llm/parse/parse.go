@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/codefeedback/codefeedback/internal/strlit"
 )
 
 // Sentinel errors; returned errors wrap them.
@@ -217,7 +219,7 @@ func balanced(text string, start int) int {
 	for i := start; i < len(text); i++ {
 		switch text[i] {
 		case '"':
-			i = stringEnd(text, i) - 1
+			i = strlit.JSONStringEnd(text, i) - 1
 		case '{', '[':
 			depth++
 		case '}', ']':
@@ -230,23 +232,6 @@ func balanced(text string, start int) int {
 	return -1
 }
 
-// stringEnd returns the index just past the JSON string whose opening
-// quote is s[i], or len(s) when it is not closed.
-func stringEnd(s string, i int) int {
-	esc := false
-	for j := i + 1; j < len(s); j++ {
-		switch c := s[j]; {
-		case esc:
-			esc = false
-		case c == '\\':
-			esc = true
-		case c == '"':
-			return j + 1
-		}
-	}
-	return len(s)
-}
-
 // dropTrailingCommas removes commas directly before } or ] outside strings.
 func dropTrailingCommas(s string) (string, bool) {
 	var b bytes.Buffer
@@ -254,7 +239,7 @@ func dropTrailingCommas(s string) (string, bool) {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c == '"' {
-			j := stringEnd(s, i)
+			j := strlit.JSONStringEnd(s, i)
 			b.WriteString(s[i:j])
 			i = j - 1
 			continue
