@@ -63,73 +63,6 @@ func (s *wordSet) has(h uint64) bool {
 	}
 }
 
-// nameClasses holds keepSet's words by their FNV-1a state before fmix64
-// (fpHash is fmix64 of it, one-to-one), each with its class: the
-// tokenizer asks it once per identifier, where it asked keepSet and then
-// keywords, and the probe need not wait for fmix64.
-var nameClasses = newNameTable(keepSet, keywords)
-
-// Classes of nameTable: not kept (0), a kept name the statement stage may
-// bind (nameKept), a keyword.
-const (
-	nameKept = 1 + iota
-	nameKeyword
-)
-
-type nameTable struct {
-	slots [1 << 10]uint64
-	class [1 << 10]uint8
-}
-
-// newNameTable returns the table of kept's words, those in kw as keywords.
-func newNameTable(kept, kw *wordSet) *nameTable {
-	t := &nameTable{}
-	for _, fh := range kept.slots {
-		if fh == 0 {
-			continue
-		}
-		raw := unfmix64(fh)
-		i := nameSlot(raw)
-		for t.slots[i] != 0 {
-			i = (i + 1) & (uint64(len(t.slots)) - 1)
-		}
-		t.slots[i] = raw
-		t.class[i] = nameKept
-		if kw.has(fh) {
-			t.class[i] = nameKeyword
-		}
-	}
-	return t
-}
-
-func nameSlot(raw uint64) uint64 { return (raw * 0x9E3779B97F4A7C15) >> (64 - 10) }
-
-// of returns the class of the name whose FNV-1a state is raw.
-func (t *nameTable) of(raw uint64) uint8 {
-	i := nameSlot(raw)
-	for {
-		switch t.slots[i] {
-		case raw:
-			return t.class[i]
-		case 0:
-			return 0
-		}
-		i = (i + 1) & (uint64(len(t.slots)) - 1)
-	}
-}
-
-// unfmix64 inverts fmix64.
-func unfmix64(h uint64) uint64 {
-	h = unxorShift33(h)
-	h *= 0x9cb4b2f8129337db // inverse of 0xc4ceb9fe1a85ec53
-	h = unxorShift33(h)
-	h *= 0x4f74430c22a54005 // inverse of 0xff51afd7ed558ccd
-	return unxorShift33(h)
-}
-
-// unxorShift33 inverts h ^= h>>33: it is its own inverse, h>>66 being 0.
-func unxorShift33(h uint64) uint64 { return h ^ h>>33 }
-
 // Byte classes of the code tokenizer.
 const (
 	cSpace = iota // also backticks: Markdown fences and inline code are not code tokens
@@ -293,15 +226,12 @@ func scanCode(text string, buf []ctok, words []span, wantWords bool, marks *tokM
 				prevDot = false
 				continue
 			}
-			// The name class is looked up by the FNV state, not waiting
-			// for fmix64.
-			cls := nameClasses.of(h)
 			h = fmix64(h)
 			nh := h
 			if !prevDot {
-				if cls == 0 {
+				if !keepSet.has(h) {
 					nh = hIdent
-				} else if marks != nil && cls == nameKept {
+				} else if marks != nil && !keywords.has(h) {
 					marks.names = append(marks.names, int32(len(buf)-base))
 				}
 			}
