@@ -526,7 +526,7 @@ func (a *Auditor) scanMessage(s *scratch, i int, m *schema.Message) {
 	if (fp || stOn) && m.Role != schema.RoleExecution {
 		c0 := len(s.ctoks)
 		s.marks.reset()
-		s.ctoks, s.toks = codeAndWordTokens(m.Content, s.ctoks, s.toks, &s.marks)
+		s.ctoks, s.toks = messageCodeTokens(m.Content, s.ctoks, s.toks, &s.marks)
 		if len(s.ctoks)-c0 < k {
 			s.ctoks = s.ctoks[:c0]
 		} else {
