@@ -116,7 +116,9 @@ var twoCharOps = func() (t [256][256]bool) {
 // by their content (docstrings are dropped; quote style and r/b/f prefixes do not matter; a
 // single-quoted string ends at the line's end, so an apostrophe in prose
 // swallows at most one line), numbers are hashed by their text without '_'.
-// Prose is tokenized too; its tokens rarely form code-like k-grams.
+// Prose is tokenized too; its tokens rarely form code-like k-grams (a
+// dialogue turn with fenced blocks is read by messageCodeTokens, which
+// reads its prose as words only).
 func codeTokens(text string, buf []ctok) []ctok {
 	buf, _ = scanCode(text, buf, nil, false, nil)
 	return buf
@@ -173,7 +175,7 @@ func codeAndWordTokens(text string, buf []ctok, words []span, marks *tokMarks) (
 // opening fence line (whose info string, "python", stays a token), and
 // the prose around them as words only: the line pass reads such a
 // message the same way (fencedLines). The prose of those messages holds
-// over half their code tokens, and reading it as code cost about 12% of a
+// over half their code tokens, and reading it as code cost about 10% of a
 // check. Without a block the whole text is code.
 func messageCodeTokens(text string, buf []ctok, words []span, marks *tokMarks) ([]ctok, []span) {
 	st := scanState{base: len(buf)}
