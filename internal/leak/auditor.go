@@ -353,7 +353,8 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 
 	// Code lines and their windows, token n-grams of every message (never
 	// across messages), and the code tokens of every user, assistant and
-	// system turn, fenced or not (execution turns hold program output),
+	// system turn: its fenced blocks, or the whole turn if it has none
+	// (messageCodeTokens; execution turns hold program output),
 	// computed once for all benchmarks, message by message (scanMessage);
 	// a message seen before is replayed from the worker's memo.
 	s.lh, s.wh, s.blockStart = s.lh[:0], s.wh[:0], s.blockStart[:0]
@@ -526,7 +527,7 @@ func (a *Auditor) scanMessage(s *scratch, i int, m *schema.Message) {
 	if (fp || stOn) && m.Role != schema.RoleExecution {
 		c0 := len(s.ctoks)
 		s.marks.reset()
-		s.ctoks, s.toks = codeAndWordTokens(m.Content, s.ctoks, s.toks, &s.marks)
+		s.ctoks, s.toks = messageCodeTokens(m.Content, s.ctoks, s.toks, &s.marks)
 		if len(s.ctoks)-c0 < k {
 			s.ctoks = s.ctoks[:c0]
 		} else {

@@ -307,6 +307,9 @@ func FencedBlocks(text string) []string {
 type fenceScanner struct {
 	text string
 	pos  int // start of the next line
+	// open and at are where the last block's opening fence line and its
+	// body start in text.
+	open, at int
 }
 
 // next returns the body of the next fenced block, or ok false when there
@@ -340,6 +343,7 @@ func (f *fenceScanner) next() (body string, ok bool) {
 			continue
 		}
 		bodyStart := pos
+		f.open, f.at = start, bodyStart
 		for {
 			c := strings.IndexByte(text[pos:], fence[0])
 			if c < 0 {
