@@ -466,14 +466,22 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 			v = gates.Verdict{Reason: "claims_computed_once", Detail: fmt.Sprintf("asked: %s\nclaim: %s\nrepeated: %s", asked, s, gates.RepeatedCall(code))}
 			return v, fmt.Sprintf("Your answer could not be used: it says each value is computed once (%q), but a loop of the code computes `%s` twice on every pass. Answer again: store that value in a variable where the loop first needs it, or say plainly why it must stay, then the complete code in one ```%s block, then a short summary.", s, gates.RepeatedCall(code), r.lang)
 		}
+		if f := gates.UncalledNew(before, code, text, harnessCalls(turn)...); v.OK() && r.lang == "python" && f != "" {
+			// A companion defined and never called publishes as if the
+			// run had shown it working.
+			v = gates.Verdict{Reason: "new_function_uncalled", Detail: fmt.Sprintf("asked: %s\nnever called: %s", asked, f)}
+			return v, fmt.Sprintf("Your answer could not be used: it adds `%s`, but the code never calls it, so the run shows nothing of it. Answer again: the complete code in one ```%s block that ends by calling `%s` on an example and printing the result (or say plainly that the run does not call it), then a short summary.", f, r.lang, f)
+		}
 		if v.OK() && r.lang == "python" && gates.UncheckedInputs(before, code, asked) {
 			v = gates.Verdict{Reason: "inputs_unchecked", Detail: fmt.Sprintf("asked: %s\nanswer: %s", asked, gates.Cut(text, 400))}
 			return v, fmt.Sprintf("Your answer could not be used: the user asked for the inputs to be checked, but the code checks none of them (a docstring or a claim that it already validates is not a check). Answer again: the complete revised code in one ```%s block that checks the arguments before using them (for example raising TypeError or ValueError with a message that names the argument), then a short summary.", r.lang)
 		}
 		if v.OK() {
-			ev, err := r.emptyVerdict(ctx, turn, asked, code)
+			ev, err := r.emptyVerdict(ctx, turn, asked, before, code)
 			if err != nil {
 				probeErr = err
+			} else if ev.Reason == "empty_raise_over_value" {
+				return ev, fmt.Sprintf("Your answer could not be used: the user asked about empty input, and the code now raises an error for it, but before this change %s. That value is the function's own answer for empty input: make it explicit instead (test for the empty argument first and return that value at once), unless the task itself says empty input is an error. Answer again: the complete revised code in one ```%s block, then a short summary.", ev.Detail, r.lang)
 			} else if !ev.OK() {
 				return ev, fmt.Sprintf("Your answer could not be used: the user asked about empty input, and running %s, so the code does not handle it (an error it raises on purpose, with a clear message, would be handling it). Answer again: the complete revised code in one ```%s block that handles empty input explicitly (return the value the task implies, or raise a ValueError that says why), then a short summary.", ev.Detail, r.lang)
 			}
@@ -527,7 +535,7 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 			return false, nil
 		}
 	}
-	if ev, err := r.emptyVerdict(ctx, turn, asked, r.code); err != nil {
+	if ev, err := r.emptyVerdict(ctx, turn, asked, before, r.code); err != nil {
 		return false, err
 	} else if !ev.OK() {
 		r.reject(m, gate, label, ev)
@@ -543,6 +551,10 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 	}
 	if s := gates.FalseComputedOnce(r.answersSince(m), r.code); r.lang == "python" && s != "" {
 		r.reject(m, gate, label, gates.Verdict{Reason: "claims_computed_once", Detail: fmt.Sprintf("asked: %s\nclaim: %s\nrepeated: %s", asked, s, gates.RepeatedCall(r.code))})
+		return false, nil
+	}
+	if f := gates.UncalledNew(before, r.code, r.answersSince(m), harnessCalls(turn)...); r.lang == "python" && f != "" {
+		r.reject(m, gate, label, gates.Verdict{Reason: "new_function_uncalled", Detail: fmt.Sprintf("asked: %s\nnever called: %s", asked, f)})
 		return false, nil
 	}
 	if r.lang == "python" && gates.UncheckedInputs(before, r.code, asked) {
@@ -572,6 +584,15 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 		return false, err
 	}
 	return true, nil
+}
+
+// harnessCalls names the function a problem's tests call: the harness
+// runs it even where the code's own lines do not.
+func harnessCalls(turn Turn) []string {
+	if p := turn.Problem; p != nil && len(p.Tests) > 0 && p.EntryPoint != "" {
+		return []string{p.EntryPoint}
+	}
+	return nil
 }
 
 // mark is the state of a dialogue before a round, to go back to when a

@@ -426,8 +426,14 @@ func TestMisbehavingModelFailsItsGate(t *testing.T) {
 		// and keeps it for speed "because it makes a single pass".
 		{llmtest.OnePassClaim, "{feedback_rounds: 1, followups: 0, categories: {scalability: 1}, calibrate: 0, closing: template}", []string{"stage simulate", "gate feedback_round rejected", "claims_one_pass"}},
 		{llmtest.DocOnlyEmpty, "{feedback_rounds: 1, followups: 0, categories: {functionality: 1}, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "no_empty_path"}},
-		// a companion defined, never called, and closed as confirmed
-		{llmtest.UncalledClaim, "{feedback_rounds: 0, followups: 1, followup_kinds: {extend: 1}, calibrate: 0, closing: model}", []string{"stage simulate", "gate closing rejected", "claims_uncalled"}},
+		// find_char_long (MBPP 7, from its 7th problem on) returns [] for
+		// an empty string: an error in its place is a choice the task
+		// does not imply.
+		{llmtest.RaiseOnEmpty, "{feedback_rounds: 1, followups: 0, categories: {functionality: 1}, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "empty_raise_over_value"}},
+		// a companion defined and never called: the round goes, whatever
+		// the closing says (claims_uncalled, the closing's own check, is
+		// tested in feedbackloop)
+		{llmtest.UncalledClaim, "{feedback_rounds: 0, followups: 1, followup_kinds: {extend: 1}, calibrate: 0, closing: template}", []string{"stage simulate", "gate followup_round rejected", "new_function_uncalled"}},
 		// len_log (MBPP 90, from its 89th problem on) computes len(i)
 		// twice per pass: "each value is computed once" is false of it.
 		{llmtest.ComputedOnceClaim, "{feedback_rounds: 1, followups: 0, categories: {efficiency: 1}, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "claims_computed_once"}},
@@ -441,6 +447,9 @@ func TestMisbehavingModelFailsItsGate(t *testing.T) {
 			c := loadCorpus(t, 4, buggy)
 			if tc.bad == llmtest.ComputedOnceClaim {
 				c = loadCorpusFrom(t, 89, 2)
+			}
+			if tc.bad == llmtest.RaiseOnEmpty {
+				c = loadCorpusFrom(t, 6, 2)
 			}
 			persona := &llmtest.Persona{Solve: c.solve, Tests: c.tests, Bad: map[llmtest.Misbehaviour]bool{tc.bad: true}}
 			man, ds, err := runPipeline(t, c, persona, tc.settings)

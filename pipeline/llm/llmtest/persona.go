@@ -77,6 +77,10 @@ const (
 	// defines it and never calls it, and closes the run with "the output
 	// confirms that `f_all` handles the request".
 	UncalledClaim Misbehaviour = "uncalled_claim"
+	// RaiseOnEmpty answers "handle empty input explicitly" with a
+	// ValueError even where the function's own lines return a value for
+	// it (a product of no numbers is 1), and keeps raising when told so.
+	RaiseOnEmpty Misbehaviour = "raise_on_empty"
 	// ComputedOnceClaim keeps the code when asked to avoid recomputing
 	// values because "each value it derives is computed once", whatever
 	// its loops compute twice.
@@ -84,7 +88,7 @@ const (
 )
 
 // Misbehaviours lists every misbehaviour.
-var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange, DocOnlyEmpty, OnePassClaim, UncalledClaim, ComputedOnceClaim}
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange, DocOnlyEmpty, OnePassClaim, UncalledClaim, ComputedOnceClaim, RaiseOnEmpty}
 
 // Persona is a scripted model that recognises which prompt of the pipeline
 // it is answering (writer, explain, judge, feedback, rubric, eval feedback)
@@ -183,7 +187,7 @@ func applicable(c Call) []Misbehaviour {
 				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, OffRequestNoChange, OnePassClaim, ComputedOnceClaim}
 			}
 			if asksEmpty(last) {
-				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, DocOnlyEmpty}
+				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, DocOnlyEmpty, RaiseOnEmpty}
 			}
 			return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, UncalledClaim}
 		}
@@ -614,7 +618,13 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 		why = " No code change is needed for speed: it already makes a single pass over the input, so a faster version would have the same cost."
 		doc = "Return the result in a single pass over the input."
 	case asksEmpty(low) && !p.bad(DocOnlyEmpty, c) && !p.bad(FalseEdgeClaim, c) && bare != "the code":
-		return emptyAnswer(prevCode, name, bare)
+		// Told what the code returned for empty input before, it makes
+		// that value explicit (unless it raises whatever its lines give).
+		was := ""
+		if m := returnedRe.FindStringSubmatch(c.LastUser()); m != nil {
+			was = m[1]
+		}
+		return emptyAnswer(prevCode, name, bare, was, p.bad(RaiseOnEmpty, c))
 	case strings.Contains(low, "edge") || strings.Contains(low, "empty") || strings.Contains(low, "unusual"):
 		what = "a docstring that states how it treats empty and unusual inputs"
 		why = " No code change is needed for them: the same path already handles empty and single-element inputs."
