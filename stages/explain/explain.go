@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -218,6 +219,8 @@ func (g gateError) Error() string {
 		return "the preface is too short to explain anything"
 	case "unrelated":
 		return "the preface does not name anything the code does (no function, variable or step of it)"
+	case "no_purpose":
+		return "the preface walks through the code's lines but never says, in the task's own terms, what the code computes and why its approach gives the right answer"
 	}
 	return "the preface fails the check: " + g.v.Reason
 }
@@ -239,6 +242,9 @@ func (e *Explainer) preface(ctx context.Context, before []schema.Message, reply 
 	if req == "" {
 		req = "(no request: the conversation opens with this reply)"
 	}
+	// The first reply to a task is where a reader learns what the code is
+	// for: its preface must say so in the task's terms.
+	first := !slices.ContainsFunc(before, func(m schema.Message) bool { return m.Role == schema.RoleAssistant })
 	prompt, err := e.request.Render(map[string]any{
 		"History": e.renderHistory(history), "Request": strings.TrimSpace(req),
 		"Reply": reply, "Sentences": e.Sentences})
@@ -270,6 +276,11 @@ func (e *Explainer) preface(ctx context.Context, before []schema.Message, reply 
 			t = strings.TrimSpace(t)
 			if v := gates.Preface(t, code.String(), e.MinChars); !v.OK() {
 				return "", gateError{v}
+			}
+			if first && !gates.NamesPurpose(t, req) {
+				// "a loop takes i ... it returns t" says what any reader
+				// of the code sees, nothing of what it is for.
+				return "", gateError{gates.Verdict{Reason: "no_purpose", Detail: t}}
 			}
 			return t, nil
 		})

@@ -26,6 +26,14 @@ var (
 // literal, that loop goes over arg (so it never runs), and the statement
 // after it returns one of those names or a literal. ok is false otherwise.
 func emptyResult(code, fn, arg string) (value, via string, ok bool) {
+	return emptyResultOf(code, fn, arg, false)
+}
+
+// emptyResultOf is emptyResult; withLength also reads a loop up to an
+// argument that MBPP passes as the array's length (find_Product(arr, n)):
+// with an empty array that length is 0 too, but a call that empties the
+// array alone (an edge-case test) still runs that loop.
+func emptyResultOf(code, fn, arg string, withLength bool) (value, via string, ok bool) {
 	lines, defined := ownLines(code, fn)
 	if !defined || len(lines) == 0 {
 		return "", "", false
@@ -38,7 +46,7 @@ func emptyResult(code, fn, arg string) (value, via string, ok bool) {
 	// empty array.
 	size := `len\(` + q + `\)`
 	for _, a := range argNames(code, fn) {
-		if a != arg && (a == "n" || a == "N" || a == "size" || a == "length") {
+		if withLength && a != arg && (a == "n" || a == "N" || a == "size" || a == "length") {
 			size += `|` + regexp.QuoteMeta(a)
 		}
 	}
@@ -117,7 +125,7 @@ func emptyAnswer(code, name, fn, was string, raise bool) string {
 		return fmt.Sprintf("No change is needed for empty input: %s already tests for an empty `%s` in its own lines before using it, so that case has its own path.", name, arg) +
 			"\n\n" + block(code) + "\n\nThe code is the same as before, so the earlier checks still hold."
 	}
-	if v, via, ok := emptyResult(code, fn, arg); ok && !raise {
+	if v, via, ok := emptyResultOf(code, fn, arg, true); ok && !raise {
 		check := []string{fmt.Sprintf("if len(%s) == 0:", arg), "    return " + v}
 		why := fmt.Sprintf("the loop over `%s` never runs and %s returns `%s`", arg, name, v)
 		if v == "[]" && via == "" {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/codefeedback/codefeedback/internal/gates"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -81,6 +82,9 @@ const (
 	// ValueError even where the function's own lines return a value for
 	// it (a product of no numbers is 1), and keeps raising when told so.
 	RaiseOnEmpty Misbehaviour = "raise_on_empty"
+	// StructureOnly explains code by walking through its lines ("a loop
+	// takes i ...; it returns t") without saying what it computes.
+	StructureOnly Misbehaviour = "structure_only"
 	// ComputedOnceClaim keeps the code when asked to avoid recomputing
 	// values because "each value it derives is computed once", whatever
 	// its loops compute twice.
@@ -88,7 +92,7 @@ const (
 )
 
 // Misbehaviours lists every misbehaviour.
-var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange, DocOnlyEmpty, OnePassClaim, UncalledClaim, ComputedOnceClaim, RaiseOnEmpty}
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange, DocOnlyEmpty, OnePassClaim, UncalledClaim, ComputedOnceClaim, RaiseOnEmpty, StructureOnly}
 
 // Persona is a scripted model that recognises which prompt of the pipeline
 // it is answering (writer, explain, judge, feedback, rubric, eval feedback)
@@ -199,7 +203,7 @@ func applicable(c Call) []Misbehaviour {
 	case "eval_feedback":
 		return []Misbehaviour{CodeInFeedback}
 	case "explain":
-		return []Misbehaviour{CodeForExplanation}
+		return []Misbehaviour{CodeForExplanation, StructureOnly}
 	case "rubric_effort":
 		return []Misbehaviour{UnreadableRubric}
 	case "agent":
@@ -967,7 +971,69 @@ func (p *Persona) explain(c Call) string {
 		forms = forms[:1]
 	}
 	s := forms[variant(code+last, len(forms))]
-	return strings.ToUpper(s[:1]) + s[1:]
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if p.bad(StructureOnly, c) {
+		return s
+	}
+	// What the code is for, in the task's words, and why its approach
+	// gives the right answer, before how its lines go.
+	if m := explainRequestRe.FindStringSubmatch(last); m != nil {
+		if what := purpose(m[1], name); what != "" {
+			s = what + " " + why(code, strings.Trim(name, "`")) + s
+		}
+	}
+	return s
+}
+
+// explainRequestRe reads the request a reply answers from the explain
+// prompt.
+var explainRequestRe = regexp.MustCompile("(?s)The user's latest request:\n\n(.*?)\n\nThe assistant's reply")
+
+// taskVerbRe: "Write a (python) function to find ..." or "... that finds ...".
+var taskVerbRe = regexp.MustCompile(`(?i)\bfunction\s+(to|that)\s+([a-z]+)\b([^.\n]*)`)
+
+// purpose says what name computes in the task's words ("`min_cost`
+// finds the minimum cost path to reach (m, n) ..."), or "" when the
+// request states no "function to ..." of its own.
+func purpose(request, name string) string {
+	m := taskVerbRe.FindStringSubmatch(request)
+	if m == nil || name == "the code" {
+		return ""
+	}
+	verb := strings.ToLower(m[2])
+	if strings.EqualFold(m[1], "to") {
+		switch {
+		case strings.HasSuffix(verb, "y") && len(verb) > 2 && !strings.ContainsRune("aeiou", rune(verb[len(verb)-2])):
+			verb = verb[:len(verb)-1] + "ies"
+		case strings.HasSuffix(verb, "s"), strings.HasSuffix(verb, "sh"), strings.HasSuffix(verb, "ch"), strings.HasSuffix(verb, "x"), strings.HasSuffix(verb, "z"):
+			verb += "es"
+		default:
+			verb += "s"
+		}
+	}
+	return name + " " + verb + strings.TrimRight(m[3], " :;,") + "."
+}
+
+var dpStepAnyRe = regexp.MustCompile(`([A-Za-z_]\w*)\[[^\]=]*\](?:\[[^\]=]*\])?\s*=.*\b([A-Za-z_]\w*)\[[^\]]*-\s*1`)
+
+// why says why fn's approach gives the right answer, where its lines
+// show an approach with a reason of its own: a recursion, a table built
+// from its own earlier entries; "" otherwise.
+func why(code, fn string) string {
+	lines, defined := ownLines(code, fn)
+	if !defined {
+		return ""
+	}
+	body := strings.Join(lines, "\n")
+	if p := gates.CountPasses("def " + fn + "():\n" + body); p.Recursive {
+		return "That works because each call hands itself a smaller case, and the cases it answers directly end the chain. "
+	}
+	for _, l := range lines {
+		if m := dpStepAnyRe.FindStringSubmatch(l); m != nil && m[1] == m[2] {
+			return fmt.Sprintf("That works because each entry of `%s` is built from entries already filled in, so every smaller case is settled before a larger one needs it and the last entry holds the answer. ", m[1])
+		}
+	}
+	return ""
 }
 
 var (
