@@ -491,6 +491,9 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 			}
 			return v, ""
 		}
+		if v.Reason == "memory_kept_reducible" {
+			return v, fmt.Sprintf("Your answer could not be used: the user asked for less memory and the code stays as it was, but `%s` holds more than the result needs, and the same algorithm can do without it (a generator instead of a list that is only reduced, or two variables that roll forward instead of a table whose steps read only the two entries before them). Answer again: the complete revised code in one ```%s block, then a short summary.", gates.ReducibleMemory(code), r.lang)
+		}
 		if v.Reason == "no_change_off_request" {
 			return v, fmt.Sprintf("Your answer could not be used: it keeps the code's logic as it was and says no change is needed, but its reason is not about what the user asked (%q). Answer again: either change the code to do what was asked, or say why no change is needed for that request in its own terms (for example what the code keeps in memory, or which Python features it uses), then the complete code in one ```%s block, then a short summary.", gates.Cut(asked, 200), r.lang)
 		}
@@ -660,6 +663,10 @@ func revisionVerdict(before, after, request, answer, kind string) gates.Verdict 
 	switch {
 	case !same || !gates.AsksForChange(request):
 		return gates.Verdict{}
+	case gates.AsksForLessMemory(request) && gates.ReducibleMemory(after) != "":
+		// "A different algorithm would be needed" of code whose memory
+		// a generator or two rolling variables cut, same algorithm.
+		return gates.Verdict{Reason: "memory_kept_reducible", Detail: fmt.Sprintf("asked: %s\nreducible: %s\nanswer: %s", request, gates.ReducibleMemory(after), gates.Cut(answer, 400))}
 	case !gates.ExplainsNoChange(answer):
 		return gates.Verdict{Reason: "unchanged_revision", Detail: answer}
 	case !gates.KeepsForRequest(request, answer):

@@ -139,12 +139,20 @@ var libCallRe = regexp.MustCompile(`\b((?:re\.)?(?:sorted|sum|max|min|set|list|t
 
 // keepAnswer is the persona's reply to such a request (low: the request
 // in lower case, without the function's name), with the code unchanged;
-// ok is false for a request of another kind.
-func keepAnswer(low, code, name, fn string) (string, bool) {
+// ok is false for a request of another kind. declines is the
+// DeclinesMemory misbehaviour: the code is kept whatever its memory.
+func keepAnswer(low, code, name, fn string, declines bool) (string, bool) {
 	if !keepTopicRe.MatchString(low) {
 		return "", false
 	}
 	f := readFacts(code, fn)
+	if strings.Contains(low, "memory") || strings.Contains(low, "lighter") {
+		// Less memory with the same algorithm, where the lines allow it,
+		// answers "faster or lighter on memory" too.
+		if out, how, ok := lessMemory(code, fn); ok && !declines {
+			return memoryAnswer(name, how, code, out), true
+		}
+	}
 	kept := func(what string) string {
 		return fmt.Sprintf("I leave %s unchanged because %s would need a different algorithm from the one the checks have confirmed, and I would rather not trade that for it. If it matters for your inputs, tell me their size and I will look for one.", name, what)
 	}
@@ -183,9 +191,6 @@ func keepAnswer(low, code, name, fn string) (string, bool) {
 			text = fmt.Sprintf("No change is needed to avoid recomputing values: %s has no recursion, no nested loop and no call its loop makes twice per pass, so each value it derives is computed once.", name)
 		}
 	case strings.Contains(low, "memory") && !strings.Contains(low, "faster"):
-		if out, how, ok := lessMemory(code, fn); ok {
-			return memoryAnswer(name, how, code, out), true
-		}
 		if f.collects || f.recursive {
 			what := "the call stack of its recursion"
 			if f.collects {

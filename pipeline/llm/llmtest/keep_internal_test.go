@@ -45,7 +45,7 @@ func TestKeepAnswer(t *testing.T) {
 		{"not such a request", "add a docstring to f that says what it returns", sumList, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := keepAnswer(tc.request, tc.code, "`f`", "f")
+			got, ok := keepAnswer(tc.request, tc.code, "`f`", "f", false)
 			if ok != tc.ok || !strings.Contains(got, tc.says) {
 				t.Fatalf("keepAnswer = %q, %v; want %v and an answer saying %q", got, ok, tc.ok, tc.says)
 			}

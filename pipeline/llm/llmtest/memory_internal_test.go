@@ -35,8 +35,17 @@ func TestLessMemory(t *testing.T) {
 			t.Errorf("%s: the product's check sees no change", tc.name)
 		}
 	}
-	a, ok := keepAnswer("keep the memory f uses small for long inputs", ways, "`count_ways`", "count_ways")
-	if !ok || !strings.Contains(a, "the tables `A` and `B`, which grew with the input, can go") {
-		t.Errorf("keepAnswer = %q, want the tables replaced", a)
+	for _, ask := range []string{"keep the memory f uses small for long inputs", "can you make f faster or lighter on memory for very large inputs"} {
+		a, ok := keepAnswer(ask, ways, "`count_ways`", "count_ways", false)
+		if !ok || !strings.Contains(a, "the tables `A` and `B`, which grew with the input, can go") {
+			t.Errorf("%s: keepAnswer = %q, want the tables replaced", ask, a)
+		}
+		if r := gates.ReducibleMemory(lastCode(a)); r != "" {
+			t.Errorf("%s: the product's check still finds %q reducible in\n%s", ask, r, lastCode(a))
+		}
+		// declining, it keeps what the product's check finds reducible
+		if a, _ := keepAnswer(ask, ways, "`count_ways`", "count_ways", true); gates.ReducibleMemory(lastCode(a)) == "" {
+			t.Errorf("%s: the declining answer %q is not caught", ask, a)
+		}
 	}
 }

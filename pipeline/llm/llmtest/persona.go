@@ -82,6 +82,10 @@ const (
 	// ValueError even where the function's own lines return a value for
 	// it (a product of no numbers is 1), and keeps raising when told so.
 	RaiseOnEmpty Misbehaviour = "raise_on_empty"
+	// DeclinesMemory keeps the code when asked for less memory ("a
+	// different algorithm would be needed"), even where a generator or
+	// rolling variables would do with the same one.
+	DeclinesMemory Misbehaviour = "declines_memory"
 	// StructureOnly explains code by walking through its lines ("a loop
 	// takes i ...; it returns t") without saying what it computes.
 	StructureOnly Misbehaviour = "structure_only"
@@ -92,7 +96,7 @@ const (
 )
 
 // Misbehaviours lists every misbehaviour.
-var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange, DocOnlyEmpty, OnePassClaim, UncalledClaim, ComputedOnceClaim, RaiseOnEmpty, StructureOnly}
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange, DocOnlyEmpty, OnePassClaim, UncalledClaim, ComputedOnceClaim, RaiseOnEmpty, StructureOnly, DeclinesMemory}
 
 // Persona is a scripted model that recognises which prompt of the pipeline
 // it is answering (writer, explain, judge, feedback, rubric, eval feedback)
@@ -188,7 +192,7 @@ func applicable(c Call) []Misbehaviour {
 			return []Misbehaviour{ThanksToOutput, SilentCode}
 		case len(c.Request.Messages) > 2 && !strings.Contains(last, "is not correct"):
 			if keepTopicRe.MatchString(strings.ToLower(last)) {
-				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, OffRequestNoChange, OnePassClaim, ComputedOnceClaim}
+				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, OffRequestNoChange, OnePassClaim, ComputedOnceClaim, DeclinesMemory}
 			}
 			if asksEmpty(last) {
 				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, DocOnlyEmpty, RaiseOnEmpty}
@@ -415,7 +419,11 @@ func (p *Persona) writer(c Call) string {
 		if first != "" {
 			code = first
 		}
-		return fmt.Sprintf("This is a new task, so I write %s from scratch rather than changing the code above: it follows the new statement directly, and the run will check it.", name) +
+		lead := fmt.Sprintf("This is a new task, so I write %s from scratch rather than changing the code above: it follows the new statement directly, and the run will check it.", name)
+		if what := purpose(task, name); what != "" && !p.bad(StructureOnly, c) {
+			lead = fmt.Sprintf("This is a new task, so I write %s from scratch rather than changing the code above. ", name) + what + " " + why(code, strings.Trim(name, "`")) + "The run will check it."
+		}
+		return lead +
 			"\n\n" + block(p.demo(task, code, c)) + "\n\n" + after(name, code, variant(last+"after", 3))
 	case answers == 0:
 		code := good
@@ -451,6 +459,10 @@ func (p *Persona) writer(c Call) string {
 			// Shown that its claim about empty input is false, it leaves
 			// the claim out.
 			plan = strings.TrimSuffix(plan, " "+edgeClaim)
+		}
+		if what := purpose(task, name); what != "" && !p.bad(StructureOnly, c) {
+			// what the code is for, in the task's words, before how
+			plan = what + " " + plan
 		}
 		return plan + "\n\n" + block(p.demo(task, code, c)) + "\n\n" + after(name, code, variant(task+"after", 3))
 	case strings.HasPrefix(last, "Execution result:") || strings.Contains(last, "is not correct"):
@@ -597,7 +609,7 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 		}
 	}
 	if !p.bad(OffRequestNoChange, c) {
-		if text, ok := keepAnswer(low, prevCode, name, bare); ok {
+		if text, ok := keepAnswer(low, prevCode, name, bare, p.bad(DeclinesMemory, c)); ok {
 			if p.bad(ComputedOnceClaim, c) && strings.Contains(low, "recomput") {
 				// the old reason, whatever the loop computes
 				return fmt.Sprintf("No change is needed to avoid recomputing values: %s has no recursion and no nested loop, so each value it derives is computed once.", name) +

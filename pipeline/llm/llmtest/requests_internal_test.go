@@ -84,7 +84,7 @@ func TestStoreRepeated(t *testing.T) {
 		}
 	}
 	// kept for a while condition, without the claim the gate refuses
-	text, _ := keepAnswer("avoid recomputing values inside f", "def f(xs, n):\n    while len(xs) > n:\n        n += len(xs)\n    return n", "`f`", "f")
+	text, _ := keepAnswer("avoid recomputing values inside f", "def f(xs, n):\n    while len(xs) > n:\n        n += len(xs)\n    return n", "`f`", "f", false)
 	if s := gates.FalseComputedOnce(text, lastCode(text)); s != "" || !strings.Contains(text, "`len(xs)`") {
 		t.Errorf("kept answer %q", text)
 	}
@@ -137,7 +137,7 @@ func TestJudgeAcceptsOwnChanges(t *testing.T) {
 	p := &Persona{Solve: func(string) (string, string, bool) { return lenLog, "", true }}
 	demo := lenLog + "\n\nprint(len_log([\"python\",\"PHP\",\"bigdata\"]))"
 	guarded, _ := guardAnswer(demo, "", "`len_log`", "len_log")
-	stored, _ := keepAnswer("avoid recomputing values inside f", demo, "`len_log`", "len_log")
+	stored, _ := keepAnswer("avoid recomputing values inside f", demo, "`len_log`", "len_log", false)
 	shadowing, _ := guardAnswer("def len_log(list):\n    max=len(list[0])\n    for i in list:\n        if len(i)>max:\n            max=len(i)\n    return max\n\nprint(len_log([\"a\"]))", "", "`len_log`", "len_log")
 	if !strings.Contains(lastCode(shadowing), "isinstance(list, type([]))") || personaTypesRe.ReplaceAllString(lastCode(shadowing), "") == lastCode(shadowing) {
 		t.Errorf("the judge does not strip the guard of\n%s", lastCode(shadowing))
