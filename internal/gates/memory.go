@@ -50,7 +50,7 @@ func ReducibleMemory(code string) string {
 		}
 		// every other use of the name is an index: the table as a whole
 		// (returned, passed on) is needed
-		uses := len(regexp.MustCompile(`\b` + regexp.QuoteMeta(t[1]) + `\b`).FindAllString(code, -1))
+		uses := len(regexp.MustCompile(`\b`+regexp.QuoteMeta(t[1])+`\b`).FindAllString(code, -1))
 		if all && reads > 0 && uses == reads+1 {
 			return t[1]
 		}
