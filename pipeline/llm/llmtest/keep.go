@@ -453,6 +453,9 @@ func memoryAnswer(name, how, before, after string) string {
 	if how == "iterated" {
 		text = fmt.Sprintf("%s built a whole list only to go through it once, so that list is now a generator expression: its values are made one at a time as the loop asks for them, and never held together. The loop sees the same values in the same order, so the results are the same.", name)
 	}
+	if how == "grid" {
+		text = fmt.Sprintf("Each entry of the table in %s is computed from the entries above it, to its left and diagonally above-left, so a row is needed only until the next one is done. One row now does the work of the whole table: it is updated left to right, with the entry above kept in `up` and the diagonal one in `diag` before they are overwritten. The memory grows with one side of the grid instead of its area, and the values computed are the same as before.", name)
+	}
 	if how == "rolling" {
 		var tables []string
 		for _, l := range strings.Split(before, "\n") {

@@ -49,3 +49,22 @@ func TestLessMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestRollGrid: min_cost's table becomes one row (the pipeline runs the
+// rewritten code against MBPP's tests; here its lines are compared).
+func TestRollGrid(t *testing.T) {
+	const minCost = "R = 3\nC = 3\ndef min_cost(cost, m, n): \n\ttc = [[0 for x in range(C)] for x in range(R)] \n\ttc[0][0] = cost[0][0] \n\tfor i in range(1, m+1): \n\t\ttc[i][0] = tc[i-1][0] + cost[i][0] \n\tfor j in range(1, n+1): \n\t\ttc[0][j] = tc[0][j-1] + cost[0][j] \n\tfor i in range(1, m+1): \n\t\tfor j in range(1, n+1): \n\t\t\ttc[i][j] = min(tc[i-1][j-1], tc[i-1][j], tc[i][j-1]) + cost[i][j] \n\treturn tc[m][n]\n\nprint(min_cost([[1, 2, 3], [4, 8, 2], [1, 5, 3]], 2, 2))"
+	const want = "R = 3\nC = 3\ndef min_cost(cost, m, n): \n\t# row: row i of the former table tc, filled left to right; diag and up: the entries of row i - 1 to the upper left and above.\n\trow = [0] * (n + 1)\n\trow[0] = cost[0][0]\n\tfor j in range(1, n + 1):\n\t\trow[j] = row[j - 1] + cost[0][j]\n\tfor i in range(1, m + 1):\n\t\tdiag = row[0]\n\t\trow[0] = row[0] + cost[i][0]\n\t\tfor j in range(1, n + 1):\n\t\t\tup = row[j]\n\t\t\trow[j] = min(diag, up, row[j - 1]) + cost[i][j]\n\t\t\tdiag = up\n\treturn row[n]\n\nprint(min_cost([[1, 2, 3], [4, 8, 2], [1, 5, 3]], 2, 2))"
+	got, ok := rollGrid(minCost, "min_cost")
+	if !ok || got != want {
+		t.Errorf("rollGrid = %v\n%s\nwant\n%s", ok, got, want)
+	}
+	// a step that reads two rows back is not rolled
+	if _, ok := rollGrid(strings.Replace(minCost, "tc[i-1][j], tc[i][j-1]", "tc[i-2][j], tc[i][j-1]", 1), "min_cost"); ok {
+		t.Error("rollGrid rolled a table whose step reads two rows back")
+	}
+	a, ok := keepAnswer("can you make f faster or lighter on memory for very large inputs", minCost, "`min_cost`", "min_cost", false)
+	if !ok || !strings.Contains(a, "One row now does the work of the whole table") {
+		t.Errorf("keepAnswer = %q, want the table rolled into one row", a)
+	}
+}
