@@ -1008,9 +1008,18 @@ var taskVerbRe = regexp.MustCompile(`(?i)\bfunction\s+(to|that)\s+([a-z]+)\b([^.
 // finds the minimum cost path to reach (m, n) ..."), or "" when the
 // request states no "function to ..." of its own.
 func purpose(request, name string) string {
+	if name == "the code" {
+		name = "The function" // code with no definition the persona can read
+	}
 	m := taskVerbRe.FindStringSubmatch(request)
-	if m == nil || name == "the code" {
-		return ""
+	if m == nil {
+		// "Write a function of recursion list sum.": the task's own
+		// sentence, as the task states it
+		first := strings.TrimSpace(strings.SplitN(strings.SplitN(request, "\n", 2)[0], ". ", 2)[0])
+		if !strings.HasPrefix(strings.ToLower(first), "write ") || len(strings.Fields(first)) < 4 {
+			return ""
+		}
+		return name + " does what the task states: " + strings.ToLower(first[:1]) + strings.TrimRight(first[1:], ".") + "."
 	}
 	verb := strings.ToLower(m[2])
 	if strings.EqualFold(m[1], "to") {

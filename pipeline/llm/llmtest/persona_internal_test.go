@@ -109,12 +109,16 @@ func TestPurpose(t *testing.T) {
 		{"Write a function that matches a word containing 'z'.", "`f` matches a word containing 'z'."},
 		{"Write a function to match a string.", "`f` matches a string."},
 		{"Reverse the list.", ""},
+		{"Write a function of recursion list sum.\nYour code should pass these tests:", "`f` does what the task states: write a function of recursion list sum."},
 	} {
 		if got := purpose(tc.request, "`f`"); got != tc.want {
 			t.Errorf("purpose(%q) = %q, want %q", tc.request, got, tc.want)
 		}
 		if tc.want != "" && !gates.NamesPurpose(tc.want, tc.request) {
 			t.Errorf("purpose(%q) = %q fails the product's check", tc.request, tc.want)
+		}
+		if got := purpose(tc.request, "the code"); tc.want != "" && !strings.HasPrefix(got, "The function ") {
+			t.Errorf("purpose(%q) of unreadable code = %q, want it to open with \"The function\"", tc.request, got)
 		}
 	}
 }
