@@ -201,6 +201,10 @@ func keepAnswer(low, code, name, fn string, declines bool) (string, bool) {
 			text = fmt.Sprintf("No change is needed for memory: %s keeps only single values as it goes and builds no list, set or dictionary from its input, so the memory it uses stays small however long the input is.", name)
 		}
 	default: // faster, quickly on larger inputs
+		if out, ok := countOnce(code, fn); ok {
+			return fmt.Sprintf("%s counted how often each element occurs with a loop inside its loop, going over the whole list once per element, so its time grew with the square of the list's length. It now counts every value once, before the loop, with `Counter`, and looks each count up: the time grows in step with the list, and every count, so the result, is the same.", name) +
+				"\n\n" + block(out) + "\n\nThe run below checks that the earlier checks still pass.", true
+		}
 		switch {
 		case f.recursive || f.depth > 1 || f.scans || f.loops > 1 && f.whiles:
 			text = kept("making it faster on much larger inputs")

@@ -305,3 +305,68 @@ func rollGrid(code, fn string) (string, bool) {
 	out = append(out, lines[at[len(at)-1]+1:]...)
 	return strings.Join(out, "\n"), true
 }
+
+var (
+	countOuterRe = regexp.MustCompile(`^([ \t]+)for\s+([A-Za-z_]\w*)\s+in\s+range\(\s*(?:0\s*,\s*)?([A-Za-z_]\w*|len\(\s*[A-Za-z_]\w*\s*\))\s*\)\s*:\s*$`)
+	countZeroRe  = regexp.MustCompile(`^([ \t]+)([A-Za-z_]\w*)\s*=\s*0\s*;?\s*$`)
+	countIfRe    = regexp.MustCompile(`^[ \t]+if\s*\(?\s*([A-Za-z_]\w*)\[\s*([A-Za-z_]\w*)\s*\]\s*==\s*([A-Za-z_]\w*)\[\s*([A-Za-z_]\w*)\s*\]\s*\)?\s*:\s*$`)
+	countIncRe   = regexp.MustCompile(`^[ \t]+([A-Za-z_]\w*)\s*\+=\s*1\s*;?\s*$`)
+)
+
+// countOnce rewrites a loop inside a loop that counts, for each element
+// of a list, how often it occurs in the whole list (get_Odd_Occurrence:
+// `for j in range(n): if arr[i] == arr[j]: count += 1`): the counts are
+// taken once, before the outer loop, with collections.Counter, and looked
+// up. The time grows with the list instead of its square; every count is
+// the same.
+func countOnce(code, fn string) (string, bool) {
+	lines := strings.Split(code, "\n")
+	if !defines(code, fn) {
+		return "", false
+	}
+	indent := func(l string) int { return len(l) - len(strings.TrimLeft(l, " \t")) }
+	for k := 0; k+4 < len(lines); k++ {
+		outer := countOuterRe.FindStringSubmatch(strings.TrimRight(lines[k], " \t"))
+		zero := countZeroRe.FindStringSubmatch(strings.TrimRight(lines[k+1], " \t"))
+		inner := countOuterRe.FindStringSubmatch(strings.TrimRight(lines[k+2], " \t"))
+		cond := countIfRe.FindStringSubmatch(strings.TrimRight(lines[k+3], " \t"))
+		inc := countIncRe.FindStringSubmatch(strings.TrimRight(lines[k+4], " \t"))
+		if outer == nil || zero == nil || inner == nil || cond == nil || inc == nil {
+			continue
+		}
+		i, n, c, j := outer[2], outer[3], zero[2], inner[2]
+		a := cond[1]
+		if inner[3] != n || inc[1] != c || cond[3] != a || !(cond[2] == i && cond[4] == j || cond[2] == j && cond[4] == i) ||
+			indent(lines[k+1]) <= indent(lines[k]) || indent(lines[k+3]) <= indent(lines[k+2]) || indent(lines[k+4]) <= indent(lines[k+3]) {
+			continue
+		}
+		// the inner loop ends where the counting ends
+		if k+5 < len(lines) && strings.TrimSpace(lines[k+5]) != "" && indent(lines[k+5]) > indent(lines[k+2]) {
+			continue
+		}
+		if strings.Contains(code, "occurrences") {
+			return "", false
+		}
+		over := a
+		if strings.HasPrefix(n, "len(") {
+			if strings.TrimSpace(n[4:len(n)-1]) != a {
+				continue
+			}
+		} else {
+			over = a + "[:" + n + "]"
+		}
+		out := append([]string{}, lines[:k]...)
+		out = append(out,
+			outer[1]+"# occurrences: how often each value of "+a+" occurs, counted once",
+			outer[1]+"occurrences = Counter("+over+")",
+			lines[k],
+			zero[1]+c+" = occurrences["+a+"["+i+"]]")
+		out = append(out, lines[k+5:]...)
+		res := strings.Join(out, "\n")
+		if !regexp.MustCompile(`(?m)^from collections import .*\bCounter\b`).MatchString(res) {
+			res = "from collections import Counter\n" + res
+		}
+		return res, true
+	}
+	return "", false
+}

@@ -68,3 +68,21 @@ func TestRollGrid(t *testing.T) {
 		t.Errorf("keepAnswer = %q, want the table rolled into one row", a)
 	}
 }
+
+func TestCountOnce(t *testing.T) {
+	const odd = "def get_Odd_Occurrence(arr,arr_size):   \n    for i in range(0,arr_size): \n        count = 0\n        for j in range(0,arr_size): \n            if arr[i] == arr[j]: \n                count+=1     \n        if (count % 2 != 0): \n            return arr[i]     \n    return -1\n\nprint(get_Odd_Occurrence([1,2,3,1,2,3,1],7))"
+	const want = "from collections import Counter\ndef get_Odd_Occurrence(arr,arr_size):   \n    # occurrences: how often each value of arr occurs, counted once\n    occurrences = Counter(arr[:arr_size])\n    for i in range(0,arr_size): \n        count = occurrences[arr[i]]\n        if (count % 2 != 0): \n            return arr[i]     \n    return -1\n\nprint(get_Odd_Occurrence([1,2,3,1,2,3,1],7))"
+	got, ok := countOnce(odd, "get_Odd_Occurrence")
+	if !ok || got != want {
+		t.Errorf("countOnce = %v\n%s\nwant\n%s", ok, got, want)
+	}
+	// the inner loop does more than count: not rewritten
+	if _, ok := countOnce(strings.Replace(odd, "count+=1     ", "count+=1\n                print(j)", 1), "get_Odd_Occurrence"); ok {
+		t.Error("countOnce rewrote an inner loop that does more than count")
+	}
+	// over len(arr), the whole list is counted
+	byLen := strings.NewReplacer("range(0,arr_size)", "range(len(arr))").Replace(odd)
+	if got, ok := countOnce(byLen, "get_Odd_Occurrence"); !ok || !strings.Contains(got, "occurrences = Counter(arr)\n") {
+		t.Errorf("countOnce over len(arr) = %v\n%s", ok, got)
+	}
+}
