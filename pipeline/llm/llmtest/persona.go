@@ -421,7 +421,7 @@ func (p *Persona) writer(c Call) string {
 		}
 		lead := fmt.Sprintf("This is a new task, so I write %s from scratch rather than changing the code above: it follows the new statement directly, and the run will check it.", name)
 		if what := purpose(task, name); what != "" && !p.bad(StructureOnly, c) {
-			lead = fmt.Sprintf("This is a new task, so I write %s from scratch rather than changing the code above. ", name) + what + " " + why(code, strings.Trim(name, "`")) + "The run will check it."
+			lead = fmt.Sprintf("This is a new task, so I write %s from scratch rather than changing the code above. ", name) + what + " The run will check it."
 		}
 		return lead +
 			"\n\n" + block(p.demo(task, code, c)) + "\n\n" + after(name, code, variant(last+"after", 3))
@@ -991,7 +991,7 @@ func (p *Persona) explain(c Call) string {
 	// gives the right answer, before how its lines go.
 	if m := explainRequestRe.FindStringSubmatch(last); m != nil {
 		if what := purpose(m[1], name); what != "" {
-			s = what + " " + why(code, strings.Trim(name, "`")) + s
+			s = strings.TrimSpace(what + " " + s + " " + why(code, strings.Trim(name, "`")))
 		}
 	}
 	return s
@@ -1037,9 +1037,9 @@ func purpose(request, name string) string {
 
 var dpStepAnyRe = regexp.MustCompile(`([A-Za-z_]\w*)\[[^\]=]*\](?:\[[^\]=]*\])?\s*=.*\b([A-Za-z_]\w*)\[[^\]]*-\s*1`)
 
-// why says why fn's approach gives the right answer, where its lines
-// show an approach with a reason of its own: a recursion, a table built
-// from its own earlier entries; "" otherwise.
+// why says why fn's approach gives the right answer, after an account of
+// how it goes, where its lines show an approach with a reason of its own:
+// a recursion, a table built from its own earlier entries; "" otherwise.
 func why(code, fn string) string {
 	lines, defined := ownLines(code, fn)
 	if !defined {
@@ -1047,11 +1047,11 @@ func why(code, fn string) string {
 	}
 	body := strings.Join(lines, "\n")
 	if p := gates.CountPasses("def " + fn + "():\n" + body); p.Recursive {
-		return "That works because each call hands itself a smaller case, and the cases it answers directly end the chain. "
+		return "That works because each call hands itself a smaller case, and the cases it answers directly end the chain."
 	}
 	for _, l := range lines {
 		if m := dpStepAnyRe.FindStringSubmatch(l); m != nil && m[1] == m[2] {
-			return fmt.Sprintf("That works because each entry of `%s` is built from entries already filled in, so every smaller case is settled before a larger one needs it and the last entry holds the answer. ", m[1])
+			return fmt.Sprintf("That works because each entry of `%s` is built from entries already filled in, so every smaller case is settled before a larger one needs it and the last entry holds the answer.", m[1])
 		}
 	}
 	return ""
