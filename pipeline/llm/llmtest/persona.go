@@ -406,10 +406,19 @@ func (p *Persona) writer(c Call) string {
 	case strings.HasPrefix(last, "The run above is accepted") && varied:
 		// Told it repeated itself, it says what this run adds: the round
 		// it closes.
-		if strings.HasPrefix(revision, "No change is needed") || strings.HasPrefix(revision, "I leave") {
-			return fmt.Sprintf("This run checks %s as it stands after answer %d, which kept the code as it was: the result is still the one the task describes for the example.", name, answers)
+		// The round is named by its request, which a reader sees, not by
+		// a count of answers.
+		asked := fmt.Sprintf("answer %d", answers)
+		for i := len(msgs) - 2; i > ti; i-- {
+			if m := msgs[i]; m.Role == "user" && !strings.HasPrefix(m.Content, "Execution result:") {
+				asked = "your request \"" + strings.Join(strings.Fields(m.Content), " ") + "\""
+				break
+			}
 		}
-		return fmt.Sprintf("This run checks %s as revised in answer %d: the change asked for is in, and the result is still the one the task describes for the example.", name, answers)
+		if strings.HasPrefix(revision, "No change is needed") || strings.HasPrefix(revision, "I leave") {
+			return fmt.Sprintf("This run checks %s as it stands after %s, which kept the code as it was: the result is still the one the task describes for the example.", name, asked)
+		}
+		return fmt.Sprintf("This run checks %s as revised for %s: the change asked for is in, and the result is still the one the task describes for the example.", name, asked)
 	case strings.HasPrefix(last, "The run above is accepted"):
 		return thanks + p.closing(last, prevCode, task, c)
 	case answers == 0 && ti > 1:
@@ -471,10 +480,15 @@ func (p *Persona) writer(c Call) string {
 			"That output is wrong, so %s needs a fix: its final expression was inverted, which turns every true result into a false one and the other way round. Here it is with the expression the task asks for.",
 			"The result does not match what the task asks; %s returned the opposite of the intended value because the last step negated it. The corrected version below drops that negation and keeps the rest unchanged.",
 		}
+		if !strings.Contains(last, " test") {
+			// a run with no tests compared nothing: what it printed is
+			// what shows the result wrong
+			fixes[0] = "The printed value shows that %s does not give what the task asks for yet: the return value was computed from the wrong expression. This version computes the value directly from the inputs."
+		}
 		fix := fmt.Sprintf(fixes[variant(task+last, len(fixes))], name)
 		if strings.Contains(last, "does not compile") || strings.Contains(last, "SyntaxError") {
 			// A run that never started says nothing of the result.
-			fix = fmt.Sprintf("The run stopped before any check: %s does not compile, and the SyntaxError points at one line. This version corrects that line and keeps the rest unchanged.", name)
+			fix = fmt.Sprintf("The run stopped before anything ran: %s does not compile, and the SyntaxError points at one line. This version corrects that line and keeps the rest unchanged.", name)
 		}
 		return thanks + fix + "\n\n" + block(p.demo(task, good, c)) + "\n\n" + after(name, good, variant(last, 3))
 	default: // feedback or a follow-up request
@@ -610,6 +624,11 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 	}
 	if !p.bad(OffRequestNoChange, c) {
 		if text, ok := keepAnswer(low, prevCode, name, bare, p.bad(DeclinesMemory, c)); ok {
+			if m := tickRe.FindStringSubmatch(request); m != nil && m[1] == bare+"_all" && defines(prevCode, m[1]) {
+				// asked of the companion: its cost is the function's, case
+				// by case, which the rest of the answer is about
+				text = fmt.Sprintf("`%s` calls %s on each case of its list in turn, so its time and memory are those of %s on each case, added up; what follows is about %s. ", m[1], name, name, name) + text
+			}
 			if p.bad(ComputedOnceClaim, c) && strings.Contains(low, "recomput") {
 				// the old reason, whatever the loop computes
 				return fmt.Sprintf("No change is needed to avoid recomputing values: %s has no recursion and no nested loop, so each value it derives is computed once.", name) +
@@ -707,7 +726,12 @@ func (p *Persona) closing(request, code, task string, c Call) string {
 			"The printed value comes from calling %s on the example; the function applies the rule from the task to its arguments and hands back the result.",
 		}
 	}
-	return fmt.Sprintf(forms[variant(task+request, len(forms))], name)
+	text := fmt.Sprintf(forms[variant(task+request, len(forms))], name)
+	if strings.Contains(request, "kept the code exactly as it was") {
+		// nothing changed in this round: nothing passes "now"
+		text = strings.Replace(text, "Everything passes now.", "Everything still passes, with the code as it was.", 1)
+	}
+	return text
 }
 
 var (
