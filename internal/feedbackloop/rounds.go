@@ -99,7 +99,11 @@ func (r *run) close(ctx context.Context, turn Turn) error {
 	// defined after the example's call and never called has shown nothing.
 	name := ""
 	ms := defNameRe.FindAllStringSubmatch(r.code, -1)
-	reached := gates.Reached(r.code)
+	var harness []string
+	if n > 0 {
+		harness = harnessCalls(turn)
+	}
+	reached := gates.Reached(r.code, harness...)
 	for i := len(ms) - 1; i >= 0 && name == ""; i-- {
 		if reached[ms[i][1]] {
 			name = ms[i][1]
@@ -115,7 +119,7 @@ func (r *run) close(ctx context.Context, turn Turn) error {
 	// say the code ran and what it defines, never that an output matched.
 	silent := n == 0 && strings.TrimSpace(r.output) == SilentRun
 	if r.s.opts.Closing == ClosingModel {
-		text, v, err := r.summary(ctx, n, name, silent)
+		text, v, err := r.summary(ctx, n, name, silent, harness)
 		if err != nil {
 			return err
 		}
@@ -219,7 +223,7 @@ const minClosing = 60
 
 // summary asks the writer to reply to the accepted run in prose; the
 // request is not part of the dialogue, the reply is.
-func (r *run) summary(ctx context.Context, tests int, name string, silent bool) (string, gates.Verdict, error) {
+func (r *run) summary(ctx context.Context, tests int, name string, silent bool, harness []string) (string, gates.Verdict, error) {
 	prompt, err := r.s.prompts["simulate_summary"].render(map[string]any{"Tests": tests, "Name": name, "Silent": silent, "Kept": r.kept()})
 	if err != nil {
 		return "", gates.Verdict{}, err
@@ -232,10 +236,6 @@ func (r *run) summary(ctx context.Context, tests int, name string, silent bool) 
 			return "", gates.Verdict{}, fmt.Errorf("simulate: writer: %w", err)
 		}
 		text := strings.TrimSpace(resp.Text)
-		var harness []string
-		if tests > 0 {
-			harness = []string{name} // the tests call the entry point
-		}
 		v := closingVerdict(text, tests, r.output, said, r.kept(), r.code, harness...)
 		if v.OK() || try >= repairs {
 			return text, v, nil
@@ -589,14 +589,29 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 	return true, nil
 }
 
-// harnessCalls names the function a problem's tests call: the harness
-// runs it even where the code's own lines do not.
+// harnessCalls names the functions a problem's tests call (its entry
+// point, and every name its test lines call): the harness runs them even
+// where the code's own lines do not. A companion the tests never name is
+// not among them, whatever order the code defines it in.
 func harnessCalls(turn Turn) []string {
-	if p := turn.Problem; p != nil && len(p.Tests) > 0 && p.EntryPoint != "" {
-		return []string{p.EntryPoint}
+	p := turn.Problem
+	if p == nil || len(p.Tests) == 0 {
+		return nil
 	}
-	return nil
+	var out []string
+	if p.EntryPoint != "" {
+		out = append(out, p.EntryPoint)
+	}
+	for _, m := range testCallRe.FindAllStringSubmatch(strings.Join(p.Tests, "\n"), -1) {
+		if !slices.Contains(out, m[1]) {
+			out = append(out, m[1])
+		}
+	}
+	return out
 }
+
+// testCallRe: a call in a test line.
+var testCallRe = regexp.MustCompile(`\b([A-Za-z_]\w*)\s*\(`)
 
 // mark is the state of a dialogue before a round, to go back to when a
 // gate rejects the round.

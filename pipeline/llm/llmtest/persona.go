@@ -686,6 +686,9 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 		"\n\n" + block(revised) + "\n\nThe run below shows the revised version still works."
 }
 
+// summaryNameRe reads the function the pipeline's closing request names.
+var summaryNameRe = regexp.MustCompile("what the code \\(`([A-Za-z_]\\w*)`\\) does")
+
 // closing replies to an accepted run in prose.
 func (p *Persona) closing(request, code, task string, c Call) string {
 	name := fnName(code)
@@ -694,9 +697,12 @@ func (p *Persona) closing(request, code, task string, c Call) string {
 		return fmt.Sprintf("The output confirms that %s handles the request correctly, and the run finished without errors.", name)
 	}
 	// It names the last function the run called: a companion defined
-	// after the example's call has shown nothing yet.
+	// after the example's call has shown nothing yet. With no call of its
+	// own lines, the run is the tests', of the function the request names.
 	if r := calledName(code); r != "" {
 		name = r
+	} else if m := summaryNameRe.FindStringSubmatch(request); m != nil {
+		name = "`" + m[1] + "`"
 	}
 	if base := strings.TrimSuffix(strings.Trim(name, "`"), "_all"); base != strings.Trim(name, "`") && defines(code, base) && !strings.Contains(request, "nothing was printed") {
 		// A companion: what the run shows of each function, not the
