@@ -585,7 +585,7 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 		if bare == "the code" {
 			break
 		}
-		return companionAnswer(prevCode, name, bare, p.bad(UncalledClaim, c))
+		return companionAnswer(prevCode, strings.Join(assertRe.FindAllString(task, -1), "\n"), name, bare, p.bad(UncalledClaim, c))
 	}
 	if m := probeRepairRe.FindStringSubmatch(c.LastUser()); m != nil && !p.bad(FalseEdgeClaim, c) {
 		// Told that the code crashes on the empty argument the check
