@@ -181,6 +181,10 @@ func keepAnswer(low, code, name, fn string, declines bool) (string, bool) {
 			return fmt.Sprintf("%s computed `%s` twice on every pass of its loop. It now computes it at the top of the loop's body into `%s` and uses that name wherever the loop needed the value, so the results do not change.", name, call, v) +
 				"\n\n" + block(out) + "\n\nThe run below checks that the earlier checks still pass.", true
 		}
+		if out, ok := countOnce(code, fn); ok {
+			return fmt.Sprintf("%s counted the occurrences of a value again for every element that holds it, with a loop inside its loop. It now counts every value once, before the loop, with `Counter`, and looks each count up, so no count is computed twice, and the result is the same.", name) +
+				"\n\n" + block(out) + "\n\nThe run below checks that the earlier checks still pass.", true
+		}
 		own, _ := ownLines(code, fn)
 		switch call := gates.RepeatedCall("def " + fn + "():\n" + strings.Join(own, "\n")); {
 		case call != "":

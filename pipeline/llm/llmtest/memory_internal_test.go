@@ -76,6 +76,11 @@ func TestCountOnce(t *testing.T) {
 	if !ok || got != want {
 		t.Errorf("countOnce = %v\n%s\nwant\n%s", ok, got, want)
 	}
+	for _, ask := range []string{"make sure f still works quickly on much larger inputs", "avoid recomputing values inside f"} {
+		if a, ok := keepAnswer(ask, odd, "`get_Odd_Occurrence`", "get_Odd_Occurrence", false); !ok || strings.TrimSpace(lastCode(a)) != want {
+			t.Errorf("%s: keepAnswer = %q, want the counts taken once", ask, a)
+		}
+	}
 	// the inner loop does more than count: not rewritten
 	if _, ok := countOnce(strings.Replace(odd, "count+=1     ", "count+=1\n                print(j)", 1), "get_Odd_Occurrence"); ok {
 		t.Error("countOnce rewrote an inner loop that does more than count")
