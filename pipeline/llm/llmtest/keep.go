@@ -135,7 +135,7 @@ func readFacts(code, fn string) codeFacts {
 
 // libCallRe: a built-in or library function that goes over a collection
 // in C.
-var libCallRe = regexp.MustCompile(`\b((?:re\.)?(?:sorted|sum|max|min|set|list|tuple|dict|map|zip|filter|any|all|join|split|findall|finditer|sub|intersection|union|Counter|nlargest|nsmallest|heapify|merge|count|index|reverse|sort))\(`)
+var libCallRe = regexp.MustCompile(`\b((?:re\.)?(?:sorted|sum|max|min|set|list|tuple|dict|map|zip|filter|any|all|join|split|findall|finditer|sub|search|match|fullmatch|intersection|union|Counter|nlargest|nsmallest|heapify|merge|count|index|reverse|sort))\(`)
 
 // keepAnswer is the persona's reply to such a request (low: the request
 // in lower case, without the function's name), with the code unchanged;

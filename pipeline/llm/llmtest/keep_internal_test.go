@@ -134,3 +134,13 @@ func TestExplainDoc(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepRegexSpeed: a regular expression goes over its input in C; the
+// answer does not say the steps stay the same whatever the input's size.
+func TestKeepRegexSpeed(t *testing.T) {
+	code := "import re\ndef text_match(text):\n  patterns = '^[a-z]+_[a-z]+$'\n  if re.search(patterns,  text):\n    return 'Found a match!'\n  else:\n    return 'Not matched!'"
+	a, ok := keepAnswer("make sure f still works quickly on much larger inputs", code, "`text_match`", "text_match", false)
+	if !ok || strings.Contains(a, "the same few steps whatever the size") || !strings.Contains(a, "`re.search`") {
+		t.Errorf("keepAnswer = %q, want the work over the input left to `re.search`", a)
+	}
+}
