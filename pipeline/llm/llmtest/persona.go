@@ -411,9 +411,15 @@ func (p *Persona) writer(c Call) string {
 		asked := fmt.Sprintf("answer %d", answers)
 		for i := len(msgs) - 2; i > ti; i-- {
 			if m := msgs[i]; m.Role == "user" && !strings.HasPrefix(m.Content, "Execution result:") {
-				asked = "your request \"" + strings.Join(strings.Fields(m.Content), " ") + "\""
+				// quoted as words: a name in backquotes in it would read as
+				// a claim about that function
+				asked = "your request \"" + strings.ReplaceAll(strings.Join(strings.Fields(m.Content), " "), "`", "") + "\""
 				break
 			}
+		}
+		if strings.Contains(last, "nothing was printed") {
+			// a run that printed nothing showed no result of any function
+			return fmt.Sprintf("This run loads the code as it stands after %s: it ran without errors and printed nothing, since the code only defines %s for you to call.", asked, name)
 		}
 		if strings.HasPrefix(revision, "No change is needed") || strings.HasPrefix(revision, "I leave") {
 			return fmt.Sprintf("This run checks %s as it stands after %s, which kept the code as it was: the result is still the one the task describes for the example.", name, asked)
