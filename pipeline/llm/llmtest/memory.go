@@ -74,24 +74,34 @@ func iterOnce(code string) (string, bool) {
 	return "", false
 }
 
-// rollTables rewrites fn when its whole body is: tables of n + 1 entries,
-// their entries 0 and 1 set, a loop over range(2, n + 1) whose every line
-// sets one table's entry i from entries i - 1 and i - 2 only, and the
-// return of one table's entry n.
-func rollTables(code, fn string) (string, bool) {
-	lines := strings.Split(code, "\n")
-	start := -1
+// defSpan is the line of fn's last top-level one-line-header def in lines
+// and the line after its indented body (blank lines included), or -1.
+func defSpan(lines []string, fn string) (start, end int) {
+	start = -1
 	for i, l := range lines {
 		if isDef(l, fn) && strings.HasSuffix(strings.TrimSpace(l), ":") {
 			start = i
 		}
 	}
 	if start < 0 {
-		return "", false
+		return -1, -1
 	}
-	end := start + 1
+	end = start + 1
 	for end < len(lines) && (strings.TrimSpace(lines[end]) == "" || strings.HasPrefix(lines[end], " ") || strings.HasPrefix(lines[end], "\t")) {
 		end++
+	}
+	return start, end
+}
+
+// rollTables rewrites fn when its whole body is: tables of n + 1 entries,
+// their entries 0 and 1 set, a loop over range(2, n + 1) whose every line
+// sets one table's entry i from entries i - 1 and i - 2 only, and the
+// return of one table's entry n.
+func rollTables(code, fn string) (string, bool) {
+	lines := strings.Split(code, "\n")
+	start, end := defSpan(lines, fn)
+	if start < 0 {
+		return "", false
 	}
 	for end > start+1 && strings.TrimSpace(lines[end-1]) == "" {
 		end-- // the blank lines after the function stay after it
@@ -228,21 +238,15 @@ var (
 // values.
 func rollGrid(code, fn string) (string, bool) {
 	lines := strings.Split(code, "\n")
-	start := -1
-	for i, l := range lines {
-		if isDef(l, fn) && strings.HasSuffix(strings.TrimSpace(l), ":") {
-			start = i
-		}
-	}
+	start, end := defSpan(lines, fn)
 	if start < 0 {
 		return "", false
 	}
 	var body []string // the body's statements, with their line numbers
 	var at []int
-	end := start + 1
-	for ; end < len(lines) && (strings.TrimSpace(lines[end]) == "" || strings.HasPrefix(lines[end], " ") || strings.HasPrefix(lines[end], "\t")); end++ {
-		if t := strings.TrimSpace(lines[end]); t != "" && !strings.HasPrefix(t, "#") {
-			body, at = append(body, strings.TrimRight(lines[end], " \t")), append(at, end)
+	for k := start + 1; k < end; k++ {
+		if t := strings.TrimSpace(lines[k]); t != "" && !strings.HasPrefix(t, "#") {
+			body, at = append(body, strings.TrimRight(lines[k], " \t")), append(at, k)
 		}
 	}
 	if len(body) != 10 {
