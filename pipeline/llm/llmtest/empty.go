@@ -50,7 +50,10 @@ func emptyResultOf(code, fn, arg string, withLength bool) (value, via string, ok
 			size += `|` + regexp.QuoteMeta(a)
 		}
 	}
-	overArg := regexp.MustCompile(`^\s*for\s+.+?\s+in\s+(?:` + q + `|enumerate\(` + q + `\)|sorted\(` + q + `\)|range\((?:0,\s*)?(?:` + size + `)(?:,\s*1)?\))\s*:\s*$`)
+	overArg := regexp.MustCompile(`^\s*for\s+.+?\s+in\s+(?:` + q + `|enumerate\(` + q + `\)|sorted\(` + q + `\)|range\((?:0,\s*)?(?:` + size + `)(?:,\s*1)?\)|range\(\s*(?:` + size + `)\s*-\s*1\s*,\s*-1\s*,\s*-1\s*\))\s*:\s*$`)
+	// A reduction of arg alone, whose value for no elements Python fixes.
+	reduced := regexp.MustCompile(`^(all|any|sum|len|list|sorted|set|tuple)\(\s*(?:` + q + `|[^()]*\bfor\b[^()]*\bin\s+` + q + `)\s*\)$`)
+	ofNone := map[string]string{"all": "True", "any": "False", "sum": "0", "len": "0", "list": "[]", "sorted": "[]", "set": "set()", "tuple": "()"}
 	// Steps that leave an empty argument empty and set nothing else.
 	inPlace := regexp.MustCompile(`^\s*` + q + `\.(?:sort|reverse)\(\)\s*;?\s*$|^\s*` + q + `\s*=\s*(?:sorted|list|reversed)\(` + q + `\)\s*;?\s*$`)
 	set := map[string]string{}
@@ -68,6 +71,23 @@ func emptyResultOf(code, fn, arg string, withLength bool) (value, via string, ok
 		}
 		if m := returnRe.FindStringSubmatch(l); m != nil && regexp.MustCompile(`^\[[^\[\]]*\bfor\b.*\bin\s+`+q+`\s*\]$`).MatchString(m[1]) {
 			return "[]", "", true // a list built from arg alone is empty
+		}
+		if m := returnRe.FindStringSubmatch(l); m != nil {
+			e := strings.TrimSpace(m[1])
+			if strings.HasPrefix(e, "(") && strings.HasSuffix(e, ")") {
+				e = strings.TrimSpace(e[1 : len(e)-1]) // return (x)
+			}
+			if r := reduced.FindStringSubmatch(e); r != nil {
+				return ofNone[r[1]], "=" + r[1], true
+			}
+		}
+		// `x = all(... for v in arg)` then `return x`
+		if m := assignLitRe.FindStringSubmatch(l); m != nil && i+1 < len(lines) {
+			r := reduced.FindStringSubmatch(m[2])
+			ret := returnRe.FindStringSubmatch(lines[i+1])
+			if r != nil && ret != nil && strings.Trim(strings.TrimSpace(ret[1]), "()") == m[1] {
+				return ofNone[r[1]], "=" + r[1], true
+			}
 		}
 		if !overArg.MatchString(l) {
 			return "", "", false
@@ -127,19 +147,27 @@ func emptyAnswer(code, name, fn, was string, raise bool) string {
 	}
 	if v, via, ok := emptyResultOf(code, fn, arg, true); ok && !raise {
 		check := []string{fmt.Sprintf("if len(%s) == 0:", arg), "    return " + v}
-		why := fmt.Sprintf("the loop over `%s` never runs and %s returns `%s`", arg, name, v)
-		if v == "[]" && via == "" {
-			why = fmt.Sprintf("%s builds its list from `%s` alone, so it returns `[]`", name, arg)
-		}
-		if via != "" {
-			why = fmt.Sprintf("the loop over `%s` never runs and %s returns `%s` as it was set before the loop, `%s`", arg, name, via, v)
-		}
-		return fmt.Sprintf("For an empty `%s`, %s. I made that case explicit: the function now returns `%s` for it at once, so the result no longer depends on the loop being skipped, and a reader sees it in the first lines.", arg, why, v) +
+		return fmt.Sprintf("For an empty `%s`, %s. I made that case explicit: the function now returns `%s` for it at once, so a reader sees that case in the first lines instead of working it out from the steps below.", arg, emptyWhy(arg, name, v, via), v) +
 			"\n\n" + block(addChecks(code, fn, check)) + "\n\nNon-empty inputs take the same path as before, so the earlier checks still pass."
 	}
 	check := []string{fmt.Sprintf("if len(%s) == 0:", arg), fmt.Sprintf("    raise ValueError(\"%s must not be empty\")", arg)}
 	return fmt.Sprintf("The task does not say what %s should give for an empty `%s`, and its lines settle no value for it, so rather than guess one I made it an error: before any other step it raises a ValueError that names the argument, and a caller learns at once that `%s` needs at least one element.", name, arg, arg) +
 		"\n\n" + block(addChecks(code, fn, check)) + "\n\nNon-empty inputs take the same path as before, so the earlier checks still pass."
+}
+
+// emptyWhy says why fn (name) returns v for an empty arg, from what
+// emptyResultOf read (via: the name set before the loop, or "=" and the
+// reduction whose value for no elements v is).
+func emptyWhy(arg, name, v, via string) string {
+	switch {
+	case strings.HasPrefix(via, "="):
+		return fmt.Sprintf("`%s` of no values is `%s`, so %s returns `%s`", via[1:], v, name, v)
+	case v == "[]" && via == "":
+		return fmt.Sprintf("%s builds its list from `%s` alone, so it returns `[]`", name, arg)
+	case via != "":
+		return fmt.Sprintf("the loop over `%s` never runs and %s returns `%s` as it was set before the loop, `%s`", arg, name, via, v)
+	}
+	return fmt.Sprintf("the loop over `%s` never runs and %s returns `%s`", arg, name, v)
 }
 
 // ticked joins names as code: "`a`, `b`".

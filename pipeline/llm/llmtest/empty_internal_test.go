@@ -33,6 +33,9 @@ func TestEmptyAnswer(t *testing.T) {
 		// find_Product: sorted in place, then a loop to the length n
 		{"a product to the length argument", "def f(arr, n):\n    arr.sort()\n    prod = 1\n    for i in range(0, n, 1):\n        if arr[i - 1] != arr[i]:\n            prod = prod * arr[i]\n    return prod",
 			"returns `prod` as it was set before the loop, `1`", "    if len(arr) == 0:\n        return 1\n"},
+		{"all over the argument", "def f(xs, num):\n    ok = all(x >= num for x in xs)\n    return ok", "`all` of no values is `True`", "    if len(xs) == 0:\n        return True\n"},
+		{"a sum returned", "def f(xs):\n    return sum(x * x for x in xs)", "`sum` of no values is `0`", "    if len(xs) == 0:\n        return 0\n"},
+		{"a loop down from the length", "def f(arr, n):\n    total = 0\n    for i in range(n - 1, -1, -1):\n        total += i * arr[i]\n    return total", "`0`", "    if len(arr) == 0:\n        return 0\n"},
 		{"told what it returned before", "def f(a, b):\n    return tuple(set(a) & set(b))", "already returned `()`", "    if len(a) == 0:\n        return ()\n"},
 	} {
 		was := ""

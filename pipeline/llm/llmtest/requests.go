@@ -373,10 +373,7 @@ func edgeTest(code, examples, fn string) (test []string, why string, ok bool) {
 		}
 	} else if v, via, ok := emptyResult(code, fn, arg); ok {
 		value = v
-		why = fmt.Sprintf("for an empty `%s` the loop over it never runs, so `%s` returns `%s`", arg, fn, v)
-		if via != "" {
-			why = fmt.Sprintf("for an empty `%s` the loop over it never runs, so `%s` returns `%s` as set before the loop, `%s`", arg, fn, via, v)
-		}
+		why = fmt.Sprintf("for an empty `%s`, %s", arg, emptyWhy(arg, "`"+fn+"`", v, via))
 	}
 	switch {
 	case raises != "":
