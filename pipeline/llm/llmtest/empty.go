@@ -52,8 +52,8 @@ func emptyResultOf(code, fn, arg string, withLength bool) (value, via string, ok
 	}
 	overArg := regexp.MustCompile(`^\s*for\s+.+?\s+in\s+(?:` + q + `|enumerate\(` + q + `\)|sorted\(` + q + `\)|range\((?:0,\s*)?(?:` + size + `)(?:,\s*1)?\)|range\(\s*(?:` + size + `)\s*-\s*1\s*,\s*-1\s*,\s*-1\s*\))\s*:\s*$`)
 	// A reduction of arg alone, whose value for no elements Python fixes.
-	reduced := regexp.MustCompile(`^(all|any|sum|len|list|sorted|set|tuple)\(\s*(?:` + q + `|[^()]*\bfor\b[^()]*\bin\s+` + q + `)\s*\)$`)
-	ofNone := map[string]string{"all": "True", "any": "False", "sum": "0", "len": "0", "list": "[]", "sorted": "[]", "set": "set()", "tuple": "()"}
+	reduced := regexp.MustCompile(`^(all|any|sum|len|list|sorted|set|tuple|re\.findall)\(\s*(?:` + q + `|[^()]*\bfor\b[^()]*\bin\s+` + q + `|r?(?:"[^"]*"|'[^']*')\s*,\s*` + q + `)\s*\)$`)
+	ofNone := map[string]string{"all": "True", "any": "False", "sum": "0", "len": "0", "list": "[]", "sorted": "[]", "set": "set()", "tuple": "()", "re.findall": "[]"}
 	// Steps that leave an empty argument empty and set nothing else.
 	inPlace := regexp.MustCompile(`^\s*` + q + `\.(?:sort|reverse)\(\)\s*;?\s*$|^\s*` + q + `\s*=\s*(?:sorted|list|reversed)\(` + q + `\)\s*;?\s*$`)
 	set := map[string]string{}
@@ -160,6 +160,8 @@ func emptyAnswer(code, name, fn, was string, raise bool) string {
 // reduction whose value for no elements v is).
 func emptyWhy(arg, name, v, via string) string {
 	switch {
+	case via == "=re.findall":
+		return fmt.Sprintf("`re.findall` finds no match in an empty `%s`, so %s returns `[]`", arg, name)
 	case strings.HasPrefix(via, "="):
 		return fmt.Sprintf("`%s` of no values is `%s`, so %s returns `%s`", via[1:], v, name, v)
 	case v == "[]" && via == "":

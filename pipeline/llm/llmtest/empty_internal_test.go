@@ -36,6 +36,7 @@ func TestEmptyAnswer(t *testing.T) {
 		{"all over the argument", "def f(xs, num):\n    ok = all(x >= num for x in xs)\n    return ok", "`all` of no values is `True`", "    if len(xs) == 0:\n        return True\n"},
 		{"a sum returned", "def f(xs):\n    return sum(x * x for x in xs)", "`sum` of no values is `0`", "    if len(xs) == 0:\n        return 0\n"},
 		{"a loop down from the length", "def f(arr, n):\n    total = 0\n    for i in range(n - 1, -1, -1):\n        total += i * arr[i]\n    return total", "`0`", "    if len(arr) == 0:\n        return 0\n"},
+		{"a regular expression's matches", "import re\ndef f(text):\n  return (re.findall(r\"\\b\\w{4,}\\b\", text))", "`re.findall` finds no match in an empty `text`", "  if len(text) == 0:\n      return []\n"},
 		{"told what it returned before", "def f(a, b):\n    return tuple(set(a) & set(b))", "already returned `()`", "    if len(a) == 0:\n        return ()\n"},
 	} {
 		was := ""
