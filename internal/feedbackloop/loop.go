@@ -165,8 +165,8 @@ type run struct {
 	rejected []string
 	sample   string
 	calib    []string
-	// probed caches edge-input probe verdicts by kind, function and code (probeEdge).
-	probed map[string]gates.Verdict
+	// probed caches edge-input probe results by kind, function and code (probe).
+	probed map[string]probeResult
 	// before is the code before the round under way ("" outside rounds):
 	// a closing after a round that kept it may not claim a change.
 	before string

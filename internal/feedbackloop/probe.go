@@ -30,29 +30,57 @@ var (
 // emptyVerdict answers a request about empty inputs by running the code on
 // one: "the same path already handles empty input" over code that crashes
 // on it teaches a false claim, and so does a revision that still crashes
-// by accident.
-func (r *run) emptyVerdict(ctx context.Context, turn Turn, request, code string) (gates.Verdict, error) {
+// by accident. A revision that now raises on purpose where the code
+// before returned a value for empty input fails too: the value was the
+// function's own answer, and an error is a choice the task does not
+// imply.
+func (r *run) emptyVerdict(ctx context.Context, turn Turn, request, before, code string) (gates.Verdict, error) {
 	if !gates.AsksAboutEmpty(request) {
 		return gates.Verdict{}, nil
 	}
-	return r.probeEdge(ctx, turn, code, request, "empty")
+	after, err := r.probe(ctx, turn, code, request, "empty")
+	if err != nil || !after.v.OK() || !after.raised || before == "" {
+		return after.v, err
+	}
+	was, err := r.probe(ctx, turn, before, request, "empty")
+	if err != nil || was.value == "" {
+		return gates.Verdict{}, err
+	}
+	return gates.Verdict{Reason: "empty_raise_over_value", Detail: fmt.Sprintf("%s returned %s", was.call, was.value)}, nil
 }
 
-// probeEdge runs code on an edge input of kind "empty" or "single" (a
-// one-element collection; see emptyProbe); hint is text that may quote the
-// function meant. A crash at an explicit raise is
-// handled behaviour; so is a returned value. Only Python problems with
-// tests are probed (the tests show how the function is called); any other
-// case, or a probe that could not build a call, passes. The probe runs
-// outside the dialogue, once per function and code.
+// probeResult is what an edge-input probe saw: the verdict, the call it
+// made, the value returned (Python's repr, "" when none) and whether the
+// call ended at a raise statement of the code.
+type probeResult struct {
+	v      gates.Verdict
+	call   string
+	value  string
+	raised bool
+}
+
+// probeEdge runs code on an edge input of kind "empty" or "single" (see
+// probe); a crash at an explicit raise is handled behaviour; so is a
+// returned value.
 func (r *run) probeEdge(ctx context.Context, turn Turn, code, hint, kind string) (gates.Verdict, error) {
+	res, err := r.probe(ctx, turn, code, hint, kind)
+	return res.v, err
+}
+
+// probe runs code on an edge input of kind "empty" or "single" (a
+// one-element collection; see emptyProbe); hint is text that may quote the
+// function meant. Only Python problems with tests are probed (the tests
+// show how the function is called); any other case, or a probe that could
+// not build a call, passes. The probe runs outside the dialogue, once per
+// function and code.
+func (r *run) probe(ctx context.Context, turn Turn, code, hint, kind string) (probeResult, error) {
 	p := turn.Problem
 	if r.lang != "python" || p == nil || len(p.Tests) == 0 {
-		return gates.Verdict{}, nil
+		return probeResult{}, nil
 	}
 	name := probeTarget(p, code, hint)
 	if name == "" {
-		return gates.Verdict{}, nil
+		return probeResult{}, nil
 	}
 	key := kind + "\x00" + name + "\x00" + code
 	if v, ok := r.probed[key]; ok {
@@ -62,11 +90,11 @@ func (r *run) probeEdge(ctx context.Context, turn Turn, code, hint, kind string)
 		strconv.Quote(strings.Join(p.Tests, "\n")), strconv.Quote(name), strconv.Quote(kind), emptyProbe)
 	res, err := r.s.Exec.Run(ctx, executors.Request{Language: executors.Python, Code: src, Limits: executors.Limits{Timeout: r.s.opts.Timeout}})
 	if err != nil {
-		return gates.Verdict{}, fmt.Errorf("simulate: %s-input probe of %s: %w", kind, name, err)
+		return probeResult{}, fmt.Errorf("simulate: %s-input probe of %s: %w", kind, name, err)
 	}
-	v := probeVerdict(res)
+	v := probeOf(res)
 	if r.probed == nil {
-		r.probed = map[string]gates.Verdict{}
+		r.probed = map[string]probeResult{}
 	}
 	r.probed[key] = v
 	return v, nil
@@ -120,26 +148,30 @@ func probeTarget(p *schema.Problem, code, request string) string {
 	return last
 }
 
-// probeVerdict reads a probe's run: a call that raised, not at a raise
-// statement of the code, fails the request.
-func probeVerdict(res executors.Result) gates.Verdict {
-	var call string
+// probeOf reads a probe's run (see probeResult): a call that raised, not
+// at a raise statement of the code, fails the request.
+func probeOf(res executors.Result) probeResult {
+	var out probeResult
 	for _, m := range probeLineRe.FindAllStringSubmatch(res.Stdout, -1) {
 		switch m[1] {
-		case "none", "ok":
-			return gates.Verdict{}
+		case "none":
+			return probeResult{}
+		case "ok":
+			out.value = m[2]
+			return out
 		case "call":
-			call = m[2]
+			out.call = m[2]
 		}
 	}
-	if call == "" || res.TimedOut || res.OOM {
-		return gates.Verdict{} // the code did not get to the call, or ran long: not this check's to judge
+	if out.call == "" || res.TimedOut || res.OOM {
+		return probeResult{} // the code did not get to the call, or ran long: not this check's to judge
 	}
 	if explicitRaise(res.Stderr) {
-		return gates.Verdict{}
+		out.raised = true
+		return out
 	}
-	last := lastLine(res.Stderr)
-	return gates.Verdict{Reason: "empty_input_crashes", Detail: fmt.Sprintf("%s raises %s", call, last)}
+	out.v = gates.Verdict{Reason: "empty_input_crashes", Detail: fmt.Sprintf("%s raises %s", out.call, lastLine(res.Stderr))}
+	return out
 }
 
 // explicitRaise reports whether a Python traceback ends at a raise

@@ -99,7 +99,11 @@ func (r *run) close(ctx context.Context, turn Turn) error {
 	// defined after the example's call and never called has shown nothing.
 	name := ""
 	ms := defNameRe.FindAllStringSubmatch(r.code, -1)
-	reached := gates.Reached(r.code)
+	var harness []string
+	if n > 0 {
+		harness = harnessCalls(turn)
+	}
+	reached := gates.Reached(r.code, harness...)
 	for i := len(ms) - 1; i >= 0 && name == ""; i-- {
 		if reached[ms[i][1]] {
 			name = ms[i][1]
@@ -115,7 +119,7 @@ func (r *run) close(ctx context.Context, turn Turn) error {
 	// say the code ran and what it defines, never that an output matched.
 	silent := n == 0 && strings.TrimSpace(r.output) == SilentRun
 	if r.s.opts.Closing == ClosingModel {
-		text, v, err := r.summary(ctx, n, name, silent)
+		text, v, err := r.summary(ctx, n, name, silent, harness)
 		if err != nil {
 			return err
 		}
@@ -219,7 +223,7 @@ const minClosing = 60
 
 // summary asks the writer to reply to the accepted run in prose; the
 // request is not part of the dialogue, the reply is.
-func (r *run) summary(ctx context.Context, tests int, name string, silent bool) (string, gates.Verdict, error) {
+func (r *run) summary(ctx context.Context, tests int, name string, silent bool, harness []string) (string, gates.Verdict, error) {
 	prompt, err := r.s.prompts["simulate_summary"].render(map[string]any{"Tests": tests, "Name": name, "Silent": silent, "Kept": r.kept()})
 	if err != nil {
 		return "", gates.Verdict{}, err
@@ -232,10 +236,6 @@ func (r *run) summary(ctx context.Context, tests int, name string, silent bool) 
 			return "", gates.Verdict{}, fmt.Errorf("simulate: writer: %w", err)
 		}
 		text := strings.TrimSpace(resp.Text)
-		var harness []string
-		if tests > 0 {
-			harness = []string{name} // the tests call the entry point
-		}
 		v := closingVerdict(text, tests, r.output, said, r.kept(), r.code, harness...)
 		if v.OK() || try >= repairs {
 			return text, v, nil
@@ -466,14 +466,22 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 			v = gates.Verdict{Reason: "claims_computed_once", Detail: fmt.Sprintf("asked: %s\nclaim: %s\nrepeated: %s", asked, s, gates.RepeatedCall(code))}
 			return v, fmt.Sprintf("Your answer could not be used: it says each value is computed once (%q), but a loop of the code computes `%s` twice on every pass. Answer again: store that value in a variable where the loop first needs it, or say plainly why it must stay, then the complete code in one ```%s block, then a short summary.", s, gates.RepeatedCall(code), r.lang)
 		}
+		if f := gates.UncalledNew(before, code, text, harnessCalls(turn)...); v.OK() && r.lang == "python" && f != "" {
+			// A companion defined and never called publishes as if the
+			// run had shown it working.
+			v = gates.Verdict{Reason: "new_function_uncalled", Detail: fmt.Sprintf("asked: %s\nnever called: %s", asked, f)}
+			return v, fmt.Sprintf("Your answer could not be used: it adds `%s`, but the code never calls it, so the run shows nothing of it. Answer again: the complete code in one ```%s block that ends by calling `%s` on an example and printing the result (or say plainly that the run does not call it), then a short summary.", f, r.lang, f)
+		}
 		if v.OK() && r.lang == "python" && gates.UncheckedInputs(before, code, asked) {
 			v = gates.Verdict{Reason: "inputs_unchecked", Detail: fmt.Sprintf("asked: %s\nanswer: %s", asked, gates.Cut(text, 400))}
 			return v, fmt.Sprintf("Your answer could not be used: the user asked for the inputs to be checked, but the code checks none of them (a docstring or a claim that it already validates is not a check). Answer again: the complete revised code in one ```%s block that checks the arguments before using them (for example raising TypeError or ValueError with a message that names the argument), then a short summary.", r.lang)
 		}
 		if v.OK() {
-			ev, err := r.emptyVerdict(ctx, turn, asked, code)
+			ev, err := r.emptyVerdict(ctx, turn, asked, before, code)
 			if err != nil {
 				probeErr = err
+			} else if ev.Reason == "empty_raise_over_value" {
+				return ev, fmt.Sprintf("Your answer could not be used: the user asked about empty input, and the code now raises an error for it, but before this change %s. That value is the function's own answer for empty input: make it explicit instead (test for the empty argument first and return that value at once), unless the task itself says empty input is an error. Answer again: the complete revised code in one ```%s block, then a short summary.", ev.Detail, r.lang)
 			} else if !ev.OK() {
 				return ev, fmt.Sprintf("Your answer could not be used: the user asked about empty input, and running %s, so the code does not handle it (an error it raises on purpose, with a clear message, would be handling it). Answer again: the complete revised code in one ```%s block that handles empty input explicitly (return the value the task implies, or raise a ValueError that says why), then a short summary.", ev.Detail, r.lang)
 			}
@@ -482,6 +490,9 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 				return v, fmt.Sprintf("Your answer could not be used: the user asked for empty input to be handled explicitly, but the code has no path of its own for it (a docstring, or the claim that the same path handles it, is not one). Answer again: the complete revised code in one ```%s block that tests for an empty argument before using it and returns the value the task implies for it, or raises a ValueError that says why, then a short summary.", r.lang)
 			}
 			return v, ""
+		}
+		if v.Reason == "memory_kept_reducible" {
+			return v, fmt.Sprintf("Your answer could not be used: the user asked for less memory and the code stays as it was, but `%s` holds more than the result needs, and the same algorithm can do without it (a generator instead of a list that is only reduced, or two variables that roll forward instead of a table whose steps read only the two entries before them). Answer again: the complete revised code in one ```%s block, then a short summary.", gates.ReducibleMemory(code), r.lang)
 		}
 		if v.Reason == "no_change_off_request" {
 			return v, fmt.Sprintf("Your answer could not be used: it keeps the code's logic as it was and says no change is needed, but its reason is not about what the user asked (%q). Answer again: either change the code to do what was asked, or say why no change is needed for that request in its own terms (for example what the code keeps in memory, or which Python features it uses), then the complete code in one ```%s block, then a short summary.", gates.Cut(asked, 200), r.lang)
@@ -527,7 +538,7 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 			return false, nil
 		}
 	}
-	if ev, err := r.emptyVerdict(ctx, turn, asked, r.code); err != nil {
+	if ev, err := r.emptyVerdict(ctx, turn, asked, before, r.code); err != nil {
 		return false, err
 	} else if !ev.OK() {
 		r.reject(m, gate, label, ev)
@@ -543,6 +554,10 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 	}
 	if s := gates.FalseComputedOnce(r.answersSince(m), r.code); r.lang == "python" && s != "" {
 		r.reject(m, gate, label, gates.Verdict{Reason: "claims_computed_once", Detail: fmt.Sprintf("asked: %s\nclaim: %s\nrepeated: %s", asked, s, gates.RepeatedCall(r.code))})
+		return false, nil
+	}
+	if f := gates.UncalledNew(before, r.code, r.answersSince(m), harnessCalls(turn)...); r.lang == "python" && f != "" {
+		r.reject(m, gate, label, gates.Verdict{Reason: "new_function_uncalled", Detail: fmt.Sprintf("asked: %s\nnever called: %s", asked, f)})
 		return false, nil
 	}
 	if r.lang == "python" && gates.UncheckedInputs(before, r.code, asked) {
@@ -573,6 +588,30 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 	}
 	return true, nil
 }
+
+// harnessCalls names the functions a problem's tests call (its entry
+// point, and every name its test lines call): the harness runs them even
+// where the code's own lines do not. A companion the tests never name is
+// not among them, whatever order the code defines it in.
+func harnessCalls(turn Turn) []string {
+	p := turn.Problem
+	if p == nil || len(p.Tests) == 0 {
+		return nil
+	}
+	var out []string
+	if p.EntryPoint != "" {
+		out = append(out, p.EntryPoint)
+	}
+	for _, m := range testCallRe.FindAllStringSubmatch(strings.Join(p.Tests, "\n"), -1) {
+		if !slices.Contains(out, m[1]) {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+// testCallRe: a call in a test line.
+var testCallRe = regexp.MustCompile(`\b([A-Za-z_]\w*)\s*\(`)
 
 // mark is the state of a dialogue before a round, to go back to when a
 // gate rejects the round.
@@ -639,6 +678,10 @@ func revisionVerdict(before, after, request, answer, kind string) gates.Verdict 
 	switch {
 	case !same || !gates.AsksForChange(request):
 		return gates.Verdict{}
+	case gates.AsksForLessMemory(request) && gates.ReducibleMemory(after) != "":
+		// "A different algorithm would be needed" of code whose memory
+		// a generator or two rolling variables cut, same algorithm.
+		return gates.Verdict{Reason: "memory_kept_reducible", Detail: fmt.Sprintf("asked: %s\nreducible: %s\nanswer: %s", request, gates.ReducibleMemory(after), gates.Cut(answer, 400))}
 	case !gates.ExplainsNoChange(answer):
 		return gates.Verdict{Reason: "unchanged_revision", Detail: answer}
 	case !gates.KeepsForRequest(request, answer):

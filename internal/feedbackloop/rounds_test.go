@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -832,5 +833,23 @@ func TestUnaskedEdgeClaimIsRun(t *testing.T) {
 				t.Errorf("published first answer %q lacks the code %q", answer, tc.wantCode)
 			}
 		})
+	}
+}
+
+// TestHarnessCalls: the functions a problem's tests call count as run;
+// a companion defined last and named by no test does not.
+func TestHarnessCalls(t *testing.T) {
+	const code = "def maximum_Sum(list1):\n    return max(sum(x) for x in list1)\n\n\ndef maximum_Sum_all(cases):\n    return [maximum_Sum(*args) for args in cases]\n"
+	turn := Turn{Problem: &schema.Problem{Tests: []string{"assert maximum_Sum([[1,2,3],[4,5,6]]) == 15"}}}
+	got := harnessCalls(turn)
+	if !slices.Contains(got, "maximum_Sum") || slices.Contains(got, "maximum_Sum_all") {
+		t.Errorf("harnessCalls = %v, want maximum_Sum and not the companion", got)
+	}
+	claim := "The run shows both functions: `maximum_Sum` gives the example's result, and `maximum_Sum_all`, called on a list holding the example's arguments, returns a list holding that same result."
+	if v := closingVerdict(claim, 1, "All 1 tests passed.", nil, false, code, got...); v.Reason != "claims_uncalled" {
+		t.Errorf("closing verdict %v, want claims_uncalled", v)
+	}
+	if got := harnessCalls(Turn{Problem: &schema.Problem{}}); got != nil {
+		t.Errorf("harnessCalls without tests = %v, want none", got)
 	}
 }

@@ -157,3 +157,37 @@ func FalseComputedOnce(text, code string) string {
 	}
 	return ""
 }
+
+// notRunSaidRe: a sentence that says a function was not run.
+var notRunSaidRe = regexp.MustCompile(`(?i)\b(not (been )?(called|run|exercised|tested|checked)|never (called|run|exercised|tested)|does not call|doesn't call|only defines|untested|no call of)\b`)
+
+// UncalledNew returns the first top-level function that after defines
+// and before did not, that a run of after never calls (Reached, with
+// also), or "". A sentence of text that names it in backquotes and says
+// it was not run lets it pass: an answer that presents a function the run
+// never exercised must say so, or the dialogue shows it as tested.
+func UncalledNew(before, after, text string, also ...string) string {
+	had := map[string]bool{}
+	for _, l := range strings.Split(before, "\n") {
+		if m := defLineRe.FindStringSubmatch(l); m != nil && m[1] == "" {
+			had[m[2]] = true
+		}
+	}
+	reached := Reached(after, also...)
+	for _, l := range strings.Split(NormalizeCode(StripDocstrings(after)), "\n") {
+		m := defLineRe.FindStringSubmatch(l)
+		if m == nil || m[1] != "" || had[m[2]] || reached[m[2]] {
+			continue
+		}
+		said := false
+		for _, s := range proseSentences(text) {
+			if notRunSaidRe.MatchString(s) && strings.Contains(s, "`"+m[2]+"`") {
+				said = true
+			}
+		}
+		if !said {
+			return m[2]
+		}
+	}
+	return ""
+}

@@ -64,3 +64,25 @@ func TestFalseComputedOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestUncalledNew(t *testing.T) {
+	const before = "def f(A, N):\n    return N\n\nprint(f([1, 2], 2))\n"
+	for _, tc := range []struct {
+		name, after, text string
+		also              []string
+		want              string
+	}{
+		{"companion never called", pairCode, "I added `f_all`, which applies `f` to each case.", nil, "f_all"},
+		{"companion called", pairCode + "\nprint(f_all([([1, 2], 2)]))\n", "I added `f_all`.", nil, ""},
+		{"said not called", pairCode, "I added `f_all`; the run does not call it, so nothing below tests it.", nil, ""},
+		{"said of another function", pairCode, "I added `f_all`. The run does not call `g`.", nil, "f_all"},
+		{"new helper called by the old function", "def h(x):\n    return x\n\ndef f(A, N):\n    return h(N)\n\nprint(f([1, 2], 2))\n", "`h` is a helper.", nil, ""},
+		{"called by the harness", pairCode, "I added `f_all`.", []string{"f_all"}, ""},
+		{"old function uncalled is not new", "def f(A, N):\n    return N\n", "`f` returns N.", nil, ""},
+		{"a nested def is not top level", "def f(A, N):\n    def g():\n        return N\n    return g()\n\nprint(f([1, 2], 2))\n", "ok", nil, ""},
+	} {
+		if got := UncalledNew(before, tc.after, tc.text, tc.also...); got != tc.want {
+			t.Errorf("%s: UncalledNew = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

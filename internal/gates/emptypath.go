@@ -40,6 +40,74 @@ func EmptyCases(code string) int {
 	return n
 }
 
+// whileLineRe: a while loop's header. `while xs:` goes over the input
+// until it is used up; it gives empty input no path of its own.
+var whileLineRe = regexp.MustCompile(`^\s*while\b`)
+
+// assignFromRe: a plain assignment of one name.
+var assignFromRe = regexp.MustCompile(`^\s*([A-Za-z_]\w*)\s*=\s*([^=].*)$`)
+
+// EmptyPaths counts the lines of code that give empty input a path of
+// its own: a test (EmptyCases) that names an argument the code uses as a
+// collection (CollectionArgs), not in a while loop's header, or an except
+// clause that catches what an empty one raises. `if not n:` over a number
+// tests for zero, not for empty input.
+func EmptyPaths(code string) int {
+	args := CollectionArgs(code)
+	lines := strings.Split(NormalizeCode(StripDocstrings(code)), "\n")
+	// A name set from a collection argument alone (s = sorted(xs)) is
+	// empty when it is: testing it tests the input.
+	for _, l := range lines {
+		if m := assignFromRe.FindStringSubmatch(l); m != nil && !args[m[1]] {
+			for _, w := range identRe.FindAllString(m[2], -1) {
+				if args[w] {
+					args[m[1]] = true
+					break
+				}
+			}
+		}
+	}
+	n := 0
+	for _, l := range lines {
+		if !emptyCaseRe.MatchString(l) || whileLineRe.MatchString(l) {
+			continue
+		}
+		if strings.HasPrefix(strings.TrimSpace(l), "except") {
+			n++
+			continue
+		}
+		for _, w := range identRe.FindAllString(l, -1) {
+			if args[w] {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// CollectionArgs is the set of the arguments of every function of code
+// that the code uses as a collection (see CollectionArg).
+func CollectionArgs(code string) map[string]bool {
+	out := map[string]bool{}
+	for _, d := range pyDefRe.FindAllStringSubmatch(code, -1) {
+		if a := CollectionArg(code, d[1]); a != "" {
+			out[a] = true
+		}
+		// a later argument may be the collection too (f(n, xs))
+		for _, p := range strings.Split(d[2], ",") {
+			m := paramName.FindStringSubmatch(strings.TrimSpace(p))
+			if m == nil || out[m[1]] || m[1] == "self" || m[1] == "cls" {
+				continue
+			}
+			if regexp.MustCompile(strings.ReplaceAll(collectionUse, "ARG", regexp.QuoteMeta(m[1]))).MatchString(StripDocstrings(code)) {
+				out[m[1]] = true
+			}
+		}
+	}
+	return out
+}
+
 // CollectionArg is the first argument of function fn in code (of any
 // function when fn is "") that the code uses as a collection: iterates,
 // indexes, measures, searches or hands to a function that takes one. That
@@ -66,8 +134,9 @@ func CollectionArg(code, fn string) string {
 // NoEmptyPath reports whether a revision fails a request to make empty
 // input explicit: the request asks for it, a function takes an argument
 // that can be empty (CollectionArg), and the code after has no line that
-// tests for empty input (EmptyCases). A function with no collection
-// argument has no empty input, and saying so answers the request.
+// gives empty input a path of its own (EmptyPaths). A function with no
+// collection argument has no empty input, and saying so answers the
+// request.
 func NoEmptyPath(after, request string) bool {
-	return AsksForExplicitEmpty(request) && CollectionArg(after, "") != "" && EmptyCases(after) == 0
+	return AsksForExplicitEmpty(request) && CollectionArg(after, "") != "" && EmptyPaths(after) == 0
 }

@@ -36,6 +36,12 @@ func TestNoEmptyPath(t *testing.T) {
 		{"no collection argument", "def f(n):\n    return n * 2", ask, false},
 		{"a collection through a library call", "import heapq\ndef f(nums, n):\n    return heapq.nlargest(n, nums)", ask, true},
 		{"a string method", "def f(s):\n    return s.split()", ask, true},
+		{"a truthiness test of a number", "def f(xs, n):\n    if not n:\n        return 0\n    return sum(xs[:n])", ask, true},
+		{"a while loop over the input", "def f(xs):\n    t = 0\n    while xs:\n        t += xs.pop()\n    return t", ask, true},
+		{"a test of a name set from the input", "def f(xs):\n    s = sorted(xs)\n    if s:\n        return s[0]\n    return sum(xs)", ask, false},
+		{"a test of a name set otherwise", "def f(xs, n):\n    k = n * 2\n    if not k:\n        return 0\n    return sum(xs)", ask, true},
+		{"a test of the later collection argument", "def f(n, xs):\n    if not xs:\n        return n\n    return sum(xs) + n", ask, false},
+		{"an except clause", "def f(xs):\n    try:\n        return max(xs)\n    except ValueError:\n        return None", ask, false},
 		{"not asked explicitly", "def f(xs):\n    return sum(xs)", "How does `f` handle an empty list?", false},
 		{"another request", "def f(xs):\n    return sum(xs)", "Please add tests for `f`.", false},
 	} {

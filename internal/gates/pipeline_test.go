@@ -408,6 +408,10 @@ func TestMisbehavingModelFailsItsGate(t *testing.T) {
 		want     []string
 	}{
 		{llmtest.UnreadableRubric, "{feedback_rounds: 0, calibrate: 0}", []string{"stage filter", "gate rubric_effort rejected", "unreadable"}},
+		// the writer's plans and explain's prefaces walk through the code
+		// without saying what it is for: explain prefaces the first
+		// replies, and rejects every preface
+		{llmtest.StructureOnly, "{feedback_rounds: 0, calibrate: 0}", []string{"stage explain", "gate preface rejected", "no_purpose"}},
 		// CodeForExplanation: simulate's writer explains its own code, so
 		// explain asks for no preface here; TestCorpusYieldWithImperfectModel
 		// trips explain's gate over correct's dialogues.
@@ -426,8 +430,18 @@ func TestMisbehavingModelFailsItsGate(t *testing.T) {
 		// and keeps it for speed "because it makes a single pass".
 		{llmtest.OnePassClaim, "{feedback_rounds: 1, followups: 0, categories: {scalability: 1}, calibrate: 0, closing: template}", []string{"stage simulate", "gate feedback_round rejected", "claims_one_pass"}},
 		{llmtest.DocOnlyEmpty, "{feedback_rounds: 1, followups: 0, categories: {functionality: 1}, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "no_empty_path"}},
-		// a companion defined, never called, and closed as confirmed
-		{llmtest.UncalledClaim, "{feedback_rounds: 0, followups: 1, followup_kinds: {extend: 1}, calibrate: 0, closing: model}", []string{"stage simulate", "gate closing rejected", "claims_uncalled"}},
+		// find_char_long (MBPP 7, from its 7th problem on) returns [] for
+		// an empty string: an error in its place is a choice the task
+		// does not imply.
+		{llmtest.RaiseOnEmpty, "{feedback_rounds: 1, followups: 0, categories: {functionality: 1}, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "empty_raise_over_value"}},
+		// a companion defined and never called: the round goes, whatever
+		// the closing says (claims_uncalled, the closing's own check, is
+		// tested in feedbackloop)
+		{llmtest.UncalledClaim, "{feedback_rounds: 0, followups: 1, followup_kinds: {extend: 1}, calibrate: 0, closing: template}", []string{"stage simulate", "gate followup_round rejected", "new_function_uncalled"}},
+		// count_ways (MBPP 5, from its 5th problem on) fills two tables
+		// whose steps read only the two entries before: kept "because a
+		// different algorithm would be needed" is false of them.
+		{llmtest.DeclinesMemory, "{feedback_rounds: 1, followups: 0, categories: {resource_use: 1}, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "memory_kept_reducible"}},
 		// len_log (MBPP 90, from its 89th problem on) computes len(i)
 		// twice per pass: "each value is computed once" is false of it.
 		{llmtest.ComputedOnceClaim, "{feedback_rounds: 1, followups: 0, categories: {efficiency: 1}, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "claims_computed_once"}},
@@ -441,6 +455,12 @@ func TestMisbehavingModelFailsItsGate(t *testing.T) {
 			c := loadCorpus(t, 4, buggy)
 			if tc.bad == llmtest.ComputedOnceClaim {
 				c = loadCorpusFrom(t, 89, 2)
+			}
+			if tc.bad == llmtest.RaiseOnEmpty {
+				c = loadCorpusFrom(t, 6, 2)
+			}
+			if tc.bad == llmtest.DeclinesMemory {
+				c = loadCorpusFrom(t, 4, 2)
 			}
 			persona := &llmtest.Persona{Solve: c.solve, Tests: c.tests, Bad: map[llmtest.Misbehaviour]bool{tc.bad: true}}
 			man, ds, err := runPipeline(t, c, persona, tc.settings)

@@ -339,7 +339,7 @@ func buildDialogue(p *schema.Problem, solution string, m mutate.Mutant, bug, fix
 	fn := funcName(p, solution)
 	msgs := []schema.Message{
 		{Role: schema.RoleUser, Content: userPrompt(p)},
-		{Role: schema.RoleAssistant, Content: intro(id, fn) + "\n\n" + codeBlock(m.Code)},
+		{Role: schema.RoleAssistant, Content: intro(id, fn, m.Code) + "\n\n" + codeBlock(m.Code)},
 		{Role: schema.RoleExecution, Content: bug.Output(), Exec: bug.Execution(info)},
 		{Role: schema.RoleAssistant, Content: analysis(bug, m.Code) + " " + fixHint(m.Code, solution) + fixLead(id, fn) + "\n\n" + codeBlock(solution)},
 		{Role: schema.RoleExecution, Content: fix.Output(), Exec: fix.Execution(info)},
@@ -363,7 +363,9 @@ func buildDialogue(p *schema.Problem, solution string, m mutate.Mutant, bug, fix
 }
 
 // intro opens the first answer; it never reads like a reply to feedback.
-func intro(id, fn string) string {
+// code is the answer's code: one phrasing names the function's arguments
+// as it declares them.
+func intro(id, fn, code string) string {
 	if fn == "" {
 		return pick(id+"\x00intro",
 			"Here is my solution:",
@@ -377,7 +379,7 @@ func intro(id, fn string) string {
 		"Here is a function "+f+" that solves the task:",
 		"The function "+f+" below should do this:",
 		"I'll write "+f+" and check it against the tests:",
-		"This implementation of "+f+" follows the task step by step:",
+		takes(fn, code),
 		"Let me define "+f+" for this:",
 		"A straightforward way to write "+f+":",
 		"One way to implement "+f+":",
@@ -386,6 +388,30 @@ func intro(id, fn string) string {
 		"The task asks for "+f+"; here is an implementation:",
 		"Below, "+f+" computes what the task describes:",
 		"This version of "+f+" should pass the tests:")
+}
+
+// takes says which arguments fn declares in code ("`f` takes `a` and
+// `b`; a first implementation:"), or that the tests will judge it when
+// code declares none that can be read.
+func takes(fn, code string) string {
+	f := "`" + fn + "`"
+	m := regexp.MustCompile(`\b` + regexp.QuoteMeta(fn) + `\s*\(([^)]*)\)`).FindStringSubmatch(code)
+	var args []string
+	if m != nil {
+		for _, a := range strings.Split(m[1], ",") {
+			// a name, without its type, default or JavaScript/Python decoration
+			if n := regexp.MustCompile(`^\s*\*{0,2}([A-Za-z_$][\w$]*)`).FindStringSubmatch(a); n != nil && n[1] != "self" {
+				args = append(args, "`"+n[1]+"`")
+			}
+		}
+	}
+	switch len(args) {
+	case 0:
+		return "I'll write " + f + " and let the tests below judge it:"
+	case 1:
+		return f + " takes " + args[0] + "; a first implementation:"
+	}
+	return f + " takes " + strings.Join(args[:len(args)-1], ", ") + " and " + args[len(args)-1] + "; a first implementation:"
 }
 
 // fixLead introduces the corrected code after the analysis.

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -111,9 +112,10 @@ func (e *Explainer) Explain(ctx context.Context, d schema.Dialogue) (schema.Dial
 		if m.Role != schema.RoleAssistant || !HasCode(m.Content) {
 			continue
 		}
-		if Explained(m.Content, e.MinChars) {
+		if Explained(m.Content, e.MinChars) && (!firstReply(out.Messages[:i]) || gates.NamesPurpose(strings.Split(m.Content, "```")[0], latestRequest(out.Messages[:i]))) {
 			// The writer already explained its code before it: a second
-			// preface would only repeat it.
+			// preface would only repeat it. A first reply's own prose that
+			// never says what the code is for gets a preface that does.
 			rep.Already++
 			continue
 		}
@@ -218,6 +220,8 @@ func (g gateError) Error() string {
 		return "the preface is too short to explain anything"
 	case "unrelated":
 		return "the preface does not name anything the code does (no function, variable or step of it)"
+	case "no_purpose":
+		return "the preface walks through the code's lines but never says, in the task's own terms, what the code computes and why its approach gives the right answer"
 	}
 	return "the preface fails the check: " + g.v.Reason
 }
@@ -229,16 +233,13 @@ func (e *Explainer) preface(ctx context.Context, before []schema.Message, reply 
 	var rep Report
 	// The model sees every earlier turn (so it does not repeat them and
 	// knows the run results) and, named apart, the request being answered.
-	req, history := "", before
-	for j := len(before) - 1; j >= 0; j-- {
-		if before[j].Role == schema.RoleUser {
-			req = before[j].Content
-			break
-		}
-	}
+	req, history := latestRequest(before), before
 	if req == "" {
 		req = "(no request: the conversation opens with this reply)"
 	}
+	// The first reply to a task is where a reader learns what the code is
+	// for: its preface must say so in the task's terms.
+	first := firstReply(before)
 	prompt, err := e.request.Render(map[string]any{
 		"History": e.renderHistory(history), "Request": strings.TrimSpace(req),
 		"Reply": reply, "Sentences": e.Sentences})
@@ -271,6 +272,11 @@ func (e *Explainer) preface(ctx context.Context, before []schema.Message, reply 
 			if v := gates.Preface(t, code.String(), e.MinChars); !v.OK() {
 				return "", gateError{v}
 			}
+			if first && !gates.NamesPurpose(t, req) {
+				// "a loop takes i ... it returns t" says what any reader
+				// of the code sees, nothing of what it is for.
+				return "", gateError{gates.Verdict{Reason: "no_purpose", Detail: t}}
+			}
 			return t, nil
 		})
 	rep.Model = resp.Model
@@ -288,6 +294,21 @@ func (e *Explainer) preface(ctx context.Context, before []schema.Message, reply 
 		return "", gates.Verdict{}, rep, err
 	}
 	return text, gates.Verdict{}, rep, nil
+}
+
+// latestRequest is the last user turn of msgs, or "".
+func latestRequest(msgs []schema.Message) string {
+	for j := len(msgs) - 1; j >= 0; j-- {
+		if msgs[j].Role == schema.RoleUser {
+			return msgs[j].Content
+		}
+	}
+	return ""
+}
+
+// firstReply reports whether a reply after msgs is the dialogue's first.
+func firstReply(msgs []schema.Message) bool {
+	return !slices.ContainsFunc(msgs, func(m schema.Message) bool { return m.Role == schema.RoleAssistant })
 }
 
 // renderHistory shows earlier turns to the model, each cut to ContextChars.

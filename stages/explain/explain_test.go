@@ -136,6 +136,7 @@ func TestExplainGate(t *testing.T) {
 	good := "It returns the sum of the two arguments of `add` using the + operator."
 	tests := []struct {
 		name        string
+		request     string   // the task; sample's when ""
 		answers     []string // in order; the last repeats
 		wantRepairs int
 		wantReason  string // "" = explained
@@ -151,6 +152,8 @@ func TestExplainGate(t *testing.T) {
 		{name: "unrelated", answers: []string{"This is a solid and well structured answer to the question above."}, wantRepairs: 2, wantReason: "unrelated"},
 		{name: "too short", answers: []string{"Adds."}, wantRepairs: 2, wantReason: "too_short"},
 		{name: "good", answers: []string{good}, wantPrefix: "It returns the sum"},
+		{name: "structure only", request: "Write a function to find the minimum cost path to reach the corner.", answers: []string{"A loop takes `i` from `range(n)` and updates `tc`; it returns `tc[m][n]` at the end of `add`."}, wantRepairs: 2, wantReason: "no_purpose"},
+		{name: "structure repaired", request: "Write a function to find the minimum cost path to reach the corner.", answers: []string{"A loop takes `i` from `range(n)` and updates `tc`; it returns `tc[m][n]` at the end of `add`.", "`add` finds the minimum cost path: each entry of `tc` holds the cheapest way to reach that cell."}, wantRepairs: 1, wantPrefix: "`add` finds"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,6 +168,9 @@ func TestExplainGate(t *testing.T) {
 			}
 			d := sample()
 			d.Messages = d.Messages[:2]
+			if tc.request != "" {
+				d.Messages[0].Content = tc.request
+			}
 			got, rep, err := ex.Explain(context.Background(), d)
 			if err != nil {
 				t.Fatal(err)

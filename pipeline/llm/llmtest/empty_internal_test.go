@@ -28,8 +28,22 @@ func TestEmptyAnswer(t *testing.T) {
 			"builds its list from `cases` alone, so it returns `[]`", "    if len(cases) == 0:\n        return []\n"},
 		{"a number only", "def f(n):\n    return n * (n + 1) // 2", "uses none of its arguments (`n`)", ""},
 		{"already tested", "def f(xs):\n    if not xs:\n        return 0\n    return max(xs)", "already tests for an empty `xs`", ""},
+		{"a truthiness test of a number is no empty path", "def f(xs, k):\n    if not k:\n        return 0\n    return xs[0] * k",
+			"raises a ValueError", "    if len(xs) == 0:\n        raise ValueError(\"xs must not be empty\")\n"},
+		// find_Product: sorted in place, then a loop to the length n
+		{"a product to the length argument", "def f(arr, n):\n    arr.sort()\n    prod = 1\n    for i in range(0, n, 1):\n        if arr[i - 1] != arr[i]:\n            prod = prod * arr[i]\n    return prod",
+			"returns `prod` as it was set before the loop, `1`", "    if len(arr) == 0:\n        return 1\n"},
+		{"all over the argument", "def f(xs, num):\n    ok = all(x >= num for x in xs)\n    return ok", "`all` of no values is `True`", "    if len(xs) == 0:\n        return True\n"},
+		{"a sum returned", "def f(xs):\n    return sum(x * x for x in xs)", "`sum` of no values is `0`", "    if len(xs) == 0:\n        return 0\n"},
+		{"a loop down from the length", "def f(arr, n):\n    total = 0\n    for i in range(n - 1, -1, -1):\n        total += i * arr[i]\n    return total", "`0`", "    if len(arr) == 0:\n        return 0\n"},
+		{"a regular expression's matches", "import re\ndef f(text):\n  return (re.findall(r\"\\b\\w{4,}\\b\", text))", "`re.findall` finds no match in an empty `text`", "  if len(text) == 0:\n      return []\n"},
+		{"told what it returned before", "def f(a, b):\n    return tuple(set(a) & set(b))", "already returned `()`", "    if len(a) == 0:\n        return ()\n"},
 	} {
-		got := emptyAnswer(tc.code, "`f`", "f")
+		was := ""
+		if strings.HasPrefix(tc.name, "told") {
+			was = "()"
+		}
+		got := emptyAnswer(tc.code, "`f`", "f", was, false)
 		if !strings.Contains(got, tc.says) {
 			t.Errorf("%s: answer %q lacks %q", tc.name, got, tc.says)
 		}

@@ -135,16 +135,24 @@ func readFacts(code, fn string) codeFacts {
 
 // libCallRe: a built-in or library function that goes over a collection
 // in C.
-var libCallRe = regexp.MustCompile(`\b((?:re\.)?(?:sorted|sum|max|min|set|list|tuple|dict|map|zip|filter|any|all|join|split|findall|finditer|sub|intersection|union|Counter|nlargest|nsmallest|heapify|merge|count|index|reverse|sort))\(`)
+var libCallRe = regexp.MustCompile(`\b((?:re\.)?(?:sorted|sum|max|min|set|list|tuple|dict|map|zip|filter|any|all|join|split|findall|finditer|sub|search|match|fullmatch|intersection|union|Counter|nlargest|nsmallest|heapify|merge|count|index|reverse|sort))\(`)
 
 // keepAnswer is the persona's reply to such a request (low: the request
 // in lower case, without the function's name), with the code unchanged;
-// ok is false for a request of another kind.
-func keepAnswer(low, code, name, fn string) (string, bool) {
+// ok is false for a request of another kind. declines is the
+// DeclinesMemory misbehaviour: the code is kept whatever its memory.
+func keepAnswer(low, code, name, fn string, declines bool) (string, bool) {
 	if !keepTopicRe.MatchString(low) {
 		return "", false
 	}
 	f := readFacts(code, fn)
+	if strings.Contains(low, "memory") || strings.Contains(low, "lighter") {
+		// Less memory with the same algorithm, where the lines allow it,
+		// answers "faster or lighter on memory" too.
+		if out, how, ok := lessMemory(code, fn); ok && !declines {
+			return memoryAnswer(name, how, code, out), true
+		}
+	}
 	kept := func(what string) string {
 		return fmt.Sprintf("I leave %s unchanged because %s would need a different algorithm from the one the checks have confirmed, and I would rather not trade that for it. If it matters for your inputs, tell me their size and I will look for one.", name, what)
 	}
@@ -173,6 +181,10 @@ func keepAnswer(low, code, name, fn string) (string, bool) {
 			return fmt.Sprintf("%s computed `%s` twice on every pass of its loop. It now computes it at the top of the loop's body into `%s` and uses that name wherever the loop needed the value, so the results do not change.", name, call, v) +
 				"\n\n" + block(out) + "\n\nThe run below checks that the earlier checks still pass.", true
 		}
+		if out, ok := countOnce(code, fn); ok {
+			return fmt.Sprintf("%s counted the occurrences of a value again for every element that holds it, with a loop inside its loop. It now counts every value once, before the loop, with `Counter`, and looks each count up, so no count is computed twice, and the result is the same.", name) +
+				"\n\n" + block(out) + "\n\nThe run below checks that the earlier checks still pass.", true
+		}
 		own, _ := ownLines(code, fn)
 		switch call := gates.RepeatedCall("def " + fn + "():\n" + strings.Join(own, "\n")); {
 		case call != "":
@@ -183,9 +195,6 @@ func keepAnswer(low, code, name, fn string) (string, bool) {
 			text = fmt.Sprintf("No change is needed to avoid recomputing values: %s has no recursion, no nested loop and no call its loop makes twice per pass, so each value it derives is computed once.", name)
 		}
 	case strings.Contains(low, "memory") && !strings.Contains(low, "faster"):
-		if out, how, ok := lessMemory(code, fn); ok {
-			return memoryAnswer(name, how, code, out), true
-		}
 		if f.collects || f.recursive {
 			what := "the call stack of its recursion"
 			if f.collects {
@@ -196,6 +205,10 @@ func keepAnswer(low, code, name, fn string) (string, bool) {
 			text = fmt.Sprintf("No change is needed for memory: %s keeps only single values as it goes and builds no list, set or dictionary from its input, so the memory it uses stays small however long the input is.", name)
 		}
 	default: // faster, quickly on larger inputs
+		if out, ok := countOnce(code, fn); ok {
+			return fmt.Sprintf("%s counted how often each element occurs with a loop inside its loop, going over the whole list once per element, so its time grew with the square of the list's length. It now counts every value once, before the loop, with `Counter`, and looks each count up: the time grows in step with the list, and every count, so the result, is the same.", name) +
+				"\n\n" + block(out) + "\n\nThe run below checks that the earlier checks still pass.", true
+		}
 		switch {
 		case f.recursive || f.depth > 1 || f.scans || f.loops > 1 && f.whiles:
 			text = kept("making it faster on much larger inputs")
@@ -447,6 +460,9 @@ func memoryAnswer(name, how, before, after string) string {
 	text := fmt.Sprintf("%s built a list only to reduce it to one value, so I hand the values to the reduction as a generator instead: they are made one at a time and never held together, and the result is the same.", name)
 	if how == "iterated" {
 		text = fmt.Sprintf("%s built a whole list only to go through it once, so that list is now a generator expression: its values are made one at a time as the loop asks for them, and never held together. The loop sees the same values in the same order, so the results are the same.", name)
+	}
+	if how == "grid" {
+		text = fmt.Sprintf("Each entry of the table in %s is computed from the entries above it, to its left and diagonally above-left, so a row is needed only until the next one is done. One row now does the work of the whole table: it is updated left to right, with the entry above kept in `up` and the diagonal one in `diag` before they are overwritten. The memory grows with one side of the grid instead of its area, and the values computed are the same as before.", name)
 	}
 	if how == "rolling" {
 		var tables []string

@@ -45,7 +45,7 @@ func TestKeepAnswer(t *testing.T) {
 		{"not such a request", "add a docstring to f that says what it returns", sumList, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := keepAnswer(tc.request, tc.code, "`f`", "f")
+			got, ok := keepAnswer(tc.request, tc.code, "`f`", "f", false)
 			if ok != tc.ok || !strings.Contains(got, tc.says) {
 				t.Fatalf("keepAnswer = %q, %v; want %v and an answer saying %q", got, ok, tc.ok, tc.says)
 			}
@@ -132,5 +132,15 @@ func TestExplainDoc(t *testing.T) {
 				t.Errorf("explainDoc = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestKeepRegexSpeed: a regular expression goes over its input in C; the
+// answer does not say the steps stay the same whatever the input's size.
+func TestKeepRegexSpeed(t *testing.T) {
+	code := "import re\ndef text_match(text):\n  patterns = '^[a-z]+_[a-z]+$'\n  if re.search(patterns,  text):\n    return 'Found a match!'\n  else:\n    return 'Not matched!'"
+	a, ok := keepAnswer("make sure f still works quickly on much larger inputs", code, "`text_match`", "text_match", false)
+	if !ok || strings.Contains(a, "the same few steps whatever the size") || !strings.Contains(a, "`re.search`") {
+		t.Errorf("keepAnswer = %q, want the work over the input left to `re.search`", a)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/codefeedback/codefeedback/internal/gates"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -77,6 +78,17 @@ const (
 	// defines it and never calls it, and closes the run with "the output
 	// confirms that `f_all` handles the request".
 	UncalledClaim Misbehaviour = "uncalled_claim"
+	// RaiseOnEmpty answers "handle empty input explicitly" with a
+	// ValueError even where the function's own lines return a value for
+	// it (a product of no numbers is 1), and keeps raising when told so.
+	RaiseOnEmpty Misbehaviour = "raise_on_empty"
+	// DeclinesMemory keeps the code when asked for less memory ("a
+	// different algorithm would be needed"), even where a generator or
+	// rolling variables would do with the same one.
+	DeclinesMemory Misbehaviour = "declines_memory"
+	// StructureOnly explains code by walking through its lines ("a loop
+	// takes i ...; it returns t") without saying what it computes.
+	StructureOnly Misbehaviour = "structure_only"
 	// ComputedOnceClaim keeps the code when asked to avoid recomputing
 	// values because "each value it derives is computed once", whatever
 	// its loops compute twice.
@@ -84,7 +96,7 @@ const (
 )
 
 // Misbehaviours lists every misbehaviour.
-var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange, DocOnlyEmpty, OnePassClaim, UncalledClaim, ComputedOnceClaim}
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange, DocOnlyEmpty, OnePassClaim, UncalledClaim, ComputedOnceClaim, RaiseOnEmpty, StructureOnly, DeclinesMemory}
 
 // Persona is a scripted model that recognises which prompt of the pipeline
 // it is answering (writer, explain, judge, feedback, rubric, eval feedback)
@@ -180,10 +192,10 @@ func applicable(c Call) []Misbehaviour {
 			return []Misbehaviour{ThanksToOutput, SilentCode}
 		case len(c.Request.Messages) > 2 && !strings.Contains(last, "is not correct"):
 			if keepTopicRe.MatchString(strings.ToLower(last)) {
-				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, OffRequestNoChange, OnePassClaim, ComputedOnceClaim}
+				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, OffRequestNoChange, OnePassClaim, ComputedOnceClaim, DeclinesMemory}
 			}
 			if asksEmpty(last) {
-				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, DocOnlyEmpty}
+				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, DocOnlyEmpty, RaiseOnEmpty}
 			}
 			return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, UncalledClaim}
 		}
@@ -195,7 +207,7 @@ func applicable(c Call) []Misbehaviour {
 	case "eval_feedback":
 		return []Misbehaviour{CodeInFeedback}
 	case "explain":
-		return []Misbehaviour{CodeForExplanation}
+		return []Misbehaviour{CodeForExplanation, StructureOnly}
 	case "rubric_effort":
 		return []Misbehaviour{UnreadableRubric}
 	case "agent":
@@ -394,10 +406,25 @@ func (p *Persona) writer(c Call) string {
 	case strings.HasPrefix(last, "The run above is accepted") && varied:
 		// Told it repeated itself, it says what this run adds: the round
 		// it closes.
-		if strings.HasPrefix(revision, "No change is needed") || strings.HasPrefix(revision, "I leave") {
-			return fmt.Sprintf("This run checks %s as it stands after answer %d, which kept the code as it was: the result is still the one the task describes for the example.", name, answers)
+		// The round is named by its request, which a reader sees, not by
+		// a count of answers.
+		asked := fmt.Sprintf("answer %d", answers)
+		for i := len(msgs) - 2; i > ti; i-- {
+			if m := msgs[i]; m.Role == "user" && !strings.HasPrefix(m.Content, "Execution result:") {
+				// quoted as words: a name in backquotes in it would read as
+				// a claim about that function
+				asked = "your request \"" + strings.ReplaceAll(strings.Join(strings.Fields(m.Content), " "), "`", "") + "\""
+				break
+			}
 		}
-		return fmt.Sprintf("This run checks %s as revised in answer %d: the change asked for is in, and the result is still the one the task describes for the example.", name, answers)
+		if strings.Contains(last, "nothing was printed") {
+			// a run that printed nothing showed no result of any function
+			return fmt.Sprintf("This run loads the code as it stands after %s: it ran without errors and printed nothing, since the code only defines %s for you to call.", asked, name)
+		}
+		if strings.HasPrefix(revision, "No change is needed") || strings.HasPrefix(revision, "I leave") {
+			return fmt.Sprintf("This run checks %s as it stands after %s, which kept the code as it was: the result is still the one the task describes for the example.", name, asked)
+		}
+		return fmt.Sprintf("This run checks %s as revised for %s: the change asked for is in, and the result is still the one the task describes for the example.", name, asked)
 	case strings.HasPrefix(last, "The run above is accepted"):
 		return thanks + p.closing(last, prevCode, task, c)
 	case answers == 0 && ti > 1:
@@ -407,7 +434,11 @@ func (p *Persona) writer(c Call) string {
 		if first != "" {
 			code = first
 		}
-		return fmt.Sprintf("This is a new task, so I write %s from scratch rather than changing the code above: it follows the new statement directly, and the run will check it.", name) +
+		lead := fmt.Sprintf("This is a new task, so I write %s from scratch rather than changing the code above: it follows the new statement directly, and the run will check it.", name)
+		if what := purpose(task, name); what != "" && !p.bad(StructureOnly, c) {
+			lead = fmt.Sprintf("This is a new task, so I write %s from scratch rather than changing the code above. ", name) + what + " The run will check it."
+		}
+		return lead +
 			"\n\n" + block(p.demo(task, code, c)) + "\n\n" + after(name, code, variant(last+"after", 3))
 	case answers == 0:
 		code := good
@@ -444,6 +475,10 @@ func (p *Persona) writer(c Call) string {
 			// the claim out.
 			plan = strings.TrimSuffix(plan, " "+edgeClaim)
 		}
+		if what := purpose(task, name); what != "" && !p.bad(StructureOnly, c) {
+			// what the code is for, in the task's words, before how
+			plan = what + " " + plan
+		}
 		return plan + "\n\n" + block(p.demo(task, code, c)) + "\n\n" + after(name, code, variant(task+"after", 3))
 	case strings.HasPrefix(last, "Execution result:") || strings.Contains(last, "is not correct"):
 		fixes := []string{
@@ -451,10 +486,15 @@ func (p *Persona) writer(c Call) string {
 			"That output is wrong, so %s needs a fix: its final expression was inverted, which turns every true result into a false one and the other way round. Here it is with the expression the task asks for.",
 			"The result does not match what the task asks; %s returned the opposite of the intended value because the last step negated it. The corrected version below drops that negation and keeps the rest unchanged.",
 		}
+		if !strings.Contains(last, " test") {
+			// a run with no tests compared nothing: what it printed is
+			// what shows the result wrong
+			fixes[0] = "The printed value shows that %s does not give what the task asks for yet: the return value was computed from the wrong expression. This version computes the value directly from the inputs."
+		}
 		fix := fmt.Sprintf(fixes[variant(task+last, len(fixes))], name)
 		if strings.Contains(last, "does not compile") || strings.Contains(last, "SyntaxError") {
 			// A run that never started says nothing of the result.
-			fix = fmt.Sprintf("The run stopped before any check: %s does not compile, and the SyntaxError points at one line. This version corrects that line and keeps the rest unchanged.", name)
+			fix = fmt.Sprintf("The run stopped before anything ran: %s does not compile, and the SyntaxError points at one line. This version corrects that line and keeps the rest unchanged.", name)
 		}
 		return thanks + fix + "\n\n" + block(p.demo(task, good, c)) + "\n\n" + after(name, good, variant(last, 3))
 	default: // feedback or a follow-up request
@@ -551,7 +591,7 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 		if bare == "the code" {
 			break
 		}
-		return companionAnswer(prevCode, name, bare, p.bad(UncalledClaim, c))
+		return companionAnswer(prevCode, strings.Join(assertRe.FindAllString(task, -1), "\n"), name, bare, p.bad(UncalledClaim, c))
 	}
 	if m := probeRepairRe.FindStringSubmatch(c.LastUser()); m != nil && !p.bad(FalseEdgeClaim, c) {
 		// Told that the code crashes on the empty argument the check
@@ -589,7 +629,12 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 		}
 	}
 	if !p.bad(OffRequestNoChange, c) {
-		if text, ok := keepAnswer(low, prevCode, name, bare); ok {
+		if text, ok := keepAnswer(low, prevCode, name, bare, p.bad(DeclinesMemory, c)); ok {
+			if m := tickRe.FindStringSubmatch(request); m != nil && m[1] == bare+"_all" && defines(prevCode, m[1]) {
+				// asked of the companion: its cost is the function's, case
+				// by case, which the rest of the answer is about
+				text = fmt.Sprintf("`%s` calls %s on each case of its list in turn, so its time and memory are those of %s on each case, added up; what follows is about %s. ", m[1], name, name, name) + text
+			}
 			if p.bad(ComputedOnceClaim, c) && strings.Contains(low, "recomput") {
 				// the old reason, whatever the loop computes
 				return fmt.Sprintf("No change is needed to avoid recomputing values: %s has no recursion and no nested loop, so each value it derives is computed once.", name) +
@@ -614,7 +659,13 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 		why = " No code change is needed for speed: it already makes a single pass over the input, so a faster version would have the same cost."
 		doc = "Return the result in a single pass over the input."
 	case asksEmpty(low) && !p.bad(DocOnlyEmpty, c) && !p.bad(FalseEdgeClaim, c) && bare != "the code":
-		return emptyAnswer(prevCode, name, bare)
+		// Told what the code returned for empty input before, it makes
+		// that value explicit (unless it raises whatever its lines give).
+		was := ""
+		if m := returnedRe.FindStringSubmatch(c.LastUser()); m != nil {
+			was = m[1]
+		}
+		return emptyAnswer(prevCode, name, bare, was, p.bad(RaiseOnEmpty, c))
 	case strings.Contains(low, "edge") || strings.Contains(low, "empty") || strings.Contains(low, "unusual"):
 		what = "a docstring that states how it treats empty and unusual inputs"
 		why = " No code change is needed for them: the same path already handles empty and single-element inputs."
@@ -641,6 +692,9 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 		"\n\n" + block(revised) + "\n\nThe run below shows the revised version still works."
 }
 
+// summaryNameRe reads the function the pipeline's closing request names.
+var summaryNameRe = regexp.MustCompile("what the code \\(`([A-Za-z_]\\w*)`\\) does")
+
 // closing replies to an accepted run in prose.
 func (p *Persona) closing(request, code, task string, c Call) string {
 	name := fnName(code)
@@ -649,9 +703,12 @@ func (p *Persona) closing(request, code, task string, c Call) string {
 		return fmt.Sprintf("The output confirms that %s handles the request correctly, and the run finished without errors.", name)
 	}
 	// It names the last function the run called: a companion defined
-	// after the example's call has shown nothing yet.
+	// after the example's call has shown nothing yet. With no call of its
+	// own lines, the run is the tests', of the function the request names.
 	if r := calledName(code); r != "" {
 		name = r
+	} else if m := summaryNameRe.FindStringSubmatch(request); m != nil {
+		name = "`" + m[1] + "`"
 	}
 	if base := strings.TrimSuffix(strings.Trim(name, "`"), "_all"); base != strings.Trim(name, "`") && defines(code, base) && !strings.Contains(request, "nothing was printed") {
 		// A companion: what the run shows of each function, not the
@@ -681,7 +738,12 @@ func (p *Persona) closing(request, code, task string, c Call) string {
 			"The printed value comes from calling %s on the example; the function applies the rule from the task to its arguments and hands back the result.",
 		}
 	}
-	return fmt.Sprintf(forms[variant(task+request, len(forms))], name)
+	text := fmt.Sprintf(forms[variant(task+request, len(forms))], name)
+	if strings.Contains(request, "kept the code exactly as it was") {
+		// nothing changed in this round: nothing passes "now"
+		text = strings.Replace(text, "Everything passes now.", "Everything still passes, with the code as it was.", 1)
+	}
+	return text
 }
 
 var (
@@ -957,7 +1019,78 @@ func (p *Persona) explain(c Call) string {
 		forms = forms[:1]
 	}
 	s := forms[variant(code+last, len(forms))]
-	return strings.ToUpper(s[:1]) + s[1:]
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if p.bad(StructureOnly, c) {
+		return s
+	}
+	// What the code is for, in the task's words, and why its approach
+	// gives the right answer, before how its lines go.
+	if m := explainRequestRe.FindStringSubmatch(last); m != nil {
+		if what := purpose(m[1], name); what != "" {
+			s = strings.TrimSpace(what + " " + s + " " + why(code, strings.Trim(name, "`")))
+		}
+	}
+	return s
+}
+
+// explainRequestRe reads the request a reply answers from the explain
+// prompt.
+var explainRequestRe = regexp.MustCompile("(?s)The user's latest request:\n\n(.*?)\n\nThe assistant's reply")
+
+// taskVerbRe: "Write a (python) function to find ..." or "... that finds ...".
+var taskVerbRe = regexp.MustCompile(`(?i)\bfunction\s+(to|that)\s+([a-z]+)\b([^.\n]*)`)
+
+// purpose says what name computes in the task's words ("`min_cost`
+// finds the minimum cost path to reach (m, n) ..."), or "" when the
+// request states no "function to ..." of its own.
+func purpose(request, name string) string {
+	if name == "the code" {
+		name = "The function" // code with no definition the persona can read
+	}
+	m := taskVerbRe.FindStringSubmatch(request)
+	if m == nil {
+		// "Write a function of recursion list sum.": the task's own
+		// sentence, as the task states it
+		first := strings.TrimSpace(strings.SplitN(strings.SplitN(request, "\n", 2)[0], ". ", 2)[0])
+		if !strings.HasPrefix(strings.ToLower(first), "write ") || len(strings.Fields(first)) < 4 {
+			return ""
+		}
+		return name + " does what the task states: " + strings.ToLower(first[:1]) + strings.TrimRight(first[1:], ".") + "."
+	}
+	verb := strings.ToLower(m[2])
+	if strings.EqualFold(m[1], "to") {
+		switch {
+		case strings.HasSuffix(verb, "y") && len(verb) > 2 && !strings.ContainsRune("aeiou", rune(verb[len(verb)-2])):
+			verb = verb[:len(verb)-1] + "ies"
+		case strings.HasSuffix(verb, "s"), strings.HasSuffix(verb, "sh"), strings.HasSuffix(verb, "ch"), strings.HasSuffix(verb, "x"), strings.HasSuffix(verb, "z"):
+			verb += "es"
+		default:
+			verb += "s"
+		}
+	}
+	return name + " " + verb + strings.TrimRight(m[3], " :;,") + "."
+}
+
+var dpStepAnyRe = regexp.MustCompile(`([A-Za-z_]\w*)\[[^\]=]*\](?:\[[^\]=]*\])?\s*=.*\b([A-Za-z_]\w*)\[[^\]]*-\s*1`)
+
+// why says why fn's approach gives the right answer, after an account of
+// how it goes, where its lines show an approach with a reason of its own:
+// a recursion, a table built from its own earlier entries; "" otherwise.
+func why(code, fn string) string {
+	lines, defined := ownLines(code, fn)
+	if !defined {
+		return ""
+	}
+	body := strings.Join(lines, "\n")
+	if p := gates.CountPasses("def " + fn + "():\n" + body); p.Recursive {
+		return "That works because each call hands itself a smaller case, and the cases it answers directly end the chain."
+	}
+	for _, l := range lines {
+		if m := dpStepAnyRe.FindStringSubmatch(l); m != nil && m[1] == m[2] {
+			return fmt.Sprintf("That works because each entry of `%s` is built from entries already filled in, so every smaller case is settled before a larger one needs it and the last entry holds the answer.", m[1])
+		}
+	}
+	return ""
 }
 
 var (

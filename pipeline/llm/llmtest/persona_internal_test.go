@@ -101,3 +101,24 @@ func TestExplainPython(t *testing.T) {
 		t.Errorf("%d phrasings, want several: %v", len(seen), seen)
 	}
 }
+
+func TestPurpose(t *testing.T) {
+	for _, tc := range []struct{ request, want string }{
+		{"Write a function to find the minimum cost path to reach (m, n) from (0, 0).", "`f` finds the minimum cost path to reach (m, n) from (0, 0)."},
+		{"Write a python function to identify non-prime numbers.", "`f` identifies non-prime numbers."},
+		{"Write a function that matches a word containing 'z'.", "`f` matches a word containing 'z'."},
+		{"Write a function to match a string.", "`f` matches a string."},
+		{"Reverse the list.", ""},
+		{"Write a function of recursion list sum.\nYour code should pass these tests:", "`f` does what the task states: write a function of recursion list sum."},
+	} {
+		if got := purpose(tc.request, "`f`"); got != tc.want {
+			t.Errorf("purpose(%q) = %q, want %q", tc.request, got, tc.want)
+		}
+		if tc.want != "" && !gates.NamesPurpose(tc.want, tc.request) {
+			t.Errorf("purpose(%q) = %q fails the product's check", tc.request, tc.want)
+		}
+		if got := purpose(tc.request, "the code"); tc.want != "" && !strings.HasPrefix(got, "The function ") {
+			t.Errorf("purpose(%q) of unreadable code = %q, want it to open with \"The function\"", tc.request, got)
+		}
+	}
+}

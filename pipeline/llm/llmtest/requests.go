@@ -71,11 +71,13 @@ func insertDef(code, def string) string {
 // tuples, and a print of it on the example's arguments, so the run shows
 // what the new function returns; uncalled leaves that print out (the
 // UncalledClaim misbehaviour).
-func companionAnswer(code, name, fn string, uncalled bool) string {
+func companionAnswer(code, examples, name, fn string, uncalled bool) string {
 	all := fn + "_all"
 	def := fmt.Sprintf("def %s(cases):\n    \"\"\"Apply %s to each tuple of arguments in cases, in order.\"\"\"\n    return [%s(*args) for args in cases]", all, fn, fn)
 	revised := insertDef(code, def)
-	args, ok := exampleArgs(code, fn)
+	// the example's arguments: the code's own call, else the task's
+	// asserts (code that only defines fn still gets a call of f_all)
+	args, ok := exampleArgs(code+"\n"+examples, fn)
 	if uncalled || !ok {
 		text := fmt.Sprintf("To extend the functionality I keep %s as it is, so existing callers are unaffected, and add a companion `%s` that applies it to a list of argument tuples and returns the results in the same order.", name, all)
 		if !ok && !uncalled {
@@ -371,10 +373,7 @@ func edgeTest(code, examples, fn string) (test []string, why string, ok bool) {
 		}
 	} else if v, via, ok := emptyResult(code, fn, arg); ok {
 		value = v
-		why = fmt.Sprintf("for an empty `%s` the loop over it never runs, so `%s` returns `%s`", arg, fn, v)
-		if via != "" {
-			why = fmt.Sprintf("for an empty `%s` the loop over it never runs, so `%s` returns `%s` as set before the loop, `%s`", arg, fn, via, v)
-		}
+		why = fmt.Sprintf("for an empty `%s`, %s", arg, emptyWhy(arg, "`"+fn+"`", v, via))
 	}
 	switch {
 	case raises != "":

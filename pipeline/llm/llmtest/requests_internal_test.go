@@ -14,7 +14,7 @@ const pairCode = "def find_even_Pair(A,N): \n    evenPair = 0\n    for i in rang
 // TestCompanionAnswer: the companion is defined before the example's
 // print and called on the example's arguments, so a closing may name it.
 func TestCompanionAnswer(t *testing.T) {
-	got := lastCode(companionAnswer(pairCode, "`find_even_Pair`", "find_even_Pair", false))
+	got := lastCode(companionAnswer(pairCode, "", "`find_even_Pair`", "find_even_Pair", false))
 	want := "    return evenPair; \n\n\ndef find_even_Pair_all(cases):\n    \"\"\"Apply find_even_Pair to each tuple of arguments in cases, in order.\"\"\"\n    return [find_even_Pair(*args) for args in cases]\n\n\nprint(find_even_Pair([5,4,7,2,1],5))\nprint(find_even_Pair_all([([5,4,7,2,1],5,)]))"
 	if !strings.Contains(got, want) {
 		t.Errorf("code\n%s\nlacks\n%s", got, want)
@@ -22,11 +22,14 @@ func TestCompanionAnswer(t *testing.T) {
 	if !gates.Reached(got)["find_even_Pair_all"] {
 		t.Errorf("the run of\n%s\ndoes not call find_even_Pair_all", got)
 	}
-	if s := gates.UncalledClaim("The output confirms that `find_even_Pair_all` handles the request correctly.", lastCode(companionAnswer(pairCode, "`find_even_Pair`", "find_even_Pair", true))); s == "" {
+	if s := gates.UncalledClaim("The output confirms that `find_even_Pair_all` handles the request correctly.", lastCode(companionAnswer(pairCode, "", "`find_even_Pair`", "find_even_Pair", true))); s == "" {
 		t.Errorf("the misbehaving companion passes the uncalled-claim check")
 	}
 	// no example to call it on: the answer says the run does not call it
-	if a := companionAnswer("def f(x):\n    return x", "`f`", "f", false); !strings.Contains(a, "does not call `f_all`") {
+	if a := companionAnswer("def f(x):\n    return x", "assert f(3) == 3", "`f`", "f", false); !strings.Contains(lastCode(a), "print(f_all([(3,)]))") {
+		t.Errorf("code that only defines f, with the task's assert: %q, want f_all called on the assert's arguments", a)
+	}
+	if a := companionAnswer("def f(x):\n    return x", "", "`f`", "f", false); !strings.Contains(a, "does not call `f_all`") {
 		t.Errorf("answer without an example: %q", a)
 	}
 }
@@ -38,13 +41,13 @@ func TestGuardAnswer(t *testing.T) {
 		ok                       bool
 	}{
 		{"the example's types", pairCode, "", "find_even_Pair", []string{"if not isinstance(A, list):", "if not isinstance(N, int):"}, true},
-		{"the function the request names", lastCode(companionAnswer(pairCode, "`find_even_Pair`", "find_even_Pair", false)), "", "find_even_Pair_all",
+		{"the function the request names", lastCode(companionAnswer(pairCode, "", "`find_even_Pair`", "find_even_Pair", false)), "", "find_even_Pair_all",
 			[]string{"def find_even_Pair_all(cases):\n    \"\"\"Apply find_even_Pair to each tuple of arguments in cases, in order.\"\"\"\n    if not isinstance(cases, list):"}, true},
 		{"from the task's asserts", "def f(s, k):\n    return s[:k]", "assert f('abc', 2.5) == 'ab'", "f", []string{"if not isinstance(s, str):", "if not isinstance(k, (int, float)):"}, true},
 		{"a tuple and a dict", "def g(t, d):\n    return d[t[0]]", "assert g((1, 2), {1: 'a'}) == 'a'", "g", []string{"isinstance(t, tuple)", "isinstance(d, dict)"}, true},
 		{"no example", "def f(x):\n    return x", "", "f", nil, false},
 		{"an argument named after its type", "def rot(str):\n    return str[1:] + str[:1]", "assert rot(\"ab\") == \"ba\"", "rot", []string{`if not isinstance(str, type("")):`}, true},
-		{"an uncalled companion", lastCode(companionAnswer("def f(x):\n    return x", "`f`", "f", true)), "", "f_all", []string{"if not isinstance(cases, (list, tuple)):"}, true},
+		{"an uncalled companion", lastCode(companionAnswer("def f(x):\n    return x", "", "`f`", "f", true)), "", "f_all", []string{"if not isinstance(cases, (list, tuple)):"}, true},
 	} {
 		a, ok := guardAnswer(tc.code, tc.examples, "`"+tc.fn+"`", tc.fn)
 		if ok != tc.ok {
@@ -84,7 +87,7 @@ func TestStoreRepeated(t *testing.T) {
 		}
 	}
 	// kept for a while condition, without the claim the gate refuses
-	text, _ := keepAnswer("avoid recomputing values inside f", "def f(xs, n):\n    while len(xs) > n:\n        n += len(xs)\n    return n", "`f`", "f")
+	text, _ := keepAnswer("avoid recomputing values inside f", "def f(xs, n):\n    while len(xs) > n:\n        n += len(xs)\n    return n", "`f`", "f", false)
 	if s := gates.FalseComputedOnce(text, lastCode(text)); s != "" || !strings.Contains(text, "`len(xs)`") {
 		t.Errorf("kept answer %q", text)
 	}
@@ -137,7 +140,7 @@ func TestJudgeAcceptsOwnChanges(t *testing.T) {
 	p := &Persona{Solve: func(string) (string, string, bool) { return lenLog, "", true }}
 	demo := lenLog + "\n\nprint(len_log([\"python\",\"PHP\",\"bigdata\"]))"
 	guarded, _ := guardAnswer(demo, "", "`len_log`", "len_log")
-	stored, _ := keepAnswer("avoid recomputing values inside f", demo, "`len_log`", "len_log")
+	stored, _ := keepAnswer("avoid recomputing values inside f", demo, "`len_log`", "len_log", false)
 	shadowing, _ := guardAnswer("def len_log(list):\n    max=len(list[0])\n    for i in list:\n        if len(i)>max:\n            max=len(i)\n    return max\n\nprint(len_log([\"a\"]))", "", "`len_log`", "len_log")
 	if !strings.Contains(lastCode(shadowing), "isinstance(list, type([]))") || personaTypesRe.ReplaceAllString(lastCode(shadowing), "") == lastCode(shadowing) {
 		t.Errorf("the judge does not strip the guard of\n%s", lastCode(shadowing))
@@ -163,8 +166,8 @@ func TestLiteralType(t *testing.T) {
 // run showed of each function, and names none it did not call.
 func TestCompanionClosing(t *testing.T) {
 	p := &Persona{}
-	called := lastCode(companionAnswer(pairCode, "`find_even_Pair`", "find_even_Pair", false))
-	uncalled := lastCode(companionAnswer(pairCode, "`find_even_Pair`", "find_even_Pair", true))
+	called := lastCode(companionAnswer(pairCode, "", "`find_even_Pair`", "find_even_Pair", false))
+	uncalled := lastCode(companionAnswer(pairCode, "", "`find_even_Pair`", "find_even_Pair", true))
 	for _, tc := range []struct {
 		name, code, says string
 	}{
