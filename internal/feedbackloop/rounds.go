@@ -95,13 +95,20 @@ func (r *run) close(ctx context.Context, turn Turn) error {
 	if turn.Problem != nil && r.lang == "python" {
 		n = len(turn.Problem.Tests)
 	}
-	// The closing names the last function the run called: a companion
-	// defined after the example's call and never called has shown nothing.
+	// The closing names the function the tests call: a companion the
+	// example line also ran is not what they checked. Without tests it
+	// names the last function the run called: a companion defined after
+	// the example's call and never called has shown nothing.
 	name := ""
 	ms := defNameRe.FindAllStringSubmatch(r.code, -1)
 	var harness []string
 	if n > 0 {
 		harness = harnessCalls(turn)
+		for i := len(ms) - 1; i >= 0 && name == ""; i-- {
+			if slices.Contains(harness, ms[i][1]) {
+				name = ms[i][1]
+			}
+		}
 	}
 	reached := gates.Reached(r.code, harness...)
 	for i := len(ms) - 1; i >= 0 && name == ""; i-- {

@@ -275,6 +275,21 @@ func TestClosingFallsBackToTemplate(t *testing.T) {
 	}
 }
 
+// The templated closing of a tested run names the function the tests
+// call, not a companion the example line also ran.
+func TestTemplatedClosingNamesTheTestedFunction(t *testing.T) {
+	ex := sandbox(t, "")
+	const code = "def add(a, b):\n    return a + b\n\n\ndef add_all(cases):\n    return [add(*c) for c in cases]\n\n\nprint(add_all([(1, 2)]))"
+	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+		return llmtest.Reply{Text: "Return the sum, with a companion for many pairs.\n\n" + block(code)}
+	}, nil)
+	res := runMBPP(t, Options{Closing: ClosingTemplate}, c, nil, nil, ex)
+	last := res.Dialogue.Messages[len(res.Dialogue.Messages)-1].Content
+	if !res.Passed || !strings.Contains(last, "`add`") || strings.Contains(last, "add_all") {
+		t.Errorf("passed=%v closing %q, want it to name `add`, which the tests call", res.Passed, last)
+	}
+}
+
 func TestRequestedLanguage(t *testing.T) {
 	for _, tc := range []struct{ text, want string }{
 		{"Write a SQL query to find the second highest salary.", "sql"},
