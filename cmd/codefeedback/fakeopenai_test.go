@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/codefeedback/codefeedback/pipeline/llm/llmtest"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -195,7 +196,22 @@ func fakeModelReply(c llmtest.Call) llmtest.Reply {
 				fn, at = "`"+name+"`", i
 			}
 		}
-		return llmtest.Reply{Text: "This version defines " + fn + " with a short, direct approach and prints a small example so the run shows what it returns. It keeps to built-in operations, so it handles the empty case without special code."}
+		// It says what the code is for in the request's own words, as the
+		// explain stage asks of a dialogue's first reply (no_purpose).
+		purpose := ""
+		if _, rest, ok := strings.Cut(last, "The user's latest request:\n\n"); ok {
+			rest, _, _ = strings.Cut(rest, "\n")
+			words := strings.FieldsFunc(rest, func(r rune) bool {
+				return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' && r != ','
+			})
+			if len(words) > 16 {
+				words = words[:16]
+			}
+			if len(words) > 0 {
+				purpose = " It answers the request to " + strings.ToLower(words[0][:1]) + strings.Join(words, " ")[1:] + "."
+			}
+		}
+		return llmtest.Reply{Text: "This version defines " + fn + " with a short, direct approach and prints a small example so the run shows what it returns." + purpose + " It keeps to built-in operations, so it handles the empty case without special code."}
 	case strings.Contains(last, "Score:"):
 		return llmtest.Reply{Text: "Score: 5\nReason: it asks for a complete function with edge cases to handle."}
 	case strings.Contains(last, "Does the code solve the task correctly"),
