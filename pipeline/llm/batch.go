@@ -418,10 +418,11 @@ func (o *openaiBatches) status(ctx context.Context, id string) (batchStatus, err
 }
 
 // dirBatches hands batches to an offline runner through a directory: the
-// input is written as DIR/NAME.jsonl; the batch is done when the runner has
-// written DIR/NAME.output.jsonl (vLLM: python -m vllm.entrypoints.openai.run_batch
+// input is written as DIR/NAME.jsonl; the batch is done when the runner's
+// DIR/NAME.output.jsonl has a line for every request (vLLM: python -m vllm.entrypoints.openai.run_batch
 // -i DIR/NAME.jsonl -o DIR/NAME.output.jsonl --model M). A DIR/NAME.expired
-// file ends a batch that will not be answered (its requests then run live).
+// file ends a batch that will not be answered in full (the requests without
+// a line then run live).
 type dirBatches struct{ dir string }
 
 func (dirBatches) name() string { return "dir" }
@@ -444,13 +445,57 @@ func (d *dirBatches) find(_ context.Context, fileID string) (string, error) { re
 
 func (d *dirBatches) status(_ context.Context, id string) (batchStatus, error) {
 	base := strings.TrimSuffix(id, ".jsonl")
-	if out, err := os.ReadFile(base + ".output.jsonl"); err == nil {
-		return batchStatus{Done: true, State: "completed", Output: [][]byte{out}}, nil
+	out, outErr := os.ReadFile(base + ".output.jsonl")
+	if outErr == nil {
+		// A runner that writes its output in place can be read half way;
+		// the batch is done only when every request has its line. Reason:
+		// a partial read would send the rest live, or lose them.
+		in, err := os.ReadFile(id)
+		if err != nil {
+			return batchStatus{}, fmt.Errorf("read batch input %s: %w", id, err)
+		}
+		want, got := batchIDs(in), batchIDs(out)
+		missing := 0
+		for k := range want {
+			if !got[k] {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return batchStatus{Done: true, State: "completed", Output: [][]byte{out}}, nil
+		}
+		if _, err := os.Stat(base + ".expired"); err == nil {
+			return batchStatus{Done: true, State: "expired", Output: [][]byte{out}}, nil
+		}
+		return batchStatus{State: fmt.Sprintf("%s answers %d of %d requests; waiting for the rest (or %s.expired)",
+			filepath.Base(base)+".output.jsonl", len(want)-missing, len(want), filepath.Base(base))}, nil
 	}
 	if _, err := os.Stat(base + ".expired"); err == nil {
 		return batchStatus{Done: true, State: "expired"}, nil
 	}
 	return batchStatus{State: "waiting for " + filepath.Base(base) + ".output.jsonl"}, nil
+}
+
+// batchIDs is the set of custom_ids on the complete lines of a batch file;
+// a last line without its newline may still be being written.
+func batchIDs(data []byte) map[string]bool {
+	ids := map[string]bool{}
+	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+		data = data[:i+1]
+	} else {
+		return ids
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	for sc.Scan() {
+		var l struct {
+			CustomID string `json:"custom_id"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.CustomID != "" {
+			ids[l.CustomID] = true
+		}
+	}
+	return ids
 }
 
 // BatchPending lists the batch input files in dir that have no output yet:

@@ -2,6 +2,9 @@ package llm
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -203,5 +206,58 @@ func TestConfigWithEnv(t *testing.T) {
 	c = Config{Stage: "x", Params: Params{Model: "m"}}.WithEnv(func(string) string { return "" })
 	if c.Model != "m" || c.BaseURL != "" {
 		t.Errorf("empty env: got %+v", c)
+	}
+}
+
+// TestDirBatchPartialOutput: an output file read while its runner still
+// writes it does not end the batch (CI saw the rest sent live); a .expired
+// marker ends it with the lines there are.
+func TestDirBatchPartialOutput(t *testing.T) {
+	dir := t.TempDir()
+	d := &dirBatches{dir: dir}
+	in := "{\"custom_id\":\"a\"}\n{\"custom_id\":\"b\"}\n{\"custom_id\":\"c\"}\n"
+	id, err := d.upload(context.Background(), "q.jsonl", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "q.output.jsonl")
+	lines := []string{`{"custom_id":"a","response":{"status_code":200}}`, `{"custom_id":"b","response":{"status_code":200}}`, `{"custom_id":"c","response":{"status_code":200}}`}
+	cases := []struct {
+		name, out string
+		expired   bool
+		done      bool
+		state     string
+	}{
+		{"no output yet", "", false, false, "waiting for q.output.jsonl"},
+		{"empty output", "-", false, false, "answers 0 of 3"},
+		{"two lines", lines[0] + "\n" + lines[1] + "\n", false, false, "answers 2 of 3"},
+		{"last line cut", lines[0] + "\n" + lines[1] + "\n" + lines[2][:20], false, false, "answers 2 of 3"},
+		{"last line without newline", lines[0] + "\n" + lines[1] + "\n" + lines[2], false, false, "answers 2 of 3"},
+		{"complete", lines[0] + "\n" + lines[1] + "\n" + lines[2] + "\n", false, true, "completed"},
+		{"two lines, expired", lines[0] + "\n" + lines[1] + "\n", true, true, "expired"},
+	}
+	for _, c := range cases {
+		os.Remove(out)
+		os.Remove(filepath.Join(dir, "q.expired"))
+		switch c.out {
+		case "":
+		case "-":
+			os.WriteFile(out, nil, 0o644)
+		default:
+			os.WriteFile(out, []byte(c.out), 0o644)
+		}
+		if c.expired {
+			os.WriteFile(filepath.Join(dir, "q.expired"), nil, 0o644)
+		}
+		st, err := d.status(context.Background(), id)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if st.Done != c.done || !strings.Contains(st.State, c.state) {
+			t.Errorf("%s: done=%v state=%q, want done=%v state containing %q", c.name, st.Done, st.State, c.done, c.state)
+		}
+		if c.done && c.out != "" && len(st.Output) != 1 {
+			t.Errorf("%s: %d output files, want 1", c.name, len(st.Output))
+		}
 	}
 }
