@@ -52,6 +52,14 @@ sandbox-image:
 	  debootstrap --variant=minbase --include=$(SANDBOX_PACKAGES) bookworm $$dir >/tmp/codefeedback-debootstrap.log 2>&1 || { tail -20 /tmp/codefeedback-debootstrap.log; exit 1; }; \
 	  rm -rf $$dir/var/cache/apt/archives/*.deb $$dir/var/lib/apt/lists/*; \
 	  tar -C $$dir -c . | docker import -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin' -c 'LABEL codefeedback.packages=$(SANDBOX_HASH)' - $(SANDBOX_IMAGE) >/dev/null; rm -rf $$dir; fi
+	@# Javascript session kernels start from node's binary without read
+	@# permission, which leaves them not dumpable (executors/langs.py,
+	@# NODE_KERNEL_EXE). Added to an image built before that, without a new
+	@# debootstrap.
+	@if [ "$$(docker image inspect -f '{{index .Config.Labels "codefeedback.nodekernel"}}' $(SANDBOX_IMAGE) 2>/dev/null)" != "1" ]; then \
+	  set -e; c=$$(docker create --user 0 --network none $(SANDBOX_IMAGE) sh -c 'mkdir -p /opt/codefeedback && cp -L /usr/bin/node /opt/codefeedback/node && chmod 0111 /opt/codefeedback/node'); \
+	  docker start -a $$c; docker commit -c 'LABEL codefeedback.nodekernel=1' -c 'CMD ["/bin/sh"]' $$c $(SANDBOX_IMAGE) >/dev/null; docker rm $$c >/dev/null; \
+	  echo "sandbox image $(SANDBOX_IMAGE): execute-only node for session kernels added"; fi
 
 # The InterCode CTF environment's image on the docker driver: the sandbox
 # image plus the tools CTF tasks use, derived without a new debootstrap (the

@@ -345,47 +345,87 @@ def lang_exec(req, plan):
 # constructor). Each answer quotes the cell's nonce and carries an HMAC
 # under a key the kernel drew at start and sent before any cell ran, so a
 # cell that writes into fd 3, or reads a later request off stdin, cannot
-# answer for a later cell; the runner drops such lines. What stays open:
-# code that reaches the kernel's closure (the inspector module) could
-# read the key.
+# answer for a later cell; the runner drops such lines. Requests carry an
+# HMAC under a second key, so a cell that calls the kernel's stdin listener
+# (any listener is reachable) cannot have other code run under a later
+# cell's nonce. The kernel is strict code (a stack trace's call sites give
+# no function of it), refuses the modules and process methods that reach a
+# closure from inside (inspector, worker_threads, v8, bindings, addons),
+# keeps SIGUSR1 from opening the inspector's port, and starts from an
+# execute-only binary, so no process the cell starts can read its memory.
 
 NODE_KERNEL = r"""
 (() => {
+'use strict';
 const vm = require('vm'), util = require('util'), fs = require('fs'), crypto = require('crypto');
+const Module = require('module');
 const Script = vm.Script, run = vm.Script.prototype.runInThisContext, apply = Reflect.apply;
 const writeSync = fs.writeSync, parse = JSON.parse, inspect = util.inspect, isPromise = util.types.isPromise;
-const then = Promise.prototype.then, hmacOf = crypto.createHmac, String_ = String;
+const then = Promise.prototype.then, hmacOf = crypto.createHmac, String_ = String, Error_ = Error;
 const update = crypto.Hmac.prototype.update, digest = crypto.Hmac.prototype.digest;
-const key = crypto.createSecretKey(crypto.randomBytes(32));
-const keyHex = key.export().toString('hex');
 const split = String.prototype.split, slice = String.prototype.slice, indexOf = String.prototype.indexOf;
+const startsWith = String.prototype.startsWith;
 const findIndex = Array.prototype.findIndex, join = Array.prototype.join, test = RegExp.prototype.test;
 const shift = Array.prototype.shift, push = Array.prototype.push;
+const Set_ = Set, has = Set.prototype.has, add = Set.prototype.add;
+const load = Module._load, defineProperty = Object.defineProperty;
+// Two keys, drawn before any cell and sent to the runner, then dropped as
+// text: one signs answers, one tags requests (so a cell that calls the
+// kernel's stdin listener cannot have a request of its own run).
+const sent = [];
+const keyOf = () => {
+  const raw = crypto.randomBytes(32);
+  apply(push, sent, [raw.toString('hex')]);
+  const k = crypto.createSecretKey(raw);
+  raw.fill(0);
+  return k;
+};
+const key = keyOf(), reqKey = keyOf();
+const mac = (k, text) => {
+  try {
+    const h = hmacOf('sha256', k);
+    apply(update, h, [text]);
+    return apply(digest, h, ['hex']);
+  } catch (_) { return ''; }
+};
+// What could read this closure, from inside the process: the inspector
+// (and a worker's connection to this thread), v8's flags and snapshots,
+// native bindings and addons, SIGUSR1 (which opens the inspector's port).
+const refused = new Set_(['inspector', 'inspector/promises', 'worker_threads', 'v8', 'trace_events', 'wasi']);
+const refuse = (what) => () => { throw new Error_(what + ' is not available in a session cell: it could read the session kernel'); };
+defineProperty(Module, '_load', { __proto__: null, configurable: false, writable: false, value: function (request, parent, isMain) {
+  if (typeof request !== 'string') throw new Error_('module names are strings');
+  const id = apply(startsWith, request, ['node:']) ? apply(slice, request, [5]) : request;
+  if (apply(has, refused, [id])) refuse("module '" + id + "'")();
+  return apply(load, this, [request, parent, isMain]);
+} });
+for (const name of ['binding', '_linkedBinding', 'dlopen', '_debugProcess', '_debugEnd']) {
+  defineProperty(process, name, { __proto__: null, configurable: false, writable: false, value: refuse('process.' + name) });
+}
+process.on('SIGUSR1', () => {});
 Object.assign(globalThis, { require, module, exports, __filename: '', __dirname: process.cwd() });
-const kernelFrame = /^\s+at (?:Script\.runInThisContext|new Script) /;
-// The kernel's own frames (below the cell's script) are noise in a trace.
+const kernelFrame = /^\s+at (?:Script\.runInThisContext|new Script) /, ownFrame = /\[eval\]:\d/;
+const filter = Array.prototype.filter, sliceArray = Array.prototype.slice;
+// The kernel's own frames (below the cell's script, and its refusals above
+// it) are noise in a trace.
 const trace = (e) => {
   if (!(e && e.stack)) return 'Uncaught ' + inspect(e);
   const lines = apply(split, String_(e.stack), ['\n']);
   const cut = apply(findIndex, lines, [(l) => apply(test, kernelFrame, [l])]);
-  return apply(join, cut > 0 ? apply(Array.prototype.slice, lines, [0, cut]) : lines, ['\n']);
+  const cell = cut > 0 ? apply(sliceArray, lines, [0, cut]) : lines;
+  return apply(join, apply(filter, cell, [(l) => !apply(test, ownFrame, [l])]), ['\n']);
 };
 const report = (e) => { try { writeSync(2, trace(e) + '\n'); } catch (_) {} };
 process.on('uncaughtException', report);
 process.on('unhandledRejection', report);
 const answer = (nonce, rc) => {
-  let mac = '';
-  try {
-    const h = hmacOf('sha256', key);
-    apply(update, h, [nonce + ' ' + rc]);
-    mac = apply(digest, h, ['hex']);
-  } catch (_) {}
+  const m = mac(key, nonce + ' ' + rc);
   for (;;) {
-    try { writeSync(3, nonce + ' ' + rc + ' ' + mac + '\n'); return; } catch (_) {}
+    try { writeSync(3, nonce + ' ' + rc + ' ' + m + '\n'); return; } catch (_) {}
   }
 };
 let n = 0, buf = '', busy = false;
-const queue = [];
+const queue = [], seen = new Set_();
 const next = () => {
   if (busy || queue.length === 0) return;
   busy = true;
@@ -418,15 +458,43 @@ process.stdin.setEncoding('utf8');
 process.stdin.on('data', (d) => {
   buf += d;
   for (let i; (i = apply(indexOf, buf, ['\n'])) >= 0; ) {
-    const req = parse(apply(slice, buf, [0, i]));
+    let req;
+    try { req = parse(apply(slice, buf, [0, i])); } catch (_) { req = null; }
     buf = apply(slice, buf, [i + 1]);
-    apply(push, queue, [{ code: String_(req.code), nonce: String_(req.nonce) }]);
+    if (req === null || typeof req !== 'object') continue;
+    const code = String_(req.code), nonce = String_(req.nonce);
+    // Only the runner's requests run, each once.
+    if (String_(req.tag) !== mac(reqKey, nonce + '\n' + code) || apply(has, seen, [nonce])) continue;
+    apply(add, seen, [nonce]);
+    apply(push, queue, [{ code, nonce }]);
   }
   next();
 });
-writeSync(3, 'key ' + keyHex + '\n');
+writeSync(3, 'key ' + apply(join, sent, [' ']) + '\n');
+sent.length = 0;
 })();
 """
+
+
+# NODE_KERNEL_EXE is node's binary without read permission (the driver
+# binds it in, or the image has it): execve of a file the process cannot
+# read leaves it not dumpable, so no same-uid process the cell starts can
+# open its /proc/PID/mem (node cannot make itself so, as the python kernel
+# does with prctl).
+NODE_KERNEL_EXE = "/opt/codefeedback/node"
+
+
+def node_kernel_exe():
+    try:
+        st = os.stat(NODE_KERNEL_EXE)
+    except OSError:
+        raise RuntimeError("javascript sessions need an execute-only copy of node at %s, which this sandbox "
+                           "lacks (the bwrap driver binds one in; the docker image has one from `make sandbox-image`)"
+                           % NODE_KERNEL_EXE)
+    if st.st_mode & 0o444 or os.access(NODE_KERNEL_EXE, os.R_OK):
+        raise RuntimeError("%s is readable: a session kernel started from it could be read by the cells' processes"
+                           % NODE_KERNEL_EXE)
+    return NODE_KERNEL_EXE
 
 
 def node_session_start(sess):
@@ -436,6 +504,7 @@ def node_session_start(sess):
     sess.open_capture()  # runner.py: node inherits fds 1 and 2
     values = lang_values({"lang": "javascript", "limits": sess.limits}, sess.scratch)
     argv = ["node", "--max-old-space-size=" + values["heap_mb"], "--stack-size=4000", "-e", NODE_KERNEL]
+    exe = node_kernel_exe()
     cmd_r, cmd_w = os.pipe()
     rep_r, rep_w = os.pipe()
     pid = os.fork()
@@ -449,7 +518,7 @@ def node_session_start(sess):
             os.dup2(sess.err, 2)
             os.dup2(rep_w, 3)
             os.closerange(4, 1 << 16)
-            os.execve(lang_which("node"), argv, dict(os.environ))
+            os.execve(exe, argv, dict(os.environ))
         finally:
             os._exit(127)
     os.close(cmd_r)
@@ -457,13 +526,27 @@ def node_session_start(sess):
     rep = os.fdopen(rep_r, "rb")
     # The kernel's first line, before any cell ran: its HMAC key.
     line = rep.readline(256)
-    if not line.startswith(b"key ") or len(line.split()) != 2:
+    if not line.startswith(b"key ") or len(line.split()) != 3:
         rep.close()
         os.close(cmd_w)
         sigkill(-pid)  # runner.py
         os.waitpid(pid, 0)
         raise RuntimeError("the node session kernel did not start")
-    sess.node = (pid, cmd_w, rep, bytes.fromhex(line.split()[1].decode()))
+    keys = line.split()
+    try:
+        # The kernel must not be dumpable: a process the cell leaves behind
+        # could otherwise read the keys through /proc/PID/mem.
+        os.close(os.open("/proc/%d/mem" % pid, os.O_RDONLY))
+        dumpable = True
+    except OSError:
+        dumpable = False
+    if dumpable:
+        rep.close()
+        os.close(cmd_w)
+        sigkill(-pid)  # runner.py
+        os.waitpid(pid, 0)
+        raise RuntimeError("the node session kernel is dumpable (%s is readable?): refused" % exe)
+    sess.node = (pid, cmd_w, rep, bytes.fromhex(keys[1].decode()), bytes.fromhex(keys[2].decode()))
 
 
 def node_session_stop(sess):
@@ -471,7 +554,7 @@ def node_session_stop(sess):
     sess.node = None
     if node is None:
         return
-    pid, cmd_w, rep, _ = node
+    pid, cmd_w, rep = node[:3]
     for close in (lambda: os.close(cmd_w), rep.close):
         try:
             close()
@@ -490,10 +573,11 @@ def node_session_cell(sess, code):
         node_session_start(sess)
     import hashlib
     import hmac
-    pid, cmd_w, rep, key = sess.node
+    pid, cmd_w, rep, key, req_key = sess.node
     nonce = os.urandom(16).hex()
+    tag = hmac.new(req_key, (nonce + "\n" + code).encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
     try:
-        os.write(cmd_w, (json.dumps({"code": code, "nonce": nonce}) + "\n").encode())
+        os.write(cmd_w, (json.dumps({"code": code, "nonce": nonce, "tag": tag}) + "\n").encode())
     except OSError:
         pass
     # The answer is the line with this cell's nonce and a valid HMAC;

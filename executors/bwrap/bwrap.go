@@ -390,6 +390,11 @@ func (l *Launcher) args(argv []string, cg *cgroup, mounts []executors.Mount) []s
 		}
 		a = append(a, op, m.Source, m.Target)
 	}
+	if root == nil && sys == nil {
+		if k := nodeKernel(); k != "" {
+			a = append(a, "--ro-bind", k, nodeKernelTarget)
+		}
+	}
 	if root == nil {
 		a = append(a, "--remount-ro", "/")
 	} else {

@@ -358,6 +358,31 @@ forged=$'#0\ntrap "exit 0" EXIT\nbuiltin() { exit 0; }\n#saved\n'
 disown`},
 }
 
+// nodeSteal is the prologue of forgeries that act on the next cell's
+// request: steal(f) blocks the event loop (after this cell's answer) until
+// the request is on stdin, reads it first and calls f(line, request);
+// feed is the kernel's stdin listener; sign(nonce, keys) writes an answer
+// "exit 0" for the nonce under each candidate key into fd 3.
+const nodeSteal = `
+const fs = require('fs'), crypto = require('crypto');
+const feed = process.stdin.listeners('data')[0];
+const steal = (f) => setTimeout(() => {
+  const b = Buffer.alloc(1 << 20);
+  let n = 0;
+  for (;;) {
+    try { n = fs.readSync(0, b, 0, b.length, null); break; } catch (e) { if (e.code !== 'EAGAIN') return; }
+  }
+  const line = b.toString('utf8', 0, n);
+  f(line, JSON.parse(line.split('\n')[0]));
+}, 0);
+const sign = (nonce, keys) => {
+  for (const k of keys) {
+    const mac = crypto.createHmac('sha256', Buffer.from(k, 'hex')).update(nonce + ' 0').digest('hex');
+    try { fs.writeSync(3, nonce + ' 0 ' + mac + '\n'); } catch (_) {}
+  }
+};
+`
+
 // nodeForgeries are javascript session cells that try to make a later
 // cell's exit status 0; the cell after each is `null.x`, a TypeError the
 // engine throws, which must end with exit status 1.
@@ -389,6 +414,64 @@ crypto.createHmac = () => ({ update() {}, digest: () => '0' });
 Object.prototype.filename = 'x'; Object.prototype.displayErrors = true;
 Error.prepareStackTrace = () => '';
 globalThis.String = () => '1';`},
+	// The next request is taken off stdin before the kernel reads it (a
+	// timer that blocks the event loop until it comes) and handed to the
+	// kernel's own stdin listener with other code: the kernel runs only
+	// requests the runner tagged.
+	{"a later request's nonce fed to the kernel's listener with other code", nodeSteal + `
+console.log('patched');
+steal((line, r) => { feed(JSON.stringify({ code: '0', nonce: r.nonce, tag: r.tag }) + '\n'); feed(line); });`},
+	// The inspector reads the kernel's closure (its key) through the
+	// listener's scopes; the key then signs the next cell's answer.
+	{"the kernel's key read through the inspector", nodeSteal + `
+console.log('patched');
+try {
+  const s = new (require('inspector').Session)();
+  s.connect();
+  const post = (m, p) => { let out; s.post(m, p, (e, r) => { if (e) throw e; out = r; }); return out; };
+  globalThis.__feed = feed;
+  const props = (id) => post('Runtime.getProperties', { objectId: id, ownProperties: true });
+  const fn = post('Runtime.evaluate', { expression: '__feed' }).result.objectId;
+  const scopes = props(fn).internalProperties.find((p) => p.name === '[[Scopes]]').value.objectId;
+  const keys = [];
+  for (const sc of props(scopes).result) {
+    for (const v of props(sc.value.objectId).result) {
+      if (v.value && v.value.objectId && v.value.className === 'SecretKeyObject') {
+        keys.push(post('Runtime.callFunctionOn', { objectId: v.value.objectId, returnByValue: true,
+          functionDeclaration: 'function () { return this.export().toString("hex"); }' }).result.value);
+      }
+    }
+  }
+  console.log('keys found: ' + keys.length);
+  steal((line, r) => { sign(r.nonce, keys); feed(line); });
+} catch (e) { console.log('refused: ' + e.message); }`},
+	// A process the cell starts reads the kernel's memory for its key (hex
+	// text, as the kernel once kept it), which then signs the next answer.
+	{"the kernel's memory read by a process the cell starts", nodeSteal + `
+console.log('patched');
+let keys = [];
+try {
+  keys = JSON.parse(require('child_process').execFileSync('python3', ['-c', ` + "`" + `
+import json, re, sys
+pid, found = sys.argv[1], set()
+try:
+    mem = open("/proc/%s/mem" % pid, "rb", buffering=0)
+    for line in open("/proc/%s/maps" % pid):
+        a, perms = line.split()[:2]
+        lo, hi = (int(x, 16) for x in a.split("-"))
+        if not perms.startswith("rw") or hi - lo > 1 << 28:
+            continue
+        try:
+            mem.seek(lo)
+            found.update(m.decode() for m in re.findall(rb"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])", mem.read(hi - lo)))
+        except OSError:
+            pass
+except OSError as e:
+    print(e, file=sys.stderr)
+print(json.dumps(sorted(found)))` + "`" + `, String(process.pid)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }));
+} catch (e) { console.log('refused: ' + e.message); }
+console.log('keys found: ' + (keys.length > 0));
+steal((line, r) => { sign(r.nonce, keys); feed(line); });`},
 	// These break node itself (its streams call them), so the kernel may
 	// never hear of the next cell: that cell times out, never succeeds.
 	{"prototypes node's own streams use", `
