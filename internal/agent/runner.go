@@ -153,37 +153,25 @@ feed:
 
 // one returns task i's episode from the store or plays it.
 func (r *Runner) one(ctx context.Context, envs map[string]env.Env, i int, t env.Task) (Episode, error) {
-	key := r.Agent.Key(t, r.EnvOptions)
-	if r.Cache != nil {
-		ep, ok, err := store.GetJSON[Episode](ctx, r.Cache, EpisodeBucket, key)
-		if err != nil {
-			return Episode{}, fmt.Errorf("agent: store: %w", err)
+	keep := func(ep Episode) bool { return ep.Error == "" } // a failed episode is played again
+	ep, hit, err := store.Memo(ctx, r.Cache, EpisodeBucket, r.Agent.Key(t, r.EnvOptions), keep, func() (Episode, error) {
+		e, ok := envs[t.Env]
+		if !ok {
+			var err error
+			if e, err = env.Open(ctx, t.Env, r.Ex, r.EnvOptions); err != nil {
+				return Episode{}, err
+			}
+			envs[t.Env] = e
 		}
-		if ok {
-			ep.Cached = true
-			return ep, r.log(i, ep)
-		}
-	}
-	e, ok := envs[t.Env]
-	if !ok {
-		var err error
-		if e, err = env.Open(ctx, t.Env, r.Ex, r.EnvOptions); err != nil {
-			return Episode{}, fmt.Errorf("agent: task %s: %w", t.ID, err)
-		}
-		envs[t.Env] = e
-	}
-	ep, err := r.Agent.Run(ctx, e, t)
+		return r.Agent.Run(ctx, e, t)
+	})
 	if err != nil {
 		if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
 			err = fmt.Errorf("agent: task %s: %w", t.ID, err)
 		}
 		return Episode{}, err
 	}
-	if r.Cache != nil && ep.Error == "" {
-		if err := store.PutJSON(ctx, r.Cache, EpisodeBucket, key, ep); err != nil {
-			return Episode{}, fmt.Errorf("agent: store: %w", err)
-		}
-	}
+	ep.Cached = hit
 	return ep, r.log(i, ep)
 }
 

@@ -236,26 +236,12 @@ func (e *Evaluator) Run(ctx context.Context, tasks []Task, progress func(done, t
 
 // Sample evaluates one task (or returns it from the store).
 func (e *Evaluator) Sample(ctx context.Context, t Task) (Sample, error) {
-	key := e.sampleKey(t)
-	if e.cache != nil {
-		s, ok, err := store.GetJSON[Sample](ctx, e.cache, SampleBucket, key)
-		if err != nil {
-			return Sample{}, fmt.Errorf("evaluate: cache get: %w", err)
-		}
-		if ok {
-			s.Cached = true
-			return s, nil
-		}
-	}
-	s, err := e.sample(ctx, t)
+	keep := func(s Sample) bool { return s.Error == "" } // a failed model call is asked again
+	s, hit, err := store.Memo(ctx, e.cache, SampleBucket, e.sampleKey(t), keep, func() (Sample, error) { return e.sample(ctx, t) })
 	if err != nil {
 		return Sample{}, err
 	}
-	if e.cache != nil && s.Error == "" {
-		if err := store.PutJSON(ctx, e.cache, SampleBucket, key, s); err != nil {
-			return Sample{}, fmt.Errorf("evaluate: cache put: %w", err)
-		}
-	}
+	s.Cached = hit
 	return s, nil
 }
 

@@ -55,3 +55,27 @@ func PutJSON(ctx context.Context, c Cache, bucket, key string, v any) error {
 	}
 	return c.Put(ctx, bucket, key, b)
 }
+
+// Memo returns the value under key when c holds one (hit is true), or
+// computes it and, when keep accepts it, stores it for the next run (a
+// value recording a failure is worth computing again). A nil c computes
+// every time. compute's errors come back as they are; the store's name
+// the bucket.
+func Memo[T any](ctx context.Context, c Cache, bucket, key string, keep func(T) bool, compute func() (T, error)) (v T, hit bool, err error) {
+	if c != nil {
+		if v, ok, err := GetJSON[T](ctx, c, bucket, key); err != nil {
+			return v, false, fmt.Errorf("store: get %s: %w", bucket, err)
+		} else if ok {
+			return v, true, nil
+		}
+	}
+	if v, err = compute(); err != nil {
+		return v, false, err
+	}
+	if c != nil && keep(v) {
+		if err := PutJSON(ctx, c, bucket, key, v); err != nil {
+			return v, false, fmt.Errorf("store: put %s: %w", bucket, err)
+		}
+	}
+	return v, false, nil
+}
