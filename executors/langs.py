@@ -349,8 +349,9 @@ def lang_exec(req, plan):
 # HMAC under a second key, so a cell that calls the kernel's stdin listener
 # (any listener is reachable) cannot have other code run under a later
 # cell's nonce. The kernel is strict code (a stack trace's call sites give
-# no function of it), refuses the modules and process methods that reach a
-# closure from inside (inspector, worker_threads, v8, bindings, addons),
+# no function of it), replaces by refusals the module members and process
+# methods that reach a closure from inside (inspector, workers, loader
+# threads, v8's snapshots and flags, bindings, addons),
 # keeps SIGUSR1 from opening the inspector's port, and starts from an
 # execute-only binary, so no process the cell starts can read its memory.
 
@@ -364,11 +365,10 @@ const writeSync = fs.writeSync, parse = JSON.parse, inspect = util.inspect, isPr
 const then = Promise.prototype.then, hmacOf = crypto.createHmac, String_ = String, Error_ = Error;
 const update = crypto.Hmac.prototype.update, digest = crypto.Hmac.prototype.digest;
 const split = String.prototype.split, slice = String.prototype.slice, indexOf = String.prototype.indexOf;
-const startsWith = String.prototype.startsWith;
 const findIndex = Array.prototype.findIndex, join = Array.prototype.join, test = RegExp.prototype.test;
 const shift = Array.prototype.shift, push = Array.prototype.push;
 const Set_ = Set, has = Set.prototype.has, add = Set.prototype.add;
-const load = Module._load, defineProperty = Object.defineProperty;
+const defineProperty = Object.defineProperty;
 // Two keys, drawn before any cell and sent to the runner, then dropped as
 // text: one signs answers, one tags requests (so a cell that calls the
 // kernel's stdin listener cannot have a request of its own run).
@@ -388,17 +388,30 @@ const mac = (k, text) => {
     return apply(digest, h, ['hex']);
   } catch (_) { return ''; }
 };
-// What could read this closure, from inside the process: the inspector
-// (and a worker's connection to this thread), v8's flags and snapshots,
-// native bindings and addons, SIGUSR1 (which opens the inspector's port).
-const refused = new Set_(['inspector', 'inspector/promises', 'worker_threads', 'v8', 'trace_events', 'wasi']);
-const refuse = (what) => () => { throw new Error_(what + ' is not available in a session cell: it could read the session kernel'); };
-defineProperty(Module, '_load', { __proto__: null, configurable: false, writable: false, value: function (request, parent, isMain) {
-  if (typeof request !== 'string') throw new Error_('module names are strings');
-  const id = apply(startsWith, request, ['node:']) ? apply(slice, request, [5]) : request;
-  if (apply(has, refused, [id])) refuse("module '" + id + "'")();
-  return apply(load, this, [request, parent, isMain]);
-} });
+// What could read this closure from inside the process: the inspector
+// (also a worker's or a loader thread's connection to this thread), v8's
+// flags and snapshots, native bindings and addons, SIGUSR1 (which opens
+// the inspector's port). Builtin modules are one object however they are
+// loaded (require, require(esm), import() through any loader), so their
+// dangerous members are replaced here, before any cell, by refusals.
+const refuse = (what) => function () { throw new Error_(what + ' is not available in a session cell: it could read the session kernel'); };
+const poison = (id, names) => {
+  let m;
+  try { m = require(id); } catch (_) { return; } // not in this node
+  for (const name of names || Object.keys(m)) {
+    if (typeof m[name] === 'function') {
+      defineProperty(m, name, { __proto__: null, configurable: false, writable: false, enumerable: true, value: refuse(id + '.' + name) });
+    }
+  }
+};
+poison('inspector');
+poison('inspector/promises');
+poison('worker_threads', ['Worker']);
+poison('v8', ['setFlagsFromString', 'getHeapSnapshot', 'writeHeapSnapshot', 'setHeapSnapshotNearHeapLimit',
+  'takeCoverage', 'stopCoverage', 'queryObjects']);
+poison('trace_events', ['createTracing']);
+poison('module', ['register']);
+if (typeof Module.syncBuiltinESMExports === 'function') Module.syncBuiltinESMExports();
 for (const name of ['binding', '_linkedBinding', 'dlopen', '_debugProcess', '_debugEnd']) {
   defineProperty(process, name, { __proto__: null, configurable: false, writable: false, value: refuse('process.' + name) });
 }

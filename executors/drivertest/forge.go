@@ -383,6 +383,34 @@ const sign = (nonce, keys) => {
 };
 `
 
+// nodeInspector is a forgery's body: it opens an inspector session on
+// the kernel (the module from the expression load), reads every key in the
+// kernel's stdin listener's scopes, and signs the next cell's answer.
+func nodeInspector(load string) string {
+	return `
+console.log('patched');
+try {
+  const s = new (` + load + `.Session)();
+  s.connect();
+  const post = (m, p) => { let out; s.post(m, p, (e, r) => { if (e) throw e; out = r; }); return out; };
+  globalThis.__feed = feed;
+  const props = (id) => post('Runtime.getProperties', { objectId: id, ownProperties: true });
+  const fn = post('Runtime.evaluate', { expression: '__feed' }).result.objectId;
+  const scopes = props(fn).internalProperties.find((p) => p.name === '[[Scopes]]').value.objectId;
+  const keys = [];
+  for (const sc of props(scopes).result) {
+    for (const v of props(sc.value.objectId).result) {
+      if (v.value && v.value.objectId && v.value.className === 'SecretKeyObject') {
+        keys.push(post('Runtime.callFunctionOn', { objectId: v.value.objectId, returnByValue: true,
+          functionDeclaration: 'function () { return this.export().toString("hex"); }' }).result.value);
+      }
+    }
+  }
+  console.log('keys found: ' + keys.length);
+  steal((line, r) => { sign(r.nonce, keys); feed(line); });
+} catch (e) { console.log('refused: ' + e.message); }`
+}
+
 // nodeForgeries are javascript session cells that try to make a later
 // cell's exit status 0; the cell after each is `null.x`, a TypeError the
 // engine throws, which must end with exit status 1.
@@ -422,29 +450,12 @@ globalThis.String = () => '1';`},
 console.log('patched');
 steal((line, r) => { feed(JSON.stringify({ code: '0', nonce: r.nonce, tag: r.tag }) + '\n'); feed(line); });`},
 	// The inspector reads the kernel's closure (its key) through the
-	// listener's scopes; the key then signs the next cell's answer.
-	{"the kernel's key read through the inspector", nodeSteal + `
-console.log('patched');
-try {
-  const s = new (require('inspector').Session)();
-  s.connect();
-  const post = (m, p) => { let out; s.post(m, p, (e, r) => { if (e) throw e; out = r; }); return out; };
-  globalThis.__feed = feed;
-  const props = (id) => post('Runtime.getProperties', { objectId: id, ownProperties: true });
-  const fn = post('Runtime.evaluate', { expression: '__feed' }).result.objectId;
-  const scopes = props(fn).internalProperties.find((p) => p.name === '[[Scopes]]').value.objectId;
-  const keys = [];
-  for (const sc of props(scopes).result) {
-    for (const v of props(sc.value.objectId).result) {
-      if (v.value && v.value.objectId && v.value.className === 'SecretKeyObject') {
-        keys.push(post('Runtime.callFunctionOn', { objectId: v.value.objectId, returnByValue: true,
-          functionDeclaration: 'function () { return this.export().toString("hex"); }' }).result.value);
-      }
-    }
-  }
-  console.log('keys found: ' + keys.length);
-  steal((line, r) => { sign(r.nonce, keys); feed(line); });
-} catch (e) { console.log('refused: ' + e.message); }`},
+	// listener's scopes; the key then signs the next cell's answer. The
+	// module is loaded by require, and through the ESM loader, which
+	// does not go through require (require(esm) where node has it).
+	{"the kernel's key read through the inspector", nodeSteal + nodeInspector("require('inspector')")},
+	{"the kernel's key read through the inspector loaded as ESM", nodeSteal + nodeInspector(
+		"(require('fs').writeFileSync('insp.mjs', 'export * from \"node:inspector\";'), require('./insp.mjs'))")},
 	// A process the cell starts reads the kernel's memory for its key (hex
 	// text, as the kernel once kept it), which then signs the next answer.
 	{"the kernel's memory read by a process the cell starts", nodeSteal + `
