@@ -92,10 +92,13 @@ func cmdFakeOpenAI(t *testing.T, ts *testscript.TestScript, neg bool, args []str
 		if err != nil || h.srv == nil {
 			ts.Fatalf("usage: fakeopenai waitbatches N (after start)")
 		}
+		// A batch counts once the client polled it: it polls only after
+		// recording the batch in the run store, so a kill after this finds
+		// it there (a fixed pause here lost that race under load).
 		open := func() int {
 			k := 0
 			for _, b := range h.srv.Batches() {
-				if b.Status == "validating" || b.Status == "in_progress" {
+				if (b.Status == "validating" || b.Status == "in_progress") && h.srv.Calls("/v1/batches/"+b.ID) > 0 {
 					k++
 				}
 			}
@@ -108,7 +111,6 @@ func cmdFakeOpenAI(t *testing.T, ts *testscript.TestScript, neg bool, args []str
 		if got := open(); got < n {
 			ts.Fatalf("fakeopenai waitbatches: %d unfinished batches after 2m, want %d", got, n)
 		}
-		time.Sleep(200 * time.Millisecond) // the batch id reaches the run store right after create
 	case len(args) == 1 && args[0] == "batches":
 		// Prints the batches and fails if any request was submitted in two.
 		if h.srv == nil {
