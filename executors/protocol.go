@@ -137,6 +137,18 @@ type wireRequest struct {
 	// an earlier identical compile (the runner then skips the compiler).
 	CompileLimits *wireLimits       `json:"compile_limits,omitempty"`
 	Artifact      map[string][]byte `json:"artifact,omitempty"`
+	// A python session whose cells the host runs on the kernel itself
+	// (kernelpath.go): the channel's descriptor in the runner (op
+	// session); the cell's number, whether the kernel handed it back to
+	// be compiled with the AST (op cell); how a cell the host ran ended
+	// and what it read before it (op cell_end).
+	ChannelFD  int     `json:"channel_fd,omitempty"`
+	N          int     `json:"n,omitempty"`
+	AST        bool    `json:"ast,omitempty"`
+	What       string  `json:"what,omitempty"`
+	Begin      []int64 `json:"begin,omitempty"`
+	OOMs       *int64  `json:"ooms,omitempty"`
+	DurationNS int64   `json:"duration_ns,omitempty"`
 }
 
 type wireResponse struct {
