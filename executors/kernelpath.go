@@ -13,8 +13,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -33,12 +35,11 @@ import (
 type kernelPath struct {
 	ch    *os.File // the host's end of the channel
 	chFD  int      // its other end, in the runner
-	cpu   *os.File // the cgroup's CPU counter, re-read with pread
+	cpu   int      // the cgroup's CPU counter, re-read with pread
 	cpuV2 bool     // cpu.stat (usec) rather than cpuacct.usage (ns)
-	oom   *os.File // the cgroup's OOM counter
+	oom   int      // the cgroup's OOM counter
 	procs string   // the cgroup's cgroup.procs
 	ncpu  int
-	wake  int // an eventfd, readable once the cell's context ends (watch)
 
 	k      *kernelProc
 	n      int    // cells of the session so far (their names: <cell-N>)
@@ -53,6 +54,11 @@ type kernelProc struct {
 	pid               int // its host pid: the status socket's only trusted sender
 	pidfd             int
 	mac               hash.Hash // HMAC-SHA256 under the kernel's key
+	// stf is st in Go's poller (st is non-blocking: the runner only
+	// reads it with MSG_DONTWAIT), so the wait for a status parks this
+	// goroutine rather than a thread in poll(2).
+	stf  *os.File
+	stRC syscall.RawConn
 }
 
 // newKernelPath returns the direct path of conn's instance, or nil where
@@ -69,17 +75,12 @@ func newKernelPath(conn Conn) (*kernelPath, error) {
 	cpu, oom, procs := kc.Counters()
 	d := &kernelPath{ch: ch, chFD: fd, procs: procs, cpuV2: strings.HasSuffix(cpu, "cpu.stat"), ncpu: 1}
 	var err error
-	if d.cpu, err = os.Open(cpu); err != nil {
-		return nil, fmt.Errorf("kernel channel: %w", err)
+	if d.cpu, err = unix.Open(cpu, unix.O_RDONLY|unix.O_CLOEXEC, 0); err != nil {
+		return nil, fmt.Errorf("kernel channel: %s: %w", cpu, err)
 	}
-	if d.oom, err = os.Open(oom); err != nil {
-		d.cpu.Close()
-		return nil, fmt.Errorf("kernel channel: %w", err)
-	}
-	if d.wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC); err != nil {
-		d.cpu.Close()
-		d.oom.Close()
-		return nil, fmt.Errorf("kernel channel: %w", err)
+	if d.oom, err = unix.Open(oom, unix.O_RDONLY|unix.O_CLOEXEC, 0); err != nil {
+		unix.Close(d.cpu)
+		return nil, fmt.Errorf("kernel channel: %s: %w", oom, err)
 	}
 	var set unix.CPUSet
 	if unix.SchedGetaffinity(0, &set) == nil && set.Count() > 0 {
@@ -90,14 +91,14 @@ func newKernelPath(conn Conn) (*kernelPath, error) {
 
 func (d *kernelPath) close() {
 	d.dropKernel()
-	d.cpu.Close()
-	d.oom.Close()
-	unix.Close(d.wake)
+	unix.Close(d.cpu)
+	unix.Close(d.oom)
 }
 
 func (d *kernelPath) dropKernel() {
 	if k := d.k; k != nil {
-		for _, fd := range []int{k.req, k.st, k.out, k.err, k.pidfd} {
+		k.stf.Close()
+		for _, fd := range []int{k.req, k.out, k.err, k.pidfd} {
 			unix.Close(fd)
 		}
 		d.k = nil
@@ -170,8 +171,19 @@ func (d *kernelPath) takeKernel() error {
 			err = fmt.Errorf("the kernel (pid %d in the sandbox) ended as it started", nsPid)
 		}
 	}
+	if err == nil {
+		err = unix.SetNonblock(got.st, true)
+	}
 	if err != nil {
 		for _, fd := range []int{got.req, got.st, got.out, got.err} {
+			unix.Close(fd)
+		}
+		return fmt.Errorf("kernel channel: %w", err)
+	}
+	got.stf = os.NewFile(uintptr(got.st), "kernel-status")
+	if got.stRC, err = got.stf.SyscallConn(); err != nil {
+		got.stf.Close()
+		for _, fd := range []int{got.req, got.out, got.err, got.pidfd} {
 			unix.Close(fd)
 		}
 		return fmt.Errorf("kernel channel: %w", err)
@@ -209,18 +221,19 @@ func (d *kernelPath) hostPid(nsPid int) (int, error) {
 	return 0, fmt.Errorf("no process of the instance is pid %d in the sandbox", nsPid)
 }
 
-// readCounter returns the number after key in f (cpu.stat, memory.events,
-// memory.oom_control), or the whole file as a number when key is "".
-func readCounter(f *os.File, buf []byte, key string) (int64, error) {
-	n, err := f.ReadAt(buf, 0)
-	if n == 0 && err != nil {
+// readCounter returns the number after key in fd's file (cpu.stat,
+// memory.events, memory.oom_control), or the whole file as a number when
+// key is "".
+func readCounter(fd int, buf []byte, key string) (int64, error) {
+	n, err := rawPread(fd, buf, 0)
+	if err != nil {
 		return 0, err
 	}
 	b := buf[:n]
 	if key != "" {
 		i := bytes.Index(b, []byte(key+" "))
 		if i < 0 || (i > 0 && b[i-1] != '\n') {
-			return 0, fmt.Errorf("%s: no %s", f.Name(), key)
+			return 0, fmt.Errorf("no %s in the counter", key)
 		}
 		b = b[i+len(key)+1:]
 	}
@@ -277,17 +290,17 @@ func (d *kernelPath) exec(ctx context.Context, in *instance, code string, lim Li
 	}
 	var begin [2]int64
 	for i, fd := range []int{k.out, k.err} {
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
+		size, err := rawSize(fd)
+		if err != nil {
 			return wireResponse{}, fmt.Errorf("%w: capture file: %v", errDied, err)
 		}
-		if st.Size > captureRotate {
+		if size > captureRotate {
 			if err := unix.Ftruncate(fd, 0); err != nil {
 				return wireResponse{}, fmt.Errorf("%w: capture file: %v", errDied, err)
 			}
-			st.Size = 0
+			size = 0
 		}
-		begin[i] = st.Size
+		begin[i] = size
 	}
 	ooms, err := d.oomKills()
 	if err != nil {
@@ -299,9 +312,7 @@ func (d *kernelPath) exec(ctx context.Context, in *instance, code string, lim Li
 	}
 	start := time.Now()
 	nonce := d.nonce()
-	stop := d.watch(ctx)
-	out := d.call(k, nonce, code, lim, cpu0, start)
-	stop()
+	out := d.call(ctx, k, nonce, code, lim, cpu0, start)
 	duration := time.Since(start)
 	if out.err != nil {
 		if ctx.Err() != nil {
@@ -359,8 +370,11 @@ type callOut struct {
 // call sends the cell to the kernel and waits for its status, checking
 // the cell's limits as the runner's CellWatch does: the instance's CPU
 // time once the cell could have used its limit on every CPU, then every
-// 20 ms; the wall cap.
-func (d *kernelPath) call(k *kernelProc, nonce []byte, code string, lim Limits, cpu0 float64, start time.Time) callOut {
+// 20 ms; the wall cap. A kernel that ended closes the status socket's
+// last writer, which wakes the wait; one whose socket a cell's process
+// still holds is seen at the next look at its pidfd (every 50 ms until
+// the CPU checks start).
+func (d *kernelPath) call(ctx context.Context, k *kernelProc, nonce []byte, code string, lim Limits, cpu0 float64, start time.Time) callOut {
 	name := "<cell-" + strconv.Itoa(d.n) + ">"
 	blob := marshalStrings(name, code)
 	k.mac.Reset()
@@ -379,103 +393,97 @@ func (d *kernelPath) call(k *kernelProc, nonce []byte, code string, lim Limits, 
 	if wall < timeout {
 		wall = timeout
 	}
-	first := timeout / float64(d.ncpu) * 0.9
-	if first > wall {
-		first = wall
-	}
-	next := start.Add(time.Duration(max(first, 0.001) * float64(time.Second)))
-	check := func() (string, error) {
-		elapsed := time.Since(start).Seconds()
-		if elapsed >= wall {
-			return "wall", nil
-		}
-		used, err := d.cpuSeconds()
-		if err != nil {
-			return "", err
-		}
-		if used-cpu0 > timeout {
-			return "cpu", nil
-		}
-		next = time.Now().Add(time.Duration(min(0.02, wall-elapsed) * float64(time.Second)))
-		return "", nil
-	}
+	first := min(timeout/float64(d.ncpu)*0.9, wall)
+	cpuFrom := start.Add(time.Duration(max(first, 0.001) * float64(time.Second)))
+	wallEnd := start.Add(time.Duration(wall * float64(time.Second)))
 
+	// The kernel is idle, reading: the request goes into the socket's
+	// buffer at once unless it is large.
+	if rest, err := rawSend(k.req, req); err == nil && len(rest) > 0 {
+		if out, ok := d.sendRest(ctx, k, rest, wallEnd); !ok {
+			return out
+		}
+	}
+	if ctx.Done() != nil {
+		fired := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			_ = k.stf.SetReadDeadline(longAgo)
+			close(fired)
+		})
+		defer func() {
+			if !stop() {
+				<-fired
+			}
+		}()
+	}
 	var got [][]byte
-	// The kernel's status socket, its pidfd, the context's wake-up, and
-	// while the request is not all sent, the request socket.
-	fds := []unix.PollFd{{Fd: int32(k.st), Events: unix.POLLIN}, {Fd: int32(k.pidfd), Events: unix.POLLIN},
-		{Fd: int32(d.wake), Events: unix.POLLIN}, {Fd: int32(k.req), Events: unix.POLLOUT}}
 	for {
-		// The kernel is idle, reading: the request goes into the socket's
-		// buffer at once unless it is large; then the poll waits for room.
-		for len(req) > 0 {
-			n, err := unix.SendmsgN(k.req, req, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
-			if err == unix.EINTR {
-				continue
-			}
-			if err != nil {
-				if err != unix.EAGAIN {
-					req = nil // the kernel is gone: its pidfd says so
-				}
-				break
-			}
-			req = req[n:]
+		now := time.Now()
+		next := now.Add(50 * time.Millisecond)
+		if !now.Before(cpuFrom) {
+			next = now.Add(20 * time.Millisecond)
+		} else if next.After(cpuFrom) {
+			next = cpuFrom
 		}
-		ms := int(time.Until(next)/time.Millisecond) + 1
-		if ms < 1 {
-			ms = 1
+		if next.After(wallEnd) {
+			next = wallEnd
 		}
-		set := fds[:3]
-		if len(req) > 0 {
-			set = fds
+		if err := k.stf.SetReadDeadline(next); err != nil {
+			return callOut{err: fmt.Errorf("%w: %v", errDied, err)}
 		}
-		n, err := unix.Poll(set, ms)
-		if err == unix.EINTR {
-			continue
+		done, eof, err := k.wait(endE, endX, &got)
+		switch {
+		case done:
+			st, rc := kernelStatus(got)
+			return callOut{status: st, rc: rc}
+		case err != nil && !errors.Is(err, os.ErrDeadlineExceeded):
+			return callOut{err: fmt.Errorf("%w: status socket: %v", errDied, err)}
+		case ctx.Err() != nil:
+			return callOut{err: ctx.Err()}
 		}
-		if err != nil {
-			return callOut{err: fmt.Errorf("%w: poll: %v", errDied, err)}
+		if eof || readable(uintptr(k.pidfd)) {
+			return callOut{status: "died"}
 		}
-		if set[2].Revents != 0 {
-			return callOut{err: context.Canceled}
+		now = time.Now()
+		if !now.Before(wallEnd) {
+			return callOut{status: "wall"}
 		}
-		if n == 0 {
-			over, err := check()
+		if !now.Before(cpuFrom) {
+			used, err := d.cpuSeconds()
 			if err != nil {
 				return callOut{err: fmt.Errorf("%w: CPU counter: %v", errDied, err)}
 			}
-			if over != "" {
-				return callOut{status: over}
+			if used-cpu0 > timeout {
+				return callOut{status: "cpu"}
 			}
-			continue
-		}
-		if set[0].Revents != 0 {
-			if done, err := k.messages(endE, endX, &got); err != nil {
-				return callOut{err: err}
-			} else if done {
-				st, rc := kernelStatus(got)
-				return callOut{status: st, rc: rc}
-			}
-		}
-		if set[1].Revents != 0 {
-			// A status whose "E" came just before the kernel ended still
-			// counts.
-			done, err := k.messages(endE, endX, &got)
-			if err != nil {
-				return callOut{err: err}
-			}
-			if done {
-				st, rc := kernelStatus(got)
-				if st == "ok" {
-					return callOut{status: "ok-ended", rc: rc}
-				}
-				if st == "tampered" {
-					return callOut{status: st}
-				}
-			}
-			return callOut{status: "died"}
 		}
 	}
+}
+
+// sendRest sends the rest of a large request as the kernel reads it
+// (rare: a cell of hundreds of kilobytes). ok is false when the cell ended
+// meanwhile (out says how).
+func (d *kernelPath) sendRest(ctx context.Context, k *kernelProc, rest []byte, wallEnd time.Time) (callOut, bool) {
+	fds := []unix.PollFd{{Fd: int32(k.req), Events: unix.POLLOUT}, {Fd: int32(k.pidfd), Events: unix.POLLIN}}
+	for len(rest) > 0 {
+		if ctx.Err() != nil {
+			return callOut{err: ctx.Err()}, false
+		}
+		if !time.Now().Before(wallEnd) {
+			return callOut{status: "wall"}, false
+		}
+		if _, err := unix.Poll(fds, 50); err != nil && err != unix.EINTR {
+			return callOut{err: fmt.Errorf("%w: poll: %v", errDied, err)}, false
+		}
+		if fds[1].Revents != 0 {
+			return callOut{status: "died"}, false
+		}
+		var err error
+		if rest, err = rawSend(k.req, rest); err != nil {
+			return callOut{status: "died"}, false
+		}
+	}
+	return callOut{}, true
 }
 
 func (k *kernelProc) endTag(kind byte, nonce []byte) []byte {
@@ -485,43 +493,51 @@ func (k *kernelProc) endTag(kind byte, nonce []byte) []byte {
 	return k.mac.Sum(append([]byte{kind}, nonce...))
 }
 
-// messages reads what is queued on the status socket, as the runner's
-// kernel_messages does: the kernel's messages (the sender the kernel
-// vouches for with SCM_CREDENTIALS) go to got until its "E" (or "X") for
-// this cell, which returns true; others' (a process a cell left) are
-// dropped.
-func (k *kernelProc) messages(endE, endX []byte, got *[][]byte) (bool, error) {
-	buf := make([]byte, 256)
-	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
-	for {
-		n, oobn, _, _, err := unix.Recvmsg(k.st, buf, oob, unix.MSG_DONTWAIT)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || n == 0 {
-			return false, nil
-		}
-		sender := -1
-		if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
-			for _, m := range msgs {
-				if cred, err := unix.ParseUnixCredentials(&m); err == nil {
-					sender = int(cred.Pid)
+// wait reads the status socket, as the runner's kernel_messages does,
+// until the cell's "E" (or "X") or the socket's deadline: the kernel's
+// messages (the sender the kernel vouches for with SCM_CREDENTIALS) go to
+// got; others' (a process a cell left) are dropped. eof: no process holds
+// the socket's other end any more.
+func (k *kernelProc) wait(endE, endX []byte, got *[][]byte) (done, eof bool, err error) {
+	var buf [256]byte
+	var oob [64]byte // a cmsg of struct ucred
+	err = k.stRC.Read(func(fd uintptr) bool {
+		for {
+			n, oobn, errno := rawRecvmsg(fd, buf[:], oob[:])
+			switch {
+			case errno == unix.EINTR:
+				continue
+			case errno == unix.EAGAIN:
+				return false // wait in the poller
+			case errno != 0 || n == 0:
+				eof = true
+				return true
+			}
+			sender := -1
+			if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+				for _, m := range msgs {
+					if cred, err := unix.ParseUnixCredentials(&m); err == nil {
+						sender = int(cred.Pid)
+					}
 				}
 			}
+			if sender != k.pid {
+				continue
+			}
+			data := buf[:n]
+			if bytes.Equal(data, endE) {
+				done = true
+				return true
+			}
+			if bytes.Equal(data, endX) { // the kernel found its own interpreter patched
+				*got = append(*got, []byte("X"))
+				done = true
+				return true
+			}
+			*got = append(*got, append([]byte(nil), data...))
 		}
-		if sender != k.pid {
-			continue
-		}
-		data := buf[:n]
-		if bytes.Equal(data, endE) {
-			return true, nil
-		}
-		if bytes.Equal(data, endX) { // the kernel found its own interpreter patched
-			*got = append(*got, []byte("X"))
-			return true, nil
-		}
-		*got = append(*got, append([]byte(nil), data...))
-	}
+	})
+	return done, eof, err
 }
 
 // kernelStatus is the runner's kernel_status: exactly one status before
@@ -554,10 +570,9 @@ func (d *kernelPath) result(k *kernelProc, begin [2]int64, ooms int64, rc int, l
 		limit = 65536
 	}
 	for i, fd := range []int{k.out, k.err} {
-		var st unix.Stat_t
 		size, at := int64(0), begin[i]
-		if unix.Fstat(fd, &st) == nil {
-			size = st.Size
+		if n, err := rawSize(fd); err == nil {
+			size = n
 		}
 		if size < at { // the cell truncated its own stream
 			at = 0
@@ -566,8 +581,8 @@ func (d *kernelPath) result(k *kernelProc, begin [2]int64, ooms int64, rc int, l
 		var data []byte
 		if size > 0 {
 			data = make([]byte, min(int64(limit), size))
-			n, _ := unix.Pread(fd, data, at)
-			data = data[:max(n, 0)]
+			n, _ := rawPread(fd, data, at)
+			data = data[:n]
 		}
 		s := decodeReplace(data)
 		trunc := size > int64(limit)
@@ -693,22 +708,62 @@ func invalidPrefix(b []byte) int {
 	return i
 }
 
-// watch makes d.wake readable when ctx ends, for the cell's poll; the
-// returned func stops that and leaves d.wake as it was.
-func (d *kernelPath) watch(ctx context.Context) func() {
-	if ctx.Done() == nil {
-		return func() {}
+// The system calls of a cell's path, raw (no entersyscall, so no wake-up
+// of the runtime's sysmon thread: rawpipe.go says why that matters): each
+// is on a memfd, a cgroup file or a non-blocking socket, so none can hold
+// its thread in the kernel.
+
+func rawSize(fd int) (int64, error) {
+	var st unix.Stat_t
+	if _, _, e := unix.RawSyscall(unix.SYS_FSTAT, uintptr(fd), uintptr(unsafe.Pointer(&st)), 0); e != 0 {
+		return 0, e
 	}
-	fired := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		_, _ = unix.Write(d.wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
-		close(fired)
-	})
-	return func() {
-		if !stop() {
-			<-fired
-			var b [8]byte
-			_, _ = unix.Read(d.wake, b[:]) // the count back to 0
+	return st.Size, nil
+}
+
+func rawPread(fd int, b []byte, off int64) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	for {
+		n, _, e := unix.RawSyscall6(unix.SYS_PREAD64, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(off), 0, 0)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return 0, e
+		}
+		return int(n), nil
+	}
+}
+
+// rawSend sends what the socket takes now and returns the rest.
+func rawSend(fd int, b []byte) ([]byte, error) {
+	for len(b) > 0 {
+		n, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
+			unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, 0, 0)
+		switch e {
+		case 0:
+			b = b[n:]
+		case unix.EINTR:
+		case unix.EAGAIN:
+			return b, nil
+		default:
+			return b, e
 		}
 	}
+	return nil, nil
+}
+
+func rawRecvmsg(fd uintptr, buf, oob []byte) (n, oobn int, errno unix.Errno) {
+	iov := unix.Iovec{Base: &buf[0]}
+	iov.SetLen(len(buf))
+	msg := unix.Msghdr{Iov: &iov, Control: &oob[0]}
+	msg.SetIovlen(1)
+	msg.SetControllen(len(oob))
+	r, _, e := unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&msg)), unix.MSG_DONTWAIT)
+	if e != 0 {
+		return 0, 0, e
+	}
+	return int(r), int(msg.Controllen), 0
 }
