@@ -174,6 +174,11 @@ func (d *kernelPath) takeKernel() error {
 	if err == nil {
 		err = unix.SetNonblock(got.st, true)
 	}
+	if err == nil {
+		// The runner set it already; the senders' credentials are what
+		// the host trusts, so it does not rely on that.
+		err = unix.SetsockoptInt(got.st, unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
+	}
 	if err != nil {
 		for _, fd := range []int{got.req, got.st, got.out, got.err} {
 			unix.Close(fd)
@@ -500,7 +505,10 @@ func (k *kernelProc) endTag(kind byte, nonce []byte) []byte {
 // the socket's other end any more.
 func (k *kernelProc) wait(endE, endX []byte, got *[][]byte) (done, eof bool, err error) {
 	var buf [256]byte
-	var oob [64]byte // a cmsg of struct ucred
+	// Room for the credentials alone: descriptors a cell's process sends
+	// along (SCM_RIGHTS) do not fit, and the kernel closes them rather
+	// than install them in the host (MSG_CMSG_CLOEXEC in case one did).
+	var oob [32]byte // unix.CmsgSpace(unix.SizeofUcred)
 	err = k.stRC.Read(func(fd uintptr) bool {
 		for {
 			n, oobn, errno := rawRecvmsg(fd, buf[:], oob[:])
@@ -518,6 +526,10 @@ func (k *kernelProc) wait(endE, endX []byte, got *[][]byte) (done, eof bool, err
 				for _, m := range msgs {
 					if cred, err := unix.ParseUnixCredentials(&m); err == nil {
 						sender = int(cred.Pid)
+					} else if fds, err := unix.ParseUnixRights(&m); err == nil {
+						for _, fd := range fds {
+							unix.Close(fd)
+						}
 					}
 				}
 			}
@@ -761,7 +773,7 @@ func rawRecvmsg(fd uintptr, buf, oob []byte) (n, oobn int, errno unix.Errno) {
 	msg := unix.Msghdr{Iov: &iov, Control: &oob[0]}
 	msg.SetIovlen(1)
 	msg.SetControllen(len(oob))
-	r, _, e := unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&msg)), unix.MSG_DONTWAIT)
+	r, _, e := unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&msg)), unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
 	if e != 0 {
 		return 0, 0, e
 	}
