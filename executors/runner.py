@@ -1766,7 +1766,8 @@ def compile_ast(code, name):
 # cell started is still running: 3.11 cannot run a later cell then). After
 # the driver returns, the loop writes "E", the cell's nonce and an HMAC of
 # them under a key drawn for the kernel that only the loop and the runner
-# hold. The runner takes a cell's status only when exactly one status
+# hold (and the host, where the runner hands it the kernel: take_channel).
+# The runner takes a cell's status only when exactly one status
 # message came before that "E": a cell that writes a status of its own adds
 # a second one, and nothing a cell leaves behind runs after the driver's
 # (no thread outlives a cell, and the driver drops every object of the
