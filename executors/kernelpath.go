@@ -409,18 +409,7 @@ func (d *kernelPath) call(ctx context.Context, k *kernelProc, nonce []byte, code
 			return out
 		}
 	}
-	if ctx.Done() != nil {
-		fired := make(chan struct{})
-		stop := context.AfterFunc(ctx, func() {
-			_ = k.stf.SetReadDeadline(longAgo)
-			close(fired)
-		})
-		defer func() {
-			if !stop() {
-				<-fired
-			}
-		}()
-	}
+	defer stopReadsAtCancel(ctx, k.stf)()
 	var got [][]byte
 	for {
 		now := time.Now()

@@ -164,3 +164,28 @@ func TestKernelPathFakeKernel(t *testing.T) {
 		t.Errorf("%d cells went on the kernel path, want at least the 3 ASCII failing cells", n)
 	}
 }
+
+// TestKernelPathCancel: a cell on the kernel path stops when its context
+// ends, and the session's next cell runs in a fresh session.
+func TestKernelPathCancel(t *testing.T) {
+	ex := bwrapPool(t)
+	s, err := ex.Open(context.Background(), executors.Python, executors.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Exec(context.Background(), "x = 1"); err != nil {
+		t.Fatal(err)
+	}
+	// Whenever the context ends (before the cell starts or while it sleeps),
+	// the cell cannot have finished: it sleeps ten minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if r, err := s.Exec(ctx, "import time\ntime.sleep(600)"); err == nil {
+		t.Fatalf("a cell whose context ended: got %+v, want an error", r)
+	}
+	r, err := s.Exec(context.Background(), "print('x' in globals())")
+	if err != nil || r.Stdout != "False\n" {
+		t.Errorf("the cell after: got %q, %v; want False (a fresh session)", r.Stdout, err)
+	}
+}

@@ -431,22 +431,7 @@ func (in *instance) nextPipe(ctx context.Context, wait time.Duration) ([]byte, e
 	if err := in.pipe.SetReadDeadline(time.Now().Add(wait)); err != nil {
 		return nil, fmt.Errorf("%w: %v", errDied, err)
 	}
-	var fired chan struct{}
-	if ctx.Done() != nil {
-		fired = make(chan struct{})
-		stop := context.AfterFunc(ctx, func() {
-			_ = in.pipe.SetReadDeadline(longAgo)
-			close(fired)
-		})
-		defer func() {
-			// A cancellation racing a finished read must not leave its
-			// past deadline for the next read: wait until it is set (the
-			// next read sets its own).
-			if !stop() {
-				<-fired
-			}
-		}()
-	}
+	defer stopReadsAtCancel(ctx, in.pipe)()
 	line, err := readLine(in.br)
 	switch {
 	case err == nil:
@@ -463,6 +448,27 @@ func (in *instance) nextPipe(ctx context.Context, wait time.Duration) ([]byte, e
 		}
 	}
 	return nil, fmt.Errorf("%w: %v", errDied, err)
+}
+
+// stopReadsAtCancel makes f's reads stop when ctx ends (a read deadline in
+// the past) until the returned func is called.
+func stopReadsAtCancel(ctx context.Context, f *os.File) func() {
+	if ctx.Done() == nil {
+		return func() {}
+	}
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = f.SetReadDeadline(longAgo)
+		close(fired)
+	})
+	return func() {
+		// A cancellation racing a finished read must not leave its past
+		// deadline for the next read: wait until it is set (the next read
+		// sets its own).
+		if !stop() {
+			<-fired
+		}
+	}
 }
 
 // dead reports whether the runner's output has ended (or holds a line no
