@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 )
 
 // Launcher is the part of a driver that differs between sandboxes: it starts
@@ -71,4 +72,19 @@ func setRunLimits(ctx context.Context, conn Conn, lim Limits) (fallback bool, er
 		return true, nil
 	}
 	return false, err
+}
+
+// KernelChannel is an optional Conn capability (bwrap): a Unix socket into
+// the instance, and the instance's cgroup counters, with which a python
+// session's cells go from the host straight to the kernel process that
+// runs them, without the runner on their path (kernelpath.go).
+type KernelChannel interface {
+	// Channel is the host's end of the socket and the descriptor number of
+	// the other end in the runner.
+	Channel() (host *os.File, sandboxFD int)
+	// Counters are the instance's cgroup files: its CPU time (cgroup v1
+	// cpuacct.usage in ns, or v2 cpu.stat), its OOM kills
+	// (memory.oom_control or memory.events) and its processes
+	// (cgroup.procs, host pids).
+	Counters() (cpu, oom, procs string)
 }

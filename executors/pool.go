@@ -357,6 +357,7 @@ type session struct {
 
 	mu     sync.Mutex
 	inst   *instance
+	direct *kernelPath // python cells from the host to the kernel (kernelpath.go), or nil
 	closed bool
 }
 
@@ -374,19 +375,40 @@ func (s *session) start(ctx context.Context) error {
 	}
 	wl := toWire(s.lim)
 	wl.CgroupMemory = !fallback
-	resp, err := inst.call(ctx, wireRequest{Op: "session", Lang: s.lang, Files: s.files, Limits: wl}, s.p.opts.StartTimeout)
+	var direct *kernelPath
+	if s.lang == Python && !fallback {
+		if direct, err = newKernelPath(inst.conn); err != nil {
+			inst.close()
+			return fmt.Errorf("executors: %s session: %w", s.p.info.Driver, err)
+		}
+	}
+	wreq := wireRequest{Op: "session", Lang: s.lang, Files: s.files, Limits: wl}
+	if direct != nil {
+		wreq.ChannelFD = direct.chFD
+	}
+	resp, err := inst.call(ctx, wreq, s.p.opts.StartTimeout)
 	if err == nil && resp.Error != "" {
 		err = errors.New(resp.Error)
 	}
+	if err == nil && direct != nil {
+		err = direct.takeKernel()
+	}
 	if err != nil {
+		if direct != nil {
+			direct.close()
+		}
 		inst.close()
 		return fmt.Errorf("executors: %s: opening %s session: %w", s.p.info.Driver, s.lang, err)
 	}
-	s.inst = inst
+	s.inst, s.direct = inst, direct
 	return nil
 }
 
 func (s *session) kill() {
+	if s.direct != nil {
+		s.direct.close()
+		s.direct = nil
+	}
 	if s.inst != nil {
 		s.inst.close()
 		s.inst = nil
@@ -413,7 +435,13 @@ func (s *session) Exec(ctx context.Context, code string) (Result, error) {
 	// The runner stops a cell past its CPU-time limit or its wall-clock cap
 	// (and restarts the session); this wait is only the guard against a
 	// runner that hangs, with room for a bash cell's state save.
-	resp, err := s.inst.call(ctx, wireRequest{Op: "cell", Code: code}, s.lim.WallCap()+grace)
+	var resp wireResponse
+	var err error
+	if s.direct != nil {
+		resp, err = s.direct.exec(ctx, s.inst, code, s.lim)
+	} else {
+		resp, err = s.inst.call(ctx, wireRequest{Op: "cell", Code: code}, s.lim.WallCap()+grace)
+	}
 	var res Result
 	switch {
 	case err == nil && resp.Error != "":
@@ -441,6 +469,19 @@ func (s *session) Exec(ctx context.Context, code string) (Result, error) {
 	return res, nil
 }
 
+// KernelPathCells says how many of the session's cells went from the host
+// straight to its python kernel, with no runner on their path
+// (kernelpath.go), since its instance started: tests and perfbench read it
+// (through an interface of their own).
+func (s *session) KernelPathCells() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.direct == nil {
+		return 0
+	}
+	return s.direct.served
+}
+
 // Reset implements Session: state and files go back to how Open left them.
 func (s *session) Reset(ctx context.Context) error {
 	s.mu.Lock()
@@ -450,6 +491,9 @@ func (s *session) Reset(ctx context.Context) error {
 	}
 	if s.inst != nil && !s.inst.dead() {
 		resp, err := s.inst.call(ctx, wireRequest{Op: "reset"}, s.p.opts.StartTimeout)
+		if err == nil && resp.Error == "" && s.direct != nil {
+			err = s.direct.takeKernel() // the runner started a fresh kernel
+		}
 		if err == nil && resp.Error == "" {
 			return nil
 		}

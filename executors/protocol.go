@@ -137,6 +137,18 @@ type wireRequest struct {
 	// an earlier identical compile (the runner then skips the compiler).
 	CompileLimits *wireLimits       `json:"compile_limits,omitempty"`
 	Artifact      map[string][]byte `json:"artifact,omitempty"`
+	// A python session whose cells the host runs on the kernel itself
+	// (kernelpath.go): the channel's descriptor in the runner (op
+	// session); the cell's number, whether the kernel handed it back to
+	// be compiled with the AST (op cell); how a cell the host ran ended
+	// and what it read before it (op cell_end).
+	ChannelFD  int     `json:"channel_fd,omitempty"`
+	N          int     `json:"n,omitempty"`
+	AST        bool    `json:"ast,omitempty"`
+	What       string  `json:"what,omitempty"`
+	Begin      []int64 `json:"begin,omitempty"`
+	OOMs       *int64  `json:"ooms,omitempty"`
+	DurationNS int64   `json:"duration_ns,omitempty"`
 }
 
 type wireResponse struct {
@@ -419,22 +431,7 @@ func (in *instance) nextPipe(ctx context.Context, wait time.Duration) ([]byte, e
 	if err := in.pipe.SetReadDeadline(time.Now().Add(wait)); err != nil {
 		return nil, fmt.Errorf("%w: %v", errDied, err)
 	}
-	var fired chan struct{}
-	if ctx.Done() != nil {
-		fired = make(chan struct{})
-		stop := context.AfterFunc(ctx, func() {
-			_ = in.pipe.SetReadDeadline(longAgo)
-			close(fired)
-		})
-		defer func() {
-			// A cancellation racing a finished read must not leave its
-			// past deadline for the next read: wait until it is set (the
-			// next read sets its own).
-			if !stop() {
-				<-fired
-			}
-		}()
-	}
+	defer stopReadsAtCancel(ctx, in.pipe)()
 	line, err := readLine(in.br)
 	switch {
 	case err == nil:
@@ -451,6 +448,27 @@ func (in *instance) nextPipe(ctx context.Context, wait time.Duration) ([]byte, e
 		}
 	}
 	return nil, fmt.Errorf("%w: %v", errDied, err)
+}
+
+// stopReadsAtCancel makes f's reads stop when ctx ends (a read deadline in
+// the past) until the returned func is called.
+func stopReadsAtCancel(ctx context.Context, f *os.File) func() {
+	if ctx.Done() == nil {
+		return func() {}
+	}
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = f.SetReadDeadline(longAgo)
+		close(fired)
+	})
+	return func() {
+		// A cancellation racing a finished read must not leave its past
+		// deadline for the next read: wait until it is set (the next read
+		// sets its own).
+		if !stop() {
+			<-fired
+		}
+	}
 }
 
 // dead reports whether the runner's output has ended (or holds a line no

@@ -34,6 +34,7 @@
 # (executors/harness) and correct's mutation script import them on every
 # run, and a run forked from this process finds them loaded instead of
 # paying for the import each time.
+import array
 import ast
 import base64
 import copy  # noqa: F401
@@ -876,6 +877,7 @@ class CellWatch:
     the kernel, which takes a timeout for free: two system calls fewer)."""
 
     def __init__(self, lim, timer=True):
+        self.limits = lim
         self.time = float(lim.get("timeout_seconds") or 10)
         self.wall = max(float(lim.get("wall_seconds") or 0), self.time)
         self.over = None
@@ -918,11 +920,18 @@ class CellWatch:
         CELL[0] = None
 
     def note(self):
-        if self.over == "cpu":
-            return ("[sandbox: the cell used more than %g CPU-seconds (its processes together); it was "
-                    "stopped and the session restarted: its state is lost]\n" % self.time)
-        return ("[sandbox: the cell ran past its wall-clock cap of %g s; it was stopped and the "
-                "session restarted: its state is lost]\n" % self.wall)
+        return cell_note(self.over, self.limits)
+
+
+def cell_note(over, lim):
+    """What a cell stopped at a limit (over: "cpu" or "wall") says."""
+    timeout = float(lim.get("timeout_seconds") or 10)
+    if over == "cpu":
+        return ("[sandbox: the cell used more than %g CPU-seconds (its processes together); it was "
+                "stopped and the session restarted: its state is lost]\n" % timeout)
+    wall = max(float(lim.get("wall_seconds") or 0), timeout)
+    return ("[sandbox: the cell ran past its wall-clock cap of %g s; it was stopped and the "
+            "session restarted: its state is lost]\n" % wall)
 
 
 def on_alarm(sig, frame):
@@ -1757,7 +1766,8 @@ def compile_ast(code, name):
 # cell started is still running: 3.11 cannot run a later cell then). After
 # the driver returns, the loop writes "E", the cell's nonce and an HMAC of
 # them under a key drawn for the kernel that only the loop and the runner
-# hold. The runner takes a cell's status only when exactly one status
+# hold (and the host, where the runner hands it the kernel: take_channel).
+# The runner takes a cell's status only when exactly one status
 # message came before that "E": a cell that writes a status of its own adds
 # a second one, and nothing a cell leaves behind runs after the driver's
 # (no thread outlives a cell, and the driver drops every object of the
@@ -2127,6 +2137,34 @@ def cell_nonce():
     return pool[at:at + 16]
 
 
+# The channel to the host (a Unix socket bwrap passes in; None without
+# one): where kernel_start hands the host a python kernel, so that cells go
+# from the host to the kernel without the runner (Session.direct_end, and
+# docs/sandbox.md, "Python cells without the runner").
+CHANNEL = [None]
+
+
+def take_channel(fd):
+    """Makes fd (the channel, as the launcher passed it) the runner's
+    alone: moved to a high close-on-exec descriptor. Every child the runner
+    forks closes it before any code of a run or cell runs (child,
+    kernel_child, place_fds, node_session_start), and the runner is not
+    dumpable, so no process of the sandbox can reach it through /proc."""
+    if CHANNEL[0] is not None:
+        return
+    high = fcntl_dupfd(fd, 900)
+    os.close(fd)
+    CHANNEL[0] = socket.socket(fileno=high)
+    # As pid 1 the runner reaps orphans when it handles a cell (reap); the
+    # host's cells never wake it, so it reaps them as they end.
+    signal.signal(signal.SIGCHLD, lambda sig, frame: reap())
+
+
+def fcntl_dupfd(fd, lowest):
+    import fcntl
+    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, lowest)
+
+
 def kernel_start(sess):
     import _hashlib
     sess.open_capture()
@@ -2155,6 +2193,14 @@ def kernel_start(sess):
     waits.register(st_r, select.POLLIN)
     waits.register(pidfd, select.POLLIN)
     sess.kernel = (pid, req_r, st_r, pidfd, waits, key, _hashlib.hmac_digest)
+    if CHANNEL[0] is not None:
+        # The host runs this kernel's cells itself (Session.direct): it gets
+        # the key, the kernel's pid and the sockets and capture files, on
+        # the channel only the runner holds. The runner keeps its own
+        # copies for the cells the host hands back.
+        CHANNEL[0].sendmsg([key + pid.to_bytes(4, "big")],
+                           [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                             array.array("i", [req_r.fileno(), st_r.fileno(), sess.out, sess.err]))])
 
 
 def kernel_stop(sess):
@@ -2479,7 +2525,9 @@ class Session:
     def cell(self, req):
         if self.pid1:
             reap()
-        self.n += 1
+        # A direct session's host numbers its cells (it runs most of them
+        # without the runner): the names in tracebacks stay <cell-N>.
+        self.n = int(req["n"]) if req.get("n") else self.n + 1
         code = req.get("code", "")
         self.open_capture()
         # A cell's output is what its capture files gained: they are only
@@ -2501,7 +2549,7 @@ class Session:
         start = watch.start
         try:
             if self.lang == "python":
-                rc, sig, died = self.python_cell(code, begin)
+                rc, sig, died = self.python_cell(code, begin, bool(req.get("ast")))
             elif self.lang == "bash":
                 rc, sig = self.bash_cell(code)
                 if self.cell_seconds is not None:
@@ -2515,17 +2563,23 @@ class Session:
         finally:
             watch.stop()
         duration = time.monotonic() - start
+        return self.cell_result(req, begin, ooms, rc, sig, died, watch.over, watch.over and watch.note(), duration)
+
+    def cell_result(self, req, begin, ooms, rc, sig, died, over, note, duration):
+        """The cell's result: its status, what its capture files gained
+        since begin, and whether the cgroup OOM-killed something since
+        ooms was read. over: the limit it passed (its note is written)."""
         res = {"id": req.get("id"), "exit_code": rc, "signal": sig, "timed_out": False,
                "oom": False, "killed": bool(sig) or died, "duration_ns": int(duration * 1e9)}
-        if watch.over:
+        if over:
             # Stopped at a limit: whatever the cell's processes died of,
             # it is a timeout, and the session starts again empty (a python
             # kernel that died was restarted already).
             if not died:
                 self.reset()
-            os.write(self.err, watch.note().encode())
+            os.write(self.err, note.encode())
             res.update(exit_code=128 + signal.SIGKILL, signal="SIGKILL", timed_out=True, killed=True,
-                       time_limit=watch.over)
+                       time_limit=over)
         for (key, fd), at in zip((("stdout", self.out), ("stderr", self.err)), begin):
             size = os.fstat(fd).st_size
             if size < at:  # the cell truncated its own stream
@@ -2539,16 +2593,52 @@ class Session:
             res[key + "_truncated"] = size > self.cap
         if rc != 0 and "MemoryError" in res["stderr"][-4096:]:
             res["oom"] = True
-        if not watch.over and oom_killed_since(ooms, sig == "SIGKILL" or rc == 137):
+        if not over and oom_killed_since(ooms, sig == "SIGKILL" or rc == 137):
             res["oom"] = True
         return res
 
-    def python_cell(self, code, begin):
+    def direct_end(self, req):
+        """Ends a python cell the host ran on the kernel itself (through
+        the channel, take_channel) where only the runner can: the kernel
+        died during it, its status was a thread's or could not be trusted,
+        or the cell passed a limit (the host reads the instance's counters).
+        The same kills, notes, restart and result as a cell of the
+        runner's own (cell). begin and ooms: what the host read before the
+        cell."""
+        self.n = int(req.get("n") or self.n)
+        begin = [int(x) for x in req.get("begin") or (0, 0)]
+        what = req.get("what")
+        over = note = None
+        if what in ("cpu", "wall"):
+            kill_others()
+            kernel_stop(self)
+            self.reset()
+            over, note = what, cell_note(what, self.limits)
+            rc, sig, died = 128 + signal.SIGKILL, "SIGKILL", True
+        elif what == "died":
+            k, self.kernel = self.kernel, None
+            status = None
+            if k is not None:
+                for f in (k[1].close, k[2].close, lambda: os.close(k[3])):
+                    try:
+                        f()
+                    except OSError:
+                        pass
+                status = kernel_wait(k[0])
+            rc, sig, died = self.kernel_died(status)
+        else:
+            rc, sig, died = self.kernel_refused(what)
+        return self.cell_result(req, begin, req.get("ooms"), rc, sig, died, over, note,
+                                int(req.get("duration_ns") or 0) / 1e9)
+
+    def python_cell(self, code, begin, handed_back=False):
         """Runs the cell in the session's kernel process (kernel_loop),
         which compiles it and reports its exit status; a cell the kernel
         hands back is compiled here. begin: the capture files' sizes before
-        the cell. Returns (exit code, signal name, whether the kernel died
-        and the session was restarted)."""
+        the cell; handed_back: the kernel handed it back to the host (the
+        direct path), so it is compiled here at once. Returns (exit code,
+        signal name, whether the kernel died and the session was
+        restarted)."""
         name = "<cell-%d>" % self.n
         if self.kernel is not None and self.kernel_ended():
             # The kernel ended between cells (a signal from a process an
@@ -2558,9 +2648,13 @@ class Session:
             os.write(self.err, b"[sandbox: the session's process ended between cells; "
                      b"the session was restarted and its state is lost]\n")
             self.reset()
+            handed_back = False
         if self.kernel is None:
             kernel_start(self)
-        status = kernel_call(self, name, code) if code.isascii() else None
+        if handed_back:
+            status = ("ast", None)
+        else:
+            status = kernel_call(self, name, code) if code.isascii() else None
         if status is None or status[0] == "ast":
             try:
                 if status is None:
@@ -2586,23 +2680,29 @@ class Session:
         if status[0] == "ok":
             return status[1], "", False
         if status[0] in ("thread", "tampered"):
-            # The kernel cannot run a later cell (a thread still runs), or its
-            # status for this one is not the driver's alone: the cell fails,
-            # and the session starts again empty.
-            if status[0] == "thread":
-                note = (b"[sandbox: a thread the cell started was still running when it ended; a python "
-                        b"session cell must end its threads (join them, or use an executor in a with "
-                        b"block). The session was restarted and its state is lost]\n")
-            else:
-                note = (b"[sandbox: the cell's exit status could not be trusted (the kernel's messages "
-                        b"were tampered with); the session was restarted and its state is lost]\n")
-            os.write(self.err, note)
-            self.reset()
-            return 1, "", True
-        # The kernel ended during the cell (os._exit, a crash, the OOM
-        # killer): its status is the cell's, and the session starts again
-        # empty, as a notebook whose kernel died.
-        st = status[1]
+            return self.kernel_refused(status[0])
+        return self.kernel_died(status[1])
+
+    def kernel_refused(self, what):
+        """The kernel cannot run a later cell (what: "thread", one still
+        runs), or its status for this one is not the driver's alone
+        ("tampered"): the cell fails, and the session starts again empty."""
+        if what == "thread":
+            note = (b"[sandbox: a thread the cell started was still running when it ended; a python "
+                    b"session cell must end its threads (join them, or use an executor in a with "
+                    b"block). The session was restarted and its state is lost]\n")
+        else:
+            note = (b"[sandbox: the cell's exit status could not be trusted (the kernel's messages "
+                    b"were tampered with); the session was restarted and its state is lost]\n")
+        os.write(self.err, note)
+        self.reset()
+        return 1, "", True
+
+    def kernel_died(self, st):
+        """The kernel ended during the cell (os._exit, a crash, the OOM
+        killer; st its wait status, None when unknown): its status is the
+        cell's, and the session starts again empty, as a notebook whose
+        kernel died."""
         if st is None:
             rc, sig, what = 137, "SIGKILL", "ended"
         elif os.WIFSIGNALED(st):
@@ -2758,10 +2858,21 @@ def main():
                 if cleanup is not None:
                     send(cleanup())
             elif op == "session":
+                if req.get("channel_fd") is not None and req.get("lang") == "python":
+                    take_channel(int(req["channel_fd"]))
                 session = Session(req)
                 send({"id": req.get("id"), "ok": True})
             elif op == "cell" and session is not None:
                 send(session.cell(req))
+            elif op == "cell_end" and session is not None:
+                send(session.direct_end(req))
+            elif op == "kernel" and session is not None:
+                # The host saw the kernel end just after a cell's status:
+                # a fresh one, with the session's files, as the runner's
+                # own path does when it sees that (kernel_call).
+                kernel_stop(session)
+                kernel_start(session)
+                send({"id": req.get("id"), "ok": True})
             elif op == "reset" and session is not None:
                 session.reset()
                 send({"id": req.get("id"), "ok": True})

@@ -556,18 +556,37 @@ func (l *Launcher) LaunchMounts(ctx context.Context, slot int, argv []string, mo
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(id), Gid: uint32(id), Groups: []uint32{}}
 		timeNS = probeTimeNS()
 	}
+	// The kernel channel (executors.KernelChannel): where the instance's
+	// cgroup counts its CPU time, a python session's cells can go from
+	// the host to the kernel directly; the runner takes the other end
+	// when the session opens.
+	var chHost *os.File
+	chFD := 0
+	if cg != nil && (cg.v2 || cg.cpu != "") {
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			closeAll(cmd.ExtraFiles)
+			removeCgroup(cg)
+			return nil, fmt.Errorf("bwrap: kernel channel: %w", err)
+		}
+		chHost = os.NewFile(uintptr(fds[0]), "kernel-channel")
+		chFD = 3 + len(cmd.ExtraFiles)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(uintptr(fds[1]), "kernel-channel-sandbox"))
+	}
 	files := cmd.ExtraFiles
 	// Plain pipes rather than StdinPipe/StdoutPipe: Wait must not close our
 	// read end while the pool still reads the runner's last line.
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		closeAll(files)
+		closeChannel(chHost)
 		removeCgroup(cg)
 		return nil, fmt.Errorf("bwrap: %w", err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		closeAll(files)
+		closeChannel(chHost)
 		inR.Close()
 		inW.Close()
 		removeCgroup(cg)
@@ -587,10 +606,11 @@ func (l *Launcher) LaunchMounts(ctx context.Context, slot int, argv []string, mo
 	if err != nil {
 		inW.Close()
 		outR.Close()
+		closeChannel(chHost)
 		removeCgroup(cg)
 		return nil, fmt.Errorf("bwrap: starting sandbox: %w", err)
 	}
-	c := &conn{cmd: cmd, stdin: inW, stdout: outR, done: make(chan struct{}), cg: cg}
+	c := &conn{cmd: cmd, stdin: inW, stdout: outR, done: make(chan struct{}), cg: cg, ch: chHost, chFD: chFD}
 	go func() {
 		if waited != nil {
 			c.waitErr = <-waited
@@ -599,6 +619,9 @@ func (l *Launcher) LaunchMounts(ctx context.Context, slot int, argv []string, mo
 		}
 		close(c.done)
 	}()
+	if c.ch != nil {
+		return connChannel{c}, nil
+	}
 	return c, nil
 }
 
@@ -609,7 +632,32 @@ type conn struct {
 	done    chan struct{}
 	waitErr error
 	once    sync.Once
-	cg      *cgroup // nil without cgroup limits
+	cg      *cgroup  // nil without cgroup limits
+	ch      *os.File // the host's end of the kernel channel, or nil
+	chFD    int      // the channel's descriptor in the runner
+}
+
+func closeChannel(f *os.File) {
+	if f != nil {
+		f.Close()
+	}
+}
+
+// connChannel is a conn with a kernel channel: only it implements
+// executors.KernelChannel, so the pool sees the capability only where it
+// holds.
+type connChannel struct{ *conn }
+
+// Channel implements executors.KernelChannel.
+func (c connChannel) Channel() (*os.File, int) { return c.ch, c.chFD }
+
+// Counters implements executors.KernelChannel.
+func (c connChannel) Counters() (cpu, oom, procs string) {
+	procs = filepath.Join(c.cg.mem, "cgroup.procs")
+	if c.cg.v2 {
+		return filepath.Join(c.cg.mem, "cpu.stat"), filepath.Join(c.cg.mem, "memory.events"), procs
+	}
+	return filepath.Join(c.cg.cpu, "cpuacct.usage"), filepath.Join(c.cg.mem, "memory.oom_control"), procs
 }
 
 // removeCgroup removes cg in the background (its processes may take a
@@ -656,6 +704,7 @@ func (c *conn) Close() error {
 	c.once.Do(func() {
 		c.stdin.Close()
 		c.stdout.Close()
+		closeChannel(c.ch)
 		if c.cmd.Process != nil {
 			_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
 		}
