@@ -70,6 +70,12 @@ func (r *run) judge(ctx context.Context, request, code, output string, ran bool)
 			if a.Correct == nil {
 				return a, errors.New(`the JSON has no boolean "correct"`)
 			}
+			if !*a.Correct && !gates.ReadableReason(gates.CleanReason(a.Reason)) {
+				// A rejection that names nothing would reach the dialogue
+				// as a claim of a fault no one can point at.
+				return a, gateError{gates.Verdict{Reason: "no_reason", Detail: text},
+					`the answer says the code is wrong but its "reason" does not say what is wrong; name the wrong result or the line at fault in one or two sentences, or say true if nothing is wrong`}
+			}
 			return a, nil
 		})
 	if err != nil {
@@ -81,7 +87,7 @@ func (r *run) judge(ctx context.Context, request, code, output string, ran bool)
 		return false, "", v, nil
 	}
 	r.check(GateJudge, gates.Verdict{})
-	return *a.Correct, strings.TrimSpace(a.Reason), gates.Verdict{}, nil
+	return *a.Correct, gates.CleanReason(a.Reason), gates.Verdict{}, nil
 }
 
 // close appends the assistant's reply to an accepted run: the writer's own
@@ -519,7 +525,7 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 		if v.OK() {
 			v = gates.Verdict{Reason: "revision_fails", Detail: fmt.Sprintf("after %d iterations the code still fails: %s", r.s.opts.MaxIterations, gates.Cut(r.output, 600))}
 		}
-		if end.gate == GateJudge { // counted by the judge already
+		if end.gate == GateJudge || end.gate == GateEvidence { // counted already
 			r.rollback(m, label, v)
 			return false, nil
 		}

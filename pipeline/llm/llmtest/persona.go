@@ -93,10 +93,18 @@ const (
 	// values because "each value it derives is computed once", whatever
 	// its loops compute twice.
 	ComputedOnceClaim Misbehaviour = "computed_once_claim"
+	// NoReasonJudge rejects the code it finds wrong with a reason that
+	// names nothing ("The code is not correct.").
+	NoReasonJudge Misbehaviour = "no_reason_judge"
 )
 
+// JudgedPrefix starts the user turn that carries a judge model's reason
+// for rejecting a clean test-less run (feedbackloop.JudgedLead): the
+// writer answers it as a fix of what the reason names.
+const JudgedPrefix = "I checked the code against the task"
+
 // Misbehaviours lists every misbehaviour.
-var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange, DocOnlyEmpty, OnePassClaim, UncalledClaim, ComputedOnceClaim, RaiseOnEmpty, StructureOnly, DeclinesMemory}
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange, DocOnlyEmpty, OnePassClaim, UncalledClaim, ComputedOnceClaim, RaiseOnEmpty, StructureOnly, DeclinesMemory, NoReasonJudge}
 
 // Persona is a scripted model that recognises which prompt of the pipeline
 // it is answering (writer, explain, judge, feedback, rubric, eval feedback)
@@ -190,6 +198,8 @@ func applicable(c Call) []Misbehaviour {
 			return []Misbehaviour{RoteClosing}
 		case strings.HasPrefix(last, "Execution result:"):
 			return []Misbehaviour{ThanksToOutput, SilentCode}
+		case strings.HasPrefix(last, JudgedPrefix):
+			return []Misbehaviour{SilentCode}
 		case len(c.Request.Messages) > 2 && !strings.Contains(last, "is not correct"):
 			if keepTopicRe.MatchString(strings.ToLower(last)) {
 				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, OffRequestNoChange, OnePassClaim, ComputedOnceClaim, DeclinesMemory}
@@ -201,7 +211,7 @@ func applicable(c Call) []Misbehaviour {
 		}
 		return []Misbehaviour{SilentCode}
 	case "judge":
-		return []Misbehaviour{YesJudge, UnparseableJSON}
+		return []Misbehaviour{YesJudge, UnparseableJSON, NoReasonJudge}
 	case "feedback", "followup":
 		return []Misbehaviour{WrongCategory, CodeInFeedback, UnparseableJSON}
 	case "eval_feedback":
@@ -480,6 +490,16 @@ func (p *Persona) writer(c Call) string {
 			plan = what + " " + plan
 		}
 		return plan + "\n\n" + block(p.demo(task, code, c)) + "\n\n" + after(name, code, variant(task+"after", 3))
+	case strings.HasPrefix(last, JudgedPrefix):
+		// The run showed no error: the fix answers what the judge named,
+		// and claims nothing of the output the reason does not.
+		fix := fmt.Sprintf("The check names what is still wrong in %s, so this version changes that step and keeps the rest as it was.", name)
+		if m := judgedLineRe.FindStringSubmatch(last); m != nil && strings.Contains(m[1], "not (") {
+			fix = fmt.Sprintf("As the check says, `%s` negates the value %s computes. This version returns that value itself and keeps the rest as it was.", m[1], name)
+		} else if m != nil {
+			fix = fmt.Sprintf("As the check says, the line `%s` is where %s goes wrong. This version replaces it and keeps the rest as it was.", m[1], name)
+		}
+		return fix + "\n\n" + block(p.demo(task, good, c)) + "\n\n" + after(name, good, variant(last, 3))
 	case strings.HasPrefix(last, "Execution result:") || strings.Contains(last, "is not correct"):
 		fixes := []string{
 			"The run shows %s does not give the expected result yet: the return value was computed from the wrong expression, so the check that compares it with the expected value fails. This version computes the value directly from the inputs.",
@@ -1018,6 +1038,13 @@ func (p *Persona) explain(c Call) string {
 	if how == "" {
 		forms = forms[:1]
 	}
+	failed := strings.Contains(last, "The run after this reply failed")
+	if failed && !p.bad(StructureOnly, c) {
+		// Told that the run fails and a later turn fixes the code, it
+		// says what the code is for and how it goes, not the lines that
+		// the fix replaces.
+		forms = []string{name + " " + shape + "."}
+	}
 	s := forms[variant(code+last, len(forms))]
 	s = strings.ToUpper(s[:1]) + s[1:]
 	if p.bad(StructureOnly, c) {
@@ -1026,7 +1053,9 @@ func (p *Persona) explain(c Call) string {
 	// What the code is for, in the task's words, and why its approach
 	// gives the right answer, before how its lines go.
 	if m := explainRequestRe.FindStringSubmatch(last); m != nil {
-		if what := purpose(m[1], name); what != "" {
+		if what := purpose(m[1], name); what != "" && failed {
+			s = strings.TrimSpace(what + " " + s)
+		} else if what != "" {
 			s = strings.TrimSpace(what + " " + s + " " + why(code, strings.Trim(name, "`")))
 		}
 	}
@@ -1188,12 +1217,56 @@ func (p *Persona) judge(c Call) string {
 	if ok && !correct && strings.Contains(normalize(code), normalize(good)) {
 		correct = true
 	}
-	reason := "It computes the requested value for the example."
-	if !correct {
-		reason = "The function returns the wrong value for the case in the task."
+	if !correct && p.bad(NoReasonJudge, c) {
+		return `{"correct": false, "reason": "The code is not correct."}`
 	}
-	b, _ := json.Marshal(map[string]any{"correct": correct, "reason": reason})
+	b, _ := json.Marshal(map[string]any{"correct": correct, "reason": judgeReason(correct, code, good, last)})
 	return string(b)
+}
+
+// judgeReason says why the judge decided as it did, from what it can
+// see: the value the run printed, or the line where the code parts from
+// a correct one.
+func judgeReason(correct bool, code, good, prompt string) string {
+	name := fnName(good)
+	if correct {
+		if out := lastLine(codeAfter(prompt, "Real output of the run:")); out != "" {
+			return fmt.Sprintf("%s prints `%s` for the example call, and its lines compute what the task asks for.", name, out)
+		}
+		return fmt.Sprintf("The lines of %s compute what the task asks for.", name)
+	}
+	line := differingLine(code, good)
+	switch {
+	case line == "":
+		return fmt.Sprintf("%s does not compute what the task asks for: its steps are not the ones the task needs.", name)
+	case strings.Contains(line, "not ("):
+		return fmt.Sprintf("The line `%s` of %s puts `not` in front of the value it computes, so %s returns the negation of the result the task asks for.", strings.TrimSpace(line), name, name)
+	}
+	return fmt.Sprintf("The line `%s` of %s does not compute what the task asks for.", strings.TrimSpace(line), name)
+}
+
+// judgedLineRe reads the line a judge's reason names.
+var judgedLineRe = regexp.MustCompile("[Tt]he line `([^`]+)`")
+
+// lastLine is the last non-blank line of s, or "".
+func lastLine(s string) string {
+	ls := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(ls[len(ls)-1])
+}
+
+// differingLine is the first line of code (normalized) that good does not
+// have, or "".
+func differingLine(code, good string) string {
+	have := map[string]bool{}
+	for _, l := range strings.Split(normalize(good), "\n") {
+		have[strings.TrimSpace(l)] = true
+	}
+	for _, l := range strings.Split(normalize(code), "\n") {
+		if t := strings.TrimSpace(l); t != "" && !have[t] && !strings.HasPrefix(t, "print(") {
+			return t
+		}
+	}
+	return ""
 }
 
 var personaChecksRe = regexp.MustCompile(`(?m)^[ \t]*for name, value in \(.*\):\n[ \t]*if value is None:\n[ \t]*raise TypeError\(f"\{name\} must not be None"\)\n`)
