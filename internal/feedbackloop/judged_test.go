@@ -156,3 +156,26 @@ func TestRunEvidenceOverrulesJudge(t *testing.T) {
 		t.Errorf("reason %q does not say the output contradicts the task", res.Reason)
 	}
 }
+
+// TestWriterFillerCut: a stock claim of fit in a writer's answer is cut,
+// and counted; the rest of the answer stays.
+func TestWriterFillerCut(t *testing.T) {
+	ex := sandbox(t, "")
+	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+		switch llmtest.Role(call) {
+		case "writer":
+			return llmtest.Reply{Text: "`total` adds the numbers of the list. Its result is what the task asks for.\n\n" + block(sumRight)}
+		case "judge":
+			return llmtest.Reply{Text: `{"correct": true, "reason": "it prints 6"}`}
+		}
+		return llmtest.Reply{Text: "?"}
+	}, nil)
+	res := runTask(t, Options{}, c, c, nil, ex, func(*Simulator) (Task, error) { return sumTask, nil })
+	first := res.Dialogue.Messages[1].Content
+	if strings.Contains(first, "what the task asks for") || !strings.HasPrefix(first, "`total` adds the numbers of the list.") {
+		t.Errorf("first answer %q: want the filler sentence cut and the rest kept", first)
+	}
+	if got := res.Dialogue.Labels[LabelFillerCut]; got != "1" {
+		t.Errorf("label %s = %q, want 1", LabelFillerCut, got)
+	}
+}

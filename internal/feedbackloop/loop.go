@@ -549,6 +549,12 @@ func (r *run) askIn(ctx context.Context, turn Turn, conv []llm.Message, extra ch
 			}
 		}
 		if v.OK() || try >= repairs {
+			if f := gates.Fillers(text); v.OK() && len(f) > 0 {
+				// A stock claim of fit says nothing of the code: cut, not
+				// asked again (the rest of the answer stands).
+				text = gates.CutClaims(text, f)
+				r.count(LabelFillerCut)
+			}
 			return text, code, v, nil
 		}
 		conv = append(slices.Clip(conv), llm.Assistant(text), llm.User(repair))
@@ -673,6 +679,9 @@ const (
 	// claim was cut out after the repairs.
 	LabelClaimsRepaired = "false_claims_repaired"
 	LabelClaimsCut      = "false_claims_cut"
+	// LabelFillerCut counts writer answers whose stock claims of fit
+	// ("which is what the request asks for") were cut (gates.Filler).
+	LabelFillerCut = "filler_cut"
 	// LabelExecutable is "false" on a dialogue in a language the sandbox
 	// cannot run; LabelNotExecutable says why.
 	LabelExecutable    = "executable"

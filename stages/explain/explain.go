@@ -220,6 +220,8 @@ func (g gateError) Error() string {
 		return "the preface is too short to explain anything"
 	case "unrelated":
 		return "the preface does not name anything the code does (no function, variable or step of it)"
+	case "filler":
+		return "the preface claims the code fits the request (" + fmt.Sprintf("%q", g.v.Detail) + ") instead of saying what it does; leave that phrase out"
 	case "presents_fault":
 		quoted, _, _ := strings.Cut(g.v.Detail, "\n")
 		return "the preface describes, as what the code should do, a part of the code that the run after it shows to be wrong (" + quoted + "); say what the code is meant to do and how it sets about it, without describing that part"
@@ -280,6 +282,9 @@ func (e *Explainer) preface(ctx context.Context, before []schema.Message, reply 
 			t = strings.TrimSpace(t)
 			if v := gates.Preface(t, code.String(), e.MinChars); !v.OK() {
 				return "", gateError{v}
+			}
+			if f := gates.Filler(t); f != "" {
+				return "", gateError{gates.Verdict{Reason: "filler", Detail: f}}
 			}
 			if quoted := gates.FaultQuoted(t, code.String(), fixed); len(quoted) > 0 {
 				return "", gateError{gates.Verdict{Reason: "presents_fault", Detail: strings.Join(quoted, ", ") + "\n" + t}}

@@ -83,3 +83,27 @@ func TestPersonaPrefaceOfAFailingReply(t *testing.T) {
 		t.Errorf("persona preface %q quotes %v, the planted fault", pre, q)
 	}
 }
+
+// TestPrefaceFillerSentBack: a preface that claims the code fits the
+// request ("which is what the request asks for") is sent back.
+func TestPrefaceFillerSentBack(t *testing.T) {
+	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+		if strings.Contains(call.LastUser(), "Your preface cannot be used") {
+			return llmtest.Reply{Text: "`add` adds two numbers a and b and returns their sum."}
+		}
+		return llmtest.Reply{Text: "`add` adds two numbers a and b, which is what the request asks for."}
+	})
+	e, err := New(c, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := planted()
+	d.Messages = d.Messages[:2] // the reply alone: no run after it
+	got, rep, err := e.Explain(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pre, _, _ := strings.Cut(got.Messages[1].Content, "```"); strings.Contains(pre, "asks for") || rep.Repairs != 1 {
+		t.Errorf("preface %q after %d repairs, want the filler sent back once", pre, rep.Repairs)
+	}
+}

@@ -553,14 +553,18 @@ const edgeClaim = "Inputs at the edges, such as empty or single-element ones, go
 // after is the summary that follows an answer's code.
 func after(name, code string, v int) string {
 	forms := []string{
-		"In short, %s returns the value the task describes, and the run below should confirm it on the example.",
-		"So %s %s; the run will show whether that gives the expected output.",
-		"%s keeps the name and arguments the task gives it, and its result is what the task asks for.",
+		"The run below shows what %s gives on the task's example.",
+		"So %s %s.",
+		"%s takes %s, in the order the task's example passes them.",
 	}
-	if v%len(forms) == 1 {
+	args := argNames(code, strings.Trim(name, "`"))
+	switch {
+	case v%len(forms) == 1 || v%len(forms) == 2 && len(args) == 0:
 		return fmt.Sprintf(forms[1], name, plainShape(code, name))
+	case v%len(forms) == 2:
+		return fmt.Sprintf(forms[2], name, strings.Join(mapArgs(args, func(a string) string { return "`" + a + "`" }), ", "))
 	}
-	return fmt.Sprintf(forms[v%len(forms)], name)
+	return fmt.Sprintf(forms[0], name)
 }
 
 var assertRe = regexp.MustCompile("(?m)^assert .*$")
@@ -742,9 +746,9 @@ func (p *Persona) closing(request, code, task string, c Call) string {
 	// It claims only what the request says the run showed, and of the
 	// code only what its lines show.
 	forms := []string{
-		"The run confirms it: %s gives the expected result on the checks above. " + shape + ", and it returns the value the task describes, so it can be used directly from other code.",
-		"Everything passes now. %s returns the value the task asks for, and the output above shows it on the cases that were checked; larger inputs go through the same steps.",
-		"That run is clean: %s produced the expected result without errors. The function applies the rule from the task to its arguments and hands back the result, which is what the checks compared.",
+		"The run confirms it: %s gives the expected result on the checks above. " + shape + ".",
+		"Everything passes now: the output above shows %s on the cases that were checked, and larger inputs go through the same steps.",
+		"That run is clean: %s produced the expected result without errors. " + shape + ".",
 	}
 	switch {
 	case strings.Contains(request, "nothing was printed"):
@@ -754,14 +758,14 @@ func (p *Persona) closing(request, code, task string, c Call) string {
 		}
 	case strings.Contains(request, "no tests ran"):
 		forms = []string{
-			"The output above is what %s computes for the arguments in the example call. " + shape + ", and it returns the value the task describes.",
-			"The printed value comes from calling %s on the example; the function applies the rule from the task to its arguments and hands back the result.",
+			"The output above is what %s computes for the arguments in the example call. " + shape + ".",
+			"The printed value comes from calling %s on the example. " + shape + ".",
 		}
 	}
 	text := fmt.Sprintf(forms[variant(task+request, len(forms))], name)
 	if strings.Contains(request, "kept the code exactly as it was") {
 		// nothing changed in this round: nothing passes "now"
-		text = strings.Replace(text, "Everything passes now.", "Everything still passes, with the code as it was.", 1)
+		text = strings.Replace(text, "Everything passes now:", "Everything still passes, with the code as it was:", 1)
 	}
 	return text
 }
@@ -1030,7 +1034,7 @@ func (p *Persona) explain(c Call) string {
 	}
 	// code may hold "%": the parts read from it are not format strings
 	forms := []string{
-		name + " " + shape + "; the answer is built from " + detail + " and returned, which is what the request asks for.",
+		name + " " + shape + "; the answer is built from " + detail + " and returned.",
 		name + " " + shape + ". " + how,
 		how + " In short, " + name + " " + shape + ".",
 		"The approach: " + name + " " + shape + ". " + how,
