@@ -449,6 +449,8 @@ func TestMisbehavingModelFailsItsGate(t *testing.T) {
 		// the test-less ones and names nothing, so no fix can be asked for
 		// in its words
 		{llmtest.NoReasonJudge, "{feedback_rounds: 0, followups: 0, calibrate: 0}", []string{"stage simulate", "gate judge_answer rejected", "no_reason"}},
+		// "faster" of the same loops with the result in a variable
+		{llmtest.FakeSpeedup, "{feedback_rounds: 1, followups: 0, categories: {scalability: 1}, calibrate: 0, closing: template}", []string{"stage simulate", "gate feedback_round rejected", "no_speedup"}},
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.bad), func(t *testing.T) {

@@ -96,6 +96,9 @@ const (
 	// NoReasonJudge rejects the code it finds wrong with a reason that
 	// names nothing ("The code is not correct.").
 	NoReasonJudge Misbehaviour = "no_reason_judge"
+	// FakeSpeedup answers a request for speed with the last return put
+	// through a variable and the claim that this makes the code faster.
+	FakeSpeedup Misbehaviour = "fake_speedup"
 )
 
 // JudgedPrefix starts the user turn that carries a judge model's reason
@@ -104,7 +107,7 @@ const (
 const JudgedPrefix = "I checked the code against the task"
 
 // Misbehaviours lists every misbehaviour.
-var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange, DocOnlyEmpty, OnePassClaim, UncalledClaim, ComputedOnceClaim, RaiseOnEmpty, StructureOnly, DeclinesMemory, NoReasonJudge}
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange, DocOnlyEmpty, OnePassClaim, UncalledClaim, ComputedOnceClaim, RaiseOnEmpty, StructureOnly, DeclinesMemory, NoReasonJudge, FakeSpeedup}
 
 // Persona is a scripted model that recognises which prompt of the pipeline
 // it is answering (writer, explain, judge, feedback, rubric, eval feedback)
@@ -202,7 +205,7 @@ func applicable(c Call) []Misbehaviour {
 			return []Misbehaviour{SilentCode}
 		case len(c.Request.Messages) > 2 && !strings.Contains(last, "is not correct"):
 			if keepTopicRe.MatchString(strings.ToLower(last)) {
-				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, OffRequestNoChange, OnePassClaim, ComputedOnceClaim, DeclinesMemory}
+				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, OffRequestNoChange, OnePassClaim, ComputedOnceClaim, DeclinesMemory, FakeSpeedup}
 			}
 			if asksEmpty(last) {
 				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, DocOnlyEmpty, RaiseOnEmpty}
@@ -650,6 +653,15 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 			}
 			return text +
 				"\n\n" + block(addChecks(prevCode, bare, check)) + "\n\nValid inputs take the same path as before, so the earlier checks still pass."
+		}
+	}
+	if speed := gates.AsksForSpeed(low) && !strings.Contains(low, "memory") && bare != "the code"; speed && p.bad(FakeSpeedup, c) {
+		if text, ok := fakeSpeedup(prevCode, name, bare); ok {
+			return text
+		}
+	} else if speed || strings.Contains(low, "faster") {
+		if text, ok := speedAnswer(prevCode, name, bare); ok {
+			return text
 		}
 	}
 	if !p.bad(OffRequestNoChange, c) {
@@ -1211,6 +1223,7 @@ func (p *Persona) judge(c Call) string {
 	}
 	// the argument checks revise adds guard the code; they change no result
 	code = personaTypesRe.ReplaceAllString(personaEmptyRe.ReplaceAllString(personaChecksRe.ReplaceAllString(code, ""), ""), "")
+	code = unSpeed(code) // its own speed-ups change no result
 	correct := ok && normalize(code) == normalize(good)
 	if stored, _, _, changed := storeRepeated(good, strings.Trim(fnName(good), "`")); ok && changed && strings.Contains(normalize(code), normalize(stored)) {
 		correct = true // the change it makes itself when asked not to recompute
