@@ -25,6 +25,23 @@ func sumWriter(call llmtest.Call) llmtest.Reply {
 	return llmtest.Reply{Text: "The line named above adds one too many; this version returns the sum itself.\n\n" + block(sumRight)}
 }
 
+// runSum runs sumTask with writer and a judge that always answers judge
+// (JSON).
+func runSum(t *testing.T, writer llmtest.Script, judge string) (*llmtest.Server, Result) {
+	t.Helper()
+	ex := sandbox(t, "")
+	srv, c := fake(t, func(call llmtest.Call) llmtest.Reply {
+		switch llmtest.Role(call) {
+		case "writer":
+			return writer(call)
+		case "judge":
+			return llmtest.Reply{Text: judge}
+		}
+		return llmtest.Reply{Text: "?"}
+	}, nil)
+	return srv, runTask(t, Options{}, c, c, nil, ex, func(*Simulator) (Task, error) { return sumTask, nil })
+}
+
 // TestJudgeReasonEntersDialogue: after the judge model rejects a clean
 // test-less run, the dialogue carries its reason as the next user turn, and
 // the writer's fix answers that turn, not the bare output.
@@ -82,17 +99,7 @@ func TestJudgeReasonEntersDialogue(t *testing.T) {
 // names nothing is asked again for a reason; one that still names none
 // ends the dialogue at the judge gate, and no turn claims a fault.
 func TestJudgeRejectionWithoutReason(t *testing.T) {
-	ex := sandbox(t, "")
-	srv, c := fake(t, func(call llmtest.Call) llmtest.Reply {
-		switch llmtest.Role(call) {
-		case "writer":
-			return sumWriter(call)
-		case "judge":
-			return llmtest.Reply{Text: `{"correct": false, "reason": "The code is not correct."}`}
-		}
-		return llmtest.Reply{Text: "?"}
-	}, nil)
-	res := runTask(t, Options{}, c, c, nil, ex, func(*Simulator) (Task, error) { return sumTask, nil })
+	srv, res := runSum(t, sumWriter, `{"correct": false, "reason": "The code is not correct."}`)
 	if res.Passed {
 		t.Fatalf("got passed, want the dialogue stopped at the judge")
 	}
@@ -129,17 +136,9 @@ func TestJudgeRejectionWithoutReason(t *testing.T) {
 // sum) does not get the dialogue through; it is rejected under
 // GateEvidence with the reason.
 func TestRunEvidenceOverrulesJudge(t *testing.T) {
-	ex := sandbox(t, "")
-	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
-		switch llmtest.Role(call) {
-		case "writer":
-			return llmtest.Reply{Text: "`total` adds the numbers.\n\n" + block("def total(xs):\n    return not (sum(xs))\n\nprint(total([1, 2, 3]))")}
-		case "judge":
-			return llmtest.Reply{Text: `{"correct": true, "reason": "The code ran and looks right."}`}
-		}
-		return llmtest.Reply{Text: "?"}
-	}, nil)
-	res := runTask(t, Options{}, c, c, nil, ex, func(*Simulator) (Task, error) { return sumTask, nil })
+	_, res := runSum(t, func(llmtest.Call) llmtest.Reply {
+		return llmtest.Reply{Text: "`total` adds the numbers.\n\n" + block("def total(xs):\n    return not (sum(xs))\n\nprint(total([1, 2, 3]))")}
+	}, `{"correct": true, "reason": "The code ran and looks right."}`)
 	if res.Passed {
 		t.Fatalf("got passed, want the dialogue rejected on the run's evidence")
 	}
@@ -160,17 +159,9 @@ func TestRunEvidenceOverrulesJudge(t *testing.T) {
 // TestWriterFillerCut: a stock claim of fit in a writer's answer is cut,
 // and counted; the rest of the answer stays.
 func TestWriterFillerCut(t *testing.T) {
-	ex := sandbox(t, "")
-	_, c := fake(t, func(call llmtest.Call) llmtest.Reply {
-		switch llmtest.Role(call) {
-		case "writer":
-			return llmtest.Reply{Text: "`total` adds the numbers of the list. Its result is what the task asks for.\n\n" + block(sumRight)}
-		case "judge":
-			return llmtest.Reply{Text: `{"correct": true, "reason": "it prints 6"}`}
-		}
-		return llmtest.Reply{Text: "?"}
-	}, nil)
-	res := runTask(t, Options{}, c, c, nil, ex, func(*Simulator) (Task, error) { return sumTask, nil })
+	_, res := runSum(t, func(llmtest.Call) llmtest.Reply {
+		return llmtest.Reply{Text: "`total` adds the numbers of the list. Its result is what the task asks for.\n\n" + block(sumRight)}
+	}, `{"correct": true, "reason": "it prints 6"}`)
 	first := res.Dialogue.Messages[1].Content
 	if strings.Contains(first, "what the task asks for") || !strings.HasPrefix(first, "`total` adds the numbers of the list.") {
 		t.Errorf("first answer %q: want the filler sentence cut and the rest kept", first)
