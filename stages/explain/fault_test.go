@@ -107,3 +107,24 @@ func TestPrefaceFillerSentBack(t *testing.T) {
 		t.Errorf("preface %q after %d repairs, want the filler sent back once", pre, rep.Repairs)
 	}
 }
+
+// TestPersonaPrefaceOfAnIndentedDef: a planted indentation that moves the
+// def line still leaves the function to name.
+func TestPersonaPrefaceOfAnIndentedDef(t *testing.T) {
+	_, c := fake(t, (&llmtest.Persona{}).Script())
+	e, err := New(c, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := planted()
+	d.Messages[1].Content = "Let me define `add` for this:\n\n```python\nimport re\n  def add(a, b):\n    return a + b\n```"
+	d.Messages[2] = schema.Message{Role: schema.RoleExecution, Content: "The code does not compile (IndentationError at line 2)", Exec: &schema.Execution{ExitCode: 1, Exception: "IndentationError"}}
+	d.Messages[3].Content = "The indentation was wrong.\n\n```python\nimport re\ndef add(a, b):\n    return a + b\n```"
+	_, rep, err := e.Explain(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rejected) != 0 {
+		t.Errorf("persona prefaces rejected: %+v", rep.Rejected)
+	}
+}

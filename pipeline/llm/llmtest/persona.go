@@ -1019,6 +1019,9 @@ func (p *Persona) explain(c Call) string {
 		return explainCommand(lang, code, last)
 	}
 	name := fnName(code)
+	if m := anyDefRe.FindStringSubmatch(code); name == "the code" && m != nil {
+		name = "`" + m[1] + "`" // a def a planted indentation moved
+	}
 	var vars []string
 	seen := map[string]bool{}
 	for _, w := range identRe.FindAllString(code, -1) {
@@ -1077,6 +1080,9 @@ func (p *Persona) explain(c Call) string {
 	}
 	return s
 }
+
+// anyDefRe: a def at any indentation.
+var anyDefRe = regexp.MustCompile(`(?m)^\s*def\s+([A-Za-z_]\w*)`)
 
 // explainRequestRe reads the request a reply answers from the explain
 // prompt.
