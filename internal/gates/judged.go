@@ -67,8 +67,10 @@ func ReadableReason(reason string) bool {
 var (
 	// yesNoTaskRe: a task whose answer is yes or no.
 	yesNoTaskRe = regexp.MustCompile(`(?i)\b(check|checks|checking|whether|if|or not|verify|determine|test|is|are|does|do|can|has|have)\b`)
-	// valueTaskRe: a task that asks for a value other than yes or no.
-	valueTaskRe = regexp.MustCompile(`(?i)\b(find|get|count|calculate|compute|convert|sum|remove|sort|extract|return|reverse|split|join|replace|merge|generate|multiply|add|subtract|divide|concatenate|rotate|flatten|filter|compress|encode|decode)\b`)
+	// valueTaskRe: a task that asks for a value other than yes or no (a
+	// verb, or a noun of a quantity: a misspelt verb, "caluclate area",
+	// still names one).
+	valueTaskRe = regexp.MustCompile(`(?i)\b(find|get|count|calculate|compute|convert|sum|remove|sort|extract|return|reverse|split|join|replace|merge|generate|multiply|add|subtract|divide|concatenate|rotate|flatten|filter|compress|encode|decode|area|volume|perimeter|product|average|mean|median|maximum|minimum|largest|smallest|length|distance|nth|number of)\b`)
 )
 
 // RunContradicts says how a clean run's output contradicts its task, or ""

@@ -41,6 +41,7 @@ func TestRunContradicts(t *testing.T) {
 		{"Write a function to find the similar elements from the given two tuple lists.", "False", true},
 		{"Write a function to find the similar elements from the given two tuple lists.", "(4, 5)", false},
 		{"Write a function to count the vowels in a string.", "None", true},
+		{"Write a function to caluclate area of a parallelogram.", "False", true},
 		{"Write a function to count the vowels in a string.\n\nassert f('a') == 1", "3\nTrue", true},
 		// a yes-or-no task prints a truth value
 		{"Write a python function to check whether the two numbers differ at one bit position only or not.", "False", false},
