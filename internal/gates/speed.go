@@ -49,7 +49,7 @@ func cost(code string) int {
 	if treeRecursive(code) && !memoRe.MatchString(code) {
 		c += 100
 	}
-	if scansInLoop(code) {
+	if ScansInLoop(code) {
 		c++
 	}
 	return c
@@ -78,9 +78,9 @@ func treeRecursive(code string) bool {
 	return false
 }
 
-// scansInLoop reports whether a loop body of code tests membership in, or
+// ScansInLoop reports whether a loop body of code tests membership in, or
 // counts or indexes into, a name that is not a set or dict built in code.
-func scansInLoop(code string) bool {
+func ScansInLoop(code string) bool {
 	hashed := map[string]bool{}
 	lines := strings.Split(code, "\n")
 	for _, l := range lines {

@@ -46,3 +46,14 @@ func TestSpeedAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestSpeedKeptForASetSearch: code whose loop searches a set it builds is
+// already linear: asked for speed, the persona says so instead of calling
+// a faster version a different algorithm.
+func TestSpeedKeptForASetSearch(t *testing.T) {
+	code := "def first_dup(nums):\n    seen = set()\n    for x in nums:\n        if x in seen:\n            return x\n        seen.add(x)\n    return -1\n\nprint(first_dup([1, 2, 2]))"
+	text, ok := keepAnswer("make sure f still works quickly on much larger inputs", code, "`first_dup`", "first_dup", false)
+	if !ok || !strings.HasPrefix(text, "No change is needed") {
+		t.Errorf("got %q, want a kept answer that says no change is needed", text)
+	}
+}
