@@ -459,7 +459,7 @@ func (p *Persona) writer(c Call) string {
 			code = first
 		}
 		plans := []string{
-			"I'll write %s so that %s, and it returns the result. The example in the task is its first check.",
+			"I'll write %s so that %s, and it returns the result. " + firstCheck(task),
 			"The plan: implement %s in small steps, keeping each intermediate value in a named variable so the logic is easy to follow. Then I run it once so we can see that the result matches what the task expects.",
 			"To solve this I define %s and keep its logic short: %s. " + edgeClaim,
 			"how", // read from the code's lines, below
@@ -528,6 +528,15 @@ func (p *Persona) writer(c Call) string {
 	}
 }
 
+// firstCheck names what checks a first answer: the task's example where
+// it shows one, else the code's own example call.
+func firstCheck(task string) string {
+	if strings.Contains(task, "assert ") {
+		return "The example in the task is its first check."
+	}
+	return "The call on an example at the end of the code is its first check."
+}
+
 // demo ends code with a print of the task's example call, as the writer
 // prompt asks, unless the answer is silent.
 func (p *Persona) demo(task, code string, c Call) string {
@@ -558,11 +567,12 @@ func after(name, code string, v int) string {
 	forms := []string{
 		"The run below shows what %s gives on the task's example.",
 		"So %s %s.",
-		"%s takes %s, in the order the task's example passes them.",
+		"%s takes %s, in that order, as the call at the end of the code passes them.",
 	}
 	args := argNames(code, strings.Trim(name, "`"))
+	_, called := exampleArgs(code, strings.Trim(name, "`"))
 	switch {
-	case v%len(forms) == 1 || v%len(forms) == 2 && len(args) == 0:
+	case v%len(forms) == 1 || v%len(forms) == 2 && (len(args) == 0 || !called):
 		return fmt.Sprintf(forms[1], name, plainShape(code, name))
 	case v%len(forms) == 2:
 		return fmt.Sprintf(forms[2], name, strings.Join(mapArgs(args, func(a string) string { return "`" + a + "`" }), ", "))

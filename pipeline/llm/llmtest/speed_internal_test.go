@@ -57,3 +57,19 @@ func TestSpeedKeptForASetSearch(t *testing.T) {
 		t.Errorf("got %q, want a kept answer that says no change is needed", text)
 	}
 }
+
+// TestSummaryClaimsOnlyTheCodesCall: the summary after an answer's code
+// names an example call only where the code makes one, and a first check
+// in the task only where the task shows one.
+func TestSummaryClaimsOnlyTheCodesCall(t *testing.T) {
+	const f = "def add(a, b):\n    return a + b"
+	if got := after("`add`", f, 2); strings.Contains(got, "call at the end") {
+		t.Errorf("after() of code with no call: %q", got)
+	}
+	if got := after("`add`", f+"\n\nprint(add(1, 2))", 2); !strings.Contains(got, "`a`, `b`") {
+		t.Errorf("after() of code with a call: %q, want its arguments named", got)
+	}
+	if got := firstCheck("Write a function to add two numbers."); strings.Contains(got, "in the task") {
+		t.Errorf("firstCheck of a task with no example: %q", got)
+	}
+}
