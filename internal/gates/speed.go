@@ -55,24 +55,39 @@ func cost(code string) int {
 	return c
 }
 
-// treeRecursive reports whether a function of code calls itself at least
-// twice in its body.
+// treeRecursive reports whether a function of code calls itself twice or
+// more in one statement (`fib(n - 1) + fib(n - 2)`): calls on separate
+// branches (`if y < 0: return -f(x, -y)` ... `return x + f(x, y - 1)`) are
+// one per call, and a cache would save nothing.
 func treeRecursive(code string) bool {
-	lines := strings.Split(code, "\n")
+	lines := strings.Split(strings.ReplaceAll(code, "\\\n", " "), "\n")
 	for i, l := range lines {
 		m := defHeaderRe.FindStringSubmatch(l)
 		if m == nil {
 			continue
 		}
-		calls, re := 0, pyCallOfRe(m[2])
+		re := pyCallOfRe(m[2])
 		for _, b := range lines[i+1:] {
 			if strings.TrimSpace(b) != "" && len(b)-len(strings.TrimLeft(b, " \t")) <= len(m[1]) {
 				break
 			}
-			calls += len(re.FindAllString(b, -1))
+			if len(re.FindAllString(b, -1)) >= 2 {
+				return true
+			}
 		}
-		if calls >= 2 {
-			return true
+	}
+	return false
+}
+
+// TreeRecursive is treeRecursive for one function, fn, of code.
+func TreeRecursive(code, fn string) bool {
+	lines := strings.Split(code, "\n")
+	for i, l := range lines {
+		if m := defHeaderRe.FindStringSubmatch(l); m != nil && m[2] == fn {
+			end := i + 1
+			for ; end < len(lines) && (strings.TrimSpace(lines[end]) == "" || len(lines[end])-len(strings.TrimLeft(lines[end], " \t")) > len(m[1])); end++ {
+			}
+			return treeRecursive(strings.Join(lines[i:end], "\n"))
 		}
 	}
 	return false

@@ -11,6 +11,8 @@ func TestLowerCost(t *testing.T) {
 		// a fake: the same loop and scan, the result kept in a variable
 		commonF = "def common(a, b):\n    out = []\n    for x in a:\n        if x in b:\n            out.append(x)\n    result = out\n    return result"
 		pairs   = "def pairs(xs):\n    n = 0\n    for i in range(len(xs)):\n        for j in range(i):\n            n += xs[i] == xs[j]\n    return n"
+		mul     = "def mul(x, y):\n    if y < 0:\n        return -mul(x, -y)\n    elif y == 0:\n        return 0\n    return x + mul(x, y - 1)"
+		mulMemo = "import functools\n\n@functools.lru_cache(maxsize=None)\n" + mul
 		pairsC  = "from collections import Counter\n\ndef pairs(xs):\n    c = Counter(xs)\n    n = 0\n    for v in c.values():\n        n += v * (v - 1) // 2\n    return n"
 	)
 	for _, c := range []struct {
@@ -22,6 +24,7 @@ func TestLowerCost(t *testing.T) {
 		{"counter instead of nested loop", pairs, pairsC, true},
 		{"same work, renamed result", common, commonF, false},
 		{"unchanged", fib, fib, false},
+		{"a cache on a recursion with one call per branch", mul, mulMemo, false},
 		{"slower", commonS, common, false},
 	} {
 		if got := LowerCost(c.before, c.after); got != c.want {

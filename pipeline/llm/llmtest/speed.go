@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/codefeedback/codefeedback/internal/gates"
 )
 
 // Asked for speed, the persona makes the two changes a good model makes
@@ -14,16 +16,14 @@ import (
 // no_speedup check reads the cost.
 
 // memoize puts functools.lru_cache on fn when fn calls itself twice or
-// more in its body and its example call passes only numbers and strings
+// more in one statement (gates.TreeRecursive) and its example call passes only numbers and strings
 // (which a cache can hold).
 func memoize(code, fn string) (string, bool) {
-	lines, defined := ownLines(code, fn)
-	if !defined || strings.Contains(code, "lru_cache") {
+	if !defines(code, fn) || strings.Contains(code, "lru_cache") {
 		return "", false
 	}
-	calls := strings.Count(strings.Join(lines, "\n"), fn+"(")
 	args, ok := exampleArgs(code, fn)
-	if calls < 2 || !ok || strings.ContainsAny(args, "[{") {
+	if !gates.TreeRecursive(code, fn) || !ok || strings.ContainsAny(args, "[{") {
 		return "", false
 	}
 	out := []string{"import functools", ""}
