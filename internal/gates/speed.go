@@ -79,9 +79,11 @@ func treeRecursive(code string) bool {
 	return false
 }
 
-// TreeRecursive is treeRecursive for one function, fn, of code.
+// TreeRecursive is treeRecursive for one function, fn, of code (its
+// comments and docstrings left out: a docstring that quotes two calls
+// calls nothing).
 func TreeRecursive(code, fn string) bool {
-	lines := strings.Split(code, "\n")
+	lines := strings.Split(NormalizeCode(StripDocstrings(code)), "\n")
 	for i, l := range lines {
 		if m := defHeaderRe.FindStringSubmatch(l); m != nil && m[2] == fn {
 			end := i + 1

@@ -21,6 +21,7 @@ func TestSpeedAnswers(t *testing.T) {
 		{"recursion on a list (no cache)", "def total(xs, n):\n    if n == 0:\n        return 0\n    return total(xs, n - 1) + total(xs, n - 1) * 0 + xs[n - 1]\n\nprint(total([1, 2], 2))", "total", "", false},
 		{"list of lists searched (unhashable)", "def has(rows, r):\n    n = 0\n    for x in r:\n        if x in rows:\n            n += 1\n    return n\n\nprint(has([[1], [2]], [[1]]))", "has", "", false},
 		{"one self-call per branch (a cache saves nothing)", "def multiply_int(x, y):\n    if y < 0:\n        return -multiply_int(x, -y)\n    elif y == 0:\n        return 0\n    else:\n        return x + multiply_int(x, y - 1)\n\nprint(multiply_int(10, 20))", "multiply_int", "", false},
+		{"one self-call per branch, a docstring quoting two", "def multiply_int(x, y):\n    \"\"\"How it works: it returns `-multiply_int(x, -y)` or `x + multiply_int(x, y - 1)`.\"\"\"\n    if y < 0:\n        return -multiply_int(x, -y)\n    return x + multiply_int(x, y - 1)\n\nprint(multiply_int(10, 20))", "multiply_int", "", false},
 		{"one loop, nothing to cache", "def total(xs):\n    s = 0\n    for x in xs:\n        s += x\n    return s\n\nprint(total([1, 2]))", "total", "", false},
 	} {
 		text, ok := speedAnswer(c.code, "`"+c.fn+"`", c.fn)
