@@ -189,8 +189,10 @@ func goldenCases() []goldenCase {
 		// stages/explain explain.go.
 		{"explain_system", "nil", nil},
 		{"explain_request", "history", map[string]any{"History": "[User]\nSum a list.\n\n[Assistant]\n```python\nprint(sum([1, 2]))\n```\n\n[Execution result]\n3",
-			"Request": "Now make it skip None values.", "Reply": "```python\nprint(sum(x for x in [1, None, 2] if x is not None))\n```", "Sentences": "two to four"}},
-		{"explain_request", "first", map[string]any{"History": "", "Request": "Sum a list.", "Reply": "```python\nprint(sum([1, 2]))\n```", "Sentences": "two to four"}},
+			"Request": "Now make it skip None values.", "Reply": "```python\nprint(sum(x for x in [1, None, 2] if x is not None))\n```", "Sentences": "two to four", "Failure": ""}},
+		{"explain_request", "first", map[string]any{"History": "", "Request": "Sum a list.", "Reply": "```python\nprint(sum([1, 2]))\n```", "Sentences": "two to four", "Failure": ""}},
+		{"explain_request", "failing", map[string]any{"History": "", "Request": "Sum a list.", "Reply": "```python\nprint(sum([1, 2]) + 1)\n```", "Sentences": "two to four",
+			"Failure": "1 of 1 tests failed.\n\nTest failed for input total([1, 2]): expected 3, got 4"}},
 		{"explain_repair", "code_block", map[string]any{"Problem": "the preface contains a fenced code block"}},
 
 		// internal/leak embed.go (the audit's judge) passes a map of strings.

@@ -57,7 +57,15 @@ const (
 	// GateClosing checks the writer's prose reply to an accepted run; a
 	// rejected one is replaced by a templated sentence (nothing is lost).
 	GateClosing = "closing"
+	// GateEvidence checks a test-less run the judge model accepted against
+	// the run's own output (gates.RunContradicts): one it contradicts
+	// drops its dialogue (or round).
+	GateEvidence = "run_evidence"
 )
+
+// JudgedLead opens the user turn that carries the judge model's reason
+// for rejecting a test-less run that ran cleanly.
+const JudgedLead = "I checked the code against the task, and it is not there yet: "
 
 // repairs is how many times a gated answer is asked for again.
 const repairs = 2
@@ -234,6 +242,8 @@ func (s *Simulator) Run(ctx context.Context, task Task) (Result, error) {
 		if !end.ok {
 			passed = false
 			switch {
+			case end.gate == GateEvidence:
+				reason = fmt.Sprintf("turn %d: the judge model accepted a run whose output contradicts the task (%s)", i+1, end.v.Detail)
 			case !end.v.OK():
 				reason = fmt.Sprintf("turn %d: %s rejected after %d repairs (%s)", i+1, end.gate, repairs, end.v.Reason)
 			case !r.runnable:
@@ -429,6 +439,23 @@ func (r *run) loop(ctx context.Context, turn Turn, iterPrefix, request, writerGa
 			outcome = "rejected"
 			if ok {
 				outcome = "pass"
+				// The judge is a model too: an acceptance the run's own
+				// output contradicts is not taken on its word.
+				v := gates.Verdict{}
+				if why := gates.RunContradicts(turn.Text, ex.Content); why != "" {
+					v = gates.Verdict{Reason: "output_contradicts_task", Detail: why + "\noutput: " + gates.Cut(ex.Content, 300)}
+				}
+				r.check(GateEvidence, v)
+				if !v.OK() {
+					r.outs = append(r.outs, fmt.Sprintf("%s%d=%s", iterPrefix, it, v.Reason))
+					return loopEnd{gate: GateEvidence, v: v}, nil
+				}
+			} else if it < r.s.opts.MaxIterations {
+				// The writer fixes what the judge named, in the judge's
+				// words: the run itself showed no error, so without them
+				// the next turn would claim a fault nothing in the
+				// dialogue shows.
+				r.add(schema.Message{Role: schema.RoleUser, Content: JudgedLead + r.reasons[len(r.reasons)-1]})
 			}
 		}
 		r.outs = append(r.outs, fmt.Sprintf("%s%d=%s", iterPrefix, it, outcome))
@@ -522,6 +549,12 @@ func (r *run) askIn(ctx context.Context, turn Turn, conv []llm.Message, extra ch
 			}
 		}
 		if v.OK() || try >= repairs {
+			if f := gates.Fillers(text); v.OK() && len(f) > 0 {
+				// A stock claim of fit says nothing of the code: cut, not
+				// asked again (the rest of the answer stands).
+				text = gates.CutClaims(text, f)
+				r.count(LabelFillerCut)
+			}
 			return text, code, v, nil
 		}
 		conv = append(slices.Clip(conv), llm.Assistant(text), llm.User(repair))
@@ -646,6 +679,9 @@ const (
 	// claim was cut out after the repairs.
 	LabelClaimsRepaired = "false_claims_repaired"
 	LabelClaimsCut      = "false_claims_cut"
+	// LabelFillerCut counts writer answers whose stock claims of fit
+	// ("which is what the request asks for") were cut (gates.Filler).
+	LabelFillerCut = "filler_cut"
 	// LabelExecutable is "false" on a dialogue in a language the sandbox
 	// cannot run; LabelNotExecutable says why.
 	LabelExecutable    = "executable"

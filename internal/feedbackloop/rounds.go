@@ -70,6 +70,12 @@ func (r *run) judge(ctx context.Context, request, code, output string, ran bool)
 			if a.Correct == nil {
 				return a, errors.New(`the JSON has no boolean "correct"`)
 			}
+			if !*a.Correct && !gates.ReadableReason(gates.CleanReason(a.Reason)) {
+				// A rejection that names nothing would reach the dialogue
+				// as a claim of a fault no one can point at.
+				return a, gateError{gates.Verdict{Reason: "no_reason", Detail: text},
+					`the answer says the code is wrong but its "reason" does not say what is wrong; name the wrong result or the line at fault in one or two sentences, or say true if nothing is wrong`}
+			}
 			return a, nil
 		})
 	if err != nil {
@@ -81,7 +87,7 @@ func (r *run) judge(ctx context.Context, request, code, output string, ran bool)
 		return false, "", v, nil
 	}
 	r.check(GateJudge, gates.Verdict{})
-	return *a.Correct, strings.TrimSpace(a.Reason), gates.Verdict{}, nil
+	return *a.Correct, gates.CleanReason(a.Reason), gates.Verdict{}, nil
 }
 
 // close appends the assistant's reply to an accepted run: the writer's own
@@ -221,6 +227,10 @@ func closingVerdict(text string, tests int, output string, said map[string]bool,
 		return gates.Verdict{Reason: "claims_unrun_tests", Detail: text}
 	case silent && claimsOutputRe.MatchString(text):
 		return gates.Verdict{Reason: "claims_unseen_output", Detail: text}
+	case gates.Filler(text) != "":
+		// "..., which is what the task asks for" says nothing the run
+		// showed; said in every closing, it is what a model learns.
+		return gates.Verdict{Reason: "filler", Detail: gates.Filler(text)}
 	}
 	return gates.Verdict{}
 }
@@ -259,6 +269,8 @@ func (r *run) summary(ctx context.Context, tests int, name string, silent bool, 
 			repair = fmt.Sprintf("Your reply could not be used: it says the code goes over its input once (%q), but the code calls itself or runs more than one loop over it. Answer again in two to four sentences of plain prose, at least %d characters, that say what the run shows and describe how the code works as its lines show it; no code and no code block.", v.Detail, minClosing)
 		case v.Reason == "claims_uncalled":
 			repair = fmt.Sprintf("Your reply could not be used: it says the run showed something of a function the code defines but never calls (%q), so the output says nothing of it. Answer again in two to four sentences of plain prose, at least %d characters, that say what the output shows of the functions the run called, and that the other one was not called; no code and no code block.", v.Detail, minClosing)
+		case v.Reason == "filler":
+			repair = fmt.Sprintf("Your reply could not be used: it says the code fits the request (%q) instead of saying what the run shows. Answer again in two to four sentences of plain prose, at least %d characters, that say what the output shows and what the code does; no stock phrase about what the task asks for, no code and no code block.", v.Detail, minClosing)
 		case v.Reason == "claims_unmade_change":
 			repair = fmt.Sprintf("Your reply could not be used: it says the code was changed, but this round kept it exactly as it was. Answer again in two to four sentences of plain prose, at least %d characters, that say what the run shows and that the code stayed the same; no code and no code block.", minClosing)
 		}
@@ -498,6 +510,9 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 			}
 			return v, ""
 		}
+		if v.Reason == "no_speedup" {
+			return v, fmt.Sprintf("Your answer could not be used: it says the code is faster (%q), but its loops, searches and recursive calls do the same work as before. Answer again: either change the algorithm so it does less work (for example a set for repeated membership tests, a count made once, or a cache of the results a recursion computes more than once), or keep the code and say plainly why it cannot be made faster, then the complete code in one ```%s block, then a short summary.", gates.ClaimsSpeedup(text), r.lang)
+		}
 		if v.Reason == "memory_kept_reducible" {
 			return v, fmt.Sprintf("Your answer could not be used: the user asked for less memory and the code stays as it was, but `%s` holds more than the result needs, and the same algorithm can do without it (a generator instead of a list that is only reduced, or two variables that roll forward instead of a table whose steps read only the two entries before them). Answer again: the complete revised code in one ```%s block, then a short summary.", gates.ReducibleMemory(code), r.lang)
 		}
@@ -519,7 +534,7 @@ func (r *run) round(ctx context.Context, m mark, gate, label string, msg schema.
 		if v.OK() {
 			v = gates.Verdict{Reason: "revision_fails", Detail: fmt.Sprintf("after %d iterations the code still fails: %s", r.s.opts.MaxIterations, gates.Cut(r.output, 600))}
 		}
-		if end.gate == GateJudge { // counted by the judge already
+		if end.gate == GateJudge || end.gate == GateEvidence { // counted already
 			r.rollback(m, label, v)
 			return false, nil
 		}
@@ -683,6 +698,10 @@ func revisionVerdict(before, after, request, answer, kind string) gates.Verdict 
 		}
 	}
 	switch {
+	case !same && gates.AsksForSpeed(request) && gates.ClaimsSpeedup(answer) != "" && !gates.LowerCost(before, after):
+		// "This version is faster" of code whose loops, searches and
+		// calls do the work they did before.
+		return gates.Verdict{Reason: "no_speedup", Detail: fmt.Sprintf("asked: %s\nclaim: %s", request, gates.ClaimsSpeedup(answer))}
 	case !same || !gates.AsksForChange(request):
 		return gates.Verdict{}
 	case gates.AsksForLessMemory(request) && gates.ReducibleMemory(after) != "":

@@ -474,6 +474,8 @@ func TestClosingClaimsOnlyWhatRan(t *testing.T) {
 		{"silent, claims output", "That run is clean: `is_samepatterns` produced the expected result without errors on its input.", SilentRun, 0, false, "claims_unseen_output", ""},
 		{"silent, honest", "The code ran without errors and defines `is_monotonic`, which is true when a list never falls or never rises.", SilentRun, 0, false, "", ""},
 		{"printed, output shown", "The output shows the squares of 1, 2 and 3, which is what `squares` computes from its argument.", printed, 0, false, "", ""},
+		{"printed, stock claim of fit", "The output above is what `squares` gives for the example call. It returns the value the task describes, so it can be used directly from other code.", printed, 0, false, "filler", ""},
+		{"tests ran, stock claim of fit", "That run is clean: `squares` produced the expected result without errors, which is what the checks compared.", "All 3 tests passed.", 3, false, "filler", ""},
 		{"kept, says so", "The code was kept as it was in this round, and the run shows `add` still returns 3 for 1 and 2, as the task's example expects.", "All 2 tests passed.", 2, true, "", ""},
 		{"kept, claims the change is in", "This run checks `add` as revised in answer 5: the change asked for is in, and the result is still the one the task describes.", "All 2 tests passed.", 2, true, "claims_unmade_change", ""},
 		{"kept, claims an update", "I updated the function so it uses less memory; the run shows all 2 tests still pass on the examples.", "All 2 tests passed.", 2, true, "claims_unmade_change", ""},
@@ -608,6 +610,12 @@ func TestRevisionMustMeetTheRequest(t *testing.T) {
 			repairSays: "its reason is not about what the user asked",
 			good:       "No change is needed for memory: `add` keeps no list, only its two arguments and their sum.\n\n" + block("def add(a, b):\n    return a + b"),
 			goodMark:   "for memory", reason: "no_change_off_request"},
+		{name: "speed met by a fake speed-up",
+			feedback:   "Could you make sure `add` still works quickly on much larger inputs?",
+			bad:        "This version is faster: it keeps the sum in a variable before returning it.\n\n" + block("def add(a, b):\n    total = a + b\n    return total"),
+			repairSays: "do the same work as before",
+			good:       "No change is needed: `add` does one addition, so it works just as quickly on much larger inputs.\n\n" + block("def add(a, b):\n    return a + b"),
+			goodMark:   "just as quickly", reason: "no_speedup"},
 	} {
 		for _, fixed := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/fixed=%v", rc.name, fixed), func(t *testing.T) {
@@ -866,5 +874,26 @@ func TestHarnessCalls(t *testing.T) {
 	}
 	if got := harnessCalls(Turn{Problem: &schema.Problem{}}); got != nil {
 		t.Errorf("harnessCalls without tests = %v, want none", got)
+	}
+}
+
+// TestRevisionSpeedClaims: a revision that says it is faster passes when
+// its code does less work (a set for a repeated search), and fails when
+// it does the same work in other words.
+func TestRevisionSpeedClaims(t *testing.T) {
+	const (
+		before = "def common(a, b):\n    out = []\n    for x in a:\n        if x in b:\n            out.append(x)\n    return out"
+		real   = "def common(a, b):\n    seen = set(b)\n    out = []\n    for x in a:\n        if x in seen:\n            out.append(x)\n    return out"
+		fake   = "def common(a, b):\n    out = []\n    for item in a:\n        if item in b:\n            out.append(item)\n    return out"
+		asked  = "Can you make `common` faster for very large inputs?"
+	)
+	for _, c := range []struct{ name, after, answer, want string }{
+		{"a set for the search", real, "It is faster now: `b` becomes a set once, so each search takes constant time.", ""},
+		{"renamed loop variable", fake, "This version is faster: the loop variable has a clearer name.", "no_speedup"},
+		{"memory only, no speed claimed", fake, "The names are clearer now.", ""},
+	} {
+		if got := revisionVerdict(before, c.after, asked, c.answer, "optimize").Reason; got != c.want {
+			t.Errorf("%s: reason %q, want %q", c.name, got, c.want)
+		}
 	}
 }

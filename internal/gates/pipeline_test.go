@@ -445,11 +445,17 @@ func TestMisbehavingModelFailsItsGate(t *testing.T) {
 		// len_log (MBPP 90, from its 89th problem on) computes len(i)
 		// twice per pass: "each value is computed once" is false of it.
 		{llmtest.ComputedOnceClaim, "{feedback_rounds: 1, followups: 0, categories: {efficiency: 1}, calibrate: 0}", []string{"stage simulate", "gate feedback_round rejected", "claims_computed_once"}},
+		// every first answer is wrong and runs cleanly; the judge rejects
+		// the test-less ones and names nothing, so no fix can be asked for
+		// in its words
+		{llmtest.NoReasonJudge, "{feedback_rounds: 0, followups: 0, calibrate: 0}", []string{"stage simulate", "gate judge_answer rejected", "no_reason"}},
+		// "faster" of the same loops with the result in a variable
+		{llmtest.FakeSpeedup, "{feedback_rounds: 1, followups: 0, categories: {scalability: 1}, calibrate: 0, closing: template}", []string{"stage simulate", "gate feedback_round rejected", "no_speedup"}},
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.bad), func(t *testing.T) {
 			buggy := 0
-			if tc.bad == llmtest.YesJudge {
+			if tc.bad == llmtest.YesJudge || tc.bad == llmtest.NoReasonJudge {
 				buggy = 1 // every first answer is wrong: the tests say so, the judge does not
 			}
 			c := loadCorpus(t, 4, buggy)

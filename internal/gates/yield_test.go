@@ -27,7 +27,7 @@ var allBad = map[llmtest.Misbehaviour]bool{
 	llmtest.SilentCode: true, llmtest.VagueDocs: true, llmtest.RoteClosing: true, llmtest.TrivialTests: true,
 	llmtest.ClaimedChecks: true, llmtest.FalseEdgeClaim: true, llmtest.OffRequestNoChange: true,
 	llmtest.DocOnlyEmpty: true, llmtest.OnePassClaim: true, llmtest.UncalledClaim: true, llmtest.ComputedOnceClaim: true,
-	llmtest.RaiseOnEmpty: true, llmtest.StructureOnly: true, llmtest.DeclinesMemory: true,
+	llmtest.RaiseOnEmpty: true, llmtest.StructureOnly: true, llmtest.DeclinesMemory: true, llmtest.NoReasonJudge: true, llmtest.FakeSpeedup: true,
 }
 
 // yieldRun is one run of the default pipeline's shape over MBPP.

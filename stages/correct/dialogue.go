@@ -339,7 +339,7 @@ func buildDialogue(p *schema.Problem, solution string, m mutate.Mutant, bug, fix
 	fn := funcName(p, solution)
 	msgs := []schema.Message{
 		{Role: schema.RoleUser, Content: userPrompt(p)},
-		{Role: schema.RoleAssistant, Content: intro(id, fn, m.Code) + "\n\n" + codeBlock(m.Code)},
+		{Role: schema.RoleAssistant, Content: intro(id, fn, m.Code, solution) + "\n\n" + codeBlock(m.Code)},
 		{Role: schema.RoleExecution, Content: bug.Output(), Exec: bug.Execution(info)},
 		{Role: schema.RoleAssistant, Content: analysis(bug, m.Code) + " " + fixHint(m.Code, solution) + fixLead(id, fn) + "\n\n" + codeBlock(solution)},
 		{Role: schema.RoleExecution, Content: fix.Output(), Exec: fix.Execution(info)},
@@ -364,8 +364,9 @@ func buildDialogue(p *schema.Problem, solution string, m mutate.Mutant, bug, fix
 
 // intro opens the first answer; it never reads like a reply to feedback.
 // code is the answer's code: one phrasing names the function's arguments
-// as it declares them.
-func intro(id, fn, code string) string {
+// as it declares them, unless the planted bug renamed one (the fix,
+// fixed, declares others): the intro would present the bug as the plan.
+func intro(id, fn, code, fixed string) string {
 	if fn == "" {
 		return pick(id+"\x00intro",
 			"Here is my solution:",
@@ -379,7 +380,7 @@ func intro(id, fn, code string) string {
 		"Here is a function "+f+" that solves the task:",
 		"The function "+f+" below should do this:",
 		"I'll write "+f+" and check it against the tests:",
-		takes(fn, code),
+		takesUnlessPlanted(fn, code, fixed),
 		"Let me define "+f+" for this:",
 		"A straightforward way to write "+f+":",
 		"One way to implement "+f+":",
@@ -412,6 +413,15 @@ func takes(fn, code string) string {
 		return f + " takes " + args[0] + "; a first implementation:"
 	}
 	return f + " takes " + strings.Join(args[:len(args)-1], ", ") + " and " + args[len(args)-1] + "; a first implementation:"
+}
+
+// takesUnlessPlanted is takes, or another phrasing when code and fixed
+// declare different arguments.
+func takesUnlessPlanted(fn, code, fixed string) string {
+	if t := takes(fn, code); t == takes(fn, fixed) {
+		return t
+	}
+	return "I'll write `" + fn + "` and let the tests below judge it:"
 }
 
 // fixLead introduces the corrected code after the analysis.

@@ -15,3 +15,15 @@ func TestTakes(t *testing.T) {
 		}
 	}
 }
+
+// TestTakesUnlessPlanted: a planted rename of a parameter is not named as
+// the plan.
+func TestTakesUnlessPlanted(t *testing.T) {
+	const fixed = "def count_ways(n):\n    return n"
+	if got, want := takesUnlessPlanted("count_ways", "def count_ways(ns):\n    return n", fixed), "I'll write `count_ways` and let the tests below judge it:"; got != want {
+		t.Errorf("renamed parameter: got %q, want %q", got, want)
+	}
+	if got, want := takesUnlessPlanted("count_ways", "def count_ways(n):\n    return n + 1", fixed), "`count_ways` takes `n`; a first implementation:"; got != want {
+		t.Errorf("same parameters: got %q, want %q", got, want)
+	}
+}

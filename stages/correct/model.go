@@ -173,7 +173,7 @@ func (g *modelGenerator) Generate(ctx context.Context, p *schema.Problem, kind m
 		ID: id,
 		Messages: []schema.Message{
 			{Role: schema.RoleUser, Content: strings.TrimSpace(request)},
-			{Role: schema.RoleAssistant, Content: intro(id, fn, buggy) + "\n\n" + fence(lang, buggy)},
+			{Role: schema.RoleAssistant, Content: intro(id, fn, buggy, buggy) + "\n\n" + fence(lang, buggy)},
 			{Role: schema.RoleExecution, Content: bug.Output(), Exec: bug.Execution(info)},
 			{Role: schema.RoleAssistant, Content: fixText},
 			{Role: schema.RoleExecution, Content: fix.Output(), Exec: fix.Execution(info)},

@@ -114,7 +114,7 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 		return nil, err
 	}
 	kinds, _ := o.kinds()
-	version := map[string]any{"mutate": shortHash(mutate.Script()), "judge": harness.Version(), "dialogue": "v5"}
+	version := map[string]any{"mutate": shortHash(mutate.Script()), "judge": harness.Version(), "dialogue": "v6"}
 	if o.Method == "model" {
 		// Every language's prompts: a problem in another language renders
 		// the _lang ones, and an edit to them must recompute its items.

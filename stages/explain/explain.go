@@ -119,7 +119,7 @@ func (e *Explainer) Explain(ctx context.Context, d schema.Dialogue) (schema.Dial
 			rep.Already++
 			continue
 		}
-		pre, v, r, err := e.preface(ctx, out.Messages[:i], m.Content)
+		pre, v, r, err := e.preface(ctx, out.Messages[:i], m.Content, out.Messages[i+1:])
 		rep.Repairs += r.Repairs
 		if r.Model != "" {
 			rep.Model = r.Model
@@ -220,6 +220,11 @@ func (g gateError) Error() string {
 		return "the preface is too short to explain anything"
 	case "unrelated":
 		return "the preface does not name anything the code does (no function, variable or step of it)"
+	case "filler":
+		return "the preface claims the code fits the request (" + fmt.Sprintf("%q", g.v.Detail) + ") instead of saying what it does; leave that phrase out"
+	case "presents_fault":
+		quoted, _, _ := strings.Cut(g.v.Detail, "\n")
+		return "the preface describes, as what the code should do, a part of the code that the run after it shows to be wrong (" + quoted + "); say what the code is meant to do and how it sets about it, without describing that part"
 	case "no_purpose":
 		return "the preface walks through the code's lines but never says, in the task's own terms, what the code computes and why its approach gives the right answer"
 	}
@@ -229,7 +234,12 @@ func (g gateError) Error() string {
 // preface asks for the preface of reply given the turns before it. A
 // preface the gate still rejects after the repairs comes back as a failed
 // verdict (not an error) with an empty text.
-func (e *Explainer) preface(ctx context.Context, before []schema.Message, reply string) (string, gates.Verdict, Report, error) {
+//
+// after are the turns that follow the reply: when its run fails and a
+// later turn fixes the code, the preface may not present the part the fix
+// replaces as the plan (the reply's code holds a planted or a first
+// attempt's fault, which a reader must not learn as the goal).
+func (e *Explainer) preface(ctx context.Context, before []schema.Message, reply string, after []schema.Message) (string, gates.Verdict, Report, error) {
 	var rep Report
 	// The model sees every earlier turn (so it does not repeat them and
 	// knows the run results) and, named apart, the request being answered.
@@ -240,9 +250,10 @@ func (e *Explainer) preface(ctx context.Context, before []schema.Message, reply 
 	// The first reply to a task is where a reader learns what the code is
 	// for: its preface must say so in the task's terms.
 	first := firstReply(before)
+	failure, fixed := Fixed(after)
 	prompt, err := e.request.Render(map[string]any{
 		"History": e.renderHistory(history), "Request": strings.TrimSpace(req),
-		"Reply": reply, "Sentences": e.Sentences})
+		"Reply": reply, "Sentences": e.Sentences, "Failure": cutMiddle(failure, 600)})
 	if err != nil {
 		return "", gates.Verdict{}, rep, err
 	}
@@ -272,6 +283,12 @@ func (e *Explainer) preface(ctx context.Context, before []schema.Message, reply 
 			if v := gates.Preface(t, code.String(), e.MinChars); !v.OK() {
 				return "", gateError{v}
 			}
+			if f := gates.Filler(t); f != "" {
+				return "", gateError{gates.Verdict{Reason: "filler", Detail: f}}
+			}
+			if quoted := gates.FaultQuoted(t, code.String(), fixed); len(quoted) > 0 {
+				return "", gateError{gates.Verdict{Reason: "presents_fault", Detail: strings.Join(quoted, ", ") + "\n" + t}}
+			}
 			if first && !gates.NamesPurpose(t, req) {
 				// "a loop takes i ... it returns t" says what any reader
 				// of the code sees, nothing of what it is for.
@@ -295,6 +312,42 @@ func (e *Explainer) preface(ctx context.Context, before []schema.Message, reply 
 	}
 	return text, gates.Verdict{}, rep, nil
 }
+
+// Fixed reads the turns after a reply: when its run failed (an error, a
+// failing test, or a judge's reason given as the next user turn) and the
+// next assistant turn changes the code, it returns the failing run's text
+// and the code of that fix; otherwise "", "".
+func Fixed(after []schema.Message) (failure, fixed string) {
+	if len(after) == 0 || after[0].Role != schema.RoleExecution {
+		return "", ""
+	}
+	run := after[0]
+	failed := run.Exec != nil && (run.Exec.ExitCode != 0 || run.Exec.Exception != "" || run.Exec.TimedOut || run.Exec.Passed != nil && !*run.Exec.Passed)
+	rest := after[1:]
+	if len(rest) > 0 && rest[0].Role == schema.RoleUser && rest[0].Feedback == nil && strings.HasPrefix(rest[0].Content, judgedLead) {
+		failed = true
+		failure = rest[0].Content
+		rest = rest[1:]
+	}
+	if !failed || len(rest) == 0 || rest[0].Role != schema.RoleAssistant {
+		return "", ""
+	}
+	var code strings.Builder
+	for _, b := range parse.CodeBlocks(rest[0].Content) {
+		code.WriteString(b.Code + "\n")
+	}
+	if code.Len() == 0 {
+		return "", ""
+	}
+	if failure == "" {
+		failure = run.Content
+	}
+	return failure, code.String()
+}
+
+// judgedLead is feedbackloop.JudgedLead (the user turn with a judge's
+// reason), kept here so the stage does not depend on the loop.
+const judgedLead = "I checked the code against the task, and it is not there yet: "
 
 // latestRequest is the last user turn of msgs, or "".
 func latestRequest(msgs []schema.Message) string {

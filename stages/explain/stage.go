@@ -58,7 +58,7 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	version := map[string]any{"prompts": pv, "explain": "v5-first-prefaces-say-what-the-code-is-for"}
+	version := map[string]any{"prompts": pv, "explain": "v6-prefaces-do-not-present-the-fault-as-the-plan"}
 	chat, chatErr := llm.ForStage(svc, o.Endpoint)
 	if chatErr != nil && !errors.Is(chatErr, llm.ErrNoModel) {
 		if svc.Model != nil {

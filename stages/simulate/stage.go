@@ -31,7 +31,7 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	version := map[string]any{"prompts": pv, "loop": "v18-closing-names-the-tested-function", "judge": harness.Version()}
+	version := map[string]any{"prompts": pv, "loop": "v19-judge-reason-in-dialogue-run-evidence", "judge": harness.Version()}
 	if svc.Model != nil {
 		for role, ep := range map[string]string{"writer": o.Writer, "judge": o.Judge, "feedback": o.Feedback} {
 			p, err := svc.ModelKey(ep)

@@ -123,6 +123,9 @@ func readFacts(code, fn string) codeFacts {
 			f.collects, f.collection = true, l
 		}
 	}
+	// A search of a set or dict the code builds is no scan: the
+	// product's cost reads it so, and the persona's reasons must agree.
+	f.scans = f.scans && gates.ScansInLoop(code)
 	// The passes as the product's check counts them: comprehensions
 	// that hold calls or brackets are loops too.
 	if defined {

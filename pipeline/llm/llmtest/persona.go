@@ -93,10 +93,21 @@ const (
 	// values because "each value it derives is computed once", whatever
 	// its loops compute twice.
 	ComputedOnceClaim Misbehaviour = "computed_once_claim"
+	// NoReasonJudge rejects the code it finds wrong with a reason that
+	// names nothing ("The code is not correct.").
+	NoReasonJudge Misbehaviour = "no_reason_judge"
+	// FakeSpeedup answers a request for speed with the last return put
+	// through a variable and the claim that this makes the code faster.
+	FakeSpeedup Misbehaviour = "fake_speedup"
 )
 
+// JudgedPrefix starts the user turn that carries a judge model's reason
+// for rejecting a clean test-less run (feedbackloop.JudgedLead): the
+// writer answers it as a fix of what the reason names.
+const JudgedPrefix = "I checked the code against the task"
+
 // Misbehaviours lists every misbehaviour.
-var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange, DocOnlyEmpty, OnePassClaim, UncalledClaim, ComputedOnceClaim, RaiseOnEmpty, StructureOnly, DeclinesMemory}
+var Misbehaviours = []Misbehaviour{CodeForExplanation, UnchangedRevision, WrongCategory, CodeInFeedback, YesJudge, UnreadableRubric, NoAction, UnparseableJSON, ThanksToOutput, SilentCode, VagueDocs, RoteClosing, TrivialTests, ClaimedChecks, FalseEdgeClaim, OffRequestNoChange, DocOnlyEmpty, OnePassClaim, UncalledClaim, ComputedOnceClaim, RaiseOnEmpty, StructureOnly, DeclinesMemory, NoReasonJudge, FakeSpeedup}
 
 // Persona is a scripted model that recognises which prompt of the pipeline
 // it is answering (writer, explain, judge, feedback, rubric, eval feedback)
@@ -190,9 +201,11 @@ func applicable(c Call) []Misbehaviour {
 			return []Misbehaviour{RoteClosing}
 		case strings.HasPrefix(last, "Execution result:"):
 			return []Misbehaviour{ThanksToOutput, SilentCode}
+		case strings.HasPrefix(last, JudgedPrefix):
+			return []Misbehaviour{SilentCode}
 		case len(c.Request.Messages) > 2 && !strings.Contains(last, "is not correct"):
 			if keepTopicRe.MatchString(strings.ToLower(last)) {
-				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, OffRequestNoChange, OnePassClaim, ComputedOnceClaim, DeclinesMemory}
+				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, OffRequestNoChange, OnePassClaim, ComputedOnceClaim, DeclinesMemory, FakeSpeedup}
 			}
 			if asksEmpty(last) {
 				return []Misbehaviour{UnchangedRevision, SilentCode, VagueDocs, TrivialTests, DocOnlyEmpty, RaiseOnEmpty}
@@ -201,7 +214,7 @@ func applicable(c Call) []Misbehaviour {
 		}
 		return []Misbehaviour{SilentCode}
 	case "judge":
-		return []Misbehaviour{YesJudge, UnparseableJSON}
+		return []Misbehaviour{YesJudge, UnparseableJSON, NoReasonJudge}
 	case "feedback", "followup":
 		return []Misbehaviour{WrongCategory, CodeInFeedback, UnparseableJSON}
 	case "eval_feedback":
@@ -446,7 +459,7 @@ func (p *Persona) writer(c Call) string {
 			code = first
 		}
 		plans := []string{
-			"I'll write %s so that %s, and it returns the result. The example in the task is its first check.",
+			"I'll write %s so that %s, and it returns the result. " + firstCheck(task),
 			"The plan: implement %s in small steps, keeping each intermediate value in a named variable so the logic is easy to follow. Then I run it once so we can see that the result matches what the task expects.",
 			"To solve this I define %s and keep its logic short: %s. " + edgeClaim,
 			"how", // read from the code's lines, below
@@ -480,6 +493,16 @@ func (p *Persona) writer(c Call) string {
 			plan = what + " " + plan
 		}
 		return plan + "\n\n" + block(p.demo(task, code, c)) + "\n\n" + after(name, code, variant(task+"after", 3))
+	case strings.HasPrefix(last, JudgedPrefix):
+		// The run showed no error: the fix answers what the judge named,
+		// and claims nothing of the output the reason does not.
+		fix := fmt.Sprintf("The check names what is still wrong in %s, so this version changes that step and keeps the rest as it was.", name)
+		if m := judgedLineRe.FindStringSubmatch(last); m != nil && strings.Contains(m[1], "not (") {
+			fix = fmt.Sprintf("As the check says, `%s` negates the value %s computes. This version returns that value itself and keeps the rest as it was.", m[1], name)
+		} else if m != nil {
+			fix = fmt.Sprintf("As the check says, the line `%s` is where %s goes wrong. This version replaces it and keeps the rest as it was.", m[1], name)
+		}
+		return fix + "\n\n" + block(p.demo(task, good, c)) + "\n\n" + after(name, good, variant(last, 3))
 	case strings.HasPrefix(last, "Execution result:") || strings.Contains(last, "is not correct"):
 		fixes := []string{
 			"The run shows %s does not give the expected result yet: the return value was computed from the wrong expression, so the check that compares it with the expected value fails. This version computes the value directly from the inputs.",
@@ -503,6 +526,15 @@ func (p *Persona) writer(c Call) string {
 		}
 		return p.revise(prevCode, task, last, name, feedbacks, c)
 	}
+}
+
+// firstCheck names what checks a first answer: the task's example where
+// it shows one, else the code's own example call.
+func firstCheck(task string) string {
+	if strings.Contains(task, "assert ") {
+		return "The example in the task is its first check."
+	}
+	return "The call on an example at the end of the code is its first check."
 }
 
 // demo ends code with a print of the task's example call, as the writer
@@ -533,14 +565,19 @@ const edgeClaim = "Inputs at the edges, such as empty or single-element ones, go
 // after is the summary that follows an answer's code.
 func after(name, code string, v int) string {
 	forms := []string{
-		"In short, %s returns the value the task describes, and the run below should confirm it on the example.",
-		"So %s %s; the run will show whether that gives the expected output.",
-		"%s keeps the name and arguments the task gives it, and its result is what the task asks for.",
+		"The run below shows what %s gives on the task's example.",
+		"So %s %s.",
+		"%s takes %s, in that order, as the call at the end of the code passes them.",
 	}
-	if v%len(forms) == 1 {
+	args := argNames(code, strings.Trim(name, "`"))
+	_, called := exampleArgs(code, strings.Trim(name, "`"))
+	switch {
+	case v%len(forms) == 1 || v%len(forms) == 2 && (len(args) == 0 || !called):
 		return fmt.Sprintf(forms[1], name, plainShape(code, name))
+	case v%len(forms) == 2:
+		return fmt.Sprintf(forms[2], name, strings.Join(mapArgs(args, func(a string) string { return "`" + a + "`" }), ", "))
 	}
-	return fmt.Sprintf(forms[v%len(forms)], name)
+	return fmt.Sprintf(forms[0], name)
 }
 
 var assertRe = regexp.MustCompile("(?m)^assert .*$")
@@ -626,6 +663,15 @@ func (p *Persona) revise(prevCode, task, request, name string, n int, c Call) st
 			}
 			return text +
 				"\n\n" + block(addChecks(prevCode, bare, check)) + "\n\nValid inputs take the same path as before, so the earlier checks still pass."
+		}
+	}
+	if speed := gates.AsksForSpeed(low) && !strings.Contains(low, "memory") && bare != "the code"; speed && p.bad(FakeSpeedup, c) {
+		if text, ok := fakeSpeedup(prevCode, name, bare); ok {
+			return text
+		}
+	} else if speed || strings.Contains(low, "faster") {
+		if text, ok := speedAnswer(prevCode, name, bare); ok {
+			return text
 		}
 	}
 	if !p.bad(OffRequestNoChange, c) {
@@ -722,9 +768,9 @@ func (p *Persona) closing(request, code, task string, c Call) string {
 	// It claims only what the request says the run showed, and of the
 	// code only what its lines show.
 	forms := []string{
-		"The run confirms it: %s gives the expected result on the checks above. " + shape + ", and it returns the value the task describes, so it can be used directly from other code.",
-		"Everything passes now. %s returns the value the task asks for, and the output above shows it on the cases that were checked; larger inputs go through the same steps.",
-		"That run is clean: %s produced the expected result without errors. The function applies the rule from the task to its arguments and hands back the result, which is what the checks compared.",
+		"The run confirms it: %s gives the expected result on the checks above. " + shape + ".",
+		"Everything passes now: the output above shows %s on the cases that were checked, and larger inputs go through the same steps.",
+		"That run is clean: %s produced the expected result without errors. " + shape + ".",
 	}
 	switch {
 	case strings.Contains(request, "nothing was printed"):
@@ -734,14 +780,14 @@ func (p *Persona) closing(request, code, task string, c Call) string {
 		}
 	case strings.Contains(request, "no tests ran"):
 		forms = []string{
-			"The output above is what %s computes for the arguments in the example call. " + shape + ", and it returns the value the task describes.",
-			"The printed value comes from calling %s on the example; the function applies the rule from the task to its arguments and hands back the result.",
+			"The output above is what %s computes for the arguments in the example call. " + shape + ".",
+			"The printed value comes from calling %s on the example. " + shape + ".",
 		}
 	}
 	text := fmt.Sprintf(forms[variant(task+request, len(forms))], name)
 	if strings.Contains(request, "kept the code exactly as it was") {
 		// nothing changed in this round: nothing passes "now"
-		text = strings.Replace(text, "Everything passes now.", "Everything still passes, with the code as it was.", 1)
+		text = strings.Replace(text, "Everything passes now:", "Everything still passes, with the code as it was:", 1)
 	}
 	return text
 }
@@ -983,6 +1029,9 @@ func (p *Persona) explain(c Call) string {
 		return explainCommand(lang, code, last)
 	}
 	name := fnName(code)
+	if m := anyDefRe.FindStringSubmatch(code); name == "the code" && m != nil {
+		name = "`" + m[1] + "`" // a def a planted indentation moved
+	}
 	var vars []string
 	seen := map[string]bool{}
 	for _, w := range identRe.FindAllString(code, -1) {
@@ -1010,13 +1059,20 @@ func (p *Persona) explain(c Call) string {
 	}
 	// code may hold "%": the parts read from it are not format strings
 	forms := []string{
-		name + " " + shape + "; the answer is built from " + detail + " and returned, which is what the request asks for.",
+		name + " " + shape + "; the answer is built from " + detail + " and returned.",
 		name + " " + shape + ". " + how,
 		how + " In short, " + name + " " + shape + ".",
 		"The approach: " + name + " " + shape + ". " + how,
 	}
 	if how == "" {
 		forms = forms[:1]
+	}
+	failed := strings.Contains(last, "The run after this reply failed")
+	if failed && !p.bad(StructureOnly, c) {
+		// Told that the run fails and a later turn fixes the code, it
+		// says what the code is for and how it goes, not the lines that
+		// the fix replaces.
+		forms = []string{name + " " + shape + "."}
 	}
 	s := forms[variant(code+last, len(forms))]
 	s = strings.ToUpper(s[:1]) + s[1:]
@@ -1026,12 +1082,17 @@ func (p *Persona) explain(c Call) string {
 	// What the code is for, in the task's words, and why its approach
 	// gives the right answer, before how its lines go.
 	if m := explainRequestRe.FindStringSubmatch(last); m != nil {
-		if what := purpose(m[1], name); what != "" {
+		if what := purpose(m[1], name); what != "" && failed {
+			s = strings.TrimSpace(what + " " + s)
+		} else if what != "" {
 			s = strings.TrimSpace(what + " " + s + " " + why(code, strings.Trim(name, "`")))
 		}
 	}
 	return s
 }
+
+// anyDefRe: a def at any indentation.
+var anyDefRe = regexp.MustCompile(`(?m)^\s*def\s+([A-Za-z_]\w*)`)
 
 // explainRequestRe reads the request a reply answers from the explain
 // prompt.
@@ -1178,6 +1239,7 @@ func (p *Persona) judge(c Call) string {
 	}
 	// the argument checks revise adds guard the code; they change no result
 	code = personaTypesRe.ReplaceAllString(personaEmptyRe.ReplaceAllString(personaChecksRe.ReplaceAllString(code, ""), ""), "")
+	code = unSpeed(code) // its own speed-ups change no result
 	correct := ok && normalize(code) == normalize(good)
 	if stored, _, _, changed := storeRepeated(good, strings.Trim(fnName(good), "`")); ok && changed && strings.Contains(normalize(code), normalize(stored)) {
 		correct = true // the change it makes itself when asked not to recompute
@@ -1188,12 +1250,56 @@ func (p *Persona) judge(c Call) string {
 	if ok && !correct && strings.Contains(normalize(code), normalize(good)) {
 		correct = true
 	}
-	reason := "It computes the requested value for the example."
-	if !correct {
-		reason = "The function returns the wrong value for the case in the task."
+	if !correct && p.bad(NoReasonJudge, c) {
+		return `{"correct": false, "reason": "The code is not correct."}`
 	}
-	b, _ := json.Marshal(map[string]any{"correct": correct, "reason": reason})
+	b, _ := json.Marshal(map[string]any{"correct": correct, "reason": judgeReason(correct, code, good, last)})
 	return string(b)
+}
+
+// judgeReason says why the judge decided as it did, from what it can
+// see: the value the run printed, or the line where the code parts from
+// a correct one.
+func judgeReason(correct bool, code, good, prompt string) string {
+	name := fnName(good)
+	if correct {
+		if out := lastLine(codeAfter(prompt, "Real output of the run:")); out != "" {
+			return fmt.Sprintf("%s prints `%s` for the example call, and its lines compute what the task asks for.", name, out)
+		}
+		return fmt.Sprintf("The lines of %s compute what the task asks for.", name)
+	}
+	line := differingLine(code, good)
+	switch {
+	case line == "":
+		return fmt.Sprintf("%s does not compute what the task asks for: its steps are not the ones the task needs.", name)
+	case strings.Contains(line, "not ("):
+		return fmt.Sprintf("The line `%s` of %s puts `not` in front of the value it computes, so %s returns the negation of the result the task asks for.", strings.TrimSpace(line), name, name)
+	}
+	return fmt.Sprintf("The line `%s` of %s does not compute what the task asks for.", strings.TrimSpace(line), name)
+}
+
+// judgedLineRe reads the line a judge's reason names.
+var judgedLineRe = regexp.MustCompile("[Tt]he line `([^`]+)`")
+
+// lastLine is the last non-blank line of s, or "".
+func lastLine(s string) string {
+	ls := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(ls[len(ls)-1])
+}
+
+// differingLine is the first line of code (normalized) that good does not
+// have, or "".
+func differingLine(code, good string) string {
+	have := map[string]bool{}
+	for _, l := range strings.Split(normalize(good), "\n") {
+		have[strings.TrimSpace(l)] = true
+	}
+	for _, l := range strings.Split(normalize(code), "\n") {
+		if t := strings.TrimSpace(l); t != "" && !have[t] && !strings.HasPrefix(t, "print(") {
+			return t
+		}
+	}
+	return ""
 }
 
 var personaChecksRe = regexp.MustCompile(`(?m)^[ \t]*for name, value in \(.*\):\n[ \t]*if value is None:\n[ \t]*raise TypeError\(f"\{name\} must not be None"\)\n`)
