@@ -127,6 +127,14 @@ type Auditor struct {
 	// hashes are tested once, not once per benchmark, and only the few
 	// that pass are looked up in each index.
 	filter keyFilter
+	// fpAt and gramAt map a k-gram or n-gram hash that some index holds
+	// to its row in fpEnt or gramEnt: the key's entry in each index, in
+	// New's order (-1: not in that index). A candidate is looked up once
+	// for all benchmarks, as it passes the filter, not once per index
+	// (each lookup is a cache miss), and one no index holds is dropped
+	// there (most of those that pass the filter).
+	fpAt, gramAt   *hashTable
+	fpEnt, gramEnt []int32
 	// shortLens are the lengths of short statements indexed whole, over
 	// all indexes, and shortHeads the hashes of their first tokens.
 	shortLens  []int
@@ -179,6 +187,10 @@ func New(benchmarks []Benchmark, opts Options) (*Auditor, error) {
 		}
 	}
 	a.filter = newKeyFilter(a.indexes)
+	if !opts.Fingerprints.Off {
+		a.fpAt, a.fpEnt = unionTable(a.indexes, func(x *Index) *hashTable { return x.fpIndex })
+	}
+	a.gramAt, a.gramEnt = unionTable(a.indexes, func(x *Index) *hashTable { return x.grams })
 	heads := map[uint64]bool{}
 	for _, x := range a.indexes {
 		for _, h := range x.shortHeads {
@@ -293,13 +305,14 @@ type scratch struct {
 // message msgs[m] starting at token gi that passed the filter.
 type gramCand struct {
 	m, gi, n int32
+	at       int32 // row in Auditor.gramEnt
 	h        uint64
 }
 
 // fpCand is a code k-gram of ctMsgs[m] at k-gram gi that passed the filter.
 type fpCand struct {
 	m, gi int32
-	h     uint64 // salted
+	at    int32 // row in Auditor.fpEnt
 }
 
 // fp returns the fingerprint state for index x, reset for a new dialogue.
@@ -383,7 +396,7 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 	stOn := !a.opts.Statements.Off
 	for bi, x := range a.indexes {
 		if !a.opts.Fingerprints.Off {
-			a.matchFingerprints(x, d, id, s, &r)
+			a.matchFingerprints(bi, x, s, id, &r)
 		}
 		if stOn && (len(s.sts) > 0 || len(s.lks) > 0) {
 			a.matchStatements(bi, x, d, id, s, &r)
@@ -447,9 +460,10 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 		// turns). Each shared gram weighs 1/(tasks holding it), so text
 		// that many tasks share attributes to none of them.
 		clear(s.gramHits)
-		hitGram := func(m msgRange, gi, n int, h uint64) {
-			at, ok := x.grams.get(h)
-			if !ok {
+		nx := len(a.indexes)
+		hitGram := func(m msgRange, gi, n int, row int32, h uint64) {
+			at := a.gramEnt[int(row)*nx+bi]
+			if at < 0 {
 				return
 			}
 			ts := x.gramTasks[at]
@@ -469,7 +483,7 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 			}
 		}
 		for _, c := range s.gramCand {
-			hitGram(s.msgs[c.m], int(c.gi), int(c.n), c.h)
+			hitGram(s.msgs[c.m], int(c.gi), int(c.n), c.at, c.h)
 		}
 		tasks = tasks[:0]
 		for t, g := range s.gramHits {
@@ -598,7 +612,9 @@ func (a *Auditor) gramCandidates(s *scratch, mi int) {
 		}
 		for gi := 0; ; gi++ {
 			if a.filter.mayHold(h) {
-				s.gramCand = append(s.gramCand, gramCand{m: int32(mi), gi: int32(gi), n: int32(n), h: h})
+				if at, ok := a.gramAt.get(h); ok {
+					s.gramCand = append(s.gramCand, gramCand{m: int32(mi), gi: int32(gi), n: int32(n), at: at, h: h})
+				}
 			}
 			if gi+n >= len(toks) {
 				break
@@ -622,7 +638,9 @@ func (a *Auditor) gramCandidates(s *scratch, mi int) {
 				continue
 			}
 			if h := rollingHashes(s.th[gi:gi+l], l, s.one[:0])[0]; a.filter.mayHold(h) {
-				s.gramCand = append(s.gramCand, gramCand{m: int32(mi), gi: int32(gi), n: int32(l), h: h})
+				if at, ok := a.gramAt.get(h); ok {
+					s.gramCand = append(s.gramCand, gramCand{m: int32(mi), gi: int32(gi), n: int32(l), at: at, h: h})
+				}
 			}
 		}
 	}

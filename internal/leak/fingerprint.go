@@ -385,15 +385,17 @@ func (st *fpState) hit(t int32) *fpHit {
 	return &st.hits[len(st.hits)-1]
 }
 
-// matchFingerprints adds fingerprint findings of dialogue d against x to r.
-func (a *Auditor) matchFingerprints(x *Index, d *schema.Dialogue, id string, s *scratch, r *Result) {
+// matchFingerprints adds the dialogue's fingerprint findings against x,
+// index bi, to r.
+func (a *Auditor) matchFingerprints(bi int, x *Index, s *scratch, id string, r *Result) {
 	o := x.fpOpts
 	st := s.fp(x)
+	nx := len(a.indexes)
 	// Messages in order, then streams, as the k-grams were computed.
 	for s2 := range nStreams {
 		for _, c := range s.fpCand[s2] {
-			ei, ok := x.fpIndex.get(c.h)
-			if !ok || st.entryGen[ei] == st.gen {
+			ei := a.fpEnt[int(c.at)*nx+bi]
+			if ei < 0 || st.entryGen[ei] == st.gen {
 				continue // absent, or counted already (its refs are distinct task parts)
 			}
 			st.entryGen[ei] = st.gen
@@ -484,7 +486,7 @@ func spansText(spans []schema.Span) string {
 }
 
 // kgramCandidates appends to s.fpCand the k-grams of message ctMsgs[mi]
-// whose salted hash passes the filter, both streams in one pass: the
+// whose salted hash passes the filter and some index holds (fpAt), both streams in one pass: the
 // rolling hash of rollingHashes over each form of the tokens.
 func (a *Auditor) kgramCandidates(s *scratch, mi, k int) {
 	m := s.ctMsgs[mi]
@@ -505,10 +507,14 @@ func (a *Auditor) kgramCandidates(s *scratch, mi, k int) {
 		hn = hn*rollBase + t.norm
 		gi := int32(i - k + 1)
 		if h := he ^ se; a.filter.mayHold(h) {
-			s.fpCand[streamExact] = append(s.fpCand[streamExact], fpCand{m: int32(mi), gi: gi, h: h})
+			if at, ok := a.fpAt.get(h); ok {
+				s.fpCand[streamExact] = append(s.fpCand[streamExact], fpCand{m: int32(mi), gi: gi, at: at})
+			}
 		}
 		if h := hn ^ sn; a.filter.mayHold(h) {
-			s.fpCand[streamRenamed] = append(s.fpCand[streamRenamed], fpCand{m: int32(mi), gi: gi, h: h})
+			if at, ok := a.fpAt.get(h); ok {
+				s.fpCand[streamRenamed] = append(s.fpCand[streamRenamed], fpCand{m: int32(mi), gi: gi, at: at})
+			}
 		}
 		o := &toks[i-k+1]
 		he -= o.exact * top

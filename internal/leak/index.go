@@ -119,7 +119,7 @@ func (f *keyFilter) mayHold(h uint64) bool {
 
 // filterBitsPerKey sizes the filter: at 8 to 16 bits a key and three bits
 // a key, about 1-4% of absent keys pass.
-const filterBitsPerKey = 8
+const filterBitsPerKey = 16
 
 // newKeyFilter builds the filter of the indexes' keys.
 func newKeyFilter(xs []*Index) keyFilter {
