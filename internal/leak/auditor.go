@@ -136,9 +136,11 @@ type Auditor struct {
 	fpAt, gramAt   *hashTable
 	fpEnt, gramEnt []int32
 	// shortLens are the lengths of short statements indexed whole, over
-	// all indexes, and shortHeads the hashes of their first tokens.
+	// all indexes, and shortHeads a bit per hash of their first tokens
+	// (headBit): a user turn is tried at every length where one may
+	// start, a bit test where a table probe would miss the cache.
 	shortLens  []int
-	shortHeads *hashTable
+	shortHeads [1 << 10]uint64
 	// ask ranks the task statements nearest a user turn, for the
 	// statement measure's weak whole matches (askedBy); askBase[i] is
 	// benchmark i's first document in it.
@@ -191,13 +193,12 @@ func New(benchmarks []Benchmark, opts Options) (*Auditor, error) {
 		a.fpAt, a.fpEnt = unionTable(a.indexes, func(x *Index) *hashTable { return x.fpIndex })
 	}
 	a.gramAt, a.gramEnt = unionTable(a.indexes, func(x *Index) *hashTable { return x.grams })
-	heads := map[uint64]bool{}
 	for _, x := range a.indexes {
 		for _, h := range x.shortHeads {
-			heads[h] = true
+			b := headBit(h)
+			a.shortHeads[b>>6] |= 1 << (b & 63)
 		}
 	}
-	a.shortHeads, _ = freeze(heads)
 	if !opts.Statements.Off {
 		var sts [][]string
 		for _, x := range a.indexes {
@@ -248,6 +249,7 @@ type scratch struct {
 	th, sh     []uint64
 	msgs       []msgRange
 	nbuf       []byte
+	fences     []fence // of the message being scanned
 	lh, wh     []uint64
 	blockStart []int // per window: index of its first line in lh
 	sharedAny  []bool
@@ -529,8 +531,10 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 // and code k-grams are hashed and filtered as the tokens are found, not
 // stored.
 func (a *Auditor) scanMessage(s *scratch, i int, m *schema.Message) {
+	// The fenced blocks, found once for the line pass and the code tokens.
+	s.fences = appendFences(m.Content, s.fences[:0])
 	if m.Role == schema.RoleUser || m.Role == schema.RoleAssistant {
-		a.opts.Lines.messageLines(m, a.opts.Window, s)
+		a.opts.Lines.fencedMessageLines(m, s.fences, a.opts.Window, s)
 	}
 	fp, k := !a.opts.Fingerprints.Off, a.opts.Fingerprints.K
 	stOn := !a.opts.Statements.Off
@@ -541,7 +545,7 @@ func (a *Auditor) scanMessage(s *scratch, i int, m *schema.Message) {
 	if (fp || stOn) && m.Role != schema.RoleExecution {
 		c0 := len(s.ctoks)
 		s.marks.reset()
-		s.ctoks, s.toks = messageCodeTokens(m.Content, s.ctoks, s.toks, &s.marks)
+		s.ctoks, s.toks = fencedCodeTokens(m.Content, s.fences, s.ctoks, s.toks, &s.marks)
 		if len(s.ctoks)-c0 < k {
 			s.ctoks = s.ctoks[:c0]
 		} else {
@@ -630,7 +634,7 @@ func (a *Auditor) gramCandidates(s *scratch, mi int) {
 	s.th = tokenHashes(toks, s.th[:0])
 	s.sh = rollingHashes(s.th, minShortTokens, s.sh[:0])
 	for gi, h := range s.sh {
-		if _, ok := a.shortHeads.get(h); !ok {
+		if b := headBit(h); a.shortHeads[b>>6]&(1<<(b&63)) == 0 {
 			continue
 		}
 		for _, l := range a.shortLens {
@@ -645,6 +649,9 @@ func (a *Auditor) gramCandidates(s *scratch, mi int) {
 		}
 	}
 }
+
+// headBit is the bit of Auditor.shortHeads for a first tokens' hash.
+func headBit(h uint64) uint64 { return (h * 0x9E3779B97F4A7C15) >> 48 }
 
 // countBits counts the set bits of bs in [from, to).
 func countBits(bs []uint64, from, to int) int {

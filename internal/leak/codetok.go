@@ -178,14 +178,16 @@ func codeAndWordTokens(text string, buf []ctok, words []span, marks *tokMarks) (
 // over half their code tokens, and reading it as code cost about 10% of a
 // check. Without a block the whole text is code.
 func messageCodeTokens(text string, buf []ctok, words []span, marks *tokMarks) ([]ctok, []span) {
+	return fencedCodeTokens(text, appendFences(text, nil), buf, words, marks)
+}
+
+// fencedCodeTokens is messageCodeTokens with text's blocks found already
+// (appendFences): the check finds them once for this and the line pass.
+func fencedCodeTokens(text string, fences []fence, buf []ctok, words []span, marks *tokMarks) ([]ctok, []span) {
 	st := scanState{base: len(buf)}
 	at := 0 // where the words-only text starts
-	for f := (fenceScanner{text: text}); ; {
-		body, ok := f.next()
-		if !ok {
-			break
-		}
-		from, to := max(f.open, at), f.at+len(body)
+	for _, f := range fences {
+		from, to := max(f.open, at), f.end
 		words = appendTokensIn(words, text, at, from)
 		// text[:to]: no token (an unclosed string) runs past the block.
 		buf, words = st.scan(text[:to], from, buf, words, true, marks)

@@ -362,6 +362,21 @@ func (f *fenceScanner) next() (body string, ok bool) {
 	return "", false
 }
 
+// fence is one fenced block of a text: its opening fence line starts at
+// open, its body is text[at:end].
+type fence struct{ open, at, end int }
+
+// appendFences appends the fenced blocks of text to out, in order.
+func appendFences(text string, out []fence) []fence {
+	for f := (fenceScanner{text: text}); ; {
+		body, ok := f.next()
+		if !ok {
+			return out
+		}
+		out = append(out, fence{open: f.open, at: f.at, end: f.at + len(body)})
+	}
+}
+
 // lineAround returns the bounds of the line of text holding byte c, which
 // lies at or after from, a line start, and the start of the line after it.
 func lineAround(text string, from, c int) (start, end, next int) {
@@ -460,6 +475,12 @@ func (o LineOptions) dialogueLines(d *schema.Dialogue, w int, s *scratch) {
 // messageLines appends to s.lh, s.wh and s.blockStart what dialogueLines
 // does for one user or assistant turn m.
 func (o LineOptions) messageLines(m *schema.Message, w int, s *scratch) {
+	o.fencedMessageLines(m, appendFences(m.Content, nil), w, s)
+}
+
+// fencedMessageLines is messageLines with m's blocks found already
+// (appendFences).
+func (o LineOptions) fencedMessageLines(m *schema.Message, fences []fence, w int, s *scratch) {
 	first := len(s.lh)
 	endBlock := func() {
 		before := len(s.wh)
@@ -469,7 +490,7 @@ func (o LineOptions) messageLines(m *schema.Message, w int, s *scratch) {
 		}
 		first = len(s.lh)
 	}
-	if o.fencedLines(m.Content, s, endBlock) {
+	if o.blockLines(m.Content, fences, s, endBlock) {
 		return
 	}
 	if m.Exec != nil && m.Exec.Code != "" {
@@ -491,16 +512,16 @@ func (o LineOptions) messageLines(m *schema.Message, w int, s *scratch) {
 // fencedLines hashes the lines of each fenced block of text and calls
 // endBlock after each block. It reports whether text had a block.
 func (o LineOptions) fencedLines(text string, s *scratch, endBlock func()) bool {
-	found := false
-	for f := (fenceScanner{text: text}); ; {
-		body, ok := f.next()
-		if !ok {
-			return found
-		}
-		s.lh, s.nbuf = o.codeLineHashes(body, s.nbuf, s.lh)
+	return o.blockLines(text, appendFences(text, nil), s, endBlock)
+}
+
+// blockLines is fencedLines with text's blocks found already.
+func (o LineOptions) blockLines(text string, fences []fence, s *scratch, endBlock func()) bool {
+	for _, f := range fences {
+		s.lh, s.nbuf = o.codeLineHashes(text[f.at:f.end], s.nbuf, s.lh)
 		endBlock()
-		found = true
 	}
+	return len(fences) > 0
 }
 
 // lineHash appends the hash of line l to out when Keep accepts its
