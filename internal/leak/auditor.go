@@ -550,11 +550,20 @@ func (a *Auditor) scanMessage(s *scratch, i int, m *schema.Message) {
 			s.ctoks = s.ctoks[:c0]
 		} else {
 			cm := ctMsg{msg: i, t0: c0, t1: len(s.ctoks), s0: len(s.sts), l0: len(s.lks)}
+			toks := s.ctoks[c0:]
 			if stOn {
 				// Statements first: they rename the bound builtins
 				// in the norm form the renamed k-grams hash.
-				toks := s.ctoks[c0:]
-				s.sts = markedStatements(m.Content, toks, &s.marks, s.sts)
+				s.sts = cutStatements(m.Content, toks, &s.marks, s.sts)
+			}
+			if fp {
+				// The k-grams, and the statements' hashes in the same
+				// pass over the tokens.
+				a.kgramCandidates(s, len(s.ctMsgs), toks, a.opts.Fingerprints.K, s.sts[cm.s0:])
+			} else {
+				hashStatements(toks, s.sts[cm.s0:])
+			}
+			if stOn {
 				if a.gate != nil && !a.gate.statements(s.sts[cm.s0:]) {
 					s.sts = s.sts[:cm.s0]
 				}
@@ -567,9 +576,6 @@ func (a *Auditor) scanMessage(s *scratch, i int, m *schema.Message) {
 				s.addBody(&cm, s.ctoks[c0:])
 			}
 			s.ctMsgs = append(s.ctMsgs, cm)
-			if fp {
-				a.kgramCandidates(s, len(s.ctMsgs)-1, a.opts.Fingerprints.K)
-			}
 		}
 	} else {
 		s.toks = appendTokens(s.toks, m.Content)

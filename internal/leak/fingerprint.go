@@ -485,26 +485,45 @@ func spansText(spans []schema.Span) string {
 	return b.String()
 }
 
-// kgramCandidates appends to s.fpCand the k-grams of message ctMsgs[mi]
-// whose salted hash passes the filter and some index holds (fpAt), both streams in one pass: the
+// kgramCandidates appends to s.fpCand the k-grams of toks, the code
+// tokens of message ctMsgs[mi] (appended next), whose salted hash passes
+// the filter and some index holds (fpAt), both streams in one pass: the
 // rolling hash of rollingHashes over each form of the tokens.
-func (a *Auditor) kgramCandidates(s *scratch, mi, k int) {
-	m := s.ctMsgs[mi]
-	toks := s.ctoks[m.t0:m.t1]
+//
+// sts are toks' statements, which cover them in order (statements): their
+// hashes are set here too, as hashStatements would.
+func (a *Auditor) kgramCandidates(s *scratch, mi int, toks []ctok, k int, sts []stmt) {
 	var top uint64 = 1 // B^(k-1)
 	for range k - 1 {
 		top *= rollBase
 	}
-	var he, hn uint64
-	for _, t := range toks[:k-1] {
+	var he, hn, sh uint64
+	si, end := 0, int32(-1) // the statement being hashed, and its end
+	if len(sts) > 0 {
+		end = sts[0].t1
+	}
+	// stmtHash adds token i to the statement hash.
+	stmtHash := func(i int, norm uint64) {
+		sh = sh*rollBase + norm
+		if int32(i+1) == end {
+			sts[si].h = sh ^ stmtSalt
+			sh, si = 0, si+1
+			if si < len(sts) {
+				end = sts[si].t1
+			}
+		}
+	}
+	for i, t := range toks[:k-1] {
 		he = he*rollBase + t.exact
 		hn = hn*rollBase + t.norm
+		stmtHash(i, t.norm)
 	}
 	se, sn := streamSalt[streamExact], streamSalt[streamRenamed]
 	for i := k - 1; i < len(toks); i++ {
 		t := &toks[i]
 		he = he*rollBase + t.exact
 		hn = hn*rollBase + t.norm
+		stmtHash(i, t.norm)
 		gi := int32(i - k + 1)
 		if h := he ^ se; a.filter.mayHold(h) {
 			if at, ok := a.fpAt.get(h); ok {

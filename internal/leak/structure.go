@@ -598,17 +598,32 @@ func codeStatements(text string, toks []ctok, out []stmt) []stmt {
 // the bindable names and the cuts).
 func markedStatements(text string, toks []ctok, marks *tokMarks, out []stmt) []stmt {
 	base := len(out)
+	out = cutStatements(text, toks, marks, out)
+	hashStatements(toks, out[base:])
+	return out
+}
+
+// cutStatements is markedStatements without the hashes: the check sets
+// them as it hashes the k-grams (kgramCandidates), in the same pass over
+// the tokens.
+func cutStatements(text string, toks []ctok, marks *tokMarks, out []stmt) []stmt {
+	base := len(out)
 	out = statements(text, toks, marks.cuts, out)
 	unbindNames(text, toks, out[base:], marks.names)
-	for i := base; i < len(out); i++ {
-		s := &out[i]
+	return out
+}
+
+// hashStatements sets the hash of each statement of sts (of toks) from
+// its tokens' norm form.
+func hashStatements(toks []ctok, sts []stmt) {
+	for i := range sts {
+		s := &sts[i]
 		var h uint64
 		for _, t := range toks[s.t0:s.t1] {
 			h = h*rollBase + t.norm
 		}
 		s.h = h ^ stmtSalt
 	}
-	return out
 }
 
 // stEntry is one statement of the benchmark's solutions: the tasks
