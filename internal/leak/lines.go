@@ -558,6 +558,10 @@ func hasCodePunct(t string) bool {
 }
 
 func hasCodeKeyword(t string) bool {
+	// Most lines start with no keyword's first byte.
+	if !keywordFirst[t[0]] {
+		return false
+	}
 	for _, k := range [...]string{"def ", "return ", "class ", "import ", "from ", "for ", "while ", "if ", "elif ", "else", "assert ", "print", "yield ", "raise "} {
 		if strings.HasPrefix(t, k) {
 			return true
@@ -566,10 +570,84 @@ func hasCodeKeyword(t string) bool {
 	return false
 }
 
+// keywordFirst marks the first bytes of hasCodeKeyword's keywords.
+var keywordFirst = func() (t [256]bool) {
+	for _, c := range []byte("drcifwepya") {
+		t[c] = true
+	}
+	return t
+}()
+
 // proseLike reports a line that is mostly plain words: six or more, and at
 // least 70% of its space-separated fields letters only (with trailing
 // punctuation), as a sentence is and code rarely is.
+//
+// An ASCII line is read in one pass, each byte classed once (proseClass);
+// a line with other bytes as proseLikeRunes reads it.
 func proseLike(t string) bool {
+	words, fields := 0, 0
+	for i := 0; i < len(t); {
+		if c := proseClass[t[i]]; c == pSpace {
+			i++
+			continue
+		}
+		// A field: plain if it has a plain byte and every byte is plain
+		// but a trailing run of punctuation.
+		fields++
+		core, bad, punct := false, false, false
+		for ; i < len(t); i++ {
+			switch proseClass[t[i]] {
+			case pPlain:
+				bad, core, punct = bad || punct, true, false
+				continue
+			case pPunct:
+				punct = true
+				continue
+			case pOther:
+				bad = true
+				continue
+			case pNonASCII:
+				return proseLikeRunes(t)
+			}
+			break // pSpace
+		}
+		if core && !bad {
+			words++
+		}
+	}
+	return words >= 6 && words*10 >= fields*7
+}
+
+// Byte classes of proseLike.
+const (
+	pPlain    = iota // plainByte
+	pPunct           // trailingPunct
+	pSpace           // ' ', '\t': separates fields
+	pOther           // any other ASCII byte
+	pNonASCII        // from 0x80
+)
+
+var proseClass = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c >= utf8.RuneSelf:
+			t[c] = pNonASCII
+		case c == ' ' || c == '\t':
+			t[c] = pSpace
+		case plainByte[c]:
+			t[c] = pPlain
+		case trailingPunct[c]:
+			t[c] = pPunct
+		default:
+			t[c] = pOther
+		}
+	}
+	return t
+}()
+
+// proseLikeRunes is proseLike for any line: fields, their trailing
+// punctuation trimmed, tested by plainWord.
+func proseLikeRunes(t string) bool {
 	words, fields := 0, 0
 	for i := 0; i < len(t); {
 		for i < len(t) && (t[i] == ' ' || t[i] == '\t') {
