@@ -266,6 +266,10 @@ type scratch struct {
 	one      []uint64
 	gramCand []gramCand
 	fpCand   [nStreams][]fpCand
+	// fpCache holds fpCacheOwner's answers (see fpRow): a scratch may
+	// serve several auditors.
+	fpCache      *[1 << fpCacheBits]fpCacheEntry
+	fpCacheOwner *Auditor
 	// Statements and literal keys of every message (ranges in ctMsg).
 	sts []stmt
 	lks []literalKey
@@ -350,7 +354,7 @@ type gramHit struct {
 
 func newScratch() *scratch {
 	return &scratch{cover: map[int32][]uint64{}, gramHits: map[int32]*gramHit{},
-		stBest: map[int32]*stHit{}}
+		stBest: map[int32]*stHit{}, fpCache: new([1 << fpCacheBits]fpCacheEntry)}
 }
 
 // Check audits one dialogue. seq is its position in the input. ctx is only
@@ -382,6 +386,10 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 	s.stBody, s.stWH, s.stPos = s.stBody[:0], s.stWH[:0], s.stPos[:0]
 	s.askedDone = false
 	s.entryOf = s.entryOf[:0]
+	if s.fpCacheOwner != a {
+		clear(s.fpCache[:])
+		s.fpCacheOwner = a
+	}
 	for i := range d.Messages {
 		m := &d.Messages[i]
 		if s.memo == nil {

@@ -526,12 +526,12 @@ func (a *Auditor) kgramCandidates(s *scratch, mi int, toks []ctok, k int, sts []
 		stmtHash(i, t.norm)
 		gi := int32(i - k + 1)
 		if h := he ^ se; a.filter.mayHold(h) {
-			if at, ok := a.fpAt.get(h); ok {
+			if at := s.fpRow(a, h); at >= 0 {
 				s.fpCand[streamExact] = append(s.fpCand[streamExact], fpCand{m: int32(mi), gi: gi, at: at})
 			}
 		}
 		if h := hn ^ sn; a.filter.mayHold(h) {
-			if at, ok := a.fpAt.get(h); ok {
+			if at := s.fpRow(a, h); at >= 0 {
 				s.fpCand[streamRenamed] = append(s.fpCand[streamRenamed], fpCand{m: int32(mi), gi: gi, at: at})
 			}
 		}
@@ -539,6 +539,35 @@ func (a *Auditor) kgramCandidates(s *scratch, mi int, toks []ctok, k int, sts []
 		he -= o.exact * top
 		hn -= o.norm * top
 	}
+}
+
+// fpCacheBits sets the size of a worker's cache of fpAt lookups:
+// 1<<fpCacheBits entries (4,096, 64 KiB).
+const fpCacheBits = 12
+
+// fpCacheEntry is a k-gram hash and its row in Auditor.fpEnt plus 2
+// (1: no index holds it; 0: an empty entry).
+type fpCacheEntry struct {
+	h    uint64
+	row2 int32
+}
+
+// fpRow returns h's row in a.fpEnt, or -1 if no index holds it. The
+// k-grams that pass the filter are mostly code idioms that recur from
+// one message and dialogue to the next, and fpAt (megabytes) misses the
+// cache on nearly every probe: a small direct-mapped cache of the
+// answers, exact as it keeps the whole hash, spares most probes.
+func (s *scratch) fpRow(a *Auditor, h uint64) int32 {
+	c := &s.fpCache[(h*0x9E3779B97F4A7C15)>>(64-fpCacheBits)]
+	if c.h == h && c.row2 != 0 {
+		return c.row2 - 2
+	}
+	row, ok := a.fpAt.get(h)
+	if !ok {
+		row = -1
+	}
+	*c = fpCacheEntry{h: h, row2: row + 2}
+	return row
 }
 
 // genericKGrams returns the salted renamed-form k-gram hashes of
