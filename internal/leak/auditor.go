@@ -135,6 +135,9 @@ type Auditor struct {
 	// there (most of those that pass the filter).
 	fpAt, gramAt   *hashTable
 	fpEnt, gramEnt []int32
+	// stAt and stEnt do the same for the statement hashes (stIndex).
+	stAt  *hashTable
+	stEnt []int32
 	// shortLens are the lengths of short statements indexed whole, over
 	// all indexes, and shortHeads a bit per hash of their first tokens
 	// (headBit): a user turn is tried at every length where one may
@@ -200,6 +203,7 @@ func New(benchmarks []Benchmark, opts Options) (*Auditor, error) {
 		}
 	}
 	if !opts.Statements.Off {
+		a.stAt, a.stEnt = unionTable(a.indexes, func(x *Index) *hashTable { return x.stIndex })
 		var sts [][]string
 		for _, x := range a.indexes {
 			a.askBase = append(a.askBase, len(slices.Concat(sts...)))
@@ -298,8 +302,11 @@ type scratch struct {
 	// positions among the message's statements.
 	stBody []uint64
 	stWH   []uint64
-	stWin  []uint64
-	stPos  []int
+	// stRow is each statement's row in Auditor.stEnt (-1: in no index),
+	// set once per dialogue for every index.
+	stRow []int32
+	stWin []uint64
+	stPos []int
 	// memo replays the scan of messages met before (nil: every message
 	// is scanned); Run's workers have one.
 	memo *msgMemo
@@ -404,6 +411,9 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 
 	w := a.opts.Window
 	stOn := !a.opts.Statements.Off
+	if stOn {
+		s.stRows(a)
+	}
 	for bi, x := range a.indexes {
 		if !a.opts.Fingerprints.Off {
 			a.matchFingerprints(bi, x, s, id, &r)

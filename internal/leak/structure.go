@@ -897,6 +897,7 @@ func (a *Auditor) matchStatements(bi int, x *Index, d *schema.Dialogue, id strin
 		return
 	}
 	o := x.stOpts
+	nx := len(a.indexes)
 	// Cleared only when used: clearing a map that once grew walks all
 	// its slots, empty or not.
 	if len(s.stBest) > 0 {
@@ -921,12 +922,13 @@ func (a *Auditor) matchStatements(bi int, x *Index, d *schema.Dialogue, id strin
 		text := d.Messages[cm.msg].Content
 		toks := s.ctoks[cm.t0:cm.t1]
 		gen := s.stNextGen()
-		for _, st := range s.sts[cm.s0:cm.s1] {
-			if !a.filter.mayHold(st.h) {
+		for si, st := range s.sts[cm.s0:cm.s1] {
+			row := s.stRow[cm.s0+si]
+			if row < 0 {
 				continue
 			}
-			ei, ok := x.stIndex.get(st.h)
-			if !ok || s.stSeen[ei] == gen {
+			ei := a.stEnt[int(row)*nx+bi]
+			if ei < 0 || s.stSeen[ei] == gen {
 				continue
 			}
 			s.stSeen[ei] = gen
@@ -1004,6 +1006,21 @@ func (a *Auditor) matchStatements(bi int, x *Index, d *schema.Dialogue, id strin
 }
 
 // stNewIndex sizes the statement stage's flat arrays for index x.
+// stRows sets s.stRow: the statements' rows in a.stEnt, looked up once
+// for all indexes.
+func (s *scratch) stRows(a *Auditor) {
+	s.stRow = s.stRow[:0]
+	for _, st := range s.sts {
+		row := int32(-1)
+		if a.filter.mayHold(st.h) {
+			if r, ok := a.stAt.get(st.h); ok {
+				row = r
+			}
+		}
+		s.stRow = append(s.stRow, row)
+	}
+}
+
 func (s *scratch) stNewIndex(x *Index) {
 	if n := len(x.stEntries); len(s.stSeen) < n {
 		s.stSeen = slices.Grow(s.stSeen, n-len(s.stSeen))[:n]
