@@ -33,7 +33,10 @@ type msgMemo struct {
 	// met holds, at slot s>>memoSeenShift, the sampled hash s of the
 	// last message met there: a message whose sampled hash is not in it
 	// is new, or was crowded out (it is then counted again from one).
-	met []uint64
+	// It keeps the hash's low 32 bits (the slot is its top 16): half the
+	// bytes of the one table every new message touches, and a false
+	// match (one in 2^32) only costs a whole-message hash.
+	met []uint32
 	// seen holds hashes of messages met but not kept, at slot hash>>memoSeenShift
 	// (a collision only keeps a message early, or late).
 	seen    []uint64
@@ -93,7 +96,7 @@ const (
 
 // newMsgMemo returns a memo for one of workers workers.
 func newMsgMemo(workers int) *msgMemo {
-	return &msgMemo{limit: max(memoBytes/max(workers, 1), minMemoShare), met: make([]uint64, 1<<(64-memoSeenShift)),
+	return &msgMemo{limit: max(memoBytes/max(workers, 1), minMemoShare), met: make([]uint32, 1<<(64-memoSeenShift)),
 		seen: make([]uint64, 1<<(64-memoSeenShift)), seenN: make([]uint8, 1<<(64-memoSeenShift)), entries: map[uint64]*memoEntry{}}
 }
 
@@ -160,8 +163,8 @@ func (mm *msgMemo) scan(a *Auditor, s *scratch, i int, m *schema.Message) {
 	if m.Exec != nil {
 		key.exec = m.Exec.Code
 	}
-	if sh := sampleHash(&key); mm.met[sh>>memoSeenShift] != sh {
-		mm.met[sh>>memoSeenShift] = sh
+	if sh := sampleHash(&key); mm.met[sh>>memoSeenShift] != uint32(sh) {
+		mm.met[sh>>memoSeenShift] = uint32(sh)
 		a.scanMessage(s, i, m)
 		return
 	}
