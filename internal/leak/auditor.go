@@ -127,10 +127,23 @@ type Auditor struct {
 	// hashes are tested once, not once per benchmark, and only the few
 	// that pass are looked up in each index.
 	filter keyFilter
+	// fpAt and gramAt map a k-gram or n-gram hash that some index holds
+	// to its row in fpEnt or gramEnt: the key's entry in each index, in
+	// New's order (-1: not in that index). A candidate is looked up once
+	// for all benchmarks, as it passes the filter, not once per index
+	// (each lookup is a cache miss), and one no index holds is dropped
+	// there (most of those that pass the filter).
+	fpAt, gramAt   *hashTable
+	fpEnt, gramEnt []int32
+	// stAt and stEnt do the same for the statement hashes (stIndex).
+	stAt  *hashTable
+	stEnt []int32
 	// shortLens are the lengths of short statements indexed whole, over
-	// all indexes, and shortHeads the hashes of their first tokens.
+	// all indexes, and shortHeads a bit per hash of their first tokens
+	// (headBit): a user turn is tried at every length where one may
+	// start, a bit test where a table probe would miss the cache.
 	shortLens  []int
-	shortHeads *hashTable
+	shortHeads [1 << 10]uint64
 	// ask ranks the task statements nearest a user turn, for the
 	// statement measure's weak whole matches (askedBy); askBase[i] is
 	// benchmark i's first document in it.
@@ -179,14 +192,18 @@ func New(benchmarks []Benchmark, opts Options) (*Auditor, error) {
 		}
 	}
 	a.filter = newKeyFilter(a.indexes)
-	heads := map[uint64]bool{}
+	if !opts.Fingerprints.Off {
+		a.fpAt, a.fpEnt = unionTable(a.indexes, func(x *Index) *hashTable { return x.fpIndex })
+	}
+	a.gramAt, a.gramEnt = unionTable(a.indexes, func(x *Index) *hashTable { return x.grams })
 	for _, x := range a.indexes {
 		for _, h := range x.shortHeads {
-			heads[h] = true
+			b := headBit(h)
+			a.shortHeads[b>>6] |= 1 << (b & 63)
 		}
 	}
-	a.shortHeads, _ = freeze(heads)
 	if !opts.Statements.Off {
+		a.stAt, a.stEnt = unionTable(a.indexes, func(x *Index) *hashTable { return x.stIndex })
 		var sts [][]string
 		for _, x := range a.indexes {
 			a.askBase = append(a.askBase, len(slices.Concat(sts...)))
@@ -236,6 +253,7 @@ type scratch struct {
 	th, sh     []uint64
 	msgs       []msgRange
 	nbuf       []byte
+	fences     []fence // of the message being scanned
 	lh, wh     []uint64
 	blockStart []int // per window: index of its first line in lh
 	sharedAny  []bool
@@ -252,6 +270,10 @@ type scratch struct {
 	one      []uint64
 	gramCand []gramCand
 	fpCand   [nStreams][]fpCand
+	// fpCache holds fpCacheOwner's answers (see fpRow): a scratch may
+	// serve several auditors.
+	fpCache      *[1 << fpCacheBits]fpCacheEntry
+	fpCacheOwner *Auditor
 	// Statements and literal keys of every message (ranges in ctMsg).
 	sts []stmt
 	lks []literalKey
@@ -280,8 +302,11 @@ type scratch struct {
 	// positions among the message's statements.
 	stBody []uint64
 	stWH   []uint64
-	stWin  []uint64
-	stPos  []int
+	// stRow is each statement's row in Auditor.stEnt (-1: in no index),
+	// set once per dialogue for every index.
+	stRow []int32
+	stWin []uint64
+	stPos []int
 	// memo replays the scan of messages met before (nil: every message
 	// is scanned); Run's workers have one.
 	memo *msgMemo
@@ -293,13 +318,14 @@ type scratch struct {
 // message msgs[m] starting at token gi that passed the filter.
 type gramCand struct {
 	m, gi, n int32
+	at       int32 // row in Auditor.gramEnt
 	h        uint64
 }
 
 // fpCand is a code k-gram of ctMsgs[m] at k-gram gi that passed the filter.
 type fpCand struct {
 	m, gi int32
-	h     uint64 // salted
+	at    int32 // row in Auditor.fpEnt
 }
 
 // fp returns the fingerprint state for index x, reset for a new dialogue.
@@ -335,7 +361,7 @@ type gramHit struct {
 
 func newScratch() *scratch {
 	return &scratch{cover: map[int32][]uint64{}, gramHits: map[int32]*gramHit{},
-		stBest: map[int32]*stHit{}}
+		stBest: map[int32]*stHit{}, fpCache: new([1 << fpCacheBits]fpCacheEntry)}
 }
 
 // Check audits one dialogue. seq is its position in the input. ctx is only
@@ -367,6 +393,10 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 	s.stBody, s.stWH, s.stPos = s.stBody[:0], s.stWH[:0], s.stPos[:0]
 	s.askedDone = false
 	s.entryOf = s.entryOf[:0]
+	if s.fpCacheOwner != a {
+		clear(s.fpCache[:])
+		s.fpCacheOwner = a
+	}
 	for i := range d.Messages {
 		m := &d.Messages[i]
 		if s.memo == nil {
@@ -381,9 +411,12 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 
 	w := a.opts.Window
 	stOn := !a.opts.Statements.Off
+	if stOn {
+		s.stRows(a)
+	}
 	for bi, x := range a.indexes {
 		if !a.opts.Fingerprints.Off {
-			a.matchFingerprints(x, d, id, s, &r)
+			a.matchFingerprints(bi, x, s, id, &r)
 		}
 		if stOn && (len(s.sts) > 0 || len(s.lks) > 0) {
 			a.matchStatements(bi, x, d, id, s, &r)
@@ -447,9 +480,10 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 		// turns). Each shared gram weighs 1/(tasks holding it), so text
 		// that many tasks share attributes to none of them.
 		clear(s.gramHits)
-		hitGram := func(m msgRange, gi, n int, h uint64) {
-			at, ok := x.grams.get(h)
-			if !ok {
+		nx := len(a.indexes)
+		hitGram := func(m msgRange, gi, n int, row int32, h uint64) {
+			at := a.gramEnt[int(row)*nx+bi]
+			if at < 0 {
 				return
 			}
 			ts := x.gramTasks[at]
@@ -469,7 +503,7 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 			}
 		}
 		for _, c := range s.gramCand {
-			hitGram(s.msgs[c.m], int(c.gi), int(c.n), c.h)
+			hitGram(s.msgs[c.m], int(c.gi), int(c.n), c.at, c.h)
 		}
 		tasks = tasks[:0]
 		for t, g := range s.gramHits {
@@ -515,8 +549,10 @@ func (a *Auditor) check(ctx context.Context, d *schema.Dialogue, seq int, s *scr
 // and code k-grams are hashed and filtered as the tokens are found, not
 // stored.
 func (a *Auditor) scanMessage(s *scratch, i int, m *schema.Message) {
+	// The fenced blocks, found once for the line pass and the code tokens.
+	s.fences = appendFences(m.Content, s.fences[:0])
 	if m.Role == schema.RoleUser || m.Role == schema.RoleAssistant {
-		a.opts.Lines.messageLines(m, a.opts.Window, s)
+		a.opts.Lines.fencedMessageLines(m, s.fences, a.opts.Window, s)
 	}
 	fp, k := !a.opts.Fingerprints.Off, a.opts.Fingerprints.K
 	stOn := !a.opts.Statements.Off
@@ -527,16 +563,25 @@ func (a *Auditor) scanMessage(s *scratch, i int, m *schema.Message) {
 	if (fp || stOn) && m.Role != schema.RoleExecution {
 		c0 := len(s.ctoks)
 		s.marks.reset()
-		s.ctoks, s.toks = messageCodeTokens(m.Content, s.ctoks, s.toks, &s.marks)
+		s.ctoks, s.toks = fencedCodeTokens(m.Content, s.fences, s.ctoks, s.toks, &s.marks)
 		if len(s.ctoks)-c0 < k {
 			s.ctoks = s.ctoks[:c0]
 		} else {
 			cm := ctMsg{msg: i, t0: c0, t1: len(s.ctoks), s0: len(s.sts), l0: len(s.lks)}
+			toks := s.ctoks[c0:]
 			if stOn {
 				// Statements first: they rename the bound builtins
 				// in the norm form the renamed k-grams hash.
-				toks := s.ctoks[c0:]
-				s.sts = markedStatements(m.Content, toks, &s.marks, s.sts)
+				s.sts = cutStatements(m.Content, toks, &s.marks, s.sts)
+			}
+			if fp {
+				// The k-grams, and the statements' hashes in the same
+				// pass over the tokens.
+				a.kgramCandidates(s, len(s.ctMsgs), toks, a.opts.Fingerprints.K, s.sts[cm.s0:])
+			} else {
+				hashStatements(toks, s.sts[cm.s0:])
+			}
+			if stOn {
 				if a.gate != nil && !a.gate.statements(s.sts[cm.s0:]) {
 					s.sts = s.sts[:cm.s0]
 				}
@@ -549,9 +594,6 @@ func (a *Auditor) scanMessage(s *scratch, i int, m *schema.Message) {
 				s.addBody(&cm, s.ctoks[c0:])
 			}
 			s.ctMsgs = append(s.ctMsgs, cm)
-			if fp {
-				a.kgramCandidates(s, len(s.ctMsgs)-1, a.opts.Fingerprints.K)
-			}
 		}
 	} else {
 		s.toks = appendTokens(s.toks, m.Content)
@@ -598,7 +640,9 @@ func (a *Auditor) gramCandidates(s *scratch, mi int) {
 		}
 		for gi := 0; ; gi++ {
 			if a.filter.mayHold(h) {
-				s.gramCand = append(s.gramCand, gramCand{m: int32(mi), gi: int32(gi), n: int32(n), h: h})
+				if at, ok := a.gramAt.get(h); ok {
+					s.gramCand = append(s.gramCand, gramCand{m: int32(mi), gi: int32(gi), n: int32(n), at: at, h: h})
+				}
 			}
 			if gi+n >= len(toks) {
 				break
@@ -614,7 +658,7 @@ func (a *Auditor) gramCandidates(s *scratch, mi int) {
 	s.th = tokenHashes(toks, s.th[:0])
 	s.sh = rollingHashes(s.th, minShortTokens, s.sh[:0])
 	for gi, h := range s.sh {
-		if _, ok := a.shortHeads.get(h); !ok {
+		if b := headBit(h); a.shortHeads[b>>6]&(1<<(b&63)) == 0 {
 			continue
 		}
 		for _, l := range a.shortLens {
@@ -622,11 +666,16 @@ func (a *Auditor) gramCandidates(s *scratch, mi int) {
 				continue
 			}
 			if h := rollingHashes(s.th[gi:gi+l], l, s.one[:0])[0]; a.filter.mayHold(h) {
-				s.gramCand = append(s.gramCand, gramCand{m: int32(mi), gi: int32(gi), n: int32(l), h: h})
+				if at, ok := a.gramAt.get(h); ok {
+					s.gramCand = append(s.gramCand, gramCand{m: int32(mi), gi: int32(gi), n: int32(l), at: at, h: h})
+				}
 			}
 		}
 	}
 }
+
+// headBit is the bit of Auditor.shortHeads for a first tokens' hash.
+func headBit(h uint64) uint64 { return (h * 0x9E3779B97F4A7C15) >> 48 }
 
 // countBits counts the set bits of bs in [from, to).
 func countBits(bs []uint64, from, to int) int {

@@ -135,12 +135,18 @@ func codeTokens(text string, buf []ctok) []ctok {
 //   - lits: the literals, strings and numbers (isLiteral);
 //   - cuts: where the statement cutter may act (statementCuts is their
 //     definition): a token after a gap that may hold a line break, and
-//     the one-byte brackets, ';' and ':'.
+//     the one-byte brackets, ';' and ':';
+//   - binds: the tokens unbindNames binds a name from ('=', augmented
+//     assignments, ':=', def, class, for, as, global, nonlocal, lambda;
+//     bindingTokens is their definition): a statement without one binds
+//     nothing, and is not read.
 type tokMarks struct {
-	names, lits, cuts []int32
+	names, lits, cuts, binds []int32
 }
 
-func (m *tokMarks) reset() { m.names, m.lits, m.cuts = m.names[:0], m.lits[:0], m.cuts[:0] }
+func (m *tokMarks) reset() {
+	m.names, m.lits, m.cuts, m.binds = m.names[:0], m.lits[:0], m.cuts[:0], m.binds[:0]
+}
 
 // cut appends token k (from the text's first) to cuts if the gap before
 // it, from the last token's end prev, may break a statement (gapMayBreak).
@@ -149,6 +155,15 @@ func (m *tokMarks) cut(text string, k int, prev, start int) {
 		m.cuts = append(m.cuts, int32(k))
 	}
 }
+
+// bindOpByte marks the first bytes of the two-byte operators ending in
+// '=' that bind (augAssign, ':='), not comparisons (==, !=, <=, >=).
+var bindOpByte = func() (t [256]bool) {
+	for _, c := range []byte("+-*/%&|^:") {
+		t[c] = true
+	}
+	return t
+}()
 
 // cutByte marks the one-byte tokens the statement cutter acts on.
 var cutByte = func() (t [256]bool) {
@@ -178,14 +193,16 @@ func codeAndWordTokens(text string, buf []ctok, words []span, marks *tokMarks) (
 // over half their code tokens, and reading it as code cost about 10% of a
 // check. Without a block the whole text is code.
 func messageCodeTokens(text string, buf []ctok, words []span, marks *tokMarks) ([]ctok, []span) {
+	return fencedCodeTokens(text, appendFences(text, nil), buf, words, marks)
+}
+
+// fencedCodeTokens is messageCodeTokens with text's blocks found already
+// (appendFences): the check finds them once for this and the line pass.
+func fencedCodeTokens(text string, fences []fence, buf []ctok, words []span, marks *tokMarks) ([]ctok, []span) {
 	st := scanState{base: len(buf)}
 	at := 0 // where the words-only text starts
-	for f := (fenceScanner{text: text}); ; {
-		body, ok := f.next()
-		if !ok {
-			break
-		}
-		from, to := max(f.open, at), f.at+len(body)
+	for _, f := range fences {
+		from, to := max(f.open, at), f.end
 		words = appendTokensIn(words, text, at, from)
 		// text[:to]: no token (an unclosed string) runs past the block.
 		buf, words = st.scan(text[:to], from, buf, words, true, marks)
@@ -280,6 +297,9 @@ func (st *scanState) scan(text string, from int, buf []ctok, words []span, wantW
 			}
 			if marks != nil {
 				marks.cut(text, len(buf)-base, prevEnd, start)
+				if bindKeywords.mayHave(h) && isBindKeyword(h) {
+					marks.binds = append(marks.binds, int32(len(buf)-base))
+				}
 			}
 			prevEnd = i
 			buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: nh})
@@ -366,10 +386,15 @@ func (st *scanState) scan(text string, from int, buf []ctok, words []span, wantW
 			h = fpHash(text[start:i])
 		}
 		if marks != nil {
-			if k := len(buf) - base; i-start == 1 && cutByte[c] {
+			k := len(buf) - base
+			if i-start == 1 && cutByte[c] {
 				marks.cuts = append(marks.cuts, int32(k))
 			} else {
 				marks.cut(text, k, prevEnd, start)
+			}
+			// '=', or a two-byte augmented assignment or ':='.
+			if i-start == 1 && c == '=' || i-start == 2 && text[start+1] == '=' && bindOpByte[c] {
+				marks.binds = append(marks.binds, int32(k))
 			}
 		}
 		prevEnd = i

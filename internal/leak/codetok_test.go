@@ -49,7 +49,7 @@ func TestMessageCodeTokens(t *testing.T) {
 		for _, c := range []struct {
 			name      string
 			got, want []int32
-		}{{"names", marks.names[1:], wantMarks.names}, {"lits", marks.lits[1:], wantMarks.lits}, {"cuts", marks.cuts, wantMarks.cuts}} {
+		}{{"names", marks.names[1:], wantMarks.names}, {"lits", marks.lits[1:], wantMarks.lits}, {"cuts", marks.cuts, wantMarks.cuts}, {"binds", marks.binds, wantMarks.binds}} {
 			if !slices.Equal(c.got, c.want) {
 				t.Fatalf("messageCodeTokens(%q) marks %s:\n got %v\nwant %v", text, c.name, c.got, c.want)
 			}

@@ -385,15 +385,17 @@ func (st *fpState) hit(t int32) *fpHit {
 	return &st.hits[len(st.hits)-1]
 }
 
-// matchFingerprints adds fingerprint findings of dialogue d against x to r.
-func (a *Auditor) matchFingerprints(x *Index, d *schema.Dialogue, id string, s *scratch, r *Result) {
+// matchFingerprints adds the dialogue's fingerprint findings against x,
+// index bi, to r.
+func (a *Auditor) matchFingerprints(bi int, x *Index, s *scratch, id string, r *Result) {
 	o := x.fpOpts
 	st := s.fp(x)
+	nx := len(a.indexes)
 	// Messages in order, then streams, as the k-grams were computed.
 	for s2 := range nStreams {
 		for _, c := range s.fpCand[s2] {
-			ei, ok := x.fpIndex.get(c.h)
-			if !ok || st.entryGen[ei] == st.gen {
+			ei := a.fpEnt[int(c.at)*nx+bi]
+			if ei < 0 || st.entryGen[ei] == st.gen {
 				continue // absent, or counted already (its refs are distinct task parts)
 			}
 			st.entryGen[ei] = st.gen
@@ -483,37 +485,89 @@ func spansText(spans []schema.Span) string {
 	return b.String()
 }
 
-// kgramCandidates appends to s.fpCand the k-grams of message ctMsgs[mi]
-// whose salted hash passes the filter, both streams in one pass: the
+// kgramCandidates appends to s.fpCand the k-grams of toks, the code
+// tokens of message ctMsgs[mi] (appended next), whose salted hash passes
+// the filter and some index holds (fpAt), both streams in one pass: the
 // rolling hash of rollingHashes over each form of the tokens.
-func (a *Auditor) kgramCandidates(s *scratch, mi, k int) {
-	m := s.ctMsgs[mi]
-	toks := s.ctoks[m.t0:m.t1]
+//
+// sts are toks' statements, which cover them in order (statements): their
+// hashes are set here too, as hashStatements would.
+func (a *Auditor) kgramCandidates(s *scratch, mi int, toks []ctok, k int, sts []stmt) {
 	var top uint64 = 1 // B^(k-1)
 	for range k - 1 {
 		top *= rollBase
 	}
-	var he, hn uint64
-	for _, t := range toks[:k-1] {
+	var he, hn, sh uint64
+	si, end := 0, int32(-1) // the statement being hashed, and its end
+	if len(sts) > 0 {
+		end = sts[0].t1
+	}
+	// stmtHash adds token i to the statement hash.
+	stmtHash := func(i int, norm uint64) {
+		sh = sh*rollBase + norm
+		if int32(i+1) == end {
+			sts[si].h = sh ^ stmtSalt
+			sh, si = 0, si+1
+			if si < len(sts) {
+				end = sts[si].t1
+			}
+		}
+	}
+	for i, t := range toks[:k-1] {
 		he = he*rollBase + t.exact
 		hn = hn*rollBase + t.norm
+		stmtHash(i, t.norm)
 	}
 	se, sn := streamSalt[streamExact], streamSalt[streamRenamed]
 	for i := k - 1; i < len(toks); i++ {
 		t := &toks[i]
 		he = he*rollBase + t.exact
 		hn = hn*rollBase + t.norm
+		stmtHash(i, t.norm)
 		gi := int32(i - k + 1)
 		if h := he ^ se; a.filter.mayHold(h) {
-			s.fpCand[streamExact] = append(s.fpCand[streamExact], fpCand{m: int32(mi), gi: gi, h: h})
+			if at := s.fpRow(a, h); at >= 0 {
+				s.fpCand[streamExact] = append(s.fpCand[streamExact], fpCand{m: int32(mi), gi: gi, at: at})
+			}
 		}
 		if h := hn ^ sn; a.filter.mayHold(h) {
-			s.fpCand[streamRenamed] = append(s.fpCand[streamRenamed], fpCand{m: int32(mi), gi: gi, h: h})
+			if at := s.fpRow(a, h); at >= 0 {
+				s.fpCand[streamRenamed] = append(s.fpCand[streamRenamed], fpCand{m: int32(mi), gi: gi, at: at})
+			}
 		}
 		o := &toks[i-k+1]
 		he -= o.exact * top
 		hn -= o.norm * top
 	}
+}
+
+// fpCacheBits sets the size of a worker's cache of fpAt lookups:
+// 1<<fpCacheBits entries (4,096, 64 KiB).
+const fpCacheBits = 12
+
+// fpCacheEntry is a k-gram hash and its row in Auditor.fpEnt plus 2
+// (1: no index holds it; 0: an empty entry).
+type fpCacheEntry struct {
+	h    uint64
+	row2 int32
+}
+
+// fpRow returns h's row in a.fpEnt, or -1 if no index holds it. The
+// k-grams that pass the filter are mostly code idioms that recur from
+// one message and dialogue to the next, and fpAt (megabytes) misses the
+// cache on nearly every probe: a small direct-mapped cache of the
+// answers, exact as it keeps the whole hash, spares most probes.
+func (s *scratch) fpRow(a *Auditor, h uint64) int32 {
+	c := &s.fpCache[(h*0x9E3779B97F4A7C15)>>(64-fpCacheBits)]
+	if c.h == h && c.row2 != 0 {
+		return c.row2 - 2
+	}
+	row, ok := a.fpAt.get(h)
+	if !ok {
+		row = -1
+	}
+	*c = fpCacheEntry{h: h, row2: row + 2}
+	return row
 }
 
 // genericKGrams returns the salted renamed-form k-gram hashes of

@@ -30,7 +30,10 @@ import (
 // k-grams of the fingerprints hash the names unbindNames renames.
 type stmtGate struct {
 	sig *hashTable
-	lit [1 << 10]uint64 // a bit per litStartHash of a literal key (65,536 bits)
+	// sigBits has a bit per signature hash (sigBit): most statements are
+	// in no signature, and a bit test spares them a table probe.
+	sigBits [1 << 12]uint64
+	lit     [1 << 10]uint64 // a bit per litStartHash of a literal key (65,536 bits)
 }
 
 // buildSignature sets x.stSig from the statement tables (stIdx maps a
@@ -97,6 +100,8 @@ func newStmtGate(xs []*Index) *stmtGate {
 	for _, x := range xs {
 		for _, h := range x.stSig {
 			g.sig.put(h, 0)
+			b := sigBit(h)
+			g.sigBits[b>>6] |= 1 << (b & 63)
 		}
 		for _, h := range x.litStarts {
 			b := litBit(h)
@@ -108,9 +113,15 @@ func newStmtGate(xs []*Index) *stmtGate {
 
 func litBit(h uint64) uint64 { return (h * 0x9E3779B97F4A7C15) >> 48 }
 
+// sigBit is the bit of stmtGate.sigBits for a statement hash.
+func sigBit(h uint64) uint64 { return (h * 0x9E3779B97F4A7C15) >> 46 }
+
 // statements reports whether a statement of sts is in a signature.
 func (g *stmtGate) statements(sts []stmt) bool {
 	for _, st := range sts {
+		if b := sigBit(st.h); g.sigBits[b>>6]&(1<<(b&63)) == 0 {
+			continue
+		}
 		if _, ok := g.sig.get(st.h); ok {
 			return true
 		}

@@ -362,6 +362,21 @@ func (f *fenceScanner) next() (body string, ok bool) {
 	return "", false
 }
 
+// fence is one fenced block of a text: its opening fence line starts at
+// open, its body is text[at:end].
+type fence struct{ open, at, end int }
+
+// appendFences appends the fenced blocks of text to out, in order.
+func appendFences(text string, out []fence) []fence {
+	for f := (fenceScanner{text: text}); ; {
+		body, ok := f.next()
+		if !ok {
+			return out
+		}
+		out = append(out, fence{open: f.open, at: f.at, end: f.at + len(body)})
+	}
+}
+
 // lineAround returns the bounds of the line of text holding byte c, which
 // lies at or after from, a line start, and the start of the line after it.
 func lineAround(text string, from, c int) (start, end, next int) {
@@ -460,6 +475,12 @@ func (o LineOptions) dialogueLines(d *schema.Dialogue, w int, s *scratch) {
 // messageLines appends to s.lh, s.wh and s.blockStart what dialogueLines
 // does for one user or assistant turn m.
 func (o LineOptions) messageLines(m *schema.Message, w int, s *scratch) {
+	o.fencedMessageLines(m, appendFences(m.Content, nil), w, s)
+}
+
+// fencedMessageLines is messageLines with m's blocks found already
+// (appendFences).
+func (o LineOptions) fencedMessageLines(m *schema.Message, fences []fence, w int, s *scratch) {
 	first := len(s.lh)
 	endBlock := func() {
 		before := len(s.wh)
@@ -469,7 +490,7 @@ func (o LineOptions) messageLines(m *schema.Message, w int, s *scratch) {
 		}
 		first = len(s.lh)
 	}
-	if o.fencedLines(m.Content, s, endBlock) {
+	if o.blockLines(m.Content, fences, s, endBlock) {
 		return
 	}
 	if m.Exec != nil && m.Exec.Code != "" {
@@ -491,16 +512,16 @@ func (o LineOptions) messageLines(m *schema.Message, w int, s *scratch) {
 // fencedLines hashes the lines of each fenced block of text and calls
 // endBlock after each block. It reports whether text had a block.
 func (o LineOptions) fencedLines(text string, s *scratch, endBlock func()) bool {
-	found := false
-	for f := (fenceScanner{text: text}); ; {
-		body, ok := f.next()
-		if !ok {
-			return found
-		}
-		s.lh, s.nbuf = o.codeLineHashes(body, s.nbuf, s.lh)
+	return o.blockLines(text, appendFences(text, nil), s, endBlock)
+}
+
+// blockLines is fencedLines with text's blocks found already.
+func (o LineOptions) blockLines(text string, fences []fence, s *scratch, endBlock func()) bool {
+	for _, f := range fences {
+		s.lh, s.nbuf = o.codeLineHashes(text[f.at:f.end], s.nbuf, s.lh)
 		endBlock()
-		found = true
 	}
+	return len(fences) > 0
 }
 
 // lineHash appends the hash of line l to out when Keep accepts its
@@ -537,6 +558,10 @@ func hasCodePunct(t string) bool {
 }
 
 func hasCodeKeyword(t string) bool {
+	// Most lines start with no keyword's first byte.
+	if !keywordFirst[t[0]] {
+		return false
+	}
 	for _, k := range [...]string{"def ", "return ", "class ", "import ", "from ", "for ", "while ", "if ", "elif ", "else", "assert ", "print", "yield ", "raise "} {
 		if strings.HasPrefix(t, k) {
 			return true
@@ -545,10 +570,84 @@ func hasCodeKeyword(t string) bool {
 	return false
 }
 
+// keywordFirst marks the first bytes of hasCodeKeyword's keywords.
+var keywordFirst = func() (t [256]bool) {
+	for _, c := range []byte("drcifwepya") {
+		t[c] = true
+	}
+	return t
+}()
+
 // proseLike reports a line that is mostly plain words: six or more, and at
 // least 70% of its space-separated fields letters only (with trailing
 // punctuation), as a sentence is and code rarely is.
+//
+// An ASCII line is read in one pass, each byte classed once (proseClass);
+// a line with other bytes as proseLikeRunes reads it.
 func proseLike(t string) bool {
+	words, fields := 0, 0
+	for i := 0; i < len(t); {
+		if c := proseClass[t[i]]; c == pSpace {
+			i++
+			continue
+		}
+		// A field: plain if it has a plain byte and every byte is plain
+		// but a trailing run of punctuation.
+		fields++
+		core, bad, punct := false, false, false
+		for ; i < len(t); i++ {
+			switch proseClass[t[i]] {
+			case pPlain:
+				bad, core, punct = bad || punct, true, false
+				continue
+			case pPunct:
+				punct = true
+				continue
+			case pOther:
+				bad = true
+				continue
+			case pNonASCII:
+				return proseLikeRunes(t)
+			}
+			break // pSpace
+		}
+		if core && !bad {
+			words++
+		}
+	}
+	return words >= 6 && words*10 >= fields*7
+}
+
+// Byte classes of proseLike.
+const (
+	pPlain    = iota // plainByte
+	pPunct           // trailingPunct
+	pSpace           // ' ', '\t': separates fields
+	pOther           // any other ASCII byte
+	pNonASCII        // from 0x80
+)
+
+var proseClass = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c >= utf8.RuneSelf:
+			t[c] = pNonASCII
+		case c == ' ' || c == '\t':
+			t[c] = pSpace
+		case plainByte[c]:
+			t[c] = pPlain
+		case trailingPunct[c]:
+			t[c] = pPunct
+		default:
+			t[c] = pOther
+		}
+	}
+	return t
+}()
+
+// proseLikeRunes is proseLike for any line: fields, their trailing
+// punctuation trimmed, tested by plainWord.
+func proseLikeRunes(t string) bool {
 	words, fields := 0, 0
 	for i := 0; i < len(t); {
 		for i < len(t) && (t[i] == ' ' || t[i] == '\t') {

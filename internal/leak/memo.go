@@ -1,6 +1,7 @@
 package leak
 
 import (
+	"math/bits"
 	"slices"
 	"unsafe"
 
@@ -32,7 +33,10 @@ type msgMemo struct {
 	// met holds, at slot s>>memoSeenShift, the sampled hash s of the
 	// last message met there: a message whose sampled hash is not in it
 	// is new, or was crowded out (it is then counted again from one).
-	met []uint64
+	// It keeps the hash's low 32 bits (the slot is its top 16): half the
+	// bytes of the one table every new message touches, and a false
+	// match (one in 2^32) only costs a whole-message hash.
+	met []uint32
 	// seen holds hashes of messages met but not kept, at slot hash>>memoSeenShift
 	// (a collision only keeps a message early, or late).
 	seen    []uint64
@@ -92,7 +96,7 @@ const (
 
 // newMsgMemo returns a memo for one of workers workers.
 func newMsgMemo(workers int) *msgMemo {
-	return &msgMemo{limit: max(memoBytes/max(workers, 1), minMemoShare), met: make([]uint64, 1<<(64-memoSeenShift)),
+	return &msgMemo{limit: max(memoBytes/max(workers, 1), minMemoShare), met: make([]uint32, 1<<(64-memoSeenShift)),
 		seen: make([]uint64, 1<<(64-memoSeenShift)), seenN: make([]uint8, 1<<(64-memoSeenShift)), entries: map[uint64]*memoEntry{}}
 }
 
@@ -119,13 +123,26 @@ func memoHash(k *memoKey) uint64 {
 // first and last 16 bytes and 16 in the middle (never 0). Messages that
 // differ only elsewhere share it: they are then hashed whole (memoHash),
 // as every message was.
+//
+// Each word is multiplied by its own odd constant and the products
+// combined before one finaliser: the six multiplies run side by side,
+// where a finaliser per word made one chain of them.
 func sampleHash(k *memoKey) uint64 {
 	c, n := k.content, len(k.content)
-	h := hashString(k.role) ^ uint64(n)*0x9E3779B97F4A7C15 ^ uint64(len(k.exec))*0xC2B2AE3D27D4EB4F
-	for _, p := range [...]int{0, 8, n/2 - 8, n / 2, n - 16, n - 8} {
-		h = fmix64(h ^ load64(c, p))
+	var r uint64
+	switch k.role {
+	case schema.RoleUser:
+		r = 0x452821E638D01377
+	case schema.RoleAssistant:
+		r = 0xBE5466CF34E90C6C
+	default:
+		r = hashString(k.role)
 	}
-	return h | 1
+	h := r ^ uint64(n)*0x9E3779B97F4A7C15 ^ uint64(len(k.exec))*0xC2B2AE3D27D4EB4F
+	h ^= load64(c, 0)*0xff51afd7ed558ccd + load64(c, 8)*0xc4ceb9fe1a85ec53 +
+		bits.RotateLeft64(load64(c, n/2-8)*0x87c37b91114253d5, 21) + bits.RotateLeft64(load64(c, n/2)*0x4cf5ad432745937f, 42) +
+		bits.RotateLeft64(load64(c, n-16)*0x9E3779B97F4A7C15, 13) + bits.RotateLeft64(load64(c, n-8)*0xC2B2AE3D27D4EB4F, 29)
+	return fmix64(h) | 1
 }
 
 // scan is a.scanMessage(s, i, m), replayed from the memo when m was met
@@ -146,8 +163,8 @@ func (mm *msgMemo) scan(a *Auditor, s *scratch, i int, m *schema.Message) {
 	if m.Exec != nil {
 		key.exec = m.Exec.Code
 	}
-	if sh := sampleHash(&key); mm.met[sh>>memoSeenShift] != sh {
-		mm.met[sh>>memoSeenShift] = sh
+	if sh := sampleHash(&key); mm.met[sh>>memoSeenShift] != uint32(sh) {
+		mm.met[sh>>memoSeenShift] = uint32(sh)
 		a.scanMessage(s, i, m)
 		return
 	}

@@ -368,6 +368,9 @@ func checkCodeTokens(t *testing.T, text string) {
 	if wantLits := literalTokens(text, want, []int32{-2}); !slices.Equal(marks.lits, wantLits) {
 		t.Fatalf("codeAndWordTokens(%q) literals:\n got %v\nwant %v", text, marks.lits, wantLits)
 	}
+	if wantBinds := bindingTokens(want, nil); !slices.Equal(marks.binds, wantBinds) {
+		t.Fatalf("codeAndWordTokens(%q) binding tokens:\n got %v\nwant %v", text, marks.binds, wantBinds)
+	}
 	cuts := statementCuts(text, want, nil)
 	if !slices.Equal(marks.cuts, cuts) {
 		t.Fatalf("codeAndWordTokens(%q) statement cuts:\n got %v\nwant %v", text, marks.cuts, cuts)

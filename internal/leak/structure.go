@@ -125,8 +125,10 @@ var (
 	// cutTokens are the tokens statements acts on, bindTokens those
 	// unbindNames does: every other token (most of them, in prose and
 	// code) is passed over after one bit test.
-	cutTokens  = newTokenBits(`( [ { ) ] } ; :`)
-	bindTokens = newTokenBits(`( [ { ) ] } = += -= *= /= //= %= &= |= ^= **= >>= <<= := def class for as global nonlocal lambda`)
+	cutTokens = newTokenBits(`( [ { ) ] } ; :`)
+	// bindKeywords are the keywords unbindNames binds after.
+	bindKeywords = newTokenBits(`def class for as global nonlocal lambda`)
+	bindTokens   = newTokenBits(`( [ { ) ] } = += -= *= /= //= %= &= |= ^= **= >>= <<= := def class for as global nonlocal lambda`)
 )
 
 // tokenBits is a one-bit-per-hash filter of a few token hashes: mayHave
@@ -263,8 +265,10 @@ func statements(text string, toks []ctok, cuts []int32, out []stmt) []stmt {
 //
 // names are the tokens it may bind or rename (bindableNames, or the
 // tokenizer's tokMarks), in order: a statement without one binds nothing
-// and is not read, and only they are renamed.
-func unbindNames(text string, toks []ctok, sts []stmt, names []int32) {
+// and is not read, and only they are renamed. binds are the tokens it
+// binds from (bindingTokens, or tokMarks.binds), in order: a statement
+// without one is not read either.
+func unbindNames(text string, toks []ctok, sts []stmt, names, binds []int32) {
 	if len(names) == 0 {
 		return
 	}
@@ -285,7 +289,7 @@ func unbindNames(text string, toks []ctok, sts []stmt, names []int32) {
 		bound = append(bound, t.exact)
 		odd = odd || strings.ContainsAny(text[t.start:t.end], `'"`)
 	}
-	ni := 0 // the first of names not before the statement
+	ni, bi := 0, 0 // the first of names and of binds not before the statement
 	for _, s := range sts {
 		for ni < len(names) && names[ni] < s.t0 {
 			ni++
@@ -294,6 +298,12 @@ func unbindNames(text string, toks []ctok, sts []stmt, names []int32) {
 			break
 		}
 		if names[ni] >= s.t1 {
+			continue
+		}
+		for bi < len(binds) && binds[bi] < s.t0 {
+			bi++
+		}
+		if bi == len(binds) || binds[bi] >= s.t1 {
 			continue
 		}
 		ts := toks[s.t0:s.t1]
@@ -384,6 +394,28 @@ func unbindNames(text string, toks []ctok, sts []stmt, names []int32) {
 			}
 		}
 	}
+}
+
+// isBindKeyword reports whether h is the hash of a keyword unbindNames
+// binds after.
+func isBindKeyword(h uint64) bool {
+	return h == hDef || h == hClass || h == hFor || h == hAs || h == hGlobal || h == hNonlocal || h == hLambda
+}
+
+// isBinder reports whether a token's exact hash e is one unbindNames
+// binds from.
+func isBinder(e uint64) bool { return e == hEq || e == hWalrus || augAssign.has(e) || isBindKeyword(e) }
+
+// bindingTokens appends to out the positions of the tokens of toks that
+// unbindNames binds from (isBinder). The tokenizer finds the same
+// (tokMarks.binds).
+func bindingTokens(toks []ctok, out []int32) []int32 {
+	for k := range toks {
+		if isBinder(toks[k].exact) {
+			out = append(out, int32(k))
+		}
+	}
+	return out
 }
 
 // renameAll renames every token of toks whose hash is bound, except
@@ -591,24 +623,40 @@ var genericKeys = func() map[uint64]bool {
 // renames the builtin names the code binds (unbindNames, which changes
 // toks' norm form) and hashes the statements in that form.
 func codeStatements(text string, toks []ctok, out []stmt) []stmt {
-	return markedStatements(text, toks, &tokMarks{names: bindableNames(text, toks, nil), cuts: statementCuts(text, toks, nil)}, out)
+	return markedStatements(text, toks, &tokMarks{names: bindableNames(text, toks, nil), cuts: statementCuts(text, toks, nil),
+		binds: bindingTokens(toks, nil)}, out)
 }
 
 // markedStatements is codeStatements given the tokens' marks (tokMarks:
 // the bindable names and the cuts).
 func markedStatements(text string, toks []ctok, marks *tokMarks, out []stmt) []stmt {
 	base := len(out)
+	out = cutStatements(text, toks, marks, out)
+	hashStatements(toks, out[base:])
+	return out
+}
+
+// cutStatements is markedStatements without the hashes: the check sets
+// them as it hashes the k-grams (kgramCandidates), in the same pass over
+// the tokens.
+func cutStatements(text string, toks []ctok, marks *tokMarks, out []stmt) []stmt {
+	base := len(out)
 	out = statements(text, toks, marks.cuts, out)
-	unbindNames(text, toks, out[base:], marks.names)
-	for i := base; i < len(out); i++ {
-		s := &out[i]
+	unbindNames(text, toks, out[base:], marks.names, marks.binds)
+	return out
+}
+
+// hashStatements sets the hash of each statement of sts (of toks) from
+// its tokens' norm form.
+func hashStatements(toks []ctok, sts []stmt) {
+	for i := range sts {
+		s := &sts[i]
 		var h uint64
 		for _, t := range toks[s.t0:s.t1] {
 			h = h*rollBase + t.norm
 		}
 		s.h = h ^ stmtSalt
 	}
-	return out
 }
 
 // stEntry is one statement of the benchmark's solutions: the tasks
@@ -849,6 +897,7 @@ func (a *Auditor) matchStatements(bi int, x *Index, d *schema.Dialogue, id strin
 		return
 	}
 	o := x.stOpts
+	nx := len(a.indexes)
 	// Cleared only when used: clearing a map that once grew walks all
 	// its slots, empty or not.
 	if len(s.stBest) > 0 {
@@ -873,12 +922,13 @@ func (a *Auditor) matchStatements(bi int, x *Index, d *schema.Dialogue, id strin
 		text := d.Messages[cm.msg].Content
 		toks := s.ctoks[cm.t0:cm.t1]
 		gen := s.stNextGen()
-		for _, st := range s.sts[cm.s0:cm.s1] {
-			if !a.filter.mayHold(st.h) {
+		for si, st := range s.sts[cm.s0:cm.s1] {
+			row := s.stRow[cm.s0+si]
+			if row < 0 {
 				continue
 			}
-			ei, ok := x.stIndex.get(st.h)
-			if !ok || s.stSeen[ei] == gen {
+			ei := a.stEnt[int(row)*nx+bi]
+			if ei < 0 || s.stSeen[ei] == gen {
 				continue
 			}
 			s.stSeen[ei] = gen
@@ -956,6 +1006,21 @@ func (a *Auditor) matchStatements(bi int, x *Index, d *schema.Dialogue, id strin
 }
 
 // stNewIndex sizes the statement stage's flat arrays for index x.
+// stRows sets s.stRow: the statements' rows in a.stEnt, looked up once
+// for all indexes.
+func (s *scratch) stRows(a *Auditor) {
+	s.stRow = s.stRow[:0]
+	for _, st := range s.sts {
+		row := int32(-1)
+		if a.filter.mayHold(st.h) {
+			if r, ok := a.stAt.get(st.h); ok {
+				row = r
+			}
+		}
+		s.stRow = append(s.stRow, row)
+	}
+}
+
 func (s *scratch) stNewIndex(x *Index) {
 	if n := len(x.stEntries); len(s.stSeen) < n {
 		s.stSeen = slices.Grow(s.stSeen, n-len(s.stSeen))[:n]

@@ -98,3 +98,33 @@ func freeze[V any](m map[uint64]V) (*hashTable, []V) {
 	}
 	return t, vals
 }
+
+// unionTable maps every key of the indexes' tables (table(x), nil for
+// none) to a row of vals: the key's value in each index's table, in
+// order, or -1 where that table lacks it.
+func unionTable(xs []*Index, table func(*Index) *hashTable) (*hashTable, []int32) {
+	row := map[uint64]int32{}
+	var vals []int32
+	for bi, x := range xs {
+		t := table(x)
+		if t == nil {
+			continue
+		}
+		t.each(func(k uint64) {
+			r, ok := row[k]
+			if !ok {
+				r = int32(len(row))
+				row[k] = r
+				for range xs {
+					vals = append(vals, -1)
+				}
+			}
+			vals[int(r)*len(xs)+bi], _ = t.get(k)
+		})
+	}
+	at := newHashTable(len(row))
+	for k, r := range row {
+		at.put(k, r)
+	}
+	return at, vals
+}
