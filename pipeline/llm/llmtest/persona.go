@@ -1028,6 +1028,7 @@ func (p *Persona) explain(c Call) string {
 	if lang := lastFenceLang(reply); lang == "bash" || lang == "sh" || lang == "sql" {
 		return explainCommand(lang, code, last)
 	}
+	failed := strings.Contains(last, "The run after this reply failed")
 	name := fnName(code)
 	if m := anyDefRe.FindStringSubmatch(code); name == "the code" && m != nil {
 		name = "`" + m[1] + "`" // a def a planted indentation moved
@@ -1067,7 +1068,6 @@ func (p *Persona) explain(c Call) string {
 	if how == "" {
 		forms = forms[:1]
 	}
-	failed := strings.Contains(last, "The run after this reply failed")
 	if failed && !p.bad(StructureOnly, c) {
 		// Told that the run fails and a later turn fixes the code, it
 		// says what the code is for and how it goes, not the lines that
@@ -1110,13 +1110,14 @@ func purpose(request, name string) string {
 	}
 	m := taskVerbRe.FindStringSubmatch(request)
 	if m == nil {
-		// "Write a function of recursion list sum.": the task's own
-		// sentence, as the task states it
-		first := strings.TrimSpace(strings.SplitN(strings.SplitN(request, "\n", 2)[0], ". ", 2)[0])
-		if !strings.HasPrefix(strings.ToLower(first), "write ") || len(strings.Fields(first)) < 4 {
-			return ""
+		// "Write a function of recursion list sum.", "Implement an LRU
+		// cache ...": the task's own sentence, as the task states it
+		if first := taskSentence(request); strings.HasPrefix(first, "write ") {
+			return name + " does what the task states: " + first
+		} else if first != "" {
+			return name + " is written for the task: " + first
 		}
-		return name + " does what the task states: " + strings.ToLower(first[:1]) + strings.TrimRight(first[1:], ".") + "."
+		return ""
 	}
 	verb := strings.ToLower(m[2])
 	if strings.EqualFold(m[1], "to") {
@@ -1171,9 +1172,39 @@ func lastFenceLang(s string) string {
 	return strings.ToLower(m[len(m)-1][1])
 }
 
+// taskSentence is the first sentence of a request, lowered, when it
+// states a task of four words or more ("" otherwise).
+func taskSentence(request string) string {
+	first := strings.TrimSpace(strings.SplitN(strings.SplitN(strings.TrimSpace(request), "\n", 2)[0], ". ", 2)[0])
+	if len(strings.Fields(first)) < 4 {
+		return ""
+	}
+	return strings.ToLower(first[:1]) + strings.TrimRight(first[1:], ".") + "."
+}
+
 // explainCommand prefaces a shell command or a SQL query as such (not as a
-// Python function): the commands it runs, or the tables it reads.
+// Python function): what the task asks of it, in the task's words, then
+// the commands it runs or the tables it reads. Told that the run fails
+// and a later turn fixes it, it names no command: the fix may drop them.
 func explainCommand(lang, code, key string) string {
+	task := ""
+	if m := explainRequestRe.FindStringSubmatch(key); m != nil {
+		if t := taskSentence(m[1]); t != "" {
+			task = "The task: " + t + " "
+		}
+	}
+	if strings.Contains(key, "The run after this reply failed") {
+		if task == "" {
+			return "This is a first attempt; its run shows what still has to change."
+		}
+		return task + "This is a first attempt at it; its run shows what still has to change."
+	}
+	return task + commandParts(lang, code, key)
+}
+
+// commandParts says which commands a shell line runs, or which tables a
+// query reads.
+func commandParts(lang, code, key string) string {
 	// The first absolute path the command names: what it works on.
 	where := "the paths the task names"
 	for _, f := range strings.Fields(code) {

@@ -110,6 +110,9 @@ func TestPurpose(t *testing.T) {
 		{"Write a function to match a string.", "`f` matches a string."},
 		{"Reverse the list.", ""},
 		{"Write a function of recursion list sum.\nYour code should pass these tests:", "`f` does what the task states: write a function of recursion list sum."},
+		// the sample's own tasks: their purpose in their words, so the
+		// product's no_purpose check does not send the preface back
+		{"Implement an LRU cache class in Python with O(1) get and put.", "`f` is written for the task: implement an LRU cache class in Python with O(1) get and put."},
 	} {
 		if got := purpose(tc.request, "`f`"); got != tc.want {
 			t.Errorf("purpose(%q) = %q, want %q", tc.request, got, tc.want)
@@ -119,6 +122,32 @@ func TestPurpose(t *testing.T) {
 		}
 		if got := purpose(tc.request, "the code"); tc.want != "" && !strings.HasPrefix(got, "The function ") {
 			t.Errorf("purpose(%q) of unreadable code = %q, want it to open with \"The function\"", tc.request, got)
+		}
+	}
+}
+
+// TestExplainCommandTask: a shell preface says what the task asks in its
+// words (explain's no_purpose check), and, told that the run fails and a
+// later turn fixes it, names no command the fix may drop (presents_fault).
+func TestExplainCommandTask(t *testing.T) {
+	prompt := func(failed bool) string {
+		p := "The user's latest request:\n\nCount the lines containing ERROR in /testbed/logs/app.log.\nDo it in a Bash shell.\n\nThe assistant's reply"
+		if failed {
+			p += "\nThe run after this reply failed"
+		}
+		return p
+	}
+	code := "ls /testbed/logs | grep ERROR"
+	for _, failed := range []bool{false, true} {
+		got := explainCommand("bash", code, prompt(failed))
+		if !gates.NamesPurpose(got, "Count the lines containing ERROR in /testbed/logs/app.log.") {
+			t.Errorf("failed=%v: %q names nothing of the task", failed, got)
+		}
+		if q := gates.FaultQuoted(got, code, "wc -l /testbed/logs/app.log\n"); failed && len(q) > 0 {
+			t.Errorf("failed=%v: %q quotes %v, which the fix drops", failed, got, q)
+		}
+		if !failed && !strings.Contains(got, "`ls`") {
+			t.Errorf("failed=%v: %q does not name the commands", failed, got)
 		}
 	}
 }
