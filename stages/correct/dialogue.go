@@ -343,7 +343,7 @@ func buildDialogue(p *schema.Problem, solution string, m mutate.Mutant, bug, fix
 		{Role: schema.RoleExecution, Content: bug.Output(), Exec: bug.Execution(info)},
 		{Role: schema.RoleAssistant, Content: analysis(bug, m.Code) + " " + fixHint(m.Code, solution) + fixLead(id, fn) + "\n\n" + codeBlock(solution)},
 		{Role: schema.RoleExecution, Content: fix.Output(), Exec: fix.Execution(info)},
-		{Role: schema.RoleAssistant, Content: passesAll(id, fn, fix)},
+		{Role: schema.RoleAssistant, Content: recap(id, bug, m.Code, solution) + passesAll(id, fn, fix)},
 	}
 	return schema.Dialogue{
 		ID:       id,
@@ -463,6 +463,51 @@ func passesAll(id, fn string, fix judgedRun) string {
 		fmt.Sprintf("No failures this time: all %d tests pass.", n),
 		fmt.Sprintf("After the fix %s passes each of the %d tests.", f, n),
 		fmt.Sprintf("That resolves it; the %d tests all pass.", n))
+}
+
+// recap ties the closing turn to the failure it ends: what went wrong
+// and the one line whose fix cured it, as the diff of the mutant and the
+// passing run show ("The `NameError` came from line 6 alone. "). Without
+// it every dialogue closed on the same one-line verdict; "" when the
+// texts are equal or the failure has no kind to name.
+func recap(id string, bug judgedRun, buggy, fixed string) string {
+	n, _ := firstDiff(buggy, fixed)
+	if n == 0 {
+		return ""
+	}
+	exc := func(generic string) string {
+		name, _, _ := strings.Cut(errorMessage(bug), ":")
+		if name = strings.TrimSpace(name); name != "" && !strings.ContainsAny(name, " \n`") {
+			return "`" + name + "`"
+		}
+		return generic
+	}
+	var what string
+	switch bug.Kind() {
+	case mutate.Syntax:
+		what = "syntax error"
+	case mutate.Name:
+		what = "undefined name"
+	case mutate.Type:
+		what = exc("type error")
+	case mutate.Runtime:
+		what = exc("run-time error")
+	case mutate.Timeout:
+		what = "endless loop"
+	case mutate.Logic:
+		what = "wrong result"
+		if f, ok := firstFailure(bug.Verdict); ok && f.Actual == "None" && f.Expected != "None" {
+			what = "`None` result"
+		}
+	default:
+		return ""
+	}
+	return fmt.Sprintf(pick(id+"\x00recap",
+		"The %[1]s came from line %[2]d alone. ",
+		"Line %[2]d was the whole cause of the %[1]s. ",
+		"Fixing line %[2]d alone took care of the %[1]s. ",
+		"So the %[1]s had a single cause, line %[2]d. ",
+		"Only line %[2]d was behind the %[1]s. "), what, n)
 }
 
 // errorMessage is the first failure's exception line as Python prints it
