@@ -347,6 +347,28 @@ func TestForStagePassesPlainChatter(t *testing.T) {
 	}
 }
 
+// TestStageChat: a stage built without a model gets no Chatter and the
+// key "none"; with one, the Chatter and the model's key; a model that
+// cannot serve the stage is an error, not a pass-through.
+func TestStageChat(t *testing.T) {
+	llmtest.ClearEnv(t)
+	srv := llmtest.New(t)
+	c, err := llm.New(llm.Config{BaseURL: srv.URL, Params: llm.Params{Model: "m"}}, llm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chat, key, err := llm.StageChat(&pipeline.Services{Name: "x"}, ""); chat != nil || key != "none" || err != nil {
+		t.Errorf("StageChat(no model) = %v, %v, %v; want nil, none, nil", chat, key, err)
+	}
+	want, _ := c.KeyParams("x", "")
+	if chat, key, err := llm.StageChat(&pipeline.Services{Name: "x", Model: c}, ""); chat != llm.Chatter(c) || key != want || err != nil {
+		t.Errorf("StageChat(plain client) = %v, %v, %v; want the client and its key %v", chat, key, err, want)
+	}
+	if chat, _, err := llm.StageChat(&pipeline.Services{Name: "x", Model: keyOnly{}}, ""); chat != nil || err == nil {
+		t.Errorf("StageChat(a service that cannot chat) = %v, %v; want an error", chat, err)
+	}
+}
+
 // EstimateCost prices a stage's estimated tokens with the run's price table
 // for the model of the endpoint the stage is routed to, live and at that
 // endpoint's batch discount.
