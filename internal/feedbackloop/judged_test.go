@@ -25,9 +25,9 @@ func sumWriter(call llmtest.Call) llmtest.Reply {
 	return llmtest.Reply{Text: "The line named above adds one too many; this version returns the sum itself.\n\n" + block(sumRight)}
 }
 
-// runSum runs sumTask with writer and a judge that always answers judge
-// (JSON).
-func runSum(t *testing.T, writer llmtest.Script, judge string) (*llmtest.Server, Result) {
+// runSum runs sumTask with the writer and judge scripts; a request to any
+// other role fails the test.
+func runSum(t *testing.T, writer, judge llmtest.Script) (*llmtest.Server, Result) {
 	t.Helper()
 	ex := sandbox(t, "")
 	srv, c := fake(t, func(call llmtest.Call) llmtest.Reply {
@@ -35,11 +35,17 @@ func runSum(t *testing.T, writer llmtest.Script, judge string) (*llmtest.Server,
 		case "writer":
 			return writer(call)
 		case "judge":
-			return llmtest.Reply{Text: judge}
+			return judge(call)
 		}
+		t.Errorf("unexpected request: %q", call.LastUser())
 		return llmtest.Reply{Text: "?"}
 	}, nil)
 	return srv, runTask(t, Options{}, c, c, nil, ex, func(*Simulator) (Task, error) { return sumTask, nil })
+}
+
+// judgeSays is a judge that always answers verdict (JSON).
+func judgeSays(verdict string) llmtest.Script {
+	return func(llmtest.Call) llmtest.Reply { return llmtest.Reply{Text: verdict} }
 }
 
 // TestJudgeReasonEntersDialogue: after the judge model rejects a clean
@@ -49,21 +55,12 @@ func TestJudgeReasonEntersDialogue(t *testing.T) {
 	if !strings.HasPrefix(JudgedLead, llmtest.JudgedPrefix) {
 		t.Fatalf("JudgedLead %q does not start with the persona's llmtest.JudgedPrefix %q", JudgedLead, llmtest.JudgedPrefix)
 	}
-	ex := sandbox(t, "")
-	srv, c := fake(t, func(call llmtest.Call) llmtest.Reply {
-		switch llmtest.Role(call) {
-		case "writer":
-			return sumWriter(call)
-		case "judge":
-			if strings.Contains(call.LastUser(), "sum(xs) + 1") {
-				return llmtest.Reply{Text: "{\"correct\": false, \"reason\": \"Incorrect: the line `return sum(xs) + 1` adds one\\nto the sum.\"}"}
-			}
-			return llmtest.Reply{Text: `{"correct": true, "reason": "it prints 6, the sum of 1, 2 and 3"}`}
+	srv, res := runSum(t, sumWriter, func(call llmtest.Call) llmtest.Reply {
+		if strings.Contains(call.LastUser(), "sum(xs) + 1") {
+			return llmtest.Reply{Text: "{\"correct\": false, \"reason\": \"Incorrect: the line `return sum(xs) + 1` adds one\\nto the sum.\"}"}
 		}
-		t.Errorf("unexpected request: %q", call.LastUser())
-		return llmtest.Reply{Text: "?"}
-	}, nil)
-	res := runTask(t, Options{}, c, c, nil, ex, func(*Simulator) (Task, error) { return sumTask, nil })
+		return llmtest.Reply{Text: `{"correct": true, "reason": "it prints 6, the sum of 1, 2 and 3"}`}
+	})
 	if !res.Passed {
 		t.Fatalf("got not passed (%s), want passed", res.Reason)
 	}
@@ -99,7 +96,7 @@ func TestJudgeReasonEntersDialogue(t *testing.T) {
 // names nothing is asked again for a reason; one that still names none
 // ends the dialogue at the judge gate, and no turn claims a fault.
 func TestJudgeRejectionWithoutReason(t *testing.T) {
-	srv, res := runSum(t, sumWriter, `{"correct": false, "reason": "The code is not correct."}`)
+	srv, res := runSum(t, sumWriter, judgeSays(`{"correct": false, "reason": "The code is not correct."}`))
 	if res.Passed {
 		t.Fatalf("got passed, want the dialogue stopped at the judge")
 	}
@@ -138,7 +135,7 @@ func TestJudgeRejectionWithoutReason(t *testing.T) {
 func TestRunEvidenceOverrulesJudge(t *testing.T) {
 	_, res := runSum(t, func(llmtest.Call) llmtest.Reply {
 		return llmtest.Reply{Text: "`total` adds the numbers.\n\n" + block("def total(xs):\n    return not (sum(xs))\n\nprint(total([1, 2, 3]))")}
-	}, `{"correct": true, "reason": "The code ran and looks right."}`)
+	}, judgeSays(`{"correct": true, "reason": "The code ran and looks right."}`))
 	if res.Passed {
 		t.Fatalf("got passed, want the dialogue rejected on the run's evidence")
 	}
@@ -161,7 +158,7 @@ func TestRunEvidenceOverrulesJudge(t *testing.T) {
 func TestWriterFillerCut(t *testing.T) {
 	_, res := runSum(t, func(llmtest.Call) llmtest.Reply {
 		return llmtest.Reply{Text: "`total` adds the numbers of the list. Its result is what the task asks for.\n\n" + block(sumRight)}
-	}, `{"correct": true, "reason": "it prints 6"}`)
+	}, judgeSays(`{"correct": true, "reason": "it prints 6"}`))
 	first := res.Dialogue.Messages[1].Content
 	if strings.Contains(first, "what the task asks for") || !strings.HasPrefix(first, "`total` adds the numbers of the list.") {
 		t.Errorf("first answer %q: want the filler sentence cut and the rest kept", first)

@@ -261,23 +261,12 @@ func (s *Simulator) Run(ctx context.Context, task Task) (Result, error) {
 	// Follow-ups and feedback need a run to ground them: code that cannot
 	// be run is answered once and judged, nothing more.
 	if passed && r.runnable {
-		for n := 1; n <= s.opts.Followups; n++ {
-			kind, kept, err := r.followup(ctx, last, n)
-			if err != nil {
-				return Result{}, err
-			}
-			if kept {
-				kinds = append(kinds, kind)
-			}
+		var err error
+		if kinds, err = keptRounds(ctx, last, s.opts.Followups, r.followup); err != nil {
+			return Result{}, err
 		}
-		for round := 1; round <= s.opts.FeedbackRounds; round++ {
-			cat, kept, err := r.feedbackRound(ctx, last, round)
-			if err != nil {
-				return Result{}, err
-			}
-			if kept {
-				cats = append(cats, cat)
-			}
+		if cats, err = keptRounds(ctx, last, s.opts.FeedbackRounds, r.feedbackRound); err != nil {
+			return Result{}, err
 		}
 	}
 

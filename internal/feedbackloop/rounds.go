@@ -354,6 +354,23 @@ func (r *run) feedback(ctx context.Context, last Turn, round int) (schema.Messag
 	return schema.Message{Role: schema.RoleUser, Content: strings.TrimSpace(a.Feedback), Feedback: &fb}, gates.Verdict{}, nil
 }
 
+// keptRounds plays rounds 1..n after the accepted answer last, in order,
+// and returns the label (follow-up kind or feedback category) of each
+// round play kept; a dropped round leaves no label.
+func keptRounds(ctx context.Context, last Turn, n int, play func(context.Context, Turn, int) (string, bool, error)) ([]string, error) {
+	var labels []string
+	for i := 1; i <= n; i++ {
+		label, kept, err := play(ctx, last, i)
+		if err != nil {
+			return nil, err
+		}
+		if kept {
+			labels = append(labels, label)
+		}
+	}
+	return labels, nil
+}
+
 // feedbackRound runs feedback round n on the last turn's accepted code.
 func (r *run) feedbackRound(ctx context.Context, last Turn, n int) (string, bool, error) {
 	label := fmt.Sprintf("fb%d", n)

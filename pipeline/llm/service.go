@@ -307,6 +307,27 @@ func ForStage(svc *pipeline.Services, endpoint string) (Chatter, error) {
 	}
 }
 
+// StageChat is ForStage when a stage is built, for a stage that passes its
+// items through without a model: the Chatter and its cache key for the
+// stage's Version, or, when no model serves the stage (ErrNoModel), a nil
+// Chatter and the key "none", so that a pass-through is not served once a
+// model is configured. A model that is configured but cannot serve the
+// stage is an error.
+func StageChat(svc *pipeline.Services, endpoint string) (Chatter, any, error) {
+	c, err := ForStage(svc, endpoint)
+	if errors.Is(err, ErrNoModel) {
+		return nil, "none", nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := svc.ModelKey(endpoint)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, key, nil
+}
+
 // statsChatter reports each paid call's usage to the stage's Stats.
 type statsChatter struct {
 	c     Chatter

@@ -327,13 +327,21 @@ type keyOnly struct{}
 
 func (keyOnly) KeyParams(stage, endpoint string) (any, error) { return "k", nil }
 
-func TestForStagePassesPlainChatter(t *testing.T) {
+// plainClient is a client of a fake model, with no key in the environment,
+// given to a stage as its model.
+func plainClient(t *testing.T) *llm.Client {
+	t.Helper()
 	llmtest.ClearEnv(t)
 	srv := llmtest.New(t)
 	c, err := llm.New(llm.Config{BaseURL: srv.URL, Params: llm.Params{Model: "m"}}, llm.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+func TestForStagePassesPlainChatter(t *testing.T) {
+	c := plainClient(t)
 	got, err := llm.ForStage(&pipeline.Services{Name: "x", Model: c}, "")
 	if err != nil || got != llm.Chatter(c) {
 		t.Errorf("ForStage(plain client) = %v, %v; want the client itself", got, err)
@@ -344,6 +352,23 @@ func TestForStagePassesPlainChatter(t *testing.T) {
 	_, err = llm.ForStage(&pipeline.Services{Name: "x"}, "")
 	if !errors.Is(err, llm.ErrNoModel) || !strings.Contains(err.Error(), "model:") {
 		t.Errorf("ForStage(nil) error = %v, want ErrNoModel with a hint", err)
+	}
+}
+
+// TestStageChat: a stage built without a model gets no Chatter and the
+// key "none"; with one, the Chatter and the model's key; a model that
+// cannot serve the stage is an error, not a pass-through.
+func TestStageChat(t *testing.T) {
+	c := plainClient(t)
+	if chat, key, err := llm.StageChat(&pipeline.Services{Name: "x"}, ""); chat != nil || key != "none" || err != nil {
+		t.Errorf("StageChat(no model) = %v, %v, %v; want nil, none, nil", chat, key, err)
+	}
+	want, _ := c.KeyParams("x", "")
+	if chat, key, err := llm.StageChat(&pipeline.Services{Name: "x", Model: c}, ""); chat != llm.Chatter(c) || key != want || err != nil {
+		t.Errorf("StageChat(plain client) = %v, %v, %v; want the client and its key %v", chat, key, err, want)
+	}
+	if chat, _, err := llm.StageChat(&pipeline.Services{Name: "x", Model: keyOnly{}}, ""); chat != nil || err == nil {
+		t.Errorf("StageChat(a service that cannot chat) = %v, %v; want an error", chat, err)
 	}
 }
 

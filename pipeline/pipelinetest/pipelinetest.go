@@ -16,6 +16,14 @@ import (
 	"github.com/codefeedback/codefeedback/schema"
 )
 
+// ModelHead starts a pipeline file for a test that scripts the model: the
+// run directory dir/run, the bwrap sandbox and the fake model at url, asked
+// once a request. The inputs, stages and outputs follow it.
+func ModelHead(dir, url string) string {
+	return "run_dir: " + filepath.Join(dir, "run") + "\nexecutor: bwrap://\n" +
+		"model: {base_url: \"" + url + "\", model: fake-chat, max_attempts: 1}\n"
+}
+
 // Load writes yaml to dir/pipeline.yaml and loads it, failing the test on
 // any mistake.
 func Load(tb testing.TB, dir, yaml string) *pipeline.Config {

@@ -204,10 +204,7 @@ func TestStageModelLanguages(t *testing.T) {
 		return llmtest.Reply{Text: "?"}
 	})
 	out := filepath.Join(dir, "out.jsonl")
-	y := `run_dir: ` + filepath.Join(dir, "run") + `
-executor: bwrap://
-model: {base_url: "` + srv.URL + `", model: fake-chat, max_attempts: 1}
-inputs: [{path: p.jsonl, format: native}]
+	y := pipelinetest.ModelHead(dir, srv.URL) + `inputs: [{path: p.jsonl, format: native}]
 stages:
   - {stage: correct, concurrency: 1, retries: 0, settings: {method: model, kinds: [name, logic], timeout: 60s}}
 outputs: [{path: ` + out + `, kind: dialogue}]

@@ -33,6 +33,21 @@ func fake(tb testing.TB, script llmtest.Script) (*llmtest.Server, *llm.Client) {
 	return srv, c
 }
 
+// explainWith explains d with a new Explainer over c that allows repairs
+// repair requests; an error fails the test.
+func explainWith(t *testing.T, c llm.Chatter, repairs int, d schema.Dialogue) (schema.Dialogue, Report) {
+	t.Helper()
+	ex, err := New(c, repairs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, rep, err := ex.Explain(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, rep
+}
+
 const (
 	code1 = "def add(a, b):\n    return a - b\n"
 	code2 = "def add(a, b):\n    return a + b\n"
@@ -91,15 +106,8 @@ func TestExplainKeepsCodeByteIdentical(t *testing.T) {
 		}
 		return llmtest.Reply{Text: "This version adds the two arguments with `+`, which is what the request asked for, and prints one sample call."}
 	})
-	ex, err := New(c, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
 	in := sample()
-	got, rep, err := ex.Explain(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, rep := explainWith(t, c, 2, in)
 	checkSameCode(t, sample(), got)
 	if rep.Turns != 2 || rep.Repairs != 0 || len(rep.Rejected) != 0 {
 		t.Errorf("got report %+v, want 2 turns, no repairs, nothing rejected", rep)
@@ -162,19 +170,12 @@ func TestExplainGate(t *testing.T) {
 				i := int(n.Add(1)) - 1
 				return llmtest.Reply{Text: tc.answers[min(i, len(tc.answers)-1)]}
 			})
-			ex, err := New(c, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
 			d := sample()
 			d.Messages = d.Messages[:2]
 			if tc.request != "" {
 				d.Messages[0].Content = tc.request
 			}
-			got, rep, err := ex.Explain(context.Background(), d)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got, rep := explainWith(t, c, 2, d)
 			if rep.Repairs != tc.wantRepairs {
 				t.Errorf("got %d repairs, want %d", rep.Repairs, tc.wantRepairs)
 			}

@@ -1,7 +1,6 @@
 package explain
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -40,14 +39,7 @@ func TestPrefaceDoesNotPresentTheFault(t *testing.T) {
 		}
 		return llmtest.Reply{Text: "`add` adds two numbers a and b: it returns `a - b`, the difference of its arguments."}
 	})
-	e, err := New(c, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, rep, err := e.Explain(context.Background(), planted())
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, rep := explainWith(t, c, 2, planted())
 	first, _, _ := strings.Cut(got.Messages[1].Content, "```")
 	if strings.Contains(first, "a - b") || !strings.Contains(first, "adds two numbers") {
 		t.Errorf("first reply %q: want a preface that says what add is for without the planted `a - b`", first)
@@ -67,14 +59,7 @@ func TestPrefaceDoesNotPresentTheFault(t *testing.T) {
 // quotes nothing the fix replaces (the good model the gate expects).
 func TestPersonaPrefaceOfAFailingReply(t *testing.T) {
 	_, c := fake(t, (&llmtest.Persona{}).Script())
-	e, err := New(c, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, rep, err := e.Explain(context.Background(), planted())
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, rep := explainWith(t, c, 0, planted())
 	if len(rep.Rejected) != 0 {
 		t.Fatalf("persona prefaces rejected: %+v", rep.Rejected)
 	}
@@ -93,16 +78,9 @@ func TestPrefaceFillerSentBack(t *testing.T) {
 		}
 		return llmtest.Reply{Text: "`add` adds two numbers a and b, which is what the request asks for."}
 	})
-	e, err := New(c, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
 	d := planted()
 	d.Messages = d.Messages[:2] // the reply alone: no run after it
-	got, rep, err := e.Explain(context.Background(), d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, rep := explainWith(t, c, 2, d)
 	if pre, _, _ := strings.Cut(got.Messages[1].Content, "```"); strings.Contains(pre, "asks for") || rep.Repairs != 1 {
 		t.Errorf("preface %q after %d repairs, want the filler sent back once", pre, rep.Repairs)
 	}
@@ -112,18 +90,11 @@ func TestPrefaceFillerSentBack(t *testing.T) {
 // def line still leaves the function to name.
 func TestPersonaPrefaceOfAnIndentedDef(t *testing.T) {
 	_, c := fake(t, (&llmtest.Persona{}).Script())
-	e, err := New(c, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	d := planted()
 	d.Messages[1].Content = "Let me define `add` for this:\n\n```python\nimport re\n  def add(a, b):\n    return a + b\n```"
 	d.Messages[2] = schema.Message{Role: schema.RoleExecution, Content: "The code does not compile (IndentationError at line 2)", Exec: &schema.Execution{ExitCode: 1, Exception: "IndentationError"}}
 	d.Messages[3].Content = "The indentation was wrong.\n\n```python\nimport re\ndef add(a, b):\n    return a + b\n```"
-	_, rep, err := e.Explain(context.Background(), d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rep := explainWith(t, c, 0, d)
 	if len(rep.Rejected) != 0 {
 		t.Errorf("persona prefaces rejected: %+v", rep.Rejected)
 	}

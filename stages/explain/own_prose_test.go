@@ -1,7 +1,6 @@
 package explain
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -39,20 +38,13 @@ func TestFirstReplyWithoutPurpose(t *testing.T) {
 	_, c := fake(t, func(llmtest.Call) llmtest.Reply {
 		return llmtest.Reply{Text: "`count_vowels` counts the vowels of a word: each letter found in the vowel set adds one to the sum."}
 	})
-	ex, err := New(c, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
 	d := schema.Dialogue{ID: "dlg-p", Messages: []schema.Message{
 		{Role: schema.RoleUser, Content: "Write a function to count the vowels in a word."},
 		{Role: schema.RoleAssistant, Content: structure + "\n\n" + code},
 		{Role: schema.RoleUser, Content: "Please keep it short."},
 		{Role: schema.RoleAssistant, Content: structure + "\n\n" + code},
 	}}
-	got, rep, err := ex.Explain(context.Background(), d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, rep := explainWith(t, c, 2, d)
 	if rep.Turns != 1 || rep.Already != 1 {
 		t.Errorf("got report %+v, want the first reply prefaced and the later one kept", rep)
 	}

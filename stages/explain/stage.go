@@ -59,18 +59,12 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 		return nil, err
 	}
 	version := map[string]any{"prompts": pv, "explain": "v6-prefaces-do-not-present-the-fault-as-the-plan"}
-	chat, chatErr := llm.ForStage(svc, o.Endpoint)
-	if chatErr != nil && !errors.Is(chatErr, llm.ErrNoModel) {
-		if svc.Model != nil {
-			return nil, fmt.Errorf("explain: %w", chatErr)
-		}
-	}
-	noModel := chatErr != nil
-	if noModel {
-		version["model"] = "none" // a pass-through must not be served once a model is configured
-	} else if version["model"], err = svc.ModelKey(o.Endpoint); err != nil {
+	chat, model, err := llm.StageChat(svc, o.Endpoint)
+	if err != nil {
 		return nil, fmt.Errorf("explain: %w", err)
 	}
+	version["model"] = model
+	noModel := chat == nil
 	st := &stage{svc: svc, version: version, noModel: noModel, maxRejected: o.MaxRejected}
 	if !noModel {
 		if st.ex, err = New(chat, o.Repairs); err != nil {

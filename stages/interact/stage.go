@@ -120,24 +120,17 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	version := map[string]any{"dialogue_prompts": pv, "interact": "v1"}
-	chat, chatErr := llm.ForStage(svc, o.Endpoint)
-	if chatErr != nil && !errors.Is(chatErr, llm.ErrNoModel) && svc.Model != nil {
-		return nil, fmt.Errorf("interact: %w", chatErr)
+	chat, model, err := llm.StageChat(svc, o.Endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("interact: %w", err)
 	}
+	version := map[string]any{"dialogue_prompts": pv, "interact": "v1", "model": model}
 	var ag *agent.Agent
-	if chatErr == nil {
+	if chat != nil {
 		if ag, err = agent.New(agent.Options{Strategy: o.Strategy, Turns: o.Turns, MaxObservation: o.MaxObservation}, chat); err != nil {
 			return nil, err
 		}
 		version["agent_prompts"] = ag.PromptVersion()
-		if svc.Model != nil {
-			if version["model"], err = svc.ModelKey(o.Endpoint); err != nil {
-				return nil, fmt.Errorf("interact: %w", err)
-			}
-		}
-	} else {
-		version["model"] = "none"
 	}
 	return &stage{o: o, svc: svc, ag: ag, version: version, pool: &envPool{free: map[string][]env.Env{}}, own: map[string]executors.Executor{}}, nil
 }

@@ -35,19 +35,11 @@ func newStage(o Options, svc *pipeline.Services) (*stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	chat, chatErr := llm.ForStage(svc, o.Endpoint)
-	if chatErr != nil && !errors.Is(chatErr, llm.ErrNoModel) && svc.Model != nil {
-		return nil, fmt.Errorf("leetcode: %w", chatErr)
+	chat, model, err := llm.StageChat(svc, o.Endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("leetcode: %w", err)
 	}
-	if chatErr != nil {
-		chat = nil
-	}
-	version := map[string]any{"leetcode": "v1", "prompts": pv, "embedder": embed.Identity(svc.Embedder), "model": "none", "judge": harness.Version()}
-	if chat != nil {
-		if version["model"], err = svc.ModelKey(o.Endpoint); err != nil {
-			return nil, fmt.Errorf("leetcode: %w", err)
-		}
-	}
+	version := map[string]any{"leetcode": "v1", "prompts": pv, "embedder": embed.Identity(svc.Embedder), "model": model, "judge": harness.Version()}
 	return &stage{o: o, svc: svc, chat: chat, version: version}, nil
 }
 

@@ -176,21 +176,17 @@ func (st *stage) Each(ctx context.Context, in pipeline.Item) ([]pipeline.Item, e
 		return nil, err
 	}
 	switch in.Kind {
-	case pipeline.KindQuery:
-		q, err := pipeline.As[schema.Query](in, in.Kind)
-		if err != nil {
-			return nil, pipeline.Permanent(err)
+	case pipeline.KindQuery, pipeline.KindProblem:
+		// A query is a problem without tests.
+		var p schema.Problem
+		if in.Kind == pipeline.KindQuery {
+			p.Query, err = pipeline.As[schema.Query](in, in.Kind)
+		} else {
+			p, err = pipeline.As[schema.Problem](in, in.Kind)
 		}
-		task, err = s.TaskFromProblem(schema.Problem{Query: q})
-		if err != nil {
-			return nil, pipeline.Permanent(err)
+		if err == nil {
+			task, err = s.TaskFromProblem(p)
 		}
-	case pipeline.KindProblem:
-		p, err := pipeline.As[schema.Problem](in, in.Kind)
-		if err != nil {
-			return nil, pipeline.Permanent(err)
-		}
-		task, err = s.TaskFromProblem(p)
 		if err != nil {
 			return nil, pipeline.Permanent(err)
 		}

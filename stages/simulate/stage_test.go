@@ -79,10 +79,7 @@ func TestStageResumesFromCache(t *testing.T) {
 		return llmtest.Reply{Text: "?"}
 	})
 	out := filepath.Join(dir, "out.jsonl")
-	y := `run_dir: ` + filepath.Join(dir, "run") + `
-executor: bwrap://
-model: {base_url: "` + srv.URL + `", model: fake-chat, max_attempts: 1}
-inputs: [{path: p.jsonl, format: mbpp}]
+	y := pipelinetest.ModelHead(dir, srv.URL) + `inputs: [{path: p.jsonl, format: mbpp}]
 stages:
   - {stage: simulate, concurrency: 3, retries: 0, settings: {feedback_rounds: 1, followups: 0, closing: template}}
 outputs: [{path: ` + out + `, kind: dialogue}]
@@ -183,10 +180,7 @@ func TestStageDroppedStatsSurviveCache(t *testing.T) {
 		}
 		return llmtest.Reply{Text: block("def " + fn + "(a, b):\n    return a + b")}
 	})
-	y := `run_dir: ` + filepath.Join(dir, "run") + `
-executor: bwrap://
-model: {base_url: "` + srv.URL + `", model: fake-chat, max_attempts: 1}
-inputs: [{path: p.jsonl, format: mbpp}]
+	y := pipelinetest.ModelHead(dir, srv.URL) + `inputs: [{path: p.jsonl, format: mbpp}]
 stages:
   - {stage: simulate, retries: 0, settings: {feedback_rounds: 0, followups: 0, closing: template, max_iterations: 2}}
 `
@@ -258,10 +252,7 @@ func TestUncalibratedJudgeShipsTestJudgedOnly(t *testing.T) {
 		return llmtest.Reply{Text: "?"}
 	})
 	out := filepath.Join(dir, "out.jsonl")
-	y := `run_dir: ` + filepath.Join(dir, "run") + `
-executor: bwrap://
-model: {base_url: "` + srv.URL + `", model: fake-chat, max_attempts: 1}
-inputs: [{path: p.jsonl, format: mbpp}, {path: q.jsonl}]
+	y := pipelinetest.ModelHead(dir, srv.URL) + `inputs: [{path: p.jsonl, format: mbpp}, {path: q.jsonl}]
 stages:
   - {stage: simulate, concurrency: 1, retries: 0, settings: {feedback_rounds: 0, followups: 0, closing: template, calibrate: 1, calibration_min: 4}}
 outputs: [{path: ` + out + `, kind: dialogue}]
