@@ -1789,6 +1789,10 @@ def compile_ast(code, name):
 KERNEL_SETUP = r"""
 def _setup(scratch, pattern, consts, subkey):
     import io, os, re, sys, types, marshal, _hashlib, _thread
+    # What the stub and the driver run with, as it is before any cell: each
+    # checks its own against these by identity (vouch), never by name.
+    stub_tools, driver_tools = (exec, marshal.loads), (exec, compile, eval, marshal.loads, sys.exc_info,
+                                                       _thread._count, io.FileIO, sys._getframe)
     blocked = frozenset((
         "sys.addaudithook", "sys.settrace", "sys.setprofile", "sys._current_frames", "sys._current_exceptions",
         "cpython.PyInterpreterState_New", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
@@ -1804,7 +1808,11 @@ def _setup(scratch, pattern, consts, subkey):
     loads, mac, same, ident = marshal.loads, _hashlib.hmac_digest, _hashlib.compare_digest, _thread.get_ident
     stat, fileio = os.stat, io.FileIO
     getframe, coroutine = sys._getframe, types.coroutine.__code__
-    code_t, plain = T(coroutine), (tuple, list, set, frozenset)
+    code_t, plain, tuple_ = T(coroutine), (tuple, list, set, frozenset), tuple
+    func_t = T(lambda: 0)
+    defaults, from_bytes = func_t.__dict__["__defaults__"].__get__, int_.from_bytes
+    last = [0]  # the counter of the last request vouched for
+    current = [None]  # its marshalled cell, which marshal.loads may make code objects from
     procfs = item(stat("/proc/self"), 2)  # st_dev
     pyc = {}  # thread -> the .pyc under /usr it opened last (importlib's next marshal.loads)
     inner = [None]  # the thread in has_code's own marshal.loads
@@ -1862,7 +1870,46 @@ def _setup(scratch, pattern, consts, subkey):
         # st_dev, st_mode: in /proc only */mem is a regular rw------- file.
         return item(st, 2) == procfs and item(st, 0) == 0o100600
 
+    def vouch(f):
+        # The stub and the driver name what they run with in the defaults of
+        # a lambda whose __code__ they read: that read calls this hook from
+        # C, whatever a cell rebound. It raises unless every one is the
+        # interpreter's own (by identity), the driver's code is the kernel's,
+        # and the request is the loop's (its tag under subkey) and newer than
+        # any before: a cell cannot swap the loop's request, the driver, or
+        # a function that decides which code runs or what status is written.
+        d = defaults(f)
+        if T(d) is not tuple_ or len_(d) < 1 or T(item(d, 0)) is not str_:
+            return
+        m = item(d, 0)
+        if m == "cf-stub":
+            if (len_(d) == 4 and item(d, 1) is item(stub_tools, 0) and item(d, 2) is item(stub_tools, 1)
+                    and T(item(d, 3)) is bytes_ and item(d, 3) == consts[0]):
+                return
+        elif m == "cf-driver":
+            if len_(d) != 11:
+                raise err("a python session cell's driver was tampered with")
+            i = 0
+            while i < 8:
+                if item(d, i + 1) is not item(driver_tools, i):
+                    raise err("a python session cell's driver was tampered with")
+                i += 1
+            f, b = item(d, 9), item(d, 10)
+            if T(f) is bytes_ and f == consts[1] and T(b) is bytes_ and len_(b) > 41:
+                n = from_bytes(b[:8], "big")
+                if n > last[0] and same(mac(subkey, b[:-32], "sha256"), b[-32:]):
+                    last[0] = n
+                    current[0] = b[9:-32]
+                    return
+        else:
+            return
+        raise err("a python session cell's driver was tampered with")
+
     def hook(event, args):
+        if event == "object.__getattr__":
+            if len_(args) == 2 and T(item(args, 0)) is func_t and T(item(args, 1)) is str_ and item(args, 1) == "__code__":
+                vouch(item(args, 0))
+            return
         if event in blocked or event[:7] == "ctypes.":
             if event[:7] == "os.fork":
                 raise err("os.fork() is not available in a python session cell (cells run in a "
@@ -1888,8 +1935,8 @@ def _setup(scratch, pattern, consts, subkey):
             d = args[0]
             if d == consts[0] or d == consts[1]:
                 return  # the kernel's driver and compile_fast
-            if len_(d) > 32 and same(mac(subkey, d[:-32], "sha256"), d[-32:]):
-                return  # a request as the runner sent it, tagged by the loop
+            if d == current[0]:
+                return  # the cell of the request vouched for last (vouch)
             p = pyc.pop(me, None)
             if p is not None:
                 try:
@@ -1958,16 +2005,14 @@ del _setup, __cf_scratch, __cf_pattern, __cf_d0, __cf_d1, __cf_sk
 """
 
 # Run for each cell, in the cells' namespace: short, since the
-# subinterpreter compiles it every time. Every name it reads a cell can
-# rebind, so it checks exec and marshal.loads are the interpreter's own C
-# functions (no Python object passes for one) before it runs the driver
+# subinterpreter compiles it every time (3.11's run_string takes source
+# only). Every name it reads a cell can rebind, so it has the hook vouch
+# (KERNEL_SETUP's vouch) for exec, marshal.loads and the driver's code, all
+# bound once as the outer lambda's arguments, before it runs the driver
 # with them. A bare except: nothing it runs may raise out of run_string.
-KERNEL_STUB = """try:
- (lambda T,B,L,E,a:T(L) is B and L.__name__=="loads" and L.__self__.__name__=="marshal" and T(E) is B and\
- E.__name__=="exec" and E.__self__.__name__=="builtins" and E(L(a[0]),{"__cf_a":a}))((0).__class__.__class__,\
-(0).__round__.__class__,__import__("marshal").loads,exec,(__cf_D,__cf_k,__cf_b,__cf_f,__cf_F,(lambda:0).__globals__))
-except:
- pass
+KERNEL_STUB = """try:(lambda E,L,D:(lambda m="cf-stub",e=E,l=L,d=D:0).__code__ and E(L(D),{}))(exec,__import__("marshal").loads,\
+__cf_D)
+except:pass
 """
 
 # The driver (see the section's comment). It trusts only what it checks:
@@ -1975,17 +2020,12 @@ except:
 # makes one), and data it holds in immutable objects before any code of
 # a cell's can run.
 KERNEL_DRIVER = r'''
-def _cell(kind, blob, fd, fast, g):
+def _cell():
     T = (0).__class__.__class__
     B = (0).__round__.__class__
     TD = T.__dict__
     MRO, FLAGS, NAME, DICT = TD["__mro__"].__get__, TD["__flags__"].__get__, TD["__name__"].__get__, TD["__dict__"].__get__
     INT, TUPLE, FT = (0).__class__, ().__class__, (lambda: 0).__class__
-    for k in ("__cf_D", "__cf_k", "__cf_b", "__cf_f", "__cf_F"):
-        {}.__class__.pop(g, k, None)
-
-    def own(f, name, mod):
-        return T(f) is B and f.__name__ == name and f.__self__.__name__ == mod
 
     def static(c, name):
         return T(c) is T and not FLAGS(c) & 512 and NAME(c) == name
@@ -1996,17 +2036,20 @@ def _cell(kind, blob, fd, fast, g):
                 return c
         return None
 
+    # Whatever these are, the hook vouches for them below or the cell ends
+    # here, with no status: the runner takes the cell as tampered with.
     E, C, V = exec, compile, eval
-    L = __import__("marshal").loads
-    XI = __import__("sys").exc_info
-    TC = __import__("_thread")._count
-    FIO = __import__("_io").FileIO
-    if not (own(E, "exec", "builtins") and own(C, "compile", "builtins") and own(V, "eval", "builtins")
-            and own(L, "loads", "marshal") and own(XI, "exc_info", "sys") and own(TC, "_count", "_thread")
-            and static(FIO, "FileIO")):
-        return  # no status: the runner takes the cell as tampered with
-    S, bm = XI.__self__, E.__self__
-    cell = L(blob)
+    S = __import__("sys")
+    XI, GF, M = S.exc_info, S._getframe, S.modules
+    L, TC, FIO = M["marshal"].loads, M["_thread"]._count, M["_io"].FileIO
+    g = GF(2).f_globals  # the stub's: the cells' namespace
+    pop = {}.__class__.pop
+    blob, fd, fast = pop(g, "__cf_b", None), pop(g, "__cf_f", None), pop(g, "__cf_F", None)
+    pop(g, "__cf_D", None)
+    (lambda m="cf-driver", a=E, b=C, c=V, d=L, e=XI, f=TC, h=FIO, i=GF, j=fast, k=blob: 0).__code__
+    S, bm, M = XI.__self__, E.__self__, None
+    kind = blob[8:9]
+    cell = L(blob[9:-32])
     name, code = cell[0], cell[1]
     body = last = res = None
     rc, compiling = 1, kind == b"s"
@@ -2109,7 +2152,7 @@ def _cell(kind, blob, fd, fast, g):
     write(status)
 
 
-_cell(*__cf_a[1:])
+_cell()
 '''
 
 _KERNEL_CODE = []  # (marshalled KERNEL_DRIVER, marshalled compile_fast), made once
@@ -2363,7 +2406,7 @@ def kernel_loop(req_fd, st_fd, key, driver, fast, scratch):
     import _xxsubinterpreters
     read, write, exit_ = os.read, os.write, os._exit
     run, mac = _xxsubinterpreters.run_string, _hashlib.hmac_digest
-    from_bytes, len_, base_exc, os_error = int.from_bytes, len, BaseException, OSError
+    from_bytes, to_bytes, len_, base_exc, os_error = int.from_bytes, int.to_bytes, len, BaseException, OSError
     stub, setup, pattern = KERNEL_STUB, KERNEL_SETUP, STATEMENT_START.pattern
     # A failed run_string raises RunFailedError, a class of this
     # interpreter's that a cell can reach and patch (an __init__ of its
@@ -2391,7 +2434,7 @@ def kernel_loop(req_fd, st_fd, key, driver, fast, scratch):
     # subkey tags each request's marshalled cell for the subinterpreter's
     # hook, which lets marshal.loads make code objects only from those
     # (and the driver's and compile_fast's, and the system's .pyc files).
-    subkey = os.urandom(32)
+    subkey, count = os.urandom(32), 0
     run(sub, setup, {"__cf_scratch": scratch, "__cf_pattern": pattern, "__cf_d0": driver, "__cf_d1": fast,
                      "__cf_sk": subkey})
     while True:
@@ -2433,10 +2476,13 @@ def kernel_loop(req_fd, st_fd, key, driver, fast, scratch):
                 write(st_fd, b"X" + nonce + mac(key, b"X" + nonce, "sha256"))
             finally:
                 exit_(70)
+        # For the hook (vouch): a counter it has not seen, the kind and the
+        # marshalled cell, tagged under subkey.
+        count += 1
+        blob = to_bytes(count, 8, "big") + kind + blob
         try:
-            # marshal.loads ignores the tag after the cell.
-            run(sub, stub, {"__cf_D": driver, "__cf_k": kind, "__cf_b": blob + mac(subkey, blob, "sha256"),
-                            "__cf_f": st_fd, "__cf_F": fast})
+            run(sub, stub, {"__cf_D": driver, "__cf_b": blob + mac(subkey, blob, "sha256"), "__cf_f": st_fd,
+                            "__cf_F": fast})
         except base_exc:
             exit_(70)
         blob = None
