@@ -264,12 +264,15 @@ def bytes_objects(read, sizes):
 
 def sign():
     g = sys.modules["__main__"].__dict__
-    blob, kind, fd = g.get("__cf_b"), g.get("__cf_k"), g.get("__cf_f")
+    blob, fd = g.get("__cf_b"), g.get("__cf_f")
     if "read" not in state or not isinstance(blob, bytes) or state.get("done") == blob:
         return
     state["done"] = blob
+    # The request as the loop passes it: a counter (8 bytes), the kind, the
+    # marshalled cell, its tag.
+    kind = blob[8:9]
     found = bytes_objects(state["read"], (16, 32))
-    for body in (blob, blob[:-32]):
+    for body in (blob[9:-32],):
         for key in found[32]:
             for nonce in found[16]:
                 if mac(key, nonce + kind + body, "sha256") in found[32]:
@@ -284,6 +287,51 @@ def forged(*a, **k):
     except Exception:
         pass
     return real_import(*a, **k)
+builtins.__import__ = forged
+print("patched")`},
+	// The stub reads the loop's request, the driver and the functions it
+	// runs them with from the cells' namespace, and a cell's code runs
+	// before it has them all (a wrapped __import__; a key of the namespace
+	// that is a str subclass runs its __eq__ at every lookup). Each of the
+	// three below made the failing cell after it end with exit 0 against
+	// the kernel before the hook vouched for the stub's and the driver's
+	// tools by identity and for the request by its tag and counter.
+	{"the next request swapped in the namespace", `
+import builtins, marshal, sys
+real_import = builtins.__import__
+def forged(*a, **k):
+    g = sys.modules["__main__"].__dict__
+    b = g.get("__cf_b")
+    if isinstance(b, bytes) and g.get("__cf_swapped") is not b:
+        if "__cf_k" in g:  # the request as marshal data, then its tag
+            b = marshal.dumps(("<cell>", "pass"))
+        else:  # a counter, the kind, the marshal data, the tag: the same counter and tag
+            b = b[:9] + marshal.dumps(("<cell>", "pass")) + b[-32:]
+        g["__cf_b"] = g["__cf_swapped"] = b
+    return real_import(*a, **k)
+builtins.__import__ = forged
+print("patched")`},
+	{"another module's loads under marshal's name", `
+import builtins, pickle, sys, types
+import _pickle
+_pickle.__name__ = "marshal"  # _pickle.loads passes a check by name and module name
+real_import = builtins.__import__
+def forged(name, *a, **k):
+    g = sys.modules["__main__"].__dict__
+    if name == "marshal" and "__cf_D" in g:
+        g["__cf_D"] = pickle.dumps("import os\nos.write(%d, b'R 0')\n" % g["__cf_f"])
+        return types.SimpleNamespace(loads=_pickle.loads)
+    return real_import(name, *a, **k)
+builtins.__import__ = forged
+print("patched")`},
+	{"marshalled source for the driver", `
+import builtins, marshal, sys
+real_import = builtins.__import__
+def forged(name, *a, **k):
+    g = sys.modules["__main__"].__dict__
+    if name == "marshal" and "__cf_D" in g:
+        g["__cf_D"] = marshal.dumps("import os\nos.write(%d, b'R 0')\n" % g["__cf_f"])
+    return real_import(name, *a, **k)
 builtins.__import__ = forged
 print("patched")`},
 }
