@@ -1757,10 +1757,13 @@ def compile_ast(code, name):
 # audit hooks, gc's object walks, ctypes, /proc/*/mem, and os.fork (a
 # forked subinterpreter cannot run).
 #
-# Each cell runs through KERNEL_STUB, which checks that exec and
-# marshal.loads are the interpreter's own and runs KERNEL_DRIVER. The
-# driver checks every other function whose replacement could change which
-# code runs or what status is sent, compiles the cell (compile_fast, or the
+# Each cell runs through KERNEL_STUB, which has the hook vouch that exec,
+# marshal.loads and the driver's code are the interpreter's own and the
+# kernel's, and runs KERNEL_DRIVER. The driver has the hook vouch for every
+# other function whose replacement could change which code runs or what
+# status is sent, and for the request (its tag under a second key, subkey,
+# and a counter the hook has not seen: a cell cannot swap in another cell's
+# source or replay an earlier request), compiles the cell (compile_fast, or the
 # runner's compile_ast when it hands the cell back), runs it, and writes one
 # status message: "R <exit code>", "A" (handed back) or "T" (a thread the
 # cell started is still running: 3.11 cannot run a later cell then). After
@@ -1787,12 +1790,12 @@ def compile_ast(code, name):
 
 # The subinterpreter's setup, run once before any cell.
 KERNEL_SETUP = r"""
-def _setup(scratch, pattern, consts, subkey):
+def _setup(scratch, pattern, driver, subkey):
     import io, os, re, sys, types, marshal, _hashlib, _thread
     # What the stub and the driver run with, as it is before any cell: each
     # checks its own against these by identity (vouch), never by name.
     stub_tools, driver_tools = (exec, marshal.loads), (exec, compile, eval, marshal.loads, sys.exc_info,
-                                                       _thread._count, io.FileIO, sys._getframe)
+                                                       _thread._count, os.write, sys._getframe)
     blocked = frozenset((
         "sys.addaudithook", "sys.settrace", "sys.setprofile", "sys._current_frames", "sys._current_exceptions",
         "cpython.PyInterpreterState_New", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
@@ -1884,18 +1887,18 @@ def _setup(scratch, pattern, consts, subkey):
         m = item(d, 0)
         if m == "cf-stub":
             if (len_(d) == 4 and item(d, 1) is item(stub_tools, 0) and item(d, 2) is item(stub_tools, 1)
-                    and T(item(d, 3)) is bytes_ and item(d, 3) == consts[0]):
+                    and T(item(d, 3)) is bytes_ and item(d, 3) == driver):
                 return
         elif m == "cf-driver":
-            if len_(d) != 11:
+            if len_(d) != 10:
                 raise err("a python session cell's driver was tampered with")
             i = 0
             while i < 8:
                 if item(d, i + 1) is not item(driver_tools, i):
                     raise err("a python session cell's driver was tampered with")
                 i += 1
-            f, b = item(d, 9), item(d, 10)
-            if T(f) is bytes_ and f == consts[1] and T(b) is bytes_ and len_(b) > 41:
+            b = item(d, 9)
+            if T(b) is bytes_ and len_(b) > 41:
                 n = from_bytes(b[:8], "big")
                 if n > last[0] and same(mac(subkey, b[:-32], "sha256"), b[-32:]):
                     last[0] = n
@@ -1933,8 +1936,8 @@ def _setup(scratch, pattern, consts, subkey):
             if inner[0] == me:
                 return  # has_code's own
             d = args[0]
-            if d == consts[0] or d == consts[1]:
-                return  # the kernel's driver and compile_fast
+            if d == driver:
+                return  # the kernel's driver (compile_fast's code is one of its constants)
             if d == current[0]:
                 return  # the cell of the request vouched for last (vouch)
             p = pyc.pop(me, None)
@@ -2000,8 +2003,8 @@ def _setup(scratch, pattern, consts, subkey):
     sys._codefeedback_statement = re.compile(pattern).match
 
 
-_setup(__cf_scratch, __cf_pattern, (__cf_d0, __cf_d1), __cf_sk)
-del _setup, __cf_scratch, __cf_pattern, __cf_d0, __cf_d1, __cf_sk
+_setup(__cf_scratch, __cf_pattern, __cf_d0, __cf_sk)
+del _setup, __cf_scratch, __cf_pattern, __cf_d0, __cf_sk
 """
 
 # Run for each cell, in the cells' namespace: short, since the
@@ -2041,16 +2044,17 @@ def _cell():
     E, C, V = exec, compile, eval
     S = __import__("sys")
     XI, GF, M = S.exc_info, S._getframe, S.modules
-    L, TC, FIO = M["marshal"].loads, M["_thread"]._count, M["_io"].FileIO
+    L, TC, W = M["marshal"].loads, M["_thread"]._count, M["posix"].write
     g = GF(2).f_globals  # the stub's: the cells' namespace
     pop = {}.__class__.pop
-    blob, fd, fast = pop(g, "__cf_b", None), pop(g, "__cf_f", None), pop(g, "__cf_F", None)
+    blob, fd = pop(g, "__cf_b", None), pop(g, "__cf_f", None)
     pop(g, "__cf_D", None)
-    (lambda m="cf-driver", a=E, b=C, c=V, d=L, e=XI, f=TC, h=FIO, i=GF, j=fast, k=blob: 0).__code__
+    (lambda m="cf-driver", a=E, b=C, c=V, d=L, e=XI, f=TC, h=W, i=GF, k=blob: 0).__code__
     S, bm, M = XI.__self__, E.__self__, None
     kind = blob[8:9]
     cell = L(blob[9:-32])
     name, code = cell[0], cell[1]
+    lines = TUPLE(code.splitlines(True))  # a tuple: what linecache holds (a cell's to change) is a copy
     body = last = res = None
     rc, compiling = 1, kind == b"s"
     try:
@@ -2058,7 +2062,7 @@ def _cell():
     except:
         pass
     try:
-        __import__("linecache").cache[name] = (len(code), None, code.splitlines(True), name)
+        __import__("linecache").cache[name] = (len(code), None, [*lines], name)
     except:
         pass
     try:
@@ -2080,7 +2084,9 @@ def _cell():
                 if B not in MRO(T(match)):  # a pattern's match is a builtin_method
                     match = lambda s: False
                 try:
-                    res = FT(L(fast), {})(code, TUPLE(code.splitlines(True)), name, C, match, errs, TUPLE.__len__)
+                    # "<compile_fast>" is compile_fast's code object in the
+                    # driver as the runner marshals it (kernel_code).
+                    res = FT("<compile_fast>", {})(code, TUPLE(lines), name, C, match, errs, TUPLE.__len__)
                 finally:
                     if real is None:
                         modules.pop("warnings", None)
@@ -2145,23 +2151,27 @@ def _cell():
             pass
     # Made before the threads are counted: nothing allocates after, so no
     # finalizer of a cell's runs between the count and the status.
-    write = FIO(fd, "w", closefd=False).write
     status = b"A" if rc == -1 else b"R %d" % rc
     if TC() != 0:
         status = b"T"
-    write(status)
+    W(fd, status)
 
 
 _cell()
 '''
 
-_KERNEL_CODE = []  # (marshalled KERNEL_DRIVER, marshalled compile_fast), made once
+_KERNEL_CODE = []  # the marshalled driver, made once
 
 
 def kernel_code():
+    """KERNEL_DRIVER, marshalled, with compile_fast's code object in place
+    of the driver's "<compile_fast>": one marshal.loads per cell gives both."""
     if not _KERNEL_CODE:
-        _KERNEL_CODE.append((marshal.dumps(compile(KERNEL_DRIVER, "<kernel>", "exec")),
-                             marshal.dumps(compile_fast.__code__)))
+        def swap(co, old, new):
+            return co.replace(co_consts=tuple(new if type(c) is type(old) and c == old else c for c in co.co_consts))
+        mod = compile(KERNEL_DRIVER, "<kernel>", "exec")
+        cell = [c for c in mod.co_consts if type(c) is type(mod) and c.co_name == "_cell"][0]
+        _KERNEL_CODE.append(marshal.dumps(swap(mod, cell, swap(cell, "<compile_fast>", compile_fast.__code__))))
     return _KERNEL_CODE[0]
 
 
@@ -2211,7 +2221,7 @@ def fcntl_dupfd(fd, lowest):
 def kernel_start(sess):
     import _hashlib
     sess.open_capture()
-    driver, fast = kernel_code()
+    driver = kernel_code()
     key = os.urandom(32)
     req_k, req_r = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     st_k, st_r = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -2222,7 +2232,7 @@ def kernel_start(sess):
     pid = os.fork()
     if pid == 0:
         try:
-            kernel_child(sess, req_k.fileno(), st_k.fileno(), key, driver, fast)
+            kernel_child(sess, req_k.fileno(), st_k.fileno(), key, driver)
         finally:
             os._exit(127)
     gc.unfreeze()
@@ -2367,7 +2377,7 @@ def kernel_status(got):
     return "tampered", None
 
 
-def kernel_child(sess, req_fd, st_fd, key, driver, fast):
+def kernel_child(sess, req_fd, st_fd, key, driver):
     """The kernel process: the session's fds 1 and 2, its two sockets and
     nothing else of the runner's; then the loop, which never returns."""
     os.setsid()
@@ -2392,12 +2402,12 @@ def kernel_child(sess, req_fd, st_fd, key, driver, fast):
     sess = None  # nothing of the runner's session object is needed past here
     exit_ = os._exit
     try:
-        kernel_loop(req_fd, st_fd, key, driver, fast, scratch)
+        kernel_loop(req_fd, st_fd, key, driver, scratch)
     finally:
         exit_(70)
 
 
-def kernel_loop(req_fd, st_fd, key, driver, fast, scratch):
+def kernel_loop(req_fd, st_fd, key, driver, scratch):
     """Runs cells in the subinterpreter until the request socket ends.
     Everything it calls is bound here, before the subinterpreter exists:
     a cell can reach this interpreter's modules (through the classes all
@@ -2431,11 +2441,12 @@ def kernel_loop(req_fd, st_fd, key, driver, fast, scratch):
     gc.collect()
     gc.disable()
     sub = _xxsubinterpreters.create(isolated=False)
-    # subkey tags each request's marshalled cell for the subinterpreter's
-    # hook, which lets marshal.loads make code objects only from those
-    # (and the driver's and compile_fast's, and the system's .pyc files).
+    # subkey tags each request (a counter, its kind, the marshalled cell)
+    # for the subinterpreter's hook, which vouches for it once (vouch) and
+    # lets marshal.loads make code objects only from it, the driver (which
+    # holds compile_fast's code) and the system's .pyc files.
     subkey, count = os.urandom(32), 0
-    run(sub, setup, {"__cf_scratch": scratch, "__cf_pattern": pattern, "__cf_d0": driver, "__cf_d1": fast,
+    run(sub, setup, {"__cf_scratch": scratch, "__cf_pattern": pattern, "__cf_d0": driver,
                      "__cf_sk": subkey})
     while True:
         # The request: the marshalled cell's length (8 bytes), the cell's
@@ -2481,8 +2492,7 @@ def kernel_loop(req_fd, st_fd, key, driver, fast, scratch):
         count += 1
         blob = to_bytes(count, 8, "big") + kind + blob
         try:
-            run(sub, stub, {"__cf_D": driver, "__cf_b": blob + mac(subkey, blob, "sha256"), "__cf_f": st_fd,
-                            "__cf_F": fast})
+            run(sub, stub, {"__cf_D": driver, "__cf_b": blob + mac(subkey, blob, "sha256"), "__cf_f": st_fd})
         except base_exc:
             exit_(70)
         blob = None
