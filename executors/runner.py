@@ -1898,11 +1898,11 @@ def _setup(scratch, pattern, driver, subkey):
                     raise err("a python session cell's driver was tampered with")
                 i += 1
             b = item(d, 9)
-            if T(b) is bytes_ and len_(b) > 41:
+            if T(b) is bytes_ and len_(b) > 43:
                 n = from_bytes(b[:8], "big")
                 if n > last[0] and same(mac(subkey, b[:-32], "sha256"), b[-32:]):
                     last[0] = n
-                    current[0] = b[9:-32]
+                    current[0] = b[11:-32]
                     return
         else:
             return
@@ -2045,14 +2045,18 @@ def _cell():
     S = __import__("sys")
     XI, GF, M = S.exc_info, S._getframe, S.modules
     L, TC, W = M["marshal"].loads, M["_thread"]._count, M["posix"].write
-    g = GF(2).f_globals  # the stub's: the cells' namespace
+    g = GF(1).f_globals  # the stub's: the cells' namespace
     pop = {}.__class__.pop
-    blob, fd = pop(g, "__cf_b", None), pop(g, "__cf_f", None)
+    blob = pop(g, "__cf_b", None)
     pop(g, "__cf_D", None)
     (lambda m="cf-driver", a=E, b=C, c=V, d=L, e=XI, f=TC, h=W, i=GF, k=blob: 0).__code__
     S, bm, M = XI.__self__, E.__self__, None
-    kind = blob[8:9]
-    cell = L(blob[9:-32])
+    # The request's kind, the status socket and the cell come from the
+    # request the hook vouched for, never from the namespace: a key there
+    # that answers for "__cf_f" would send the status elsewhere while its
+    # __eq__ wrote one of its own.
+    kind, fd = blob[8:9], INT.from_bytes(blob[9:11], "big")
+    cell = L(blob[11:-32])
     name, code = cell[0], cell[1]
     lines = TUPLE(code.splitlines(True))  # a tuple: what linecache holds (a cell's to change) is a copy
     body = last = res = None
@@ -2155,23 +2159,23 @@ def _cell():
     if TC() != 0:
         status = b"T"
     W(fd, status)
-
-
-_cell()
 '''
 
 _KERNEL_CODE = []  # the marshalled driver, made once
 
 
 def kernel_code():
-    """KERNEL_DRIVER, marshalled, with compile_fast's code object in place
-    of the driver's "<compile_fast>": one marshal.loads per cell gives both."""
+    """The code object of KERNEL_DRIVER's _cell, marshalled, with
+    compile_fast's code object in place of its "<compile_fast>": one
+    marshal.loads per cell gives both. The stub execs the function's code
+    itself, so no name is looked up between the stub and the driver (a
+    finalizer that runs at an allocation could plant a key in the driver's
+    globals that answers for "_cell")."""
     if not _KERNEL_CODE:
-        def swap(co, old, new):
-            return co.replace(co_consts=tuple(new if type(c) is type(old) and c == old else c for c in co.co_consts))
         mod = compile(KERNEL_DRIVER, "<kernel>", "exec")
         cell = [c for c in mod.co_consts if type(c) is type(mod) and c.co_name == "_cell"][0]
-        _KERNEL_CODE.append(marshal.dumps(swap(mod, cell, swap(cell, "<compile_fast>", compile_fast.__code__))))
+        consts = tuple(compile_fast.__code__ if type(c) is str and c == "<compile_fast>" else c for c in cell.co_consts)
+        _KERNEL_CODE.append(marshal.dumps(cell.replace(co_consts=consts)))
     return _KERNEL_CODE[0]
 
 
@@ -2445,7 +2449,7 @@ def kernel_loop(req_fd, st_fd, key, driver, scratch):
     # for the subinterpreter's hook, which vouches for it once (vouch) and
     # lets marshal.loads make code objects only from it, the driver (which
     # holds compile_fast's code) and the system's .pyc files.
-    subkey, count = os.urandom(32), 0
+    subkey, count, fd_bytes = os.urandom(32), 0, to_bytes(st_fd, 2, "big")
     run(sub, setup, {"__cf_scratch": scratch, "__cf_pattern": pattern, "__cf_d0": driver,
                      "__cf_sk": subkey})
     while True:
@@ -2487,12 +2491,12 @@ def kernel_loop(req_fd, st_fd, key, driver, scratch):
                 write(st_fd, b"X" + nonce + mac(key, b"X" + nonce, "sha256"))
             finally:
                 exit_(70)
-        # For the hook (vouch): a counter it has not seen, the kind and the
-        # marshalled cell, tagged under subkey.
+        # For the hook (vouch): a counter it has not seen, the kind, the
+        # status socket and the marshalled cell, tagged under subkey.
         count += 1
-        blob = to_bytes(count, 8, "big") + kind + blob
+        blob = to_bytes(count, 8, "big") + kind + fd_bytes + blob
         try:
-            run(sub, stub, {"__cf_D": driver, "__cf_b": blob + mac(subkey, blob, "sha256"), "__cf_f": st_fd})
+            run(sub, stub, {"__cf_D": driver, "__cf_b": blob + mac(subkey, blob, "sha256")})
         except base_exc:
             exit_(70)
         blob = None
