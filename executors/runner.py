@@ -1757,10 +1757,13 @@ def compile_ast(code, name):
 # audit hooks, gc's object walks, ctypes, /proc/*/mem, and os.fork (a
 # forked subinterpreter cannot run).
 #
-# Each cell runs through KERNEL_STUB, which checks that exec and
-# marshal.loads are the interpreter's own and runs KERNEL_DRIVER. The
-# driver checks every other function whose replacement could change which
-# code runs or what status is sent, compiles the cell (compile_fast, or the
+# Each cell runs through KERNEL_STUB, which has the hook vouch that exec,
+# marshal.loads and the driver's code are the interpreter's own and the
+# kernel's, and runs KERNEL_DRIVER. The driver has the hook vouch for every
+# other function whose replacement could change which code runs or what
+# status is sent, and for the request (its tag under a second key, subkey,
+# and a counter the hook has not seen: a cell cannot swap in another cell's
+# source or replay an earlier request), compiles the cell (compile_fast, or the
 # runner's compile_ast when it hands the cell back), runs it, and writes one
 # status message: "R <exit code>", "A" (handed back) or "T" (a thread the
 # cell started is still running: 3.11 cannot run a later cell then). After
@@ -1787,8 +1790,12 @@ def compile_ast(code, name):
 
 # The subinterpreter's setup, run once before any cell.
 KERNEL_SETUP = r"""
-def _setup(scratch, pattern, consts, subkey):
+def _setup(scratch, pattern, driver, subkey):
     import io, os, re, sys, types, marshal, _hashlib, _thread
+    # What the stub and the driver run with, as it is before any cell: each
+    # checks its own against these by identity (vouch), never by name.
+    stub_tools, driver_tools = (exec, marshal.loads), (exec, compile, eval, marshal.loads, sys.exc_info,
+                                                       _thread._count, os.write, sys._getframe)
     blocked = frozenset((
         "sys.addaudithook", "sys.settrace", "sys.setprofile", "sys._current_frames", "sys._current_exceptions",
         "cpython.PyInterpreterState_New", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
@@ -1804,7 +1811,11 @@ def _setup(scratch, pattern, consts, subkey):
     loads, mac, same, ident = marshal.loads, _hashlib.hmac_digest, _hashlib.compare_digest, _thread.get_ident
     stat, fileio = os.stat, io.FileIO
     getframe, coroutine = sys._getframe, types.coroutine.__code__
-    code_t, plain = T(coroutine), (tuple, list, set, frozenset)
+    code_t, plain, tuple_ = T(coroutine), (tuple, list, set, frozenset), tuple
+    func_t = T(lambda: 0)
+    defaults, from_bytes = func_t.__dict__["__defaults__"].__get__, int_.from_bytes
+    last = [0]  # the counter of the last request vouched for
+    current = [None]  # its marshalled cell, which marshal.loads may make code objects from
     procfs = item(stat("/proc/self"), 2)  # st_dev
     pyc = {}  # thread -> the .pyc under /usr it opened last (importlib's next marshal.loads)
     inner = [None]  # the thread in has_code's own marshal.loads
@@ -1862,7 +1873,46 @@ def _setup(scratch, pattern, consts, subkey):
         # st_dev, st_mode: in /proc only */mem is a regular rw------- file.
         return item(st, 2) == procfs and item(st, 0) == 0o100600
 
+    def vouch(f):
+        # The stub and the driver name what they run with in the defaults of
+        # a lambda whose __code__ they read: that read calls this hook from
+        # C, whatever a cell rebound. It raises unless every one is the
+        # interpreter's own (by identity), the driver's code is the kernel's,
+        # and the request is the loop's (its tag under subkey) and newer than
+        # any before: a cell cannot swap the loop's request, the driver, or
+        # a function that decides which code runs or what status is written.
+        d = defaults(f)
+        if T(d) is not tuple_ or len_(d) < 1 or T(item(d, 0)) is not str_:
+            return
+        m = item(d, 0)
+        if m == "cf-stub":
+            if (len_(d) == 4 and item(d, 1) is item(stub_tools, 0) and item(d, 2) is item(stub_tools, 1)
+                    and T(item(d, 3)) is bytes_ and item(d, 3) == driver):
+                return
+        elif m == "cf-driver":
+            if len_(d) != 10:
+                raise err("a python session cell's driver was tampered with")
+            i = 0
+            while i < 8:
+                if item(d, i + 1) is not item(driver_tools, i):
+                    raise err("a python session cell's driver was tampered with")
+                i += 1
+            b = item(d, 9)
+            if T(b) is bytes_ and len_(b) > 43:
+                n = from_bytes(b[:8], "big")
+                if n > last[0] and same(mac(subkey, b[:-32], "sha256"), b[-32:]):
+                    last[0] = n
+                    current[0] = b[11:-32]
+                    return
+        else:
+            return
+        raise err("a python session cell's driver was tampered with")
+
     def hook(event, args):
+        if event == "object.__getattr__":
+            if len_(args) == 2 and T(item(args, 0)) is func_t and T(item(args, 1)) is str_ and item(args, 1) == "__code__":
+                vouch(item(args, 0))
+            return
         if event in blocked or event[:7] == "ctypes.":
             if event[:7] == "os.fork":
                 raise err("os.fork() is not available in a python session cell (cells run in a "
@@ -1886,10 +1936,10 @@ def _setup(scratch, pattern, consts, subkey):
             if inner[0] == me:
                 return  # has_code's own
             d = args[0]
-            if d == consts[0] or d == consts[1]:
-                return  # the kernel's driver and compile_fast
-            if len_(d) > 32 and same(mac(subkey, d[:-32], "sha256"), d[-32:]):
-                return  # a request as the runner sent it, tagged by the loop
+            if d == driver:
+                return  # the kernel's driver (compile_fast's code is one of its constants)
+            if d == current[0]:
+                return  # the cell of the request vouched for last (vouch)
             p = pyc.pop(me, None)
             if p is not None:
                 try:
@@ -1953,21 +2003,19 @@ def _setup(scratch, pattern, consts, subkey):
     sys._codefeedback_statement = re.compile(pattern).match
 
 
-_setup(__cf_scratch, __cf_pattern, (__cf_d0, __cf_d1), __cf_sk)
-del _setup, __cf_scratch, __cf_pattern, __cf_d0, __cf_d1, __cf_sk
+_setup(__cf_scratch, __cf_pattern, __cf_d0, __cf_sk)
+del _setup, __cf_scratch, __cf_pattern, __cf_d0, __cf_sk
 """
 
 # Run for each cell, in the cells' namespace: short, since the
-# subinterpreter compiles it every time. Every name it reads a cell can
-# rebind, so it checks exec and marshal.loads are the interpreter's own C
-# functions (no Python object passes for one) before it runs the driver
+# subinterpreter compiles it every time (3.11's run_string takes source
+# only). Every name it reads a cell can rebind, so it has the hook vouch
+# (KERNEL_SETUP's vouch) for exec, marshal.loads and the driver's code, all
+# bound once as the outer lambda's arguments, before it runs the driver
 # with them. A bare except: nothing it runs may raise out of run_string.
-KERNEL_STUB = """try:
- (lambda T,B,L,E,a:T(L) is B and L.__name__=="loads" and L.__self__.__name__=="marshal" and T(E) is B and\
- E.__name__=="exec" and E.__self__.__name__=="builtins" and E(L(a[0]),{"__cf_a":a}))((0).__class__.__class__,\
-(0).__round__.__class__,__import__("marshal").loads,exec,(__cf_D,__cf_k,__cf_b,__cf_f,__cf_F,(lambda:0).__globals__))
-except:
- pass
+KERNEL_STUB = """try:(lambda E,L,D:(lambda m="cf-stub",e=E,l=L,d=D:0).__code__ and E(L(D),{}))(exec,__import__("marshal").loads,\
+__cf_D)
+except:pass
 """
 
 # The driver (see the section's comment). It trusts only what it checks:
@@ -1975,17 +2023,12 @@ except:
 # makes one), and data it holds in immutable objects before any code of
 # a cell's can run.
 KERNEL_DRIVER = r'''
-def _cell(kind, blob, fd, fast, g):
+def _cell():
     T = (0).__class__.__class__
     B = (0).__round__.__class__
     TD = T.__dict__
     MRO, FLAGS, NAME, DICT = TD["__mro__"].__get__, TD["__flags__"].__get__, TD["__name__"].__get__, TD["__dict__"].__get__
     INT, TUPLE, FT = (0).__class__, ().__class__, (lambda: 0).__class__
-    for k in ("__cf_D", "__cf_k", "__cf_b", "__cf_f", "__cf_F"):
-        {}.__class__.pop(g, k, None)
-
-    def own(f, name, mod):
-        return T(f) is B and f.__name__ == name and f.__self__.__name__ == mod
 
     def static(c, name):
         return T(c) is T and not FLAGS(c) & 512 and NAME(c) == name
@@ -1996,18 +2039,26 @@ def _cell(kind, blob, fd, fast, g):
                 return c
         return None
 
+    # Whatever these are, the hook vouches for them below or the cell ends
+    # here, with no status: the runner takes the cell as tampered with.
     E, C, V = exec, compile, eval
-    L = __import__("marshal").loads
-    XI = __import__("sys").exc_info
-    TC = __import__("_thread")._count
-    FIO = __import__("_io").FileIO
-    if not (own(E, "exec", "builtins") and own(C, "compile", "builtins") and own(V, "eval", "builtins")
-            and own(L, "loads", "marshal") and own(XI, "exc_info", "sys") and own(TC, "_count", "_thread")
-            and static(FIO, "FileIO")):
-        return  # no status: the runner takes the cell as tampered with
-    S, bm = XI.__self__, E.__self__
-    cell = L(blob)
+    S = __import__("sys")
+    XI, GF, M = S.exc_info, S._getframe, S.modules
+    L, TC, W = M["marshal"].loads, M["_thread"]._count, M["posix"].write
+    g = GF(1).f_globals  # the stub's: the cells' namespace
+    pop = {}.__class__.pop
+    blob = pop(g, "__cf_b", None)
+    pop(g, "__cf_D", None)
+    (lambda m="cf-driver", a=E, b=C, c=V, d=L, e=XI, f=TC, h=W, i=GF, k=blob: 0).__code__
+    S, bm, M = XI.__self__, E.__self__, None
+    # The request's kind, the status socket and the cell come from the
+    # request the hook vouched for, never from the namespace: a key there
+    # that answers for "__cf_f" would send the status elsewhere while its
+    # __eq__ wrote one of its own.
+    kind, fd = blob[8:9], INT.from_bytes(blob[9:11], "big")
+    cell = L(blob[11:-32])
     name, code = cell[0], cell[1]
+    lines = TUPLE(code.splitlines(True))  # a tuple: what linecache holds (a cell's to change) is a copy
     body = last = res = None
     rc, compiling = 1, kind == b"s"
     try:
@@ -2015,7 +2066,7 @@ def _cell(kind, blob, fd, fast, g):
     except:
         pass
     try:
-        __import__("linecache").cache[name] = (len(code), None, code.splitlines(True), name)
+        __import__("linecache").cache[name] = (len(code), None, [*lines], name)
     except:
         pass
     try:
@@ -2037,7 +2088,9 @@ def _cell(kind, blob, fd, fast, g):
                 if B not in MRO(T(match)):  # a pattern's match is a builtin_method
                     match = lambda s: False
                 try:
-                    res = FT(L(fast), {})(code, TUPLE(code.splitlines(True)), name, C, match, errs, TUPLE.__len__)
+                    # "<compile_fast>" is compile_fast's code object in the
+                    # driver as the runner marshals it (kernel_code).
+                    res = FT("<compile_fast>", {})(code, TUPLE(lines), name, C, match, errs, TUPLE.__len__)
                 finally:
                     if real is None:
                         modules.pop("warnings", None)
@@ -2102,23 +2155,27 @@ def _cell(kind, blob, fd, fast, g):
             pass
     # Made before the threads are counted: nothing allocates after, so no
     # finalizer of a cell's runs between the count and the status.
-    write = FIO(fd, "w", closefd=False).write
     status = b"A" if rc == -1 else b"R %d" % rc
     if TC() != 0:
         status = b"T"
-    write(status)
-
-
-_cell(*__cf_a[1:])
+    W(fd, status)
 '''
 
-_KERNEL_CODE = []  # (marshalled KERNEL_DRIVER, marshalled compile_fast), made once
+_KERNEL_CODE = []  # the marshalled driver, made once
 
 
 def kernel_code():
+    """The code object of KERNEL_DRIVER's _cell, marshalled, with
+    compile_fast's code object in place of its "<compile_fast>": one
+    marshal.loads per cell gives both. The stub execs the function's code
+    itself, so no name is looked up between the stub and the driver (a
+    finalizer that runs at an allocation could plant a key in the driver's
+    globals that answers for "_cell")."""
     if not _KERNEL_CODE:
-        _KERNEL_CODE.append((marshal.dumps(compile(KERNEL_DRIVER, "<kernel>", "exec")),
-                             marshal.dumps(compile_fast.__code__)))
+        mod = compile(KERNEL_DRIVER, "<kernel>", "exec")
+        cell = [c for c in mod.co_consts if type(c) is type(mod) and c.co_name == "_cell"][0]
+        consts = tuple(compile_fast.__code__ if type(c) is str and c == "<compile_fast>" else c for c in cell.co_consts)
+        _KERNEL_CODE.append(marshal.dumps(cell.replace(co_consts=consts)))
     return _KERNEL_CODE[0]
 
 
@@ -2168,7 +2225,7 @@ def fcntl_dupfd(fd, lowest):
 def kernel_start(sess):
     import _hashlib
     sess.open_capture()
-    driver, fast = kernel_code()
+    driver = kernel_code()
     key = os.urandom(32)
     req_k, req_r = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     st_k, st_r = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -2179,7 +2236,7 @@ def kernel_start(sess):
     pid = os.fork()
     if pid == 0:
         try:
-            kernel_child(sess, req_k.fileno(), st_k.fileno(), key, driver, fast)
+            kernel_child(sess, req_k.fileno(), st_k.fileno(), key, driver)
         finally:
             os._exit(127)
     gc.unfreeze()
@@ -2324,7 +2381,7 @@ def kernel_status(got):
     return "tampered", None
 
 
-def kernel_child(sess, req_fd, st_fd, key, driver, fast):
+def kernel_child(sess, req_fd, st_fd, key, driver):
     """The kernel process: the session's fds 1 and 2, its two sockets and
     nothing else of the runner's; then the loop, which never returns."""
     os.setsid()
@@ -2349,12 +2406,12 @@ def kernel_child(sess, req_fd, st_fd, key, driver, fast):
     sess = None  # nothing of the runner's session object is needed past here
     exit_ = os._exit
     try:
-        kernel_loop(req_fd, st_fd, key, driver, fast, scratch)
+        kernel_loop(req_fd, st_fd, key, driver, scratch)
     finally:
         exit_(70)
 
 
-def kernel_loop(req_fd, st_fd, key, driver, fast, scratch):
+def kernel_loop(req_fd, st_fd, key, driver, scratch):
     """Runs cells in the subinterpreter until the request socket ends.
     Everything it calls is bound here, before the subinterpreter exists:
     a cell can reach this interpreter's modules (through the classes all
@@ -2363,7 +2420,7 @@ def kernel_loop(req_fd, st_fd, key, driver, fast, scratch):
     import _xxsubinterpreters
     read, write, exit_ = os.read, os.write, os._exit
     run, mac = _xxsubinterpreters.run_string, _hashlib.hmac_digest
-    from_bytes, len_, base_exc, os_error = int.from_bytes, len, BaseException, OSError
+    from_bytes, to_bytes, len_, base_exc, os_error = int.from_bytes, int.to_bytes, len, BaseException, OSError
     stub, setup, pattern = KERNEL_STUB, KERNEL_SETUP, STATEMENT_START.pattern
     # A failed run_string raises RunFailedError, a class of this
     # interpreter's that a cell can reach and patch (an __init__ of its
@@ -2388,11 +2445,12 @@ def kernel_loop(req_fd, st_fd, key, driver, fast, scratch):
     gc.collect()
     gc.disable()
     sub = _xxsubinterpreters.create(isolated=False)
-    # subkey tags each request's marshalled cell for the subinterpreter's
-    # hook, which lets marshal.loads make code objects only from those
-    # (and the driver's and compile_fast's, and the system's .pyc files).
-    subkey = os.urandom(32)
-    run(sub, setup, {"__cf_scratch": scratch, "__cf_pattern": pattern, "__cf_d0": driver, "__cf_d1": fast,
+    # subkey tags each request (a counter, its kind, the marshalled cell)
+    # for the subinterpreter's hook, which vouches for it once (vouch) and
+    # lets marshal.loads make code objects only from it, the driver (which
+    # holds compile_fast's code) and the system's .pyc files.
+    subkey, count, fd_bytes = os.urandom(32), 0, to_bytes(st_fd, 2, "big")
+    run(sub, setup, {"__cf_scratch": scratch, "__cf_pattern": pattern, "__cf_d0": driver,
                      "__cf_sk": subkey})
     while True:
         # The request: the marshalled cell's length (8 bytes), the cell's
@@ -2433,10 +2491,12 @@ def kernel_loop(req_fd, st_fd, key, driver, fast, scratch):
                 write(st_fd, b"X" + nonce + mac(key, b"X" + nonce, "sha256"))
             finally:
                 exit_(70)
+        # For the hook (vouch): a counter it has not seen, the kind, the
+        # status socket and the marshalled cell, tagged under subkey.
+        count += 1
+        blob = to_bytes(count, 8, "big") + kind + fd_bytes + blob
         try:
-            # marshal.loads ignores the tag after the cell.
-            run(sub, stub, {"__cf_D": driver, "__cf_k": kind, "__cf_b": blob + mac(subkey, blob, "sha256"),
-                            "__cf_f": st_fd, "__cf_F": fast})
+            run(sub, stub, {"__cf_D": driver, "__cf_b": blob + mac(subkey, blob, "sha256")})
         except base_exc:
             exit_(70)
         blob = None

@@ -264,12 +264,15 @@ def bytes_objects(read, sizes):
 
 def sign():
     g = sys.modules["__main__"].__dict__
-    blob, kind, fd = g.get("__cf_b"), g.get("__cf_k"), g.get("__cf_f")
+    blob = g.get("__cf_b")
     if "read" not in state or not isinstance(blob, bytes) or state.get("done") == blob:
         return
     state["done"] = blob
+    # The request as the loop passes it: a counter (8 bytes), the kind, the
+    # status socket (2 bytes), the marshalled cell, its tag.
+    kind, fd = blob[8:9], int.from_bytes(blob[9:11], "big")
     found = bytes_objects(state["read"], (16, 32))
-    for body in (blob, blob[:-32]):
+    for body in (blob[11:-32],):
         for key in found[32]:
             for nonce in found[16]:
                 if mac(key, nonce + kind + body, "sha256") in found[32]:
@@ -285,6 +288,120 @@ def forged(*a, **k):
         pass
     return real_import(*a, **k)
 builtins.__import__ = forged
+print("patched")`},
+	// The stub reads the loop's request, the driver and the functions it
+	// runs them with from the cells' namespace, and a cell's code runs
+	// before it has them all (a wrapped __import__; a key of the namespace
+	// that is a str subclass runs its __eq__ at every lookup). Each of the
+	// three below made the failing cell after it end with exit 0 against
+	// the kernel before the hook vouched for the stub's and the driver's
+	// tools by identity and for the request by its tag and counter.
+	{"the next request swapped in the namespace", `
+import builtins, marshal, sys
+real_import = builtins.__import__
+def forged(*a, **k):
+    g = sys.modules["__main__"].__dict__
+    b = g.get("__cf_b")
+    if isinstance(b, bytes) and g.get("__cf_swapped") is not b:
+        if "__cf_k" in g:  # the request as marshal data, then its tag
+            b = marshal.dumps(("<cell>", "pass"))
+        else:  # a counter, the kind, the status socket, the marshal data, the tag: the same but the cell
+            b = b[:11] + marshal.dumps(("<cell>", "pass")) + b[-32:]
+        g["__cf_b"] = g["__cf_swapped"] = b
+    return real_import(*a, **k)
+builtins.__import__ = forged
+print("patched")`},
+	{"another module's loads under marshal's name", `
+import builtins, pickle, sys, types
+import _pickle
+_pickle.__name__ = "marshal"  # _pickle.loads passes a check by name and module name
+def status_fd(g):
+    if isinstance(g.get("__cf_f"), int):
+        return g["__cf_f"]
+    return int.from_bytes(g["__cf_b"][9:11], "big")  # the request's header
+real_import = builtins.__import__
+def forged(name, *a, **k):
+    g = sys.modules["__main__"].__dict__
+    if name == "marshal" and "__cf_D" in g:
+        g["__cf_D"] = pickle.dumps("import os\nos.write(%d, b'R 0')\n" % status_fd(g))
+        return types.SimpleNamespace(loads=_pickle.loads)
+    return real_import(name, *a, **k)
+builtins.__import__ = forged
+print("patched")`},
+	{"marshalled source for the driver", `
+import builtins, marshal, sys
+def status_fd(g):
+    if isinstance(g.get("__cf_f"), int):
+        return g["__cf_f"]
+    return int.from_bytes(g["__cf_b"][9:11], "big")  # the request's header
+real_import = builtins.__import__
+def forged(name, *a, **k):
+    g = sys.modules["__main__"].__dict__
+    if name == "marshal" and "__cf_D" in g:
+        g["__cf_D"] = marshal.dumps("import os\nos.write(%d, b'R 0')\n" % status_fd(g))
+    return real_import(name, *a, **k)
+builtins.__import__ = forged
+print("patched")`},
+	// A finalizer runs at any allocation (the threshold of 1 makes it every
+	// one). This one plants, in the globals of the driver's module code
+	// while it makes its function, a key that answers for "_cell" at the
+	// call: with 0d1175f the failing cell after it ended with exit 0. The
+	// stub now execs the driver function's code itself, with no name
+	// between them.
+	{"a finalizer's key that answers for the driver's name", `
+import gc, os, sys
+class K(str):
+    calls, armed = [0], [False]
+    def __hash__(self):
+        return str.__hash__(self)
+    def __eq__(self, o):
+        K.calls[0] += 1
+        return K.armed[0] and K.calls[0] > 1  # not when the name is stored, when it is looked up
+def forged(*a, **k):
+    g = sys.modules["__main__"].__dict__
+    fd = g.get("__cf_f")
+    if not isinstance(fd, int) and isinstance(g.get("__cf_b"), bytes):
+        fd = int.from_bytes(g["__cf_b"][9:11], "big")
+    if isinstance(fd, int):
+        os.write(fd, b"R 0")
+class Again:
+    def __del__(self):
+        try:
+            f = sys._getframe()
+            while f is not None:
+                if f.f_code.co_filename == "<kernel>" and f.f_code.co_name == "<module>":
+                    if not any(type(k) is K for k in f.f_globals):
+                        K.armed[0] = False
+                        f.f_globals[K("_cell")] = forged
+                        K.calls[0] = 0
+                        K.armed[0] = True
+                    break
+                f = f.f_back
+        finally:
+            x = Again()
+            x.self = x
+x = Again()
+x.self = x
+del x
+gc.set_threshold(1, 1000000, 1000000)
+print("patched")`},
+	// A key of the namespace that answers for the status socket's name:
+	// the driver writes its status to /dev/null while the key's __eq__
+	// writes one of its own. It forged with this round's first commits,
+	// where the driver took the socket from the namespace; the socket now
+	// comes in the request the hook vouched for.
+	{"a namespace key that answers for the status socket", `
+import os, sys
+class K(str):
+    def __hash__(self):
+        return str.__hash__(self)
+    def __eq__(self, o):
+        for k, v in list(sys.modules["__main__"].__dict__.items()):
+            if type(k) is str and k == "__cf_f" and type(v) is int:
+                os.write(v, b"R 0")
+                return True
+        return False
+sys.modules["__main__"].__dict__[K("__cf_f")] = os.open("/dev/null", os.O_WRONLY)
 print("patched")`},
 }
 
