@@ -193,13 +193,15 @@ func codeAndWordTokens(text string, buf []ctok, words []span, marks *tokMarks) (
 // over half their code tokens, and reading it as code cost about 10% of a
 // check. Without a block the whole text is code.
 func messageCodeTokens(text string, buf []ctok, words []span, marks *tokMarks) ([]ctok, []span) {
-	return fencedCodeTokens(text, appendFences(text, nil), buf, words, marks)
+	return fencedCodeTokens(text, appendFences(text, nil), buf, words, marks, nil)
 }
 
 // fencedCodeTokens is messageCodeTokens with text's blocks found already
 // (appendFences): the check finds them once for this and the line pass.
-func fencedCodeTokens(text string, fences []fence, buf []ctok, words []span, marks *tokMarks) ([]ctok, []span) {
-	st := scanState{base: len(buf)}
+//
+// ids, if not nil, is the worker's identifier cache.
+func fencedCodeTokens(text string, fences []fence, buf []ctok, words []span, marks *tokMarks, ids *identCache) ([]ctok, []span) {
+	st := scanState{base: len(buf), ids: ids}
 	at := 0 // where the words-only text starts
 	for _, f := range fences {
 		from, to := max(f.open, at), f.end
@@ -220,6 +222,8 @@ func fencedCodeTokens(text string, fences []fence, buf []ctok, words []span, mar
 type scanState struct {
 	base, prevEnd int
 	prevDot       bool
+	// ids, if not nil, is the worker's identifier cache.
+	ids *identCache
 }
 
 func scanCode(text string, buf []ctok, words []span, wantWords bool, marks *tokMarks) ([]ctok, []span) {
@@ -233,6 +237,7 @@ func (st *scanState) scan(text string, from int, buf []ctok, words []span, wantW
 	base := st.base
 	prevDot := st.prevDot
 	prevEnd := st.prevEnd // the last token's end
+	ids := st.ids
 	for i := from; i < n; {
 		c := text[i]
 		switch codeClass[c] {
@@ -252,13 +257,24 @@ func (st *scanState) scan(text string, from int, buf []ctok, words []span, wantW
 			continue
 		case cIdent:
 			start := i
+			// An ASCII identifier of up to 16 bytes is read from the
+			// cache, if there is one: its hashes and classes, computed
+			// once per worker and name.
+			var id *identEntry
+			if ids != nil {
+				if i, id = ids.ident(text, start); id == nil {
+					i = start
+				}
+			}
 			// fpHash, computed while scanning; or marks non-ASCII bytes.
 			h := uint64(14695981039346656037)
 			var or byte
-			for i < n && identChar[text[i]] {
-				h = (h ^ uint64(text[i])) * 1099511628211
-				or |= text[i]
-				i++
+			if id == nil {
+				for i < n && identChar[text[i]] {
+					h = (h ^ uint64(text[i])) * 1099511628211
+					or |= text[i]
+					i++
+				}
 			}
 			// A string prefix: r"...", b'...', f"...", rb'...'.
 			if i-start <= 2 && i < n && codeClass[text[i]] == cQuote && isStrPrefix(text[start:i]) {
@@ -286,18 +302,24 @@ func (st *scanState) scan(text string, from int, buf []ctok, words []span, wantW
 				prevDot = false
 				continue
 			}
-			h = fmix64(h)
+			var fl uint64
+			if id != nil {
+				h, fl = id.exact, id.k0&hi8
+			} else {
+				h = fmix64(h)
+				fl = identFlags(h)
+			}
 			nh := h
 			if !prevDot {
-				if !keepSet.has(h) {
+				if fl&idKeep == 0 {
 					nh = hIdent
-				} else if marks != nil && !keywords.has(h) {
+				} else if marks != nil && fl&idKeyword == 0 {
 					marks.names = append(marks.names, int32(len(buf)-base))
 				}
 			}
 			if marks != nil {
 				marks.cut(text, len(buf)-base, prevEnd, start)
-				if bindKeywords.mayHave(h) && isBindKeyword(h) {
+				if fl&idBind != 0 {
 					marks.binds = append(marks.binds, int32(len(buf)-base))
 				}
 			}
@@ -305,9 +327,12 @@ func (st *scanState) scan(text string, from int, buf []ctok, words []span, wantW
 			buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: nh})
 			prevDot = false
 			if wantWords {
-				if or < utf8.RuneSelf {
+				switch {
+				case id != nil:
+					words = append(words, span{start: int32(start), end: int32(i), hash: id.word})
+				case or < utf8.RuneSelf:
 					words = append(words, wordSpan(text, start, i))
-				} else {
+				default:
 					words = appendTokensIn(words, text, start, i)
 				}
 			}
@@ -403,6 +428,94 @@ func (st *scanState) scan(text string, from int, buf []ctok, words []span, wantW
 	}
 	st.prevEnd, st.prevDot = prevEnd, prevDot
 	return buf, words
+}
+
+// identCache holds the hashes and classes of the ASCII identifiers of up
+// to 16 bytes a worker has met, by their bytes: most identifiers recur
+// (self, i, range, the names of a function), and a hit spares the
+// byte-by-byte FNV hash, its finaliser, the word hash and three set
+// probes. It is exact, as an entry holds the identifier's bytes whole:
+// identifiers have no NUL byte, so the bytes zero-padded to 16 give the
+// identifier back.
+type identCache struct {
+	e [1 << identCacheBits]identEntry
+}
+
+// identCacheBits sets the size of a worker's identifier cache: 1<<bits
+// entries of 32 bytes (2,048, 64 KiB).
+const identCacheBits = 11
+
+// identEntry is one identifier: its first eight bytes and the next eight
+// (zero-padded), fpHash of it and its word hash (wordSpan). ASCII bytes
+// leave the top bit of each byte free: k0's hold its classes (identFlags).
+type identEntry struct {
+	k0, k1      uint64
+	exact, word uint64
+}
+
+// The classes of an identifier's hash, as bits of identEntry.k0 that ASCII
+// bytes leave free.
+const (
+	idKeep    = 1 << 7  // keepSet: a keyword, builtin or kept name
+	idKeyword = 1 << 15 // keywords
+	idBind    = 1 << 23 // a keyword that binds a name (isBindKeyword)
+)
+
+// identFlags returns the classes of identifier hash h.
+func identFlags(h uint64) uint64 {
+	var fl uint64
+	if keepSet.has(h) {
+		fl |= idKeep
+	}
+	if keywords.has(h) {
+		fl |= idKeyword
+	}
+	if bindKeywords.mayHave(h) && isBindKeyword(h) {
+		fl |= idBind
+	}
+	return fl
+}
+
+// ident reads the identifier starting at text[i] when it is ASCII and at
+// most 16 bytes long and 8 bytes (16 for one of more than 7) can be read
+// from i: its end and its entry, filled if it was not cached. Otherwise
+// it returns a nil entry.
+func (c *identCache) ident(text string, i int) (int, *identEntry) {
+	n := len(text)
+	if i+8 > n {
+		return i, nil
+	}
+	var k0, k1 uint64
+	end := i
+	v := load64(text, i)
+	if m := ^wordMask(v) & hi8; m != 0 {
+		k := firstByte(m)
+		// The identifier goes on in a non-ASCII byte.
+		if k == 0 || v>>(8*k)&0x80 != 0 {
+			return i, nil
+		}
+		k0, end = v&(1<<(8*k)-1), i+k
+	} else {
+		if i+16 > n {
+			return i, nil
+		}
+		w := load64(text, i+8)
+		m := ^wordMask(w) & hi8
+		if m == 0 {
+			return i, nil
+		}
+		k := firstByte(m)
+		if w>>(8*k)&0x80 != 0 {
+			return i, nil
+		}
+		k0, k1, end = v, w&(1<<(8*k)-1), i+8+k
+	}
+	e := &c.e[((k0^k1*0xC2B2AE3D27D4EB4F)*0x9E3779B97F4A7C15)>>(64-identCacheBits)]
+	if e.k0&^hi8 != k0 || e.k1 != k1 {
+		h := fpHash(text[i:end])
+		*e = identEntry{k0: k0 | identFlags(h), k1: k1, exact: h, word: wordSpan(text, i, end).hash}
+	}
+	return end, e
 }
 
 // wordSpan is the word token of text[start:end], ASCII word bytes only.

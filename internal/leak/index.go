@@ -60,9 +60,13 @@ type Index struct {
 	// every short statement: a dialogue's user turn is tried at every
 	// length of shortLens only where one of these starts.
 	shortHeads []uint64
+	// gramVocab holds the word tokens of the texts grams is built from:
+	// an n-gram with another word is in no index (see tokVocab).
+	gramVocab tokVocab
 	// Code fingerprints (see FingerprintOptions): fpIndex maps a salted
 	// k-gram hash to its entry in fpEntries.
 	fpOpts    FingerprintOptions
+	fpVocab   [nStreams]tokVocab // the tokens of each stream's k-grams
 	fpIndex   *hashTable
 	fpEntries []fpEntry
 	fpTotals  []fpTotals
@@ -283,6 +287,9 @@ func newIndex(b Benchmark, o Options) (*Index, error) {
 		for _, t := range taskText(p) {
 			toks = tokenize(t, toks)
 			th = tokenHashes(toks, th[:0])
+			for _, h := range th {
+				x.gramVocab.add(h)
+			}
 			gl := n
 			if len(toks) < n && len(toks) >= minShortTokens && informative(t, toks, minInformative) {
 				gl = len(toks)
@@ -380,6 +387,22 @@ func sentenceBreak(gap string) bool {
 }
 
 // tokenHashes appends the hashes of toks to out.
+// tokVocab is a one-bit-per-hash set of the token hashes an index's keys
+// are built from (32,768 bits, 4 KiB): a k-gram or n-gram holding a token
+// it lacks is in no index (but by a 64-bit hash collision), so it is not
+// looked up. Most windows of a dialogue hold such a token, a user's name
+// or a word no task uses, and the bit tests, in L1, spare their probes of
+// the key filter (256 KiB).
+type tokVocab [1 << 9]uint64
+
+func (v *tokVocab) add(h uint64)      { v[h>>55] |= 1 << (h >> 49 & 63) }
+func (v *tokVocab) has(h uint64) bool { return v[h>>55]&(1<<(h>>49&63)) != 0 }
+func (v *tokVocab) union(o *tokVocab) {
+	for i := range v {
+		v[i] |= o[i]
+	}
+}
+
 func tokenHashes(toks []span, out []uint64) []uint64 {
 	for _, t := range toks {
 		out = append(out, t.hash)
