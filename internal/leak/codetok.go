@@ -585,8 +585,38 @@ func stringHash(text string, i, end int) uint64 {
 	return fpHash("\x00S") ^ fpHash(s)*0x9E3779B97F4A7C15
 }
 
-// numberHash hashes a number's text without digit separators.
+// numberHash hashes a number's text without digit separators. A number
+// of digits only (most numbers of code; one digit, from a table) is
+// hashed as it is read, with no search for separators or capitals.
 func numberHash(s string) uint64 {
+	if len(s) == 1 {
+		return oneByteNumberHash[s[0]]
+	}
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c-'0' > 9 {
+			return otherNumberHash(s)
+		}
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	return numberSalt ^ fmix64(h)*0xC2B2AE3D27D4EB4F
+}
+
+// numberSalt is numberHash's salt; oneByteNumberHash holds its hash of
+// every one-byte text.
+var (
+	numberSalt        = fpHash("\x00N")
+	oneByteNumberHash = func() (t [256]uint64) {
+		for c := range t {
+			t[c] = otherNumberHash(string([]byte{byte(c)}))
+		}
+		return t
+	}()
+)
+
+// otherNumberHash is numberHash of any number: its text without '_',
+// lowercased.
+func otherNumberHash(s string) uint64 {
 	if strings.IndexByte(s, '_') >= 0 {
 		s = strings.ReplaceAll(s, "_", "")
 	}

@@ -146,3 +146,21 @@ func TestIdentCacheChangesNothing(t *testing.T) {
 		t.Errorf("only %d texts have an identifier the cache reads, want at least 1,000", read)
 	}
 }
+
+// TestNumberHashFastPath holds numberHash's digits-only path and table
+// to the general hash (otherNumberHash) on every one-byte text and on
+// numbers of every shape the scanner reads.
+func TestNumberHashFastPath(t *testing.T) {
+	nums := []string{"00", "10", "42", "007", "1234567890", "99999999999999999999", "1_000", "0x1F", "0X1f", "1e9", "1E9", "3.14", "2j", "1_0.5e-3"}
+	for c := range 256 {
+		nums = append(nums, string([]byte{byte(c)}), "1"+string([]byte{byte(c)}))
+	}
+	for _, s := range nums {
+		if got, want := numberHash(s), otherNumberHash(s); got != want {
+			t.Errorf("numberHash(%q) = %x, want %x", s, got, want)
+		}
+	}
+	if numberHash("1_000") != numberHash("1000") || numberHash("0X1F") != numberHash("0x1f") {
+		t.Error("digit separators or capitals change a number's hash")
+	}
+}
