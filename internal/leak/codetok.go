@@ -260,16 +260,19 @@ func (st *scanState) scan(text string, from int, buf []ctok, words []span, wantW
 			// An ASCII identifier of up to 16 bytes is read from the
 			// cache, if there is one: its hashes and classes, computed
 			// once per worker and name.
-			var id *identEntry
+			var h, wh, fl uint64
+			cached := false
 			if ids != nil {
-				if i, id = ids.ident(text, start); id == nil {
-					i = start
+				var end int
+				if end, h, wh, fl, cached = ids.ident(text, start); cached {
+					i = end
 				}
 			}
-			// fpHash, computed while scanning; or marks non-ASCII bytes.
-			h := uint64(14695981039346656037)
+			// or marks non-ASCII bytes.
 			var or byte
-			if id == nil {
+			if !cached {
+				// fpHash, computed while scanning.
+				h = uint64(14695981039346656037)
 				for i < n && identChar[text[i]] {
 					h = (h ^ uint64(text[i])) * 1099511628211
 					or |= text[i]
@@ -302,10 +305,7 @@ func (st *scanState) scan(text string, from int, buf []ctok, words []span, wantW
 				prevDot = false
 				continue
 			}
-			var fl uint64
-			if id != nil {
-				h, fl = id.exact, id.k0&hi8
-			} else {
+			if !cached {
 				h = fmix64(h)
 				fl = identFlags(h)
 			}
@@ -328,8 +328,8 @@ func (st *scanState) scan(text string, from int, buf []ctok, words []span, wantW
 			prevDot = false
 			if wantWords {
 				switch {
-				case id != nil:
-					words = append(words, span{start: int32(start), end: int32(i), hash: id.word})
+				case cached:
+					words = append(words, span{start: int32(start), end: int32(i), hash: wh})
 				case or < utf8.RuneSelf:
 					words = append(words, wordSpan(text, start, i))
 				default:
@@ -433,21 +433,35 @@ func (st *scanState) scan(text string, from int, buf []ctok, words []span, wantW
 // identCache holds the hashes and classes of the ASCII identifiers of up
 // to 16 bytes a worker has met, by their bytes: most identifiers recur
 // (self, i, range, the names of a function), and a hit spares the
-// byte-by-byte FNV hash, its finaliser, the word hash and three set
-// probes. It is exact, as an entry holds the identifier's bytes whole:
-// identifiers have no NUL byte, so the bytes zero-padded to 16 give the
-// identifier back.
+// byte-by-byte FNV hash, its finaliser and three set probes. It is exact,
+// as an entry holds the identifier's bytes whole: identifiers have no NUL
+// byte, so the bytes zero-padded to 8 (or 16) give the identifier back.
+// The identifiers of up to 7 bytes, most of them, have a table of small
+// entries (their word hash is computed, from the bytes read), so that
+// the cache stays near the core.
 type identCache struct {
-	e [1 << identCacheBits]identEntry
+	short [1 << shortIdentBits]shortIdent
+	long  [1 << longIdentBits]identEntry
 }
 
-// identCacheBits sets the size of a worker's identifier cache: 1<<bits
-// entries of 32 bytes (2,048, 64 KiB).
-const identCacheBits = 11
+// shortIdentBits and longIdentBits set the sizes of a worker's
+// identifier cache: 2,048 entries of 16 bytes for identifiers of up to 7
+// bytes, 512 of 32 bytes for those of 8 to 16 bytes (48 KiB).
+const (
+	shortIdentBits = 11
+	longIdentBits  = 9
+)
 
-// identEntry is one identifier: its first eight bytes and the next eight
-// (zero-padded), fpHash of it and its word hash (wordSpan). ASCII bytes
-// leave the top bit of each byte free: k0's hold its classes (identFlags).
+// shortIdent is an identifier of up to 7 bytes: its bytes (zero-padded)
+// with its classes (identFlags) in the top bits of each byte, which ASCII
+// leaves free, and fpHash of it.
+type shortIdent struct {
+	k0, exact uint64
+}
+
+// identEntry is an identifier of 8 to 16 bytes: its first eight bytes
+// (with its classes, as shortIdent's), the next ones (zero-padded),
+// fpHash of it and its word hash (wordSpan).
 type identEntry struct {
 	k0, k1      uint64
 	exact, word uint64
@@ -478,44 +492,48 @@ func identFlags(h uint64) uint64 {
 
 // ident reads the identifier starting at text[i] when it is ASCII and at
 // most 16 bytes long and 8 bytes (16 for one of more than 7) can be read
-// from i: its end and its entry, filled if it was not cached. Otherwise
-// it returns a nil entry.
-func (c *identCache) ident(text string, i int) (int, *identEntry) {
+// from i: its end, fpHash, word hash (wordSpan) and classes (identFlags),
+// from the cache or computed and cached. Otherwise ok is false.
+func (c *identCache) ident(text string, i int) (end int, exact, word, fl uint64, ok bool) {
 	n := len(text)
 	if i+8 > n {
-		return i, nil
+		return
 	}
-	var k0, k1 uint64
-	end := i
 	v := load64(text, i)
 	if m := ^wordMask(v) & hi8; m != 0 {
 		k := firstByte(m)
 		// The identifier goes on in a non-ASCII byte.
 		if k == 0 || v>>(8*k)&0x80 != 0 {
-			return i, nil
+			return
 		}
-		k0, end = v&(1<<(8*k)-1), i+k
-	} else {
-		if i+16 > n {
-			return i, nil
+		k0 := v & (1<<(8*k) - 1)
+		e := &c.short[(k0*0x9E3779B97F4A7C15)>>(64-shortIdentBits)]
+		if e.k0&^hi8 != k0 {
+			h := fpHash(text[i : i+k])
+			*e = shortIdent{k0: k0 | identFlags(h), exact: h}
 		}
-		w := load64(text, i+8)
-		m := ^wordMask(w) & hi8
-		if m == 0 {
-			return i, nil
-		}
-		k := firstByte(m)
-		if w>>(8*k)&0x80 != 0 {
-			return i, nil
-		}
-		k0, k1, end = v, w&(1<<(8*k)-1), i+8+k
+		return i + k, e.exact, shortWordHash(v, k), e.k0 & hi8, true
 	}
-	e := &c.e[((k0^k1*0xC2B2AE3D27D4EB4F)*0x9E3779B97F4A7C15)>>(64-identCacheBits)]
-	if e.k0&^hi8 != k0 || e.k1 != k1 {
+	if i+16 > n {
+		return
+	}
+	w := load64(text, i+8)
+	m := ^wordMask(w) & hi8
+	if m == 0 {
+		return
+	}
+	k := firstByte(m)
+	if w>>(8*k)&0x80 != 0 {
+		return
+	}
+	k1 := w & (1<<(8*k) - 1)
+	end = i + 8 + k
+	e := &c.long[((v^k1*0xC2B2AE3D27D4EB4F)*0x9E3779B97F4A7C15)>>(64-longIdentBits)]
+	if e.k0&^hi8 != v || e.k1 != k1 {
 		h := fpHash(text[i:end])
-		*e = identEntry{k0: k0 | identFlags(h), k1: k1, exact: h, word: wordSpan(text, i, end).hash}
+		*e = identEntry{k0: v | identFlags(h), k1: k1, exact: h, word: wordSpan(text, i, end).hash}
 	}
-	return end, e
+	return end, e.exact, e.word, e.k0 & hi8, true
 }
 
 // wordSpan is the word token of text[start:end], ASCII word bytes only.

@@ -136,7 +136,7 @@ func TestIdentCacheChangesNothing(t *testing.T) {
 			}
 		}
 		for i := 0; i+8 <= len(text); i++ {
-			if end, e := ids.ident(text, i); e != nil && e.exact == fpHash(text[i:end]) {
+			if end, h, _, _, ok := ids.ident(text, i); ok && h == fpHash(text[i:end]) {
 				read++
 				break
 			}
