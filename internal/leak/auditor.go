@@ -135,8 +135,7 @@ type Auditor struct {
 	// there (most of those that pass the filter).
 	fpAt, gramAt   *hashTable
 	fpEnt, gramEnt []int32
-	// fpVocab and gramVocab are the indexes' tokVocabs together.
-	fpVocab   [nStreams]tokVocab
+	// gramVocab is the indexes' tokVocabs together.
 	gramVocab tokVocab
 	// stAt and stEnt do the same for the statement hashes (stIndex).
 	stAt  *hashTable
@@ -201,9 +200,6 @@ func New(benchmarks []Benchmark, opts Options) (*Auditor, error) {
 	a.gramAt, a.gramEnt = unionTable(a.indexes, func(x *Index) *hashTable { return x.grams })
 	for _, x := range a.indexes {
 		a.gramVocab.union(&x.gramVocab)
-		for st := range nStreams {
-			a.fpVocab[st].union(&x.fpVocab[st])
-		}
 	}
 	for _, x := range a.indexes {
 		for _, h := range x.shortHeads {

@@ -215,10 +215,6 @@ func (x *Index) buildFingerprints(parts [][nParts]string, o FingerprintOptions) 
 				rare = append(rare, tokenDF[t.exact] <= maxNameTasks)
 			}
 			x.fpTotals[ti].tokens[p] = int32(len(toks))
-			for _, t := range toks {
-				x.fpVocab[streamExact].add(t.exact)
-				x.fpVocab[streamRenamed].add(t.norm)
-			}
 			for s := range nStreams {
 				th = th[:0]
 				for _, t := range toks {
@@ -502,10 +498,6 @@ func (a *Auditor) kgramCandidates(s *scratch, mi int, toks []ctok, k int, sts []
 		top *= rollBase
 	}
 	var he, hn, sh uint64
-	// The last tokens, by stream, an index's k-grams lack (tokVocab):
-	// no k-gram holding one is looked up.
-	ve, vn := &a.fpVocab[streamExact], &a.fpVocab[streamRenamed]
-	lastE, lastN := -1, -1
 	si, end := 0, int32(-1) // the statement being hashed, and its end
 	if len(sts) > 0 {
 		end = sts[0].t1
@@ -525,12 +517,6 @@ func (a *Auditor) kgramCandidates(s *scratch, mi int, toks []ctok, k int, sts []
 		he = he*rollBase + t.exact
 		hn = hn*rollBase + t.norm
 		stmtHash(i, t.norm)
-		if !ve.has(t.exact) {
-			lastE = i
-		}
-		if !vn.has(t.norm) {
-			lastN = i
-		}
 	}
 	se, sn := streamSalt[streamExact], streamSalt[streamRenamed]
 	for i := k - 1; i < len(toks); i++ {
@@ -538,19 +524,13 @@ func (a *Auditor) kgramCandidates(s *scratch, mi int, toks []ctok, k int, sts []
 		he = he*rollBase + t.exact
 		hn = hn*rollBase + t.norm
 		stmtHash(i, t.norm)
-		if !ve.has(t.exact) {
-			lastE = i
-		}
-		if !vn.has(t.norm) {
-			lastN = i
-		}
 		gi := int32(i - k + 1)
-		if h := he ^ se; lastE < i-k+1 && a.filter.mayHold(h) {
+		if h := he ^ se; a.filter.mayHold(h) {
 			if at := s.fpRow(a, h); at >= 0 {
 				s.fpCand[streamExact] = append(s.fpCand[streamExact], fpCand{m: int32(mi), gi: gi, at: at})
 			}
 		}
-		if h := hn ^ sn; lastN < i-k+1 && a.filter.mayHold(h) {
+		if h := hn ^ sn; a.filter.mayHold(h) {
 			if at := s.fpRow(a, h); at >= 0 {
 				s.fpCand[streamRenamed] = append(s.fpCand[streamRenamed], fpCand{m: int32(mi), gi: gi, at: at})
 			}
