@@ -268,7 +268,8 @@ func (st *scanState) scan(text string, from int, buf []ctok, words []span, wantW
 					i = end
 				}
 			}
-			// or marks non-ASCII bytes.
+			// or marks the non-ASCII bytes of an identifier read byte
+			// by byte.
 			var or byte
 			if !cached {
 				// fpHash, computed while scanning.
@@ -467,8 +468,8 @@ type identEntry struct {
 	exact, word uint64
 }
 
-// The classes of an identifier's hash, as bits of identEntry.k0 that ASCII
-// bytes leave free.
+// The classes of an identifier's hash, as bits of the k0 of shortIdent
+// and identEntry that ASCII bytes leave free.
 const (
 	idKeep    = 1 << 7  // keepSet: a keyword, builtin or kept name
 	idKeyword = 1 << 15 // keywords

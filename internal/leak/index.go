@@ -385,7 +385,6 @@ func sentenceBreak(gap string) bool {
 	return false
 }
 
-// tokenHashes appends the hashes of toks to out.
 // tokVocab is a one-bit-per-hash set of the word tokens an index's
 // n-grams are built from (32,768 bits, 4 KiB): an n-gram holding a token
 // it lacks is in no index (but by a 64-bit hash collision), so it is not
@@ -404,6 +403,7 @@ func (v *tokVocab) union(o *tokVocab) {
 	}
 }
 
+// tokenHashes appends the hashes of toks to out.
 func tokenHashes(toks []span, out []uint64) []uint64 {
 	for _, t := range toks {
 		out = append(out, t.hash)
