@@ -135,6 +135,8 @@ type Auditor struct {
 	// there (most of those that pass the filter).
 	fpAt, gramAt   *hashTable
 	fpEnt, gramEnt []int32
+	// gramVocab is the indexes' tokVocabs together.
+	gramVocab tokVocab
 	// stAt and stEnt do the same for the statement hashes (stIndex).
 	stAt  *hashTable
 	stEnt []int32
@@ -196,6 +198,9 @@ func New(benchmarks []Benchmark, opts Options) (*Auditor, error) {
 		a.fpAt, a.fpEnt = unionTable(a.indexes, func(x *Index) *hashTable { return x.fpIndex })
 	}
 	a.gramAt, a.gramEnt = unionTable(a.indexes, func(x *Index) *hashTable { return x.grams })
+	for _, x := range a.indexes {
+		a.gramVocab.union(&x.gramVocab)
+	}
 	for _, x := range a.indexes {
 		for _, h := range x.shortHeads {
 			b := headBit(h)
@@ -263,7 +268,8 @@ type scratch struct {
 	// Code tokens of every message and their k-gram hashes per stream.
 	ctoks    []ctok
 	ctMsgs   []ctMsg
-	marks    tokMarks  // of the message being scanned
+	marks    tokMarks // of the message being scanned
+	ids      *identCache
 	fpStates []fpState // per index
 	// Hashes that passed the filter, tested against each index.
 	winCand  []int32 // positions in wh
@@ -361,7 +367,7 @@ type gramHit struct {
 
 func newScratch() *scratch {
 	return &scratch{cover: map[int32][]uint64{}, gramHits: map[int32]*gramHit{},
-		stBest: map[int32]*stHit{}, fpCache: new([1 << fpCacheBits]fpCacheEntry)}
+		stBest: map[int32]*stHit{}, fpCache: new([1 << fpCacheBits]fpCacheEntry), ids: new(identCache)}
 }
 
 // Check audits one dialogue. seq is its position in the input. ctx is only
@@ -563,7 +569,7 @@ func (a *Auditor) scanMessage(s *scratch, i int, m *schema.Message) {
 	if (fp || stOn) && m.Role != schema.RoleExecution {
 		c0 := len(s.ctoks)
 		s.marks.reset()
-		s.ctoks, s.toks = fencedCodeTokens(m.Content, s.fences, s.ctoks, s.toks, &s.marks)
+		s.ctoks, s.toks = fencedCodeTokens(m.Content, s.fences, s.ctoks, s.toks, &s.marks, s.ids)
 		if len(s.ctoks)-c0 < k {
 			s.ctoks = s.ctoks[:c0]
 		} else {
@@ -634,12 +640,19 @@ func (a *Auditor) gramCandidates(s *scratch, mi int) {
 		for k := 1; k < n; k++ {
 			top *= rollBase
 		}
+		// The last token no index's n-grams hold (tokVocab): no n-gram
+		// holding it is looked up.
+		v := &a.gramVocab
+		last := -1
 		var h uint64
 		for k := 0; k < n; k++ {
 			h = h*rollBase + toks[k].hash
+			if !v.has(toks[k].hash) {
+				last = k
+			}
 		}
 		for gi := 0; ; gi++ {
-			if a.filter.mayHold(h) {
+			if last < gi && a.filter.mayHold(h) {
 				if at, ok := a.gramAt.get(h); ok {
 					s.gramCand = append(s.gramCand, gramCand{m: int32(mi), gi: int32(gi), n: int32(n), at: at, h: h})
 				}
@@ -648,6 +661,9 @@ func (a *Auditor) gramCandidates(s *scratch, mi int) {
 				break
 			}
 			h = (h-toks[gi].hash*top)*rollBase + toks[gi+n].hash
+			if !v.has(toks[gi+n].hash) {
+				last = gi + n
+			}
 		}
 	}
 	if m.role != schema.RoleUser || len(a.shortLens) == 0 {

@@ -2,6 +2,7 @@ package leak
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -155,4 +156,51 @@ func TestSelfAndUnrelated(t *testing.T) {
 	if rep.LineRatio > 0.02 {
 		t.Errorf("code alpaca line ratio = %.4f, want <= 0.02", rep.LineRatio)
 	}
+}
+
+// TestVocabSkipsNoKey holds the word vocabulary (tokVocab) to what it
+// promises: with it, the n-gram candidates of a dialogue (and its k-gram
+// candidates) are those found with every window looked up (a vocabulary
+// of all ones), on the synthetic dialogues and on every task's own text
+// and code.
+func TestVocabSkipsNoKey(t *testing.T) {
+	a := testAuditor(t, Options{})
+	all := *a
+	for i := range all.gramVocab {
+		all.gramVocab[i] = ^uint64(0)
+	}
+	corpus, _ := syntheticCorpusOf(t, 300, true)
+	var ds []*schema.Dialogue
+	for d := range corpus {
+		ds = append(ds, d)
+	}
+	for _, p := range append(testHumanEval(t), testMBPP(t)...) {
+		ds = append(ds, &schema.Dialogue{ID: p.ID, Messages: []schema.Message{
+			{Role: schema.RoleUser, Content: p.Prompt + "\n" + p.Text},
+			{Role: schema.RoleAssistant, Content: "```python\n" + p.Solution + "\n```\n" + strings.Join(p.Tests, "\n")},
+		}})
+	}
+	s0, s1 := newScratch(), newScratch()
+	kgrams, grams := 0, 0
+	for i, d := range ds {
+		r0 := all.check(t.Context(), d, i, s0)
+		r1 := a.check(t.Context(), d, i, s1)
+		for st := range nStreams {
+			if !slices.Equal(s1.fpCand[st], s0.fpCand[st]) {
+				t.Fatalf("%s: k-gram candidates (stream %d) with the vocabulary:\n got %v\nwant %v", d.ID, st, s1.fpCand[st], s0.fpCand[st])
+			}
+			kgrams += len(s0.fpCand[st])
+		}
+		if !slices.Equal(s1.gramCand, s0.gramCand) {
+			t.Fatalf("%s: n-gram candidates with the vocabulary:\n got %v\nwant %v", d.ID, s1.gramCand, s0.gramCand)
+		}
+		grams += len(s0.gramCand)
+		if len(r1.Findings) != len(r0.Findings) {
+			t.Fatalf("%s: %d findings with the vocabulary, %d without", d.ID, len(r1.Findings), len(r0.Findings))
+		}
+	}
+	if kgrams < 10000 || grams < 1000 {
+		t.Errorf("compared %d k-gram and %d n-gram candidates, want at least 10,000 and 1,000", kgrams, grams)
+	}
+	t.Logf("%d dialogues: %d k-gram and %d n-gram candidates alike", len(ds), kgrams, grams)
 }

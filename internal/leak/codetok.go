@@ -193,13 +193,15 @@ func codeAndWordTokens(text string, buf []ctok, words []span, marks *tokMarks) (
 // over half their code tokens, and reading it as code cost about 10% of a
 // check. Without a block the whole text is code.
 func messageCodeTokens(text string, buf []ctok, words []span, marks *tokMarks) ([]ctok, []span) {
-	return fencedCodeTokens(text, appendFences(text, nil), buf, words, marks)
+	return fencedCodeTokens(text, appendFences(text, nil), buf, words, marks, nil)
 }
 
 // fencedCodeTokens is messageCodeTokens with text's blocks found already
 // (appendFences): the check finds them once for this and the line pass.
-func fencedCodeTokens(text string, fences []fence, buf []ctok, words []span, marks *tokMarks) ([]ctok, []span) {
-	st := scanState{base: len(buf)}
+//
+// ids, if not nil, is the worker's identifier cache.
+func fencedCodeTokens(text string, fences []fence, buf []ctok, words []span, marks *tokMarks, ids *identCache) ([]ctok, []span) {
+	st := scanState{base: len(buf), ids: ids}
 	at := 0 // where the words-only text starts
 	for _, f := range fences {
 		from, to := max(f.open, at), f.end
@@ -220,6 +222,8 @@ func fencedCodeTokens(text string, fences []fence, buf []ctok, words []span, mar
 type scanState struct {
 	base, prevEnd int
 	prevDot       bool
+	// ids, if not nil, is the worker's identifier cache.
+	ids *identCache
 }
 
 func scanCode(text string, buf []ctok, words []span, wantWords bool, marks *tokMarks) ([]ctok, []span) {
@@ -233,6 +237,7 @@ func (st *scanState) scan(text string, from int, buf []ctok, words []span, wantW
 	base := st.base
 	prevDot := st.prevDot
 	prevEnd := st.prevEnd // the last token's end
+	ids := st.ids
 	for i := from; i < n; {
 		c := text[i]
 		switch codeClass[c] {
@@ -252,13 +257,28 @@ func (st *scanState) scan(text string, from int, buf []ctok, words []span, wantW
 			continue
 		case cIdent:
 			start := i
-			// fpHash, computed while scanning; or marks non-ASCII bytes.
-			h := uint64(14695981039346656037)
+			// An ASCII identifier of up to 16 bytes is read from the
+			// cache, if there is one: its hashes and classes, computed
+			// once per worker and name.
+			var h, wh, fl uint64
+			cached := false
+			if ids != nil {
+				var end int
+				if end, h, wh, fl, cached = ids.ident(text, start); cached {
+					i = end
+				}
+			}
+			// or marks the non-ASCII bytes of an identifier read byte
+			// by byte.
 			var or byte
-			for i < n && identChar[text[i]] {
-				h = (h ^ uint64(text[i])) * 1099511628211
-				or |= text[i]
-				i++
+			if !cached {
+				// fpHash, computed while scanning.
+				h = uint64(14695981039346656037)
+				for i < n && identChar[text[i]] {
+					h = (h ^ uint64(text[i])) * 1099511628211
+					or |= text[i]
+					i++
+				}
 			}
 			// A string prefix: r"...", b'...', f"...", rb'...'.
 			if i-start <= 2 && i < n && codeClass[text[i]] == cQuote && isStrPrefix(text[start:i]) {
@@ -286,18 +306,21 @@ func (st *scanState) scan(text string, from int, buf []ctok, words []span, wantW
 				prevDot = false
 				continue
 			}
-			h = fmix64(h)
+			if !cached {
+				h = fmix64(h)
+				fl = identFlags(h)
+			}
 			nh := h
 			if !prevDot {
-				if !keepSet.has(h) {
+				if fl&idKeep == 0 {
 					nh = hIdent
-				} else if marks != nil && !keywords.has(h) {
+				} else if marks != nil && fl&idKeyword == 0 {
 					marks.names = append(marks.names, int32(len(buf)-base))
 				}
 			}
 			if marks != nil {
 				marks.cut(text, len(buf)-base, prevEnd, start)
-				if bindKeywords.mayHave(h) && isBindKeyword(h) {
+				if fl&idBind != 0 {
 					marks.binds = append(marks.binds, int32(len(buf)-base))
 				}
 			}
@@ -305,9 +328,12 @@ func (st *scanState) scan(text string, from int, buf []ctok, words []span, wantW
 			buf = append(buf, ctok{start: int32(start), end: int32(i), exact: h, norm: nh})
 			prevDot = false
 			if wantWords {
-				if or < utf8.RuneSelf {
+				switch {
+				case cached:
+					words = append(words, span{start: int32(start), end: int32(i), hash: wh})
+				case or < utf8.RuneSelf:
 					words = append(words, wordSpan(text, start, i))
-				} else {
+				default:
 					words = appendTokensIn(words, text, start, i)
 				}
 			}
@@ -405,6 +431,112 @@ func (st *scanState) scan(text string, from int, buf []ctok, words []span, wantW
 	return buf, words
 }
 
+// identCache holds the hashes and classes of the ASCII identifiers of up
+// to 16 bytes a worker has met, by their bytes: most identifiers recur
+// (self, i, range, the names of a function), and a hit spares the
+// byte-by-byte FNV hash, its finaliser and three set probes. It is exact,
+// as an entry holds the identifier's bytes whole: identifiers have no NUL
+// byte, so the bytes zero-padded to 8 (or 16) give the identifier back.
+// The identifiers of up to 7 bytes, most of them, have a table of small
+// entries (their word hash is computed, from the bytes read), so that
+// the cache stays near the core.
+type identCache struct {
+	short [1 << shortIdentBits]shortIdent
+	long  [1 << longIdentBits]identEntry
+}
+
+// shortIdentBits and longIdentBits set the sizes of a worker's
+// identifier cache: 2,048 entries of 16 bytes for identifiers of up to 7
+// bytes, 512 of 32 bytes for those of 8 to 16 bytes (48 KiB).
+const (
+	shortIdentBits = 11
+	longIdentBits  = 9
+)
+
+// shortIdent is an identifier of up to 7 bytes: its bytes (zero-padded)
+// with its classes (identFlags) in the top bits of each byte, which ASCII
+// leaves free, and fpHash of it.
+type shortIdent struct {
+	k0, exact uint64
+}
+
+// identEntry is an identifier of 8 to 16 bytes: its first eight bytes
+// (with its classes, as shortIdent's), the next ones (zero-padded),
+// fpHash of it and its word hash (wordSpan).
+type identEntry struct {
+	k0, k1      uint64
+	exact, word uint64
+}
+
+// The classes of an identifier's hash, as bits of the k0 of shortIdent
+// and identEntry that ASCII bytes leave free.
+const (
+	idKeep    = 1 << 7  // keepSet: a keyword, builtin or kept name
+	idKeyword = 1 << 15 // keywords
+	idBind    = 1 << 23 // a keyword that binds a name (isBindKeyword)
+)
+
+// identFlags returns the classes of identifier hash h.
+func identFlags(h uint64) uint64 {
+	var fl uint64
+	if keepSet.has(h) {
+		fl |= idKeep
+	}
+	if keywords.has(h) {
+		fl |= idKeyword
+	}
+	if bindKeywords.mayHave(h) && isBindKeyword(h) {
+		fl |= idBind
+	}
+	return fl
+}
+
+// ident reads the identifier starting at text[i] when it is ASCII and at
+// most 16 bytes long and 8 bytes (16 for one of more than 7) can be read
+// from i: its end, fpHash, word hash (wordSpan) and classes (identFlags),
+// from the cache or computed and cached. Otherwise ok is false.
+func (c *identCache) ident(text string, i int) (end int, exact, word, fl uint64, ok bool) {
+	n := len(text)
+	if i+8 > n {
+		return
+	}
+	v := load64(text, i)
+	if m := ^wordMask(v) & hi8; m != 0 {
+		k := firstByte(m)
+		// The identifier goes on in a non-ASCII byte.
+		if k == 0 || v>>(8*k)&0x80 != 0 {
+			return
+		}
+		k0 := v & (1<<(8*k) - 1)
+		e := &c.short[(k0*0x9E3779B97F4A7C15)>>(64-shortIdentBits)]
+		if e.k0&^hi8 != k0 {
+			h := fpHash(text[i : i+k])
+			*e = shortIdent{k0: k0 | identFlags(h), exact: h}
+		}
+		return i + k, e.exact, shortWordHash(v, k), e.k0 & hi8, true
+	}
+	if i+16 > n {
+		return
+	}
+	w := load64(text, i+8)
+	m := ^wordMask(w) & hi8
+	if m == 0 {
+		return
+	}
+	k := firstByte(m)
+	if w>>(8*k)&0x80 != 0 {
+		return
+	}
+	k1 := w & (1<<(8*k) - 1)
+	end = i + 8 + k
+	e := &c.long[((v^k1*0xC2B2AE3D27D4EB4F)*0x9E3779B97F4A7C15)>>(64-longIdentBits)]
+	if e.k0&^hi8 != v || e.k1 != k1 {
+		h := fpHash(text[i:end])
+		*e = identEntry{k0: v | identFlags(h), k1: k1, exact: h, word: wordSpan(text, i, end).hash}
+	}
+	return end, e.exact, e.word, e.k0 & hi8, true
+}
+
 // wordSpan is the word token of text[start:end], ASCII word bytes only.
 func wordSpan(text string, start, end int) span {
 	if k := end - start; k < 8 && start+8 <= len(text) {
@@ -472,8 +604,38 @@ func stringHash(text string, i, end int) uint64 {
 	return fpHash("\x00S") ^ fpHash(s)*0x9E3779B97F4A7C15
 }
 
-// numberHash hashes a number's text without digit separators.
+// numberHash hashes a number's text without digit separators. A number
+// of digits only (most numbers of code; one digit, from a table) is
+// hashed as it is read, with no search for separators or capitals.
 func numberHash(s string) uint64 {
+	if len(s) == 1 {
+		return oneByteNumberHash[s[0]]
+	}
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c-'0' > 9 {
+			return otherNumberHash(s)
+		}
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	return numberSalt ^ fmix64(h)*0xC2B2AE3D27D4EB4F
+}
+
+// numberSalt is numberHash's salt; oneByteNumberHash holds its hash of
+// every one-byte text.
+var (
+	numberSalt        = fpHash("\x00N")
+	oneByteNumberHash = func() (t [256]uint64) {
+		for c := range t {
+			t[c] = otherNumberHash(string([]byte{byte(c)}))
+		}
+		return t
+	}()
+)
+
+// otherNumberHash is numberHash of any number: its text without '_',
+// lowercased.
+func otherNumberHash(s string) uint64 {
 	if strings.IndexByte(s, '_') >= 0 {
 		s = strings.ReplaceAll(s, "_", "")
 	}

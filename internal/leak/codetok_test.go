@@ -107,3 +107,60 @@ func blankOutsideBlocks(text string) (string, []string) {
 	}
 	return string(b), bodies
 }
+
+// TestIdentCacheChangesNothing holds the scan with a worker's identifier
+// cache (identCache) to the scan without one, over every scan text with
+// one cache (so identifiers met before are hits, and slots are
+// overwritten),
+// and identifiers at the cache's length limits: code tokens, words and
+// marks.
+func TestIdentCacheChangesNothing(t *testing.T) {
+	texts := scanTexts(t)
+	for _, n := range []int{1, 7, 8, 9, 15, 16, 17, 24} {
+		id := strings.Repeat("aZ_9", 6)[:n]
+		texts = append(texts, id, id+" ", "x = "+id+"\n", id+"é = 1", id+"日本 + 1\n  ", "r"+id+"'s'", id[:min(n, 2)]+"'s'  ", "def "+id+"(a):\n    return "+id+".x\n")
+	}
+	ids := new(identCache)
+	read := 0 // texts with an identifier the cache reads
+	for _, text := range texts {
+		var m0, m1 tokMarks
+		f := appendFences(text, nil)
+		want, wantWords := fencedCodeTokens(text, f, nil, nil, &m0, nil)
+		got, gotWords := fencedCodeTokens(text, f, nil, nil, &m1, ids)
+		if !slices.Equal(got, want) || !slices.Equal(gotWords, wantWords) {
+			t.Fatalf("fencedCodeTokens(%q) with the cache:\n got %v %v\nwant %v %v", text, got, gotWords, want, wantWords)
+		}
+		for _, c := range [][2][]int32{{m1.names, m0.names}, {m1.lits, m0.lits}, {m1.cuts, m0.cuts}, {m1.binds, m0.binds}} {
+			if !slices.Equal(c[0], c[1]) {
+				t.Fatalf("fencedCodeTokens(%q) marks with the cache: got %v, want %v", text, c[0], c[1])
+			}
+		}
+		for i := 0; i+8 <= len(text); i++ {
+			if end, h, _, _, ok := ids.ident(text, i); ok && h == fpHash(text[i:end]) {
+				read++
+				break
+			}
+		}
+	}
+	if read < 1000 {
+		t.Errorf("only %d texts have an identifier the cache reads, want at least 1,000", read)
+	}
+}
+
+// TestNumberHashFastPath holds numberHash's digits-only path and table
+// to the general hash (otherNumberHash) on every one-byte text and on
+// numbers of every shape the scanner reads.
+func TestNumberHashFastPath(t *testing.T) {
+	nums := []string{"00", "10", "42", "007", "1234567890", "99999999999999999999", "1_000", "0x1F", "0X1f", "1e9", "1E9", "3.14", "2j", "1_0.5e-3"}
+	for c := range 256 {
+		nums = append(nums, string([]byte{byte(c)}), "1"+string([]byte{byte(c)}))
+	}
+	for _, s := range nums {
+		if got, want := numberHash(s), otherNumberHash(s); got != want {
+			t.Errorf("numberHash(%q) = %x, want %x", s, got, want)
+		}
+	}
+	if numberHash("1_000") != numberHash("1000") || numberHash("0X1F") != numberHash("0x1f") {
+		t.Error("digit separators or capitals change a number's hash")
+	}
+}

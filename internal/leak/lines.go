@@ -532,6 +532,17 @@ func (o LineOptions) lineHash(l string, buf []byte, out []uint64) ([]uint64, []b
 		// (blank lines, lone brackets).
 		return out, buf
 	}
+	// A comment line (most often '#'): the normalised line starts with
+	// the first byte after the leading white space, which Keep rejects
+	// ('#' and '*'), so it is not normalised.
+	for i := 0; i < len(l); i++ {
+		if c := l[i]; !asciiSpace[c&0x7F] || c >= utf8.RuneSelf {
+			if c == '#' || c == '*' {
+				return out, buf
+			}
+			break
+		}
+	}
 	buf = normalizeAppend(buf[:0], l)
 	// The view is only read before buf is next written.
 	if n := unsafe.String(unsafe.SliceData(buf), len(buf)); o.Keep(n) {

@@ -252,3 +252,25 @@ func TestHashTable(t *testing.T) {
 		}
 	}
 }
+
+// TestLineHashMatchesCodeLines holds the hashed lines of a block
+// (codeLineHashes, which passes over comment lines without normalising
+// them) to CodeLines, the normalised lines Keep accepts, hashed.
+func TestLineHashMatchesCodeLines(t *testing.T) {
+	texts := append(scanTexts(t),
+		"    # a comment line\nx = 1  # trailing\n\t* a star line\n  *ptr = value;\n\u00a0# after a no-break space\n\u2003* after an em space\n",
+		"#include <stdio.h>\n   #   \n** kwargs\n\v\f# form feed\n \\\n# continued\nprint(1) \\\n  # not a comment\n",
+	)
+	for _, o := range []LineOptions{DefaultLineOptions, {MinChars: 1, KeepImports: true}, {}} {
+		for _, text := range texts {
+			var want []uint64
+			for _, l := range o.CodeLines(text) {
+				want = append(want, hashString(l))
+			}
+			got, _ := o.codeLineHashes(text, nil, nil)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%+v: codeLineHashes(%q) gives %d lines, CodeLines %d", o, text, len(got), len(want))
+			}
+		}
+	}
+}
