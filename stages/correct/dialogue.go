@@ -472,7 +472,8 @@ func passesAll(id, fn string, fix judgedRun) string {
 // texts are equal or the failure has no kind to name.
 func recap(id string, bug judgedRun, buggy, fixed string) string {
 	n, _ := firstDiff(buggy, fixed)
-	if n == 0 {
+	if n == 0 || !oneLineApart(buggy, fixed) {
+		// "line N alone" is only true of a mutant one line from the fix.
 		return ""
 	}
 	exc := func(generic string) string {
@@ -624,6 +625,22 @@ func fixHint(buggy, fixed string) string {
 		return fmt.Sprintf("The mistake is the indentation of line %d. ", n)
 	}
 	return fmt.Sprintf("The mistake is on line %d, which should read `%s`. ", n, strings.TrimSpace(want))
+}
+
+// oneLineApart reports whether a and b have the same number of lines
+// and differ in exactly one.
+func oneLineApart(a, b string) bool {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	if len(la) != len(lb) {
+		return false
+	}
+	diff := 0
+	for i := range la {
+		if la[i] != lb[i] {
+			diff++
+		}
+	}
+	return diff == 1
 }
 
 // firstDiff returns the first line number where a and b differ and b's text
