@@ -630,7 +630,8 @@ func fixHint(buggy, fixed string) string {
 // oneLineApart reports whether a and b have the same number of lines
 // and differ in exactly one.
 func oneLineApart(a, b string) bool {
-	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	// the dialogue shows both without their trailing newlines
+	la, lb := strings.Split(strings.TrimRight(a, "\n"), "\n"), strings.Split(strings.TrimRight(b, "\n"), "\n")
 	if len(la) != len(lb) {
 		return false
 	}

@@ -18,6 +18,7 @@ func TestRecap(t *testing.T) {
 		{"syntax", "SyntaxError", "def f(xs)\n    total = sum(xs)\n    return total", []string{"syntax error", "line 1"}},
 		{"wrong answer", observedWrongAnswer, "def f(xs):\n    total = sum(xs)\n    return -total", []string{"wrong result", "line 3"}},
 		{"timeout", observedTimeout, "def f(xs):\n    total = sum(xs)\n    while True: pass", []string{"endless loop", "line 3"}},
+		{"a trailing newline more", "NameError", "def f(xs):\n    total = sum(xss)\n    return total\n", []string{"undefined name", "line 2"}},
 		{"two lines apart", "NameError", "def f(xs):\n    total = sum(xss)\n    return totl", nil},
 		{"a line missing", observedWrongAnswer, "def f(xs):\n    total = sum(xs)", nil},
 		{"the same code", "NameError", fixed, nil},
