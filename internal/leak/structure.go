@@ -10,6 +10,8 @@ import (
 	"unicode"
 
 	"github.com/codefeedback/codefeedback/schema"
+
+	"github.com/codefeedback/codefeedback/internal/tally"
 )
 
 // Statements and literals: the two code measures that survive what
@@ -1075,29 +1077,11 @@ func (s *scratch) holdsRun(body, want []uint64) bool {
 		}
 		s.stWin = append(s.stWin[:0], body[j:min(j+n, len(body))]...)
 		slices.Sort(s.stWin)
-		if common(s.stWin, want) >= need {
+		if tally.Common(s.stWin, want) >= need {
 			return true
 		}
 	}
 	return false
-}
-
-// common counts the elements two sorted slices share, as multisets.
-func common(a, b []uint64) int {
-	n, i, j := 0, 0, 0
-	for i < len(a) && j < len(b) {
-		switch {
-		case a[i] == b[j]:
-			n++
-			i++
-			j++
-		case a[i] < b[j]:
-			i++
-		default:
-			j++
-		}
-	}
-	return n
 }
 
 func stEvidence(h *stHit, share float64, tokens int32) string {

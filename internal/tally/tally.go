@@ -32,3 +32,22 @@ func Join[V cmp.Ordered](m map[string]V, format, empty string) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Common counts the elements two ascending slices share, as multisets, in
+// one merge pass.
+func Common[T cmp.Ordered](a, b []T) int {
+	n, i, j := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
+			n++
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return n
+}

@@ -18,3 +18,27 @@ func TestJoin(t *testing.T) {
 		}
 	}
 }
+
+func TestCommon(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a, b []int
+		want int
+	}{
+		{"disjoint", []int{1, 3}, []int{2, 4}, 0},
+		{"subset", []int{1, 2, 3}, []int{2, 3}, 2},
+		{"repeats count as a multiset", []int{1, 1, 1, 2}, []int{1, 1, 2, 2}, 3},
+		{"one empty", nil, []int{1}, 0},
+		{"tail of one past the other", []int{5, 9}, []int{1, 2, 9}, 1},
+	} {
+		if got := Common(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: Common(%v, %v) = %d, want %d", tc.name, tc.a, tc.b, got, tc.want)
+		}
+		if got := Common(tc.b, tc.a); got != tc.want {
+			t.Errorf("%s: Common is not symmetric: %d", tc.name, got)
+		}
+	}
+	if got := Common([]string{"a", "b", "d"}, []string{"b", "c", "d"}); got != 2 {
+		t.Errorf("strings: got %d, want 2", got)
+	}
+}

@@ -34,6 +34,8 @@ import (
 	"github.com/codefeedback/codefeedback/internal/neighbors"
 	"github.com/codefeedback/codefeedback/pipeline/embed"
 	"github.com/codefeedback/codefeedback/schema"
+
+	"github.com/codefeedback/codefeedback/internal/tally"
 )
 
 // Eligible reports whether p can be judged by the harness: Python, with a
@@ -80,19 +82,7 @@ func jaccard(a, b []string) float64 {
 	if len(a) == 0 || len(b) == 0 {
 		return 0
 	}
-	i, j, both := 0, 0, 0
-	for i < len(a) && j < len(b) {
-		switch {
-		case a[i] == b[j]:
-			both++
-			i++
-			j++
-		case a[i] < b[j]:
-			i++
-		default:
-			j++
-		}
-	}
+	both := tally.Common(a, b)
 	return float64(both) / float64(len(a)+len(b)-both)
 }
 
