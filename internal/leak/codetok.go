@@ -3,6 +3,8 @@ package leak
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/codefeedback/codefeedback/pipeline/embed"
 )
 
 // ctok is one code token: bytes [start, end) of the text, the hash of its
@@ -655,11 +657,4 @@ func fpHash(s string) uint64 {
 	return fmix64(h)
 }
 
-func fmix64(h uint64) uint64 {
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	h ^= h >> 33
-	return h
-}
+func fmix64(h uint64) uint64 { return embed.Fmix64(h) }

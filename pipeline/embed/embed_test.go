@@ -31,7 +31,7 @@ func TestIdentifierParts(t *testing.T) {
 		got := identParts(c.tok, nil)
 		var want []uint64
 		for _, w := range c.want {
-			want = append(want, fmix(hashLower(w)))
+			want = append(want, Fmix64(hashLower(w)))
 		}
 		if len(got)+len(want) > 0 && !reflect.DeepEqual(got, want) {
 			t.Errorf("identParts(%q): got %d hashes, want those of %v", c.tok, len(got), c.want)

@@ -241,9 +241,10 @@ const (
 	bigramKey = 0x9e3779b97f4a7c15
 )
 
-// fmix is MurmurHash3's 64-bit finaliser: spreads FNV's output over all
+// Fmix64 is MurmurHash3's 64-bit finaliser: spreads FNV's output over all
 // bits, since both the bucket (low bits) and the sign (top bit) are used.
-func fmix(h uint64) uint64 {
+// The leakage audit's hashes use it too.
+func Fmix64(h uint64) uint64 {
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
 	h ^= h >> 33
@@ -293,9 +294,9 @@ func features(text string, dst []uint64) []uint64 {
 			continue
 		}
 		h := hashLower(tok)
-		dst = append(dst, fmix(h))
+		dst = append(dst, Fmix64(h))
 		if havePrev {
-			dst = append(dst, fmix((prev^bigramKey)*fnvPrime^h))
+			dst = append(dst, Fmix64((prev^bigramKey)*fnvPrime^h))
 		}
 		prev, havePrev = h, true
 		dst = identParts(tok, dst)
@@ -311,7 +312,7 @@ func identParts(tok string, dst []uint64) []uint64 {
 	first := len(dst)
 	emit := func(end int) {
 		if end-start >= 2 {
-			dst = append(dst, fmix(hashLower(tok[start:end])))
+			dst = append(dst, Fmix64(hashLower(tok[start:end])))
 		}
 		if end > start && tok[start] != '_' {
 			parts++
