@@ -62,7 +62,7 @@ func TestFeedbackRoundDroppedNotDialogue(t *testing.T) {
 			}
 			return llmtest.Reply{Text: "Sure, my feedback: add a docstring {category: security"}
 		case "writer":
-			return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+			return sumAnswer
 		}
 		t.Errorf("unexpected %s request", llmtest.Role(call))
 		return llmtest.Reply{}
@@ -222,7 +222,7 @@ func TestFollowupRound(t *testing.T) {
 			case strings.HasPrefix(last, "The run above is accepted"):
 				return llmtest.Reply{Text: "The tests pass: `add` returns the sum of its two arguments, and the harness checked it on positive and negative numbers without a failure."}
 			case call.AssistantTurns() == 0:
-				return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+				return sumAnswer
 			}
 			return llmtest.Reply{Text: "Tests added below the function.\n\n" + block("def add(a, b):\n    return a + b\n\nassert add(-2, -3) == -5\nassert add(0, 0) == 0\nprint('tests passed')")}
 		}
@@ -263,7 +263,7 @@ func TestClosingFallsBackToTemplate(t *testing.T) {
 		if strings.HasPrefix(call.LastUser(), "The run above is accepted") || strings.HasPrefix(call.LastUser(), "Your reply could not be used") {
 			return llmtest.Reply{Text: "Here it is again:\n\n" + block("def add(a, b):\n    return a + b")}
 		}
-		return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+		return sumAnswer
 	}, nil)
 	res := runMBPP(t, Options{Closing: ClosingModel}, c, nil, nil, ex)
 	last := res.Dialogue.Messages[len(res.Dialogue.Messages)-1].Content
@@ -393,7 +393,7 @@ func TestRevisionFixedBackToOriginalDropped(t *testing.T) {
 		case "writer":
 			switch {
 			case call.AssistantTurns() == 0:
-				return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+				return sumAnswer
 			case strings.HasPrefix(call.LastUser(), "Execution result:"):
 				return llmtest.Reply{Text: "The check used an undefined name; back to the plain sum.\n\n" + block("def add(a, b):\n    return a + b")}
 			}
@@ -431,7 +431,7 @@ func TestTestedRoundJudgedForTheRequest(t *testing.T) {
 					return llmtest.Reply{Text: fmt.Sprintf(`{"correct": %v, "reason": "checked the type guard"}`, tc.addresses)}
 				case "writer":
 					if call.AssistantTurns() == 0 {
-						return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+						return sumAnswer
 					}
 					// A change of the code (a docstring alone is no answer to
 					// this request: the round gate sends it back before any
@@ -529,7 +529,7 @@ func TestClosingRepeatingEarlierTurn(t *testing.T) {
 					case strings.HasPrefix(last, "The run above is accepted"):
 						return llmtest.Reply{Text: rote}
 					case call.AssistantTurns() == 0:
-						return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+						return sumAnswer
 					}
 					return llmtest.Reply{Text: "Renamed the arguments.\n\n" + block("def add(left, right):\n    return left + right")}
 				}
@@ -627,7 +627,7 @@ func TestRevisionMustMeetTheRequest(t *testing.T) {
 					case "writer":
 						switch {
 						case call.AssistantTurns() == 0:
-							return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+							return sumAnswer
 						case strings.Contains(call.LastUser(), rc.repairSays) && fixed:
 							return llmtest.Reply{Text: rc.good}
 						}
@@ -668,7 +668,7 @@ func TestRevisionRepeatingEarlierAnswerDropped(t *testing.T) {
 			return llmtest.Reply{Text: `{"met": [], "missed": ["efficiency"], "feedback": "Could you make it faster on large numbers?"}`}
 		case "writer":
 			if call.AssistantTurns() == 0 {
-				return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+				return sumAnswer
 			}
 			return llmtest.Reply{Text: keep + block("def add(a, b):\n    return a + b")}
 		}
@@ -709,7 +709,7 @@ func TestTestsFollowupCallsTheCode(t *testing.T) {
 				case "writer":
 					switch {
 					case call.AssistantTurns() == 0:
-						return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+						return sumAnswer
 					case strings.Contains(call.LastUser(), "no new test calls the code") && tc.fixed:
 						return llmtest.Reply{Text: "Tests that call it.\n\n" + block("def add(a, b):\n    return a + b\n\nassert add(-2, -3) == -5\nassert add(0, 0) == 0\nprint('tests passed')")}
 					}
