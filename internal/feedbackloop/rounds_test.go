@@ -728,14 +728,18 @@ func TestTestsFollowupCallsTheCode(t *testing.T) {
 	}
 }
 
+// firstElement is a problem whose solution crashes on an empty list, for
+// the tests of claims about empty input.
+var firstElement = schema.Problem{Query: schema.Query{ID: "first", Text: "Write a function to return the first element of a list."},
+	Solution: "def first(xs):\n    return xs[0]", Tests: []string{"assert first([3, 1]) == 3", "assert first(['a']) == 'a'"}, EntryPoint: "first"}
+
 // "How does it handle an empty list?" answered "no change is needed" over
 // code that crashes on one is caught by running the code on an empty list
 // (outside the dialogue): the round is sent back, then dropped; a repair
 // that raises a clear error on purpose, or returns a value, is kept.
 func TestEmptyInputClaimIsRun(t *testing.T) {
 	ex := sandbox(t, "")
-	first := schema.Problem{Query: schema.Query{ID: "first", Text: "Write a function to return the first element of a list."},
-		Solution: "def first(xs):\n    return xs[0]", Tests: []string{"assert first([3, 1]) == 3", "assert first(['a']) == 'a'"}, EntryPoint: "first"}
+	first := firstElement
 	const claim = "No code change is needed: the same path already handles empty and single-element inputs. I added a docstring.\n\n"
 	for _, tc := range []struct {
 		name, repair string
@@ -781,8 +785,7 @@ func TestEmptyInputClaimIsRun(t *testing.T) {
 // it has the claim cut out, the code kept. A true claim stays.
 func TestUnaskedEdgeClaimIsRun(t *testing.T) {
 	ex := sandbox(t, "")
-	first := schema.Problem{Query: schema.Query{ID: "first", Text: "Write a function to return the first element of a list."},
-		Solution: "def first(xs):\n    return xs[0]", Tests: []string{"assert first([3, 1]) == 3", "assert first(['a']) == 'a'"}, EntryPoint: "first"}
+	first := firstElement
 	second := schema.Problem{Query: schema.Query{ID: "second", Text: "Write a function to return the second element of a list, or None for an empty list."},
 		Solution: "def second(xs):\n    return xs[1] if xs else None", Tests: []string{"assert second([3, 1, 2]) == 1", "assert second([]) is None"}, EntryPoint: "second"}
 	const (
