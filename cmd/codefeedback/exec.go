@@ -155,9 +155,9 @@ func runExec(ctx context.Context, o execOptions, in io.Reader, stdout, stderr io
 // runExecLangs prints, for every language, whether the driver's sandbox
 // has its toolchain (and which tool is missing).
 func runExecLangs(ctx context.Context, o execOptions, stdout io.Writer) error {
-	raw, err := executors.WithDefaults(o.Driver, "pool", "1")
+	raw, err := executorURL("exec", o.Driver, "pool", "1")
 	if err != nil {
-		return withCode(2, fmt.Errorf("exec: --executor: %w", err))
+		return err
 	}
 	ex, err := executors.Open(ctx, raw)
 	if err != nil {

@@ -122,19 +122,10 @@ func checkPipelineFile(cmd, path string) error {
 	return err
 }
 
-// loadCode is the exit code of pipeline.Load's error: exitBadData when the
-// file could not be read, exitUsage for mistakes in it.
-func loadCode(err error) int {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return exitBadData
-	}
-	return exitUsage
-}
-
-// readCode is the exit code of a failed read of a file named by a flag:
-// exitBadData when the file is missing or cannot be read, exitUsage for
-// anything else (a value over a flag's cap, a malformed flag value).
+// readCode is the exit code of a failed read or load of a file the command
+// line names (a pipeline file, a flag's file): exitBadData when the file is
+// missing or cannot be read, exitUsage for anything else (mistakes in a
+// pipeline file, a value over a flag's cap, a malformed flag value).
 func readCode(err error) int {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {

@@ -188,14 +188,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, w, progress io
 	if err != nil {
 		return withCode(readCode(err), fmt.Errorf("intercode replay: %w (run `codefeedback intercode fetch` first, or pass --data/--tasks)", err))
 	}
-	raw, err := executors.WithDefaults(o.Driver, "pool", "2")
-	if err == nil {
-		err = executors.Check(raw)
-	}
-	if err != nil {
-		return withCode(exitUsage, fmt.Errorf("replay: --executor: %w", err))
-	}
-	ex, err := openEnvExecutor(ctx, envName, raw, progress)
+	ex, err := openCheckExecutor(ctx, "intercode replay", envName, o.Driver, 2, progress)
 	if err != nil {
 		return err
 	}

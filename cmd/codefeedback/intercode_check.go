@@ -91,13 +91,13 @@ func loadEnvTasks(cmd, path, format string) ([]env.Task, error) {
 	return tasks, nil
 }
 
+// openCheckExecutor opens the executor for envName from command cmd's
+// --executor URL (a pool of pool instances unless the URL sets one): a bad
+// URL is a usage error, a sandbox that does not open is unreachable.
 func openCheckExecutor(ctx context.Context, cmd, envName, driver string, pool int, warn io.Writer) (executors.Executor, error) {
-	raw, err := executors.WithDefaults(driver, "pool", strconv.Itoa(pool))
-	if err == nil {
-		err = executors.Check(raw)
-	}
+	raw, err := executorURL(cmd, driver, "pool", strconv.Itoa(pool))
 	if err != nil {
-		return nil, withCode(exitUsage, fmt.Errorf("%s: --executor: %w", cmd, err))
+		return nil, err
 	}
 	ex, err := openEnvExecutor(ctx, envName, raw, warn)
 	if err != nil {

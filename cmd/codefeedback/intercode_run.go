@@ -127,12 +127,9 @@ func runIntercode(ctx context.Context, o intercodeRunOptions, stdout, stderr io.
 	if err != nil {
 		return withCode(2, err)
 	}
-	raw, err := executors.WithDefaults(o.Driver, "pool", strconv.Itoa(o.Concurrency))
-	if err == nil {
-		err = executors.Check(raw)
-	}
+	raw, err := executorURL("intercode run", o.Driver, "pool", strconv.Itoa(o.Concurrency))
 	if err != nil {
-		return withCode(2, fmt.Errorf("intercode run: --executor: %w", err))
+		return err
 	}
 	var ex executors.Executor
 	if len(tasks) > 0 && allEnv(tasks, tasks[0].Env) {

@@ -52,7 +52,7 @@ func init() {
 			}
 			cfg, err := pipeline.Load(file, "")
 			if err != nil {
-				return withCode(loadCode(err), err)
+				return withCode(readCode(err), err)
 			}
 			phases := pipeline.Plan(cfg)
 			switch {
@@ -236,7 +236,7 @@ func loadForPhase(cmd string, o runOptions) (*pipeline.Config, error) {
 	}
 	cfg, err := pipeline.Load(o.file, "")
 	if err != nil {
-		return nil, withCode(loadCode(err), err)
+		return nil, withCode(readCode(err), err)
 	}
 	return cfg, nil
 }

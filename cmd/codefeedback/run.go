@@ -101,7 +101,7 @@ func runPipeline(ctx context.Context, o runOptions) error {
 	}
 	cfg, err := pipeline.Load(o.file, o.runDir)
 	if err != nil {
-		return withCode(loadCode(err), err)
+		return withCode(readCode(err), err)
 	}
 	m, err := pipeline.Run(ctx, cfg, o.opts)
 	if m != nil {

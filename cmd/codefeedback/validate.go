@@ -32,7 +32,7 @@ func init() {
 				if errors.As(err, &ce) {
 					return withCode(exitUsage, fmt.Errorf("%s:\n%w", plural(len(ce), "mistake"), err))
 				}
-				return withCode(loadCode(err), err)
+				return withCode(readCode(err), err)
 			}
 			fmt.Fprintf(c.App.Writer, "%s: ok (%d inputs, %d stages, %d outputs)\n", cfg.File, len(cfg.Inputs), len(cfg.Stages), len(cfg.Outputs))
 			return nil
@@ -67,7 +67,7 @@ func validateJSON(w io.Writer, file string, cfg *pipeline.Config, err error) err
 		return werr
 	}
 	if err != nil {
-		return withCode(loadCode(err), fmt.Errorf("%s: %s", file, plural(len(r.Mistakes), "mistake")))
+		return withCode(readCode(err), fmt.Errorf("%s: %s", file, plural(len(r.Mistakes), "mistake")))
 	}
 	return nil
 }

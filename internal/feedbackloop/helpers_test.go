@@ -60,6 +60,10 @@ func runTask(tb testing.TB, o Options, writer, judge, feedback llm.Chatter, ex e
 
 func block(code string) string { return "```python\n" + code + "\n```" }
 
+// sumAnswer is the writer's first answer to mbppLike: its solution, which
+// passes the tests.
+var sumAnswer = llmtest.Reply{Text: "Return the sum.\n\n" + block(mbppLike.Solution)}
+
 // requestHas reports whether any message of the request contains s.
 func requestHas(c llmtest.Call, s string) bool {
 	for _, m := range c.Request.Messages {

@@ -62,7 +62,7 @@ func TestFeedbackRoundDroppedNotDialogue(t *testing.T) {
 			}
 			return llmtest.Reply{Text: "Sure, my feedback: add a docstring {category: security"}
 		case "writer":
-			return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+			return sumAnswer
 		}
 		t.Errorf("unexpected %s request", llmtest.Role(call))
 		return llmtest.Reply{}
@@ -222,7 +222,7 @@ func TestFollowupRound(t *testing.T) {
 			case strings.HasPrefix(last, "The run above is accepted"):
 				return llmtest.Reply{Text: "The tests pass: `add` returns the sum of its two arguments, and the harness checked it on positive and negative numbers without a failure."}
 			case call.AssistantTurns() == 0:
-				return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+				return sumAnswer
 			}
 			return llmtest.Reply{Text: "Tests added below the function.\n\n" + block("def add(a, b):\n    return a + b\n\nassert add(-2, -3) == -5\nassert add(0, 0) == 0\nprint('tests passed')")}
 		}
@@ -263,7 +263,7 @@ func TestClosingFallsBackToTemplate(t *testing.T) {
 		if strings.HasPrefix(call.LastUser(), "The run above is accepted") || strings.HasPrefix(call.LastUser(), "Your reply could not be used") {
 			return llmtest.Reply{Text: "Here it is again:\n\n" + block("def add(a, b):\n    return a + b")}
 		}
-		return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+		return sumAnswer
 	}, nil)
 	res := runMBPP(t, Options{Closing: ClosingModel}, c, nil, nil, ex)
 	last := res.Dialogue.Messages[len(res.Dialogue.Messages)-1].Content
@@ -393,7 +393,7 @@ func TestRevisionFixedBackToOriginalDropped(t *testing.T) {
 		case "writer":
 			switch {
 			case call.AssistantTurns() == 0:
-				return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+				return sumAnswer
 			case strings.HasPrefix(call.LastUser(), "Execution result:"):
 				return llmtest.Reply{Text: "The check used an undefined name; back to the plain sum.\n\n" + block("def add(a, b):\n    return a + b")}
 			}
@@ -431,7 +431,7 @@ func TestTestedRoundJudgedForTheRequest(t *testing.T) {
 					return llmtest.Reply{Text: fmt.Sprintf(`{"correct": %v, "reason": "checked the type guard"}`, tc.addresses)}
 				case "writer":
 					if call.AssistantTurns() == 0 {
-						return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+						return sumAnswer
 					}
 					// A change of the code (a docstring alone is no answer to
 					// this request: the round gate sends it back before any
@@ -529,7 +529,7 @@ func TestClosingRepeatingEarlierTurn(t *testing.T) {
 					case strings.HasPrefix(last, "The run above is accepted"):
 						return llmtest.Reply{Text: rote}
 					case call.AssistantTurns() == 0:
-						return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+						return sumAnswer
 					}
 					return llmtest.Reply{Text: "Renamed the arguments.\n\n" + block("def add(left, right):\n    return left + right")}
 				}
@@ -627,7 +627,7 @@ func TestRevisionMustMeetTheRequest(t *testing.T) {
 					case "writer":
 						switch {
 						case call.AssistantTurns() == 0:
-							return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+							return sumAnswer
 						case strings.Contains(call.LastUser(), rc.repairSays) && fixed:
 							return llmtest.Reply{Text: rc.good}
 						}
@@ -668,7 +668,7 @@ func TestRevisionRepeatingEarlierAnswerDropped(t *testing.T) {
 			return llmtest.Reply{Text: `{"met": [], "missed": ["efficiency"], "feedback": "Could you make it faster on large numbers?"}`}
 		case "writer":
 			if call.AssistantTurns() == 0 {
-				return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+				return sumAnswer
 			}
 			return llmtest.Reply{Text: keep + block("def add(a, b):\n    return a + b")}
 		}
@@ -709,7 +709,7 @@ func TestTestsFollowupCallsTheCode(t *testing.T) {
 				case "writer":
 					switch {
 					case call.AssistantTurns() == 0:
-						return llmtest.Reply{Text: "Return the sum.\n\n" + block("def add(a, b):\n    return a + b")}
+						return sumAnswer
 					case strings.Contains(call.LastUser(), "no new test calls the code") && tc.fixed:
 						return llmtest.Reply{Text: "Tests that call it.\n\n" + block("def add(a, b):\n    return a + b\n\nassert add(-2, -3) == -5\nassert add(0, 0) == 0\nprint('tests passed')")}
 					}
@@ -728,14 +728,18 @@ func TestTestsFollowupCallsTheCode(t *testing.T) {
 	}
 }
 
+// firstElement is a problem whose solution crashes on an empty list, for
+// the tests of claims about empty input.
+var firstElement = schema.Problem{Query: schema.Query{ID: "first", Text: "Write a function to return the first element of a list."},
+	Solution: "def first(xs):\n    return xs[0]", Tests: []string{"assert first([3, 1]) == 3", "assert first(['a']) == 'a'"}, EntryPoint: "first"}
+
 // "How does it handle an empty list?" answered "no change is needed" over
 // code that crashes on one is caught by running the code on an empty list
 // (outside the dialogue): the round is sent back, then dropped; a repair
 // that raises a clear error on purpose, or returns a value, is kept.
 func TestEmptyInputClaimIsRun(t *testing.T) {
 	ex := sandbox(t, "")
-	first := schema.Problem{Query: schema.Query{ID: "first", Text: "Write a function to return the first element of a list."},
-		Solution: "def first(xs):\n    return xs[0]", Tests: []string{"assert first([3, 1]) == 3", "assert first(['a']) == 'a'"}, EntryPoint: "first"}
+	first := firstElement
 	const claim = "No code change is needed: the same path already handles empty and single-element inputs. I added a docstring.\n\n"
 	for _, tc := range []struct {
 		name, repair string
@@ -781,8 +785,7 @@ func TestEmptyInputClaimIsRun(t *testing.T) {
 // it has the claim cut out, the code kept. A true claim stays.
 func TestUnaskedEdgeClaimIsRun(t *testing.T) {
 	ex := sandbox(t, "")
-	first := schema.Problem{Query: schema.Query{ID: "first", Text: "Write a function to return the first element of a list."},
-		Solution: "def first(xs):\n    return xs[0]", Tests: []string{"assert first([3, 1]) == 3", "assert first(['a']) == 'a'"}, EntryPoint: "first"}
+	first := firstElement
 	second := schema.Problem{Query: schema.Query{ID: "second", Text: "Write a function to return the second element of a list, or None for an empty list."},
 		Solution: "def second(xs):\n    return xs[1] if xs else None", Tests: []string{"assert second([3, 1, 2]) == 1", "assert second([]) is None"}, EntryPoint: "second"}
 	const (

@@ -1,6 +1,7 @@
 package gates
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -163,19 +164,6 @@ func TestUndocumentedParams(t *testing.T) {
 			t.Errorf("%s: UndocumentedParams = %q, want %q", tc.name, got, tc.want)
 		}
 	}
-	for _, tc := range []struct {
-		request string
-		want    bool
-	}{
-		{"It passes, though I want you to document the arguments of `find_Volume` and their types.", true},
-		{"Could you add a docstring that describes each parameter?", true},
-		{"Could you explain in comments how `f` works and why?", false},
-		{"Please validate the arguments `f` receives before using them.", false},
-	} {
-		if got := AsksToDocumentParams(tc.request); got != tc.want {
-			t.Errorf("AsksToDocumentParams(%q) = %v, want %v", tc.request, got, tc.want)
-		}
-	}
 }
 
 func TestDocText(t *testing.T) {
@@ -248,40 +236,59 @@ func TestUncheckedInputs(t *testing.T) {
 			t.Errorf("%s: UncheckedInputs = %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	for _, tc := range []struct {
-		request string
-		want    bool
-	}{
-		{"Please validate the arguments `f` receives before using them.", true},
-		{"guard `f` against inputs of the wrong type", true},
-		{"What happens on invalid input? It should raise a ValueError.", true},
-		{"Check that the input is a non-empty list.", true},
-		{"Document the arguments of `f` and their types.", false},
-		{"Make `f` faster on large inputs.", false},
-	} {
-		if got := AsksToValidate(tc.request); got != tc.want {
-			t.Errorf("AsksToValidate(%q) = %v, want %v", tc.request, got, tc.want)
-		}
-	}
 }
 
-func TestAsksAboutEmpty(t *testing.T) {
-	for _, tc := range []struct {
-		request string
-		want    bool
-	}{
-		{"How does `f` handle unusual inputs such as empty ones? Please make that behaviour explicit.", true},
-		{"The code works, but please make `f` handle an empty input explicitly.", true},
-		{"What happens when the list is empty?", true},
-		{"Handle edge cases too.", true},
+// TestRequestKinds: what the request classifiers read a request as
+// asking for. Every request goes to every classifier, so a request of one
+// kind is not also read as another.
+func TestRequestKinds(t *testing.T) {
+	kinds := map[string]func(string) bool{
+		"params":   AsksToDocumentParams,
+		"docs":     AsksForDocs,
+		"validate": AsksToValidate,
+		"empty":    AsksAboutEmpty,
+		"explicit": AsksForExplicitEmpty,
+		"speed":    AsksForSpeed,
+		"memory":   AsksForLessMemory,
+	}
+	for _, tc := range []struct{ request, asks string }{
+		{"It passes, though I want you to document the arguments of `find_Volume` and their types.", "params docs"},
+		{"Could you add a docstring that describes each parameter?", "params docs"},
+		{"Please document the arguments of `f` and their types.", "params docs"},
+		{"Could you add a docstring to `f` that says what it returns?", "docs"},
+		{"Could you explain in comments how `f` works and why?", "docs"},
+		{"Could you explain in comments or a docstring how `f` works and why?", "docs"},
+		{"Add type hints to `f`.", "docs"},
+		{"Please validate the arguments `f` receives before using them.", "validate"},
+		{"guard `f` against inputs of the wrong type", "validate"},
+		{"What happens on invalid input? It should raise a ValueError.", "validate"},
+		{"Check that the input is a non-empty list.", "validate"},
+		{"How does `f` handle unusual inputs such as empty ones? Please make that behaviour explicit.", "empty explicit"},
+		{"The code works, but please make `f` handle an empty input explicitly.", "empty explicit"},
+		{"What happens when the list is empty?", "empty"},
+		{"Handle edge cases too.", "empty"},
 		// A test of an edge case is asked for, not a change of behaviour.
-		{"Please add a few tests for `f`, including an edge case, that run together with it.", false},
-		{"Add tests with an empty list.", false},
-		{"Make `f` faster on large inputs.", false},
-		{"Please handle negative numbers.", false},
+		{"Please add a few tests for `f`, including an edge case, that run together with it.", ""},
+		{"Add tests with an empty list.", ""},
+		{"Please handle negative numbers.", ""},
+		{"Make `f` faster on large inputs.", "speed"},
+		{"Could you make sure `add` still works quickly on much larger inputs?", "speed"},
+		{"Could you keep the memory `f` uses small for long inputs?", "memory"},
+		{"Can you make `f` faster or lighter on memory for very large inputs, keeping the same results?", "speed memory"},
+		{"It passes, though I want you to use a clearer layout for the condition in `f`.", ""},
+		{"Avoid features in `f` that older Python versions lack, please.", ""},
+		{"Could you avoid recomputing values inside `describe_all`?", ""}, // a name is not a request
 	} {
-		if got := AsksAboutEmpty(tc.request); got != tc.want {
-			t.Errorf("AsksAboutEmpty(%q) = %v, want %v", tc.request, got, tc.want)
+		asks := strings.Fields(tc.asks)
+		for _, k := range asks {
+			if kinds[k] == nil {
+				t.Fatalf("%q: no kind %q", tc.request, k)
+			}
+		}
+		for k, f := range kinds {
+			if got, want := f(tc.request), slices.Contains(asks, k); got != want {
+				t.Errorf("%q asks for %s: got %v, want %v", tc.request, k, got, want)
+			}
 		}
 	}
 }

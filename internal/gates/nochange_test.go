@@ -5,26 +5,6 @@ import (
 	"testing"
 )
 
-func TestAsksForDocs(t *testing.T) {
-	for _, tc := range []struct {
-		request string
-		want    bool
-	}{
-		{"Could you add a docstring to `f` that says what it returns?", true},
-		{"Please document the arguments of `f` and their types.", true},
-		{"Could you explain in comments or a docstring how `f` works and why?", true},
-		{"Add type hints to `f`.", true},
-		{"It passes, though I want you to use a clearer layout for the condition in `f`.", false},
-		{"Could you keep the memory `f` uses small for long inputs?", false},
-		{"Avoid features in `f` that older Python versions lack, please.", false},
-		{"Could you avoid recomputing values inside `describe_all`?", false}, // a name is not a request
-	} {
-		if got := AsksForDocs(tc.request); got != tc.want {
-			t.Errorf("AsksForDocs(%q) = %v, want %v", tc.request, got, tc.want)
-		}
-	}
-}
-
 func TestKeepsForRequest(t *testing.T) {
 	const (
 		offTopic = "I added to `f` a docstring that states what it computes, as you asked. No code change is needed for the rest: the code already does what the task asks, and the checks below show it. The logic is unchanged, so the results for valid inputs stay the same and the earlier checks still pass.\n\n```python\ndef f(xs):\n    \"\"\"Return it.\"\"\"\n    return sum(xs)\n```"

@@ -203,6 +203,25 @@ func (s *Server) release() {
 	<-s.slots
 }
 
+// inSlot runs fn (a run of the request) in a run slot, counted and timed
+// as a run; false when the request needs no answer: the queue answered
+// (503), or the client went away (fn's error tells how).
+func (s *Server) inSlot(w http.ResponseWriter, r *http.Request, fn func(context.Context) error) bool {
+	if !s.acquire(w, r) {
+		return false
+	}
+	start := time.Now()
+	err := fn(r.Context())
+	s.release()
+	s.m.runs.Add(1)
+	s.m.runNS.Add(int64(time.Since(start)))
+	if r.Context().Err() != nil {
+		s.gone(err)
+		return false
+	}
+	return true
+}
+
 // RunCodeRequest is SandboxFusion's /run_code request.
 type RunCodeRequest struct {
 	Code           string            `json:"code"`
@@ -316,17 +335,13 @@ func (s *Server) runCode(w http.ResponseWriter, r *http.Request) {
 		s.badRequest(w, err.Error())
 		return
 	}
-	if !s.acquire(w, r) {
-		return
-	}
-	start := time.Now()
-	res, err := s.cfg.Exec.Run(r.Context(), xr)
-	s.release()
-	s.m.runs.Add(1)
-	s.m.runNS.Add(int64(time.Since(start)))
-	if r.Context().Err() != nil {
-		s.gone(err)
-		return // nobody to answer
+	var res executors.Result
+	var err error
+	if !s.inSlot(w, r, func(ctx context.Context) error {
+		res, err = s.cfg.Exec.Run(ctx, xr)
+		return err
+	}) {
+		return // answered, or nobody to answer
 	}
 	resp := RunCodeResponseOf(lang, res, err)
 	resp.Notes = notes
@@ -430,16 +445,12 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		s.m.count(StatusFailed)
 		return
 	}
-	if !s.acquire(w, r) {
-		return
-	}
-	start := time.Now()
-	v, err := harness.JudgeIn(r.Context(), s.cfg.Exec, lang, p, code, opts)
-	s.release()
-	s.m.runs.Add(1)
-	s.m.runNS.Add(int64(time.Since(start)))
-	if r.Context().Err() != nil {
-		s.gone(err)
+	var v harness.Verdict
+	var err error
+	if !s.inSlot(w, r, func(ctx context.Context) error {
+		v, err = harness.JudgeIn(ctx, s.cfg.Exec, lang, p, code, opts)
+		return err
+	}) {
 		return
 	}
 	if err != nil {
