@@ -103,13 +103,6 @@ func (f *Failures) Add(unit string, attempts int, err error) {
 	f.mu.Unlock()
 }
 
-// Len is the number of failed units.
-func (f *Failures) Len() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.list)
-}
-
 // Err returns nil when no unit failed (and removes the dead letters an
 // earlier run of the stage left: they were computed again). Otherwise it
 // writes the failed units

@@ -84,8 +84,3 @@ func DialogueItem(d schema.Dialogue) (Item, error) { return NewItem(KindDialogue
 func RatingItem(r schema.Rating) (Item, error) {
 	return NewItem(KindRating, r.QueryID+"/"+r.Rubric, r)
 }
-
-// FindingItem wraps an audit finding.
-func FindingItem(f schema.Finding) (Item, error) {
-	return NewItem(KindFinding, f.DialogueID+"/"+f.Benchmark+"/"+f.Method, f)
-}

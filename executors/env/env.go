@@ -143,12 +143,6 @@ func Names() []string { return envs.Names() }
 // Datasets lists registered loaders.
 func Datasets() []string { return loaders.Names() }
 
-// EnvFor names the environment a dataset's tasks run in ("" if unknown).
-func EnvFor(dataset string) string {
-	l, _ := loaders.Get(dataset)
-	return l.env
-}
-
 // Open opens the named environment over ex.
 func Open(ctx context.Context, name string, ex executors.Executor, opts Options) (Env, error) {
 	f, ok := envs.Get(name)

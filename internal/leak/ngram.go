@@ -185,16 +185,6 @@ const fnvPrime = 1099511628211
 
 var tokSeed = maphash.String(seed, "word tokens") | 1
 
-var asciiLower = func() (t [utf8.RuneSelf]byte) {
-	for c := range t {
-		t[c] = byte(c)
-		if 'A' <= c && c <= 'Z' {
-			t[c] += 'a' - 'A'
-		}
-	}
-	return t
-}()
-
 // appendLower appends the lowercase form of a word token to b.
 func appendLower(b []byte, w string) []byte {
 	for _, r := range w {

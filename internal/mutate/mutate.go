@@ -84,9 +84,6 @@ func Operators(kinds ...Kind) []string {
 	return ops
 }
 
-// OperatorKind returns the kind an operator plants, or "" when unknown.
-func OperatorKind(op string) Kind { return operators[op] }
-
 //go:embed mutate.py
 var script string
 
