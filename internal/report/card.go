@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/codefeedback/codefeedback/internal/report/section"
 	"github.com/codefeedback/codefeedback/internal/tally"
 	"github.com/codefeedback/codefeedback/pipeline"
 )
@@ -414,10 +415,10 @@ func writeCardBody(b *bytes.Buffer, d *Data, files []FileInfo, total int64) {
 		b.WriteString(countList(ds.Prompts) + ".\n")
 	}
 	fmt.Fprintf(b, "\n## Contents\n\n- dialogues: %d (counted from stage `%s`)\n- execution turns: %d\n", ds.Dialogues, ds.From, ds.Executions)
-	for _, c := range []struct {
-		name string
-		m    map[string]int
-	}{{"methods", ds.Methods}, {"final status", ds.FinalStatus}, {"bug kinds", ds.BugKinds}, {"mutation operators", ds.MutationOps}, {"feedback categories", ds.Feedback}, {"messages per dialogue", ds.Messages}} {
+	counts := []namedCounts{{"methods", ds.Methods}, {"final status", ds.FinalStatus}}
+	counts = append(counts, ds.labelCounts()...)
+	counts = append(counts, namedCounts{"feedback categories", ds.Feedback}, namedCounts{"messages per dialogue", ds.Messages})
+	for _, c := range counts {
 		if len(c.m) > 0 {
 			fmt.Fprintf(b, "- %s: %s\n", c.name, countList(c.m))
 		}
@@ -431,7 +432,7 @@ func writeCardBody(b *bytes.Buffer, d *Data, files []FileInfo, total int64) {
 	}
 	var audits []string
 	for _, s := range m.Stages {
-		if s.Type == "audit" && s.Status != "not-selected" && s.Status != "waiting-for-merge" {
+		if spec, ok := section.For(s.Type); ok && spec.Leakage && s.Status != "not-selected" && s.Status != "waiting-for-merge" {
 			audits = append(audits, "`"+s.Name+"`")
 		}
 	}

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/codefeedback/codefeedback/internal/report/section"
 	"github.com/codefeedback/codefeedback/pipeline"
+	"github.com/codefeedback/codefeedback/schema"
 
 	"gopkg.in/yaml.v3"
 )
@@ -159,6 +161,18 @@ func TestSampleRunCard(t *testing.T) {
 	if !s.audited && !strings.Contains(body, "ran, but had no benchmark files") {
 		t.Errorf("the audit had no benchmarks, but the card does not say so:\n%s", body)
 	}
+	// The counts of labels a stage's section names (correct's bug kinds and
+	// operators) stand in the contents, between the report's own counts.
+	contents := body[strings.Index(body, "## Contents"):]
+	order := []string{"- methods: ", "- final status: ", "- bug kinds: ", "- mutation operators: ", "- messages per dialogue: "}
+	at := 0
+	for _, w := range order {
+		i := strings.Index(contents[at:], w)
+		if i < 0 {
+			t.Fatalf("card contents lack %q after %q:\n%s", w, contents[:at], contents)
+		}
+		at += i + len(w)
+	}
 }
 
 func TestInferFeatures(t *testing.T) {
@@ -272,5 +286,39 @@ func TestDeriveLicense(t *testing.T) {
 		if fmt.Sprint(tc.got) != fmt.Sprint(tc.want) {
 			t.Errorf("%s: licence %v, want %v", tc.name, tc.got, tc.want)
 		}
+	}
+}
+
+// The dataset summary counts the labels the stages' sections name: by
+// value, or, for a Marked label, the dialogues that carry it.
+func TestDatasetLabelsFromSections(t *testing.T) {
+	var byKey = map[string]section.DatasetLabel{}
+	for _, l := range section.DatasetLabels() {
+		byKey[l.Key] = l
+	}
+	if byKey["bug_kind"].Title == "" || byKey["audit"].Marked == "" {
+		t.Fatalf("the correct and audit sections name no dataset labels: %+v", byKey)
+	}
+	dls := []schema.Dialogue{
+		{ID: "a", Stage: "correct", Labels: map[string]string{"bug_kind": "runtime", "mutation_op": "swap", "audit": "HumanEval/1 lines"}},
+		{ID: "b", Stage: "correct", Labels: map[string]string{"bug_kind": "runtime"}},
+		{ID: "c", Stage: "correct", Labels: map[string]string{"bug_kind": "syntax", "audit": "MBPP/2 lines"}},
+	}
+	var ds DatasetStats
+	samples := map[string]bool{}
+	for _, dl := range dls {
+		samples[ds.countLabels(section.DatasetLabels(), &dl)] = true
+	}
+	if len(samples) != 2 {
+		t.Errorf("the sample groups by bug kind: got %d groups, want 2 (runtime, syntax)", len(samples))
+	}
+	if got := ds.Labels["bug_kind"]; got["runtime"] != 2 || got["syntax"] != 1 || len(got) != 2 {
+		t.Errorf("bug kinds: got %v", got)
+	}
+	if got := ds.Labels["audit"]; got[""] != 2 || len(got) != 1 {
+		t.Errorf("audit, a marked label: got %v, want 2 under \"\"", got)
+	}
+	if got := ds.Marked(); !slices.Equal(got, []string{"2 labelled by the audit"}) {
+		t.Errorf("Marked() = %q", got)
 	}
 }

@@ -138,19 +138,75 @@ type DatasetStats struct {
 	Executions int            `json:"executions"`
 	// Outcomes are execution outcomes by position of the execution turn
 	// in its dialogue (iteration 1, 2, ...).
-	Outcomes     []IterationOutcomes `json:"outcomes"`
-	Methods      map[string]int      `json:"methods"`
-	Stages       map[string]int      `json:"stages"`
-	FinalStatus  map[string]int      `json:"final_status"`
-	BugKinds     map[string]int      `json:"bug_kinds,omitempty"`
-	MutationOps  map[string]int      `json:"mutation_ops,omitempty"`
-	Feedback     map[string]int      `json:"feedback,omitempty"`
-	Models       map[string]int      `json:"models,omitempty"`
-	Prompts      map[string]int      `json:"prompt_versions,omitempty"`
-	AuditLabeled int                 `json:"audit_labeled"`
+	Outcomes    []IterationOutcomes `json:"outcomes"`
+	Methods     map[string]int      `json:"methods"`
+	Stages      map[string]int      `json:"stages"`
+	FinalStatus map[string]int      `json:"final_status"`
+	// Labels counts dialogues by the value of each label a stage's
+	// report section names (section.DatasetLabels), by label key; a
+	// Marked label counts under "" the dialogues that carry it.
+	Labels   map[string]map[string]int `json:"labels,omitempty"`
+	Feedback map[string]int            `json:"feedback,omitempty"`
+	Models   map[string]int            `json:"models,omitempty"`
+	Prompts  map[string]int            `json:"prompt_versions,omitempty"`
 	// Diversity: distinct first and closing turns, template share,
 	// repeated openings.
 	Diversity schema.DiversitySummary `json:"diversity"`
+}
+
+// countLabels counts dl's labels that sections name, and returns the
+// values of those the report's sample takes one dialogue of each of.
+func (ds *DatasetStats) countLabels(labels []section.DatasetLabel, dl *schema.Dialogue) (sample string) {
+	for _, l := range labels {
+		v := dl.Labels[l.Key]
+		if l.Sample {
+			sample += "\x00" + v
+		}
+		if v == "" {
+			continue
+		}
+		if l.Marked != "" {
+			v = ""
+		}
+		if ds.Labels == nil {
+			ds.Labels = map[string]map[string]int{}
+		}
+		if ds.Labels[l.Key] == nil {
+			ds.Labels[l.Key] = map[string]int{}
+		}
+		ds.Labels[l.Key][v]++
+	}
+	return sample
+}
+
+// labelCounts are the dataset's counts by value of each label a report
+// section names with a Title, in section order, after the counts named
+// first: what the dataset card lists.
+func (ds DatasetStats) labelCounts() []namedCounts {
+	var out []namedCounts
+	for _, l := range section.DatasetLabels() {
+		if l.Title != "" && l.Marked == "" {
+			out = append(out, namedCounts{l.Title, ds.Labels[l.Key]})
+		}
+	}
+	return out
+}
+
+type namedCounts struct {
+	name string
+	m    map[string]int
+}
+
+// Marked says how many dialogues carry each Marked label ("3 labelled by
+// the audit"), for the report's dataset line.
+func (ds DatasetStats) Marked() []string {
+	var out []string
+	for _, l := range section.DatasetLabels() {
+		if n := ds.Labels[l.Key][""]; l.Marked != "" && n > 0 {
+			out = append(out, fmt.Sprintf("%d %s", n, l.Marked))
+		}
+	}
+	return out
 }
 
 // IterationOutcomes are the outcome counts of the n-th execution turns.
@@ -392,7 +448,7 @@ func (d *Data) readDataset(ctx context.Context) error {
 const datasetCacheFile = ".report-dataset.json"
 
 // datasetCacheVersion: bump when scanDataset counts differently.
-const datasetCacheVersion = "1"
+const datasetCacheVersion = "2"
 
 type datasetCache struct {
 	Key     string            `json:"key"`
@@ -407,7 +463,11 @@ func datasetKey(runDir string, s *pipeline.StageRecord, want int) string {
 	if h == "" {
 		return ""
 	}
-	return strings.Join([]string{datasetCacheVersion, s.Name, s.Output, h, strconv.Itoa(want)}, "\t")
+	labels := ""
+	for _, l := range section.DatasetLabels() {
+		labels += fmt.Sprintf("%+v;", l)
+	}
+	return strings.Join([]string{datasetCacheVersion, s.Name, s.Output, h, strconv.Itoa(want), labels}, "\t")
 }
 
 func (d *Data) loadDataset(key string) bool {
@@ -449,6 +509,7 @@ func (d *Data) saveDataset(key string) {
 // scanDataset reads the dataset stage's output into d.Dataset and the sample.
 func (d *Data) scanDataset(ctx context.Context, s *pipeline.StageRecord, want int) error {
 	ds := &d.Dataset
+	labels := section.DatasetLabels()
 	var rest []schema.Dialogue
 	groups := map[string]bool{}
 	var dv schema.Diversity
@@ -460,13 +521,9 @@ func (d *Data) scanDataset(ctx context.Context, s *pipeline.StageRecord, want in
 		inc(&ds.Methods, or(dl.Method, "unknown"))
 		inc(&ds.Stages, or(dl.Stage, "unknown"))
 		inc(&ds.FinalStatus, or(dl.Labels["final_status"], "unlabelled"))
-		inc(&ds.BugKinds, dl.Labels["bug_kind"])
-		inc(&ds.MutationOps, dl.Labels["mutation_op"])
+		g := dl.Stage + "\x00" + dl.Method + "\x00" + dl.Labels["final_status"] + ds.countLabels(labels, &dl)
 		inc(&ds.Models, dl.Model)
 		inc(&ds.Prompts, dl.Prompt)
-		if dl.Labels["audit"] != "" {
-			ds.AuditLabeled++
-		}
 		n := 0
 		for _, msg := range dl.Messages {
 			if msg.Feedback != nil {
@@ -485,7 +542,6 @@ func (d *Data) scanDataset(ctx context.Context, s *pipeline.StageRecord, want in
 		if want < 0 {
 			return nil
 		}
-		g := dl.Stage + "\x00" + dl.Method + "\x00" + dl.Labels["bug_kind"] + "\x00" + dl.Labels["final_status"]
 		if !groups[g] && len(d.sample) < want {
 			groups[g] = true
 			d.sample = append(d.sample, dl)

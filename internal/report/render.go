@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codefeedback/codefeedback/internal/report/section"
 	"github.com/codefeedback/codefeedback/pipeline"
 	"github.com/codefeedback/codefeedback/schema"
 )
@@ -152,17 +153,20 @@ func (d *Data) datasetCharts() []Chart {
 		}
 		cs = append(cs, Chart{ID: "chart-dataset-outcomes", Title: "Execution outcomes per iteration (n-th execution turn of a dialogue)", Rows: rows})
 	}
-	for _, c := range []struct {
+	type counts struct {
 		id, title string
 		m         map[string]int
-	}{
-		{"methods", "Dialogues per method", ds.Methods},
-		{"status", "Final status", ds.FinalStatus},
-		{"bugkinds", "Bug kinds", ds.BugKinds},
-		{"feedback", "Feedback categories", ds.Feedback},
-	} {
+	}
+	all := []counts{{"chart-dataset-methods", "Dialogues per method", ds.Methods}, {"chart-dataset-status", "Final status", ds.FinalStatus}}
+	for _, l := range section.DatasetLabels() {
+		if l.Chart != "" && l.Marked == "" {
+			all = append(all, counts{section.ChartID("dataset", l.Key), l.Chart, ds.Labels[l.Key]})
+		}
+	}
+	all = append(all, counts{"chart-dataset-feedback", "Feedback categories", ds.Feedback})
+	for _, c := range all {
 		if len(c.m) > 0 {
-			cs = append(cs, Chart{ID: "chart-dataset-" + c.id, Title: c.title, Bars: sortedBars(c.m)})
+			cs = append(cs, Chart{ID: c.id, Title: c.title, Bars: sortedBars(c.m)})
 		}
 	}
 	return cs

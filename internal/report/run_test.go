@@ -286,8 +286,8 @@ func TestSampleRunNumbers(t *testing.T) {
 		t.Errorf("executions: got %d, want %d", ds.Executions, want.executions)
 	}
 	equalCounts(t, "messages per dialogue", ds.Messages, want.messages)
-	equalCounts(t, "bug kinds", ds.BugKinds, want.bugKinds)
-	equalCounts(t, "mutation operators", ds.MutationOps, want.ops)
+	equalCounts(t, "bug kinds", ds.Labels["bug_kind"], want.bugKinds)
+	equalCounts(t, "mutation operators", ds.Labels["mutation_op"], want.ops)
 	if len(ds.Outcomes) != len(want.outcomes) {
 		t.Errorf("outcome iterations: got %d, want %d", len(ds.Outcomes), len(want.outcomes))
 	}

@@ -18,7 +18,8 @@ import (
 )
 
 func init() {
-	section.Register(section.Spec{Type: "audit", Title: "Audit: benchmark leakage", Build: buildAuditSection})
+	section.Register(section.Spec{Type: "audit", Title: "Audit: benchmark leakage", Build: buildAuditSection, Leakage: true,
+		DatasetLabels: []section.DatasetLabel{{Key: "audit", Marked: "labelled by the audit"}}})
 }
 
 // auditFile is the part of the audit stage's RUN/<name>.report.json the

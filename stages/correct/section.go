@@ -13,7 +13,11 @@ import (
 // bug kind, each mutation operator's yield, and the dialogues kept per
 // operator, counted from the stage's output.
 func init() {
-	section.Register(section.Spec{Type: "correct", Title: "Correct: planted bugs", Build: buildSection})
+	section.Register(section.Spec{Type: "correct", Title: "Correct: planted bugs", Build: buildSection,
+		DatasetLabels: []section.DatasetLabel{
+			{Key: "bug_kind", Title: "bug kinds", Chart: "Bug kinds", Sample: true},
+			{Key: "mutation_op", Title: "mutation operators"},
+		}})
 }
 
 func buildSection(ctx context.Context, s section.Stage, in *section.Instance) error {

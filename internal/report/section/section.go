@@ -98,6 +98,42 @@ type Spec struct {
 	Labels map[string]string
 	// Build draws the charts of one stage instance; nil means Generic.
 	Build func(ctx context.Context, s Stage, in *Instance) error
+	// Leakage marks a stage that checks the data against benchmarks: the
+	// dataset card names its instances where it says whether the data
+	// was checked for leakage.
+	Leakage bool
+	// DatasetLabels are dialogue labels the stage writes that the dataset
+	// summary counts, wherever in the pipeline the dataset comes from.
+	DatasetLabels []DatasetLabel
+}
+
+// DatasetLabel is a dialogue label (schema.Dialogue.Labels) the dataset
+// summary counts.
+type DatasetLabel struct {
+	Key string
+	// Title names the counts by value in the dataset card ("bug kinds");
+	// Chart, when set, is the title of the report's chart of them.
+	Title, Chart string
+	// Marked, instead of counts by value, counts the dialogues that carry
+	// the label and says what that means ("labelled by the audit").
+	Marked string
+	// Sample: the report's sample of dialogues takes one of each value.
+	Sample bool
+}
+
+// DatasetLabels lists every registered section's dataset labels, the
+// sections in order of type, so the summary reads the same whatever order
+// the stage packages were initialised in.
+func DatasetLabels() []DatasetLabel {
+	mu.Lock()
+	defer mu.Unlock()
+	sorted := slices.Clone(specs)
+	slices.SortFunc(sorted, func(a, b Spec) int { return strings.Compare(a.Type, b.Type) })
+	var out []DatasetLabel
+	for _, s := range sorted {
+		out = append(out, s.DatasetLabels...)
+	}
+	return out
 }
 
 var (
