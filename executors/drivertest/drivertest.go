@@ -31,6 +31,7 @@ func Run(t *testing.T, open func(t *testing.T) executors.Executor) {
 	t.Run("Limits", func(t *testing.T) { testLimits(t, ex) })
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, ex) })
 	t.Run("ForgedCells", func(t *testing.T) { testForgedCells(t, ex) }) // forge.go
+	t.Run("ForgedCellsExtra", func(t *testing.T) { testForgedCellsExtra(t, ex) })
 	t.Run("RunnerFiles", func(t *testing.T) { testRunnerFiles(t, ex) }) // private.go
 	t.Run("BadRequests", func(t *testing.T) { testBadRequests(t, ex) })
 	t.Run("Attacks", func(t *testing.T) { testAttacks(t, ex, h) })
