@@ -40,6 +40,10 @@ type kernelPath struct {
 	oom   int      // the cgroup's OOM counter
 	procs string   // the cgroup's cgroup.procs
 	ncpu  int
+	// own is what cgroup.procs listed when the kernel was taken (bwrap,
+	// the runner, the kernel). Any other process there after a cell is
+	// one the cell left, which the runner kills (strays).
+	own map[int]bool
 
 	k      *kernelProc
 	n      int    // cells of the session so far (their names: <cell-N>)
@@ -82,6 +86,7 @@ func newKernelPath(conn Conn) (*kernelPath, error) {
 		unix.Close(d.cpu)
 		return nil, fmt.Errorf("kernel channel: %s: %w", oom, err)
 	}
+
 	var set unix.CPUSet
 	if unix.SchedGetaffinity(0, &set) == nil && set.Count() > 0 {
 		d.ncpu = set.Count()
@@ -185,6 +190,19 @@ func (d *kernelPath) takeKernel() error {
 		}
 		return fmt.Errorf("kernel channel: %w", err)
 	}
+	// The runner is idle and has just started the kernel: what the
+	// cgroup holds now is the instance's own processes.
+	own, err := d.instancePids()
+	if err != nil {
+		for _, fd := range []int{got.req, got.st, got.out, got.err, got.pidfd} {
+			unix.Close(fd)
+		}
+		return fmt.Errorf("kernel channel: %w", err)
+	}
+	d.own = make(map[int]bool, len(own))
+	for _, pid := range own {
+		d.own[pid] = true
+	}
 	got.stf = os.NewFile(uintptr(got.st), "kernel-status")
 	if got.stRC, err = got.stf.SyscallConn(); err != nil {
 		got.stf.Close()
@@ -195,6 +213,49 @@ func (d *kernelPath) takeKernel() error {
 	}
 	d.k = got
 	return nil
+}
+
+// instancePids is what the instance's cgroup.procs lists now. The file
+// is opened for each look: cgroup v1 keeps the list an open file read
+// first, and a pread from 0 gives that list again.
+func (d *kernelPath) instancePids() ([]int, error) {
+	fd, err := unix.Open(d.procs, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("cgroup.procs: %w", err)
+	}
+	buf := d.scratch()
+	n, err := rawPread(fd, buf, 0)
+	unix.Close(fd)
+	if err != nil {
+		return nil, fmt.Errorf("cgroup.procs: %w", err)
+	}
+	var pids []int
+	for _, f := range bytes.Fields(buf[:n]) {
+		pid, err := strconv.Atoi(string(f))
+		if err != nil {
+			return nil, fmt.Errorf("cgroup.procs: %w", err)
+		}
+		pids = append(pids, pid)
+	}
+	if n == len(buf) {
+		pids = append(pids, -1) // more than fits: not the instance's own alone
+	}
+	return pids, nil
+}
+
+// strays says whether the instance has a process besides its own ones
+// (d.own): one the cell left running.
+func (d *kernelPath) strays() bool {
+	pids, err := d.instancePids()
+	if err != nil {
+		return true
+	}
+	for _, pid := range pids {
+		if !d.own[pid] {
+			return true
+		}
+	}
+	return false
 }
 
 // hostPid maps the kernel's pid in the sandbox to the host's: the process
@@ -328,6 +389,16 @@ func (d *kernelPath) exec(ctx context.Context, in *instance, code string, lim Li
 	end := wireRequest{Op: "cell_end", N: d.n, Begin: begin[:], OOMs: &ooms, DurationNS: int64(duration)}
 	switch out.status {
 	case "ok", "ok-ended":
+		if d.strays() {
+			// No process outlives its cell (docs/sandbox.md): one left
+			// behind would keep the capture files, where it could rewrite
+			// a later cell's output, and use CPU no cell's limit counts.
+			// The runner kills all but the kernel, before the output is
+			// read.
+			if _, err := d.runner(ctx, in, wireRequest{Op: "strays"}, lim); err != nil {
+				return wireResponse{}, err
+			}
+		}
 		w := d.result(k, begin, ooms, out.rc, lim)
 		w.DurationNS = int64(duration)
 		d.served++

@@ -536,6 +536,7 @@ def node_session_start(sess):
             os._exit(127)
     os.close(cmd_r)
     os.close(rep_w)
+    WATCHED.add(pid)  # runner.py: reap() keeps its status (kernel_wait)
     rep = os.fdopen(rep_r, "rb")
     # The kernel's first line, before any cell ran: its HMAC key.
     line = rep.readline(256)
@@ -543,7 +544,7 @@ def node_session_start(sess):
         rep.close()
         os.close(cmd_w)
         sigkill(-pid)  # runner.py
-        os.waitpid(pid, 0)
+        kernel_wait(pid)  # runner.py
         raise RuntimeError("the node session kernel did not start")
     keys = line.split()
     try:
@@ -557,9 +558,10 @@ def node_session_start(sess):
         rep.close()
         os.close(cmd_w)
         sigkill(-pid)  # runner.py
-        os.waitpid(pid, 0)
+        kernel_wait(pid)  # runner.py
         raise RuntimeError("the node session kernel is dumpable (%s is readable?): refused" % exe)
     sess.node = (pid, cmd_w, rep, bytes.fromhex(keys[1].decode()), bytes.fromhex(keys[2].decode()))
+    node_pause(pid)
 
 
 def node_session_stop(sess):
@@ -574,19 +576,34 @@ def node_session_stop(sess):
         except OSError:
             pass
     sigkill(-pid)  # runner.py
+    kernel_wait(pid)  # runner.py
+
+
+def node_pause(pid):
+    """Between cells the kernel is stopped (SIGSTOP; SIGCONT when the next
+    cell is sent): what a cell left on its event loop (a timer, a busy
+    interval) uses no CPU that no cell's limit counts, and cannot end the
+    kernel between cells. It runs again only during a later cell, whose
+    CPU time it then counts in."""
     try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
+        os.kill(pid, signal.SIGSTOP)
+    except OSError:
         pass
 
 
 def node_session_cell(sess, code):
-    """Runs one cell; returns (exit_code, signal)."""
+    """Runs one cell; returns (exit_code, signal, whether the kernel
+    ended during it: the cell is then reported killed, never ok, whatever
+    its exit status, as a python kernel that ends during a cell is)."""
     if getattr(sess, "node", None) is None:
         node_session_start(sess)
     import hashlib
     import hmac
     pid, cmd_w, rep, key, req_key = sess.node
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except OSError:
+        pass
     nonce = os.urandom(16).hex()
     tag = hmac.new(req_key, (nonce + "\n" + code).encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
     try:
@@ -607,19 +624,24 @@ def node_session_cell(sess, code):
             continue
         want = hmac.new(key, parts[0] + b" " + parts[1], hashlib.sha256).hexdigest().encode()
         if hmac.compare_digest(want, parts[2]):
-            return int(parts[1]), ""
-    # Node ended during the cell: its status is the cell's.
-    _, status = os.waitpid(pid, 0)
+            node_pause(pid)
+            return int(parts[1]), "", False
+    # Node ended during the cell (process.reallyExit(0) in a listener an
+    # earlier cell placed before the kernel's, say): its status is the
+    # cell's, and the cell was killed, not ok.
+    sigkill(-pid, pid)  # runner.py
+    status = kernel_wait(pid)  # runner.py
     sess.node = None
-    try:
-        os.close(cmd_w)
-        rep.close()
-    except OSError:
-        pass
-    sigkill(-pid)  # runner.py
+    for close in (lambda: os.close(cmd_w), rep.close):
+        try:
+            close()
+        except OSError:
+            pass
     if not cell_over():  # runner.py: else the cell's note names the limit
-        sess.se.write("[session: the node process ended; the next cell starts a fresh one]\n")
+        sess.se.write("[session: the node process ended during the cell; the next cell starts a fresh one]\n")
         sess.se.flush()
+    if status is None:
+        return 128 + signal.SIGKILL, "SIGKILL", True
     if os.WIFSIGNALED(status):
-        return 128 + os.WTERMSIG(status), signame(os.WTERMSIG(status))
-    return os.WEXITSTATUS(status), ""
+        return 128 + os.WTERMSIG(status), signame(os.WTERMSIG(status)), True
+    return os.WEXITSTATUS(status), "", True

@@ -248,10 +248,11 @@ def sigkill(*pids):
             pass
 
 
-def sweep(pgid):
-    """SIGKILL every process but the runner and its ancestors. Returns the
-    number of live processes found outside the run's own process group (such
-    as daemons that called setsid): they mean the run tampered."""
+def sweep(pgid, keep=()):
+    """SIGKILL every process but the runner, its ancestors and keep (a
+    session's kernel). Returns the number of live processes found outside
+    the run's own process group (such as daemons that called setsid): they
+    mean the run tampered."""
     strays = 0
     for _ in range(50):
         found = 0
@@ -259,7 +260,7 @@ def sweep(pgid):
             if not name.isdigit():
                 continue
             pid = int(name)
-            if pid in KEEP:
+            if pid in KEEP or pid in keep:
                 continue
             st = proc_stat(pid)
             if st is None or st[0] in ("Z", "X"):
@@ -1305,6 +1306,22 @@ def do_run(req):
 #   began, and the trap's only work, the save, runs in a subshell (a
 #   fork), so a function named `builtin`, `set` or `printf`, an alias or
 #   errexit inside the save cannot touch it.
+# - The trap runs no code of the cell's either: a function named `builtin`
+#   (or `command`) would shadow every `\builtin` of the save, and ran in
+#   the NEXT cell's trap, where it could reach that cell's bash (its
+#   /proc/PID/mem, its capture descriptors). The save's subshell first
+#   turns on posix mode by an assignment (POSIXLY_CORRECT=y: no function
+#   can shadow an assignment), where `unset`, a POSIX special builtin, is
+#   found before any function; it removes the function named `builtin`,
+#   and posix mode goes again (unless the cell had it on). Until then it
+#   runs only keywords and assignments; if posix mode cannot be turned on
+#   (POSIXLY_CORRECT made readonly) nothing is saved. A function named
+#   `builtin` is so never part of a saved state.
+# - bash is started from an execute-only memfd copy of /bin/bash
+#   (bash_exe): a process started from a file it cannot read is not
+#   dumpable, so no other process of the sandbox can open its
+#   /proc/PID/mem or /proc/PID/fd. And no process outlives its cell
+#   (Session.end_strays): nothing an earlier cell started is left to try.
 # - The saved state is data, never code the next cell runs as written.
 #   The trap writes it as NUL-separated fields (bash_parse reads them) and
 #   the runner writes the next prologue from those fields alone: names
@@ -1325,7 +1342,7 @@ def do_run(req):
 # printed: Session.cell cuts it off.
 BASH_SKIP = ("BASH*|EUID|PPID|UID|SHELLOPTS|FUNCNAME|GROUPS|RANDOM|SRANDOM|SECONDS|LINENO|HISTCMD|EPOCH*|"
              "DIRSTACK|PIPESTATUS|_|__cf_*|COMP*|OPT*|PWD|OLDPWD|SHLVL|HOSTNAME|HOSTTYPE|MACHTYPE|OSTYPE|"
-             "IFS|PS4|PS1|PS2")
+             "IFS|PS4|PS1|PS2|POSIXLY_CORRECT")
 # The save, run by eval in the trap's subshell with aliases off; no single
 # quote in it (it sits in one). Variables: V name attrs value, U name attrs
 # (declared, no value), A name attrs count keys... values..., R `declare -p`
@@ -1358,9 +1375,16 @@ def bash_trap(new):
     second subshell whose stderr is /dev/null: a save killed by a signal
     (its file-size limit, say) is reported by the shell that waits for
     it, and that report quotes the save's source. (The second subshell
-    has a command after the first, or bash would not fork for it.)"""
-    return ("( ( __cf_f=$-; \\builtin shopt -p; \\builtin printf \"\\0\"; \\builtin shopt -u expand_aliases extdebug; "
-            "\\builtin eval '" + BASH_DUMP + "' ) >&" + str(new) + "; (( 1 )) ) 2>/dev/null || (( 1 ))")
+    has a command after the first, or bash would not fork for it.)
+    Before any command, posix mode (an assignment) lets the special
+    builtin `unset` remove a function named `builtin`, which would
+    otherwise run in place of every `\\builtin` below; then posix mode
+    is left as the cell had it (see the comment above BASH_SKIP)."""
+    return ("( ( __cf_f=$- __cf_p=; [[ -o posix ]] && __cf_p=1; POSIXLY_CORRECT=y; "
+            "if [[ -o posix ]]; then \\unset -f builtin; \\unset POSIXLY_CORRECT; "
+            "[[ -n $__cf_p ]] && \\builtin set -o posix; "
+            "\\builtin shopt -p; \\builtin printf \"\\0\"; \\builtin shopt -u expand_aliases extdebug; "
+            "\\builtin eval '" + BASH_DUMP + "'; fi ) >&" + str(new) + "; (( 1 )) ) 2>/dev/null || (( 1 ))")
 
 
 def bash_prologue(fds, restore, functions):
@@ -2615,15 +2639,35 @@ class Session:
                 if self.cell_seconds is not None:
                     start = time.monotonic() - self.cell_seconds
             elif self.lang == "javascript":
-                rc, sig = node_session_cell(self, code)  # langs.py
+                rc, sig, died = node_session_cell(self, code)  # langs.py
+                # Stopped at a limit, the session starts again empty (cell_result).
+                died = died and not cell_over()
             elif self.lang == "sql":
                 rc = run_sql(self.db, code, self.so, self.se)
                 self.so.flush()
                 self.se.flush()
         finally:
             watch.stop()
+        if self.lang != "bash":  # bash_cell did, before it read the state
+            self.end_strays()
         duration = time.monotonic() - start
         return self.cell_result(req, begin, ooms, rc, sig, died, watch.over, watch.over and watch.note(), duration)
+
+    def end_strays(self):
+        """No process outlives its cell: what a cell left running (setsid,
+        a double fork, nohup) is SIGKILLed as the cell ends, before its
+        result is read; only the session's kernel (python, node) stays.
+        A process left behind would keep the capture files, where it
+        could rewrite a later cell's output, and would use CPU between
+        cells, which no cell's limit counts. (bash: the cell's bash has
+        exited; sql runs in the runner.)"""
+        keep = ()
+        if self.kernel is not None:
+            keep = (self.kernel[0],)
+        node = getattr(self, "node", None)
+        if node is not None:
+            keep = (node[0],)
+        sweep(-1, keep)
 
     def cell_result(self, req, begin, ooms, rc, sig, died, over, note, duration):
         """The cell's result: its status, what its capture files gained
@@ -2804,6 +2848,13 @@ class Session:
         src = code.encode("utf-8", "surrogatepass").replace(b"\0", b"")
         new = anon_file("state")
         pairs = {fds[0]: self.prologue, fds[2]: new}
+        exe = bash_exe()
+        exe_at = None
+        if exe is not None:
+            exe_at = 3
+            while exe_at in fds:
+                exe_at += 1
+            pairs[exe_at] = exe
         big = None
         argv = ["/bin/bash", "-c", src]
         if len(src) > BASH_ARG_MAX:
@@ -2834,12 +2885,18 @@ class Session:
                     os.chdir("/")
                 env = dict(os.environ)
                 env["BASH_ENV"] = "/proc/self/fd/%d" % fds[0]
+                if exe_at is not None:
+                    os.set_inheritable(exe_at, False)  # bash must not hold its own file
+                    os.execve(exe_at, argv, env)
                 os.execve("/bin/bash", argv, env)
             finally:
                 os._exit(127)
         if big is not None:
             os.close(big)
         _, status = os.waitpid(pid, 0)
+        # Before the state is read and checked (by a bash of the runner's):
+        # no process of the cell is left to change either.
+        self.end_strays()
         self.cell_seconds = None
         try:
             size = os.fstat(new).st_size
@@ -2864,6 +2921,53 @@ class Session:
 
 # The largest state a bash cell may save; past it the last state is kept.
 BASH_STATE_MAX = 64 << 20
+
+BASH_EXE = [None]  # an O_PATH descriptor of the execute-only bash (bash_exe)
+
+
+def bash_exe():
+    """An O_PATH descriptor of a sealed memfd copy of /bin/bash with mode
+    0111, made once per runner, for bash cells to start from (fexecve): a
+    process started from a file it cannot read is not dumpable, so no
+    other process of the sandbox (one a cell started) can open its
+    /proc/PID/mem or /proc/PID/fd and change its exit status or output,
+    as node's kernel starts from an execute-only binary. The memfd has no
+    path, no process but the runner holds it, and the mode is checked
+    before each use. None where it cannot be made (no memfd, or exec of
+    memfds forbidden): /bin/bash itself, dumpable, is used then."""
+    import fcntl
+    fd = BASH_EXE[0]
+    if fd is not None:
+        try:
+            if os.fstat(fd).st_mode & 0o7777 == 0o111:
+                return fd
+        except OSError:
+            pass
+        BASH_EXE[0] = None
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    try:
+        mfd = os.memfd_create("bash", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    except (AttributeError, OSError):
+        return None
+    try:
+        with open("/bin/bash", "rb") as f:
+            view = memoryview(f.read())
+        while view:
+            view = view[os.write(mfd, view):]
+        fcntl.fcntl(mfd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE)
+        os.fchmod(mfd, 0o111)
+        # exec refuses a file open for writing (ETXTBSY): keep only a
+        # path-only descriptor, which needs no permission to open.
+        fd = os.open("/proc/self/fd/%d" % mfd, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return None
+    finally:
+        os.close(mfd)
+    BASH_EXE[0] = fd
+    return fd
 
 
 def sealed_file(name, data):
@@ -2926,11 +3030,17 @@ def main():
                 send(session.cell(req))
             elif op == "cell_end" and session is not None:
                 send(session.direct_end(req))
+            elif op == "strays" and session is not None:
+                # The host ran a python cell on the kernel itself and saw
+                # processes the cell left (Session.end_strays).
+                session.end_strays()
+                send({"id": req.get("id"), "ok": True})
             elif op == "kernel" and session is not None:
                 # The host saw the kernel end just after a cell's status:
                 # a fresh one, with the session's files, as the runner's
                 # own path does when it sees that (kernel_call).
                 kernel_stop(session)
+                session.end_strays()  # what the ended kernel's cell left
                 kernel_start(session)
                 send({"id": req.get("id"), "ok": True})
             elif op == "reset" and session is not None:
