@@ -257,6 +257,7 @@ func sqlAttachEach(from, to int) []string {
 // 1, its "real" stdout and its error on stderr.
 func testForgedCellsExtra(t *testing.T, ex executors.Executor) {
 	t.Run("background processes end with their cell", func(t *testing.T) { testCellProcessesEnd(t, ex) })
+	t.Run("bash sealed", func(t *testing.T) { testBashSealed(t, ex) })
 	ctx := context.Background()
 	for _, k := range append(append([]forgeryKind(nil), extraForgeries...), leftForgeries...) {
 		for _, f := range k.forgeries {
@@ -349,4 +350,48 @@ console.log('started');
 			}
 		})
 	}
+}
+
+// testBashSealed checks the two halves of the bash forgeries above one at
+// a time: a process a cell starts cannot open its bash's /proc/PID/mem
+// (bash starts from an execute-only copy, so it is not dumpable), and a
+// function named builtin an earlier cell defined never runs in a later
+// cell's EXIT trap (it leaves a mark if it does).
+func testBashSealed(t *testing.T, ex executors.Executor) {
+	ctx := context.Background()
+	lim := executors.Limits{Timeout: 20 * time.Second, WallTimeout: 30 * time.Second}
+	t.Run("bash is not dumpable", func(t *testing.T) {
+		s := openSession(t, ctx, ex, executors.Bash, executors.SessionOptions{Limits: lim})
+		r, err := s.Exec(ctx, `python3 -c '
+import os
+try:
+    open("/proc/%d/mem" % os.getppid(), "rb").close()
+    print("opened")
+except PermissionError:
+    print("refused")'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimSpace(r.Stdout) != "refused" {
+			t.Errorf("a child of the cell's bash opening its /proc/PID/mem: stdout %q stderr %q, want refused", clip(r.Stdout), clip(r.Stderr))
+		}
+	})
+	t.Run("the trap runs no function of the cell", func(t *testing.T) {
+		s := openSession(t, ctx, ex, executors.Bash, executors.SessionOptions{Limits: lim})
+		cells := []string{
+			`mark=$PWD/trap-ran; eval "builtin() { echo x >> $mark; command builtin \"\$@\"; }"; echo defined`,
+			`echo second`,
+			`if [ -e trap-ran ]; then echo ran; else echo never; fi; declare -F`,
+		}
+		var r executors.Result
+		for _, c := range cells {
+			var err error
+			if r, err = s.Exec(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !strings.HasPrefix(r.Stdout, "never") {
+			t.Errorf("a function named builtin ran in a later cell's trap: stdout %q", clip(r.Stdout))
+		}
+	})
 }
