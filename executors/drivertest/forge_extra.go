@@ -395,3 +395,34 @@ except PermissionError:
 		}
 	})
 }
+
+// Run-to-run channels of the second red-team round (working on main at
+// 7dcc841): a run's user.* extended attributes and modes on the
+// directories every run shares, and a TCP connection's TIME_WAIT entry in
+// the next run's /proc/net/tcp. The runner now compares them after each
+// run and has the instance replaced when one changed.
+func init() {
+	channels = append(channels,
+		channel{
+			name: "owner, mode and extended attributes of shared directories", lang: executors.Bash,
+			hostile: `for d in /tmp /tmp/cf /dev/shm; do python3 -c "import os, sys; os.setxattr(sys.argv[1], 'user.cf', b'poison')" $d 2>/dev/null && echo set; done | sort -u
+chmod 0777 /tmp /dev/shm 2>/dev/null; chmod 0500 /tmp/cf 2>/dev/null; echo tried`,
+			hostileWants: "set\ntried",
+			probe: `for d in /tmp /tmp/cf /dev/shm; do python3 -c "import os, sys; print(sys.argv[1], os.listxattr(sys.argv[1]))" $d; done
+for d in /tmp /dev/shm; do case $(stat -c %a $d) in 755|1777) echo $d ok;; *) echo $d $(stat -c %a $d);; esac; done; stat -c %a /tmp/cf`,
+			want: "/tmp []\n/tmp/cf []\n/dev/shm []\n/tmp ok\n/dev/shm ok\n700\n",
+		},
+		channel{
+			name: "TIME_WAIT sockets", lang: executors.Python,
+			hostile: `import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", 40000)); s.listen(8)
+for port in (41234, 42345):
+    c = socket.socket(); c.bind(("127.0.0.1", port)); c.connect(("127.0.0.1", 40000))
+    a, _ = s.accept()
+    c.close(); a.close()
+print("tcp", len(open("/proc/net/tcp").readlines()) - 1 > 0)`,
+			hostileWants: "tcp True",
+			probe:        `print(len(open("/proc/net/tcp").readlines()) - 1, len(open("/proc/net/tcp6").readlines()) - 1)`,
+			want:         "0 0\n",
+		})
+}
