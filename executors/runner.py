@@ -1366,6 +1366,11 @@ BASH_DUMP = (
 SAVED = b"#saved\n"
 
 
+# The shopt options that turning posix mode on and then off (as the trap
+# does) changes, in bash 5.2's posix_initialize.
+BASH_POSIX_SHOPT = ("expand_aliases", "inherit_errexit", "interactive_comments", "shift_verbose", "sourcepath")
+
+
 def bash_trap(new):
     """The EXIT trap's action, saving into descriptor new. It runs no
     command in the cell's shell: the save is a subshell, and `|| (( 1 ))`
@@ -1379,10 +1384,14 @@ def bash_trap(new):
     Before any command, posix mode (an assignment) lets the special
     builtin `unset` remove a function named `builtin`, which would
     otherwise run in place of every `\\builtin` below; then posix mode
-    is left as the cell had it (see the comment above BASH_SKIP)."""
-    return ("( ( __cf_f=$- __cf_p=; [[ -o posix ]] && __cf_p=1; POSIXLY_CORRECT=y; "
+    is left as the cell had it (see the comment above BASH_SKIP), and
+    the shopt options turning posix mode on and off changes are set
+    back from $BASHOPTS (read first: an expansion, no command)."""
+    return ("( ( __cf_f=$- __cf_o=$BASHOPTS __cf_p=; [[ -o posix ]] && __cf_p=1; POSIXLY_CORRECT=y; "
             "if [[ -o posix ]]; then \\unset -f builtin; \\unset POSIXLY_CORRECT; "
             "[[ -n $__cf_p ]] && \\builtin set -o posix; "
+            "for __cf_x in " + " ".join(BASH_POSIX_SHOPT) + "; do if [[ :$__cf_o: == *:$__cf_x:* ]]; "
+            "then \\builtin shopt -s \"$__cf_x\"; else \\builtin shopt -u \"$__cf_x\"; fi; done; "
             "\\builtin shopt -p; \\builtin printf \"\\0\"; \\builtin shopt -u expand_aliases extdebug; "
             "\\builtin eval '" + BASH_DUMP + "'; fi ) >&" + str(new) + "; (( 1 )) ) 2>/dev/null || (( 1 ))")
 
