@@ -1064,6 +1064,38 @@ def instance_state():
             "nice": os.getpriority(os.PRIO_PROCESS, 0), "rlimits": all_rlimits()}
 
 
+# Directories every run may write in, which outlive the run: a run that
+# changed their owner, mode or extended attributes (user.* on a tmpfs)
+# would leave the next run on the slot a message or a different sandbox.
+SHARED_DIRS = ("/tmp", ROOT, "/dev/shm", "/var/tmp", "/run/lock")
+
+
+def dir_state():
+    """(owner, mode, extended attributes) of SHARED_DIRS, and the TCP
+    sockets of the instance's network namespace (a closed connection stays
+    in TIME_WAIT for a minute, in the next run's /proc/net/tcp)."""
+    out = {}
+    for d in SHARED_DIRS:
+        try:
+            st = os.stat(d)
+            out[d] = (st.st_uid, st.st_gid, st.st_mode)
+        except OSError:
+            out[d] = None
+            continue
+        try:
+            names = sorted(os.listxattr(d))
+            out[d] += tuple((n, os.getxattr(d, n)) for n in names)
+        except OSError:
+            pass
+    for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(f, "rb") as fh:
+                out[f] = sum(1 for _ in fh) - 1
+        except OSError:
+            out[f] = None
+    return out
+
+
 def check_taint():
     """Problems a run left for the next one. Files are removed by the
     cleanup; whatever shows here cannot be, and the pool replaces the
@@ -1097,6 +1129,10 @@ def check_taint():
     if now["rlimits"] != BASELINE["rlimits"]:
         changed = sorted(k for k in now["rlimits"] if now["rlimits"][k] != BASELINE["rlimits"].get(k))
         problems.append("runner rlimits changed: %s" % changed)
+    dirs = dir_state()
+    changed = sorted(k for k in dirs if dirs[k] != BASELINE["dirs"].get(k))
+    if changed:
+        problems.append("owner, mode, extended attributes or sockets changed: %s" % changed)
     return problems
 
 
@@ -3006,6 +3042,7 @@ def main():
     set_dumpable(0)
     BASELINE = instance_state()
     os.makedirs(ROOT, mode=0o700, exist_ok=True)
+    BASELINE["dirs"] = dir_state()  # with ROOT made
     os.chdir(ROOT)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     signal.signal(signal.SIGALRM, on_alarm)  # session cells' limits (CellWatch)
