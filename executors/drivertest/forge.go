@@ -403,6 +403,28 @@ class K(str):
         return False
 sys.modules["__main__"].__dict__[K("__cf_f")] = os.open("/dev/null", os.O_WRONLY)
 print("patched")`},
+	// A key of the namespace that answers for "exec", which the stub looks
+	// up before the driver runs: at the next cell's lookup its __eq__
+	// writes a status and raises. The stub's bare except swallowed that,
+	// no driver wrote a status, and the runner took the key's: with the
+	// runner of ae0dbac the failing cell after it ended with exit 0 on
+	// bwrap. The stub's except clause now has the hook add a message that
+	// is no status.
+	{"a namespace key that writes a status and stops the stub", `
+import os, sys
+class K(str):
+    fired = [False]
+    def __hash__(self):
+        return str.__hash__(self)
+    def __eq__(self, o):
+        b = dict.get(sys.modules["__main__"].__dict__, "__cf_b")
+        if not K.fired[0] and type(b) is bytes and len(b) > 11:
+            K.fired[0] = True
+            os.write(int.from_bytes(b[9:11], "big"), b"R 0")  # the request's header names the status socket
+            raise LookupError("the stub stops here")
+        return str.__eq__(self, o)
+sys.modules["__main__"].__dict__[K("exec")] = exec
+print("patched")`},
 }
 
 // bashForgeries are bash session cells that try to make a later cell's
