@@ -425,6 +425,17 @@ class K(str):
         return str.__eq__(self, o)
 sys.modules["__main__"].__dict__[K("exec")] = exec
 print("patched")`},
+	// The stub runs the driver's code object from the namespace, where the
+	// subinterpreter's setup put it: this one is a function of the cell's
+	// that writes a status. The hook vouches for the stub's by identity
+	// (with that check left out of a scratch copy of the runner, the one
+	// status before the end was this R 0).
+	{"the driver's code object swapped in the namespace", `
+def forged():
+    g = __import__("sys")._getframe(1).f_globals
+    __import__("os").write(int.from_bytes(g["__cf_b"][9:11], "big"), b"R 0")
+__cf_C = forged.__code__
+print("patched")`},
 }
 
 // bashForgeries are bash session cells that try to make a later cell's
