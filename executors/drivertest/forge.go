@@ -428,8 +428,8 @@ print("patched")`},
 	// The stub runs the driver's code object from the namespace, where the
 	// subinterpreter's setup put it: this one is a function of the cell's
 	// that writes a status. The hook vouches for the stub's by identity
-	// (with that check left out of a scratch copy of the runner, the one
-	// status before the end was this R 0).
+	// (with that check left out of a scratch copy of the runner, both
+	// failing cells after it ended with exit 0 on bwrap).
 	{"the driver's code object swapped in the namespace", `
 def forged():
     g = __import__("sys")._getframe(1).f_globals
