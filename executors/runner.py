@@ -1791,7 +1791,7 @@ def compile_ast(code, name):
 # The subinterpreter's setup, run once before any cell.
 KERNEL_SETUP = r"""
 def _setup(scratch, pattern, driver, subkey, status_fd):
-    import io, os, re, sys, types, marshal, _hashlib, _thread
+    import gc, io, os, re, sys, types, marshal, _hashlib, _thread
     # What the stub and the driver run with, as it is before any cell: each
     # checks its own against these by identity (vouch), never by name. The
     # driver's code object is made here once, before the hook: code objects
@@ -1814,6 +1814,7 @@ def _setup(scratch, pattern, driver, subkey, status_fd):
     as_str, as_bytes, as_int, item = str_.__str__, bytes_.__bytes__, int_.__int__, tuple.__getitem__
     loads, mac, same, ident = marshal.loads, _hashlib.hmac_digest, _hashlib.compare_digest, _thread.get_ident
     stat, fileio, write = os.stat, io.FileIO, os.write
+    gc_enabled, gc_off, gc_on = gc.isenabled, gc.disable, gc.enable
     getframe, coroutine = sys._getframe, types.coroutine.__code__
     code_t, plain, tuple_ = T(coroutine), (tuple, list, set, frozenset), tuple
     func_t = T(lambda: 0)
@@ -1921,6 +1922,20 @@ def _setup(scratch, pattern, driver, subkey, status_fd):
         raise err("a python session cell's driver was tampered with")
 
     def hook(event, args):
+        # The collector runs finalizers (a cell's code) at any allocation of
+        # a tracked object, and one that ran inside the hook read subkey
+        # from vouch's closure through the hook's frame (a drivertest
+        # forgery: objects made by has_code's marshal.loads collected it):
+        # it is off while the hook checks.
+        if not gc_enabled():
+            return check(event, args)
+        gc_off()
+        try:
+            return check(event, args)
+        finally:
+            gc_on()
+
+    def check(event, args):
         if event == "object.__getattr__":
             if len_(args) == 2 and T(item(args, 0)) is func_t and T(item(args, 1)) is str_ and item(args, 1) == "__code__":
                 vouch(item(args, 0))
@@ -1947,7 +1962,7 @@ def _setup(scratch, pattern, driver, subkey, status_fd):
             me = ident()
             if inner[0] == me:
                 return  # has_code's own
-            d = args[0]
+            d = args[0]  # bytes the event made from the buffer: no cell's class
             if d == current[0]:
                 return  # the cell of the request vouched for last (vouch)
             p = pyc.pop(me, None)
