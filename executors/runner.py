@@ -1807,7 +1807,8 @@ def _setup(scratch, pattern, driver, subkey, status_fd):
     # Everything the hook calls is bound here. It must never run a cell's
     # code: code it called could read the hook's frame, and with it subkey.
     # So it reads no dict a cell can fill, calls no method of a cell's
-    # class, and takes a subclass of str or bytes by the base type's copy.
+    # class, takes a subclass of str or bytes by the base type's copy, and
+    # checks with the collector off (hook), which would run finalizers.
     T, str_, bytes_, int_, dict_, len_ = type, str, bytes, int, dict, len
     err, denied, base_exc = RuntimeError, PermissionError, BaseException
     MRO = T.__dict__["__mro__"].__get__
