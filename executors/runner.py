@@ -1980,7 +1980,7 @@ def _setup(scratch, pattern, driver, subkey, status_fd):
                 raise err("loading code objects with marshal is not available in a python session cell: "
                           "crafted bytecode could read the kernel's memory")
         elif event == "code.__new__":
-            if getframe(1).f_code is not coroutine:  # types.coroutine sets a flag, no more
+            if getframe(2).f_code is not coroutine:  # above check and hook: types.coroutine sets a flag, no more
                 raise err("making code objects (CodeType, code.replace) is not available in a python "
                           "session cell: crafted bytecode could read the kernel's memory")
         elif event == "import":
