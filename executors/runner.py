@@ -1826,9 +1826,9 @@ def compile_ast(code, name):
 # audit hooks, gc's object walks, ctypes, /proc/*/mem, and os.fork (a
 # forked subinterpreter cannot run).
 #
-# Each cell runs through KERNEL_STUB, which has the hook vouch that exec,
-# marshal.loads and the driver's code are the interpreter's own and the
-# kernel's, and runs KERNEL_DRIVER. The driver has the hook vouch for every
+# Each cell runs through KERNEL_STUB, which has the hook vouch that exec
+# and the driver's code object are the interpreter's own and the one the
+# setup made, and runs KERNEL_DRIVER. The driver has the hook vouch for every
 # other function whose replacement could change which code runs or what
 # status is sent, and for the request (its tag under a second key, subkey,
 # and a counter the hook has not seen: a cell cannot swap in another cell's
@@ -1850,8 +1850,8 @@ def compile_ast(code, name):
 # Code that reads the process's memory finds the key. The hook closes the
 # routes to it that it can see: extension modules from outside /usr and
 # CPython's _test* modules, code objects a cell makes (CodeType,
-# code.replace, marshal.loads of anything but the loop's tagged requests,
-# the driver and the system's .pyc files), /proc/*/mem by name or link
+# code.replace, marshal.loads of anything but the loop's tagged requests
+# and the system's .pyc files), /proc/*/mem by name or link
 # (which the kernel, not dumpable, cannot open anyway). What stays open: a
 # route no event reports that is neither, and a class of the loop's
 # interpreter the loop uses, patched (kernel_loop checks the one it uses,
@@ -1859,12 +1859,16 @@ def compile_ast(code, name):
 
 # The subinterpreter's setup, run once before any cell.
 KERNEL_SETUP = r"""
-def _setup(scratch, pattern, driver, subkey):
-    import io, os, re, sys, types, marshal, _hashlib, _thread
+def _setup(scratch, pattern, driver, subkey, status_fd):
+    import gc, io, os, re, sys, types, marshal, _hashlib, _thread
     # What the stub and the driver run with, as it is before any cell: each
-    # checks its own against these by identity (vouch), never by name.
-    stub_tools, driver_tools = (exec, marshal.loads), (exec, compile, eval, marshal.loads, sys.exc_info,
-                                                       _thread._count, os.write, sys._getframe)
+    # checks its own against these by identity (vouch), never by name. The
+    # driver's code object is made here once, before the hook: code objects
+    # are immutable, so every cell's stub runs this one (a marshal.loads of
+    # the driver per cell was a tenth of the stub and driver's own time).
+    driver_code = marshal.loads(driver)
+    stub_tools, driver_tools = (exec, driver_code), (exec, compile, eval, marshal.loads, sys.exc_info,
+                                                     _thread._count, os.write, sys._getframe)
     blocked = frozenset((
         "sys.addaudithook", "sys.settrace", "sys.setprofile", "sys._current_frames", "sys._current_exceptions",
         "cpython.PyInterpreterState_New", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
@@ -1872,13 +1876,15 @@ def _setup(scratch, pattern, driver, subkey):
     # Everything the hook calls is bound here. It must never run a cell's
     # code: code it called could read the hook's frame, and with it subkey.
     # So it reads no dict a cell can fill, calls no method of a cell's
-    # class, and takes a subclass of str or bytes by the base type's copy.
+    # class, takes a subclass of str or bytes by the base type's copy, and
+    # checks with the collector off (hook), which would run finalizers.
     T, str_, bytes_, int_, dict_, len_ = type, str, bytes, int, dict, len
     err, denied, base_exc = RuntimeError, PermissionError, BaseException
     MRO = T.__dict__["__mro__"].__get__
     as_str, as_bytes, as_int, item = str_.__str__, bytes_.__bytes__, int_.__int__, tuple.__getitem__
     loads, mac, same, ident = marshal.loads, _hashlib.hmac_digest, _hashlib.compare_digest, _thread.get_ident
-    stat, fileio = os.stat, io.FileIO
+    stat, fileio, write = os.stat, io.FileIO, os.write
+    gc_enabled, gc_off, gc_on = gc.isenabled, gc.disable, gc.enable
     getframe, coroutine = sys._getframe, types.coroutine.__code__
     code_t, plain, tuple_ = T(coroutine), (tuple, list, set, frozenset), tuple
     func_t = T(lambda: 0)
@@ -1946,7 +1952,7 @@ def _setup(scratch, pattern, driver, subkey):
         # The stub and the driver name what they run with in the defaults of
         # a lambda whose __code__ they read: that read calls this hook from
         # C, whatever a cell rebound. It raises unless every one is the
-        # interpreter's own (by identity), the driver's code is the kernel's,
+        # interpreter's own (by identity), the driver's code is the setup's,
         # and the request is the loop's (its tag under subkey) and newer than
         # any before: a cell cannot swap the loop's request, the driver, or
         # a function that decides which code runs or what status is written.
@@ -1955,9 +1961,17 @@ def _setup(scratch, pattern, driver, subkey):
             return
         m = item(d, 0)
         if m == "cf-stub":
-            if (len_(d) == 4 and item(d, 1) is item(stub_tools, 0) and item(d, 2) is item(stub_tools, 1)
-                    and T(item(d, 3)) is bytes_ and item(d, 3) == driver):
+            if len_(d) == 3 and item(d, 1) is item(stub_tools, 0) and item(d, 2) is item(stub_tools, 1):
                 return
+        elif m == "cf-fail":
+            # The stub's except clause: something raised before the driver
+            # wrote its status (a tool that failed its vouch; a key of the
+            # namespace whose __eq__ raised at the stub's or the driver's
+            # lookup, maybe after writing a status of its own). A message
+            # that is no status makes the cell's outcome one no runner or
+            # host takes, whatever a cell's code wrote before it.
+            write(status_fd, b"F")
+            return
         elif m == "cf-driver":
             if len_(d) != 10:
                 raise err("a python session cell's driver was tampered with")
@@ -1978,6 +1992,20 @@ def _setup(scratch, pattern, driver, subkey):
         raise err("a python session cell's driver was tampered with")
 
     def hook(event, args):
+        # The collector runs finalizers (a cell's code) at any allocation of
+        # a tracked object, and one that ran inside the hook read subkey
+        # from vouch's closure through the hook's frame (a drivertest
+        # forgery: objects made by has_code's marshal.loads collected it):
+        # it is off while the hook checks.
+        if not gc_enabled():
+            return check(event, args)
+        gc_off()
+        try:
+            return check(event, args)
+        finally:
+            gc_on()
+
+    def check(event, args):
         if event == "object.__getattr__":
             if len_(args) == 2 and T(item(args, 0)) is func_t and T(item(args, 1)) is str_ and item(args, 1) == "__code__":
                 vouch(item(args, 0))
@@ -2004,9 +2032,7 @@ def _setup(scratch, pattern, driver, subkey):
             me = ident()
             if inner[0] == me:
                 return  # has_code's own
-            d = args[0]
-            if d == driver:
-                return  # the kernel's driver (compile_fast's code is one of its constants)
+            d = args[0]  # bytes the event made from the buffer: no cell's class
             if d == current[0]:
                 return  # the cell of the request vouched for last (vouch)
             p = pyc.pop(me, None)
@@ -2023,7 +2049,7 @@ def _setup(scratch, pattern, driver, subkey):
                 raise err("loading code objects with marshal is not available in a python session cell: "
                           "crafted bytecode could read the kernel's memory")
         elif event == "code.__new__":
-            if getframe(1).f_code is not coroutine:  # types.coroutine sets a flag, no more
+            if getframe(2).f_code is not coroutine:  # above check and hook: types.coroutine sets a flag, no more
                 raise err("making code objects (CodeType, code.replace) is not available in a python "
                           "session cell: crafted bytecode could read the kernel's memory")
         elif event == "import":
@@ -2070,21 +2096,29 @@ def _setup(scratch, pattern, driver, subkey):
     sys._codefeedback_stdio = so, se  # what each cell starts with (KERNEL_DRIVER)
     sys.path.insert(0, scratch)
     sys._codefeedback_statement = re.compile(pattern).match
+    return driver_code
 
 
-_setup(__cf_scratch, __cf_pattern, __cf_d0, __cf_sk)
-del _setup, __cf_scratch, __cf_pattern, __cf_d0, __cf_sk
+# The stub runs it from here: a cell that rebinds the name has its next
+# cell fail the hook's vouch (by identity), as tampered with.
+__cf_C = _setup(__cf_scratch, __cf_pattern, __cf_d0, __cf_sk, __cf_sf)
+del _setup, __cf_scratch, __cf_pattern, __cf_d0, __cf_sk, __cf_sf
 """
 
 # Run for each cell, in the cells' namespace: short, since the
 # subinterpreter compiles it every time (3.11's run_string takes source
 # only). Every name it reads a cell can rebind, so it has the hook vouch
-# (KERNEL_SETUP's vouch) for exec, marshal.loads and the driver's code, all
-# bound once as the outer lambda's arguments, before it runs the driver
-# with them. A bare except: nothing it runs may raise out of run_string.
-KERNEL_STUB = """try:(lambda E,L,D:(lambda m="cf-stub",e=E,l=L,d=D:0).__code__ and E(L(D),{}))(exec,__import__("marshal").loads,\
-__cf_D)
-except:pass
+# (KERNEL_SETUP's vouch) for exec and the driver's code object, both bound
+# once as the outer lambda's arguments, before it runs the driver with
+# them. A bare except: nothing it runs may raise out of run_string (a
+# RunFailedError a cell patched would run its code in the loop's
+# interpreter). The except clause has the hook write a message that is no
+# status ("cf-fail"): a cell's key in the namespace whose __eq__ writes a
+# status of its own and then raises, at a lookup before the driver writes
+# its status, left that one status alone before the loop's end, and the
+# runner took it (a drivertest forgery). It names nothing a cell can bind.
+KERNEL_STUB = """try:(lambda E,D:(lambda m="cf-stub",e=E,d=D:0).__code__ and E(D,{}))(exec,__cf_C)
+except:(lambda m="cf-fail":0).__code__
 """
 
 # The driver (see the section's comment). It trusts only what it checks:
@@ -2117,7 +2151,6 @@ def _cell():
     g = GF(1).f_globals  # the stub's: the cells' namespace
     pop = {}.__class__.pop
     blob = pop(g, "__cf_b", None)
-    pop(g, "__cf_D", None)
     (lambda m="cf-driver", a=E, b=C, c=V, d=L, e=XI, f=TC, h=W, i=GF, k=blob: 0).__code__
     S, bm, M = XI.__self__, E.__self__, None
     # The request's kind, the status socket and the cell come from the
@@ -2235,8 +2268,8 @@ _KERNEL_CODE = []  # the marshalled driver, made once
 
 def kernel_code():
     """The code object of KERNEL_DRIVER's _cell, marshalled, with
-    compile_fast's code object in place of its "<compile_fast>": one
-    marshal.loads per cell gives both. The stub execs the function's code
+    compile_fast's code object in place of its "<compile_fast>": the
+    subinterpreter's setup loads both at once. The stub execs the function's code
     itself, so no name is looked up between the stub and the driver (a
     finalizer that runs at an allocation could plant a key in the driver's
     globals that answers for "_cell")."""
@@ -2516,11 +2549,12 @@ def kernel_loop(req_fd, st_fd, key, driver, scratch):
     sub = _xxsubinterpreters.create(isolated=False)
     # subkey tags each request (a counter, its kind, the marshalled cell)
     # for the subinterpreter's hook, which vouches for it once (vouch) and
-    # lets marshal.loads make code objects only from it, the driver (which
-    # holds compile_fast's code) and the system's .pyc files.
+    # lets marshal.loads make code objects only from it and the system's
+    # .pyc files (the setup loads the driver, which holds compile_fast's
+    # code, before it sets the hook).
     subkey, count, fd_bytes = os.urandom(32), 0, to_bytes(st_fd, 2, "big")
     run(sub, setup, {"__cf_scratch": scratch, "__cf_pattern": pattern, "__cf_d0": driver,
-                     "__cf_sk": subkey})
+                     "__cf_sk": subkey, "__cf_sf": st_fd})
     while True:
         # The request: the marshalled cell's length (8 bytes), the cell's
         # nonce (16 bytes), its kind (b"s": name and source, b"c": name,
@@ -2565,7 +2599,7 @@ def kernel_loop(req_fd, st_fd, key, driver, scratch):
         count += 1
         blob = to_bytes(count, 8, "big") + kind + fd_bytes + blob
         try:
-            run(sub, stub, {"__cf_D": driver, "__cf_b": blob + mac(subkey, blob, "sha256")})
+            run(sub, stub, {"__cf_b": blob + mac(subkey, blob, "sha256")})
         except base_exc:
             exit_(70)
         blob = None

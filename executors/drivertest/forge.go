@@ -403,6 +403,95 @@ class K(str):
         return False
 sys.modules["__main__"].__dict__[K("__cf_f")] = os.open("/dev/null", os.O_WRONLY)
 print("patched")`},
+	// A key of the namespace that answers for "exec", which the stub looks
+	// up before the driver runs: at the next cell's lookup its __eq__
+	// writes a status and raises. The stub's bare except swallowed that,
+	// no driver wrote a status, and the runner took the key's: with the
+	// runner of ae0dbac the failing cell after it ended with exit 0 on
+	// bwrap. The stub's except clause now has the hook add a message that
+	// is no status.
+	{"a namespace key that writes a status and stops the stub", `
+import os, sys
+class K(str):
+    fired = [False]
+    def __hash__(self):
+        return str.__hash__(self)
+    def __eq__(self, o):
+        b = dict.get(sys.modules["__main__"].__dict__, "__cf_b")
+        if not K.fired[0] and type(b) is bytes and len(b) > 11:
+            K.fired[0] = True
+            os.write(int.from_bytes(b[9:11], "big"), b"R 0")  # the request's header names the status socket
+            raise LookupError("the stub stops here")
+        return str.__eq__(self, o)
+sys.modules["__main__"].__dict__[K("exec")] = exec
+print("patched")`},
+	// The stub runs the driver's code object from the namespace, where the
+	// subinterpreter's setup put it: this one is a function of the cell's
+	// that writes a status. The hook vouches for the stub's by identity
+	// (with that check left out of a scratch copy of the runner, both
+	// failing cells after it ended with exit 0 on bwrap).
+	{"the driver's code object swapped in the namespace", `
+def forged():
+    g = __import__("sys")._getframe(1).f_globals
+    __import__("os").write(int.from_bytes(g["__cf_b"][9:11], "big"), b"R 0")
+__cf_C = forged.__code__
+print("patched")`},
+	// The collector runs finalizers at any allocation of a tracked object:
+	// one collected while the hook checks marshal data (has_code loads it)
+	// walks up to the hook's frame and reads the second key from vouch's
+	// closure, and a wrapped __import__ (the driver imports sys before it
+	// takes the request) then swaps the next request for "pass" under a
+	// tag of its own. With the runner of ae0dbac the failing cell after it
+	// ended with exit 0 on bwrap; the hook now checks with the collector off.
+	{"the hook's key read by a finalizer it runs", `
+import builtins, gc, hmac, marshal, sys
+keys = []
+class Trap:
+    def __del__(self):
+        f = sys._getframe()
+        while f is not None:
+            for v in list(f.f_locals.values()) if f.f_code.co_name == "hook" else ():
+                for c in (v.__closure__ or ()) if type(v) is type(Trap.__del__) else ():
+                    try:
+                        x = c.cell_contents
+                    except ValueError:
+                        continue
+                    if type(x) is bytes and len(x) == 32:
+                        keys.append(x)
+            f = f.f_back
+def arm():
+    t = Trap()
+    t.self = t
+payload = marshal.dumps([[i] for i in range(2000)])
+for i in range(50):
+    gc.collect()
+    gc.set_threshold(200, 100000, 100000)
+    arm()
+    try:
+        marshal.loads(payload)
+    except Exception:
+        pass
+    if keys:
+        break
+gc.set_threshold(700, 10, 10)
+real_import, busy = builtins.__import__, [False]
+def forged(*a, **k):
+    g = sys.modules["__main__"].__dict__
+    b = g.get("__cf_b")
+    if keys and not busy[0] and type(b) is bytes and len(b) > 43 and g.get("__cf_swapped") is not b:
+        busy[0] = True
+        try:
+            for key in keys:
+                if hmac.new(key, b[:-32], "sha256").digest() == b[-32:]:
+                    n = b[:11] + marshal.dumps(("<cell>", "pass"))
+                    n = (int.from_bytes(b[:8], "big") + 1).to_bytes(8, "big") + n[8:]
+                    g["__cf_b"] = g["__cf_swapped"] = n + hmac.new(key, n, "sha256").digest()
+                    break
+        finally:
+            busy[0] = False
+    return real_import(*a, **k)
+builtins.__import__ = forged
+print("patched")`},
 }
 
 // bashForgeries are bash session cells that try to make a later cell's
